@@ -1,0 +1,763 @@
+"""The conversation history: sessions and their messages in one SQLite file.
+
+`History` owns one sqlite3 connection, used only by the thread that made it (the GUI
+thread). Every write commits at once, so a crash loses nothing that was saved; the
+UI saves a streaming reply at most once a second, which bounds the loss to a second.
+
+Errors: one exception, `HistoryError`, for everything the user should read (a folder
+that cannot be written, a database from a newer llamachat, a failed write, a bad
+import). A corrupt file is not an error: it is moved aside to
+`<name>.corrupt-<YYYYmmdd-HHMMSS>` and a fresh database is used, with
+`History.recovered_from` saying where the old one went.
+
+The schema is versioned with `PRAGMA user_version`; `MIGRATIONS` is append-only, the
+N-th entry moves a database from version N to N+1. Databases written before versioning
+(the seed's schema, user_version 0 with tables present) first gain any missing column.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Self
+
+log = logging.getLogger(__name__)
+
+MODES = ("chat", "oneshot")
+ROLES = ("user", "assistant", "system", "tool")
+STATUSES = ("complete", "streaming", "stopped", "error")
+EXPORT_FORMAT = "llamachat-session"
+EXPORT_VERSION = 1
+BUSY_TIMEOUT_S = 5.0
+
+# Append-only: never edit an entry once released, add a new one.
+MIGRATIONS: list[str] = [
+    # 1: sessions, messages, full-text index over message text.
+    """
+    CREATE TABLE IF NOT EXISTS sessions (
+        id            INTEGER PRIMARY KEY,
+        mode          TEXT NOT NULL DEFAULT 'chat',
+        title         TEXT NOT NULL DEFAULT '',
+        model         TEXT NOT NULL DEFAULT '',
+        prompt_name   TEXT NOT NULL DEFAULT '',
+        prompt_custom TEXT NOT NULL DEFAULT '',
+        skills        TEXT NOT NULL DEFAULT '[]',
+        created_at    REAL NOT NULL,
+        updated_at    REAL NOT NULL,
+        deleted_at    REAL
+    );
+    CREATE INDEX IF NOT EXISTS sessions_live_by_update
+        ON sessions (updated_at) WHERE deleted_at IS NULL;
+    CREATE TABLE IF NOT EXISTS messages (
+        id          INTEGER PRIMARY KEY,
+        session_id  INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        role        TEXT NOT NULL,
+        content     TEXT NOT NULL DEFAULT '',
+        reasoning   TEXT NOT NULL DEFAULT '',
+        tool_calls  TEXT NOT NULL DEFAULT '[]',
+        attachments TEXT NOT NULL DEFAULT '[]',
+        model       TEXT NOT NULL DEFAULT '',
+        status      TEXT NOT NULL DEFAULT 'complete',
+        error       TEXT NOT NULL DEFAULT '',
+        usage       TEXT NOT NULL DEFAULT '{}',
+        timings     TEXT NOT NULL DEFAULT '{}',
+        created_at  REAL NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS messages_by_session ON messages (session_id, id);
+    CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5 (
+        content, reasoning, content='messages', content_rowid='id',
+        tokenize='unicode61 remove_diacritics 2'
+    );
+    CREATE TRIGGER IF NOT EXISTS messages_fts_insert AFTER INSERT ON messages BEGIN
+        INSERT INTO messages_fts (rowid, content, reasoning)
+            VALUES (new.id, new.content, new.reasoning);
+    END;
+    CREATE TRIGGER IF NOT EXISTS messages_fts_delete AFTER DELETE ON messages BEGIN
+        INSERT INTO messages_fts (messages_fts, rowid, content, reasoning)
+            VALUES ('delete', old.id, old.content, old.reasoning);
+    END;
+    CREATE TRIGGER IF NOT EXISTS messages_fts_update
+        AFTER UPDATE OF content, reasoning ON messages BEGIN
+        INSERT INTO messages_fts (messages_fts, rowid, content, reasoning)
+            VALUES ('delete', old.id, old.content, old.reasoning);
+        INSERT INTO messages_fts (rowid, content, reasoning)
+            VALUES (new.id, new.content, new.reasoning);
+    END;
+    -- Index rows that a pre-versioned database already held.
+    INSERT INTO messages_fts (messages_fts) VALUES ('rebuild');
+    """,
+]
+
+# Columns a pre-versioned table may lack, with the definitions ALTER TABLE can add
+# (it needs a constant default for NOT NULL).
+_LEGACY_COLUMNS = {
+    "sessions": {
+        "mode": "TEXT NOT NULL DEFAULT 'chat'",
+        "title": "TEXT NOT NULL DEFAULT ''",
+        "model": "TEXT NOT NULL DEFAULT ''",
+        "prompt_name": "TEXT NOT NULL DEFAULT ''",
+        "prompt_custom": "TEXT NOT NULL DEFAULT ''",
+        "skills": "TEXT NOT NULL DEFAULT '[]'",
+        "created_at": "REAL NOT NULL DEFAULT 0",
+        "updated_at": "REAL NOT NULL DEFAULT 0",
+        "deleted_at": "REAL",
+    },
+    "messages": {
+        "content": "TEXT NOT NULL DEFAULT ''",
+        "reasoning": "TEXT NOT NULL DEFAULT ''",
+        "tool_calls": "TEXT NOT NULL DEFAULT '[]'",
+        "attachments": "TEXT NOT NULL DEFAULT '[]'",
+        "model": "TEXT NOT NULL DEFAULT ''",
+        "status": "TEXT NOT NULL DEFAULT 'complete'",
+        "error": "TEXT NOT NULL DEFAULT ''",
+        "usage": "TEXT NOT NULL DEFAULT '{}'",
+        "timings": "TEXT NOT NULL DEFAULT '{}'",
+        "created_at": "REAL NOT NULL DEFAULT 0",
+    },
+}
+
+_SESSION_COLUMNS = (
+    "id, mode, title, model, prompt_name, prompt_custom, skills, created_at, updated_at"
+)
+_MESSAGE_COLUMNS = (
+    "id, session_id, role, content, reasoning, tool_calls, attachments, model, status, "
+    "error, usage, timings, created_at"
+)
+_JSON_LISTS = ("skills", "tool_calls", "attachments")
+_JSON_DICTS = ("usage", "timings")
+_CORRUPT = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+TITLE_CHARS = 80
+
+
+class HistoryError(Exception):
+    """The history cannot be opened, written or imported; the message says why."""
+
+
+class _Corrupt(Exception):
+    """Internal: the file is damaged and must be moved aside."""
+
+
+def _decode(row: sqlite3.Row) -> dict[str, Any]:
+    item = dict(row)
+    for key, value in item.items():
+        if key in _JSON_LISTS or key in _JSON_DICTS:
+            empty: list | dict = [] if key in _JSON_LISTS else {}
+            try:
+                decoded = json.loads(value) if value else empty
+            except ValueError:
+                decoded = empty
+            item[key] = decoded if isinstance(decoded, type(empty)) else empty
+        elif value is None and key not in ("id", "session_id"):
+            item[key] = ""  # the seed's schema allowed NULL titles and models
+        elif key in ("created_at", "updated_at"):
+            item[key] = float(value)
+    return item
+
+
+def _fts_query(text: str) -> str:
+    """Match every word the user typed, as a literal prefix: FTS syntax is never parsed."""
+    return " ".join(
+        '"' + term.replace('"', '""') + '"*' for term in text.replace("\x00", " ").split()
+    )
+
+
+def _title_from(content: str) -> str:
+    first = next((line.strip() for line in content.splitlines() if line.strip()), "")
+    return first if len(first) <= TITLE_CHARS else first[: TITLE_CHARS - 1].rstrip() + "…"
+
+
+class History:
+    """The conversation store: sessions, messages, search, export and import."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path).expanduser()
+        self.recovered_from: Path | None = None
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise HistoryError(
+                f"cannot create the folder for the history database {self.path}: "
+                f"{exc.strerror or exc}"
+            ) from None
+        try:
+            self._conn = self._open()
+        except _Corrupt as exc:
+            self.recovered_from = self._move_aside()
+            log.warning(
+                "history %s is damaged (%s); moved to %s", self.path, exc, self.recovered_from
+            )
+            self._conn = self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        conn = None
+        try:
+            # Autocommit: every statement outside an explicit transaction is saved at once.
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            conn.row_factory = sqlite3.Row
+            self._check_size(conn)
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            self._migrate(conn)
+            # A write probe: a database that opens but cannot be written must fail now,
+            # with its path, not at the first message the user sends.
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("ROLLBACK")
+            return conn
+        except sqlite3.Error as exc:
+            if conn is not None:
+                conn.close()
+            if exc.sqlite_errorname in _CORRUPT:
+                raise _Corrupt(str(exc)) from None
+            raise HistoryError(
+                f"cannot open the history database {self.path}: {exc}; "
+                "check that its folder exists and is writable"
+            ) from None
+        except BaseException:
+            if conn is not None:
+                conn.close()
+            raise
+
+    def _check_size(self, conn: sqlite3.Connection) -> None:
+        """Catch a truncated file, which SQLite would only notice when reading the lost pages."""
+        wal = self.path.with_name(self.path.name + "-wal")
+        if not self.path.exists() or (wal.exists() and wal.stat().st_size > 0):
+            return  # with a WAL pending, the header's page count is not yet in the main file
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        if pages * page_size > self.path.stat().st_size:
+            raise _Corrupt(f"file is shorter than its {pages} pages")
+
+    def _move_aside(self) -> Path:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        target = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
+        count = 1
+        while target.exists():
+            target = self.path.with_name(f"{self.path.name}.corrupt-{stamp}-{count}")
+            count += 1
+        try:
+            self.path.rename(target)
+            # A stale WAL or shared-memory file would be replayed into the fresh database.
+            for suffix in ("-wal", "-shm"):
+                side = self.path.with_name(self.path.name + suffix)
+                if side.exists():
+                    side.rename(target.with_name(target.name + suffix))
+        except OSError as exc:
+            raise HistoryError(
+                f"the history database {self.path} is damaged and could not be moved "
+                f"aside: {exc.strerror or exc}"
+            ) from None
+        return target
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > len(MIGRATIONS):
+            raise HistoryError(
+                f"the history database {self.path} was written by a newer llamachat "
+                f"(schema {version}; this version knows {len(MIGRATIONS)})"
+            )
+        for number in range(version, len(MIGRATIONS)):
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                if number == 0:
+                    self._adopt_legacy(conn)
+                for statement in _statements(MIGRATIONS[number]):
+                    conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {number + 1}")
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            log.info("history %s migrated to schema %d", self.path, number + 1)
+
+    @staticmethod
+    def _adopt_legacy(conn: sqlite3.Connection) -> None:
+        """Give tables made before versioning the columns migration 1 expects."""
+        for table, columns in _LEGACY_COLUMNS.items():
+            present = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+            if not present:
+                continue
+            for name, definition in columns.items():
+                if name not in present:
+                    conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {definition}")
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise HistoryError(f"cannot save to the history database {self.path}: {exc}") from None
+
+    def _write(self, sql: str, params: tuple = ()) -> sqlite3.Cursor:
+        try:
+            return self._conn.execute(sql, params)
+        except sqlite3.Error as exc:
+            raise HistoryError(f"cannot save to the history database {self.path}: {exc}") from None
+
+    def _read(self, sql: str, params: tuple = ()) -> list[sqlite3.Row]:
+        try:
+            return self._conn.execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise HistoryError(f"cannot read the history database {self.path}: {exc}") from None
+
+    def close(self) -> None:
+        """Close the connection; the object is unusable afterwards."""
+        self._conn.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ sessions
+
+    def create_session(
+        self,
+        mode: str,
+        model: str = "",
+        *,
+        title: str = "",
+        prompt_name: str = "",
+        prompt_custom: str = "",
+    ) -> int:
+        """Start a session and return its id."""
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        now = time.time()
+        cursor = self._write(
+            "INSERT INTO sessions (mode, title, model, prompt_name, prompt_custom, created_at,"
+            " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (mode, title, model, prompt_name, prompt_custom, now, now),
+        )
+        return int(cursor.lastrowid)  # type: ignore[arg-type]
+
+    def get_session(self, session_id: int) -> dict[str, Any] | None:
+        """The session with this id (deleted ones too), or None."""
+        rows = self._read(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,))
+        return _decode(rows[0]) if rows else None
+
+    def list_sessions(
+        self, *, limit: int = 100, offset: int = 0, mode: str | None = None
+    ) -> list[dict[str, Any]]:
+        """One page of live sessions, most recently updated first."""
+        where = "deleted_at IS NULL" + (" AND mode = ?" if mode else "")
+        params = ((mode,) if mode else ()) + (limit, offset)
+        rows = self._read(
+            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE {where}"
+            " ORDER BY updated_at DESC, id DESC LIMIT ? OFFSET ?",
+            params,
+        )
+        return [_decode(row) for row in rows]
+
+    def count_sessions(self) -> int:
+        """How many live (not deleted) sessions there are."""
+        return int(self._read("SELECT count(*) FROM sessions WHERE deleted_at IS NULL")[0][0])
+
+    def rename_session(self, session_id: int, title: str) -> None:
+        """Set a session's title."""
+        self._write("UPDATE sessions SET title = ? WHERE id = ?", (title, session_id))
+
+    def set_model(self, session_id: int, model: str) -> None:
+        """Record the model a session uses."""
+        self._write("UPDATE sessions SET model = ? WHERE id = ?", (model, session_id))
+
+    def set_prompt(self, session_id: int, prompt_name: str, prompt_custom: str = "") -> None:
+        """Record the session's prompt preset name, or its custom prompt text."""
+        self._write(
+            "UPDATE sessions SET prompt_name = ?, prompt_custom = ? WHERE id = ?",
+            (prompt_name, prompt_custom, session_id),
+        )
+
+    def set_skills(self, session_id: int, names: list[str]) -> None:
+        """Record which skills the session has loaded."""
+        self._write(
+            "UPDATE sessions SET skills = ? WHERE id = ?", (json.dumps(list(names)), session_id)
+        )
+
+    def delete_session(self, session_id: int) -> None:
+        """Hide a session from the list and search; undelete_session brings it back."""
+        self._write(
+            "UPDATE sessions SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL",
+            (time.time(), session_id),
+        )
+
+    def undelete_session(self, session_id: int) -> None:
+        """Bring back a session hidden by delete_session."""
+        self._write("UPDATE sessions SET deleted_at = NULL WHERE id = ?", (session_id,))
+
+    def purge_deleted(self) -> int:
+        """Remove deleted sessions and their messages for good; returns how many."""
+        with self._transaction() as conn:
+            # Explicit, because a pre-versioned messages table may lack ON DELETE CASCADE.
+            conn.execute(
+                "DELETE FROM messages WHERE session_id IN"
+                " (SELECT id FROM sessions WHERE deleted_at IS NOT NULL)"
+            )
+            return conn.execute("DELETE FROM sessions WHERE deleted_at IS NOT NULL").rowcount
+
+    # ------------------------------------------------------------------ messages
+
+    def add_message(
+        self,
+        session_id: int,
+        role: str,
+        content: str = "",
+        *,
+        reasoning: str = "",
+        tool_calls: list | None = None,
+        attachments: list[dict] | None = None,
+        model: str = "",
+        status: str = "complete",
+        error: str = "",
+        usage: dict | None = None,
+        timings: dict | None = None,
+    ) -> int:
+        """Append a message to a session and return its id."""
+        if role not in ROLES:
+            raise ValueError(f"role must be one of {ROLES}, got {role!r}")
+        if status not in STATUSES:
+            raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
+        return self._insert_message(
+            session_id,
+            {
+                "role": role,
+                "content": content,
+                "reasoning": reasoning,
+                "tool_calls": tool_calls or [],
+                "attachments": attachments or [],
+                "model": model,
+                "status": status,
+                "error": error,
+                "usage": usage or {},
+                "timings": timings or {},
+                "created_at": time.time(),
+            },
+        )
+
+    def _insert_message(self, session_id: int, message: dict[str, Any]) -> int:
+        with self._transaction() as conn:
+            exists = conn.execute(
+                "SELECT title FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+            if exists is None:
+                raise HistoryError(f"no session {session_id} in the history")
+            cursor = conn.execute(
+                "INSERT INTO messages (session_id, role, content, reasoning, tool_calls,"
+                " attachments, model, status, error, usage, timings, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    session_id,
+                    message["role"],
+                    message["content"],
+                    message["reasoning"],
+                    json.dumps(message["tool_calls"]),
+                    json.dumps(message["attachments"]),
+                    message["model"],
+                    message["status"],
+                    message["error"],
+                    json.dumps(message["usage"]),
+                    json.dumps(message["timings"]),
+                    message["created_at"],
+                ),
+            )
+            conn.execute(
+                "UPDATE sessions SET updated_at = max(updated_at, ?) WHERE id = ?",
+                (message["created_at"], session_id),
+            )
+            if message["role"] == "user" and not exists["title"]:
+                conn.execute(
+                    "UPDATE sessions SET title = ? WHERE id = ?",
+                    (_title_from(message["content"]), session_id),
+                )
+            return int(cursor.lastrowid)  # type: ignore[arg-type]
+
+    def update_message(
+        self,
+        message_id: int,
+        *,
+        content: str | None = None,
+        reasoning: str | None = None,
+        status: str | None = None,
+        error: str | None = None,
+        usage: dict | None = None,
+        timings: dict | None = None,
+        tool_calls: list | None = None,
+    ) -> None:
+        """Change the given fields of a message and commit at once."""
+        if status is not None and status not in STATUSES:
+            raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
+        changes = {
+            "content": content,
+            "reasoning": reasoning,
+            "status": status,
+            "error": error,
+            "usage": None if usage is None else json.dumps(usage),
+            "timings": None if timings is None else json.dumps(timings),
+            "tool_calls": None if tool_calls is None else json.dumps(tool_calls),
+        }
+        changes = {key: value for key, value in changes.items() if value is not None}
+        if not changes:
+            return
+        assignments = ", ".join(f"{key} = ?" for key in changes)
+        self._write(
+            f"UPDATE messages SET {assignments} WHERE id = ?", (*changes.values(), message_id)
+        )
+
+    def messages(self, session_id: int) -> list[dict[str, Any]]:
+        """A session's messages in order."""
+        rows = self._read(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? ORDER BY id",
+            (session_id,),
+        )
+        return [_decode(row) for row in rows]
+
+    def message_count(self, session_id: int) -> int:
+        """How many messages a session holds."""
+        rows = self._read("SELECT count(*) FROM messages WHERE session_id = ?", (session_id,))
+        return int(rows[0][0])
+
+    def delete_messages_from(self, session_id: int, message_id: int) -> None:
+        """Delete this message and every later one in the session (regenerate, edit)."""
+        self._write(
+            "DELETE FROM messages WHERE session_id = ? AND id >= ?", (session_id, message_id)
+        )
+
+    # ------------------------------------------------------------------ search
+
+    def search(self, query: str, *, limit: int = 50) -> list[dict[str, Any]]:
+        """Live sessions whose messages match every word of `query`, best first, with a snippet."""
+        match = _fts_query(query)
+        if not match:
+            return []
+        # FTS5 refuses snippet() beside a window function, so the best message per
+        # session is chosen first and only those few are given a snippet.
+        best = self._read(
+            "WITH hits AS MATERIALIZED ("
+            "  SELECT m.id AS message_id, m.session_id AS session_id, messages_fts.rank AS rank"
+            "  FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid"
+            "  WHERE messages_fts MATCH ?)"
+            " SELECT message_id, session_id FROM ("
+            "  SELECT hits.*, row_number() OVER"
+            "   (PARTITION BY hits.session_id ORDER BY hits.rank) AS place"
+            "  FROM hits JOIN sessions s ON s.id = hits.session_id WHERE s.deleted_at IS NULL)"
+            " WHERE place = 1 ORDER BY rank LIMIT ?",
+            (match, limit),
+        )
+        if not best:
+            return []
+        ids = [row["message_id"] for row in best]
+        marks = ", ".join("?" * len(ids))
+        snippets = {
+            row[0]: row[1]
+            for row in self._read(
+                "SELECT rowid, snippet(messages_fts, -1, '', '', '…', 16) FROM messages_fts"
+                f" WHERE messages_fts MATCH ? AND rowid IN ({marks})",
+                (match, *ids),
+            )
+        }
+        results = []
+        for row in best:
+            session = self.get_session(row["session_id"])
+            if session is not None:
+                session["snippet"] = snippets.get(row["message_id"], "")
+                results.append(session)
+        return results
+
+    # ------------------------------------------------------------------ export / import
+
+    def export_markdown(self, session_id: int) -> str:
+        """The session as a Markdown document a person can read."""
+        session = self._require(session_id)
+        stamp = time.strftime("%Y-%m-%d %H:%M", time.localtime(session["created_at"]))
+        facts = [session["mode"], stamp] + ([session["model"]] if session["model"] else [])
+        parts = [f"# {session['title'] or 'Untitled'}", "*" + " · ".join(facts) + "*"]
+        headers = {"user": "You", "assistant": "Assistant", "system": "System", "tool": "Tool"}
+        for message in self.messages(session_id):
+            header = headers.get(message["role"], message["role"])
+            if message["role"] == "assistant" and message["model"]:
+                header += f" ({message['model']})"
+            parts.append(f"## {header}")
+            if message["reasoning"]:
+                parts.append(
+                    f"<details><summary>Reasoning</summary>\n\n{message['reasoning']}\n\n</details>"
+                )
+            if message["content"]:
+                parts.append(message["content"])
+            for call in message["tool_calls"]:
+                function = call.get("function", {}) if isinstance(call, dict) else {}
+                parts.append(
+                    f"*Tool call:* `{function.get('name', '?')}` `{function.get('arguments', '')}`"
+                )
+            for attachment in message["attachments"]:
+                name = attachment.get("name") or attachment.get("path") or "attachment"
+                parts.append(f"*Attachment:* {name}")
+            if message["status"] == "stopped":
+                parts.append("*(stopped)*")
+            elif message["status"] == "error":
+                parts.append(f"*(error: {message['error']})*")
+        return "\n\n".join(parts) + "\n"
+
+    def export_json(self, session_id: int) -> dict[str, Any]:
+        """The session as a versioned JSON-ready dict that import_json reads back."""
+        session = self._require(session_id)
+        del session["id"]
+        messages = []
+        for message in self.messages(session_id):
+            del message["id"], message["session_id"]
+            messages.append(message)
+        return {
+            "format": EXPORT_FORMAT,
+            "version": EXPORT_VERSION,
+            "session": session,
+            "messages": messages,
+        }
+
+    def import_json(self, data: dict[str, Any]) -> int:
+        """Add a session exported by export_json, under a new id; returns that id."""
+        session, messages = _validate_import(data)
+        with self._transaction() as conn:
+            cursor = conn.execute(
+                "INSERT INTO sessions (mode, title, model, prompt_name, prompt_custom, skills,"
+                " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    session["mode"],
+                    session["title"],
+                    session["model"],
+                    session["prompt_name"],
+                    session["prompt_custom"],
+                    json.dumps(session["skills"]),
+                    session["created_at"],
+                    session["updated_at"],
+                ),
+            )
+            session_id = int(cursor.lastrowid)  # type: ignore[arg-type]
+            conn.executemany(
+                "INSERT INTO messages (session_id, role, content, reasoning, tool_calls,"
+                " attachments, model, status, error, usage, timings, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        session_id,
+                        m["role"],
+                        m["content"],
+                        m["reasoning"],
+                        json.dumps(m["tool_calls"]),
+                        json.dumps(m["attachments"]),
+                        m["model"],
+                        m["status"],
+                        m["error"],
+                        json.dumps(m["usage"]),
+                        json.dumps(m["timings"]),
+                        m["created_at"],
+                    )
+                    for m in messages
+                ],
+            )
+        return session_id
+
+    def _require(self, session_id: int) -> dict[str, Any]:
+        session = self.get_session(session_id)
+        if session is None:
+            raise HistoryError(f"no session {session_id} in the history")
+        return session
+
+
+def _statements(script: str) -> list[str]:
+    """Split a migration into statements; sqlite3.complete_statement keeps triggers whole."""
+    statements, current = [], ""
+    for line in script.splitlines(keepends=True):
+        current += line
+        if sqlite3.complete_statement(current):
+            statements.append(current.strip())
+            current = ""
+    return statements
+
+
+_SESSION_FIELDS: dict[str, tuple[type | tuple[type, ...], object]] = {
+    "mode": (str, "chat"),
+    "title": (str, ""),
+    "model": (str, ""),
+    "prompt_name": (str, ""),
+    "prompt_custom": (str, ""),
+    "skills": (list, []),
+    "created_at": ((int, float), None),
+    "updated_at": ((int, float), None),
+}
+_MESSAGE_FIELDS: dict[str, tuple[type | tuple[type, ...], object]] = {
+    "role": (str, None),
+    "content": (str, ""),
+    "reasoning": (str, ""),
+    "tool_calls": (list, []),
+    "attachments": (list, []),
+    "model": (str, ""),
+    "status": (str, "complete"),
+    "error": (str, ""),
+    "usage": (dict, {}),
+    "timings": (dict, {}),
+    "created_at": ((int, float), None),
+}
+
+
+def _fields(
+    item: object, spec: dict[str, tuple[type | tuple[type, ...], object]], where: str, now: float
+) -> dict[str, Any]:
+    if not isinstance(item, dict):
+        raise HistoryError(f"cannot import: {where} must be an object")
+    out: dict[str, Any] = {}
+    for key, (kind, default) in spec.items():
+        value = item.get(key, default)
+        if value is None and key in ("created_at", "updated_at"):
+            value = now
+        if value is None or not isinstance(value, kind) or isinstance(value, bool):
+            raise HistoryError(f"cannot import: {where}.{key} is missing or has the wrong type")
+        out[key] = value
+    return out
+
+
+def _validate_import(data: object) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
+        raise HistoryError(f"cannot import: not a llamachat session (no format '{EXPORT_FORMAT}')")
+    version = data.get("version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise HistoryError("cannot import: the version is missing or not a number")
+    if version > EXPORT_VERSION:
+        raise HistoryError(
+            f"cannot import: the session was exported by a newer llamachat (format version "
+            f"{version}; this version reads {EXPORT_VERSION})"
+        )
+    now = time.time()
+    session = _fields(data.get("session"), _SESSION_FIELDS, "session", now)
+    if session["mode"] not in MODES:
+        raise HistoryError(f"cannot import: session.mode must be one of {', '.join(MODES)}")
+    if not all(isinstance(name, str) for name in session["skills"]):
+        raise HistoryError("cannot import: session.skills must be a list of names")
+    raw_messages = data.get("messages")
+    if not isinstance(raw_messages, list):
+        raise HistoryError("cannot import: messages must be a list")
+    messages = []
+    for number, raw in enumerate(raw_messages, start=1):
+        where = f"messages[{number}]"
+        message = _fields(raw, _MESSAGE_FIELDS, where, now)
+        if message["role"] not in ROLES:
+            raise HistoryError(f"cannot import: {where}.role must be one of {', '.join(ROLES)}")
+        if message["status"] not in STATUSES:
+            raise HistoryError(
+                f"cannot import: {where}.status must be one of {', '.join(STATUSES)}"
+            )
+        if not all(isinstance(a, dict) for a in message["attachments"]):
+            raise HistoryError(f"cannot import: {where}.attachments must be a list of objects")
+        messages.append(message)
+    return session, messages
