@@ -1,0 +1,783 @@
+"""The HTTP client for llama.cpp's router (or any OpenAI-compatible server) and the tool loop.
+
+`Client.stream_chat()` is a generator of `(kind, piece)` events: `reasoning` and
+`content` deltas, `search_start` / `search_done` around each web search, `skill_loaded`
+for each skill the model loads, and one final `stats` event. With search or skills on it
+runs the tool loop: up to `max_searches` rounds offer the tools; a round that ends in
+tool calls gets every call answered (failures included, as tool results the model reads)
+and the request is sent again; one final round offers no tools, so the model answers.
+
+Exceptions, raised by `Client` methods and by the `stream_chat` generator:
+
+    BackendError           base class; attributes message, error_type, status
+    ├── RouterUnreachable  nothing answers at the URL (refused, no route, DNS, connect
+    │                      timeout); the message names the URL and says what to do
+    ├── ServerError        HTTP status >= 400, carrying the server's error.message and
+    │                      error.type (e.g. exceed_context_size_error) plus `details`
+    ├── StreamError        an error chunk mid-stream, or a broken / garbled stream
+    └── StallError         no byte for idle_timeout seconds in the middle of a reply
+
+The API key only ever travels in the Authorization header: no message, log line or
+exception here contains it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpcore
+import httpx
+
+from . import search, skills
+
+log = logging.getLogger(__name__)
+
+# A single SSE line longer than this is garbage, not a delta; 64 MiB leaves room for a
+# 10 MB delta after JSON escaping while keeping a runaway stream from eating memory.
+MAX_LINE_BYTES = 64 * 1024 * 1024
+# Error bodies are read up to this size; the rest of a huge error page is noise.
+MAX_ERROR_BYTES = 256 * 1024
+
+StreamEvent = tuple[str, object]
+"""One item stream_chat yields: (kind, piece), e.g. ("content", "Hel")."""
+
+
+class BackendError(Exception):
+    """Something went wrong talking to the server; str() is a sentence for the user."""
+
+    def __init__(self, message: str, *, error_type: str = "", status: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.error_type = error_type
+        self.status = status
+
+
+class RouterUnreachable(BackendError):
+    """Nothing answers at the server's URL."""
+
+
+class ServerError(BackendError):
+    """The server answered with an HTTP error; `details` holds its extra error fields."""
+
+    def __init__(self, message: str, *, error_type: str = "", status: int | None = None,
+                 details: dict | None = None) -> None:
+        super().__init__(message, error_type=error_type, status=status)
+        self.details = details or {}
+
+
+class StreamError(BackendError):
+    """The reply stream carried an error or broke."""
+
+
+class StallError(BackendError):
+    """The server went silent in the middle of a reply."""
+
+
+@dataclass
+class SearchConfig:
+    """What stream_chat needs to offer and run web search."""
+
+    enabled: bool = False
+    url: str = ""
+    max_searches: int = 2
+    timeout: float = 10.0
+
+
+@dataclass
+class SkillsConfig:
+    """What stream_chat needs to offer and run skill loading."""
+
+    enabled: bool = False
+    store: skills.SkillStore | None = None
+    max_searches: int = 2
+
+
+def api_base(base_url: str) -> str:
+    """The OpenAI-style prefix for a configured URL (a bare host gets /v1)."""
+    url = base_url.rstrip("/")
+    return url if httpx.URL(url).path.strip("/") else url + "/v1"
+
+
+def server_root(base_url: str) -> str:
+    """The server root for llama.cpp's own endpoints (/props, /models/load, ...)."""
+    url = base_url.rstrip("/")
+    return url.removesuffix("/v1")
+
+
+def server_error(status: int, body: bytes, url: str) -> ServerError:
+    """A ServerError from an error response's status and body (JSON or not)."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        data = None
+    error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, dict):
+        message = str(error.get("message") or f"HTTP {status}")
+        details = {k: v for k, v in error.items() if k not in ("message", "type", "code")}
+        return ServerError(message, error_type=str(error.get("type") or ""), status=status,
+                           details=details)
+    if isinstance(error, str):
+        return ServerError(error, status=status)
+    text = body[:300].decode("utf-8", "replace").strip()
+    return ServerError(f"{url} answered HTTP {status}" + (f": {text}" if text else ""),
+                       status=status)
+
+
+@dataclass
+class _Call:
+    """One tool call being accumulated from deltas."""
+
+    id: str = ""
+    name: str = ""
+    arguments: str = ""
+
+
+@dataclass
+class _Round:
+    """What one streamed round produced besides the deltas it yielded."""
+
+    content: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    calls: dict[int, _Call] = field(default_factory=dict)
+    finish_reason: str | None = None
+    done: bool = False
+    usage: dict = field(default_factory=dict)
+    timings: dict = field(default_factory=dict)
+    model: str = ""
+    cancelled: bool = False
+
+    def add_tool_deltas(self, deltas: list) -> None:
+        """Merge tool-call fragments: id/name come first, arguments in pieces, by index."""
+        for delta in deltas:
+            if not isinstance(delta, dict):
+                continue
+            index = delta.get("index")
+            if not isinstance(index, int):
+                index = self._index_without_index(delta.get("id"))
+            call = self.calls.setdefault(index, _Call())
+            if isinstance(delta.get("id"), str) and not call.id:
+                call.id = delta["id"]
+            function = delta.get("function")
+            if not isinstance(function, dict):
+                continue
+            name = function.get("name")
+            # Most servers send the name once; some repeat it whole in every fragment.
+            if isinstance(name, str) and name and name != call.name:
+                call.name += name
+            arguments = function.get("arguments")
+            if isinstance(arguments, str):
+                call.arguments += arguments
+            elif isinstance(arguments, dict):
+                call.arguments += json.dumps(arguments)
+
+
+    def _index_without_index(self, call_id: object) -> int:
+        # Servers that omit index stream one call at a time: a new id starts a call.
+        for index, call in self.calls.items():
+            if call_id and call.id == call_id:
+                return index
+        if call_id or not self.calls:
+            return len(self.calls)
+        return max(self.calls)
+
+
+class _SocketTracker(httpcore.NetworkBackend):
+    """httpcore's default network backend, remembering the socket each thread last wrote.
+
+    A request waiting for its response (a router loading a model, a long prompt being
+    processed) sits in recv() on that socket, and no httpx call made from another thread
+    wakes it; shutting the socket down does, at once, and tells the server to stop.
+    """
+
+    def __init__(self) -> None:
+        self._backend = httpcore.SyncBackend()
+        self._writers: dict[int, socket.socket] = {}
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None,
+                    local_address: str | None = None,
+                    socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
+        """Open a TCP stream whose writes are tracked."""
+        return _TrackedStream(self._backend.connect_tcp(
+            host, port, timeout=timeout, local_address=local_address,
+            socket_options=socket_options), self._writers)
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None,
+                            socket_options: Iterable[Any] | None = None
+                            ) -> httpcore.NetworkStream:
+        """Open a Unix socket stream whose writes are tracked."""
+        return _TrackedStream(self._backend.connect_unix_socket(
+            path, timeout=timeout, socket_options=socket_options), self._writers)
+
+    def sleep(self, seconds: float) -> None:
+        """Sleep, as the pool's retry logic asks."""
+        self._backend.sleep(seconds)
+
+    def socket_of(self, thread_id: int) -> socket.socket | None:
+        """The socket `thread_id` last sent a request on."""
+        return self._writers.get(thread_id)
+
+
+class _TrackedStream(httpcore.NetworkStream):
+    def __init__(self, stream: httpcore.NetworkStream, writers: dict[int, socket.socket]
+                 ) -> None:
+        self._stream = stream
+        self._writers = writers
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._stream.read(max_bytes, timeout)
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._writers[threading.get_ident()] = self._stream.get_extra_info("socket")
+        self._stream.write(buffer, timeout)
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
+                  timeout: float | None = None) -> httpcore.NetworkStream:
+        return _TrackedStream(self._stream.start_tls(ssl_context, server_hostname, timeout),
+                              self._writers)
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._stream.get_extra_info(info)
+
+
+_CORE_ERRORS = (httpcore.TimeoutException, httpcore.NetworkError, httpcore.ProtocolError,
+                httpcore.UnsupportedProtocol, httpcore.ProxyError)
+
+
+def _httpx_error(exc: Exception, request: httpx.Request) -> httpx.HTTPError:
+    # httpcore's and httpx's transport exceptions share their names.
+    kind = getattr(httpx, type(exc).__name__, httpx.TransportError)
+    return kind(str(exc), request=request)
+
+
+class _Transport(httpx.BaseTransport):
+    """httpx over an httpcore pool that uses _SocketTracker (httpx cannot be given one)."""
+
+    def __init__(self, sockets: _SocketTracker) -> None:
+        self._pool = httpcore.ConnectionPool(
+            ssl_context=httpx.create_ssl_context(), max_connections=100,
+            max_keepalive_connections=20, keepalive_expiry=5.0, network_backend=sockets)
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        """Send one request through the pool."""
+        core = httpcore.Request(
+            method=request.method,
+            url=httpcore.URL(scheme=request.url.raw_scheme, host=request.url.raw_host,
+                             port=request.url.port, target=request.url.raw_path),
+            headers=request.headers.raw, content=request.stream,
+            extensions=request.extensions)
+        try:
+            response = self._pool.handle_request(core)
+        except _CORE_ERRORS as exc:
+            raise _httpx_error(exc, request) from exc
+        return httpx.Response(status_code=response.status, headers=response.headers,
+                              stream=_Body(response, request), extensions=response.extensions)
+
+    def close(self) -> None:
+        """Close every pooled connection."""
+        self._pool.close()
+
+
+class _Body(httpx.SyncByteStream):
+    def __init__(self, response: httpcore.Response, request: httpx.Request) -> None:
+        self._response = response
+        self._request = request
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            yield from self._response.iter_stream()
+        except _CORE_ERRORS as exc:
+            raise _httpx_error(exc, self._request) from exc
+
+    def close(self) -> None:
+        self._response.close()
+
+
+class _Watchdog:
+    """Shuts the request's socket down on cancel, or after idle_timeout of silence.
+
+    Cancel works from the moment the request is sent; the idle clock only starts when
+    the response headers arrive, because before that a router may be loading a model.
+    The reader checks `reason` to tell a stall or a cancel from a real network error.
+    """
+
+    def __init__(self, find_socket: Callable[[], socket.socket | None],
+                 idle_timeout: float | None, cancel: threading.Event | None) -> None:
+        self.reason = ""
+        self._find_socket = find_socket
+        self._idle = idle_timeout if idle_timeout and idle_timeout > 0 else None
+        self._cancel = cancel
+        self._last = 0.0
+        self._armed = False
+        self._stop = threading.Event()
+        if self._idle or cancel is not None:
+            tick = min(0.05, self._idle / 4) if self._idle else 0.05
+            threading.Thread(target=self._run, args=(tick,), daemon=True,
+                             name="llamachat-stream-watchdog").start()
+
+    def arm(self) -> None:
+        """Start the idle clock (the response headers arrived)."""
+        self._last = time.monotonic()
+        self._armed = True
+
+    def feed(self) -> None:
+        """Note that bytes arrived."""
+        self._last = time.monotonic()
+
+    def stop(self) -> None:
+        """End the watch (the round finished or was closed)."""
+        self._stop.set()
+
+    def _run(self, tick: float) -> None:
+        while not self._stop.wait(tick):
+            if self._cancel is not None and self._cancel.is_set():
+                self.reason = "cancelled"
+            elif self._armed and self._idle and time.monotonic() - self._last > self._idle:
+                self.reason = "stalled"
+            else:
+                continue
+            sock = self._find_socket()
+            if sock is not None and not self._stop.is_set():
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+            return
+
+
+class Client:
+    """A connection to one server: streaming chat, the tool loop, and plain JSON calls.
+
+    `base_url` is the server root (http://host:8080) or an OpenAI-style base ending in
+    /v1. `max_line_bytes` bounds one SSE line (a garbage stream is an error, not an
+    out-of-memory). The read timeout is None by default because a router loading a model sends
+    nothing for a long time; silence *inside* a reply is bounded by `idle_timeout`.
+    """
+
+    def __init__(self, base_url: str, *, api_key: str | None = None,
+                 connect_timeout: float = 5.0, read_timeout: float | None = None,
+                 idle_timeout: float | None = 120.0,
+                 max_line_bytes: int = MAX_LINE_BYTES) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.api_base = api_base(self.base_url)
+        self.root = server_root(self.base_url)
+        self.idle_timeout = idle_timeout
+        self.max_line_bytes = max_line_bytes
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._sockets = _SocketTracker()
+        self._http = httpx.Client(
+            headers=headers, transport=_Transport(self._sockets),
+            timeout=httpx.Timeout(connect=connect_timeout, read=read_timeout,
+                                  write=connect_timeout * 6, pool=None),
+        )
+        self._search_http: httpx.Client | None = None
+
+    def close(self) -> None:
+        """Close the pooled connections."""
+        self._http.close()
+        if self._search_http is not None:
+            self._search_http.close()
+
+    # ------------------------------------------------------------------ plain requests
+
+    def request_json(self, method: str, path: str, *, root: bool = False,
+                     timeout: float | None = 30.0, **kwargs: Any) -> Any:
+        """Send one request to `api_base + path` (or `root + path`) and return its JSON."""
+        url = (self.root if root else self.api_base) + path
+        try:
+            response = self._http.request(method, url, timeout=httpx.Timeout(
+                timeout, connect=self._http.timeout.connect), **kwargs)
+        except httpx.HTTPError as exc:
+            raise self._failure(exc, url) from None
+        if response.status_code >= 400:
+            raise server_error(response.status_code, response.content, url)
+        try:
+            return response.json()
+        except ValueError:
+            raise StreamError(f"{url} did not answer with JSON") from None
+
+    def _unreachable(self, exc: Exception) -> RouterUnreachable:
+        return RouterUnreachable(
+            f"Cannot reach the server at {self.base_url} ({exc.__class__.__name__}: {exc}). "
+            "Start llama-server in router mode there, or set router_url in the config "
+            "to where it runs.",
+            error_type="unreachable",
+        )
+
+    # ------------------------------------------------------------------ the tool loop
+
+    def stream_chat(
+        self,
+        model: str,
+        messages: list[dict],
+        search_cfg: SearchConfig | None = None,
+        skills_cfg: SkillsConfig | None = None,
+        *,
+        cancel: threading.Event | None = None,
+        params: dict | None = None,
+    ) -> Iterator[StreamEvent]:
+        """Stream one assistant turn as (kind, piece) events, running tools as asked.
+
+        Closing the generator, or setting `cancel`, closes the HTTP response at once so
+        the server stops generating; no stats event follows a cancel. The caller's
+        `messages` list and dicts are never modified.
+        """
+        search_on = bool(search_cfg and search_cfg.enabled and search_cfg.url)
+        skills_on = bool(skills_cfg and skills_cfg.enabled and skills_cfg.store is not None)
+        tools = self._tool_schemas(search_cfg if search_on else None,
+                                   skills_cfg if skills_on else None)
+        caps = [cfg.max_searches for cfg, on in ((search_cfg, search_on), (skills_cfg, skills_on))
+                if on and cfg is not None]
+        rounds = max(0, max(caps)) if tools and caps else 0
+        convo = [dict(m) for m in messages]
+        if search_on:
+            convo = _with_date_note(convo)
+        offered = {t["function"]["name"] for t in tools}
+
+        last: _Round | None = None
+        for number in range(rounds + 1):
+            offer = tools if number < rounds else None
+            state = _Round()
+            yield from self._stream_round(model, convo, offer, params, cancel, state)
+            last = state
+            if state.cancelled:
+                return
+            calls = [state.calls[i] for i in sorted(state.calls)]
+            if offer is None or not calls:
+                break
+            for n, call in enumerate(calls):
+                if not call.id:
+                    call.id = f"call_{number}_{n}"
+            convo.append(_assistant_message(state, calls))
+            results: list[dict] = []
+            for call in calls:
+                yield from self._run_tool(call, offered, search_cfg, skills_cfg, results)
+                if cancel is not None and cancel.is_set():
+                    return
+            if number + 1 == rounds:
+                # The next round offers no tools. Saying so on the last result is what
+                # makes the model answer instead of asking for a tool it cannot have; a
+                # trailing system message would be rejected by many chat templates.
+                results[-1]["content"] += "\n\n" + skills.NO_MORE_TOOLS
+            convo.extend(results)
+        if last is not None:
+            yield ("stats", {"usage": last.usage, "timings": last.timings,
+                             "model": last.model or model})
+
+    def _tool_schemas(self, search_cfg: SearchConfig | None,
+                      skills_cfg: SkillsConfig | None) -> list[dict]:
+        tools: list[dict] = []
+        if search_cfg is not None:
+            tools.append(search.TOOL_SCHEMA)
+        if skills_cfg is not None and skills_cfg.store is not None:
+            schema = skills_cfg.store.tool_schema()
+            if schema is not None:
+                tools.append(schema)
+        return tools
+
+    def _run_tool(self, call: _Call, offered: set[str], search_cfg: SearchConfig | None,
+                  skills_cfg: SkillsConfig | None, results: list[dict]) -> Iterator[StreamEvent]:
+        """Answer one tool call with exactly one tool message appended to `results`."""
+        if call.name not in offered:
+            names = ", ".join(sorted(offered))
+            results.append(_tool_message(
+                call.id, f"error: unknown tool '{call.name}'. The tools you can call are: "
+                f"{names}."))
+            return
+        if call.name == search.TOOL_NAME and search_cfg is not None:
+            yield from self._run_search(call, search_cfg, results)
+        elif skills_cfg is not None and skills_cfg.store is not None:
+            yield from _run_skill(call, skills_cfg.store, results)
+
+    def _run_search(self, call: _Call, cfg: SearchConfig,
+                    results: list[dict]) -> Iterator[StreamEvent]:
+        try:
+            query = search.parse_query(call.arguments)
+        except ValueError as exc:
+            results.append(_tool_message(
+                call.id, f"error: the web_search arguments could not be used ({exc}). "
+                'Call web_search with {"query": "..."}.'))
+            return
+        yield ("search_start", query)
+        if self._search_http is None:
+            self._search_http = httpx.Client()
+        try:
+            found = search.search(cfg.url, query, timeout=cfg.timeout, client=self._search_http)
+        except search.SearchError as exc:
+            log.info("web search failed: %s", exc)
+            results.append(_tool_message(call.id, search.error_text(query, str(exc))))
+            yield ("search_done", {"query": query, "results": [], "error": str(exc)})
+            return
+        results.append(_tool_message(call.id, search.result_text(query, found)))
+        yield ("search_done", {"query": query, "results": found, "error": ""})
+
+    # ------------------------------------------------------------------ one round
+
+    def _stream_round(self, model: str, convo: list[dict], tools: list[dict] | None,
+                      params: dict | None, cancel: threading.Event | None,
+                      state: _Round) -> Iterator[StreamEvent]:
+        payload: dict[str, Any] = dict(params or {})
+        payload.update(model=model, messages=convo, stream=True,
+                       stream_options={"include_usage": True})
+        if tools:
+            payload["tools"] = tools
+        url = self.api_base + "/chat/completions"
+        if cancel is not None and cancel.is_set():
+            state.cancelled = True
+            return
+        request = self._http.build_request("POST", url, json=payload)
+        thread = threading.get_ident()
+        watchdog = _Watchdog(lambda: self._sockets.socket_of(thread), self.idle_timeout, cancel)
+        try:
+            try:
+                response = self._http.send(request, stream=True)
+            except httpx.HTTPError as exc:
+                if watchdog.reason == "cancelled":
+                    state.cancelled = True
+                    return
+                raise self._failure(exc, url) from None
+            watchdog.arm()
+            try:
+                yield from self._read_round(response, url, watchdog, cancel, state)
+            finally:
+                response.close()
+        finally:
+            watchdog.stop()
+
+    def _read_round(self, response: httpx.Response, url: str, watchdog: _Watchdog,
+                    cancel: threading.Event | None, state: _Round) -> Iterator[StreamEvent]:
+        try:
+            if response.status_code >= 400:
+                raise server_error(response.status_code, _read_capped(response), url)
+            if response.headers.get("content-type", "").startswith("application/json"):
+                yield from _whole_reply(_read_capped(response, self.max_line_bytes), state)
+                return
+            for line in _lines(response, watchdog, self.max_line_bytes):
+                if cancel is not None and cancel.is_set():
+                    state.cancelled = True
+                    return
+                # Past [DONE] the body is only read to its end, so the connection goes
+                # back to the pool instead of being closed half-read.
+                if not state.done:
+                    yield from _handle_line(line, state)
+            if not state.done and state.finish_reason is None:
+                raise StreamError(f"the reply from {self.base_url} ended before it was "
+                                  "complete; the server may have stopped or crashed.")
+        except httpx.HTTPError as exc:
+            if watchdog.reason == "cancelled":
+                state.cancelled = True
+                return
+            if watchdog.reason == "stalled":
+                raise StallError(
+                    f"{self.base_url} sent nothing for {self.idle_timeout:g} s in the middle "
+                    "of the reply; gave up. Try again, or raise idle_timeout in the config."
+                ) from None
+            raise StreamError(f"the connection to {self.base_url} broke in the middle of the "
+                              f"reply ({exc.__class__.__name__}).") from None
+
+    def _failure(self, exc: httpx.HTTPError, url: str) -> BackendError:
+        """The BackendError for a request that got no response."""
+        if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout)):
+            return self._unreachable(exc)
+        if isinstance(exc, httpx.TimeoutException):
+            return StallError(f"{url} did not answer in time; the server may be stuck.")
+        return StreamError(f"the request to {url} failed ({exc.__class__.__name__}: {exc}).")
+
+
+def _run_skill(call: _Call, store: skills.SkillStore, results: list[dict]) -> Iterator[StreamEvent]:
+    name = skills.parse_name(call.arguments)
+    if not name:
+        results.append(skills.tool_message(
+            call.id, None, error='the load_skill arguments were not valid; call it with '
+            '{"name": "<skill name>"}'))
+        return
+    skill = store.load(name)
+    if skill is None:
+        schema = store.tool_schema() or {}
+        known = schema.get("function", {}).get("parameters", {}).get("properties", {})
+        names = ", ".join(known.get("name", {}).get("enum", []))
+        results.append(skills.tool_message(
+            call.id, None, error=f"No such skill: {name}. The skills you can load: {names}."))
+        return
+    results.append(skills.tool_message(call.id, skill))
+    if skill.model_invocable:
+        yield ("skill_loaded", skill.name)
+
+
+def _tool_message(call_id: str, content: str) -> dict:
+    return {"role": "tool", "tool_call_id": call_id, "content": content}
+
+
+def _assistant_message(state: _Round, calls: list[_Call]) -> dict:
+    """The assistant turn that asked for the tools, as the next request must replay it."""
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": "".join(state.content) or None,
+        "tool_calls": [
+            {"id": c.id, "type": "function",
+             # llama.cpp parses replayed arguments as JSON for many chat templates and
+             # fails the whole request on garbage; the model still sees its mistake in
+             # the error tool result.
+             "function": {"name": c.name, "arguments": c.arguments if _is_json_object(
+                 c.arguments) else "{}"}}
+            for c in calls
+        ],
+    }
+    # Interleaved-thinking models need their chain of thought replayed on the tool-call
+    # message or the follow-up round ends in thinking with no answer; others ignore it.
+    if state.reasoning:
+        message["reasoning_content"] = "".join(state.reasoning)
+    return message
+
+
+def _is_json_object(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
+
+
+def _with_date_note(convo: list[dict]) -> list[dict]:
+    """Put today's date into the system prompt once (a new system message if none)."""
+    note = search.date_note()
+    if convo and convo[0].get("role") == "system":
+        text = convo[0].get("content")
+        if isinstance(text, str):
+            if note not in text:
+                convo[0] = {**convo[0], "content": f"{text}\n\n{note}" if text else note}
+            return convo
+    return [{"role": "system", "content": note}, *convo]
+
+
+def _read_capped(response: httpx.Response, limit: int = MAX_ERROR_BYTES) -> bytes:
+    parts: list[bytes] = []
+    size = 0
+    for data in response.iter_bytes():
+        parts.append(data)
+        size += len(data)
+        if size >= limit:
+            break
+    return b"".join(parts)[:limit]
+
+
+def _lines(response: httpx.Response, watchdog: _Watchdog, limit: int) -> Iterator[bytes]:
+    """Split the body into lines without ever holding more than `limit` bytes of one."""
+    pending: list[bytes] = []
+    pending_size = 0
+    for data in response.iter_bytes():
+        watchdog.feed()
+        parts = data.split(b"\n")
+        if len(parts) == 1:
+            pending.append(data)
+            pending_size += len(data)
+            if pending_size > limit:
+                raise StreamError(f"the server sent a line longer than {limit:,} bytes; "
+                                  "that is not a reply stream.")
+            continue
+        if pending:
+            pending.append(parts[0])
+            parts[0] = b"".join(pending)
+            pending.clear()
+        tail = parts.pop()
+        yield from parts
+        pending_size = len(tail)
+        if tail:
+            pending.append(tail)
+    if pending:
+        yield b"".join(pending)
+
+
+def _handle_line(raw: bytes, state: _Round) -> Iterator[StreamEvent]:
+    """Interpret one SSE line; data lines carry the JSON chunks."""
+    line = raw.rstrip(b"\r")
+    if not line or line.startswith(b":"):
+        return
+    field_name, _, value = line.partition(b":")
+    if field_name in (b"event", b"id", b"retry"):
+        return
+    if field_name != b"data":
+        raise StreamError("the server sent something that is not an event stream: "
+                          f"{_preview(line)}")
+    data = value[1:] if value.startswith(b" ") else value
+    if data.strip() == b"[DONE]":
+        state.done = True
+        return
+    try:
+        chunk = json.loads(data)
+    except ValueError:
+        raise StreamError(f"the server sent a chunk that is not JSON: {_preview(data)}") from None
+    if not isinstance(chunk, dict):
+        raise StreamError(f"the server sent an unexpected chunk: {_preview(data)}")
+    yield from _handle_chunk(chunk, state, "delta")
+
+
+def _handle_chunk(chunk: dict, state: _Round, key: str) -> Iterator[StreamEvent]:
+    error = chunk.get("error")
+    if error:
+        if isinstance(error, dict):
+            raise StreamError(str(error.get("message") or "the server reported an error"),
+                              error_type=str(error.get("type") or ""),
+                              status=error.get("code") if isinstance(error.get("code"), int)
+                              else None)
+        raise StreamError(str(error))
+    if isinstance(chunk.get("usage"), dict):
+        state.usage = chunk["usage"]
+    if isinstance(chunk.get("timings"), dict):
+        state.timings = chunk["timings"]
+    if isinstance(chunk.get("model"), str):
+        state.model = chunk["model"]
+    choices = chunk.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return
+    choice = choices[0]
+    if choice.get("finish_reason"):
+        state.finish_reason = str(choice["finish_reason"])
+    delta = choice.get(key)
+    if not isinstance(delta, dict):
+        return
+    # llama.cpp and DeepSeek say reasoning_content; vLLM and OpenRouter say reasoning.
+    reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+    if isinstance(reasoning, str) and reasoning:
+        state.reasoning.append(reasoning)
+        yield ("reasoning", reasoning)
+    content = delta.get("content")
+    if isinstance(content, str) and content:
+        state.content.append(content)
+        yield ("content", content)
+    if isinstance(delta.get("tool_calls"), list):
+        state.add_tool_deltas(delta["tool_calls"])
+
+
+def _whole_reply(body: bytes, state: _Round) -> Iterator[StreamEvent]:
+    """A server that ignored stream=true answered with one JSON completion."""
+    try:
+        chunk = json.loads(body)
+    except ValueError:
+        raise StreamError(f"the server sent a reply that is not JSON: {_preview(body)}") from None
+    if not isinstance(chunk, dict):
+        raise StreamError(f"the server sent an unexpected reply: {_preview(body)}")
+    choices = chunk.get("choices")
+    choice = choices[0] if isinstance(choices, list) and choices else None
+    message = choice.get("message") if isinstance(choice, dict) else None
+    if isinstance(message, dict) and isinstance(message.get("tool_calls"), list):
+        # Whole tool calls carry no index; give them their position so they merge as one.
+        calls = [{**c, "index": i} for i, c in enumerate(message["tool_calls"])
+                 if isinstance(c, dict)]
+        chunk = {**chunk, "choices": [{**choice, "message": {**message, "tool_calls": calls}}]}
+    yield from _handle_chunk(chunk, state, "message")
+    state.finish_reason = state.finish_reason or "stop"
+    state.done = True
+
+
+def _preview(data: bytes) -> str:
+    text = data[:120].decode("utf-8", "replace")
+    return repr(text + ("…" if len(data) > 120 else ""))

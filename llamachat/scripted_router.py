@@ -1,0 +1,640 @@
+"""A scripted stand-in for llama.cpp's router, served over real HTTP on 127.0.0.1.
+
+Tests and the benchmark talk to it exactly as they would to `llama-server` in router
+mode: `GET /v1/models` (and `/models`), `POST /v1/chat/completions` (SSE streaming or
+one JSON answer), `GET /props?model=..`, `POST /models/load`, `POST /models/unload`,
+`POST /tokenize`, `GET /health`. Each chat request takes the next scripted `Reply` from
+a queue (or echoes the last user message when the queue is empty); every request is
+recorded in `router.requests`.
+
+    from llamachat.scripted_router import Reply, ScriptedRouter, ToolCall
+
+    with ScriptedRouter() as router:            # serves "test-model", already loaded
+        router.script(
+            Reply(reasoning=["Let me ", "look."],
+                  tool_calls=[ToolCall("web_search", '{"query": "x"}')]),
+            Reply(content=["The ", "answer."], delay=0.01),
+            Reply(status=400, error={"type": "exceed_context_size_error", "message": "too long",
+                                     "n_prompt_tokens": 9000, "n_ctx": 4096}),
+        )
+        ...  # point a client at router.url
+        assert router.requests[-1].json["model"] == "test-model"
+
+Faults a Reply can carry: an HTTP error status with a JSON error (or any raw body), a
+`data: {"error": ..}` chunk after N chunks (`error_after`), the socket closed after N
+chunks (`die_after`), silence after N chunks until `router.release()` or `close()`
+(`stall_after`), a delay before each chunk, or raw SSE text sent verbatim (`raw`, no
+`data: [DONE]` added).
+Models carry a status that load/unload change; a `Model(fail_exit_code=1)` fails to load.
+
+Chunks are serialised before the first byte is written and, when no delay or fault
+applies, sent in one write, so tens of thousands of tokens stream in well under a second.
+Qt-free; standard library only. `ScriptedRouter` raises nothing of its own: a broken
+client connection only ends that one reply (`router.disconnects` counts them).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import re
+import select
+import socket
+import threading
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Self
+from urllib.parse import parse_qs, urlsplit
+
+log = logging.getLogger(__name__)
+
+_WORD = re.compile(r"\S+\s*|\s+")
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool call the scripted model makes; `arguments` is streamed in `fragments` parts."""
+
+    name: str
+    arguments: str = "{}"
+    id: str = ""
+    fragments: int = 3
+
+
+@dataclass
+class Reply:
+    """One scripted answer to a chat completion request.
+
+    `content` / `reasoning`: a list of delta pieces, or a str split after each word.
+    `usage` / `timings`: sent in the final chunks (computed from the pieces when None).
+    `status` >= 400 answers with that HTTP status and `{"error": {"code", **error}}`.
+    `body` is sent verbatim with `status` instead of any generated answer (as JSON when
+    it parses as JSON, else as text/plain).
+    """
+
+    content: str | Sequence[str] = ()
+    reasoning: str | Sequence[str] = ()
+    tool_calls: Sequence[ToolCall] = ()
+    usage: dict | None = None
+    timings: dict | None = None
+    finish_reason: str | None = None
+    delay: float = 0.0
+    status: int = 200
+    error: dict | None = None
+    body: str | bytes | None = None
+    error_after: int | None = None
+    die_after: int | None = None
+    stall_after: int | None = None
+    raw: Sequence[str | bytes] | None = None
+
+    @classmethod
+    def tokens(cls, n: int, *, word: str = "tok ", **kwargs: Any) -> Reply:
+        """A reply of `n` content pieces (the benchmark's load)."""
+        return cls(content=[word] * n, **kwargs)
+
+
+@dataclass
+class Model:
+    """A model the router lists; status is one of llama.cpp's values.
+
+    With `fail_exit_code` every load of it fails with that exit code and leaves
+    `failed` set, which the listing reports as `failed: true` + `exit_code`.
+    """
+
+    id: str
+    status: str = "unloaded"
+    aliases: tuple[str, ...] = ()
+    modalities: tuple[str, ...] = ("text",)
+    n_ctx: int = 4096
+    fail_exit_code: int | None = None
+    failed: bool = False
+
+
+@dataclass
+class RecordedRequest:
+    """One request as the router received it."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    json: Any
+    query: dict[str, str] = field(default_factory=dict)
+    peer: tuple[str, int] = ("", 0)
+
+
+def _pieces(value: str | Sequence[str]) -> list[str]:
+    if isinstance(value, str):
+        return _WORD.findall(value)
+    return list(value)
+
+
+def _error_body(code: int, message: str, type_: str, **extra: Any) -> dict:
+    return {"error": {"code": code, "message": message, "type": type_, **extra}}
+
+
+def _count_tokens(text: str) -> int:
+    return len(_TOKEN.findall(text))
+
+
+def _message_text(message: dict) -> str:
+    content = message.get("content")
+    if isinstance(content, list):
+        return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return content or ""
+
+
+class ScriptedRouter:
+    """A threaded HTTP/1.1 server speaking the llama.cpp router API with scripted replies.
+
+    `models`: what `/v1/models` lists (default: one loaded "test-model").
+    `load_delay`: seconds a load stays "loading" before "loaded" (or failed).
+    `router=False` behaves like a plain llama-server: no status, no load/unload.
+    `api_key`: when set, every endpoint but /health wants `Authorization: Bearer <key>`.
+    """
+
+    def __init__(
+        self,
+        models: Iterable[Model] | None = None,
+        *,
+        load_delay: float = 0.0,
+        router: bool = True,
+        api_key: str | None = None,
+    ) -> None:
+        self.models: dict[str, Model] = {
+            m.id: m for m in (models if models is not None else [Model("test-model", "loaded")])
+        }
+        self.load_delay = load_delay
+        self.is_router = router
+        self.api_key = api_key
+        self.requests: list[RecordedRequest] = []
+        self.disconnects = 0
+        self._replies: deque[Reply] = deque()
+        self._lock = threading.Lock()
+        self._release = threading.Condition(self._lock)
+        self._release_count = 0
+        self._closed = threading.Event()
+        self._ids = itertools.count(1)
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._server.daemon_threads = True
+        self._server.router = self  # type: ignore[attr-defined]
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+            name="scripted-router", daemon=True,
+        )
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        """Base URL, e.g. http://127.0.0.1:40123 (clients add /v1/...)."""
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def script(self, *replies: Reply) -> None:
+        """Queue replies for the next chat requests, in order."""
+        with self._lock:
+            self._replies.extend(replies)
+
+    def pending(self) -> int:
+        """How many scripted replies are still queued."""
+        with self._lock:
+            return len(self._replies)
+
+    def release(self) -> None:
+        """Let every reply that started streaming before this call get past its stall."""
+        with self._release:
+            self._release_count += 1
+            self._release.notify_all()
+
+    def chat_requests(self) -> list[RecordedRequest]:
+        """The recorded chat completion requests, in order."""
+        with self._lock:
+            return [r for r in self.requests if r.path.endswith("/chat/completions")]
+
+    def status(self, model_id: str) -> str:
+        """The current status value of a model ("failed" after a failed load)."""
+        with self._lock:
+            model = self.models[model_id]
+            return "failed" if model.failed else model.status
+
+    def close(self) -> None:
+        """Stop serving; stalled replies end and their sockets close."""
+        self._closed.set()
+        with self._release:
+            self._release.notify_all()
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ internals
+
+    def _record(self, request: RecordedRequest) -> None:
+        with self._lock:
+            self.requests.append(request)
+
+    def _next_reply(self, body: dict) -> Reply:
+        with self._lock:
+            if self._replies:
+                return self._replies.popleft()
+        last_user = next(
+            (m for m in reversed(body.get("messages") or []) if m.get("role") == "user"), {}
+        )
+        return Reply(content=f"echo: {_message_text(last_user)}")
+
+    def _find(self, name: str) -> Model | None:
+        with self._lock:
+            if name in self.models:
+                return self.models[name]
+            return next((m for m in self.models.values() if name in m.aliases), None)
+
+    def _begin_load(self, model: Model) -> bool:
+        """Mark a load as started; False when the model is already loaded."""
+        with self._lock:
+            if model.status == "loaded":
+                return False
+            model.status, model.failed = "loading", False
+            return True
+
+    def _load(self, model: Model) -> tuple[bool, str]:
+        """Run a load to completion in the calling thread; (ok, error message)."""
+        if not self._begin_load(model):
+            return True, ""
+        return self._finish_load(model)
+
+    def _finish_load(self, model: Model) -> tuple[bool, str]:
+        if self._closed.wait(self.load_delay):
+            return False, "router is shutting down"
+        with self._lock:
+            if model.fail_exit_code is not None:
+                model.status, model.failed = "unloaded", True
+                return False, (
+                    f"model '{model.id}' failed to load (exit code {model.fail_exit_code})"
+                )
+            model.status = "loaded"
+        return True, ""
+
+    def _model_json(self, model: Model) -> dict:
+        data: dict[str, Any] = {
+            "id": model.id,
+            "object": "model",
+            "owned_by": "llamacpp",
+            "created": 1735142223,
+            "architecture": {"input_modalities": list(model.modalities),
+                             "output_modalities": ["text"]},
+        }
+        if self.is_router:
+            data["aliases"] = list(model.aliases)
+            status: dict[str, Any] = {"value": model.status}
+            if model.failed:
+                status.update(failed=True, exit_code=model.fail_exit_code)
+            data["status"] = status
+        return data
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "scripted-router"
+    router: ScriptedRouter
+
+    def setup(self) -> None:
+        super().setup()
+        self.router = self.server.router  # type: ignore[attr-defined]
+        # Small SSE chunks must leave at once, not wait for Nagle.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def handle(self) -> None:
+        """Serve requests on this connection until the client leaves, however it leaves."""
+        try:
+            super().handle()
+        except (ConnectionResetError, BrokenPipeError):
+            self.close_connection = True
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("%s " + format, self.address_string(), *args)
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _read_json(self) -> Any:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if not raw:
+            return None
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return None
+
+    def _send_json(self, status: int, payload: Any) -> None:
+        self._send_bytes(status, json.dumps(payload).encode(), "application/json")
+
+    def _send_bytes(self, status: int, data: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _error(self, status: int, message: str, type_: str) -> None:
+        self._send_json(status, _error_body(status, message, type_))
+
+    def _dispatch(self, method: str) -> None:
+        parts = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+        body = self._read_json() if method == "POST" else None
+        self.router._record(RecordedRequest(
+            method, parts.path, {k.lower(): v for k, v in self.headers.items()}, body, query,
+            tuple(self.client_address[:2]),
+        ))
+        path = parts.path
+        if path in ("/health", "/v1/health"):
+            return self._send_json(200, {"status": "ok"})
+        key = self.router.api_key
+        if key and self.headers.get("Authorization") != f"Bearer {key}":
+            return self._error(401, "Invalid API Key", "authentication_error")
+        routes = {
+            ("GET", "/v1/models"): self._models,
+            ("GET", "/models"): self._models,
+            ("POST", "/v1/chat/completions"): self._chat,
+            ("POST", "/chat/completions"): self._chat,
+            ("GET", "/props"): self._props,
+            ("POST", "/tokenize"): self._tokenize,
+        }
+        if self.router.is_router:
+            routes[("POST", "/models/load")] = self._load
+            routes[("POST", "/models/unload")] = self._unload
+        handler = routes.get((method, path))
+        if handler is None:
+            return self._error(404, "File Not Found", "not_found_error")
+        handler(body if isinstance(body, dict) else {}, query)
+
+    def do_GET(self) -> None:
+        """Serve a GET."""
+        self._dispatch("GET")
+
+    def do_POST(self) -> None:
+        """Serve a POST."""
+        self._dispatch("POST")
+
+    # ------------------------------------------------------------------ endpoints
+
+    def _models(self, body: dict, query: dict) -> None:
+        router = self.router
+        with router._lock:
+            data = [router._model_json(m) for m in router.models.values()]
+        self._send_json(200, {"object": "list", "data": data})
+
+    def _resolve(self, name: str, autoload: bool) -> Model | None:
+        """The routed model, loaded if allowed; None after an error was sent."""
+        router = self.router
+        if not router.is_router:
+            return next(iter(router.models.values()), None) or Model("model", "loaded")
+        model = router._find(name) if name else None
+        if model is None:
+            self._error(400 if not name else 404,
+                        "model name is missing from the request" if not name
+                        else f"model '{name}' not found", "invalid_request_error")
+            return None
+        if model.status != "loaded":
+            if not autoload:
+                self._error(400, f"model '{model.id}' is not loaded", "invalid_request_error")
+                return None
+            ok, message = router._load(model)
+            if not ok:
+                self._error(500, message, "server_error")
+                return None
+        return model
+
+    def _props(self, body: dict, query: dict) -> None:
+        autoload = query.get("autoload", "true").lower() != "false"
+        model = self._resolve(query.get("model", ""), autoload)
+        if model is None:
+            return
+        self._send_json(200, {
+            "default_generation_settings": {"n_ctx": model.n_ctx, "params": {}},
+            "total_slots": 1,
+            "model_path": f"/models/{model.id}.gguf",
+            "modalities": {"vision": "image" in model.modalities},
+            "is_sleeping": False,
+        })
+
+    def _tokenize(self, body: dict, query: dict) -> None:
+        autoload = query.get("autoload", "true").lower() != "false"
+        if self._resolve(str(body.get("model") or ""), autoload) is None:
+            return
+        n = _count_tokens(str(body.get("content") or ""))
+        self._send_json(200, {"tokens": list(range(1, n + 1))})
+
+    def _load(self, body: dict, query: dict) -> None:
+        router = self.router
+        model = router._find(str(body.get("model") or ""))
+        if model is None:
+            return self._error(404, f"model '{body.get('model')}' not found",
+                               "invalid_request_error")
+        if model.fail_exit_code is not None:
+            # A doomed load is reported synchronously so tests see its message.
+            _, message = router._load(model)
+            return self._error(500, message, "server_error")
+        if router._begin_load(model):
+            threading.Thread(target=router._finish_load, args=(model,), daemon=True).start()
+        self._send_json(200, {"success": True})
+
+    def _unload(self, body: dict, query: dict) -> None:
+        router = self.router
+        model = router._find(str(body.get("model") or ""))
+        if model is None:
+            return self._error(404, f"model '{body.get('model')}' not found",
+                               "invalid_request_error")
+        with router._lock:
+            if model.status != "loaded":
+                return self._error(400, f"model '{model.id}' is not running",
+                                   "invalid_request_error")
+            model.status, model.failed = "unloaded", False
+        self._send_json(200, {"success": True})
+
+    def _chat(self, body: dict, query: dict) -> None:
+        router = self.router
+        autoload = query.get("autoload", "true").lower() != "false"
+        model = self._resolve(str(body.get("model") or ""), autoload)
+        if model is None:
+            return
+        reply = router._next_reply(body)
+        if reply.body is not None:
+            data = reply.body.encode() if isinstance(reply.body, str) else reply.body
+            try:
+                json.loads(data)
+                content_type = "application/json"
+            except ValueError:
+                content_type = "text/plain"
+            return self._send_bytes(reply.status, data, content_type)
+        if reply.status >= 400:
+            error = {"message": "scripted error", "type": "server_error", **(reply.error or {})}
+            return self._send_json(reply.status, {"error": {"code": reply.status, **error}})
+        prompt_tokens = sum(_count_tokens(_message_text(m)) for m in body.get("messages") or [])
+        frames = _Stream(reply, str(body.get("model")), next(router._ids), prompt_tokens,
+                         bool((body.get("stream_options") or {}).get("include_usage")))
+        if not body.get("stream"):
+            return self._send_json(200, frames.whole())
+        self._stream(reply, frames.events())
+
+    def _stream(self, reply: Reply, events: list[bytes]) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        with self.router._release:
+            # Counted before the first byte, so a release() sent after reading any of
+            # this reply's chunks always frees its stall.
+            release_mark = self.router._release_count
+        plain = not reply.delay and (reply.die_after, reply.stall_after, reply.error_after) == (
+            None, None, None)
+        try:
+            if plain:
+                self.wfile.write(_chunk(b"".join(events)) + b"0\r\n\r\n")
+                return
+            body, done = events[:-1], events[-1:]
+            for n, event in enumerate(body):
+                if reply.die_after is not None and n >= reply.die_after:
+                    return self._die()
+                if n == reply.stall_after and not self._stall(release_mark):
+                    return
+                if reply.error_after is not None and n >= reply.error_after:
+                    break
+                if reply.delay and self.router._closed.wait(reply.delay):
+                    return self._die()
+                self.wfile.write(_chunk(event))
+            if reply.error_after is not None:
+                error = {"code": 500, "message": "scripted stream error", "type": "server_error",
+                         **(reply.error or {})}
+                self.wfile.write(_chunk(b"data: " + json.dumps({"error": error}).encode()
+                                        + b"\n\n"))
+            else:
+                self.wfile.writelines(_chunk(event) for event in done)
+            self.wfile.write(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            with self.router._lock:
+                self.router.disconnects += 1
+            self.close_connection = True
+
+    def _die(self) -> None:
+        """Drop the connection mid-body, as a crashed model process would."""
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def _stall(self, start: int) -> bool:
+        """Send nothing until a release after `start`; False when the client left or we closed."""
+        router = self.router
+
+        def released() -> bool:
+            return router._release_count != start or router._closed.is_set()
+
+        while True:
+            with router._release:
+                if router._release.wait_for(released, timeout=0.02):
+                    break
+            try:
+                readable, _, _ = select.select([self.connection], [], [], 0)
+                gone = bool(readable) and not self.connection.recv(1, socket.MSG_PEEK)
+            except OSError:
+                gone = True
+            if gone:
+                with router._lock:
+                    router.disconnects += 1
+                self.close_connection = True
+                return False
+        if router._closed.is_set():
+            self._die()
+            return False
+        return True
+
+
+def _chunk(data: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+class _Stream:
+    """The SSE events (or the single JSON body) of one reply, built up front."""
+
+    def __init__(self, reply: Reply, model: str, n: int, prompt_tokens: int,
+                 include_usage: bool) -> None:
+        self.reply = reply
+        self.model = model
+        self.id = f"chatcmpl-scripted{n}"
+        self.include_usage = include_usage
+        self.reasoning = _pieces(reply.reasoning)
+        self.content = _pieces(reply.content)
+        predicted = len(self.reasoning) + len(self.content) + len(reply.tool_calls)
+        self.usage = reply.usage if reply.usage is not None else {
+            "completion_tokens": predicted, "prompt_tokens": prompt_tokens,
+            "total_tokens": predicted + prompt_tokens,
+            "prompt_tokens_details": {"cached_tokens": 0},
+        }
+        self.timings = reply.timings if reply.timings is not None else {
+            "cache_n": 0, "prompt_n": prompt_tokens, "prompt_ms": 10.0,
+            "prompt_per_token_ms": 10.0 / max(prompt_tokens, 1),
+            "prompt_per_second": prompt_tokens * 100.0,
+            "predicted_n": predicted, "predicted_ms": predicted * 20.0,
+            "predicted_per_token_ms": 20.0, "predicted_per_second": 50.0,
+        }
+        self.finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
+
+    def _frame(self, choices: list, **extra: Any) -> bytes:
+        obj = {"choices": choices, "created": 1735142223, "id": self.id, "model": self.model,
+               "system_fingerprint": "b0-scripted", "object": "chat.completion.chunk", **extra}
+        return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
+
+    def _delta(self, delta: dict) -> bytes:
+        return self._frame([{"finish_reason": None, "index": 0, "delta": delta}])
+
+    def events(self) -> list[bytes]:
+        """Every SSE event in order, ending with `data: [DONE]` (raw replies: as given)."""
+        if self.reply.raw is not None:
+            return [r if isinstance(r, bytes) else r.encode() for r in self.reply.raw]
+        out = [self._delta({"role": "assistant", "content": None})]
+        # Pieces differ only in text: splice them into one pre-serialised template.
+        for key, pieces in (("reasoning_content", self.reasoning), ("content", self.content)):
+            head, _, tail = self._delta({key: "\x00"}).partition(b'"\\u0000"')
+            out.extend(head + json.dumps(p).encode() + tail for p in pieces)
+        for index, call in enumerate(self.reply.tool_calls):
+            args, parts = call.arguments, max(call.fragments, 1)
+            size = -(-len(args) // parts) or 1
+            frags = [args[i:i + size] for i in range(0, len(args), size)] or [""]
+            call_id = call.id or f"call_{index}_{self.id[-6:]}"
+            out.append(self._delta({"tool_calls": [{
+                "index": index, "id": call_id, "type": "function",
+                "function": {"name": call.name, "arguments": frags[0]}}]}))
+            out.extend(self._delta({"tool_calls": [{
+                "index": index, "function": {"arguments": frag}}]}) for frag in frags[1:])
+        out.append(self._frame([{"finish_reason": self.finish, "index": 0, "delta": {}}],
+                               timings=self.timings))
+        if self.include_usage:
+            out.append(self._frame([], usage=self.usage, timings=self.timings))
+        out.append(b"data: [DONE]\n\n")
+        return out
+
+    def whole(self) -> dict:
+        """The non-streaming response body."""
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(self.content)}
+        if self.reasoning:
+            message["reasoning_content"] = "".join(self.reasoning)
+        if self.reply.tool_calls:
+            message["tool_calls"] = [
+                {"id": c.id or f"call_{i}", "type": "function",
+                 "function": {"name": c.name, "arguments": c.arguments}}
+                for i, c in enumerate(self.reply.tool_calls)
+            ]
+        return {"choices": [{"finish_reason": self.finish, "index": 0, "message": message}],
+                "created": 1735142223, "id": self.id, "model": self.model,
+                "object": "chat.completion", "usage": self.usage, "timings": self.timings}
