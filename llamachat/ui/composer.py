@@ -1,0 +1,445 @@
+"""The message composer: a multi-line editor with attachments and `/skill` completion.
+
+Enter sends, Shift+Enter starts a new line. Files come in by the attach button,
+drag and drop, or paste: images become `image_url` data URIs (only for models
+that read images), text files are inlined as fenced code blocks, and a very long
+paste becomes an attachment instead of flooding the editor.
+
+Errors: `AttachmentError` (a file that cannot be attached: too big, unreadable,
+not text, or an image for a model without vision); the composer shows its
+message through the `notice` signal rather than raising.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import mimetypes
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMimeData, QRect, Qt, Signal, Slot
+from PySide6.QtGui import QImage, QKeyEvent, QResizeEvent, QStandardItem, QStandardItemModel
+from PySide6.QtWidgets import (
+    QCompleter,
+    QFileDialog,
+    QHBoxLayout,
+    QPlainTextEdit,
+    QPushButton,
+    QSizePolicy,
+    QVBoxLayout,
+    QWidget,
+)
+
+from .chips import ChipRow
+
+log = logging.getLogger(__name__)
+
+LONG_PASTE_CHARS = 4000
+MIN_LINES = 3
+MAX_LINES = 12
+MAX_TEXT_BYTES = 1_000_000
+MAX_IMAGE_BYTES = 20_000_000
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp", "image/bmp")
+
+_SLASH_WORD = re.compile(r"(?:^|\s)/([\w.-]*)$")
+
+
+class AttachmentError(Exception):
+    """A file that cannot be attached; str() says why, for the user."""
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """A file attached to a message: `kind` "image" (data is a data URI) or "text" (data is text)."""
+
+    kind: str
+    name: str
+    mime: str
+    data: str
+
+    def to_dict(self) -> dict:
+        """The form stored in History's `attachments` column."""
+        return {"kind": self.kind, "name": self.name, "mime": self.mime, "data": self.data}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Attachment:
+        """Rebuild an attachment stored by `to_dict`."""
+        return cls(
+            kind=str(data.get("kind", "text")),
+            name=str(data.get("name", "")),
+            mime=str(data.get("mime", "")),
+            data=str(data.get("data", "")),
+        )
+
+    def label(self) -> str:
+        """Short text for the attachment's chip."""
+        if self.kind == "text" and self.name == "pasted text":
+            return f"pasted text ({len(self.data.splitlines())} lines)"
+        return self.name
+
+
+def fenced(name: str, text: str) -> str:
+    """`text` as a fenced code block headed by its file name; the fence outgrows any inner run."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    language = Path(name).suffix.lstrip(".") if "." in name else ""
+    body = text if text.endswith("\n") else text + "\n"
+    return f"{name}:\n{fence}{language}\n{body}{fence}"
+
+
+def user_content(text: str, attachments: list[dict], *, images: bool) -> str | list[dict]:
+    """The `content` of a user message: text with text files inlined, plus image parts.
+
+    Without images the content stays a plain string, which every chat template
+    accepts. Images for a model that cannot read them are named, not sent.
+    """
+    blocks = [text] if text else []
+    image_parts = []
+    for raw in attachments:
+        item = Attachment.from_dict(raw)
+        if item.kind == "image":
+            if images:
+                image_parts.append({"type": "image_url", "image_url": {"url": item.data}})
+            else:
+                blocks.append(f"[image {item.name} not sent: this model does not read images]")
+        else:
+            blocks.append(fenced(item.name, item.data))
+    joined = "\n\n".join(blocks)
+    if not image_parts:
+        return joined
+    return [{"type": "text", "text": joined}, *image_parts] if joined else image_parts
+
+
+def image_attachment(image: QImage, name: str = "pasted image.png") -> Attachment:
+    """A pasted or dropped image, encoded as a PNG data URI."""
+    array = QByteArray()
+    buffer = QBuffer(array)
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    image.save(buffer, "PNG")
+    buffer.close()
+    encoded = base64.b64encode(bytes(array.data())).decode("ascii")
+    return Attachment("image", name, "image/png", f"data:image/png;base64,{encoded}")
+
+
+def file_attachment(path: Path, *, images: bool) -> Attachment:
+    """Read `path` as an attachment; raises AttachmentError with a reason the user can act on."""
+    mime = mimetypes.guess_type(path.name)[0] or ""
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise AttachmentError(f"Cannot read {path.name}: {exc.strerror or exc}") from exc
+    if mime in IMAGE_TYPES:
+        if not images:
+            raise AttachmentError(
+                f"{path.name} is an image, and the current model does not read images. "
+                "Pick a model with vision to attach it."
+            )
+        if size > MAX_IMAGE_BYTES:
+            raise AttachmentError(f"{path.name} is too big to attach (over 20 MB).")
+        data = _read(path)
+        encoded = base64.b64encode(data).decode("ascii")
+        return Attachment("image", path.name, mime, f"data:{mime};base64,{encoded}")
+    if size > MAX_TEXT_BYTES:
+        raise AttachmentError(f"{path.name} is too big to inline (over 1 MB).")
+    data = _read(path)
+    if b"\0" in data:
+        raise AttachmentError(f"{path.name} is not a text file, and only text and images attach.")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise AttachmentError(f"{path.name} is not UTF-8 text.") from exc
+    return Attachment("text", path.name, mime or "text/plain", text)
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise AttachmentError(f"Cannot read {path.name}: {exc.strerror or exc}") from exc
+
+
+class MessageEdit(QPlainTextEdit):
+    """The editor: Enter submits, Shift+Enter breaks the line, files and long pastes divert."""
+
+    submit = Signal()
+    files_received = Signal(list)
+    image_received = Signal(QImage)
+    long_text_received = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setAccessibleName("Message")
+        self.setTabChangesFocus(True)
+        self.setPlaceholderText("Message  (Enter sends, Shift+Enter new line, / for skills)")
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self._completer: QCompleter | None = None
+        self.document().contentsChanged.connect(self._fit_height)
+        self._fit_height()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        """Re-fit the height: a narrower editor wraps into more lines."""
+        super().resizeEvent(event)
+        self._fit_height()
+
+    def _fit_height(self) -> None:
+        # Grow with the text from MIN_LINES to MAX_LINES, then scroll: the conversation
+        # keeps the room a short message does not need.
+        lines = int(self.document().size().height())  # QPlainTextEdit counts lines here
+        shown = max(MIN_LINES, min(MAX_LINES, lines))
+        margins = self.contentsMargins()
+        height = (
+            shown * self.fontMetrics().lineSpacing()
+            + int(2 * self.document().documentMargin())
+            + margins.top()
+            + margins.bottom()
+        )
+        if height != self.height():
+            self.setFixedHeight(height)
+
+    def set_completer(self, completer: QCompleter) -> None:
+        """Use `completer` for `/skill` names."""
+        self._completer = completer
+        completer.setWidget(self)
+        completer.activated[str].connect(self._insert_completion)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        """Route Enter to submit; keep the skill completer in step with the text."""
+        key = event.key()
+        popup = self._completer.popup() if self._completer else None
+        if (
+            popup is not None
+            and popup.isVisible()
+            and key
+            in (
+                Qt.Key.Key_Enter,
+                Qt.Key.Key_Return,
+                Qt.Key.Key_Escape,
+                Qt.Key.Key_Tab,
+                Qt.Key.Key_Backtab,
+            )
+        ):
+            # The completer's own event filter acts on these keys.
+            event.ignore()
+            return
+        if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            if event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
+                # A real "\n" rather than Qt's line separator, so toPlainText() is what was typed.
+                self.textCursor().insertText("\n")
+            else:
+                self.submit.emit()
+            return
+        super().keyPressEvent(event)
+        self._update_completion()
+
+    def canInsertFromMimeData(self, source: QMimeData) -> bool:
+        """Accept files and images as well as text."""
+        return source.hasUrls() or source.hasImage() or super().canInsertFromMimeData(source)
+
+    def insertFromMimeData(self, source: QMimeData) -> None:
+        """Paste and drop: files and images become attachments, a huge text too."""
+        paths = [Path(url.toLocalFile()) for url in source.urls() if url.isLocalFile()]
+        if paths:
+            self.files_received.emit(paths)
+            return
+        if source.hasImage():
+            image = source.imageData()
+            if isinstance(image, QImage) and not image.isNull():
+                self.image_received.emit(image)
+                return
+        if source.hasText() and len(source.text()) > LONG_PASTE_CHARS:
+            self.long_text_received.emit(source.text())
+            return
+        super().insertFromMimeData(source)
+
+    def _slash_prefix(self) -> str | None:
+        cursor = self.textCursor()
+        before = cursor.block().text()[: cursor.positionInBlock()]
+        match = _SLASH_WORD.search(before)
+        return match.group(1) if match else None
+
+    def _update_completion(self) -> None:
+        if self._completer is None:
+            return
+        popup = self._completer.popup()
+        prefix = self._slash_prefix()
+        if prefix is None or self._completer.model().rowCount() == 0:
+            popup.hide()
+            return
+        if prefix != self._completer.completionPrefix():
+            self._completer.setCompletionPrefix(prefix)
+            popup.setCurrentIndex(self._completer.completionModel().index(0, 0))
+        if self._completer.completionCount() == 0:
+            popup.hide()
+            return
+        rect = QRect(self.cursorRect())
+        rect.setWidth(popup.sizeHintForColumn(0) + popup.verticalScrollBar().sizeHint().width())
+        self._completer.complete(rect)
+
+    @Slot(str)
+    def _insert_completion(self, name: str) -> None:
+        prefix = self._slash_prefix()
+        if prefix is None:
+            return
+        cursor = self.textCursor()
+        cursor.movePosition(cursor.MoveOperation.Left, cursor.MoveMode.KeepAnchor, len(prefix))
+        cursor.insertText(f"{name} ")
+        self.setTextCursor(cursor)
+
+
+class Composer(QWidget):
+    """Editor, attachment chips, and the Attach / Send / Stop buttons."""
+
+    submitted = Signal()
+    stop_requested = Signal()
+    notice = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._attachments: list[Attachment] = []
+        self._images = False
+        self._model = ""
+
+        self.editor = MessageEdit(self)
+
+        self._skill_model = QStandardItemModel(self)
+        completer = QCompleter(self._skill_model, self)
+        completer.setCompletionRole(Qt.ItemDataRole.UserRole)
+        completer.setCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
+        completer.setCompletionMode(QCompleter.CompletionMode.PopupCompletion)
+        completer.popup().setAccessibleName("Skills")
+        self.completer = completer
+        self.editor.set_completer(completer)
+
+        self.attachment_chips = ChipRow(
+            label="Attached:",
+            accessible_template="Remove attachment {name}",
+            tooltip_template="Click to remove {name}",
+            parent=self,
+        )
+        self.attachment_chips.setAccessibleName("Attachments")
+
+        self.attach_button = QPushButton("Attach…", self)
+        self.attach_button.setAccessibleName("Attach file")
+        self.attach_button.setToolTip("Attach text files or images (or drop or paste them)")
+        self.send_button = QPushButton("Send", self)
+        self.send_button.setAccessibleName("Send")
+        self.send_button.setDefault(False)
+        self.stop_button = QPushButton("Stop", self)
+        self.stop_button.setAccessibleName("Stop")
+        self.stop_button.setToolTip("Stop the reply (Esc)")
+        self.stop_button.setVisible(False)
+
+        buttons = QHBoxLayout()
+        buttons.setContentsMargins(0, 0, 0, 0)
+        buttons.addWidget(self.attach_button)
+        buttons.addStretch(1)
+        buttons.addWidget(self.stop_button)
+        buttons.addWidget(self.send_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.attachment_chips)
+        layout.addWidget(self.editor)
+        layout.addLayout(buttons)
+
+        self.editor.submit.connect(self.submitted)
+        self.send_button.clicked.connect(self.submitted)
+        self.stop_button.clicked.connect(self.stop_requested)
+        self.attach_button.clicked.connect(self._on_attach_clicked)
+        self.editor.files_received.connect(self.add_files)
+        self.editor.image_received.connect(self._on_image_received)
+        self.editor.long_text_received.connect(self._on_long_text_received)
+        self.attachment_chips.remove_requested.connect(self._on_remove_attachment)
+
+    def text(self) -> str:
+        """The text typed, exactly."""
+        return self.editor.toPlainText()
+
+    def set_text(self, text: str) -> None:
+        """Replace the editor's text and put the cursor at its end."""
+        self.editor.setPlainText(text)
+        self.editor.moveCursor(self.editor.textCursor().MoveOperation.End)
+
+    def attachments(self) -> list[Attachment]:
+        """The attachments waiting to be sent."""
+        return list(self._attachments)
+
+    def set_attachments(self, attachments: list[Attachment]) -> None:
+        """Replace the pending attachments."""
+        self._attachments = list(attachments)
+        self._refresh_chips()
+
+    def add_attachment(self, attachment: Attachment) -> None:
+        """Add one pending attachment."""
+        self._attachments.append(attachment)
+        self._refresh_chips()
+
+    def clear(self) -> None:
+        """Empty the editor and drop the attachments (after a send)."""
+        self.editor.clear()
+        self.set_attachments([])
+
+    def is_empty(self) -> bool:
+        """True when there is neither text nor an attachment."""
+        return not self.text().strip() and not self._attachments
+
+    def set_model(self, model: str, *, images: bool) -> None:
+        """Tell the composer which model it writes to and whether that model reads images."""
+        self._model = model
+        self._images = images
+
+    def set_skills(self, skills: list[tuple[str, str]]) -> None:
+        """The user-invocable skills offered after `/`, as `(name, description)`."""
+        self._skill_model.clear()
+        for name, description in skills:
+            item = QStandardItem(f"/{name}  —  {description}" if description else f"/{name}")
+            item.setData(name, Qt.ItemDataRole.UserRole)
+            item.setToolTip(description)
+            self._skill_model.appendRow(item)
+
+    def set_streaming(self, streaming: bool) -> None:
+        """Swap Send for Stop while a reply streams."""
+        self.stop_button.setVisible(streaming)
+        self.send_button.setVisible(not streaming)
+
+    @Slot(list)
+    def add_files(self, paths: list) -> None:
+        """Attach files (from the dialog, a drop or a paste); refusals go to `notice`."""
+        for path in paths:
+            try:
+                self.add_attachment(file_attachment(Path(path), images=self._images))
+            except AttachmentError as exc:
+                self.notice.emit(str(exc))
+
+    def _refresh_chips(self) -> None:
+        self.attachment_chips.set_items(
+            [(str(i), item.label()) for i, item in enumerate(self._attachments)]
+        )
+
+    @Slot()
+    def _on_attach_clicked(self) -> None:
+        paths, _ = QFileDialog.getOpenFileNames(self, "Attach files")
+        self.add_files([Path(p) for p in paths])
+
+    @Slot(QImage)
+    def _on_image_received(self, image: QImage) -> None:
+        if not self._images:
+            self.notice.emit(
+                f"{self._model or 'This model'} does not read images, so the image was not "
+                "attached. Pick a model with vision to send images."
+            )
+            return
+        self.add_attachment(image_attachment(image))
+
+    @Slot(str)
+    def _on_long_text_received(self, text: str) -> None:
+        self.add_attachment(Attachment("text", "pasted text", "text/plain", text))
+        self.notice.emit(f"Long paste ({len(text):,} characters) attached as a file.")
+
+    @Slot(str)
+    def _on_remove_attachment(self, key: str) -> None:
+        index = int(key)
+        if 0 <= index < len(self._attachments):
+            del self._attachments[index]
+            self._refresh_chips()
