@@ -1,0 +1,814 @@
+"""The conversation: a scrolling column of messages, built to stay fast at 100,000 tokens.
+
+Each message is one `MessageView` whose text lives in its own QTextDocument, so
+work on one message never touches the others. A streamed reply is buffered and
+rendered by a single-shot timer at about 30 Hz (a burst of tokens costs one
+render). A render inserts the HTML of newly finished markdown blocks once and
+replaces only the open tail of the document (see `markdown.StreamingMarkdown`),
+so its cost follows the block being written, not the reply or the history.
+
+Long histories open fast: `ConversationView.load_messages` builds the last
+screenful first and adds older messages a page at a time when the user scrolls
+near the top, keeping what is on screen in place.
+
+Errors: this module raises no exceptions of its own; a failure here is a bug.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import math
+import time
+
+from PySide6.QtCore import QEvent, QSize, Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import (
+    QColor,
+    QDesktopServices,
+    QGuiApplication,
+    QPainter,
+    QPalette,
+    QTextBlockFormat,
+    QTextCharFormat,
+    QTextCursor,
+    QTextDocument,
+    QTextOption,
+)
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QScrollArea,
+    QSizePolicy,
+    QTextBrowser,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from .markdown import COPY_SCHEME, DARK, LIGHT, Palette, StreamingMarkdown, Update
+
+log = logging.getLogger(__name__)
+
+FLUSH_INTERVAL_MS = 33
+# A slow render (a huge open block) stretches the interval so rendering never
+# takes more than about half the time: the stream keeps flowing, frames get rarer.
+MAX_FLUSH_INTERVAL_MS = 500
+INITIAL_MIN_MESSAGES = 6
+INITIAL_MIN_CHARS = 6000
+PAGE_SIZE = 20
+NEAR_TOP_PX = 400
+SIDE_MARGIN = 16
+TOP_MARGIN = 12
+BOTTOM_MARGIN = 12
+SPACING = 10
+PAGE_DELAY_MS = 30
+SHOWN_ROLES = ("user", "assistant")
+
+# Seeds a fragment so Qt keeps its first block's format: insertHtml merges the
+# first block of a fragment into the block at the cursor and drops its format.
+_SEED = "<p>\u200b</p>"
+
+
+def _is_dark(palette: QPalette) -> bool:
+    return palette.color(QPalette.ColorRole.Base).lightness() < 128
+
+
+def _blend(a: QColor, b: QColor, amount: float) -> QColor:
+    return QColor(
+        round(a.red() + (b.red() - a.red()) * amount),
+        round(a.green() + (b.green() - a.green()) * amount),
+        round(a.blue() + (b.blue() - a.blue()) * amount),
+    )
+
+
+def open_link(url: QUrl) -> bool:
+    """Open a link from model text in the browser, but only http and https ones."""
+    if url.scheme() in ("http", "https"):
+        return QDesktopServices.openUrl(url)
+    log.info("ignored link with scheme %r", url.scheme())
+    return False
+
+
+def format_stats(usage: dict, timings: dict) -> str:
+    """The stats line of a reply, e.g. "38.2 tok/s · 412 tokens · 1.2 s"."""
+    tokens = timings.get("predicted_n") or usage.get("completion_tokens")
+    ms = timings.get("predicted_ms")
+    rate = timings.get("predicted_per_second")
+    if not rate and tokens and ms:
+        rate = tokens / (ms / 1000)
+    parts = []
+    if rate:
+        parts.append(f"{rate:.1f} tok/s")
+    if tokens:
+        parts.append(f"{int(tokens)} tokens")
+    if ms:
+        parts.append(f"{ms / 1000:.1f} s")
+    return " · ".join(parts)
+
+
+class _Body(QTextBrowser):
+    """A read-only rich-text view whose height follows its document (no inner scrolling)."""
+
+    def __init__(self, parent: QWidget, *, accessible_name: str) -> None:
+        super().__init__(parent)
+        self.setAccessibleName(accessible_name)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setOpenLinks(False)
+        self.setOpenExternalLinks(False)
+        self.setUndoRedoEnabled(False)
+        self.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.viewport().setAutoFillBackground(False)
+        self.setStyleSheet("QTextBrowser { background: transparent; }")
+        doc = self.document()
+        doc.setUndoRedoEnabled(False)
+        doc.setDocumentMargin(2)
+        doc.documentLayout().documentSizeChanged.connect(self._on_size_changed)
+        self.setFixedHeight(self._height_for(doc.size().height()))
+
+    def _height_for(self, document_height: float) -> int:
+        return max(1, math.ceil(document_height))
+
+    def _on_size_changed(self, size) -> None:
+        height = self._height_for(size.height())
+        if height != self.height():
+            self.setFixedHeight(height)
+
+    def wheelEvent(self, event) -> None:
+        """Let the conversation scroll: this view never scrolls by itself."""
+        event.ignore()
+
+    def sizeHint(self) -> QSize:
+        """As tall as the document."""
+        return QSize(super().sizeHint().width(), self.height())
+
+
+class _DocumentWriter:
+    """Keeps a document as finished blocks followed by an open tail that alone is replaced."""
+
+    def __init__(self, document: QTextDocument) -> None:
+        self._document = document
+        self._tail_start = 0
+        self._closed = False
+
+    def write(self, update: Update, *, final: bool = False) -> bool:
+        """Insert newly finished blocks once after the previous ones; replace the tail.
+
+        With `final` nothing is left open, so no empty block is kept after the text.
+        Returns False when there was nothing to change.
+        """
+        cursor = QTextCursor(self._document)
+        cursor.setPosition(self._tail_start)
+        cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
+        if not (cursor.hasSelection() or update.finished or update.tail):
+            return False
+        cursor.beginEditBlock()
+        cursor.removeSelectedText()
+        if self._closed:
+            cursor.insertBlock(QTextBlockFormat(), QTextCharFormat())
+            self._closed = False
+        elif cursor.atBlockStart():
+            # The emptied block keeps the old tail's format (a heading, a list item).
+            cursor.setBlockFormat(QTextBlockFormat())
+            cursor.setCharFormat(QTextCharFormat())
+        if update.finished:
+            self._insert(cursor, update.finished)
+            if final:
+                self._closed = True
+            elif cursor.block().length() > 1 or cursor.currentTable() is not None:
+                cursor.insertBlock(QTextBlockFormat(), QTextCharFormat())
+            self._tail_start = cursor.position()
+        if update.tail:
+            self._insert(cursor, update.tail)
+        cursor.endEditBlock()
+        return True
+
+    def _insert(self, cursor: QTextCursor, fragment: str) -> None:
+        if fragment.startswith("<table"):
+            # A table starts in a frame of its own, so no format is lost.
+            cursor.insertHtml(fragment)
+            return
+        start = cursor.position()
+        cursor.insertHtml(_SEED + fragment)
+        seed = QTextCursor(self._document)
+        seed.setPosition(start)
+        seed.setPosition(start + 2, QTextCursor.MoveMode.KeepAnchor)
+        seed.removeSelectedText()
+
+
+class MessageView(QFrame):
+    """One message: its text, reasoning, searches, status, stats and actions."""
+
+    retry_requested = Signal(object)
+    regenerate_requested = Signal(object)
+    edit_requested = Signal(object)
+    rendered = Signal()
+    relaid_out = Signal(object)
+
+    def __init__(
+        self, message: dict, *, palette: Palette = LIGHT, parent: QWidget | None = None
+    ) -> None:
+        super().__init__(parent)
+        self.message_id: int | None = message.get("id")
+        self.role: str = message.get("role", "assistant")
+        self._palette = palette
+        self._markdown = StreamingMarkdown(palette=palette)
+        self._reasoning_parts: list[str] = []
+        self._pending_content: list[str] = []
+        self._pending_reasoning: list[str] = []
+        self._streaming = False
+        self._thinking_started: float | None = None
+        self._thinking_seconds: float | None = None
+        self._regenerate_allowed = False
+        self._answer_started = False
+        self.render_count = 0
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(FLUSH_INTERVAL_MS)
+        self._timer.timeout.connect(self._on_flush_due)
+
+        mine = self.role == "user"
+        self.setAccessibleName("Message from you" if mine else "Reply")
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(14, 10, 14, 8)
+        layout.setSpacing(4)
+
+        self._reasoning_button: QToolButton | None = None
+        self._reasoning_body: _Body | None = None
+        self._searches: QVBoxLayout | None = None
+        self._layout = layout
+
+        self._body = _Body(self, accessible_name="Message text" if mine else "Reply text")
+        self._body.anchorClicked.connect(self._on_anchor)
+        self._writer = _DocumentWriter(self._body.document())
+        layout.addWidget(self._body)
+
+        attachments = [str(a.get("name") or "") for a in message.get("attachments") or ()]
+        if any(attachments):
+            note = QLabel("Attached: " + ", ".join(a for a in attachments if a), self)
+            note.setAccessibleName("Attachments")
+            note.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+            layout.addWidget(note)
+
+        status_row = QHBoxLayout()
+        status_row.setContentsMargins(0, 0, 0, 0)
+        self._status = QLabel(self)
+        self._status.setAccessibleName("Status")
+        self._status.setWordWrap(True)
+        self._status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self._status.hide()
+        self._retry = self._action(
+            "Retry", "Retry", lambda: self.retry_requested.emit(self.message_id)
+        )
+        self._retry.hide()
+        status_row.addWidget(self._status, 1)
+        status_row.addWidget(self._retry)
+        layout.addLayout(status_row)
+
+        footer = QHBoxLayout()
+        footer.setContentsMargins(0, 0, 0, 0)
+        footer.setSpacing(2)
+        self._stats = QLabel(self)
+        self._stats.setAccessibleName("Reply statistics")
+        self._stats.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        self._stats.hide()
+        footer.addWidget(self._stats)
+        footer.addStretch(1)
+        if mine:
+            self._edit = self._action(
+                "Edit", "Edit message", lambda: self.edit_requested.emit(self.message_id)
+            )
+            footer.addWidget(self._edit)
+        else:
+            self._copy = self._action("Copy", "Copy reply", self._on_copy_reply)
+            self._regenerate = self._action(
+                "Regenerate", "Regenerate", lambda: self.regenerate_requested.emit(self.message_id)
+            )
+            self._regenerate.hide()
+            footer.addWidget(self._copy)
+            footer.addWidget(self._regenerate)
+        layout.addLayout(footer)
+
+        if message.get("reasoning"):
+            self._add_reasoning_text(message["reasoning"])
+        status = message.get("status", "complete")
+        content = message.get("content") or ""
+        if status == "streaming":
+            self._streaming = True
+            if content:
+                self.append_content(content)
+        else:
+            if content:
+                self._answer_started = True
+                self._markdown.append(content)
+                self._write(self._markdown.finish(), final=True)
+            if self._reasoning_button is not None:
+                self._set_reasoning_expanded(False)
+            self.set_status(status, message.get("error") or "")
+            if message.get("usage") or message.get("timings"):
+                self.set_stats(message.get("usage") or {}, message.get("timings") or {})
+
+    # ------------------------------------------------------------ public API
+
+    def append_content(self, text: str) -> None:
+        """Add streamed reply text; it is rendered by the next ~30 Hz flush."""
+        if not text:
+            return
+        if self._thinking_started is not None and self._thinking_seconds is None:
+            self._thinking_seconds = time.monotonic() - self._thinking_started
+        self._pending_content.append(text)
+        self._streaming = True
+        if not self._timer.isActive():
+            self._timer.start()
+
+    def append_reasoning(self, text: str) -> None:
+        """Add streamed reasoning to the panel shown apart (expanded while thinking)."""
+        if not text:
+            return
+        if self._thinking_started is None:
+            self._thinking_started = time.monotonic()
+        self._pending_reasoning.append(text)
+        self._streaming = True
+        if not self._timer.isActive():
+            self._timer.start()
+
+    def add_search(self, query: str, results: list[dict], error: str = "") -> None:
+        """Show a web search inline: the query and its results as links, or its error."""
+        if self._searches is None:
+            self._searches = QVBoxLayout()
+            self._searches.setSpacing(2)
+            self._layout.insertLayout(self._layout.indexOf(self._body), self._searches)
+        lines = [f"<b>Searched:</b> {html.escape(query)}"]
+        if error:
+            lines.append(f'<span style="color:#d1242f">{html.escape(error)}</span>')
+        for number, result in enumerate(results, 1):
+            url = str(result.get("url", ""))
+            title = str(result.get("title") or url)
+            lines.append(
+                f'{number}. <a href="{html.escape(url, quote=True)}">{html.escape(title)}</a>'
+            )
+        label = QLabel("<br>".join(lines), self)
+        label.setTextFormat(Qt.TextFormat.RichText)
+        label.setWordWrap(True)
+        label.setAccessibleName("Search results")
+        label.setTextInteractionFlags(Qt.TextInteractionFlag.TextBrowserInteraction)
+        label.setOpenExternalLinks(False)
+        label.linkActivated.connect(lambda link: open_link(QUrl(link)))
+        label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        self._searches.addWidget(label)
+
+    def set_stats(self, usage: dict, timings: dict) -> None:
+        """Show the reply's speed and size, e.g. "38.2 tok/s · 412 tokens · 1.2 s"."""
+        text = format_stats(usage or {}, timings or {})
+        self._stats.setText(text)
+        self._stats.setVisible(bool(text))
+
+    def set_status(self, status: str, error: str = "") -> None:
+        """Mark the reply: "stopped" (partial reply kept) or "error" (message in red + Retry)."""
+        if status in ("stopped", "error"):
+            self._flush()
+            self._write(self._markdown.finish(), final=True)
+            self._streaming = False
+        if status == "stopped":
+            self._status.setText("Stopped")
+            self._status.setStyleSheet("")
+            self._status.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        elif status == "error":
+            self._status.setText(error or "The reply failed.")
+            self._status.setStyleSheet("color: #d1242f;")
+        self._status.setVisible(status in ("stopped", "error"))
+        self._retry.setVisible(status in ("stopped", "error") and self.role == "assistant")
+        self._update_actions()
+
+    def finish(self) -> None:
+        """Render everything pending, highlight any unclosed code block, end streaming."""
+        self._flush()
+        self._write(self._markdown.finish(), final=True)
+        self._streaming = False
+        self._update_actions()
+
+    def content(self) -> str:
+        """The reply text received so far (including text not yet rendered)."""
+        return self._markdown.text() + "".join(self._pending_content)
+
+    def reasoning(self) -> str:
+        """The reasoning text received so far."""
+        return "".join(self._reasoning_parts) + "".join(self._pending_reasoning)
+
+    def set_message_id(self, message_id: int) -> None:
+        """Attach the database id (signals carry it)."""
+        self.message_id = message_id
+
+    def code(self, index: int) -> str:
+        """The raw code of code block `index`, as its "Copy code" link copies it."""
+        return self._markdown.code(index)
+
+    def copy_code(self, index: int) -> None:
+        """Put code block `index` on the clipboard."""
+        QGuiApplication.clipboard().setText(self.code(index))
+
+    def is_streaming(self) -> bool:
+        """True between the first streamed text and finish()/a final status."""
+        return self._streaming
+
+    def reasoning_expanded(self) -> bool | None:
+        """Whether the reasoning panel is open; None when there is no reasoning."""
+        if self._reasoning_body is None:
+            return None
+        return not self._reasoning_body.isHidden()
+
+    def set_reasoning_expanded(self, expanded: bool) -> None:
+        """Open or close the reasoning panel (what the panel's toggle does)."""
+        if self._reasoning_button is not None:
+            self._set_reasoning_expanded(expanded)
+
+    def text_document(self) -> QTextDocument:
+        """The rendered reply document (for copying as rich text and for tests)."""
+        return self._body.document()
+
+    def set_regenerate_allowed(self, allowed: bool) -> None:
+        """Offer "Regenerate" (the conversation allows it on its last reply only)."""
+        self._regenerate_allowed = allowed
+        self._update_actions()
+
+    # ------------------------------------------------------------ internals
+
+    def _action(self, text: str, name: str, slot) -> QToolButton:
+        button = QToolButton(self)
+        button.setText(text)
+        button.setAccessibleName(name)
+        button.setToolTip(name)
+        button.setAutoRaise(True)
+        button.setCursor(Qt.CursorShape.PointingHandCursor)
+        button.clicked.connect(slot)
+        return button
+
+    def _update_actions(self) -> None:
+        if self.role == "assistant":
+            self._regenerate.setVisible(self._regenerate_allowed and not self._streaming)
+
+    def _ensure_reasoning(self) -> None:
+        if self._reasoning_button is not None:
+            return
+        button = QToolButton(self)
+        button.setAccessibleName("Show reasoning")
+        button.setAutoRaise(True)
+        button.setCursor(Qt.CursorShape.PointingHandCursor)
+        button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        button.clicked.connect(
+            lambda: self._set_reasoning_expanded(self._reasoning_body.isHidden())
+        )
+        body = _Body(self, accessible_name="Reasoning")
+        muted = body.palette()
+        muted.setColor(QPalette.ColorRole.Text, muted.color(QPalette.ColorRole.PlaceholderText))
+        body.setPalette(muted)
+        frame = body.document().rootFrame().frameFormat()
+        frame.setLeftMargin(12)
+        body.document().rootFrame().setFrameFormat(frame)
+        self._layout.insertWidget(0, button, 0, Qt.AlignmentFlag.AlignLeft)
+        self._layout.insertWidget(1, body)
+        self._reasoning_button = button
+        self._reasoning_body = body
+        self._set_reasoning_expanded(True)
+
+    def _set_reasoning_expanded(self, expanded: bool) -> None:
+        assert self._reasoning_button is not None and self._reasoning_body is not None
+        self._reasoning_button.setArrowType(
+            Qt.ArrowType.DownArrow if expanded else Qt.ArrowType.RightArrow
+        )
+        self._reasoning_body.setVisible(expanded)
+        self._update_reasoning_title()
+
+    def _update_reasoning_title(self) -> None:
+        assert self._reasoning_button is not None
+        if self._thinking_seconds is not None:
+            self._reasoning_button.setText(f"Thought for {max(1, round(self._thinking_seconds))} s")
+        elif self._streaming and not self._answer_started:
+            self._reasoning_button.setText("Thinking…")
+        else:
+            self._reasoning_button.setText("Reasoning")
+
+    def _add_reasoning_text(self, text: str) -> None:
+        self._ensure_reasoning()
+        assert self._reasoning_body is not None
+        self._reasoning_parts.append(text)
+        cursor = QTextCursor(self._reasoning_body.document())
+        cursor.movePosition(QTextCursor.MoveOperation.End)
+        cursor.insertText(text)
+
+    def _on_flush_due(self) -> None:
+        started = time.perf_counter()
+        self._flush()
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        self._timer.setInterval(
+            int(min(MAX_FLUSH_INTERVAL_MS, max(FLUSH_INTERVAL_MS, 2 * elapsed_ms)))
+        )
+
+    def _flush(self) -> None:
+        self._timer.stop()
+        if self._pending_reasoning:
+            text = "".join(self._pending_reasoning)
+            self._pending_reasoning.clear()
+            self._add_reasoning_text(text)
+        if self._pending_content:
+            first = not self._answer_started
+            self._answer_started = True
+            for piece in self._pending_content:
+                self._markdown.append(piece)
+            self._pending_content.clear()
+            self._write(self._markdown.flush())
+            if first and self._reasoning_button is not None:
+                # The answer has started: the thinking is done, fold it away.
+                self._set_reasoning_expanded(False)
+
+    def _write(self, update: Update, *, final: bool = False) -> None:
+        if self._writer.write(update, final=final):
+            self.render_count += 1
+            self.rendered.emit()
+
+    def _on_anchor(self, url: QUrl) -> None:
+        if url.scheme() == COPY_SCHEME:
+            try:
+                self.copy_code(int(url.path()))
+            except ValueError:
+                log.warning("bad copy link %r", url.toString())
+            return
+        open_link(url)
+
+    def _on_copy_reply(self) -> None:
+        QGuiApplication.clipboard().setText(self.content())
+
+    def event(self, event: QEvent) -> bool:
+        """After the view's own layout settles, tell the conversation its height may differ."""
+        handled = super().event(event)
+        if event.type() == QEvent.Type.LayoutRequest:
+            self.relaid_out.emit(self)
+        return handled
+
+    def paintEvent(self, event) -> None:
+        """Draw the card: a tinted rounded bubble for the user's messages."""
+        if self.role == "user":
+            palette = self.palette()
+            painter = QPainter(self)
+            painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(
+                _blend(
+                    palette.color(QPalette.ColorRole.Base),
+                    palette.color(QPalette.ColorRole.Highlight),
+                    0.16 if _is_dark(palette) else 0.10,
+                )
+            )
+            painter.drawRoundedRect(self.rect().adjusted(0, 0, -1, -1), 12, 12)
+            painter.end()
+        super().paintEvent(event)
+
+
+class _Column(QWidget):
+    """Stacks message views without a layout manager, so a growing reply moves nothing else.
+
+    A QVBoxLayout would re-place every message whenever the streaming reply grows;
+    here a view's new height moves only the views below it (none while streaming).
+    """
+
+    height_changed = Signal(object, int)  # the view, how much its bottom moved
+
+    def __init__(self, parent: QWidget) -> None:
+        super().__init__(parent)
+        self.views: list[MessageView] = []
+        self.setBackgroundRole(QPalette.ColorRole.Base)
+        self.setAutoFillBackground(True)
+        self._minimum_height = 0
+
+    def insert(self, index: int, views: list[MessageView]) -> None:
+        """Place `views` at `index` and move the views after them."""
+        self.views[index:index] = views
+        for view in views:
+            view.relaid_out.connect(self._on_relaid_out)
+            view.show()
+        self.restack(index)
+
+    def remove_all(self) -> None:
+        """Drop every view."""
+        for view in self.views:
+            view.hide()
+            view.deleteLater()
+        self.views.clear()
+        self.restack(0)
+
+    def set_minimum_height(self, height: int) -> None:
+        """Be at least as tall as the viewport (the background fills it)."""
+        self._minimum_height = height
+        self.restack(len(self.views))
+
+    def restack(self, start: int) -> None:
+        """Re-place the views from `start` on, and fit the column's height to them."""
+        width = max(1, self.width() - 2 * SIDE_MARGIN)
+        y = self.views[start - 1].geometry().bottom() + 1 + SPACING if start > 0 else TOP_MARGIN
+        for view in self.views[start:]:
+            height = view.heightForWidth(width) if view.hasHeightForWidth() else -1
+            if height < 0:
+                height = view.sizeHint().height()
+            view.setGeometry(SIDE_MARGIN, y, width, height)
+            y += height + SPACING
+        bottom = (y - SPACING if self.views else y) + BOTTOM_MARGIN
+        self.resize(self.width(), max(bottom, self._minimum_height))
+
+    def showEvent(self, event) -> None:
+        """Place everything once the views can know their sizes."""
+        super().showEvent(event)
+        self.restack(0)
+
+    def _on_relaid_out(self, view: MessageView) -> None:
+        # The streaming reply is the last view: finding it must not walk the history.
+        index = len(self.views) - 1
+        if index < 0 or self.views[index] is not view:
+            try:
+                index = self.views.index(view)
+            except ValueError:
+                return
+        old_bottom = view.geometry().bottom()
+        self.restack(index)
+        moved = view.geometry().bottom() - old_bottom
+        if moved:
+            self.height_changed.emit(view, moved)
+
+
+class ConversationView(QScrollArea):
+    """The conversation: messages in a column, lazy for long histories, following the stream."""
+
+    retry_requested = Signal(object)
+    regenerate_requested = Signal(object)
+    edit_requested = Signal(object)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setAccessibleName("Conversation")
+        self.setWidgetResizable(False)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.viewport().setBackgroundRole(QPalette.ColorRole.Base)
+        self._column = _Column(self)
+        self._column.height_changed.connect(self._on_height_changed)
+        self.setWidget(self._column)
+        self._views = self._column.views
+        self._unloaded: list[dict] = []
+        self._follow = True
+        self._adjusting = False
+        bar = self.verticalScrollBar()
+        bar.rangeChanged.connect(self._on_range_changed)
+        bar.valueChanged.connect(self._on_scrolled)
+        self._page_timer = QTimer(self)
+        self._page_timer.setSingleShot(True)
+        # Not 0: the newest messages get painted before older pages are built.
+        self._page_timer.setInterval(PAGE_DELAY_MS)
+        self._page_timer.timeout.connect(self._on_page_due)
+
+    def clear(self) -> None:
+        """Remove every message."""
+        self._page_timer.stop()
+        self._column.remove_all()
+        self._unloaded = []
+        self._follow = True
+
+    def load_messages(self, messages: list[dict]) -> None:
+        """Show a session's messages: the last screenful now, older ones as the user scrolls up."""
+        self.clear()
+        shown = [m for m in messages if m.get("role") in SHOWN_ROLES]
+        first = len(shown)
+        chars = 0
+        while (
+            first > 0
+            and (len(shown) - first < INITIAL_MIN_MESSAGES or chars < INITIAL_MIN_CHARS)
+            and len(shown) - first < PAGE_SIZE
+        ):
+            first -= 1
+            message = shown[first]
+            chars += len(message.get("content") or "") + len(message.get("reasoning") or "")
+        self._unloaded = shown[:first]
+        for message in shown[first:]:
+            self._add(message)
+        self._update_regenerate()
+        self.scroll_to_bottom()
+        if self._unloaded:
+            self._page_timer.start()
+
+    def append_message(self, message: dict) -> MessageView:
+        """Add a message at the end (a streaming reply when its status is "streaming")."""
+        view = self._add(message)
+        self._update_regenerate()
+        if self._follow:
+            self.scroll_to_bottom()
+        return view
+
+    def views(self) -> list[MessageView]:
+        """The message views built so far, oldest first (older unloaded ones are not built yet)."""
+        return list(self._views)
+
+    def last_assistant(self) -> MessageView | None:
+        """The last reply, or None."""
+        for view in reversed(self._views):
+            if view.role == "assistant":
+                return view
+        return None
+
+    def unloaded_count(self) -> int:
+        """How many older messages are still waiting to be built."""
+        return len(self._unloaded)
+
+    def scroll_to_bottom(self) -> None:
+        """Jump to the newest message and follow the stream again."""
+        self._follow = True
+        self._set_scroll(self.verticalScrollBar().maximum())
+
+    def load_older(self) -> int:
+        """Build the next page of older messages above the others; return how many were added."""
+        if not self._unloaded:
+            return 0
+        page = self._unloaded[-PAGE_SIZE:]
+        del self._unloaded[-PAGE_SIZE:]
+        value = self.verticalScrollBar().value()
+        self._column.insert(0, [self._build(message) for message in page])
+        # Everything on screen moved down by the new messages' height: follow it.
+        added = self._views[len(page)].y() - TOP_MARGIN
+        self._set_scroll(value + added)
+        return len(page)
+
+    # ------------------------------------------------------------ internals
+
+    def _palette(self) -> Palette:
+        return DARK if _is_dark(self.palette()) else LIGHT
+
+    def _build(self, message: dict) -> MessageView:
+        view = MessageView(message, palette=self._palette(), parent=self._column)
+        view.retry_requested.connect(self.retry_requested)
+        view.regenerate_requested.connect(self.regenerate_requested)
+        view.edit_requested.connect(self.edit_requested)
+        return view
+
+    def _add(self, message: dict) -> MessageView:
+        view = self._build(message)
+        self._column.insert(len(self._views), [view])
+        return view
+
+    def _update_regenerate(self) -> None:
+        last = self.last_assistant()
+        for view in self._views:
+            if view.role == "assistant":
+                view.set_regenerate_allowed(view is last)
+
+    def _set_scroll(self, value: int) -> None:
+        self._adjusting = True
+        try:
+            self.verticalScrollBar().setValue(value)
+        finally:
+            self._adjusting = False
+
+    def _on_height_changed(self, view: MessageView, moved: int) -> None:
+        bar = self.verticalScrollBar()
+        if self._follow:
+            self._set_scroll(bar.maximum())
+        elif view.geometry().bottom() - moved < bar.value():
+            # A message above the screen changed height: keep what is on screen in place.
+            self._set_scroll(bar.value() + moved)
+
+    def _on_range_changed(self, _minimum: int, maximum: int) -> None:
+        if self._follow:
+            self._set_scroll(maximum)
+        self._want_older()
+
+    def _want_older(self) -> None:
+        if (
+            self._unloaded
+            and not self._page_timer.isActive()
+            and self.verticalScrollBar().value() < NEAR_TOP_PX
+        ):
+            self._page_timer.start()
+
+    def _on_page_due(self) -> None:
+        # Re-checked here: the layout may have filled the screen since the timer started.
+        if self.verticalScrollBar().value() < NEAR_TOP_PX:
+            self.load_older()
+
+    def _on_scrolled(self, value: int) -> None:
+        if self._adjusting:
+            return
+        self._follow = value >= self.verticalScrollBar().maximum() - 4
+        self._want_older()
+
+    def viewportEvent(self, event: QEvent) -> bool:
+        """Keep the column as wide as the viewport (and at least as tall)."""
+        if event.type() == QEvent.Type.Resize:
+            size = self.viewport().size()
+            if self._column.width() != size.width():
+                self._column.resize(size.width(), self._column.height())
+                self._column.restack(0)
+            self._column.set_minimum_height(size.height())
+            if self._follow:
+                self._set_scroll(self.verticalScrollBar().maximum())
+        return super().viewportEvent(event)

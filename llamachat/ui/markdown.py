@@ -1,0 +1,331 @@
+"""Incremental markdown to Qt rich-text HTML for streamed replies.
+
+A reply grows a few characters at a time. `StreamingMarkdown` keeps the text
+that is not yet known to be complete (the open tail) apart from the finished
+top-level blocks before it: each finished block is rendered to HTML exactly
+once, and a flush re-renders only the tail, so the cost of a flush follows the
+size of the block being written, not the length of the reply.
+
+A boundary between top-level blocks is proved by the first line of the next
+block, outside an open code fence:
+
+- a line that starts in column 0 after a blank line;
+- a code fence opener or an ATX heading in column 0 (they interrupt anything);
+- the line after a column-0 code fence closes, or after an ATX heading.
+
+Anything else stays in the tail, which is always safe: a block split too late
+costs a re-render, never a wrong one. A fenced code block is highlighted with
+Pygments once it is closed; while open it is shown as plain monospace.
+
+Model-written HTML is shown as text (markdown-it runs with ``html=False`` and
+everything else is escaped); images become plain links so nothing is loaded.
+
+This module is Qt-free and raises no exceptions of its own: an error from
+markdown-it or Pygments is a bug and propagates.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import re
+from dataclasses import dataclass, field
+from functools import cache, lru_cache
+
+from markdown_it import MarkdownIt
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import get_lexer_by_name
+from pygments.util import ClassNotFound
+
+log = logging.getLogger(__name__)
+
+COPY_SCHEME = "copy"
+
+_FENCE_OPEN = re.compile(r"^(\s*)(`{3,}|~{3,})(.*)$")
+_HEADING = re.compile(r"^#{1,6}(\s|$)")
+
+
+@dataclass(frozen=True)
+class Palette:
+    """Colours for the HTML a renderer produces (Qt rich text takes no stylesheet classes)."""
+
+    name: str
+    muted: str
+    code_background: str
+    code_header: str
+    inline_code_background: str
+    table_border: str
+    pygments_style: str
+
+
+LIGHT = Palette(
+    name="light",
+    muted="#6a737d",
+    code_background="#f6f8fa",
+    code_header="#eaeef2",
+    inline_code_background="#eff1f3",
+    table_border="#d0d7de",
+    pygments_style="default",
+)
+DARK = Palette(
+    name="dark",
+    muted="#8b949e",
+    code_background="#161b22",
+    code_header="#21262d",
+    inline_code_background="#2d333b",
+    table_border="#3d444d",
+    pygments_style="github-dark",
+)
+
+
+@dataclass
+class RenderStats:
+    """How much work a `StreamingMarkdown` did: proves finished blocks render once."""
+
+    finished_renders: int = 0
+    finished_chars: int = 0
+    tail_renders: int = 0
+    tail_chars: int = 0
+
+
+@dataclass(frozen=True)
+class Update:
+    """The result of a flush: HTML of blocks finished since the last flush, and of the open tail."""
+
+    finished: str
+    tail: str
+
+
+@dataclass
+class _Env:
+    first_code: int
+    open_fence: bool
+    last_fence: int
+    codes: list[str] = field(default_factory=list)
+
+
+@cache
+def _formatter(style: str) -> HtmlFormatter:
+    return HtmlFormatter(noclasses=True, nowrap=True, style=style)
+
+
+def _escape(text: str) -> str:
+    return html.escape(text, quote=True)
+
+
+class Renderer:
+    """markdown-it ("commonmark" + tables + strikethrough) producing HTML that Qt rich text shows well."""
+
+    def __init__(self, palette: Palette = LIGHT) -> None:
+        self.palette = palette
+        md = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+        rules = {
+            "fence": self._fence,
+            "code_block": self._fence,
+            "code_inline": self._code_inline,
+            "image": self._image,
+            "table_open": self._table_open,
+            "blockquote_open": self._blockquote_open,
+        }
+        for name, rule in rules.items():
+            # markdown-it binds a rule to its own renderer; the closure keeps ours.
+            md.add_render_rule(name, lambda _r, t, i, _o, env, rule=rule: rule(t, i, env))
+        self._md = md
+
+    def render(
+        self, text: str, *, first_code: int = 0, open_fence: bool = False
+    ) -> tuple[str, list[str]]:
+        """Render `text`; return the HTML and the raw code of each code block in order.
+
+        Code blocks are numbered from `first_code` in their "Copy code" links; with
+        `open_fence` the last code block is still being written and is not highlighted.
+        """
+        tokens = self._md.parse(text)
+        last_fence = max(
+            (i for i, t in enumerate(tokens) if t.type in ("fence", "code_block")), default=-1
+        )
+        env = _Env(first_code=first_code, open_fence=open_fence, last_fence=last_fence)
+        out = self._md.renderer.render(tokens, self._md.options, {"llamachat": env})
+        return out.strip(), env.codes
+
+    def _fence(self, tokens: list, idx: int, env: dict) -> str:
+        token = tokens[idx]
+        state: _Env = env["llamachat"]
+        code = token.content
+        index = state.first_code + len(state.codes)
+        state.codes.append(code)
+        language = token.info.strip().split(maxsplit=1)[0] if token.info.strip() else ""
+        body = code.removesuffix("\n")
+        still_open = state.open_fence and idx == state.last_fence
+        highlighted = None if still_open else self._highlight(body, language)
+        if highlighted is None:
+            highlighted = _escape(body)
+        p = self.palette
+        return (
+            f'<table width="100%" cellspacing="0" cellpadding="8" border="0" '
+            f'style="background-color:{p.code_background}; margin-top:4px; margin-bottom:8px">'
+            f'<tr><td style="background-color:{p.code_header}">'
+            f'<span style="color:{p.muted}; font-size:small">{_escape(language) or "code"}</span>'
+            f'</td><td align="right" style="background-color:{p.code_header}">'
+            f'<a href="{COPY_SCHEME}:{index}" style="font-size:small">Copy code</a></td></tr>'
+            f'<tr><td colspan="2"><pre>{highlighted}</pre></td></tr>'
+            f"</table>\n"
+        )
+
+    def _highlight(self, code: str, language: str) -> str | None:
+        if not language:
+            return None
+        try:
+            lexer = get_lexer_by_name(language, stripnl=False, ensurenl=False)
+        except ClassNotFound:
+            return None
+        out = highlight(code, lexer, _formatter(self.palette.pygments_style))
+        return out[:-1] if out.endswith("\n") and not code.endswith("\n") else out
+
+    def _code_inline(self, tokens: list, idx: int, env: dict) -> str:
+        return (
+            f'<code style="background-color:{self.palette.inline_code_background}">'
+            f"{_escape(tokens[idx].content)}</code>"
+        )
+
+    def _image(self, tokens: list, idx: int, env: dict) -> str:
+        # Images are not fetched: a model could point at any local file or tracker.
+        token = tokens[idx]
+        src = token.attrGet("src") or ""
+        alt = "".join(child.content for child in token.children or ()) or src
+        return f'<a href="{_escape(str(src))}">{_escape(alt)}</a>'
+
+    def _table_open(self, tokens: list, idx: int, env: dict) -> str:
+        return (
+            f'<table border="1" cellspacing="0" cellpadding="5" '
+            f'style="border-collapse:collapse; border-style:solid; '
+            f'border-color:{self.palette.table_border}; margin-top:4px; margin-bottom:8px">\n'
+        )
+
+    def _blockquote_open(self, tokens: list, idx: int, env: dict) -> str:
+        return f'<blockquote style="color:{self.palette.muted}">\n'
+
+
+@lru_cache(maxsize=4)
+def renderer_for(palette: Palette) -> Renderer:
+    """A shared renderer per palette (building the markdown-it parser is not free)."""
+    return Renderer(palette)
+
+
+class StreamingMarkdown:
+    """Markdown that grows by appends; finished blocks render once, only the open tail re-renders."""
+
+    def __init__(self, *, palette: Palette = LIGHT) -> None:
+        self._renderer = renderer_for(palette)
+        self._pending: list[str] = []
+        self._finished_text: list[str] = []
+        self._tail = ""
+        self._scanned = 0
+        self._fence: tuple[str, int] | None = None
+        self._fence_top_level = False
+        self._prev_blank = False
+        self._codes: list[str] = []
+        self._tail_codes: list[str] = []
+        self.stats = RenderStats()
+
+    def append(self, text: str) -> None:
+        """Add streamed text; nothing is parsed until the next flush."""
+        if text:
+            self._pending.append(text)
+
+    def text(self) -> str:
+        """All text appended so far."""
+        return "".join(self._finished_text) + self._tail + "".join(self._pending)
+
+    def code(self, index: int) -> str:
+        """The raw code of code block `index` (the number in its ``copy:<n>`` link)."""
+        codes = self._codes + self._tail_codes
+        return codes[index] if 0 <= index < len(codes) else ""
+
+    def code_count(self) -> int:
+        """How many code blocks the text holds so far."""
+        return len(self._codes) + len(self._tail_codes)
+
+    def flush(self) -> Update:
+        """Render what changed: blocks newly proved finished (once) and the open tail."""
+        self._take_pending()
+        cut = self._scan()
+        finished = self._commit(self._tail[:cut]) if cut else ""
+        if cut:
+            self._tail = self._tail[cut:]
+            self._scanned -= cut
+        tail = ""
+        self._tail_codes = []
+        if self._tail.strip():
+            tail, self._tail_codes = self._renderer.render(
+                self._tail, first_code=len(self._codes), open_fence=self._fence is not None
+            )
+            self.stats.tail_renders += 1
+            self.stats.tail_chars += len(self._tail)
+        return Update(finished, tail)
+
+    def finish(self) -> Update:
+        """Render everything left as finished (an unclosed fence is highlighted too)."""
+        self._take_pending()
+        finished = self._commit(self._tail)
+        self._tail = ""
+        self._tail_codes = []
+        self._scanned = 0
+        self._fence = None
+        self._prev_blank = False
+        return Update(finished, "")
+
+    def _take_pending(self) -> None:
+        if self._pending:
+            self._tail += "".join(self._pending)
+            self._pending.clear()
+
+    def _commit(self, text: str) -> str:
+        self._finished_text.append(text)
+        self.stats.finished_chars += len(text)
+        if not text.strip():
+            return ""
+        out, codes = self._renderer.render(text, first_code=len(self._codes))
+        self._codes.extend(codes)
+        self.stats.finished_renders += 1
+        return out
+
+    def _scan(self) -> int:
+        """Scan complete lines not seen yet; return the offset of the last proved boundary."""
+        tail = self._tail
+        pos = self._scanned
+        cut = 0
+        while (end := tail.find("\n", pos)) >= 0:
+            line = tail[pos:end]
+            if self._fence is not None:
+                char, length = self._fence
+                stripped = line.strip()
+                if stripped.startswith(char * length) and not stripped.strip(char):
+                    self._fence = None
+                    if self._fence_top_level:
+                        cut = end + 1
+            elif not line.strip():
+                self._prev_blank = True
+            else:
+                column0 = not line[0].isspace()
+                opener = _FENCE_OPEN.match(line)
+                if opener and opener.group(2)[0] == "`" and "`" in opener.group(3):
+                    opener = None
+                heading = column0 and _HEADING.match(line) is not None
+                if column0 and (self._prev_blank or opener or heading):
+                    cut = pos
+                if opener:
+                    self._fence = (opener.group(2)[0], len(opener.group(2)))
+                    self._fence_top_level = column0
+                elif heading:
+                    cut = end + 1
+                self._prev_blank = False
+            pos = end + 1
+        self._scanned = pos
+        return cut
+
+
+def render_markdown(text: str, *, palette: Palette = LIGHT) -> str:
+    """Render a whole markdown text to Qt rich-text HTML in one go."""
+    return renderer_for(palette).render(text)[0]
