@@ -6,6 +6,10 @@ so the CLI can print it and the GUI can show it, never a traceback:
 
     ConfigError   unreadable file, invalid TOML, unknown key, wrong type, bad value
 
+`update_file()` changes top-level keys of a config.toml in place, keeping the user's
+comments and layout (a tomlkit round-trip), and refuses, with the same ConfigError,
+a change that would make the file invalid.
+
 The canonical commented file is `DEFAULT_TEXT`; `write_default()` writes it and the
 repository's `config.example.toml` is byte-for-byte the same text (a test holds them
 together), so the documentation a user reads is the file they get.
@@ -24,6 +28,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import platformdirs
+import tomlkit
 
 log = logging.getLogger(__name__)
 
@@ -283,6 +288,88 @@ def write_default(path: Path) -> Path:
     path.write_text(DEFAULT_TEXT, encoding="utf-8")
     log.info("wrote the default configuration to %s", path)
     return path
+
+
+def update_text(text: str, values: dict[str, object]) -> str:
+    """`text` with the given top-level keys set; comments and layout are kept."""
+    for key, raw in values.items():
+        value = _toml_value(raw)
+        doc = tomlkit.parse(text)
+        if key in doc:
+            doc[key] = value
+            text = doc.as_string()
+            continue
+        uncommented = _uncomment(text, key, value)
+        if uncommented is not None:
+            text = uncommented
+            continue
+        doc[key] = value
+        text = doc.as_string()
+    return text
+
+
+def update_file(path: Path, values: dict[str, object]) -> None:
+    """Write top-level keys into the config file in place (created from DEFAULT_TEXT).
+
+    The result is validated with load() before it replaces the file: a value that
+    would make the file invalid raises ConfigError and leaves the file as it was.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig") if path.exists() else DEFAULT_TEXT
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read the configuration: {exc.strerror or exc}", path=path
+        ) from None
+    new_text = update_text(text, values)
+    temp = path.with_name(f".{path.name}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temp.write_text(new_text, encoding="utf-8")
+        try:
+            load(temp)
+        except ConfigError as exc:
+            # The user knows the file by its real name, not the temporary one.
+            raise ConfigError(exc.message, path=path, line=exc.line, key=exc.key) from None
+        # Replace in one step so a crash never leaves a half-written configuration.
+        os.replace(temp, path)
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot save the configuration: {exc.strerror or exc}", path=path
+        ) from None
+    finally:
+        temp.unlink(missing_ok=True)
+    log.info("saved %s to %s", ", ".join(values), path)
+
+
+def _toml_value(value: object) -> object:
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return [_toml_value(item) for item in value]
+    return value
+
+
+def _uncomment(text: str, key: str, value: object) -> str | None:
+    """`text` with a top-level `# key = ...` default line turned into the real key, or None."""
+    commented = re.compile(rf"^\s*#\s*{re.escape(key)}\s*=")
+    lines = text.splitlines(keepends=True)
+    for index, line in enumerate(lines):
+        if _TABLE_HEADER.match(line):
+            return None  # past the top level: a key here would land in a table
+        if not commented.match(line):
+            continue
+        ending = line[len(line.rstrip("\r\n")) :] or "\n"
+        assignment = f"{key} = {tomlkit.item(value).as_string()}{ending}"
+        candidate = "".join([*lines[:index], assignment, *lines[index + 1 :]])
+        # The line may sit inside a multi-line string; only a parse can tell.
+        try:
+            parsed = tomlkit.parse(candidate).unwrap()
+        except tomlkit.exceptions.ParseError:
+            continue
+        if parsed.get(key) == value:
+            return candidate
+    return None
 
 
 def load(path: Path | None = None) -> Config:

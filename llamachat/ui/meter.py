@@ -1,0 +1,197 @@
+"""The context meter: how much of the model's context window the chat fills.
+
+`ContextMeter(registry)` (accessible name "Context meter") shows the tokens the
+last reply used of the model's context size. The size comes from the server's
+`/props` with `autoload=false` (`models.Models.context_size`), fetched in the
+background, so asking never loads a model. The usage comes from each reply's
+stats event. With the draft in the composer it warns, in colour and in words,
+when the next message would not fit.
+
+Errors: none raised; a context size the server cannot give leaves the meter
+counting tokens without a limit, and the tooltip says so.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Protocol
+
+from PySide6.QtGui import QColor, QPalette
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QWidget
+
+from .. import backend
+from ..models import Models
+from .model_picker import Background
+
+log = logging.getLogger(__name__)
+
+# Tokens per character of a draft not yet tokenized: generous for English prose and
+# code, so the warning comes a little early rather than too late.
+TOKENS_PER_CHAR = 0.3
+WARNING_COLOR = QColor("#c0392b")
+
+
+class ClientSource(Protocol):
+    """What the meter needs from `providers.Registry`."""
+
+    def client_for(self, model_id: str) -> tuple[backend.Client, str]:
+        """The client serving a model and the name that server knows it by."""
+
+
+def used_tokens(stats: dict) -> int | None:
+    """Tokens in the context after a reply, from a stats event's usage or timings."""
+    usage = stats.get("usage") or {}
+    total = usage.get("total_tokens") if isinstance(usage, dict) else None
+    if isinstance(total, int) and total > 0:
+        return total
+    timings = stats.get("timings") or {}
+    if not isinstance(timings, dict):
+        return None
+    # llama.cpp's prompt_n counts only the tokens it had to process; cache_n are the rest.
+    parts = [timings.get(key) for key in ("cache_n", "prompt_n", "predicted_n")]
+    counted = [part for part in parts if isinstance(part, int)]
+    return sum(counted) if counted else None
+
+
+def estimate_tokens(text: str) -> int:
+    """A quick token estimate for text not sent yet."""
+    return round(len(text) * TOKENS_PER_CHAR)
+
+
+class ContextMeter(QWidget):
+    """Tokens used of the current model's context, with a warning before it overflows."""
+
+    def __init__(
+        self,
+        registry: ClientSource,
+        *,
+        background: Background | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
+        """`background`: share the model picker's worker so one thread talks to the server."""
+        super().__init__(parent)
+        self._registry = registry
+        self._model = ""
+        self._n_ctx: int | None = None
+        self._used = 0
+        self._draft = 0
+        self._background = background if background is not None else Background(self)
+        self.setAccessibleName("Context meter")
+        self.bar = QProgressBar()
+        self.bar.setAccessibleName("Context used")
+        self.bar.setMaximumWidth(140)
+        self.bar.setMaximumHeight(14)
+        self.bar.setTextVisible(False)
+        self.label = QLabel()
+        self.label.setAccessibleName("Context")
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.bar)
+        layout.addWidget(self.label)
+        self._normal_palette = self.bar.palette()
+        self._show()
+
+    # ------------------------------------------------------------------ public
+
+    def model(self) -> str:
+        """The model whose context is shown."""
+        return self._model
+
+    def context_size(self) -> int | None:
+        """The model's context size in tokens, or None when the server did not say."""
+        return self._n_ctx
+
+    def used(self) -> int:
+        """Tokens the chat used at its last reply."""
+        return self._used
+
+    def set_model(self, model_id: str) -> None:
+        """Show `model_id`'s context; its size is asked for in the background."""
+        if model_id == self._model:
+            return
+        self._model = model_id
+        self._n_ctx = None
+        self._show()
+        if model_id:
+            self.refresh_size()
+
+    def refresh_size(self) -> None:
+        """Ask the server for the current model's context size again (never loads it)."""
+        model_id, registry = self._model, self._registry
+
+        def ask() -> int | None:
+            client, name = registry.client_for(model_id)
+            return Models(client).context_size(name)
+
+        self._background.run(
+            ask,
+            lambda n_ctx: self._on_size(model_id, n_ctx),
+            lambda message: log.info("no context size for %s: %s", model_id, message),
+        )
+
+    def set_used(self, tokens: int) -> None:
+        """Set the tokens in the context (a chat opened from history, or 0 for a new chat)."""
+        self._used = max(0, int(tokens))
+        self._show()
+
+    def update_from_stats(self, stats: dict) -> None:
+        """Take the usage from a reply's stats event (usage, timings, model)."""
+        used = used_tokens(stats)
+        if used is not None:
+            self.set_used(used)
+        # The size is known once a model is loaded; a reply proves it is.
+        if self._n_ctx is None and self._model:
+            self.refresh_size()
+
+    def set_draft(self, text: str) -> None:
+        """The composer's text, to warn before it would overflow the context."""
+        self._draft = estimate_tokens(text)
+        self._show()
+
+    def will_overflow(self) -> bool:
+        """Whether the context plus the draft is estimated to exceed the model's context."""
+        return self._n_ctx is not None and self._used + self._draft > self._n_ctx
+
+    def warning(self) -> str:
+        """The overflow warning shown to the user ('' when none)."""
+        if not self.will_overflow():
+            return ""
+        return (
+            f"The next message may not fit: {self._model}'s context holds "
+            f"{self._n_ctx:,} tokens. Start a new chat or shorten the message."
+        )
+
+    # ------------------------------------------------------------------ display
+
+    def _on_size(self, model_id: str, n_ctx: object) -> None:
+        if model_id != self._model:
+            return  # the answer for a model the user has moved away from
+        self._n_ctx = n_ctx if isinstance(n_ctx, int) else None
+        self._show()
+
+    def _show(self) -> None:
+        n_ctx, used, model = self._n_ctx, self._used, self._model or "no model"
+        if n_ctx:
+            self.bar.setRange(0, n_ctx)
+            self.bar.setValue(min(used, n_ctx))
+            self.label.setText(f"{used:,} / {n_ctx:,}")
+            tip = f"Context of {model}: {used:,} of {n_ctx:,} tokens used"
+        else:
+            self.bar.setRange(0, 1)
+            self.bar.setValue(0)
+            self.label.setText(f"{used:,} tokens")
+            tip = f"Context of {model}: {used:,} tokens used; its size is not known yet"
+        if self._draft:
+            tip += f"\nThe message being written is about {self._draft:,} tokens"
+        warning = self.warning()
+        palette = QPalette(self._normal_palette)
+        if warning:
+            palette.setColor(QPalette.ColorRole.Highlight, WARNING_COLOR)
+            self.label.setStyleSheet(f"color: {WARNING_COLOR.name()}")
+            self.label.setText(self.label.text() + " ⚠ next message may not fit")
+            tip = warning + "\n" + tip
+        else:
+            self.label.setStyleSheet("")
+        self.bar.setPalette(palette)
+        self.setToolTip(tip)
+        self.setAccessibleDescription(tip)

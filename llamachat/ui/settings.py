@@ -1,0 +1,165 @@
+"""The Settings dialog: the common keys of config.toml, saved in place.
+
+`SettingsDialog(cfg)` (accessible name "Settings") edits the router URL, the name
+of the API key's environment variable, the search URL, the skills folders, the
+default model and the theme. Save writes only those keys with
+`config.update_file`, which keeps the user's comments and layout and refuses a
+file that would not load; the refusal's message is shown in the dialog and
+nothing is written. A successful save emits `saved(Config)` with the file as
+re-read.
+
+Errors: none raised; `config.ConfigError` is shown in the dialog.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from PySide6.QtCore import Signal, Slot
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QVBoxLayout,
+    QWidget,
+)
+
+from .. import config
+from ..config import Config, ConfigError
+
+log = logging.getLogger(__name__)
+
+THEME_LABELS = {"system": "Follow the system", "light": "Light", "dark": "Dark"}
+
+
+def _shown_path(path: Path) -> str:
+    """A path as the user would type it: under home as ~/..."""
+    try:
+        return "~/" + str(path.relative_to(Path.home()))
+    except ValueError:
+        return str(path)
+
+
+class SettingsDialog(QDialog):
+    """Edits the common settings and writes them to config.toml, comments kept."""
+
+    saved = Signal(object)
+
+    def __init__(
+        self,
+        cfg: Config,
+        *,
+        models: list[str] | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.cfg = cfg
+        self.path = cfg.path if cfg.path is not None else config.default_path()
+        self.setWindowTitle("Settings")
+        self.setAccessibleName("Settings")
+        self.resize(620, 420)
+
+        self.router_url = QLineEdit(cfg.router_url)
+        self.router_url.setAccessibleName("Router URL")
+        self.api_key_env = QLineEdit(cfg.router_api_key_env)
+        self.api_key_env.setAccessibleName("API key environment variable")
+        self.api_key_env.setPlaceholderText("e.g. LLAMA_API_KEY (the key itself is never stored)")
+        self.search_url = QLineEdit(cfg.search_url)
+        self.search_url.setAccessibleName("Search URL")
+        self.search_url.setPlaceholderText("SearXNG base URL; empty turns web search off")
+        self.skills_dir = QLineEdit(_shown_path(cfg.skills_dir))
+        self.skills_dir.setAccessibleName("Skills folder")
+        self.skills_dirs = QPlainTextEdit("\n".join(_shown_path(p) for p in cfg.skills_dirs))
+        self.skills_dirs.setAccessibleName("More skills folders")
+        self.skills_dirs.setPlaceholderText("One folder per line")
+        self.skills_dirs.setMaximumHeight(80)
+        self.default_model = QComboBox()
+        self.default_model.setEditable(True)
+        self.default_model.setAccessibleName("Default model")
+        self.default_model.addItems([""] + [m for m in models or [] if m])
+        self.default_model.setCurrentText(cfg.default_model)
+        self.theme = QComboBox()
+        self.theme.setAccessibleName("Theme")
+        for value, label in THEME_LABELS.items():
+            self.theme.addItem(label, value)
+        self.theme.setCurrentIndex(max(0, self.theme.findData(cfg.theme)))
+
+        form = QFormLayout()
+        form.addRow("&Router URL:", self.router_url)
+        form.addRow("API &key variable:", self.api_key_env)
+        form.addRow("&Search URL:", self.search_url)
+        form.addRow("S&kills folder:", self.skills_dir)
+        form.addRow("&More skills folders:", self.skills_dirs)
+        form.addRow("&Default model:", self.default_model)
+        form.addRow("&Theme:", self.theme)
+
+        where = QLabel(f"Saved to {self.path}; comments in the file are kept.")
+        where.setWordWrap(True)
+        self.error_label = QLabel()
+        self.error_label.setAccessibleName("Settings error")
+        self.error_label.setWordWrap(True)
+        self.error_label.setStyleSheet("color: #c0392b")
+        self.error_label.hide()
+
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
+        )
+        buttons.accepted.connect(self.save)
+        buttons.rejected.connect(self.reject)
+
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(where)
+        layout.addWidget(self.error_label)
+        layout.addStretch(1)
+        layout.addWidget(buttons)
+
+    def values(self) -> dict[str, object]:
+        """The edited keys as config.toml would hold them."""
+        extra = [line.strip() for line in self.skills_dirs.toPlainText().splitlines()]
+        return {
+            "router_url": self.router_url.text().strip(),
+            "router_api_key_env": self.api_key_env.text().strip(),
+            "search_url": self.search_url.text().strip(),
+            "skills_dir": self.skills_dir.text().strip(),
+            "skills_dirs": [line for line in extra if line],
+            "default_model": self.default_model.currentText().strip(),
+            "theme": str(self.theme.currentData()),
+        }
+
+    def error(self) -> str:
+        """Why the last save was refused ('' when it was not)."""
+        return self.error_label.text()
+
+    @Slot()
+    def save(self) -> bool:
+        """Write the settings; on success emit `saved` and close, else show why and stay."""
+        changed = {key: value for key, value in self.values().items() if self._differs(key, value)}
+        try:
+            if changed or not self.path.exists():
+                config.update_file(self.path, changed)
+            new = config.load(self.path)
+        except ConfigError as exc:
+            self.error_label.setText(exc.message)
+            self.error_label.show()
+            return False
+        self.error_label.hide()
+        self.error_label.clear()
+        self.cfg = new
+        self.saved.emit(new)
+        self.accept()
+        return True
+
+    def _differs(self, key: str, value: object) -> bool:
+        # Only keys the user changed are written, so an untouched default stays a comment.
+        current: object = getattr(self.cfg, key)
+        if key == "skills_dir":
+            return value != _shown_path(self.cfg.skills_dir)
+        if key == "skills_dirs":
+            return value != [_shown_path(p) for p in self.cfg.skills_dirs]
+        return value != current

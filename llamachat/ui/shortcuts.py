@@ -1,0 +1,108 @@
+"""The chat window's keyboard shortcuts: one table, installed and listed from the same data.
+
+`SHORTCUTS` maps each action to its keys; `install(window, handlers)` creates the
+QShortcuts for the actions the window handles, and `ShortcutsDialog` (Help >
+Shortcuts) lists the same table, so the help can never disagree with the keys.
+
+Errors: `install` raises `KeyError` for a handler whose action is not in the table.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QDialog,
+    QDialogButtonBox,
+    QHeaderView,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Shortcut:
+    """An action of the chat window and the keys that trigger it."""
+
+    action: str
+    keys: tuple[str, ...]
+    description: str
+
+    def sequences(self) -> list[QKeySequence]:
+        """The keys as QKeySequences."""
+        return [QKeySequence(key) for key in self.keys]
+
+    def shown(self) -> str:
+        """The keys as the platform writes them (⌘ on macOS), "or"-separated."""
+        return " or ".join(
+            seq.toString(QKeySequence.SequenceFormat.NativeText) for seq in self.sequences()
+        )
+
+
+SHORTCUTS: tuple[Shortcut, ...] = (
+    Shortcut("new_chat", ("Ctrl+N",), "Start a new chat"),
+    Shortcut("search_sessions", ("Ctrl+K", "Ctrl+F"), "Search past chats"),
+    Shortcut("stop", ("Esc",), "Stop the reply being written"),
+    Shortcut("focus_composer", ("Ctrl+L",), "Go to the message box"),
+    Shortcut("copy_last_reply", ("Ctrl+Shift+C",), "Copy the last reply"),
+    Shortcut("switch_model", ("Ctrl+M",), "Choose another model"),
+    Shortcut("settings", ("Ctrl+,",), "Open the settings"),
+    Shortcut("shortcuts", ("F1",), "Show these shortcuts"),
+)
+"""Every shortcut of the chat window, in the order the help lists them."""
+
+BY_ACTION = {shortcut.action: shortcut for shortcut in SHORTCUTS}
+
+
+def install(window: QWidget, handlers: dict[str, Callable[[], object]]) -> list[QShortcut]:
+    """Create window-wide QShortcuts for the given actions; returns them (kept by the window)."""
+    created = []
+    for action, handler in handlers.items():
+        for sequence in BY_ACTION[action].sequences():
+            shortcut = QShortcut(sequence, window)
+            shortcut.setContext(Qt.ShortcutContext.WindowShortcut)
+            shortcut.activated.connect(handler)
+            created.append(shortcut)
+    return created
+
+
+class ShortcutsDialog(QDialog):
+    """Help > Shortcuts: the table of keys and what they do."""
+
+    def __init__(self, *, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Keyboard shortcuts")
+        self.setAccessibleName("Keyboard shortcuts")
+        self.table = QTableWidget(len(SHORTCUTS), 2)
+        self.table.setAccessibleName("Shortcuts")
+        self.table.setHorizontalHeaderLabels(["Keys", "Action"])
+        self.table.verticalHeader().hide()
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        for row, shortcut in enumerate(SHORTCUTS):
+            self.table.setItem(row, 0, QTableWidgetItem(shortcut.shown()))
+            self.table.setItem(row, 1, QTableWidgetItem(shortcut.description))
+        self.table.resizeColumnToContents(0)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.table)
+        layout.addWidget(buttons)
+        self.resize(460, 340)
+
+    def rows(self) -> list[tuple[str, str]]:
+        """The (keys, action) rows as shown."""
+        return [
+            (self.table.item(row, 0).text(), self.table.item(row, 1).text())
+            for row in range(self.table.rowCount())
+        ]

@@ -1,0 +1,296 @@
+"""The skills panel, and the file watcher that keeps the skill store current.
+
+`SkillsPanel(store, loaded_names)` (a dialog, accessible name "Skills") lists every
+skill with its description, source folder, flags and whether this chat has it
+loaded, then the problems found with their paths and what to fix. Load / Unload
+emit `load_requested` / `unload_requested`; the window acts and the panel re-reads
+`loaded_names()`. "Import skill folder…" copies skills in with `skills.import_folder`.
+
+`SkillsWatcher(store)` watches the skill roots, each skill folder and each
+SKILL.md, re-scans the store when one changes and emits `changed`, so a skill
+written to disk appears without a restart. The window and the panel share one.
+
+Errors: none raised. A refused import (`skills.SkillImportError`) is shown in the
+panel with each folder's reason.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+from PySide6.QtCore import QFileSystemWatcher, QObject, Qt, QTimer, Signal, Slot
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QListWidget,
+    QPushButton,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from .. import skills
+from ..skills import SkillStore
+
+log = logging.getLogger(__name__)
+
+# Editors and copies write a file in several steps; one re-scan after they settle.
+SETTLE_MS = 150
+COLUMNS = ("Skill", "Description", "Folder", "Flags", "Loaded")
+
+
+class SkillsWatcher(QObject):
+    """Re-scans a SkillStore when its folders or SKILL.md files change; emits `changed`."""
+
+    changed = Signal()
+
+    def __init__(self, store: SkillStore, *, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.store = store
+        self._watcher = QFileSystemWatcher(self)
+        self._watcher.directoryChanged.connect(self._on_disk_changed)
+        self._watcher.fileChanged.connect(self._on_disk_changed)
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(SETTLE_MS)
+        self._timer.timeout.connect(self.check)
+        self._sync_paths()
+
+    def watched(self) -> list[str]:
+        """The paths watched now."""
+        return sorted(self._watcher.directories() + self._watcher.files())
+
+    @Slot()
+    def check(self) -> bool:
+        """Re-scan now; True (and `changed` emitted) when the skills changed."""
+        # Watch new folders before scanning: a file written in between is then either
+        # seen by this scan or reported by the watcher, never missed.
+        self._sync_paths()
+        if self.store.refresh():
+            self.changed.emit()
+            return True
+        return False
+
+    def _wanted(self) -> set[str]:
+        paths: set[str] = set()
+        for root in self.store.roots():
+            # A missing root is watched through its parent so its creation is noticed.
+            target = root if root.is_dir() else root.parent
+            if target.is_dir():
+                paths.add(str(target))
+            if not root.is_dir():
+                continue
+            try:
+                children = [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")]
+            except OSError as exc:
+                log.info("cannot list skills folder %s: %s", root, exc)
+                continue
+            for folder in children:
+                paths.add(str(folder))
+                skill_file = folder / skills.SKILL_FILE
+                if skill_file.is_file():
+                    paths.add(str(skill_file))
+        return paths
+
+    def _sync_paths(self) -> None:
+        wanted = self._wanted()
+        current = set(self._watcher.directories() + self._watcher.files())
+        gone = sorted(current - wanted)
+        new = sorted(wanted - current)
+        # Empty lists make Qt warn, so only call with something to do.
+        if gone:
+            self._watcher.removePaths(gone)
+        if new:
+            failed = self._watcher.addPaths(new)
+            if failed:
+                log.info("cannot watch %s", ", ".join(failed))
+
+    @Slot(str)
+    def _on_disk_changed(self, path: str) -> None:
+        self._timer.start()
+
+
+class SkillsPanel(QDialog):
+    """Every skill, its state and its problems; load, unload and import."""
+
+    load_requested = Signal(str)
+    unload_requested = Signal(str)
+
+    def __init__(
+        self,
+        store: SkillStore,
+        loaded_names: Callable[[], list[str]],
+        *,
+        import_dir: Path,
+        watcher: SkillsWatcher | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.store = store
+        self._loaded_names = loaded_names
+        self.import_dir = Path(import_dir)
+        self.watcher = watcher if watcher is not None else SkillsWatcher(store, parent=self)
+        self.watcher.changed.connect(self.update_view)
+        self.setWindowTitle("Skills")
+        self.setAccessibleName("Skills")
+        self.resize(860, 520)
+        self._build()
+        self.update_view()
+
+    def _build(self) -> None:
+        self.tree = QTreeWidget()
+        self.tree.setAccessibleName("Skill list")
+        self.tree.setColumnCount(len(COLUMNS))
+        self.tree.setHeaderLabels(list(COLUMNS))
+        self.tree.setRootIsDecorated(False)
+        self.tree.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.tree.setWordWrap(True)
+        self.tree.header().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        self.tree.currentItemChanged.connect(lambda *_: self._update_buttons())
+        self.tree.itemDoubleClicked.connect(lambda *_: self._on_toggle())
+
+        self.load_button = QPushButton("Load")
+        self.load_button.setAccessibleName("Load skill")
+        self.load_button.clicked.connect(self._on_toggle)
+        self.unload_button = QPushButton("Unload")
+        self.unload_button.setAccessibleName("Unload skill")
+        self.unload_button.clicked.connect(self._on_toggle)
+        import_button = QPushButton("Import skill folder…")
+        import_button.setAccessibleName("Import skill folder")
+        import_button.clicked.connect(self._on_import)
+
+        self.problems_label = QLabel("Problems")
+        self.problems = QListWidget()
+        self.problems.setAccessibleName("Skill problems")
+        self.problems.setWordWrap(True)
+        self.message = QLabel()
+        self.message.setAccessibleName("Skills message")
+        self.message.setWordWrap(True)
+        self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.message.hide()
+        self.roots_label = QLabel()
+        self.roots_label.setWordWrap(True)
+        self.roots_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.load_button)
+        buttons.addWidget(self.unload_button)
+        buttons.addWidget(import_button)
+        buttons.addStretch(1)
+        close = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        close.rejected.connect(self.reject)
+        buttons.addWidget(close)
+
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.roots_label)
+        layout.addWidget(self.tree, 3)
+        layout.addWidget(self.problems_label)
+        layout.addWidget(self.problems, 1)
+        layout.addWidget(self.message)
+        layout.addLayout(buttons)
+
+    # ------------------------------------------------------------------ public
+
+    def skill_names(self) -> list[str]:
+        """The skills listed, top to bottom."""
+        return [self.tree.topLevelItem(i).text(0) for i in range(self.tree.topLevelItemCount())]
+
+    def problem_texts(self) -> list[str]:
+        """The problems listed, each "path: what to fix"."""
+        return [self.problems.item(i).text() for i in range(self.problems.count())]
+
+    def message_text(self) -> str:
+        """The last import's outcome ('' when none)."""
+        return self.message.text()
+
+    @Slot()
+    def update_view(self) -> None:
+        """Show the store's skills and problems and which skills are loaded."""
+        selected = self.tree.currentItem().text(0) if self.tree.currentItem() else ""
+        loaded = set(self._loaded_names())
+        self.roots_label.setText(
+            "Skills are read from: " + ", ".join(str(root) for root in self.store.roots())
+        )
+        self.tree.clear()
+        for skill in self.store.skills():
+            flags = []
+            if not skill.user_invocable:
+                flags.append("model only")
+            if not skill.model_invocable:
+                flags.append("user only")
+            item = QTreeWidgetItem(
+                [
+                    skill.name,
+                    skill.description,
+                    str(skill.folder.parent if skill.folder else ""),
+                    ", ".join(flags),
+                    "loaded" if skill.name in loaded else "",
+                ]
+            )
+            item.setToolTip(1, skill.description)
+            item.setToolTip(2, str(skill.path or ""))
+            self.tree.addTopLevelItem(item)
+            if skill.name == selected:
+                self.tree.setCurrentItem(item)
+        self.problems.clear()
+        found = self.store.problems()
+        for problem in found:
+            self.problems.addItem(str(problem))
+        self.problems_label.setText(f"Problems ({len(found)})" if found else "No problems found")
+        self.problems.setVisible(bool(found))
+        self._update_buttons()
+
+    def import_folder(self, source: Path) -> list[Path]:
+        """Copy a skill folder (or a folder of them) into the skills folder; shows the outcome."""
+        imported: list[Path] = []
+        lines: list[str] = []
+        try:
+            imported = skills.import_folder(Path(source), self.import_dir)
+        except skills.SkillImportError as exc:
+            imported = exc.imported
+            lines.append("Not imported:")
+            lines.extend(f"• {problem}" for problem in exc.problems)
+        if imported:
+            lines.insert(0, "Imported: " + ", ".join(path.name for path in imported))
+        self.message.setText("\n".join(lines))
+        self.message.setVisible(bool(lines))
+        self.watcher.check()
+        self.update_view()
+        return imported
+
+    # ------------------------------------------------------------------ slots
+
+    def _selected(self) -> str:
+        item = self.tree.currentItem()
+        return item.text(0) if item is not None else ""
+
+    def _update_buttons(self) -> None:
+        name = self._selected()
+        loaded = bool(name) and name in self._loaded_names()
+        self.load_button.setEnabled(bool(name) and not loaded)
+        self.unload_button.setEnabled(loaded)
+
+    @Slot()
+    def _on_toggle(self) -> None:
+        name = self._selected()
+        if not name:
+            return
+        if name in self._loaded_names():
+            self.unload_requested.emit(name)
+        else:
+            self.load_requested.emit(name)
+        self.update_view()
+
+    @Slot()
+    def _on_import(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Import skill folder", str(Path.home()))
+        if folder:
+            self.import_folder(Path(folder))
