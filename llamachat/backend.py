@@ -372,6 +372,7 @@ class Client:
         self.root = server_root(self.base_url)
         self.idle_timeout = idle_timeout
         self.max_line_bytes = max_line_bytes
+        self._api_key = api_key or ""
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._sockets = _SocketTracker()
         self._http = httpx.Client(
@@ -399,7 +400,7 @@ class Client:
         except httpx.HTTPError as exc:
             raise self._failure(exc, url) from None
         if response.status_code >= 400:
-            raise server_error(response.status_code, response.content, url)
+            raise self._without_key(server_error(response.status_code, response.content, url))
         try:
             return response.json()
         except ValueError:
@@ -583,6 +584,19 @@ class Client:
                 ) from None
             raise StreamError(f"the connection to {self.base_url} broke in the middle of the "
                               f"reply ({exc.__class__.__name__}).") from None
+        except BackendError as exc:
+            raise self._without_key(exc) from None
+
+    def _without_key(self, exc: BackendError) -> BackendError:
+        """`exc` with this client's API key masked: some gateways quote the key they got."""
+        key = self._api_key
+        if key:
+            exc.message = exc.message.replace(key, "***")
+            exc.args = (exc.message,)
+            if isinstance(exc, ServerError):
+                exc.details = {k: v.replace(key, "***") if isinstance(v, str) else v
+                               for k, v in exc.details.items()}
+        return exc
 
     def _failure(self, exc: httpx.HTTPError, url: str) -> BackendError:
         """The BackendError for a request that got no response."""

@@ -200,6 +200,13 @@ class History:
             conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
             conn.row_factory = sqlite3.Row
             self._check_size(conn)
+            # Damaged pages past the header would only fail later, at the first read or
+            # write that touches them, leaving a chat that can neither load nor save; a
+            # quick_check (under 0.1 s for a 170 MB file) finds them while moving the
+            # file aside is still possible.
+            problem = conn.execute("PRAGMA quick_check(1)").fetchone()[0]
+            if problem != "ok":
+                raise _Corrupt(problem)
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
@@ -380,6 +387,12 @@ class History:
             "UPDATE sessions SET prompt_name = ?, prompt_custom = ? WHERE id = ?",
             (prompt_name, prompt_custom, session_id),
         )
+
+    def set_mode(self, session_id: int, mode: str) -> None:
+        """Turn a session into a "chat" or a "oneshot" one (a quick question continued in chat)."""
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        self._write("UPDATE sessions SET mode = ? WHERE id = ?", (mode, session_id))
 
     def set_skills(self, session_id: int, names: list[str]) -> None:
         """Record which skills the session has loaded."""
