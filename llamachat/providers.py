@@ -17,6 +17,7 @@ Errors: `models()` never raises; what failed per source is in `Registry.errors`.
 from __future__ import annotations
 
 import logging
+import threading
 
 from . import backend
 from .config import Config, ProviderConfig
@@ -35,6 +36,9 @@ class Registry:
         self.errors: dict[str, backend.BackendError] = {}
         self._providers = {p.name: p for p in cfg.providers}
         self._clients: dict[str, backend.Client] = {}
+        # The window, the model picker and the context meter ask for clients from
+        # different threads; without the lock two could each create one and leak one.
+        self._lock = threading.Lock()
 
     def router(self) -> backend.Client:
         """The router's client."""
@@ -91,15 +95,18 @@ class Registry:
                           modalities=m.modalities, provider=provider.name) for m in listed]
 
     def _client(self, key: str, base_url: str, api_key: str | None) -> backend.Client:
-        client = self._clients.get(key)
-        if client is None:
-            client = backend.Client(base_url, api_key=api_key,
-                                    idle_timeout=self.cfg.idle_timeout)
-            self._clients[key] = client
-        return client
+        with self._lock:
+            client = self._clients.get(key)
+            if client is None:
+                client = backend.Client(base_url, api_key=api_key,
+                                        idle_timeout=self.cfg.idle_timeout)
+                self._clients[key] = client
+            return client
 
     def close(self) -> None:
         """Close every client's connections."""
-        for client in self._clients.values():
+        with self._lock:
+            clients = list(self._clients.values())
+            self._clients.clear()
+        for client in clients:
             client.close()
-        self._clients.clear()

@@ -115,6 +115,14 @@ class ContextMeter(QWidget):
         if model_id:
             self.refresh_size()
 
+    def set_registry(self, registry: ClientSource) -> None:
+        """Ask another set of servers for context sizes from now on."""
+        self._registry = registry
+        self._n_ctx = None
+        self._show()
+        if self._model:
+            self.refresh_size()
+
     def refresh_size(self) -> None:
         """Ask the server for the current model's context size again (never loads it)."""
         model_id, registry = self._model, self._registry

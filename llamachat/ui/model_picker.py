@@ -367,6 +367,14 @@ class ModelPicker(QWidget):
             lambda message: self._fail(f"Could not unload {model_id}: {message}", self._poll_soon),
         )
 
+    def set_registry(self, registry: ModelSource) -> None:
+        """Talk to another router or set of providers from now on, and list their models."""
+        self._registry = registry
+        self._loading.clear()
+        self._errors.clear()
+        self._problem = ""
+        self.refresh()
+
     def shutdown(self, timeout_ms: int = 10_000) -> None:
         """Stop polling and wait for a request in flight (call when the window closes)."""
         self._timer.stop()

@@ -1,8 +1,12 @@
-"""The chat window: a conversation, a composer, loaded-skill chips and a model choice.
+"""The chat window: sessions, the conversation, the composer, and the chrome around them.
 
 `ChatWindow(cfg, history)` is built from a `Config` and a `History` alone. The GUI
 thread owns every widget and the History's SQLite connection; replies stream in a
-`StreamWorker` on its own thread, which only emits signals.
+`StreamWorker` on its own thread, which only emits signals. The sessions sidebar sits
+on the left; a top bar holds the model picker, the prompt preset, the web search
+toggle, Skills and Settings; the status bar carries the context meter. The model
+picker and the meter ask the server from their own worker thread, sharing one
+`providers.Registry` with the window.
 
 A reply is saved as it streams: the user message first, then an assistant row
 with status "streaming" that a one-second timer rewrites, so a crash loses at most
@@ -13,8 +17,9 @@ load order) is computed once and cached: it stays byte-identical from turn to tu
 which lets the router reuse its prompt cache, until the set of loaded skills changes.
 
 Errors: none of its own. Backend failures are shown inline on the reply with a
-Retry; environment problems (a model list that cannot be fetched, an attachment
-that cannot be read) go to the status bar.
+Retry; a model list that cannot be fetched is shown beside the model picker;
+other environment problems (an attachment that cannot be read, a config file that
+cannot be written) go to the status bar.
 """
 
 from __future__ import annotations
@@ -22,32 +27,53 @@ from __future__ import annotations
 import dataclasses
 import logging
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, QTimer, Signal, Slot
-from PySide6.QtGui import QCloseEvent, QKeySequence, QShortcut
+from PySide6.QtGui import QAction, QCloseEvent, QFontDatabase, QGuiApplication
 from PySide6.QtWidgets import (
-    QComboBox,
+    QApplication,
+    QDialog,
+    QDialogButtonBox,
+    QFrame,
     QHBoxLayout,
     QLabel,
     QLayout,
     QMainWindow,
+    QPlainTextEdit,
+    QSizePolicy,
+    QSplitter,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
-from .. import backend, prompts, providers, search, skills
-from ..config import Config
+from .. import backend, config, prompts, providers, search, skills
+from ..config import Config, ConfigError
 from ..db import History, HistoryError
 from ..models import ModelInfo
+from . import shortcuts
 from .chips import SkillChips
 from .composer import Attachment, Composer, user_content
 from .conversation import ConversationView, MessageView
-from .worker import CallWorker, StreamWorker, WorkerThreads
+from .meter import ContextMeter
+from .model_picker import ModelPicker
+from .presets import PresetPicker
+from .settings import SettingsDialog
+from .sidebar import SessionSidebar
+from .skills_panel import SkillsPanel, SkillsWatcher
+from .theme import apply_theme
+from .worker import StreamWorker, WorkerThreads
+
+if TYPE_CHECKING:
+    from ..server import ManagedServer
 
 log = logging.getLogger(__name__)
 
 SAVE_INTERVAL_MS = 1000
 STATUS_MS = 8000
+SIDEBAR_WIDTH = 260
+SERVER_LOG_BYTES = 64 * 1024
 
 
 @dataclass
@@ -65,14 +91,67 @@ class _Reply:
     dirty: bool = False
 
 
-def _list_models(cfg: Config) -> tuple[list[ModelInfo], dict[str, str]]:
-    """Every model the router and providers offer, and what failed per source (blocking)."""
-    registry = providers.Registry(cfg)
-    try:
-        found = registry.models()
-        return found, {source: exc.message for source, exc in registry.errors.items()}
-    finally:
-        registry.close()
+def _skill_store(cfg: Config) -> skills.SkillStore | None:
+    """The skills of cfg's folders; None only when config.toml turned skills off.
+
+    `skills_enabled` also reads False when no skills folder exists yet; the store is
+    built then all the same, so importing the first skill creates the folder and the
+    watcher brings it in without a restart.
+    """
+    roots = cfg.skill_roots()
+    if not cfg.skills_enabled and any(root.is_dir() for root in roots):
+        return None
+    return skills.SkillStore(list(roots))
+
+
+def _registry_changed(old: Config, new: Config) -> bool:
+    """Whether the servers (router URL, its key, the providers) differ between two configs."""
+    return (old.router_url, old.router_api_key_env, old.providers) != (
+        new.router_url,
+        new.router_api_key_env,
+        new.providers,
+    )
+
+
+class ServerLogDialog(QDialog):
+    """The tail of the managed llama-server's log, read when opened or refreshed."""
+
+    def __init__(self, server: ManagedServer, *, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.server = server
+        self.setWindowTitle("llama-server log")
+        self.setAccessibleName("Server log")
+        self.resize(820, 480)
+        self.path_label = QLabel()
+        self.path_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.text = QPlainTextEdit()
+        self.text.setAccessibleName("Server log text")
+        self.text.setReadOnly(True)
+        self.text.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        self.text.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        refresh = buttons.addButton("Refresh", QDialogButtonBox.ButtonRole.ActionRole)
+        refresh.setAccessibleName("Refresh log")
+        refresh.clicked.connect(self.refresh)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.path_label)
+        layout.addWidget(self.text, 1)
+        layout.addWidget(buttons)
+        self.refresh()
+
+    @Slot()
+    def refresh(self) -> None:
+        """Read the log's last lines again and scroll to the newest."""
+        # The log is capped and only its tail is read, so this is quick on the GUI thread.
+        tail = self.server.log_file.tail(SERVER_LOG_BYTES)
+        state = "running" if self.server.is_running() else "not running"
+        self.path_label.setText(
+            f"{self.server.log_path} · llama-server {state} at {self.server.url}"
+        )
+        self.text.setPlainText(tail or "(the log is empty)")
+        bar = self.text.verticalScrollBar()
+        bar.setValue(bar.maximum())
 
 
 class ChatWindow(QMainWindow):
@@ -82,11 +161,18 @@ class ChatWindow(QMainWindow):
     model_changed = Signal(str)
     models_listed = Signal(list)
     streaming_changed = Signal(bool)
+    _server_event = Signal(str, str)
 
     def __init__(self, cfg: Config, history: History, *, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.cfg = cfg
+        # What config.toml says: `cfg.router_url` becomes a managed server's URL when one
+        # is started, and Settings must neither show nor save that one.
+        self._file_cfg = cfg
         self.history = history
+        app = QApplication.instance()
+        if isinstance(app, QApplication):
+            apply_theme(app, cfg.theme)
         self._registry = providers.Registry(cfg)
         self._old_registries: list[providers.Registry] = []
         self._prompts = prompts.Prompts(cfg.prompts_dir)
@@ -94,22 +180,27 @@ class ChatWindow(QMainWindow):
             self._prompts.ensure_default()
         except prompts.PromptError as exc:
             log.warning("cannot create the default prompt in %s: %s", cfg.prompts_dir, exc)
-        self._skills = skills.SkillStore(list(cfg.skill_roots())) if cfg.skills_enabled else None
+        self._skills = _skill_store(cfg)
+        self._skills_watcher: SkillsWatcher | None = None
+        self._skills_panel: SkillsPanel | None = None
+        self._search_on = cfg.search_enabled
+        self._server: ManagedServer | None = None
         self._threads = WorkerThreads(self)
         self._session_id: int | None = None
         self._loaded: list[str] = []
         self._system_cache: str | None = None
         self._models: dict[str, ModelInfo] = {}
+        self._said_no_models = False
         self._model = cfg.default_model
         self._reply: _Reply | None = None
         self._edit_from: int | None = None
-        self._filling_models = False
-        self._listing: CallWorker | None = None
 
         self._build()
+        self._watch_skills()
         self._save_timer = QTimer(self)
         self._save_timer.setInterval(SAVE_INTERVAL_MS)
         self._save_timer.timeout.connect(self._save_partial)
+        self._server_event.connect(self._on_server_event)
 
         self.new_session()
         self._apply_model(self._model)
@@ -120,29 +211,85 @@ class ChatWindow(QMainWindow):
                 "and a new one started.",
                 timeout=0,
             )
-        self.refresh_models()
 
     # ------------------------------------------------------------------ building
 
     def _build(self) -> None:
         self.setWindowTitle("llamachat")
-        self.resize(900, 760)
+        self.resize(1180, 800)
         # A fixed floor instead of one that follows the content: chips and attachments
         # coming and going would otherwise resize the window's limits on every change.
         self.layout().setSizeConstraint(QLayout.SizeConstraint.SetNoConstraint)
-        self.setMinimumSize(480, 360)
+        self.setMinimumSize(640, 420)
 
-        self.model_combo = QComboBox()
-        self.model_combo.setAccessibleName("Model")
-        self.model_combo.setToolTip("The model that answers")
-        self.model_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
-        self.model_combo.currentIndexChanged.connect(self._on_model_chosen)
-        model_label = QLabel("&Model:")
-        model_label.setBuddy(self.model_combo)
-        top = QHBoxLayout()
+        self.model_picker = ModelPicker(
+            self._registry, current=self.cfg.default_model, default_model=self.cfg.default_model
+        )
+        self.model_picker.model_changed.connect(self.set_model)
+        self.model_picker.models_listed.connect(self._on_models_listed)
+        self.model_picker.default_changed.connect(self._on_default_changed)
+        model_label = QLabel("&Model")
+        model_label.setBuddy(self.model_picker.combo)
+
+        self.preset_picker = PresetPicker(self._prompts)
+        self.preset_picker.preset_changed.connect(self._on_preset_changed)
+        self.preset_picker.system_text_changed.connect(self._on_system_text_changed)
+        preset_label = QLabel("&Prompt")
+        preset_label.setBuddy(self.preset_picker.combo)
+
+        self.search_action = QAction("Web search", self)
+        self.search_action.setCheckable(True)
+        self.search_action.setChecked(self._search_on)
+        self.search_action.setToolTip("Let the model search the web (SearXNG at search_url)")
+        self.search_action.toggled.connect(self.set_search_enabled)
+        self.search_button = QToolButton()
+        self.search_button.setDefaultAction(self.search_action)
+        self.search_button.setAccessibleName("Web search")
+        self.search_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
+        # Fusion's dark palette barely shades a checked button: on must be plain to see.
+        self.search_button.setStyleSheet(
+            "QToolButton:checked { background-color: palette(highlight);"
+            " color: palette(highlighted-text); border: 1px solid palette(highlight);"
+            " border-radius: 3px; padding: 2px 5px; }"
+        )
+
+        self.skills_action = QAction("Skills…", self)
+        self.skills_action.setToolTip(
+            "The skills: describe, load, unload, import (or type /skills)"
+        )
+        self.skills_action.triggered.connect(self.open_skills_panel)
+        self.skills_button = QToolButton()
+        self.skills_button.setText("Skills")
+        self.skills_button.setAccessibleName("Skills")
+        self.skills_button.setToolTip(self.skills_action.toolTip())
+        self.skills_button.clicked.connect(self.open_skills_panel)
+
+        self.settings_action = QAction("Settings…", self)
+        self.settings_action.setToolTip("Router, search, skills folders, default model, theme")
+        self.settings_action.triggered.connect(self.open_settings)
+        self.settings_button = QToolButton()
+        self.settings_button.setText("Settings")
+        self.settings_button.setAccessibleName("Settings")
+        self.settings_button.setToolTip(self.settings_action.toolTip())
+        self.settings_button.clicked.connect(self.open_settings)
+
+        top_bar = QFrame()
+        top_bar.setObjectName("topBar")
+        top_bar.setAccessibleName("Chat settings")
+        top = QHBoxLayout(top_bar)
+        top.setContentsMargins(10, 6, 10, 6)
+        top.setSpacing(8)
         top.addWidget(model_label)
-        top.addWidget(self.model_combo, 1)
-        top.addStretch(1)
+        top.addWidget(self.model_picker, 1)
+        top.addWidget(preset_label)
+        top.addWidget(self.preset_picker)
+        top.addSpacing(6)
+        top.addWidget(self.search_button)
+        top.addWidget(self.skills_button)
+        top.addWidget(self.settings_button)
+        rule = QFrame()
+        rule.setFrameShape(QFrame.Shape.HLine)
+        rule.setFrameShadow(QFrame.Shadow.Sunken)
 
         self.conversation = ConversationView()
         self.conversation.setAccessibleName("Conversation")
@@ -158,22 +305,112 @@ class ChatWindow(QMainWindow):
         self.composer.stop_requested.connect(self.stop)
         self.composer.notice.connect(self.show_status)
 
-        central = QWidget()
-        layout = QVBoxLayout(central)
-        layout.setContentsMargins(8, 8, 8, 4)
-        layout.addLayout(top)
-        layout.addWidget(self.conversation, 1)
-        layout.addWidget(self.skill_chips)
-        layout.addWidget(self.composer)
-        self.setCentralWidget(central)
+        self.meter = ContextMeter(self._registry, background=self.model_picker.background)
+        # Only as wide as its bar and figures, so it sits at the status bar's right end.
+        self.meter.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Preferred)
+        self.composer.editor.textChanged.connect(lambda: self.meter.set_draft(self.composer.text()))
+        self.statusBar().addPermanentWidget(self.meter)
 
-        stop = QShortcut(QKeySequence(Qt.Key.Key_Escape), self)
-        stop.activated.connect(self.stop)
-        new = QShortcut(QKeySequence.StandardKey.New, self)
-        new.activated.connect(self.new_session)
-        focus = QShortcut(QKeySequence("Ctrl+L"), self)
-        focus.activated.connect(self.composer.editor.setFocus)
+        self.sidebar = SessionSidebar(self.history, mode="chat")
+        self.sidebar.session_activated.connect(self.open_session)
+        self.sidebar.new_chat_requested.connect(self.new_session)
+        self.sidebar.session_deleted.connect(self._on_session_deleted)
+        self.session_changed.connect(self.sidebar.set_current)
+        self.sidebar.setMinimumWidth(180)
+        self.sidebar.list_view.setStyleSheet("QListView::item { padding: 5px 6px; }")
+
+        chat = QWidget()
+        body = QVBoxLayout()
+        body.setContentsMargins(10, 4, 10, 6)
+        body.addWidget(self.skill_chips)
+        body.addWidget(self.composer)
+        layout = QVBoxLayout(chat)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addWidget(top_bar)
+        layout.addWidget(rule)
+        layout.addWidget(self.conversation, 1)
+        layout.addLayout(body)
+
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.addWidget(self.sidebar)
+        self.splitter.addWidget(chat)
+        self.splitter.setCollapsible(1, False)
+        self.splitter.setStretchFactor(0, 0)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setSizes([SIDEBAR_WIDTH, max(400, self.width() - SIDEBAR_WIDTH)])
+        self.setCentralWidget(self.splitter)
+        # The sidebar keeps its own margins inside the splitter handle's reach.
+        self.sidebar.layout().setContentsMargins(8, 8, 4, 8)
+
+        self._build_menus()
+        self._update_search_toggle()
+        self._shortcuts = shortcuts.install(
+            self,
+            {
+                "new_chat": self.new_session,
+                "search_sessions": self.sidebar.focus_search,
+                "stop": self.stop,
+                "focus_composer": self.focus_composer,
+                "copy_last_reply": self.copy_last_reply,
+                "switch_model": self.model_picker.open_popup,
+                "settings": self.open_settings,
+                "shortcuts": self.show_shortcuts,
+            },
+        )
         self.composer.editor.setFocus()
+
+    def _build_menus(self) -> None:
+        # Menu items show their keys after a tab instead of owning them: the window's
+        # QShortcuts own every key, and a key bound twice is ambiguous and never fires.
+        def keyed(action: QAction, name: str) -> QAction:
+            action.setText(f"{action.text()}\t{shortcuts.BY_ACTION[name].shown()}")
+            return action
+
+        menus = self.menuBar()
+        file_menu = menus.addMenu("&File")
+        file_menu.addAction(
+            keyed(QAction("New chat", self, triggered=self.new_session), "new_chat")
+        )
+        file_menu.addAction(self.sidebar.import_action)
+        file_menu.addSeparator()
+        file_menu.addAction(keyed(self.settings_action, "settings"))
+        self.server_log_action = QAction("Server log…", self, triggered=self.show_server_log)
+        self.server_log_action.setVisible(False)
+        file_menu.addAction(self.server_log_action)
+        file_menu.addSeparator()
+        file_menu.addAction(QAction("Close window", self, triggered=self.close))
+
+        chat_menu = menus.addMenu("&Chat")
+        chat_menu.addAction(
+            keyed(
+                QAction("Search chats", self, triggered=self.sidebar.focus_search),
+                "search_sessions",
+            )
+        )
+        chat_menu.addAction(
+            keyed(
+                QAction("Choose model", self, triggered=self.model_picker.open_popup),
+                "switch_model",
+            )
+        )
+        chat_menu.addAction(
+            keyed(
+                QAction("Copy last reply", self, triggered=self.copy_last_reply), "copy_last_reply"
+            )
+        )
+        chat_menu.addAction(keyed(QAction("Stop reply", self, triggered=self.stop), "stop"))
+        chat_menu.addSeparator()
+        chat_menu.addAction(self.search_action)
+        chat_menu.addAction(self.skills_action)
+        chat_menu.addAction(
+            QAction("Edit prompt presets…", self, triggered=self.preset_picker.edit_presets)
+        )
+
+        help_menu = menus.addMenu("&Help")
+        help_menu.addAction(
+            keyed(QAction("Keyboard shortcuts", self, triggered=self.show_shortcuts), "shortcuts")
+        )
 
     # ------------------------------------------------------------------ public seams
 
@@ -200,8 +437,11 @@ class ChatWindow(QMainWindow):
         self._session_id = None
         self._edit_from = None
         self._loaded = []
+        # A custom prompt belongs to the chat it was written for; the preset carries over.
+        self.preset_picker.set_session_prompt(self.preset_picker.current_name())
         self._skills_changed(persist=False)
         self.conversation.clear()
+        self.meter.set_used(0)
         self._update_title()
         self.session_changed.emit(None)
 
@@ -214,15 +454,16 @@ class ChatWindow(QMainWindow):
         self.stop()
         self._session_id = session_id
         self._edit_from = None
-        self._loaded = [
-            name
-            for name in session.get("skills") or []
-            if self._skills is not None and self._skills.load(name) is not None
-        ]
+        self._loaded = [name for name in session.get("skills") or [] if self._is_loadable(name)]
+        self.preset_picker.set_session_prompt(
+            session.get("prompt_name") or "", session.get("prompt_custom") or ""
+        )
         self._skills_changed(persist=False)
-        self.conversation.load_messages(self._settled_messages(session_id))
+        messages = self._settled_messages(session_id)
+        self.conversation.load_messages(messages)
         if session.get("model"):
             self._apply_model(session["model"])
+        self._show_usage(messages)
         self._update_title()
         self.session_changed.emit(session_id)
         return True
@@ -240,26 +481,110 @@ class ChatWindow(QMainWindow):
     def use_router(self, url: str) -> None:
         """Talk to the router at `url` from now on (a managed server came up) and list its models."""
         self.stop()
-        self.cfg = dataclasses.replace(self.cfg, router_url=url)
-        # A stopped stream may still be unwinding on the old clients: close them at exit.
-        self._old_registries.append(self._registry)
-        self._registry = providers.Registry(self.cfg)
+        self._use_servers(dataclasses.replace(self.cfg, router_url=url))
         self.show_status(f"Using the llama.cpp router at {url}.")
-        self.refresh_models()
 
     def models(self) -> list[ModelInfo]:
         """The models last listed by the router and providers."""
         return list(self._models.values())
 
     def refresh_models(self) -> None:
-        """List the available models in the background; the combo fills when they arrive."""
-        cfg = self.cfg
-        worker = CallWorker(lambda: _list_models(cfg))
-        worker.done.connect(self._on_models_listed)
-        worker.failed.connect(self._on_models_failed)
-        # Only the latest listing counts: an older one may answer late, for an old URL.
-        self._listing = worker
-        self._threads.start(worker)
+        """List the available models again in the background; the picker fills when they arrive."""
+        self.model_picker.refresh()
+
+    def search_enabled(self) -> bool:
+        """Whether the model is offered the web_search tool (the Web search toggle)."""
+        return self._search_on
+
+    @Slot(bool)
+    def set_search_enabled(self, enabled: bool) -> None:
+        """Offer web search to the model or not; the system message's date note follows."""
+        enabled = enabled and bool(self.cfg.search_url)
+        if self.search_action.isChecked() != enabled:
+            self.search_action.setChecked(enabled)
+        if enabled == self._search_on:
+            return
+        self._search_on = enabled
+        self._system_cache = None
+        self.show_status("Web search on." if enabled else "Web search off.")
+
+    def focus_composer(self) -> None:
+        """Put the cursor in the message box."""
+        self.composer.editor.setFocus(Qt.FocusReason.ShortcutFocusReason)
+
+    def copy_last_reply(self) -> str:
+        """Copy the last reply's text to the clipboard; returns it ('' when there is none)."""
+        view = self.conversation.last_assistant()
+        text = view.content() if view is not None else ""
+        if not text:
+            self.show_status("No reply to copy yet.")
+            return ""
+        QGuiApplication.clipboard().setText(text)
+        self.show_status("Copied the last reply.")
+        return text
+
+    def show_shortcuts(self) -> shortcuts.ShortcutsDialog:
+        """Open Help > Keyboard shortcuts."""
+        dialog = shortcuts.ShortcutsDialog(parent=self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.open()
+        return dialog
+
+    def open_settings(self) -> SettingsDialog:
+        """Open the Settings dialog; saving applies the new settings at once."""
+        dialog = SettingsDialog(
+            self._file_cfg, models=[info.id for info in self.model_picker.models()], parent=self
+        )
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.saved.connect(self._on_settings_saved)
+        dialog.open()
+        return dialog
+
+    def open_skills_panel(self) -> SkillsPanel | None:
+        """Open the skills panel (also `/skills`); None when config.toml turned skills off."""
+        if self._skills is None or self._skills_watcher is None:
+            self.show_status(
+                "Skills are turned off: set skills_enabled = true in config.toml to use them."
+            )
+            return None
+        if self._skills_panel is not None:
+            self._skills_panel.update_view()
+            self._skills_panel.raise_()
+            self._skills_panel.activateWindow()
+            return self._skills_panel
+        panel = SkillsPanel(
+            self._skills,
+            self.loaded_skills,
+            import_dir=self.cfg.skills_dir,
+            watcher=self._skills_watcher,
+            parent=self,
+        )
+        panel.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        panel.load_requested.connect(self._on_panel_load)
+        panel.unload_requested.connect(self.unload_skill)
+        panel.destroyed.connect(self._on_panel_closed)
+        self._skills_panel = panel
+        panel.open()
+        return panel
+
+    def set_managed_server(self, server: ManagedServer) -> None:
+        """Offer File > Server log… for the llama-server llamachat started."""
+        self._server = server
+        self.server_log_action.setVisible(True)
+
+    def server_event(self, kind: str, message: str) -> None:
+        """Show a managed server's event in the status bar; safe to call from any thread."""
+        self._server_event.emit(kind, message)
+
+    def show_server_log(self) -> ServerLogDialog | None:
+        """Open the tail of the managed server's log (None when llamachat started no server)."""
+        if self._server is None:
+            self.show_status("llamachat did not start a llama-server: it has no log to show.")
+            return None
+        dialog = ServerLogDialog(self._server, parent=self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.open()
+        return dialog
 
     def loaded_skills(self) -> list[str]:
         """The skills loaded for this chat, in load order."""
@@ -287,8 +612,8 @@ class ChatWindow(QMainWindow):
     def system_message(self) -> str:
         """The system message every request starts with; cached until the loaded skills change."""
         if self._system_cache is None:
-            parts = [self._preset_text()]
-            if self.cfg.search_enabled:
+            parts = [self.preset_picker.system_text()]
+            if self._search_on:
                 parts.append(search.date_note())
             if self._skills is not None:
                 for name in self._loaded:
@@ -329,6 +654,10 @@ class ChatWindow(QMainWindow):
             return
         typed = self.composer.text()
         attachments = self.composer.attachments()
+        if typed.strip() == "/skills" and not attachments and not self._is_skill("skills"):
+            self.composer.clear()
+            self.open_skills_panel()
+            return
         text, commands = self._load_skills_from_text(typed)
         if not text.strip() and not attachments:
             self.composer.clear()
@@ -352,6 +681,8 @@ class ChatWindow(QMainWindow):
         except HistoryError as exc:
             self.show_status(f"Not sent: the message could not be saved. {exc}", timeout=0)
             return
+        # The new chat's title (or the chat's new place at the top) shows at once.
+        self.sidebar.refresh()
         self.conversation.append_message(
             {
                 "id": message_id,
@@ -433,7 +764,10 @@ class ChatWindow(QMainWindow):
     def _ensure_session(self, model: str) -> int:
         if self._session_id is None:
             self._session_id = self.history.create_session(
-                "chat", model, prompt_name=prompts.DEFAULT_NAME
+                "chat",
+                model,
+                prompt_name=self.preset_picker.current_name(),
+                prompt_custom=self.preset_picker.custom_text(),
             )
             if self._loaded:
                 self.history.set_skills(self._session_id, self._loaded)
@@ -486,7 +820,7 @@ class ChatWindow(QMainWindow):
         self.conversation.scroll_to_bottom()
 
     def _search_config(self) -> backend.SearchConfig | None:
-        if not self.cfg.search_enabled:
+        if not self._search_on:
             return None
         return backend.SearchConfig(
             enabled=True, url=self.cfg.search_url, max_searches=self.cfg.max_searches
@@ -557,6 +891,7 @@ class ChatWindow(QMainWindow):
         reply.usage = dict(stats.get("usage") or {})
         reply.timings = dict(stats.get("timings") or {})
         reply.view.set_stats(reply.usage, reply.timings)
+        self.meter.update_from_stats(stats)
 
     @Slot(str, object)
     def _on_failed(self, message: str, error: object) -> None:
@@ -608,6 +943,7 @@ class ChatWindow(QMainWindow):
         reply.view.finish()
         reply.view.set_status(status, reply.error)
         self.composer.set_streaming(False)
+        self.sidebar.refresh()
         self.streaming_changed.emit(False)
 
     # ------------------------------------------------------------------ skills and models
@@ -646,82 +982,161 @@ class ChatWindow(QMainWindow):
         title = (session or {}).get("title") or "New chat"
         self.setWindowTitle(f"{title} — llamachat")
 
-    def _preset_text(self) -> str:
-        session = self.history.get_session(self._session_id) if self._session_id else None
-        if session and session.get("prompt_custom"):
-            return str(session["prompt_custom"])
-        name = (session or {}).get("prompt_name") or prompts.DEFAULT_NAME
-        try:
-            return self._prompts.get(name)
-        except prompts.PromptError as exc:
-            log.warning("cannot read prompt preset %r: %s", name, exc)
-            return ""
+    def _show_usage(self, messages: list[dict]) -> None:
+        """Put the context use of a chat's last reply on the meter."""
+        for message in reversed(messages):
+            if message["role"] == "assistant" and (message.get("usage") or message.get("timings")):
+                self.meter.set_used(0)
+                self.meter.update_from_stats(
+                    {"usage": message.get("usage") or {}, "timings": message.get("timings") or {}}
+                )
+                return
+        self.meter.set_used(0)
 
     def _reads_images(self, model: str) -> bool:
-        info = self._models.get(model)
-        return info is not None and info.accepts_images
+        return "image" in self.model_picker.modalities(model)
 
     def _apply_model(self, model_id: str) -> None:
         changed = model_id != self._model
         self._model = model_id
-        self._filling_models = True
-        try:
-            if model_id and self.model_combo.findData(model_id) < 0:
-                self.model_combo.addItem(model_id, model_id)
-            self.model_combo.setCurrentIndex(self.model_combo.findData(model_id))
-        finally:
-            self._filling_models = False
+        if self.model_picker.current_model() != model_id:
+            self.model_picker.set_current(model_id)
         self.composer.set_model(model_id, images=self._reads_images(model_id))
+        self.meter.set_model(model_id)
         if changed:
             self.model_changed.emit(model_id)
 
-    @Slot(int)
-    def _on_model_chosen(self, index: int) -> None:
-        if self._filling_models or index < 0:
-            return
-        self.set_model(str(self.model_combo.itemData(index)))
-
-    @Slot(object)
-    def _on_models_listed(self, result: object) -> None:
-        if self.sender() is not self._listing:
-            return
-        infos, errors = result  # type: ignore[misc]
+    @Slot(list)
+    def _on_models_listed(self, infos: list) -> None:
         self._models = {info.id: info for info in infos}
-        self._filling_models = True
-        try:
-            self.model_combo.clear()
-            for info in infos:
-                label = info.id
-                if info.status not in ("loaded", "unknown"):
-                    label = f"{info.id}  ({info.status})"
-                self.model_combo.addItem(label, info.id)
-        finally:
-            self._filling_models = False
-        model = self._model
-        if not model and infos:
-            # Prefer a model already in memory: the first reply then starts at once.
-            loaded = [info.id for info in infos if info.status == "loaded"]
-            model = (loaded or [infos[0].id])[0]
-        self._apply_model(model)
-        if not infos and not errors:
+        # The modalities may have arrived only now (a chat's model listed after it opened).
+        self.composer.set_model(self._model, images=self._reads_images(self._model))
+        # Said once per empty spell, not at every poll; a source that failed is shown by
+        # the picker with its own message instead.
+        said, self._said_no_models = self._said_no_models, not infos
+        if not infos and not said and not self._registry.errors:
             self.show_status(
                 f"The router at {self.cfg.router_url} offers no models: add GGUF files "
                 "to its models folder.",
                 timeout=0,
             )
-        if errors:
-            self.show_status(
-                "Could not list the models of "
-                + "; ".join(f"{source}: {message}" for source, message in errors.items()),
-                timeout=0,
-            )
         self.models_listed.emit(infos)
 
-    @Slot(str, object)
-    def _on_models_failed(self, message: str, error: object) -> None:
-        if self.sender() is not self._listing:
+    @Slot(str)
+    def _on_default_changed(self, model_id: str) -> None:
+        path = self._file_cfg.path or config.default_path()
+        try:
+            config.update_file(path, {"default_model": model_id})
+        except ConfigError as exc:
+            self.show_status(f"The default model was not saved: {exc}", timeout=0)
             return
-        self.show_status(f"Could not list the models: {message}", timeout=0)
+        self.cfg = dataclasses.replace(self.cfg, default_model=model_id)
+        self._file_cfg = dataclasses.replace(self._file_cfg, default_model=model_id)
+        self.show_status(
+            f"{model_id} is the default model for new chats."
+            if model_id
+            else "No default model: llamachat picks one."
+        )
+
+    @Slot(str, str)
+    def _on_preset_changed(self, name: str, custom: str) -> None:
+        if self._session_id is not None:
+            try:
+                self.history.set_prompt(self._session_id, name, custom)
+            except HistoryError as exc:
+                self.show_status(f"The chat's prompt could not be saved: {exc}", timeout=0)
+
+    @Slot(str)
+    def _on_system_text_changed(self, text: str) -> None:
+        self._system_cache = None
+
+    @Slot(int)
+    def _on_session_deleted(self, session_id: int) -> None:
+        if session_id == self._session_id:
+            self.new_session()
+
+    # ------------------------------------------------------------------ skills on disk
+
+    def _is_skill(self, name: str) -> bool:
+        return self._skills is not None and name in self._skills.user_names()
+
+    def _watch_skills(self) -> None:
+        """Follow the skills folders on disk (a new store after the settings changed them)."""
+        if self._skills_panel is not None:
+            self._skills_panel.close()
+            self._skills_panel = None
+        if self._skills_watcher is not None:
+            self._skills_watcher.deleteLater()
+            self._skills_watcher = None
+        if self._skills is not None:
+            self._skills_watcher = SkillsWatcher(self._skills, parent=self)
+            self._skills_watcher.changed.connect(self._refresh_skill_names)
+        self.skills_button.setEnabled(self._skills is not None)
+        self.skills_action.setEnabled(self._skills is not None)
+
+    @Slot(str)
+    def _on_panel_load(self, name: str) -> None:
+        if self.load_skill(name):
+            self.show_status(f"Loaded skill {name}.")
+
+    @Slot()
+    def _on_panel_closed(self) -> None:
+        self._skills_panel = None
+
+    # ------------------------------------------------------------------ settings and server
+
+    def _update_search_toggle(self) -> None:
+        offered = bool(self.cfg.search_url)
+        self.search_button.setVisible(offered)
+        self.search_action.setVisible(offered)
+
+    def _use_servers(self, cfg: Config) -> None:
+        """Talk to the servers `cfg` names from now on; the picker and meter follow."""
+        # A stopped stream may still be unwinding on the old clients: close them at exit.
+        self._old_registries.append(self._registry)
+        self.cfg = cfg
+        self._registry = providers.Registry(cfg)
+        self.model_picker.set_registry(self._registry)
+        self.meter.set_registry(self._registry)
+
+    @Slot(object)
+    def _on_settings_saved(self, new: Config) -> None:
+        old_file = self._file_cfg
+        app = QApplication.instance()
+        if isinstance(app, QApplication):
+            apply_theme(app, new.theme)
+        self.model_picker.set_default(new.default_model)
+        # The history and prompts stay where this window opened them until a restart.
+        applied = dataclasses.replace(
+            new, history_path=self.cfg.history_path, prompts_dir=self.cfg.prompts_dir
+        )
+        self._file_cfg = new
+        if _registry_changed(old_file, new):
+            self._use_servers(applied)
+        else:
+            # Unchanged in the file: keep the router in use (it may be a managed server).
+            self.cfg = dataclasses.replace(applied, router_url=self.cfg.router_url)
+        if (
+            new.skill_roots() != old_file.skill_roots()
+            or new.skills_enabled != old_file.skills_enabled
+        ):
+            self._skills = _skill_store(new)
+            self._loaded = [name for name in self._loaded if self._is_loadable(name)]
+            self._skills_changed()
+            self._watch_skills()
+            self._refresh_skill_names()
+        if new.search_url != old_file.search_url or new.search_enabled != old_file.search_enabled:
+            self._update_search_toggle()
+            self.set_search_enabled(new.search_enabled)
+            self._system_cache = None
+        self.show_status(f"Settings saved to {new.path}.")
+
+    def _is_loadable(self, name: str) -> bool:
+        return self._skills is not None and self._skills.load(name) is not None
+
+    @Slot(str, str)
+    def _on_server_event(self, kind: str, message: str) -> None:
+        self.show_status(f"llama-server: {message}")
 
     # ------------------------------------------------------------------ closing
 
@@ -730,6 +1145,8 @@ class ChatWindow(QMainWindow):
         self.stop()
         if not self._threads.wait_all(10_000):
             log.warning("a worker thread did not end within 10 s of closing the window")
+        # The picker's and meter's requests use the registry: they end before it closes.
+        self.model_picker.shutdown()
         for registry in (*self._old_registries, self._registry):
             registry.close()
         super().closeEvent(event)

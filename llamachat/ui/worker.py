@@ -20,11 +20,23 @@ from .. import backend
 log = logging.getLogger(__name__)
 
 # Threads that outlived WorkerThreads.wait_all(): kept referenced until the process ends.
-_stragglers: list[tuple[QThread, QObject]] = []
+_stragglers: list[tuple[QThread, tuple[QObject, QObject]]] = []
 
 
 class StreamWorker(QObject):
-    """Consumes `backend.Client.stream_chat` in a worker thread and re-emits its events."""
+    """Consumes `backend.Client.stream_chat` in a worker thread and re-emits its events.
+
+    The worker object itself stays on the GUI thread (WorkerThreads runs its `run` in
+    a thread of its own), so its signals reach GUI slots and plain callables there.
+    Events cross to the GUI thread in bursts, not one queued signal per token: the
+    worker appends to a locked list and posts a single wake-up while the list is
+    non-empty; the GUI thread drains it, joining adjacent text of one kind, and emits
+    the public signals there. At full speed a router sends tokens faster than the GUI
+    thread can take one event each, and a queued signal per token cost more than the
+    rendering it fed. `finished` alone is emitted from the worker thread (its thread
+    must be able to quit while the GUI thread waits); being queued after the last
+    wake-up, it still reaches GUI slots after every other event.
+    """
 
     reasoning = Signal(str)
     content = Signal(str)
@@ -34,6 +46,8 @@ class StreamWorker(QObject):
     stats = Signal(object)
     failed = Signal(str, object)
     finished = Signal()
+
+    _wake = Signal()
 
     def __init__(
         self,
@@ -53,22 +67,40 @@ class StreamWorker(QObject):
         self._skills_cfg = skills_cfg
         self._params = params
         self._cancel = threading.Event()
+        self._lock = threading.Lock()
+        self._pending: list[tuple[str, tuple]] = []
+        self._wake.connect(self._drain, Qt.ConnectionType.QueuedConnection)
 
     def cancel(self) -> None:
         """Ask the stream to stop; safe from any thread, returns at once."""
         self._cancel.set()
 
+    def _post(self, kind: str, *args: object) -> None:
+        with self._lock:
+            wake = not self._pending
+            self._pending.append((kind, args))
+        if wake:
+            self._wake.emit()
+
+    @Slot()
+    def _drain(self) -> None:
+        for kind, args in self._take_pending():
+            getattr(self, _SIGNALS[kind]).emit(*args)
+
+    def _take_pending(self) -> list[tuple[str, tuple]]:
+        with self._lock:
+            pending, self._pending = self._pending, []
+        merged: list[tuple[str, tuple]] = []
+        for kind, args in pending:
+            if kind in _TEXT_KINDS and merged and merged[-1][0] == kind:
+                merged[-1] = (kind, (merged[-1][1][0] + args[0],))
+            else:
+                merged.append((kind, args))
+        return merged
+
     @Slot()
     def run(self) -> None:
-        """Stream the reply, emitting one signal per event; runs in the worker thread."""
-        emit = {
-            "reasoning": self.reasoning.emit,
-            "content": self.content.emit,
-            "search_start": self.search_started.emit,
-            "search_done": self.search_finished.emit,
-            "skill_loaded": self.skill_loaded.emit,
-            "stats": self.stats.emit,
-        }
+        """Stream the reply, posting each event for the GUI thread; runs in the worker thread."""
         try:
             stream = self._client.stream_chat(
                 self._model,
@@ -82,23 +114,35 @@ class StreamWorker(QObject):
                 for kind, value in stream:
                     if self._cancel.is_set():
                         break
-                    handler = emit.get(kind)
-                    if handler is None:
+                    if kind not in _SIGNALS:
                         log.debug("ignoring stream event %r", kind)
                         continue
-                    handler(value)
+                    self._post(kind, value)
             finally:
                 # Closing the generator closes the HTTP response, so the server stops generating.
                 stream.close()
         except backend.BackendError as exc:
             if not self._cancel.is_set():
-                self.failed.emit(exc.message or str(exc), exc)
+                self._post("failed", exc.message or str(exc), exc)
         except Exception as exc:
             log.exception("streaming a reply from %s failed", self._model)
             if not self._cancel.is_set():
-                self.failed.emit(f"{type(exc).__name__}: {exc}", exc)
+                self._post("failed", f"{type(exc).__name__}: {exc}", exc)
         finally:
             self.finished.emit()
+
+
+# Stream event kinds and the StreamWorker signal each becomes.
+_SIGNALS = {
+    "reasoning": "reasoning",
+    "content": "content",
+    "search_start": "search_started",
+    "search_done": "search_finished",
+    "skill_loaded": "skill_loaded",
+    "stats": "stats",
+    "failed": "failed",
+}
+_TEXT_KINDS = frozenset({"reasoning", "content"})
 
 
 class CallWorker(QObject):
@@ -138,17 +182,22 @@ class WorkerThreads(QObject):
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self._running: dict[QThread, QObject] = {}
+        self._running: dict[QThread, tuple[QObject, QObject]] = {}
 
     def start(self, worker: QObject) -> QThread:
-        """Move `worker` (with a `run` slot and a `finished` signal) to a new thread and run it."""
+        """Run `worker.run()` (which ends by emitting `finished`) in a new thread.
+
+        The worker stays on this thread, so what it emits from `run` is queued to the
+        GUI thread's receivers, callables included; only a small invoker moves.
+        """
         thread = QThread()
-        worker.moveToThread(thread)
-        thread.started.connect(worker.run)
+        invoker = _Invoker(worker)
+        invoker.moveToThread(thread)
+        thread.started.connect(invoker.run)
         # Direct: a queued quit would wait on the GUI thread, which may be blocked in wait_all().
         worker.finished.connect(thread.quit, Qt.ConnectionType.DirectConnection)
         thread.finished.connect(self._on_thread_finished)
-        self._running[thread] = worker
+        self._running[thread] = (worker, invoker)
         thread.start()
         return thread
 
@@ -185,3 +234,15 @@ class WorkerThreads(QObject):
         # QThread is never destroyed while running. The worker goes with it.
         thread.wait()
         self._running.pop(thread, None)
+
+
+class _Invoker(QObject):
+    """Moved to a worker thread to call a GUI-thread worker's blocking `run` there."""
+
+    def __init__(self, worker: QObject) -> None:
+        super().__init__()
+        self._worker = worker
+
+    @Slot()
+    def run(self) -> None:
+        self._worker.run()
