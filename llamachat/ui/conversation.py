@@ -387,8 +387,7 @@ class MessageView(QFrame):
 
     def finish(self) -> None:
         """Render everything pending, highlight any unclosed code block, end streaming."""
-        self._flush()
-        self._write(self._markdown.finish(), final=True)
+        self._flush(final=True)
         self._streaming = False
         self._update_actions()
 
@@ -509,22 +508,28 @@ class MessageView(QFrame):
             int(min(MAX_FLUSH_INTERVAL_MS, max(FLUSH_INTERVAL_MS, 2 * elapsed_ms)))
         )
 
-    def _flush(self) -> None:
+    def _flush(self, *, final: bool = False) -> None:
         self._timer.stop()
         if self._pending_reasoning:
             text = "".join(self._pending_reasoning)
             self._pending_reasoning.clear()
             self._add_reasoning_text(text)
-        if self._pending_content:
-            first = not self._answer_started
+        appended = bool(self._pending_content)
+        first = appended and not self._answer_started
+        if appended:
             self._answer_started = True
             for piece in self._pending_content:
                 self._markdown.append(piece)
             self._pending_content.clear()
+        if final:
+            # Straight to the finished render: flushing first would render the open
+            # tail once as a tail and again as finished.
+            self._write(self._markdown.finish(), final=True)
+        elif appended:
             self._write(self._markdown.flush())
-            if first and self._reasoning_button is not None:
-                # The answer has started: the thinking is done, fold it away.
-                self._set_reasoning_expanded(False)
+        if first and self._reasoning_button is not None:
+            # The answer has started: the thinking is done, fold it away.
+            self._set_reasoning_expanded(False)
 
     def _write(self, update: Update, *, final: bool = False) -> None:
         if self._writer.write(update, final=final):

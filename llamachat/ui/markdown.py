@@ -35,6 +35,7 @@ from functools import cache, lru_cache
 from markdown_it import MarkdownIt
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
+from pygments.lexer import Lexer
 from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 
@@ -110,6 +111,27 @@ def _formatter(style: str) -> HtmlFormatter:
     return HtmlFormatter(noclasses=True, nowrap=True, style=style)
 
 
+@lru_cache(maxsize=64)
+def lexer_for(language: str) -> Lexer | None:
+    """The Pygments lexer for a fence's language name, or None; looked up once per name.
+
+    Finding a lexer by name scans Pygments' registry and imports the lexer's module,
+    which cost more than highlighting the block itself when done per block.
+    """
+    try:
+        return get_lexer_by_name(language.lower(), stripnl=False, ensurenl=False)
+    except ClassNotFound:
+        return None
+
+
+def warm_up() -> None:
+    """Import what the first highlighted code block would otherwise stall on."""
+    for language in ("python", "bash", "javascript"):
+        lexer_for(language)
+    for style in {LIGHT.pygments_style, DARK.pygments_style}:
+        _formatter(style)
+
+
 def _escape(text: str) -> str:
     return html.escape(text, quote=True)
 
@@ -176,9 +198,8 @@ class Renderer:
     def _highlight(self, code: str, language: str) -> str | None:
         if not language:
             return None
-        try:
-            lexer = get_lexer_by_name(language, stripnl=False, ensurenl=False)
-        except ClassNotFound:
+        lexer = lexer_for(language)
+        if lexer is None:
             return None
         out = highlight(code, lexer, _formatter(self.palette.pygments_style))
         return out[:-1] if out.endswith("\n") and not code.endswith("\n") else out

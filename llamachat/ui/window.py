@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -52,7 +53,7 @@ from .. import backend, config, prompts, providers, search, skills
 from ..config import Config, ConfigError
 from ..db import History, HistoryError
 from ..models import ModelInfo
-from . import shortcuts
+from . import markdown, shortcuts
 from .chips import SkillChips
 from .composer import Attachment, Composer, user_content
 from .conversation import ConversationView, MessageView
@@ -195,6 +196,9 @@ class ChatWindow(QMainWindow):
         self._reply: _Reply | None = None
         self._edit_from: int | None = None
 
+        # Pygments' lexers load on first use (~0.1 s); load them off the GUI thread now
+        # rather than stall the first code block of the first reply.
+        threading.Thread(target=markdown.warm_up, name="pygments-warm-up", daemon=True).start()
         self._build()
         self._watch_skills()
         self._save_timer = QTimer(self)
