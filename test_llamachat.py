@@ -49,7 +49,7 @@ def test_core_modules_import_without_qt() -> None:
         name
         for name in (
             "config", "db", "prompts", "skills", "search", "backend", "models",
-            "providers", "server", "scripted_router",
+            "providers", "server", "scripted_router", "cli",
         )
         if (Path(__file__).parent / "llamachat" / f"{name}.py").exists()
     ]

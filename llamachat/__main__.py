@@ -1,15 +1,20 @@
 """The `llamachat` command: parse the arguments, load the configuration, hand over.
 
     llamachat [--config PATH] [--version]      open the chat window
+    llamachat ask ["question"]                 the quick window (asking at once when given)
+    llamachat ask --print "question"           the answer on stdout, no window (llamachat.cli)
 
-The window opens at once; meanwhile the router at `router_url` is looked for and,
-when it does not answer, a managed llama-server is started (`server.ensure_router`)
-and stopped again on exit.
+One llamachat runs per user and configuration (`ui.instance`): a later `llamachat`
+or `llamachat ask` hands its arguments, working folder and piped stdin to the running
+one and exits at once with 0; the running one raises its chat window or its quick
+window. The first one finds the router at `router_url` meanwhile and, when it does not
+answer, starts a managed llama-server (`server.ensure_router`), stopped again on exit.
 
-Exit codes: 0 fine, 1 the history file cannot be opened, 2 a bad command line or
+Exit codes: 0 fine, 1 the history file cannot be opened or the running instance does
+not answer (and for `ask --print`, see `cli.run`), 2 a bad command line or
 configuration (ConfigError, printed to stderr, and shown in a dialog when the
-window was going to open). Qt is imported only on the GUI path, so `--help` and
-`--version` work without a display.
+window was going to open). Qt is imported only on the GUI path, so `--help`,
+`--version` and `ask --print` work without a display.
 """
 
 from __future__ import annotations
@@ -17,14 +22,21 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from . import __version__, config
+from . import __version__, cli, config
+
+if TYPE_CHECKING:
+    from .ui.instance import RunningInstance
 
 log = logging.getLogger(__name__)
+
+SIGNAL_POLL_MS = 300
 
 Command = Callable[[argparse.Namespace, config.Config], int]
 
@@ -48,16 +60,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"llamachat {__version__}")
     parser.add_argument("--debug", action="store_true", help="log debugging detail to stderr")
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND")
+    ask = commands.add_parser(
+        "ask",
+        help="ask one quick question (the quick window, or --print for the terminal)",
+        description="Ask a quick question: in the quick window of the running llamachat, "
+        "or with --print on stdout with no window. Piped stdin is appended in a fenced block.",
+    )
+    cli.add_arguments(ask)
+    ask.set_defaults(run=_run_ask)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the `llamachat` command; returns the process exit code."""
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 2
+    args.argv = argv
     logging.basicConfig(
         level=logging.DEBUG if args.debug else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
@@ -104,52 +127,112 @@ def _has_display() -> bool:
     return True
 
 
+def _run_ask(args: argparse.Namespace, cfg: config.Config) -> int:
+    """`llamachat ask`: the answer on stdout with --print, else the quick window."""
+    if args.print_answer:
+        return cli.run(args, cfg)
+    return _run_gui(args, cfg)
+
+
 def _run_gui(args: argparse.Namespace, cfg: config.Config) -> int:
-    """Open the chat window and run Qt's event loop until it closes."""
-    from PySide6.QtCore import Qt
+    """Hand the arguments to the running llamachat, or become it and run Qt's event loop."""
+    from PySide6.QtCore import Qt, QTimer
     from PySide6.QtWidgets import QApplication, QMessageBox
 
     from .db import History, HistoryError
-    from .ui import ChatWindow
+    from .ui import instance
     from .ui.worker import CallWorker
+
+    try:
+        piped = cli.read_piped() if getattr(args, "run", None) is _run_ask else ""
+    except cli.AskError as exc:
+        print(f"llamachat: {exc}", file=sys.stderr)
+        return 2
+    message = instance.payload(getattr(args, "argv", []), os.getcwd(), piped)
+    name = instance.socket_name(cfg.path)
+    try:
+        if instance.hand_over(name, message):
+            return 0
+    except instance.InstanceError as exc:
+        print(f"llamachat: {exc}", file=sys.stderr)
+        return 1
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("llamachat")
     app.setApplicationVersion(__version__)
     app.setDesktopFileName("llamachat")
+    # The running instance decides when to end: with a tray it outlives its windows.
+    app.setQuitOnLastWindowClosed(False)
+    listener = instance.InstanceServer(name)
+    try:
+        if not listener.listen():
+            # Another llamachat became the running one since the first attempt.
+            return 0 if instance.hand_over(name, message) else 1
+    except instance.InstanceError as exc:
+        # Still useful without the hand-over: this process just runs on its own.
+        log.warning("running without single-instance hand-over: %s", exc)
     try:
         history = History(cfg.history_path)
     except HistoryError as exc:
         print(f"llamachat: cannot open the history {cfg.history_path}: {exc}", file=sys.stderr)
         if _has_display():
             QMessageBox.critical(None, "llamachat", f"Cannot open the history:\n{exc}")
+        listener.close()
         return 1
     managed: list = []
+    running = instance.RunningInstance(cfg, history)
     try:
-        window = ChatWindow(cfg, history)
-        window.show()
+        # Queued: a quit asked for before the event loop runs (an early SIGTERM) must
+        # still end it once it starts.
+        running.finished.connect(app.quit, Qt.ConnectionType.QueuedConnection)
+        # A desktop logout sends SIGTERM: end like Quit does, so replies are saved, a
+        # managed server stops and the socket goes. Python only runs signal handlers
+        # between bytecodes, so a timer wakes it from Qt's loop now and then.
+        signal.signal(signal.SIGTERM, lambda _signum, _frame: running.quit())
+        wake = QTimer()
+        wake.timeout.connect(lambda: None)
+        wake.start(SIGNAL_POLL_MS)
+        listener.received.connect(lambda handed: _act(running, handed))
+        _act(running, message)
 
         def on_router(result: tuple) -> None:
             url, server, error = result
             if error:
-                window.show_status(error, timeout=0)
+                running.router_failed(error)
                 return
             if server is not None:
                 managed.append(server)
             if server is not None or url != cfg.router_url:
-                window.use_router(url)
+                running.use_router(url)
 
         # Finding or starting the router can take a minute (a first start loads the
-        # binary); the window is usable meanwhile. A daemon thread, because a start
+        # binary); the windows are usable meanwhile. A daemon thread, because a start
         # still under way when the user quits must not hold the process open.
         finder = CallWorker(lambda: _find_router(cfg))
         finder.done.connect(on_router, Qt.ConnectionType.QueuedConnection)
         threading.Thread(target=finder.run, name="llamachat-router", daemon=True).start()
         return app.exec()
     finally:
+        running.shutdown()
+        listener.close()
         for server in managed:
             server.stop()
         history.close()
+
+
+def _act(running: RunningInstance, message: dict) -> None:
+    """Do what a `llamachat` command line asks of the running instance."""
+    try:
+        args = build_parser().parse_args([str(item) for item in message.get("argv") or []])
+    except SystemExit:
+        log.warning("ignored a hand-over with a bad command line: %r", message.get("argv"))
+        return
+    if getattr(args, "run", None) is not _run_ask:
+        running.show_chat()
+        return
+    typed = " ".join(args.question)
+    text = cli.with_input(typed, str(message.get("stdin") or ""))
+    running.ask(text, send=bool(typed.strip()), model=args.model)
 
 
 def _find_router(cfg: config.Config) -> tuple[str, object, str]:

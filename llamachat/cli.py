@@ -1,0 +1,424 @@
+"""One-shot questions: `llamachat ask --print` in the terminal, and the parts the quick window shares.
+
+    llamachat ask --print "question"            the answer on stdout, reasoning on stderr
+    git diff | llamachat ask --print "review"   stdin is appended in a fenced block
+
+Qt-free: the terminal path never imports PySide6, so it runs without a display.
+
+A one-shot question is a session of mode "oneshot" in the history (searchable like
+any chat). Skills it names (`/name`, or a skill named as a whole word) and skills the
+model loads apply to that one reply only: they go into that request and nowhere else,
+and nothing is written to the session's `skills`.
+
+Exit codes of `run()`: 0 answered, 1 the question could not be answered (no router,
+no model, a server or stream error; the reason is on stderr), 2 nothing to ask,
+130 interrupted.
+
+Errors: `AskError(Exception)`, a question that cannot be asked (nothing to ask, no
+model to answer); str() is a sentence for the user. Failures of the router and of
+the managed server keep their own types (`backend.BackendError`, `server.ServerError`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import logging
+import os
+import re
+import sqlite3
+import stat
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TextIO
+
+from . import backend, prompts, providers, search, server, skills
+from .config import Config
+from .db import History, HistoryError
+from .models import ModelInfo
+
+log = logging.getLogger(__name__)
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+SAVE_INTERVAL_S = 1.0
+
+
+class AskError(Exception):
+    """A question that cannot be asked; str() says why, for the user."""
+
+
+@dataclass(frozen=True)
+class Question:
+    """A typed question with its skill commands taken out.
+
+    `text` is what is sent (the typed text minus `/name` commands); `skills` are the
+    skills this one reply uses, in load order; `commands` the `/name`s typed.
+    """
+
+    text: str
+    skills: tuple[str, ...] = ()
+    commands: tuple[str, ...] = ()
+
+
+def parse_question(text: str, store: skills.SkillStore | None) -> Question:
+    """Split `/name` commands and skill mentions out of a typed question."""
+    if store is None:
+        return Question(text)
+    store.refresh()
+    rest, commands = skills.parse_commands(text, store.user_names())
+    names = [name for name in commands if store.load(name) is not None]
+    for name in store.match_mentions(rest):
+        if name not in names and store.load(name) is not None:
+            names.append(name)
+    return Question(rest, tuple(names), tuple(commands))
+
+
+def fenced_block(text: str) -> str:
+    """`text` in a fenced code block whose fence is longer than any backtick run inside."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    body = text if text.endswith("\n") else text + "\n"
+    return f"{fence}\n{body}{fence}"
+
+
+def with_input(question: str, piped: str) -> str:
+    """The question, then the piped text in a fenced block (either may be empty)."""
+    if not piped:
+        return question
+    block = fenced_block(piped)
+    return f"{question}\n\n{block}" if question.strip() else block
+
+
+def stdin_is_piped(stream: TextIO | None = None) -> bool:
+    """Whether stdin is a pipe or a file (not a terminal, not /dev/null or a socket).
+
+    Only those are read: a launcher may hand a GUI process a socket or a pipe it
+    never closes, and reading that would hang.
+    """
+    stream = stream if stream is not None else sys.stdin
+    if stream is None:
+        return False
+    try:
+        mode = os.fstat(stream.fileno()).st_mode
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISREG(mode)
+
+
+def read_piped(stream: TextIO | None = None) -> str:
+    """The text piped into stdin, or '' when stdin is a terminal or nothing."""
+    stream = stream if stream is not None else sys.stdin
+    if not stdin_is_piped(stream):
+        return ""
+    try:
+        return stream.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise AskError(f"cannot read stdin: {exc}") from None
+
+
+def preset_text(cfg: Config) -> str:
+    """The Default preset's text (created when there is no preset yet); '' when unreadable."""
+    store = prompts.Prompts(cfg.prompts_dir)
+    try:
+        store.ensure_default()
+        return store.get(prompts.DEFAULT_NAME)
+    except prompts.PromptError as exc:
+        log.warning("cannot read the default prompt preset: %s", exc)
+        return ""
+
+
+def system_message(
+    cfg: Config, preset: str, store: skills.SkillStore | None, names: Sequence[str]
+) -> str:
+    """The system message of a one-shot request: preset, date note, then the skills in order."""
+    parts = [preset]
+    if cfg.search_enabled:
+        parts.append(search.date_note())
+    if store is not None:
+        for name in names:
+            skill = store.load(name)
+            if skill is not None:
+                parts.append(skills.system_part(skill))
+    return "\n\n".join(part for part in parts if part)
+
+
+def request_messages(system: str, text: str) -> list[dict]:
+    """The messages of a one-shot request: the system message (if any), then the question."""
+    head = [{"role": "system", "content": system}] if system else []
+    return [*head, {"role": "user", "content": text}]
+
+
+def configured_model(cfg: Config) -> str:
+    """The one-shot model the configuration names ('' when it leaves the choice open)."""
+    return cfg.oneshot_model or cfg.default_model
+
+
+def pick_model(cfg: Config, models: Sequence[ModelInfo]) -> str:
+    """The configured one-shot model, else a loaded model, else the first listed; '' if none."""
+    chosen = configured_model(cfg)
+    if chosen:
+        return chosen
+    # A model already in memory answers at once; any other makes the router load one first.
+    loaded = [info.id for info in models if info.status == "loaded"]
+    listed = [info.id for info in models]
+    return (loaded or listed or [""])[0]
+
+
+def no_model_message(cfg: Config) -> str:
+    """What to say when the router offers no model."""
+    return (
+        f"The router at {cfg.router_url} offers no models: add GGUF files to its models "
+        "folder, or set oneshot_model or default_model in the configuration."
+    )
+
+
+def skills_store(cfg: Config) -> skills.SkillStore | None:
+    """The skills folders' store, or None when skills are off."""
+    return skills.SkillStore(list(cfg.skill_roots())) if cfg.skills_enabled else None
+
+
+def search_config(cfg: Config) -> backend.SearchConfig | None:
+    """Web search for the tool loop, or None when it is off."""
+    if not cfg.search_enabled:
+        return None
+    return backend.SearchConfig(enabled=True, url=cfg.search_url, max_searches=cfg.max_searches)
+
+
+def skills_config(cfg: Config, store: skills.SkillStore | None) -> backend.SkillsConfig | None:
+    """The model's `load_skill` tool, or None when no skill is offered to the model."""
+    if store is None or store.tool_schema() is None:
+        return None
+    return backend.SkillsConfig(enabled=True, store=store, max_searches=cfg.max_searches)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The `ask` subcommand's arguments."""
+    parser.add_argument("question", nargs="*", help="the question (words are joined by spaces)")
+    parser.add_argument(
+        "--print",
+        dest="print_answer",
+        action="store_true",
+        help="answer on stdout without any window (stdin, when piped, is appended)",
+    )
+    parser.add_argument(
+        "--model",
+        default="",
+        help="the model to ask (default: oneshot_model, else default_model, else a loaded one);"
+        " the quick window keeps using it",
+    )
+    parser.add_argument(
+        "--no-reasoning", action="store_true", help="hide the model's reasoning (else on stderr)"
+    )
+
+
+class _Record:
+    """The one-shot exchange in the history; a failing history only costs a warning."""
+
+    def __init__(self, cfg: Config, err: TextIO) -> None:
+        self._err = err
+        self._history: History | None = None
+        self._reply_id: int | None = None
+        self._saved_at = 0.0
+        try:
+            self._history = History(cfg.history_path)
+        except (HistoryError, sqlite3.Error, OSError) as exc:
+            self._give_up(exc)
+
+    def _guard(self, action: Callable[[], object]) -> None:
+        try:
+            action()
+        except (HistoryError, sqlite3.Error, OSError) as exc:
+            self._give_up(exc)
+
+    def _give_up(self, exc: Exception) -> None:
+        print(f"llamachat: this exchange is not saved in the history: {exc}", file=self._err)
+        self.close()
+
+    def start(self, model: str, text: str) -> None:
+        """Save the question and an empty reply marked streaming."""
+        history = self._history
+        if history is None:
+            return
+
+        def save() -> None:
+            session = history.create_session("oneshot", model, prompt_name=prompts.DEFAULT_NAME)
+            history.add_message(session, "user", text, model=model)
+            self._reply_id = history.add_message(
+                session, "assistant", "", model=model, status="streaming"
+            )
+
+        self._guard(save)
+
+    def update(
+        self, content: list[str], reasoning: list[str], *, final: dict | None = None
+    ) -> None:
+        """Save the reply so far (at most once a second), or for good with `final` fields."""
+        history, reply_id = self._history, self._reply_id
+        if history is None or reply_id is None:
+            return
+        now = time.monotonic()
+        if final is None and now - self._saved_at < SAVE_INTERVAL_S:
+            return
+        self._saved_at = now
+        fields = final or {}
+        self._guard(
+            lambda: history.update_message(
+                reply_id, content="".join(content), reasoning="".join(reasoning), **fields
+            )
+        )
+
+    def close(self) -> None:
+        """Close the history."""
+        history, self._history = self._history, None
+        if history is not None:
+            with contextlib.suppress(HistoryError, sqlite3.Error):
+                history.close()
+
+
+def run(
+    args: argparse.Namespace,
+    cfg: Config,
+    *,
+    stdin: TextIO | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    """Answer `args.question` (plus piped stdin) on stdout; returns the exit code."""
+    out = stdout if stdout is not None else sys.stdout
+    err = stderr if stderr is not None else sys.stderr
+    try:
+        typed = " ".join(args.question)
+        store = skills_store(cfg)
+        question = parse_question(typed, store)
+        text = with_input(question.text, read_piped(stdin))
+        if not text.strip():
+            if question.commands:
+                raise AskError(
+                    f"Only a skill was named ({', '.join(question.commands)}): "
+                    "ask a question with it."
+                )
+            raise AskError('Nothing to ask: give a question, e.g. llamachat ask --print "why?"')
+    except AskError as exc:
+        print(f"llamachat: {exc}", file=err)
+        return EXIT_USAGE
+
+    managed = None
+    registry: providers.Registry | None = None
+    try:
+        if cfg.manage_server:
+            # Starts llamachat's own server when nothing answers (stopped again at exit),
+            # or finds the one a running llamachat manages.
+            url, managed = server.ensure_router(cfg)
+            if url.rstrip("/") != cfg.router_url.rstrip("/"):
+                cfg = dataclasses.replace(cfg, router_url=url)
+        registry = providers.Registry(cfg)
+        model = args.model or configured_model(cfg)
+        if not model:
+            listed = registry.models()
+            if not listed and providers.ROUTER in registry.errors:
+                raise registry.errors[providers.ROUTER]
+            model = pick_model(cfg, listed)
+        if not model:
+            raise AskError(no_model_message(cfg))
+        system = system_message(cfg, preset_text(cfg), store, question.skills)
+        return _stream(
+            registry, model, request_messages(system, text), text, cfg, store, args, out, err
+        )
+    except (AskError, backend.BackendError, server.ServerError) as exc:
+        print(f"llamachat: {getattr(exc, 'message', None) or exc}", file=err)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    finally:
+        if registry is not None:
+            registry.close()
+        if managed is not None:
+            managed.stop()
+
+
+def _stream(
+    registry: providers.Registry,
+    model: str,
+    messages: list[dict],
+    text: str,
+    cfg: Config,
+    store: skills.SkillStore | None,
+    args: argparse.Namespace,
+    out: TextIO,
+    err: TextIO,
+) -> int:
+    client, wire_model = registry.client_for(model)
+    record = _Record(cfg, err)
+    record.start(model, text)
+    content: list[str] = []
+    reasoning: list[str] = []
+    stats: dict = {}
+    status, error, code = "complete", "", EXIT_OK
+    # In a terminal the reasoning gets a line of its own and the answer ends with a line
+    # break; in a pipe the output is exactly what the model sent.
+    out_tty, err_tty = _isatty(out), _isatty(err)
+    stream = client.stream_chat(
+        wire_model, messages, search_cfg=search_config(cfg), skills_cfg=skills_config(cfg, store)
+    )
+    try:
+        for kind, value in stream:
+            if kind == "content":
+                if reasoning and not content and err_tty and not args.no_reasoning:
+                    err.write("\n\n")
+                content.append(str(value))
+                out.write(str(value))
+                out.flush()
+            elif kind == "reasoning":
+                reasoning.append(str(value))
+                if not args.no_reasoning:
+                    err.write(str(value))
+                    err.flush()
+            elif kind == "stats" and isinstance(value, dict):
+                stats = value
+            else:
+                log.info("%s: %s", kind, value)
+            record.update(content, reasoning)
+    except backend.BackendError as exc:
+        status, error, code = "error", exc.message or str(exc), EXIT_FAILED
+    except KeyboardInterrupt:
+        status, code = "stopped", EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (`| head`): stop generating, and keep Python from failing
+        # again when it flushes stdout at exit.
+        status, code = "stopped", EXIT_FAILED
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
+    finally:
+        stream.close()
+        record.update(
+            content,
+            reasoning,
+            final={
+                "status": status,
+                "error": error,
+                "usage": stats.get("usage") or {},
+                "timings": stats.get("timings") or {},
+            },
+        )
+        record.close()
+    if content and not content[-1].endswith("\n") and out_tty:
+        with contextlib.suppress(OSError, ValueError):
+            out.write("\n")
+            out.flush()
+    if error:
+        print(f"llamachat: {error}", file=err)
+    return code
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (OSError, ValueError):
+        return False

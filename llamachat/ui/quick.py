@@ -1,0 +1,594 @@
+"""The quick window: one question, one streamed answer, in a small window near the pointer.
+
+`QuickWindow(cfg, history)` is built from a `Config` and a `History` alone. It is
+frameless and stays on top; Enter asks, Esc stops the answer and hides the window,
+Ctrl+Enter (or "Continue in chat") turns the exchange into a normal chat session and
+hands it to the chat window through `continue_requested`.
+
+Each question is a new session of mode "oneshot", saved as it streams like a chat
+(the reply row is rewritten at most once a second). Skills named in the question
+(`/name`, a whole-word mention) and skills the model loads apply to that one reply:
+they show as chips while it streams and are dropped when it ends; the session's
+`skills` stay empty.
+
+The model is `oneshot_model`, else `default_model`, else one the router lists
+(a loaded one first). A question asked before the list arrives waits for it.
+
+Errors: none of its own. A missing router or model, and a failed reply, are shown
+in the window (the notice line, and the reply's own error mark).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass, field
+
+from PySide6.QtCore import QEvent, QObject, QPoint, QRect, Qt, QTimer, Signal, Slot
+from PySide6.QtGui import (
+    QCloseEvent,
+    QCursor,
+    QGuiApplication,
+    QKeyEvent,
+    QKeySequence,
+    QPalette,
+    QShortcut,
+)
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+
+from .. import cli, prompts, providers
+from ..config import Config
+from ..db import History, HistoryError
+from ..models import ModelInfo
+from .chips import SkillChips
+from .composer import Composer, user_content
+from .conversation import ConversationView, MessageView
+from .worker import CallWorker, StreamWorker, WorkerThreads
+
+log = logging.getLogger(__name__)
+
+SAVE_INTERVAL_MS = 1000
+WIDTH = 640
+ANSWER_HEIGHT = 360
+# Room kept between the window and the screen's edge when placed near the pointer.
+EDGE = 8
+
+
+@dataclass
+class _Reply:
+    """The answer being streamed and what arrived so far."""
+
+    worker: StreamWorker
+    view: MessageView
+    message_id: int
+    content: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    usage: dict = field(default_factory=dict)
+    timings: dict = field(default_factory=dict)
+    error: str = ""
+    dirty: bool = False
+
+
+class QuickWindow(QWidget):
+    """A compact always-on-top window that asks one question and streams the answer."""
+
+    continue_requested = Signal(object, str)
+
+    def __init__(
+        self,
+        cfg: Config,
+        history: History,
+        *,
+        registry: providers.Registry | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.cfg = cfg
+        self.history = history
+        self._owns_registry = registry is None
+        self._registry = registry if registry is not None else providers.Registry(cfg)
+        self._old_registries: list[providers.Registry] = []
+        self._skills = cli.skills_store(cfg)
+        self._threads = WorkerThreads(self)
+        self._model = cli.configured_model(cfg)
+        self._models: dict[str, ModelInfo] = {}
+        self._listing: CallWorker | None = None
+        self._waiting = False
+        self._session_id: int | None = None
+        self._pending: list[str] = []
+        self._reply_skills: list[str] = []
+        self._asked_skills: list[str] = []
+        self._reply: _Reply | None = None
+        self._build()
+        self._save_timer = QTimer(self)
+        self._save_timer.setInterval(SAVE_INTERVAL_MS)
+        self._save_timer.timeout.connect(self._save_partial)
+        self._refresh_skill_names()
+        self._show_model()
+        if not self._model:
+            self.refresh_models()
+
+    # ------------------------------------------------------------------ building
+
+    def _build(self) -> None:
+        self.setWindowTitle("Quick question — llamachat")
+        self.setAccessibleName("Quick question")
+        self.setWindowFlags(
+            Qt.WindowType.Tool
+            | Qt.WindowType.FramelessWindowHint
+            | Qt.WindowType.WindowStaysOnTopHint
+        )
+        self.setMinimumWidth(420)
+        self.resize(WIDTH, 10)
+
+        self.model_label = QLabel(self)
+        self.model_label.setAccessibleName("Model")
+        self.model_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        self.continue_button = QPushButton("Continue in chat", self)
+        self.continue_button.setAccessibleName("Continue in chat")
+        self.continue_button.setToolTip(
+            "Carry on with this exchange in the chat window (Ctrl+Enter)"
+        )
+        self.continue_button.clicked.connect(self.continue_in_chat)
+        top = QHBoxLayout()
+        top.setContentsMargins(0, 0, 0, 0)
+        top.addWidget(self.model_label, 1)
+        top.addWidget(self.continue_button)
+
+        self.notice = QLabel(self)
+        self.notice.setAccessibleName("Notice")
+        self.notice.setWordWrap(True)
+        self.notice.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.notice.hide()
+
+        self.skill_chips = SkillChips(self)
+        self.skill_chips.unload_requested.connect(self.unload_skill)
+
+        self.composer = Composer(self)
+        self.composer.submitted.connect(self.send)
+        self.composer.stop_requested.connect(self.stop)
+        self.composer.notice.connect(self.show_notice)
+        self.composer.editor.setPlaceholderText(
+            "Ask a quick question  (Enter asks, Ctrl+Enter continues in chat, Esc hides)"
+        )
+        self.composer.editor.installEventFilter(self)
+
+        self.conversation = ConversationView(self)
+        self.conversation.setAccessibleName("Answer")
+        self.conversation.setMinimumHeight(ANSWER_HEIGHT)
+        self.conversation.retry_requested.connect(self._on_retry)
+        self.conversation.hide()
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(10, 8, 10, 8)
+        layout.addLayout(top)
+        layout.addWidget(self.notice)
+        layout.addWidget(self.skill_chips)
+        layout.addWidget(self.composer)
+        layout.addWidget(self.conversation, 1)
+
+        hide = QShortcut(QKeySequence(Qt.Key.Key_Escape), self)
+        hide.activated.connect(self.dismiss)
+
+    # ------------------------------------------------------------------ public seams
+
+    @property
+    def session_id(self) -> int | None:
+        """The one-shot session shown, or None before the first question."""
+        return self._session_id
+
+    def current_model(self) -> str:
+        """The model that answers ('' while none is known)."""
+        return self._model
+
+    def is_streaming(self) -> bool:
+        """True while an answer streams."""
+        return self._reply is not None
+
+    def running_workers(self) -> int:
+        """Worker threads not yet ended."""
+        return self._threads.running()
+
+    def loaded_skills(self) -> list[str]:
+        """The skills shown as chips: waiting for the next question, or used by this answer."""
+        return list(self._reply_skills if self._reply is not None else self._pending)
+
+    def show_notice(self, text: str) -> None:
+        """Say something in the window (an error, what to do next); '' clears it."""
+        self.notice.setText(text)
+        self.notice.setVisible(bool(text))
+
+    def present(self, pointer: QPoint | None = None) -> None:
+        """Show the window near the pointer (on its screen), raised, the input focused."""
+        self.place_near(pointer if pointer is not None else QCursor.pos())
+        self.show()
+        self.raise_()
+        self.activateWindow()
+        self.composer.editor.setFocus()
+
+    def place_near(self, point: QPoint) -> None:
+        """Move the window's top centre to just below `point`, kept inside its screen."""
+        size = self.size().expandedTo(self.sizeHint())
+        self._move_inside(QRect(QPoint(point.x() - size.width() // 2, point.y() + EDGE), size))
+
+    def _move_inside(self, target: QRect) -> None:
+        screen = QGuiApplication.screenAt(target.center()) or QGuiApplication.primaryScreen()
+        if screen is not None:
+            area = screen.availableGeometry().adjusted(EDGE, EDGE, -EDGE, -EDGE)
+            width, height = target.width(), target.height()
+            target.moveLeft(max(area.left(), min(target.left(), area.right() - width + 1)))
+            target.moveTop(max(area.top(), min(target.top(), area.bottom() - height + 1)))
+        self.move(target.topLeft())
+
+    def set_model(self, model_id: str) -> None:
+        """Answer with `model_id` from now on (`llamachat ask --model`)."""
+        self._model = model_id
+        self._show_model()
+
+    def use_router(self, url: str) -> None:
+        """Talk to the router at `url` from now on (a managed server came up)."""
+        self.stop()
+        self.cfg = dataclasses.replace(self.cfg, router_url=url)
+        if self._owns_registry:
+            self._old_registries.append(self._registry)
+            self._registry = providers.Registry(self.cfg)
+        self.show_notice("")
+        if not cli.configured_model(self.cfg):
+            self.refresh_models()
+
+    def refresh_models(self) -> None:
+        """List the models in the background to find one to answer with."""
+        cfg = self.cfg
+        worker = CallWorker(lambda: _list_models(cfg))
+        worker.done.connect(self._on_models_listed)
+        worker.failed.connect(self._on_models_failed)
+        self._listing = worker
+        self._threads.start(worker)
+
+    @Slot(str)
+    def unload_skill(self, name: str) -> None:
+        """Drop a skill waiting for the next question."""
+        if name in self._pending:
+            self._pending.remove(name)
+        if name in self._reply_skills:
+            self._reply_skills.remove(name)
+        self.skill_chips.set_skills(self.loaded_skills())
+
+    # ------------------------------------------------------------------ asking
+
+    @Slot()
+    def send(self) -> None:
+        """Ask the composer's question as a new one-shot session and stream the answer."""
+        if self._reply is not None:
+            self.show_notice("An answer is still coming: Stop it before asking again.")
+            return
+        if self.composer.is_empty():
+            return
+        question = cli.parse_question(self.composer.text(), self._skills)
+        names = list(self._pending)
+        names += [name for name in question.skills if name not in names]
+        attachments = self.composer.attachments()
+        if not question.text.strip() and not attachments:
+            self._pending = names
+            self.skill_chips.set_skills(names)
+            self.composer.clear()
+            if names:
+                self.show_notice(f"Skill {', '.join(names)} will be used for the next question.")
+            return
+        if not self._model:
+            if self._listing is not None:
+                self._waiting = True
+                self.show_notice("Looking for a model to answer…")
+            else:
+                self.show_notice(cli.no_model_message(self.cfg))
+            return
+        self._ask(question.text, names, [item.to_dict() for item in attachments])
+
+    def _ask(self, text: str, names: list[str], attachments: list[dict]) -> None:
+        model = self._model
+        try:
+            session_id = self.history.create_session(
+                "oneshot", model, prompt_name=prompts.DEFAULT_NAME
+            )
+            message_id = self.history.add_message(
+                session_id, "user", text, attachments=attachments, model=model
+            )
+        except HistoryError as exc:
+            self.show_notice(f"Not asked: the question could not be saved. {exc}")
+            return
+        self._session_id = session_id
+        self._pending = []
+        self._asked_skills = list(names)
+        self._reply_skills = list(names)
+        self.composer.clear()
+        self.show_notice("")
+        self.conversation.clear()
+        self.conversation.show()
+        self.conversation.append_message(
+            {
+                "id": message_id,
+                "role": "user",
+                "content": text,
+                "attachments": attachments,
+                "status": "complete",
+            }
+        )
+        self.adjustSize()
+        self._move_inside(self.frameGeometry())
+        self._start_reply(model, self._request(text, attachments, names))
+
+    def _request(self, text: str, attachments: list[dict], names: list[str]) -> list[dict]:
+        """The one-shot request: system message with this answer's skills, then the question."""
+        info = self._models.get(self._model)
+        system = cli.system_message(self.cfg, cli.preset_text(self.cfg), self._skills, names)
+        messages = cli.request_messages(system, text)
+        messages[-1]["content"] = user_content(
+            text, attachments, images=info is not None and info.accepts_images
+        )
+        return messages
+
+    def _start_reply(self, model: str, messages: list[dict]) -> None:
+        assert self._session_id is not None
+        try:
+            message_id = self.history.add_message(
+                self._session_id, "assistant", "", model=model, status="streaming"
+            )
+        except HistoryError as exc:
+            self.show_notice(f"Not asked: the answer could not be saved. {exc}")
+            return
+        view = self.conversation.append_message(
+            {"id": message_id, "role": "assistant", "content": "", "status": "streaming"}
+        )
+        client, wire_model = self._registry.client_for(model)
+        worker = StreamWorker(
+            client,
+            wire_model,
+            messages,
+            search_cfg=cli.search_config(self.cfg),
+            skills_cfg=cli.skills_config(self.cfg, self._skills),
+        )
+        worker.content.connect(self._on_content)
+        worker.reasoning.connect(self._on_reasoning)
+        worker.search_finished.connect(self._on_search_finished)
+        worker.skill_loaded.connect(self._on_skill_loaded)
+        worker.stats.connect(self._on_stats)
+        worker.failed.connect(self._on_failed)
+        worker.finished.connect(self._on_finished)
+        self._reply = _Reply(worker=worker, view=view, message_id=message_id)
+        self.skill_chips.set_skills(self._reply_skills)
+        self._threads.start(worker)
+        self._save_timer.start()
+        self.composer.set_streaming(True)
+
+    @Slot()
+    def stop(self) -> None:
+        """Stop the answer now, keeping what arrived (saved as "stopped")."""
+        reply = self._reply
+        if reply is None:
+            return
+        reply.worker.cancel()
+        self._finish_reply("stopped")
+
+    @Slot()
+    def dismiss(self) -> None:
+        """Esc: stop any answer and hide the window."""
+        self.stop()
+        self.hide()
+
+    @Slot()
+    def continue_in_chat(self) -> None:
+        """Make this exchange a chat session and hand it (and any draft) to the chat window."""
+        self.stop()
+        draft = self.composer.text()
+        session_id = self._session_id
+        if session_id is not None:
+            try:
+                self.history.set_mode(session_id, "chat")
+            except HistoryError as exc:
+                self.show_notice(f"Could not turn this into a chat: {exc}")
+                return
+        self.composer.clear()
+        self._session_id = None
+        self._pending = []
+        self.skill_chips.set_skills([])
+        self.conversation.clear()
+        self.conversation.hide()
+        self.hide()
+        self.continue_requested.emit(session_id, draft)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """Ctrl+Enter in the input continues in chat (the editor would send on it)."""
+        if (
+            watched is self.composer.editor
+            and event.type() == QEvent.Type.KeyPress
+            and isinstance(event, QKeyEvent)
+            and event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
+            and event.modifiers() & Qt.KeyboardModifier.ControlModifier
+        ):
+            self.continue_in_chat()
+            return True
+        return super().eventFilter(watched, event)
+
+    # ------------------------------------------------------------------ stream events
+
+    def _current(self) -> _Reply | None:
+        reply = self._reply
+        if reply is None or self.sender() is not reply.worker:
+            return None
+        return reply
+
+    @Slot(str)
+    def _on_content(self, text: str) -> None:
+        reply = self._current()
+        if reply is not None:
+            reply.content.append(text)
+            reply.dirty = True
+            reply.view.append_content(text)
+
+    @Slot(str)
+    def _on_reasoning(self, text: str) -> None:
+        reply = self._current()
+        if reply is not None:
+            reply.reasoning.append(text)
+            reply.dirty = True
+            reply.view.append_reasoning(text)
+
+    @Slot(object)
+    def _on_search_finished(self, result: object) -> None:
+        reply = self._current()
+        if reply is not None and isinstance(result, dict):
+            reply.view.add_search(
+                str(result.get("query", "")),
+                list(result.get("results") or []),
+                str(result.get("error") or ""),
+            )
+
+    @Slot(str)
+    def _on_skill_loaded(self, name: str) -> None:
+        if self._current() is not None and name not in self._reply_skills:
+            self._reply_skills.append(name)
+            self.skill_chips.set_skills(self._reply_skills)
+
+    @Slot(object)
+    def _on_stats(self, stats: object) -> None:
+        reply = self._current()
+        if reply is not None and isinstance(stats, dict):
+            reply.usage = dict(stats.get("usage") or {})
+            reply.timings = dict(stats.get("timings") or {})
+            reply.view.set_stats(reply.usage, reply.timings)
+
+    @Slot(str, object)
+    def _on_failed(self, message: str, error: object) -> None:
+        reply = self._current()
+        if reply is not None:
+            reply.error = message or "The answer failed."
+
+    @Slot()
+    def _on_finished(self) -> None:
+        reply = self._current()
+        if reply is not None:
+            self._finish_reply("error" if reply.error else "complete")
+
+    @Slot()
+    def _save_partial(self) -> None:
+        reply = self._reply
+        if reply is None or not reply.dirty:
+            return
+        reply.dirty = False
+        try:
+            self.history.update_message(
+                reply.message_id, content="".join(reply.content), reasoning="".join(reply.reasoning)
+            )
+        except HistoryError as exc:
+            self.show_notice(f"The answer could not be saved: {exc}")
+
+    def _finish_reply(self, status: str) -> None:
+        reply = self._reply
+        assert reply is not None
+        self._reply = None
+        self._save_timer.stop()
+        try:
+            self.history.update_message(
+                reply.message_id,
+                content="".join(reply.content),
+                reasoning="".join(reply.reasoning),
+                status=status,
+                error=reply.error,
+                usage=reply.usage,
+                timings=reply.timings,
+            )
+        except HistoryError as exc:
+            self.show_notice(f"The answer could not be saved: {exc}")
+        reply.view.finish()
+        reply.view.set_status(status, reply.error)
+        if reply.error:
+            self.show_notice(reply.error)
+        # One-shot: the skills served this answer only.
+        self._reply_skills = []
+        self.skill_chips.set_skills(self._pending)
+        self.composer.set_streaming(False)
+
+    @Slot(object)
+    def _on_retry(self, message_id: object) -> None:
+        if self._session_id is None or not isinstance(message_id, int) or self._reply is not None:
+            return
+        messages = self.history.messages(self._session_id)
+        question = next((m for m in messages if m["role"] == "user"), None)
+        if question is None:
+            return
+        self.history.delete_messages_from(self._session_id, message_id)
+        self.conversation.load_messages(self.history.messages(self._session_id))
+        self._reply_skills = list(self._asked_skills)
+        request = self._request(
+            question["content"], question.get("attachments") or [], self._asked_skills
+        )
+        self._start_reply(question["model"] or self._model, request)
+
+    # ------------------------------------------------------------------ models
+
+    def _refresh_skill_names(self) -> None:
+        if self._skills is None:
+            return
+        self._skills.refresh()
+        by_name = {skill.name: skill for skill in self._skills.skills()}
+        self.composer.set_skills(
+            [
+                (name, by_name[name].description if name in by_name else "")
+                for name in self._skills.user_names()
+            ]
+        )
+
+    def _show_model(self) -> None:
+        self.model_label.setText(self._model or "no model yet")
+        self.composer.set_model(
+            self._model,
+            images=self._model in self._models and self._models[self._model].accepts_images,
+        )
+
+    @Slot(object)
+    def _on_models_listed(self, result: object) -> None:
+        if self.sender() is not self._listing:
+            return
+        self._listing = None
+        infos, errors = result  # type: ignore[misc]
+        self._models = {info.id: info for info in infos}
+        if not self._model:
+            self._model = cli.pick_model(self.cfg, infos)
+        self._show_model()
+        waiting, self._waiting = self._waiting, False
+        if not self._model:
+            reason = errors.get(providers.ROUTER, "") if errors else ""
+            self.show_notice(reason or cli.no_model_message(self.cfg))
+            return
+        if waiting:
+            self.send()
+
+    @Slot(str, object)
+    def _on_models_failed(self, message: str, error: object) -> None:
+        if self.sender() is not self._listing:
+            return
+        self._listing = None
+        self._waiting = False
+        self.show_notice(f"Could not list the models: {message}")
+
+    # ------------------------------------------------------------------ closing
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        """Save a streaming answer as stopped and let the worker threads end."""
+        self.stop()
+        if not self._threads.wait_all(10_000):
+            log.warning("a worker thread did not end within 10 s of closing the quick window")
+        if self._owns_registry:
+            for registry in (*self._old_registries, self._registry):
+                registry.close()
+        super().closeEvent(event)
+
+
+def _list_models(cfg: Config) -> tuple[list[ModelInfo], dict[str, str]]:
+    """Every model the router and providers offer, and what failed per source (blocking)."""
+    registry = providers.Registry(cfg)
+    try:
+        found = registry.models()
+        return found, {source: exc.message for source, exc in registry.errors.items()}
+    finally:
+        registry.close()
