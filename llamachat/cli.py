@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
-from . import backend, prompts, providers, search, server, skills
+from . import backend, prompts, providers, server, skills
 from .config import Config
 from .db import History, HistoryError
 from .models import ModelInfo
@@ -138,15 +138,10 @@ def system_message(
     cfg: Config, preset: str, store: skills.SkillStore | None, names: Sequence[str]
 ) -> str:
     """The system message of a one-shot request: preset, date note, then the skills in order."""
-    parts = [preset]
-    if cfg.search_enabled:
-        parts.append(search.date_note())
-    if store is not None:
-        for name in names:
-            skill = store.load(name)
-            if skill is not None:
-                parts.append(skills.system_part(skill))
-    return "\n\n".join(part for part in parts if part)
+    loaded = [store.load(name) for name in names] if store is not None else []
+    return prompts.system_message(
+        preset, search_on=cfg.search_enabled, loaded=[s for s in loaded if s is not None]
+    )
 
 
 def request_messages(system: str, text: str) -> list[dict]:

@@ -49,7 +49,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from .. import backend, config, prompts, providers, search, skills
+from .. import backend, config, prompts, providers, skills
 from ..config import Config, ConfigError
 from ..db import History, HistoryError
 from ..models import ModelInfo
@@ -616,15 +616,13 @@ class ChatWindow(QMainWindow):
     def system_message(self) -> str:
         """The system message every request starts with; cached until the loaded skills change."""
         if self._system_cache is None:
-            parts = [self.preset_picker.system_text()]
-            if self._search_on:
-                parts.append(search.date_note())
-            if self._skills is not None:
-                for name in self._loaded:
-                    skill = self._skills.load(name)
-                    if skill is not None:
-                        parts.append(skills.system_part(skill))
-            self._system_cache = "\n\n".join(part for part in parts if part)
+            store = self._skills
+            loaded = [store.load(name) for name in self._loaded] if store is not None else []
+            self._system_cache = prompts.system_message(
+                self.preset_picker.system_text(),
+                search_on=self._search_on,
+                loaded=[skill for skill in loaded if skill is not None],
+            )
         return self._system_cache
 
     def request_messages(self) -> list[dict]:
