@@ -8,7 +8,8 @@ One llamachat runs per user and configuration (`ui.instance`): a later `llamacha
 or `llamachat ask` hands its arguments, working folder and piped stdin to the running
 one and exits at once with 0; the running one raises its chat window or its quick
 window. The first one finds the router at `router_url` meanwhile and, when it does not
-answer, starts a managed llama-server (`server.ensure_router`), stopped again on exit.
+answer, starts a managed llama-server (`server.ensure_router`), stopped again on exit;
+its windows say so while it happens, and why when no router could be had.
 
 Exit codes: 0 fine, 1 the history file cannot be opened or the running instance does
 not answer (and for `ask --print`, see `cli.run`), 2 a bad command line or
@@ -33,6 +34,7 @@ from . import __version__, cli, config
 
 if TYPE_CHECKING:
     from .ui.instance import RunningInstance
+    from .ui.worker import CallWorker
 
 log = logging.getLogger(__name__)
 
@@ -141,7 +143,6 @@ def _run_gui(args: argparse.Namespace, cfg: config.Config) -> int:
 
     from .db import History, HistoryError
     from .ui import instance
-    from .ui.worker import CallWorker
 
     try:
         piped = cli.read_piped() if getattr(args, "run", None) is _run_ask else ""
@@ -163,6 +164,12 @@ def _run_gui(args: argparse.Namespace, cfg: config.Config) -> int:
     app.setDesktopFileName("llamachat")
     # The running instance decides when to end: with a tray it outlives its windows.
     app.setQuitOnLastWindowClosed(False)
+    # A desktop logout sends SIGTERM: end like Quit does, so replies are saved, a
+    # managed server stops and the socket goes. Caught from before this process takes
+    # the socket, since a SIGTERM may come as soon as it answers there; acted on by the
+    # wake-up timer below, once the instance and its event loop run.
+    terminated = threading.Event()
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: terminated.set())
     listener = instance.InstanceServer(name)
     try:
         if not listener.listen():
@@ -179,44 +186,28 @@ def _run_gui(args: argparse.Namespace, cfg: config.Config) -> int:
             QMessageBox.critical(None, "llamachat", f"Cannot open the history:\n{exc}")
         listener.close()
         return 1
-    managed: list = []
     running = instance.RunningInstance(cfg, history)
     try:
         # Queued: a quit asked for before the event loop runs (an early SIGTERM) must
         # still end it once it starts.
         running.finished.connect(app.quit, Qt.ConnectionType.QueuedConnection)
-        # A desktop logout sends SIGTERM: end like Quit does, so replies are saved, a
-        # managed server stops and the socket goes. Python only runs signal handlers
-        # between bytecodes, so a timer wakes it from Qt's loop now and then.
-        signal.signal(signal.SIGTERM, lambda _signum, _frame: running.quit())
+        # Python only runs signal handlers between bytecodes, so a timer wakes it from
+        # Qt's loop now and then, and ends the instance once a SIGTERM came.
         wake = QTimer()
-        wake.timeout.connect(lambda: None)
+        wake.timeout.connect(lambda: terminated.is_set() and running.quit())
         wake.start(SIGNAL_POLL_MS)
         listener.received.connect(lambda handed: _act(running, handed))
+        # Said before the first window is built, so it opens saying it.
+        running.router_pending(f"Looking for the llama.cpp router at {cfg.router_url}…")
         _act(running, message)
-
-        def on_router(result: tuple) -> None:
-            url, server, error = result
-            if error:
-                running.router_failed(error)
-                return
-            if server is not None:
-                managed.append(server)
-            if server is not None or url != cfg.router_url:
-                running.use_router(url)
-
-        # Finding or starting the router can take a minute (a first start loads the
-        # binary); the windows are usable meanwhile. A daemon thread, because a start
-        # still under way when the user quits must not hold the process open.
-        finder = CallWorker(lambda: _find_router(cfg))
-        finder.done.connect(on_router, Qt.ConnectionType.QueuedConnection)
-        threading.Thread(target=finder.run, name="llamachat-router", daemon=True).start()
+        finder = find_router(running, cfg)  # noqa: F841 - referenced until it reports
         return app.exec()
     finally:
         running.shutdown()
         listener.close()
-        for server in managed:
-            server.stop()
+        managed = running.managed_server()
+        if managed is not None:
+            managed.stop()
         history.close()
 
 
@@ -235,12 +226,44 @@ def _act(running: RunningInstance, message: dict) -> None:
     running.ask(text, send=bool(typed.strip()), model=args.model)
 
 
-def _find_router(cfg: config.Config) -> tuple[str, object, str]:
+def find_router(running: RunningInstance, cfg: config.Config) -> CallWorker:
+    """Find the router, or start llamachat's own, on a daemon thread; `running` is told how.
+
+    The windows hear a managed server's events as they happen, then `use_router`
+    (with the server llamachat started) or `router_failed`. Keep the returned worker
+    referenced until then: its result reaches `running` through it.
+    """
+    from PySide6.QtCore import Qt
+
+    from .ui.worker import CallWorker
+
+    def on_router(result: tuple) -> None:
+        url, server, error = result
+        if error:
+            running.router_failed(error)
+        else:
+            running.use_router(url, server=server)
+
+    # Finding or starting the router can take a minute (a first start loads the
+    # binary); the windows are usable meanwhile. A daemon thread, because a start
+    # still under way when the user quits must not hold the process open.
+    finder = CallWorker(lambda: _find_router(cfg, on_event=running.server_event))
+    finder.done.connect(on_router, Qt.ConnectionType.QueuedConnection)
+    finder.failed.connect(
+        lambda message, _exc: running.router_failed(message), Qt.ConnectionType.QueuedConnection
+    )
+    threading.Thread(target=finder.run, name="llamachat-router", daemon=True).start()
+    return finder
+
+
+def _find_router(
+    cfg: config.Config, *, on_event: Callable[[str, str], None] | None = None
+) -> tuple[str, object, str]:
     """The router to use, the server llamachat started for it (or None), and any error text."""
     from . import server
 
     try:
-        url, started = server.ensure_router(cfg)
+        url, started = server.ensure_router(cfg, on_event=on_event)
     except server.ServerError as exc:
         return "", None, exc.message
     return url, started, ""

@@ -29,15 +29,20 @@ import os
 import struct
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QDeadlineTimer, QEvent, QObject, QStandardPaths, QTimer, Signal, Slot
 from PySide6.QtNetwork import QLocalServer, QLocalSocket
 
 from ..config import Config
 from ..db import History
+from .first_run import event_text
 from .quick import QuickWindow
 from .tray import Tray
 from .window import ChatWindow
+
+if TYPE_CHECKING:
+    from ..server import ManagedServer
 
 log = logging.getLogger(__name__)
 
@@ -215,9 +220,14 @@ class RunningInstance(QObject):
 
     Closing the chat window keeps the instance in the tray when there is one;
     without a tray the instance ends (`finished`) once none of its windows shows.
+
+    It also knows how the router stands (being looked for or started, in use, or
+    failed, and the llama-server llamachat started) and tells every window, the ones
+    built later included; a managed server's events reach it from any thread.
     """
 
     finished = Signal()
+    _server_event = Signal(str, str)
 
     def __init__(self, cfg: Config, history: History, *, tray: bool = True) -> None:
         super().__init__()
@@ -225,7 +235,12 @@ class RunningInstance(QObject):
         self.history = history
         self._chat: ChatWindow | None = None
         self._quick: QuickWindow | None = None
+        self._router_pending = ""
         self._router_error = ""
+        self._server: ManagedServer | None = None
+        # What this instance last put in the quick window's notice, so it only clears its own.
+        self._quick_notice = ""
+        self._server_event.connect(self._on_server_event)
         self._ended = False
         self._shut = False
         self.tray = Tray(self) if tray else None
@@ -248,8 +263,8 @@ class RunningInstance(QObject):
             self._quick = QuickWindow(self.cfg, self.history)
             self._quick.continue_requested.connect(self._on_continue)
             self._quick.installEventFilter(self)
-            if self._router_error:
-                self._quick.show_notice(self._router_error)
+            if self._router_pending or self._router_error:
+                self._notify_quick(self._router_pending or self._router_error)
         return self._quick
 
     def show_chat(self) -> ChatWindow:
@@ -257,8 +272,12 @@ class RunningInstance(QObject):
         if self._chat is None:
             self._chat = ChatWindow(self.cfg, self.history)
             self._chat.installEventFilter(self)
-            if self._router_error:
-                self._chat.show_status(self._router_error, timeout=0)
+            if self._server is not None:
+                self._chat.set_managed_server(self._server)
+            if self._router_pending:
+                self._chat.router_pending(self._router_pending)
+            elif self._router_error:
+                self._chat.router_failed(self._router_error)
         if self._chat.isMinimized():
             self._chat.showNormal()
         self._chat.show()
@@ -281,22 +300,83 @@ class RunningInstance(QObject):
                 quick.send()
         return quick
 
-    def use_router(self, url: str) -> None:
-        """Talk to the router at `url` from now on, in every window."""
+    def managed_server(self) -> ManagedServer | None:
+        """The llama-server llamachat started (None when it uses a router already running)."""
+        return self._server
+
+    def router_pending(self, text: str) -> None:
+        """Say in every window that the router is being looked for or started (`text`)."""
+        self._router_pending = text
         self._router_error = ""
+        if self._chat is not None:
+            self._chat.router_pending(text)
+        if self._quick is not None:
+            self._notify_quick(text)
+
+    def server_event(self, kind: str, message: str) -> None:
+        """Relay a managed server's event (`ManagedServer(on_event=...)`); safe from any thread."""
+        self._server_event.emit(kind, message)
+
+    def use_router(self, url: str, *, server: ManagedServer | None = None) -> None:
+        """Talk to the router at `url` from now on, in every window.
+
+        `server` is the llama-server llamachat started for it: its log and models folder
+        are offered in every window, later ones too.
+        """
+        self._router_pending = ""
+        self._router_error = ""
+        if server is not None:
+            self._server = server
         self.cfg = dataclasses.replace(self.cfg, router_url=url)
         if self._chat is not None:
+            if server is not None:
+                self._chat.set_managed_server(server)
             self._chat.use_router(url)
         if self._quick is not None:
-            self._quick.use_router(url)
+            # A router that answered at the URL the quick window already uses needs no
+            # switch, which would stop an answer streaming from it.
+            if server is not None or url != self._quick.cfg.router_url:
+                self._quick.use_router(url)
+            self._clear_quick_notice()
 
     def router_failed(self, message: str) -> None:
-        """Say in every window that no router could be found or started."""
+        """Say in every window that no router could be found or started, and why."""
+        self._router_pending = ""
         self._router_error = message
         if self._chat is not None:
-            self._chat.show_status(message, timeout=0)
+            self._chat.router_failed(message)
         if self._quick is not None:
-            self._quick.show_notice(message)
+            self._notify_quick(message)
+
+    @Slot(str, str)
+    def _on_server_event(self, kind: str, message: str) -> None:
+        if self._chat is not None:
+            self._chat.server_event(kind, message)
+        text = event_text(kind, message)
+        if kind == "gave_up":
+            self._router_pending = ""
+            self._router_error = message
+        elif kind == "starting" and self._router_pending:
+            self._router_pending = text
+        if self._quick is None:
+            return
+        if kind == "gave_up":
+            self._notify_quick(message)
+        elif kind == "restarting" or (kind == "starting" and self._router_pending):
+            self._notify_quick(text)
+        elif kind == "ready":
+            self._clear_quick_notice()
+
+    def _notify_quick(self, text: str) -> None:
+        assert self._quick is not None
+        self._quick_notice = text
+        self._quick.show_notice(text)
+
+    def _clear_quick_notice(self) -> None:
+        quick = self._quick
+        if quick is not None and self._quick_notice and quick.notice.text() == self._quick_notice:
+            quick.show_notice("")
+        self._quick_notice = ""
 
     def quit(self) -> None:
         """Close every window (saving streaming replies) and end the instance."""

@@ -6,7 +6,9 @@ thread owns every widget and the History's SQLite connection; replies stream in 
 on the left; a top bar holds the model picker, the prompt preset, the web search
 toggle, Skills and Settings; the status bar carries the context meter. The model
 picker and the meter ask the server from their own worker thread, sharing one
-`providers.Registry` with the window.
+`providers.Registry` with the window. While the router is looked for or started,
+when none could be had, and while it offers no models, the getting-started panel
+(`first_run.FirstRunPanel`) sits above the conversation and says what to do.
 
 A reply is saved as it streams: the user message first, then an assistant row
 with status "streaming" that a one-second timer rewrites, so a crash loses at most
@@ -28,14 +30,16 @@ import dataclasses
 import logging
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt, QTimer, Signal, Slot
-from PySide6.QtGui import QAction, QCloseEvent, QFontDatabase, QGuiApplication
+from PySide6.QtCore import Qt, QTimer, QUrl, Signal, Slot
+from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QFontDatabase, QGuiApplication
 from PySide6.QtWidgets import (
     QApplication,
     QDialog,
     QDialogButtonBox,
+    QFileDialog,
     QFrame,
     QHBoxLayout,
     QLabel,
@@ -53,7 +57,8 @@ from .. import backend, config, prompts, providers, skills
 from ..config import Config, ConfigError
 from ..db import History, HistoryError
 from ..models import ModelInfo
-from . import markdown, shortcuts
+from ..server import is_loopback
+from . import first_run, markdown, shortcuts
 from .chips import SkillChips
 from .composer import Attachment, Composer, user_content
 from .conversation import ConversationView, MessageView
@@ -64,7 +69,7 @@ from .settings import SettingsDialog
 from .sidebar import SessionSidebar
 from .skills_panel import SkillsPanel, SkillsWatcher
 from .theme import apply_theme
-from .worker import StreamWorker, WorkerThreads
+from .worker import CallWorker, StreamWorker, WorkerThreads
 
 if TYPE_CHECKING:
     from ..server import ManagedServer
@@ -186,6 +191,9 @@ class ChatWindow(QMainWindow):
         self._skills_panel: SkillsPanel | None = None
         self._search_on = cfg.search_enabled
         self._server: ManagedServer | None = None
+        # While the router is looked for or started, the picker lists from a stand-in.
+        self._router_pending = False
+        self._adding_model = False
         self._threads = WorkerThreads(self)
         self._session_id: int | None = None
         self._loaded: list[str] = []
@@ -301,6 +309,13 @@ class ChatWindow(QMainWindow):
         self.conversation.regenerate_requested.connect(self.retry)
         self.conversation.edit_requested.connect(self.edit_message)
 
+        self.first_run_panel = first_run.FirstRunPanel()
+        self.first_run_panel.open_folder_requested.connect(self.open_models_folder)
+        self.first_run_panel.add_file_requested.connect(self.choose_model_file)
+        self.first_run_panel.check_requested.connect(self.check_models)
+        self.first_run_panel.settings_requested.connect(self.open_settings)
+        self.first_run_panel.log_requested.connect(self.show_server_log)
+
         self.skill_chips = SkillChips()
         self.skill_chips.unload_requested.connect(self.unload_skill)
 
@@ -333,6 +348,7 @@ class ChatWindow(QMainWindow):
         layout.setSpacing(0)
         layout.addWidget(top_bar)
         layout.addWidget(rule)
+        layout.addWidget(self.first_run_panel)
         layout.addWidget(self.conversation, 1)
         layout.addLayout(body)
 
@@ -382,6 +398,9 @@ class ChatWindow(QMainWindow):
         self.server_log_action = QAction("Server log…", self, triggered=self.show_server_log)
         self.server_log_action.setVisible(False)
         file_menu.addAction(self.server_log_action)
+        self.add_model_action = QAction("Add GGUF model…", self, triggered=self.choose_model_file)
+        self.add_model_action.setVisible(False)
+        file_menu.addAction(self.add_model_action)
         file_menu.addSeparator()
         file_menu.addAction(QAction("Close window", self, triggered=self.close))
 
@@ -483,10 +502,49 @@ class ChatWindow(QMainWindow):
             self.history.set_model(self._session_id, model_id)
 
     def use_router(self, url: str) -> None:
-        """Talk to the router at `url` from now on (a managed server came up) and list its models."""
-        self.stop()
-        self._use_servers(dataclasses.replace(self.cfg, router_url=url))
+        """Talk to the router at `url` from now on (found or started) and list its models.
+
+        The router already in use is kept as it is: a reply streaming from it goes on.
+        """
+        pending = self._leave_pending()
+        if url != self.cfg.router_url:
+            self.stop()
+            self._use_servers(dataclasses.replace(self.cfg, router_url=url))
+        elif pending:
+            self.model_picker.set_registry(self._registry)
+        else:
+            self.refresh_models()
         self.show_status(f"Using the llama.cpp router at {url}.")
+
+    def router_pending(self, text: str) -> None:
+        """Say that the router is being looked for or started, until use_router or router_failed.
+
+        The window stays usable; the model picker waits instead of reporting the
+        configured URL as unreachable.
+        """
+        if not self._router_pending:
+            self._router_pending = True
+            self.model_picker.set_registry(first_run.PendingRouter())
+            self.model_picker.setEnabled(False)
+        self.first_run_panel.show_pending(text)
+        self.show_status(text, timeout=0)
+
+    def router_failed(self, message: str) -> None:
+        """Show in the window why no router could be found or started (`message`, in full)."""
+        if self._leave_pending():
+            self.model_picker.set_registry(self._registry)
+        self.first_run_panel.show_failure(message, has_log=self._server is not None)
+        self.show_status(message.split("\n", 1)[0], timeout=0)
+
+    def _leave_pending(self) -> bool:
+        """End the waiting state; True when it was on (the caller gives the picker its source)."""
+        if not self._router_pending:
+            return False
+        self._router_pending = False
+        self.model_picker.setEnabled(True)
+        if self.first_run_panel.state() == "pending":
+            self.first_run_panel.dismiss()
+        return True
 
     def models(self) -> list[ModelInfo]:
         """The models last listed by the router and providers."""
@@ -572,12 +630,113 @@ class ChatWindow(QMainWindow):
         return panel
 
     def set_managed_server(self, server: ManagedServer) -> None:
-        """Offer File > Server log… for the llama-server llamachat started."""
+        """Offer the log and the models folder of the llama-server llamachat started."""
         self._server = server
         self.server_log_action.setVisible(True)
+        self.add_model_action.setVisible(True)
+        if self.first_run_panel.state() == "empty":
+            self._show_empty()
+
+    def models_folder(self) -> Path | None:
+        """The managed server's models folder (None for a router llamachat did not start)."""
+        if self._server is None:
+            return None
+        return Path(self._server.cfg.models_dir).expanduser()
+
+    def open_models_folder(self) -> Path | None:
+        """Show the managed server's models folder in the file manager, creating it if missing."""
+        folder = self.models_folder()
+        if folder is None:
+            self._say_problem(
+                "llamachat did not start this router: its models are in the folder its "
+                "--models-dir option names."
+            )
+            return None
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            self._say_problem(f"Cannot create the models folder {folder}: {exc.strerror or exc}")
+            return None
+        if not QDesktopServices.openUrl(QUrl.fromLocalFile(str(folder))):
+            self.show_status(f"No file manager could be opened; the models folder is {folder}.")
+        return folder
+
+    def choose_model_file(self) -> None:
+        """Ask for a GGUF file and add it to the managed server's models folder."""
+        path, _filter = QFileDialog.getOpenFileName(
+            self, "Add a GGUF model", str(Path.home()), "GGUF models (*.gguf);;All files (*)"
+        )
+        if path:
+            self.add_model_file(Path(path))
+
+    def add_model_file(self, path: Path) -> None:
+        """Link (or copy) a GGUF into the managed server's models folder, then list it.
+
+        Runs on a worker thread (a copy can take minutes); the router re-scans its folder
+        and the model picker lists the model. A file that is not a usable GGUF is
+        explained in the window.
+        """
+        server = self._server
+        folder = self.models_folder()
+        if server is None or folder is None:
+            self._say_problem(
+                "llamachat did not start this router: put the file in the folder its "
+                "--models-dir option names."
+            )
+            return
+        if self._adding_model:
+            self.show_status("A model file is being added already.")
+            return
+        self._adding_model = True
+        path = Path(path)
+        url, api_key = server.url, self.cfg.api_key()
+        self.first_run_panel.set_busy(f"Adding {path.name}…")
+        self.show_status(f"Adding {path.name} to {folder}…", timeout=0)
+        worker = CallWorker(lambda: first_run.add_model(path, folder, url, api_key=api_key))
+        worker.done.connect(lambda error: self._on_model_file_added(path.name, str(error)))
+        worker.failed.connect(lambda message, _exc: self._on_model_file_added(path.name, message))
+        self._threads.start(worker)
+
+    def check_models(self) -> None:
+        """Make the router re-scan its models folder, then list the models again."""
+        url = self._server.url if self._server is not None else self.cfg.router_url
+        api_key = self.cfg.api_key()
+        self.first_run_panel.set_problem("")
+        worker = CallWorker(lambda: first_run.rescan(url, api_key=api_key))
+        worker.done.connect(lambda error: self._on_rescanned(str(error)))
+        worker.failed.connect(lambda message, _exc: self._on_rescanned(message))
+        self._threads.start(worker)
+
+    def _on_model_file_added(self, name: str, error: str) -> None:
+        self._adding_model = False
+        self.first_run_panel.set_busy("")
+        if error:
+            self._say_problem(error)
+            return
+        self.show_status(f"Added {name} to the models folder.")
+        self.refresh_models()
+
+    def _on_rescanned(self, error: str) -> None:
+        if error:
+            self._say_problem(error)
+        else:
+            self.show_status("Asked the router to look for models again.")
+        self.refresh_models()
+
+    def _say_problem(self, text: str) -> None:
+        """Explain a failed models-folder action on the panel (when shown) and the status bar."""
+        if self.first_run_panel.state() != "hidden":
+            self.first_run_panel.set_problem(text)
+        self.show_status(text, timeout=0)
+
+    def _show_empty(self) -> None:
+        self.first_run_panel.show_empty(models_dir=self.models_folder(), url=self.cfg.router_url)
 
     def server_event(self, kind: str, message: str) -> None:
-        """Show a managed server's event in the status bar; safe to call from any thread."""
+        """Show a managed server's event (status bar; a start or give-up on the panel too).
+
+        Safe to call from any thread, as the server's supervisor does.
+        """
         self._server_event.emit(kind, message)
 
     def show_server_log(self) -> ServerLogDialog | None:
@@ -1013,6 +1172,11 @@ class ChatWindow(QMainWindow):
         self._models = {info.id: info for info in infos}
         # The modalities may have arrived only now (a chat's model listed after it opened).
         self.composer.set_model(self._model, images=self._reads_images(self._model))
+        if self._router_pending:
+            # A listing asked for before the wait began: the router it reached is not yet
+            # known to be the one llamachat will use, so it is no news about models.
+            self.models_listed.emit(infos)
+            return
         # Said once per empty spell, not at every poll; a source that failed is shown by
         # the picker with its own message instead.
         said, self._said_no_models = self._said_no_models, not infos
@@ -1022,7 +1186,22 @@ class ChatWindow(QMainWindow):
                 "to its models folder.",
                 timeout=0,
             )
+        self._update_first_run(infos)
         self.models_listed.emit(infos)
+
+    def _update_first_run(self, infos: list[ModelInfo]) -> None:
+        """Say where models go while there is nothing to chat with; step aside once there is.
+
+        Only for a router on this machine: for a remote one llamachat can neither tell
+        where its models live nor put any there.
+        """
+        if infos:
+            if self.first_run_panel.state() != "hidden":
+                self.first_run_panel.dismiss()
+        elif providers.ROUTER not in self._registry.errors and (
+            self._server is not None or is_loopback(self.cfg.router_url)
+        ):
+            self._show_empty()
 
     @Slot(str)
     def _on_default_changed(self, model_id: str) -> None:
@@ -1138,7 +1317,15 @@ class ChatWindow(QMainWindow):
 
     @Slot(str, str)
     def _on_server_event(self, kind: str, message: str) -> None:
-        self.show_status(f"llama-server: {message}")
+        if kind == "gave_up":
+            # The supervisor stopped restarting it: nothing answers until the user acts.
+            self.router_failed(message)
+            return
+        text = first_run.event_text(kind, message)
+        if kind == "starting" and self._router_pending:
+            self.first_run_panel.show_pending(text)
+        # A start can take a minute and a restart follows an exit: each stays until the next.
+        self.show_status(text, timeout=STATUS_MS if kind in ("ready", "stopped") else 0)
 
     # ------------------------------------------------------------------ closing
 

@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QDeadlineTimer, QObject, Qt, QThread, Signal, Slot
+from PySide6.QtCore import QDeadlineTimer, QObject, Qt, QThread, QTimer, Signal, Slot
 
 from .. import backend
 
 log = logging.getLogger(__name__)
+
+# At most one drain of stream events per this many ms while a reply streams fast.
+DRAIN_INTERVAL_MS = 10
 
 # Threads that outlived WorkerThreads.wait_all(): kept referenced until the process ends.
 _stragglers: list[tuple[QThread, tuple[QObject, QObject]]] = []
@@ -29,11 +33,11 @@ class StreamWorker(QObject):
     The worker object itself stays on the GUI thread (WorkerThreads runs its `run` in
     a thread of its own), so its signals reach GUI slots and plain callables there.
     Events cross to the GUI thread in bursts, not one queued signal per token: the
-    worker appends to a locked list and posts a single wake-up while the list is
-    non-empty; the GUI thread drains it, joining adjacent text of one kind, and emits
-    the public signals there. At full speed a router sends tokens faster than the GUI
-    thread can take one event each, and a queued signal per token cost more than the
-    rendering it fed. `finished` alone is emitted from the worker thread (its thread
+    worker appends to a queue and posts a wake-up only when the GUI thread has drained
+    it and DRAIN_INTERVAL_MS have passed since; the GUI thread drains the queue, joining
+    adjacent text of one kind, and emits the public signals there. At full speed a
+    router sends tokens faster than the GUI thread can take one event each, and a
+    queued signal per token cost more than the rendering it fed. `finished` alone is emitted from the worker thread (its thread
     must be able to quit while the GUI thread waits); being queued after the last
     wake-up, it still reaches GUI slots after every other event.
     """
@@ -67,35 +71,63 @@ class StreamWorker(QObject):
         self._skills_cfg = skills_cfg
         self._params = params
         self._cancel = threading.Event()
-        self._lock = threading.Lock()
-        self._pending: list[tuple[str, tuple]] = []
+        # deque.append and popleft are atomic: the worker posts an event without a lock.
+        self._pending: deque[tuple[str, tuple]] = deque()
+        self._woken = False
         self._wake.connect(self._drain, Qt.ConnectionType.QueuedConnection)
+        self._cooldown = QTimer(self)
+        self._cooldown.setSingleShot(True)
+        self._cooldown.setInterval(DRAIN_INTERVAL_MS)
+        self._cooldown.timeout.connect(self._on_cooldown)
 
     def cancel(self) -> None:
         """Ask the stream to stop; safe from any thread, returns at once."""
         self._cancel.set()
 
     def _post(self, kind: str, *args: object) -> None:
-        with self._lock:
-            wake = not self._pending
-            self._pending.append((kind, args))
-        if wake:
+        # Appended before the flag is read: either this call posts a wake-up, or the
+        # cooldown that clears the flag has not looked at the queue yet and drains it.
+        self._pending.append((kind, args))
+        if not self._woken:
+            self._woken = True
             self._wake.emit()
 
     @Slot()
     def _drain(self) -> None:
+        # The flag stays set until the cooldown ends: events arriving meanwhile wait for it
+        # instead of waking the GUI thread, which would first wait for the GIL each time.
+        self._cooldown.start()
         for kind, args in self._take_pending():
             getattr(self, _SIGNALS[kind]).emit(*args)
 
+    @Slot()
+    def _on_cooldown(self) -> None:
+        self._woken = False
+        if self._pending:
+            self._woken = True
+            self._drain()
+
     def _take_pending(self) -> list[tuple[str, tuple]]:
-        with self._lock:
-            pending, self._pending = self._pending, []
+        pending = self._pending
         merged: list[tuple[str, tuple]] = []
-        for kind, args in pending:
-            if kind in _TEXT_KINDS and merged and merged[-1][0] == kind:
-                merged[-1] = (kind, (merged[-1][1][0] + args[0],))
+        texts: list[str] = []
+        text_kind = ""
+        while pending:
+            kind, args = pending.popleft()
+            if kind == text_kind:
+                texts.append(args[0])
+                continue
+            if texts:
+                merged.append((text_kind, ("".join(texts),)))
+                texts = []
+            if kind in _TEXT_KINDS:
+                text_kind = kind
+                texts.append(args[0])
             else:
+                text_kind = ""
                 merged.append((kind, args))
+        if texts:
+            merged.append((text_kind, ("".join(texts),)))
         return merged
 
     @Slot()
@@ -129,6 +161,8 @@ class StreamWorker(QObject):
             if not self._cancel.is_set():
                 self._post("failed", f"{type(exc).__name__}: {exc}", exc)
         finally:
+            # Whatever waits for a cooldown reaches the GUI thread before `finished` does.
+            self._wake.emit()
             self.finished.emit()
 
 
