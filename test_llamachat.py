@@ -5631,6 +5631,70 @@ def test_quick_without_a_router_says_so_in_the_window(quick, qtbot) -> None:
     assert history.messages(answering.session_id)[-1]["status"] == "error"
 
 
+@quick_offscreen
+def test_quick_lists_no_models_while_the_router_is_awaited_then_lists_at_use_router(
+    router, qtbot, tmp_path
+) -> None:
+    """No model configured and the router still looked for: the quick window's own listing
+    of the (dead) configured URL never replaces the instance's notice, not even after the
+    router failed; a question waits; once use_router names a router it lists, picks a
+    model and asks the waiting question. A router found at the configured URL is listed
+    too."""
+    import socket
+
+    from llamachat.config import Config
+    from llamachat.db import History
+    from llamachat.ui.instance import RunningInstance
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{probe.getsockname()[1]}"
+
+    def config(url: str) -> Config:
+        return Config(router_url=url, manage_server=False, history_path=tmp_path / "h.db",
+                      prompts_dir=tmp_path / "p", skills_dir=_quick_skills(tmp_path))
+
+    history = History(tmp_path / "h.db")
+    running = RunningInstance(config(dead), history, tray=False)
+    same_url = RunningInstance(config(router.url), history, tray=False)
+    try:
+        looking = f"Looking for the llama.cpp router at {dead}…"
+        running.router_pending(looking)
+        quick = running.quick_window()
+        quick.present()
+        qtbot.waitUntil(lambda: quick.running_workers() == 0, timeout=10000)
+        assert quick.notice.text() == looking
+        assert quick.current_model() == ""
+        _quick_ask(qtbot, quick, "still there?", wait=False)
+        assert quick.notice.text() == looking and quick.session_id is None
+
+        failed = "No llama-server found: install one or set router_url."
+        running.router_failed(failed)
+        quick.refresh_models()
+        assert quick.running_workers() == 0
+        assert quick.notice.text() == failed
+
+        running.use_router(router.url)
+        qtbot.waitUntil(lambda: quick.session_id is not None and not quick.is_streaming(),
+                        timeout=30000)
+        assert quick.current_model() == "test-model"
+        assert quick.notice.text() == ""
+        assert history.messages(quick.session_id)[0]["content"] == "still there?"
+        assert history.messages(quick.session_id)[-1]["status"] == "complete"
+
+        same_url.router_pending(f"Looking for the llama.cpp router at {router.url}…")
+        found_here = same_url.quick_window()
+        qtbot.waitUntil(lambda: found_here.running_workers() == 0, timeout=10000)
+        assert found_here.current_model() == ""
+        same_url.use_router(router.url)
+        qtbot.waitUntil(lambda: found_here.current_model() == "test-model", timeout=10000)
+        assert found_here.notice.text() == ""
+    finally:
+        running.shutdown()
+        same_url.shutdown()
+        history.close()
+
+
 # ---------------------------------------------------------------- tray
 
 

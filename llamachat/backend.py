@@ -725,13 +725,7 @@ def _handle_line(raw: bytes, state: _Round) -> Iterator[StreamEvent]:
     if data.strip() == b"[DONE]":
         state.done = True
         return
-    try:
-        chunk = json.loads(data)
-    except ValueError:
-        raise StreamError(f"the server sent a chunk that is not JSON: {_preview(data)}") from None
-    if not isinstance(chunk, dict):
-        raise StreamError(f"the server sent an unexpected chunk: {_preview(data)}")
-    yield from _handle_chunk(chunk, state, "delta")
+    yield from _handle_chunk(_json_object(data, "chunk"), state, "delta")
 
 
 def _handle_chunk(chunk: dict, state: _Round, key: str) -> Iterator[StreamEvent]:
@@ -773,12 +767,7 @@ def _handle_chunk(chunk: dict, state: _Round, key: str) -> Iterator[StreamEvent]
 
 def _whole_reply(body: bytes, state: _Round) -> Iterator[StreamEvent]:
     """A server that ignored stream=true answered with one JSON completion."""
-    try:
-        chunk = json.loads(body)
-    except ValueError:
-        raise StreamError(f"the server sent a reply that is not JSON: {_preview(body)}") from None
-    if not isinstance(chunk, dict):
-        raise StreamError(f"the server sent an unexpected reply: {_preview(body)}")
+    chunk = _json_object(body, "reply")
     choices = chunk.get("choices")
     choice = choices[0] if isinstance(choices, list) and choices else None
     message = choice.get("message") if isinstance(choice, dict) else None
@@ -790,6 +779,17 @@ def _whole_reply(body: bytes, state: _Round) -> Iterator[StreamEvent]:
     yield from _handle_chunk(chunk, state, "message")
     state.finish_reason = state.finish_reason or "stop"
     state.done = True
+
+
+def _json_object(data: bytes, what: str) -> dict:
+    """`data` as a JSON object; else a StreamError saying the server sent a bad `what`."""
+    try:
+        value = json.loads(data)
+    except ValueError:
+        raise StreamError(f"the server sent a {what} that is not JSON: {_preview(data)}") from None
+    if not isinstance(value, dict):
+        raise StreamError(f"the server sent an unexpected {what}: {_preview(data)}")
+    return value
 
 
 def _preview(data: bytes) -> str:

@@ -218,9 +218,12 @@ class ProviderConfig:
 
     def api_key(self) -> str | None:
         """The provider's API key from the environment, or None when unset."""
-        if not self.api_key_env:
-            return None
-        return os.environ.get(self.api_key_env) or None
+        return _env_key(self.api_key_env)
+
+
+def _env_key(variable: str) -> str | None:
+    """The key in environment variable `variable`; None when none is named, unset or empty."""
+    return (os.environ.get(variable) or None) if variable else None
 
 
 def _data_dir() -> Path:
@@ -268,9 +271,7 @@ class Config:
 
     def api_key(self) -> str | None:
         """The router's API key from the environment, or None when unset."""
-        if not self.router_api_key_env:
-            return None
-        return os.environ.get(self.router_api_key_env) or None
+        return _env_key(self.router_api_key_env)
 
 
 def default_path() -> Path:

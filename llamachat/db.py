@@ -128,6 +128,11 @@ _MESSAGE_COLUMNS = (
     "id, session_id, role, content, reasoning, tool_calls, attachments, model, status, "
     "error, usage, timings, created_at"
 )
+_INSERT_MESSAGE = (
+    "INSERT INTO messages (session_id, role, content, reasoning, tool_calls,"
+    " attachments, model, status, error, usage, timings, created_at)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
 _JSON_LISTS = ("skills", "tool_calls", "attachments")
 _JSON_DICTS = ("usage", "timings")
 _CORRUPT = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
@@ -163,6 +168,24 @@ def _fts_query(text: str) -> str:
     """Match every word the user typed, as a literal prefix: FTS syntax is never parsed."""
     return " ".join(
         '"' + term.replace('"', '""') + '"*' for term in text.replace("\x00", " ").split()
+    )
+
+
+def _message_row(session_id: int, message: dict[str, Any]) -> tuple:
+    """The values of _INSERT_MESSAGE for a message dict, lists and dicts as JSON."""
+    return (
+        session_id,
+        message["role"],
+        message["content"],
+        message["reasoning"],
+        json.dumps(message["tool_calls"]),
+        json.dumps(message["attachments"]),
+        message["model"],
+        message["status"],
+        message["error"],
+        json.dumps(message["usage"]),
+        json.dumps(message["timings"]),
+        message["created_at"],
     )
 
 
@@ -467,25 +490,7 @@ class History:
             ).fetchone()
             if exists is None:
                 raise HistoryError(f"no session {session_id} in the history")
-            cursor = conn.execute(
-                "INSERT INTO messages (session_id, role, content, reasoning, tool_calls,"
-                " attachments, model, status, error, usage, timings, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    session_id,
-                    message["role"],
-                    message["content"],
-                    message["reasoning"],
-                    json.dumps(message["tool_calls"]),
-                    json.dumps(message["attachments"]),
-                    message["model"],
-                    message["status"],
-                    message["error"],
-                    json.dumps(message["usage"]),
-                    json.dumps(message["timings"]),
-                    message["created_at"],
-                ),
-            )
+            cursor = conn.execute(_INSERT_MESSAGE, _message_row(session_id, message))
             conn.execute(
                 "UPDATE sessions SET updated_at = max(updated_at, ?) WHERE id = ?",
                 (message["created_at"], session_id),
@@ -658,26 +663,7 @@ class History:
             )
             session_id = int(cursor.lastrowid)  # type: ignore[arg-type]
             conn.executemany(
-                "INSERT INTO messages (session_id, role, content, reasoning, tool_calls,"
-                " attachments, model, status, error, usage, timings, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        session_id,
-                        m["role"],
-                        m["content"],
-                        m["reasoning"],
-                        json.dumps(m["tool_calls"]),
-                        json.dumps(m["attachments"]),
-                        m["model"],
-                        m["status"],
-                        m["error"],
-                        json.dumps(m["usage"]),
-                        json.dumps(m["timings"]),
-                        m["created_at"],
-                    )
-                    for m in messages
-                ],
+                _INSERT_MESSAGE, [_message_row(session_id, message) for message in messages]
             )
         return session_id
 

@@ -433,12 +433,18 @@ class _Handler(BaseHTTPRequestHandler):
         n = _count_tokens(str(body.get("content") or ""))
         self._send_json(200, {"tokens": list(range(1, n + 1))})
 
+    def _named(self, body: dict) -> Model | None:
+        """The model a load or unload names; None after a 404 was sent."""
+        model = self.router._find(str(body.get("model") or ""))
+        if model is None:
+            self._error(404, f"model '{body.get('model')}' not found", "invalid_request_error")
+        return model
+
     def _load(self, body: dict, query: dict) -> None:
         router = self.router
-        model = router._find(str(body.get("model") or ""))
+        model = self._named(body)
         if model is None:
-            return self._error(404, f"model '{body.get('model')}' not found",
-                               "invalid_request_error")
+            return
         if model.fail_exit_code is not None:
             # A doomed load is reported synchronously so tests see its message.
             _, message = router._load(model)
@@ -449,10 +455,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _unload(self, body: dict, query: dict) -> None:
         router = self.router
-        model = router._find(str(body.get("model") or ""))
+        model = self._named(body)
         if model is None:
-            return self._error(404, f"model '{body.get('model')}' not found",
-                               "invalid_request_error")
+            return
         with router._lock:
             if model.status != "loaded":
                 return self._error(400, f"model '{model.id}' is not running",

@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ..skills import SkillStore
 from .chips import ChipRow
 
 log = logging.getLogger(__name__)
@@ -389,10 +390,13 @@ class Composer(QWidget):
         self._model = model
         self._images = images
 
-    def set_skills(self, skills: list[tuple[str, str]]) -> None:
-        """The user-invocable skills offered after `/`, as `(name, description)`."""
+    def offer_skills(self, store: SkillStore) -> None:
+        """Offer the store's user-invocable skills after `/`, re-reading its folders first."""
+        store.refresh()
+        by_name = {skill.name: skill for skill in store.skills()}
         self._skill_model.clear()
-        for name, description in skills:
+        for name in store.user_names():
+            description = by_name[name].description if name in by_name else ""
             item = QStandardItem(f"/{name}  —  {description}" if description else f"/{name}")
             item.setData(name, Qt.ItemDataRole.UserRole)
             item.setToolTip(description)

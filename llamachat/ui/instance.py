@@ -333,10 +333,7 @@ class RunningInstance(QObject):
                 self._chat.set_managed_server(server)
             self._chat.use_router(url)
         if self._quick is not None:
-            # A router that answered at the URL the quick window already uses needs no
-            # switch, which would stop an answer streaming from it.
-            if server is not None or url != self._quick.cfg.router_url:
-                self._quick.use_router(url)
+            self._quick.use_router(url)
             self._clear_quick_notice()
 
     def router_failed(self, message: str) -> None:
@@ -370,7 +367,11 @@ class RunningInstance(QObject):
     def _notify_quick(self, text: str) -> None:
         assert self._quick is not None
         self._quick_notice = text
-        self._quick.show_notice(text)
+        if self._router_pending:
+            # The quick window then holds back its own model listing until use_router.
+            self._quick.router_pending(text)
+        else:
+            self._quick.show_notice(text)
 
     def _clear_quick_notice(self) -> None:
         quick = self._quick

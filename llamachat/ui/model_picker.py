@@ -76,6 +76,12 @@ class ModelSource(Protocol):
         """Model management for the router."""
 
 
+def list_models(source: ModelSource) -> tuple[list[ModelInfo], dict[str, str]]:
+    """Every model `source` offers, and the error message of each source that failed (blocking)."""
+    found = source.models()
+    return found, {name: exc.message for name, exc in source.errors.items()}
+
+
 class _Gate:
     """Whether results may still be delivered; flipped when the receiver is destroyed."""
 
@@ -311,16 +317,11 @@ class ModelPicker(QWidget):
     def refresh(self) -> None:
         """List every model of the router and the providers again, in the background."""
         registry = self._registry
-
-        def listing() -> tuple[list[ModelInfo], dict[str, str]]:
-            found = registry.models()
-            return found, {source: exc.message for source, exc in registry.errors.items()}
-
         self._polling = True
         self._poll_seq += 1
         seq = self._poll_seq
         self.background.run(
-            listing,
+            lambda: list_models(registry),
             lambda result: self._on_listed(*result, seq=seq, full=True),
             self._on_list_failed,
         )

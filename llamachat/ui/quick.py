@@ -12,7 +12,9 @@ they show as chips while it streams and are dropped when it ends; the session's
 `skills` stay empty.
 
 The model is `oneshot_model`, else `default_model`, else one the router lists
-(a loaded one first). A question asked before the list arrives waits for it.
+(a loaded one first). A question asked before the list arrives waits for it. While
+the router is looked for or started (`router_pending`) nothing is listed, so no
+"cannot reach" replaces the notice saying so; `use_router` lists.
 
 Errors: none of its own. A missing router or model, and a failed reply, are shown
 in the window (the notice line, and the reply's own error mark).
@@ -22,9 +24,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from dataclasses import dataclass, field
 
-from PySide6.QtCore import QEvent, QObject, QPoint, QRect, Qt, QTimer, Signal, Slot
+from PySide6.QtCore import QEvent, QObject, QPoint, QRect, Qt, Signal, Slot
 from PySide6.QtGui import (
     QCloseEvent,
     QCursor,
@@ -42,31 +43,17 @@ from ..db import History, HistoryError
 from ..models import ModelInfo
 from .chips import SkillChips
 from .composer import Composer, user_content
-from .conversation import ConversationView, MessageView
-from .worker import CallWorker, StreamWorker, WorkerThreads
+from .conversation import ConversationView
+from .model_picker import list_models
+from .reply import ReplyStream
+from .worker import CallWorker, WorkerThreads
 
 log = logging.getLogger(__name__)
 
-SAVE_INTERVAL_MS = 1000
 WIDTH = 640
 ANSWER_HEIGHT = 360
 # Room kept between the window and the screen's edge when placed near the pointer.
 EDGE = 8
-
-
-@dataclass
-class _Reply:
-    """The answer being streamed and what arrived so far."""
-
-    worker: StreamWorker
-    view: MessageView
-    message_id: int
-    content: list[str] = field(default_factory=list)
-    reasoning: list[str] = field(default_factory=list)
-    usage: dict = field(default_factory=dict)
-    timings: dict = field(default_factory=dict)
-    error: str = ""
-    dirty: bool = False
 
 
 class QuickWindow(QWidget):
@@ -94,15 +81,15 @@ class QuickWindow(QWidget):
         self._models: dict[str, ModelInfo] = {}
         self._listing: CallWorker | None = None
         self._waiting = False
+        # While the router is looked for or started, a listing could only say that the
+        # configured URL is unreachable, over the notice saying why: it waits for use_router.
+        self._awaiting_router = False
         self._session_id: int | None = None
         self._pending: list[str] = []
         self._reply_skills: list[str] = []
         self._asked_skills: list[str] = []
-        self._reply: _Reply | None = None
+        self._reply: ReplyStream | None = None
         self._build()
-        self._save_timer = QTimer(self)
-        self._save_timer.setInterval(SAVE_INTERVAL_MS)
-        self._save_timer.timeout.connect(self._save_partial)
         self._refresh_skill_names()
         self._show_model()
         if not self._model:
@@ -225,19 +212,36 @@ class QuickWindow(QWidget):
         self._model = model_id
         self._show_model()
 
+    def router_pending(self, text: str) -> None:
+        """Say that the router is being looked for or started; models are listed at use_router."""
+        self._awaiting_router = True
+        # A listing under way asks a URL that may not be the router in the end: its
+        # answer, or its failure, is no news.
+        self._listing = None
+        self.show_notice(text)
+
     def use_router(self, url: str) -> None:
-        """Talk to the router at `url` from now on (a managed server came up)."""
-        self.stop()
-        self.cfg = dataclasses.replace(self.cfg, router_url=url)
-        if self._owns_registry:
-            self._old_registries.append(self._registry)
-            self._registry = providers.Registry(self.cfg)
+        """Talk to the router at `url` from now on (found or started) and list its models.
+
+        The router already in use is kept as it is: an answer streaming from it goes on.
+        """
+        awaited, self._awaiting_router = self._awaiting_router, False
+        if url != self.cfg.router_url:
+            self.stop()
+            self.cfg = dataclasses.replace(self.cfg, router_url=url)
+            if self._owns_registry:
+                self._old_registries.append(self._registry)
+                self._registry = providers.Registry(self.cfg)
+        elif not awaited:
+            return
         self.show_notice("")
         if not cli.configured_model(self.cfg):
             self.refresh_models()
 
     def refresh_models(self) -> None:
-        """List the models in the background to find one to answer with."""
+        """List the models in the background to pick one (not while the router is awaited)."""
+        if self._awaiting_router:
+            return
         cfg = self.cfg
         worker = CallWorker(lambda: _list_models(cfg))
         worker.done.connect(self._on_models_listed)
@@ -276,9 +280,11 @@ class QuickWindow(QWidget):
                 self.show_notice(f"Skill {', '.join(names)} will be used for the next question.")
             return
         if not self._model:
-            if self._listing is not None:
+            if self._awaiting_router or self._listing is not None:
                 self._waiting = True
-                self.show_notice("Looking for a model to answer…")
+                # While the router is awaited, the notice already says what for.
+                if not self._awaiting_router:
+                    self.show_notice("Looking for a model to answer…")
             else:
                 self.show_notice(cli.no_model_message(self.cfg))
             return
@@ -330,44 +336,33 @@ class QuickWindow(QWidget):
     def _start_reply(self, model: str, messages: list[dict]) -> None:
         assert self._session_id is not None
         try:
-            message_id = self.history.add_message(
-                self._session_id, "assistant", "", model=model, status="streaming"
+            reply = ReplyStream(
+                self.history,
+                self.conversation,
+                self._registry,
+                session_id=self._session_id,
+                model=model,
+                messages=messages,
+                search_cfg=cli.search_config(self.cfg),
+                skills_cfg=cli.skills_config(self.cfg, self._skills),
+                parent=self,
             )
         except HistoryError as exc:
             self.show_notice(f"Not asked: the answer could not be saved. {exc}")
             return
-        view = self.conversation.append_message(
-            {"id": message_id, "role": "assistant", "content": "", "status": "streaming"}
-        )
-        client, wire_model = self._registry.client_for(model)
-        worker = StreamWorker(
-            client,
-            wire_model,
-            messages,
-            search_cfg=cli.search_config(self.cfg),
-            skills_cfg=cli.skills_config(self.cfg, self._skills),
-        )
-        worker.content.connect(self._on_content)
-        worker.reasoning.connect(self._on_reasoning)
-        worker.search_finished.connect(self._on_search_finished)
-        worker.skill_loaded.connect(self._on_skill_loaded)
-        worker.stats.connect(self._on_stats)
-        worker.failed.connect(self._on_failed)
-        worker.finished.connect(self._on_finished)
-        self._reply = _Reply(worker=worker, view=view, message_id=message_id)
+        reply.skill_loaded.connect(self._on_skill_loaded)
+        reply.save_failed.connect(self._on_save_failed)
+        reply.ended.connect(self._on_reply_ended)
+        self._reply = reply
         self.skill_chips.set_skills(self._reply_skills)
-        self._threads.start(worker)
-        self._save_timer.start()
+        reply.start(self._threads)
         self.composer.set_streaming(True)
 
     @Slot()
     def stop(self) -> None:
         """Stop the answer now, keeping what arrived (saved as "stopped")."""
-        reply = self._reply
-        if reply is None:
-            return
-        reply.worker.cancel()
-        self._finish_reply("stopped")
+        if self._reply is not None:
+            self._reply.stop()
 
     @Slot()
     def dismiss(self) -> None:
@@ -411,98 +406,21 @@ class QuickWindow(QWidget):
 
     # ------------------------------------------------------------------ stream events
 
-    def _current(self) -> _Reply | None:
-        reply = self._reply
-        if reply is None or self.sender() is not reply.worker:
-            return None
-        return reply
-
-    @Slot(str)
-    def _on_content(self, text: str) -> None:
-        reply = self._current()
-        if reply is not None:
-            reply.content.append(text)
-            reply.dirty = True
-            reply.view.append_content(text)
-
-    @Slot(str)
-    def _on_reasoning(self, text: str) -> None:
-        reply = self._current()
-        if reply is not None:
-            reply.reasoning.append(text)
-            reply.dirty = True
-            reply.view.append_reasoning(text)
-
-    @Slot(object)
-    def _on_search_finished(self, result: object) -> None:
-        reply = self._current()
-        if reply is not None and isinstance(result, dict):
-            reply.view.add_search(
-                str(result.get("query", "")),
-                list(result.get("results") or []),
-                str(result.get("error") or ""),
-            )
-
     @Slot(str)
     def _on_skill_loaded(self, name: str) -> None:
-        if self._current() is not None and name not in self._reply_skills:
+        if name not in self._reply_skills:
             self._reply_skills.append(name)
             self.skill_chips.set_skills(self._reply_skills)
 
-    @Slot(object)
-    def _on_stats(self, stats: object) -> None:
-        reply = self._current()
-        if reply is not None and isinstance(stats, dict):
-            reply.usage = dict(stats.get("usage") or {})
-            reply.timings = dict(stats.get("timings") or {})
-            reply.view.set_stats(reply.usage, reply.timings)
+    @Slot(str)
+    def _on_save_failed(self, error: str) -> None:
+        self.show_notice(f"The answer could not be saved: {error}")
 
-    @Slot(str, object)
-    def _on_failed(self, message: str, error: object) -> None:
-        reply = self._current()
-        if reply is not None:
-            reply.error = message or "The answer failed."
-
-    @Slot()
-    def _on_finished(self) -> None:
-        reply = self._current()
-        if reply is not None:
-            self._finish_reply("error" if reply.error else "complete")
-
-    @Slot()
-    def _save_partial(self) -> None:
-        reply = self._reply
-        if reply is None or not reply.dirty:
-            return
-        reply.dirty = False
-        try:
-            self.history.update_message(
-                reply.message_id, content="".join(reply.content), reasoning="".join(reply.reasoning)
-            )
-        except HistoryError as exc:
-            self.show_notice(f"The answer could not be saved: {exc}")
-
-    def _finish_reply(self, status: str) -> None:
-        reply = self._reply
-        assert reply is not None
+    @Slot(str, str)
+    def _on_reply_ended(self, status: str, error: str) -> None:
         self._reply = None
-        self._save_timer.stop()
-        try:
-            self.history.update_message(
-                reply.message_id,
-                content="".join(reply.content),
-                reasoning="".join(reply.reasoning),
-                status=status,
-                error=reply.error,
-                usage=reply.usage,
-                timings=reply.timings,
-            )
-        except HistoryError as exc:
-            self.show_notice(f"The answer could not be saved: {exc}")
-        reply.view.finish()
-        reply.view.set_status(status, reply.error)
-        if reply.error:
-            self.show_notice(reply.error)
+        if error:
+            self.show_notice(error)
         # One-shot: the skills served this answer only.
         self._reply_skills = []
         self.skill_chips.set_skills(self._pending)
@@ -527,16 +445,8 @@ class QuickWindow(QWidget):
     # ------------------------------------------------------------------ models
 
     def _refresh_skill_names(self) -> None:
-        if self._skills is None:
-            return
-        self._skills.refresh()
-        by_name = {skill.name: skill for skill in self._skills.skills()}
-        self.composer.set_skills(
-            [
-                (name, by_name[name].description if name in by_name else "")
-                for name in self._skills.user_names()
-            ]
-        )
+        if self._skills is not None:
+            self.composer.offer_skills(self._skills)
 
     def _show_model(self) -> None:
         self.model_label.setText(self._model or "no model yet")
@@ -588,7 +498,6 @@ def _list_models(cfg: Config) -> tuple[list[ModelInfo], dict[str, str]]:
     """Every model the router and providers offer, and what failed per source (blocking)."""
     registry = providers.Registry(cfg)
     try:
-        found = registry.models()
-        return found, {source: exc.message for source, exc in registry.errors.items()}
+        return list_models(registry)
     finally:
         registry.close()

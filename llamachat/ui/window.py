@@ -10,9 +10,10 @@ picker and the meter ask the server from their own worker thread, sharing one
 when none could be had, and while it offers no models, the getting-started panel
 (`first_run.FirstRunPanel`) sits above the conversation and says what to do.
 
-A reply is saved as it streams: the user message first, then an assistant row
-with status "streaming" that a one-second timer rewrites, so a crash loses at most
-a second of text; the final save marks it "complete", "stopped" or "error".
+A reply is saved as it streams (`reply.ReplyStream`, shared with the quick window):
+the user message first, then an assistant row with status "streaming" that a
+one-second timer rewrites, so a crash loses at most a second of text; the final save
+marks it "complete", "stopped" or "error".
 
 The system message (preset prompt, date note when search is on, loaded skills in
 load order) is computed once and cached: it stays byte-identical from turn to turn,
@@ -29,11 +30,10 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt, QTimer, QUrl, Signal, Slot
+from PySide6.QtCore import Qt, QUrl, Signal, Slot
 from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QFontDatabase, QGuiApplication
 from PySide6.QtWidgets import (
     QApplication,
@@ -53,7 +53,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from .. import backend, config, prompts, providers, skills
+from .. import backend, cli, config, prompts, providers, skills
 from ..config import Config, ConfigError
 from ..db import History, HistoryError
 from ..models import ModelInfo
@@ -61,40 +61,25 @@ from ..server import is_loopback
 from . import first_run, markdown, shortcuts
 from .chips import SkillChips
 from .composer import Attachment, Composer, user_content
-from .conversation import ConversationView, MessageView
+from .conversation import ConversationView
 from .meter import ContextMeter
 from .model_picker import ModelPicker
 from .presets import PresetPicker
+from .reply import ReplyStream
 from .settings import SettingsDialog
 from .sidebar import SessionSidebar
 from .skills_panel import SkillsPanel, SkillsWatcher
 from .theme import apply_theme
-from .worker import CallWorker, StreamWorker, WorkerThreads
+from .worker import CallWorker, WorkerThreads
 
 if TYPE_CHECKING:
     from ..server import ManagedServer
 
 log = logging.getLogger(__name__)
 
-SAVE_INTERVAL_MS = 1000
 STATUS_MS = 8000
 SIDEBAR_WIDTH = 260
 SERVER_LOG_BYTES = 64 * 1024
-
-
-@dataclass
-class _Reply:
-    """The reply being streamed: its worker, its view, its row, and what arrived so far."""
-
-    worker: StreamWorker
-    view: MessageView
-    message_id: int
-    content: list[str] = field(default_factory=list)
-    reasoning: list[str] = field(default_factory=list)
-    usage: dict = field(default_factory=dict)
-    timings: dict = field(default_factory=dict)
-    error: str = ""
-    dirty: bool = False
 
 
 def _skill_store(cfg: Config) -> skills.SkillStore | None:
@@ -201,7 +186,7 @@ class ChatWindow(QMainWindow):
         self._models: dict[str, ModelInfo] = {}
         self._said_no_models = False
         self._model = cfg.default_model
-        self._reply: _Reply | None = None
+        self._reply: ReplyStream | None = None
         self._edit_from: int | None = None
 
         # Pygments' lexers load on first use (~0.1 s); load them off the GUI thread now
@@ -209,9 +194,6 @@ class ChatWindow(QMainWindow):
         threading.Thread(target=markdown.warm_up, name="pygments-warm-up", daemon=True).start()
         self._build()
         self._watch_skills()
-        self._save_timer = QTimer(self)
-        self._save_timer.setInterval(SAVE_INTERVAL_MS)
-        self._save_timer.timeout.connect(self._save_partial)
         self._server_event.connect(self._on_server_event)
 
         self.new_session()
@@ -864,16 +846,12 @@ class ChatWindow(QMainWindow):
     @Slot()
     def stop(self) -> None:
         """Stop the reply now, keeping what arrived (saved as "stopped"); else leave editing."""
-        reply = self._reply
-        if reply is None:
+        if self._reply is None:
             if self._edit_from is not None:
                 self._edit_from = None
                 self.show_status("No longer editing: sending adds a new message.")
             return
-        # The worker may be blocked in a socket read; it is cancelled and left to unwind on
-        # its own thread while the window moves on, so Stop never waits on the network.
-        reply.worker.cancel()
-        self._finish_reply("stopped")
+        self._reply.stop()
         self.show_status("Stopped.")
 
     @Slot(object)
@@ -938,44 +916,28 @@ class ChatWindow(QMainWindow):
     def _start_reply(self, model: str) -> None:
         assert self._session_id is not None
         messages = self.request_messages()
-        client, wire_model = self._registry.client_for(model)
         try:
-            message_id = self.history.add_message(
-                self._session_id, "assistant", "", model=model, status="streaming"
+            reply = ReplyStream(
+                self.history,
+                self.conversation,
+                self._registry,
+                session_id=self._session_id,
+                model=model,
+                messages=messages,
+                search_cfg=self._search_config(),
+                skills_cfg=cli.skills_config(self.cfg, self._skills),
+                parent=self,
             )
         except HistoryError as exc:
             self.show_status(f"Not sent: the reply could not be saved. {exc}", timeout=0)
             return
-        view = self.conversation.append_message(
-            {
-                "id": message_id,
-                "session_id": self._session_id,
-                "role": "assistant",
-                "content": "",
-                "reasoning": "",
-                "model": model,
-                "status": "streaming",
-                "error": "",
-            }
-        )
-        worker = StreamWorker(
-            client,
-            wire_model,
-            messages,
-            search_cfg=self._search_config(),
-            skills_cfg=self._skills_config(),
-        )
-        worker.content.connect(self._on_content)
-        worker.reasoning.connect(self._on_reasoning)
-        worker.search_started.connect(self._on_search_started)
-        worker.search_finished.connect(self._on_search_finished)
-        worker.skill_loaded.connect(self._on_skill_loaded)
-        worker.stats.connect(self._on_stats)
-        worker.failed.connect(self._on_failed)
-        worker.finished.connect(self._on_finished)
-        self._reply = _Reply(worker=worker, view=view, message_id=message_id)
-        self._threads.start(worker)
-        self._save_timer.start()
+        reply.search_started.connect(self._on_search_started)
+        reply.skill_loaded.connect(self._on_skill_loaded)
+        reply.stats.connect(self.meter.update_from_stats)
+        reply.save_failed.connect(self._on_save_failed)
+        reply.ended.connect(self._on_reply_ended)
+        self._reply = reply
+        reply.start(self._threads)
         self.composer.set_streaming(True)
         self.streaming_changed.emit(True)
         self.conversation.scroll_to_bottom()
@@ -987,125 +949,29 @@ class ChatWindow(QMainWindow):
             enabled=True, url=self.cfg.search_url, max_searches=self.cfg.max_searches
         )
 
-    def _skills_config(self) -> backend.SkillsConfig | None:
-        if self._skills is None or self._skills.tool_schema() is None:
-            return None
-        return backend.SkillsConfig(
-            enabled=True, store=self._skills, max_searches=self.cfg.max_searches
-        )
-
     # ------------------------------------------------------------------ stream events
-
-    def _current(self) -> _Reply | None:
-        """The active reply if the signal being handled comes from its worker."""
-        reply = self._reply
-        if reply is None or self.sender() is not reply.worker:
-            return None
-        return reply
-
-    @Slot(str)
-    def _on_content(self, text: str) -> None:
-        reply = self._current()
-        if reply is None:
-            return
-        reply.content.append(text)
-        reply.dirty = True
-        reply.view.append_content(text)
-
-    @Slot(str)
-    def _on_reasoning(self, text: str) -> None:
-        reply = self._current()
-        if reply is None:
-            return
-        reply.reasoning.append(text)
-        reply.dirty = True
-        reply.view.append_reasoning(text)
 
     @Slot(str)
     def _on_search_started(self, query: str) -> None:
-        if self._current() is not None:
-            self.show_status(f"Searching the web for “{query}”…")
-
-    @Slot(object)
-    def _on_search_finished(self, result: object) -> None:
-        reply = self._current()
-        if reply is None or not isinstance(result, dict):
-            return
-        reply.view.add_search(
-            str(result.get("query", "")),
-            list(result.get("results") or []),
-            str(result.get("error") or ""),
-        )
+        self.show_status(f"Searching the web for “{query}”…")
 
     @Slot(str)
     def _on_skill_loaded(self, name: str) -> None:
-        if self._current() is None:
-            return
         if self.load_skill(name):
             self.show_status(f"The model loaded skill {name}.")
 
-    @Slot(object)
-    def _on_stats(self, stats: object) -> None:
-        reply = self._current()
-        if reply is None or not isinstance(stats, dict):
-            return
-        reply.usage = dict(stats.get("usage") or {})
-        reply.timings = dict(stats.get("timings") or {})
-        reply.view.set_stats(reply.usage, reply.timings)
-        self.meter.update_from_stats(stats)
+    @Slot(str)
+    def _on_save_failed(self, error: str) -> None:
+        self.show_status(f"The reply could not be saved: {error}", timeout=0)
 
-    @Slot(str, object)
-    def _on_failed(self, message: str, error: object) -> None:
-        reply = self._current()
-        if reply is not None:
-            reply.error = message or "The reply failed."
-
-    @Slot()
-    def _on_finished(self) -> None:
-        reply = self._current()
-        if reply is None:
-            return
-        self._finish_reply("error" if reply.error else "complete")
-        if reply.error:
-            self.show_status(f"The reply failed: {reply.error}")
-
-    @Slot()
-    def _save_partial(self) -> None:
-        reply = self._reply
-        if reply is None or not reply.dirty:
-            return
-        reply.dirty = False
-        try:
-            self.history.update_message(
-                reply.message_id,
-                content="".join(reply.content),
-                reasoning="".join(reply.reasoning),
-            )
-        except HistoryError as exc:
-            self.show_status(f"The reply could not be saved: {exc}", timeout=0)
-
-    def _finish_reply(self, status: str) -> None:
-        reply = self._reply
-        assert reply is not None
+    @Slot(str, str)
+    def _on_reply_ended(self, status: str, error: str) -> None:
         self._reply = None
-        self._save_timer.stop()
-        try:
-            self.history.update_message(
-                reply.message_id,
-                content="".join(reply.content),
-                reasoning="".join(reply.reasoning),
-                status=status,
-                error=reply.error,
-                usage=reply.usage,
-                timings=reply.timings,
-            )
-        except HistoryError as exc:
-            self.show_status(f"The reply could not be saved: {exc}", timeout=0)
-        reply.view.finish()
-        reply.view.set_status(status, reply.error)
         self.composer.set_streaming(False)
         self.sidebar.refresh()
         self.streaming_changed.emit(False)
+        if status == "error":
+            self.show_status(f"The reply failed: {error}")
 
     # ------------------------------------------------------------------ skills and models
 
@@ -1116,16 +982,8 @@ class ChatWindow(QMainWindow):
         self.skill_chips.set_skills(self._loaded)
 
     def _refresh_skill_names(self) -> None:
-        if self._skills is None:
-            return
-        self._skills.refresh()
-        by_name = {skill.name: skill for skill in self._skills.skills()}
-        self.composer.set_skills(
-            [
-                (name, by_name[name].description if name in by_name else "")
-                for name in self._skills.user_names()
-            ]
-        )
+        if self._skills is not None:
+            self.composer.offer_skills(self._skills)
 
     def _settled_messages(self, session_id: int) -> list[dict]:
         """The chat's messages, with replies left "streaming" by a crash marked "stopped"."""
