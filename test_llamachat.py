@@ -48,8 +48,17 @@ def test_core_modules_import_without_qt() -> None:
     core = [
         name
         for name in (
-            "config", "db", "prompts", "skills", "search", "backend", "models",
-            "providers", "server", "scripted_router", "cli",
+            "config",
+            "db",
+            "prompts",
+            "skills",
+            "search",
+            "backend",
+            "models",
+            "providers",
+            "server",
+            "scripted_router",
+            "cli",
         )
         if (Path(__file__).parent / "llamachat" / f"{name}.py").exists()
     ]
@@ -1790,6 +1799,7 @@ def test_skills_benchmark_reports_send_refresh_and_scan_figures() -> None:
     }
     assert result["catalog_chars"] > 0
 
+
 # ==== end section: skills ====
 
 # ==== section: router fixtures, search, backend, models, providers (helper: backend) ====
@@ -1811,7 +1821,7 @@ def _sse_objects(text: str) -> list:
     out = []
     for line in text.splitlines():
         if line.startswith("data: "):
-            data = line[len("data: "):]
+            data = line[len("data: ") :]
             out.append(data if data == "[DONE]" else json.loads(data))
     return out
 
@@ -1821,10 +1831,19 @@ def test_scripted_router_streams_pieces_then_usage_timings_and_done(router) -> N
 
     from llamachat.scripted_router import Reply, ToolCall
 
-    router.script(Reply(reasoning=["think ", "hard"], content=["Hel", "lo"],
-                        tool_calls=[ToolCall("web_search", '{"query": "abc"}', fragments=3)]))
-    body = {"model": "test-model", "stream": True, "stream_options": {"include_usage": True},
-            "messages": [{"role": "user", "content": "hi there"}]}
+    router.script(
+        Reply(
+            reasoning=["think ", "hard"],
+            content=["Hel", "lo"],
+            tool_calls=[ToolCall("web_search", '{"query": "abc"}', fragments=3)],
+        )
+    )
+    body = {
+        "model": "test-model",
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "messages": [{"role": "user", "content": "hi there"}],
+    }
     r = httpx.post(router.url + "/v1/chat/completions", json=body)
     assert r.headers["content-type"].startswith("text/event-stream")
     objs = _sse_objects(r.text)
@@ -1846,10 +1865,14 @@ def test_scripted_router_streams_pieces_then_usage_timings_and_done(router) -> N
 def test_scripted_router_echoes_last_user_message_and_records_requests(router) -> None:
     import httpx
 
-    body = {"model": "test-model", "stream": False,
-            "messages": [{"role": "user", "content": "ping"}]}
-    r = httpx.post(router.url + "/v1/chat/completions", json=body,
-                   headers={"Authorization": "Bearer k"})
+    body = {
+        "model": "test-model",
+        "stream": False,
+        "messages": [{"role": "user", "content": "ping"}],
+    }
+    r = httpx.post(
+        router.url + "/v1/chat/completions", json=body, headers={"Authorization": "Bearer k"}
+    )
     assert r.json()["choices"][0]["message"]["content"] == "echo: ping"
     recorded = router.chat_requests()[-1]
     assert (recorded.method, recorded.path) == ("POST", "/v1/chat/completions")
@@ -1864,7 +1887,9 @@ def test_scripted_router_load_goes_loading_then_loaded_and_unload_resets() -> No
 
     with ScriptedRouter([Model("a", aliases=("alpha",))], load_delay=0.3) as r:
         assert httpx.post(r.url + "/models/load", json={"model": "a"}).json() == {"success": True}
-        statuses = {m["id"]: m["status"]["value"] for m in httpx.get(r.url + "/models").json()["data"]}
+        statuses = {
+            m["id"]: m["status"]["value"] for m in httpx.get(r.url + "/models").json()["data"]
+        }
         assert statuses == {"a": "loading"}
         while r.status("a") == "loading":
             httpx.get(r.url + "/health")
@@ -1908,8 +1933,15 @@ def test_scripted_router_http_error_and_mid_stream_error_chunk(router) -> None:
     from llamachat.scripted_router import Reply
 
     router.script(
-        Reply(status=400, error={"type": "exceed_context_size_error", "message": "too big",
-                                 "n_prompt_tokens": 9000, "n_ctx": 4096}),
+        Reply(
+            status=400,
+            error={
+                "type": "exceed_context_size_error",
+                "message": "too big",
+                "n_prompt_tokens": 9000,
+                "n_ctx": 4096,
+            },
+        ),
         Reply(content=["a", "b", "c"], error_after=2, error={"message": "boom"}),
     )
     body = {"model": "test-model", "stream": True, "messages": []}
@@ -1939,8 +1971,10 @@ def test_scripted_router_stall_holds_until_released_and_sees_client_leave(router
 
     body = {"model": "test-model", "stream": True, "messages": []}
     router.script(Reply(content=["a", "b"], stall_after=2))
-    with (httpx.Client(timeout=httpx.Timeout(5.0, read=0.3)) as client,
-          pytest.raises(httpx.ReadTimeout)):
+    with (
+        httpx.Client(timeout=httpx.Timeout(5.0, read=0.3)) as client,
+        pytest.raises(httpx.ReadTimeout),
+    ):
         client.post(router.url + "/v1/chat/completions", json=body)
     import time
 
@@ -1997,8 +2031,12 @@ class _Searx:
         self.mode = "ok"
         self.queries: list[str] = []
         self.results = [
-            {"title": f"Result {n}", "url": f"https://example.org/{n}",
-             "content": f"Snippet   number {n}\n with  spaces", "engine": "x"}
+            {
+                "title": f"Result {n}",
+                "url": f"https://example.org/{n}",
+                "content": f"Snippet   number {n}\n with  spaces",
+                "engine": "x",
+            }
             for n in range(1, 9)
         ]
         outer = self
@@ -2039,8 +2077,9 @@ class _Searx:
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                         daemon=True).start()
+        threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        ).start()
 
     def close(self) -> None:
         self._server.shutdown()
@@ -2061,8 +2100,14 @@ def _ask(url: str, body: dict, **kwargs):
 
     client = backend.Client(url, **kwargs)
     try:
-        return list(client.stream_chat(body.get("model", "test-model"), body["messages"],
-                                       body.get("search"), body.get("skills")))
+        return list(
+            client.stream_chat(
+                body.get("model", "test-model"),
+                body["messages"],
+                body.get("search"),
+                body.get("skills"),
+            )
+        )
     finally:
         client.close()
 
@@ -2080,8 +2125,11 @@ def test_search_lists_top_results_compactly_deduplicated_and_capped(searx) -> No
     searx.results.insert(1, dict(searx.results[0]))
     found = search.search(searx.url, "llamas", max_results=3)
     assert [r["url"] for r in found] == [f"https://example.org/{n}" for n in (1, 2, 3)]
-    assert found[0] == {"title": "Result 1", "url": "https://example.org/1",
-                        "snippet": "Snippet number 1 with spaces"}
+    assert found[0] == {
+        "title": "Result 1",
+        "url": "https://example.org/1",
+        "snippet": "Snippet number 1 with spaces",
+    }
     assert searx.queries == ["llamas"]
     text = search.result_text("llamas", found)
     assert text.splitlines()[0] == 'Search results for "llamas":'
@@ -2097,12 +2145,15 @@ def test_search_long_snippets_are_cut_with_an_ellipsis(searx) -> None:
     assert len(snippet) == search.SNIPPET_CHARS and snippet.endswith("…")
 
 
-@pytest.mark.parametrize(("mode", "reason"), [
-    ("error", "answered HTTP 500"),
-    ("html", "did not answer with JSON"),
-    ("forbidden", "enable the json format"),
-    ("slow", "did not answer within 0.3 s"),
-])
+@pytest.mark.parametrize(
+    ("mode", "reason"),
+    [
+        ("error", "answered HTTP 500"),
+        ("html", "did not answer with JSON"),
+        ("forbidden", "enable the json format"),
+        ("slow", "did not answer within 0.3 s"),
+    ],
+)
 def test_search_failures_raise_search_error_saying_why(searx, mode, reason) -> None:
     from llamachat import search
 
@@ -2155,17 +2206,28 @@ def test_search_parse_query_rejects_malformed_arguments() -> None:
 def test_backend_keeps_reasoning_and_content_apart_and_ends_with_stats(router) -> None:
     from llamachat.scripted_router import Reply
 
-    router.script(Reply(reasoning=["Think", "ing"], content=["Hel", "lo"],
-                        usage={"prompt_tokens": 7, "completion_tokens": 4, "total_tokens": 11},
-                        timings={"predicted_per_second": 42.0, "cache_n": 3}))
+    router.script(
+        Reply(
+            reasoning=["Think", "ing"],
+            content=["Hel", "lo"],
+            usage={"prompt_tokens": 7, "completion_tokens": 4, "total_tokens": 11},
+            timings={"predicted_per_second": 42.0, "cache_n": 3},
+        )
+    )
     events = _ask(router.url, {"messages": _user()})
-    assert events[:4] == [("reasoning", "Think"), ("reasoning", "ing"),
-                          ("content", "Hel"), ("content", "lo")]
+    assert events[:4] == [
+        ("reasoning", "Think"),
+        ("reasoning", "ing"),
+        ("content", "Hel"),
+        ("content", "lo"),
+    ]
     kind, stats = events[-1]
     assert kind == "stats"
-    assert stats == {"usage": {"prompt_tokens": 7, "completion_tokens": 4, "total_tokens": 11},
-                     "timings": {"predicted_per_second": 42.0, "cache_n": 3},
-                     "model": "test-model"}
+    assert stats == {
+        "usage": {"prompt_tokens": 7, "completion_tokens": 4, "total_tokens": 11},
+        "timings": {"predicted_per_second": 42.0, "cache_n": 3},
+        "model": "test-model",
+    }
     sent = router.chat_requests()[0].json
     assert sent["stream"] is True
     assert sent["stream_options"] == {"include_usage": True}
@@ -2175,28 +2237,41 @@ def test_backend_keeps_reasoning_and_content_apart_and_ends_with_stats(router) -
 def test_backend_sse_tolerates_comments_empty_deltas_null_content_and_bare_usage(router) -> None:
     from llamachat.scripted_router import Reply
 
-    router.script(Reply(raw=[
-        ": keep-alive comment\n\n",
-        "event: message\n",
-        'data: {"choices":[{"index":0,"delta":{}}]}\n\n',
-        'data: {"choices":[{"index":0,"delta":{"role":"assistant","content":null}}]}\n\n',
-        'data: {"choices":[]}\n\n',
-        'data:{"choices":[{"index":0,"delta":{"content":"ok"}}]}\r\n\r\n',
-        'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n',
-        'data: {"choices":[],"usage":{"total_tokens":5},"timings":{"predicted_n":1}}\n\n',
-    ]))
+    router.script(
+        Reply(
+            raw=[
+                ": keep-alive comment\n\n",
+                "event: message\n",
+                'data: {"choices":[{"index":0,"delta":{}}]}\n\n',
+                'data: {"choices":[{"index":0,"delta":{"role":"assistant","content":null}}]}\n\n',
+                'data: {"choices":[]}\n\n',
+                'data:{"choices":[{"index":0,"delta":{"content":"ok"}}]}\r\n\r\n',
+                'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n',
+                'data: {"choices":[],"usage":{"total_tokens":5},"timings":{"predicted_n":1}}\n\n',
+            ]
+        )
+    )
     events = _ask(router.url, {"messages": _user()})
-    assert events == [("content", "ok"), ("stats", {"usage": {"total_tokens": 5},
-                                                    "timings": {"predicted_n": 1},
-                                                    "model": "test-model"})]
+    assert events == [
+        ("content", "ok"),
+        (
+            "stats",
+            {"usage": {"total_tokens": 5}, "timings": {"predicted_n": 1}, "model": "test-model"},
+        ),
+    ]
 
 
 def test_backend_error_chunk_mid_stream_raises_stream_error_with_server_message(router) -> None:
     from llamachat import backend
     from llamachat.scripted_router import Reply
 
-    router.script(Reply(content=["a", "b", "c"], error_after=2,
-                        error={"message": "slot crashed", "type": "server_error"}))
+    router.script(
+        Reply(
+            content=["a", "b", "c"],
+            error_after=2,
+            error={"message": "slot crashed", "type": "server_error"},
+        )
+    )
     client = backend.Client(router.url)
     got = []
     with pytest.raises(backend.StreamError) as info:
@@ -2212,9 +2287,17 @@ def test_backend_http_error_raises_server_error_with_type_and_token_counts(route
     from llamachat.scripted_router import Reply
 
     message = "request (9412 tokens) exceeds the available context size (8192 tokens)"
-    router.script(Reply(status=400, error={"type": "exceed_context_size_error",
-                                           "message": message, "n_prompt_tokens": 9412,
-                                           "n_ctx": 8192}))
+    router.script(
+        Reply(
+            status=400,
+            error={
+                "type": "exceed_context_size_error",
+                "message": message,
+                "n_prompt_tokens": 9412,
+                "n_ctx": 8192,
+            },
+        )
+    )
     with pytest.raises(backend.ServerError) as info:
         _ask(router.url, {"messages": _user()})
     err = info.value
@@ -2398,13 +2481,16 @@ def test_backend_stream_ending_without_finish_raises_stream_error(router) -> Non
     client.close()
 
 
-@pytest.mark.parametrize(("raw", "match"), [
-    ("<html><body>502 Bad Gateway</body></html>\n", "not an event stream"),
-    ("data: {not json}\n\n", "not JSON"),
-    ('data: ["a list"]\n\n', "unexpected chunk"),
-    ("data: " + "x" * 3_000_000 + "\n\n", "line longer than 1,000,000 bytes"),
-    ("data: " + "y" * 3_000_000, "line longer than 1,000,000 bytes"),
-])
+@pytest.mark.parametrize(
+    ("raw", "match"),
+    [
+        ("<html><body>502 Bad Gateway</body></html>\n", "not an event stream"),
+        ("data: {not json}\n\n", "not JSON"),
+        ('data: ["a list"]\n\n', "unexpected chunk"),
+        ("data: " + "x" * 3_000_000 + "\n\n", "line longer than 1,000,000 bytes"),
+        ("data: " + "y" * 3_000_000, "line longer than 1,000,000 bytes"),
+    ],
+)
 def test_backend_garbage_streams_raise_stream_error_not_a_crash(router, raw, match) -> None:
     from llamachat import backend
     from llamachat.scripted_router import Reply
@@ -2429,11 +2515,27 @@ def test_backend_server_ignoring_stream_true_still_answers(router, searx) -> Non
 
     from llamachat.scripted_router import Reply
 
-    whole = {"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-        "role": "assistant", "content": "", "reasoning_content": "hm",
-        "tool_calls": [{"id": "w1", "type": "function", "function": {
-            "name": "web_search", "arguments": '{"query": "q"}'}}]}}],
-        "usage": {"total_tokens": 3}}
+    whole = {
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "tool_calls",
+                "message": {
+                    "role": "assistant",
+                    "content": "",
+                    "reasoning_content": "hm",
+                    "tool_calls": [
+                        {
+                            "id": "w1",
+                            "type": "function",
+                            "function": {"name": "web_search", "arguments": '{"query": "q"}'},
+                        }
+                    ],
+                },
+            }
+        ],
+        "usage": {"total_tokens": 3},
+    }
     router.script(Reply(body=json.dumps(whole)), Reply(content=["fine"]))
     events = _ask(router.url, {"messages": _user(), "search": _search_cfg(searx)})
     assert events[:2] == [("reasoning", "hm"), ("search_start", "q")]
@@ -2465,8 +2567,10 @@ def test_backend_search_round_runs_search_and_answers_the_call(router, searx) ->
     from llamachat import search
     from llamachat.scripted_router import Reply, ToolCall
 
-    router.script(Reply(tool_calls=[ToolCall("web_search", '{"query": "llama news"}', id="c1")]),
-                  Reply(content="Here you go."))
+    router.script(
+        Reply(tool_calls=[ToolCall("web_search", '{"query": "llama news"}', id="c1")]),
+        Reply(content="Here you go."),
+    )
     events = _ask(router.url, {"messages": _user(), "search": _search_cfg(searx)})
     kinds = [k for k, _ in events]
     assert kinds == ["search_start", "search_done", "content", "content", "content", "stats"]
@@ -2479,8 +2583,13 @@ def test_backend_search_round_runs_search_and_answers_the_call(router, searx) ->
     assert second["tools"] == [search.TOOL_SCHEMA]  # round 2 of 2 still offers tools
     assistant, tool = second["messages"][-2:]
     assert assistant["role"] == "assistant"
-    assert assistant["tool_calls"] == [{"id": "c1", "type": "function", "function": {
-        "name": "web_search", "arguments": '{"query": "llama news"}'}}]
+    assert assistant["tool_calls"] == [
+        {
+            "id": "c1",
+            "type": "function",
+            "function": {"name": "web_search", "arguments": '{"query": "llama news"}'},
+        }
+    ]
     assert tool["role"] == "tool" and tool["tool_call_id"] == "c1"
     assert "1. Result 1\n   https://example.org/1" in tool["content"]
     assert "last available tool use" not in tool["content"]
@@ -2491,8 +2600,12 @@ def test_backend_after_max_searches_a_final_round_offers_no_tools(router, searx)
     from llamachat.scripted_router import Reply, ToolCall
 
     call = ToolCall("web_search", '{"query": "again"}')
-    router.script(Reply(tool_calls=[call]), Reply(tool_calls=[call]), Reply(tool_calls=[call]),
-                  Reply(content="never asked"))
+    router.script(
+        Reply(tool_calls=[call]),
+        Reply(tool_calls=[call]),
+        Reply(tool_calls=[call]),
+        Reply(content="never asked"),
+    )
     events = _ask(router.url, {"messages": _user(), "search": _search_cfg(searx, 2)})
     requests = [r.json for r in router.chat_requests()]
     assert len(requests) == 3
@@ -2512,36 +2625,66 @@ def test_backend_tool_call_fragments_accumulate_by_index(router, searx) -> None:
     from llamachat.scripted_router import Reply
 
     def delta(tc: dict) -> str:
-        return "data: " + json.dumps({"choices": [{"index": 0, "delta": {"tool_calls": [tc]}}]}) \
+        return (
+            "data: "
+            + json.dumps({"choices": [{"index": 0, "delta": {"tool_calls": [tc]}}]})
             + "\n\n"
+        )
 
-    router.script(Reply(raw=[
-        delta({"index": 0, "id": "a", "type": "function",
-               "function": {"name": "web_search", "arguments": ""}}),
-        delta({"index": 1, "id": "b", "type": "function",
-               "function": {"name": "web_search", "arguments": '{"qu'}}),
-        delta({"index": 0, "function": {"arguments": '{"query": '}}),
-        delta({"index": 1, "function": {"arguments": 'ery": "second"}'}}),
-        delta({"index": 0, "function": {"arguments": '"first"}'}}),
-        'data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}\n\n',
-    ]), Reply(content="done"))
+    router.script(
+        Reply(
+            raw=[
+                delta(
+                    {
+                        "index": 0,
+                        "id": "a",
+                        "type": "function",
+                        "function": {"name": "web_search", "arguments": ""},
+                    }
+                ),
+                delta(
+                    {
+                        "index": 1,
+                        "id": "b",
+                        "type": "function",
+                        "function": {"name": "web_search", "arguments": '{"qu'},
+                    }
+                ),
+                delta({"index": 0, "function": {"arguments": '{"query": '}}),
+                delta({"index": 1, "function": {"arguments": 'ery": "second"}'}}),
+                delta({"index": 0, "function": {"arguments": '"first"}'}}),
+                'data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}\n\n',
+            ]
+        ),
+        Reply(content="done"),
+    )
     events = _ask(router.url, {"messages": _user(), "search": _search_cfg(searx)})
     assert [p for k, p in events if k == "search_start"] == ["first", "second"]
     second = router.chat_requests()[1].json["messages"]
     calls = second[-3]["tool_calls"]
     assert [(c["id"], c["function"]["arguments"]) for c in calls] == [
-        ("a", '{"query": "first"}'), ("b", '{"query": "second"}')]
+        ("a", '{"query": "first"}'),
+        ("b", '{"query": "second"}'),
+    ]
     assert [(m["tool_call_id"], m["content"].splitlines()[0]) for m in second[-2:]] == [
-        ("a", 'Search results for "first":'), ("b", 'Search results for "second":')]
+        ("a", 'Search results for "first":'),
+        ("b", 'Search results for "second":'),
+    ]
     assert searx.queries == ["first", "second"]
 
 
 def test_backend_unknown_tool_and_malformed_arguments_get_error_results(router, searx) -> None:
     from llamachat.scripted_router import Reply, ToolCall
 
-    router.script(Reply(tool_calls=[ToolCall("calculator", '{"x": 1}', id="u1"),
-                                    ToolCall("web_search", '{not json', id="m1")]),
-                  Reply(content="ok"))
+    router.script(
+        Reply(
+            tool_calls=[
+                ToolCall("calculator", '{"x": 1}', id="u1"),
+                ToolCall("web_search", "{not json", id="m1"),
+            ]
+        ),
+        Reply(content="ok"),
+    )
     events = _ask(router.url, {"messages": _user(), "search": _search_cfg(searx)})
     assert ("content", "ok") in events
     assert not any(k == "search_start" for k, _ in events)
@@ -2557,17 +2700,24 @@ def test_backend_unknown_tool_and_malformed_arguments_get_error_results(router, 
     assert searx.queries == []
 
 
-@pytest.mark.parametrize(("mode", "reason"), [
-    ("error", "answered HTTP 500"), ("html", "did not answer with JSON"),
-    ("slow", "did not answer within 0.3 s"), ("forbidden", "HTTP 403"),
-])
+@pytest.mark.parametrize(
+    ("mode", "reason"),
+    [
+        ("error", "answered HTTP 500"),
+        ("html", "did not answer with JSON"),
+        ("slow", "did not answer within 0.3 s"),
+        ("forbidden", "HTTP 403"),
+    ],
+)
 def test_backend_search_failures_become_tool_results(router, searx, mode, reason) -> None:
     from llamachat import backend
     from llamachat.scripted_router import Reply, ToolCall
 
     searx.mode = mode
-    router.script(Reply(tool_calls=[ToolCall("web_search", '{"query": "q"}', id="s1")]),
-                  Reply(content=["answered anyway"]))
+    router.script(
+        Reply(tool_calls=[ToolCall("web_search", '{"query": "q"}', id="s1")]),
+        Reply(content=["answered anyway"]),
+    )
     cfg = backend.SearchConfig(enabled=True, url=searx.url, max_searches=1, timeout=0.3)
     events = _ask(router.url, {"messages": _user(), "search": cfg})
     done = dict(events)["search_done"]
@@ -2583,8 +2733,9 @@ def test_backend_empty_search_results_tell_the_model(router, searx) -> None:
     from llamachat.scripted_router import Reply, ToolCall
 
     searx.mode = "empty"
-    router.script(Reply(tool_calls=[ToolCall("web_search", '{"query": "zzz"}')]),
-                  Reply(content="nothing"))
+    router.script(
+        Reply(tool_calls=[ToolCall("web_search", '{"query": "zzz"}')]), Reply(content="nothing")
+    )
     events = _ask(router.url, {"messages": _user(), "search": _search_cfg(searx)})
     assert dict(events)["search_done"] == {"query": "zzz", "results": [], "error": ""}
     tool = router.chat_requests()[1].json["messages"][-1]
@@ -2594,9 +2745,14 @@ def test_backend_empty_search_results_tell_the_model(router, searx) -> None:
 def test_backend_reasoning_is_replayed_on_the_tool_call_message(router, searx) -> None:
     from llamachat.scripted_router import Reply, ToolCall
 
-    router.script(Reply(reasoning=["I should ", "search."], content=["Let me look."],
-                        tool_calls=[ToolCall("web_search", '{"query": "q"}')]),
-                  Reply(content="done"))
+    router.script(
+        Reply(
+            reasoning=["I should ", "search."],
+            content=["Let me look."],
+            tool_calls=[ToolCall("web_search", '{"query": "q"}')],
+        ),
+        Reply(content="done"),
+    )
     _ask(router.url, {"messages": _user(), "search": _search_cfg(searx)})
     assistant = router.chat_requests()[1].json["messages"][-2]
     assert assistant["reasoning_content"] == "I should search."
@@ -2610,8 +2766,9 @@ def test_backend_never_mutates_the_callers_messages(router, searx) -> None:
 
     messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}]
     before = copy.deepcopy(messages)
-    router.script(Reply(tool_calls=[ToolCall("web_search", '{"query": "q"}')]),
-                  Reply(content="done"))
+    router.script(
+        Reply(tool_calls=[ToolCall("web_search", '{"query": "q"}')]), Reply(content="done")
+    )
     _ask(router.url, {"messages": messages, "search": _search_cfg(searx)})
     assert messages == before
     assert len(router.chat_requests()[1].json["messages"]) == 4
@@ -2621,10 +2778,20 @@ def test_backend_search_puts_todays_date_in_the_system_prompt_once(router, searx
     from llamachat import search
 
     note = search.date_note()
-    _ask(router.url, {"messages": [{"role": "system", "content": "Be brief."}, *_user()],
-                      "search": _search_cfg(searx)})
-    _ask(router.url, {"messages": [{"role": "system", "content": f"Be brief.\n\n{note}"},
-                                   *_user()], "search": _search_cfg(searx)})
+    _ask(
+        router.url,
+        {
+            "messages": [{"role": "system", "content": "Be brief."}, *_user()],
+            "search": _search_cfg(searx),
+        },
+    )
+    _ask(
+        router.url,
+        {
+            "messages": [{"role": "system", "content": f"Be brief.\n\n{note}"}, *_user()],
+            "search": _search_cfg(searx),
+        },
+    )
     _ask(router.url, {"messages": _user(), "search": _search_cfg(searx)})
     _ask(router.url, {"messages": _user()})
     first, second, third, plain = (r.json["messages"] for r in router.chat_requests())
@@ -2649,7 +2816,8 @@ def _skill_store(tmp_path: Path):
     (root / "finance-cli").mkdir(parents=True)
     (root / "finance-cli" / "SKILL.md").write_text(
         "---\nname: finance-cli\ndescription: Operate a finance CLI.\n---\n\n"
-        "# finance-cli\nRun `finance auth test` first.\n")
+        "# finance-cli\nRun `finance auth test` first.\n"
+    )
     return skills.SkillStore(root)
 
 
@@ -2658,8 +2826,10 @@ def test_backend_load_skill_yields_skill_loaded_and_sends_the_body(router, tmp_p
     from llamachat.scripted_router import Reply, ToolCall
 
     store = _skill_store(tmp_path)
-    router.script(Reply(tool_calls=[ToolCall("load_skill", '{"name": "finance-cli"}', id="k1")]),
-                  Reply(content="Done."))
+    router.script(
+        Reply(tool_calls=[ToolCall("load_skill", '{"name": "finance-cli"}', id="k1")]),
+        Reply(content="Done."),
+    )
     cfg = backend.SkillsConfig(enabled=True, store=store, max_searches=1)
     events = _ask(router.url, {"messages": _user(), "skills": cfg})
     assert events[0] == ("skill_loaded", "finance-cli")
@@ -2677,9 +2847,15 @@ def test_backend_unknown_skill_is_answered_with_an_error_and_no_event(router, tm
     from llamachat import backend
     from llamachat.scripted_router import Reply, ToolCall
 
-    router.script(Reply(tool_calls=[ToolCall("load_skill", '{"name": "notes-keeper"}', id="k2"),
-                                    ToolCall("load_skill", "{oops", id="k3")]),
-                  Reply(content="ok"))
+    router.script(
+        Reply(
+            tool_calls=[
+                ToolCall("load_skill", '{"name": "notes-keeper"}', id="k2"),
+                ToolCall("load_skill", "{oops", id="k3"),
+            ]
+        ),
+        Reply(content="ok"),
+    )
     cfg = backend.SkillsConfig(enabled=True, store=_skill_store(tmp_path), max_searches=2)
     events = _ask(router.url, {"messages": _user(), "skills": cfg})
     assert not any(k == "skill_loaded" for k, _ in events)
@@ -2696,12 +2872,23 @@ def test_backend_search_and_skills_share_one_dispatcher(router, searx, tmp_path)
     from llamachat.scripted_router import Reply, ToolCall
 
     store = _skill_store(tmp_path)
-    router.script(Reply(tool_calls=[ToolCall("load_skill", '{"name": "finance-cli"}', id="k"),
-                                    ToolCall("web_search", '{"query": "rates"}', id="s")]),
-                  Reply(content="Both."))
-    events = _ask(router.url, {
-        "messages": _user(), "search": _search_cfg(searx, 1),
-        "skills": backend.SkillsConfig(enabled=True, store=store, max_searches=1)})
+    router.script(
+        Reply(
+            tool_calls=[
+                ToolCall("load_skill", '{"name": "finance-cli"}', id="k"),
+                ToolCall("web_search", '{"query": "rates"}', id="s"),
+            ]
+        ),
+        Reply(content="Both."),
+    )
+    events = _ask(
+        router.url,
+        {
+            "messages": _user(),
+            "search": _search_cfg(searx, 1),
+            "skills": backend.SkillsConfig(enabled=True, store=store, max_searches=1),
+        },
+    )
     assert [k for k, _ in events][:3] == ["skill_loaded", "search_start", "search_done"]
     first, second = (r.json for r in router.chat_requests())
     assert first["tools"] == [search.TOOL_SCHEMA, store.tool_schema()]
@@ -2725,11 +2912,14 @@ def test_backend_skills_config_without_store_offers_nothing(router) -> None:
 def _models_router(**kwargs):
     from llamachat.scripted_router import Model, ScriptedRouter
 
-    return ScriptedRouter([
-        Model("qwen", "loaded", aliases=("q",), modalities=("text", "image"), n_ctx=32768),
-        Model("smol", "unloaded", n_ctx=2048),
-        Model("broken", fail_exit_code=1),
-    ], **kwargs)
+    return ScriptedRouter(
+        [
+            Model("qwen", "loaded", aliases=("q",), modalities=("text", "image"), n_ctx=32768),
+            Model("smol", "unloaded", n_ctx=2048),
+            Model("broken", fail_exit_code=1),
+        ],
+        **kwargs,
+    )
 
 
 def test_models_lists_status_aliases_and_modalities() -> None:
@@ -2739,8 +2929,10 @@ def test_models_lists_status_aliases_and_modalities() -> None:
         client = backend.Client(r.url)
         listed = models.Models(client).list()
         assert [(m.id, m.status, m.aliases, m.accepts_images) for m in listed] == [
-            ("qwen", "loaded", ("q",), True), ("smol", "unloaded", (), False),
-            ("broken", "unloaded", (), False)]
+            ("qwen", "loaded", ("q",), True),
+            ("smol", "unloaded", (), False),
+            ("broken", "unloaded", (), False),
+        ]
         assert models.Models(client).is_router()
         client.close()
 
@@ -2772,7 +2964,9 @@ def test_models_load_polls_from_loading_to_loaded_and_unload() -> None:
         assert m.unload("smol") is True
         assert m.get("smol").status == "unloaded"
         assert [q.path for q in r.requests if q.method == "POST"] == [
-            "/models/load", "/models/unload"]
+            "/models/load",
+            "/models/unload",
+        ]
 
 
 def test_models_failed_load_raises_the_servers_message_and_lists_failed() -> None:
@@ -2796,8 +2990,9 @@ def test_models_context_size_and_token_count_never_start_a_load() -> None:
         assert m.count_tokens("qwen", "Hello, world") == 3
         assert m.count_tokens("smol", "Hello") is None
         assert r.status("smol") == "unloaded"
-        assert {q.query.get("autoload") for q in r.requests
-                if q.path in ("/props", "/tokenize")} == {"false"}
+        assert {
+            q.query.get("autoload") for q in r.requests if q.path in ("/props", "/tokenize")
+        } == {"false"}
 
 
 def test_models_plain_llama_server_lists_without_status_and_never_loads() -> None:
@@ -2835,17 +3030,29 @@ def test_providers_route_prefixed_ids_with_their_key_and_list_models(monkeypatch
 
     monkeypatch.setenv("TEST_PROVIDER_KEY", "prov-secret-1")
     monkeypatch.setenv("TEST_ROUTER_KEY", "router-secret-2")
-    with (ScriptedRouter([Model("ggml-org/gemma:Q4", "loaded")], api_key="router-secret-2") as r,
-          ScriptedRouter([Model("gpt-x", "loaded"), Model("gpt-y", "loaded")], router=False,
-                         api_key="prov-secret-1") as p):
-        cfg = config.Config(router_url=r.url, router_api_key_env="TEST_ROUTER_KEY", providers=(
-            config.ProviderConfig("cloud", p.url + "/v1", "TEST_PROVIDER_KEY"),
-            config.ProviderConfig("fixed", "http://127.0.0.1:9/v1", "", ("m1",)),
-        ))
+    with (
+        ScriptedRouter([Model("ggml-org/gemma:Q4", "loaded")], api_key="router-secret-2") as r,
+        ScriptedRouter(
+            [Model("gpt-x", "loaded"), Model("gpt-y", "loaded")],
+            router=False,
+            api_key="prov-secret-1",
+        ) as p,
+    ):
+        cfg = config.Config(
+            router_url=r.url,
+            router_api_key_env="TEST_ROUTER_KEY",
+            providers=(
+                config.ProviderConfig("cloud", p.url + "/v1", "TEST_PROVIDER_KEY"),
+                config.ProviderConfig("fixed", "http://127.0.0.1:9/v1", "", ("m1",)),
+            ),
+        )
         reg = providers.Registry(cfg)
         assert [(m.id, m.provider) for m in reg.models()] == [
-            ("ggml-org/gemma:Q4", ""), ("cloud/gpt-x", "cloud"), ("cloud/gpt-y", "cloud"),
-            ("fixed/m1", "fixed")]
+            ("ggml-org/gemma:Q4", ""),
+            ("cloud/gpt-x", "cloud"),
+            ("cloud/gpt-y", "cloud"),
+            ("fixed/m1", "fixed"),
+        ]
         assert reg.errors == {}
         client, model = reg.client_for("cloud/gpt-x")
         assert model == "gpt-x"
@@ -2873,11 +3080,14 @@ def test_providers_failures_are_kept_per_source_without_leaking_keys(monkeypatch
         s.bind(("127.0.0.1", 0))
         dead = f"http://127.0.0.1:{s.getsockname()[1]}"
     with ScriptedRouter([Model("m", "loaded")], router=False, api_key="right") as p:
-        cfg = config.Config(router_url=dead, providers=(
-            config.ProviderConfig("bad", p.url, "BAD_KEY"),
-            config.ProviderConfig("nokey", p.url, "MISSING_KEY"),
-            config.ProviderConfig("good", p.url + "/v1", "", ("m",)),
-        ))
+        cfg = config.Config(
+            router_url=dead,
+            providers=(
+                config.ProviderConfig("bad", p.url, "BAD_KEY"),
+                config.ProviderConfig("nokey", p.url, "MISSING_KEY"),
+                config.ProviderConfig("good", p.url + "/v1", "", ("m",)),
+            ),
+        )
         reg = providers.Registry(cfg)
         assert [m.id for m in reg.models()] == ["good/m"]
         assert isinstance(reg.errors["router"], backend.RouterUnreachable)
@@ -3957,15 +4167,25 @@ def test_settings_round_trip_keeps_the_users_comments(qtbot, tmp_path: Path) -> 
     text = path.read_text(encoding="utf-8")
     assert 'router_url = "http://10.0.0.5:8080"  # the box under my desk' in text
     assert text.endswith("\n# My own note, at the end.\n")
-    changed = ("router_url", "# router_api_key_env", "# search_url", "# skills_dirs",
-               "# default_model", "theme")
+    changed = (
+        "router_url",
+        "# router_api_key_env",
+        "# search_url",
+        "# skills_dirs",
+        "# default_model",
+        "theme",
+    )
     kept = [line for line in original.splitlines() if not line.startswith(changed)]
     assert [line for line in text.splitlines() if line in kept] == kept
     new = saved.args[0]
     assert new == config.load(path)
-    assert (new.router_url, new.router_api_key_env, new.search_url, new.default_model,
-            new.theme) == ("http://10.0.0.5:8080", "MY_KEY", "http://127.0.0.1:8888", "qwen",
-                           "dark")
+    assert (
+        new.router_url,
+        new.router_api_key_env,
+        new.search_url,
+        new.default_model,
+        new.theme,
+    ) == ("http://10.0.0.5:8080", "MY_KEY", "http://127.0.0.1:8888", "qwen", "dark")
     assert new.skills_dirs == (Path.home() / "team-skills",)
 
     bad = SettingsDialog(new)
@@ -4020,10 +4240,18 @@ def test_shortcuts_table_is_installed_and_listed_in_the_help(qtbot) -> None:
     window.activateWindow()
     qtbot.waitUntil(window.isActiveWindow)
     hits: list[str] = []
-    made = install(window, {"search_sessions": lambda: hits.append("search"),
-                            "settings": lambda: hits.append("settings")})
+    made = install(
+        window,
+        {
+            "search_sessions": lambda: hits.append("search"),
+            "settings": lambda: hits.append("settings"),
+        },
+    )
     assert [s.key() for s in made] == [
-        QKeySequence("Ctrl+K"), QKeySequence("Ctrl+F"), QKeySequence("Ctrl+,")]
+        QKeySequence("Ctrl+K"),
+        QKeySequence("Ctrl+F"),
+        QKeySequence("Ctrl+,"),
+    ]
     for key in (Qt.Key.Key_K, Qt.Key.Key_F, Qt.Key.Key_Comma):
         qtbot.keyClick(window, key, Qt.KeyboardModifier.ControlModifier)
     assert hits == ["search", "search", "settings"]
@@ -4074,7 +4302,9 @@ def test_sidebar_pages_ten_thousand_sessions_as_the_list_scrolls(qtbot, tmp_path
     assert sidebar.model.rowCount() == 100
     assert sidebar.model.canFetchMore(QModelIndex())
     assert [sidebar.model.data(sidebar.model.index(r)) for r in range(2)] == [
-        "chat 9999", "chat 9998"]
+        "chat 9999",
+        "chat 9998",
+    ]
     sidebar.list_view.scrollToBottom()
     qtbot.waitUntil(lambda: sidebar.model.rowCount() >= 200)
     assert sidebar.model.rowCount() < 10_000
@@ -4109,7 +4339,8 @@ def test_sidebar_search_finds_a_message_from_an_old_session(qtbot, tmp_path: Pat
     assert shown.startswith("Where does the quokka live?\n") and "Rottnest" in shown
     with qtbot.waitSignal(sidebar.session_activated) as opened:
         qtbot.mouseClick(
-            sidebar.list_view.viewport(), Qt.MouseButton.LeftButton,
+            sidebar.list_view.viewport(),
+            Qt.MouseButton.LeftButton,
             pos=sidebar.list_view.visualRect(sidebar.model.index(0)).center(),
         )
     assert opened.args == [old]
@@ -4172,7 +4403,9 @@ def test_sidebar_renames_exports_and_imports_sessions(qtbot, tmp_path: Path) -> 
     new_id = sidebar.import_file(tmp_path / "rivers.json")
     assert new_id != sid and sidebar.session_ids()[:2] in ([new_id, sid], [sid, new_id])
     assert [m["content"] for m in history.messages(new_id)] == [
-        "Name three rivers", "Nile, Amazon, Danube."]
+        "Name three rivers",
+        "Nile, Amazon, Danube.",
+    ]
     (tmp_path / "bad.json").write_text(json.dumps({"format": "something else"}))
     with pytest.raises(HistoryError, match="not a llamachat session"):
         sidebar.import_file(tmp_path / "bad.json")
@@ -4185,9 +4418,7 @@ def test_sidebar_renames_exports_and_imports_sessions(qtbot, tmp_path: Path) -> 
     history.close()
 
 
-def test_presets_switch_emits_the_new_system_text_and_custom_prompt(
-    qtbot, tmp_path: Path
-) -> None:
+def test_presets_switch_emits_the_new_system_text_and_custom_prompt(qtbot, tmp_path: Path) -> None:
     from llamachat.prompts import DEFAULT_NAME, DEFAULT_TEXT, Prompts
     from llamachat.ui.presets import CUSTOM_LABEL, PresetPicker
 
@@ -4283,7 +4514,9 @@ def test_meter_shows_usage_of_the_models_context_and_warns_before_overflow(
         assert meter.context_size() is None and "smol" in meter.toolTip()
         props = [q for q in r.requests if q.path == "/props"]
         assert [q.query for q in props] == [
-            {"model": "qwen", "autoload": "false"}, {"model": "smol", "autoload": "false"}]
+            {"model": "qwen", "autoload": "false"},
+            {"model": "smol", "autoload": "false"},
+        ]
         assert r.status("smol") == "unloaded"
         registry.close()
 
@@ -4298,7 +4531,8 @@ def test_model_picker_shows_statuses_and_loads_a_chosen_model(qtbot) -> None:
     models = [Model("qwen", "loaded", modalities=("text", "image")), Model("smol")]
     with ScriptedRouter(models, load_delay=0.5) as r:
         registry = _chrome_registry(
-            r.url, ProviderConfig("cloud", "http://127.0.0.1:9", models=("big",)))
+            r.url, ProviderConfig("cloud", "http://127.0.0.1:9", models=("big",))
+        )
         picker = ModelPicker(registry, poll_ms=100)
         qtbot.addWidget(picker)
         assert picker.combo.accessibleName() == "Model"
@@ -4323,7 +4557,9 @@ def test_model_picker_shows_statuses_and_loads_a_chosen_model(qtbot) -> None:
         qtbot.mouseClick(picker.unload_button, Qt.MouseButton.LeftButton)
         qtbot.waitUntil(lambda: picker.combo.itemText(1) == "○ smol")
         assert [(q.path, q.json) for q in r.requests if q.method == "POST"] == [
-            ("/models/load", {"model": "smol"}), ("/models/unload", {"model": "smol"})]
+            ("/models/load", {"model": "smol"}),
+            ("/models/unload", {"model": "smol"}),
+        ]
         assert {q.path for q in r.requests if q.method == "GET"} == {"/v1/models"}
         with qtbot.waitSignal(picker.default_changed) as starred:
             qtbot.mouseClick(picker.star, Qt.MouseButton.LeftButton)
@@ -4360,7 +4596,8 @@ def test_model_picker_failed_load_shows_the_servers_message_and_retry(qtbot) -> 
         assert picker.status("broken") == "loading"  # statuses kept coming during the load
         qtbot.waitUntil(lambda: picker.status("broken") == "failed")
         assert picker.status_label.text() == (
-            "broken failed to load: model 'broken' failed to load (exit code 1)")
+            "broken failed to load: model 'broken' failed to load (exit code 1)"
+        )
         assert picker.retry_button.isVisibleTo(picker)
         assert picker.combo.itemText(1) == "⚠ broken"
         r.models["broken"].fail_exit_code = None
@@ -4406,7 +4643,8 @@ def test_skills_panel_lists_skills_problems_and_imports_a_good_and_a_bad_folder(
     first = panel.tree.topLevelItem(0)
     assert [first.text(c) for c in range(5)] == ["alpha", "Alpha things.", str(root), "", ""]
     assert [t for t in panel.problem_texts() if "broken" in t] == [
-        t for t in panel.problem_texts() if "has no `description:`" in t]
+        t for t in panel.problem_texts() if "has no `description:`" in t
+    ]
     assert len(panel.problem_texts()) == 1
     panel.tree.setCurrentItem(first)
     qtbot.mouseClick(panel.load_button, Qt.MouseButton.LeftButton)
@@ -4423,15 +4661,14 @@ def test_skills_panel_lists_skills_problems_and_imports_a_good_and_a_bad_folder(
     assert "gamma" in panel.message_text() and "has no `description:`" in panel.message_text()
     assert not (root / "gamma").exists()
     (root / "beta" / "SKILL.md").write_text(
-        "---\nname: beta\ndescription: Mine.\n---\nkeep\n", encoding="utf-8")
+        "---\nname: beta\ndescription: Mine.\n---\nkeep\n", encoding="utf-8"
+    )
     assert panel.import_folder(incoming / "beta") == []
     assert "already exists and is never overwritten" in panel.message_text()
     assert "Mine." in (root / "beta" / "SKILL.md").read_text(encoding="utf-8")
 
 
-def test_skills_panel_shows_a_skill_written_to_disk_without_restart(
-    qtbot, tmp_path: Path
-) -> None:
+def test_skills_panel_shows_a_skill_written_to_disk_without_restart(qtbot, tmp_path: Path) -> None:
     from llamachat.skills import SkillStore
     from llamachat.ui.skills_panel import SkillsPanel, SkillsWatcher
 
@@ -4447,7 +4684,8 @@ def test_skills_panel_shows_a_skill_written_to_disk_without_restart(
         _chrome_skill(root, "delta", "Delta things.")
     qtbot.waitUntil(lambda: panel.skill_names() == ["alpha", "delta"], timeout=5000)
     (root / "delta" / "SKILL.md").write_text(
-        "---\nname: delta\ndescription: Edited.\n---\nx\n", encoding="utf-8")
+        "---\nname: delta\ndescription: Edited.\n---\nx\n", encoding="utf-8"
+    )
     qtbot.waitUntil(lambda: panel.tree.topLevelItem(1).text(1) == "Edited.", timeout=5000)
     _chrome_skill(extra, "omega", "From a folder created later.")
     qtbot.waitUntil(lambda: "omega" in panel.skill_names(), timeout=5000)
@@ -5237,8 +5475,9 @@ def _quick_ask(qtbot, window, text: str, *, wait: bool = True) -> None:
     qtbot.keyClicks(editor, text)
     qtbot.keyClick(editor, Qt.Key.Key_Return)
     if wait:
-        qtbot.waitUntil(lambda: window.session_id is not None and not window.is_streaming(),
-                        timeout=30000)
+        qtbot.waitUntil(
+            lambda: window.session_id is not None and not window.is_streaming(), timeout=30000
+        )
 
 
 # ---------------------------------------------------------------- cli: ask --print
@@ -5259,7 +5498,9 @@ def test_cli_print_writes_exactly_the_content_to_stdout_and_reasoning_to_stderr(
     assert done.stderr == "Two and two."
     sent = router.chat_requests()[-1].json
     assert sent["stream"] is True and sent["messages"][-1] == {
-        "role": "user", "content": "what is 2+2?"}
+        "role": "user",
+        "content": "what is 2+2?",
+    }
 
 
 def test_cli_print_no_reasoning_hides_it_and_uses_the_model_asked_for(router, tmp_path) -> None:
@@ -5286,7 +5527,9 @@ def test_cli_print_saves_a_searchable_oneshot_session_without_skills(router, tmp
     with History(tmp_path / "history.db") as history:
         (session,) = history.list_sessions()
         assert session["mode"] == "oneshot" and session["skills"] == []
-        assert [(m["role"], m["content"], m["status"]) for m in history.messages(session["id"])] == [
+        assert [
+            (m["role"], m["content"], m["status"]) for m in history.messages(session["id"])
+        ] == [
             ("user", "capital of France", "complete"),
             ("assistant", "Paris it is.", "complete"),
         ]
@@ -5348,8 +5591,13 @@ def test_cli_print_error_mid_stream_keeps_the_partial_answer_and_exits_1(router,
     from llamachat.scripted_router import Reply
 
     config = _quick_config_file(tmp_path, router.url)
-    router.script(Reply(content=["Part ", "one ", "two"], error_after=3,
-                        error={"type": "server_error", "message": "the GPU fell over"}))
+    router.script(
+        Reply(
+            content=["Part ", "one ", "two"],
+            error_after=3,
+            error={"type": "server_error", "message": "the GPU fell over"},
+        )
+    )
     done = _llamachat(config, "ask", "--print", "go")
     assert done.returncode == 1
     assert done.stdout == "Part one "
@@ -5401,8 +5649,15 @@ def test_cli_print_never_imports_qt(router, tmp_path) -> None:
         "sys.exit(rc)\n"
     )
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, env=env, timeout=60, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "echo: hi"
     assert done.stderr.endswith("QT=")
@@ -5480,8 +5735,9 @@ def test_quick_skills_apply_to_one_answer_then_are_dropped(quick, router, qtbot,
     # router is holding the rest until release().
     router.script(Reply(content=["Sunny ", "and ", "warm."], stall_after=2))
     _quick_ask(qtbot, window, "/weather will it rain", wait=False)
-    qtbot.waitUntil(lambda: window.is_streaming()
-                    and window.conversation.last_assistant().content() == "Sunny ")
+    qtbot.waitUntil(
+        lambda: window.is_streaming() and window.conversation.last_assistant().content() == "Sunny "
+    )
     _quick_named(window, QPushButton, "Unload skill weather")
     router.release()
     qtbot.waitUntil(lambda: not window.is_streaming(), timeout=30000)
@@ -5492,8 +5748,10 @@ def test_quick_skills_apply_to_one_answer_then_are_dropped(quick, router, qtbot,
     assert history.get_session(window.session_id)["skills"] == []
     router.script(Reply(content=["No skill now."]))
     _quick_ask(qtbot, window, "and tomorrow")
-    assert _quick_part(tmp_path, "weather") not in router.chat_requests()[-1].json["messages"][0][
-        "content"]
+    assert (
+        _quick_part(tmp_path, "weather")
+        not in router.chat_requests()[-1].json["messages"][0]["content"]
+    )
 
 
 @quick_offscreen
@@ -5510,8 +5768,11 @@ def test_quick_skill_the_model_loads_serves_only_that_answer(quick, router, qtbo
         Reply(content=["Balance ", "checked."], stall_after=2),
     )
     _quick_ask(qtbot, window, "what is my balance", wait=False)
-    qtbot.waitUntil(lambda: window.is_streaming()
-                    and window.conversation.last_assistant().content() == "Balance ")
+    qtbot.waitUntil(
+        lambda: (
+            window.is_streaming() and window.conversation.last_assistant().content() == "Balance "
+        )
+    )
     assert window.loaded_skills() == ["finance-cli"]
     _quick_named(window, QPushButton, "Unload skill finance-cli")
     router.release()
@@ -5535,8 +5796,12 @@ def test_quick_escape_stops_the_answer_and_hides(quick, router, qtbot) -> None:
     window.present()
     router.script(Reply(content=["Partial ", "answer"], stall_after=2))
     _quick_ask(qtbot, window, "long one", wait=False)
-    qtbot.waitUntil(lambda: window.conversation.last_assistant() is not None
-                    and window.conversation.last_assistant().content() == "Partial ")
+    qtbot.waitUntil(
+        lambda: (
+            window.conversation.last_assistant() is not None
+            and window.conversation.last_assistant().content() == "Partial "
+        )
+    )
     qtbot.keyClick(_quick_named(window, QPlainTextEdit, "Message"), Qt.Key.Key_Escape)
     assert not window.isVisible() and not window.is_streaming()
     reply = history.messages(window.session_id)[-1]
@@ -5554,15 +5819,21 @@ def test_quick_ctrl_enter_continues_the_exchange_as_a_chat(router, qtbot, tmp_pa
     from llamachat.db import History
     from llamachat.ui.instance import RunningInstance
 
-    cfg = Config(router_url=router.url, default_model="test-model", manage_server=False,
-                 skills_dir=_quick_skills(tmp_path), history_path=tmp_path / "history.db",
-                 prompts_dir=tmp_path / "prompts")
+    cfg = Config(
+        router_url=router.url,
+        default_model="test-model",
+        manage_server=False,
+        skills_dir=_quick_skills(tmp_path),
+        history_path=tmp_path / "history.db",
+        prompts_dir=tmp_path / "prompts",
+    )
     history = History(cfg.history_path)
     running = RunningInstance(cfg, history, tray=False)
     try:
         quick = running.ask("first question", send=True)
-        qtbot.waitUntil(lambda: quick.session_id is not None and not quick.is_streaming(),
-                        timeout=30000)
+        qtbot.waitUntil(
+            lambda: quick.session_id is not None and not quick.is_streaming(), timeout=30000
+        )
         session_id = quick.session_id
         editor = _quick_named(quick, QPlainTextEdit, "Message")
         qtbot.keyClicks(editor, "and a follow-up")
@@ -5570,11 +5841,17 @@ def test_quick_ctrl_enter_continues_the_exchange_as_a_chat(router, qtbot, tmp_pa
         chat = running.chat_window()
         assert chat is not None and chat.isVisible() and not quick.isVisible()
         assert chat.session_id == session_id
-        qtbot.waitUntil(lambda: not chat.is_streaming()
-                        and len(history.messages(session_id)) == 4, timeout=30000)
+        qtbot.waitUntil(
+            lambda: not chat.is_streaming() and len(history.messages(session_id)) == 4,
+            timeout=30000,
+        )
         assert history.get_session(session_id)["mode"] == "chat"
         assert [m["content"] for m in history.messages(session_id)] == [
-            "first question", "echo: first question", "and a follow-up", "echo: and a follow-up"]
+            "first question",
+            "echo: first question",
+            "and a follow-up",
+            "echo: and a follow-up",
+        ]
         assert router.chat_requests()[-1].json["messages"][1:] == [
             {"role": "user", "content": "first question"},
             {"role": "assistant", "content": "echo: first question"},
@@ -5593,15 +5870,28 @@ def test_quick_picks_a_loaded_model_when_none_is_configured(qtbot, tmp_path) -> 
     from llamachat.scripted_router import Model, ScriptedRouter
     from llamachat.ui.quick import QuickWindow
 
-    with ScriptedRouter(models=[Model("cold", "unloaded"), Model("warm", "loaded")]) as server, \
-            History(tmp_path / "h.db") as history:
-        window = QuickWindow(Config(router_url=server.url, prompts_dir=tmp_path / "p",
-                                    history_path=tmp_path / "h.db"), history)
+    with (
+        ScriptedRouter(models=[Model("cold", "unloaded"), Model("warm", "loaded")]) as server,
+        History(tmp_path / "h.db") as history,
+    ):
+        window = QuickWindow(
+            Config(
+                router_url=server.url, prompts_dir=tmp_path / "p", history_path=tmp_path / "h.db"
+            ),
+            history,
+        )
         qtbot.addWidget(window)
         qtbot.waitUntil(lambda: window.current_model() == "warm")
-        configured = QuickWindow(Config(router_url=server.url, oneshot_model="cold",
-                                        default_model="warm", prompts_dir=tmp_path / "p",
-                                        history_path=tmp_path / "h.db"), history)
+        configured = QuickWindow(
+            Config(
+                router_url=server.url,
+                oneshot_model="cold",
+                default_model="warm",
+                prompts_dir=tmp_path / "p",
+                history_path=tmp_path / "h.db",
+            ),
+            history,
+        )
         qtbot.addWidget(configured)
         assert configured.current_model() == "cold"
         window.close()
@@ -5651,8 +5941,13 @@ def test_quick_lists_no_models_while_the_router_is_awaited_then_lists_at_use_rou
         dead = f"http://127.0.0.1:{probe.getsockname()[1]}"
 
     def config(url: str) -> Config:
-        return Config(router_url=url, manage_server=False, history_path=tmp_path / "h.db",
-                      prompts_dir=tmp_path / "p", skills_dir=_quick_skills(tmp_path))
+        return Config(
+            router_url=url,
+            manage_server=False,
+            history_path=tmp_path / "h.db",
+            prompts_dir=tmp_path / "p",
+            skills_dir=_quick_skills(tmp_path),
+        )
 
     history = History(tmp_path / "h.db")
     running = RunningInstance(config(dead), history, tray=False)
@@ -5675,8 +5970,9 @@ def test_quick_lists_no_models_while_the_router_is_awaited_then_lists_at_use_rou
         assert quick.notice.text() == failed
 
         running.use_router(router.url)
-        qtbot.waitUntil(lambda: quick.session_id is not None and not quick.is_streaming(),
-                        timeout=30000)
+        qtbot.waitUntil(
+            lambda: quick.session_id is not None and not quick.is_streaming(), timeout=30000
+        )
         assert quick.current_model() == "test-model"
         assert quick.notice.text() == ""
         assert history.messages(quick.session_id)[0]["content"] == "still there?"
@@ -5705,7 +6001,8 @@ def test_tray_menu_offers_quick_ask_open_and_quit(qtbot) -> None:
     tray = Tray()
     assert [action.text() for action in tray.actions()] == ["Quick ask", "Open", "Quit"]
     for action, signal in zip(
-        tray.actions(), (tray.quick_requested, tray.open_requested, tray.quit_requested),
+        tray.actions(),
+        (tray.quick_requested, tray.open_requested, tray.quit_requested),
         strict=True,
     ):
         with qtbot.waitSignal(signal, timeout=1000):
@@ -5720,8 +6017,13 @@ def test_tray_absent_the_instance_ends_when_its_last_window_closes(router, qtbot
     from llamachat.db import History
     from llamachat.ui.instance import RunningInstance
 
-    cfg = Config(router_url=router.url, default_model="test-model", manage_server=False,
-                 history_path=tmp_path / "history.db", prompts_dir=tmp_path / "prompts")
+    cfg = Config(
+        router_url=router.url,
+        default_model="test-model",
+        manage_server=False,
+        history_path=tmp_path / "history.db",
+        prompts_dir=tmp_path / "prompts",
+    )
     history = History(cfg.history_path)
     running = RunningInstance(cfg, history)
     ended: list[bool] = []
@@ -5749,8 +6051,10 @@ def test_instance_socket_is_per_user_in_the_runtime_folder(tmp_path) -> None:
     from llamachat.ui.instance import socket_name
 
     name = socket_name(tmp_path / "a.toml")
-    assert Path(name).parent == Path(os.environ["XDG_RUNTIME_DIR"]) or len(
-        os.fsencode(Path(os.environ["XDG_RUNTIME_DIR"]) / Path(name).name)) > 100
+    assert (
+        Path(name).parent == Path(os.environ["XDG_RUNTIME_DIR"])
+        or len(os.fsencode(Path(os.environ["XDG_RUNTIME_DIR"]) / Path(name).name)) > 100
+    )
     assert f"llamachat-{os.getuid()}-" in Path(name).name
     assert name == socket_name(tmp_path / "a.toml") != socket_name(tmp_path / "b.toml")
 
@@ -5770,7 +6074,8 @@ def test_instance_server_receives_a_hand_over_and_refuses_garbage(qtbot, tmp_pat
     try:
         with qtbot.waitSignal(server.received, timeout=10000) as got:
             thread = threading.Thread(
-                target=lambda: results.append(instance.hand_over(name, message)))
+                target=lambda: results.append(instance.hand_over(name, message))
+            )
             thread.start()
         qtbot.waitUntil(lambda: not thread.is_alive(), timeout=10000)
         assert got.args[0] == message and results == [True]
@@ -5815,8 +6120,13 @@ def test_instance_acts_on_handed_over_command_lines(router, qtbot, tmp_path) -> 
     from llamachat.db import History
     from llamachat.ui.instance import RunningInstance, payload
 
-    cfg = Config(router_url=router.url, default_model="test-model", manage_server=False,
-                 history_path=tmp_path / "history.db", prompts_dir=tmp_path / "prompts")
+    cfg = Config(
+        router_url=router.url,
+        default_model="test-model",
+        manage_server=False,
+        history_path=tmp_path / "history.db",
+        prompts_dir=tmp_path / "prompts",
+    )
     history = History(cfg.history_path)
     running = RunningInstance(cfg, history, tray=False)
     try:
@@ -5825,11 +6135,13 @@ def test_instance_acts_on_handed_over_command_lines(router, qtbot, tmp_path) -> 
         _act(running, payload(["ask", "two", "words"], "/", "piped\n"))
         quick = running.quick_window()
         assert quick.isVisible()
-        qtbot.waitUntil(lambda: _answered(tmp_path / "history.db",
-                                          "two words\n\n```\npiped\n```") is not None)
+        qtbot.waitUntil(
+            lambda: _answered(tmp_path / "history.db", "two words\n\n```\npiped\n```") is not None
+        )
         _act(running, payload(["ask"], "/", "only stdin"))
         assert _quick_named(quick, QPlainTextEdit, "Message").toPlainText() == (
-            "```\nonly stdin\n```")
+            "```\nonly stdin\n```"
+        )
         assert len(_oneshots(tmp_path / "history.db")) == 1
     finally:
         running.shutdown()
@@ -5845,17 +6157,22 @@ def test_quick_failed_answer_retries_with_the_same_skills(quick, router, qtbot, 
 
     window, history = quick(default_model="test-model")
     window.present()
-    router.script(Reply(status=500, error={"message": "out of memory"}),
-                  Reply(content=["Fine ", "now."]))
+    router.script(
+        Reply(status=500, error={"message": "out of memory"}), Reply(content=["Fine ", "now."])
+    )
     _quick_ask(qtbot, window, "/weather again")
     assert "out of memory" in window.notice.text()
     reply = window.conversation.last_assistant()
     retry = [b for b in reply.findChildren(QToolButton) if b.accessibleName() == "Retry"]
     assert len(retry) == 1
     retry[0].click()
-    qtbot.waitUntil(lambda: not window.is_streaming()
-                    and history.messages(window.session_id)[-1]["status"] == "complete",
-                    timeout=30000)
+    qtbot.waitUntil(
+        lambda: (
+            not window.is_streaming()
+            and history.messages(window.session_id)[-1]["status"] == "complete"
+        ),
+        timeout=30000,
+    )
     assert [m["content"] for m in history.messages(window.session_id)] == ["again", "Fine now."]
     first, second = router.chat_requests()[-2:]
     assert first.json["messages"] == second.json["messages"]
@@ -5872,7 +6189,9 @@ def _start_instance(config: Path, name: str, log: Path):
     with log.open("wb") as err:
         first = subprocess.Popen(
             [sys.executable, "-m", "llamachat", "--config", str(config)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
             env={**os.environ, "QT_QPA_PLATFORM": "offscreen"},
         )
 
@@ -5906,12 +6225,16 @@ def test_instance_second_llamachat_hands_ask_over_and_exits_at_once(router, tmp_
         second = _llamachat(config, "ask", "capital", "of", "France", timeout=30)
         assert (second.returncode, second.stdout, second.stderr) == (0, "", "")
         _session, messages = _quick_wait(
-            lambda: _answered(tmp_path / "history.db", "capital of France"), 30, "the answer")
+            lambda: _answered(tmp_path / "history.db", "capital of France"), 30, "the answer"
+        )
         assert messages[1]["content"] == "Paris."
         third = _llamachat(config, "ask", "review this", stdin="line one\n", timeout=30)
         assert third.returncode == 0, third.stderr
-        _quick_wait(lambda: _answered(tmp_path / "history.db",
-                                      "review this\n\n```\nline one\n```"), 30, "the piped ask")
+        _quick_wait(
+            lambda: _answered(tmp_path / "history.db", "review this\n\n```\nline one\n```"),
+            30,
+            "the piped ask",
+        )
         plain = _llamachat(config, timeout=30)
         assert plain.returncode == 0 and first.poll() is None
     finally:
@@ -6009,7 +6332,9 @@ def _firstrun_unstarted_server(tmp_path: Path, log: bytes = b""):
     from llamachat.server import ManagedServer
 
     server = ManagedServer(
-        _firstrun_cfg(tmp_path), port=1, log_path=tmp_path / "llama-server.log",
+        _firstrun_cfg(tmp_path),
+        port=1,
+        log_path=tmp_path / "llama-server.log",
         lock_path=tmp_path / "server.lock",
     )
     if log:
@@ -6023,7 +6348,8 @@ def _firstrun_button(window, name: str):
     from PySide6.QtWidgets import QPushButton
 
     found = [
-        b for b in window.first_run_panel.findChildren(QPushButton)
+        b
+        for b in window.first_run_panel.findChildren(QPushButton)
         if b.accessibleName() == name and b.isVisible()
     ]
     assert len(found) == 1, f"{len(found)} visible buttons named {name!r}"
@@ -6034,7 +6360,8 @@ def _firstrun_buttons(window) -> set[str]:
     from PySide6.QtWidgets import QPushButton
 
     return {
-        b.accessibleName() for b in window.first_run_panel.findChildren(QPushButton)
+        b.accessibleName()
+        for b in window.first_run_panel.findChildren(QPushButton)
         if b.isVisible()
     }
 
@@ -6172,9 +6499,7 @@ def test_firstrun_add_file_that_is_not_a_gguf_is_explained_and_not_added(
 
 
 @firstrun_offscreen
-def test_firstrun_server_events_and_server_reach_every_window(
-    router, qtbot, tmp_path
-) -> None:
+def test_firstrun_server_events_and_server_reach_every_window(router, qtbot, tmp_path) -> None:
     """Events sent from a supervisor thread reach the chat window's status bar and the quick
     window; a server that gave up is shown on the panel with its log; a chat window built
     later still offers the server's log and says the server gave up."""
@@ -6198,16 +6523,19 @@ def test_firstrun_server_events_and_server_reach_every_window(
 
         _firstrun_from_thread(running.server_event, "restarting", "restarting llama-server in 1 s")
         qtbot.waitUntil(
-            lambda: chat.statusBar().currentMessage()
-            == "llama-server: restarting llama-server in 1 s"
+            lambda: (
+                chat.statusBar().currentMessage() == "llama-server: restarting llama-server in 1 s"
+            )
         )
         assert quick.notice.text() == "llama-server: restarting llama-server in 1 s"
         _firstrun_from_thread(
             running.server_event, "exited", "llama-server exited with code -9; last output:\nboom"
         )
         qtbot.waitUntil(
-            lambda: chat.statusBar().currentMessage()
-            == "llama-server: llama-server exited with code -9"
+            lambda: (
+                chat.statusBar().currentMessage()
+                == "llama-server: llama-server exited with code -9"
+            )
         )
         _firstrun_from_thread(running.server_event, "ready", "llama-server is ready")
         qtbot.waitUntil(lambda: quick.notice.text() == "")
@@ -7142,7 +7470,9 @@ def _click_session(qtbot, window, session_id: int) -> None:
     view = window.sidebar.list_view
     index = window.sidebar.model.index(window.sidebar.model.row_of(session_id))
     assert index.isValid()
-    qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=view.visualRect(index).center())
+    qtbot.mouseClick(
+        view.viewport(), Qt.MouseButton.LeftButton, pos=view.visualRect(index).center()
+    )
 
 
 def test_chrome_window_model_statuses_shown_and_load_driven_from_picker(
@@ -7213,8 +7543,10 @@ def test_chrome_window_preset_switch_changes_the_system_message_sent(
     presets = window.preset_picker.combo
     assert presets.accessibleName() == "Prompt preset"
     _send(qtbot, window, "first")
-    assert router.chat_requests()[-1].json["messages"][0]["content"].startswith(
-        "You are a helpful assistant."
+    assert (
+        router.chat_requests()[-1]
+        .json["messages"][0]["content"]
+        .startswith("You are a helpful assistant.")
     )
 
     presets.setCurrentIndex(presets.findData("Pirate"))
@@ -7493,8 +7825,12 @@ def test_chrome_window_meter_shows_context_use_after_a_reply(chat_window, router
     window, _history = chat_window()
     meter = window.meter
     qtbot.waitUntil(lambda: meter.context_size() == 4096)
-    router.script(Reply(content="A short answer.", usage={
-        "prompt_tokens": 300, "completion_tokens": 12, "total_tokens": 312}))
+    router.script(
+        Reply(
+            content="A short answer.",
+            usage={"prompt_tokens": 300, "completion_tokens": 12, "total_tokens": 312},
+        )
+    )
     _send(qtbot, window, "measure me")
     first = window.session_id
     assert meter.used() == 312
@@ -7589,5 +7925,6 @@ def test_chrome_window_accessible_names_all_present(chat_window, qtbot) -> None:
     ):
         shown = [w for w in window.findChildren(QWidget) if w.accessibleName() == name]
         assert [w for w in shown if w.isVisible()], f"no visible widget named {name!r}"
+
 
 # ==== end section: chat window ====

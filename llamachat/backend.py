@@ -66,8 +66,14 @@ class RouterUnreachable(BackendError):
 class ServerError(BackendError):
     """The server answered with an HTTP error; `details` holds its extra error fields."""
 
-    def __init__(self, message: str, *, error_type: str = "", status: int | None = None,
-                 details: dict | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        error_type: str = "",
+        status: int | None = None,
+        details: dict | None = None,
+    ) -> None:
         super().__init__(message, error_type=error_type, status=status)
         self.details = details or {}
 
@@ -121,13 +127,15 @@ def server_error(status: int, body: bytes, url: str) -> ServerError:
     if isinstance(error, dict):
         message = str(error.get("message") or f"HTTP {status}")
         details = {k: v for k, v in error.items() if k not in ("message", "type", "code")}
-        return ServerError(message, error_type=str(error.get("type") or ""), status=status,
-                           details=details)
+        return ServerError(
+            message, error_type=str(error.get("type") or ""), status=status, details=details
+        )
     if isinstance(error, str):
         return ServerError(error, status=status)
     text = body[:300].decode("utf-8", "replace").strip()
-    return ServerError(f"{url} answered HTTP {status}" + (f": {text}" if text else ""),
-                       status=status)
+    return ServerError(
+        f"{url} answered HTTP {status}" + (f": {text}" if text else ""), status=status
+    )
 
 
 @dataclass
@@ -177,7 +185,6 @@ class _Round:
             elif isinstance(arguments, dict):
                 call.arguments += json.dumps(arguments)
 
-
     def _index_without_index(self, call_id: object) -> int:
         # Servers that omit index stream one call at a time: a new id starts a call.
         for index, call in self.calls.items():
@@ -200,20 +207,34 @@ class _SocketTracker(httpcore.NetworkBackend):
         self._backend = httpcore.SyncBackend()
         self._writers: dict[int, socket.socket] = {}
 
-    def connect_tcp(self, host: str, port: int, timeout: float | None = None,
-                    local_address: str | None = None,
-                    socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:
         """Open a TCP stream whose writes are tracked."""
-        return _TrackedStream(self._backend.connect_tcp(
-            host, port, timeout=timeout, local_address=local_address,
-            socket_options=socket_options), self._writers)
+        return _TrackedStream(
+            self._backend.connect_tcp(
+                host,
+                port,
+                timeout=timeout,
+                local_address=local_address,
+                socket_options=socket_options,
+            ),
+            self._writers,
+        )
 
-    def connect_unix_socket(self, path: str, timeout: float | None = None,
-                            socket_options: Iterable[Any] | None = None
-                            ) -> httpcore.NetworkStream:
+    def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+    ) -> httpcore.NetworkStream:
         """Open a Unix socket stream whose writes are tracked."""
-        return _TrackedStream(self._backend.connect_unix_socket(
-            path, timeout=timeout, socket_options=socket_options), self._writers)
+        return _TrackedStream(
+            self._backend.connect_unix_socket(path, timeout=timeout, socket_options=socket_options),
+            self._writers,
+        )
 
     def sleep(self, seconds: float) -> None:
         """Sleep, as the pool's retry logic asks."""
@@ -225,8 +246,7 @@ class _SocketTracker(httpcore.NetworkBackend):
 
 
 class _TrackedStream(httpcore.NetworkStream):
-    def __init__(self, stream: httpcore.NetworkStream, writers: dict[int, socket.socket]
-                 ) -> None:
+    def __init__(self, stream: httpcore.NetworkStream, writers: dict[int, socket.socket]) -> None:
         self._stream = stream
         self._writers = writers
 
@@ -240,17 +260,24 @@ class _TrackedStream(httpcore.NetworkStream):
     def close(self) -> None:
         self._stream.close()
 
-    def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
-                  timeout: float | None = None) -> httpcore.NetworkStream:
-        return _TrackedStream(self._stream.start_tls(ssl_context, server_hostname, timeout),
-                              self._writers)
+    def start_tls(
+        self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore.NetworkStream:
+        return _TrackedStream(
+            self._stream.start_tls(ssl_context, server_hostname, timeout), self._writers
+        )
 
     def get_extra_info(self, info: str) -> Any:
         return self._stream.get_extra_info(info)
 
 
-_CORE_ERRORS = (httpcore.TimeoutException, httpcore.NetworkError, httpcore.ProtocolError,
-                httpcore.UnsupportedProtocol, httpcore.ProxyError)
+_CORE_ERRORS = (
+    httpcore.TimeoutException,
+    httpcore.NetworkError,
+    httpcore.ProtocolError,
+    httpcore.UnsupportedProtocol,
+    httpcore.ProxyError,
+)
 
 
 def _httpx_error(exc: Exception, request: httpx.Request) -> httpx.HTTPError:
@@ -264,23 +291,37 @@ class _Transport(httpx.BaseTransport):
 
     def __init__(self, sockets: _SocketTracker) -> None:
         self._pool = httpcore.ConnectionPool(
-            ssl_context=httpx.create_ssl_context(), max_connections=100,
-            max_keepalive_connections=20, keepalive_expiry=5.0, network_backend=sockets)
+            ssl_context=httpx.create_ssl_context(),
+            max_connections=100,
+            max_keepalive_connections=20,
+            keepalive_expiry=5.0,
+            network_backend=sockets,
+        )
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         """Send one request through the pool."""
         core = httpcore.Request(
             method=request.method,
-            url=httpcore.URL(scheme=request.url.raw_scheme, host=request.url.raw_host,
-                             port=request.url.port, target=request.url.raw_path),
-            headers=request.headers.raw, content=request.stream,
-            extensions=request.extensions)
+            url=httpcore.URL(
+                scheme=request.url.raw_scheme,
+                host=request.url.raw_host,
+                port=request.url.port,
+                target=request.url.raw_path,
+            ),
+            headers=request.headers.raw,
+            content=request.stream,
+            extensions=request.extensions,
+        )
         try:
             response = self._pool.handle_request(core)
         except _CORE_ERRORS as exc:
             raise _httpx_error(exc, request) from exc
-        return httpx.Response(status_code=response.status, headers=response.headers,
-                              stream=_Body(response, request), extensions=response.extensions)
+        return httpx.Response(
+            status_code=response.status,
+            headers=response.headers,
+            stream=_Body(response, request),
+            extensions=response.extensions,
+        )
 
     def close(self) -> None:
         """Close every pooled connection."""
@@ -310,8 +351,12 @@ class _Watchdog:
     The reader checks `reason` to tell a stall or a cancel from a real network error.
     """
 
-    def __init__(self, find_socket: Callable[[], socket.socket | None],
-                 idle_timeout: float | None, cancel: threading.Event | None) -> None:
+    def __init__(
+        self,
+        find_socket: Callable[[], socket.socket | None],
+        idle_timeout: float | None,
+        cancel: threading.Event | None,
+    ) -> None:
         self.reason = ""
         self._find_socket = find_socket
         self._idle = idle_timeout if idle_timeout and idle_timeout > 0 else None
@@ -321,8 +366,9 @@ class _Watchdog:
         self._stop = threading.Event()
         if self._idle or cancel is not None:
             tick = min(0.05, self._idle / 4) if self._idle else 0.05
-            threading.Thread(target=self._run, args=(tick,), daemon=True,
-                             name="llamachat-stream-watchdog").start()
+            threading.Thread(
+                target=self._run, args=(tick,), daemon=True, name="llamachat-stream-watchdog"
+            ).start()
 
     def arm(self) -> None:
         """Start the idle clock (the response headers arrived)."""
@@ -363,10 +409,16 @@ class Client:
     nothing for a long time; silence *inside* a reply is bounded by `idle_timeout`.
     """
 
-    def __init__(self, base_url: str, *, api_key: str | None = None,
-                 connect_timeout: float = 5.0, read_timeout: float | None = None,
-                 idle_timeout: float | None = 120.0,
-                 max_line_bytes: int = MAX_LINE_BYTES) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        connect_timeout: float = 5.0,
+        read_timeout: float | None = None,
+        idle_timeout: float | None = 120.0,
+        max_line_bytes: int = MAX_LINE_BYTES,
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self.api_base = api_base(self.base_url)
         self.root = server_root(self.base_url)
@@ -376,9 +428,11 @@ class Client:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._sockets = _SocketTracker()
         self._http = httpx.Client(
-            headers=headers, transport=_Transport(self._sockets),
-            timeout=httpx.Timeout(connect=connect_timeout, read=read_timeout,
-                                  write=connect_timeout * 6, pool=None),
+            headers=headers,
+            transport=_Transport(self._sockets),
+            timeout=httpx.Timeout(
+                connect=connect_timeout, read=read_timeout, write=connect_timeout * 6, pool=None
+            ),
         )
         self._search_http: httpx.Client | None = None
 
@@ -390,13 +444,24 @@ class Client:
 
     # ------------------------------------------------------------------ plain requests
 
-    def request_json(self, method: str, path: str, *, root: bool = False,
-                     timeout: float | None = 30.0, **kwargs: Any) -> Any:
+    def request_json(
+        self,
+        method: str,
+        path: str,
+        *,
+        root: bool = False,
+        timeout: float | None = 30.0,
+        **kwargs: Any,
+    ) -> Any:
         """Send one request to `api_base + path` (or `root + path`) and return its JSON."""
         url = (self.root if root else self.api_base) + path
         try:
-            response = self._http.request(method, url, timeout=httpx.Timeout(
-                timeout, connect=self._http.timeout.connect), **kwargs)
+            response = self._http.request(
+                method,
+                url,
+                timeout=httpx.Timeout(timeout, connect=self._http.timeout.connect),
+                **kwargs,
+            )
         except httpx.HTTPError as exc:
             raise self._failure(exc, url) from None
         if response.status_code >= 400:
@@ -434,10 +499,14 @@ class Client:
         """
         search_on = bool(search_cfg and search_cfg.enabled and search_cfg.url)
         skills_on = bool(skills_cfg and skills_cfg.enabled and skills_cfg.store is not None)
-        tools = self._tool_schemas(search_cfg if search_on else None,
-                                   skills_cfg if skills_on else None)
-        caps = [cfg.max_searches for cfg, on in ((search_cfg, search_on), (skills_cfg, skills_on))
-                if on and cfg is not None]
+        tools = self._tool_schemas(
+            search_cfg if search_on else None, skills_cfg if skills_on else None
+        )
+        caps = [
+            cfg.max_searches
+            for cfg, on in ((search_cfg, search_on), (skills_cfg, skills_on))
+            if on and cfg is not None
+        ]
         rounds = max(0, max(caps)) if tools and caps else 0
         convo = [dict(m) for m in messages]
         if search_on:
@@ -471,11 +540,14 @@ class Client:
                 results[-1]["content"] += "\n\n" + skills.NO_MORE_TOOLS
             convo.extend(results)
         if last is not None:
-            yield ("stats", {"usage": last.usage, "timings": last.timings,
-                             "model": last.model or model})
+            yield (
+                "stats",
+                {"usage": last.usage, "timings": last.timings, "model": last.model or model},
+            )
 
-    def _tool_schemas(self, search_cfg: SearchConfig | None,
-                      skills_cfg: SkillsConfig | None) -> list[dict]:
+    def _tool_schemas(
+        self, search_cfg: SearchConfig | None, skills_cfg: SkillsConfig | None
+    ) -> list[dict]:
         tools: list[dict] = []
         if search_cfg is not None:
             tools.append(search.TOOL_SCHEMA)
@@ -485,28 +557,42 @@ class Client:
                 tools.append(schema)
         return tools
 
-    def _run_tool(self, call: _Call, offered: set[str], search_cfg: SearchConfig | None,
-                  skills_cfg: SkillsConfig | None, results: list[dict]) -> Iterator[StreamEvent]:
+    def _run_tool(
+        self,
+        call: _Call,
+        offered: set[str],
+        search_cfg: SearchConfig | None,
+        skills_cfg: SkillsConfig | None,
+        results: list[dict],
+    ) -> Iterator[StreamEvent]:
         """Answer one tool call with exactly one tool message appended to `results`."""
         if call.name not in offered:
             names = ", ".join(sorted(offered))
-            results.append(_tool_message(
-                call.id, f"error: unknown tool '{call.name}'. The tools you can call are: "
-                f"{names}."))
+            results.append(
+                _tool_message(
+                    call.id,
+                    f"error: unknown tool '{call.name}'. The tools you can call are: {names}.",
+                )
+            )
             return
         if call.name == search.TOOL_NAME and search_cfg is not None:
             yield from self._run_search(call, search_cfg, results)
         elif skills_cfg is not None and skills_cfg.store is not None:
             yield from _run_skill(call, skills_cfg.store, results)
 
-    def _run_search(self, call: _Call, cfg: SearchConfig,
-                    results: list[dict]) -> Iterator[StreamEvent]:
+    def _run_search(
+        self, call: _Call, cfg: SearchConfig, results: list[dict]
+    ) -> Iterator[StreamEvent]:
         try:
             query = search.parse_query(call.arguments)
         except ValueError as exc:
-            results.append(_tool_message(
-                call.id, f"error: the web_search arguments could not be used ({exc}). "
-                'Call web_search with {"query": "..."}.'))
+            results.append(
+                _tool_message(
+                    call.id,
+                    f"error: the web_search arguments could not be used ({exc}). "
+                    'Call web_search with {"query": "..."}.',
+                )
+            )
             return
         yield ("search_start", query)
         if self._search_http is None:
@@ -523,12 +609,19 @@ class Client:
 
     # ------------------------------------------------------------------ one round
 
-    def _stream_round(self, model: str, convo: list[dict], tools: list[dict] | None,
-                      params: dict | None, cancel: threading.Event | None,
-                      state: _Round) -> Iterator[StreamEvent]:
+    def _stream_round(
+        self,
+        model: str,
+        convo: list[dict],
+        tools: list[dict] | None,
+        params: dict | None,
+        cancel: threading.Event | None,
+        state: _Round,
+    ) -> Iterator[StreamEvent]:
         payload: dict[str, Any] = dict(params or {})
-        payload.update(model=model, messages=convo, stream=True,
-                       stream_options={"include_usage": True})
+        payload.update(
+            model=model, messages=convo, stream=True, stream_options={"include_usage": True}
+        )
         if tools:
             payload["tools"] = tools
         url = self.api_base + "/chat/completions"
@@ -554,8 +647,14 @@ class Client:
         finally:
             watchdog.stop()
 
-    def _read_round(self, response: httpx.Response, url: str, watchdog: _Watchdog,
-                    cancel: threading.Event | None, state: _Round) -> Iterator[StreamEvent]:
+    def _read_round(
+        self,
+        response: httpx.Response,
+        url: str,
+        watchdog: _Watchdog,
+        cancel: threading.Event | None,
+        state: _Round,
+    ) -> Iterator[StreamEvent]:
         try:
             if response.status_code >= 400:
                 raise server_error(response.status_code, _read_capped(response), url)
@@ -571,8 +670,10 @@ class Client:
                 if not state.done:
                     yield from _handle_line(line, state)
             if not state.done and state.finish_reason is None:
-                raise StreamError(f"the reply from {self.base_url} ended before it was "
-                                  "complete; the server may have stopped or crashed.")
+                raise StreamError(
+                    f"the reply from {self.base_url} ended before it was "
+                    "complete; the server may have stopped or crashed."
+                )
         except httpx.HTTPError as exc:
             if watchdog.reason == "cancelled":
                 state.cancelled = True
@@ -582,8 +683,10 @@ class Client:
                     f"{self.base_url} sent nothing for {self.idle_timeout:g} s in the middle "
                     "of the reply; gave up. Try again, or raise idle_timeout in the config."
                 ) from None
-            raise StreamError(f"the connection to {self.base_url} broke in the middle of the "
-                              f"reply ({exc.__class__.__name__}).") from None
+            raise StreamError(
+                f"the connection to {self.base_url} broke in the middle of the "
+                f"reply ({exc.__class__.__name__})."
+            ) from None
         except BackendError as exc:
             raise self._without_key(exc) from None
 
@@ -594,8 +697,10 @@ class Client:
             exc.message = exc.message.replace(key, "***")
             exc.args = (exc.message,)
             if isinstance(exc, ServerError):
-                exc.details = {k: v.replace(key, "***") if isinstance(v, str) else v
-                               for k, v in exc.details.items()}
+                exc.details = {
+                    k: v.replace(key, "***") if isinstance(v, str) else v
+                    for k, v in exc.details.items()
+                }
         return exc
 
     def _failure(self, exc: httpx.HTTPError, url: str) -> BackendError:
@@ -610,17 +715,25 @@ class Client:
 def _run_skill(call: _Call, store: skills.SkillStore, results: list[dict]) -> Iterator[StreamEvent]:
     name = skills.parse_name(call.arguments)
     if not name:
-        results.append(skills.tool_message(
-            call.id, None, error='the load_skill arguments were not valid; call it with '
-            '{"name": "<skill name>"}'))
+        results.append(
+            skills.tool_message(
+                call.id,
+                None,
+                error="the load_skill arguments were not valid; call it with "
+                '{"name": "<skill name>"}',
+            )
+        )
         return
     skill = store.load(name)
     if skill is None:
         schema = store.tool_schema() or {}
         known = schema.get("function", {}).get("parameters", {}).get("properties", {})
         names = ", ".join(known.get("name", {}).get("enum", []))
-        results.append(skills.tool_message(
-            call.id, None, error=f"No such skill: {name}. The skills you can load: {names}."))
+        results.append(
+            skills.tool_message(
+                call.id, None, error=f"No such skill: {name}. The skills you can load: {names}."
+            )
+        )
         return
     results.append(skills.tool_message(call.id, skill))
     if skill.model_invocable:
@@ -637,12 +750,17 @@ def _assistant_message(state: _Round, calls: list[_Call]) -> dict:
         "role": "assistant",
         "content": "".join(state.content) or None,
         "tool_calls": [
-            {"id": c.id, "type": "function",
-             # llama.cpp parses replayed arguments as JSON for many chat templates and
-             # fails the whole request on garbage; the model still sees its mistake in
-             # the error tool result.
-             "function": {"name": c.name, "arguments": c.arguments if _is_json_object(
-                 c.arguments) else "{}"}}
+            {
+                "id": c.id,
+                "type": "function",
+                # llama.cpp parses replayed arguments as JSON for many chat templates and
+                # fails the whole request on garbage; the model still sees its mistake in
+                # the error tool result.
+                "function": {
+                    "name": c.name,
+                    "arguments": c.arguments if _is_json_object(c.arguments) else "{}",
+                },
+            }
             for c in calls
         ],
     }
@@ -694,8 +812,10 @@ def _lines(response: httpx.Response, watchdog: _Watchdog, limit: int) -> Iterato
             pending.append(data)
             pending_size += len(data)
             if pending_size > limit:
-                raise StreamError(f"the server sent a line longer than {limit:,} bytes; "
-                                  "that is not a reply stream.")
+                raise StreamError(
+                    f"the server sent a line longer than {limit:,} bytes; "
+                    "that is not a reply stream."
+                )
             continue
         if pending:
             pending.append(parts[0])
@@ -719,8 +839,9 @@ def _handle_line(raw: bytes, state: _Round) -> Iterator[StreamEvent]:
     if field_name in (b"event", b"id", b"retry"):
         return
     if field_name != b"data":
-        raise StreamError("the server sent something that is not an event stream: "
-                          f"{_preview(line)}")
+        raise StreamError(
+            f"the server sent something that is not an event stream: {_preview(line)}"
+        )
     data = value[1:] if value.startswith(b" ") else value
     if data.strip() == b"[DONE]":
         state.done = True
@@ -732,10 +853,11 @@ def _handle_chunk(chunk: dict, state: _Round, key: str) -> Iterator[StreamEvent]
     error = chunk.get("error")
     if error:
         if isinstance(error, dict):
-            raise StreamError(str(error.get("message") or "the server reported an error"),
-                              error_type=str(error.get("type") or ""),
-                              status=error.get("code") if isinstance(error.get("code"), int)
-                              else None)
+            raise StreamError(
+                str(error.get("message") or "the server reported an error"),
+                error_type=str(error.get("type") or ""),
+                status=error.get("code") if isinstance(error.get("code"), int) else None,
+            )
         raise StreamError(str(error))
     if isinstance(chunk.get("usage"), dict):
         state.usage = chunk["usage"]
@@ -773,8 +895,9 @@ def _whole_reply(body: bytes, state: _Round) -> Iterator[StreamEvent]:
     message = choice.get("message") if isinstance(choice, dict) else None
     if isinstance(message, dict) and isinstance(message.get("tool_calls"), list):
         # Whole tool calls carry no index; give them their position so they merge as one.
-        calls = [{**c, "index": i} for i, c in enumerate(message["tool_calls"])
-                 if isinstance(c, dict)]
+        calls = [
+            {**c, "index": i} for i, c in enumerate(message["tool_calls"]) if isinstance(c, dict)
+        ]
         chunk = {**chunk, "choices": [{**choice, "message": {**message, "tool_calls": calls}}]}
     yield from _handle_chunk(chunk, state, "message")
     state.finish_reason = state.finish_reason or "stop"

@@ -60,18 +60,23 @@ def parse_model(entry: dict, *, provider: str = "") -> ModelInfo | None:
     if isinstance(raw, dict) and raw.get("failed"):
         status = "failed"
         code = raw.get("exit_code")
-        error = f"the model failed to load (exit code {code})" if code is not None \
+        error = (
+            f"the model failed to load (exit code {code})"
+            if code is not None
             else "the model failed to load"
+        )
     aliases = entry.get("aliases")
     arch = entry.get("architecture")
     inputs = arch.get("input_modalities") if isinstance(arch, dict) else None
     return ModelInfo(
         id=model_id,
         status=status,
-        aliases=tuple(a for a in aliases if isinstance(a, str)) if isinstance(aliases, list)
+        aliases=tuple(a for a in aliases if isinstance(a, str))
+        if isinstance(aliases, list)
         else (),
-        modalities=tuple(m for m in inputs if isinstance(m, str)) if isinstance(inputs, list)
-        and inputs else ("text",),
+        modalities=tuple(m for m in inputs if isinstance(m, str))
+        if isinstance(inputs, list) and inputs
+        else ("text",),
         error=error,
         provider=provider,
     )
@@ -89,8 +94,9 @@ class Models:
         data = self.client.request_json("GET", "/models")
         entries = data.get("data") if isinstance(data, dict) else None
         if not isinstance(entries, list):
-            raise backend.StreamError(f"{self.client.base_url} listed no models "
-                                      "(its /v1/models answer has no data list)")
+            raise backend.StreamError(
+                f"{self.client.base_url} listed no models (its /v1/models answer has no data list)"
+            )
         found = [parse_model(e) for e in entries if isinstance(e, dict)]
         self._router = any(isinstance(e, dict) and "status" in e for e in entries)
         return [m for m in found if m is not None]
@@ -122,8 +128,14 @@ class Models:
         self.client.request_json("POST", "/models/unload", root=True, json={"model": model})
         return True
 
-    def wait_until_loaded(self, model: str, *, timeout: float = 600.0, interval: float = 0.25,
-                          cancel: threading.Event | None = None) -> ModelInfo:
+    def wait_until_loaded(
+        self,
+        model: str,
+        *,
+        timeout: float = 600.0,
+        interval: float = 0.25,
+        cancel: threading.Event | None = None,
+    ) -> ModelInfo:
         """Poll the list until `model` is loaded or failed (or timeout/cancel); its last info."""
         deadline = time.monotonic() + timeout
         while True:
@@ -139,7 +151,8 @@ class Models:
         """The model's context size in tokens, or None when unknown or not loaded."""
         try:
             props = self.client.request_json(
-                "GET", "/props", root=True, params={"model": model, "autoload": "false"})
+                "GET", "/props", root=True, params={"model": model, "autoload": "false"}
+            )
         except backend.ServerError as exc:
             log.debug("no context size for %s: %s", model, exc)
             return None
@@ -151,8 +164,12 @@ class Models:
         """How many tokens `text` is for `model`, or None when the server cannot say now."""
         try:
             data = self.client.request_json(
-                "POST", "/tokenize", root=True, params={"autoload": "false"},
-                json={"model": model, "content": text})
+                "POST",
+                "/tokenize",
+                root=True,
+                params={"autoload": "false"},
+                json={"model": model, "content": text},
+            )
         except backend.ServerError as exc:
             log.debug("no token count for %s: %s", model, exc)
             return None

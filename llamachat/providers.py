@@ -83,23 +83,35 @@ class Registry:
 
     def _provider_models(self, provider: ProviderConfig) -> list[ModelInfo]:
         if provider.models:
-            return [ModelInfo(f"{provider.name}/{m}", provider=provider.name)
-                    for m in provider.models]
+            return [
+                ModelInfo(f"{provider.name}/{m}", provider=provider.name) for m in provider.models
+            ]
         if provider.api_key_env and provider.api_key() is None:
             raise backend.BackendError(
                 f"provider {provider.name}: the environment variable {provider.api_key_env} "
-                "that should hold its API key is not set", error_type="missing_api_key")
+                "that should hold its API key is not set",
+                error_type="missing_api_key",
+            )
         client, _ = self.client_for(f"{provider.name}/-")
         listed = Models(client).list()
-        return [ModelInfo(f"{provider.name}/{m.id}", status="unknown", aliases=(),
-                          modalities=m.modalities, provider=provider.name) for m in listed]
+        return [
+            ModelInfo(
+                f"{provider.name}/{m.id}",
+                status="unknown",
+                aliases=(),
+                modalities=m.modalities,
+                provider=provider.name,
+            )
+            for m in listed
+        ]
 
     def _client(self, key: str, base_url: str, api_key: str | None) -> backend.Client:
         with self._lock:
             client = self._clients.get(key)
             if client is None:
-                client = backend.Client(base_url, api_key=api_key,
-                                        idle_timeout=self.cfg.idle_timeout)
+                client = backend.Client(
+                    base_url, api_key=api_key, idle_timeout=self.cfg.idle_timeout
+                )
                 self._clients[key] = client
             return client
 

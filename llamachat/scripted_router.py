@@ -182,8 +182,10 @@ class ScriptedRouter:
         self._server.daemon_threads = True
         self._server.router = self  # type: ignore[attr-defined]
         self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-            name="scripted-router", daemon=True,
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="scripted-router",
+            daemon=True,
         )
         self._thread.start()
 
@@ -288,8 +290,10 @@ class ScriptedRouter:
             "object": "model",
             "owned_by": "llamacpp",
             "created": 1735142223,
-            "architecture": {"input_modalities": list(model.modalities),
-                             "output_modalities": ["text"]},
+            "architecture": {
+                "input_modalities": list(model.modalities),
+                "output_modalities": ["text"],
+            },
         }
         if self.is_router:
             data["aliases"] = list(model.aliases)
@@ -350,10 +354,16 @@ class _Handler(BaseHTTPRequestHandler):
         parts = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
         body = self._read_json() if method == "POST" else None
-        self.router._record(RecordedRequest(
-            method, parts.path, {k.lower(): v for k, v in self.headers.items()}, body, query,
-            tuple(self.client_address[:2]),
-        ))
+        self.router._record(
+            RecordedRequest(
+                method,
+                parts.path,
+                {k.lower(): v for k, v in self.headers.items()},
+                body,
+                query,
+                tuple(self.client_address[:2]),
+            )
+        )
         path = parts.path
         if path in ("/health", "/v1/health"):
             return self._send_json(200, {"status": "ok"})
@@ -399,9 +409,13 @@ class _Handler(BaseHTTPRequestHandler):
             return next(iter(router.models.values()), None) or Model("model", "loaded")
         model = router._find(name) if name else None
         if model is None:
-            self._error(400 if not name else 404,
-                        "model name is missing from the request" if not name
-                        else f"model '{name}' not found", "invalid_request_error")
+            self._error(
+                400 if not name else 404,
+                "model name is missing from the request"
+                if not name
+                else f"model '{name}' not found",
+                "invalid_request_error",
+            )
             return None
         if model.status != "loaded":
             if not autoload:
@@ -418,13 +432,16 @@ class _Handler(BaseHTTPRequestHandler):
         model = self._resolve(query.get("model", ""), autoload)
         if model is None:
             return
-        self._send_json(200, {
-            "default_generation_settings": {"n_ctx": model.n_ctx, "params": {}},
-            "total_slots": 1,
-            "model_path": f"/models/{model.id}.gguf",
-            "modalities": {"vision": "image" in model.modalities},
-            "is_sleeping": False,
-        })
+        self._send_json(
+            200,
+            {
+                "default_generation_settings": {"n_ctx": model.n_ctx, "params": {}},
+                "total_slots": 1,
+                "model_path": f"/models/{model.id}.gguf",
+                "modalities": {"vision": "image" in model.modalities},
+                "is_sleeping": False,
+            },
+        )
 
     def _tokenize(self, body: dict, query: dict) -> None:
         autoload = query.get("autoload", "true").lower() != "false"
@@ -460,8 +477,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         with router._lock:
             if model.status != "loaded":
-                return self._error(400, f"model '{model.id}' is not running",
-                                   "invalid_request_error")
+                return self._error(
+                    400, f"model '{model.id}' is not running", "invalid_request_error"
+                )
             model.status, model.failed = "unloaded", False
         self._send_json(200, {"success": True})
 
@@ -484,8 +502,13 @@ class _Handler(BaseHTTPRequestHandler):
             error = {"message": "scripted error", "type": "server_error", **(reply.error or {})}
             return self._send_json(reply.status, {"error": {"code": reply.status, **error}})
         prompt_tokens = sum(_count_tokens(_message_text(m)) for m in body.get("messages") or [])
-        frames = _Stream(reply, str(body.get("model")), next(router._ids), prompt_tokens,
-                         bool((body.get("stream_options") or {}).get("include_usage")))
+        frames = _Stream(
+            reply,
+            str(body.get("model")),
+            next(router._ids),
+            prompt_tokens,
+            bool((body.get("stream_options") or {}).get("include_usage")),
+        )
         if not body.get("stream"):
             return self._send_json(200, frames.whole())
         self._stream(reply, frames.events())
@@ -501,7 +524,10 @@ class _Handler(BaseHTTPRequestHandler):
             # this reply's chunks always frees its stall.
             release_mark = self.router._release_count
         plain = not reply.delay and (reply.die_after, reply.stall_after, reply.error_after) == (
-            None, None, None)
+            None,
+            None,
+            None,
+        )
         try:
             if plain:
                 self.wfile.write(_chunk(b"".join(events)) + b"0\r\n\r\n")
@@ -518,10 +544,15 @@ class _Handler(BaseHTTPRequestHandler):
                     return self._die()
                 self.wfile.write(_chunk(event))
             if reply.error_after is not None:
-                error = {"code": 500, "message": "scripted stream error", "type": "server_error",
-                         **(reply.error or {})}
-                self.wfile.write(_chunk(b"data: " + json.dumps({"error": error}).encode()
-                                        + b"\n\n"))
+                error = {
+                    "code": 500,
+                    "message": "scripted stream error",
+                    "type": "server_error",
+                    **(reply.error or {}),
+                }
+                self.wfile.write(
+                    _chunk(b"data: " + json.dumps({"error": error}).encode() + b"\n\n")
+                )
             else:
                 self.wfile.writelines(_chunk(event) for event in done)
             self.wfile.write(b"0\r\n\r\n")
@@ -572,8 +603,9 @@ def _chunk(data: bytes) -> bytes:
 class _Stream:
     """The SSE events (or the single JSON body) of one reply, built up front."""
 
-    def __init__(self, reply: Reply, model: str, n: int, prompt_tokens: int,
-                 include_usage: bool) -> None:
+    def __init__(
+        self, reply: Reply, model: str, n: int, prompt_tokens: int, include_usage: bool
+    ) -> None:
         self.reply = reply
         self.model = model
         self.id = f"chatcmpl-scripted{n}"
@@ -581,23 +613,43 @@ class _Stream:
         self.reasoning = _pieces(reply.reasoning)
         self.content = _pieces(reply.content)
         predicted = len(self.reasoning) + len(self.content) + len(reply.tool_calls)
-        self.usage = reply.usage if reply.usage is not None else {
-            "completion_tokens": predicted, "prompt_tokens": prompt_tokens,
-            "total_tokens": predicted + prompt_tokens,
-            "prompt_tokens_details": {"cached_tokens": 0},
-        }
-        self.timings = reply.timings if reply.timings is not None else {
-            "cache_n": 0, "prompt_n": prompt_tokens, "prompt_ms": 10.0,
-            "prompt_per_token_ms": 10.0 / max(prompt_tokens, 1),
-            "prompt_per_second": prompt_tokens * 100.0,
-            "predicted_n": predicted, "predicted_ms": predicted * 20.0,
-            "predicted_per_token_ms": 20.0, "predicted_per_second": 50.0,
-        }
+        self.usage = (
+            reply.usage
+            if reply.usage is not None
+            else {
+                "completion_tokens": predicted,
+                "prompt_tokens": prompt_tokens,
+                "total_tokens": predicted + prompt_tokens,
+                "prompt_tokens_details": {"cached_tokens": 0},
+            }
+        )
+        self.timings = (
+            reply.timings
+            if reply.timings is not None
+            else {
+                "cache_n": 0,
+                "prompt_n": prompt_tokens,
+                "prompt_ms": 10.0,
+                "prompt_per_token_ms": 10.0 / max(prompt_tokens, 1),
+                "prompt_per_second": prompt_tokens * 100.0,
+                "predicted_n": predicted,
+                "predicted_ms": predicted * 20.0,
+                "predicted_per_token_ms": 20.0,
+                "predicted_per_second": 50.0,
+            }
+        )
         self.finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
 
     def _frame(self, choices: list, **extra: Any) -> bytes:
-        obj = {"choices": choices, "created": 1735142223, "id": self.id, "model": self.model,
-               "system_fingerprint": "b0-scripted", "object": "chat.completion.chunk", **extra}
+        obj = {
+            "choices": choices,
+            "created": 1735142223,
+            "id": self.id,
+            "model": self.model,
+            "system_fingerprint": "b0-scripted",
+            "object": "chat.completion.chunk",
+            **extra,
+        }
         return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
 
     def _delta(self, delta: dict) -> bytes:
@@ -615,15 +667,31 @@ class _Stream:
         for index, call in enumerate(self.reply.tool_calls):
             args, parts = call.arguments, max(call.fragments, 1)
             size = -(-len(args) // parts) or 1
-            frags = [args[i:i + size] for i in range(0, len(args), size)] or [""]
+            frags = [args[i : i + size] for i in range(0, len(args), size)] or [""]
             call_id = call.id or f"call_{index}_{self.id[-6:]}"
-            out.append(self._delta({"tool_calls": [{
-                "index": index, "id": call_id, "type": "function",
-                "function": {"name": call.name, "arguments": frags[0]}}]}))
-            out.extend(self._delta({"tool_calls": [{
-                "index": index, "function": {"arguments": frag}}]}) for frag in frags[1:])
-        out.append(self._frame([{"finish_reason": self.finish, "index": 0, "delta": {}}],
-                               timings=self.timings))
+            out.append(
+                self._delta(
+                    {
+                        "tool_calls": [
+                            {
+                                "index": index,
+                                "id": call_id,
+                                "type": "function",
+                                "function": {"name": call.name, "arguments": frags[0]},
+                            }
+                        ]
+                    }
+                )
+            )
+            out.extend(
+                self._delta({"tool_calls": [{"index": index, "function": {"arguments": frag}}]})
+                for frag in frags[1:]
+            )
+        out.append(
+            self._frame(
+                [{"finish_reason": self.finish, "index": 0, "delta": {}}], timings=self.timings
+            )
+        )
         if self.include_usage:
             out.append(self._frame([], usage=self.usage, timings=self.timings))
         out.append(b"data: [DONE]\n\n")
@@ -636,10 +704,19 @@ class _Stream:
             message["reasoning_content"] = "".join(self.reasoning)
         if self.reply.tool_calls:
             message["tool_calls"] = [
-                {"id": c.id or f"call_{i}", "type": "function",
-                 "function": {"name": c.name, "arguments": c.arguments}}
+                {
+                    "id": c.id or f"call_{i}",
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments},
+                }
                 for i, c in enumerate(self.reply.tool_calls)
             ]
-        return {"choices": [{"finish_reason": self.finish, "index": 0, "message": message}],
-                "created": 1735142223, "id": self.id, "model": self.model,
-                "object": "chat.completion", "usage": self.usage, "timings": self.timings}
+        return {
+            "choices": [{"finish_reason": self.finish, "index": 0, "message": message}],
+            "created": 1735142223,
+            "id": self.id,
+            "model": self.model,
+            "object": "chat.completion",
+            "usage": self.usage,
+            "timings": self.timings,
+        }

@@ -94,8 +94,10 @@ def search(
         if client is None:
             http.close()
     if response.status_code == 403:
-        raise SearchError(f"{where} refused JSON output (HTTP 403); enable the json format "
-                          "under search.formats in SearXNG's settings.yml")
+        raise SearchError(
+            f"{where} refused JSON output (HTTP 403); enable the json format "
+            "under search.formats in SearXNG's settings.yml"
+        )
     if response.status_code >= 400:
         raise SearchError(f"{where} answered HTTP {response.status_code}")
     try:
@@ -112,11 +114,13 @@ def search(
         if item["url"] in seen:
             continue
         seen.add(item["url"])
-        results.append({
-            "title": _clean(item.get("title"), 200) or item["url"],
-            "url": item["url"],
-            "snippet": _clean(item.get("content"), SNIPPET_CHARS),
-        })
+        results.append(
+            {
+                "title": _clean(item.get("title"), 200) or item["url"],
+                "url": item["url"],
+                "snippet": _clean(item.get("content"), SNIPPET_CHARS),
+            }
+        )
         if len(results) >= max_results:
             break
     log.debug("search %r: %d results", query, len(results))
@@ -126,8 +130,10 @@ def search(
 def result_text(query: str, results: list[dict]) -> str:
     """The tool result the model reads: numbered title, URL and snippet per result."""
     if not results:
-        return (f'No results for "{query}". Try a different query, or answer from what you '
-                "know and say the search found nothing.")
+        return (
+            f'No results for "{query}". Try a different query, or answer from what you '
+            "know and say the search found nothing."
+        )
     lines = [f'Search results for "{query}":']
     for n, item in enumerate(results, 1):
         lines.append(f"{n}. {item['title']}\n   {item['url']}")
@@ -138,5 +144,7 @@ def result_text(query: str, results: list[dict]) -> str:
 
 def error_text(query: str, reason: str) -> str:
     """The tool result for a failed search, so the model can still answer."""
-    return (f'error: the web search for "{query}" failed: {reason}. Answer from what you know '
-            "and tell the user the search did not work.")
+    return (
+        f'error: the web search for "{query}" failed: {reason}. Answer from what you know '
+        "and tell the user the search did not work."
+    )
