@@ -153,7 +153,15 @@ class SkillsPanel(QDialog):
         self.tree.setRootIsDecorated(False)
         self.tree.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.tree.setWordWrap(True)
-        self.tree.header().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        # Paths lose their middle, not the skill folder's name at their end.
+        self.tree.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        header = self.tree.header()
+        header.setStretchLastSection(False)
+        for column in (0, 3, 4):
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(2, QHeaderView.ResizeMode.Interactive)
+        self.tree.setColumnWidth(2, 220)
         self.tree.currentItemChanged.connect(lambda *_: self._update_buttons())
         self.tree.itemDoubleClicked.connect(lambda *_: self._on_toggle())
 
@@ -230,7 +238,7 @@ class SkillsPanel(QDialog):
                 [
                     skill.name,
                     skill.description,
-                    str(skill.folder.parent if skill.folder else ""),
+                    _home_relative(skill.folder.parent) if skill.folder else "",
                     ", ".join(flags),
                     "loaded" if skill.name in loaded else "",
                 ]
@@ -294,3 +302,11 @@ class SkillsPanel(QDialog):
         folder = QFileDialog.getExistingDirectory(self, "Import skill folder", str(Path.home()))
         if folder:
             self.import_folder(Path(folder))
+
+
+def _home_relative(path: Path) -> str:
+    """`path` with the home folder shown as ~, as people write it in config.toml."""
+    try:
+        return "~/" + path.relative_to(Path.home()).as_posix()
+    except ValueError:
+        return str(path)
