@@ -15,8 +15,12 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from llamachat.config import Config
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -5460,6 +5464,20 @@ def quick(qtbot, router, tmp_path):
     history.close()
 
 
+def _instance_cfg(router, tmp_path: Path, **options) -> Config:
+    """A config for a RunningInstance on the scripted router that never starts a server."""
+    from llamachat.config import Config
+
+    return Config(
+        router_url=router.url,
+        default_model="test-model",
+        manage_server=False,
+        history_path=tmp_path / "history.db",
+        prompts_dir=tmp_path / "prompts",
+        **options,
+    )
+
+
 def _quick_named(root, cls, name: str):
     found = [w for w in root.findChildren(cls) if w.accessibleName() == name and w.isVisible()]
     assert len(found) == 1, f"{len(found)} visible {cls.__name__} named {name!r}"
@@ -5815,18 +5833,10 @@ def test_quick_ctrl_enter_continues_the_exchange_as_a_chat(router, qtbot, tmp_pa
     from PySide6.QtCore import Qt
     from PySide6.QtWidgets import QPlainTextEdit
 
-    from llamachat.config import Config
     from llamachat.db import History
     from llamachat.ui.instance import RunningInstance
 
-    cfg = Config(
-        router_url=router.url,
-        default_model="test-model",
-        manage_server=False,
-        skills_dir=_quick_skills(tmp_path),
-        history_path=tmp_path / "history.db",
-        prompts_dir=tmp_path / "prompts",
-    )
+    cfg = _instance_cfg(router, tmp_path, skills_dir=_quick_skills(tmp_path))
     history = History(cfg.history_path)
     running = RunningInstance(cfg, history, tray=False)
     try:
@@ -6013,17 +6023,10 @@ def test_tray_menu_offers_quick_ask_open_and_quit(qtbot) -> None:
 @quick_offscreen
 def test_tray_absent_the_instance_ends_when_its_last_window_closes(router, qtbot, tmp_path) -> None:
     """Without a tray the running instance finishes once no window shows, not before."""
-    from llamachat.config import Config
     from llamachat.db import History
     from llamachat.ui.instance import RunningInstance
 
-    cfg = Config(
-        router_url=router.url,
-        default_model="test-model",
-        manage_server=False,
-        history_path=tmp_path / "history.db",
-        prompts_dir=tmp_path / "prompts",
-    )
+    cfg = _instance_cfg(router, tmp_path)
     history = History(cfg.history_path)
     running = RunningInstance(cfg, history)
     ended: list[bool] = []
@@ -6116,17 +6119,10 @@ def test_instance_acts_on_handed_over_command_lines(router, qtbot, tmp_path) -> 
     from PySide6.QtWidgets import QPlainTextEdit
 
     from llamachat.__main__ import _act
-    from llamachat.config import Config
     from llamachat.db import History
     from llamachat.ui.instance import RunningInstance, payload
 
-    cfg = Config(
-        router_url=router.url,
-        default_model="test-model",
-        manage_server=False,
-        history_path=tmp_path / "history.db",
-        prompts_dir=tmp_path / "prompts",
-    )
+    cfg = _instance_cfg(router, tmp_path)
     history = History(cfg.history_path)
     running = RunningInstance(cfg, history, tray=False)
     try:
