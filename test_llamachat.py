@@ -3146,7 +3146,7 @@ def _wait_for(predicate, timeout: float, what: str):
             return value
         if time.monotonic() > deadline:
             pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.1)
+        time.sleep(0.05)
 
 
 def _live_group_members(pgid: int) -> list[int]:
@@ -5397,20 +5397,6 @@ def _llamachat(config: Path, *args: str, stdin: str | None = None, timeout: floa
     )
 
 
-def _quick_wait(predicate, timeout: float, what: str):
-    """Poll a condition outside Qt (another process's files) until it holds; fail after timeout."""
-    import time
-
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
-
-
 def _oneshots(db: Path) -> list[tuple[dict, list[dict]]]:
     """The one-shot sessions in a history file, each with its messages (empty if no file yet)."""
     from llamachat.db import History
@@ -6199,7 +6185,7 @@ def _start_instance(config: Path, name: str, log: Path):
         probe.abort()
         return ok
 
-    _quick_wait(listening, 60, "the first llamachat to listen")
+    _wait_for(listening, 60, "the first llamachat to listen")
     return first
 
 
@@ -6220,13 +6206,13 @@ def test_instance_second_llamachat_hands_ask_over_and_exits_at_once(router, tmp_
         router.script(Reply(content=["Paris."]))
         second = _llamachat(config, "ask", "capital", "of", "France", timeout=30)
         assert (second.returncode, second.stdout, second.stderr) == (0, "", "")
-        _session, messages = _quick_wait(
+        _session, messages = _wait_for(
             lambda: _answered(tmp_path / "history.db", "capital of France"), 30, "the answer"
         )
         assert messages[1]["content"] == "Paris."
         third = _llamachat(config, "ask", "review this", stdin="line one\n", timeout=30)
         assert third.returncode == 0, third.stderr
-        _quick_wait(
+        _wait_for(
             lambda: _answered(tmp_path / "history.db", "review this\n\n```\nline one\n```"),
             30,
             "the piped ask",
@@ -6266,7 +6252,7 @@ def test_instance_stale_socket_of_a_killed_instance_is_recovered(router, tmp_pat
     try:
         second = _llamachat(config, "ask", "are you there", timeout=30)
         assert (second.returncode, second.stderr) == (0, "")
-        _quick_wait(lambda: _answered(tmp_path / "history.db", "are you there"), 30, "the answer")
+        _wait_for(lambda: _answered(tmp_path / "history.db", "are you there"), 30, "the answer")
     finally:
         _stop(first)
 
