@@ -5727,6 +5727,34 @@ def test_quick_window_answers_and_saves_a_searchable_oneshot_session(quick, rout
 
 
 @quick_offscreen
+def test_quick_regenerate_asks_again_and_edit_puts_the_question_back(quick, router, qtbot) -> None:
+    """The answer's Regenerate and the question's Edit work in the quick window too."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QAbstractButton
+
+    from llamachat.scripted_router import Reply
+
+    window, history = quick(default_model="test-model")
+    window.present()
+    router.script(Reply(content=["First."]))
+    _quick_ask(qtbot, window, "name a colour")
+    router.script(Reply(content=["Second."]))
+    answer = window.conversation.last_assistant()
+    qtbot.mouseClick(_quick_named(answer, QAbstractButton, "Regenerate"), Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not window.is_streaming() and window.running_workers() == 0)
+    assert [(m["role"], m["content"]) for m in history.messages(window.session_id)] == [
+        ("user", "name a colour"),
+        ("assistant", "Second."),
+    ]
+    assert len(router.chat_requests()) == 2
+    question = window.conversation.views()[0]
+    qtbot.mouseClick(
+        _quick_named(question, QAbstractButton, "Edit message"), Qt.MouseButton.LeftButton
+    )
+    assert window.composer.text() == "name a colour"
+
+
+@quick_offscreen
 def test_quick_skills_apply_to_one_answer_then_are_dropped(quick, router, qtbot, tmp_path) -> None:
     """`/weather` shows its chip while the answer streams, is sent, and is gone afterwards."""
     from PySide6.QtWidgets import QPushButton

@@ -42,7 +42,7 @@ from ..config import Config
 from ..db import History, HistoryError
 from ..models import ModelInfo
 from .chips import SkillChips
-from .composer import Composer, user_content
+from .composer import Attachment, Composer, user_content
 from .conversation import ConversationView
 from .model_picker import list_models
 from .reply import ReplyStream
@@ -144,6 +144,8 @@ class QuickWindow(QWidget):
         self.conversation.setAccessibleName("Answer")
         self.conversation.setMinimumHeight(ANSWER_HEIGHT)
         self.conversation.retry_requested.connect(self._on_retry)
+        self.conversation.regenerate_requested.connect(self._on_retry)
+        self.conversation.edit_requested.connect(self._on_edit)
         self.conversation.hide()
 
         layout = QVBoxLayout(self)
@@ -441,6 +443,22 @@ class QuickWindow(QWidget):
             question["content"], question.get("attachments") or [], self._asked_skills
         )
         self._start_reply(question["model"] or self._model, request)
+
+    @Slot(object)
+    def _on_edit(self, message_id: object) -> None:
+        """Put the question back in the box: sending it asks again as a new question."""
+        if self._session_id is None or self._reply is not None:
+            return
+        question = next(
+            (m for m in self.history.messages(self._session_id) if m["id"] == message_id), None
+        )
+        if question is None or question["role"] != "user":
+            return
+        self.composer.set_text(question["content"])
+        self.composer.set_attachments(
+            [Attachment.from_dict(item) for item in question.get("attachments") or []]
+        )
+        self.composer.editor.setFocus()
 
     # ------------------------------------------------------------------ models
 
