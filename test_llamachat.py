@@ -1659,6 +1659,7 @@ def test_skills_are_read_once_and_an_unchanged_refresh_only_stats(tmp_path: Path
         "recording[0] = True\n"
         "store.names(); store.user_names(); store.match_mentions('use alpha and beta')\n"
         "store.tool_schema(); store.load('alpha'); store.directory()\n"
+        "described = store.descriptions()\n"
         "changes = [store.refresh(), store.refresh()]\n"
         "recording[0] = False\n"
         "quiet = list(events); events.clear()\n"
@@ -1668,7 +1669,7 @@ def test_skills_are_read_once_and_an_unchanged_refresh_only_stats(tmp_path: Path
         "changes.append(store.refresh())\n"
         "recording[0] = False\n"
         "print(json.dumps({'quiet': quiet, 'changes': changes, 'after_edit': events,\n"
-        "                  'beta': store.load('beta').description}))\n"
+        "                  'beta': store.load('beta').description, 'described': described}))\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code, str(root)],
@@ -1680,6 +1681,7 @@ def test_skills_are_read_once_and_an_unchanged_refresh_only_stats(tmp_path: Path
     result = json.loads(out)
 
     assert result["quiet"] == []
+    assert result["described"] == dict.fromkeys(["alpha", "beta", "gamma"], "Does one thing well.")
     assert result["changes"] == [False, False, True]
     opened = [path for event, path in result["after_edit"] if event == "open"]
     assert opened == [str(root / "beta" / "SKILL.md")]

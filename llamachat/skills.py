@@ -230,6 +230,10 @@ class SkillStore:
         """Names the user may load with /name or a mention (not `user-invocable: false`)."""
         return list(self._current().user_names)
 
+    def descriptions(self) -> dict[str, str]:
+        """Every skill's description by name, from the scan (no instructions are read)."""
+        return {name: entry.description for name, entry in self._current().entries.items()}
+
     def skills(self) -> list[Skill]:
         """Every skill with its instructions, in store order (reads bodies not yet loaded)."""
         snap = self._current()

@@ -393,10 +393,10 @@ class Composer(QWidget):
     def offer_skills(self, store: SkillStore) -> None:
         """Offer the store's user-invocable skills after `/`, re-reading its folders first."""
         store.refresh()
-        by_name = {skill.name: skill for skill in store.skills()}
+        descriptions = store.descriptions()
         self._skill_model.clear()
         for name in store.user_names():
-            description = by_name[name].description if name in by_name else ""
+            description = descriptions.get(name, "")
             item = QStandardItem(f"/{name}  —  {description}" if description else f"/{name}")
             item.setData(name, Qt.ItemDataRole.UserRole)
             item.setToolTip(description)

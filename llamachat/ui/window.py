@@ -890,7 +890,9 @@ class ChatWindow(QMainWindow):
         """Load the skills a draft names; return the text to send and the `/name`s in it."""
         if self._skills is None:
             return text, []
-        self._refresh_skill_names()
+        # Stat calls only; the completer is rebuilt only when a skill changed on disk.
+        if self._skills.refresh():
+            self._refresh_skill_names()
         remaining, commands = skills.parse_commands(text, self._skills.user_names())
         loaded = [name for name in commands if self.load_skill(name)]
         loaded += [name for name in self._skills.match_mentions(remaining) if self.load_skill(name)]
