@@ -12,7 +12,9 @@ providers, server, ui, quick window, cli, faults.
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -3848,10 +3850,10 @@ def test_markdown_code_block_is_highlighted_only_once_closed() -> None:
     md.append("```python\ndef f():\n    return 1\n")
     open_update = md.flush()
     code_part = open_update.tail.split("<pre>")[1]
-    assert "def f" in code_part and "<span" not in code_part
+    assert "def f" in code_part and "<font" not in code_part
     md.append("```\n")
     closed = md.flush()
-    assert "<span style=" in closed.finished.split("<pre>")[1] and closed.tail == ""
+    assert "<font color=" in closed.finished.split("<pre>")[1] and closed.tail == ""
 
 
 def test_markdown_copy_links_return_each_blocks_raw_code() -> None:
@@ -7940,3 +7942,31 @@ def test_chrome_window_accessible_names_all_present(chat_window, qtbot) -> None:
 
 
 # ==== end section: chat window ====
+
+
+def test_scripted_router_runs_as_a_process_of_its_own() -> None:
+    """`python -m llamachat.scripted_router` serves replies queued as JSON lines on stdin."""
+    from llamachat import backend
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "llamachat.scripted_router"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        url = process.stdout.readline().strip()
+        process.stdin.write(json.dumps({"content": ["from ", "afar"]}) + "\n")
+        process.stdin.flush()
+        assert process.stdout.readline().strip() == "ok"
+        client = backend.Client(url)
+        got = [
+            v
+            for k, v in client.stream_chat("test-model", [{"role": "user", "content": "x"}])
+            if k == "content"
+        ]
+        client.close()
+        assert "".join(got) == "from afar"
+    finally:
+        process.stdin.close()
+        process.wait(timeout=10)

@@ -26,10 +26,12 @@ from __future__ import annotations
 import json
 import logging
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 import httpcore
@@ -286,12 +288,18 @@ def _httpx_error(exc: Exception, request: httpx.Request) -> httpx.HTTPError:
     return kind(str(exc), request=request)
 
 
+@cache
+def shared_ssl_context() -> ssl.SSLContext:
+    """One TLS context for every client: loading the CA bundle costs ~15 ms each time."""
+    return httpx.create_ssl_context()
+
+
 class _Transport(httpx.BaseTransport):
     """httpx over an httpcore pool that uses _SocketTracker (httpx cannot be given one)."""
 
     def __init__(self, sockets: _SocketTracker) -> None:
         self._pool = httpcore.ConnectionPool(
-            ssl_context=httpx.create_ssl_context(),
+            ssl_context=shared_ssl_context(),
             max_connections=100,
             max_keepalive_connections=20,
             keepalive_expiry=5.0,

@@ -35,12 +35,14 @@ client connection only ends that one reply (`router.disconnects` counts them).
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import json
 import logging
 import re
 import select
 import socket
+import sys
 import threading
 from collections import deque
 from collections.abc import Iterable, Sequence
@@ -720,3 +722,26 @@ class _Stream:
             "usage": self.usage,
             "timings": self.timings,
         }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Serve a router of its own process until stdin closes (the benchmark's, or by hand).
+
+    Prints the URL, then takes one JSON object of `Reply` fields per stdin line (e.g.
+    ``{"content": ["Hel", "lo"]}``), queues it and answers "ok" on stdout. Tool calls
+    and the `Model` list are not scriptable this way.
+    """
+    parser = argparse.ArgumentParser(prog="python -m llamachat.scripted_router")
+    parser.add_argument("--model", default="test-model", help="the one model it serves")
+    args = parser.parse_args(argv)
+    with ScriptedRouter([Model(args.model, "loaded")]) as router:
+        print(router.url, flush=True)
+        for line in sys.stdin:
+            if line.strip():
+                router.script(Reply(**json.loads(line)))
+                print("ok", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

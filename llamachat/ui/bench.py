@@ -29,6 +29,7 @@ with the reason; anything else that goes wrong is a bug and raises.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import platform
@@ -43,6 +44,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Self
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -144,6 +146,7 @@ def _window(url: str, folder: Path, *, model: str = MODEL, **options: object) ->
     window = ChatWindow(cfg, history)
     window.resize(900, 760)
     window.show()
+    gc.freeze()  # as the app does once its first window is up
     try:
         _wait(lambda: window.models(), 30, "the model list")
         yield window, history
@@ -182,18 +185,53 @@ def _median_ms(call: Callable[[], object], repeats: int) -> float:
 # ---------------------------------------------------------------- 1. streaming render
 
 
+class _RouterProcess:
+    """The scripted router in a process of its own, as llama-server would be.
+
+    In this process it would share the GIL with the window and stall its own sending
+    whenever the window rendered, which a real router never does.
+    """
+
+    def __init__(self) -> None:
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "llamachat.scripted_router"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self._process.stdout is not None
+        self.url = self._process.stdout.readline().strip()
+        if not self.url:
+            raise RuntimeError("the scripted router process did not start")
+
+    def script(self, **reply: object) -> None:
+        """Queue one reply (`scripted_router.Reply` fields)."""
+        assert self._process.stdin is not None and self._process.stdout is not None
+        self._process.stdin.write(json.dumps(reply) + "\n")
+        self._process.stdin.flush()
+        if self._process.stdout.readline().strip() != "ok":
+            raise RuntimeError("the scripted router process did not take the reply")
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        assert self._process.stdin is not None
+        self._process.stdin.close()
+        self._process.wait(timeout=10)
+
+
 def bench_stream(n_tokens: int) -> Figure:
     """Send-to-finished through the real window over the bare client, for one long reply."""
     from ..backend import Client
-    from ..scripted_router import Reply, ScriptedRouter
     from . import bench_render
 
     tokens = bench_render.sample_tokens(n_tokens)
     text = "".join(tokens)
-    with ScriptedRouter() as router, tempfile.TemporaryDirectory(prefix="llamachat-bench-") as tmp:
+    with _RouterProcess() as router, tempfile.TemporaryDirectory(prefix="llamachat-bench-") as tmp:
         client = Client(router.url)
         try:
-            router.script(Reply(content=tokens))
+            router.script(content=tokens)
             started = time.perf_counter()
             got = [
                 str(piece)
@@ -206,9 +244,9 @@ def bench_stream(n_tokens: int) -> Figure:
         if "".join(got) != text:
             raise RuntimeError("the client lost streamed text")
         with _window(router.url, Path(tmp)) as (window, history):
-            router.script(Reply(content="warm up the window"))
+            router.script(content="warm up the window")
             _send_and_wait(window, "warm up")
-            router.script(Reply(content=tokens))
+            router.script(content=tokens)
             window_s = _send_and_wait(window, "go")
             if history.messages(window.session_id)[-1]["content"] != text:
                 raise RuntimeError("the window lost streamed text")
