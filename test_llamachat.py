@@ -7323,7 +7323,21 @@ def test_composer_grows_with_its_text_then_scrolls(chat_window, qtbot) -> None:
     assert editor.verticalScrollBar().maximum() > 0
 
 
-def test_worker_streams_events_then_finishes(router, qtbot) -> None:
+@pytest.fixture
+def helpers(request):
+    """None (the reply is read on the worker thread) or helper processes, as the app uses."""
+    if request.param is None:
+        yield None
+        return
+    from llamachat import stream_process
+
+    pool = stream_process.Helpers()
+    yield pool
+    pool.close()
+
+
+@pytest.mark.parametrize("helpers", [None, "process"], indirect=True)
+def test_worker_streams_events_then_finishes(router, qtbot, helpers) -> None:
     """The worker re-emits reasoning, content and stats from the stream, then finished."""
     from llamachat import backend
     from llamachat.scripted_router import Reply
@@ -7331,7 +7345,7 @@ def test_worker_streams_events_then_finishes(router, qtbot) -> None:
 
     router.script(Reply(reasoning=["hm"], content=["a", "b"]))
     client = backend.Client(router.url)
-    worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}])
+    worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}], helpers=helpers)
     events: list = []
     worker.reasoning.connect(lambda t: events.append(("reasoning", t)))
     worker.content.connect(lambda t: events.append(("content", t)))
@@ -7357,7 +7371,8 @@ def test_worker_streams_events_then_finishes(router, qtbot) -> None:
     ]
 
 
-def test_worker_cancel_closes_stalled_response_without_failing(router, qtbot) -> None:
+@pytest.mark.parametrize("helpers", [None, "process"], indirect=True)
+def test_worker_cancel_closes_stalled_response_without_failing(router, qtbot, helpers) -> None:
     """Cancelling a worker stuck on a silent server ends it and closes the connection."""
     from llamachat import backend
     from llamachat.scripted_router import Reply
@@ -7365,7 +7380,7 @@ def test_worker_cancel_closes_stalled_response_without_failing(router, qtbot) ->
 
     router.script(Reply(content=["first ", "never"], stall_after=2))
     client = backend.Client(router.url)
-    worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}])
+    worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}], helpers=helpers)
     received: list = []
     failures: list = []
     worker.content.connect(received.append)
@@ -7380,7 +7395,8 @@ def test_worker_cancel_closes_stalled_response_without_failing(router, qtbot) ->
     assert failures == []
 
 
-def test_worker_failure_carries_server_message_and_exception(router, qtbot) -> None:
+@pytest.mark.parametrize("helpers", [None, "process"], indirect=True)
+def test_worker_failure_carries_server_message_and_exception(router, qtbot, helpers) -> None:
     """A server error reaches the GUI thread as failed(message, ServerError), then finished."""
     from llamachat import backend
     from llamachat.scripted_router import Reply
@@ -7388,7 +7404,7 @@ def test_worker_failure_carries_server_message_and_exception(router, qtbot) -> N
 
     router.script(Reply(status=503, error={"message": "loading model"}))
     client = backend.Client(router.url)
-    worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}])
+    worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}], helpers=helpers)
     failures: list = []
     worker.failed.connect(lambda m, e: failures.append((m, e)))
     threads = WorkerThreads()
@@ -7942,6 +7958,145 @@ def test_chrome_window_accessible_names_all_present(chat_window, qtbot) -> None:
 
 
 # ==== end section: chat window ====
+
+
+def test_stream_helper_merges_bursts_and_keeps_order() -> None:
+    """Adjacent text of one kind is joined; other events keep their place."""
+    from llamachat.stream_process import merge_text
+
+    events = [
+        ("content", "a"),
+        ("content", "b"),
+        ("stats", {}),
+        ("reasoning", "r"),
+        ("content", "c"),
+        ("content", "d"),
+    ]
+    assert merge_text(events) == [
+        ("content", "ab"),
+        ("stats", {}),
+        ("reasoning", "r"),
+        ("content", "cd"),
+    ]
+    assert merge_text([]) == []
+
+
+def test_stream_helper_reraises_the_servers_error_with_its_class(router) -> None:
+    """An error in the helper comes back as the same exception, message and fields."""
+    from llamachat import backend, stream_process
+    from llamachat.scripted_router import Reply
+
+    router.script(
+        Reply(status=400, error={"type": "exceed_context_size_error", "message": "too long"})
+    )
+    client = backend.Client(router.url)
+    helper = stream_process.Helper()
+    request = stream_process.Request.of(client, "test-model", [{"role": "user", "content": "x"}])
+    with pytest.raises(backend.ServerError) as caught:
+        list(helper.stream(request))
+    assert "too long" in str(caught.value) and caught.value.status == 400
+    assert caught.value.error_type == "exceed_context_size_error"
+    client.close()
+
+
+def test_stream_worker_reads_in_this_process_when_no_helper_starts(router, qtbot, tmp_path) -> None:
+    """A helper that cannot start costs nothing but speed: the reply still streams."""
+    from llamachat import backend, stream_process
+    from llamachat.scripted_router import Reply
+    from llamachat.ui.worker import StreamWorker, WorkerThreads
+
+    router.script(Reply(content=["still ", "here"]))
+    client = backend.Client(router.url)
+    missing = stream_process.Helpers(command=(str(tmp_path / "no-such-python"),))
+    worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}], helpers=missing)
+    received: list = []
+    worker.content.connect(received.append)
+    threads = WorkerThreads()
+    threads.start(worker)
+    qtbot.waitUntil(lambda: threads.running() == 0, timeout=10000)
+    client.close()
+    assert "".join(received) == "still here"
+
+
+def _gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state in ("Z", "X")  # a zombie has exited; this container's init may not reap it
+
+
+def test_stream_helper_dies_with_an_app_killed_mid_reply(router, tmp_path) -> None:
+    """SIGKILL of the app closes the helper's pipe: it exits and the server stops sending."""
+    from llamachat.scripted_router import Reply
+
+    router.script(Reply(content=["one ", "two ", "three"], stall_after=2))
+    script = tmp_path / "app.py"
+    script.write_text(
+        "import sys\n"
+        "from llamachat import backend, stream_process\n"
+        "helper = stream_process.Helper()\n"
+        "request = stream_process.Request.of(backend.Client(sys.argv[1]), 'test-model',\n"
+        "                                    [{'role': 'user', 'content': 'x'}])\n"
+        "stream = helper.stream(request)\n"
+        "for kind, value in stream:\n"
+        "    if kind == 'content':\n"
+        "        print(helper._process.pid, flush=True)\n"
+        "        break\n"
+        "import time\n"
+        "time.sleep(60)\n"
+    )
+    app = subprocess.Popen(
+        [sys.executable, str(script), router.url], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        pid = int(app.stdout.readline())
+        assert not _gone(pid)
+        app.kill()
+        app.wait(timeout=10)
+        _wait_for(lambda: _gone(pid), 10, "the helper to exit")
+        _wait_for(lambda: router.disconnects == 1, 10, "the connection to close")
+    finally:
+        if app.poll() is None:
+            app.kill()
+
+
+def test_garbage_qt_objects_are_destroyed_on_the_gui_thread(qapp, qtbot) -> None:
+    """A QObject with a running timer, dropped in a cycle, dies on the GUI thread.
+
+    Collected by a worker thread, Qt would warn "Timers cannot be stopped from another
+    thread" (a failure here) and later crash when the timer fired.
+    """
+    import gc
+    import threading
+
+    from PySide6.QtCore import QObject, QThread, QTimer
+
+    from llamachat.ui.worker import collect_garbage_on_gui_thread
+
+    collect_garbage_on_gui_thread()
+    assert not gc.isenabled()
+    died_on: list = []
+
+    def make_garbage() -> None:
+        owner = QObject()
+        owner.timer = QTimer(owner)
+        owner.timer.start(10)
+        owner.cycle = owner  # only the cycle collector can free it
+        owner.destroyed.connect(lambda: died_on.append(QThread.currentThread()))
+
+    make_garbage()
+    # A worker thread allocating as much as a streamed reply does: with automatic
+    # collection this is where the cycle would be freed.
+    churn = threading.Thread(target=lambda: [[{} for _ in range(50)] for _ in range(20_000)])
+    churn.start()
+    churn.join()
+    assert died_on == []
+    # Enough new objects for the next collection to be due, as an app allocates anyway.
+    ballast = [[] for _ in range(5000)]
+    qtbot.waitUntil(lambda: bool(died_on), timeout=5000)
+    del ballast
+    assert died_on == [qapp.thread()]
 
 
 def test_scripted_router_runs_as_a_process_of_its_own() -> None:

@@ -427,6 +427,15 @@ class Client:
         idle_timeout: float | None = 120.0,
         max_line_bytes: int = MAX_LINE_BYTES,
     ) -> None:
+        self.settings = {
+            "base_url": base_url,
+            "api_key": api_key,
+            "connect_timeout": connect_timeout,
+            "read_timeout": read_timeout,
+            "idle_timeout": idle_timeout,
+            "max_line_bytes": max_line_bytes,
+        }
+        """The arguments this client was made with: `Client(**settings)` is its twin."""
         self.base_url = base_url.rstrip("/")
         self.api_base = api_base(self.base_url)
         self.root = server_root(self.base_url)

@@ -21,7 +21,7 @@ from PySide6.QtCore import QObject, QTimer, Signal, Slot
 from .. import backend, providers
 from ..db import History, HistoryError
 from .conversation import ConversationView, MessageView
-from .worker import StreamWorker, WorkerThreads
+from .worker import HELPERS, StreamWorker, WorkerThreads
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,12 @@ class ReplyStream(QObject):
         )
         client, wire_model = registry.client_for(model)
         self._worker = StreamWorker(
-            client, wire_model, messages, search_cfg=search_cfg, skills_cfg=skills_cfg
+            client,
+            wire_model,
+            messages,
+            search_cfg=search_cfg,
+            skills_cfg=skills_cfg,
+            helpers=HELPERS,
         )
         self._worker.content.connect(self._on_content)
         self._worker.reasoning.connect(self._on_reasoning)

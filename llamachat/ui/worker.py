@@ -8,20 +8,69 @@ cross the thread boundary any other way.
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from PySide6.QtCore import QDeadlineTimer, QObject, Qt, QThread, QTimer, Signal, Slot
+from PySide6.QtCore import (
+    QCoreApplication,
+    QDeadlineTimer,
+    QObject,
+    Qt,
+    QThread,
+    QTimer,
+    Signal,
+    Slot,
+)
 
-from .. import backend
+from .. import backend, stream_process
 
 log = logging.getLogger(__name__)
 
 # At most one drain of stream events per this many ms while a reply streams fast.
 DRAIN_INTERVAL_MS = 10
+
+# The helper processes replies are read in, shared by every window of the app.
+HELPERS = stream_process.Helpers()
+
+# How often the GUI thread runs the garbage collection Python would have run by itself.
+GC_INTERVAL_MS = 100
+
+_collector: QTimer | None = None
+
+
+def collect_garbage_on_gui_thread() -> None:
+    """From now on, run Python's cycle collector only on the GUI thread, from a timer.
+
+    Left automatic, a collection runs in whichever thread happens to allocate, and a Qt
+    object in a garbage cycle is then destroyed in a worker thread: Qt cannot stop its
+    timers there ("Timers cannot be stopped from another thread") and crashes when they
+    fire. Needs the QApplication; calling it again does nothing.
+    """
+    global _collector
+    if _collector is not None:
+        return
+    app = QCoreApplication.instance()
+    if app is None:
+        raise RuntimeError("collect_garbage_on_gui_thread needs a QApplication")
+    gc.disable()
+    _collector = QTimer(app)
+    _collector.setInterval(GC_INTERVAL_MS)
+    _collector.timeout.connect(_collect_due_generation)
+    _collector.start()
+
+
+def _collect_due_generation() -> None:
+    # CPython's own rule: collect the oldest generation whose count passed its threshold.
+    counts, thresholds = gc.get_count(), gc.get_threshold()
+    for generation in (2, 1, 0):
+        if counts[generation] > thresholds[generation]:
+            gc.collect(generation)
+            return
+
 
 # Threads that outlived WorkerThreads.wait_all(): kept referenced until the process ends.
 _stragglers: list[tuple[QThread, tuple[QObject, QObject]]] = []
@@ -62,8 +111,11 @@ class StreamWorker(QObject):
         search_cfg: backend.SearchConfig | None = None,
         skills_cfg: backend.SkillsConfig | None = None,
         params: dict | None = None,
+        helpers: stream_process.Helpers | None = None,
     ) -> None:
         super().__init__()
+        self._helpers = helpers
+        self._helper: stream_process.Helper | None = None
         self._client = client
         self._model = model
         self._messages = messages
@@ -83,11 +135,14 @@ class StreamWorker(QObject):
     def cancel(self) -> None:
         """Ask the stream to stop; safe from any thread, returns at once."""
         self._cancel.set()
+        helper = self._helper
+        if helper is not None:
+            helper.kill()
 
-    def _post(self, kind: str, *args: object) -> None:
+    def _post(self, kind: str, value: object) -> None:
         # Appended before the flag is read: either this call posts a wake-up, or the
         # cooldown that clears the flag has not looked at the queue yet and drains it.
-        self._pending.append((kind, args))
+        self._pending.append((kind, value))
         if not self._woken:
             self._woken = True
             self._wake.emit()
@@ -97,8 +152,11 @@ class StreamWorker(QObject):
         # The flag stays set until the cooldown ends: events arriving meanwhile wait for it
         # instead of waking the GUI thread, which would first wait for the GIL each time.
         self._cooldown.start()
-        for kind, args in self._take_pending():
-            getattr(self, _SIGNALS[kind]).emit(*args)
+        for kind, value in self._take_pending():
+            if kind == "failed":
+                self.failed.emit(*value)
+            else:
+                getattr(self, _SIGNALS[kind]).emit(value)
 
     @Slot()
     def _on_cooldown(self) -> None:
@@ -107,41 +165,45 @@ class StreamWorker(QObject):
             self._woken = True
             self._drain()
 
-    def _take_pending(self) -> list[tuple[str, tuple]]:
+    def _take_pending(self) -> list[backend.StreamEvent]:
         pending = self._pending
-        merged: list[tuple[str, tuple]] = []
-        texts: list[str] = []
-        text_kind = ""
-        while pending:
-            kind, args = pending.popleft()
-            if kind == text_kind:
-                texts.append(args[0])
-                continue
-            if texts:
-                merged.append((text_kind, ("".join(texts),)))
-                texts = []
-            if kind in _TEXT_KINDS:
-                text_kind = kind
-                texts.append(args[0])
+        return stream_process.merge_text([pending.popleft() for _ in range(len(pending))])
+
+    def _events(self) -> Iterator[backend.StreamEvent]:
+        """The reply's events, read by a helper process, or on this thread if none starts."""
+        if self._helpers is not None:
+            try:
+                helper = self._helpers.take()
+            except OSError as exc:
+                log.warning("reading the reply in this process: no helper process (%s)", exc)
             else:
-                text_kind = ""
-                merged.append((kind, args))
-        if texts:
-            merged.append((text_kind, ("".join(texts),)))
-        return merged
+                self._helper = helper
+                if self._cancel.is_set():
+                    helper.kill()
+                return helper.stream(
+                    stream_process.Request.of(
+                        self._client,
+                        self._model,
+                        self._messages,
+                        params=self._params,
+                        search_cfg=self._search_cfg,
+                        skills_cfg=self._skills_cfg,
+                    )
+                )
+        return self._client.stream_chat(
+            self._model,
+            self._messages,
+            search_cfg=self._search_cfg,
+            skills_cfg=self._skills_cfg,
+            cancel=self._cancel,
+            params=self._params,
+        )
 
     @Slot()
     def run(self) -> None:
         """Stream the reply, posting each event for the GUI thread; runs in the worker thread."""
         try:
-            stream = self._client.stream_chat(
-                self._model,
-                self._messages,
-                search_cfg=self._search_cfg,
-                skills_cfg=self._skills_cfg,
-                cancel=self._cancel,
-                params=self._params,
-            )
+            stream = self._events()
             try:
                 for kind, value in stream:
                     if self._cancel.is_set():
@@ -155,12 +217,15 @@ class StreamWorker(QObject):
                 stream.close()
         except backend.BackendError as exc:
             if not self._cancel.is_set():
-                self._post("failed", exc.message or str(exc), exc)
+                self._post("failed", (exc.message or str(exc), exc))
         except Exception as exc:
             log.exception("streaming a reply from %s failed", self._model)
             if not self._cancel.is_set():
-                self._post("failed", f"{type(exc).__name__}: {exc}", exc)
+                self._post("failed", (f"{type(exc).__name__}: {exc}", exc))
         finally:
+            if self._helpers is not None:
+                # Started now, the next reply's helper is ready long before it is needed.
+                self._helpers.prepare()
             # Whatever waits for a cooldown reaches the GUI thread before `finished` does.
             self._wake.emit()
             self.finished.emit()
@@ -176,7 +241,6 @@ _SIGNALS = {
     "stats": "stats",
     "failed": "failed",
 }
-_TEXT_KINDS = frozenset({"reasoning", "content"})
 
 
 class CallWorker(QObject):
