@@ -21,7 +21,6 @@ window was going to open). Qt is imported only on the GUI path, so `--help`,
 from __future__ import annotations
 
 import argparse
-import gc
 import logging
 import os
 import signal
@@ -202,9 +201,6 @@ def _run_gui(args: argparse.Namespace, cfg: config.Config) -> int:
         running.router_pending(f"Looking for the llama.cpp router at {cfg.router_url}…")
         _act(running, message)
         finder = find_router(running, cfg)  # noqa: F841 - referenced until it reports
-        # What startup built lives as long as the app: kept out of the garbage collector's
-        # full passes, which otherwise walk it all and stall a streaming reply for ~30 ms.
-        QTimer.singleShot(0, gc.freeze)
         return app.exec()
     finally:
         running.shutdown()

@@ -57,7 +57,7 @@ class Request:
     params: dict | None = None
     search_cfg: backend.SearchConfig | None = None
     skill_roots: list[str] = field(default_factory=list)
-    max_skill_calls: int = 2
+    max_searches: int = backend.SkillsConfig.max_searches
 
     @classmethod
     def of(
@@ -79,7 +79,7 @@ class Request:
             params=params,
             search_cfg=search_cfg,
             skill_roots=[str(root) for root in store.roots()] if store else [],
-            max_skill_calls=skills_cfg.max_searches if skills_cfg else 2,
+            max_searches=skills_cfg.max_searches if skills_cfg else cls.max_searches,
         )
 
     def skills_cfg(self) -> backend.SkillsConfig | None:
@@ -89,7 +89,7 @@ class Request:
         return backend.SkillsConfig(
             enabled=True,
             store=skills.SkillStore(self.skill_roots),
-            max_searches=self.max_skill_calls,
+            max_searches=self.max_searches,
         )
 
 

@@ -29,7 +29,6 @@ with the reason; anything else that goes wrong is a bug and raises.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import platform
@@ -146,7 +145,6 @@ def _window(url: str, folder: Path, *, model: str = MODEL, **options: object) ->
     window = ChatWindow(cfg, history)
     window.resize(900, 760)
     window.show()
-    gc.freeze()  # as the app does once its first window is up
     try:
         _wait(lambda: window.models(), 30, "the model list")
         yield window, history

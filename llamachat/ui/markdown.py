@@ -29,6 +29,7 @@ from __future__ import annotations
 import html
 import logging
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 
@@ -114,7 +115,7 @@ class _CodeFormatter:
         self._style = get_style_by_name(style)
         self._tags: dict[_TokenType, tuple[str, str]] = {}
 
-    def format(self, tokens) -> str:
+    def format(self, tokens: Iterable[tuple[_TokenType, str]]) -> str:
         out: list[str] = []
         run: list[str] = []
         run_tags = ("", "")

@@ -48,7 +48,9 @@ def collect_garbage_on_gui_thread() -> None:
     Left automatic, a collection runs in whichever thread happens to allocate, and a Qt
     object in a garbage cycle is then destroyed in a worker thread: Qt cannot stop its
     timers there ("Timers cannot be stopped from another thread") and crashes when they
-    fire. Needs the QApplication; calling it again does nothing.
+    fire. What startup built (everything up to the event loop's first turn) lives as long
+    as the app and is frozen out of collections: a full pass over it stalled a streaming
+    reply for ~30 ms. Needs the QApplication; calling it again does nothing.
     """
     global _collector
     if _collector is not None:
@@ -61,6 +63,7 @@ def collect_garbage_on_gui_thread() -> None:
     _collector.setInterval(GC_INTERVAL_MS)
     _collector.timeout.connect(_collect_due_generation)
     _collector.start()
+    QTimer.singleShot(0, gc.freeze)
 
 
 def _collect_due_generation() -> None:
@@ -223,12 +226,13 @@ class StreamWorker(QObject):
             if not self._cancel.is_set():
                 self._post("failed", (f"{type(exc).__name__}: {exc}", exc))
         finally:
-            if self._helpers is not None:
-                # Started now, the next reply's helper is ready long before it is needed.
-                self._helpers.prepare()
             # Whatever waits for a cooldown reaches the GUI thread before `finished` does.
             self._wake.emit()
             self.finished.emit()
+            if self._helpers is not None:
+                # Started now, off the reply's clock, the next reply's helper is ready long
+                # before it is needed.
+                self._helpers.prepare()
 
 
 # Stream event kinds and the StreamWorker signal each becomes.
