@@ -226,15 +226,17 @@ class Renderer:
             highlighted = _escape(body)
         p = self.palette
         # A frame, not a two-row table: Qt lays a table out several times to size its
-        # columns, which made code blocks the dearest part of a streamed reply.
+        # columns, which made code blocks the dearest part of a streamed reply. A frame
+        # takes no padding from HTML, so its blocks keep their distance from its edges.
         return (
-            f'<table width="100%" cellspacing="0" cellpadding="8" border="0" '
+            f'<table width="100%" cellspacing="0" border="0" '
             f'style="-qt-table-type: frame; background-color:{p.code_background}; '
             f'margin-top:4px; margin-bottom:8px"><tr><td>'
-            f'<p style="margin-top:0; margin-bottom:4px; font-size:small">'
-            f'<span style="color:{p.muted}">{_escape(language) or "code"}</span>'
+            f'<p style="margin-top:6px; margin-bottom:4px; margin-left:10px; margin-right:10px; '
+            f'font-size:small"><span style="color:{p.muted}">{_escape(language) or "code"}</span>'
             f'&nbsp;&nbsp;&nbsp;<a href="{COPY_SCHEME}:{index}">Copy code</a></p>'
-            f"<pre>{highlighted}</pre></td></tr></table>\n"
+            f'<pre style="margin-top:0; margin-bottom:10px; margin-left:10px; margin-right:10px">'
+            f"{highlighted}</pre></td></tr></table>\n"
         )
 
     def _highlight(self, code: str, language: str) -> str | None:
