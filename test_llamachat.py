@@ -2914,6 +2914,96 @@ def test_backend_skills_config_without_store_offers_nothing(router) -> None:
     assert "tools" not in router.chat_requests()[0].json
 
 
+def _clock_tool(*, broken: bool = False):
+    """A test-only third tool, registered with nothing but a `tools=` list."""
+    from llamachat import tools
+
+    class Clock(tools.Tool):
+        name = "clock"
+        schema = {
+            "type": "function",
+            "function": {
+                "name": "clock",
+                "description": "The time in a city.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"city": {"type": "string"}},
+                    "required": ["city"],
+                },
+            },
+        }
+
+        def __init__(self, broken: bool = False) -> None:
+            self.broken = broken
+            self.calls: list[str] = []
+
+        def run(self, arguments: str):
+            city = tools.json_arguments(arguments, '{"city": "..."}').get("city")
+            self.calls.append(str(city))
+            if self.broken:
+                raise OSError("the clock is unplugged")
+            return tools.ToolResult(f"It is noon in {city}.", [("clock_read", city)])
+
+    return Clock(broken)
+
+
+def _ask_with(url: str, offered: list, rounds: int | None = None) -> list:
+    from llamachat import backend
+
+    client = backend.Client(url)
+    try:
+        return list(client.stream_chat("test-model", _user(), tools=offered, max_rounds=rounds))
+    finally:
+        client.close()
+
+
+def test_backend_third_tool_registered_without_touching_backend_is_offered_and_run(
+    router,
+) -> None:
+    from llamachat import skills
+    from llamachat.scripted_router import Reply, ToolCall
+
+    clock = _clock_tool()
+    router.script(
+        Reply(tool_calls=[ToolCall("clock", '{"city": "Lima"}', id="c1")]),
+        Reply(content=["Noon."]),
+    )
+    events = _ask_with(router.url, [clock], rounds=1)
+    assert ("clock_read", "Lima") in events and ("content", "Noon.") in events
+    assert clock.calls == ["Lima"]
+    first, second = (r.json for r in router.chat_requests())
+    assert first["tools"] == [clock.schema]
+    assert "tools" not in second
+    result = second["messages"][-1]
+    assert result["tool_call_id"] == "c1"
+    assert result["content"] == "It is noon in Lima.\n\n" + skills.NO_MORE_TOOLS
+
+
+def test_backend_exception_inside_a_tool_becomes_a_result_the_model_reads(router) -> None:
+    from llamachat.scripted_router import Reply, ToolCall
+
+    clock = _clock_tool(broken=True)
+    router.script(
+        Reply(
+            tool_calls=[
+                ToolCall("clock", '{"city": "Oslo"}', id="boom"),
+                ToolCall("clock", "[1, 2]", id="bad"),
+            ]
+        ),
+        Reply(content=["Sorry, no clock."]),
+    )
+    events = _ask_with(router.url, [clock], rounds=2)
+    assert ("content", "Sorry, no clock.") in events
+    assert clock.calls == ["Oslo"]
+    broken, bad = router.chat_requests()[1].json["messages"][-2:]
+    assert broken["tool_call_id"] == "boom"
+    assert broken["content"].startswith("error: the clock tool failed (OSError: the clock is")
+    assert bad["tool_call_id"] == "bad"
+    assert bad["content"].startswith("error: the arguments were not a JSON object")
+    # Round 2 still offers the tool: a failure is an answer, not the end of the turn.
+    assert router.chat_requests()[1].json["tools"] == [clock.schema]
+
+
 # ---------------------------------------------------------------- models
 
 

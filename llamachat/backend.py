@@ -1,11 +1,12 @@
 """The HTTP client for llama.cpp's router (or any OpenAI-compatible server) and the tool loop.
 
 `Client.stream_chat()` is a generator of `(kind, piece)` events: `reasoning` and
-`content` deltas, `search_start` / `search_done` around each web search, `skill_loaded`
-for each skill the model loads, and one final `stats` event. With search or skills on it
-runs the tool loop: up to `max_searches` rounds offer the tools; a round that ends in
-tool calls gets every call answered (failures included, as tool results the model reads)
-and the request is sent again; one final round offers no tools, so the model answers.
+`content` deltas, the events its tools hand the window (`search_start` / `search_done`
+around each web search, `skill_loaded` for each skill the model loads), and one final
+`stats` event. With tools on (`tools.Tool`, looked up by name) it runs the tool loop: up
+to a round cap, rounds offer the tools; a round that ends in tool calls gets every call
+answered (failures included, as tool results the model reads, `tools.answer`) and the
+request is sent again; one final round offers no tools, so the model answers.
 
 Exceptions, raised by `Client` methods and by the `stream_chat` generator:
 
@@ -29,7 +30,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -38,6 +39,7 @@ import httpcore
 import httpx
 
 from . import search, skills
+from .tools import Tool, answer, offered
 
 log = logging.getLogger(__name__)
 
@@ -507,39 +509,43 @@ class Client:
         *,
         cancel: threading.Event | None = None,
         params: dict | None = None,
+        tools: Sequence[Tool] | None = None,
+        max_rounds: int | None = None,
     ) -> Iterator[StreamEvent]:
         """Stream one assistant turn as (kind, piece) events, running tools as asked.
 
+        The tools offered are `tools` when given (called for up to `max_rounds` rounds,
+        default 2), else the ones `search_cfg` and `skills_cfg` turn on (`tools.offered`).
         Closing the generator, or setting `cancel`, closes the HTTP response at once so
         the server stops generating; no stats event follows a cancel. The caller's
         `messages` list and dicts are never modified.
         """
-        search_on = bool(search_cfg and search_cfg.enabled and search_cfg.url)
-        skills_on = bool(skills_cfg and skills_cfg.enabled and skills_cfg.store is not None)
-        tools = self._tool_schemas(
-            search_cfg if search_on else None, skills_cfg if skills_on else None
-        )
-        caps = [
-            cfg.max_searches
-            for cfg, on in ((search_cfg, search_on), (skills_cfg, skills_on))
-            if on and cfg is not None
-        ]
-        rounds = max(0, max(caps)) if tools and caps else 0
+        if tools is None:
+            if self._search_http is None and search_cfg is not None:
+                self._search_http = httpx.Client()
+            offer, rounds = offered(search_cfg, skills_cfg, self._search_http)
+        else:
+            offer, rounds = list(tools), 2
+        if max_rounds is not None:
+            rounds = max_rounds
+        rounds = rounds if offer else 0
         convo = [dict(m) for m in messages]
-        if search_on:
+        if any(t.name == search.TOOL_NAME for t in offer):
             convo = _with_date_note(convo)
-        offered = {t["function"]["name"] for t in tools}
+        schemas = [t.schema for t in offer]
 
         last: _Round | None = None
         for number in range(rounds + 1):
-            offer = tools if number < rounds else None
             state = _Round()
-            yield from self._stream_round(model, convo, offer, params, cancel, state)
+            offering = number < rounds
+            yield from self._stream_round(
+                model, convo, schemas if offering else None, params, cancel, state
+            )
             last = state
             if state.cancelled:
                 return
             calls = [state.calls[i] for i in sorted(state.calls)]
-            if offer is None or not calls:
+            if not offering or not calls:
                 break
             for n, call in enumerate(calls):
                 if not call.id:
@@ -547,7 +553,10 @@ class Client:
             convo.append(_assistant_message(state, calls))
             results: list[dict] = []
             for call in calls:
-                yield from self._run_tool(call, offered, search_cfg, skills_cfg, results)
+                announced, result = answer(offer, call.name, call.arguments)
+                yield from announced
+                yield from result.events
+                results.append(_tool_message(call.id, result.text))
                 if cancel is not None and cancel.is_set():
                     return
             if number + 1 == rounds:
@@ -561,68 +570,6 @@ class Client:
                 "stats",
                 {"usage": last.usage, "timings": last.timings, "model": last.model or model},
             )
-
-    def _tool_schemas(
-        self, search_cfg: SearchConfig | None, skills_cfg: SkillsConfig | None
-    ) -> list[dict]:
-        tools: list[dict] = []
-        if search_cfg is not None:
-            tools.append(search.TOOL_SCHEMA)
-        if skills_cfg is not None and skills_cfg.store is not None:
-            schema = skills_cfg.store.tool_schema()
-            if schema is not None:
-                tools.append(schema)
-        return tools
-
-    def _run_tool(
-        self,
-        call: _Call,
-        offered: set[str],
-        search_cfg: SearchConfig | None,
-        skills_cfg: SkillsConfig | None,
-        results: list[dict],
-    ) -> Iterator[StreamEvent]:
-        """Answer one tool call with exactly one tool message appended to `results`."""
-        if call.name not in offered:
-            names = ", ".join(sorted(offered))
-            results.append(
-                _tool_message(
-                    call.id,
-                    f"error: unknown tool '{call.name}'. The tools you can call are: {names}.",
-                )
-            )
-            return
-        if call.name == search.TOOL_NAME and search_cfg is not None:
-            yield from self._run_search(call, search_cfg, results)
-        elif skills_cfg is not None and skills_cfg.store is not None:
-            yield from _run_skill(call, skills_cfg.store, results)
-
-    def _run_search(
-        self, call: _Call, cfg: SearchConfig, results: list[dict]
-    ) -> Iterator[StreamEvent]:
-        try:
-            query = search.parse_query(call.arguments)
-        except ValueError as exc:
-            results.append(
-                _tool_message(
-                    call.id,
-                    f"error: the web_search arguments could not be used ({exc}). "
-                    'Call web_search with {"query": "..."}.',
-                )
-            )
-            return
-        yield ("search_start", query)
-        if self._search_http is None:
-            self._search_http = httpx.Client()
-        try:
-            found = search.search(cfg.url, query, timeout=cfg.timeout, client=self._search_http)
-        except search.SearchError as exc:
-            log.info("web search failed: %s", exc)
-            results.append(_tool_message(call.id, search.error_text(query, str(exc))))
-            yield ("search_done", {"query": query, "results": [], "error": str(exc)})
-            return
-        results.append(_tool_message(call.id, search.result_text(query, found)))
-        yield ("search_done", {"query": query, "results": found, "error": ""})
 
     # ------------------------------------------------------------------ one round
 
@@ -727,34 +674,6 @@ class Client:
         if isinstance(exc, httpx.TimeoutException):
             return StallError(f"{url} did not answer in time; the server may be stuck.")
         return StreamError(f"the request to {url} failed ({exc.__class__.__name__}: {exc}).")
-
-
-def _run_skill(call: _Call, store: skills.SkillStore, results: list[dict]) -> Iterator[StreamEvent]:
-    name = skills.parse_name(call.arguments)
-    if not name:
-        results.append(
-            skills.tool_message(
-                call.id,
-                None,
-                error="the load_skill arguments were not valid; call it with "
-                '{"name": "<skill name>"}',
-            )
-        )
-        return
-    skill = store.load(name)
-    if skill is None:
-        schema = store.tool_schema() or {}
-        known = schema.get("function", {}).get("parameters", {}).get("properties", {})
-        names = ", ".join(known.get("name", {}).get("enum", []))
-        results.append(
-            skills.tool_message(
-                call.id, None, error=f"No such skill: {name}. The skills you can load: {names}."
-            )
-        )
-        return
-    results.append(skills.tool_message(call.id, skill))
-    if skill.model_invocable:
-        yield ("skill_loaded", skill.name)
 
 
 def _tool_message(call_id: str, content: str) -> dict:
