@@ -3987,9 +3987,9 @@ def test_conversation_streams_20000_tokens_without_crash(conversation_view, qtbo
     tokens = sample_tokens(20_000)
     reply = conversation_view.append_message({"id": 1, "role": "assistant", "status": "streaming"})
     for start in range(0, len(tokens), 500):
+        # The stream worker hands over a burst per frame.
         with qtbot.waitSignal(reply.rendered, timeout=10_000):
-            for token in tokens[start : start + 500]:
-                reply.append_content(token)
+            reply.append_content("".join(tokens[start : start + 500]))
     reply.append_content("\n\nThe last words.")
     reply.finish()
     assert reply.content() == "".join(tokens) + "\n\nThe last words."
@@ -3997,12 +3997,10 @@ def test_conversation_streams_20000_tokens_without_crash(conversation_view, qtbo
     assert reply.text_document().toPlainText().rstrip().endswith("The last words.")
 
 
-def test_conversation_burst_of_appends_costs_one_render(conversation_view, qtbot) -> None:
+def test_conversation_append_renders_the_burst_at_once(conversation_view, qtbot) -> None:
     reply = conversation_view.append_message({"id": 1, "role": "assistant", "status": "streaming"})
-    with qtbot.waitSignal(reply.rendered, timeout=5_000):
-        for number in range(1_000):
-            reply.append_content(f"word{number} ")
-    qtbot.wait(100)
+    burst = "".join(f"word{number} " for number in range(1_000))
+    reply.append_content(burst)
     assert reply.render_count == 1
     assert "word999" in reply.text_document().toPlainText()
 
@@ -4025,7 +4023,6 @@ def test_conversation_streamed_reply_matches_one_shot_render(conversation_view, 
     )
     for char in text:
         streamed.append_content(char)
-        streamed._flush()
     streamed.finish()
     whole = conversation_view.append_message(
         {"id": 2, "role": "assistant", "content": text, "status": "complete"}
@@ -7413,21 +7410,7 @@ def test_composer_grows_with_its_text_then_scrolls(chat_window, qtbot) -> None:
     assert editor.verticalScrollBar().maximum() > 0
 
 
-@pytest.fixture
-def helpers(request):
-    """None (the reply is read on the worker thread) or helper processes, as the app uses."""
-    if request.param is None:
-        yield None
-        return
-    from llamachat import stream_process
-
-    pool = stream_process.Helpers()
-    yield pool
-    pool.close()
-
-
-@pytest.mark.parametrize("helpers", [None, "process"], indirect=True)
-def test_worker_streams_events_then_finishes(router, qtbot, helpers) -> None:
+def test_worker_streams_events_then_finishes(router, qtbot) -> None:
     """The worker re-emits reasoning, content and stats from the stream, then finished."""
     from llamachat import backend
     from llamachat.scripted_router import Reply
@@ -7435,7 +7418,7 @@ def test_worker_streams_events_then_finishes(router, qtbot, helpers) -> None:
 
     router.script(Reply(reasoning=["hm"], content=["a", "b"]))
     client = backend.Client(router.url)
-    worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}], helpers=helpers)
+    worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}])
     events: list = []
     worker.reasoning.connect(lambda t: events.append(("reasoning", t)))
     worker.content.connect(lambda t: events.append(("content", t)))
@@ -7461,8 +7444,7 @@ def test_worker_streams_events_then_finishes(router, qtbot, helpers) -> None:
     ]
 
 
-@pytest.mark.parametrize("helpers", [None, "process"], indirect=True)
-def test_worker_cancel_closes_stalled_response_without_failing(router, qtbot, helpers) -> None:
+def test_worker_cancel_closes_stalled_response_without_failing(router, qtbot) -> None:
     """Cancelling a worker stuck on a silent server ends it and closes the connection."""
     from llamachat import backend
     from llamachat.scripted_router import Reply
@@ -7470,7 +7452,7 @@ def test_worker_cancel_closes_stalled_response_without_failing(router, qtbot, he
 
     router.script(Reply(content=["first ", "never"], stall_after=2))
     client = backend.Client(router.url)
-    worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}], helpers=helpers)
+    worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}])
     received: list = []
     failures: list = []
     worker.content.connect(received.append)
@@ -7485,8 +7467,7 @@ def test_worker_cancel_closes_stalled_response_without_failing(router, qtbot, he
     assert failures == []
 
 
-@pytest.mark.parametrize("helpers", [None, "process"], indirect=True)
-def test_worker_failure_carries_server_message_and_exception(router, qtbot, helpers) -> None:
+def test_worker_failure_carries_server_message_and_exception(router, qtbot) -> None:
     """A server error reaches the GUI thread as failed(message, ServerError), then finished."""
     from llamachat import backend
     from llamachat.scripted_router import Reply
@@ -7494,7 +7475,7 @@ def test_worker_failure_carries_server_message_and_exception(router, qtbot, help
 
     router.script(Reply(status=503, error={"message": "loading model"}))
     client = backend.Client(router.url)
-    worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}], helpers=helpers)
+    worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}])
     failures: list = []
     worker.failed.connect(lambda m, e: failures.append((m, e)))
     threads = WorkerThreads()
@@ -7504,6 +7485,26 @@ def test_worker_failure_carries_server_message_and_exception(router, qtbot, help
     [(message, error)] = failures
     assert "loading model" in message
     assert isinstance(error, backend.ServerError) and error.status == 503
+
+
+def test_worker_hands_a_burst_of_tokens_over_joined_in_a_few_frames(router, qtbot) -> None:
+    """Thousands of tokens sent at once reach the GUI thread as a few joined pieces."""
+    from llamachat import backend
+    from llamachat.scripted_router import Reply
+    from llamachat.ui.worker import StreamWorker, WorkerThreads
+
+    router.script(Reply.tokens(5_000, word="w "))
+    client = backend.Client(router.url)
+    worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}])
+    pieces: list = []
+    worker.content.connect(pieces.append)
+    threads = WorkerThreads()
+    threads.start(worker)
+    qtbot.waitUntil(lambda: threads.running() == 0, timeout=20000)
+    client.close()
+    assert "".join(pieces) == "w " * 5_000
+    # One signal per token would be 5,000; one per ~30 Hz frame is a handful.
+    assert len(pieces) < 100
 
 
 def test_window_use_router_switches_to_a_router_that_came_up(chat_window, router, qtbot) -> None:
@@ -8048,107 +8049,6 @@ def test_chrome_window_accessible_names_all_present(chat_window, qtbot) -> None:
 
 
 # ==== end section: chat window ====
-
-
-def test_stream_helper_merges_bursts_and_keeps_order() -> None:
-    """Adjacent text of one kind is joined; other events keep their place."""
-    from llamachat.stream_process import merge_text
-
-    events = [
-        ("content", "a"),
-        ("content", "b"),
-        ("stats", {}),
-        ("reasoning", "r"),
-        ("content", "c"),
-        ("content", "d"),
-    ]
-    assert merge_text(events) == [
-        ("content", "ab"),
-        ("stats", {}),
-        ("reasoning", "r"),
-        ("content", "cd"),
-    ]
-    assert merge_text([]) == []
-
-
-def test_stream_helper_reraises_the_servers_error_with_its_class(router) -> None:
-    """An error in the helper comes back as the same exception, message and fields."""
-    from llamachat import backend, stream_process
-    from llamachat.scripted_router import Reply
-
-    router.script(
-        Reply(status=400, error={"type": "exceed_context_size_error", "message": "too long"})
-    )
-    client = backend.Client(router.url)
-    helper = stream_process.Helper()
-    request = stream_process.Request.of(client, "test-model", [{"role": "user", "content": "x"}])
-    with pytest.raises(backend.ServerError) as caught:
-        list(helper.stream(request))
-    assert "too long" in str(caught.value) and caught.value.status == 400
-    assert caught.value.error_type == "exceed_context_size_error"
-    client.close()
-
-
-def test_stream_worker_reads_in_this_process_when_no_helper_starts(router, qtbot, tmp_path) -> None:
-    """A helper that cannot start costs nothing but speed: the reply still streams."""
-    from llamachat import backend, stream_process
-    from llamachat.scripted_router import Reply
-    from llamachat.ui.worker import StreamWorker, WorkerThreads
-
-    router.script(Reply(content=["still ", "here"]))
-    client = backend.Client(router.url)
-    missing = stream_process.Helpers(command=(str(tmp_path / "no-such-python"),))
-    worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}], helpers=missing)
-    received: list = []
-    worker.content.connect(received.append)
-    threads = WorkerThreads()
-    threads.start(worker)
-    qtbot.waitUntil(lambda: threads.running() == 0, timeout=10000)
-    client.close()
-    assert "".join(received) == "still here"
-
-
-def _gone(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return True
-    return state in ("Z", "X")  # a zombie has exited; this container's init may not reap it
-
-
-def test_stream_helper_dies_with_an_app_killed_mid_reply(router, tmp_path) -> None:
-    """SIGKILL of the app closes the helper's pipe: it exits and the server stops sending."""
-    from llamachat.scripted_router import Reply
-
-    router.script(Reply(content=["one ", "two ", "three"], stall_after=2))
-    script = tmp_path / "app.py"
-    script.write_text(
-        "import sys\n"
-        "from llamachat import backend, stream_process\n"
-        "helper = stream_process.Helper()\n"
-        "request = stream_process.Request.of(backend.Client(sys.argv[1]), 'test-model',\n"
-        "                                    [{'role': 'user', 'content': 'x'}])\n"
-        "stream = helper.stream(request)\n"
-        "for kind, value in stream:\n"
-        "    if kind == 'content':\n"
-        "        print(helper._process.pid, flush=True)\n"
-        "        break\n"
-        "import time\n"
-        "time.sleep(60)\n"
-    )
-    app = subprocess.Popen(
-        [sys.executable, str(script), router.url], stdout=subprocess.PIPE, text=True
-    )
-    try:
-        pid = int(app.stdout.readline())
-        assert not _gone(pid)
-        app.kill()
-        app.wait(timeout=10)
-        _wait_for(lambda: _gone(pid), 10, "the helper to exit")
-        _wait_for(lambda: router.disconnects == 1, 10, "the connection to close")
-    finally:
-        if app.poll() is None:
-            app.kill()
 
 
 def test_garbage_qt_objects_are_destroyed_on_the_gui_thread(qapp, qtbot) -> None:

@@ -223,7 +223,6 @@ def bench_stream(n_tokens: int) -> Figure:
     """Send-to-finished through the real window over the bare client, for one long reply."""
     from ..backend import Client
     from . import bench_render
-    from .worker import HELPERS
 
     tokens = bench_render.sample_tokens(n_tokens)
     text = "".join(tokens)
@@ -245,9 +244,6 @@ def bench_stream(n_tokens: int) -> Figure:
         with _window(router.url, Path(tmp)) as (window, history):
             router.script(content="warm up the window")
             _send_and_wait(window, "warm up")
-            # The app starts the next reply's helper process after each reply; a user
-            # takes longer to type than it takes to start.
-            HELPERS.wait_ready(30)
             router.script(content=tokens)
             window_s = _send_and_wait(window, "go")
             if history.messages(window.session_id)[-1]["content"] != text:

@@ -46,7 +46,7 @@ from .composer import Attachment, Composer, user_content
 from .conversation import ConversationView
 from .model_picker import list_models
 from .reply import ReplyStream
-from .worker import HELPERS, CallWorker, WorkerThreads, collect_garbage_on_gui_thread
+from .worker import CallWorker, WorkerThreads, collect_garbage_on_gui_thread
 
 log = logging.getLogger(__name__)
 
@@ -77,8 +77,6 @@ class QuickWindow(QWidget):
         self._old_registries: list[providers.Registry] = []
         self._skills = cli.skills_store(cfg)
         self._threads = WorkerThreads(self)
-        # Replies are read in a helper process: have one started before the first send.
-        HELPERS.prepare()
         collect_garbage_on_gui_thread()
         self._model = cli.configured_model(cfg)
         self._models: dict[str, ModelInfo] = {}

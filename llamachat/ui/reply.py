@@ -21,7 +21,7 @@ from PySide6.QtCore import QObject, QTimer, Signal, Slot
 from .. import backend, providers
 from ..db import History, HistoryError
 from .conversation import ConversationView, MessageView
-from .worker import HELPERS, StreamWorker, WorkerThreads
+from .worker import StreamWorker, WorkerThreads
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +77,6 @@ class ReplyStream(QObject):
             messages,
             search_cfg=search_cfg,
             skills_cfg=skills_cfg,
-            helpers=HELPERS,
         )
         self._worker.content.connect(self._on_content)
         self._worker.reasoning.connect(self._on_reasoning)
@@ -87,8 +86,6 @@ class ReplyStream(QObject):
         self._worker.stats.connect(self._on_stats)
         self._worker.failed.connect(self._on_failed)
         self._worker.finished.connect(self._on_finished)
-        self._content: list[str] = []
-        self._reasoning: list[str] = []
         self._usage: dict = {}
         self._timings: dict = {}
         self._error = ""
@@ -116,14 +113,12 @@ class ReplyStream(QObject):
     @Slot(str)
     def _on_content(self, text: str) -> None:
         if not self._ended:
-            self._content.append(text)
             self._dirty = True
             self.view.append_content(text)
 
     @Slot(str)
     def _on_reasoning(self, text: str) -> None:
         if not self._ended:
-            self._reasoning.append(text)
             self._dirty = True
             self.view.append_reasoning(text)
 
@@ -172,8 +167,8 @@ class ReplyStream(QObject):
         try:
             self.history.update_message(
                 self.message_id,
-                content="".join(self._content),
-                reasoning="".join(self._reasoning),
+                content=self.view.content(),
+                reasoning=self.view.reasoning(),
             )
         except HistoryError as exc:
             self.save_failed.emit(str(exc))
@@ -184,8 +179,8 @@ class ReplyStream(QObject):
         try:
             self.history.update_message(
                 self.message_id,
-                content="".join(self._content),
-                reasoning="".join(self._reasoning),
+                content=self.view.content(),
+                reasoning=self.view.reasoning(),
                 status=status,
                 error=self._error,
                 usage=self._usage,

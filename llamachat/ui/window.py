@@ -70,7 +70,7 @@ from .settings import SettingsDialog
 from .sidebar import SessionSidebar
 from .skills_panel import SkillsPanel, SkillsWatcher
 from .theme import apply_theme
-from .worker import HELPERS, CallWorker, WorkerThreads, collect_garbage_on_gui_thread
+from .worker import CallWorker, WorkerThreads, collect_garbage_on_gui_thread
 
 if TYPE_CHECKING:
     from ..server import ManagedServer
@@ -180,8 +180,6 @@ class ChatWindow(QMainWindow):
         self._router_pending = False
         self._adding_model = False
         self._threads = WorkerThreads(self)
-        # Replies are read in a helper process: have one started before the first send.
-        HELPERS.prepare()
         collect_garbage_on_gui_thread()
         self._session_id: int | None = None
         self._loaded: list[str] = []
