@@ -107,7 +107,7 @@ def format_stats(usage: dict, timings: dict) -> str:
 class _Body(QTextBrowser):
     """A read-only rich-text view whose height follows its document (no inner scrolling)."""
 
-    def __init__(self, parent: QWidget, *, accessible_name: str) -> None:
+    def __init__(self, parent: QWidget, *, accessible_name: str, opaque: bool = False) -> None:
         super().__init__(parent)
         self.setAccessibleName(accessible_name)
         self.setFrameShape(QFrame.Shape.NoFrame)
@@ -118,8 +118,12 @@ class _Body(QTextBrowser):
         self.setUndoRedoEnabled(False)
         self.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
-        self.viewport().setAutoFillBackground(False)
-        self.setStyleSheet("QTextBrowser { background: transparent; }")
+        if not opaque:
+            # On a user's tinted bubble, the bubble shows through.
+            self.viewport().setAutoFillBackground(False)
+            self.setStyleSheet("QTextBrowser { background: transparent; }")
+        # Opaque (a reply on the conversation's own Base colour), a render repaints the
+        # text alone, not the message and the column beneath it.
         # Laying out text was most of a streamed reply's cost, and shaping most of that.
         # Qt still shapes the scripts that need it; Latin text only loses kerning.
         font = QFont()
@@ -239,7 +243,9 @@ class MessageView(QFrame):
         self._searches: QVBoxLayout | None = None
         self._layout = layout
 
-        self._body = _Body(self, accessible_name="Message text" if mine else "Reply text")
+        self._body = _Body(
+            self, accessible_name="Message text" if mine else "Reply text", opaque=not mine
+        )
         self._body.anchorClicked.connect(self._on_anchor)
         self._writer = _DocumentWriter(self._body.document())
         layout.addWidget(self._body)

@@ -155,7 +155,10 @@ class StreamWorker(QObject):
     @Slot()
     def _on_wake(self) -> None:
         wait_ms = (self._next_drain - time.perf_counter()) * 1000
-        self._timer.start(max(0, math.ceil(wait_ms)))
+        if wait_ms <= 0:
+            self._drain()  # a slow stream's token is shown at once, without a timer's turn
+        else:
+            self._timer.start(math.ceil(wait_ms))
 
     @Slot()
     def _drain(self) -> None:
