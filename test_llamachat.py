@@ -2920,20 +2920,20 @@ def _clock_tool(*, broken: bool = False):
 
     class Clock(tools.Tool):
         name = "clock"
-        schema = {
-            "type": "function",
-            "function": {
-                "name": "clock",
-                "description": "The time in a city.",
-                "parameters": {
-                    "type": "object",
-                    "properties": {"city": {"type": "string"}},
-                    "required": ["city"],
-                },
-            },
-        }
 
         def __init__(self, broken: bool = False) -> None:
+            self.schema = {
+                "type": "function",
+                "function": {
+                    "name": "clock",
+                    "description": "The time in a city.",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {"city": {"type": "string"}},
+                        "required": ["city"],
+                    },
+                },
+            }
             self.broken = broken
             self.calls: list[str] = []
 

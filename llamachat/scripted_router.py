@@ -564,7 +564,9 @@ class _Handler(BaseHTTPRequestHandler):
                 if (
                     reply.rate
                     and n < paced
-                    and self.router._closed.wait(max(0.0, started + n / reply.rate - time.monotonic()))
+                    and self.router._closed.wait(
+                        max(0.0, started + n / reply.rate - time.monotonic())
+                    )
                 ):
                     return self._die()
                 self.wfile.write(_chunk(event))
