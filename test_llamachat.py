@@ -7507,6 +7507,30 @@ def test_worker_hands_a_burst_of_tokens_over_joined_in_a_few_frames(router, qtbo
     assert len(pieces) < 100
 
 
+def test_worker_paced_stream_reaches_the_gui_at_most_about_30_times_a_second(router, qtbot) -> None:
+    """At 1,000 tokens/s the GUI thread gets a frame's worth at a time, never a signal each."""
+    import time
+
+    from llamachat import backend
+    from llamachat.scripted_router import Reply
+    from llamachat.ui.worker import FRAME_INTERVAL_MS, StreamWorker, WorkerThreads
+
+    router.script(Reply(content=["t "] * 400, rate=1000))
+    client = backend.Client(router.url)
+    worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}])
+    arrivals: list[float] = []
+    pieces: list[str] = []
+    worker.content.connect(lambda text: (arrivals.append(time.monotonic()), pieces.append(text)))
+    threads = WorkerThreads()
+    threads.start(worker)
+    qtbot.waitUntil(lambda: threads.running() == 0, timeout=20000)
+    client.close()
+    assert "".join(pieces) == "t " * 400
+    # Drains are FRAME_INTERVAL_MS apart at least; the last one, queued at the end, is extra.
+    frames = (arrivals[-1] - arrivals[0]) * 1000 / FRAME_INTERVAL_MS
+    assert 2 <= len(pieces) <= frames + 2
+
+
 def test_window_use_router_switches_to_a_router_that_came_up(chat_window, router, qtbot) -> None:
     """Started against a dead URL, the window lists and chats once told where the router is."""
     import socket
