@@ -65,6 +65,7 @@ def test_core_modules_import_without_qt() -> None:
             "server",
             "scripted_router",
             "cli",
+            "turn",
         )
         if (Path(__file__).parent / "llamachat" / f"{name}.py").exists()
     ]
@@ -943,22 +944,6 @@ def test_prompts_unwritable_folder_raises_prompt_error_naming_the_file(
     with pytest.raises(PromptError) as caught:
         Prompts(folder).save("New", "text")
     assert str(folder / "New.md") in str(caught.value)
-
-
-def test_prompts_system_message_orders_preset_date_then_skills_in_load_order() -> None:
-    """The shared system message: preset, the date note only with search, skills as loaded."""
-    from llamachat import prompts, search
-    from llamachat.skills import Skill, system_part
-
-    first = Skill(name="zeta", description="z", text="Zeta body.")
-    second = Skill(name="alpha", description="a", text="Alpha body.")
-    text = prompts.system_message("Be brief.", search_on=True, loaded=[first, second])
-    assert text == "\n\n".join(
-        ["Be brief.", search.date_note(), system_part(first), system_part(second)]
-    )
-    assert prompts.system_message("Be brief.", search_on=True, loaded=[first, second]) == text
-    assert prompts.system_message("", search_on=False, loaded=[]) == ""
-    assert search.date_note() not in prompts.system_message("P", search_on=False, loaded=[])
 
 
 # ==== end section: prompts ====

@@ -37,12 +37,12 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from .. import cli, prompts, providers
+from .. import prompts, providers, turn
 from ..config import Config
 from ..db import History, HistoryError
 from ..models import ModelInfo
 from .chips import SkillChips
-from .composer import Attachment, Composer, user_content
+from .composer import Attachment, Composer
 from .conversation import ConversationView
 from .model_picker import list_models
 from .reply import ReplyStream
@@ -75,12 +75,12 @@ class QuickWindow(QWidget):
         self._owns_registry = registry is None
         self._registry = registry if registry is not None else providers.Registry(cfg)
         self._old_registries: list[providers.Registry] = []
-        self._skills = cli.skills_store(cfg)
+        self._skills = turn.skill_store(cfg)
         self._threads = WorkerThreads(self)
         # Replies are read in a helper process: have one started before the first send.
         HELPERS.prepare()
         collect_garbage_on_gui_thread()
-        self._model = cli.configured_model(cfg)
+        self._model = turn.configured_model(cfg)
         self._models: dict[str, ModelInfo] = {}
         self._listing: CallWorker | None = None
         self._waiting = False
@@ -240,7 +240,7 @@ class QuickWindow(QWidget):
         elif not awaited:
             return
         self.show_notice("")
-        if not cli.configured_model(self.cfg):
+        if not turn.configured_model(self.cfg):
             self.refresh_models()
 
     def refresh_models(self) -> None:
@@ -273,7 +273,10 @@ class QuickWindow(QWidget):
             return
         if self.composer.is_empty():
             return
-        question = cli.parse_question(self.composer.text(), self._skills)
+        # Stat calls only; the completer is rebuilt only when a skill changed on disk.
+        if self._skills is not None and self._skills.refresh():
+            self._refresh_skill_names()
+        question = turn.parse_question(self.composer.text(), self._skills)
         names = list(self._pending)
         names += [name for name in question.skills if name not in names]
         attachments = self.composer.attachments()
@@ -291,7 +294,7 @@ class QuickWindow(QWidget):
                 if not self._awaiting_router:
                     self.show_notice("Looking for a model to answer…")
             else:
-                self.show_notice(cli.no_model_message(self.cfg))
+                self.show_notice(turn.no_model_message(self.cfg))
             return
         self._ask(question.text, names, [item.to_dict() for item in attachments])
 
@@ -326,19 +329,24 @@ class QuickWindow(QWidget):
         )
         self.adjustSize()
         self._move_inside(self.frameGeometry())
-        self._start_reply(model, self._request(text, attachments, names))
+        self._start_reply(self._request(model, text, attachments, names))
 
-    def _request(self, text: str, attachments: list[dict], names: list[str]) -> list[dict]:
+    def _request(
+        self, model: str, text: str, attachments: list[dict], names: list[str]
+    ) -> turn.Turn:
         """The one-shot request: system message with this answer's skills, then the question."""
-        info = self._models.get(self._model)
-        system = cli.system_message(self.cfg, cli.preset_text(self.cfg), self._skills, names)
-        messages = cli.request_messages(system, text)
-        messages[-1]["content"] = user_content(
-            text, attachments, images=info is not None and info.accepts_images
+        info = self._models.get(model)
+        return turn.oneshot_turn(
+            self.cfg,
+            model=model,
+            text=text,
+            attachments=attachments,
+            names=names,
+            store=self._skills,
+            images=info is not None and info.accepts_images,
         )
-        return messages
 
-    def _start_reply(self, model: str, messages: list[dict]) -> None:
+    def _start_reply(self, request: turn.Turn) -> None:
         assert self._session_id is not None
         try:
             reply = ReplyStream(
@@ -346,10 +354,10 @@ class QuickWindow(QWidget):
                 self.conversation,
                 self._registry,
                 session_id=self._session_id,
-                model=model,
-                messages=messages,
-                search_cfg=cli.search_config(self.cfg),
-                skills_cfg=cli.skills_config(self.cfg, self._skills),
+                model=request.model,
+                messages=request.messages(),
+                search_cfg=request.search_cfg,
+                skills_cfg=request.skills_cfg,
                 parent=self,
             )
         except HistoryError as exc:
@@ -443,9 +451,12 @@ class QuickWindow(QWidget):
         self.conversation.load_messages(self.history.messages(self._session_id))
         self._reply_skills = list(self._asked_skills)
         request = self._request(
-            question["content"], question.get("attachments") or [], self._asked_skills
+            question["model"] or self._model,
+            question["content"],
+            question.get("attachments") or [],
+            self._asked_skills,
         )
-        self._start_reply(question["model"] or self._model, request)
+        self._start_reply(request)
 
     @Slot(object)
     def _on_edit(self, message_id: object) -> None:
@@ -484,12 +495,12 @@ class QuickWindow(QWidget):
         infos, errors = result  # type: ignore[misc]
         self._models = {info.id: info for info in infos}
         if not self._model:
-            self._model = cli.pick_model(self.cfg, infos)
+            self._model = turn.pick_model(self.cfg, infos)
         self._show_model()
         waiting, self._waiting = self._waiting, False
         if not self._model:
             reason = errors.get(providers.ROUTER, "") if errors else ""
-            self.show_notice(reason or cli.no_model_message(self.cfg))
+            self.show_notice(reason or turn.no_model_message(self.cfg))
             return
         if waiting:
             self.send()

@@ -53,14 +53,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from .. import backend, cli, config, prompts, providers, skills
+from .. import config, prompts, providers, turn
 from ..config import Config, ConfigError
 from ..db import History, HistoryError
 from ..models import ModelInfo
 from ..server import is_loopback
 from . import first_run, markdown, shortcuts
 from .chips import SkillChips
-from .composer import Attachment, Composer, user_content
+from .composer import Attachment, Composer
 from .conversation import ConversationView
 from .meter import ContextMeter
 from .model_picker import ModelPicker
@@ -80,19 +80,6 @@ log = logging.getLogger(__name__)
 STATUS_MS = 8000
 SIDEBAR_WIDTH = 260
 SERVER_LOG_BYTES = 64 * 1024
-
-
-def _skill_store(cfg: Config) -> skills.SkillStore | None:
-    """The skills of cfg's folders; None only when config.toml turned skills off.
-
-    `skills_enabled` also reads False when no skills folder exists yet; the store is
-    built then all the same, so importing the first skill creates the folder and the
-    watcher brings it in without a restart.
-    """
-    roots = cfg.skill_roots()
-    if not cfg.skills_enabled and any(root.is_dir() for root in roots):
-        return None
-    return skills.SkillStore(list(roots))
 
 
 def _registry_changed(old: Config, new: Config) -> bool:
@@ -171,7 +158,7 @@ class ChatWindow(QMainWindow):
             self._prompts.ensure_default()
         except prompts.PromptError as exc:
             log.warning("cannot create the default prompt in %s: %s", cfg.prompts_dir, exc)
-        self._skills = _skill_store(cfg)
+        self._skills = turn.skill_store(cfg)
         self._skills_watcher: SkillsWatcher | None = None
         self._skills_panel: SkillsPanel | None = None
         self._search_on = cfg.search_enabled
@@ -185,7 +172,7 @@ class ChatWindow(QMainWindow):
         collect_garbage_on_gui_thread()
         self._session_id: int | None = None
         self._loaded: list[str] = []
-        self._system_cache: str | None = None
+        self._system_cache: tuple[turn.Part, ...] | None = None
         self._models: dict[str, ModelInfo] = {}
         self._said_no_models = False
         self._model = cfg.default_model
@@ -759,34 +746,37 @@ class ChatWindow(QMainWindow):
 
     def system_message(self) -> str:
         """The system message every request starts with; cached until the loaded skills change."""
-        if self._system_cache is None:
-            store = self._skills
-            loaded = [store.load(name) for name in self._loaded] if store is not None else []
-            self._system_cache = prompts.system_message(
-                self.preset_picker.system_text(),
-                search_on=self._search_on,
-                loaded=[skill for skill in loaded if skill is not None],
-            )
-        return self._system_cache
+        return turn.join_system(self._system_parts())
+
+    def next_turn(self, model: str | None = None) -> turn.Turn:
+        """The next request to `model` (default: the chat's): the system message, the chat so far."""
+        model = self._model if model is None else model
+        stored = self.history.messages(self._session_id) if self._session_id is not None else []
+        return turn.build_turn(
+            self.cfg,
+            model=model,
+            system=self._system_parts(),
+            messages=stored,
+            images=self._reads_images(model),
+            store=self._skills,
+            search_on=self._search_on,
+        )
 
     def request_messages(self) -> list[dict]:
         """The messages of the next request: the system message, then the chat so far."""
-        system = self.system_message()
-        out: list[dict] = [{"role": "system", "content": system}] if system else []
-        if self._session_id is None:
-            return out
-        images = self._reads_images(self._model)
-        for message in self.history.messages(self._session_id):
-            if message["role"] == "user":
-                content = user_content(
-                    message["content"], message.get("attachments") or [], images=images
-                )
-                out.append({"role": "user", "content": content})
-            elif message["role"] == "assistant" and message["content"]:
-                # Replies replay their answer only: reasoning and tool rounds stay out of the
-                # context, as llama.cpp's own web page does.
-                out.append({"role": "assistant", "content": message["content"]})
-        return out
+        return self.next_turn().messages()
+
+    def _system_parts(self) -> tuple[turn.Part, ...]:
+        # Built once per preset, search toggle and set of loaded skills: the same bytes
+        # turn after turn are what lets llama.cpp reuse its prompt cache.
+        if self._system_cache is None:
+            self._system_cache = turn.system_parts(
+                self.preset_picker.system_text(),
+                search_on=self._search_on,
+                store=self._skills,
+                names=self._loaded,
+            )
+        return self._system_cache
 
     # ------------------------------------------------------------------ sending
 
@@ -891,19 +881,16 @@ class ChatWindow(QMainWindow):
 
     def _load_skills_from_text(self, text: str) -> tuple[str, list[str]]:
         """Load the skills a draft names; return the text to send and the `/name`s in it."""
-        if self._skills is None:
-            return text, []
         # Stat calls only; the completer is rebuilt only when a skill changed on disk.
-        if self._skills.refresh():
+        if self._skills is not None and self._skills.refresh():
             self._refresh_skill_names()
-        remaining, commands = skills.parse_commands(text, self._skills.user_names())
-        loaded = [name for name in commands if self.load_skill(name)]
-        loaded += [name for name in self._skills.match_mentions(remaining) if self.load_skill(name)]
+        question = turn.parse_question(text, self._skills)
+        loaded = [name for name in question.skills if self.load_skill(name)]
         if loaded:
             self.show_status(f"Loaded skill {', '.join(loaded)}.")
-        elif commands:
-            self.show_status(f"Already loaded: {', '.join(commands)}.")
-        return remaining, commands
+        elif question.commands:
+            self.show_status(f"Already loaded: {', '.join(question.commands)}.")
+        return question.text, list(question.commands)
 
     def _ensure_session(self, model: str) -> int:
         if self._session_id is None:
@@ -920,7 +907,7 @@ class ChatWindow(QMainWindow):
 
     def _start_reply(self, model: str) -> None:
         assert self._session_id is not None
-        messages = self.request_messages()
+        request = self.next_turn(model)
         try:
             reply = ReplyStream(
                 self.history,
@@ -928,9 +915,9 @@ class ChatWindow(QMainWindow):
                 self._registry,
                 session_id=self._session_id,
                 model=model,
-                messages=messages,
-                search_cfg=self._search_config(),
-                skills_cfg=cli.skills_config(self.cfg, self._skills),
+                messages=request.messages(),
+                search_cfg=request.search_cfg,
+                skills_cfg=request.skills_cfg,
                 parent=self,
             )
         except HistoryError as exc:
@@ -946,13 +933,6 @@ class ChatWindow(QMainWindow):
         self.composer.set_streaming(True)
         self.streaming_changed.emit(True)
         self.conversation.scroll_to_bottom()
-
-    def _search_config(self) -> backend.SearchConfig | None:
-        if not self._search_on:
-            return None
-        return backend.SearchConfig(
-            enabled=True, url=self.cfg.search_url, max_searches=self.cfg.max_searches
-        )
 
     # ------------------------------------------------------------------ stream events
 
@@ -1164,7 +1144,7 @@ class ChatWindow(QMainWindow):
             new.skill_roots() != old_file.skill_roots()
             or new.skills_enabled != old_file.skills_enabled
         ):
-            self._skills = _skill_store(new)
+            self._skills = turn.skill_store(new)
             self._loaded = [name for name in self._loaded if self._is_loadable(name)]
             self._skills_changed()
             self._watch_skills()
