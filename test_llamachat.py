@@ -948,6 +948,160 @@ def test_prompts_unwritable_folder_raises_prompt_error_naming_the_file(
 
 # ==== end section: prompts ====
 
+# ==== section: turn (helper: turn-builder) ====
+
+TURN_SKILL_ZETA = "---\nname: zeta\ndescription: Last letter.\n---\nZeta body.\n"
+TURN_SKILL_ALPHA = "---\nname: alpha\ndescription: First letter.\n---\nAlpha body.\n"
+
+
+def _turn_store(tmp_path: Path):
+    """A real SkillStore over a skills folder holding `zeta` and `alpha`."""
+    from llamachat.skills import SkillStore
+
+    root = tmp_path / "skills"
+    for name, text in (("zeta", TURN_SKILL_ZETA), ("alpha", TURN_SKILL_ALPHA)):
+        (root / name).mkdir(parents=True, exist_ok=True)
+        (root / name / "SKILL.md").write_text(text, encoding="utf-8")
+    return SkillStore(root)
+
+
+def test_turn_system_message_is_preset_date_then_skills_in_load_order_byte_stable(
+    tmp_path,
+) -> None:
+    """Named system parts: preset, the date note only with search, skills as loaded."""
+    from llamachat import search, turn
+    from llamachat.skills import system_part
+
+    store = _turn_store(tmp_path)
+    parts = turn.system_parts(
+        "Be brief.", search_on=True, store=store, names=["zeta", "missing", "alpha"]
+    )
+    assert [part.name for part in parts] == ["system", "date", "skill:zeta", "skill:alpha"]
+    text = turn.join_system(parts)
+    assert text == "\n\n".join(
+        [
+            "Be brief.",
+            search.date_note(),
+            system_part(store.load("zeta")),
+            system_part(store.load("alpha")),
+        ]
+    )
+    again = turn.system_parts("Be brief.", search_on=True, store=store, names=["zeta", "alpha"])
+    assert turn.join_system(again).encode() == text.encode()
+    assert turn.system_parts("", search_on=False, store=None, names=["zeta"]) == ()
+    plain = turn.join_system(turn.system_parts("P", search_on=False, store=store))
+    assert plain == "P" and search.date_note() not in plain
+
+
+def test_turn_replays_history_and_names_every_part_of_the_question(tmp_path) -> None:
+    """History rows replay (answers only); the last question's text and files are named parts."""
+    from llamachat import search, turn
+    from llamachat.config import Config
+    from llamachat.db import History
+
+    store = _turn_store(tmp_path)
+    cfg = Config(search_url="http://127.0.0.1:9", max_searches=3, skills_dir=tmp_path / "skills")
+    image = {
+        "kind": "image",
+        "name": "cat.png",
+        "mime": "image/png",
+        "data": "data:image/png;base64,AA==",
+    }
+    notes = {"kind": "text", "name": "notes.py", "mime": "text/x-python", "data": "print(1)\n"}
+    with History(tmp_path / "history.db") as history:
+        session = history.create_session("chat", "m")
+        history.add_message(session, "user", "look", attachments=[image])
+        reply = history.add_message(session, "assistant", "A cat.", model="m")
+        history.update_message(reply, reasoning="It has whiskers.")
+        history.add_message(session, "assistant", "", model="m", status="error")
+        history.add_message(session, "user", "and this?", attachments=[notes])
+        stored = history.messages(session)
+
+    system = turn.system_parts("Be brief.", search_on=True, store=store, names=["alpha"])
+    request = turn.build_turn(cfg, model="m", system=system, messages=stored, store=store)
+    assert [part.name for part in request.parts()] == [
+        "system",
+        "date",
+        "skill:alpha",
+        "history",
+        "user",
+        "attachment:notes.py",
+        "tools",
+    ]
+    assert request.messages() == [
+        {"role": "system", "content": request.system_message()},
+        {
+            "role": "user",
+            "content": "look\n\n[image cat.png not sent: this model does not read images]",
+        },
+        {"role": "assistant", "content": "A cat."},
+        {"role": "user", "content": "and this?\n\nnotes.py:\n```py\nprint(1)\n```"},
+    ]
+    assert request.search_cfg.url == "http://127.0.0.1:9" and request.search_cfg.max_searches == 3
+    assert request.skills_cfg.store is store
+    assert [tool["function"]["name"] for tool in request.tools] == [
+        search.TOOL_SCHEMA["function"]["name"],
+        "load_skill",
+    ]
+
+    seeing = turn.build_turn(
+        cfg, model="m", system=(), messages=stored[:1], images=True, search_on=False
+    )
+    assert seeing.messages() == [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "look"},
+                {"type": "image_url", "image_url": {"url": image["data"]}},
+            ],
+        }
+    ]
+    assert (seeing.search_cfg, seeing.skills_cfg, seeing.tools) == (None, None, ())
+
+
+def test_turn_parse_question_takes_commands_then_mentions_of_known_skills(tmp_path) -> None:
+    """`/name` commands leave the text, mentions stay in it; unknown names are left alone."""
+    from llamachat import turn
+
+    store = _turn_store(tmp_path)
+    question = turn.parse_question("/zeta compare with alpha and /nope", store)
+    assert question == turn.Question("compare with alpha and /nope", ("zeta", "alpha"), ("zeta",))
+    assert turn.parse_question("/zeta hi", None) == turn.Question("/zeta hi")
+
+
+def test_turn_pick_model_prefers_configured_then_loaded_then_first_listed() -> None:
+    """The one-shot model: config, else a model in memory, else the first listed, else ''."""
+    from llamachat import turn
+    from llamachat.config import Config
+    from llamachat.models import ModelInfo
+
+    listed = [ModelInfo(id="a", status="unloaded"), ModelInfo(id="b", status="loaded")]
+    assert turn.pick_model(Config(oneshot_model="c", default_model="d"), listed) == "c"
+    assert turn.pick_model(Config(default_model="d"), listed) == "d"
+    assert turn.pick_model(Config(), listed) == "b"
+    assert turn.pick_model(Config(), listed[:1]) == "a"
+    assert turn.pick_model(Config(), []) == ""
+
+
+def test_turn_skill_store_sees_a_skills_folder_created_after_start_up(tmp_path) -> None:
+    """No skills folder yet: a store all the same, which finds the folder once it exists."""
+    from llamachat import turn
+    from llamachat.config import Config
+
+    cfg = Config(skills_dir=tmp_path / "later")
+    assert not cfg.skills_enabled
+    store = turn.skill_store(cfg)
+    assert store is not None and turn.skills_config(cfg, store) is None
+    (tmp_path / "later" / "zeta").mkdir(parents=True)
+    (tmp_path / "later" / "zeta" / "SKILL.md").write_text(TURN_SKILL_ZETA, encoding="utf-8")
+    assert turn.parse_question("/zeta hi", store).skills == ("zeta",)
+    assert turn.skills_config(cfg, store).store is store
+    off = Config(skills_dir=tmp_path / "later", skills_enabled=False)
+    assert turn.skill_store(off) is None
+
+
+# ==== end section: turn ====
+
 # ==== section: skills (helper: skills) ====
 
 
@@ -5776,6 +5930,24 @@ def test_quick_skills_apply_to_one_answer_then_are_dropped(quick, router, qtbot,
 
 
 @quick_offscreen
+def test_quick_uses_a_skills_folder_created_after_it_was_built(
+    quick, router, qtbot, tmp_path
+) -> None:
+    """The skills folder appears after start-up: the next question's `/weather` still loads it."""
+    from llamachat import skills
+
+    later = tmp_path / "later"
+    window, _history = quick(default_model="test-model", skills_dir=later)
+    (later / "weather").mkdir(parents=True)
+    (later / "weather" / "SKILL.md").write_text(QUICK_SKILL_WEATHER, encoding="utf-8")
+    window.present()
+    _quick_ask(qtbot, window, "/weather will it rain")
+    system, user = router.chat_requests()[-1].json["messages"]
+    assert user["content"] == "will it rain"
+    assert system["content"].endswith(skills.system_part(skills.SkillStore(later).load("weather")))
+
+
+@quick_offscreen
 def test_quick_skill_the_model_loads_serves_only_that_answer(quick, router, qtbot) -> None:
     """The model's load_skill shows a chip for that answer; nothing reaches the session."""
     from PySide6.QtWidgets import QPushButton
@@ -7026,6 +7198,44 @@ def test_window_system_message_is_byte_identical_across_turns(
     _send(qtbot, window, "/finance-cli third")
     third = router.chat_requests()[-1].json["messages"][0]["content"]
     assert third.startswith(first["content"]) and "[skill: finance-cli]" in third
+
+
+# quick_offscreen also covers the `/` completer popup the chat window shows.
+@quick_offscreen
+def test_chat_quick_and_cli_send_the_same_system_message_and_tools(
+    chat_window, quick, router, qtbot, tmp_path
+) -> None:
+    """For the same preset and skills, all three callers send the same system bytes and tools."""
+    import argparse
+    import io
+    import json
+
+    from llamachat import cli
+
+    search = {"search_url": "http://127.0.0.1:9"}
+    chat, _ = chat_window(**search)
+    _send(qtbot, chat, "/weather will it rain")
+    quick_window, _ = quick(default_model="test-model", **search)
+    quick_window.present()
+    _quick_ask(qtbot, quick_window, "/weather will it rain")
+    parser = argparse.ArgumentParser()
+    cli.add_arguments(parser)
+    out, err = io.StringIO(), io.StringIO()
+    code = cli.run(
+        parser.parse_args(["--print", "/weather", "will", "it", "rain"]),
+        chat.cfg,
+        stdin=io.StringIO(),
+        stdout=out,
+        stderr=err,
+    )
+    assert code == 0, err.getvalue()
+
+    sent = [r.json for r in router.chat_requests()[-3:]]
+    systems = [json.dumps(body["messages"][0]).encode() for body in sent]
+    assert systems[0] == systems[1] == systems[2]
+    assert json.loads(systems[0])["content"].endswith(_quick_part(tmp_path, "weather"))
+    assert sent[0]["tools"] == sent[1]["tools"] == sent[2]["tools"]
+    assert [body["messages"][-1]["content"] for body in sent] == ["will it rain"] * 3
 
 
 def test_window_multiline_code_message_is_sent_exactly(chat_window, router, qtbot) -> None:
