@@ -264,7 +264,7 @@ def _find_router(
 
     try:
         url, started = server.ensure_router(cfg, on_event=on_event)
-    except server.ServerError as exc:
+    except server.ManagedServerError as exc:
         return "", None, exc.message
     return url, started, ""
 

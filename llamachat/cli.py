@@ -18,7 +18,7 @@ no model, a server or stream error; the reason is on stderr), 2 nothing to ask,
 
 Errors: `AskError(Exception)`, a question that cannot be asked (nothing to ask, no
 model to answer); str() is a sentence for the user. Failures of the router and of
-the managed server keep their own types (`backend.BackendError`, `server.ServerError`).
+the managed server keep their own types (`backend.BackendError`, `server.ManagedServerError`).
 """
 
 from __future__ import annotations
@@ -219,7 +219,7 @@ def run(
             raise AskError(turn.no_model_message(cfg))
         request = turn.oneshot_turn(cfg, model=model, text=text, names=question.skills, store=store)
         return _stream(registry, request, text, cfg, args, out, err)
-    except (AskError, backend.BackendError, server.ServerError) as exc:
+    except (AskError, backend.BackendError, server.ManagedServerError) as exc:
         print(f"llamachat: {getattr(exc, 'message', None) or exc}", file=err)
         return EXIT_FAILED
     except KeyboardInterrupt:
