@@ -44,6 +44,13 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
+def _app(cfg: Config, history):
+    """The App (the one owner of config and router state) that windows are built from."""
+    from llamachat.ui.app import App
+
+    return App(cfg, history)
+
+
 # ---------------------------------------------------------------- layering
 
 
@@ -4635,7 +4642,7 @@ def test_meter_shows_usage_of_the_models_context_and_warns_before_overflow(
 ) -> None:
     from llamachat.scripted_router import Model, ScriptedRouter
     from llamachat.ui.meter import ContextMeter
-    from llamachat.ui.model_picker import Background
+    from llamachat.ui import tasks
 
     with ScriptedRouter([Model("qwen", "loaded", n_ctx=4096), Model("smol", n_ctx=2048)]) as r:
         registry = _chrome_registry(r.url)
@@ -4656,8 +4663,7 @@ def test_meter_shows_usage_of_the_models_context_and_warns_before_overflow(
         meter.update_from_stats({"timings": {"cache_n": 100, "prompt_n": 20, "predicted_n": 5}})
         assert meter.used() == 125
         meter.set_model("smol")
-        background = meter.findChild(Background)
-        qtbot.waitUntil(lambda: background.pending() == 0)
+        qtbot.waitUntil(lambda: tasks.manager().running() == 0)
         assert meter.context_size() is None and "smol" in meter.toolTip()
         props = [q for q in r.requests if q.path == "/props"]
         assert [q.query for q in props] == [
@@ -4901,7 +4907,7 @@ def test_fault_router_killed_mid_reply_keeps_partial_error_and_retry_recovers(
 
     with ScriptedRouter() as revived:
         revived.script(Reply(content="Back again."))
-        window.use_router(revived.url)
+        window.app.use_router(revived.url)
         view = window.conversation.last_assistant()
         qtbot.mouseClick(_by_name(view, QAbstractButton, "Retry"), Qt.MouseButton.LeftButton)
         qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
@@ -5095,13 +5101,14 @@ from PySide6.QtWidgets import QApplication
 from llamachat.config import Config
 from llamachat.db import History
 from llamachat.ui import ChatWindow
+from llamachat.ui.app import App
 
 root = Path(sys.argv[2])
 app = QApplication(sys.argv[:1])
 cfg = Config(router_url=sys.argv[1], default_model="test-model", history_path=root / "history.db",
              prompts_dir=root / "prompts", skills_dir=root / "skills")
 history = History(cfg.history_path)
-window = ChatWindow(cfg, history)
+window = ChatWindow(App(cfg, history))
 window.show()
 window.composer.set_text("Tell me a long story")
 window.send()
@@ -5449,7 +5456,7 @@ def test_fault_api_keys_never_reach_the_database_the_logs_or_any_message(
         assert keyed.chat_requests()[0].headers["authorization"] == f"Bearer {router_key}"
         assert remote.chat_requests()[0].headers["authorization"] == f"Bearer {provider_key}"
         window.set_model("test-model")
-        window.use_router("http://127.0.0.1:9")
+        window.app.use_router("http://127.0.0.1:9")
         _send(qtbot, window, "seven")
 
         rows = history.messages(window.session_id)
@@ -5582,7 +5589,7 @@ def quick(qtbot, router, tmp_path):
             "manage_server": False,
             **options,
         }
-        window = QuickWindow(Config(**values), history)
+        window = QuickWindow(_app(Config(**values), history))
         qtbot.addWidget(window)
         built.append(window)
         return window, history
@@ -5590,6 +5597,7 @@ def quick(qtbot, router, tmp_path):
     yield make
     for window in built:
         window.close()
+        window.app.close()
     history.close()
 
 
@@ -6013,7 +6021,7 @@ def test_quick_ctrl_enter_continues_the_exchange_as_a_chat(router, qtbot, tmp_pa
 
     cfg = _instance_cfg(router, tmp_path, skills_dir=_quick_skills(tmp_path))
     history = History(cfg.history_path)
-    running = RunningInstance(cfg, history, tray=False)
+    running = RunningInstance(_app(cfg, history), tray=False)
     try:
         quick = running.ask("first question", send=True)
         qtbot.waitUntil(
@@ -6060,22 +6068,28 @@ def test_quick_picks_a_loaded_model_when_none_is_configured(qtbot, tmp_path) -> 
         History(tmp_path / "h.db") as history,
     ):
         window = QuickWindow(
-            Config(
-                router_url=server.url, prompts_dir=tmp_path / "p", history_path=tmp_path / "h.db"
-            ),
-            history,
+            _app(
+                Config(
+                    router_url=server.url,
+                    prompts_dir=tmp_path / "p",
+                    history_path=tmp_path / "h.db",
+                ),
+                history,
+            )
         )
         qtbot.addWidget(window)
         qtbot.waitUntil(lambda: window.current_model() == "warm")
         configured = QuickWindow(
-            Config(
-                router_url=server.url,
-                oneshot_model="cold",
-                default_model="warm",
-                prompts_dir=tmp_path / "p",
-                history_path=tmp_path / "h.db",
-            ),
-            history,
+            _app(
+                Config(
+                    router_url=server.url,
+                    oneshot_model="cold",
+                    default_model="warm",
+                    prompts_dir=tmp_path / "p",
+                    history_path=tmp_path / "h.db",
+                ),
+                history,
+            )
         )
         qtbot.addWidget(configured)
         assert configured.current_model() == "cold"
@@ -6135,11 +6149,11 @@ def test_quick_lists_no_models_while_the_router_is_awaited_then_lists_at_use_rou
         )
 
     history = History(tmp_path / "h.db")
-    running = RunningInstance(config(dead), history, tray=False)
-    same_url = RunningInstance(config(router.url), history, tray=False)
+    running = RunningInstance(_app(config(dead), history), tray=False)
+    same_url = RunningInstance(_app(config(router.url), history), tray=False)
     try:
         looking = f"Looking for the llama.cpp router at {dead}…"
-        running.router_pending(looking)
+        running.app.router_pending(looking)
         quick = running.quick_window()
         quick.present()
         qtbot.waitUntil(lambda: quick.running_workers() == 0, timeout=10000)
@@ -6149,12 +6163,12 @@ def test_quick_lists_no_models_while_the_router_is_awaited_then_lists_at_use_rou
         assert quick.notice.text() == looking and quick.session_id is None
 
         failed = "No llama-server found: install one or set router_url."
-        running.router_failed(failed)
+        running.app.router_failed(failed)
         quick.refresh_models()
         assert quick.running_workers() == 0
         assert quick.notice.text() == failed
 
-        running.use_router(router.url)
+        running.app.use_router(router.url)
         qtbot.waitUntil(
             lambda: quick.session_id is not None and not quick.is_streaming(), timeout=30000
         )
@@ -6163,11 +6177,11 @@ def test_quick_lists_no_models_while_the_router_is_awaited_then_lists_at_use_rou
         assert history.messages(quick.session_id)[0]["content"] == "still there?"
         assert history.messages(quick.session_id)[-1]["status"] == "complete"
 
-        same_url.router_pending(f"Looking for the llama.cpp router at {router.url}…")
+        same_url.app.router_pending(f"Looking for the llama.cpp router at {router.url}…")
         found_here = same_url.quick_window()
         qtbot.waitUntil(lambda: found_here.running_workers() == 0, timeout=10000)
         assert found_here.current_model() == ""
-        same_url.use_router(router.url)
+        same_url.app.use_router(router.url)
         qtbot.waitUntil(lambda: found_here.current_model() == "test-model", timeout=10000)
         assert found_here.notice.text() == ""
     finally:
@@ -6203,7 +6217,7 @@ def test_tray_absent_the_instance_ends_when_its_last_window_closes(router, qtbot
 
     cfg = _instance_cfg(router, tmp_path)
     history = History(cfg.history_path)
-    running = RunningInstance(cfg, history)
+    running = RunningInstance(_app(cfg, history))
     ended: list[bool] = []
     running.finished.connect(lambda: ended.append(True))
     try:
@@ -6299,7 +6313,7 @@ def test_instance_acts_on_handed_over_command_lines(router, qtbot, tmp_path) -> 
 
     cfg = _instance_cfg(router, tmp_path)
     history = History(cfg.history_path)
-    running = RunningInstance(cfg, history, tray=False)
+    running = RunningInstance(_app(cfg, history), tray=False)
     try:
         _act(running, payload([], "/"))
         assert running.chat_window() is not None and running.chat_window().isVisible()
@@ -6486,7 +6500,7 @@ def firstrun(qtbot, tmp_path):
     built: list = []
 
     def make(**options):
-        window = ChatWindow(_firstrun_cfg(tmp_path, **options), history)
+        window = ChatWindow(_app(_firstrun_cfg(tmp_path, **options), history))
         qtbot.addWidget(window)
         window.show()
         built.append(window)
@@ -6495,6 +6509,7 @@ def firstrun(qtbot, tmp_path):
     yield make
     for window in built:
         window.close()
+        window.app.close()
     history.close()
 
 
@@ -6552,7 +6567,7 @@ def test_firstrun_window_waits_for_the_router_then_lists_its_models(
     """While the router is looked for or started the panel and status bar say so and the
     picker waits instead of reporting the URL unreachable; use_router ends it."""
     window = firstrun(router_url=_firstrun_dead_url())
-    window.router_pending("Looking for the llama.cpp router at http://127.0.0.1:8080…")
+    window.app.router_pending("Looking for the llama.cpp router at http://127.0.0.1:8080…")
 
     panel = window.first_run_panel
     assert panel.state() == "pending" and panel.isVisible() and panel.busy.isVisible()
@@ -6563,13 +6578,13 @@ def test_firstrun_window_waits_for_the_router_then_lists_its_models(
     assert "Cannot reach" not in window.model_picker.status_label.text()
 
     command = "/opt/bin/llama-server --host 127.0.0.1 --port 8123 --models-dir /m"
-    _firstrun_from_thread(window.server_event, "starting", command)
+    _firstrun_from_thread(window.app.post_server_event, "starting", command)
     qtbot.waitUntil(
         lambda: window.statusBar().currentMessage() == "Starting llama-server on port 8123…"
     )
     assert panel.state() == "pending" and "port 8123" in panel.text.text()
 
-    window.use_router(router.url)
+    window.app.use_router(router.url)
     assert panel.state() == "hidden" and not panel.isVisible()
     assert window.model_picker.isEnabled()
     qtbot.waitUntil(lambda: [m.id for m in window.models()] == ["test-model"])
@@ -6583,14 +6598,14 @@ def test_firstrun_listing_from_before_the_wait_does_not_end_it(firstrun, qtbot) 
 
     with ScriptedRouter(models=[]) as empty:
         window = firstrun(router_url=empty.url)
-        window.router_pending(f"Looking for the llama.cpp router at {empty.url}…")
+        window.app.router_pending(f"Looking for the llama.cpp router at {empty.url}…")
         # The picker's calls run in order: its stand-in's answer comes after the earlier one.
         qtbot.waitUntil(lambda: "not ready yet" in window.model_picker.status_label.text())
         assert [r for r in empty.requests if r.path.endswith("/models")]
         assert window.first_run_panel.state() == "pending"
         assert window.statusBar().currentMessage().startswith("Looking for the llama.cpp router")
 
-        window.use_router(empty.url)
+        window.app.use_router(empty.url)
         qtbot.waitUntil(lambda: window.first_run_panel.state() == "empty")
 
 
@@ -6624,7 +6639,7 @@ def test_firstrun_empty_router_says_where_models_go_and_opens_the_folder(
 
         server = _firstrun_unstarted_server(tmp_path)
         models = tmp_path / "models"
-        window.set_managed_server(server)
+        window.app.use_router(window.cfg.router_url, server=server)
         assert panel.state() == "empty"
         assert panel.folder.isVisible() and panel.folder.text() == str(models)
         assert _firstrun_buttons(window) == {"Add GGUF file", "Open models folder", "Check again"}
@@ -6654,7 +6669,7 @@ def test_firstrun_add_file_that_is_not_a_gguf_is_explained_and_not_added(
     notes.write_text("shopping list\n")
     with ScriptedRouter(models=[]) as empty:
         window = firstrun(router_url=empty.url)
-        window.set_managed_server(_firstrun_unstarted_server(tmp_path))
+        window.app.use_router(window.cfg.router_url, server=_firstrun_unstarted_server(tmp_path))
         panel = window.first_run_panel
         qtbot.waitUntil(lambda: panel.state() == "empty")
 
@@ -6682,17 +6697,17 @@ def test_firstrun_server_events_and_server_reach_every_window(router, qtbot, tmp
         tmp_path, router_url=router.url, manage_server=False, default_model="test-model"
     )
     history = History(cfg.history_path)
-    running = RunningInstance(cfg, history, tray=False)
+    running = RunningInstance(_app(cfg, history), tray=False)
     server = _firstrun_unstarted_server(tmp_path, b"main: model loaded\nsrv: all slots idle\n")
     try:
         chat = running.show_chat()
         quick = running.quick_window()
         assert not chat.server_log_action.isVisible()
-        running.use_router(router.url, server=server)
-        assert running.managed_server() is server
+        running.app.use_router(router.url, server=server)
+        assert running.app.managed_server() is server
         assert chat.server_log_action.isVisible() and chat.add_model_action.isVisible()
 
-        _firstrun_from_thread(running.server_event, "restarting", "restarting llama-server in 1 s")
+        _firstrun_from_thread(running.app.post_server_event, "restarting", "restarting llama-server in 1 s")
         qtbot.waitUntil(
             lambda: (
                 chat.statusBar().currentMessage() == "llama-server: restarting llama-server in 1 s"
@@ -6700,7 +6715,7 @@ def test_firstrun_server_events_and_server_reach_every_window(router, qtbot, tmp
         )
         assert quick.notice.text() == "llama-server: restarting llama-server in 1 s"
         _firstrun_from_thread(
-            running.server_event, "exited", "llama-server exited with code -9; last output:\nboom"
+            running.app.post_server_event, "exited", "llama-server exited with code -9; last output:\nboom"
         )
         qtbot.waitUntil(
             lambda: (
@@ -6708,11 +6723,11 @@ def test_firstrun_server_events_and_server_reach_every_window(router, qtbot, tmp
                 == "llama-server: llama-server exited with code -9"
             )
         )
-        _firstrun_from_thread(running.server_event, "ready", "llama-server is ready")
+        _firstrun_from_thread(running.app.post_server_event, "ready", "llama-server is ready")
         qtbot.waitUntil(lambda: quick.notice.text() == "")
 
         gave_up = "llama-server failed to start 5 times in a row; see /tmp/x.log"
-        _firstrun_from_thread(running.server_event, "gave_up", gave_up)
+        _firstrun_from_thread(running.app.post_server_event, "gave_up", gave_up)
         qtbot.waitUntil(lambda: chat.first_run_panel.state() == "failed")
         assert chat.first_run_panel.text.text() == gave_up
         assert quick.notice.text() == gave_up
@@ -6749,13 +6764,13 @@ def test_firstrun_missing_llama_server_is_explained_in_the_window(qtbot, tmp_pat
         tmp_path, router_url=url, llama_server=str(missing), default_model="some-model"
     )
     history = History(cfg.history_path)
-    running = RunningInstance(cfg, history, tray=False)
+    running = RunningInstance(_app(cfg, history), tray=False)
     try:
         chat = running.show_chat()
-        running.router_pending(f"Looking for the llama.cpp router at {url}…")
+        running.app.router_pending(f"Looking for the llama.cpp router at {url}…")
         quick = running.quick_window()
         assert quick.notice.text() == f"Looking for the llama.cpp router at {url}…"
-        finder = find_router(running, cfg)
+        finder = find_router(running.app)
         panel = chat.first_run_panel
         assert panel.state() == "pending" and url in panel.text.text()
 
@@ -6767,7 +6782,7 @@ def test_firstrun_missing_llama_server_is_explained_in_the_window(qtbot, tmp_pat
         assert _firstrun_buttons(chat) == {"Settings"}
         assert str(missing) in chat.statusBar().currentMessage()
         assert chat.model_picker.isEnabled()
-        assert running.managed_server() is None
+        assert running.app.managed_server() is None
         assert quick.notice.text() == text
     finally:
         running.shutdown()
@@ -6790,16 +6805,16 @@ def test_firstrun_managed_server_starts_then_takes_a_gguf_and_lists_it(qtbot, tm
     models = tmp_path / "models"
     cfg = _firstrun_cfg(tmp_path, router_url=f"http://127.0.0.1:{port}", models_dir=models)
     history = History(cfg.history_path)
-    running = RunningInstance(cfg, history, tray=False)
+    running = RunningInstance(_app(cfg, history), tray=False)
     try:
         chat = running.show_chat()
         said: list[str] = []
         chat.statusBar().messageChanged.connect(said.append)
-        running.router_pending(f"Looking for the llama.cpp router at {cfg.router_url}…")
-        finder = find_router(running, cfg)
+        running.app.router_pending(f"Looking for the llama.cpp router at {cfg.router_url}…")
+        finder = find_router(running.app)
         assert chat.first_run_panel.state() == "pending"
 
-        qtbot.waitUntil(lambda: running.managed_server() is not None, timeout=60000)
+        qtbot.waitUntil(lambda: running.app.managed_server() is not None, timeout=60000)
         assert finder is not None
         assert f"Starting llama-server on port {port}…" in said
         assert chat.server_log_action.isVisible()
@@ -6820,7 +6835,7 @@ def test_firstrun_managed_server_starts_then_takes_a_gguf_and_lists_it(qtbot, tm
         assert chat.model_picker.current_model() == SMOL_ID
     finally:
         running.shutdown()
-        managed = running.managed_server()
+        managed = running.app.managed_server()
         if managed is not None:
             managed.stop()
         history.close()
@@ -6876,7 +6891,7 @@ def chat_window(qtbot, router, tmp_path):
         }
         cfg = Config(**values)
         store = history or History(cfg.history_path)
-        window = ChatWindow(cfg, store)
+        window = ChatWindow(_app(cfg, store))
         qtbot.addWidget(window)
         window.show()
         if listed:
@@ -6887,6 +6902,7 @@ def chat_window(qtbot, router, tmp_path):
     yield make
     for window, store in opened:
         window.close()
+        window.app.close()
     for _window, store in opened:
         store.close()
 
@@ -7621,7 +7637,7 @@ def test_window_use_router_switches_to_a_router_that_came_up(chat_window, router
     window, history = chat_window(url=dead, listed=False)
     qtbot.waitUntil(lambda: "Cannot reach" in window.model_picker.status_label.text())
     assert window.model_picker.retry_button.isVisible()
-    window.use_router(router.url)
+    window.app.use_router(router.url)
     qtbot.waitUntil(lambda: [m.id for m in window.models()] == ["test-model"])
     assert window.cfg.router_url == router.url
     _send(qtbot, window, "hello")
@@ -7983,7 +7999,7 @@ def test_chrome_window_settings_round_trip_keeps_comments_and_applies(
     )
     cfg = config.load(path)
     history = History(cfg.history_path)
-    window = ChatWindow(cfg, history)
+    window = ChatWindow(_app(cfg, history))
     qtbot.addWidget(window)
     window.show()
     try:
@@ -8111,7 +8127,7 @@ def test_chrome_window_server_log_and_events_of_a_managed_server(
     )
     server.log_file.write(b"main: loading model\nmain: server is listening on 127.0.0.1\n")
     try:
-        window.set_managed_server(server)
+        window.app.use_router(window.cfg.router_url, server=server)
         assert window.server_log_action.isVisible()
         window.server_log_action.trigger()
         [dialog] = [w for w in window.findChildren(ServerLogDialog) if w.isVisible()]
@@ -8121,7 +8137,7 @@ def test_chrome_window_server_log_and_events_of_a_managed_server(
         assert dialog.text.toPlainText().endswith("slot 0: prompt done\n")
         dialog.close()
         sender = threading.Thread(
-            target=window.server_event, args=("restarted", "restarted after it stopped")
+            target=window.app.post_server_event, args=("restarted", "restarted after it stopped")
         )
         sender.start()
         sender.join()

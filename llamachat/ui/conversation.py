@@ -204,6 +204,14 @@ class _DocumentWriter:
         seed.removeSelectedText()
 
 
+def _mute(body: QTextBrowser, palette: Palette) -> None:
+    """Give `body` the palette's muted colour for its text (the reasoning)."""
+    # Only Text is set: every other role still follows the theme.
+    muted = QPalette()
+    muted.setColor(QPalette.ColorRole.Text, QColor(palette.muted))
+    body.setPalette(muted)
+
+
 class MessageView(QFrame):
     """One message: its text, reasoning, searches, status, stats and actions."""
 
@@ -435,6 +443,28 @@ class MessageView(QFrame):
         """The rendered reply document (for copying as rich text and for tests)."""
         return self._body.document()
 
+    def palette_name(self) -> str:
+        """The markdown palette the text is rendered in ("light" or "dark")."""
+        return self._palette.name
+
+    def set_palette(self, palette: Palette) -> None:
+        """Render the text again in `palette` (the theme changed); a streaming reply goes on."""
+        if palette == self._palette:
+            return
+        self._palette = palette
+        if self._reasoning_body is not None:
+            _mute(self._reasoning_body, palette)
+        text = self._markdown.text()
+        self._markdown = StreamingMarkdown(palette=palette)
+        self._markdown.append(text)
+        self._body.document().clear()
+        self._writer = _DocumentWriter(self._body.document())
+        # Finished text renders as finished; a reply still streaming keeps an open tail.
+        if self._streaming:
+            self._write(self._markdown.flush())
+        else:
+            self._write(self._markdown.finish(), final=True)
+
     def set_regenerate_allowed(self, allowed: bool) -> None:
         """Offer "Regenerate" (the conversation allows it on its last reply only)."""
         self._regenerate_allowed = allowed
@@ -468,9 +498,7 @@ class MessageView(QFrame):
             lambda: self._set_reasoning_expanded(self._reasoning_body.isHidden())
         )
         body = _Body(self, accessible_name="Reasoning")
-        muted = body.palette()
-        muted.setColor(QPalette.ColorRole.Text, muted.color(QPalette.ColorRole.PlaceholderText))
-        body.setPalette(muted)
+        _mute(body, self._palette)
         frame = body.document().rootFrame().frameFormat()
         frame.setLeftMargin(12)
         body.document().rootFrame().setFrameFormat(frame)
@@ -813,6 +841,14 @@ class ConversationView(QScrollArea):
             return
         self._follow = value >= self.verticalScrollBar().maximum() - 4
         self._want_older()
+
+    def changeEvent(self, event: QEvent) -> None:
+        """Render the messages again in the new palette when the theme switches."""
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            palette = self._palette()
+            for view in self._views:
+                view.set_palette(palette)
 
     def viewportEvent(self, event: QEvent) -> bool:
         """Keep the column as wide as the viewport (and at least as tall)."""

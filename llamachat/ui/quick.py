@@ -1,6 +1,8 @@
 """The quick window: one question, one streamed answer, in a small window near the pointer.
 
-`QuickWindow(cfg, history)` is built from a `Config` and a `History` alone. It is
+`QuickWindow(app)` is built from the `App` alone, whose configuration, history,
+registry and router state it reads and follows (settings saved in the chat window
+apply here too). It is
 frameless and stays on top; Enter asks, Esc stops the answer and hides the window,
 Ctrl+Enter (or "Continue in chat") turns the exchange into a normal chat session and
 hands it to the chat window through `continue_requested`.
@@ -13,8 +15,10 @@ they show as chips while it streams and are dropped when it ends; the session's
 
 The model is `oneshot_model`, else `default_model`, else one the router lists
 (a loaded one first). A question asked before the list arrives waits for it. While
-the router is looked for or started (`router_pending`) nothing is listed, so no
-"cannot reach" replaces the notice saying so; `use_router` lists.
+the router is looked for or started (the App's router is pending) nothing is
+listed, so no "cannot reach" replaces the notice saying so; once the router is in
+use, it lists. Router news goes on the notice line, and only the window's own
+router notice is cleared when the router is back.
 
 Errors: none of its own. A missing router or model, and a failed reply, are shown
 in the window (the notice line, and the reply's own error mark).
@@ -22,8 +26,8 @@ in the window (the notice line, and the reply's own error mark).
 
 from __future__ import annotations
 
-import dataclasses
 import logging
+from concurrent.futures import Future
 
 from PySide6.QtCore import QEvent, QObject, QPoint, QRect, Qt, Signal, Slot
 from PySide6.QtGui import (
@@ -38,15 +42,19 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from .. import prompts, providers, turn
+from ..backend import BackendError
 from ..config import Config
 from ..db import History, HistoryError
 from ..models import ModelInfo
+from . import tasks
+from .app import FAILED, PENDING, READY, App, RouterState
 from .chips import SkillChips
 from .composer import Attachment, Composer
 from .conversation import ConversationView
+from .first_run import event_text
 from .model_picker import list_models
 from .reply import ReplyStream
-from .worker import HELPERS, CallWorker, WorkerThreads, collect_garbage_on_gui_thread
+from .worker import HELPERS, WorkerThreads, collect_garbage_on_gui_thread
 
 log = logging.getLogger(__name__)
 
@@ -61,28 +69,21 @@ class QuickWindow(QWidget):
 
     continue_requested = Signal(object, str)
 
-    def __init__(
-        self,
-        cfg: Config,
-        history: History,
-        *,
-        registry: providers.Registry | None = None,
-        parent: QWidget | None = None,
-    ) -> None:
+    def __init__(self, app: App, *, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.cfg = cfg
-        self.history = history
-        self._owns_registry = registry is None
-        self._registry = registry if registry is not None else providers.Registry(cfg)
-        self._old_registries: list[providers.Registry] = []
+        self.app = app
+        cfg = app.config
+        # The registry last listed from, to see when the App's is another.
+        self._seen_registry = app.registry
         self._skills = turn.skill_store(cfg)
+        self._skills_from = (cfg.skill_roots(), cfg.skills_enabled)
         self._threads = WorkerThreads(self)
         # Replies are read in a helper process: have one started before the first send.
         HELPERS.prepare()
         collect_garbage_on_gui_thread()
         self._model = turn.configured_model(cfg)
         self._models: dict[str, ModelInfo] = {}
-        self._listing: CallWorker | None = None
+        self._listing: Future | None = None
         self._waiting = False
         # While the router is looked for or started, a listing could only say that the
         # configured URL is unreachable, over the notice saying why: it waits for use_router.
@@ -92,9 +93,16 @@ class QuickWindow(QWidget):
         self._reply_skills: list[str] = []
         self._asked_skills: list[str] = []
         self._reply: ReplyStream | None = None
+        # What the window last said about the router, so it only clears its own notice.
+        self._router_notice = ""
         self._build()
         self._refresh_skill_names()
         self._show_model()
+        app.config_changed.connect(self._on_config_changed)
+        app.router_changed.connect(self._on_router_changed)
+        app.server_event.connect(self._on_server_event)
+        if app.router.status in (PENDING, FAILED):
+            self._on_router_changed(app.router)
         if not self._model:
             self.refresh_models()
 
@@ -165,6 +173,20 @@ class QuickWindow(QWidget):
     # ------------------------------------------------------------------ public seams
 
     @property
+    def cfg(self) -> Config:
+        """The configuration in effect: the App's (never a copy of it)."""
+        return self.app.config
+
+    @property
+    def history(self) -> History:
+        """The chat history: the App's."""
+        return self.app.history
+
+    @property
+    def _registry(self) -> providers.Registry:
+        return self.app.registry
+
+    @property
     def session_id(self) -> int | None:
         """The one-shot session shown, or None before the first question."""
         return self._session_id
@@ -178,8 +200,9 @@ class QuickWindow(QWidget):
         return self._reply is not None
 
     def running_workers(self) -> int:
-        """Worker threads not yet ended."""
-        return self._threads.running()
+        """Worker threads not yet ended, a model listing under way included."""
+        listing = self._listing is not None and not self._listing.done()
+        return self._threads.running() + int(listing)
 
     def loaded_skills(self) -> list[str]:
         """The skills shown as chips: waiting for the next question, or used by this answer."""
@@ -217,42 +240,77 @@ class QuickWindow(QWidget):
         self._model = model_id
         self._show_model()
 
-    def router_pending(self, text: str) -> None:
-        """Say that the router is being looked for or started; models are listed at use_router."""
-        self._awaiting_router = True
-        # A listing under way asks a URL that may not be the router in the end: its
-        # answer, or its failure, is no news.
-        self._listing = None
-        self.show_notice(text)
+    @Slot(object)
+    def _on_router_changed(self, state: RouterState) -> None:
+        """Follow the App's router: waiting for it, failed, or in use (maybe another one)."""
+        if state.status == PENDING:
+            self._awaiting_router = True
+            # A listing under way asks a URL that may not be the router in the end: its
+            # answer, or its failure, is no news.
+            self._listing = None
+            self._say_router(state.text)
+        elif state.status == FAILED:
+            self._say_router(state.text)
+        else:
+            self._use_router(ready=state.status == READY)
 
-    def use_router(self, url: str) -> None:
-        """Talk to the router at `url` from now on (found or started) and list its models.
+    def _use_router(self, *, ready: bool) -> None:
+        """List the models of the router in use now (found, started, or configured again).
 
         The router already in use is kept as it is: an answer streaming from it goes on.
         """
         awaited, self._awaiting_router = self._awaiting_router, False
-        if url != self.cfg.router_url:
+        changed = self.app.registry is not self._seen_registry
+        self._seen_registry = self.app.registry
+        if changed and ready:
             self.stop()
-            self.cfg = dataclasses.replace(self.cfg, router_url=url)
-            if self._owns_registry:
-                self._old_registries.append(self._registry)
-                self._registry = providers.Registry(self.cfg)
-        elif not awaited:
+        elif not changed and not awaited:
+            self._clear_router_notice()
             return
         self.show_notice("")
+        self._router_notice = ""
         if not turn.configured_model(self.cfg):
             self.refresh_models()
+
+    def _say_router(self, text: str) -> None:
+        self._router_notice = text
+        self.show_notice(text)
+
+    def _clear_router_notice(self) -> None:
+        if self._router_notice and self.notice.text() == self._router_notice:
+            self.show_notice("")
+        self._router_notice = ""
+
+    @Slot(str, str)
+    def _on_server_event(self, kind: str, message: str) -> None:
+        if kind == "restarting":
+            self._say_router(event_text(kind, message))
+        elif kind == "ready":
+            self._clear_router_notice()
+
+    @Slot(object)
+    def _on_config_changed(self, cfg: Config) -> None:
+        """Follow settings saved in any window: skills folders, the configured model."""
+        skills_from = (cfg.skill_roots(), cfg.skills_enabled)
+        if skills_from != self._skills_from:
+            self._skills_from = skills_from
+            self._skills = turn.skill_store(cfg)
+            self._refresh_skill_names()
+        configured = turn.configured_model(cfg)
+        if configured and configured != self._model and self._reply is None:
+            self.set_model(configured)
 
     def refresh_models(self) -> None:
         """List the models in the background to pick one (not while the router is awaited)."""
         if self._awaiting_router:
             return
         cfg = self.cfg
-        worker = CallWorker(lambda: _list_models(cfg))
-        worker.done.connect(self._on_models_listed)
-        worker.failed.connect(self._on_models_failed)
-        self._listing = worker
-        self._threads.start(worker)
+        listing = tasks.run_in_background(
+            lambda: _list_models(cfg),
+            lambda future: self._on_models_listed(listing, future),
+            receiver=self,
+        )
+        self._listing = listing
 
     @Slot(str)
     def unload_skill(self, name: str) -> None:
@@ -487,12 +545,16 @@ class QuickWindow(QWidget):
             images=self._model in self._models and self._models[self._model].accepts_images,
         )
 
-    @Slot(object)
-    def _on_models_listed(self, result: object) -> None:
-        if self.sender() is not self._listing:
-            return
+    def _on_models_listed(self, listing: Future, future: Future) -> None:
+        if listing is not self._listing:
+            return  # asked before the router changed: no news
         self._listing = None
-        infos, errors = result  # type: ignore[misc]
+        try:
+            infos, errors = future.result()
+        except BackendError as exc:
+            self._waiting = False
+            self.show_notice(f"Could not list the models: {exc.message or exc}")
+            return
         self._models = {info.id: info for info in infos}
         if not self._model:
             self._model = turn.pick_model(self.cfg, infos)
@@ -505,14 +567,6 @@ class QuickWindow(QWidget):
         if waiting:
             self.send()
 
-    @Slot(str, object)
-    def _on_models_failed(self, message: str, error: object) -> None:
-        if self.sender() is not self._listing:
-            return
-        self._listing = None
-        self._waiting = False
-        self.show_notice(f"Could not list the models: {message}")
-
     # ------------------------------------------------------------------ closing
 
     def closeEvent(self, event: QCloseEvent) -> None:
@@ -520,9 +574,6 @@ class QuickWindow(QWidget):
         self.stop()
         if not self._threads.wait_all(10_000):
             log.warning("a worker thread did not end within 10 s of closing the quick window")
-        if self._owns_registry:
-            for registry in (*self._old_registries, self._registry):
-                registry.close()
         super().closeEvent(event)
 
 
