@@ -89,6 +89,29 @@ def test_core_modules_import_without_qt() -> None:
     assert out == "", f"core modules pulled in Qt: {out}"
 
 
+def test_no_two_exception_classes_share_a_name() -> None:
+    """Every exception class of the package has a name of its own (an `except X` is unambiguous)."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import llamachat
+
+    owners: dict[str, set[str]] = {}
+    for info in pkgutil.walk_packages(llamachat.__path__, "llamachat."):
+        module = importlib.import_module(info.name)
+        for name, value in vars(module).items():
+            if (
+                inspect.isclass(value)
+                and issubclass(value, BaseException)
+                and value.__module__ == info.name
+            ):
+                owners.setdefault(name, set()).add(info.name)
+    assert "ManagedServerError" in owners and "ServerError" in owners
+    clashes = {name: sorted(mods) for name, mods in owners.items() if len(mods) > 1}
+    assert clashes == {}
+
+
 # ==== section: config (helper: foundation) ====
 
 
@@ -4641,8 +4664,8 @@ def test_meter_shows_usage_of_the_models_context_and_warns_before_overflow(
     qtbot,
 ) -> None:
     from llamachat.scripted_router import Model, ScriptedRouter
-    from llamachat.ui.meter import ContextMeter
     from llamachat.ui import tasks
+    from llamachat.ui.meter import ContextMeter
 
     with ScriptedRouter([Model("qwen", "loaded", n_ctx=4096), Model("smol", n_ctx=2048)]) as r:
         registry = _chrome_registry(r.url)
@@ -6707,7 +6730,9 @@ def test_firstrun_server_events_and_server_reach_every_window(router, qtbot, tmp
         assert running.app.managed_server() is server
         assert chat.server_log_action.isVisible() and chat.add_model_action.isVisible()
 
-        _firstrun_from_thread(running.app.post_server_event, "restarting", "restarting llama-server in 1 s")
+        _firstrun_from_thread(
+            running.app.post_server_event, "restarting", "restarting llama-server in 1 s"
+        )
         qtbot.waitUntil(
             lambda: (
                 chat.statusBar().currentMessage() == "llama-server: restarting llama-server in 1 s"
@@ -6715,7 +6740,9 @@ def test_firstrun_server_events_and_server_reach_every_window(router, qtbot, tmp
         )
         assert quick.notice.text() == "llama-server: restarting llama-server in 1 s"
         _firstrun_from_thread(
-            running.app.post_server_event, "exited", "llama-server exited with code -9; last output:\nboom"
+            running.app.post_server_event,
+            "exited",
+            "llama-server exited with code -9; last output:\nboom",
         )
         qtbot.waitUntil(
             lambda: (
@@ -8166,6 +8193,257 @@ def test_chrome_window_accessible_names_all_present(chat_window, qtbot) -> None:
     ):
         shown = [w for w in window.findChildren(QWidget) if w.accessibleName() == name]
         assert [w for w in shown if w.isVisible()], f"no visible widget named {name!r}"
+
+
+# ---------------------------------------------------------------- app state, tasks, bugs
+
+
+def _app_cfg_file(router, tmp_path: Path) -> Config:
+    """A config file on disk (Settings writes it) for an App on the scripted router."""
+    from llamachat import config
+
+    path = tmp_path / "config.toml"
+    config.update_file(
+        path,
+        {
+            "router_url": router.url,
+            "manage_server": False,
+            "history_path": str(tmp_path / "history.db"),
+            "prompts_dir": str(tmp_path / "prompts"),
+        },
+    )
+    return config.load(path)
+
+
+@quick_offscreen
+def test_app_settings_saved_in_a_window_reach_windows_opened_later(router, qtbot, tmp_path) -> None:
+    """Settings saved in the chat window reach a quick window opened afterwards and a chat
+    window reopened from the tray: theme, search, default model and max_searches."""
+    from PySide6.QtGui import QPalette
+    from PySide6.QtWidgets import QApplication, QDialog
+
+    from llamachat import cli
+    from llamachat.db import History
+    from llamachat.ui.instance import RunningInstance
+    from llamachat.ui.theme import apply_theme
+
+    cfg = _app_cfg_file(router, tmp_path)
+    history = History(cfg.history_path)
+    running = RunningInstance(_app(cfg, history), tray=True)
+    try:
+        chat = running.show_chat()
+        qtbot.waitUntil(lambda: bool(chat.models()))
+        assert chat.cfg.theme == "system" and not chat.search_button.isVisible()
+        dialog = chat.open_settings()
+        dialog.theme.setCurrentIndex(dialog.theme.findData("dark"))
+        dialog.search_url.setText("http://127.0.0.1:9")
+        dialog.default_model.setCurrentText("test-model")
+        assert dialog.save()
+        assert not dialog.isVisible()
+        # A key Settings does not show, saved through the same owner.
+        running.app.save_settings({"max_searches": 2})
+        assert chat.search_button.isVisible()
+
+        chat.close()
+        qtbot.waitUntil(lambda: running.chat_window() is None)
+        running.tray.open_requested.emit()
+        reopened = running.chat_window()
+        assert reopened is not None and reopened is not chat and reopened.isVisible()
+        assert reopened.cfg.theme == "dark" and reopened.cfg.max_searches == 2
+        assert reopened.search_button.isVisible() and reopened.search_enabled()
+        assert reopened.current_model() == "test-model"
+        assert reopened.model_picker.default_model() == "test-model"
+
+        quick = running.quick_window()
+        assert quick.cfg.theme == "dark" and quick.current_model() == "test-model"
+        search = cli.search_config(quick.cfg)
+        assert search is not None and search.max_searches == 2
+        assert search.url == "http://127.0.0.1:9"
+        window_colour = QApplication.palette().color(QPalette.ColorRole.Window).name()
+        assert window_colour == "#2b2b2e"
+        assert not [d for d in reopened.findChildren(QDialog) if d.isVisible()]
+    finally:
+        running.shutdown()
+        running.app.close()
+        history.close()
+        apply_theme(QApplication.instance(), "light")
+
+
+def test_app_theme_switch_restyles_the_open_sidebar_and_conversation(chat_window, qtbot) -> None:
+    """Switching the theme while a chat is open restyles the sidebar (which has a style
+    sheet of its own) and re-renders the conversation's messages in the new palette."""
+    from PySide6.QtGui import QPalette
+    from PySide6.QtWidgets import QApplication
+
+    from llamachat.ui.markdown import DARK, LIGHT
+    from llamachat.ui.theme import apply_theme
+
+    window, history = chat_window()
+    session = history.create_session("chat", "test-model")
+    history.add_message(session, "user", "show me code")
+    history.add_message(session, "assistant", "Here:\n\n```python\nx = 1\n```\n\nand `y`.")
+    window.sidebar.refresh()
+    assert window.open_session(session)
+    reply = window.conversation.last_assistant()
+
+    def sidebar_pixel() -> str:
+        view = window.sidebar.list_view.viewport()
+        image = view.grab().toImage()
+        return image.pixelColor(image.width() - 2, image.height() - 2).name()
+
+    try:
+        assert reply.palette_name() == "light" and sidebar_pixel() == "#ffffff"
+        assert LIGHT.code_background in reply.text_document().toHtml()
+        window.app.save_settings({"theme": "dark"})
+        qtbot.waitUntil(lambda: reply.palette_name() == "dark")
+        base = window.sidebar.list_view.palette().color(QPalette.ColorRole.Base).name()
+        assert base == "#1f1f22" and sidebar_pixel() == "#1f1f22"
+        html = reply.text_document().toHtml()
+        assert DARK.code_background in html and LIGHT.code_background not in html
+        assert "x = 1" in reply.text_document().toPlainText()
+        assert reply.content() == "Here:\n\n```python\nx = 1\n```\n\nand `y`."
+
+        window.app.save_settings({"theme": "light"})
+        qtbot.waitUntil(lambda: reply.palette_name() == "light")
+        assert sidebar_pixel() == "#ffffff"
+        assert LIGHT.code_background in reply.text_document().toHtml()
+    finally:
+        apply_theme(QApplication.instance(), "light")
+
+
+def test_app_built_before_any_window_applies_the_theme(qtbot, tmp_path) -> None:
+    """A cold `llamachat ask` builds the App before its quick window: theme = "dark" holds."""
+    from PySide6.QtGui import QPalette
+    from PySide6.QtWidgets import QApplication
+
+    from llamachat.config import Config
+    from llamachat.db import History
+    from llamachat.ui.quick import QuickWindow
+    from llamachat.ui.theme import apply_theme
+
+    cfg = Config(
+        theme="dark",
+        router_url="http://127.0.0.1:9",
+        default_model="m",
+        history_path=tmp_path / "h.db",
+        prompts_dir=tmp_path / "p",
+    )
+    with History(cfg.history_path) as history:
+        state = _app(cfg, history)
+        quick = QuickWindow(state)
+        qtbot.addWidget(quick)
+        try:
+            base = quick.palette().color(QPalette.ColorRole.Window).name()
+            assert base == "#2b2b2e"
+        finally:
+            quick.close()
+            state.close()
+            apply_theme(QApplication.instance(), "light")
+
+
+def test_tasks_result_and_exception_reach_on_done_on_the_gui_thread(qtbot) -> None:
+    """run_in_background: the result, or the task's exception, reaches on_done on the GUI
+    thread; a receiver deleted meanwhile is not called; run_on_main runs on the GUI thread."""
+    import threading
+
+    from PySide6.QtCore import QObject
+
+    from llamachat.ui import tasks
+
+    gui = threading.get_ident()
+    seen: list[tuple[str, object, int]] = []
+    release = threading.Event()
+
+    def on_done(future) -> None:
+        try:
+            seen.append(("result", future.result(), threading.get_ident()))
+        except ValueError as exc:
+            seen.append(("error", str(exc), threading.get_ident()))
+
+    def fail() -> None:
+        raise ValueError("disk on fire")
+
+    runner = tasks.manager()
+    runner.run_in_background(lambda: threading.get_ident(), on_done)
+    runner.run_in_background(fail, on_done)
+    qtbot.waitUntil(lambda: len(seen) == 2)
+    by_kind = {kind: (value, thread) for kind, value, thread in seen}
+    assert by_kind["result"][0] != gui  # the task ran off the GUI thread
+    assert by_kind["result"][1] == gui and by_kind["error"] == ("disk on fire", gui)
+
+    receiver = QObject()
+    dead: list[object] = []
+    runner.run_in_background(release.wait, dead.append, receiver=receiver)
+    alive = QObject()
+    runner.run_in_background(lambda: 7, lambda future: dead.append(future.result()), receiver=alive)
+    receiver.deleteLater()
+    qtbot.waitUntil(lambda: dead == [7])
+    release.set()
+    qtbot.waitUntil(lambda: runner.running() == 0)
+    ran: list[int] = []
+    runner.run_on_main(lambda: ran.append(threading.get_ident()))
+    qtbot.waitUntil(lambda: bool(ran))
+    assert dead == [7] and ran == [gui]
+
+    daemon_threads: list[bool] = []
+    runner.run_in_background(
+        lambda: threading.current_thread().daemon,
+        lambda future: daemon_threads.append(future.result()),
+        daemon=True,
+    )
+    qtbot.waitUntil(lambda: bool(daemon_threads))
+    assert daemon_threads == [True]
+
+
+@quick_offscreen
+def test_excepthook_logs_a_bug_and_shows_it_once_a_fault_as_a_message(
+    qtbot, tmp_path, caplog
+) -> None:
+    """A bug is logged with its traceback and shown once in a plain-text dialog; the same bug
+    again is logged, not shown; an environment fault is a message without a traceback."""
+    import sys
+
+    from PySide6.QtCore import Qt
+
+    from llamachat.config import Config
+    from llamachat.db import History, HistoryError
+
+    def bug() -> None:
+        raise KeyError("<b>not bold</b>")
+
+    cfg = Config(
+        router_url="http://127.0.0.1:9", history_path=tmp_path / "h.db", prompts_dir=tmp_path / "p"
+    )
+    before = sys.excepthook
+    with History(cfg.history_path) as history:
+        state = _app(cfg, history)
+        hook = state.install_excepthook()
+        try:
+            assert sys.excepthook == hook.handle
+            for _ in range(2):
+                try:
+                    bug()
+                except KeyError:
+                    sys.excepthook(*sys.exc_info())
+            [shown] = hook.dialogs
+            assert shown.isVisible() and shown.textFormat() == Qt.TextFormat.PlainText
+            assert "<b>not bold</b>" in shown.text()
+            assert "in bug" in shown.detailedText() and "KeyError" in shown.detailedText()
+            bugs = [r for r in caplog.records if r.name == "llamachat.ui.app" and r.exc_info]
+            assert len(bugs) == 2 and bugs[0].exc_info[0] is KeyError
+
+            try:
+                raise HistoryError("the disk is full")
+            except HistoryError:
+                sys.excepthook(*sys.exc_info())
+            assert len(hook.dialogs) == 2
+            message = hook.dialogs[-1]
+            assert message.text() == "the disk is full" and not message.detailedText()
+        finally:
+            for dialog in hook.dialogs:
+                dialog.close()
+            state.close()
+    assert sys.excepthook == before
 
 
 # ==== end section: chat window ====
