@@ -8269,6 +8269,43 @@ def test_app_settings_saved_in_a_window_reach_windows_opened_later(router, qtbot
         apply_theme(QApplication.instance(), "light")
 
 
+def test_app_settings_keep_the_router_in_use_unless_the_file_names_another(
+    router, qtbot, tmp_path
+) -> None:
+    """A router found or started elsewhere stays in use when Settings change only the key or
+    the providers; a new router_url in the file replaces it. Each change is one new registry."""
+    from llamachat.db import History
+    from llamachat.ui.app import CONFIGURED, READY
+
+    cfg = _app_cfg_file(router, tmp_path)
+    with History(cfg.history_path) as history:
+        state = _app(cfg, history)
+        try:
+            changes: list[tuple[str, str]] = []
+            state.router_changed.connect(lambda now: changes.append((now.status, now.url)))
+            first = state.registry
+            state.use_router("http://127.0.0.1:9")
+            assert state.config.router_url == "http://127.0.0.1:9"
+            assert state.file_config.router_url == router.url
+            started = state.registry
+            assert started is not first
+
+            state.save_settings({"router_api_key_env": "MY_KEY"})
+            assert state.config.router_url == "http://127.0.0.1:9"
+            assert state.config.router_api_key_env == "MY_KEY"
+            assert state.registry is not started
+
+            state.save_settings({"router_url": "http://127.0.0.1:10"})
+            assert state.config.router_url == "http://127.0.0.1:10"
+            assert changes == [
+                (READY, "http://127.0.0.1:9"),
+                (CONFIGURED, "http://127.0.0.1:9"),
+                (CONFIGURED, "http://127.0.0.1:10"),
+            ]
+        finally:
+            state.close()
+
+
 def test_app_theme_switch_restyles_the_open_sidebar_and_conversation(chat_window, qtbot) -> None:
     """Switching the theme while a chat is open restyles the sidebar (which has a style
     sheet of its own) and re-renders the conversation's messages in the new palette."""

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 # The states of `RouterState.status`.
-CONFIGURED = "configured"  # the file's router_url, not yet known to answer
+CONFIGURED = "configured"  # as the settings say, not yet known to answer
 PENDING = "pending"  # being looked for or started
 READY = "ready"  # found or started: in use
 FAILED = "failed"  # none could be had; `text` says why
@@ -153,10 +153,11 @@ class App(QObject):
         old, self._file_config = self._file_config, new
         replace_registry = _registry_changed(old, new)
         if replace_registry:
-            # The file names other servers: those are used from now on, as configured.
-            self._router = dataclasses.replace(
-                self._router, url=new.router_url, status=CONFIGURED, text=""
-            )
+            # Another router in the file is used from now on, as configured; with the same
+            # one, the router in use (maybe a managed server) stays, with the new key or
+            # providers. Either way, whether it answers is news again.
+            url = new.router_url if new.router_url != old.router_url else self._router.url
+            self._router = dataclasses.replace(self._router, url=url, status=CONFIGURED, text="")
             self._replace_registry()
         self._config = self._effective()
         if new.theme != old.theme:
