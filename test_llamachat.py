@@ -8222,7 +8222,7 @@ def test_app_settings_saved_in_a_window_reach_windows_opened_later(router, qtbot
     from PySide6.QtGui import QPalette
     from PySide6.QtWidgets import QApplication, QDialog
 
-    from llamachat import cli
+    from llamachat import turn
     from llamachat.db import History
     from llamachat.ui.instance import RunningInstance
     from llamachat.ui.theme import apply_theme
@@ -8256,7 +8256,7 @@ def test_app_settings_saved_in_a_window_reach_windows_opened_later(router, qtbot
 
         quick = running.quick_window()
         assert quick.cfg.theme == "dark" and quick.current_model() == "test-model"
-        search = cli.search_config(quick.cfg)
+        search = turn.search_config(quick.cfg)
         assert search is not None and search.max_searches == 2
         assert search.url == "http://127.0.0.1:9"
         window_colour = QApplication.palette().color(QPalette.ColorRole.Window).name()
