@@ -8344,6 +8344,11 @@ def test_app_theme_switch_restyles_the_open_sidebar_and_conversation(chat_window
         qtbot.waitUntil(lambda: reply.palette_name() == "light")
         assert sidebar_pixel() == "#ffffff"
         assert LIGHT.code_background in reply.text_document().toHtml()
+
+        height = reply.height()
+        window.app.save_settings({"font_size": 24})
+        qtbot.waitUntil(lambda: reply.text_document().defaultFont().pointSize() == 24)
+        qtbot.waitUntil(lambda: reply.height() > height)
     finally:
         apply_theme(QApplication.instance(), "light")
 

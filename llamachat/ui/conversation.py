@@ -123,16 +123,20 @@ class _Body(QTextBrowser):
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.viewport().setAutoFillBackground(False)
         self.setStyleSheet("QTextBrowser { background: transparent; }")
-        # Laying out text was most of a streamed reply's cost, and shaping most of that.
-        # Qt still shapes the scripts that need it; Latin text only loses kerning.
-        font = QFont()
-        font.setStyleStrategy(QFont.StyleStrategy.PreferNoShaping)
-        self.setFont(font)
+        self.follow_font(parent.font())
         doc = self.document()
         doc.setUndoRedoEnabled(False)
         doc.setDocumentMargin(2)
         doc.documentLayout().documentSizeChanged.connect(self._on_size_changed)
         self.setFixedHeight(self._height_for(doc.size().height()))
+
+    def follow_font(self, font: QFont) -> None:
+        """Take `font` (the message's): with a style sheet, a widget no longer inherits it."""
+        font = QFont(font)
+        # Laying out text was most of a streamed reply's cost, and shaping most of that.
+        # Qt still shapes the scripts that need it; Latin text only loses kerning.
+        font.setStyleStrategy(QFont.StyleStrategy.PreferNoShaping)
+        self.setFont(font)
 
     def _height_for(self, document_height: float) -> int:
         return max(1, math.ceil(document_height))
@@ -584,6 +588,14 @@ class MessageView(QFrame):
     def _on_copy_reply(self) -> None:
         QGuiApplication.clipboard().setText(self.content())
 
+    def changeEvent(self, event: QEvent) -> None:
+        """Pass a new font (the conversation's font size) on to the text views."""
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange and hasattr(self, "_body"):
+            for body in (self._body, self._reasoning_body):
+                if body is not None:
+                    body.follow_font(self.font())
+
     def event(self, event: QEvent) -> bool:
         """After the view's own layout settles, tell the conversation its height may differ."""
         handled = super().event(event)
@@ -709,6 +721,14 @@ class ConversationView(QScrollArea):
         # Not 0: the newest messages get painted before older pages are built.
         self._page_timer.setInterval(PAGE_DELAY_MS)
         self._page_timer.timeout.connect(self._on_page_due)
+
+    def set_font_size(self, points: int) -> None:
+        """Show the messages in `points`-point text (0: the system's size), re-laid out now."""
+        font = QFont()
+        if points > 0:
+            font.setPointSize(points)
+        # Only the size is the conversation's own: the family and the rest follow the app.
+        self.setFont(font)
 
     def clear(self) -> None:
         """Remove every message."""

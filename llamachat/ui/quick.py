@@ -153,6 +153,7 @@ class QuickWindow(QWidget):
 
         self.conversation = ConversationView(self)
         self.conversation.setAccessibleName("Answer")
+        self.conversation.set_font_size(self.cfg.font_size)
         self.conversation.setMinimumHeight(ANSWER_HEIGHT)
         self.conversation.retry_requested.connect(self._on_retry)
         self.conversation.regenerate_requested.connect(self._on_retry)
@@ -290,7 +291,8 @@ class QuickWindow(QWidget):
 
     @Slot(object)
     def _on_config_changed(self, cfg: Config) -> None:
-        """Follow settings saved in any window: skills folders, the configured model."""
+        """Follow settings saved in any window: font, skills folders, the configured model."""
+        self.conversation.set_font_size(cfg.font_size)
         skills_from = (cfg.skill_roots(), cfg.skills_enabled)
         if skills_from != self._skills_from:
             self._skills_from = skills_from

@@ -269,6 +269,7 @@ class ChatWindow(QMainWindow):
 
         self.conversation = ConversationView()
         self.conversation.setAccessibleName("Conversation")
+        self.conversation.set_font_size(self.cfg.font_size)
         self.conversation.retry_requested.connect(self.retry)
         self.conversation.regenerate_requested.connect(self.retry)
         self.conversation.edit_requested.connect(self.edit_message)
@@ -1135,8 +1136,9 @@ class ChatWindow(QMainWindow):
 
     @Slot(object)
     def _on_config_changed(self, cfg: Config) -> None:
-        """Follow settings saved in any window: default model, skills folders, web search."""
+        """Follow settings saved in any window: default model, font, skills folders, web search."""
         self.model_picker.set_default(cfg.default_model)
+        self.conversation.set_font_size(cfg.font_size)
         skills_from = (cfg.skill_roots(), cfg.skills_enabled)
         if skills_from != self._skills_from:
             self._skills_from = skills_from
