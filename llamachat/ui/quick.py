@@ -82,6 +82,8 @@ class QuickWindow(QWidget):
         HELPERS.prepare()
         collect_garbage_on_gui_thread()
         self._model = turn.configured_model(cfg)
+        # The model the settings name, to see when a config_changed names another.
+        self._configured = self._model
         self._models: dict[str, ModelInfo] = {}
         self._listing: Future | None = None
         self._waiting = False
@@ -299,8 +301,11 @@ class QuickWindow(QWidget):
             self._skills = turn.skill_store(cfg)
             self._refresh_skill_names()
         configured = turn.configured_model(cfg)
-        if configured and configured != self._model and self._reply is None:
-            self.set_model(configured)
+        if configured != self._configured:
+            # Only a new model in the settings replaces the one in use (`ask --model` too).
+            self._configured = configured
+            if configured:
+                self.set_model(configured)
 
     def refresh_models(self) -> None:
         """List the models in the background to pick one (not while the router is awaited)."""
