@@ -8262,6 +8262,13 @@ def test_app_settings_saved_in_a_window_reach_windows_opened_later(router, qtbot
         window_colour = QApplication.palette().color(QPalette.ColorRole.Window).name()
         assert window_colour == "#2b2b2e"
         assert not [d for d in reopened.findChildren(QDialog) if d.isVisible()]
+
+        # A model asked for (`ask --model`) outlasts settings that name no other one.
+        quick.set_model("asked-for")
+        running.app.save_settings({"font_size": 15})
+        assert quick.current_model() == "asked-for"
+        running.app.save_settings({"default_model": "another"})
+        assert quick.current_model() == "another"
     finally:
         running.shutdown()
         running.app.close()
