@@ -44,6 +44,13 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
+def _app(cfg: Config, history):
+    """The App (the one owner of config and router state) that windows are built from."""
+    from llamachat.ui.app import App
+
+    return App(cfg, history)
+
+
 # ---------------------------------------------------------------- layering
 
 
@@ -65,6 +72,7 @@ def test_core_modules_import_without_qt() -> None:
             "server",
             "scripted_router",
             "cli",
+            "turn",
         )
         if (Path(__file__).parent / "llamachat" / f"{name}.py").exists()
     ]
@@ -79,6 +87,29 @@ def test_core_modules_import_without_qt() -> None:
     ).stdout.strip()
     assert core, "no core modules found"
     assert out == "", f"core modules pulled in Qt: {out}"
+
+
+def test_no_two_exception_classes_share_a_name() -> None:
+    """Every exception class of the package has a name of its own (an `except X` is unambiguous)."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import llamachat
+
+    owners: dict[str, set[str]] = {}
+    for info in pkgutil.walk_packages(llamachat.__path__, "llamachat."):
+        module = importlib.import_module(info.name)
+        for name, value in vars(module).items():
+            if (
+                inspect.isclass(value)
+                and issubclass(value, BaseException)
+                and value.__module__ == info.name
+            ):
+                owners.setdefault(name, set()).add(info.name)
+    assert "ManagedServerError" in owners and "ServerError" in owners
+    clashes = {name: sorted(mods) for name, mods in owners.items() if len(mods) > 1}
+    assert clashes == {}
 
 
 # ==== section: config (helper: foundation) ====
@@ -945,23 +976,161 @@ def test_prompts_unwritable_folder_raises_prompt_error_naming_the_file(
     assert str(folder / "New.md") in str(caught.value)
 
 
-def test_prompts_system_message_orders_preset_date_then_skills_in_load_order() -> None:
-    """The shared system message: preset, the date note only with search, skills as loaded."""
-    from llamachat import prompts, search
-    from llamachat.skills import Skill, system_part
-
-    first = Skill(name="zeta", description="z", text="Zeta body.")
-    second = Skill(name="alpha", description="a", text="Alpha body.")
-    text = prompts.system_message("Be brief.", search_on=True, loaded=[first, second])
-    assert text == "\n\n".join(
-        ["Be brief.", search.date_note(), system_part(first), system_part(second)]
-    )
-    assert prompts.system_message("Be brief.", search_on=True, loaded=[first, second]) == text
-    assert prompts.system_message("", search_on=False, loaded=[]) == ""
-    assert search.date_note() not in prompts.system_message("P", search_on=False, loaded=[])
-
-
 # ==== end section: prompts ====
+
+# ==== section: turn (helper: turn-builder) ====
+
+TURN_SKILL_ZETA = "---\nname: zeta\ndescription: Last letter.\n---\nZeta body.\n"
+TURN_SKILL_ALPHA = "---\nname: alpha\ndescription: First letter.\n---\nAlpha body.\n"
+
+
+def _turn_store(tmp_path: Path):
+    """A real SkillStore over a skills folder holding `zeta` and `alpha`."""
+    from llamachat.skills import SkillStore
+
+    root = tmp_path / "skills"
+    for name, text in (("zeta", TURN_SKILL_ZETA), ("alpha", TURN_SKILL_ALPHA)):
+        (root / name).mkdir(parents=True, exist_ok=True)
+        (root / name / "SKILL.md").write_text(text, encoding="utf-8")
+    return SkillStore(root)
+
+
+def test_turn_system_message_is_preset_date_then_skills_in_load_order_byte_stable(
+    tmp_path,
+) -> None:
+    """Named system parts: preset, the date note only with search, skills as loaded."""
+    from llamachat import search, turn
+    from llamachat.skills import system_part
+
+    store = _turn_store(tmp_path)
+    parts = turn.system_parts(
+        "Be brief.", search_on=True, store=store, names=["zeta", "missing", "alpha"]
+    )
+    assert [part.name for part in parts] == ["system", "date", "skill:zeta", "skill:alpha"]
+    text = turn.join_system(parts)
+    assert text == "\n\n".join(
+        [
+            "Be brief.",
+            search.date_note(),
+            system_part(store.load("zeta")),
+            system_part(store.load("alpha")),
+        ]
+    )
+    again = turn.system_parts("Be brief.", search_on=True, store=store, names=["zeta", "alpha"])
+    assert turn.join_system(again).encode() == text.encode()
+    assert turn.system_parts("", search_on=False, store=None, names=["zeta"]) == ()
+    plain = turn.join_system(turn.system_parts("P", search_on=False, store=store))
+    assert plain == "P" and search.date_note() not in plain
+
+
+def test_turn_replays_history_and_names_every_part_of_the_question(tmp_path) -> None:
+    """History rows replay (answers only); the last question's text and files are named parts."""
+    from llamachat import search, turn
+    from llamachat.config import Config
+    from llamachat.db import History
+
+    store = _turn_store(tmp_path)
+    cfg = Config(search_url="http://127.0.0.1:9", max_searches=3, skills_dir=tmp_path / "skills")
+    image = {
+        "kind": "image",
+        "name": "cat.png",
+        "mime": "image/png",
+        "data": "data:image/png;base64,AA==",
+    }
+    notes = {"kind": "text", "name": "notes.py", "mime": "text/x-python", "data": "print(1)\n"}
+    with History(tmp_path / "history.db") as history:
+        session = history.create_session("chat", "m")
+        history.add_message(session, "user", "look", attachments=[image])
+        reply = history.add_message(session, "assistant", "A cat.", model="m")
+        history.update_message(reply, reasoning="It has whiskers.")
+        history.add_message(session, "assistant", "", model="m", status="error")
+        history.add_message(session, "user", "and this?", attachments=[notes])
+        stored = history.messages(session)
+
+    system = turn.system_parts("Be brief.", search_on=True, store=store, names=["alpha"])
+    request = turn.build_turn(cfg, model="m", system=system, messages=stored, store=store)
+    assert [part.name for part in request.parts()] == [
+        "system",
+        "date",
+        "skill:alpha",
+        "history",
+        "user",
+        "attachment:notes.py",
+        "tools",
+    ]
+    assert request.messages() == [
+        {"role": "system", "content": request.system_message()},
+        {
+            "role": "user",
+            "content": "look\n\n[image cat.png not sent: this model does not read images]",
+        },
+        {"role": "assistant", "content": "A cat."},
+        {"role": "user", "content": "and this?\n\nnotes.py:\n```py\nprint(1)\n```"},
+    ]
+    assert request.search_cfg.url == "http://127.0.0.1:9" and request.search_cfg.max_searches == 3
+    assert request.skills_cfg.store is store
+    assert [tool["function"]["name"] for tool in request.tools] == [
+        search.TOOL_SCHEMA["function"]["name"],
+        "load_skill",
+    ]
+
+    seeing = turn.build_turn(
+        cfg, model="m", system=(), messages=stored[:1], images=True, search_on=False
+    )
+    assert seeing.messages() == [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "look"},
+                {"type": "image_url", "image_url": {"url": image["data"]}},
+            ],
+        }
+    ]
+    assert (seeing.search_cfg, seeing.skills_cfg, seeing.tools) == (None, None, ())
+
+
+def test_turn_parse_question_takes_commands_then_mentions_of_known_skills(tmp_path) -> None:
+    """`/name` commands leave the text, mentions stay in it; unknown names are left alone."""
+    from llamachat import turn
+
+    store = _turn_store(tmp_path)
+    question = turn.parse_question("/zeta compare with alpha and /nope", store)
+    assert question == turn.Question("compare with alpha and /nope", ("zeta", "alpha"), ("zeta",))
+    assert turn.parse_question("/zeta hi", None) == turn.Question("/zeta hi")
+
+
+def test_turn_pick_model_prefers_configured_then_loaded_then_first_listed() -> None:
+    """The one-shot model: config, else a model in memory, else the first listed, else ''."""
+    from llamachat import turn
+    from llamachat.config import Config
+    from llamachat.models import ModelInfo
+
+    listed = [ModelInfo(id="a", status="unloaded"), ModelInfo(id="b", status="loaded")]
+    assert turn.pick_model(Config(oneshot_model="c", default_model="d"), listed) == "c"
+    assert turn.pick_model(Config(default_model="d"), listed) == "d"
+    assert turn.pick_model(Config(), listed) == "b"
+    assert turn.pick_model(Config(), listed[:1]) == "a"
+    assert turn.pick_model(Config(), []) == ""
+
+
+def test_turn_skill_store_sees_a_skills_folder_created_after_start_up(tmp_path) -> None:
+    """No skills folder yet: a store all the same, which finds the folder once it exists."""
+    from llamachat import turn
+    from llamachat.config import Config
+
+    cfg = Config(skills_dir=tmp_path / "later")
+    assert not cfg.skills_enabled
+    store = turn.skill_store(cfg)
+    assert store is not None and turn.skills_config(cfg, store) is None
+    (tmp_path / "later" / "zeta").mkdir(parents=True)
+    (tmp_path / "later" / "zeta" / "SKILL.md").write_text(TURN_SKILL_ZETA, encoding="utf-8")
+    assert turn.parse_question("/zeta hi", store).skills == ("zeta",)
+    assert turn.skills_config(cfg, store).store is store
+    off = Config(skills_dir=tmp_path / "later", skills_enabled=False)
+    assert turn.skill_store(off) is None
+
+
+# ==== end section: turn ====
 
 # ==== section: skills (helper: skills) ====
 
@@ -4582,8 +4751,8 @@ def test_meter_shows_usage_of_the_models_context_and_warns_before_overflow(
     qtbot,
 ) -> None:
     from llamachat.scripted_router import Model, ScriptedRouter
+    from llamachat.ui import tasks
     from llamachat.ui.meter import ContextMeter
-    from llamachat.ui.model_picker import Background
 
     with ScriptedRouter([Model("qwen", "loaded", n_ctx=4096), Model("smol", n_ctx=2048)]) as r:
         registry = _chrome_registry(r.url)
@@ -4604,8 +4773,7 @@ def test_meter_shows_usage_of_the_models_context_and_warns_before_overflow(
         meter.update_from_stats({"timings": {"cache_n": 100, "prompt_n": 20, "predicted_n": 5}})
         assert meter.used() == 125
         meter.set_model("smol")
-        background = meter.findChild(Background)
-        qtbot.waitUntil(lambda: background.pending() == 0)
+        qtbot.waitUntil(lambda: tasks.manager().running() == 0)
         assert meter.context_size() is None and "smol" in meter.toolTip()
         props = [q for q in r.requests if q.path == "/props"]
         assert [q.query for q in props] == [
@@ -4849,7 +5017,7 @@ def test_fault_router_killed_mid_reply_keeps_partial_error_and_retry_recovers(
 
     with ScriptedRouter() as revived:
         revived.script(Reply(content="Back again."))
-        window.use_router(revived.url)
+        window.app.use_router(revived.url)
         view = window.conversation.last_assistant()
         qtbot.mouseClick(_by_name(view, QAbstractButton, "Retry"), Qt.MouseButton.LeftButton)
         qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
@@ -5043,13 +5211,14 @@ from PySide6.QtWidgets import QApplication
 from llamachat.config import Config
 from llamachat.db import History
 from llamachat.ui import ChatWindow
+from llamachat.ui.app import App
 
 root = Path(sys.argv[2])
 app = QApplication(sys.argv[:1])
 cfg = Config(router_url=sys.argv[1], default_model="test-model", history_path=root / "history.db",
              prompts_dir=root / "prompts", skills_dir=root / "skills")
 history = History(cfg.history_path)
-window = ChatWindow(cfg, history)
+window = ChatWindow(App(cfg, history))
 window.show()
 window.composer.set_text("Tell me a long story")
 window.send()
@@ -5397,7 +5566,7 @@ def test_fault_api_keys_never_reach_the_database_the_logs_or_any_message(
         assert keyed.chat_requests()[0].headers["authorization"] == f"Bearer {router_key}"
         assert remote.chat_requests()[0].headers["authorization"] == f"Bearer {provider_key}"
         window.set_model("test-model")
-        window.use_router("http://127.0.0.1:9")
+        window.app.use_router("http://127.0.0.1:9")
         _send(qtbot, window, "seven")
 
         rows = history.messages(window.session_id)
@@ -5530,7 +5699,7 @@ def quick(qtbot, router, tmp_path):
             "manage_server": False,
             **options,
         }
-        window = QuickWindow(Config(**values), history)
+        window = QuickWindow(_app(Config(**values), history))
         qtbot.addWidget(window)
         built.append(window)
         return window, history
@@ -5538,6 +5707,7 @@ def quick(qtbot, router, tmp_path):
     yield make
     for window in built:
         window.close()
+        window.app.close()
     history.close()
 
 
@@ -5878,6 +6048,24 @@ def test_quick_skills_apply_to_one_answer_then_are_dropped(quick, router, qtbot,
 
 
 @quick_offscreen
+def test_quick_uses_a_skills_folder_created_after_it_was_built(
+    quick, router, qtbot, tmp_path
+) -> None:
+    """The skills folder appears after start-up: the next question's `/weather` still loads it."""
+    from llamachat import skills
+
+    later = tmp_path / "later"
+    window, _history = quick(default_model="test-model", skills_dir=later)
+    (later / "weather").mkdir(parents=True)
+    (later / "weather" / "SKILL.md").write_text(QUICK_SKILL_WEATHER, encoding="utf-8")
+    window.present()
+    _quick_ask(qtbot, window, "/weather will it rain")
+    system, user = router.chat_requests()[-1].json["messages"]
+    assert user["content"] == "will it rain"
+    assert system["content"].endswith(skills.system_part(skills.SkillStore(later).load("weather")))
+
+
+@quick_offscreen
 def test_quick_skill_the_model_loads_serves_only_that_answer(quick, router, qtbot) -> None:
     """The model's load_skill shows a chip for that answer; nothing reaches the session."""
     from PySide6.QtWidgets import QPushButton
@@ -5943,7 +6131,7 @@ def test_quick_ctrl_enter_continues_the_exchange_as_a_chat(router, qtbot, tmp_pa
 
     cfg = _instance_cfg(router, tmp_path, skills_dir=_quick_skills(tmp_path))
     history = History(cfg.history_path)
-    running = RunningInstance(cfg, history, tray=False)
+    running = RunningInstance(_app(cfg, history), tray=False)
     try:
         quick = running.ask("first question", send=True)
         qtbot.waitUntil(
@@ -5990,22 +6178,28 @@ def test_quick_picks_a_loaded_model_when_none_is_configured(qtbot, tmp_path) -> 
         History(tmp_path / "h.db") as history,
     ):
         window = QuickWindow(
-            Config(
-                router_url=server.url, prompts_dir=tmp_path / "p", history_path=tmp_path / "h.db"
-            ),
-            history,
+            _app(
+                Config(
+                    router_url=server.url,
+                    prompts_dir=tmp_path / "p",
+                    history_path=tmp_path / "h.db",
+                ),
+                history,
+            )
         )
         qtbot.addWidget(window)
         qtbot.waitUntil(lambda: window.current_model() == "warm")
         configured = QuickWindow(
-            Config(
-                router_url=server.url,
-                oneshot_model="cold",
-                default_model="warm",
-                prompts_dir=tmp_path / "p",
-                history_path=tmp_path / "h.db",
-            ),
-            history,
+            _app(
+                Config(
+                    router_url=server.url,
+                    oneshot_model="cold",
+                    default_model="warm",
+                    prompts_dir=tmp_path / "p",
+                    history_path=tmp_path / "h.db",
+                ),
+                history,
+            )
         )
         qtbot.addWidget(configured)
         assert configured.current_model() == "cold"
@@ -6065,11 +6259,11 @@ def test_quick_lists_no_models_while_the_router_is_awaited_then_lists_at_use_rou
         )
 
     history = History(tmp_path / "h.db")
-    running = RunningInstance(config(dead), history, tray=False)
-    same_url = RunningInstance(config(router.url), history, tray=False)
+    running = RunningInstance(_app(config(dead), history), tray=False)
+    same_url = RunningInstance(_app(config(router.url), history), tray=False)
     try:
         looking = f"Looking for the llama.cpp router at {dead}…"
-        running.router_pending(looking)
+        running.app.router_pending(looking)
         quick = running.quick_window()
         quick.present()
         qtbot.waitUntil(lambda: quick.running_workers() == 0, timeout=10000)
@@ -6079,12 +6273,12 @@ def test_quick_lists_no_models_while_the_router_is_awaited_then_lists_at_use_rou
         assert quick.notice.text() == looking and quick.session_id is None
 
         failed = "No llama-server found: install one or set router_url."
-        running.router_failed(failed)
+        running.app.router_failed(failed)
         quick.refresh_models()
         assert quick.running_workers() == 0
         assert quick.notice.text() == failed
 
-        running.use_router(router.url)
+        running.app.use_router(router.url)
         qtbot.waitUntil(
             lambda: quick.session_id is not None and not quick.is_streaming(), timeout=30000
         )
@@ -6093,11 +6287,11 @@ def test_quick_lists_no_models_while_the_router_is_awaited_then_lists_at_use_rou
         assert history.messages(quick.session_id)[0]["content"] == "still there?"
         assert history.messages(quick.session_id)[-1]["status"] == "complete"
 
-        same_url.router_pending(f"Looking for the llama.cpp router at {router.url}…")
+        same_url.app.router_pending(f"Looking for the llama.cpp router at {router.url}…")
         found_here = same_url.quick_window()
         qtbot.waitUntil(lambda: found_here.running_workers() == 0, timeout=10000)
         assert found_here.current_model() == ""
-        same_url.use_router(router.url)
+        same_url.app.use_router(router.url)
         qtbot.waitUntil(lambda: found_here.current_model() == "test-model", timeout=10000)
         assert found_here.notice.text() == ""
     finally:
@@ -6133,7 +6327,7 @@ def test_tray_absent_the_instance_ends_when_its_last_window_closes(router, qtbot
 
     cfg = _instance_cfg(router, tmp_path)
     history = History(cfg.history_path)
-    running = RunningInstance(cfg, history)
+    running = RunningInstance(_app(cfg, history))
     ended: list[bool] = []
     running.finished.connect(lambda: ended.append(True))
     try:
@@ -6229,7 +6423,7 @@ def test_instance_acts_on_handed_over_command_lines(router, qtbot, tmp_path) -> 
 
     cfg = _instance_cfg(router, tmp_path)
     history = History(cfg.history_path)
-    running = RunningInstance(cfg, history, tray=False)
+    running = RunningInstance(_app(cfg, history), tray=False)
     try:
         _act(running, payload([], "/"))
         assert running.chat_window() is not None and running.chat_window().isVisible()
@@ -6416,7 +6610,7 @@ def firstrun(qtbot, tmp_path):
     built: list = []
 
     def make(**options):
-        window = ChatWindow(_firstrun_cfg(tmp_path, **options), history)
+        window = ChatWindow(_app(_firstrun_cfg(tmp_path, **options), history))
         qtbot.addWidget(window)
         window.show()
         built.append(window)
@@ -6425,6 +6619,7 @@ def firstrun(qtbot, tmp_path):
     yield make
     for window in built:
         window.close()
+        window.app.close()
     history.close()
 
 
@@ -6482,7 +6677,7 @@ def test_firstrun_window_waits_for_the_router_then_lists_its_models(
     """While the router is looked for or started the panel and status bar say so and the
     picker waits instead of reporting the URL unreachable; use_router ends it."""
     window = firstrun(router_url=_firstrun_dead_url())
-    window.router_pending("Looking for the llama.cpp router at http://127.0.0.1:8080…")
+    window.app.router_pending("Looking for the llama.cpp router at http://127.0.0.1:8080…")
 
     panel = window.first_run_panel
     assert panel.state() == "pending" and panel.isVisible() and panel.busy.isVisible()
@@ -6493,13 +6688,13 @@ def test_firstrun_window_waits_for_the_router_then_lists_its_models(
     assert "Cannot reach" not in window.model_picker.status_label.text()
 
     command = "/opt/bin/llama-server --host 127.0.0.1 --port 8123 --models-dir /m"
-    _firstrun_from_thread(window.server_event, "starting", command)
+    _firstrun_from_thread(window.app.post_server_event, "starting", command)
     qtbot.waitUntil(
         lambda: window.statusBar().currentMessage() == "Starting llama-server on port 8123…"
     )
     assert panel.state() == "pending" and "port 8123" in panel.text.text()
 
-    window.use_router(router.url)
+    window.app.use_router(router.url)
     assert panel.state() == "hidden" and not panel.isVisible()
     assert window.model_picker.isEnabled()
     qtbot.waitUntil(lambda: [m.id for m in window.models()] == ["test-model"])
@@ -6513,14 +6708,14 @@ def test_firstrun_listing_from_before_the_wait_does_not_end_it(firstrun, qtbot) 
 
     with ScriptedRouter(models=[]) as empty:
         window = firstrun(router_url=empty.url)
-        window.router_pending(f"Looking for the llama.cpp router at {empty.url}…")
+        window.app.router_pending(f"Looking for the llama.cpp router at {empty.url}…")
         # The picker's calls run in order: its stand-in's answer comes after the earlier one.
         qtbot.waitUntil(lambda: "not ready yet" in window.model_picker.status_label.text())
         assert [r for r in empty.requests if r.path.endswith("/models")]
         assert window.first_run_panel.state() == "pending"
         assert window.statusBar().currentMessage().startswith("Looking for the llama.cpp router")
 
-        window.use_router(empty.url)
+        window.app.use_router(empty.url)
         qtbot.waitUntil(lambda: window.first_run_panel.state() == "empty")
 
 
@@ -6554,7 +6749,7 @@ def test_firstrun_empty_router_says_where_models_go_and_opens_the_folder(
 
         server = _firstrun_unstarted_server(tmp_path)
         models = tmp_path / "models"
-        window.set_managed_server(server)
+        window.app.use_router(window.cfg.router_url, server=server)
         assert panel.state() == "empty"
         assert panel.folder.isVisible() and panel.folder.text() == str(models)
         assert _firstrun_buttons(window) == {"Add GGUF file", "Open models folder", "Check again"}
@@ -6584,7 +6779,7 @@ def test_firstrun_add_file_that_is_not_a_gguf_is_explained_and_not_added(
     notes.write_text("shopping list\n")
     with ScriptedRouter(models=[]) as empty:
         window = firstrun(router_url=empty.url)
-        window.set_managed_server(_firstrun_unstarted_server(tmp_path))
+        window.app.use_router(window.cfg.router_url, server=_firstrun_unstarted_server(tmp_path))
         panel = window.first_run_panel
         qtbot.waitUntil(lambda: panel.state() == "empty")
 
@@ -6612,17 +6807,19 @@ def test_firstrun_server_events_and_server_reach_every_window(router, qtbot, tmp
         tmp_path, router_url=router.url, manage_server=False, default_model="test-model"
     )
     history = History(cfg.history_path)
-    running = RunningInstance(cfg, history, tray=False)
+    running = RunningInstance(_app(cfg, history), tray=False)
     server = _firstrun_unstarted_server(tmp_path, b"main: model loaded\nsrv: all slots idle\n")
     try:
         chat = running.show_chat()
         quick = running.quick_window()
         assert not chat.server_log_action.isVisible()
-        running.use_router(router.url, server=server)
-        assert running.managed_server() is server
+        running.app.use_router(router.url, server=server)
+        assert running.app.managed_server() is server
         assert chat.server_log_action.isVisible() and chat.add_model_action.isVisible()
 
-        _firstrun_from_thread(running.server_event, "restarting", "restarting llama-server in 1 s")
+        _firstrun_from_thread(
+            running.app.post_server_event, "restarting", "restarting llama-server in 1 s"
+        )
         qtbot.waitUntil(
             lambda: (
                 chat.statusBar().currentMessage() == "llama-server: restarting llama-server in 1 s"
@@ -6630,7 +6827,9 @@ def test_firstrun_server_events_and_server_reach_every_window(router, qtbot, tmp
         )
         assert quick.notice.text() == "llama-server: restarting llama-server in 1 s"
         _firstrun_from_thread(
-            running.server_event, "exited", "llama-server exited with code -9; last output:\nboom"
+            running.app.post_server_event,
+            "exited",
+            "llama-server exited with code -9; last output:\nboom",
         )
         qtbot.waitUntil(
             lambda: (
@@ -6638,11 +6837,11 @@ def test_firstrun_server_events_and_server_reach_every_window(router, qtbot, tmp
                 == "llama-server: llama-server exited with code -9"
             )
         )
-        _firstrun_from_thread(running.server_event, "ready", "llama-server is ready")
+        _firstrun_from_thread(running.app.post_server_event, "ready", "llama-server is ready")
         qtbot.waitUntil(lambda: quick.notice.text() == "")
 
         gave_up = "llama-server failed to start 5 times in a row; see /tmp/x.log"
-        _firstrun_from_thread(running.server_event, "gave_up", gave_up)
+        _firstrun_from_thread(running.app.post_server_event, "gave_up", gave_up)
         qtbot.waitUntil(lambda: chat.first_run_panel.state() == "failed")
         assert chat.first_run_panel.text.text() == gave_up
         assert quick.notice.text() == gave_up
@@ -6679,13 +6878,13 @@ def test_firstrun_missing_llama_server_is_explained_in_the_window(qtbot, tmp_pat
         tmp_path, router_url=url, llama_server=str(missing), default_model="some-model"
     )
     history = History(cfg.history_path)
-    running = RunningInstance(cfg, history, tray=False)
+    running = RunningInstance(_app(cfg, history), tray=False)
     try:
         chat = running.show_chat()
-        running.router_pending(f"Looking for the llama.cpp router at {url}…")
+        running.app.router_pending(f"Looking for the llama.cpp router at {url}…")
         quick = running.quick_window()
         assert quick.notice.text() == f"Looking for the llama.cpp router at {url}…"
-        finder = find_router(running, cfg)
+        finder = find_router(running.app)
         panel = chat.first_run_panel
         assert panel.state() == "pending" and url in panel.text.text()
 
@@ -6697,7 +6896,7 @@ def test_firstrun_missing_llama_server_is_explained_in_the_window(qtbot, tmp_pat
         assert _firstrun_buttons(chat) == {"Settings"}
         assert str(missing) in chat.statusBar().currentMessage()
         assert chat.model_picker.isEnabled()
-        assert running.managed_server() is None
+        assert running.app.managed_server() is None
         assert quick.notice.text() == text
     finally:
         running.shutdown()
@@ -6720,16 +6919,16 @@ def test_firstrun_managed_server_starts_then_takes_a_gguf_and_lists_it(qtbot, tm
     models = tmp_path / "models"
     cfg = _firstrun_cfg(tmp_path, router_url=f"http://127.0.0.1:{port}", models_dir=models)
     history = History(cfg.history_path)
-    running = RunningInstance(cfg, history, tray=False)
+    running = RunningInstance(_app(cfg, history), tray=False)
     try:
         chat = running.show_chat()
         said: list[str] = []
         chat.statusBar().messageChanged.connect(said.append)
-        running.router_pending(f"Looking for the llama.cpp router at {cfg.router_url}…")
-        finder = find_router(running, cfg)
+        running.app.router_pending(f"Looking for the llama.cpp router at {cfg.router_url}…")
+        finder = find_router(running.app)
         assert chat.first_run_panel.state() == "pending"
 
-        qtbot.waitUntil(lambda: running.managed_server() is not None, timeout=60000)
+        qtbot.waitUntil(lambda: running.app.managed_server() is not None, timeout=60000)
         assert finder is not None
         assert f"Starting llama-server on port {port}…" in said
         assert chat.server_log_action.isVisible()
@@ -6750,7 +6949,7 @@ def test_firstrun_managed_server_starts_then_takes_a_gguf_and_lists_it(qtbot, tm
         assert chat.model_picker.current_model() == SMOL_ID
     finally:
         running.shutdown()
-        managed = running.managed_server()
+        managed = running.app.managed_server()
         if managed is not None:
             managed.stop()
         history.close()
@@ -6806,7 +7005,7 @@ def chat_window(qtbot, router, tmp_path):
         }
         cfg = Config(**values)
         store = history or History(cfg.history_path)
-        window = ChatWindow(cfg, store)
+        window = ChatWindow(_app(cfg, store))
         qtbot.addWidget(window)
         window.show()
         if listed:
@@ -6817,6 +7016,7 @@ def chat_window(qtbot, router, tmp_path):
     yield make
     for window, store in opened:
         window.close()
+        window.app.close()
     for _window, store in opened:
         store.close()
 
@@ -7128,6 +7328,44 @@ def test_window_system_message_is_byte_identical_across_turns(
     _send(qtbot, window, "/finance-cli third")
     third = router.chat_requests()[-1].json["messages"][0]["content"]
     assert third.startswith(first["content"]) and "[skill: finance-cli]" in third
+
+
+# quick_offscreen also covers the `/` completer popup the chat window shows.
+@quick_offscreen
+def test_chat_quick_and_cli_send_the_same_system_message_and_tools(
+    chat_window, quick, router, qtbot, tmp_path
+) -> None:
+    """For the same preset and skills, all three callers send the same system bytes and tools."""
+    import argparse
+    import io
+    import json
+
+    from llamachat import cli
+
+    search = {"search_url": "http://127.0.0.1:9"}
+    chat, _ = chat_window(**search)
+    _send(qtbot, chat, "/weather will it rain")
+    quick_window, _ = quick(default_model="test-model", **search)
+    quick_window.present()
+    _quick_ask(qtbot, quick_window, "/weather will it rain")
+    parser = argparse.ArgumentParser()
+    cli.add_arguments(parser)
+    out, err = io.StringIO(), io.StringIO()
+    code = cli.run(
+        parser.parse_args(["--print", "/weather", "will", "it", "rain"]),
+        chat.cfg,
+        stdin=io.StringIO(),
+        stdout=out,
+        stderr=err,
+    )
+    assert code == 0, err.getvalue()
+
+    sent = [r.json for r in router.chat_requests()[-3:]]
+    systems = [json.dumps(body["messages"][0]).encode() for body in sent]
+    assert systems[0] == systems[1] == systems[2]
+    assert json.loads(systems[0])["content"].endswith(_quick_part(tmp_path, "weather"))
+    assert sent[0]["tools"] == sent[1]["tools"] == sent[2]["tools"]
+    assert [body["messages"][-1]["content"] for body in sent] == ["will it rain"] * 3
 
 
 def test_window_multiline_code_message_is_sent_exactly(chat_window, router, qtbot) -> None:
@@ -7541,7 +7779,7 @@ def test_window_use_router_switches_to_a_router_that_came_up(chat_window, router
     window, history = chat_window(url=dead, listed=False)
     qtbot.waitUntil(lambda: "Cannot reach" in window.model_picker.status_label.text())
     assert window.model_picker.retry_button.isVisible()
-    window.use_router(router.url)
+    window.app.use_router(router.url)
     qtbot.waitUntil(lambda: [m.id for m in window.models()] == ["test-model"])
     assert window.cfg.router_url == router.url
     _send(qtbot, window, "hello")
@@ -7903,7 +8141,7 @@ def test_chrome_window_settings_round_trip_keeps_comments_and_applies(
     )
     cfg = config.load(path)
     history = History(cfg.history_path)
-    window = ChatWindow(cfg, history)
+    window = ChatWindow(_app(cfg, history))
     qtbot.addWidget(window)
     window.show()
     try:
@@ -8031,7 +8269,7 @@ def test_chrome_window_server_log_and_events_of_a_managed_server(
     )
     server.log_file.write(b"main: loading model\nmain: server is listening on 127.0.0.1\n")
     try:
-        window.set_managed_server(server)
+        window.app.use_router(window.cfg.router_url, server=server)
         assert window.server_log_action.isVisible()
         window.server_log_action.trigger()
         [dialog] = [w for w in window.findChildren(ServerLogDialog) if w.isVisible()]
@@ -8041,7 +8279,7 @@ def test_chrome_window_server_log_and_events_of_a_managed_server(
         assert dialog.text.toPlainText().endswith("slot 0: prompt done\n")
         dialog.close()
         sender = threading.Thread(
-            target=window.server_event, args=("restarted", "restarted after it stopped")
+            target=window.app.post_server_event, args=("restarted", "restarted after it stopped")
         )
         sender.start()
         sender.join()
@@ -8070,6 +8308,306 @@ def test_chrome_window_accessible_names_all_present(chat_window, qtbot) -> None:
     ):
         shown = [w for w in window.findChildren(QWidget) if w.accessibleName() == name]
         assert [w for w in shown if w.isVisible()], f"no visible widget named {name!r}"
+
+
+# ---------------------------------------------------------------- app state, tasks, bugs
+
+
+def _app_cfg_file(router, tmp_path: Path) -> Config:
+    """A config file on disk (Settings writes it) for an App on the scripted router."""
+    from llamachat import config
+
+    path = tmp_path / "config.toml"
+    config.update_file(
+        path,
+        {
+            "router_url": router.url,
+            "manage_server": False,
+            "history_path": str(tmp_path / "history.db"),
+            "prompts_dir": str(tmp_path / "prompts"),
+        },
+    )
+    return config.load(path)
+
+
+@quick_offscreen
+def test_app_settings_saved_in_a_window_reach_windows_opened_later(router, qtbot, tmp_path) -> None:
+    """Settings saved in the chat window reach a quick window opened afterwards and a chat
+    window reopened from the tray: theme, search, default model and max_searches."""
+    from PySide6.QtGui import QPalette
+    from PySide6.QtWidgets import QApplication, QDialog
+
+    from llamachat import turn
+    from llamachat.db import History
+    from llamachat.ui.instance import RunningInstance
+    from llamachat.ui.theme import apply_theme
+
+    cfg = _app_cfg_file(router, tmp_path)
+    history = History(cfg.history_path)
+    running = RunningInstance(_app(cfg, history), tray=True)
+    try:
+        chat = running.show_chat()
+        qtbot.waitUntil(lambda: bool(chat.models()))
+        assert chat.cfg.theme == "system" and not chat.search_button.isVisible()
+        dialog = chat.open_settings()
+        dialog.theme.setCurrentIndex(dialog.theme.findData("dark"))
+        dialog.search_url.setText("http://127.0.0.1:9")
+        dialog.default_model.setCurrentText("test-model")
+        assert dialog.save()
+        assert not dialog.isVisible()
+        # A key Settings does not show, saved through the same owner.
+        running.app.save_settings({"max_searches": 2})
+        assert chat.search_button.isVisible()
+
+        chat.close()
+        qtbot.waitUntil(lambda: running.chat_window() is None)
+        running.tray.open_requested.emit()
+        reopened = running.chat_window()
+        assert reopened is not None and reopened is not chat and reopened.isVisible()
+        assert reopened.cfg.theme == "dark" and reopened.cfg.max_searches == 2
+        assert reopened.search_button.isVisible() and reopened.search_enabled()
+        assert reopened.current_model() == "test-model"
+        assert reopened.model_picker.default_model() == "test-model"
+
+        quick = running.quick_window()
+        assert quick.cfg.theme == "dark" and quick.current_model() == "test-model"
+        search = turn.search_config(quick.cfg)
+        assert search is not None and search.max_searches == 2
+        assert search.url == "http://127.0.0.1:9"
+        window_colour = QApplication.palette().color(QPalette.ColorRole.Window).name()
+        assert window_colour == "#2b2b2e"
+        assert not [d for d in reopened.findChildren(QDialog) if d.isVisible()]
+
+        # A model asked for (`ask --model`) outlasts settings that name no other one.
+        quick.set_model("asked-for")
+        running.app.save_settings({"font_size": 15})
+        assert quick.current_model() == "asked-for"
+        running.app.save_settings({"default_model": "another"})
+        assert quick.current_model() == "another"
+    finally:
+        running.shutdown()
+        running.app.close()
+        history.close()
+        apply_theme(QApplication.instance(), "light")
+
+
+def test_app_settings_keep_the_router_in_use_unless_the_file_names_another(
+    router, qtbot, tmp_path
+) -> None:
+    """A router found or started elsewhere stays in use when Settings change only the key or
+    the providers; a new router_url in the file replaces it. Each change is one new registry."""
+    from llamachat.db import History
+    from llamachat.ui.app import CONFIGURED, READY
+
+    cfg = _app_cfg_file(router, tmp_path)
+    with History(cfg.history_path) as history:
+        state = _app(cfg, history)
+        try:
+            changes: list[tuple[str, str]] = []
+            state.router_changed.connect(lambda now: changes.append((now.status, now.url)))
+            first = state.registry
+            state.use_router("http://127.0.0.1:9")
+            assert state.config.router_url == "http://127.0.0.1:9"
+            assert state.file_config.router_url == router.url
+            started = state.registry
+            assert started is not first
+
+            state.save_settings({"router_api_key_env": "MY_KEY"})
+            assert state.config.router_url == "http://127.0.0.1:9"
+            assert state.config.router_api_key_env == "MY_KEY"
+            assert state.registry is not started
+
+            state.save_settings({"router_url": "http://127.0.0.1:10"})
+            assert state.config.router_url == "http://127.0.0.1:10"
+            assert changes == [
+                (READY, "http://127.0.0.1:9"),
+                (CONFIGURED, "http://127.0.0.1:9"),
+                (CONFIGURED, "http://127.0.0.1:10"),
+            ]
+        finally:
+            state.close()
+
+
+def test_app_theme_switch_restyles_the_open_sidebar_and_conversation(chat_window, qtbot) -> None:
+    """Switching the theme while a chat is open restyles the sidebar (which has a style
+    sheet of its own) and re-renders the conversation's messages in the new palette."""
+    from PySide6.QtGui import QPalette
+    from PySide6.QtWidgets import QApplication
+
+    from llamachat.ui.markdown import DARK, LIGHT
+    from llamachat.ui.theme import apply_theme
+
+    window, history = chat_window()
+    session = history.create_session("chat", "test-model")
+    history.add_message(session, "user", "show me code")
+    history.add_message(session, "assistant", "Here:\n\n```python\nx = 1\n```\n\nand `y`.")
+    window.sidebar.refresh()
+    assert window.open_session(session)
+    reply = window.conversation.last_assistant()
+
+    def sidebar_pixel() -> str:
+        view = window.sidebar.list_view.viewport()
+        image = view.grab().toImage()
+        return image.pixelColor(image.width() - 2, image.height() - 2).name()
+
+    try:
+        assert reply.palette_name() == "light" and sidebar_pixel() == "#ffffff"
+        assert LIGHT.code_background in reply.text_document().toHtml()
+        window.app.save_settings({"theme": "dark"})
+        qtbot.waitUntil(lambda: reply.palette_name() == "dark")
+        base = window.sidebar.list_view.palette().color(QPalette.ColorRole.Base).name()
+        assert base == "#1f1f22" and sidebar_pixel() == "#1f1f22"
+        html = reply.text_document().toHtml()
+        assert DARK.code_background in html and LIGHT.code_background not in html
+        assert "x = 1" in reply.text_document().toPlainText()
+        assert reply.content() == "Here:\n\n```python\nx = 1\n```\n\nand `y`."
+
+        window.app.save_settings({"theme": "light"})
+        qtbot.waitUntil(lambda: reply.palette_name() == "light")
+        assert sidebar_pixel() == "#ffffff"
+        assert LIGHT.code_background in reply.text_document().toHtml()
+
+        height = reply.height()
+        window.app.save_settings({"font_size": 24})
+        qtbot.waitUntil(lambda: reply.text_document().defaultFont().pointSize() == 24)
+        qtbot.waitUntil(lambda: reply.height() > height)
+    finally:
+        apply_theme(QApplication.instance(), "light")
+
+
+def test_app_built_before_any_window_applies_the_theme(qtbot, tmp_path) -> None:
+    """A cold `llamachat ask` builds the App before its quick window: theme = "dark" holds."""
+    from PySide6.QtGui import QPalette
+    from PySide6.QtWidgets import QApplication
+
+    from llamachat.config import Config
+    from llamachat.db import History
+    from llamachat.ui.quick import QuickWindow
+    from llamachat.ui.theme import apply_theme
+
+    cfg = Config(
+        theme="dark",
+        router_url="http://127.0.0.1:9",
+        default_model="m",
+        history_path=tmp_path / "h.db",
+        prompts_dir=tmp_path / "p",
+    )
+    with History(cfg.history_path) as history:
+        state = _app(cfg, history)
+        quick = QuickWindow(state)
+        qtbot.addWidget(quick)
+        try:
+            base = quick.palette().color(QPalette.ColorRole.Window).name()
+            assert base == "#2b2b2e"
+        finally:
+            quick.close()
+            state.close()
+            apply_theme(QApplication.instance(), "light")
+
+
+def test_tasks_result_and_exception_reach_on_done_on_the_gui_thread(qtbot) -> None:
+    """run_in_background: the result, or the task's exception, reaches on_done on the GUI
+    thread; a receiver deleted meanwhile is not called; run_on_main runs on the GUI thread."""
+    import threading
+
+    from PySide6.QtCore import QObject
+
+    from llamachat.ui import tasks
+
+    gui = threading.get_ident()
+    seen: list[tuple[str, object, int]] = []
+    release = threading.Event()
+
+    def on_done(future) -> None:
+        try:
+            seen.append(("result", future.result(), threading.get_ident()))
+        except ValueError as exc:
+            seen.append(("error", str(exc), threading.get_ident()))
+
+    def fail() -> None:
+        raise ValueError("disk on fire")
+
+    runner = tasks.manager()
+    runner.run_in_background(lambda: threading.get_ident(), on_done)
+    runner.run_in_background(fail, on_done)
+    qtbot.waitUntil(lambda: len(seen) == 2)
+    by_kind = {kind: (value, thread) for kind, value, thread in seen}
+    assert by_kind["result"][0] != gui  # the task ran off the GUI thread
+    assert by_kind["result"][1] == gui and by_kind["error"] == ("disk on fire", gui)
+
+    receiver = QObject()
+    dead: list[object] = []
+    runner.run_in_background(release.wait, dead.append, receiver=receiver)
+    alive = QObject()
+    runner.run_in_background(lambda: 7, lambda future: dead.append(future.result()), receiver=alive)
+    receiver.deleteLater()
+    qtbot.waitUntil(lambda: dead == [7])
+    release.set()
+    qtbot.waitUntil(lambda: runner.running() == 0)
+    ran: list[int] = []
+    runner.run_on_main(lambda: ran.append(threading.get_ident()))
+    qtbot.waitUntil(lambda: bool(ran))
+    assert dead == [7] and ran == [gui]
+
+    daemon_threads: list[bool] = []
+    runner.run_in_background(
+        lambda: threading.current_thread().daemon,
+        lambda future: daemon_threads.append(future.result()),
+        daemon=True,
+    )
+    qtbot.waitUntil(lambda: bool(daemon_threads))
+    assert daemon_threads == [True]
+
+
+@quick_offscreen
+def test_excepthook_logs_a_bug_and_shows_it_once_a_fault_as_a_message(
+    qtbot, tmp_path, caplog
+) -> None:
+    """A bug is logged with its traceback and shown once in a plain-text dialog; the same bug
+    again is logged, not shown; an environment fault is a message without a traceback."""
+    import sys
+
+    from PySide6.QtCore import Qt
+
+    from llamachat.config import Config
+    from llamachat.db import History, HistoryError
+
+    def bug() -> None:
+        raise KeyError("<b>not bold</b>")
+
+    cfg = Config(
+        router_url="http://127.0.0.1:9", history_path=tmp_path / "h.db", prompts_dir=tmp_path / "p"
+    )
+    before = sys.excepthook
+    with History(cfg.history_path) as history:
+        state = _app(cfg, history)
+        hook = state.install_excepthook()
+        try:
+            assert sys.excepthook == hook.handle
+            for _ in range(2):
+                try:
+                    bug()
+                except KeyError:
+                    sys.excepthook(*sys.exc_info())
+            [shown] = hook.dialogs
+            assert shown.isVisible() and shown.textFormat() == Qt.TextFormat.PlainText
+            assert "<b>not bold</b>" in shown.text()
+            assert "in bug" in shown.detailedText() and "KeyError" in shown.detailedText()
+            bugs = [r for r in caplog.records if r.name == "llamachat.ui.app" and r.exc_info]
+            assert len(bugs) == 2 and bugs[0].exc_info[0] is KeyError
+
+            try:
+                raise HistoryError("the disk is full")
+            except HistoryError:
+                sys.excepthook(*sys.exc_info())
+            assert len(hook.dialogs) == 2
+            message = hook.dialogs[-1]
+            assert message.text() == "the disk is full" and not message.detailedText()
+        finally:
+            for dialog in hook.dialogs:
+                dialog.close()
+            state.close()
+    assert sys.excepthook == before
 
 
 # ==== end section: chat window ====

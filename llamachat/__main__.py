@@ -33,8 +33,10 @@ from typing import TYPE_CHECKING
 from . import __version__, cli, config
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+    from .ui.app import App
     from .ui.instance import RunningInstance
-    from .ui.worker import CallWorker
 
 log = logging.getLogger(__name__)
 
@@ -143,6 +145,7 @@ def _run_gui(args: argparse.Namespace, cfg: config.Config) -> int:
 
     from .db import History, HistoryError
     from .ui import instance
+    from .ui.app import App
 
     try:
         piped = cli.read_piped() if getattr(args, "run", None) is _run_ask else ""
@@ -186,7 +189,10 @@ def _run_gui(args: argparse.Namespace, cfg: config.Config) -> int:
             QMessageBox.critical(None, "llamachat", f"Cannot open the history:\n{exc}")
         listener.close()
         return 1
-    running = instance.RunningInstance(cfg, history)
+    # The theme is applied here, before any window: a cold `llamachat ask` has it too.
+    state = App(cfg, history)
+    state.install_excepthook()
+    running = instance.RunningInstance(state)
     try:
         # Queued: a quit asked for before the event loop runs (an early SIGTERM) must
         # still end it once it starts.
@@ -198,14 +204,15 @@ def _run_gui(args: argparse.Namespace, cfg: config.Config) -> int:
         wake.start(SIGNAL_POLL_MS)
         listener.received.connect(lambda handed: _act(running, handed))
         # Said before the first window is built, so it opens saying it.
-        running.router_pending(f"Looking for the llama.cpp router at {cfg.router_url}…")
+        state.router_pending(f"Looking for the llama.cpp router at {cfg.router_url}…")
         _act(running, message)
-        finder = find_router(running, cfg)  # noqa: F841 - referenced until it reports
+        find_router(state)
         return app.exec()
     finally:
         running.shutdown()
         listener.close()
-        managed = running.managed_server()
+        managed = state.managed_server()
+        state.close()
         if managed is not None:
             managed.stop()
         history.close()
@@ -226,34 +233,34 @@ def _act(running: RunningInstance, message: dict) -> None:
     running.ask(text, send=bool(typed.strip()), model=args.model)
 
 
-def find_router(running: RunningInstance, cfg: config.Config) -> CallWorker:
-    """Find the router, or start llamachat's own, on a daemon thread; `running` is told how.
+def find_router(state: App) -> Future:
+    """Find the router, or start llamachat's own, in the background; `state` is told how.
 
     The windows hear a managed server's events as they happen, then `use_router`
-    (with the server llamachat started) or `router_failed`. Keep the returned worker
-    referenced until then: its result reaches `running` through it.
+    (with the server llamachat started) or `router_failed`.
     """
-    from PySide6.QtCore import Qt
+    from .ui import tasks
 
-    from .ui.worker import CallWorker
+    cfg = state.config
 
-    def on_router(result: tuple) -> None:
-        url, server, error = result
+    def on_router(future: Future) -> None:
+        try:
+            url, server, error = future.result()
+        except Exception as exc:
+            # A bug: the windows say the router is not coming, the excepthook shows why.
+            state.router_failed(f"Finding the router failed: {type(exc).__name__}: {exc}")
+            raise
         if error:
-            running.router_failed(error)
+            state.router_failed(error)
         else:
-            running.use_router(url, server=server)
+            state.use_router(url, server=server)
 
     # Finding or starting the router can take a minute (a first start loads the
     # binary); the windows are usable meanwhile. A daemon thread, because a start
     # still under way when the user quits must not hold the process open.
-    finder = CallWorker(lambda: _find_router(cfg, on_event=running.server_event))
-    finder.done.connect(on_router, Qt.ConnectionType.QueuedConnection)
-    finder.failed.connect(
-        lambda message, _exc: running.router_failed(message), Qt.ConnectionType.QueuedConnection
+    return tasks.run_in_background(
+        lambda: _find_router(cfg, on_event=state.post_server_event), on_router, daemon=True
     )
-    threading.Thread(target=finder.run, name="llamachat-router", daemon=True).start()
-    return finder
 
 
 def _find_router(
@@ -264,7 +271,7 @@ def _find_router(
 
     try:
         url, started = server.ensure_router(cfg, on_event=on_event)
-    except server.ServerError as exc:
+    except server.ManagedServerError as exc:
         return "", None, exc.message
     return url, started, ""
 

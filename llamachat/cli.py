@@ -1,9 +1,11 @@
-"""One-shot questions: `llamachat ask --print` in the terminal, and the parts the quick window shares.
+"""One-shot questions: `llamachat ask --print` in the terminal.
 
     llamachat ask --print "question"            the answer on stdout, reasoning on stderr
     git diff | llamachat ask --print "review"   stdin is appended in a fenced block
 
 Qt-free: the terminal path never imports PySide6, so it runs without a display.
+Only the terminal's part is here (arguments, piped stdin, printing, exit codes): the
+request is built by `turn`, as the windows build theirs.
 
 A one-shot question is a session of mode "oneshot" in the history (searchable like
 any chat). Skills it names (`/name`, or a skill named as a whole word) and skills the
@@ -16,7 +18,7 @@ no model, a server or stream error; the reason is on stderr), 2 nothing to ask,
 
 Errors: `AskError(Exception)`, a question that cannot be asked (nothing to ask, no
 model to answer); str() is a sentence for the user. Failures of the router and of
-the managed server keep their own types (`backend.BackendError`, `server.ServerError`).
+the managed server keep their own types (`backend.BackendError`, `server.ManagedServerError`).
 """
 
 from __future__ import annotations
@@ -26,19 +28,16 @@ import contextlib
 import dataclasses
 import logging
 import os
-import re
 import sqlite3
 import stat
 import sys
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import TextIO
 
-from . import backend, prompts, providers, server, skills
+from . import backend, prompts, providers, server, turn
 from .config import Config
 from .db import History, HistoryError
-from .models import ModelInfo
 
 log = logging.getLogger(__name__)
 
@@ -54,45 +53,11 @@ class AskError(Exception):
     """A question that cannot be asked; str() says why, for the user."""
 
 
-@dataclass(frozen=True)
-class Question:
-    """A typed question with its skill commands taken out.
-
-    `text` is what is sent (the typed text minus `/name` commands); `skills` are the
-    skills this one reply uses, in load order; `commands` the `/name`s typed.
-    """
-
-    text: str
-    skills: tuple[str, ...] = ()
-    commands: tuple[str, ...] = ()
-
-
-def parse_question(text: str, store: skills.SkillStore | None) -> Question:
-    """Split `/name` commands and skill mentions out of a typed question."""
-    if store is None:
-        return Question(text)
-    store.refresh()
-    rest, commands = skills.parse_commands(text, store.user_names())
-    names = [name for name in commands if store.load(name) is not None]
-    for name in store.match_mentions(rest):
-        if name not in names and store.load(name) is not None:
-            names.append(name)
-    return Question(rest, tuple(names), tuple(commands))
-
-
-def fenced_block(text: str) -> str:
-    """`text` in a fenced code block whose fence is longer than any backtick run inside."""
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    body = text if text.endswith("\n") else text + "\n"
-    return f"{fence}\n{body}{fence}"
-
-
 def with_input(question: str, piped: str) -> str:
     """The question, then the piped text in a fenced block (either may be empty)."""
     if not piped:
         return question
-    block = fenced_block(piped)
+    block = turn.fence(piped)
     return f"{question}\n\n{block}" if question.strip() else block
 
 
@@ -121,76 +86,6 @@ def read_piped(stream: TextIO | None = None) -> str:
         return stream.read()
     except (OSError, UnicodeDecodeError) as exc:
         raise AskError(f"cannot read stdin: {exc}") from None
-
-
-def preset_text(cfg: Config) -> str:
-    """The Default preset's text (created when there is no preset yet); '' when unreadable."""
-    store = prompts.Prompts(cfg.prompts_dir)
-    try:
-        store.ensure_default()
-        return store.get(prompts.DEFAULT_NAME)
-    except prompts.PromptError as exc:
-        log.warning("cannot read the default prompt preset: %s", exc)
-        return ""
-
-
-def system_message(
-    cfg: Config, preset: str, store: skills.SkillStore | None, names: Sequence[str]
-) -> str:
-    """The system message of a one-shot request: preset, date note, then the skills in order."""
-    loaded = [store.load(name) for name in names] if store is not None else []
-    return prompts.system_message(
-        preset, search_on=cfg.search_enabled, loaded=[s for s in loaded if s is not None]
-    )
-
-
-def request_messages(system: str, text: str) -> list[dict]:
-    """The messages of a one-shot request: the system message (if any), then the question."""
-    head = [{"role": "system", "content": system}] if system else []
-    return [*head, {"role": "user", "content": text}]
-
-
-def configured_model(cfg: Config) -> str:
-    """The one-shot model the configuration names ('' when it leaves the choice open)."""
-    return cfg.oneshot_model or cfg.default_model
-
-
-def pick_model(cfg: Config, models: Sequence[ModelInfo]) -> str:
-    """The configured one-shot model, else a loaded model, else the first listed; '' if none."""
-    chosen = configured_model(cfg)
-    if chosen:
-        return chosen
-    # A model already in memory answers at once; any other makes the router load one first.
-    loaded = [info.id for info in models if info.status == "loaded"]
-    listed = [info.id for info in models]
-    return (loaded or listed or [""])[0]
-
-
-def no_model_message(cfg: Config) -> str:
-    """What to say when the router offers no model."""
-    return (
-        f"The router at {cfg.router_url} offers no models: add GGUF files to its models "
-        "folder, or set oneshot_model or default_model in the configuration."
-    )
-
-
-def skills_store(cfg: Config) -> skills.SkillStore | None:
-    """The skills folders' store, or None when skills are off."""
-    return skills.SkillStore(list(cfg.skill_roots())) if cfg.skills_enabled else None
-
-
-def search_config(cfg: Config) -> backend.SearchConfig | None:
-    """Web search for the tool loop, or None when it is off."""
-    if not cfg.search_enabled:
-        return None
-    return backend.SearchConfig(enabled=True, url=cfg.search_url, max_searches=cfg.max_searches)
-
-
-def skills_config(cfg: Config, store: skills.SkillStore | None) -> backend.SkillsConfig | None:
-    """The model's `load_skill` tool, or None when no skill is offered to the model."""
-    if store is None or store.tool_schema() is None:
-        return None
-    return backend.SkillsConfig(enabled=True, store=store, max_searches=cfg.max_searches)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -290,8 +185,8 @@ def run(
     err = stderr if stderr is not None else sys.stderr
     try:
         typed = " ".join(args.question)
-        store = skills_store(cfg)
-        question = parse_question(typed, store)
+        store = turn.skill_store(cfg)
+        question = turn.parse_question(typed, store)
         text = with_input(question.text, read_piped(stdin))
         if not text.strip():
             if question.commands:
@@ -314,19 +209,17 @@ def run(
             if url.rstrip("/") != cfg.router_url.rstrip("/"):
                 cfg = dataclasses.replace(cfg, router_url=url)
         registry = providers.Registry(cfg)
-        model = args.model or configured_model(cfg)
+        model = args.model or turn.configured_model(cfg)
         if not model:
             listed = registry.models()
             if not listed and providers.ROUTER in registry.errors:
                 raise registry.errors[providers.ROUTER]
-            model = pick_model(cfg, listed)
+            model = turn.pick_model(cfg, listed)
         if not model:
-            raise AskError(no_model_message(cfg))
-        system = system_message(cfg, preset_text(cfg), store, question.skills)
-        return _stream(
-            registry, model, request_messages(system, text), text, cfg, store, args, out, err
-        )
-    except (AskError, backend.BackendError, server.ServerError) as exc:
+            raise AskError(turn.no_model_message(cfg))
+        request = turn.oneshot_turn(cfg, model=model, text=text, names=question.skills, store=store)
+        return _stream(registry, request, text, cfg, args, out, err)
+    except (AskError, backend.BackendError, server.ManagedServerError) as exc:
         print(f"llamachat: {getattr(exc, 'message', None) or exc}", file=err)
         return EXIT_FAILED
     except KeyboardInterrupt:
@@ -340,15 +233,14 @@ def run(
 
 def _stream(
     registry: providers.Registry,
-    model: str,
-    messages: list[dict],
+    request: turn.Turn,
     text: str,
     cfg: Config,
-    store: skills.SkillStore | None,
     args: argparse.Namespace,
     out: TextIO,
     err: TextIO,
 ) -> int:
+    model = request.model
     client, wire_model = registry.client_for(model)
     record = _Record(cfg, err)
     record.start(model, text)
@@ -360,7 +252,10 @@ def _stream(
     # break; in a pipe the output is exactly what the model sent.
     out_tty, err_tty = _isatty(out), _isatty(err)
     stream = client.stream_chat(
-        wire_model, messages, search_cfg=search_config(cfg), skills_cfg=skills_config(cfg, store)
+        wire_model,
+        request.messages(),
+        search_cfg=request.search_cfg,
+        skills_cfg=request.skills_cfg,
     )
     try:
         for kind, value in stream:

@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable
 from pathlib import Path
-
-from . import search, skills
 
 log = logging.getLogger(__name__)
 
@@ -28,22 +25,6 @@ SUFFIX = ".md"
 # Characters some file system refuses in a name; refusing them everywhere keeps a
 # prompts folder portable between machines.
 _FORBIDDEN = set('/\\:*?"<>|')
-
-
-def system_message(preset: str, *, search_on: bool, loaded: Iterable[skills.Skill]) -> str:
-    """The system message every request starts with, for the chat window, the quick window
-    and `ask --print` alike: the preset, today's date when web search is on, then each
-    loaded skill in load order.
-
-    The same inputs give the same bytes, and the date changes once a day: a request
-    prefix that stays byte-identical from turn to turn is what lets llama.cpp reuse
-    its prompt cache instead of re-reading the whole chat.
-    """
-    parts = [preset]
-    if search_on:
-        parts.append(search.date_note())
-    parts.extend(skills.system_part(skill) for skill in loaded)
-    return "\n\n".join(part for part in parts if part)
 
 
 class PromptError(Exception):

@@ -7,7 +7,7 @@ on exit without leaving a process behind.
 
 Errors, one tree:
 
-    ServerError(Exception)        base; ``message`` is the text shown to the user
+    ManagedServerError(Exception) base; ``message`` is the text shown to the user
     ├── ServerNotFound            no llama-server binary; says exactly how to get one
     ├── ServerLocked              another llamachat process manages the server; ``url`` is its URL
     ├── ServerStartError          the server exited or never became healthy; names the log file
@@ -67,7 +67,7 @@ EventCallback = Callable[[str, str], None]
 _SHARD_RE = re.compile(r"^(?P<stem>.+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
 
 
-class ServerError(Exception):
+class ManagedServerError(Exception):
     """Base of every error this module raises; ``message`` is meant for the user."""
 
     def __init__(self, message: str) -> None:
@@ -75,11 +75,11 @@ class ServerError(Exception):
         self.message = message
 
 
-class ServerNotFound(ServerError):
+class ServerNotFound(ManagedServerError):
     """No llama-server binary could be found."""
 
 
-class ServerLocked(ServerError):
+class ServerLocked(ManagedServerError):
     """Another llamachat process already manages a server; ``url`` is where it listens."""
 
     def __init__(self, message: str, *, url: str) -> None:
@@ -87,15 +87,15 @@ class ServerLocked(ServerError):
         self.url = url
 
 
-class ServerStartError(ServerError):
+class ServerStartError(ManagedServerError):
     """The managed server exited or did not become healthy in time."""
 
 
-class RouterUnavailable(ServerError):
+class RouterUnavailable(ManagedServerError):
     """Nothing answers at router_url and llamachat is not allowed to start a server there."""
 
 
-class ModelFileError(ServerError):
+class ModelFileError(ManagedServerError):
     """A file offered to the models folder is missing, not a GGUF, or clashes with another."""
 
 
@@ -216,7 +216,7 @@ def reload_models(url: str, *, api_key: str | None = None) -> None:
     except httpx.HTTPError as exc:
         raise RouterUnavailable(f"Could not reach the router at {url}: {exc}") from exc
     if response.status_code >= 400:
-        raise ServerError(
+        raise ManagedServerError(
             f"The router at {url} refused to reload its models "
             f"(HTTP {response.status_code}): {response.text[:300]}"
         )

@@ -148,6 +148,7 @@ def _window(url: str, folder: Path, *, model: str = MODEL, **options: object) ->
     from llamachat.config import Config
     from llamachat.db import History
     from llamachat.ui import ChatWindow
+    from llamachat.ui.app import App
 
     _app()
     cfg = Config(
@@ -159,7 +160,8 @@ def _window(url: str, folder: Path, *, model: str = MODEL, **options: object) ->
         **options,  # type: ignore[arg-type]
     )
     history = History(cfg.history_path)
-    window = ChatWindow(cfg, history)
+    state = App(cfg, history)
+    window = ChatWindow(state)
     window.resize(900, 760)
     window.show()
     try:
@@ -168,6 +170,7 @@ def _window(url: str, folder: Path, *, model: str = MODEL, **options: object) ->
     finally:
         window.close()
         window.deleteLater()
+        state.close()
         history.close()
         _app().processEvents()
 
@@ -604,6 +607,7 @@ from PySide6.QtWidgets import QApplication, QWidget
 from llamachat.config import Config
 from llamachat.db import History
 from llamachat.ui import ChatWindow
+from llamachat.ui.app import App
 
 
 class FirstPaint(QObject):
@@ -643,7 +647,8 @@ watch = FirstPaint()
 app.installEventFilter(watch)
 cfg = Config(**{k: Path(v) if k.endswith(("_path", "_dir")) else v for k, v in options.items()})
 history = History(cfg.history_path)
-window = ChatWindow(cfg, history)
+state = App(cfg, history)
+window = ChatWindow(state)
 window.resize(900, 760)
 window.show()
 shown_at = time.time() - (time.perf_counter() - painted(watch, window))
@@ -656,6 +661,7 @@ print(json.dumps({"cold_start_s": shown_at - launched, "open_ms": opened_ms,
                   "built": len(window.conversation.views()),
                   "rss_shown_kib": rss_shown, "rss_open_kib": rss_open}))
 window.close()
+state.close()
 history.close()
 """
 

@@ -16,7 +16,6 @@ import base64
 import logging
 import mimetypes
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMimeData, QRect, Qt, Signal, Slot
@@ -33,6 +32,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..skills import SkillStore
+from ..turn import Attachment
 from .chips import ChipRow
 
 log = logging.getLogger(__name__)
@@ -49,68 +49,6 @@ _SLASH_WORD = re.compile(r"(?:^|\s)/([\w.-]*)$")
 
 class AttachmentError(Exception):
     """A file that cannot be attached; str() says why, for the user."""
-
-
-@dataclass(frozen=True)
-class Attachment:
-    """A file attached to a message: `kind` "image" (data is a data URI) or "text" (data is text)."""
-
-    kind: str
-    name: str
-    mime: str
-    data: str
-
-    def to_dict(self) -> dict:
-        """The form stored in History's `attachments` column."""
-        return {"kind": self.kind, "name": self.name, "mime": self.mime, "data": self.data}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> Attachment:
-        """Rebuild an attachment stored by `to_dict`."""
-        return cls(
-            kind=str(data.get("kind", "text")),
-            name=str(data.get("name", "")),
-            mime=str(data.get("mime", "")),
-            data=str(data.get("data", "")),
-        )
-
-    def label(self) -> str:
-        """Short text for the attachment's chip."""
-        if self.kind == "text" and self.name == "pasted text":
-            return f"pasted text ({len(self.data.splitlines())} lines)"
-        return self.name
-
-
-def fenced(name: str, text: str) -> str:
-    """`text` as a fenced code block headed by its file name; the fence outgrows any inner run."""
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    language = Path(name).suffix.lstrip(".") if "." in name else ""
-    body = text if text.endswith("\n") else text + "\n"
-    return f"{name}:\n{fence}{language}\n{body}{fence}"
-
-
-def user_content(text: str, attachments: list[dict], *, images: bool) -> str | list[dict]:
-    """The `content` of a user message: text with text files inlined, plus image parts.
-
-    Without images the content stays a plain string, which every chat template
-    accepts. Images for a model that cannot read them are named, not sent.
-    """
-    blocks = [text] if text else []
-    image_parts = []
-    for raw in attachments:
-        item = Attachment.from_dict(raw)
-        if item.kind == "image":
-            if images:
-                image_parts.append({"type": "image_url", "image_url": {"url": item.data}})
-            else:
-                blocks.append(f"[image {item.name} not sent: this model does not read images]")
-        else:
-            blocks.append(fenced(item.name, item.data))
-    joined = "\n\n".join(blocks)
-    if not image_parts:
-        return joined
-    return [{"type": "text", "text": joined}, *image_parts] if joined else image_parts
 
 
 def image_attachment(image: QImage, name: str = "pasted image.png") -> Attachment:

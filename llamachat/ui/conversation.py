@@ -107,7 +107,7 @@ def format_stats(usage: dict, timings: dict) -> str:
 class _Body(QTextBrowser):
     """A read-only rich-text view whose height follows its document (no inner scrolling)."""
 
-    def __init__(self, parent: QWidget, *, accessible_name: str, opaque: bool = False) -> None:
+    def __init__(self, parent: QWidget, *, accessible_name: str) -> None:
         super().__init__(parent)
         self.setAccessibleName(accessible_name)
         self.setFrameShape(QFrame.Shape.NoFrame)
@@ -118,22 +118,22 @@ class _Body(QTextBrowser):
         self.setUndoRedoEnabled(False)
         self.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
-        if not opaque:
-            # On a user's tinted bubble, the bubble shows through.
-            self.viewport().setAutoFillBackground(False)
-            self.setStyleSheet("QTextBrowser { background: transparent; }")
-        # Opaque (a reply on the conversation's own Base colour), a render repaints the
-        # text alone, not the message and the column beneath it.
-        # Laying out text was most of a streamed reply's cost, and shaping most of that.
-        # Qt still shapes the scripts that need it; Latin text only loses kerning.
-        font = QFont()
-        font.setStyleStrategy(QFont.StyleStrategy.PreferNoShaping)
-        self.setFont(font)
+        self.viewport().setAutoFillBackground(False)
+        self.setStyleSheet("QTextBrowser { background: transparent; }")
+        self.follow_font(parent.font())
         doc = self.document()
         doc.setUndoRedoEnabled(False)
         doc.setDocumentMargin(2)
         doc.documentLayout().documentSizeChanged.connect(self._on_size_changed)
         self.setFixedHeight(self._height_for(doc.size().height()))
+
+    def follow_font(self, font: QFont) -> None:
+        """Take `font` (the message's): with a style sheet, a widget no longer inherits it."""
+        font = QFont(font)
+        # Laying out text was most of a streamed reply's cost, and shaping most of that.
+        # Qt still shapes the scripts that need it; Latin text only loses kerning.
+        font.setStyleStrategy(QFont.StyleStrategy.PreferNoShaping)
+        self.setFont(font)
 
     def _height_for(self, document_height: float) -> int:
         return max(1, math.ceil(document_height))
@@ -205,6 +205,14 @@ class _DocumentWriter:
         seed.removeSelectedText()
 
 
+def _mute(body: QTextBrowser, palette: Palette) -> None:
+    """Give `body` the palette's muted colour for its text (the reasoning)."""
+    # Only Text is set: every other role still follows the theme.
+    muted = QPalette()
+    muted.setColor(QPalette.ColorRole.Text, QColor(palette.muted))
+    body.setPalette(muted)
+
+
 class MessageView(QFrame):
     """One message: its text, reasoning, searches, status, stats and actions."""
 
@@ -243,9 +251,7 @@ class MessageView(QFrame):
         self._searches: QVBoxLayout | None = None
         self._layout = layout
 
-        self._body = _Body(
-            self, accessible_name="Message text" if mine else "Reply text", opaque=not mine
-        )
+        self._body = _Body(self, accessible_name="Message text" if mine else "Reply text")
         self._body.anchorClicked.connect(self._on_anchor)
         self._writer = _DocumentWriter(self._body.document())
         layout.addWidget(self._body)
@@ -433,6 +439,28 @@ class MessageView(QFrame):
         """The rendered reply document (for copying as rich text and for tests)."""
         return self._body.document()
 
+    def palette_name(self) -> str:
+        """The markdown palette the text is rendered in ("light" or "dark")."""
+        return self._palette.name
+
+    def set_palette(self, palette: Palette) -> None:
+        """Render the text again in `palette` (the theme changed); a streaming reply goes on."""
+        if palette == self._palette:
+            return
+        self._palette = palette
+        if self._reasoning_body is not None:
+            _mute(self._reasoning_body, palette)
+        text = self._markdown.text()
+        self._markdown = StreamingMarkdown(palette=palette)
+        self._markdown.append(text)
+        self._body.document().clear()
+        self._writer = _DocumentWriter(self._body.document())
+        # Finished text renders as finished; a reply still streaming keeps an open tail.
+        if self._streaming:
+            self._write(self._markdown.flush())
+        else:
+            self._write(self._markdown.finish(), final=True)
+
     def set_regenerate_allowed(self, allowed: bool) -> None:
         """Offer "Regenerate" (the conversation allows it on its last reply only)."""
         self._regenerate_allowed = allowed
@@ -466,9 +494,7 @@ class MessageView(QFrame):
             lambda: self._set_reasoning_expanded(self._reasoning_body.isHidden())
         )
         body = _Body(self, accessible_name="Reasoning")
-        muted = body.palette()
-        muted.setColor(QPalette.ColorRole.Text, muted.color(QPalette.ColorRole.PlaceholderText))
-        body.setPalette(muted)
+        _mute(body, self._palette)
         frame = body.document().rootFrame().frameFormat()
         frame.setLeftMargin(12)
         body.document().rootFrame().setFrameFormat(frame)
@@ -519,6 +545,14 @@ class MessageView(QFrame):
 
     def _on_copy_reply(self) -> None:
         QGuiApplication.clipboard().setText(self.content())
+
+    def changeEvent(self, event: QEvent) -> None:
+        """Pass a new font (the conversation's font size) on to the text views."""
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange and hasattr(self, "_body"):
+            for body in (self._body, self._reasoning_body):
+                if body is not None:
+                    body.follow_font(self.font())
 
     def event(self, event: QEvent) -> bool:
         """After the view's own layout settles, tell the conversation its height may differ."""
@@ -645,6 +679,14 @@ class ConversationView(QScrollArea):
         # Not 0: the newest messages get painted before older pages are built.
         self._page_timer.setInterval(PAGE_DELAY_MS)
         self._page_timer.timeout.connect(self._on_page_due)
+
+    def set_font_size(self, points: int) -> None:
+        """Show the messages in `points`-point text (0: the system's size), re-laid out now."""
+        font = QFont()
+        if points > 0:
+            font.setPointSize(points)
+        # Only the size is the conversation's own: the family and the rest follow the app.
+        self.setFont(font)
 
     def clear(self) -> None:
         """Remove every message."""
@@ -777,6 +819,14 @@ class ConversationView(QScrollArea):
             return
         self._follow = value >= self.verticalScrollBar().maximum() - 4
         self._want_older()
+
+    def changeEvent(self, event: QEvent) -> None:
+        """Render the messages again in the new palette when the theme switches."""
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            palette = self._palette()
+            for view in self._views:
+                view.set_palette(palette)
 
     def viewportEvent(self, event: QEvent) -> bool:
         """Keep the column as wide as the viewport (and at least as tall)."""

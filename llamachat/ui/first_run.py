@@ -17,7 +17,7 @@ model source the picker lists from while the router is not known yet, and
 `event_text` words a managed server's events for the status bar.
 
 Errors: none raised. `add_model` and `rescan` return the reason a file could not be
-added or the router not re-scanned (server.ServerError's message, or the OS error),
+added or the router not re-scanned (server.ManagedServerError's message, or the OS error),
 for the panel to show.
 """
 
@@ -69,7 +69,7 @@ def add_model(src: Path, models_dir: Path, url: str, *, api_key: str | None = No
     """
     try:
         server.add_model_file(src, models_dir, link=True)
-    except server.ServerError as exc:
+    except server.ManagedServerError as exc:
         return exc.message
     except OSError as exc:
         return f"Could not put {src.name} in {models_dir}: {exc.strerror or exc}"
@@ -80,7 +80,7 @@ def rescan(url: str, *, api_key: str | None = None) -> str:
     """Make the router at `url` re-scan its models folder; '' when it did, else why not."""
     try:
         server.reload_models(url, api_key=api_key)
-    except server.ServerError as exc:
+    except server.ManagedServerError as exc:
         return exc.message
     return ""
 

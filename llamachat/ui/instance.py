@@ -20,7 +20,6 @@ not the message (hung), or a socket that can be neither used nor replaced.
 
 from __future__ import annotations
 
-import dataclasses
 import getpass
 import hashlib
 import json
@@ -29,20 +28,15 @@ import os
 import struct
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QDeadlineTimer, QEvent, QObject, QStandardPaths, QTimer, Signal, Slot
 from PySide6.QtNetwork import QLocalServer, QLocalSocket
 
-from ..config import Config
 from ..db import History
-from .first_run import event_text
+from .app import App
 from .quick import QuickWindow
 from .tray import Tray
 from .window import ChatWindow
-
-if TYPE_CHECKING:
-    from ..server import ManagedServer
 
 log = logging.getLogger(__name__)
 
@@ -220,27 +214,17 @@ class RunningInstance(QObject):
 
     Closing the chat window keeps the instance in the tray when there is one;
     without a tray the instance ends (`finished`) once none of its windows shows.
-
-    It also knows how the router stands (being looked for or started, in use, or
-    failed, and the llama-server llamachat started) and tells every window, the ones
-    built later included; a managed server's events reach it from any thread.
+    The configuration and how the router stands belong to the `App`: every window,
+    the ones built later included, is built from it and follows it.
     """
 
     finished = Signal()
-    _server_event = Signal(str, str)
 
-    def __init__(self, cfg: Config, history: History, *, tray: bool = True) -> None:
+    def __init__(self, app: App, *, tray: bool = True) -> None:
         super().__init__()
-        self.cfg = cfg
-        self.history = history
+        self.app = app
         self._chat: ChatWindow | None = None
         self._quick: QuickWindow | None = None
-        self._router_pending = ""
-        self._router_error = ""
-        self._server: ManagedServer | None = None
-        # What this instance last put in the quick window's notice, so it only clears its own.
-        self._quick_notice = ""
-        self._server_event.connect(self._on_server_event)
         self._ended = False
         self._shut = False
         self.tray = Tray(self) if tray else None
@@ -248,6 +232,11 @@ class RunningInstance(QObject):
             self.tray.quick_requested.connect(lambda: self.ask(""))
             self.tray.open_requested.connect(self.show_chat)
             self.tray.quit_requested.connect(self.quit)
+
+    @property
+    def history(self) -> History:
+        """The chat history: the App's."""
+        return self.app.history
 
     def has_tray(self) -> bool:
         """Whether a tray icon keeps the instance reachable with no window open."""
@@ -260,24 +249,16 @@ class RunningInstance(QObject):
     def quick_window(self) -> QuickWindow:
         """The quick window (built on first use, then kept)."""
         if self._quick is None:
-            self._quick = QuickWindow(self.cfg, self.history)
+            self._quick = QuickWindow(self.app)
             self._quick.continue_requested.connect(self._on_continue)
             self._quick.installEventFilter(self)
-            if self._router_pending or self._router_error:
-                self._notify_quick(self._router_pending or self._router_error)
         return self._quick
 
     def show_chat(self) -> ChatWindow:
         """Show and raise the chat window, building a new one if it was closed."""
         if self._chat is None:
-            self._chat = ChatWindow(self.cfg, self.history)
+            self._chat = ChatWindow(self.app)
             self._chat.installEventFilter(self)
-            if self._server is not None:
-                self._chat.set_managed_server(self._server)
-            if self._router_pending:
-                self._chat.router_pending(self._router_pending)
-            elif self._router_error:
-                self._chat.router_failed(self._router_error)
         if self._chat.isMinimized():
             self._chat.showNormal()
         self._chat.show()
@@ -299,85 +280,6 @@ class RunningInstance(QObject):
             if send:
                 quick.send()
         return quick
-
-    def managed_server(self) -> ManagedServer | None:
-        """The llama-server llamachat started (None when it uses a router already running)."""
-        return self._server
-
-    def router_pending(self, text: str) -> None:
-        """Say in every window that the router is being looked for or started (`text`)."""
-        self._router_pending = text
-        self._router_error = ""
-        if self._chat is not None:
-            self._chat.router_pending(text)
-        if self._quick is not None:
-            self._notify_quick(text)
-
-    def server_event(self, kind: str, message: str) -> None:
-        """Relay a managed server's event (`ManagedServer(on_event=...)`); safe from any thread."""
-        self._server_event.emit(kind, message)
-
-    def use_router(self, url: str, *, server: ManagedServer | None = None) -> None:
-        """Talk to the router at `url` from now on, in every window.
-
-        `server` is the llama-server llamachat started for it: its log and models folder
-        are offered in every window, later ones too.
-        """
-        self._router_pending = ""
-        self._router_error = ""
-        if server is not None:
-            self._server = server
-        self.cfg = dataclasses.replace(self.cfg, router_url=url)
-        if self._chat is not None:
-            if server is not None:
-                self._chat.set_managed_server(server)
-            self._chat.use_router(url)
-        if self._quick is not None:
-            self._quick.use_router(url)
-            self._clear_quick_notice()
-
-    def router_failed(self, message: str) -> None:
-        """Say in every window that no router could be found or started, and why."""
-        self._router_pending = ""
-        self._router_error = message
-        if self._chat is not None:
-            self._chat.router_failed(message)
-        if self._quick is not None:
-            self._notify_quick(message)
-
-    @Slot(str, str)
-    def _on_server_event(self, kind: str, message: str) -> None:
-        if self._chat is not None:
-            self._chat.server_event(kind, message)
-        text = event_text(kind, message)
-        if kind == "gave_up":
-            self._router_pending = ""
-            self._router_error = message
-        elif kind == "starting" and self._router_pending:
-            self._router_pending = text
-        if self._quick is None:
-            return
-        if kind == "gave_up":
-            self._notify_quick(message)
-        elif kind == "restarting" or (kind == "starting" and self._router_pending):
-            self._notify_quick(text)
-        elif kind == "ready":
-            self._clear_quick_notice()
-
-    def _notify_quick(self, text: str) -> None:
-        assert self._quick is not None
-        self._quick_notice = text
-        if self._router_pending:
-            # The quick window then holds back its own model listing until use_router.
-            self._quick.router_pending(text)
-        else:
-            self._quick.show_notice(text)
-
-    def _clear_quick_notice(self) -> None:
-        quick = self._quick
-        if quick is not None and self._quick_notice and quick.notice.text() == self._quick_notice:
-            quick.show_notice("")
-        self._quick_notice = ""
 
     def quit(self) -> None:
         """Close every window (saving streaming replies) and end the instance."""

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QWidget
 
 from .. import backend
 from ..models import Models
-from .model_picker import Background
+from .model_picker import call_in_background
 
 log = logging.getLogger(__name__)
 
@@ -65,17 +65,14 @@ class ContextMeter(QWidget):
         self,
         registry: ClientSource,
         *,
-        background: Background | None = None,
         parent: QWidget | None = None,
     ) -> None:
-        """`background`: share the model picker's worker so one thread talks to the server."""
         super().__init__(parent)
         self._registry = registry
         self._model = ""
         self._n_ctx: int | None = None
         self._used = 0
         self._draft = 0
-        self._background = background if background is not None else Background(self)
         self.setAccessibleName("Context meter")
         self.bar = QProgressBar()
         self.bar.setAccessibleName("Context used")
@@ -88,7 +85,6 @@ class ContextMeter(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.bar)
         layout.addWidget(self.label)
-        self._normal_palette = self.bar.palette()
         self._show()
 
     # ------------------------------------------------------------------ public
@@ -131,7 +127,8 @@ class ContextMeter(QWidget):
             client, name = registry.client_for(model_id)
             return Models(client).context_size(name)
 
-        self._background.run(
+        call_in_background(
+            self,
             ask,
             lambda n_ctx: self._on_size(model_id, n_ctx),
             lambda message: log.info("no context size for %s: %s", model_id, message),
@@ -192,7 +189,8 @@ class ContextMeter(QWidget):
         if self._draft:
             tip += f"\nThe message being written is about {self._draft:,} tokens"
         warning = self.warning()
-        palette = QPalette(self._normal_palette)
+        # Only the roles set here are the bar's own: the rest follows the theme.
+        palette = QPalette()
         if warning:
             palette.setColor(QPalette.ColorRole.Highlight, WARNING_COLOR)
             self.label.setStyleSheet(f"color: {WARNING_COLOR.name()}")

@@ -6,11 +6,10 @@ the server's message and a Retry). Choosing an unloaded model loads it with a bu
 bar beside the combo; Load / Eject act on the current model; the star makes it the
 default for new chats (`default_changed`, the window writes the config).
 
-Every HTTP call runs on a `Background` worker thread, so the window never waits
-for the server: listings and polls on one, load and unload on another, because a
-router may hold a load request open until the model is in memory and the statuses
-must keep coming meanwhile. Polls only list models (`GET /v1/models`), which
-never starts a load.
+Every HTTP call runs on the task runner (`tasks`), so the window never waits for
+the server, and a load the router holds open until the model is in memory does not
+hold up the statuses meanwhile. A listing that arrives after a newer one is dropped.
+Polls only list models (`GET /v1/models`), which never starts a load.
 
 Errors: none raised. Server and network failures (`backend.BackendError`) are
 shown beside the combo with a Retry.
@@ -18,14 +17,13 @@ shown beside the combo with a Retry.
 
 from __future__ import annotations
 
-import itertools
 import logging
-import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any, Protocol
 
-from PySide6.QtCore import QObject, Qt, QThreadPool, QTimer, Signal, Slot
+from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
@@ -37,6 +35,7 @@ from PySide6.QtWidgets import (
 
 from .. import backend
 from ..models import ModelInfo, Models
+from . import tasks
 
 log = logging.getLogger(__name__)
 
@@ -82,77 +81,35 @@ def list_models(source: ModelSource) -> tuple[list[ModelInfo], dict[str, str]]:
     return found, {name: exc.message for name, exc in source.errors.items()}
 
 
-class _Gate:
-    """Whether results may still be delivered; flipped when the receiver is destroyed."""
+def call_in_background(
+    receiver: QObject,
+    function: Callable[[], Any],
+    done: Callable[[Any], None],
+    failed: Callable[[str], None] | None = None,
+) -> None:
+    """Call `function` on the task runner; then `done(result)` or `failed(message)` here.
 
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.open = True
+    A server or network failure gives its message; any other exception is logged with
+    its traceback and given as "Type: text". Nothing is called once `receiver` is deleted.
+    """
 
-    def close(self, *_: object) -> None:
-        with self.lock:
-            self.open = False
-
-
-class Background(QObject):
-    """Runs blocking calls in order on one worker thread; results arrive on the GUI thread."""
-
-    _arrived = Signal(int, bool, object)
-
-    def __init__(self, parent: QObject | None = None) -> None:
-        super().__init__(parent)
-        self._pool = QThreadPool()
-        self._pool.setMaxThreadCount(1)
-        self._ids = itertools.count(1)
-        self._callbacks: dict[int, tuple[Callable[[Any], None], Callable[[str], None] | None]] = {}
-        self._gate = _Gate()
-        # A call may end after this object is gone (the window closed mid-request):
-        # the gate makes its result vanish instead of reaching a deleted object.
-        self.destroyed.connect(self._gate.close)
-        self._arrived.connect(self._on_arrived)
-
-    def run(
-        self,
-        function: Callable[[], Any],
-        done: Callable[[Any], None],
-        failed: Callable[[str], None] | None = None,
-    ) -> None:
-        """Call `function` on the worker thread; then `done(result)` or `failed(message)` here."""
-        call_id = next(self._ids)
-        self._callbacks[call_id] = (done, failed)
-        gate, arrived = self._gate, self._arrived
-
-        def task() -> None:
-            try:
-                ok, result = True, function()
-            except backend.BackendError as exc:
-                ok, result = False, exc.message or str(exc)
-            except Exception as exc:
-                log.exception("background call failed")
-                ok, result = False, f"{type(exc).__name__}: {exc}"
-            with gate.lock:
-                if gate.open:
-                    arrived.emit(call_id, ok, result)
-
-        self._pool.start(task)
-
-    def pending(self) -> int:
-        """How many calls have not reported back yet."""
-        return len(self._callbacks)
-
-    def wait(self, timeout_ms: int = 10_000) -> bool:
-        """Block until the worker thread is idle (for closing); False on timeout."""
-        return self._pool.waitForDone(timeout_ms)
-
-    @Slot(int, bool, object)
-    def _on_arrived(self, call_id: int, ok: bool, result: object) -> None:
-        done, failed = self._callbacks.pop(call_id)
-        if ok:
-            done(result)
-        elif failed is not None:
-            failed(str(result))
+    def on_done(future: Future) -> None:
+        try:
+            result = future.result()
+        except backend.BackendError as exc:
+            message = exc.message or str(exc)
+        except Exception as exc:
+            log.error("background call failed", exc_info=exc)
+            message = f"{type(exc).__name__}: {exc}"
         else:
-            log.info("background call failed: %s", result)
+            done(result)
+            return
+        if failed is not None:
+            failed(message)
+        else:
+            log.info("background call failed: %s", message)
+
+    tasks.run_in_background(function, on_done, receiver=receiver)
 
 
 class ModelPicker(QWidget):
@@ -185,8 +142,7 @@ class ModelPicker(QWidget):
         self._polling = False
         self._filling = False
         self._retry: Callable[[], None] | None = None
-        self.background = Background(self)
-        self._actions = Background(self)
+        self._listed_seq = 0
         self._build()
         self._timer = QTimer(self)
         self._timer.setInterval(poll_ms)
@@ -320,10 +276,11 @@ class ModelPicker(QWidget):
         self._polling = True
         self._poll_seq += 1
         seq = self._poll_seq
-        self.background.run(
+        call_in_background(
+            self,
             lambda: list_models(registry),
             lambda result: self._on_listed(*result, seq=seq, full=True),
-            self._on_list_failed,
+            lambda message: self._on_list_failed(message, seq=seq),
         )
 
     def poll(self) -> None:
@@ -334,10 +291,11 @@ class ModelPicker(QWidget):
         self._poll_seq += 1
         seq = self._poll_seq
         registry = self._registry
-        self.background.run(
+        call_in_background(
+            self,
             lambda: registry.router_models().list(),
             lambda infos: self._on_listed(infos, {}, seq=seq, full=False),
-            self._on_list_failed,
+            lambda message: self._on_list_failed(message, seq=seq),
         )
 
     def load(self, model_id: str) -> None:
@@ -349,7 +307,8 @@ class ModelPicker(QWidget):
         self._loading[model_id] = (None, time.monotonic())
         self._update_items()
         registry = self._registry
-        self._actions.run(
+        call_in_background(
+            self,
             lambda: registry.router_models().load(model_id),
             lambda _: self._on_load_sent(model_id),
             lambda message: self._on_load_failed(model_id, message),
@@ -362,7 +321,8 @@ class ModelPicker(QWidget):
             return
         self._loading.pop(model_id, None)
         registry = self._registry
-        self._actions.run(
+        call_in_background(
+            self,
             lambda: registry.router_models().unload(model_id),
             lambda _: self._poll_soon(),
             lambda message: self._fail(f"Could not unload {model_id}: {message}", self._poll_soon),
@@ -376,19 +336,26 @@ class ModelPicker(QWidget):
         self._problem = ""
         self.refresh()
 
-    def shutdown(self, timeout_ms: int = 10_000) -> None:
-        """Stop polling and wait for a request in flight (call when the window closes)."""
+    def shutdown(self) -> None:
+        """Stop polling (call when the window closes); answers still under way are dropped."""
         self._timer.stop()
-        for background in (self.background, self._actions):
-            if not background.wait(timeout_ms):
-                log.warning("a model request did not end within %d ms of closing", timeout_ms)
 
     # ------------------------------------------------------------------ results
+
+    def _arrived(self, seq: int) -> bool:
+        """Whether a listing numbered `seq` is news (none newer arrived); ends polling at the last."""
+        if seq == self._poll_seq:
+            self._polling = False
+        if seq < self._listed_seq:
+            return False
+        self._listed_seq = seq
+        return True
 
     def _on_listed(
         self, infos: list[ModelInfo], errors: dict[str, str], *, seq: int, full: bool
     ) -> None:
-        self._polling = False
+        if not self._arrived(seq):
+            return
         self._problem = (
             "Could not list the models of "
             + "; ".join(f"{source}: {message}" for source, message in errors.items())
@@ -435,8 +402,9 @@ class ModelPicker(QWidget):
         self._adjust_poll()
         self.models_listed.emit(self.models())
 
-    def _on_list_failed(self, message: str) -> None:
-        self._polling = False
+    def _on_list_failed(self, message: str, *, seq: int) -> None:
+        if not self._arrived(seq):
+            return
         self._problem = f"Could not list the models: {message}"
         self._retry = self.refresh
         self._show_state()

@@ -1,6 +1,8 @@
 """The quick window: one question, one streamed answer, in a small window near the pointer.
 
-`QuickWindow(cfg, history)` is built from a `Config` and a `History` alone. It is
+`QuickWindow(app)` is built from the `App` alone, whose configuration, history,
+registry and router state it reads and follows (settings saved in the chat window
+apply here too). It is
 frameless and stays on top; Enter asks, Esc stops the answer and hides the window,
 Ctrl+Enter (or "Continue in chat") turns the exchange into a normal chat session and
 hands it to the chat window through `continue_requested`.
@@ -13,8 +15,10 @@ they show as chips while it streams and are dropped when it ends; the session's
 
 The model is `oneshot_model`, else `default_model`, else one the router lists
 (a loaded one first). A question asked before the list arrives waits for it. While
-the router is looked for or started (`router_pending`) nothing is listed, so no
-"cannot reach" replaces the notice saying so; `use_router` lists.
+the router is looked for or started (the App's router is pending) nothing is
+listed, so no "cannot reach" replaces the notice saying so; once the router is in
+use, it lists. Router news goes on the notice line, and only the window's own
+router notice is cleared when the router is back.
 
 Errors: none of its own. A missing router or model, and a failed reply, are shown
 in the window (the notice line, and the reply's own error mark).
@@ -22,8 +26,8 @@ in the window (the notice line, and the reply's own error mark).
 
 from __future__ import annotations
 
-import dataclasses
 import logging
+from concurrent.futures import Future
 
 from PySide6.QtCore import QEvent, QObject, QPoint, QRect, Qt, Signal, Slot
 from PySide6.QtGui import (
@@ -37,16 +41,20 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from .. import cli, prompts, providers
+from .. import prompts, providers, turn
+from ..backend import BackendError
 from ..config import Config
 from ..db import History, HistoryError
 from ..models import ModelInfo
+from . import tasks
+from .app import FAILED, PENDING, READY, App, RouterState
 from .chips import SkillChips
-from .composer import Attachment, Composer, user_content
+from .composer import Attachment, Composer
 from .conversation import ConversationView
+from .first_run import event_text
 from .model_picker import list_models
 from .reply import ReplyStream
-from .worker import CallWorker, WorkerThreads, collect_garbage_on_gui_thread
+from .worker import WorkerThreads, collect_garbage_on_gui_thread
 
 log = logging.getLogger(__name__)
 
@@ -61,26 +69,21 @@ class QuickWindow(QWidget):
 
     continue_requested = Signal(object, str)
 
-    def __init__(
-        self,
-        cfg: Config,
-        history: History,
-        *,
-        registry: providers.Registry | None = None,
-        parent: QWidget | None = None,
-    ) -> None:
+    def __init__(self, app: App, *, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.cfg = cfg
-        self.history = history
-        self._owns_registry = registry is None
-        self._registry = registry if registry is not None else providers.Registry(cfg)
-        self._old_registries: list[providers.Registry] = []
-        self._skills = cli.skills_store(cfg)
+        self.app = app
+        cfg = app.config
+        # The registry last listed from, to see when the App's is another.
+        self._seen_registry = app.registry
+        self._skills = turn.skill_store(cfg)
+        self._skills_from = (cfg.skill_roots(), cfg.skills_enabled)
         self._threads = WorkerThreads(self)
         collect_garbage_on_gui_thread()
-        self._model = cli.configured_model(cfg)
+        self._model = turn.configured_model(cfg)
+        # The model the settings name, to see when a config_changed names another.
+        self._configured = self._model
         self._models: dict[str, ModelInfo] = {}
-        self._listing: CallWorker | None = None
+        self._listing: Future | None = None
         self._waiting = False
         # While the router is looked for or started, a listing could only say that the
         # configured URL is unreachable, over the notice saying why: it waits for use_router.
@@ -90,9 +93,16 @@ class QuickWindow(QWidget):
         self._reply_skills: list[str] = []
         self._asked_skills: list[str] = []
         self._reply: ReplyStream | None = None
+        # What the window last said about the router, so it only clears its own notice.
+        self._router_notice = ""
         self._build()
         self._refresh_skill_names()
         self._show_model()
+        app.config_changed.connect(self._on_config_changed)
+        app.router_changed.connect(self._on_router_changed)
+        app.server_event.connect(self._on_server_event)
+        if app.router.status in (PENDING, FAILED):
+            self._on_router_changed(app.router)
         if not self._model:
             self.refresh_models()
 
@@ -143,6 +153,7 @@ class QuickWindow(QWidget):
 
         self.conversation = ConversationView(self)
         self.conversation.setAccessibleName("Answer")
+        self.conversation.set_font_size(self.cfg.font_size)
         self.conversation.setMinimumHeight(ANSWER_HEIGHT)
         self.conversation.retry_requested.connect(self._on_retry)
         self.conversation.regenerate_requested.connect(self._on_retry)
@@ -163,6 +174,20 @@ class QuickWindow(QWidget):
     # ------------------------------------------------------------------ public seams
 
     @property
+    def cfg(self) -> Config:
+        """The configuration in effect: the App's (never a copy of it)."""
+        return self.app.config
+
+    @property
+    def history(self) -> History:
+        """The chat history: the App's."""
+        return self.app.history
+
+    @property
+    def _registry(self) -> providers.Registry:
+        return self.app.registry
+
+    @property
     def session_id(self) -> int | None:
         """The one-shot session shown, or None before the first question."""
         return self._session_id
@@ -176,8 +201,9 @@ class QuickWindow(QWidget):
         return self._reply is not None
 
     def running_workers(self) -> int:
-        """Worker threads not yet ended."""
-        return self._threads.running()
+        """Worker threads not yet ended, a model listing under way included."""
+        listing = self._listing is not None and not self._listing.done()
+        return self._threads.running() + int(listing)
 
     def loaded_skills(self) -> list[str]:
         """The skills shown as chips: waiting for the next question, or used by this answer."""
@@ -215,42 +241,81 @@ class QuickWindow(QWidget):
         self._model = model_id
         self._show_model()
 
-    def router_pending(self, text: str) -> None:
-        """Say that the router is being looked for or started; models are listed at use_router."""
-        self._awaiting_router = True
-        # A listing under way asks a URL that may not be the router in the end: its
-        # answer, or its failure, is no news.
-        self._listing = None
-        self.show_notice(text)
+    @Slot(object)
+    def _on_router_changed(self, state: RouterState) -> None:
+        """Follow the App's router: waiting for it, failed, or in use (maybe another one)."""
+        if state.status == PENDING:
+            self._awaiting_router = True
+            # A listing under way asks a URL that may not be the router in the end: its
+            # answer, or its failure, is no news.
+            self._listing = None
+            self._say_router(state.text)
+        elif state.status == FAILED:
+            self._say_router(state.text)
+        else:
+            self._use_router(ready=state.status == READY)
 
-    def use_router(self, url: str) -> None:
-        """Talk to the router at `url` from now on (found or started) and list its models.
+    def _use_router(self, *, ready: bool) -> None:
+        """List the models of the router in use now (found, started, or configured again).
 
         The router already in use is kept as it is: an answer streaming from it goes on.
         """
         awaited, self._awaiting_router = self._awaiting_router, False
-        if url != self.cfg.router_url:
+        changed = self.app.registry is not self._seen_registry
+        self._seen_registry = self.app.registry
+        if changed and ready:
             self.stop()
-            self.cfg = dataclasses.replace(self.cfg, router_url=url)
-            if self._owns_registry:
-                self._old_registries.append(self._registry)
-                self._registry = providers.Registry(self.cfg)
-        elif not awaited:
+        elif not changed and not awaited:
+            self._clear_router_notice()
             return
         self.show_notice("")
-        if not cli.configured_model(self.cfg):
+        self._router_notice = ""
+        if not turn.configured_model(self.cfg):
             self.refresh_models()
+
+    def _say_router(self, text: str) -> None:
+        self._router_notice = text
+        self.show_notice(text)
+
+    def _clear_router_notice(self) -> None:
+        if self._router_notice and self.notice.text() == self._router_notice:
+            self.show_notice("")
+        self._router_notice = ""
+
+    @Slot(str, str)
+    def _on_server_event(self, kind: str, message: str) -> None:
+        if kind == "restarting":
+            self._say_router(event_text(kind, message))
+        elif kind == "ready":
+            self._clear_router_notice()
+
+    @Slot(object)
+    def _on_config_changed(self, cfg: Config) -> None:
+        """Follow settings saved in any window: font, skills folders, the configured model."""
+        self.conversation.set_font_size(cfg.font_size)
+        skills_from = (cfg.skill_roots(), cfg.skills_enabled)
+        if skills_from != self._skills_from:
+            self._skills_from = skills_from
+            self._skills = turn.skill_store(cfg)
+            self._refresh_skill_names()
+        configured = turn.configured_model(cfg)
+        if configured != self._configured:
+            # Only a new model in the settings replaces the one in use (`ask --model` too).
+            self._configured = configured
+            if configured:
+                self.set_model(configured)
 
     def refresh_models(self) -> None:
         """List the models in the background to pick one (not while the router is awaited)."""
         if self._awaiting_router:
             return
         cfg = self.cfg
-        worker = CallWorker(lambda: _list_models(cfg))
-        worker.done.connect(self._on_models_listed)
-        worker.failed.connect(self._on_models_failed)
-        self._listing = worker
-        self._threads.start(worker)
+        listing = tasks.run_in_background(
+            lambda: _list_models(cfg),
+            lambda future: self._on_models_listed(listing, future),
+            receiver=self,
+        )
+        self._listing = listing
 
     @Slot(str)
     def unload_skill(self, name: str) -> None:
@@ -271,7 +336,10 @@ class QuickWindow(QWidget):
             return
         if self.composer.is_empty():
             return
-        question = cli.parse_question(self.composer.text(), self._skills)
+        # Stat calls only; the completer is rebuilt only when a skill changed on disk.
+        if self._skills is not None and self._skills.refresh():
+            self._refresh_skill_names()
+        question = turn.parse_question(self.composer.text(), self._skills)
         names = list(self._pending)
         names += [name for name in question.skills if name not in names]
         attachments = self.composer.attachments()
@@ -289,7 +357,7 @@ class QuickWindow(QWidget):
                 if not self._awaiting_router:
                     self.show_notice("Looking for a model to answer…")
             else:
-                self.show_notice(cli.no_model_message(self.cfg))
+                self.show_notice(turn.no_model_message(self.cfg))
             return
         self._ask(question.text, names, [item.to_dict() for item in attachments])
 
@@ -324,19 +392,24 @@ class QuickWindow(QWidget):
         )
         self.adjustSize()
         self._move_inside(self.frameGeometry())
-        self._start_reply(model, self._request(text, attachments, names))
+        self._start_reply(self._request(model, text, attachments, names))
 
-    def _request(self, text: str, attachments: list[dict], names: list[str]) -> list[dict]:
+    def _request(
+        self, model: str, text: str, attachments: list[dict], names: list[str]
+    ) -> turn.Turn:
         """The one-shot request: system message with this answer's skills, then the question."""
-        info = self._models.get(self._model)
-        system = cli.system_message(self.cfg, cli.preset_text(self.cfg), self._skills, names)
-        messages = cli.request_messages(system, text)
-        messages[-1]["content"] = user_content(
-            text, attachments, images=info is not None and info.accepts_images
+        info = self._models.get(model)
+        return turn.oneshot_turn(
+            self.cfg,
+            model=model,
+            text=text,
+            attachments=attachments,
+            names=names,
+            store=self._skills,
+            images=info is not None and info.accepts_images,
         )
-        return messages
 
-    def _start_reply(self, model: str, messages: list[dict]) -> None:
+    def _start_reply(self, request: turn.Turn) -> None:
         assert self._session_id is not None
         try:
             reply = ReplyStream(
@@ -344,10 +417,10 @@ class QuickWindow(QWidget):
                 self.conversation,
                 self._registry,
                 session_id=self._session_id,
-                model=model,
-                messages=messages,
-                search_cfg=cli.search_config(self.cfg),
-                skills_cfg=cli.skills_config(self.cfg, self._skills),
+                model=request.model,
+                messages=request.messages(),
+                search_cfg=request.search_cfg,
+                skills_cfg=request.skills_cfg,
                 parent=self,
             )
         except HistoryError as exc:
@@ -441,9 +514,12 @@ class QuickWindow(QWidget):
         self.conversation.load_messages(self.history.messages(self._session_id))
         self._reply_skills = list(self._asked_skills)
         request = self._request(
-            question["content"], question.get("attachments") or [], self._asked_skills
+            question["model"] or self._model,
+            question["content"],
+            question.get("attachments") or [],
+            self._asked_skills,
         )
-        self._start_reply(question["model"] or self._model, request)
+        self._start_reply(request)
 
     @Slot(object)
     def _on_edit(self, message_id: object) -> None:
@@ -474,31 +550,27 @@ class QuickWindow(QWidget):
             images=self._model in self._models and self._models[self._model].accepts_images,
         )
 
-    @Slot(object)
-    def _on_models_listed(self, result: object) -> None:
-        if self.sender() is not self._listing:
-            return
+    def _on_models_listed(self, listing: Future, future: Future) -> None:
+        if listing is not self._listing:
+            return  # asked before the router changed: no news
         self._listing = None
-        infos, errors = result  # type: ignore[misc]
+        try:
+            infos, errors = future.result()
+        except BackendError as exc:
+            self._waiting = False
+            self.show_notice(f"Could not list the models: {exc.message or exc}")
+            return
         self._models = {info.id: info for info in infos}
         if not self._model:
-            self._model = cli.pick_model(self.cfg, infos)
+            self._model = turn.pick_model(self.cfg, infos)
         self._show_model()
         waiting, self._waiting = self._waiting, False
         if not self._model:
             reason = errors.get(providers.ROUTER, "") if errors else ""
-            self.show_notice(reason or cli.no_model_message(self.cfg))
+            self.show_notice(reason or turn.no_model_message(self.cfg))
             return
         if waiting:
             self.send()
-
-    @Slot(str, object)
-    def _on_models_failed(self, message: str, error: object) -> None:
-        if self.sender() is not self._listing:
-            return
-        self._listing = None
-        self._waiting = False
-        self.show_notice(f"Could not list the models: {message}")
 
     # ------------------------------------------------------------------ closing
 
@@ -507,9 +579,6 @@ class QuickWindow(QWidget):
         self.stop()
         if not self._threads.wait_all(10_000):
             log.warning("a worker thread did not end within 10 s of closing the quick window")
-        if self._owns_registry:
-            for registry in (*self._old_registries, self._registry):
-                registry.close()
         super().closeEvent(event)
 
 

@@ -2,9 +2,10 @@
 
 `SettingsDialog(cfg)` (accessible name "Settings") edits the router URL, the name
 of the API key's environment variable, the search URL, the skills folders, the
-default model and the theme. Save writes only those keys with
-`config.update_file`, which keeps the user's comments and layout and refuses a
-file that would not load; the refusal's message is shown in the dialog and
+default model and the theme. Save writes only the keys the user changed, through
+`store` (the App's `save_settings`, which applies them in every window; by default
+`config.update_file` alone), which keeps the user's comments and layout and refuses
+a file that would not load; the refusal's message is shown in the dialog and
 nothing is written. A successful save emits `saved(Config)` with the file as
 re-read.
 
@@ -14,6 +15,7 @@ Errors: none raised; `config.ConfigError` is shown in the dialog.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import Signal, Slot
@@ -55,10 +57,12 @@ class SettingsDialog(QDialog):
         cfg: Config,
         *,
         models: list[str] | None = None,
+        store: Callable[[dict[str, object]], Config] | None = None,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
         self.cfg = cfg
+        self._store = store if store is not None else self._write
         self.path = cfg.path if cfg.path is not None else config.default_path()
         self.setWindowTitle("Settings")
         self.setAccessibleName("Settings")
@@ -141,9 +145,7 @@ class SettingsDialog(QDialog):
         """Write the settings; on success emit `saved` and close, else show why and stay."""
         changed = {key: value for key, value in self.values().items() if self._differs(key, value)}
         try:
-            if changed or not self.path.exists():
-                config.update_file(self.path, changed)
-            new = config.load(self.path)
+            new = self._store(changed)
         except ConfigError as exc:
             self.error_label.setText(exc.message)
             self.error_label.show()
@@ -154,6 +156,11 @@ class SettingsDialog(QDialog):
         self.saved.emit(new)
         self.accept()
         return True
+
+    def _write(self, changed: dict[str, object]) -> Config:
+        if changed or not self.path.exists():
+            config.update_file(self.path, changed)
+        return config.load(self.path)
 
     def _differs(self, key: str, value: object) -> bool:
         # Only keys the user changed are written, so an untouched default stays a comment.

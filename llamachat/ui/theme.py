@@ -5,6 +5,11 @@ fixed; "system" reads the desktop's colour scheme (`QStyleHints.colorScheme`,
 Qt 6.5+) and follows it when it changes while llamachat runs. Fusion draws the
 same on every platform, so both palettes look as designed everywhere.
 
+A switch applies at once to every widget: Qt hands the new palette to plain
+widgets itself, but a widget with a style sheet of its own keeps the palette it
+was polished with until its sheet is applied again, which `use_palette` does; the
+conversation re-renders its messages' HTML on the palette change it receives.
+
 Errors: `ValueError` for a theme name that is not one of `config.THEMES`
 (config.load already refuses those, so only code can pass one).
 """
@@ -84,7 +89,17 @@ class _SystemFollower(QObject):
     @Slot(Qt.ColorScheme)
     def _on_scheme_changed(self, scheme: Qt.ColorScheme) -> None:
         if self.active:
-            self._app.setPalette(palette_for(system_scheme(self._app)))
+            use_palette(self._app, palette_for(system_scheme(self._app)))
+
+
+def use_palette(app: QApplication, palette: QPalette) -> None:
+    """Make `palette` the app's, on every widget, styled ones included."""
+    app.setPalette(palette)
+    for widget in app.allWidgets():
+        sheet = widget.styleSheet()
+        if sheet:
+            # Polished with a sheet, a widget resolved the old palette for good.
+            widget.setStyleSheet(sheet)
 
 
 def apply_theme(app: QApplication, theme: str) -> str:
@@ -104,6 +119,6 @@ def apply_theme(app: QApplication, theme: str) -> str:
         hints.setColorScheme(Qt.ColorScheme.Dark if theme == "dark" else Qt.ColorScheme.Light)
         scheme = theme
     follower.active = theme == "system"
-    app.setPalette(palette_for(scheme))
+    use_palette(app, palette_for(scheme))
     log.debug("theme %s: %s palette", theme, scheme)
     return scheme

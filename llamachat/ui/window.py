@@ -1,12 +1,14 @@
 """The chat window: sessions, the conversation, the composer, and the chrome around them.
 
-`ChatWindow(cfg, history)` is built from a `Config` and a `History` alone. The GUI
-thread owns every widget and the History's SQLite connection; replies stream in a
+`ChatWindow(app)` is built from the `App` alone, which owns the configuration, the
+History, the registry and the router's state: the window reads them there and
+follows its signals (Settings saved in any window, the router found or started).
+The GUI thread owns every widget and the History's SQLite connection; replies stream in a
 `StreamWorker` on its own thread, which only emits signals. The sessions sidebar sits
 on the left; a top bar holds the model picker, the prompt preset, the web search
 toggle, Skills and Settings; the status bar carries the context meter. The model
-picker and the meter ask the server from their own worker thread, sharing one
-`providers.Registry` with the window. While the router is looked for or started,
+picker and the meter ask the server on the task runner (`tasks`), through the App's
+`providers.Registry`. While the router is looked for or started,
 when none could be had, and while it offers no models, the getting-started panel
 (`first_run.FirstRunPanel`) sits above the conversation and says what to do.
 
@@ -27,16 +29,14 @@ cannot be written) go to the status bar.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-import threading
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, QUrl, Signal, Slot
 from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QFontDatabase, QGuiApplication
 from PySide6.QtWidgets import (
-    QApplication,
     QDialog,
     QDialogButtonBox,
     QFileDialog,
@@ -53,14 +53,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from .. import backend, cli, config, prompts, providers, skills
+from .. import prompts, providers, turn
 from ..config import Config, ConfigError
 from ..db import History, HistoryError
 from ..models import ModelInfo
 from ..server import is_loopback
-from . import first_run, markdown, shortcuts
+from . import first_run, markdown, shortcuts, tasks
+from .app import FAILED, PENDING, READY, App, RouterState
 from .chips import SkillChips
-from .composer import Attachment, Composer, user_content
+from .composer import Attachment, Composer
 from .conversation import ConversationView
 from .meter import ContextMeter
 from .model_picker import ModelPicker
@@ -69,8 +70,7 @@ from .reply import ReplyStream
 from .settings import SettingsDialog
 from .sidebar import SessionSidebar
 from .skills_panel import SkillsPanel, SkillsWatcher
-from .theme import apply_theme
-from .worker import CallWorker, WorkerThreads, collect_garbage_on_gui_thread
+from .worker import WorkerThreads, collect_garbage_on_gui_thread
 
 if TYPE_CHECKING:
     from ..server import ManagedServer
@@ -80,28 +80,6 @@ log = logging.getLogger(__name__)
 STATUS_MS = 8000
 SIDEBAR_WIDTH = 260
 SERVER_LOG_BYTES = 64 * 1024
-
-
-def _skill_store(cfg: Config) -> skills.SkillStore | None:
-    """The skills of cfg's folders; None only when config.toml turned skills off.
-
-    `skills_enabled` also reads False when no skills folder exists yet; the store is
-    built then all the same, so importing the first skill creates the folder and the
-    watcher brings it in without a restart.
-    """
-    roots = cfg.skill_roots()
-    if not cfg.skills_enabled and any(root.is_dir() for root in roots):
-        return None
-    return skills.SkillStore(list(roots))
-
-
-def _registry_changed(old: Config, new: Config) -> bool:
-    """Whether the servers (router URL, its key, the providers) differ between two configs."""
-    return (old.router_url, old.router_api_key_env, old.providers) != (
-        new.router_url,
-        new.router_api_key_env,
-        new.providers,
-    )
 
 
 class ServerLogDialog(QDialog):
@@ -146,36 +124,33 @@ class ServerLogDialog(QDialog):
 
 
 class ChatWindow(QMainWindow):
-    """The main chat window, built from a Config and a History."""
+    """The main chat window, built from the App (configuration, history, router)."""
 
     session_changed = Signal(object)
     model_changed = Signal(str)
     models_listed = Signal(list)
     streaming_changed = Signal(bool)
-    _server_event = Signal(str, str)
 
-    def __init__(self, cfg: Config, history: History, *, parent: QWidget | None = None) -> None:
+    def __init__(self, app: App, *, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.cfg = cfg
-        # What config.toml says: `cfg.router_url` becomes a managed server's URL when one
-        # is started, and Settings must neither show nor save that one.
-        self._file_cfg = cfg
-        self.history = history
-        app = QApplication.instance()
-        if isinstance(app, QApplication):
-            apply_theme(app, cfg.theme)
-        self._registry = providers.Registry(cfg)
-        self._old_registries: list[providers.Registry] = []
+        self.app = app
+        cfg = app.config
+        # The registry the picker and meter were given: the App's, until it replaces it.
+        self._registry = app.registry
         self._prompts = prompts.Prompts(cfg.prompts_dir)
         try:
             self._prompts.ensure_default()
         except prompts.PromptError as exc:
             log.warning("cannot create the default prompt in %s: %s", cfg.prompts_dir, exc)
-        self._skills = _skill_store(cfg)
+        self._skills = turn.skill_store(cfg)
+        # What the skills store and the search toggle were built from, to see what a
+        # config_changed changes.
+        self._skills_from = (cfg.skill_roots(), cfg.skills_enabled)
+        self._search_from = (cfg.search_url, cfg.search_enabled)
         self._skills_watcher: SkillsWatcher | None = None
         self._skills_panel: SkillsPanel | None = None
         self._search_on = cfg.search_enabled
-        self._server: ManagedServer | None = None
+        self._shown_server: ManagedServer | None = None
         # While the router is looked for or started, the picker lists from a stand-in.
         self._router_pending = False
         self._adding_model = False
@@ -183,7 +158,7 @@ class ChatWindow(QMainWindow):
         collect_garbage_on_gui_thread()
         self._session_id: int | None = None
         self._loaded: list[str] = []
-        self._system_cache: str | None = None
+        self._system_cache: tuple[turn.Part, ...] | None = None
         self._models: dict[str, ModelInfo] = {}
         self._said_no_models = False
         self._model = cfg.default_model
@@ -192,17 +167,21 @@ class ChatWindow(QMainWindow):
 
         # Pygments' lexers load on first use (~0.1 s); load them off the GUI thread now
         # rather than stall the first code block of the first reply.
-        threading.Thread(target=markdown.warm_up, name="pygments-warm-up", daemon=True).start()
+        tasks.run_in_background(markdown.warm_up)
         self._build()
         self._watch_skills()
-        self._server_event.connect(self._on_server_event)
+        app.config_changed.connect(self._on_config_changed)
+        app.router_changed.connect(self._on_router_changed)
+        app.server_event.connect(self._on_server_event)
+        if app.router.status in (PENDING, FAILED) or app.router.server is not None:
+            self._on_router_changed(app.router)
 
         self.new_session()
         self._apply_model(self._model)
         self._refresh_skill_names()
-        if history.recovered_from is not None:
+        if self.history.recovered_from is not None:
             self.show_status(
-                f"The history file was damaged; it was moved to {history.recovered_from} "
+                f"The history file was damaged; it was moved to {self.history.recovered_from} "
                 "and a new one started.",
                 timeout=0,
             )
@@ -288,6 +267,7 @@ class ChatWindow(QMainWindow):
 
         self.conversation = ConversationView()
         self.conversation.setAccessibleName("Conversation")
+        self.conversation.set_font_size(self.cfg.font_size)
         self.conversation.retry_requested.connect(self.retry)
         self.conversation.regenerate_requested.connect(self.retry)
         self.conversation.edit_requested.connect(self.edit_message)
@@ -307,7 +287,7 @@ class ChatWindow(QMainWindow):
         self.composer.stop_requested.connect(self.stop)
         self.composer.notice.connect(self.show_status)
 
-        self.meter = ContextMeter(self._registry, background=self.model_picker.background)
+        self.meter = ContextMeter(self._registry)
         # Only as wide as its bar and figures, so it sits at the status bar's right end.
         self.meter.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Preferred)
         self.composer.editor.textChanged.connect(lambda: self.meter.set_draft(self.composer.text()))
@@ -421,6 +401,20 @@ class ChatWindow(QMainWindow):
     # ------------------------------------------------------------------ public seams
 
     @property
+    def cfg(self) -> Config:
+        """The configuration in effect: the App's (never a copy of it)."""
+        return self.app.config
+
+    @property
+    def history(self) -> History:
+        """The chat history: the App's."""
+        return self.app.history
+
+    @property
+    def _server(self) -> ManagedServer | None:
+        return self.app.managed_server()
+
+    @property
     def session_id(self) -> int | None:
         """The open session's id; None until the first message of a new chat is sent."""
         return self._session_id
@@ -484,23 +478,40 @@ class ChatWindow(QMainWindow):
         if self._session_id is not None and model_id:
             self.history.set_model(self._session_id, model_id)
 
-    def use_router(self, url: str) -> None:
-        """Talk to the router at `url` from now on (found or started) and list its models.
+    @Slot(object)
+    def _on_router_changed(self, state: RouterState) -> None:
+        """Follow the App's router: waiting for it, failed, or in use (maybe another one)."""
+        if state.server is not None and state.server is not self._shown_server:
+            self._show_managed_server(state.server)
+        if state.status == PENDING:
+            self._show_router_pending(state.text)
+        elif state.status == FAILED:
+            self._show_router_failed(state.text)
+        else:
+            self._use_registry(ready=state.status == READY)
+            if state.status == READY:
+                self.show_status(f"Using the llama.cpp router at {state.url}.")
 
-        The router already in use is kept as it is: a reply streaming from it goes on.
+    def _use_registry(self, *, ready: bool) -> None:
+        """List from the App's registry: a new one (other servers), or the same after a wait.
+
+        A router found at the URL already in use is kept as it is: a reply streaming
+        from it goes on.
         """
         pending = self._leave_pending()
-        if url != self.cfg.router_url:
-            self.stop()
-            self._use_servers(dataclasses.replace(self.cfg, router_url=url))
+        if self.app.registry is not self._registry:
+            if ready:
+                self.stop()
+            self._registry = self.app.registry
+            self.model_picker.set_registry(self._registry)
+            self.meter.set_registry(self._registry)
         elif pending:
             self.model_picker.set_registry(self._registry)
-        else:
+        elif ready:
             self.refresh_models()
-        self.show_status(f"Using the llama.cpp router at {url}.")
 
-    def router_pending(self, text: str) -> None:
-        """Say that the router is being looked for or started, until use_router or router_failed.
+    def _show_router_pending(self, text: str) -> None:
+        """Say that the router is being looked for or started, until it is in use or failed.
 
         The window stays usable; the model picker waits instead of reporting the
         configured URL as unreachable.
@@ -512,7 +523,7 @@ class ChatWindow(QMainWindow):
         self.first_run_panel.show_pending(text)
         self.show_status(text, timeout=0)
 
-    def router_failed(self, message: str) -> None:
+    def _show_router_failed(self, message: str) -> None:
         """Show in the window why no router could be found or started (`message`, in full)."""
         if self._leave_pending():
             self.model_picker.set_registry(self._registry)
@@ -576,12 +587,15 @@ class ChatWindow(QMainWindow):
         return dialog
 
     def open_settings(self) -> SettingsDialog:
-        """Open the Settings dialog; saving applies the new settings at once."""
+        """Open the Settings dialog; saving applies the new settings at once, in every window."""
         dialog = SettingsDialog(
-            self._file_cfg, models=[info.id for info in self.model_picker.models()], parent=self
+            self.app.file_config,
+            models=[info.id for info in self.model_picker.models()],
+            store=self.app.save_settings,
+            parent=self,
         )
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        dialog.saved.connect(self._on_settings_saved)
+        dialog.saved.connect(lambda new: self.show_status(f"Settings saved to {new.path}."))
         dialog.open()
         return dialog
 
@@ -612,9 +626,9 @@ class ChatWindow(QMainWindow):
         panel.open()
         return panel
 
-    def set_managed_server(self, server: ManagedServer) -> None:
+    def _show_managed_server(self, server: ManagedServer) -> None:
         """Offer the log and the models folder of the llama-server llamachat started."""
-        self._server = server
+        self._shown_server = server
         self.server_log_action.setVisible(True)
         self.add_model_action.setVisible(True)
         if self.first_run_panel.state() == "empty":
@@ -675,24 +689,27 @@ class ChatWindow(QMainWindow):
         url, api_key = server.url, self.cfg.api_key()
         self.first_run_panel.set_busy(f"Adding {path.name}…")
         self.show_status(f"Adding {path.name} to {folder}…", timeout=0)
-        worker = CallWorker(lambda: first_run.add_model(path, folder, url, api_key=api_key))
-        worker.done.connect(lambda error: self._on_model_file_added(path.name, str(error)))
-        worker.failed.connect(lambda message, _exc: self._on_model_file_added(path.name, message))
-        self._threads.start(worker)
+        tasks.run_in_background(
+            lambda: first_run.add_model(path, folder, url, api_key=api_key),
+            lambda future: self._on_model_file_added(path.name, future),
+            receiver=self,
+        )
 
     def check_models(self) -> None:
         """Make the router re-scan its models folder, then list the models again."""
         url = self._server.url if self._server is not None else self.cfg.router_url
         api_key = self.cfg.api_key()
         self.first_run_panel.set_problem("")
-        worker = CallWorker(lambda: first_run.rescan(url, api_key=api_key))
-        worker.done.connect(lambda error: self._on_rescanned(str(error)))
-        worker.failed.connect(lambda message, _exc: self._on_rescanned(message))
-        self._threads.start(worker)
+        tasks.run_in_background(
+            lambda: first_run.rescan(url, api_key=api_key),
+            lambda future: self._on_rescanned(str(future.result())),
+            receiver=self,
+        )
 
-    def _on_model_file_added(self, name: str, error: str) -> None:
+    def _on_model_file_added(self, name: str, future: Future) -> None:
         self._adding_model = False
         self.first_run_panel.set_busy("")
+        error = future.result()
         if error:
             self._say_problem(error)
             return
@@ -714,13 +731,6 @@ class ChatWindow(QMainWindow):
 
     def _show_empty(self) -> None:
         self.first_run_panel.show_empty(models_dir=self.models_folder(), url=self.cfg.router_url)
-
-    def server_event(self, kind: str, message: str) -> None:
-        """Show a managed server's event (status bar; a start or give-up on the panel too).
-
-        Safe to call from any thread, as the server's supervisor does.
-        """
-        self._server_event.emit(kind, message)
 
     def show_server_log(self) -> ServerLogDialog | None:
         """Open the tail of the managed server's log (None when llamachat started no server)."""
@@ -757,34 +767,37 @@ class ChatWindow(QMainWindow):
 
     def system_message(self) -> str:
         """The system message every request starts with; cached until the loaded skills change."""
-        if self._system_cache is None:
-            store = self._skills
-            loaded = [store.load(name) for name in self._loaded] if store is not None else []
-            self._system_cache = prompts.system_message(
-                self.preset_picker.system_text(),
-                search_on=self._search_on,
-                loaded=[skill for skill in loaded if skill is not None],
-            )
-        return self._system_cache
+        return turn.join_system(self._system_parts())
+
+    def next_turn(self, model: str | None = None) -> turn.Turn:
+        """The next request to `model` (default: the chat's): the system message, the chat so far."""
+        model = self._model if model is None else model
+        stored = self.history.messages(self._session_id) if self._session_id is not None else []
+        return turn.build_turn(
+            self.cfg,
+            model=model,
+            system=self._system_parts(),
+            messages=stored,
+            images=self._reads_images(model),
+            store=self._skills,
+            search_on=self._search_on,
+        )
 
     def request_messages(self) -> list[dict]:
         """The messages of the next request: the system message, then the chat so far."""
-        system = self.system_message()
-        out: list[dict] = [{"role": "system", "content": system}] if system else []
-        if self._session_id is None:
-            return out
-        images = self._reads_images(self._model)
-        for message in self.history.messages(self._session_id):
-            if message["role"] == "user":
-                content = user_content(
-                    message["content"], message.get("attachments") or [], images=images
-                )
-                out.append({"role": "user", "content": content})
-            elif message["role"] == "assistant" and message["content"]:
-                # Replies replay their answer only: reasoning and tool rounds stay out of the
-                # context, as llama.cpp's own web page does.
-                out.append({"role": "assistant", "content": message["content"]})
-        return out
+        return self.next_turn().messages()
+
+    def _system_parts(self) -> tuple[turn.Part, ...]:
+        # Built once per preset, search toggle and set of loaded skills: the same bytes
+        # turn after turn are what lets llama.cpp reuse its prompt cache.
+        if self._system_cache is None:
+            self._system_cache = turn.system_parts(
+                self.preset_picker.system_text(),
+                search_on=self._search_on,
+                store=self._skills,
+                names=self._loaded,
+            )
+        return self._system_cache
 
     # ------------------------------------------------------------------ sending
 
@@ -889,19 +902,16 @@ class ChatWindow(QMainWindow):
 
     def _load_skills_from_text(self, text: str) -> tuple[str, list[str]]:
         """Load the skills a draft names; return the text to send and the `/name`s in it."""
-        if self._skills is None:
-            return text, []
         # Stat calls only; the completer is rebuilt only when a skill changed on disk.
-        if self._skills.refresh():
+        if self._skills is not None and self._skills.refresh():
             self._refresh_skill_names()
-        remaining, commands = skills.parse_commands(text, self._skills.user_names())
-        loaded = [name for name in commands if self.load_skill(name)]
-        loaded += [name for name in self._skills.match_mentions(remaining) if self.load_skill(name)]
+        question = turn.parse_question(text, self._skills)
+        loaded = [name for name in question.skills if self.load_skill(name)]
         if loaded:
             self.show_status(f"Loaded skill {', '.join(loaded)}.")
-        elif commands:
-            self.show_status(f"Already loaded: {', '.join(commands)}.")
-        return remaining, commands
+        elif question.commands:
+            self.show_status(f"Already loaded: {', '.join(question.commands)}.")
+        return question.text, list(question.commands)
 
     def _ensure_session(self, model: str) -> int:
         if self._session_id is None:
@@ -918,7 +928,7 @@ class ChatWindow(QMainWindow):
 
     def _start_reply(self, model: str) -> None:
         assert self._session_id is not None
-        messages = self.request_messages()
+        request = self.next_turn(model)
         try:
             reply = ReplyStream(
                 self.history,
@@ -926,9 +936,9 @@ class ChatWindow(QMainWindow):
                 self._registry,
                 session_id=self._session_id,
                 model=model,
-                messages=messages,
-                search_cfg=self._search_config(),
-                skills_cfg=cli.skills_config(self.cfg, self._skills),
+                messages=request.messages(),
+                search_cfg=request.search_cfg,
+                skills_cfg=request.skills_cfg,
                 parent=self,
             )
         except HistoryError as exc:
@@ -944,13 +954,6 @@ class ChatWindow(QMainWindow):
         self.composer.set_streaming(True)
         self.streaming_changed.emit(True)
         self.conversation.scroll_to_bottom()
-
-    def _search_config(self) -> backend.SearchConfig | None:
-        if not self._search_on:
-            return None
-        return backend.SearchConfig(
-            enabled=True, url=self.cfg.search_url, max_searches=self.cfg.max_searches
-        )
 
     # ------------------------------------------------------------------ stream events
 
@@ -1066,14 +1069,11 @@ class ChatWindow(QMainWindow):
 
     @Slot(str)
     def _on_default_changed(self, model_id: str) -> None:
-        path = self._file_cfg.path or config.default_path()
         try:
-            config.update_file(path, {"default_model": model_id})
+            self.app.save_settings({"default_model": model_id})
         except ConfigError as exc:
             self.show_status(f"The default model was not saved: {exc}", timeout=0)
             return
-        self.cfg = dataclasses.replace(self.cfg, default_model=model_id)
-        self._file_cfg = dataclasses.replace(self._file_cfg, default_model=model_id)
         self.show_status(
             f"{model_id} is the default model for new chats."
             if model_id
@@ -1132,46 +1132,26 @@ class ChatWindow(QMainWindow):
         self.search_button.setVisible(offered)
         self.search_action.setVisible(offered)
 
-    def _use_servers(self, cfg: Config) -> None:
-        """Talk to the servers `cfg` names from now on; the picker and meter follow."""
-        # A stopped stream may still be unwinding on the old clients: close them at exit.
-        self._old_registries.append(self._registry)
-        self.cfg = cfg
-        self._registry = providers.Registry(cfg)
-        self.model_picker.set_registry(self._registry)
-        self.meter.set_registry(self._registry)
-
     @Slot(object)
-    def _on_settings_saved(self, new: Config) -> None:
-        old_file = self._file_cfg
-        app = QApplication.instance()
-        if isinstance(app, QApplication):
-            apply_theme(app, new.theme)
-        self.model_picker.set_default(new.default_model)
-        # The history and prompts stay where this window opened them until a restart.
-        applied = dataclasses.replace(
-            new, history_path=self.cfg.history_path, prompts_dir=self.cfg.prompts_dir
-        )
-        self._file_cfg = new
-        if _registry_changed(old_file, new):
-            self._use_servers(applied)
-        else:
-            # Unchanged in the file: keep the router in use (it may be a managed server).
-            self.cfg = dataclasses.replace(applied, router_url=self.cfg.router_url)
-        if (
-            new.skill_roots() != old_file.skill_roots()
-            or new.skills_enabled != old_file.skills_enabled
-        ):
-            self._skills = _skill_store(new)
+    def _on_config_changed(self, cfg: Config) -> None:
+        """Follow settings saved in any window: default model, font, skills folders, web search."""
+        self.model_picker.set_default(cfg.default_model)
+        self.conversation.set_font_size(cfg.font_size)
+        skills_from = (cfg.skill_roots(), cfg.skills_enabled)
+        if skills_from != self._skills_from:
+            self._skills_from = skills_from
+            self._skills = turn.skill_store(cfg)
             self._loaded = [name for name in self._loaded if self._is_loadable(name)]
             self._skills_changed()
             self._watch_skills()
             self._refresh_skill_names()
-        if new.search_url != old_file.search_url or new.search_enabled != old_file.search_enabled:
+        search_from = (cfg.search_url, cfg.search_enabled)
+        if search_from != self._search_from:
+            self._search_from = search_from
             self._update_search_toggle()
-            self.set_search_enabled(new.search_enabled)
-            self._system_cache = None
-        self.show_status(f"Settings saved to {new.path}.")
+            self.set_search_enabled(cfg.search_enabled)
+        # The system message's date note and max_searches are read from cfg at each send.
+        self._system_cache = None
 
     def _is_loadable(self, name: str) -> bool:
         return self._skills is not None and self._skills.load(name) is not None
@@ -1179,9 +1159,7 @@ class ChatWindow(QMainWindow):
     @Slot(str, str)
     def _on_server_event(self, kind: str, message: str) -> None:
         if kind == "gave_up":
-            # The supervisor stopped restarting it: nothing answers until the user acts.
-            self.router_failed(message)
-            return
+            return  # the App marked the router failed: _on_router_changed said why
         text = first_run.event_text(kind, message)
         if kind == "starting" and self._router_pending:
             self.first_run_panel.show_pending(text)
@@ -1195,8 +1173,5 @@ class ChatWindow(QMainWindow):
         self.stop()
         if not self._threads.wait_all(10_000):
             log.warning("a worker thread did not end within 10 s of closing the window")
-        # The picker's and meter's requests use the registry: they end before it closes.
         self.model_picker.shutdown()
-        for registry in (*self._old_registries, self._registry):
-            registry.close()
         super().closeEvent(event)

@@ -1,4 +1,4 @@
-"""Background work for the window: a streaming reply and one-off calls, each in a QThread.
+"""Background work for the window: a streaming reply in a QThread (one-off calls: `tasks`).
 
 Workers only emit signals; the GUI thread owns every widget and the SQLite
 connection. A worker reports a failure through its `failed(message, exception)`
@@ -15,8 +15,7 @@ import math
 import operator
 import threading
 import time
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 from PySide6.QtCore import (
     QCoreApplication,
@@ -234,33 +233,6 @@ _SIGNALS = {
     "stats": "stats",
     "failed": "failed",
 }
-
-
-class CallWorker(QObject):
-    """Runs one blocking function in a worker thread and emits its result."""
-
-    done = Signal(object)
-    failed = Signal(str, object)
-    finished = Signal()
-
-    def __init__(self, function: Callable[[], Any]) -> None:
-        super().__init__()
-        self._function = function
-
-    @Slot()
-    def run(self) -> None:
-        """Call the function; runs in the worker thread."""
-        try:
-            result = self._function()
-        except backend.BackendError as exc:
-            self.failed.emit(exc.message or str(exc), exc)
-        except Exception as exc:
-            log.exception("background call failed")
-            self.failed.emit(f"{type(exc).__name__}: {exc}", exc)
-        else:
-            self.done.emit(result)
-        finally:
-            self.finished.emit()
 
 
 class WorkerThreads(QObject):

@@ -1,0 +1,387 @@
+"""One turn: everything a request to the model is built from, for every window and the CLI.
+
+The chat window, the quick window and `ask --print` all build their requests here,
+so the three cannot drift apart. A `Turn` is made of named parts:
+
+    system           the prompt preset's text
+    date             today's date (only while web search is offered)
+    skill:<name>     each loaded skill, in load order
+    history          the earlier messages, replayed (replies give their answer only)
+    user             the question's typed text
+    attachment:<f>   each file attached to the question, in order
+    tools            the tools offered to the model (web_search, load_skill)
+
+`Turn.messages()` joins them into the wire messages: one system message (the first
+three kinds, byte-identical from turn to turn for the same inputs, which is what lets
+llama.cpp reuse its prompt cache), the history, then the user message. `Turn.parts()`
+lists them one by one, so each can be measured on its own.
+
+Also here, because all three callers need them: parsing a typed question (`/name`
+commands and skill mentions), picking the model, the tool offers (`search_config`,
+`skills_config`) and the skills store (`skill_store`).
+
+Qt-free: nothing here imports PySide6.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import prompts, search, skills
+from .backend import SearchConfig, SkillsConfig
+from .config import Config
+from .models import ModelInfo
+
+log = logging.getLogger(__name__)
+
+
+# ---------------------------------------------------------------- parts and the turn
+
+
+@dataclass(frozen=True)
+class Part:
+    """One named piece of a request: `text` it adds to its message, or whole `items`.
+
+    `items` are the replayed messages of "history", the image content parts of an
+    image attachment, or the tool schemas of "tools".
+    """
+
+    name: str
+    text: str = ""
+    items: tuple[dict, ...] = ()
+
+
+@dataclass(frozen=True)
+class Turn:
+    """The next request: its parts, the model that answers and the tools it is offered."""
+
+    model: str
+    system: tuple[Part, ...] = ()
+    history: tuple[dict, ...] = ()
+    question: tuple[Part, ...] = ()
+    search_cfg: SearchConfig | None = None
+    skills_cfg: SkillsConfig | None = None
+    tools: tuple[dict, ...] = ()
+
+    def parts(self) -> list[Part]:
+        """Every part of the request in wire order, each with its name."""
+        out = list(self.system)
+        if self.history:
+            out.append(Part("history", items=self.history))
+        out.extend(self.question)
+        if self.tools:
+            out.append(Part("tools", items=self.tools))
+        return out
+
+    def system_message(self) -> str:
+        """The system message's text ('' when there is none)."""
+        return join_system(self.system)
+
+    def messages(self) -> list[dict]:
+        """The wire messages: system message (if any), the history, then the question."""
+        system = self.system_message()
+        out: list[dict] = [{"role": "system", "content": system}] if system else []
+        out.extend(dict(message) for message in self.history)
+        if self.question:
+            out.append({"role": "user", "content": _content(self.question)})
+        return out
+
+
+def system_parts(
+    preset: str, *, search_on: bool, store: skills.SkillStore | None, names: Sequence[str] = ()
+) -> tuple[Part, ...]:
+    """The system message's parts: the preset, today's date when web search is on, then
+    each loaded skill in load order (names the store does not have are left out).
+
+    The same inputs give the same bytes, and the date changes once a day.
+    """
+    parts = [Part("system", preset)] if preset else []
+    if search_on:
+        parts.append(Part("date", search.date_note()))
+    loaded = [store.load(name) for name in names] if store is not None else []
+    parts.extend(
+        Part(f"skill:{skill.name}", skills.system_part(skill)) for skill in loaded if skill
+    )
+    return tuple(parts)
+
+
+def join_system(parts: Iterable[Part]) -> str:
+    """The system message's text made of its parts."""
+    return "\n\n".join(part.text for part in parts if part.text)
+
+
+def build_turn(
+    cfg: Config,
+    *,
+    model: str,
+    system: Sequence[Part],
+    messages: Sequence[dict] = (),
+    images: bool = False,
+    store: skills.SkillStore | None = None,
+    search_on: bool | None = None,
+) -> Turn:
+    """The turn that asks `model` about a conversation, as History stores it.
+
+    `messages` are History rows (role, content, attachments), oldest first; a user
+    message at the end is the question, the rest is replayed. `images` says whether
+    the model reads images (else they are named, not sent). `search_on` offers web
+    search (default: the configuration's `search_enabled`); `store` offers load_skill.
+    """
+    search_on = cfg.search_enabled if search_on is None else search_on
+    rows = list(messages)
+    question: tuple[Part, ...] = ()
+    if rows and rows[-1].get("role") == "user":
+        last = rows.pop()
+        question = user_parts(
+            last.get("content") or "", last.get("attachments") or [], images=images
+        )
+    search_cfg = search_config(cfg, on=search_on)
+    skills_cfg = skills_config(cfg, store)
+    return Turn(
+        model=model,
+        system=tuple(system),
+        history=tuple(replay(rows, images=images)),
+        question=question,
+        search_cfg=search_cfg,
+        skills_cfg=skills_cfg,
+        tools=tool_schemas(search_cfg, skills_cfg),
+    )
+
+
+def oneshot_turn(
+    cfg: Config,
+    *,
+    model: str,
+    text: str,
+    attachments: Sequence[dict] = (),
+    names: Sequence[str] = (),
+    store: skills.SkillStore | None = None,
+    images: bool = False,
+) -> Turn:
+    """A one-shot question (the quick window, `ask --print`): the Default preset, the
+    configuration's web search, the skills `names` for this answer only, no history."""
+    system = system_parts(preset_text(cfg), search_on=cfg.search_enabled, store=store, names=names)
+    question = {"role": "user", "content": text, "attachments": list(attachments)}
+    return build_turn(
+        cfg, model=model, system=system, messages=[question], images=images, store=store
+    )
+
+
+def replay(messages: Iterable[dict], *, images: bool) -> list[dict]:
+    """Stored messages as wire messages: user messages with their attachments, replies
+    with their answer only (reasoning and tool rounds stay out of the context, as
+    llama.cpp's own web page does); anything else is left out."""
+    out: list[dict] = []
+    for message in messages:
+        if message.get("role") == "user":
+            content = user_content(
+                message.get("content") or "", message.get("attachments") or [], images=images
+            )
+            out.append({"role": "user", "content": content})
+        elif message.get("role") == "assistant" and message.get("content"):
+            out.append({"role": "assistant", "content": message["content"]})
+    return out
+
+
+def preset_text(cfg: Config) -> str:
+    """The Default preset's text (created when there is no preset yet); '' when unreadable."""
+    store = prompts.Prompts(cfg.prompts_dir)
+    try:
+        store.ensure_default()
+        return store.get(prompts.DEFAULT_NAME)
+    except prompts.PromptError as exc:
+        log.warning("cannot read the default prompt preset: %s", exc)
+        return ""
+
+
+# ---------------------------------------------------------------- the user's message
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """A file attached to a message: `kind` "image" (data is a data URI) or "text" (data is text)."""
+
+    kind: str
+    name: str
+    mime: str
+    data: str
+
+    def to_dict(self) -> dict:
+        """The form stored in History's `attachments` column."""
+        return {"kind": self.kind, "name": self.name, "mime": self.mime, "data": self.data}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Attachment:
+        """Rebuild an attachment stored by `to_dict`."""
+        return cls(
+            kind=str(data.get("kind", "text")),
+            name=str(data.get("name", "")),
+            mime=str(data.get("mime", "")),
+            data=str(data.get("data", "")),
+        )
+
+    def label(self) -> str:
+        """Short text for the attachment's chip."""
+        if self.kind == "text" and self.name == "pasted text":
+            return f"pasted text ({len(self.data.splitlines())} lines)"
+        return self.name
+
+
+def fence(text: str, info: str = "") -> str:
+    """`text` in a fenced code block whose fence is longer than any backtick run inside."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    marks = "`" * max(3, longest + 1)
+    body = text if text.endswith("\n") else text + "\n"
+    return f"{marks}{info}\n{body}{marks}"
+
+
+def fenced(name: str, text: str) -> str:
+    """`text` as a fenced code block headed by its file name, tagged with its suffix."""
+    language = Path(name).suffix.lstrip(".") if "." in name else ""
+    return f"{name}:\n{fence(text, language)}"
+
+
+def user_parts(text: str, attachments: Sequence[dict], *, images: bool) -> tuple[Part, ...]:
+    """A user message's parts: "user" (the typed text), then one "attachment:<name>" each.
+
+    A text file is inlined as a fenced block; an image is an image part for a model
+    that reads images, else a line naming it.
+    """
+    parts = [Part("user", text)]
+    for raw in attachments:
+        item = Attachment.from_dict(raw)
+        name = f"attachment:{item.name}"
+        if item.kind != "image":
+            parts.append(Part(name, fenced(item.name, item.data)))
+        elif images:
+            parts.append(
+                Part(name, items=({"type": "image_url", "image_url": {"url": item.data}},))
+            )
+        else:
+            parts.append(
+                Part(name, f"[image {item.name} not sent: this model does not read images]")
+            )
+    return tuple(parts)
+
+
+def user_content(text: str, attachments: Sequence[dict], *, images: bool) -> str | list[dict]:
+    """The `content` of a user message: text with text files inlined, plus image parts.
+
+    Without images the content stays a plain string, which every chat template
+    accepts. Images for a model that cannot read them are named, not sent.
+    """
+    return _content(user_parts(text, attachments, images=images))
+
+
+def _content(parts: Iterable[Part]) -> str | list[dict]:
+    parts = list(parts)
+    joined = "\n\n".join(part.text for part in parts if part.text)
+    image_parts = [item for part in parts for item in part.items]
+    if not image_parts:
+        return joined
+    return [{"type": "text", "text": joined}, *image_parts] if joined else image_parts
+
+
+# ---------------------------------------------------------------- the question typed
+
+
+@dataclass(frozen=True)
+class Question:
+    """A typed question with its skill commands taken out.
+
+    `text` is what is sent (the typed text minus `/name` commands); `skills` are the
+    skills it names that the store has, in load order (commands, then mentions);
+    `commands` the `/name`s typed.
+    """
+
+    text: str
+    skills: tuple[str, ...] = ()
+    commands: tuple[str, ...] = ()
+
+
+def parse_question(text: str, store: skills.SkillStore | None) -> Question:
+    """Split `/name` commands and skill mentions out of a typed question."""
+    if store is None:
+        return Question(text)
+    store.refresh()
+    rest, commands = skills.parse_commands(text, store.user_names())
+    names = [name for name in commands if store.load(name) is not None]
+    for name in store.match_mentions(rest):
+        if name not in names and store.load(name) is not None:
+            names.append(name)
+    return Question(rest, tuple(names), tuple(commands))
+
+
+# ---------------------------------------------------------------- the model
+
+
+def configured_model(cfg: Config) -> str:
+    """The one-shot model the configuration names ('' when it leaves the choice open)."""
+    return cfg.oneshot_model or cfg.default_model
+
+
+def pick_model(cfg: Config, models: Sequence[ModelInfo]) -> str:
+    """The configured one-shot model, else a loaded model, else the first listed; '' if none."""
+    chosen = configured_model(cfg)
+    if chosen:
+        return chosen
+    # A model already in memory answers at once; any other makes the router load one first.
+    loaded = [info.id for info in models if info.status == "loaded"]
+    listed = [info.id for info in models]
+    return (loaded or listed or [""])[0]
+
+
+def no_model_message(cfg: Config) -> str:
+    """What to say when the router offers no model."""
+    return (
+        f"The router at {cfg.router_url} offers no models: add GGUF files to its models "
+        "folder, or set oneshot_model or default_model in the configuration."
+    )
+
+
+# ---------------------------------------------------------------- skills and tools
+
+
+def skill_store(cfg: Config) -> skills.SkillStore | None:
+    """The skills of cfg's folders; None only when config.toml turned skills off.
+
+    `skills_enabled` also reads False when no skills folder exists yet; the store is
+    built then all the same, so a folder created later (by importing the first skill,
+    or by hand) is found at the next refresh without a restart.
+    """
+    roots = cfg.skill_roots()
+    if not cfg.skills_enabled and any(root.is_dir() for root in roots):
+        return None
+    return skills.SkillStore(list(roots))
+
+
+def search_config(cfg: Config, *, on: bool | None = None) -> SearchConfig | None:
+    """Web search for the tool loop, or None when it is off (`on`, default: the config's)."""
+    if not (cfg.search_enabled if on is None else on):
+        return None
+    return SearchConfig(enabled=True, url=cfg.search_url, max_searches=cfg.max_searches)
+
+
+def skills_config(cfg: Config, store: skills.SkillStore | None) -> SkillsConfig | None:
+    """The model's `load_skill` tool, or None when no skill is offered to the model."""
+    if store is None or store.tool_schema() is None:
+        return None
+    return SkillsConfig(enabled=True, store=store, max_searches=cfg.max_searches)
+
+
+def tool_schemas(
+    search_cfg: SearchConfig | None, skills_cfg: SkillsConfig | None
+) -> tuple[dict, ...]:
+    """The tools these offers put in a request, as the model reads them."""
+    tools: list[dict] = []
+    if search_cfg is not None and search_cfg.enabled and search_cfg.url:
+        tools.append(search.TOOL_SCHEMA)
+    if skills_cfg is not None and skills_cfg.enabled and skills_cfg.store is not None:
+        schema = skills_cfg.store.tool_schema()
+        if schema is not None:
+            tools.append(schema)
+    return tuple(tools)
