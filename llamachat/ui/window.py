@@ -902,10 +902,13 @@ class ChatWindow(QMainWindow):
 
     def _load_skills_from_text(self, text: str) -> tuple[str, list[str]]:
         """Load the skills a draft names; return the text to send and the `/name`s in it."""
-        # Stat calls only; the completer is rebuilt only when a skill changed on disk.
-        if self._skills is not None and self._skills.refresh():
-            self._refresh_skill_names()
+        offered = self._offered_skills()
+        # parse_question re-checks the skill files (stat calls only, once per send: with
+        # 500 skills a second pass cost ~2 ms before the request could leave); the
+        # completer is rebuilt only when what it offers changed on disk.
         question = turn.parse_question(text, self._skills)
+        if self._offered_skills() != offered:
+            self._refresh_skill_names()
         loaded = [name for name in question.skills if self.load_skill(name)]
         if loaded:
             self.show_status(f"Loaded skill {', '.join(loaded)}.")
@@ -986,6 +989,12 @@ class ChatWindow(QMainWindow):
         if persist and self._session_id is not None:
             self.history.set_skills(self._session_id, self._loaded)
         self.skill_chips.set_skills(self._loaded)
+
+    def _offered_skills(self) -> tuple[list[str], dict[str, str]]:
+        """What the composer's `/` completer offers: the user's skill names and descriptions."""
+        if self._skills is None:
+            return [], {}
+        return self._skills.user_names(), self._skills.descriptions()
 
     def _refresh_skill_names(self) -> None:
         if self._skills is not None:
