@@ -411,8 +411,9 @@ def bench_live(history_tokens: int, live_tokens: int, slow_tokens: int) -> list[
             heartbeat = _Heartbeat()
             shown: list[tuple[float, int]] = []
             router.script(content=fast, rate=LIVE_RATE)
-            heartbeat.start()
             _send_at(window, "go fast")
+            # From the moment the reply is on its way: send() itself is the first figure's.
+            heartbeat.start()
             view = window.conversation.last_assistant()
             view.rendered.connect(lambda: shown.append((time.monotonic(), len(view.content()))))
             _until_reply_ends(window)
