@@ -8495,6 +8495,200 @@ def test_excepthook_logs_a_bug_and_shows_it_once_a_fault_as_a_message(
     assert sys.excepthook == before
 
 
+# ---------------------------------------------------------------- outside text stays text
+
+# What a hostile router, provider, skill or file name could send: rich text that Qt would
+# draw (and whose image it would load) if it ever guessed. The image is harmless here; a
+# `/dev/zero` one aborted the app. No slash in it: it is a file name too.
+HOSTILE = '<b>x<img src="llamachat-no-such-image.png">'
+
+
+def _outside_text_places() -> list[str]:
+    """Where HOSTILE is on screen in any widget; fails where Qt would read it as rich text.
+
+    A label must hold it as plain text; a tooltip (widget or item data, which Qt always
+    guesses) must hold it where Qt's guess says plain, or escaped inside markup.
+    """
+    import html
+
+    from PySide6.QtCore import QAbstractListModel, QModelIndex, Qt
+    from PySide6.QtGui import Qt as GuiQt
+    from PySide6.QtWidgets import QAbstractItemView, QApplication, QComboBox, QLabel
+
+    escaped = html.escape(HOSTILE, quote=False)
+    places: list[str] = []
+
+    def tooltip(tip: object, where: str) -> None:
+        tip = str(tip or "")
+        if HOSTILE in tip:
+            assert not GuiQt.mightBeRichText(tip), f"{where}: tooltip read as rich text: {tip!r}"
+            places.append(where)
+        elif escaped in tip:
+            places.append(where)
+
+    def model_tooltips(model, where: str, parent=None) -> None:
+        parent = parent if parent is not None else QModelIndex()
+        # A list model's columnCount is private in PySide: it is one flat column.
+        flat = isinstance(model, QAbstractListModel)
+        for row in range(model.rowCount(parent)):
+            for column in range(1 if flat else model.columnCount(parent)):
+                index = model.index(row, column, parent)
+                tooltip(index.data(Qt.ItemDataRole.ToolTipRole), f"{where} row {row}")
+                if not flat and model.hasChildren(index):
+                    model_tooltips(model, where, index)
+
+    for widget in QApplication.allWidgets():
+        where = f"{type(widget).__name__} {widget.accessibleName() or widget.objectName()!r}"
+        if isinstance(widget, QLabel) and HOSTILE in widget.text():
+            assert widget.textFormat() == Qt.TextFormat.PlainText, f"{where}: {widget.text()!r}"
+            places.append(where)
+        tooltip(widget.toolTip(), where)
+        if isinstance(widget, QAbstractItemView) and widget.model() is not None:
+            model_tooltips(widget.model(), where)
+        if isinstance(widget, QComboBox):
+            model_tooltips(widget.model(), where)
+    return places
+
+
+class _HostileServer:
+    """Answers every request with an HTML error page holding HOSTILE, as a broken proxy might."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _answer(self) -> None:
+                body = f"<html><body>{HOSTILE}</body></html>".encode()
+                self.send_response(502)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = _answer
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def hostile_server():
+    server = _HostileServer()
+    yield server
+    server.close()
+
+
+def test_plain_helpers_keep_outside_text_from_being_read_as_rich_text(qtbot) -> None:
+    """The one way outside text reaches Qt: plain labels, escaped tooltips, plain message boxes."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtGui import QTextDocumentFragment
+    from PySide6.QtWidgets import QLabel, QMessageBox
+
+    from llamachat.ui import plain
+
+    label = plain.Label(HOSTILE)
+    qtbot.addWidget(label)
+    assert label.textFormat() == Qt.TextFormat.PlainText and label.text() == HOSTILE
+    other = QLabel()
+    qtbot.addWidget(other)
+    plain.set_text(other, HOSTILE)
+    assert other.textFormat() == Qt.TextFormat.PlainText
+    for text in (HOSTILE, f"Error: {HOSTILE}\n  two  spaces", "&lt;b&gt; is a tag"):
+        tip = plain.tooltip(text)
+        assert QTextDocumentFragment.fromHtml(tip).toPlainText() == text
+    assert plain.tooltip("Context of qwen: 1 of 2 tokens") == "Context of qwen: 1 of 2 tokens"
+    assert plain.tooltip("") == ""
+    box = plain.message_box(None, QMessageBox.Icon.Critical, "llamachat", HOSTILE)
+    qtbot.addWidget(box)
+    assert box.textFormat() == Qt.TextFormat.PlainText and box.text() == HOSTILE
+    assert _outside_text_places()
+
+
+def test_outside_text_router_provider_and_start_up_errors_show_as_text(
+    chat_window, router, hostile_server, qtbot
+) -> None:
+    """An HTML error page from the router or a provider shows as text, at start-up, unasked."""
+    from llamachat.config import ProviderConfig
+
+    window, _history = chat_window(url=hostile_server.url, listed=False)
+    label = window.model_picker.status_label
+    qtbot.waitUntil(lambda: HOSTILE in label.text(), timeout=10_000)
+    assert "Model status" in " ".join(_outside_text_places())
+    window.close()
+
+    window, _history = chat_window(providers=(ProviderConfig("evil", hostile_server.url, ""),))
+    label = window.model_picker.status_label
+    qtbot.waitUntil(lambda: "evil" in label.text() and HOSTILE in label.text(), timeout=10_000)
+    assert "Model status" in " ".join(_outside_text_places())
+
+    window.router_failed(f"llama-server said: {HOSTILE}")
+    places = " ".join(_outside_text_places())
+    assert "Getting started" in places
+
+
+@offscreen_dialogs
+def test_outside_text_in_replies_skills_titles_and_file_names_shows_as_text(
+    chat_window, router, qtbot, tmp_path
+) -> None:
+    """Reply errors (live and reopened), skill descriptions, chat titles, file names: text."""
+    from llamachat.db import History
+    from llamachat.scripted_router import Reply
+
+    _write_skill(
+        tmp_path / "skills",
+        "evil",
+        f"---\nname: evil\ndescription: '{HOSTILE}'\n---\nBe evil.\n",
+    )
+    attachment = tmp_path / HOSTILE
+    attachment.write_text("hello", encoding="utf-8")
+    window, history = chat_window()
+    window.composer.add_files([str(attachment)])
+    router.script(Reply(status=500, error={"message": HOSTILE}))
+    _send(qtbot, window, "/evil hello")
+    assert HOSTILE in history.messages(window.session_id)[-1]["error"]
+    session_id = window.session_id
+    history.rename_session(session_id, HOSTILE)
+    window.sidebar.refresh()
+    qtbot.keyClicks(window.composer.editor, " /ev")
+    qtbot.waitUntil(window.composer.completer.popup().isVisible)
+    assert window.open_skills_panel() is not None
+    places = " ".join(_outside_text_places())
+    for where in ("Status", "Attachments", "Skill list", "Sessions", "QListView"):
+        assert where in places, (where, places)
+    window.close()
+
+    again, _ = chat_window(history=History(history.path))
+    assert again.open_session(session_id)  # the saved error is shown again, as text
+    assert "Status" in " ".join(_outside_text_places())
+    assert again.windowTitle().startswith(HOSTILE)  # window titles are plain text in Qt
+    again.sidebar.delete_session(session_id)
+    assert "Sessions notice" in " ".join(_outside_text_places())
+
+
+@quick_offscreen
+def test_outside_text_in_the_quick_window_shows_as_text(quick, router, qtbot) -> None:
+    """A failed quick answer shows the server's hostile message as text."""
+    from llamachat.scripted_router import Reply
+
+    window, _history = quick()
+    window.show()
+    router.script(Reply(status=500, error={"message": HOSTILE}))
+    _quick_ask(qtbot, window, "hello")
+    window.show_notice(f"Not sent: {HOSTILE}")
+    places = " ".join(_outside_text_places())
+    assert "Status" in places and "Notice" in places
+
+
 # ==== end section: chat window ====
 
 

@@ -16,7 +16,6 @@ Errors: this module raises no exceptions of its own; a failure here is a bug.
 
 from __future__ import annotations
 
-import html
 import logging
 import math
 import time
@@ -47,6 +46,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from . import plain
 from .markdown import COPY_SCHEME, DARK, LIGHT, Palette, StreamingMarkdown, Update
 
 log = logging.getLogger(__name__)
@@ -267,14 +267,14 @@ class MessageView(QFrame):
 
         attachments = [str(a.get("name") or "") for a in message.get("attachments") or ()]
         if any(attachments):
-            note = QLabel("Attached: " + ", ".join(a for a in attachments if a), self)
+            note = plain.Label("Attached: " + ", ".join(a for a in attachments if a), self)
             note.setAccessibleName("Attachments")
             note.setForegroundRole(QPalette.ColorRole.PlaceholderText)
             layout.addWidget(note)
 
         status_row = QHBoxLayout()
         status_row.setContentsMargins(0, 0, 0, 0)
-        self._status = QLabel(self)
+        self._status = plain.Label("", self)
         self._status.setAccessibleName("Status")
         self._status.setWordWrap(True)
         self._status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -290,7 +290,7 @@ class MessageView(QFrame):
         footer = QHBoxLayout()
         footer.setContentsMargins(0, 0, 0, 0)
         footer.setSpacing(2)
-        self._stats = QLabel(self)
+        self._stats = plain.Label("", self)
         self._stats.setAccessibleName("Reply statistics")
         self._stats.setForegroundRole(QPalette.ColorRole.PlaceholderText)
         self._stats.hide()
@@ -360,15 +360,13 @@ class MessageView(QFrame):
             self._searches = QVBoxLayout()
             self._searches.setSpacing(2)
             self._layout.insertLayout(self._layout.indexOf(self._body), self._searches)
-        lines = [f"<b>Searched:</b> {html.escape(query)}"]
+        lines = [f"<b>Searched:</b> {plain.markup(query)}"]
         if error:
-            lines.append(f'<span style="color:#d1242f">{html.escape(error)}</span>')
+            lines.append(f'<span style="color:#d1242f">{plain.markup(error)}</span>')
         for number, result in enumerate(results, 1):
             url = str(result.get("url", ""))
             title = str(result.get("title") or url)
-            lines.append(
-                f'{number}. <a href="{html.escape(url, quote=True)}">{html.escape(title)}</a>'
-            )
+            lines.append(f'{number}. <a href="{plain.markup(url)}">{plain.markup(title)}</a>')
         label = QLabel("<br>".join(lines), self)
         label.setTextFormat(Qt.TextFormat.RichText)
         label.setWordWrap(True)
@@ -396,7 +394,7 @@ class MessageView(QFrame):
             self._status.setStyleSheet("")
             self._status.setForegroundRole(QPalette.ColorRole.PlaceholderText)
         elif status == "error":
-            self._status.setText(error or "The reply failed.")
+            plain.set_text(self._status, error or "The reply failed.")
             self._status.setStyleSheet("color: #d1242f;")
         self._status.setVisible(status in ("stopped", "error"))
         self._retry.setVisible(status in ("stopped", "error") and self.role == "assistant")
@@ -480,7 +478,7 @@ class MessageView(QFrame):
         button = QToolButton(self)
         button.setText(text)
         button.setAccessibleName(name)
-        button.setToolTip(name)
+        button.setToolTip(plain.tooltip(name))
         button.setAutoRaise(True)
         button.setCursor(Qt.CursorShape.PointingHandCursor)
         button.clicked.connect(slot)
