@@ -7453,6 +7453,41 @@ def test_composer_refuses_image_for_text_only_model(chat_window, qtbot, tmp_path
     assert "does not read images" in window.statusBar().currentMessage()
 
 
+def test_composer_refuses_a_fifo_or_a_folder_at_once_saying_why(chat_window, tmp_path) -> None:
+    """A FIFO (or a folder) is refused with a message; opening it no longer blocks the window."""
+    import threading
+
+    from llamachat.ui.composer import AttachmentError, file_attachment
+
+    fifo = tmp_path / "notes.txt"
+    os.mkfifo(fifo)
+    outcome: list = []
+
+    def attach() -> None:
+        try:
+            file_attachment(fifo, images=False)
+        except AttachmentError as exc:
+            outcome.append(str(exc))
+
+    # On a thread, so that a blocking open fails this test instead of hanging it.
+    thread = threading.Thread(target=attach, daemon=True)
+    thread.start()
+    thread.join(timeout=10)
+    if thread.is_alive():
+        with open(fifo, "wb"):  # a writer unblocks the stuck open, and the thread ends
+            pass
+        pytest.fail("attaching a FIFO blocked")
+    assert outcome == [
+        "notes.txt is not a regular file (a pipe, socket or device), and only files attach."
+    ]
+
+    window, _history = chat_window()
+    (tmp_path / "folder").mkdir()
+    window.composer.add_files([str(fifo), str(tmp_path / "folder")])
+    assert window.composer.attachments() == []
+    assert "folder is a folder" in window.statusBar().currentMessage()
+
+
 def test_composer_sends_image_as_data_uri_to_vision_model(chat_window, qtbot, tmp_path) -> None:
     """A vision model gets the image as an image_url data URI part next to the text."""
     from llamachat.scripted_router import Model, ScriptedRouter

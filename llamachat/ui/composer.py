@@ -19,6 +19,7 @@ import os
 import re
 import stat
 from pathlib import Path
+from typing import BinaryIO
 
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMimeData, QRect, Qt, Signal, Slot
 from PySide6.QtGui import QImage, QKeyEvent, QResizeEvent, QStandardItem, QStandardItemModel
@@ -68,21 +69,7 @@ def image_attachment(image: QImage, name: str = "pasted image.png") -> Attachmen
 def file_attachment(path: Path, *, images: bool) -> Attachment:
     """Read `path` as an attachment; raises AttachmentError with a reason the user can act on."""
     mime = mimetypes.guess_type(path.name)[0] or ""
-    try:
-        # Non-blocking: opening a FIFO that has no writer would block the window. The
-        # type is then checked on the open file, so nothing can swap it in between.
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError as exc:
-        raise AttachmentError(f"Cannot read {path.name}: {exc.strerror or exc}") from exc
-    with os.fdopen(fd, "rb") as file:
-        mode = os.fstat(file.fileno()).st_mode
-        if stat.S_ISDIR(mode):
-            raise AttachmentError(f"{path.name} is a folder: attach the files in it instead.")
-        if not stat.S_ISREG(mode):
-            raise AttachmentError(
-                f"{path.name} is not a regular file (a pipe, socket or device), "
-                "and only files attach."
-            )
+    with _open_regular(path) as file:
         if mime in IMAGE_TYPES:
             if not images:
                 raise AttachmentError(
@@ -106,7 +93,30 @@ def file_attachment(path: Path, *, images: bool) -> Attachment:
     return Attachment("text", path.name, mime or "text/plain", text)
 
 
-def _read(file, path: Path, limit: int) -> bytes | None:
+def _open_regular(path: Path) -> BinaryIO:
+    """`path` opened for reading; AttachmentError unless it is a regular file."""
+    try:
+        # Non-blocking: opening a FIFO that has no writer would block the window. The
+        # type is then checked on the open file, so nothing can swap it in between.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise AttachmentError(f"Cannot read {path.name}: {exc.strerror or exc}") from exc
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise AttachmentError(f"{path.name} is a folder: attach the files in it instead.")
+        if not stat.S_ISREG(mode):
+            raise AttachmentError(
+                f"{path.name} is not a regular file (a pipe, socket or device), "
+                "and only files attach."
+            )
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _read(file: BinaryIO, path: Path, limit: int) -> bytes | None:
     """At most `limit` bytes of `file`, or None when it holds more."""
     try:
         data = file.read(limit + 1)
