@@ -7200,6 +7200,44 @@ def test_chips_click_unloads_skill_and_hides_row(chat_window, router, qtbot) -> 
 
 
 @offscreen_popup
+def test_window_reopened_chat_keeps_a_deleted_skill_as_missing_until_removed(
+    chat_window, router, qtbot, tmp_path
+) -> None:
+    """A skill gone from disk stays on the chat, struck through, with a notice; the model
+    does not get it; the user's click removes it from the chat."""
+    import shutil
+
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QPushButton
+
+    from llamachat.db import History
+
+    window, history = chat_window()
+    _send(qtbot, window, "/finance-cli /weather hello")
+    session_id = window.session_id
+    window.close()
+    shutil.rmtree(tmp_path / "skills" / "weather")
+
+    again, _ = chat_window(history=History(history.path))
+    assert again.open_session(session_id)
+    assert again.skill_chips.skills() == ["finance-cli", "weather"]
+    assert again.skill_chips.missing() == ["weather"]
+    chip = _by_name(again, QPushButton, "Remove missing skill weather")
+    assert chip.font().strikeOut() and "(missing)" in chip.text()
+    assert "no longer found: weather" in again.statusBar().currentMessage()
+    assert history.get_session(session_id)["skills"] == ["finance-cli", "weather"]
+
+    _send(qtbot, again, "next")
+    system = router.chat_requests()[-1].json["messages"][0]["content"]
+    assert _skill_part(tmp_path, "finance-cli") in system and "weather" not in system
+    assert history.get_session(session_id)["skills"] == ["finance-cli", "weather"]
+
+    qtbot.mouseClick(chip, Qt.MouseButton.LeftButton)
+    assert again.skill_chips.skills() == ["finance-cli"] and again.skill_chips.missing() == []
+    assert history.get_session(session_id)["skills"] == ["finance-cli"]
+
+
+@offscreen_popup
 def test_window_reopen_restores_skills_and_new_session_starts_empty(
     chat_window, router, qtbot
 ) -> None:

@@ -90,6 +90,7 @@ class SkillChips(ChipRow):
             font = button.font()
             font.setStrikeOut(True)
             button.setFont(font)
+            button.setAccessibleName(f"Remove missing skill {name}")
             button.setToolTip(
                 plain.tooltip(
                     f"The skill {name} is no longer in the skills folders, so the model "
