@@ -4012,6 +4012,49 @@ def test_markdown_model_html_is_shown_as_text_not_interpreted() -> None:
     assert "<img" not in out and 'href="/etc/passwd"' in out
 
 
+def _longest_unbroken_run(text: str) -> int:
+    """The longest stretch of `text` with no space and no zero-width space in it."""
+    import re
+
+    return max((len(run) for run in re.split(r"[\s\u200b]+", text)), default=0)
+
+
+def _shown_text(fragment: str) -> str:
+    """The text an HTML fragment shows: tags dropped, entities read."""
+    import html
+    import re
+
+    return html.unescape(re.sub(r"<[^>]*>", "", fragment))
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["a" * 30_000, "&" * 3_000, "**a**" * 2_000, "x`" * 3_000, "```\n" + "b" * 3_000 + "\n```\n"],
+)
+def test_markdown_long_unbroken_text_gets_a_break_every_max_run_characters(text: str) -> None:
+    """Qt lays out a run with no break opportunity in quadratic time: runs are broken."""
+    from llamachat.ui.markdown import BREAK, MAX_RUN, break_text_runs, render_markdown
+
+    out = render_markdown(text)
+    shown = _shown_text(out)
+    assert _longest_unbroken_run(shown) <= MAX_RUN
+    assert _longest_unbroken_run(shown.replace(BREAK, "")) > MAX_RUN  # the breaks did it
+    assert "<" not in _shown_text(out.replace(BREAK, "")).replace("&lt;", "")  # tags whole
+
+    pieces, run, shown = [text[i : i + 7] for i in range(0, len(text), 7)], 0, ""
+    for piece in pieces:  # streamed plain text, as the reasoning panel gets it
+        piece, run = break_text_runs(piece, run)
+        shown += piece
+    assert shown.replace(BREAK, "") == text and _longest_unbroken_run(shown) <= MAX_RUN
+
+
+def test_markdown_prose_and_short_words_get_no_breaks() -> None:
+    from llamachat.ui.markdown import BREAK, render_markdown
+
+    text = "Words, [a link](https://example.com/a/b?c=d) and `code` " * 200
+    assert BREAK not in render_markdown(text)
+
+
 def test_markdown_code_block_is_highlighted_only_once_closed() -> None:
     from llamachat.ui.markdown import StreamingMarkdown
 
@@ -4074,6 +4117,39 @@ def test_conversation_streams_20000_tokens_without_crash(conversation_view, qtbo
     assert reply.content() == "".join(tokens) + "\n\nThe last words."
     assert reply.render_count >= 40
     assert reply.text_document().toPlainText().rstrip().endswith("The last words.")
+
+
+def test_conversation_one_character_repeated_is_laid_out_with_breaks_and_copied_without(
+    conversation_view, qtbot
+) -> None:
+    """A degenerate reply (and reasoning) of one character: its layout has break
+    opportunities (rendering stays linear), its text and copies are what the model sent."""
+    from PySide6.QtGui import QTextCursor
+
+    from llamachat.ui.markdown import BREAK, MAX_RUN
+
+    saved = conversation_view.append_message(
+        {"id": 1, "role": "assistant", "content": "a" * 200_000, "reasoning": "r" * 50_000}
+    )
+    streamed = conversation_view.append_message({"id": 2, "role": "assistant"})
+    for _ in range(100):
+        streamed.append_reasoning("t" * 997)
+    with qtbot.waitSignal(streamed.rendered, timeout=10_000):
+        for _ in range(100):
+            streamed.append_content("b" * 997)
+    streamed.finish()
+    for view, content, reasoning in (
+        (saved, "a" * 200_000, "r" * 50_000),
+        (streamed, "b" * 99_700, "t" * 99_700),
+    ):
+        assert view.content() == content and view.reasoning() == reasoning
+        for document in (view.text_document(), view._reasoning_body.document()):
+            assert _longest_unbroken_run(document.toPlainText()) <= MAX_RUN
+        body = view._body
+        body.selectAll()
+        copied = body.createMimeDataFromSelection()
+        assert BREAK not in copied.text() and copied.text().strip() == content
+        body.setTextCursor(QTextCursor(body.document()))
 
 
 def test_conversation_burst_of_appends_costs_one_render(conversation_view, qtbot) -> None:

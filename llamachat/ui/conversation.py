@@ -20,7 +20,7 @@ import logging
 import math
 import time
 
-from PySide6.QtCore import QEvent, QSize, Qt, QTimer, QUrl, Signal
+from PySide6.QtCore import QEvent, QMimeData, QSize, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import (
     QColor,
     QDesktopServices,
@@ -47,7 +47,16 @@ from PySide6.QtWidgets import (
 )
 
 from . import plain
-from .markdown import COPY_SCHEME, DARK, LIGHT, Palette, StreamingMarkdown, Update
+from .markdown import (
+    BREAK,
+    COPY_SCHEME,
+    DARK,
+    LIGHT,
+    Palette,
+    StreamingMarkdown,
+    Update,
+    break_text_runs,
+)
 
 log = logging.getLogger(__name__)
 
@@ -150,6 +159,15 @@ class _Body(QTextBrowser):
         """Let the conversation scroll: this view never scrolls by itself."""
         event.ignore()
 
+    def createMimeDataFromSelection(self) -> QMimeData:
+        """Copy the selection without the breaks put into long runs (they are for layout)."""
+        selected = super().createMimeDataFromSelection()
+        mime = QMimeData()
+        mime.setText(selected.text().replace(BREAK, ""))
+        if selected.hasHtml():
+            mime.setHtml(selected.html().replace(BREAK, ""))
+        return mime
+
     def sizeHint(self) -> QSize:
         """As tall as the document."""
         return QSize(super().sizeHint().width(), self.height())
@@ -234,6 +252,7 @@ class MessageView(QFrame):
         self._palette = palette
         self._markdown = StreamingMarkdown(palette=palette)
         self._reasoning_parts: list[str] = []
+        self._reasoning_run = 0  # the unbroken run the reasoning shown ends with
         self._pending_content: list[str] = []
         self._pending_reasoning: list[str] = []
         self._streaming = False
@@ -531,6 +550,7 @@ class MessageView(QFrame):
         self._ensure_reasoning()
         assert self._reasoning_body is not None
         self._reasoning_parts.append(text)
+        text, self._reasoning_run = break_text_runs(text, self._reasoning_run)
         cursor = QTextCursor(self._reasoning_body.document())
         cursor.movePosition(QTextCursor.MoveOperation.End)
         cursor.insertText(text)
