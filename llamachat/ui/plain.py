@@ -7,7 +7,8 @@ llamachat does not control (server and provider errors, a reply's saved error,
 skill names and descriptions, chat titles, file names, model ids, paths) reaches a
 widget only through these helpers:
 
-- `Label` is a QLabel that shows plain text; every label in llamachat.ui is one.
+- `Label` is a QLabel that shows plain text; every label that may show outside
+  text is one (the few QLabels left hold fixed text of ours, or escaped markup).
 - `set_text(label, text)` makes any QLabel plain before setting outside text.
 - `tooltip(text)` is text for the places that always guess (widget and item
   tooltips): text Qt would take for rich text is escaped and wrapped in markup of
