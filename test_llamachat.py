@@ -8737,13 +8737,16 @@ def hostile_server():
     server.close()
 
 
+@offscreen_dialogs
 def test_plain_helpers_keep_outside_text_from_being_read_as_rich_text(qtbot) -> None:
     """The one way outside text reaches Qt: plain labels, escaped tooltips, plain message boxes."""
     from PySide6.QtCore import Qt
     from PySide6.QtGui import QTextDocumentFragment
     from PySide6.QtWidgets import QLabel, QMessageBox
 
+    from llamachat.db import HistoryError
     from llamachat.ui import plain
+    from llamachat.ui.app import ExceptionHook
 
     label = plain.Label(HOSTILE)
     qtbot.addWidget(label)
@@ -8761,6 +8764,17 @@ def test_plain_helpers_keep_outside_text_from_being_read_as_rich_text(qtbot) -> 
     qtbot.addWidget(box)
     assert box.textFormat() == Qt.TextFormat.PlainText and box.text() == HOSTILE
     assert _outside_text_places()
+
+    hook = ExceptionHook()  # a bug's message, and an environment fault's, are outside text
+    for exc in (RuntimeError(HOSTILE), HistoryError(HOSTILE)):
+        hook.handle(type(exc), exc, None)
+    try:
+        assert len(hook.dialogs) == 2
+        shown = [where for where in _outside_text_places() if "qt_msgbox_label" in where]
+        assert len(shown) == 3  # the helper's box and the two hook dialogs
+    finally:
+        for dialog in hook.dialogs:
+            dialog.close()
 
 
 def test_outside_text_router_provider_and_start_up_errors_show_as_text(
@@ -8780,7 +8794,7 @@ def test_outside_text_router_provider_and_start_up_errors_show_as_text(
     qtbot.waitUntil(lambda: "evil" in label.text() and HOSTILE in label.text(), timeout=10_000)
     assert "Model status" in " ".join(_outside_text_places())
 
-    window.router_failed(f"llama-server said: {HOSTILE}")
+    window.app.router_failed(f"llama-server said: {HOSTILE}")
     places = " ".join(_outside_text_places())
     assert "Getting started" in places
 
