@@ -4102,6 +4102,49 @@ def test_markdown_model_html_is_shown_as_text_not_interpreted() -> None:
     assert "<img" not in out and 'href="/etc/passwd"' in out
 
 
+def _longest_unbroken_run(text: str) -> int:
+    """The longest stretch of `text` with no space and no zero-width space in it."""
+    import re
+
+    return max((len(run) for run in re.split(r"[\s\u200b]+", text)), default=0)
+
+
+def _shown_text(fragment: str) -> str:
+    """The text an HTML fragment shows: tags dropped, entities read."""
+    import html
+    import re
+
+    return html.unescape(re.sub(r"<[^>]*>", "", fragment))
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["a" * 30_000, "&" * 3_000, "**a**" * 2_000, "x`" * 3_000, "```\n" + "b" * 3_000 + "\n```\n"],
+)
+def test_markdown_long_unbroken_text_gets_a_break_every_max_run_characters(text: str) -> None:
+    """Qt lays out a run with no break opportunity in quadratic time: runs are broken."""
+    from llamachat.ui.markdown import BREAK, MAX_RUN, break_text_runs, render_markdown
+
+    out = render_markdown(text)
+    shown = _shown_text(out)
+    assert _longest_unbroken_run(shown) <= MAX_RUN
+    assert _longest_unbroken_run(shown.replace(BREAK, "")) > MAX_RUN  # the breaks did it
+    assert "<" not in _shown_text(out.replace(BREAK, "")).replace("&lt;", "")  # tags whole
+
+    pieces, run, shown = [text[i : i + 7] for i in range(0, len(text), 7)], 0, ""
+    for piece in pieces:  # streamed plain text, as the reasoning panel gets it
+        piece, run = break_text_runs(piece, run)
+        shown += piece
+    assert shown.replace(BREAK, "") == text and _longest_unbroken_run(shown) <= MAX_RUN
+
+
+def test_markdown_prose_and_short_words_get_no_breaks() -> None:
+    from llamachat.ui.markdown import BREAK, render_markdown
+
+    text = "Words, [a link](https://example.com/a/b?c=d) and `code` " * 200
+    assert BREAK not in render_markdown(text)
+
+
 def test_markdown_code_block_is_highlighted_only_once_closed() -> None:
     from llamachat.ui.markdown import StreamingMarkdown
 
@@ -4164,6 +4207,39 @@ def test_conversation_streams_20000_tokens_without_crash(conversation_view, qtbo
     assert reply.content() == "".join(tokens) + "\n\nThe last words."
     assert reply.render_count >= 40
     assert reply.text_document().toPlainText().rstrip().endswith("The last words.")
+
+
+def test_conversation_one_character_repeated_is_laid_out_with_breaks_and_copied_without(
+    conversation_view, qtbot
+) -> None:
+    """A degenerate reply (and reasoning) of one character: its layout has break
+    opportunities (rendering stays linear), its text and copies are what the model sent."""
+    from PySide6.QtGui import QTextCursor
+
+    from llamachat.ui.markdown import BREAK, MAX_RUN
+
+    saved = conversation_view.append_message(
+        {"id": 1, "role": "assistant", "content": "a" * 200_000, "reasoning": "r" * 50_000}
+    )
+    streamed = conversation_view.append_message({"id": 2, "role": "assistant"})
+    for _ in range(100):
+        streamed.append_reasoning("t" * 997)
+    with qtbot.waitSignal(streamed.rendered, timeout=10_000):
+        for _ in range(100):
+            streamed.append_content("b" * 997)
+    streamed.finish()
+    for view, content, reasoning in (
+        (saved, "a" * 200_000, "r" * 50_000),
+        (streamed, "b" * 99_700, "t" * 99_700),
+    ):
+        assert view.content() == content and view.reasoning() == reasoning
+        for document in (view.text_document(), view._reasoning_body.document()):
+            assert _longest_unbroken_run(document.toPlainText()) <= MAX_RUN
+        body = view._body
+        body.selectAll()
+        copied = body.createMimeDataFromSelection()
+        assert BREAK not in copied.text() and copied.text().strip() == content
+        body.setTextCursor(QTextCursor(body.document()))
 
 
 def test_conversation_append_renders_the_burst_at_once(conversation_view, qtbot) -> None:
@@ -7287,6 +7363,44 @@ def test_chips_click_unloads_skill_and_hides_row(chat_window, router, qtbot) -> 
 
 
 @offscreen_popup
+def test_window_reopened_chat_keeps_a_deleted_skill_as_missing_until_removed(
+    chat_window, router, qtbot, tmp_path
+) -> None:
+    """A skill gone from disk stays on the chat, struck through, with a notice; the model
+    does not get it; the user's click removes it from the chat."""
+    import shutil
+
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QPushButton
+
+    from llamachat.db import History
+
+    window, history = chat_window()
+    _send(qtbot, window, "/finance-cli /weather hello")
+    session_id = window.session_id
+    window.close()
+    shutil.rmtree(tmp_path / "skills" / "weather")
+
+    again, _ = chat_window(history=History(history.path))
+    assert again.open_session(session_id)
+    assert again.skill_chips.skills() == ["finance-cli", "weather"]
+    assert again.skill_chips.missing() == ["weather"]
+    chip = _by_name(again, QPushButton, "Remove missing skill weather")
+    assert chip.font().strikeOut() and "(missing)" in chip.text()
+    assert "no longer found: weather" in again.statusBar().currentMessage()
+    assert history.get_session(session_id)["skills"] == ["finance-cli", "weather"]
+
+    _send(qtbot, again, "next")
+    system = router.chat_requests()[-1].json["messages"][0]["content"]
+    assert _skill_part(tmp_path, "finance-cli") in system and "weather" not in system
+    assert history.get_session(session_id)["skills"] == ["finance-cli", "weather"]
+
+    qtbot.mouseClick(chip, Qt.MouseButton.LeftButton)
+    assert again.skill_chips.skills() == ["finance-cli"] and again.skill_chips.missing() == []
+    assert history.get_session(session_id)["skills"] == ["finance-cli"]
+
+
+@offscreen_popup
 def test_window_reopen_restores_skills_and_new_session_starts_empty(
     chat_window, router, qtbot
 ) -> None:
@@ -7538,6 +7652,41 @@ def test_composer_refuses_image_for_text_only_model(chat_window, qtbot, tmp_path
     window.composer.add_files([_png(tmp_path / "red.png")])
     assert window.composer.attachments() == []
     assert "does not read images" in window.statusBar().currentMessage()
+
+
+def test_composer_refuses_a_fifo_or_a_folder_at_once_saying_why(chat_window, tmp_path) -> None:
+    """A FIFO (or a folder) is refused with a message; opening it no longer blocks the window."""
+    import threading
+
+    from llamachat.ui.composer import AttachmentError, file_attachment
+
+    fifo = tmp_path / "notes.txt"
+    os.mkfifo(fifo)
+    outcome: list = []
+
+    def attach() -> None:
+        try:
+            file_attachment(fifo, images=False)
+        except AttachmentError as exc:
+            outcome.append(str(exc))
+
+    # On a thread, so that a blocking open fails this test instead of hanging it.
+    thread = threading.Thread(target=attach, daemon=True)
+    thread.start()
+    thread.join(timeout=10)
+    if thread.is_alive():
+        with open(fifo, "wb"):  # a writer unblocks the stuck open, and the thread ends
+            pass
+        pytest.fail("attaching a FIFO blocked")
+    assert outcome == [
+        "notes.txt is not a regular file (a pipe, socket or device), and only files attach."
+    ]
+
+    window, _history = chat_window()
+    (tmp_path / "folder").mkdir()
+    window.composer.add_files([str(fifo), str(tmp_path / "folder")])
+    assert window.composer.attachments() == []
+    assert "folder is a folder" in window.statusBar().currentMessage()
 
 
 def test_composer_sends_image_as_data_uri_to_vision_model(chat_window, qtbot, tmp_path) -> None:
@@ -8608,6 +8757,214 @@ def test_excepthook_logs_a_bug_and_shows_it_once_a_fault_as_a_message(
                 dialog.close()
             state.close()
     assert sys.excepthook == before
+
+
+# ---------------------------------------------------------------- outside text stays text
+
+# What a hostile router, provider, skill or file name could send: rich text that Qt would
+# draw (and whose image it would load) if it ever guessed. The image is harmless here; a
+# `/dev/zero` one aborted the app. No slash in it: it is a file name too.
+HOSTILE = '<b>x<img src="llamachat-no-such-image.png">'
+
+
+def _outside_text_places() -> list[str]:
+    """Where HOSTILE is on screen in any widget; fails where Qt would read it as rich text.
+
+    A label must hold it as plain text; a tooltip (widget or item data, which Qt always
+    guesses) must hold it where Qt's guess says plain, or escaped inside markup.
+    """
+    import html
+
+    from PySide6.QtCore import QAbstractListModel, QModelIndex, Qt
+    from PySide6.QtGui import Qt as GuiQt
+    from PySide6.QtWidgets import QAbstractItemView, QApplication, QComboBox, QLabel
+
+    escaped = html.escape(HOSTILE, quote=False)
+    places: list[str] = []
+
+    def tooltip(tip: object, where: str) -> None:
+        tip = str(tip or "")
+        if HOSTILE in tip:
+            assert not GuiQt.mightBeRichText(tip), f"{where}: tooltip read as rich text: {tip!r}"
+            places.append(where)
+        elif escaped in tip:
+            places.append(where)
+
+    def model_tooltips(model, where: str, parent=None) -> None:
+        parent = parent if parent is not None else QModelIndex()
+        # A list model's columnCount is private in PySide: it is one flat column.
+        flat = isinstance(model, QAbstractListModel)
+        for row in range(model.rowCount(parent)):
+            for column in range(1 if flat else model.columnCount(parent)):
+                index = model.index(row, column, parent)
+                tooltip(index.data(Qt.ItemDataRole.ToolTipRole), f"{where} row {row}")
+                if not flat and model.hasChildren(index):
+                    model_tooltips(model, where, index)
+
+    for widget in QApplication.allWidgets():
+        where = f"{type(widget).__name__} {widget.accessibleName() or widget.objectName()!r}"
+        if isinstance(widget, QLabel) and HOSTILE in widget.text():
+            assert widget.textFormat() == Qt.TextFormat.PlainText, f"{where}: {widget.text()!r}"
+            places.append(where)
+        tooltip(widget.toolTip(), where)
+        if isinstance(widget, QAbstractItemView) and widget.model() is not None:
+            model_tooltips(widget.model(), where)
+        if isinstance(widget, QComboBox):
+            model_tooltips(widget.model(), where)
+    return places
+
+
+class _HostileServer:
+    """Answers every request with an HTML error page holding HOSTILE, as a broken proxy might."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _answer(self) -> None:
+                body = f"<html><body>{HOSTILE}</body></html>".encode()
+                self.send_response(502)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = _answer
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def hostile_server():
+    server = _HostileServer()
+    yield server
+    server.close()
+
+
+@offscreen_dialogs
+def test_plain_helpers_keep_outside_text_from_being_read_as_rich_text(qtbot) -> None:
+    """The one way outside text reaches Qt: plain labels, escaped tooltips, plain message boxes."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtGui import QTextDocumentFragment
+    from PySide6.QtWidgets import QLabel, QMessageBox
+
+    from llamachat.db import HistoryError
+    from llamachat.ui import plain
+    from llamachat.ui.app import ExceptionHook
+
+    label = plain.Label(HOSTILE)
+    qtbot.addWidget(label)
+    assert label.textFormat() == Qt.TextFormat.PlainText and label.text() == HOSTILE
+    other = QLabel()
+    qtbot.addWidget(other)
+    plain.set_text(other, HOSTILE)
+    assert other.textFormat() == Qt.TextFormat.PlainText
+    for text in (HOSTILE, f"Error: {HOSTILE}\n  two  spaces", "&lt;b&gt; is a tag"):
+        tip = plain.tooltip(text)
+        assert QTextDocumentFragment.fromHtml(tip).toPlainText() == text
+    assert plain.tooltip("Context of qwen: 1 of 2 tokens") == "Context of qwen: 1 of 2 tokens"
+    assert plain.tooltip("") == ""
+    box = plain.message_box(None, QMessageBox.Icon.Critical, "llamachat", HOSTILE)
+    qtbot.addWidget(box)
+    assert box.textFormat() == Qt.TextFormat.PlainText and box.text() == HOSTILE
+    assert _outside_text_places()
+
+    hook = ExceptionHook()  # a bug's message, and an environment fault's, are outside text
+    for exc in (RuntimeError(HOSTILE), HistoryError(HOSTILE)):
+        hook.handle(type(exc), exc, None)
+    try:
+        assert len(hook.dialogs) == 2
+        shown = [where for where in _outside_text_places() if "qt_msgbox_label" in where]
+        assert len(shown) == 3  # the helper's box and the two hook dialogs
+    finally:
+        for dialog in hook.dialogs:
+            dialog.close()
+
+
+def test_outside_text_router_provider_and_start_up_errors_show_as_text(
+    chat_window, router, hostile_server, qtbot
+) -> None:
+    """An HTML error page from the router or a provider shows as text, at start-up, unasked."""
+    from llamachat.config import ProviderConfig
+
+    window, _history = chat_window(url=hostile_server.url, listed=False)
+    label = window.model_picker.status_label
+    qtbot.waitUntil(lambda: HOSTILE in label.text(), timeout=10_000)
+    assert "Model status" in " ".join(_outside_text_places())
+    window.close()
+
+    window, _history = chat_window(providers=(ProviderConfig("evil", hostile_server.url, ""),))
+    label = window.model_picker.status_label
+    qtbot.waitUntil(lambda: "evil" in label.text() and HOSTILE in label.text(), timeout=10_000)
+    assert "Model status" in " ".join(_outside_text_places())
+
+    window.app.router_failed(f"llama-server said: {HOSTILE}")
+    places = " ".join(_outside_text_places())
+    assert "Getting started" in places
+
+
+@offscreen_dialogs
+def test_outside_text_in_replies_skills_titles_and_file_names_shows_as_text(
+    chat_window, router, qtbot, tmp_path
+) -> None:
+    """Reply errors (live and reopened), skill descriptions, chat titles, file names: text."""
+    from llamachat.db import History
+    from llamachat.scripted_router import Reply
+
+    _write_skill(
+        tmp_path / "skills",
+        "evil",
+        f"---\nname: evil\ndescription: '{HOSTILE}'\n---\nBe evil.\n",
+    )
+    attachment = tmp_path / HOSTILE
+    attachment.write_text("hello", encoding="utf-8")
+    window, history = chat_window()
+    window.composer.add_files([str(attachment)])
+    router.script(Reply(status=500, error={"message": HOSTILE}))
+    _send(qtbot, window, "/evil hello")
+    assert HOSTILE in history.messages(window.session_id)[-1]["error"]
+    session_id = window.session_id
+    history.rename_session(session_id, HOSTILE)
+    window.sidebar.refresh()
+    qtbot.keyClicks(window.composer.editor, " /ev")
+    qtbot.waitUntil(window.composer.completer.popup().isVisible)
+    assert window.open_skills_panel() is not None
+    places = " ".join(_outside_text_places())
+    for where in ("Status", "Attachments", "Skill list", "Sessions", "QListView"):
+        assert where in places, (where, places)
+    window.close()
+
+    again, _ = chat_window(history=History(history.path))
+    assert again.open_session(session_id)  # the saved error is shown again, as text
+    assert "Status" in " ".join(_outside_text_places())
+    assert again.windowTitle().startswith(HOSTILE)  # window titles are plain text in Qt
+    again.sidebar.delete_session(session_id)
+    assert "Sessions notice" in " ".join(_outside_text_places())
+
+
+@quick_offscreen
+def test_outside_text_in_the_quick_window_shows_as_text(quick, router, qtbot) -> None:
+    """A failed quick answer shows the server's hostile message as text."""
+    from llamachat.scripted_router import Reply
+
+    window, _history = quick()
+    window.show()
+    router.script(Reply(status=500, error={"message": HOSTILE}))
+    _quick_ask(qtbot, window, "hello")
+    window.show_notice(f"Not sent: {HOSTILE}")
+    places = " ".join(_outside_text_places())
+    assert "Status" in places and "Notice" in places
 
 
 # ==== end section: chat window ====

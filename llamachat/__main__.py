@@ -116,9 +116,13 @@ def _config_failed(exc: config.ConfigError, *, gui: bool) -> int:
     if gui and _has_display():
         from PySide6.QtWidgets import QApplication, QMessageBox
 
+        from .ui import plain
+
         app = QApplication.instance() or QApplication(sys.argv[:1])
         app.setApplicationName("llamachat")
-        QMessageBox.critical(None, "llamachat: configuration error", str(exc))
+        plain.message_box(
+            None, QMessageBox.Icon.Critical, "llamachat: configuration error", str(exc)
+        ).exec()
     return 2
 
 
@@ -144,7 +148,7 @@ def _run_gui(args: argparse.Namespace, cfg: config.Config) -> int:
     from PySide6.QtWidgets import QApplication, QMessageBox
 
     from .db import History, HistoryError
-    from .ui import instance
+    from .ui import instance, plain
     from .ui.app import App
 
     try:
@@ -186,7 +190,9 @@ def _run_gui(args: argparse.Namespace, cfg: config.Config) -> int:
     except HistoryError as exc:
         print(f"llamachat: cannot open the history {cfg.history_path}: {exc}", file=sys.stderr)
         if _has_display():
-            QMessageBox.critical(None, "llamachat", f"Cannot open the history:\n{exc}")
+            plain.message_box(
+                None, QMessageBox.Icon.Critical, "llamachat", f"Cannot open the history:\n{exc}"
+            ).exec()
         listener.close()
         return 1
     # The theme is applied here, before any window: a cold `llamachat ask` has it too.

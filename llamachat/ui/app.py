@@ -39,7 +39,7 @@ from .. import backend, config, providers
 from ..config import Config, ConfigError
 from ..db import History, HistoryError
 from ..server import ManagedServerError
-from . import tasks
+from . import plain, tasks
 from .first_run import event_text
 from .theme import apply_theme
 
@@ -311,8 +311,7 @@ class ExceptionHook(QObject):
     def _show(self, icon: QMessageBox.Icon, title: str, text: str, details: str) -> None:
         if QApplication.instance() is None:
             return
-        box = QMessageBox(icon, title, text)
-        box.setTextFormat(Qt.TextFormat.PlainText)
+        box = plain.message_box(None, icon, title, text)
         if details:
             box.setDetailedText(details)
         self.dialogs.append(box)

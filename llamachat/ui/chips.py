@@ -1,6 +1,7 @@
 """Rows of removable chips: the loaded skills above the composer, and the attachments in it.
 
-A chip only asks for its removal (a signal); the owner decides. Raises nothing.
+A chip only asks for its removal (a signal); the owner decides. A skill chip can show
+its skill as missing (deleted from disk): it stays until the user removes it. Raises nothing.
 """
 
 from __future__ import annotations
@@ -8,7 +9,9 @@ from __future__ import annotations
 import logging
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QPushButton, QWidget
+
+from . import plain
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +37,7 @@ class ChipRow(QWidget):
         self._layout.setContentsMargins(0, 0, 0, 0)
         self._layout.setSpacing(6)
         if label:
-            caption = QLabel(label)
+            caption = plain.Label(label)
             caption.setTextInteractionFlags(Qt.TextInteractionFlag.NoTextInteraction)
             self._layout.addWidget(caption)
         self._layout.addStretch(1)
@@ -52,7 +55,7 @@ class ChipRow(QWidget):
             button.setFlat(True)
             button.setCursor(Qt.CursorShape.PointingHandCursor)
             button.setAccessibleName(self._accessible_template.format(name=text))
-            button.setToolTip(self._tooltip_template.format(name=text))
+            button.setToolTip(plain.tooltip(self._tooltip_template.format(name=text)))
             button.clicked.connect(lambda _checked=False, k=key: self.remove_requested.emit(k))
             self._layout.insertWidget(stretch_at + offset, button)
             self._buttons[key] = button
@@ -76,11 +79,29 @@ class SkillChips(ChipRow):
             parent=parent,
         )
         self.setAccessibleName("Loaded skills")
+        self._missing: frozenset[str] = frozenset()
         self.remove_requested.connect(self.unload_requested)
 
-    def set_skills(self, names: list[str]) -> None:
-        """Show a chip per loaded skill, in load order."""
-        self.set_items([(name, name) for name in names])
+    def set_skills(self, names: list[str], missing: frozenset[str] = frozenset()) -> None:
+        """Show a chip per loaded skill, in load order; `missing` ones struck through."""
+        self.set_items([(name, f"{name} (missing)" if name in missing else name) for name in names])
+        for name in missing & set(names):
+            button = self._buttons[name]
+            font = button.font()
+            font.setStrikeOut(True)
+            button.setFont(font)
+            button.setAccessibleName(f"Remove missing skill {name}")
+            button.setToolTip(
+                plain.tooltip(
+                    f"The skill {name} is no longer in the skills folders, so the model "
+                    "does not get it. Click to remove it from this chat."
+                )
+            )
+        self._missing = missing & set(names)
+
+    def missing(self) -> list[str]:
+        """The skill names shown as missing, in load order."""
+        return [name for name in self.keys() if name in self._missing]
 
     def skills(self) -> list[str]:
         """The skill names shown."""

@@ -15,8 +15,11 @@ from __future__ import annotations
 import base64
 import logging
 import mimetypes
+import os
 import re
+import stat
 from pathlib import Path
+from typing import BinaryIO
 
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMimeData, QRect, Qt, Signal, Slot
 from PySide6.QtGui import QImage, QKeyEvent, QResizeEvent, QStandardItem, QStandardItemModel
@@ -33,6 +36,7 @@ from PySide6.QtWidgets import (
 
 from ..skills import SkillStore
 from ..turn import Attachment
+from . import plain
 from .chips import ChipRow
 
 log = logging.getLogger(__name__)
@@ -65,24 +69,21 @@ def image_attachment(image: QImage, name: str = "pasted image.png") -> Attachmen
 def file_attachment(path: Path, *, images: bool) -> Attachment:
     """Read `path` as an attachment; raises AttachmentError with a reason the user can act on."""
     mime = mimetypes.guess_type(path.name)[0] or ""
-    try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise AttachmentError(f"Cannot read {path.name}: {exc.strerror or exc}") from exc
-    if mime in IMAGE_TYPES:
-        if not images:
-            raise AttachmentError(
-                f"{path.name} is an image, and the current model does not read images. "
-                "Pick a model with vision to attach it."
-            )
-        if size > MAX_IMAGE_BYTES:
-            raise AttachmentError(f"{path.name} is too big to attach (over 20 MB).")
-        data = _read(path)
-        encoded = base64.b64encode(data).decode("ascii")
-        return Attachment("image", path.name, mime, f"data:{mime};base64,{encoded}")
-    if size > MAX_TEXT_BYTES:
+    with _open_regular(path) as file:
+        if mime in IMAGE_TYPES:
+            if not images:
+                raise AttachmentError(
+                    f"{path.name} is an image, and the current model does not read images. "
+                    "Pick a model with vision to attach it."
+                )
+            data = _read(file, path, MAX_IMAGE_BYTES)
+            if data is None:
+                raise AttachmentError(f"{path.name} is too big to attach (over 20 MB).")
+            encoded = base64.b64encode(data).decode("ascii")
+            return Attachment("image", path.name, mime, f"data:{mime};base64,{encoded}")
+        data = _read(file, path, MAX_TEXT_BYTES)
+    if data is None:
         raise AttachmentError(f"{path.name} is too big to inline (over 1 MB).")
-    data = _read(path)
     if b"\0" in data:
         raise AttachmentError(f"{path.name} is not a text file, and only text and images attach.")
     try:
@@ -92,11 +93,36 @@ def file_attachment(path: Path, *, images: bool) -> Attachment:
     return Attachment("text", path.name, mime or "text/plain", text)
 
 
-def _read(path: Path) -> bytes:
+def _open_regular(path: Path) -> BinaryIO:
+    """`path` opened for reading; AttachmentError unless it is a regular file."""
     try:
-        return path.read_bytes()
+        # Non-blocking: opening a FIFO that has no writer would block the window. The
+        # type is then checked on the open file, so nothing can swap it in between.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
         raise AttachmentError(f"Cannot read {path.name}: {exc.strerror or exc}") from exc
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise AttachmentError(f"{path.name} is a folder: attach the files in it instead.")
+        if not stat.S_ISREG(mode):
+            raise AttachmentError(
+                f"{path.name} is not a regular file (a pipe, socket or device), "
+                "and only files attach."
+            )
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _read(file: BinaryIO, path: Path, limit: int) -> bytes | None:
+    """At most `limit` bytes of `file`, or None when it holds more."""
+    try:
+        data = file.read(limit + 1)
+    except OSError as exc:
+        raise AttachmentError(f"Cannot read {path.name}: {exc.strerror or exc}") from exc
+    return None if len(data) > limit else data
 
 
 class MessageEdit(QPlainTextEdit):
@@ -337,7 +363,7 @@ class Composer(QWidget):
             description = descriptions.get(name, "")
             item = QStandardItem(f"/{name}  —  {description}" if description else f"/{name}")
             item.setData(name, Qt.ItemDataRole.UserRole)
-            item.setToolTip(description)
+            item.setToolTip(plain.tooltip(description))
             self._skill_model.appendRow(item)
 
     def set_streaming(self, streaming: bool) -> None:

@@ -16,12 +16,11 @@ Errors: this module raises no exceptions of its own; a failure here is a bug.
 
 from __future__ import annotations
 
-import html
 import logging
 import math
 import time
 
-from PySide6.QtCore import QEvent, QSize, Qt, QTimer, QUrl, Signal
+from PySide6.QtCore import QEvent, QMimeData, QSize, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import (
     QColor,
     QDesktopServices,
@@ -47,7 +46,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from .markdown import COPY_SCHEME, DARK, LIGHT, Palette, StreamingMarkdown, Update
+from . import plain
+from .markdown import (
+    BREAK,
+    COPY_SCHEME,
+    DARK,
+    LIGHT,
+    Palette,
+    StreamingMarkdown,
+    Update,
+    break_text_runs,
+)
 
 log = logging.getLogger(__name__)
 
@@ -147,6 +156,15 @@ class _Body(QTextBrowser):
         """Let the conversation scroll: this view never scrolls by itself."""
         event.ignore()
 
+    def createMimeDataFromSelection(self) -> QMimeData:
+        """Copy the selection without the breaks put into long runs (they are for layout)."""
+        selected = super().createMimeDataFromSelection()
+        mime = QMimeData()
+        mime.setText(selected.text().replace(BREAK, ""))
+        if selected.hasHtml():
+            mime.setHtml(selected.html().replace(BREAK, ""))
+        return mime
+
     def sizeHint(self) -> QSize:
         """As tall as the document."""
         return QSize(super().sizeHint().width(), self.height())
@@ -231,6 +249,7 @@ class MessageView(QFrame):
         self._palette = palette
         self._markdown = StreamingMarkdown(palette=palette)
         self._reasoning_parts: list[str] = []
+        self._reasoning_run = 0  # the unbroken run the reasoning shown ends with
         self._streaming = False
         self._thinking_started: float | None = None
         self._thinking_seconds: float | None = None
@@ -258,14 +277,14 @@ class MessageView(QFrame):
 
         attachments = [str(a.get("name") or "") for a in message.get("attachments") or ()]
         if any(attachments):
-            note = QLabel("Attached: " + ", ".join(a for a in attachments if a), self)
+            note = plain.Label("Attached: " + ", ".join(a for a in attachments if a), self)
             note.setAccessibleName("Attachments")
             note.setForegroundRole(QPalette.ColorRole.PlaceholderText)
             layout.addWidget(note)
 
         status_row = QHBoxLayout()
         status_row.setContentsMargins(0, 0, 0, 0)
-        self._status = QLabel(self)
+        self._status = plain.Label("", self)
         self._status.setAccessibleName("Status")
         self._status.setWordWrap(True)
         self._status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -281,7 +300,7 @@ class MessageView(QFrame):
         footer = QHBoxLayout()
         footer.setContentsMargins(0, 0, 0, 0)
         footer.setSpacing(2)
-        self._stats = QLabel(self)
+        self._stats = plain.Label("", self)
         self._stats.setAccessibleName("Reply statistics")
         self._stats.setForegroundRole(QPalette.ColorRole.PlaceholderText)
         self._stats.hide()
@@ -353,15 +372,13 @@ class MessageView(QFrame):
             self._searches = QVBoxLayout()
             self._searches.setSpacing(2)
             self._layout.insertLayout(self._layout.indexOf(self._body), self._searches)
-        lines = [f"<b>Searched:</b> {html.escape(query)}"]
+        lines = [f"<b>Searched:</b> {plain.markup(query)}"]
         if error:
-            lines.append(f'<span style="color:#d1242f">{html.escape(error)}</span>')
+            lines.append(f'<span style="color:#d1242f">{plain.markup(error)}</span>')
         for number, result in enumerate(results, 1):
             url = str(result.get("url", ""))
             title = str(result.get("title") or url)
-            lines.append(
-                f'{number}. <a href="{html.escape(url, quote=True)}">{html.escape(title)}</a>'
-            )
+            lines.append(f'{number}. <a href="{plain.markup(url)}">{plain.markup(title)}</a>')
         label = QLabel("<br>".join(lines), self)
         label.setTextFormat(Qt.TextFormat.RichText)
         label.setWordWrap(True)
@@ -388,7 +405,7 @@ class MessageView(QFrame):
             self._status.setStyleSheet("")
             self._status.setForegroundRole(QPalette.ColorRole.PlaceholderText)
         elif status == "error":
-            self._status.setText(error or "The reply failed.")
+            plain.set_text(self._status, error or "The reply failed.")
             self._status.setStyleSheet("color: #d1242f;")
         self._status.setVisible(status in ("stopped", "error"))
         self._retry.setVisible(status in ("stopped", "error") and self.role == "assistant")
@@ -472,7 +489,7 @@ class MessageView(QFrame):
         button = QToolButton(self)
         button.setText(text)
         button.setAccessibleName(name)
-        button.setToolTip(name)
+        button.setToolTip(plain.tooltip(name))
         button.setAutoRaise(True)
         button.setCursor(Qt.CursorShape.PointingHandCursor)
         button.clicked.connect(slot)
@@ -525,6 +542,7 @@ class MessageView(QFrame):
         self._ensure_reasoning()
         assert self._reasoning_body is not None
         self._reasoning_parts.append(text)
+        text, self._reasoning_run = break_text_runs(text, self._reasoning_run)
         cursor = QTextCursor(self._reasoning_body.document())
         cursor.movePosition(QTextCursor.MoveOperation.End)
         cursor.insertText(text)

@@ -32,7 +32,6 @@ from PySide6.QtGui import QFont, QPalette
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
-    QLabel,
     QProgressBar,
     QPushButton,
     QSizePolicy,
@@ -42,6 +41,7 @@ from PySide6.QtWidgets import (
 
 from .. import backend, server
 from ..models import ModelInfo
+from . import plain
 
 log = logging.getLogger(__name__)
 
@@ -139,23 +139,20 @@ class FirstRunPanel(QFrame):
         self.hide()
 
     def _build(self) -> None:
-        self.title = QLabel()
+        self.title = plain.Label()
         self.title.setAccessibleName("Getting started title")
         font = QFont(self.title.font())
         font.setPointSizeF(font.pointSizeF() * 1.3)
         font.setBold(True)
         self.title.setFont(font)
 
-        self.text = QLabel()
+        self.text = plain.Label()
         self.text.setAccessibleName("Getting started text")
         self.text.setWordWrap(True)
-        # Messages come from config paths and server output: never read them as HTML.
-        self.text.setTextFormat(Qt.TextFormat.PlainText)
         self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
 
-        self.folder = QLabel()
+        self.folder = plain.Label()
         self.folder.setAccessibleName("Models folder")
-        self.folder.setTextFormat(Qt.TextFormat.PlainText)
         self.folder.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.folder.setWordWrap(True)
         fixed = QFont("monospace")
@@ -168,14 +165,12 @@ class FirstRunPanel(QFrame):
         self.busy.setTextVisible(False)
         self.busy.setMaximumHeight(10)
 
-        self.note = QLabel()
+        self.note = plain.Label()
         self.note.setAccessibleName("Getting started progress text")
-        self.note.setTextFormat(Qt.TextFormat.PlainText)
 
-        self.problem = QLabel()
+        self.problem = plain.Label()
         self.problem.setAccessibleName("Getting started problem")
         self.problem.setWordWrap(True)
-        self.problem.setTextFormat(Qt.TextFormat.PlainText)
         self.problem.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.problem.setStyleSheet("color: #c0392b;")
 

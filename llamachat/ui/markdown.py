@@ -20,6 +20,10 @@ Pygments once it is closed; while open it is shown as plain monospace.
 Model-written HTML is shown as text (markdown-it runs with ``html=False`` and
 everything else is escaped); images become plain links so nothing is loaded.
 
+Text with no break opportunity (a model stuck on one character) gets a zero-width
+space every `MAX_RUN` characters (`break_runs`): Qt lays out such a run in time
+quadratic in its length, and the breaks keep rendering linear.
+
 This module is Qt-free and raises no exceptions of its own: an error from
 markdown-it or Pygments is a bug and propagates.
 """
@@ -46,6 +50,26 @@ COPY_SCHEME = "copy"
 
 _FENCE_OPEN = re.compile(r"^(\s*)(`{3,}|~{3,})(.*)$")
 _HEADING = re.compile(r"^#{1,6}(\s|$)")
+
+# Qt wraps a line by scanning ahead to the next break opportunity, so a run with none
+# costs a scan of the rest of the run per line: 300 KB took 16 s, 10 MB minutes. A
+# break every MAX_RUN characters bounds each scan; words and URLs are far shorter.
+MAX_RUN = 80
+BREAK = "\u200b"
+# A stretch of HTML with no space outside its tags: what Qt sees as one unbroken run
+# (inline tags such as <b> do not break it). The lookahead keeps short words from
+# matching (a tag counts as one there); the repeat after it is fast on long runs.
+_HTML_RUN = re.compile(rf"(?=(?:[^\s<]|<[^>]*>){{{MAX_RUN + 1}}})(?:[^\s<]+|<[^>]*>)+")
+# At most MAX_RUN shown characters of such a run (an entity shows one), with its tags.
+_HTML_RUN_PIECE = re.compile(
+    rf"(?:(?:<[^>]*>)*(?:&#?[0-9A-Za-z]+;|[^<])){{1,{MAX_RUN}}}(?:<[^>]*>)*"
+)
+_LONG_TEXT_RUN = re.compile(rf"\S{{{MAX_RUN + 1},}}")
+# Most fragments have no long stretch of text at all: looking for one with the tags
+# taken out costs a fiftieth of _HTML_RUN's pass.
+_TAG = re.compile(r"<[^>]*>")
+_LONG_STRETCH = re.compile(rf"\S{{{MAX_RUN + 1}}}")
+_RUN_END = re.compile(r"[^\s\u200b]*\Z")
 
 
 @dataclass(frozen=True)
@@ -177,6 +201,43 @@ def _escape(text: str) -> str:
     return html.escape(text, quote=True)
 
 
+def break_runs(fragment: str) -> str:
+    """HTML `fragment` with a zero-width space every MAX_RUN characters of unbroken text.
+
+    Tags and entities are left whole; the breaks show nothing and only let Qt wrap.
+    """
+    if not _LONG_STRETCH.search(_TAG.sub("", fragment)):
+        return fragment
+    return _HTML_RUN.sub(_break_html_run, fragment)
+
+
+def _break_html_run(match: re.Match) -> str:
+    run = match.group()
+    if "<" not in run and "&" not in run:
+        return _break_text_run(match)  # the common case (one character repeated), faster
+    pieces = _HTML_RUN_PIECE.findall(run)
+    # A run of tags alone has no piece: it shows nothing and is left as it is.
+    return BREAK.join(pieces) if sum(map(len, pieces)) == len(run) else run
+
+
+def break_text_runs(text: str, run_before: int = 0) -> tuple[str, int]:
+    """Plain `text` with the same breaks, for text that arrives in pieces.
+
+    `run_before` is the unbroken run the previous piece ended with (at most MAX_RUN);
+    returns the text and the run it ends with, to pass along with the next piece.
+    """
+    # A stand-in for the carried run: breaks fall every MAX_RUN characters from the start
+    # of a run, so none lands inside it and it can be cut off again.
+    full = _LONG_TEXT_RUN.sub(_break_text_run, "x" * run_before + text)
+    end = _RUN_END.search(full[-(MAX_RUN + 1) :])
+    return full[run_before:], len(end.group()) if end else 0
+
+
+def _break_text_run(match: re.Match) -> str:
+    run = match.group()
+    return BREAK.join(run[i : i + MAX_RUN] for i in range(0, len(run), MAX_RUN))
+
+
 class Renderer:
     """markdown-it ("commonmark" + tables + strikethrough) producing HTML that Qt rich text shows well."""
 
@@ -210,7 +271,7 @@ class Renderer:
         )
         env = _Env(first_code=first_code, open_fence=open_fence, last_fence=last_fence)
         out = self._md.renderer.render(tokens, self._md.options, {"llamachat": env})
-        return out.strip(), env.codes
+        return break_runs(out.strip()), env.codes
 
     def _fence(self, tokens: list, idx: int, env: dict) -> str:
         token = tokens[idx]

@@ -17,10 +17,11 @@ import logging
 from typing import Protocol
 
 from PySide6.QtGui import QColor, QPalette
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QWidget
 
 from .. import backend
 from ..models import Models
+from . import plain
 from .model_picker import call_in_background
 
 log = logging.getLogger(__name__)
@@ -79,7 +80,7 @@ class ContextMeter(QWidget):
         self.bar.setMaximumWidth(140)
         self.bar.setMaximumHeight(14)
         self.bar.setTextVisible(False)
-        self.label = QLabel()
+        self.label = plain.Label()
         self.label.setAccessibleName("Context")
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -199,5 +200,5 @@ class ContextMeter(QWidget):
         else:
             self.label.setStyleSheet("")
         self.bar.setPalette(palette)
-        self.setToolTip(tip)
+        self.setToolTip(plain.tooltip(tip))
         self.setAccessibleDescription(tip)

@@ -27,7 +27,6 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
-    QLabel,
     QProgressBar,
     QToolButton,
     QWidget,
@@ -35,7 +34,7 @@ from PySide6.QtWidgets import (
 
 from .. import backend
 from ..models import ModelInfo, Models
-from . import tasks
+from . import plain, tasks
 
 log = logging.getLogger(__name__)
 
@@ -184,7 +183,7 @@ class ModelPicker(QWidget):
         self.busy.setMaximumHeight(12)
         self.busy.setTextVisible(False)
 
-        self.status_label = QLabel()
+        self.status_label = plain.Label()
         self.status_label.setAccessibleName("Model status")
         self.status_label.setWordWrap(False)
         self.status_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -495,7 +494,9 @@ class ModelPicker(QWidget):
             if not model_id:
                 continue
             self.combo.setItemText(index, self._label(model_id))
-            self.combo.setItemData(index, self._tooltip(model_id), Qt.ItemDataRole.ToolTipRole)
+            self.combo.setItemData(
+                index, plain.tooltip(self._tooltip(model_id)), Qt.ItemDataRole.ToolTipRole
+            )
         self._show_state()
 
     def _show_state(self) -> None:
@@ -527,8 +528,8 @@ class ModelPicker(QWidget):
             text = self._problem
             retry = self._retry or self.refresh
         self._retry = retry
-        self.status_label.setText(text)
-        self.status_label.setToolTip(text)
+        plain.set_text(self.status_label, text)
+        self.status_label.setToolTip(plain.tooltip(text))
         self.status_label.setVisible(bool(text))
         self.retry_button.setVisible(retry is not None)
         word = STATUS_WORDS.get(status, "")

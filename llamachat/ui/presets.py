@@ -22,7 +22,6 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QHBoxLayout,
     QInputDialog,
-    QLabel,
     QListWidget,
     QListWidgetItem,
     QMenu,
@@ -34,6 +33,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..prompts import DEFAULT_NAME, PromptError, Prompts
+from . import plain
 
 log = logging.getLogger(__name__)
 
@@ -181,7 +181,7 @@ class PresetPicker(QWidget):
             names = self.prompts.names()
         except PromptError as exc:
             names = []
-            self.combo.setToolTip(str(exc))
+            self.combo.setToolTip(plain.tooltip(str(exc)))
         if self._name not in names:
             names.append(self._name)  # a stored chat's preset that was since deleted
         self._filling = True
@@ -189,7 +189,9 @@ class PresetPicker(QWidget):
             self.combo.clear()
             if self._custom:
                 self.combo.addItem(CUSTOM_LABEL, _CUSTOM)
-                self.combo.setItemData(0, self._custom[:500], Qt.ItemDataRole.ToolTipRole)
+                self.combo.setItemData(
+                    0, plain.tooltip(self._custom[:500]), Qt.ItemDataRole.ToolTipRole
+                )
             for name in names:
                 self.combo.addItem(name, name)
             self.combo.setCurrentIndex(self.combo.findData(_CUSTOM if self._custom else self._name))
@@ -233,7 +235,7 @@ class PresetEditor(QDialog):
         self.list.currentItemChanged.connect(self._on_current_changed)
         self.editor = QPlainTextEdit()
         self.editor.setAccessibleName("Preset text")
-        self.message = QLabel()
+        self.message = plain.Label()
         self.message.setAccessibleName("Presets message")
         self.message.setWordWrap(True)
         self.message.hide()
@@ -396,7 +398,7 @@ class CustomPromptDialog(QDialog):
         self.setWindowTitle("Custom prompt for this chat")
         self.setAccessibleName("Custom prompt")
         self.resize(600, 360)
-        label = QLabel("This chat starts with this system prompt instead of a preset:")
+        label = plain.Label("This chat starts with this system prompt instead of a preset:")
         self.editor = QPlainTextEdit(text)
         self.editor.setAccessibleName("Custom prompt text")
         buttons = QDialogButtonBox(

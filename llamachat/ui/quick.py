@@ -39,14 +39,14 @@ from PySide6.QtGui import (
     QPalette,
     QShortcut,
 )
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QPushButton, QVBoxLayout, QWidget
 
 from .. import prompts, providers, turn
 from ..backend import BackendError
 from ..config import Config
 from ..db import History, HistoryError
 from ..models import ModelInfo
-from . import tasks
+from . import plain, tasks
 from .app import FAILED, PENDING, READY, App, RouterState
 from .chips import SkillChips
 from .composer import Attachment, Composer
@@ -119,7 +119,7 @@ class QuickWindow(QWidget):
         self.setMinimumWidth(420)
         self.resize(WIDTH, 10)
 
-        self.model_label = QLabel(self)
+        self.model_label = plain.Label("", self)
         self.model_label.setAccessibleName("Model")
         self.model_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
         self.continue_button = QPushButton("Continue in chat", self)
@@ -133,7 +133,7 @@ class QuickWindow(QWidget):
         top.addWidget(self.model_label, 1)
         top.addWidget(self.continue_button)
 
-        self.notice = QLabel(self)
+        self.notice = plain.Label("", self)
         self.notice.setAccessibleName("Notice")
         self.notice.setWordWrap(True)
         self.notice.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)

@@ -24,7 +24,6 @@ from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QFormLayout,
-    QLabel,
     QLineEdit,
     QPlainTextEdit,
     QVBoxLayout,
@@ -33,6 +32,7 @@ from PySide6.QtWidgets import (
 
 from .. import config
 from ..config import Config, ConfigError
+from . import plain
 
 log = logging.getLogger(__name__)
 
@@ -102,9 +102,9 @@ class SettingsDialog(QDialog):
         form.addRow("&Default model:", self.default_model)
         form.addRow("&Theme:", self.theme)
 
-        where = QLabel(f"Saved to {self.path}; comments in the file are kept.")
+        where = plain.Label(f"Saved to {self.path}; comments in the file are kept.")
         where.setWordWrap(True)
-        self.error_label = QLabel()
+        self.error_label = plain.Label()
         self.error_label.setAccessibleName("Settings error")
         self.error_label.setWordWrap(True)
         self.error_label.setStyleSheet("color: #c0392b")

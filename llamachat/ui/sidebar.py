@@ -37,7 +37,6 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QFrame,
     QHBoxLayout,
-    QLabel,
     QLineEdit,
     QListView,
     QMenu,
@@ -48,6 +47,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..db import History, HistoryError
+from . import plain
 
 log = logging.getLogger(__name__)
 
@@ -165,7 +165,8 @@ class SessionListModel(QAbstractListModel):
             facts = [f"Last message {stamp}"]
             if session.get("model"):
                 facts.append(f"Model {session['model']}")
-            return f"{title}\n" + " · ".join(facts)
+            text = f"{title}\n" + " · ".join(facts)
+            return plain.tooltip(text) if role == Qt.ItemDataRole.ToolTipRole else text
         if role == self.SessionIdRole:
             return session["id"]
         return None
@@ -258,7 +259,7 @@ class SessionSidebar(QWidget):
         self.list_view.addAction(delete)
         self.model.modelReset.connect(self._on_model_reset)
 
-        self.notice_label = QLabel()
+        self.notice_label = plain.Label()
         self.notice_label.setWordWrap(True)
         self.notice_label.setAccessibleName("Sessions notice")
         self.undo_button = QPushButton("Undo")

@@ -28,7 +28,6 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
     QHeaderView,
-    QLabel,
     QListWidget,
     QPushButton,
     QTreeWidget,
@@ -39,6 +38,7 @@ from PySide6.QtWidgets import (
 
 from .. import skills
 from ..skills import SkillStore
+from . import plain
 
 log = logging.getLogger(__name__)
 
@@ -175,16 +175,16 @@ class SkillsPanel(QDialog):
         import_button.setAccessibleName("Import skill folder")
         import_button.clicked.connect(self._on_import)
 
-        self.problems_label = QLabel("Problems")
+        self.problems_label = plain.Label("Problems")
         self.problems = QListWidget()
         self.problems.setAccessibleName("Skill problems")
         self.problems.setWordWrap(True)
-        self.message = QLabel()
+        self.message = plain.Label()
         self.message.setAccessibleName("Skills message")
         self.message.setWordWrap(True)
         self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.message.hide()
-        self.roots_label = QLabel()
+        self.roots_label = plain.Label()
         self.roots_label.setWordWrap(True)
         self.roots_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
 
@@ -243,8 +243,8 @@ class SkillsPanel(QDialog):
                     "loaded" if skill.name in loaded else "",
                 ]
             )
-            item.setToolTip(1, skill.description)
-            item.setToolTip(2, str(skill.path or ""))
+            item.setToolTip(1, plain.tooltip(skill.description))
+            item.setToolTip(2, plain.tooltip(str(skill.path or "")))
             self.tree.addTopLevelItem(item)
             if skill.name == selected:
                 self.tree.setCurrentItem(item)

@@ -58,7 +58,7 @@ from ..config import Config, ConfigError
 from ..db import History, HistoryError
 from ..models import ModelInfo
 from ..server import is_loopback
-from . import first_run, markdown, shortcuts, tasks
+from . import first_run, markdown, plain, shortcuts, tasks
 from .app import FAILED, PENDING, READY, App, RouterState
 from .chips import SkillChips
 from .composer import Attachment, Composer
@@ -91,7 +91,7 @@ class ServerLogDialog(QDialog):
         self.setWindowTitle("llama-server log")
         self.setAccessibleName("Server log")
         self.resize(820, 480)
-        self.path_label = QLabel()
+        self.path_label = plain.Label()
         self.path_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.text = QPlainTextEdit()
         self.text.setAccessibleName("Server log text")
@@ -454,11 +454,18 @@ class ChatWindow(QMainWindow):
         self.stop()
         self._session_id = session_id
         self._edit_from = None
-        self._loaded = [name for name in session.get("skills") or [] if self._is_loadable(name)]
+        # A skill gone from disk stays listed (as missing) until the user removes it.
+        self._loaded = list(session.get("skills") or [])
         self.preset_picker.set_session_prompt(
             session.get("prompt_name") or "", session.get("prompt_custom") or ""
         )
         self._skills_changed(persist=False)
+        if missing := self.skill_chips.missing():
+            self.show_status(
+                f"Skills of this chat no longer found: {', '.join(missing)}. "
+                "The model does not get them; click a chip to remove it.",
+                timeout=0,
+            )
         messages = self._settled_messages(session_id)
         self.conversation.load_messages(messages)
         if session.get("model"):
@@ -988,7 +995,14 @@ class ChatWindow(QMainWindow):
         self._system_cache = None
         if persist and self._session_id is not None:
             self.history.set_skills(self._session_id, self._loaded)
-        self.skill_chips.set_skills(self._loaded)
+        self._show_skill_chips()
+
+    def _show_skill_chips(self) -> None:
+        missing = frozenset(name for name in self._loaded if not self._is_loadable(name))
+        if missing != frozenset(self.skill_chips.missing()):
+            # A skill left or came back: the system message leaves out the missing ones.
+            self._system_cache = None
+        self.skill_chips.set_skills(self._loaded, missing)
 
     def _offered_skills(self) -> tuple[list[str], dict[str, str]]:
         """What the composer's `/` completer offers: the user's skill names and descriptions."""
@@ -999,6 +1013,7 @@ class ChatWindow(QMainWindow):
     def _refresh_skill_names(self) -> None:
         if self._skills is not None:
             self.composer.offer_skills(self._skills)
+        self._show_skill_chips()
 
     def _settled_messages(self, session_id: int) -> list[dict]:
         """The chat's messages, with replies left "streaming" by a crash marked "stopped"."""
