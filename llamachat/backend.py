@@ -455,6 +455,12 @@ class Client:
         )
         self._search_http: httpx.Client | None = None
 
+    def _search_client(self) -> httpx.Client:
+        # Made at the first search, not on the way to the first request.
+        if self._search_http is None:
+            self._search_http = httpx.Client()
+        return self._search_http
+
     def close(self) -> None:
         """Close the pooled connections."""
         self._http.close()
@@ -521,9 +527,7 @@ class Client:
         `messages` list and dicts are never modified.
         """
         if tools is None:
-            if self._search_http is None and search_cfg is not None:
-                self._search_http = httpx.Client()
-            offer, rounds = offered(search_cfg, skills_cfg, self._search_http)
+            offer, rounds = offered(search_cfg, skills_cfg, self._search_client)
         else:
             offer, rounds = list(tools), 2
         if max_rounds is not None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -102,7 +102,7 @@ class WebSearch(Tool):
     name = search.TOOL_NAME
     schema = search.TOOL_SCHEMA
 
-    def __init__(self, cfg: SearchConfig, http: httpx.Client | None = None) -> None:
+    def __init__(self, cfg: SearchConfig, http: Callable[[], httpx.Client] | None = None) -> None:
         self._cfg = cfg
         self._http = http
 
@@ -124,7 +124,10 @@ class WebSearch(Tool):
         query = self._query(arguments)
         try:
             found = search.search(
-                self._cfg.url, query, timeout=self._cfg.timeout, client=self._http
+                self._cfg.url,
+                query,
+                timeout=self._cfg.timeout,
+                client=self._http() if self._http is not None else None,
             )
         except search.SearchError as exc:
             log.info("web search failed: %s", exc)
@@ -167,11 +170,12 @@ class LoadSkill(Tool):
 def offered(
     search_cfg: SearchConfig | None,
     skills_cfg: SkillsConfig | None,
-    http: httpx.Client | None = None,
+    http: Callable[[], httpx.Client] | None = None,
 ) -> tuple[list[Tool], int]:
     """The app's tools that these settings turn on, and how many rounds may call them.
 
-    `http` is the client web searches go through (a fresh one per search without it).
+    `http` gives the client web searches go through, made when a search first needs it
+    (without it, a fresh client per search).
     """
     registered: list[tuple[Tool, int]] = []
     if search_cfg is not None and search_cfg.enabled and search_cfg.url:
