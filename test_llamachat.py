@@ -5582,6 +5582,79 @@ def test_fault_api_keys_never_reach_the_database_the_logs_or_any_message(
     assert any("Incorrect API key provided" in e for e in errors)
 
 
+
+@pytest.mark.parametrize(
+    ("value", "sent"),
+    [
+        pytest.param("sk-win-" + "W4k8pT" * 5 + "\r", True, id="trailing-cr"),
+        pytest.param("\n sk-win-" + "W4k8pT" * 5 + "\r\n", True, id="surrounding-whitespace"),
+        pytest.param("sk-win-" + "W4k8pT" * 3 + "\x01" + "W4k8pT" * 2, False, id="inner-control"),
+        pytest.param("sk-win-" + "W4k8pT" * 3 + "é" + "W4k8pT" * 2, False, id="non-ascii"),
+    ],
+)
+def test_fault_api_key_with_whitespace_or_control_characters_never_leaks(
+    chat_window, qtbot, tmp_path: Path, monkeypatch, caplog, value: str, sent: bool
+) -> None:
+    """A key read with a Windows line ending is stripped and works; a key no header can
+    carry fails the reply with a message naming its variable; the key shows nowhere."""
+    import logging
+
+    from PySide6.QtWidgets import QLabel, QTextBrowser
+
+    from llamachat.scripted_router import Reply, ScriptedRouter
+
+    key = value.strip()
+    monkeypatch.setenv("LLAMACHAT_FAULT_WIN_KEY", value)
+    caplog.set_level(logging.DEBUG)
+    with ScriptedRouter(api_key=key) as keyed:
+        keyed.script(Reply(content="Keyed answer."))
+        window, history = chat_window(
+            url=keyed.url, router_api_key_env="LLAMACHAT_FAULT_WIN_KEY", listed=sent
+        )
+        _send(qtbot, window, "hello")
+        row = _fault_row(history, window)
+        if sent:
+            assert (row["content"], row["status"]) == ("Keyed answer.", "complete")
+            assert keyed.chat_requests()[0].headers["authorization"] == f"Bearer {key}"
+        else:
+            assert row["status"] == "error"
+            assert "LLAMACHAT_FAULT_WIN_KEY" in row["error"]
+            assert keyed.chat_requests() == []
+        widgets = [w.text() for w in window.findChildren(QLabel)]
+        widgets += [w.toPlainText() for w in window.findChildren(QTextBrowser)]
+        window.close()
+    history.close()
+    files = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("history.db"))
+    for piece in (key[:12], key[-12:]):
+        assert piece.encode() not in files
+        assert piece not in caplog.text
+        for text in [row["error"], *widgets]:
+            assert piece not in text, text
+
+
+def test_fault_api_key_pieces_in_any_quoting_are_masked_in_server_errors() -> None:
+    """A server that quotes part of the key, JSON-escaped or cut short: no 8-character piece
+    of the key survives in the error the user reads."""
+    from llamachat import backend
+    from llamachat.scripted_router import Reply, ScriptedRouter
+
+    key = "sk-q/uo\"te-" + "Z9m2Lx" * 5
+    with ScriptedRouter(api_key=key) as keyed:
+        keyed.script(
+            Reply(status=401, body=f'{{"error": {{"message": "bad key {key[:14]}... '
+                  f'(full: {json.dumps(key)[1:-1]})"}}}}'),
+        )
+        client = backend.Client(keyed.url, api_key=key, api_key_env="K")
+        try:
+            with pytest.raises(backend.ServerError) as caught:
+                list(client.stream_chat("test-model", [{"role": "user", "content": "hi"}]))
+        finally:
+            client.close()
+    message = caught.value.message
+    assert "bad key ***" in message
+    for start in range(len(key) - 7):
+        assert key[start : start + 8] not in message, message
+
 # ==== end section: faults ====
 
 # ==== section: quick window, instance, cli (helper: quick) ====

@@ -18,7 +18,9 @@ Exceptions, raised by `Client` methods and by the `stream_chat` generator:
     └── StallError         no byte for idle_timeout seconds in the middle of a reply
 
 The API key only ever travels in the Authorization header: no message, log line or
-exception here contains it.
+exception here contains it (`mask_secret` hides it, or any 8-character piece of it, in
+any quoting, from every error message). A key that no header can carry (non-ASCII,
+control characters) fails each request with a BackendError naming its variable.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import socket
 import ssl
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
@@ -46,6 +49,10 @@ log = logging.getLogger(__name__)
 MAX_LINE_BYTES = 64 * 1024 * 1024
 # Error bodies are read up to this size; the rest of a huge error page is noise.
 MAX_ERROR_BYTES = 256 * 1024
+
+# The shortest piece of a secret that is masked on its own: a server that cuts a key
+# short, or wraps it over two lines, still must not show most of it.
+SECRET_FRAGMENT = 8
 
 StreamEvent = tuple[str, object]
 """One item stream_chat yields: (kind, piece), e.g. ("content", "Hel")."""
@@ -86,6 +93,60 @@ class StreamError(BackendError):
 
 class StallError(BackendError):
     """The server went silent in the middle of a reply."""
+
+
+def _quotings(secret: str) -> set[str]:
+    """`secret` as it may appear in a message: raw, JSON-, repr- and URL-quoted."""
+    forms = {
+        secret,
+        json.dumps(secret)[1:-1],
+        json.dumps(secret, ensure_ascii=False)[1:-1],
+        repr(secret)[1:-1],
+        repr(secret.encode("utf-8", "backslashreplace"))[2:-1],
+        urllib.parse.quote(secret, safe=""),
+    }
+    return {form for form in forms if form}
+
+
+def mask_secret(text: str, secret: str | None) -> str:
+    """`text` with `secret`, and every piece of it SECRET_FRAGMENT+ characters long, as ***."""
+    if not secret or not text:
+        return text
+    for form in sorted(_quotings(secret), key=len, reverse=True):
+        if len(form) < SECRET_FRAGMENT:
+            text = text.replace(form, "***")
+            continue
+        grams = {form[i : i + SECRET_FRAGMENT] for i in range(len(form) - SECRET_FRAGMENT + 1)}
+        parts: list[str] = []
+        start = i = 0
+        while i <= len(text) - SECRET_FRAGMENT:
+            if text[i : i + SECRET_FRAGMENT] not in grams:
+                i += 1
+                continue
+            end = i + SECRET_FRAGMENT
+            while end < len(text) and text[i : end + 1] in form:
+                end += 1
+            parts += [text[start:i], "***"]
+            start = i = end
+        text = "".join(parts) + text[start:]
+    return text
+
+
+def key_problem(key: str | None, variable: str = "") -> str:
+    """Why `key` cannot go in an Authorization header ("" when it can), naming `variable`."""
+    if not key:
+        return ""
+    if not key.isascii():
+        what = "a character that is not ASCII"
+    elif any(ord(c) < 0x20 or ord(c) == 0x7F for c in key):
+        what = "a control character (a line break, tab or similar)"
+    else:
+        return ""
+    where = f"the environment variable {variable}" if variable else "the configured API key"
+    return (
+        f"The API key in {where} cannot be sent: it contains {what}. "
+        f"Set {variable or 'it'} to the key alone."
+    )
 
 
 @dataclass
@@ -422,6 +483,7 @@ class Client:
         base_url: str,
         *,
         api_key: str | None = None,
+        api_key_env: str = "",
         connect_timeout: float = 5.0,
         read_timeout: float | None = None,
         idle_timeout: float | None = 120.0,
@@ -430,6 +492,7 @@ class Client:
         self.settings = {
             "base_url": base_url,
             "api_key": api_key,
+            "api_key_env": api_key_env,
             "connect_timeout": connect_timeout,
             "read_timeout": read_timeout,
             "idle_timeout": idle_timeout,
@@ -442,7 +505,10 @@ class Client:
         self.idle_timeout = idle_timeout
         self.max_line_bytes = max_line_bytes
         self._api_key = api_key or ""
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        # A key no header can carry would fail inside httpx with the key in the message;
+        # every request fails instead with this sentence.
+        self._key_problem = key_problem(api_key, api_key_env)
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key and not self._key_problem else {}
         self._sockets = _SocketTracker()
         self._http = httpx.Client(
             headers=headers,
@@ -472,6 +538,7 @@ class Client:
     ) -> Any:
         """Send one request to `api_base + path` (or `root + path`) and return its JSON."""
         url = (self.root if root else self.api_base) + path
+        self._check_key()
         try:
             response = self._http.request(
                 method,
@@ -487,6 +554,10 @@ class Client:
             return response.json()
         except ValueError:
             raise StreamError(f"{url} did not answer with JSON") from None
+
+    def _check_key(self) -> None:
+        if self._key_problem:
+            raise BackendError(self._key_problem, error_type="bad_api_key")
 
     def _unreachable(self, exc: Exception) -> RouterUnreachable:
         return RouterUnreachable(
@@ -645,6 +716,7 @@ class Client:
         if cancel is not None and cancel.is_set():
             state.cancelled = True
             return
+        self._check_key()
         request = self._http.build_request("POST", url, json=payload)
         thread = threading.get_ident()
         watchdog = _Watchdog(lambda: self._sockets.socket_of(thread), self.idle_timeout, cancel)
@@ -711,22 +783,26 @@ class Client:
         """`exc` with this client's API key masked: some gateways quote the key they got."""
         key = self._api_key
         if key:
-            exc.message = exc.message.replace(key, "***")
+            exc.message = mask_secret(exc.message, key)
             exc.args = (exc.message,)
             if isinstance(exc, ServerError):
                 exc.details = {
-                    k: v.replace(key, "***") if isinstance(v, str) else v
+                    k: mask_secret(v, key) if isinstance(v, str) else v
                     for k, v in exc.details.items()
                 }
         return exc
 
     def _failure(self, exc: httpx.HTTPError, url: str) -> BackendError:
-        """The BackendError for a request that got no response."""
+        """The BackendError for a request that got no response, the key masked."""
+        # httpx and h11 quote the request's headers in some errors (an illegal header
+        # value is shown whole), so the key is masked here as in every server error.
         if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout)):
-            return self._unreachable(exc)
+            return self._without_key(self._unreachable(exc))
         if isinstance(exc, httpx.TimeoutException):
             return StallError(f"{url} did not answer in time; the server may be stuck.")
-        return StreamError(f"the request to {url} failed ({exc.__class__.__name__}: {exc}).")
+        return self._without_key(
+            StreamError(f"the request to {url} failed ({exc.__class__.__name__}: {exc}).")
+        )
 
 
 def _run_skill(call: _Call, store: skills.SkillStore, results: list[dict]) -> Iterator[StreamEvent]:

@@ -223,7 +223,9 @@ class ProviderConfig:
 
 def _env_key(variable: str) -> str | None:
     """The key in environment variable `variable`; None when none is named, unset or empty."""
-    return (os.environ.get(variable) or None) if variable else None
+    # A key file saved on Windows, or `export KEY="$(cat key.txt)"` with a trailing
+    # newline, leaves whitespace that is not part of the key and that no header may carry.
+    return ((os.environ.get(variable) or "").strip() or None) if variable else None
 
 
 def _data_dir() -> Path:

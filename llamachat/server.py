@@ -43,6 +43,8 @@ from urllib.parse import urlsplit
 import httpx
 import platformdirs
 
+from .backend import key_problem, mask_secret
+
 if TYPE_CHECKING:
     from llamachat.config import Config
 
@@ -208,17 +210,25 @@ def _healthy(url: str) -> bool:
 
 def reload_models(url: str, *, api_key: str | None = None) -> None:
     """Make the router re-scan its models folder and preset (``GET /models?reload=1``)."""
+    problem = key_problem(api_key)
+    if problem:
+        raise ManagedServerError(problem)
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
         response = _get(
             f"{url.rstrip('/')}/models", params={"reload": "1"}, headers=headers, timeout=30.0
         )
     except httpx.HTTPError as exc:
-        raise RouterUnavailable(f"Could not reach the router at {url}: {exc}") from exc
+        raise RouterUnavailable(
+            mask_secret(f"Could not reach the router at {url}: {exc}", api_key)
+        ) from None
     if response.status_code >= 400:
         raise ManagedServerError(
-            f"The router at {url} refused to reload its models "
-            f"(HTTP {response.status_code}): {response.text[:300]}"
+            mask_secret(
+                f"The router at {url} refused to reload its models "
+                f"(HTTP {response.status_code}): {response.text[:300]}",
+                api_key,
+            )
         )
 
 
