@@ -5434,6 +5434,52 @@ def test_fault_bad_config_through_the_cli_exits_2_naming_file_line_and_key(
     assert len(done.stderr.strip().splitlines()) <= 3
 
 
+@pytest.mark.parametrize(
+    ("text", "key", "says"),
+    [
+        pytest.param('router_url = "http://[::1"\n', "router_url", "valid URL", id="bad-ipv6"),
+        pytest.param(
+            'router_url = "http://127.0.0.1:99999"\n', "router_url", "valid URL", id="bad-port"
+        ),
+        pytest.param("idle_timeout = nan\n", "idle_timeout", "got nan", id="nan"),
+        pytest.param("idle_timeout = inf\n", "idle_timeout", "got inf", id="inf"),
+        pytest.param('prompts_dir = "a-file"\n', "prompts_dir", "is a file", id="prompts-file"),
+        pytest.param('models_dir = "a-file"\n', "models_dir", "is a file", id="models-file"),
+        pytest.param(
+            'models_dir = "a-file/models"\n', "models_dir", "cannot be made", id="models-under-file"
+        ),
+        pytest.param(
+            'prompts_dir = "a-file/p"\n', "prompts_dir", "cannot be made", id="prompts-under-file"
+        ),
+    ],
+)
+def test_fault_bad_urls_numbers_and_folders_exit_2_naming_file_line_and_key(
+    tmp_path: Path, text: str, key: str, says: str
+) -> None:
+    """A URL no parser takes, a NaN timeout, folders that are files: exit 2 naming the file,
+    line and key, never a traceback or a window that crashes (or silently never times out).
+    (Tests run as root, which writes anywhere: an unwritable folder is not tested here.)"""
+    (tmp_path / "a-file").write_text("not a folder\n", encoding="utf-8")
+    path = _fault_write_config(tmp_path / "bad.toml", "# comment\n" + text)
+    done = _fault_cli(path, tmp_path)
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    assert "Traceback" not in done.stderr
+    assert done.stderr.startswith(f"llamachat: {path}, line 2: {key}"), done.stderr
+    assert says in done.stderr
+
+
+def test_fault_config_path_under_a_file_exits_2_naming_it(tmp_path: Path) -> None:
+    """`--config a-file/config.toml`: the part of the path that is a file is named, exit 2.
+    (Root enters any folder, so a folder without permissions cannot be tested here; a path
+    through a file fails the same way, with ENOTDIR instead of EACCES.)"""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("", encoding="utf-8")
+    done = _fault_cli(blocker / "config.toml", tmp_path)
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    assert "Traceback" not in done.stderr
+    assert f"{blocker} is a file" in done.stderr
+
+
 # Typing `/` pops the skill completer up, which the offscreen platform cannot raise.
 @pytest.mark.qt_log_ignore(r"This plugin does not support (raise\(\)|grabbing the keyboard)")
 def test_fault_broken_skills_folder_and_a_50_mb_skill_leave_the_window_working(
@@ -5582,7 +5628,6 @@ def test_fault_api_keys_never_reach_the_database_the_logs_or_any_message(
     assert any("Incorrect API key provided" in e for e in errors)
 
 
-
 @pytest.mark.parametrize(
     ("value", "sent"),
     [
@@ -5638,11 +5683,14 @@ def test_fault_api_key_pieces_in_any_quoting_are_masked_in_server_errors() -> No
     from llamachat import backend
     from llamachat.scripted_router import Reply, ScriptedRouter
 
-    key = "sk-q/uo\"te-" + "Z9m2Lx" * 5
+    key = 'sk-q/uo"te-' + "Z9m2Lx" * 5
     with ScriptedRouter(api_key=key) as keyed:
         keyed.script(
-            Reply(status=401, body=f'{{"error": {{"message": "bad key {key[:14]}... '
-                  f'(full: {json.dumps(key)[1:-1]})"}}}}'),
+            Reply(
+                status=401,
+                body=f'{{"error": {{"message": "bad key {key[:14]}... '
+                f'(full: {json.dumps(key)[1:-1]})"}}}}',
+            ),
         )
         client = backend.Client(keyed.url, api_key=key, api_key_env="K")
         try:
@@ -5654,6 +5702,7 @@ def test_fault_api_key_pieces_in_any_quoting_are_masked_in_server_errors() -> No
     assert "bad key ***" in message
     for start in range(len(key) - 7):
         assert key[start : start + 8] not in message, message
+
 
 # ==== end section: faults ====
 

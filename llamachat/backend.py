@@ -508,7 +508,9 @@ class Client:
         # A key no header can carry would fail inside httpx with the key in the message;
         # every request fails instead with this sentence.
         self._key_problem = key_problem(api_key, api_key_env)
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key and not self._key_problem else {}
+        headers = (
+            {"Authorization": f"Bearer {api_key}"} if api_key and not self._key_problem else {}
+        )
         self._sockets = _SocketTracker()
         self._http = httpx.Client(
             headers=headers,
