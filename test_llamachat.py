@@ -5704,6 +5704,24 @@ def test_fault_api_key_pieces_in_any_quoting_are_masked_in_server_errors() -> No
         assert key[start : start + 8] not in message, message
 
 
+def test_fault_ask_print_strips_terminal_escapes_from_server_errors(router, tmp_path) -> None:
+    """A server error carrying OSC/CSI escape sequences and control characters reaches the
+    terminal as plain text; the model's own answer is still written byte for byte."""
+    from llamachat.scripted_router import Reply
+
+    config = _quick_config_file(tmp_path, router.url)
+    hostile = "\x1b]0;owned\x07\x1b]52;c;cm0gLXJm\x07\x1b[2J\x1b[31mboom\x1b[0m\rover\x9b2J\x00"
+    router.script(Reply(status=500, error={"message": hostile}))
+    done = _llamachat(config, "ask", "--print", "hi")
+    assert done.returncode == 1, done.stderr
+    assert "boom" in done.stderr and "over" in done.stderr
+    assert not any(c in done.stderr for c in "\x1b\x07\r\x00\x9b"), repr(done.stderr)
+
+    router.script(Reply(content=["\x1b[1mbold\x1b[0m"]))
+    done = _llamachat(config, "ask", "--print", "hi")
+    assert (done.returncode, done.stdout) == (0, "\x1b[1mbold\x1b[0m")
+
+
 # ==== end section: faults ====
 
 # ==== section: quick window, instance, cli (helper: quick) ====
