@@ -5722,6 +5722,79 @@ def test_fault_ask_print_strips_terminal_escapes_from_server_errors(router, tmp_
     assert (done.returncode, done.stdout) == (0, "\x1b[1mbold\x1b[0m")
 
 
+def _fault_file_bytes(path: Path) -> bytes:
+    """The database file and its WAL, as they lie on disk."""
+    return b"".join(p.read_bytes() for p in path.parent.iterdir() if p.name.startswith(path.name))
+
+
+def test_fault_deleted_chat_is_purged_from_the_file_when_undo_ends(qtbot, tmp_path: Path) -> None:
+    """A chat deleted in the sidebar can be undone while the notice shows; once the notice
+    goes, its messages and full-text rows are gone from the file, not just hidden."""
+    from PySide6.QtWidgets import QAbstractButton
+
+    from llamachat.db import History
+    from llamachat.ui.sidebar import SessionSidebar
+
+    path = tmp_path / "history.db"
+    history = History(path)
+    keep = history.create_session("chat")
+    history.add_message(keep, "user", "keepsake marmalade")
+    gone = history.create_session("chat")
+    history.add_message(gone, "user", "zanzibarquokka secret plans")
+    history.add_message(gone, "assistant", "zanzibarquokka noted")
+    sidebar = SessionSidebar(history)
+    qtbot.addWidget(sidebar)
+    sidebar.delete_session(gone)
+    assert sidebar.undo_delete() == gone  # still restorable while Undo is offered
+    sidebar.delete_session(gone)
+    # The notice bar closing (its timer, or the user) ends the undo window.
+    close = [
+        b for b in sidebar.findChildren(QAbstractButton) if b.accessibleName() == "Close notice"
+    ]
+    close[0].click()
+    assert sidebar.undo_delete() is None
+    assert history.get_session(gone) is None and history.message_count(gone) == 0
+    assert history.search("zanzibarquokka") == []
+    history.close()
+    data = _fault_file_bytes(path)
+    assert b"marmalade" in data
+    assert b"zanzibarquokka" not in data
+
+
+def test_fault_chat_deleted_in_an_earlier_run_is_purged_at_start(tmp_path: Path) -> None:
+    """A deleted chat the last run never purged (quit with Undo still offered) is purged when
+    the history next opens, once older than the undo margin; a fresh deletion is kept."""
+    import sqlite3
+
+    from llamachat import db
+    from llamachat.db import History
+
+    path = tmp_path / "history.db"
+    history = History(path)
+    old = history.create_session("chat")
+    history.add_message(old, "user", "oldquokkaword")
+    fresh = history.create_session("chat")
+    history.add_message(fresh, "user", "freshquokkaword")
+    history.delete_session(old)
+    history.delete_session(fresh)
+    history.close()
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            "UPDATE sessions SET deleted_at = deleted_at - ? WHERE id = ?",
+            (db.PURGE_AFTER_S + 1, old),
+        )
+    conn.close()
+    History(path).close()
+    data = _fault_file_bytes(path)
+    assert b"oldquokkaword" not in data
+    reopened = History(path)
+    try:
+        rows = reopened._read("SELECT id FROM sessions")
+        assert [r[0] for r in rows] == [fresh]
+    finally:
+        reopened.close()
+
+
 # ==== end section: faults ====
 
 # ==== section: quick window, instance, cli (helper: quick) ====

@@ -21,7 +21,7 @@ import json
 import logging
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Self
@@ -34,6 +34,10 @@ STATUSES = ("complete", "streaming", "stopped", "error")
 EXPORT_FORMAT = "llamachat-session"
 EXPORT_VERSION = 1
 BUSY_TIMEOUT_S = 5.0
+# Deleted chats older than this are purged when a History opens. Undo is offered for
+# seconds; the margin keeps a second llamachat process (`ask --print`) from purging a
+# chat the window still offers to restore.
+PURGE_AFTER_S = 600.0
 
 # Append-only: never edit an entry once released, add a new one.
 MIGRATIONS: list[str] = [
@@ -215,6 +219,9 @@ class History:
                 "history %s is damaged (%s); moved to %s", self.path, exc, self.recovered_from
             )
             self._conn = self._open()
+        # A chat deleted in an earlier run can no longer be undone (the undo offer lives
+        # only as long as the window that made it): it goes for good now.
+        self.purge_deleted(older_than=PURGE_AFTER_S)
 
     def _open(self) -> sqlite3.Connection:
         conn = None
@@ -233,6 +240,8 @@ class History:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
+            # A purged chat must not linger in free pages of the file.
+            conn.execute("PRAGMA secure_delete = ON")
             conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
             self._migrate(conn)
             # A write probe: a database that opens but cannot be written must fail now,
@@ -434,15 +443,39 @@ class History:
         """Bring back a session hidden by delete_session."""
         self._write("UPDATE sessions SET deleted_at = NULL WHERE id = ?", (session_id,))
 
-    def purge_deleted(self) -> int:
-        """Remove deleted sessions and their messages for good; returns how many."""
+    def purge_deleted(
+        self, session_ids: Iterable[int] | None = None, *, older_than: float = 0.0
+    ) -> int:
+        """Remove deleted sessions for good (those in `session_ids`, else every one deleted
+        `older_than` seconds ago or more) with their messages and full-text rows; how many."""
+        where = "deleted_at IS NOT NULL"
+        params: tuple = ()
+        if session_ids is not None:
+            ids = [int(i) for i in session_ids]
+            if not ids:
+                return 0
+            where += f" AND id IN ({', '.join('?' * len(ids))})"
+            params = tuple(ids)
+        else:
+            where += " AND deleted_at <= ?"
+            params = (time.time() - older_than,)
         with self._transaction() as conn:
             # Explicit, because a pre-versioned messages table may lack ON DELETE CASCADE.
             conn.execute(
-                "DELETE FROM messages WHERE session_id IN"
-                " (SELECT id FROM sessions WHERE deleted_at IS NOT NULL)"
+                f"DELETE FROM messages WHERE session_id IN (SELECT id FROM sessions WHERE {where})",
+                params,
             )
-            return conn.execute("DELETE FROM sessions WHERE deleted_at IS NOT NULL").rowcount
+            purged = conn.execute(f"DELETE FROM sessions WHERE {where}", params).rowcount
+            if purged:
+                # The full-text index keeps a deleted row's words in older segments until
+                # they are merged; merging them all drops the words for good.
+                conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('optimize')")
+        if purged:
+            # The freed pages are zeroed (secure_delete), but the WAL still holds their
+            # old versions until it is checkpointed and cut back.
+            self._write("PRAGMA wal_checkpoint(TRUNCATE)")
+            log.info("purged %d deleted sessions from %s", purged, self.path)
+        return purged
 
     # ------------------------------------------------------------------ messages
 
