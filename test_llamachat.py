@@ -5343,7 +5343,93 @@ def test_fault_damaged_history_is_moved_aside_and_the_window_says_so(
         "fresh start",
         "echo: fresh start",
     ]
-    assert history.count_sessions() == 1
+    # What could still be read was salvaged into the fresh file, beside the new chat.
+    assert history.count_sessions() == (2 if history.salvaged else 1)
+    assert (history.salvaged > 0) == (kind == "scribbled")
+
+
+def test_fault_one_damaged_page_costs_only_its_rows_the_rest_is_salvaged(tmp_path: Path) -> None:
+    """A page of messages scribbled over: the file is set aside untouched, and every session
+    and message still readable is copied into the fresh history, searchable again."""
+    from llamachat.db import History
+
+    path = tmp_path / "history.db"
+    with History(path) as history:
+        for n in range(200):
+            session = history.create_session("chat", title=f"chat {n:03d}")
+            history.add_message(session, "user", f"marker{n:03d}q " + "filler words " * 60)
+            history.add_message(session, "assistant", f"marker{n:03d}a " + "answer words " * 60)
+    data = bytearray(path.read_bytes())
+    page = 4096
+    hit = data.find(b"marker100q")
+    assert hit > 0
+    start = hit // page * page
+    data[start : start + page] = b"\xa5" * page
+    path.write_bytes(bytes(data))
+
+    history = History(path)
+    try:
+        assert history.recovered_from is not None
+        assert history.recovered_from.read_bytes() == bytes(data)
+        assert 380 <= history.salvaged < 400
+        assert history.count_sessions() == 200
+        assert [s["title"] for s in history.search("marker150a")] == ["chat 150"]
+        assert history.search("marker100q") == []
+        history.add_message(history.create_session("chat"), "user", "still writable")
+    finally:
+        history.close()
+
+
+def test_fault_an_unrelated_sqlite_file_is_refused_not_taken_over(tmp_path: Path) -> None:
+    """history_path pointing at another program's SQLite file: a HistoryError that says so;
+    the file is left byte for byte, nothing is moved aside or migrated."""
+    import sqlite3
+
+    from llamachat.db import History, HistoryError
+
+    path = tmp_path / "places.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE moz_places (id INTEGER PRIMARY KEY, url TEXT)")
+        conn.execute("INSERT INTO moz_places (url) VALUES ('https://example.org')")
+    conn.close()
+    before = path.read_bytes()
+    with pytest.raises(HistoryError) as caught:
+        History(path)
+    assert "not a llamachat history" in str(caught.value) and "moz_places" in str(caught.value)
+    assert str(path) in str(caught.value)
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("places")] == ["places.sqlite"]
+
+
+def test_fault_sqlite_errors_split_into_the_environment_and_bugs(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """A database another program locks is the environment's fault: HistoryUnavailable with
+    SQLite's code and what to do. Using a closed history is a bug: the sqlite3 error itself."""
+    import sqlite3
+
+    from llamachat import db
+    from llamachat.db import History, HistoryError, HistoryUnavailable
+
+    monkeypatch.setattr(db, "BUSY_TIMEOUT_S", 0.05)
+    path = tmp_path / "history.db"
+    history = History(path)
+    session = history.create_session("chat")
+    locker = sqlite3.connect(path, isolation_level=None)
+    locker.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(HistoryUnavailable) as caught:
+            history.add_message(session, "user", "blocked")
+    finally:
+        locker.execute("ROLLBACK")
+        locker.close()
+    assert caught.value.code == "SQLITE_BUSY"
+    assert str(path) in str(caught.value) and "close that program" in str(caught.value)
+    history.add_message(session, "user", "goes through now")
+    history.close()
+    with pytest.raises(sqlite3.ProgrammingError) as bug:
+        history.messages(session)
+    assert not isinstance(bug.value, HistoryError)
 
 
 def _fault_write_config(path: Path, text: str | bytes) -> Path:
