@@ -5432,6 +5432,162 @@ def test_fault_sqlite_errors_split_into_the_environment_and_bugs(
     assert not isinstance(bug.value, HistoryError)
 
 
+def _fault_stream_outcome(url: str, *, idle_timeout: float, limit: float = 30.0):
+    """Stream one reply from `url` on a thread; (pieces, error), or a failure after `limit` s."""
+    import concurrent.futures
+
+    from llamachat import backend
+
+    client = backend.Client(url, idle_timeout=idle_timeout)
+
+    def consume():
+        pieces: list = []
+        try:
+            for kind, value in client.stream_chat(
+                "test-model", [{"role": "user", "content": "hi"}]
+            ):
+                if kind == "content":
+                    pieces.append(value)
+        except backend.BackendError as exc:
+            return pieces, exc
+        return pieces, None
+
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    try:
+        return pool.submit(consume).result(timeout=limit)
+    except concurrent.futures.TimeoutError:
+        pytest.fail(f"the reply from {url} was still waiting after {limit} s")
+    finally:
+        client.close()
+        pool.shutdown(wait=False)
+
+
+def test_fault_a_socket_that_accepts_and_never_answers_is_a_hang_not_a_wait(
+    tmp_path: Path,
+) -> None:
+    """Something takes the connection and never says a byte: the reply ends with a message
+    once idle_timeout passes and a status check gets no answer either."""
+    import socket
+
+    from llamachat import backend
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)  # the kernel accepts; nobody ever reads or answers
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    try:
+        pieces, error = _fault_stream_outcome(url, idle_timeout=0.3)
+    finally:
+        listener.close()
+    assert pieces == []
+    assert isinstance(error, backend.StallError) and error.error_type == "hung"
+    assert url in error.message and "stopped or stuck" in error.message
+
+
+def test_fault_a_stopped_router_process_is_a_hang(tmp_path: Path) -> None:
+    """A router process that got SIGSTOP mid-conversation: the next reply ends with a message
+    instead of waiting forever; once it runs again, replies work."""
+    import signal
+    import subprocess
+
+    from llamachat import backend
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "llamachat.scripted_router"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        url = proc.stdout.readline().strip()
+        assert _fault_stream_outcome(url, idle_timeout=0.3) == (["echo: ", "hi"], None)
+        os.kill(proc.pid, signal.SIGSTOP)
+        try:
+            pieces, error = _fault_stream_outcome(url, idle_timeout=0.3)
+        finally:
+            os.kill(proc.pid, signal.SIGCONT)
+        assert pieces == [] and isinstance(error, backend.StallError), error
+        assert error.error_type == "hung"
+        assert _fault_stream_outcome(url, idle_timeout=0.3) == (["echo: ", "hi"], None)
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+        proc.stdin.close()
+
+
+def test_fault_a_model_loading_longer_than_idle_timeout_is_waited_for() -> None:
+    """The router takes many idle_timeouts to load the model before it answers: the model
+    status says `loading`, so the reply waits and arrives."""
+    from llamachat.scripted_router import Model, Reply, ScriptedRouter
+
+    with ScriptedRouter([Model("test-model", "unloaded")], load_delay=1.5) as slow:
+        slow.script(Reply(content=["loaded ", "at last"]))
+        pieces, error = _fault_stream_outcome(slow.url, idle_timeout=0.2)
+        assert (pieces, error) == (["loaded ", "at last"], None)
+        assert slow.status("test-model") == "loaded"
+        # The wait was checked on, not merely outlasted.
+        assert any(r.path.endswith("/models") for r in slow.requests)
+
+
+def _fault_health_server(folder: Path) -> Path:
+    """An executable llama-server stand-in: answers every GET (so /health) on its --port."""
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / "llama-server"
+    script.write_text(
+        f"#!{sys.executable}\n"
+        "import http.server, sys\n"
+        "port = int(sys.argv[sys.argv.index('--port') + 1])\n"
+        "class Handler(http.server.BaseHTTPRequestHandler):\n"
+        "    def do_GET(self):\n"
+        "        self.send_response(200)\n"
+        "        self.send_header('Content-Length', '2')\n"
+        "        self.end_headers()\n"
+        "        self.wfile.write(b'ok')\n"
+        "    def log_message(self, *args):\n"
+        "        pass\n"
+        "http.server.HTTPServer(('127.0.0.1', port), Handler).serve_forever()\n"
+    )
+    script.chmod(0o755)
+    return script
+
+
+def test_fault_a_hung_managed_server_is_restarted_like_a_dead_one(tmp_path: Path) -> None:
+    """The managed server gets SIGSTOP: its /health checks go unanswered, the supervisor
+    says it hung, and a new server takes its place as after a crash."""
+    import signal
+    import time
+
+    from llamachat.config import Config
+    from llamachat.server import ManagedServer
+
+    fake = _fault_health_server(tmp_path / "bin")
+    cfg = Config(llama_server=str(fake), models_dir=tmp_path / "models")
+    kinds: list[str] = []
+    server = ManagedServer(
+        cfg,
+        log_path=tmp_path / "server.log",
+        lock_path=tmp_path / "server.lock",
+        on_event=lambda kind, _message: kinds.append(kind),
+    )
+    server.health_interval, server.health_misses = 0.2, 2
+    server.start()
+    try:
+        assert server.wait_ready(30)
+        first = server.pid
+        assert first is not None
+        os.kill(first, signal.SIGSTOP)
+        deadline = time.monotonic() + 30
+        while not (server.is_running() and server.pid not in (None, first)):
+            assert time.monotonic() < deadline, kinds
+            time.sleep(0.05)
+        assert "hung" in kinds and kinds[-1] == "ready"
+        assert kinds.index("hung") < kinds.index("restarting")
+    finally:
+        server.stop()
+    assert server.pid is None
+
+
 def _fault_write_config(path: Path, text: str | bytes) -> Path:
     if isinstance(text, bytes):
         path.write_bytes(text)

@@ -413,11 +413,15 @@ class _Body(httpx.SyncByteStream):
 
 
 class _Watchdog:
-    """Shuts the request's socket down on cancel, or after idle_timeout of silence.
+    """Shuts the request's socket down on cancel, on a stall, or when the server hangs.
 
-    Cancel works from the moment the request is sent; the idle clock only starts when
-    the response headers arrive, because before that a router may be loading a model.
-    The reader checks `reason` to tell a stall or a cancel from a real network error.
+    Cancel works from the moment the request is sent. The idle clock only starts when
+    the response headers arrive, because before that a router may be loading a model
+    for minutes; so a wait for headers longer than idle_timeout asks `probe` (on a
+    thread of its own, so a cancel is not held up) whether the server is still there:
+    a model loading or a server that answers means wait on, no answer means it hangs
+    (stopped, or a socket that accepts and never replies). The reader checks `reason`
+    to tell a stall, a hang or a cancel from a real network error.
     """
 
     def __init__(
@@ -425,12 +429,16 @@ class _Watchdog:
         find_socket: Callable[[], socket.socket | None],
         idle_timeout: float | None,
         cancel: threading.Event | None,
+        probe: Callable[[], bool] | None = None,
     ) -> None:
         self.reason = ""
         self._find_socket = find_socket
         self._idle = idle_timeout if idle_timeout and idle_timeout > 0 else None
         self._cancel = cancel
-        self._last = 0.0
+        self._probe = probe
+        self._verdict: bool | None = None
+        self._probing = False
+        self._last = time.monotonic()
         self._armed = False
         self._stop = threading.Event()
         if self._idle or cancel is not None:
@@ -452,12 +460,38 @@ class _Watchdog:
         """End the watch (the round finished or was closed)."""
         self._stop.set()
 
+    def _ask_probe(self) -> None:
+        try:
+            self._verdict = bool(self._probe and self._probe())
+        except Exception:  # a probe that breaks says nothing about the server: wait on
+            log.exception("the server status check failed")
+            self._verdict = True
+
+    def _waiting_hangs(self) -> bool:
+        """Whether the wait for headers, past idle_timeout, is a hang (False: wait on)."""
+        if self._probe is None:
+            return False
+        if not self._probing:
+            self._probing, self._verdict = True, None
+            threading.Thread(target=self._ask_probe, daemon=True, name="llamachat-probe").start()
+            return False
+        if self._verdict is None:
+            return False
+        self._probing = False
+        if self._verdict:
+            self._last = time.monotonic()
+            return False
+        return True
+
     def _run(self, tick: float) -> None:
         while not self._stop.wait(tick):
+            silent = self._idle is not None and time.monotonic() - self._last > self._idle
             if self._cancel is not None and self._cancel.is_set():
                 self.reason = "cancelled"
-            elif self._armed and self._idle and time.monotonic() - self._last > self._idle:
+            elif self._armed and silent:
                 self.reason = "stalled"
+            elif not self._armed and silent and self._waiting_hangs():
+                self.reason = "hung"
             else:
                 continue
             sock = self._find_socket()
@@ -556,6 +590,46 @@ class Client:
             return response.json()
         except ValueError:
             raise StreamError(f"{url} did not answer with JSON") from None
+
+    def answers(self, model: str) -> bool:
+        """Whether the server still answers for `model`: listed as loading, or responsive.
+
+        Asked while a request waits for its response headers. A router lists a loading
+        model as such; a loaded one runs in a server of its own behind the router, so
+        that one is asked too (`/props`, which never starts a load).
+        """
+        timeout = min(self.idle_timeout or 30.0, 30.0)
+        try:
+            listed = self.request_json("GET", "/models", timeout=timeout)
+        except ServerError:
+            return True  # it answered, if only with an error
+        except BackendError:
+            return False
+        entries = listed.get("data") if isinstance(listed, dict) else None
+        for entry in entries if isinstance(entries, list) else ():
+            if not isinstance(entry, dict):
+                continue
+            if model != entry.get("id") and model not in (entry.get("aliases") or ()):
+                continue
+            status = entry.get("status")
+            value = status.get("value") if isinstance(status, dict) else status
+            if value in ("loading", "downloading"):
+                return True
+            if value != "loaded":
+                return True  # not this model's server that keeps the request waiting
+            try:
+                self.request_json(
+                    "GET",
+                    "/props",
+                    root=True,
+                    timeout=timeout,
+                    params={"model": model, "autoload": "false"},
+                )
+            except ServerError:
+                return True
+            except BackendError:
+                return False
+        return True
 
     def _check_key(self) -> None:
         if self._key_problem:
@@ -721,7 +795,12 @@ class Client:
         self._check_key()
         request = self._http.build_request("POST", url, json=payload)
         thread = threading.get_ident()
-        watchdog = _Watchdog(lambda: self._sockets.socket_of(thread), self.idle_timeout, cancel)
+        watchdog = _Watchdog(
+            lambda: self._sockets.socket_of(thread),
+            self.idle_timeout,
+            cancel,
+            probe=lambda: self.answers(model),
+        )
         try:
             try:
                 response = self._http.send(request, stream=True)
@@ -729,6 +808,13 @@ class Client:
                 if watchdog.reason == "cancelled":
                     state.cancelled = True
                     return
+                if watchdog.reason == "hung":
+                    raise StallError(
+                        f"{self.base_url} took the request but has not answered for "
+                        f"{self.idle_timeout:g} s, and it does not answer a status check "
+                        "either: the server may be stopped or stuck. Restart it and try again.",
+                        error_type="hung",
+                    ) from None
                 raise self._failure(exc, url) from None
             watchdog.arm()
             try:

@@ -63,6 +63,11 @@ BACKOFF_RESET_AFTER = 60.0
 # Consecutive starts that never became healthy before the supervisor gives up.
 MAX_FAILED_STARTS = 5
 GGUF_MAGIC = b"GGUF"
+# A running server is asked for /health this often; this many missed answers in a row
+# (each waits 2 s) mean it hangs (SIGSTOP, a deadlock) and it is restarted as if it died.
+# The router answers /health while a model loads, so a slow load is never taken for one.
+HEALTH_INTERVAL = 5.0
+HEALTH_MISSES = 3
 
 EventCallback = Callable[[str, str], None]
 
@@ -497,6 +502,10 @@ class ManagedServer:
         self._thread: threading.Thread | None = None
         self._binary: Path | None = None
         self._stop_timeout = STOP_TIMEOUT
+        self.health_interval = HEALTH_INTERVAL
+        """Seconds between /health checks of the running server."""
+        self.health_misses = HEALTH_MISSES
+        """Missed /health answers in a row after which the server counts as hung."""
 
     @property
     def url(self) -> str:
@@ -620,8 +629,7 @@ class ManagedServer:
                 if became_ready:
                     failures = 0
                     self._emit("ready", f"llama-server is ready at {self.url} (pid {proc.pid})")
-                    while not self._stop.is_set() and proc.poll() is None:
-                        self._stop.wait(0.25)
+                    self._watch(proc)
                 if self._stop.is_set():
                     return
                 self._ready.clear()
@@ -648,6 +656,24 @@ class ManagedServer:
             self._ready.clear()
             self._terminate(self._stop_timeout)
             self._done.set()
+
+    def _watch(self, proc: subprocess.Popen[bytes]) -> None:
+        """Return when the server exits, hangs (then it is said why), or stop() is called."""
+        misses = 0
+        next_check = time.monotonic() + self.health_interval
+        while not self._stop.is_set() and proc.poll() is None:
+            self._stop.wait(min(0.25, self.health_interval))
+            if time.monotonic() < next_check or self._stop.is_set() or proc.poll() is not None:
+                continue
+            misses = 0 if _healthy(self.url) else misses + 1
+            next_check = time.monotonic() + self.health_interval
+            if misses >= self.health_misses:
+                self._emit(
+                    "hung",
+                    f"llama-server (pid {proc.pid}) stopped answering: no /health answer "
+                    f"{misses} times in a row",
+                )
+                return
 
     def _spawn(self) -> subprocess.Popen[bytes]:
         cmd = self.command()
@@ -719,6 +745,8 @@ class ManagedServer:
     def _kill(proc: subprocess.Popen[bytes], timeout: float) -> None:
         if proc.poll() is None:
             _kill_group(proc.pid, signal.SIGTERM)
+            # A stopped (hung) process acts on SIGTERM only once it runs again.
+            _kill_group(proc.pid, signal.SIGCONT)
             try:
                 proc.wait(timeout)
             except subprocess.TimeoutExpired:
