@@ -3549,7 +3549,13 @@ def test_real_router_cancel_stops_generation_mid_stream(real_router) -> None:
     assert received < 50, f"{received} pieces arrived after cancelling"
 
     def idle_slots():
-        slots = httpx.get(f"{real_router.url}/slots", params={"model": SMOL_ID}).json()
+        # The managed server wants its key everywhere but /health.
+        key = real_router.server.api_key
+        slots = httpx.get(
+            f"{real_router.url}/slots",
+            params={"model": SMOL_ID},
+            headers={"Authorization": f"Bearer {key}"},
+        ).json()
         return None if any(s["is_processing"] for s in slots) else slots
 
     slots = _wait_for(idle_slots, 30, "the server to stop generating")
@@ -5586,6 +5592,56 @@ def test_fault_a_hung_managed_server_is_restarted_like_a_dead_one(tmp_path: Path
     finally:
         server.stop()
     assert server.pid is None
+
+
+@pytest.mark.real_router
+def test_fault_managed_server_wants_its_random_key_everywhere_but_health(real_router) -> None:
+    """The llama-server llamachat starts refuses other local programs and web pages: every
+    endpoint but /health wants a random key, which llamachat's clients (in this process, or
+    a second llamachat reading the 0600 lock file) send, and which no command line or log
+    shows."""
+    import stat
+
+    import httpx
+
+    from llamachat.backend import Client
+
+    server, url = real_router.server, real_router.url
+    key = server.api_key
+    assert len(key) >= 32 and server.host == "127.0.0.1"
+    assert httpx.get(f"{url}/health").status_code == 200
+    chat = {"model": SMOL_ID, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1}
+    assert httpx.post(f"{url}/v1/chat/completions", json=chat).status_code == 401
+    assert httpx.get(f"{url}/props").status_code == 401
+    wrong = {"Authorization": "Bearer not-the-key"}
+    assert httpx.get(f"{url}/props", headers=wrong).status_code == 401
+
+    client = Client(url)  # no key configured: the managed server's is found
+    try:
+        assert isinstance(client.request_json("GET", "/props", root=True), dict)
+    finally:
+        client.close()
+    code = (
+        "import sys; from pathlib import Path\n"
+        "from llamachat.backend import Client\n"
+        "from llamachat.server import managed_key\n"
+        "key = managed_key(sys.argv[1], lock_path=Path(sys.argv[2]))\n"
+        "c = Client(sys.argv[1], api_key=key)\n"
+        "print(isinstance(c.request_json('GET', '/props', root=True), dict))\n"
+    )
+    second = subprocess.run(
+        [sys.executable, "-c", code, url, str(server.lock_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert second.stdout.strip() == "True", second.stderr
+
+    assert stat.S_IMODE(server.lock_path.stat().st_mode) == 0o600
+    assert key not in " ".join(server.command())
+    assert key.encode() not in Path(f"/proc/{server.pid}/cmdline").read_bytes()
+    assert key not in server.log_path.read_text(encoding="utf-8", errors="replace")
 
 
 def _fault_write_config(path: Path, text: str | bytes) -> Path:

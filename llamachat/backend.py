@@ -538,6 +538,12 @@ class Client:
         self.root = server_root(self.base_url)
         self.idle_timeout = idle_timeout
         self.max_line_bytes = max_line_bytes
+        if api_key is None:
+            # The server llamachat started wants its own key, which no config names.
+            from .server import managed_key
+
+            api_key = managed_key(base_url)
+            self.settings["api_key"] = api_key
         self._api_key = api_key or ""
         # A key no header can carry would fail inside httpx with the key in the message;
         # every request fails instead with this sentence.
