@@ -28,6 +28,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import re
 import sqlite3
 import stat
 import sys
