@@ -3639,7 +3639,13 @@ def test_real_router_cancel_stops_generation_mid_stream(real_router) -> None:
     assert received < 50, f"{received} pieces arrived after cancelling"
 
     def idle_slots():
-        slots = httpx.get(f"{real_router.url}/slots", params={"model": SMOL_ID}).json()
+        # The managed server wants its key everywhere but /health.
+        key = real_router.server.api_key
+        slots = httpx.get(
+            f"{real_router.url}/slots",
+            params={"model": SMOL_ID},
+            headers={"Authorization": f"Bearer {key}"},
+        ).json()
         return None if any(s["is_processing"] for s in slots) else slots
 
     slots = _wait_for(idle_slots, 30, "the server to stop generating")
@@ -5430,7 +5436,299 @@ def test_fault_damaged_history_is_moved_aside_and_the_window_says_so(
         "fresh start",
         "echo: fresh start",
     ]
-    assert history.count_sessions() == 1
+    # What could still be read was salvaged into the fresh file, beside the new chat.
+    assert history.count_sessions() == (2 if history.salvaged else 1)
+    assert (history.salvaged > 0) == (kind == "scribbled")
+
+
+def test_fault_one_damaged_page_costs_only_its_rows_the_rest_is_salvaged(tmp_path: Path) -> None:
+    """A page of messages scribbled over: the file is set aside untouched, and every session
+    and message still readable is copied into the fresh history, searchable again."""
+    from llamachat.db import History
+
+    path = tmp_path / "history.db"
+    with History(path) as history:
+        for n in range(200):
+            session = history.create_session("chat", title=f"chat {n:03d}")
+            history.add_message(session, "user", f"marker{n:03d}q " + "filler words " * 60)
+            history.add_message(session, "assistant", f"marker{n:03d}a " + "answer words " * 60)
+    data = bytearray(path.read_bytes())
+    page = 4096
+    hit = data.find(b"marker100q")
+    assert hit > 0
+    start = hit // page * page
+    data[start : start + page] = b"\xa5" * page
+    path.write_bytes(bytes(data))
+
+    history = History(path)
+    try:
+        assert history.recovered_from is not None
+        assert history.recovered_from.read_bytes() == bytes(data)
+        assert 380 <= history.salvaged < 400
+        assert history.count_sessions() == 200
+        assert [s["title"] for s in history.search("marker150a")] == ["chat 150"]
+        assert history.search("marker100q") == []
+        history.add_message(history.create_session("chat"), "user", "still writable")
+    finally:
+        history.close()
+
+
+def test_fault_an_unrelated_sqlite_file_is_refused_not_taken_over(tmp_path: Path) -> None:
+    """history_path pointing at another program's SQLite file: a HistoryError that says so;
+    the file is left byte for byte, nothing is moved aside or migrated."""
+    import sqlite3
+
+    from llamachat.db import History, HistoryError
+
+    path = tmp_path / "places.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE moz_places (id INTEGER PRIMARY KEY, url TEXT)")
+        conn.execute("INSERT INTO moz_places (url) VALUES ('https://example.org')")
+    conn.close()
+    before = path.read_bytes()
+    with pytest.raises(HistoryError) as caught:
+        History(path)
+    assert "not a llamachat history" in str(caught.value) and "moz_places" in str(caught.value)
+    assert str(path) in str(caught.value)
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("places")] == ["places.sqlite"]
+
+
+def test_fault_sqlite_errors_split_into_the_environment_and_bugs(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """A database another program locks is the environment's fault: HistoryUnavailable with
+    SQLite's code and what to do. Using a closed history is a bug: the sqlite3 error itself."""
+    import sqlite3
+
+    from llamachat import db
+    from llamachat.db import History, HistoryError, HistoryUnavailable
+
+    monkeypatch.setattr(db, "BUSY_TIMEOUT_S", 0.05)
+    path = tmp_path / "history.db"
+    history = History(path)
+    session = history.create_session("chat")
+    locker = sqlite3.connect(path, isolation_level=None)
+    locker.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(HistoryUnavailable) as caught:
+            history.add_message(session, "user", "blocked")
+    finally:
+        locker.execute("ROLLBACK")
+        locker.close()
+    assert caught.value.code == "SQLITE_BUSY"
+    assert str(path) in str(caught.value) and "close that program" in str(caught.value)
+    history.add_message(session, "user", "goes through now")
+    history.close()
+    with pytest.raises(sqlite3.ProgrammingError) as bug:
+        history.messages(session)
+    assert not isinstance(bug.value, HistoryError)
+
+
+def _fault_stream_outcome(url: str, *, idle_timeout: float, limit: float = 30.0):
+    """Stream one reply from `url` on a thread; (pieces, error), or a failure after `limit` s."""
+    import concurrent.futures
+
+    from llamachat import backend
+
+    client = backend.Client(url, idle_timeout=idle_timeout)
+
+    def consume():
+        pieces: list = []
+        try:
+            for kind, value in client.stream_chat(
+                "test-model", [{"role": "user", "content": "hi"}]
+            ):
+                if kind == "content":
+                    pieces.append(value)
+        except backend.BackendError as exc:
+            return pieces, exc
+        return pieces, None
+
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    try:
+        return pool.submit(consume).result(timeout=limit)
+    except concurrent.futures.TimeoutError:
+        pytest.fail(f"the reply from {url} was still waiting after {limit} s")
+    finally:
+        client.close()
+        pool.shutdown(wait=False)
+
+
+def test_fault_a_socket_that_accepts_and_never_answers_is_a_hang_not_a_wait(
+    tmp_path: Path,
+) -> None:
+    """Something takes the connection and never says a byte: the reply ends with a message
+    once idle_timeout passes and a status check gets no answer either."""
+    import socket
+
+    from llamachat import backend
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)  # the kernel accepts; nobody ever reads or answers
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    try:
+        pieces, error = _fault_stream_outcome(url, idle_timeout=0.3)
+    finally:
+        listener.close()
+    assert pieces == []
+    assert isinstance(error, backend.StallError) and error.error_type == "hung"
+    assert url in error.message and "stopped or stuck" in error.message
+
+
+def test_fault_a_stopped_router_process_is_a_hang(tmp_path: Path) -> None:
+    """A router process that got SIGSTOP mid-conversation: the next reply ends with a message
+    instead of waiting forever; once it runs again, replies work."""
+    import signal
+    import subprocess
+
+    from llamachat import backend
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "llamachat.scripted_router"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        url = proc.stdout.readline().strip()
+        assert _fault_stream_outcome(url, idle_timeout=0.3) == (["echo: ", "hi"], None)
+        os.kill(proc.pid, signal.SIGSTOP)
+        try:
+            pieces, error = _fault_stream_outcome(url, idle_timeout=0.3)
+        finally:
+            os.kill(proc.pid, signal.SIGCONT)
+        assert pieces == [] and isinstance(error, backend.StallError), error
+        assert error.error_type == "hung"
+        assert _fault_stream_outcome(url, idle_timeout=0.3) == (["echo: ", "hi"], None)
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+        proc.stdin.close()
+
+
+def test_fault_a_model_loading_longer_than_idle_timeout_is_waited_for() -> None:
+    """The router takes many idle_timeouts to load the model before it answers: the model
+    status says `loading`, so the reply waits and arrives."""
+    from llamachat.scripted_router import Model, Reply, ScriptedRouter
+
+    with ScriptedRouter([Model("test-model", "unloaded")], load_delay=1.5) as slow:
+        slow.script(Reply(content=["loaded ", "at last"]))
+        pieces, error = _fault_stream_outcome(slow.url, idle_timeout=0.2)
+        assert (pieces, error) == (["loaded ", "at last"], None)
+        assert slow.status("test-model") == "loaded"
+        # The wait was checked on, not merely outlasted.
+        assert any(r.path.endswith("/models") for r in slow.requests)
+
+
+def _fault_health_server(folder: Path) -> Path:
+    """An executable llama-server stand-in: answers every GET (so /health) on its --port."""
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / "llama-server"
+    script.write_text(
+        f"#!{sys.executable}\n"
+        "import http.server, sys\n"
+        "port = int(sys.argv[sys.argv.index('--port') + 1])\n"
+        "class Handler(http.server.BaseHTTPRequestHandler):\n"
+        "    def do_GET(self):\n"
+        "        self.send_response(200)\n"
+        "        self.send_header('Content-Length', '2')\n"
+        "        self.end_headers()\n"
+        "        self.wfile.write(b'ok')\n"
+        "    def log_message(self, *args):\n"
+        "        pass\n"
+        "http.server.HTTPServer(('127.0.0.1', port), Handler).serve_forever()\n"
+    )
+    script.chmod(0o755)
+    return script
+
+
+def test_fault_a_hung_managed_server_is_restarted_like_a_dead_one(tmp_path: Path) -> None:
+    """The managed server gets SIGSTOP: its /health checks go unanswered, the supervisor
+    says it hung, and a new server takes its place as after a crash."""
+    import signal
+    import time
+
+    from llamachat.config import Config
+    from llamachat.server import ManagedServer
+
+    fake = _fault_health_server(tmp_path / "bin")
+    cfg = Config(llama_server=str(fake), models_dir=tmp_path / "models")
+    kinds: list[str] = []
+    server = ManagedServer(
+        cfg,
+        log_path=tmp_path / "server.log",
+        lock_path=tmp_path / "server.lock",
+        on_event=lambda kind, _message: kinds.append(kind),
+    )
+    server.health_interval, server.health_misses = 0.2, 2
+    server.start()
+    try:
+        assert server.wait_ready(30)
+        first = server.pid
+        assert first is not None
+        os.kill(first, signal.SIGSTOP)
+        deadline = time.monotonic() + 30
+        while not (server.is_running() and server.pid not in (None, first)):
+            assert time.monotonic() < deadline, kinds
+            time.sleep(0.05)
+        assert "hung" in kinds and kinds[-1] == "ready"
+        assert kinds.index("hung") < kinds.index("restarting")
+    finally:
+        server.stop()
+    assert server.pid is None
+
+
+@pytest.mark.real_router
+def test_fault_managed_server_wants_its_random_key_everywhere_but_health(real_router) -> None:
+    """The llama-server llamachat starts refuses other local programs and web pages: every
+    endpoint but /health wants a random key, which llamachat's clients (in this process, or
+    a second llamachat reading the 0600 lock file) send, and which no command line or log
+    shows."""
+    import stat
+
+    import httpx
+
+    from llamachat.backend import Client
+
+    server, url = real_router.server, real_router.url
+    key = server.api_key
+    assert len(key) >= 32 and server.host == "127.0.0.1"
+    assert httpx.get(f"{url}/health").status_code == 200
+    chat = {"model": SMOL_ID, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1}
+    assert httpx.post(f"{url}/v1/chat/completions", json=chat).status_code == 401
+    assert httpx.get(f"{url}/props").status_code == 401
+    wrong = {"Authorization": "Bearer not-the-key"}
+    assert httpx.get(f"{url}/props", headers=wrong).status_code == 401
+
+    client = Client(url)  # no key configured: the managed server's is found
+    try:
+        assert isinstance(client.request_json("GET", "/props", root=True), dict)
+    finally:
+        client.close()
+    code = (
+        "import sys; from pathlib import Path\n"
+        "from llamachat.backend import Client\n"
+        "from llamachat.server import managed_key\n"
+        "key = managed_key(sys.argv[1], lock_path=Path(sys.argv[2]))\n"
+        "c = Client(sys.argv[1], api_key=key)\n"
+        "print(isinstance(c.request_json('GET', '/props', root=True), dict))\n"
+    )
+    second = subprocess.run(
+        [sys.executable, "-c", code, url, str(server.lock_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert second.stdout.strip() == "True", second.stderr
+
+    assert stat.S_IMODE(server.lock_path.stat().st_mode) == 0o600
+    assert key not in " ".join(server.command())
+    assert key.encode() not in Path(f"/proc/{server.pid}/cmdline").read_bytes()
+    assert key not in server.log_path.read_text(encoding="utf-8", errors="replace")
 
 
 def _fault_write_config(path: Path, text: str | bytes) -> Path:
@@ -5519,6 +5817,52 @@ def test_fault_bad_config_through_the_cli_exits_2_naming_file_line_and_key(
         assert key in done.stderr
     assert says in done.stderr
     assert len(done.stderr.strip().splitlines()) <= 3
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "says"),
+    [
+        pytest.param('router_url = "http://[::1"\n', "router_url", "valid URL", id="bad-ipv6"),
+        pytest.param(
+            'router_url = "http://127.0.0.1:99999"\n', "router_url", "valid URL", id="bad-port"
+        ),
+        pytest.param("idle_timeout = nan\n", "idle_timeout", "got nan", id="nan"),
+        pytest.param("idle_timeout = inf\n", "idle_timeout", "got inf", id="inf"),
+        pytest.param('prompts_dir = "a-file"\n', "prompts_dir", "is a file", id="prompts-file"),
+        pytest.param('models_dir = "a-file"\n', "models_dir", "is a file", id="models-file"),
+        pytest.param(
+            'models_dir = "a-file/models"\n', "models_dir", "cannot be made", id="models-under-file"
+        ),
+        pytest.param(
+            'prompts_dir = "a-file/p"\n', "prompts_dir", "cannot be made", id="prompts-under-file"
+        ),
+    ],
+)
+def test_fault_bad_urls_numbers_and_folders_exit_2_naming_file_line_and_key(
+    tmp_path: Path, text: str, key: str, says: str
+) -> None:
+    """A URL no parser takes, a NaN timeout, folders that are files: exit 2 naming the file,
+    line and key, never a traceback or a window that crashes (or silently never times out).
+    (Tests run as root, which writes anywhere: an unwritable folder is not tested here.)"""
+    (tmp_path / "a-file").write_text("not a folder\n", encoding="utf-8")
+    path = _fault_write_config(tmp_path / "bad.toml", "# comment\n" + text)
+    done = _fault_cli(path, tmp_path)
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    assert "Traceback" not in done.stderr
+    assert done.stderr.startswith(f"llamachat: {path}, line 2: {key}"), done.stderr
+    assert says in done.stderr
+
+
+def test_fault_config_path_under_a_file_exits_2_naming_it(tmp_path: Path) -> None:
+    """`--config a-file/config.toml`: the part of the path that is a file is named, exit 2.
+    (Root enters any folder, so a folder without permissions cannot be tested here; a path
+    through a file fails the same way, with ENOTDIR instead of EACCES.)"""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("", encoding="utf-8")
+    done = _fault_cli(blocker / "config.toml", tmp_path)
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    assert "Traceback" not in done.stderr
+    assert f"{blocker} is a file" in done.stderr
 
 
 # Typing `/` pops the skill completer up, which the offscreen platform cannot raise.
@@ -5667,6 +6011,173 @@ def test_fault_api_keys_never_reach_the_database_the_logs_or_any_message(
         for text in [*errors, *shown, *widgets]:
             assert key not in text, text
     assert any("Incorrect API key provided" in e for e in errors)
+
+
+@pytest.mark.parametrize(
+    ("value", "sent"),
+    [
+        pytest.param("sk-win-" + "W4k8pT" * 5 + "\r", True, id="trailing-cr"),
+        pytest.param("\n sk-win-" + "W4k8pT" * 5 + "\r\n", True, id="surrounding-whitespace"),
+        pytest.param("sk-win-" + "W4k8pT" * 3 + "\x01" + "W4k8pT" * 2, False, id="inner-control"),
+        pytest.param("sk-win-" + "W4k8pT" * 3 + "é" + "W4k8pT" * 2, False, id="non-ascii"),
+    ],
+)
+def test_fault_api_key_with_whitespace_or_control_characters_never_leaks(
+    chat_window, qtbot, tmp_path: Path, monkeypatch, caplog, value: str, sent: bool
+) -> None:
+    """A key read with a Windows line ending is stripped and works; a key no header can
+    carry fails the reply with a message naming its variable; the key shows nowhere."""
+    import logging
+
+    from PySide6.QtWidgets import QLabel, QTextBrowser
+
+    from llamachat.scripted_router import Reply, ScriptedRouter
+
+    key = value.strip()
+    monkeypatch.setenv("LLAMACHAT_FAULT_WIN_KEY", value)
+    caplog.set_level(logging.DEBUG)
+    with ScriptedRouter(api_key=key) as keyed:
+        keyed.script(Reply(content="Keyed answer."))
+        window, history = chat_window(
+            url=keyed.url, router_api_key_env="LLAMACHAT_FAULT_WIN_KEY", listed=sent
+        )
+        _send(qtbot, window, "hello")
+        row = _fault_row(history, window)
+        if sent:
+            assert (row["content"], row["status"]) == ("Keyed answer.", "complete")
+            assert keyed.chat_requests()[0].headers["authorization"] == f"Bearer {key}"
+        else:
+            assert row["status"] == "error"
+            assert "LLAMACHAT_FAULT_WIN_KEY" in row["error"]
+            assert keyed.chat_requests() == []
+        widgets = [w.text() for w in window.findChildren(QLabel)]
+        widgets += [w.toPlainText() for w in window.findChildren(QTextBrowser)]
+        window.close()
+    history.close()
+    files = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("history.db"))
+    for piece in (key[:12], key[-12:]):
+        assert piece.encode() not in files
+        assert piece not in caplog.text
+        for text in [row["error"], *widgets]:
+            assert piece not in text, text
+
+
+def test_fault_api_key_pieces_in_any_quoting_are_masked_in_server_errors() -> None:
+    """A server that quotes part of the key, JSON-escaped or cut short: no 8-character piece
+    of the key survives in the error the user reads."""
+    from llamachat import backend
+    from llamachat.scripted_router import Reply, ScriptedRouter
+
+    key = 'sk-q/uo"te-' + "Z9m2Lx" * 5
+    with ScriptedRouter(api_key=key) as keyed:
+        keyed.script(
+            Reply(
+                status=401,
+                body=f'{{"error": {{"message": "bad key {key[:14]}... '
+                f'(full: {json.dumps(key)[1:-1]})"}}}}',
+            ),
+        )
+        client = backend.Client(keyed.url, api_key=key, api_key_env="K")
+        try:
+            with pytest.raises(backend.ServerError) as caught:
+                list(client.stream_chat("test-model", [{"role": "user", "content": "hi"}]))
+        finally:
+            client.close()
+    message = caught.value.message
+    assert "bad key ***" in message
+    for start in range(len(key) - 7):
+        assert key[start : start + 8] not in message, message
+
+
+def test_fault_ask_print_strips_terminal_escapes_from_server_errors(router, tmp_path) -> None:
+    """A server error carrying OSC/CSI escape sequences and control characters reaches the
+    terminal as plain text; the model's own answer is still written byte for byte."""
+    from llamachat.scripted_router import Reply
+
+    config = _quick_config_file(tmp_path, router.url)
+    hostile = "\x1b]0;owned\x07\x1b]52;c;cm0gLXJm\x07\x1b[2J\x1b[31mboom\x1b[0m\rover\x9b2J\x00"
+    router.script(Reply(status=500, error={"message": hostile}))
+    done = _llamachat(config, "ask", "--print", "hi")
+    assert done.returncode == 1, done.stderr
+    assert "boom" in done.stderr and "over" in done.stderr
+    assert not any(c in done.stderr for c in "\x1b\x07\r\x00\x9b"), repr(done.stderr)
+
+    router.script(Reply(content=["\x1b[1mbold\x1b[0m"]))
+    done = _llamachat(config, "ask", "--print", "hi")
+    assert (done.returncode, done.stdout) == (0, "\x1b[1mbold\x1b[0m")
+
+
+def _fault_file_bytes(path: Path) -> bytes:
+    """The database file and its WAL, as they lie on disk."""
+    return b"".join(p.read_bytes() for p in path.parent.iterdir() if p.name.startswith(path.name))
+
+
+def test_fault_deleted_chat_is_purged_from_the_file_when_undo_ends(qtbot, tmp_path: Path) -> None:
+    """A chat deleted in the sidebar can be undone while the notice shows; once the notice
+    goes, its messages and full-text rows are gone from the file, not just hidden."""
+    from PySide6.QtWidgets import QAbstractButton
+
+    from llamachat.db import History
+    from llamachat.ui.sidebar import SessionSidebar
+
+    path = tmp_path / "history.db"
+    history = History(path)
+    keep = history.create_session("chat")
+    history.add_message(keep, "user", "keepsake marmalade")
+    gone = history.create_session("chat")
+    history.add_message(gone, "user", "zanzibarquokka secret plans")
+    history.add_message(gone, "assistant", "zanzibarquokka noted")
+    sidebar = SessionSidebar(history)
+    qtbot.addWidget(sidebar)
+    sidebar.delete_session(gone)
+    assert sidebar.undo_delete() == gone  # still restorable while Undo is offered
+    sidebar.delete_session(gone)
+    # The notice bar closing (its timer, or the user) ends the undo window.
+    close = [
+        b for b in sidebar.findChildren(QAbstractButton) if b.accessibleName() == "Close notice"
+    ]
+    close[0].click()
+    assert sidebar.undo_delete() is None
+    assert history.get_session(gone) is None and history.message_count(gone) == 0
+    assert history.search("zanzibarquokka") == []
+    history.close()
+    data = _fault_file_bytes(path)
+    assert b"marmalade" in data
+    assert b"zanzibarquokka" not in data
+
+
+def test_fault_chat_deleted_in_an_earlier_run_is_purged_at_start(tmp_path: Path) -> None:
+    """A deleted chat the last run never purged (quit with Undo still offered) is purged when
+    the history next opens, once older than the undo margin; a fresh deletion is kept."""
+    import sqlite3
+
+    from llamachat import db
+    from llamachat.db import History
+
+    path = tmp_path / "history.db"
+    history = History(path)
+    old = history.create_session("chat")
+    history.add_message(old, "user", "oldquokkaword")
+    fresh = history.create_session("chat")
+    history.add_message(fresh, "user", "freshquokkaword")
+    history.delete_session(old)
+    history.delete_session(fresh)
+    history.close()
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            "UPDATE sessions SET deleted_at = deleted_at - ? WHERE id = ?",
+            (db.PURGE_AFTER_S + 1, old),
+        )
+    conn.close()
+    History(path).close()
+    data = _fault_file_bytes(path)
+    assert b"oldquokkaword" not in data
+    reopened = History(path)
+    try:
+        rows = reopened._read("SELECT id FROM sessions")
+        assert [r[0] for r in rows] == [fresh]
+    finally:
+        reopened.close()
 
 
 # ==== end section: faults ====

@@ -180,9 +180,14 @@ class ChatWindow(QMainWindow):
         self._apply_model(self._model)
         self._refresh_skill_names()
         if self.history.recovered_from is not None:
+            kept = (
+                f"{self.history.salvaged} readable messages were copied into a new one"
+                if self.history.salvaged
+                else "a new one started"
+            )
             self.show_status(
                 f"The history file was damaged; it was moved to {self.history.recovered_from} "
-                "and a new one started.",
+                f"and {kept}.",
                 timeout=0,
             )
 
