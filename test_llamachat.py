@@ -6932,6 +6932,43 @@ def test_tray_absent_the_instance_ends_when_its_last_window_closes(router, qtbot
         history.close()
 
 
+@quick_offscreen
+def test_file_quit_and_ctrl_q_end_the_instance_closing_every_window(
+    router, qtbot, tmp_path
+) -> None:
+    """File > Quit and Ctrl+Q in the chat window end the running instance (not just hide
+    the window into the tray) and close its windows."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QApplication, QMenu
+
+    from llamachat.db import History
+    from llamachat.ui.instance import RunningInstance
+
+    cfg = _instance_cfg(router, tmp_path)
+    history = History(cfg.history_path)
+    try:
+        for how in ("menu", "keys"):
+            running = RunningInstance(_app(cfg, history))
+            ended: list[bool] = []
+            running.finished.connect(lambda ended=ended: ended.append(True))
+            chat = running.show_chat()
+            quick = running.ask("")
+            if how == "menu":
+                [file_menu] = [m for m in chat.menuBar().findChildren(QMenu) if m.title() == "&File"]
+                [quit_action] = [a for a in file_menu.actions() if a.text().startswith("Quit")]
+                assert quit_action.text() == "Quit\tCtrl+Q"
+                quit_action.trigger()
+            else:
+                chat.activateWindow()
+                qtbot.waitUntil(lambda chat=chat: QApplication.activeWindow() is chat)
+                qtbot.keyClick(chat, Qt.Key.Key_Q, Qt.KeyboardModifier.ControlModifier)
+            qtbot.waitUntil(lambda ended=ended: ended == [True])
+            assert not chat.isVisible() and not quick.isVisible()
+            running.shutdown()
+    finally:
+        history.close()
+
+
 # ---------------------------------------------------------------- single instance
 
 
@@ -8216,9 +8253,10 @@ def test_composer_sends_image_as_data_uri_to_vision_model(chat_window, qtbot, tm
 
 
 def test_composer_long_paste_becomes_attachment(chat_window, qtbot) -> None:
-    """Pasting over 4,000 characters makes an attachment chip, not a wall of text."""
+    """Pasting over 4,000 characters makes an attachment chip, not a wall of text; its
+    label counts lines in words ("1 line", "600 lines")."""
     from PySide6.QtCore import QMimeData
-    from PySide6.QtWidgets import QApplication
+    from PySide6.QtWidgets import QApplication, QPushButton
 
     window, _history = chat_window()
     long_text = "log line\n" * 600
@@ -8230,6 +8268,15 @@ def test_composer_long_paste_becomes_attachment(chat_window, qtbot) -> None:
     [attachment] = window.composer.attachments()
     assert attachment.data == long_text
     assert window.composer.attachment_chips.isVisible()
+    assert _by_name(window, QPushButton, "Remove attachment pasted text (600 lines)")
+
+    window.composer.set_attachments([])
+    one_line = QMimeData()
+    one_line.setText("x" * 5000)
+    QApplication.clipboard().setMimeData(one_line)
+    window.composer.editor.paste()
+    assert _by_name(window, QPushButton, "Remove attachment pasted text (1 line)")
+    window.composer.set_attachments([])
 
     short = QMimeData()
     short.setText("short one")

@@ -130,6 +130,8 @@ class ChatWindow(QMainWindow):
     model_changed = Signal(str)
     models_listed = Signal(list)
     streaming_changed = Signal(bool)
+    # File > Quit (Ctrl+Q): the running instance ends the app, tray icon included.
+    quit_requested = Signal()
 
     def __init__(self, app: App, *, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -344,6 +346,7 @@ class ChatWindow(QMainWindow):
                 "switch_model": self.model_picker.open_popup,
                 "settings": self.open_settings,
                 "shortcuts": self.show_shortcuts,
+                "quit": self.quit_requested.emit,
             },
         )
         self.composer.editor.setFocus()
@@ -371,6 +374,8 @@ class ChatWindow(QMainWindow):
         file_menu.addAction(self.add_model_action)
         file_menu.addSeparator()
         file_menu.addAction(QAction("Close window", self, triggered=self.close))
+        quit_action = QAction("Quit", self, triggered=lambda: self.quit_requested.emit())
+        file_menu.addAction(keyed(quit_action, "quit"))
 
         chat_menu = menus.addMenu("&Chat")
         chat_menu.addAction(
