@@ -1926,6 +1926,42 @@ def test_skills_missing_root_is_quiet_and_a_file_as_root_is_a_problem(tmp_path: 
     assert "not a folder" in _problem_for(store, not_a_folder).message
 
 
+def test_skills_problems_warn_once_per_change_across_stores(tmp_path: Path, caplog) -> None:
+    """The first store to see a set of problems warns; later stores (later runs) with the
+    same set log them at info level; fixed then broken again, they warn again."""
+    import logging
+
+    from llamachat import skills
+
+    root = tmp_path / "skills"
+    reported = tmp_path / "state" / "skill-problems"
+    _put_skill(root, "broken", "no frontmatter\n")
+    caplog.set_level(logging.INFO, logger="llamachat.skills")
+
+    def levels() -> list[str]:
+        store = skills.SkillStore(root, reported=reported)
+        caplog.clear()
+        store.names()
+        return [r.levelname for r in caplog.records if "skill problem" in r.getMessage()]
+
+    assert levels() == ["WARNING"] and reported.exists()
+    assert levels() == ["INFO"]
+    assert skills.reported_problems_path().parent.name == "llamachat"
+    (root / "broken" / "SKILL.md").unlink()
+    assert levels() == [] and not reported.exists()
+    _put_skill(root, "broken", "no frontmatter\n")
+    assert levels() == ["WARNING"]
+
+    store = skills.SkillStore(root, reported=reported)
+    store.names()
+    _put_skill(root, "worse", "---\nname: worse\n---\n")
+    caplog.clear()
+    assert store.refresh()
+    assert [(r.levelname, "worse" in r.getMessage()) for r in caplog.records] == [
+        ("WARNING", True)
+    ]
+
+
 def test_skills_watch_paths_name_roots_skill_folders_and_skill_files(tmp_path: Path) -> None:
     from llamachat import skills
 
@@ -6338,7 +6374,8 @@ def _quick_ask(qtbot, window, text: str, *, wait: bool = True) -> None:
 def test_cli_print_writes_exactly_the_content_to_stdout_and_reasoning_to_stderr(
     router, tmp_path
 ) -> None:
-    """`ask --print` streams the router's content pieces byte for byte; reasoning on stderr."""
+    """`ask --print` streams the router's content pieces byte for byte, then a line break
+    (even into a pipe: a shell prompt or the next `>>` line follows); reasoning on stderr."""
     from llamachat.scripted_router import Reply
 
     config = _quick_config_file(tmp_path, router.url)
@@ -6346,7 +6383,7 @@ def test_cli_print_writes_exactly_the_content_to_stdout_and_reasoning_to_stderr(
     router.script(Reply(reasoning=["Two ", "and two."], content=pieces))
     done = _llamachat(config, "ask", "--print", "what", "is", "2+2?")
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "".join(pieces)
+    assert done.stdout == "".join(pieces) + "\n"
     assert done.stderr == "Two and two."
     sent = router.chat_requests()[-1].json
     assert sent["stream"] is True and sent["messages"][-1] == {
@@ -6363,7 +6400,7 @@ def test_cli_print_no_reasoning_hides_it_and_uses_the_model_asked_for(router, tm
     config = _quick_config_file(tmp_path, router.url, 'oneshot_model = "test-model"\n')
     router.script(Reply(reasoning=["hidden"], content=["shown"]))
     done = _llamachat(config, "ask", "--print", "--no-reasoning", "--model", "other-model", "hi")
-    assert (done.returncode, done.stdout, done.stderr) == (0, "shown", "")
+    assert (done.returncode, done.stdout, done.stderr) == (0, "shown\n", "")
     assert router.chat_requests()[-1].json["model"] == "other-model"
 
 
@@ -6409,7 +6446,7 @@ def test_cli_print_appends_piped_stdin_in_a_fenced_block(router, tmp_path) -> No
     assert done.returncode == 0, done.stderr
     expected = "review this\n\n````\n" + diff + "````"
     assert router.chat_requests()[-1].json["messages"][-1]["content"] == expected
-    assert done.stdout == "echo: " + expected
+    assert done.stdout == "echo: " + expected + "\n"
 
 
 def test_cli_print_unreachable_router_exits_1_with_the_message(tmp_path) -> None:
@@ -6452,7 +6489,7 @@ def test_cli_print_error_mid_stream_keeps_the_partial_answer_and_exits_1(router,
     )
     done = _llamachat(config, "ask", "--print", "go")
     assert done.returncode == 1
-    assert done.stdout == "Part one "
+    assert done.stdout == "Part one \n"
     assert "the GPU fell over" in done.stderr
     with History(tmp_path / "history.db") as history:
         (session,) = history.list_sessions()
@@ -6473,8 +6510,29 @@ def test_cli_print_history_that_cannot_be_saved_still_prints_the_answer(router, 
     )
     router.script(Reply(content=["still ", "here"]))
     done = _llamachat(config, "ask", "--print", "hello")
-    assert (done.returncode, done.stdout) == (0, "still here")
+    assert (done.returncode, done.stdout) == (0, "still here\n")
     assert "not saved in the history" in done.stderr
+
+
+def test_cli_print_tells_skill_problems_once_per_change(router, tmp_path) -> None:
+    """A broken skill is warned about on the first `ask --print`, not again while the
+    problems stay the same; a new problem is told; --debug shows them every time."""
+    config = _quick_config_file(tmp_path, router.url)
+    broken = tmp_path / "skills" / "broken"
+    broken.mkdir()
+    (broken / "SKILL.md").write_text("no frontmatter here\n", encoding="utf-8")
+    first = _llamachat(config, "ask", "--print", "hi")
+    assert first.returncode == 0, first.stderr
+    assert "skill problem" in first.stderr and str(broken) in first.stderr
+    again = _llamachat(config, "ask", "--print", "hi")
+    assert (again.returncode, again.stdout, again.stderr) == (0, "echo: hi\n", "")
+    debug = _llamachat(config, "--debug", "ask", "--print", "hi")
+    assert str(broken) in debug.stderr
+    other = tmp_path / "skills" / "other"
+    other.mkdir()
+    (other / "SKILL.md").write_text("---\nname: other\n---\nno description\n", encoding="utf-8")
+    changed = _llamachat(config, "ask", "--print", "hi")
+    assert changed.returncode == 0 and str(other) in changed.stderr
 
 
 def test_cli_print_with_nothing_to_ask_exits_2(router, tmp_path) -> None:
@@ -6511,7 +6569,7 @@ def test_cli_print_never_imports_qt(router, tmp_path) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "echo: hi"
+    assert done.stdout == "echo: hi\n"
     assert done.stderr.endswith("QT=")
 
 
