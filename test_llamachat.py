@@ -614,6 +614,57 @@ def test_history_search_matches_words_and_prefixes_with_a_snippet(tmp_path: Path
     assert len(history.search("a")) == 2  # one row per session, not per message
 
 
+def test_history_search_finds_titles_first_with_message_snippets(tmp_path: Path) -> None:
+    """A title holding every word finds its chat (listed first, newest first); a chat
+    matching in its messages too keeps that message's snippet; deleted chats stay out."""
+    from llamachat.db import History
+
+    history = History(tmp_path / "h.db")
+    renamed = history.create_session("chat")
+    history.add_message(renamed, "user", "something unrelated")
+    history.rename_session(renamed, "Trip to 50% Peru_plans")
+    both = history.create_session("chat")
+    history.add_message(both, "user", "Peru trip budget")
+    history.add_message(both, "assistant", "A Peru trip costs little.")
+    only_message = history.create_session("chat")
+    history.add_message(only_message, "user", "tell me about llamas")
+    history.add_message(only_message, "assistant", "Llamas come from Peru.")
+    assert [s["id"] for s in history.search("peru trip")] == [both, renamed]
+    hits = {s["id"]: s["snippet"] for s in history.search("peru")}
+    assert list(hits) == [both, renamed, only_message]
+    assert hits[renamed] == "" and "Peru" in hits[both] and "Peru" in hits[only_message]
+    # LIKE's wildcards are matched literally.
+    assert [s["id"] for s in history.search("50%")] == [renamed]
+    assert [s["id"] for s in history.search("p_ru")] == []
+    assert [s["id"] for s in history.search("peru_p")] == [renamed]
+    history.delete_session(renamed)
+    assert renamed not in [s["id"] for s in history.search("peru")]
+    assert len(history.search("peru", limit=1)) == 1
+
+
+def test_history_edited_first_question_renames_an_automatic_title_only(tmp_path: Path) -> None:
+    """Deleting from the first question clears a title taken from it (the next question
+    names the chat); a title the user gave stays; deleting a later message keeps titles."""
+    from llamachat.db import History
+
+    history = History(tmp_path / "h.db")
+    auto = history.create_session("chat")
+    first = history.add_message(auto, "user", "Wher do llamas live?")
+    reply = history.add_message(auto, "assistant", "In the Andes.")
+    history.delete_messages_from(auto, reply)
+    assert history.get_session(auto)["title"] == "Wher do llamas live?"
+    history.delete_messages_from(auto, first)
+    history.add_message(auto, "user", "Where do llamas live?")
+    assert history.get_session(auto)["title"] == "Where do llamas live?"
+
+    named = history.create_session("chat")
+    first = history.add_message(named, "user", "Wher do llamas live?")
+    history.rename_session(named, "Llamas")
+    history.delete_messages_from(named, first)
+    history.add_message(named, "user", "Where do llamas live?")
+    assert history.get_session(named)["title"] == "Llamas"
+
+
 def test_history_search_follows_updates_and_deletions(tmp_path: Path) -> None:
     from llamachat.db import History
 
