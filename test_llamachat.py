@@ -2008,9 +2008,7 @@ def test_skills_problems_warn_once_per_change_across_stores(tmp_path: Path, capl
     _put_skill(root, "worse", "---\nname: worse\n---\n")
     caplog.clear()
     assert store.refresh()
-    assert [(r.levelname, "worse" in r.getMessage()) for r in caplog.records] == [
-        ("WARNING", True)
-    ]
+    assert [(r.levelname, "worse" in r.getMessage()) for r in caplog.records] == [("WARNING", True)]
 
 
 def test_skills_watch_paths_name_roots_skill_folders_and_skill_files(tmp_path: Path) -> None:
@@ -7063,7 +7061,9 @@ def test_file_quit_and_ctrl_q_end_the_instance_closing_every_window(
             chat = running.show_chat()
             quick = running.ask("")
             if how == "menu":
-                [file_menu] = [m for m in chat.menuBar().findChildren(QMenu) if m.title() == "&File"]
+                [file_menu] = [
+                    m for m in chat.menuBar().findChildren(QMenu) if m.title() == "&File"
+                ]
                 [quit_action] = [a for a in file_menu.actions() if a.text().startswith("Quit")]
                 assert quit_action.text() == "Quit\tCtrl+Q"
                 quit_action.trigger()
@@ -8672,6 +8672,157 @@ def _click_session(qtbot, window, session_id: int) -> None:
     qtbot.mouseClick(
         view.viewport(), Qt.MouseButton.LeftButton, pos=view.visualRect(index).center()
     )
+
+
+def _highlighted(window) -> list[int]:
+    """The sessions the sidebar highlights (selected rows) and its current row, as ids."""
+    sidebar = window.sidebar
+    selected = [sidebar.model.session_id(i.row()) for i in sidebar.list_view.selectedIndexes()]
+    current = sidebar.list_view.currentIndex()
+    return selected + ([sidebar.model.session_id(current.row())] if current.isValid() else [])
+
+
+def test_chrome_window_search_finds_titles_shows_plain_marked_snippets_or_no_matches(
+    chat_window, qtbot, tmp_path
+) -> None:
+    """Search finds a renamed chat by its title; snippets are plain text (no Markdown
+    marks), the matched words are marked on screen, and a search without hits says so."""
+    from PySide6.QtGui import QPalette
+
+    from llamachat.db import History
+    from llamachat.ui.sidebar import marked_html
+
+    history = History(tmp_path / "history.db")
+    renamed = history.create_session("chat", "test-model")
+    history.add_message(renamed, "user", "something else")
+    history.rename_session(renamed, "Alpaca shearing")
+    talked = history.create_session("chat", "test-model")
+    history.add_message(talked, "user", "tell me")
+    history.add_message(
+        talked, "assistant", "# Fibre\nThe **alpaca** gives `wool`, see [this](http://x)."
+    )
+    window, _ = chat_window(history=history)
+    window.resize(900, 600)
+    window.sidebar.search("alpaca")
+    assert window.sidebar.session_ids() == [renamed, talked]
+    rows = [window.sidebar.model.data(window.sidebar.model.index(r)) for r in range(2)]
+    assert rows[0] == "Alpaca shearing"
+    assert rows[1] == "tell me\nFibre The alpaca gives wool, see this."
+    assert not window.sidebar.no_matches.isVisible()
+    assert marked_html("<b>Alpaca</b> alpacas", "alpaca", "X") == (
+        '&lt;b&gt;<span style="X">Alpaca</span>&lt;/b&gt; <span style="X">alpaca</span>s'
+    )
+
+    # Nothing is selected (a new chat is shown): any highlight colour is a marked word.
+    highlight = window.sidebar.list_view.palette().color(QPalette.ColorRole.Highlight).rgb()
+
+    def marked_pixels() -> int:
+        image = window.sidebar.list_view.viewport().grab().toImage()
+        return sum(
+            image.pixel(x, y) == highlight
+            for x in range(0, image.width(), 2)
+            for y in range(image.height())
+        )
+
+    assert _highlighted(window) == []
+    assert marked_pixels() > 0
+    window.sidebar.search("")
+    assert marked_pixels() == 0
+
+    window.sidebar.search("zzyzx")
+    assert window.sidebar.session_ids() == []
+    assert window.sidebar.no_matches.isVisible()
+    assert window.sidebar.no_matches.text() == "No matches"
+    window.sidebar.search("")
+    assert not window.sidebar.no_matches.isVisible()
+
+
+def test_chrome_window_title_follows_renames_and_edits_of_an_automatic_title(
+    chat_window, qtbot
+) -> None:
+    """Renaming the open chat retitles the window at once; editing the first question
+    renames a chat titled automatically, and no longer once the user renamed it."""
+    window, history = chat_window()
+    _send(qtbot, window, "Wher do llamas live")
+    assert window.windowTitle() == "Wher do llamas live — llamachat"
+    first = history.messages(window.session_id)[0]["id"]
+    window.conversation.edit_requested.emit(first)
+    window.composer.set_text("Where do llamas live")
+    window.send()
+    qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
+    assert window.windowTitle() == "Where do llamas live — llamachat"
+    model = window.sidebar.model
+    assert model.data(model.index(model.row_of(window.session_id))) == "Where do llamas live"
+
+    assert model.setData(model.index(model.row_of(window.session_id)), "Llamas")
+    assert window.windowTitle() == "Llamas — llamachat"
+    first = history.messages(window.session_id)[0]["id"]
+    window.conversation.edit_requested.emit(first)
+    window.composer.set_text("Where do alpacas live")
+    window.send()
+    qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
+    assert window.windowTitle() == "Llamas — llamachat"
+    window.sidebar.rename_session(window.session_id, "Camelids")
+    assert window.windowTitle() == "Camelids — llamachat"
+
+
+@offscreen_dialogs
+def test_chrome_window_sidebar_highlights_the_shown_chat_whatever_happens(
+    chat_window, qtbot, tmp_path
+) -> None:
+    """Deleting another chat, right-clicking one, or starting a new chat leaves the
+    highlight on the chat shown (none for a new chat, so Delete deletes nothing)."""
+    from PySide6.QtCore import Qt, QTimer
+    from PySide6.QtGui import QContextMenuEvent
+    from PySide6.QtWidgets import QApplication
+
+    from llamachat.db import History
+
+    history = History(tmp_path / "history.db")
+    ids = []
+    for text in ("first", "second", "third", "fourth"):
+        ids.append(history.create_session("chat", "test-model"))
+        history.add_message(ids[-1], "user", text)
+    window, _ = chat_window(history=history)
+    _click_session(qtbot, window, ids[1])
+    assert window.session_id == ids[1] and _highlighted(window) == [ids[1], ids[1]]
+
+    window.sidebar.delete_session(ids[2])
+    assert window.session_id == ids[1] and _highlighted(window) == [ids[1], ids[1]]
+    window.sidebar.delete_session(ids[0])
+    assert _highlighted(window) == [ids[1], ids[1]]
+
+    view = window.sidebar.list_view
+    menus: list[str] = []
+
+    def close_menu() -> None:
+        menu = QApplication.activePopupWidget()
+        if menu is None:
+            QTimer.singleShot(10, close_menu)
+            return
+        menus.append(type(menu).__name__)
+        menu.close()
+
+    close_menu()
+    row = window.sidebar.model.row_of(ids[3])
+    where = view.visualRect(window.sidebar.model.index(row)).center()
+    # As the platform does it: the button press, then a context menu event.
+    qtbot.mousePress(view.viewport(), Qt.MouseButton.RightButton, pos=where)
+    QApplication.sendEvent(
+        view.viewport(),
+        QContextMenuEvent(
+            QContextMenuEvent.Reason.Mouse, where, view.viewport().mapToGlobal(where)
+        ),
+    )
+    qtbot.mouseRelease(view.viewport(), Qt.MouseButton.RightButton, pos=where)
+    qtbot.waitUntil(lambda: menus == ["QMenu"])
+    assert window.session_id == ids[1] and _highlighted(window) == [ids[1], ids[1]]
+
+    window.new_session()
+    assert _highlighted(window) == []
+    view.setFocus()
+    qtbot.keyClick(view, Qt.Key.Key_Delete)
+    assert sorted(window.sidebar.session_ids()) == [ids[1], ids[3]]
 
 
 def test_chrome_window_model_statuses_shown_and_load_driven_from_picker(

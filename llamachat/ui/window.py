@@ -304,6 +304,7 @@ class ChatWindow(QMainWindow):
         self.sidebar.session_activated.connect(self.open_session)
         self.sidebar.new_chat_requested.connect(self.new_session)
         self.sidebar.session_deleted.connect(self._on_session_deleted)
+        self.sidebar.session_renamed.connect(self._on_session_renamed)
         self.session_changed.connect(self.sidebar.set_current)
         self.sidebar.setMinimumWidth(180)
         self.sidebar.list_view.setStyleSheet("QListView::item { padding: 5px 6px; }")
@@ -1130,6 +1131,11 @@ class ChatWindow(QMainWindow):
     def _on_session_deleted(self, session_id: int) -> None:
         if session_id == self._session_id:
             self.new_session()
+
+    @Slot(int, str)
+    def _on_session_renamed(self, session_id: int, _title: str) -> None:
+        if session_id == self._session_id:
+            self._update_title()
 
     # ------------------------------------------------------------------ skills on disk
 
