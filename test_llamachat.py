@@ -6860,6 +6860,40 @@ def test_quick_ctrl_enter_continues_the_exchange_as_a_chat(router, qtbot, tmp_pa
 
 
 @quick_offscreen
+def test_quick_continue_lists_and_highlights_the_chat_in_an_open_chat_window(
+    router, qtbot, tmp_path
+) -> None:
+    """ "Continue in chat" with no draft, while the chat window is open: the chat is in
+    its sidebar at once, highlighted, without another message being sent."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QPushButton
+
+    from llamachat.db import History
+    from llamachat.ui.instance import RunningInstance
+
+    cfg = _instance_cfg(router, tmp_path)
+    history = History(cfg.history_path)
+    running = RunningInstance(cfg, history, tray=False)
+    try:
+        chat = running.show_chat()
+        assert chat.sidebar.session_ids() == []
+        quick = running.ask("a quick one", send=True)
+        qtbot.waitUntil(
+            lambda: quick.session_id is not None and not quick.is_streaming(), timeout=30000
+        )
+        session_id = quick.session_id
+        qtbot.mouseClick(_quick_named(quick, QPushButton, "Continue in chat"), Qt.LeftButton)
+        assert chat.session_id == session_id
+        assert chat.sidebar.session_ids() == [session_id]
+        assert chat.sidebar.list_view.currentIndex().row() == 0
+        assert [i.row() for i in chat.sidebar.list_view.selectedIndexes()] == [0]
+        assert len(history.messages(session_id)) == 2
+    finally:
+        running.shutdown()
+        history.close()
+
+
+@quick_offscreen
 def test_quick_picks_a_loaded_model_when_none_is_configured(qtbot, tmp_path) -> None:
     """No oneshot_model nor default_model: a loaded model is preferred to the first listed."""
     from llamachat.config import Config

@@ -440,8 +440,14 @@ class SessionSidebar(QWidget):
         self.model.reload(at_least=self.model.rowCount())
 
     def set_current(self, session_id: int | None) -> None:
-        """Highlight the session the window shows (None: a new, unsaved chat)."""
+        """Highlight the session the window shows (None: a new, unsaved chat).
+
+        A session the list does not hold yet (a quick question just continued in chat,
+        a chat just created) is read in first, so it is listed and highlighted at once.
+        """
         self._current = session_id
+        if session_id is not None and not self.model.query() and self.model.row_of(session_id) < 0:
+            self.refresh()
         self._select_current()
 
     def current(self) -> int | None:
