@@ -4411,10 +4411,18 @@ def _button(view, name: str):
     return next(b for b in view.findChildren(QAbstractButton) if b.accessibleName() == name)
 
 
+def _button_label(view, name: str):
+    from PySide6.QtWidgets import QLabel
+
+    return next(b for b in view.findChildren(QLabel) if b.accessibleName() == name)
+
+
 def test_conversation_stop_and_error_show_marks_and_retry_carries_the_id(
     conversation_view, qtbot
 ) -> None:
     from PySide6.QtCore import Qt
+
+    import re
 
     reply = conversation_view.append_message({"id": 7, "role": "assistant", "status": "streaming"})
     reply.append_content("Partial answ")
@@ -4422,17 +4430,30 @@ def test_conversation_stop_and_error_show_marks_and_retry_carries_the_id(
     qtbot.waitUntil(reply._status.isVisible)
     assert reply._status.text() == "Stopped"
     assert "Partial answ" in reply.text_document().toPlainText()
-    with qtbot.waitSignal(conversation_view.retry_requested) as caught:
-        qtbot.mouseClick(_button(reply, "Retry"), Qt.MouseButton.LeftButton)
+    # One action to ask again, and the figures of what was produced.
+    assert not _button(reply, "Retry").isVisible() and _button(reply, "Regenerate").isVisible()
+    stats = _button_label(reply, "Reply statistics")
+    assert stats.isVisible() and re.fullmatch(r"2 words · \d+\.\d s", stats.text())
+    with qtbot.waitSignal(conversation_view.regenerate_requested) as caught:
+        qtbot.mouseClick(_button(reply, "Regenerate"), Qt.MouseButton.LeftButton)
     assert caught.args == [7]
 
     failed = conversation_view.append_message({"id": 8, "role": "assistant", "status": "streaming"})
     failed.set_status("error", "model 'x' failed to load")
     assert failed._status.text() == "model 'x' failed to load"
     assert "d1242f" in failed._status.styleSheet()
+    assert _button(failed, "Retry").isVisible() and not _button(failed, "Regenerate").isVisible()
     with qtbot.waitSignal(conversation_view.retry_requested) as caught:
         qtbot.mouseClick(_button(failed, "Retry"), Qt.MouseButton.LeftButton)
     assert caught.args == [8]
+
+    # Reopened, a stopped reply still shows what it produced (no time: it was not timed).
+    conversation_view.load_messages(
+        [{"id": 9, "role": "assistant", "content": "one two three", "status": "stopped"}]
+    )
+    [reopened] = conversation_view.views()
+    qtbot.waitUntil(reopened.isVisible)
+    assert _button_label(reopened, "Reply statistics").text() == "3 words"
 
 
 def test_conversation_edit_and_regenerate_signals_carry_the_ids(conversation_view, qtbot) -> None:
@@ -7868,9 +7889,10 @@ def test_window_full_chat_streams_saves_and_shows_stats(chat_window, router, qtb
 def test_window_stop_keeps_partial_reply_as_stopped_and_closes_stream(
     chat_window, router, qtbot
 ) -> None:
-    """Esc mid-reply ends the reply at once, saves the partial text 'stopped', drops the socket."""
+    """Esc mid-reply ends the reply at once, saves the partial text 'stopped', drops the socket;
+    the reply offers one action (Regenerate) and the figures of what it produced."""
     from PySide6.QtCore import Qt
-    from PySide6.QtWidgets import QPlainTextEdit, QPushButton
+    from PySide6.QtWidgets import QAbstractButton, QLabel, QPlainTextEdit, QPushButton
 
     from llamachat.scripted_router import Reply
 
@@ -7887,6 +7909,10 @@ def test_window_stop_keeps_partial_reply_as_stopped_and_closes_stream(
     reply = history.messages(window.session_id)[-1]
     assert (reply["content"], reply["status"]) == ("one two ", "stopped")
     assert _by_name(window, QPushButton, "Send")
+    view = window.conversation.last_assistant()
+    shown = {b.accessibleName() for b in view.findChildren(QAbstractButton) if b.isVisible()}
+    assert "Regenerate" in shown and "Retry" not in shown
+    assert _by_name(view, QLabel, "Reply statistics").text().startswith("2 words · ")
     # The HTTP response was closed, so the server saw the client leave mid-stall.
     qtbot.waitUntil(lambda: router.disconnects == 1, timeout=5000)
     qtbot.waitUntil(lambda: window.running_workers() == 0, timeout=5000)
@@ -8282,7 +8308,7 @@ def test_window_web_search_results_show_on_the_reply(chat_window, router, qtbot)
 
 
 def test_window_reply_left_streaming_by_a_crash_opens_as_stopped(chat_window, qtbot) -> None:
-    """A reply a dead process left 'streaming' opens as 'stopped', text kept, Retry offered."""
+    """A reply a dead process left 'streaming' opens as 'stopped', text kept, Regenerate offered."""
     from PySide6.QtWidgets import QAbstractButton
 
     window, history = chat_window()
@@ -8294,7 +8320,10 @@ def test_window_reply_left_streaming_by_a_crash_opens_as_stopped(chat_window, qt
     view = window.conversation.last_assistant()
     assert view.content() == "partial te" and not view.is_streaming()
     qtbot.waitUntil(view.isVisible)
-    assert _by_name(view, QAbstractButton, "Retry")
+    assert _by_name(view, QAbstractButton, "Regenerate")
+    assert not [
+        b for b in view.findChildren(QAbstractButton) if b.text() == "Retry" and b.isVisible()
+    ]
     assert view.message_id == reply
 
 

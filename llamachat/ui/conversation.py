@@ -255,6 +255,9 @@ class MessageView(QFrame):
         self._thinking_seconds: float | None = None
         self._regenerate_allowed = False
         self._answer_started = False
+        self._final_status = ""
+        # When a reply began streaming: a stopped one shows how long it ran.
+        self._began = time.monotonic() if message.get("status") == "streaming" else None
         self.render_count = 0
 
         mine = self.role == "user"
@@ -404,12 +407,26 @@ class MessageView(QFrame):
             self._status.setText("Stopped")
             self._status.setStyleSheet("")
             self._status.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+            if not self._stats.text():
+                # The server sends its figures at the end, which a stopped reply never reaches.
+                self._stats.setText(self._stopped_figures())
+                self._stats.setVisible(bool(self._stats.text()))
         elif status == "error":
             plain.set_text(self._status, error or "The reply failed.")
             self._status.setStyleSheet("color: #d1242f;")
+        self._final_status = status
         self._status.setVisible(status in ("stopped", "error"))
-        self._retry.setVisible(status in ("stopped", "error") and self.role == "assistant")
+        # One way to ask again: Retry beside an error, Regenerate under any other reply.
+        self._retry.setVisible(status == "error" and self.role == "assistant")
         self._update_actions()
+
+    def _stopped_figures(self) -> str:
+        """What a stopped reply produced: its words, and how long it ran when known."""
+        words = len(self.content().split())
+        parts = [f"{words:,} word{'' if words == 1 else 's'}"] if words else []
+        if self._began is not None:
+            parts.append(f"{time.monotonic() - self._began:.1f} s")
+        return " · ".join(parts)
 
     def finish(self) -> None:
         """Render the open tail as finished, highlight any unclosed code block, end streaming."""
@@ -497,7 +514,9 @@ class MessageView(QFrame):
 
     def _update_actions(self) -> None:
         if self.role == "assistant":
-            self._regenerate.setVisible(self._regenerate_allowed and not self._streaming)
+            self._regenerate.setVisible(
+                self._regenerate_allowed and not self._streaming and self._final_status != "error"
+            )
 
     def _ensure_reasoning(self) -> None:
         if self._reasoning_button is not None:
