@@ -5535,13 +5535,14 @@ def test_fault_damaged_history_is_moved_aside_and_the_window_says_so(
     assert history.recovered_from is not None
     assert history.recovered_from.read_bytes() == damaged
     window, _ = chat_window(history=history)
-    status = window.statusBar().currentMessage()
+    status = window.problem_bar.text()
     assert "damaged" in status and str(history.recovered_from) in status
     _send(qtbot, window, "fresh start")
     assert [m["content"] for m in history.messages(window.session_id)] == [
         "fresh start",
         "echo: fresh start",
     ]
+    assert window.problem_bar.text() == status
     # What could still be read was salvaged into the fresh file, beside the new chat.
     assert history.count_sessions() == (2 if history.salvaged else 1)
     assert (history.salvaged > 0) == (kind == "scribbled")
@@ -7575,11 +7576,41 @@ def test_firstrun_add_file_that_is_not_a_gguf_is_explained_and_not_added(
 
         qtbot.waitUntil(lambda: panel.problem.isVisible())
         assert panel.problem.text() == "notes.gguf is not a GGUF model file."
-        assert "not a GGUF model file" in window.statusBar().currentMessage()
+        # Said once, where it stays; the status bar no longer claims it is still adding.
+        assert window.statusBar().currentMessage() == ""
         assert panel.state() == "empty" and not panel.busy.isVisible()
         assert _firstrun_button(window, "Add GGUF file").isEnabled()
         assert not (tmp_path / "models" / "notes.gguf").exists()
         assert not [r for r in empty.requests if r.query.get("reload")]
+
+
+def test_firstrun_add_file_problem_stays_until_dismissed_when_the_panel_is_away(
+    firstrun, router, qtbot, tmp_path
+) -> None:
+    """With models listed (no getting-started panel), a file that is not a GGUF is shown
+    whole above the chat and stays there through later status messages until its ✕."""
+    from PySide6.QtCore import Qt
+
+    notes = tmp_path / "notes.gguf"
+    notes.write_text("shopping list\n")
+    window = firstrun(router_url=router.url)
+    window.app.use_router(window.cfg.router_url, server=_firstrun_unstarted_server(tmp_path))
+    qtbot.waitUntil(lambda: bool(window.models()))
+    assert window.first_run_panel.state() == "hidden"
+    bar = window.problem_bar
+    assert not bar.isVisible()
+
+    window.add_model_file(notes)
+
+    qtbot.waitUntil(bar.isVisible)
+    assert bar.text() == "notes.gguf is not a GGUF model file."
+    assert bar.label.textFormat() == Qt.TextFormat.PlainText and bar.label.wordWrap()
+    window.show_status("Something else happened.", timeout=1)
+    window.copy_last_reply()
+    qtbot.wait(20)
+    assert bar.isVisible() and bar.text() == "notes.gguf is not a GGUF model file."
+    qtbot.mouseClick(bar.close_button, Qt.MouseButton.LeftButton)
+    assert not bar.isVisible() and bar.text() == ""
 
 
 @firstrun_offscreen

@@ -65,6 +65,7 @@ from .composer import Attachment, Composer
 from .conversation import ConversationView
 from .meter import ContextMeter
 from .model_picker import ModelPicker
+from .notice import NoticeBar
 from .presets import PresetPicker
 from .reply import ReplyStream
 from .settings import SettingsDialog
@@ -187,10 +188,9 @@ class ChatWindow(QMainWindow):
                 if self.history.salvaged
                 else "a new one started"
             )
-            self.show_status(
+            self.show_problem(
                 f"The history file was damaged; it was moved to {self.history.recovered_from} "
-                f"and {kept}.",
-                timeout=0,
+                f"and {kept}."
             )
 
     # ------------------------------------------------------------------ building
@@ -320,6 +320,11 @@ class ChatWindow(QMainWindow):
         layout.addWidget(top_bar)
         layout.addWidget(rule)
         layout.addWidget(self.first_run_panel)
+        self.problem_bar = NoticeBar()
+        problem_row = QVBoxLayout()
+        problem_row.setContentsMargins(10, 6, 10, 0)
+        problem_row.addWidget(self.problem_bar)
+        layout.addLayout(problem_row)
         layout.addWidget(self.conversation, 1)
         layout.addLayout(body)
 
@@ -441,6 +446,11 @@ class ChatWindow(QMainWindow):
     def show_status(self, text: str, timeout: int = STATUS_MS) -> None:
         """Say something in the status bar (timeout in ms; 0 keeps it)."""
         self.statusBar().showMessage(text, timeout)
+
+    def show_problem(self, text: str) -> None:
+        """Show a problem the user must act on, whole, above the chat until dismissed."""
+        log.info("shown to the user: %s", text)
+        self.problem_bar.show_text(text)
 
     def new_session(self) -> None:
         """Start an empty chat: no messages, no loaded skills; created on the first send."""
@@ -729,6 +739,7 @@ class ChatWindow(QMainWindow):
         self.first_run_panel.set_busy("")
         error = future.result()
         if error:
+            self.statusBar().clearMessage()
             self._say_problem(error)
             return
         self.show_status(f"Added {name} to the models folder.")
@@ -745,7 +756,8 @@ class ChatWindow(QMainWindow):
         """Explain a failed models-folder action on the panel (when shown) and the status bar."""
         if self.first_run_panel.state() != "hidden":
             self.first_run_panel.set_problem(text)
-        self.show_status(text, timeout=0)
+        else:
+            self.show_problem(text)
 
     def _show_empty(self) -> None:
         self.first_run_panel.show_empty(models_dir=self.models_folder(), url=self.cfg.router_url)
@@ -854,7 +866,7 @@ class ChatWindow(QMainWindow):
                 session_id, "user", text, attachments=stored, model=model
             )
         except HistoryError as exc:
-            self.show_status(f"Not sent: the message could not be saved. {exc}", timeout=0)
+            self.show_problem(f"Not sent: the message could not be saved. {exc}")
             return
         # The new chat's title (or the chat's new place at the top) shows at once.
         self.sidebar.refresh()
@@ -963,7 +975,7 @@ class ChatWindow(QMainWindow):
                 parent=self,
             )
         except HistoryError as exc:
-            self.show_status(f"Not sent: the reply could not be saved. {exc}", timeout=0)
+            self.show_problem(f"Not sent: the reply could not be saved. {exc}")
             return
         reply.search_started.connect(self._on_search_started)
         reply.skill_loaded.connect(self._on_skill_loaded)
@@ -989,7 +1001,7 @@ class ChatWindow(QMainWindow):
 
     @Slot(str)
     def _on_save_failed(self, error: str) -> None:
-        self.show_status(f"The reply could not be saved: {error}", timeout=0)
+        self.show_problem(f"The reply could not be saved: {error}")
 
     @Slot(str, str)
     def _on_reply_ended(self, status: str, error: str) -> None:
@@ -1107,7 +1119,7 @@ class ChatWindow(QMainWindow):
         try:
             self.app.save_settings({"default_model": model_id})
         except ConfigError as exc:
-            self.show_status(f"The default model was not saved: {exc}", timeout=0)
+            self.show_problem(f"The default model was not saved: {exc}")
             return
         self.show_status(
             f"{model_id} is the default model for new chats."
@@ -1121,7 +1133,7 @@ class ChatWindow(QMainWindow):
             try:
                 self.history.set_prompt(self._session_id, name, custom)
             except HistoryError as exc:
-                self.show_status(f"The chat's prompt could not be saved: {exc}", timeout=0)
+                self.show_problem(f"The chat's prompt could not be saved: {exc}")
 
     @Slot(str)
     def _on_system_text_changed(self, text: str) -> None:
