@@ -4999,7 +4999,7 @@ def test_model_picker_shows_statuses_and_loads_a_chosen_model(qtbot) -> None:
             picker.combo.setCurrentIndex(picker.combo.findData("smol"))
         assert changed.args == ["smol"]
         assert picker.status("smol") == "loading" and not picker.busy.isHidden()
-        assert picker.status_label.text() == "Loading smol…"
+        assert picker.status_label.text() == "Loading…"
         assert picker.combo.itemText(1) == "◐ smol"
         qtbot.waitUntil(lambda: r.status("smol") == "loading")
         qtbot.waitUntil(lambda: picker.status("smol") == "loaded", timeout=5000)
@@ -6701,6 +6701,19 @@ def test_quick_window_answers_and_saves_a_searchable_oneshot_session(quick, rout
     ]
     assert [hit["id"] for hit in history.search("2+2")] == [session["id"]]
     assert router.chat_requests()[-1].json["model"] == "test-model"
+
+
+@quick_offscreen
+def test_quick_window_keeps_its_width_when_the_answer_arrives(quick, router, qtbot) -> None:
+    """The window opens 640 px wide and stays so when it grows to show the answer."""
+    from llamachat.ui.quick import WIDTH
+
+    window, _history = quick(default_model="test-model")
+    window.present()
+    assert window.width() == WIDTH
+    _quick_ask(qtbot, window, "what is 2+2")
+    assert window.width() == WIDTH
+    assert window.height() >= window.conversation.minimumHeight()
 
 
 @quick_offscreen
@@ -8938,7 +8951,8 @@ def test_chrome_window_model_statuses_shown_and_load_driven_from_picker(
     assert window.current_model() == "smol"
     assert window.meter.model() == "smol"
     assert window.model_picker.status("smol") == "loading"
-    assert window.model_picker.status_label.text() == "Loading smol…"
+    assert window.model_picker.status_label.text() == "Loading…"
+    assert window.model_picker.status_label.toolTip() == "Loading smol…"
     qtbot.waitUntil(lambda: window.model_picker.status("smol") == "loaded", timeout=10_000)
     assert combo.itemText(combo.findData("smol")) == "● smol"
     assert [(q.path, q.json) for q in router.requests if q.method == "POST"] == [
@@ -8947,6 +8961,55 @@ def test_chrome_window_model_statuses_shown_and_load_driven_from_picker(
     _send(qtbot, window, "hello")
     assert router.chat_requests()[-1].json["model"] == "smol"
     assert history.get_session(window.session_id)["model"] == "smol"
+
+
+def test_chrome_window_layout_holds_for_long_statuses_errors_and_titles(
+    chat_window, router, qtbot
+) -> None:
+    """A long "Loading …" or error beside the picker is elided (whole in its tooltip) and
+    moves neither the sidebar nor the window's minimum; a long status message is whole in
+    the status bar's tooltip; a long chat title is elided, with no horizontal scrollbar."""
+    from llamachat.scripted_router import Model
+    from llamachat.ui import plain
+
+    long_id = "an-unusually-long-model-name-for-a-local-model-Q4_K_M-instruct-2025-final"
+    _chrome_models(router, Model(long_id, "unloaded"))
+    router.load_delay = 0.5
+    window, history = chat_window()
+    window.resize(900, 600)
+    picker = window.model_picker
+    qtbot.waitUntil(lambda: long_id in _combo_ids(picker.combo))
+    qtbot.wait(50)
+    sizes = window.splitter.sizes()
+    picker.combo.setCurrentIndex(picker.combo.findData(long_id))
+    assert picker.status_label.text() == "Loading…"
+    assert picker.status_label.toolTip() == f"Loading {long_id}…"
+    qtbot.wait(50)
+    assert window.splitter.sizes() == sizes
+    assert picker.status_label.width() >= picker.status_label.minimumSizeHint().width()
+
+    error = f"{long_id} failed to load: the server explains at length"
+    plain.set_text(picker.status_label, error)
+    qtbot.wait(50)
+    floor = window.minimumSizeHint().width()
+    plain.set_text(picker.status_label, error * 5)
+    qtbot.wait(50)
+    assert window.splitter.sizes() == sizes
+    assert window.minimumSizeHint().width() == floor
+    qtbot.waitUntil(lambda: picker.status(long_id) == "loaded", timeout=10_000)
+
+    error = "The router said: " + "a very long explanation of what went wrong " * 5
+    window.show_status(error, timeout=0)
+    assert window.statusBar().toolTip() == error
+
+    session = history.create_session("chat", "test-model")
+    history.add_message(session, "user", "word " * 60)
+    window.sidebar.refresh()
+    view = window.sidebar.list_view
+    qtbot.wait(50)
+    assert view.horizontalScrollBar().maximum() == 0
+    rect = view.visualRect(window.sidebar.model.index(window.sidebar.model.row_of(session)))
+    assert rect.width() <= view.viewport().width()
 
 
 def test_chrome_window_failed_load_shows_servers_message_and_retry_loads(

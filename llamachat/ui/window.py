@@ -299,6 +299,10 @@ class ChatWindow(QMainWindow):
         self.meter.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Preferred)
         self.composer.editor.textChanged.connect(lambda: self.meter.set_draft(self.composer.text()))
         self.statusBar().addPermanentWidget(self.meter)
+        # A message longer than the bar is cut at its edge: hovering shows it whole.
+        self.statusBar().messageChanged.connect(
+            lambda text: self.statusBar().setToolTip(plain.tooltip(text))
+        )
 
         self.sidebar = SessionSidebar(self.history, mode="chat")
         self.sidebar.session_activated.connect(self.open_session)
