@@ -129,7 +129,9 @@ class _ElidedLabel(plain.Label):
         """Draw the text elided at the right edge (text() stays whole)."""
         painter = QPainter(self)
         rect = self.contentsRect()
-        shown = self.fontMetrics().elidedText(self.text(), Qt.TextElideMode.ElideRight, rect.width())
+        shown = self.fontMetrics().elidedText(
+            self.text(), Qt.TextElideMode.ElideRight, rect.width()
+        )
         self.style().drawItemText(
             painter,
             rect,
