@@ -4383,6 +4383,31 @@ def test_conversation_copy_code_link_puts_raw_code_on_clipboard(conversation_vie
     assert 'href="copy:0"' in view.text_document().toHtml()
     view._body.anchorClicked.emit(QUrl("copy:0"))
     assert QGuiApplication.clipboard().text() == code
+    # The link says it copied, for a moment.
+    assert "✓ Copied!" in view.text_document().toPlainText()
+    assert "Copy code" not in view.text_document().toPlainText()
+    qtbot.waitUntil(lambda: "Copy code" in view.text_document().toPlainText(), timeout=3000)
+    assert "✓ Copied!" not in view.text_document().toPlainText()
+
+
+def test_conversation_long_code_lines_wrap_inside_the_reply(conversation_view, qtbot) -> None:
+    """A code line longer than the reply is wide wraps (indentation kept), so none of it is
+    cut off at the edge; Copy code still copies it as one line."""
+    from PySide6.QtCore import QUrl
+    from PySide6.QtGui import QGuiApplication
+
+    line = "result = compute(" + ", ".join(f"argument_{n}" for n in range(40)) + ")"
+    code = f"def f():\n    {line}\n"
+    conversation_view.resize(500, 400)
+    view = conversation_view.append_message(
+        {"id": 1, "role": "assistant", "content": f"```python\n{code}```\n", "status": "complete"}
+    )
+    qtbot.waitUntil(view.isVisible)
+    document = view.text_document()
+    assert document.size().width() <= view._body.viewport().width() + 1
+    assert document.toPlainText().count("argument_39") == 1
+    view._body.anchorClicked.emit(QUrl("copy:0"))
+    assert QGuiApplication.clipboard().text() == code
 
 
 def test_conversation_reasoning_collapses_once_the_answer_starts(conversation_view, qtbot) -> None:

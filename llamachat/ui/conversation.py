@@ -60,6 +60,11 @@ from .markdown import (
 
 log = logging.getLogger(__name__)
 
+# A code block's link confirms a copy for a moment; both texts are as long, so the
+# document's positions stay where the streaming writer expects them.
+COPY_LINK = "Copy code"
+COPIED_LINK = "✓ Copied!"
+COPIED_MS = 1500
 INITIAL_MIN_MESSAGES = 6
 INITIAL_MIN_CHARS = 6000
 PAGE_SIZE = 20
@@ -577,8 +582,25 @@ class MessageView(QFrame):
                 self.copy_code(int(url.path()))
             except ValueError:
                 log.warning("bad copy link %r", url.toString())
+                return
+            href = url.toString()
+            self._set_link_text(href, COPY_LINK, COPIED_LINK)
+            QTimer.singleShot(
+                COPIED_MS, self, lambda: self._set_link_text(href, COPIED_LINK, COPY_LINK)
+            )
             return
         open_link(url)
+
+    def _set_link_text(self, href: str, old: str, new: str) -> None:
+        """Replace the text of the link to `href` reading `old` (a "Copy code" link)."""
+        document = self._body.document()
+        cursor = document.find(old)
+        while not cursor.isNull():
+            if cursor.charFormat().anchorHref() == href:
+                # Same length: the document writer keeps positions in the text.
+                cursor.insertText(new, cursor.charFormat())
+                return
+            cursor = document.find(old, cursor)
 
     def _on_copy_reply(self) -> None:
         QGuiApplication.clipboard().setText(self.content())

@@ -296,7 +296,9 @@ class Renderer:
             f'<p style="margin-top:6px; margin-bottom:4px; margin-left:10px; margin-right:10px; '
             f'font-size:small"><span style="color:{p.muted}">{_escape(language) or "code"}</span>'
             f'&nbsp;&nbsp;&nbsp;<a href="{COPY_SCHEME}:{index}">Copy code</a></p>'
-            f'<pre style="margin-top:0; margin-bottom:10px; margin-left:10px; margin-right:10px">'
+            # pre-wrap: a long line wraps (indentation kept) instead of running off the edge.
+            f'<pre style="white-space:pre-wrap; margin-top:0; margin-bottom:10px; '
+            f'margin-left:10px; margin-right:10px">'
             f"{highlighted}</pre></td></tr></table>\n"
         )
 
