@@ -8910,7 +8910,8 @@ def test_chrome_window_search_finds_titles_shows_plain_marked_snippets_or_no_mat
     history.add_message(renamed, "user", "something else")
     history.rename_session(renamed, "Alpaca shearing")
     talked = history.create_session("chat", "test-model")
-    history.add_message(talked, "user", "tell me")
+    asked = "tell me about the fibre of camelids, in some detail, with sources and examples"
+    history.add_message(talked, "user", asked)
     history.add_message(
         talked, "assistant", "# Fibre\nThe **alpaca** gives `wool`, see [this](http://x)."
     )
@@ -8920,7 +8921,7 @@ def test_chrome_window_search_finds_titles_shows_plain_marked_snippets_or_no_mat
     assert window.sidebar.session_ids() == [renamed, talked]
     rows = [window.sidebar.model.data(window.sidebar.model.index(r)) for r in range(2)]
     assert rows[0] == "Alpaca shearing"
-    assert rows[1] == "tell me\nFibre The alpaca gives wool, see this."
+    assert rows[1] == asked + "\nFibre The alpaca gives wool, see this."
     assert not window.sidebar.no_matches.isVisible()
     assert marked_html("<b>Alpaca</b> alpacas", "alpaca", "X") == (
         '&lt;b&gt;<span style="X">Alpaca</span>&lt;/b&gt; <span style="X">alpaca</span>s'
@@ -8929,16 +8930,23 @@ def test_chrome_window_search_finds_titles_shows_plain_marked_snippets_or_no_mat
     # Nothing is selected (a new chat is shown): any highlight colour is a marked word.
     highlight = window.sidebar.list_view.palette().color(QPalette.ColorRole.Highlight).rgb()
 
-    def marked_pixels() -> int:
-        image = window.sidebar.list_view.viewport().grab().toImage()
+    def marked_pixels(row: int | None = None, *, below_title: bool = False) -> int:
+        view = window.sidebar.list_view
+        image = view.viewport().grab().toImage()
+        area = view.viewport().rect()
+        if row is not None:
+            area = view.visualRect(window.sidebar.model.index(row))
+        if below_title:
+            area.setTop(area.top() + area.height() // 3)
         return sum(
             image.pixel(x, y) == highlight
-            for x in range(0, image.width(), 2)
-            for y in range(image.height())
+            for x in range(area.left(), area.right(), 2)
+            for y in range(area.top(), area.bottom())
         )
 
     assert _highlighted(window) == []
-    assert marked_pixels() > 0
+    # The title hit is marked in its title, the other in its snippet's line.
+    assert marked_pixels(0) > 0 and marked_pixels(1, below_title=True) > 0
     window.sidebar.search("")
     assert marked_pixels() == 0
 

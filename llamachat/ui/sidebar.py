@@ -275,7 +275,8 @@ class SearchHitDelegate(QStyledItemDelegate):
             return
         opt = QStyleOptionViewItem(option)
         self.initStyleOption(opt, index)
-        text, opt.text = opt.text, ""
+        # The option's copy has its line breaks turned into U+2028: read the model's text.
+        text, opt.text = str(index.data(Qt.ItemDataRole.DisplayRole) or ""), ""
         widget = opt.widget
         style = widget.style() if widget is not None else QApplication.style()
         style.drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, widget)
