@@ -7014,7 +7014,7 @@ def test_quick_continue_lists_and_highlights_the_chat_in_an_open_chat_window(
 
     cfg = _instance_cfg(router, tmp_path)
     history = History(cfg.history_path)
-    running = RunningInstance(cfg, history, tray=False)
+    running = RunningInstance(_app(cfg, history), tray=False)
     try:
         chat = running.show_chat()
         assert chat.sidebar.session_ids() == []
