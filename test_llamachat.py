@@ -6224,7 +6224,8 @@ def test_fault_api_key_pieces_in_any_quoting_are_masked_in_server_errors() -> No
 
 def test_fault_ask_print_strips_terminal_escapes_from_server_errors(router, tmp_path) -> None:
     """A server error carrying OSC/CSI escape sequences and control characters reaches the
-    terminal as plain text; the model's own answer is still written byte for byte."""
+    terminal as plain text; the model's own answer is still written byte for byte (then the
+    line break every answer ends with)."""
     from llamachat.scripted_router import Reply
 
     config = _quick_config_file(tmp_path, router.url)
@@ -6237,7 +6238,7 @@ def test_fault_ask_print_strips_terminal_escapes_from_server_errors(router, tmp_
 
     router.script(Reply(content=["\x1b[1mbold\x1b[0m"]))
     done = _llamachat(config, "ask", "--print", "hi")
-    assert (done.returncode, done.stdout) == (0, "\x1b[1mbold\x1b[0m")
+    assert (done.returncode, done.stdout) == (0, "\x1b[1mbold\x1b[0m\n")
 
 
 def _fault_file_bytes(path: Path) -> bytes:
