@@ -4446,9 +4446,9 @@ def _button_label(view, name: str):
 def test_conversation_stop_and_error_show_marks_and_retry_carries_the_id(
     conversation_view, qtbot
 ) -> None:
-    from PySide6.QtCore import Qt
-
     import re
+
+    from PySide6.QtCore import Qt
 
     reply = conversation_view.append_message({"id": 7, "role": "assistant", "status": "streaming"})
     reply.append_content("Partial answ")
