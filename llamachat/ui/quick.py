@@ -390,7 +390,8 @@ class QuickWindow(QWidget):
                 "status": "complete",
             }
         )
-        self.adjustSize()
+        # Grow to fit the answer, never narrower: adjustSize() would fall to the minimum width.
+        self.resize(self.width(), max(self.height(), self.sizeHint().height()))
         self._move_inside(self.frameGeometry())
         self._start_reply(self._request(model, text, attachments, names))
 

@@ -65,6 +65,7 @@ from .composer import Attachment, Composer
 from .conversation import ConversationView
 from .meter import ContextMeter
 from .model_picker import ModelPicker
+from .notice import NoticeBar
 from .presets import PresetPicker
 from .reply import ReplyStream
 from .settings import SettingsDialog
@@ -130,6 +131,8 @@ class ChatWindow(QMainWindow):
     model_changed = Signal(str)
     models_listed = Signal(list)
     streaming_changed = Signal(bool)
+    # File > Quit (Ctrl+Q): the running instance ends the app, tray icon included.
+    quit_requested = Signal()
 
     def __init__(self, app: App, *, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -185,10 +188,9 @@ class ChatWindow(QMainWindow):
                 if self.history.salvaged
                 else "a new one started"
             )
-            self.show_status(
+            self.show_problem(
                 f"The history file was damaged; it was moved to {self.history.recovered_from} "
-                f"and {kept}.",
-                timeout=0,
+                f"and {kept}."
             )
 
     # ------------------------------------------------------------------ building
@@ -297,11 +299,16 @@ class ChatWindow(QMainWindow):
         self.meter.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Preferred)
         self.composer.editor.textChanged.connect(lambda: self.meter.set_draft(self.composer.text()))
         self.statusBar().addPermanentWidget(self.meter)
+        # A message longer than the bar is cut at its edge: hovering shows it whole.
+        self.statusBar().messageChanged.connect(
+            lambda text: self.statusBar().setToolTip(plain.tooltip(text))
+        )
 
         self.sidebar = SessionSidebar(self.history, mode="chat")
         self.sidebar.session_activated.connect(self.open_session)
         self.sidebar.new_chat_requested.connect(self.new_session)
         self.sidebar.session_deleted.connect(self._on_session_deleted)
+        self.sidebar.session_renamed.connect(self._on_session_renamed)
         self.session_changed.connect(self.sidebar.set_current)
         self.sidebar.setMinimumWidth(180)
         self.sidebar.list_view.setStyleSheet("QListView::item { padding: 5px 6px; }")
@@ -317,6 +324,11 @@ class ChatWindow(QMainWindow):
         layout.addWidget(top_bar)
         layout.addWidget(rule)
         layout.addWidget(self.first_run_panel)
+        self.problem_bar = NoticeBar()
+        problem_row = QVBoxLayout()
+        problem_row.setContentsMargins(10, 6, 10, 0)
+        problem_row.addWidget(self.problem_bar)
+        layout.addLayout(problem_row)
         layout.addWidget(self.conversation, 1)
         layout.addLayout(body)
 
@@ -344,6 +356,7 @@ class ChatWindow(QMainWindow):
                 "switch_model": self.model_picker.open_popup,
                 "settings": self.open_settings,
                 "shortcuts": self.show_shortcuts,
+                "quit": self.quit_requested.emit,
             },
         )
         self.composer.editor.setFocus()
@@ -371,6 +384,8 @@ class ChatWindow(QMainWindow):
         file_menu.addAction(self.add_model_action)
         file_menu.addSeparator()
         file_menu.addAction(QAction("Close window", self, triggered=self.close))
+        quit_action = QAction("Quit", self, triggered=lambda: self.quit_requested.emit())
+        file_menu.addAction(keyed(quit_action, "quit"))
 
         chat_menu = menus.addMenu("&Chat")
         chat_menu.addAction(
@@ -435,6 +450,11 @@ class ChatWindow(QMainWindow):
     def show_status(self, text: str, timeout: int = STATUS_MS) -> None:
         """Say something in the status bar (timeout in ms; 0 keeps it)."""
         self.statusBar().showMessage(text, timeout)
+
+    def show_problem(self, text: str) -> None:
+        """Show a problem the user must act on, whole, above the chat until dismissed."""
+        log.info("shown to the user: %s", text)
+        self.problem_bar.show_text(text)
 
     def new_session(self) -> None:
         """Start an empty chat: no messages, no loaded skills; created on the first send."""
@@ -723,6 +743,7 @@ class ChatWindow(QMainWindow):
         self.first_run_panel.set_busy("")
         error = future.result()
         if error:
+            self.statusBar().clearMessage()
             self._say_problem(error)
             return
         self.show_status(f"Added {name} to the models folder.")
@@ -739,7 +760,8 @@ class ChatWindow(QMainWindow):
         """Explain a failed models-folder action on the panel (when shown) and the status bar."""
         if self.first_run_panel.state() != "hidden":
             self.first_run_panel.set_problem(text)
-        self.show_status(text, timeout=0)
+        else:
+            self.show_problem(text)
 
     def _show_empty(self) -> None:
         self.first_run_panel.show_empty(models_dir=self.models_folder(), url=self.cfg.router_url)
@@ -848,7 +870,7 @@ class ChatWindow(QMainWindow):
                 session_id, "user", text, attachments=stored, model=model
             )
         except HistoryError as exc:
-            self.show_status(f"Not sent: the message could not be saved. {exc}", timeout=0)
+            self.show_problem(f"Not sent: the message could not be saved. {exc}")
             return
         # The new chat's title (or the chat's new place at the top) shows at once.
         self.sidebar.refresh()
@@ -957,7 +979,7 @@ class ChatWindow(QMainWindow):
                 parent=self,
             )
         except HistoryError as exc:
-            self.show_status(f"Not sent: the reply could not be saved. {exc}", timeout=0)
+            self.show_problem(f"Not sent: the reply could not be saved. {exc}")
             return
         reply.search_started.connect(self._on_search_started)
         reply.skill_loaded.connect(self._on_skill_loaded)
@@ -983,7 +1005,7 @@ class ChatWindow(QMainWindow):
 
     @Slot(str)
     def _on_save_failed(self, error: str) -> None:
-        self.show_status(f"The reply could not be saved: {error}", timeout=0)
+        self.show_problem(f"The reply could not be saved: {error}")
 
     @Slot(str, str)
     def _on_reply_ended(self, status: str, error: str) -> None:
@@ -1101,7 +1123,7 @@ class ChatWindow(QMainWindow):
         try:
             self.app.save_settings({"default_model": model_id})
         except ConfigError as exc:
-            self.show_status(f"The default model was not saved: {exc}", timeout=0)
+            self.show_problem(f"The default model was not saved: {exc}")
             return
         self.show_status(
             f"{model_id} is the default model for new chats."
@@ -1115,7 +1137,7 @@ class ChatWindow(QMainWindow):
             try:
                 self.history.set_prompt(self._session_id, name, custom)
             except HistoryError as exc:
-                self.show_status(f"The chat's prompt could not be saved: {exc}", timeout=0)
+                self.show_problem(f"The chat's prompt could not be saved: {exc}")
 
     @Slot(str)
     def _on_system_text_changed(self, text: str) -> None:
@@ -1125,6 +1147,11 @@ class ChatWindow(QMainWindow):
     def _on_session_deleted(self, session_id: int) -> None:
         if session_id == self._session_id:
             self.new_session()
+
+    @Slot(int, str)
+    def _on_session_renamed(self, session_id: int, _title: str) -> None:
+        if session_id == self._session_id:
+            self._update_title()
 
     # ------------------------------------------------------------------ skills on disk
 
