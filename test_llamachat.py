@@ -4997,12 +4997,15 @@ def test_fault_router_killed_mid_reply_keeps_partial_error_and_retry_recovers(
     view = window.conversation.last_assistant()
     assert failed["error"] in _fault_status_label(view)
 
-    # Retry while nothing listens: a clear message naming the URL, still no crash.
+    # Retry while nothing listens: a clear message naming the URL, still no crash, and the
+    # earlier text stays (the attempt produced none to replace it).
     qtbot.mouseClick(_by_name(view, QAbstractButton, "Retry"), Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
-    unreachable = _fault_row(history, window)
-    assert unreachable["status"] == "error"
-    assert doomed.url in unreachable["error"] and "router_url" in unreachable["error"]
+    kept = _fault_row(history, window)
+    assert (kept["content"], kept["status"]) == ("kept text ", "error")
+    said = window.statusBar().currentMessage()
+    assert doomed.url in said and "router_url" in said
+    assert window.conversation.last_assistant().content() == "kept text "
 
     with ScriptedRouter() as revived:
         revived.script(Reply(content="Back again."))
