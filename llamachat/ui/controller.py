@@ -375,6 +375,15 @@ class Conversation(QObject):
         )
         return False
 
+    def close(self) -> None:
+        """Stop the reply and try once more to save the replies History could not take."""
+        self.stop()
+        for reply in list(self._unsaved):
+            if not reply.save():
+                log.warning(
+                    "a reply of session %s could not be saved and is lost", reply.session_id
+                )
+
     # ------------------------------------------------------------------ requests
 
     def system_message(self) -> str:

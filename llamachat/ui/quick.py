@@ -8,7 +8,8 @@ Ctrl+Enter (or "Continue in chat") turns the exchange into a normal chat session
 hands it to the chat window through `continue_requested`.
 
 Each question is a new session of mode "oneshot", saved as it streams like a chat
-(the reply row is rewritten at most once a second). Skills named in the question
+(the reply row is rewritten at most once a second); asking, Stop, Retry and the
+skills are the conversation's (`controller.Conversation` in one-shot mode). Skills named in the question
 (`/name`, a whole-word mention) and skills the model loads apply to that one reply:
 they show as chips while it streams and are dropped when it ends; the session's
 `skills` stay empty.
@@ -487,7 +488,7 @@ class QuickWindow(QWidget):
 
     def closeEvent(self, event: QCloseEvent) -> None:
         """Save a streaming answer as stopped and let the worker threads end."""
-        self.stop()
+        self.chat.close()
         if not self.chat.threads.wait_all(10_000):
             log.warning("a worker thread did not end within 10 s of closing the quick window")
         super().closeEvent(event)

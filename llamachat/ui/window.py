@@ -12,14 +12,12 @@ picker and the meter ask the server on the task runner (`tasks`), through the Ap
 when none could be had, and while it offers no models, the getting-started panel
 (`first_run.FirstRunPanel`) sits above the conversation and says what to do.
 
-A reply is saved as it streams (`reply.ReplyStream`, shared with the quick window):
-the user message first, then an assistant row with status "streaming" that a
-one-second timer rewrites, so a crash loses at most a second of text; the final save
-marks it "complete", "stopped" or "error".
-
-The system message (preset prompt, date note when search is on, loaded skills in
-load order) is computed once and cached: it stays byte-identical from turn to turn,
-which lets the router reuse its prompt cache, until the set of loaded skills changes.
+Sending, Stop, Retry, Edit, the loaded skills and the streaming reply are the
+conversation's (`controller.Conversation`, shared with the quick window): the window
+forwards what the user does and shows what it signals. A reply is saved as it
+streams (`reply.ReplyStream`): the user message first, then an assistant row with
+status "streaming" that a one-second timer rewrites, so a crash loses at most a
+second of text; the final save marks it "complete", "stopped" or "error".
 
 Errors: none of its own. Backend failures are shown inline on the reply with a
 Retry; a model list that cannot be fetched is shown beside the model picker;
@@ -1037,6 +1035,7 @@ class ChatWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:
         """Save a streaming reply as stopped and let the worker threads end."""
         self.stop()
+        self.chat.close()
         if not self.chat.threads.wait_all(10_000):
             log.warning("a worker thread did not end within 10 s of closing the window")
         self.model_picker.shutdown()
