@@ -7904,6 +7904,21 @@ def conversation(qtbot, router, tmp_path):
     history.close()
 
 
+def test_conversation_controller_loads_no_widget_module() -> None:
+    """The conversation and its reply import no widgets: a window is only their viewer."""
+    import subprocess
+
+    code = (
+        "import sys, llamachat.ui.controller\n"
+        "print(','.join(sorted(m for m in sys.modules if m.startswith("
+        "('PySide6.QtWidgets', 'PySide6.QtGui')))))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert out == "", f"the controller pulled in: {out}"
+
+
 def test_conversation_without_a_window_sends_saves_and_replays(conversation, router, qtbot) -> None:
     """The controller alone: a message is saved, its reply streams into History, and the
     next request replays both; a `/name` loads the skill into the session."""

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal, Slot
 
@@ -34,9 +35,12 @@ from .. import prompts, turn
 from ..config import Config
 from ..db import History, HistoryError
 from ..skills import SkillStore
-from .app import App
 from .reply import ReplyStream
 from .worker import WorkerThreads
+
+if TYPE_CHECKING:
+    # The App's module shows dialogs; the conversation only reads its state and signals.
+    from .app import App
 
 log = logging.getLogger(__name__)
 

@@ -22,13 +22,17 @@ added; a later save that fails is reported through `save_failed` and retried.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from .. import backend, providers
 from ..db import History, HistoryError
-from .conversation import MessageView
 from .worker import HELPERS, StreamWorker, WorkerThreads
+
+if TYPE_CHECKING:
+    # Only a window attaches a view: the reply itself loads no widget module.
+    from .conversation import MessageView
 
 log = logging.getLogger(__name__)
 
