@@ -305,11 +305,10 @@ class MessageView(QFrame):
         status_row.addWidget(self._status, 1)
         status_row.addWidget(self._retry)
         layout.addLayout(status_row)
-        self._unsaved = QLabel(self)
+        # The text carries a database error: shown as it is, never read as markup.
+        self._unsaved = plain.Label("", self)
         self._unsaved.setAccessibleName("Not saved")
         self._unsaved.setWordWrap(True)
-        # The text carries a database error: shown as it is, never read as markup.
-        self._unsaved.setTextFormat(Qt.TextFormat.PlainText)
         self._unsaved.setStyleSheet("color: #d1242f;")
         self._unsaved.hide()
         layout.addWidget(self._unsaved)
