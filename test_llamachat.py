@@ -3083,6 +3083,96 @@ def test_backend_skills_config_without_store_offers_nothing(router) -> None:
     assert "tools" not in router.chat_requests()[0].json
 
 
+def _clock_tool(*, broken: bool = False):
+    """A test-only third tool, registered with nothing but a `tools=` list."""
+    from llamachat import tools
+
+    class Clock(tools.Tool):
+        name = "clock"
+
+        def __init__(self, broken: bool = False) -> None:
+            self.schema = {
+                "type": "function",
+                "function": {
+                    "name": "clock",
+                    "description": "The time in a city.",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {"city": {"type": "string"}},
+                        "required": ["city"],
+                    },
+                },
+            }
+            self.broken = broken
+            self.calls: list[str] = []
+
+        def run(self, arguments: str):
+            city = tools.json_arguments(arguments, '{"city": "..."}').get("city")
+            self.calls.append(str(city))
+            if self.broken:
+                raise OSError("the clock is unplugged")
+            return tools.ToolResult(f"It is noon in {city}.", [("clock_read", city)])
+
+    return Clock(broken)
+
+
+def _ask_with(url: str, offered: list, rounds: int | None = None) -> list:
+    from llamachat import backend
+
+    client = backend.Client(url)
+    try:
+        return list(client.stream_chat("test-model", _user(), tools=offered, max_rounds=rounds))
+    finally:
+        client.close()
+
+
+def test_backend_third_tool_registered_without_touching_backend_is_offered_and_run(
+    router,
+) -> None:
+    from llamachat import skills
+    from llamachat.scripted_router import Reply, ToolCall
+
+    clock = _clock_tool()
+    router.script(
+        Reply(tool_calls=[ToolCall("clock", '{"city": "Lima"}', id="c1")]),
+        Reply(content=["Noon."]),
+    )
+    events = _ask_with(router.url, [clock], rounds=1)
+    assert ("clock_read", "Lima") in events and ("content", "Noon.") in events
+    assert clock.calls == ["Lima"]
+    first, second = (r.json for r in router.chat_requests())
+    assert first["tools"] == [clock.schema]
+    assert "tools" not in second
+    result = second["messages"][-1]
+    assert result["tool_call_id"] == "c1"
+    assert result["content"] == "It is noon in Lima.\n\n" + skills.NO_MORE_TOOLS
+
+
+def test_backend_exception_inside_a_tool_becomes_a_result_the_model_reads(router) -> None:
+    from llamachat.scripted_router import Reply, ToolCall
+
+    clock = _clock_tool(broken=True)
+    router.script(
+        Reply(
+            tool_calls=[
+                ToolCall("clock", '{"city": "Oslo"}', id="boom"),
+                ToolCall("clock", "[1, 2]", id="bad"),
+            ]
+        ),
+        Reply(content=["Sorry, no clock."]),
+    )
+    events = _ask_with(router.url, [clock], rounds=2)
+    assert ("content", "Sorry, no clock.") in events
+    assert clock.calls == ["Oslo"]
+    broken, bad = router.chat_requests()[1].json["messages"][-2:]
+    assert broken["tool_call_id"] == "boom"
+    assert broken["content"].startswith("error: the clock tool failed (OSError: the clock is")
+    assert bad["tool_call_id"] == "bad"
+    assert bad["content"].startswith("error: the arguments were not a JSON object")
+    # Round 2 still offers the tool: a failure is an answer, not the end of the turn.
+    assert router.chat_requests()[1].json["tools"] == [clock.schema]
+
+
 # ---------------------------------------------------------------- models
 
 
@@ -3549,7 +3639,13 @@ def test_real_router_cancel_stops_generation_mid_stream(real_router) -> None:
     assert received < 50, f"{received} pieces arrived after cancelling"
 
     def idle_slots():
-        slots = httpx.get(f"{real_router.url}/slots", params={"model": SMOL_ID}).json()
+        # The managed server wants its key everywhere but /health.
+        key = real_router.server.api_key
+        slots = httpx.get(
+            f"{real_router.url}/slots",
+            params={"model": SMOL_ID},
+            headers={"Authorization": f"Bearer {key}"},
+        ).json()
         return None if any(s["is_processing"] for s in slots) else slots
 
     slots = _wait_for(idle_slots, 30, "the server to stop generating")
@@ -4109,9 +4205,9 @@ def test_conversation_streams_20000_tokens_without_crash(conversation_view, qtbo
     tokens = sample_tokens(20_000)
     reply = conversation_view.append_message({"id": 1, "role": "assistant", "status": "streaming"})
     for start in range(0, len(tokens), 500):
+        # The stream worker hands over a burst per frame.
         with qtbot.waitSignal(reply.rendered, timeout=10_000):
-            for token in tokens[start : start + 500]:
-                reply.append_content(token)
+            reply.append_content("".join(tokens[start : start + 500]))
     reply.append_content("\n\nThe last words.")
     reply.finish()
     assert reply.content() == "".join(tokens) + "\n\nThe last words."
@@ -4152,12 +4248,10 @@ def test_conversation_one_character_repeated_is_laid_out_with_breaks_and_copied_
         body.setTextCursor(QTextCursor(body.document()))
 
 
-def test_conversation_burst_of_appends_costs_one_render(conversation_view, qtbot) -> None:
+def test_conversation_append_renders_the_burst_at_once(conversation_view, qtbot) -> None:
     reply = conversation_view.append_message({"id": 1, "role": "assistant", "status": "streaming"})
-    with qtbot.waitSignal(reply.rendered, timeout=5_000):
-        for number in range(1_000):
-            reply.append_content(f"word{number} ")
-    qtbot.wait(100)
+    burst = "".join(f"word{number} " for number in range(1_000))
+    reply.append_content(burst)
     assert reply.render_count == 1
     assert "word999" in reply.text_document().toPlainText()
 
@@ -4180,7 +4274,6 @@ def test_conversation_streamed_reply_matches_one_shot_render(conversation_view, 
     )
     for char in text:
         streamed.append_content(char)
-        streamed._flush()
     streamed.finish()
     whole = conversation_view.append_message(
         {"id": 2, "role": "assistant", "content": text, "status": "complete"}
@@ -5346,7 +5439,299 @@ def test_fault_damaged_history_is_moved_aside_and_the_window_says_so(
         "fresh start",
         "echo: fresh start",
     ]
-    assert history.count_sessions() == 1
+    # What could still be read was salvaged into the fresh file, beside the new chat.
+    assert history.count_sessions() == (2 if history.salvaged else 1)
+    assert (history.salvaged > 0) == (kind == "scribbled")
+
+
+def test_fault_one_damaged_page_costs_only_its_rows_the_rest_is_salvaged(tmp_path: Path) -> None:
+    """A page of messages scribbled over: the file is set aside untouched, and every session
+    and message still readable is copied into the fresh history, searchable again."""
+    from llamachat.db import History
+
+    path = tmp_path / "history.db"
+    with History(path) as history:
+        for n in range(200):
+            session = history.create_session("chat", title=f"chat {n:03d}")
+            history.add_message(session, "user", f"marker{n:03d}q " + "filler words " * 60)
+            history.add_message(session, "assistant", f"marker{n:03d}a " + "answer words " * 60)
+    data = bytearray(path.read_bytes())
+    page = 4096
+    hit = data.find(b"marker100q")
+    assert hit > 0
+    start = hit // page * page
+    data[start : start + page] = b"\xa5" * page
+    path.write_bytes(bytes(data))
+
+    history = History(path)
+    try:
+        assert history.recovered_from is not None
+        assert history.recovered_from.read_bytes() == bytes(data)
+        assert 380 <= history.salvaged < 400
+        assert history.count_sessions() == 200
+        assert [s["title"] for s in history.search("marker150a")] == ["chat 150"]
+        assert history.search("marker100q") == []
+        history.add_message(history.create_session("chat"), "user", "still writable")
+    finally:
+        history.close()
+
+
+def test_fault_an_unrelated_sqlite_file_is_refused_not_taken_over(tmp_path: Path) -> None:
+    """history_path pointing at another program's SQLite file: a HistoryError that says so;
+    the file is left byte for byte, nothing is moved aside or migrated."""
+    import sqlite3
+
+    from llamachat.db import History, HistoryError
+
+    path = tmp_path / "places.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE moz_places (id INTEGER PRIMARY KEY, url TEXT)")
+        conn.execute("INSERT INTO moz_places (url) VALUES ('https://example.org')")
+    conn.close()
+    before = path.read_bytes()
+    with pytest.raises(HistoryError) as caught:
+        History(path)
+    assert "not a llamachat history" in str(caught.value) and "moz_places" in str(caught.value)
+    assert str(path) in str(caught.value)
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("places")] == ["places.sqlite"]
+
+
+def test_fault_sqlite_errors_split_into_the_environment_and_bugs(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """A database another program locks is the environment's fault: HistoryUnavailable with
+    SQLite's code and what to do. Using a closed history is a bug: the sqlite3 error itself."""
+    import sqlite3
+
+    from llamachat import db
+    from llamachat.db import History, HistoryError, HistoryUnavailable
+
+    monkeypatch.setattr(db, "BUSY_TIMEOUT_S", 0.05)
+    path = tmp_path / "history.db"
+    history = History(path)
+    session = history.create_session("chat")
+    locker = sqlite3.connect(path, isolation_level=None)
+    locker.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(HistoryUnavailable) as caught:
+            history.add_message(session, "user", "blocked")
+    finally:
+        locker.execute("ROLLBACK")
+        locker.close()
+    assert caught.value.code == "SQLITE_BUSY"
+    assert str(path) in str(caught.value) and "close that program" in str(caught.value)
+    history.add_message(session, "user", "goes through now")
+    history.close()
+    with pytest.raises(sqlite3.ProgrammingError) as bug:
+        history.messages(session)
+    assert not isinstance(bug.value, HistoryError)
+
+
+def _fault_stream_outcome(url: str, *, idle_timeout: float, limit: float = 30.0):
+    """Stream one reply from `url` on a thread; (pieces, error), or a failure after `limit` s."""
+    import concurrent.futures
+
+    from llamachat import backend
+
+    client = backend.Client(url, idle_timeout=idle_timeout)
+
+    def consume():
+        pieces: list = []
+        try:
+            for kind, value in client.stream_chat(
+                "test-model", [{"role": "user", "content": "hi"}]
+            ):
+                if kind == "content":
+                    pieces.append(value)
+        except backend.BackendError as exc:
+            return pieces, exc
+        return pieces, None
+
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    try:
+        return pool.submit(consume).result(timeout=limit)
+    except concurrent.futures.TimeoutError:
+        pytest.fail(f"the reply from {url} was still waiting after {limit} s")
+    finally:
+        client.close()
+        pool.shutdown(wait=False)
+
+
+def test_fault_a_socket_that_accepts_and_never_answers_is_a_hang_not_a_wait(
+    tmp_path: Path,
+) -> None:
+    """Something takes the connection and never says a byte: the reply ends with a message
+    once idle_timeout passes and a status check gets no answer either."""
+    import socket
+
+    from llamachat import backend
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)  # the kernel accepts; nobody ever reads or answers
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    try:
+        pieces, error = _fault_stream_outcome(url, idle_timeout=0.3)
+    finally:
+        listener.close()
+    assert pieces == []
+    assert isinstance(error, backend.StallError) and error.error_type == "hung"
+    assert url in error.message and "stopped or stuck" in error.message
+
+
+def test_fault_a_stopped_router_process_is_a_hang(tmp_path: Path) -> None:
+    """A router process that got SIGSTOP mid-conversation: the next reply ends with a message
+    instead of waiting forever; once it runs again, replies work."""
+    import signal
+    import subprocess
+
+    from llamachat import backend
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "llamachat.scripted_router"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        url = proc.stdout.readline().strip()
+        assert _fault_stream_outcome(url, idle_timeout=0.3) == (["echo: ", "hi"], None)
+        os.kill(proc.pid, signal.SIGSTOP)
+        try:
+            pieces, error = _fault_stream_outcome(url, idle_timeout=0.3)
+        finally:
+            os.kill(proc.pid, signal.SIGCONT)
+        assert pieces == [] and isinstance(error, backend.StallError), error
+        assert error.error_type == "hung"
+        assert _fault_stream_outcome(url, idle_timeout=0.3) == (["echo: ", "hi"], None)
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+        proc.stdin.close()
+
+
+def test_fault_a_model_loading_longer_than_idle_timeout_is_waited_for() -> None:
+    """The router takes many idle_timeouts to load the model before it answers: the model
+    status says `loading`, so the reply waits and arrives."""
+    from llamachat.scripted_router import Model, Reply, ScriptedRouter
+
+    with ScriptedRouter([Model("test-model", "unloaded")], load_delay=1.5) as slow:
+        slow.script(Reply(content=["loaded ", "at last"]))
+        pieces, error = _fault_stream_outcome(slow.url, idle_timeout=0.2)
+        assert (pieces, error) == (["loaded ", "at last"], None)
+        assert slow.status("test-model") == "loaded"
+        # The wait was checked on, not merely outlasted.
+        assert any(r.path.endswith("/models") for r in slow.requests)
+
+
+def _fault_health_server(folder: Path) -> Path:
+    """An executable llama-server stand-in: answers every GET (so /health) on its --port."""
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / "llama-server"
+    script.write_text(
+        f"#!{sys.executable}\n"
+        "import http.server, sys\n"
+        "port = int(sys.argv[sys.argv.index('--port') + 1])\n"
+        "class Handler(http.server.BaseHTTPRequestHandler):\n"
+        "    def do_GET(self):\n"
+        "        self.send_response(200)\n"
+        "        self.send_header('Content-Length', '2')\n"
+        "        self.end_headers()\n"
+        "        self.wfile.write(b'ok')\n"
+        "    def log_message(self, *args):\n"
+        "        pass\n"
+        "http.server.HTTPServer(('127.0.0.1', port), Handler).serve_forever()\n"
+    )
+    script.chmod(0o755)
+    return script
+
+
+def test_fault_a_hung_managed_server_is_restarted_like_a_dead_one(tmp_path: Path) -> None:
+    """The managed server gets SIGSTOP: its /health checks go unanswered, the supervisor
+    says it hung, and a new server takes its place as after a crash."""
+    import signal
+    import time
+
+    from llamachat.config import Config
+    from llamachat.server import ManagedServer
+
+    fake = _fault_health_server(tmp_path / "bin")
+    cfg = Config(llama_server=str(fake), models_dir=tmp_path / "models")
+    kinds: list[str] = []
+    server = ManagedServer(
+        cfg,
+        log_path=tmp_path / "server.log",
+        lock_path=tmp_path / "server.lock",
+        on_event=lambda kind, _message: kinds.append(kind),
+    )
+    server.health_interval, server.health_misses = 0.2, 2
+    server.start()
+    try:
+        assert server.wait_ready(30)
+        first = server.pid
+        assert first is not None
+        os.kill(first, signal.SIGSTOP)
+        deadline = time.monotonic() + 30
+        while not (server.is_running() and server.pid not in (None, first)):
+            assert time.monotonic() < deadline, kinds
+            time.sleep(0.05)
+        assert "hung" in kinds and kinds[-1] == "ready"
+        assert kinds.index("hung") < kinds.index("restarting")
+    finally:
+        server.stop()
+    assert server.pid is None
+
+
+@pytest.mark.real_router
+def test_fault_managed_server_wants_its_random_key_everywhere_but_health(real_router) -> None:
+    """The llama-server llamachat starts refuses other local programs and web pages: every
+    endpoint but /health wants a random key, which llamachat's clients (in this process, or
+    a second llamachat reading the 0600 lock file) send, and which no command line or log
+    shows."""
+    import stat
+
+    import httpx
+
+    from llamachat.backend import Client
+
+    server, url = real_router.server, real_router.url
+    key = server.api_key
+    assert len(key) >= 32 and server.host == "127.0.0.1"
+    assert httpx.get(f"{url}/health").status_code == 200
+    chat = {"model": SMOL_ID, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1}
+    assert httpx.post(f"{url}/v1/chat/completions", json=chat).status_code == 401
+    assert httpx.get(f"{url}/props").status_code == 401
+    wrong = {"Authorization": "Bearer not-the-key"}
+    assert httpx.get(f"{url}/props", headers=wrong).status_code == 401
+
+    client = Client(url)  # no key configured: the managed server's is found
+    try:
+        assert isinstance(client.request_json("GET", "/props", root=True), dict)
+    finally:
+        client.close()
+    code = (
+        "import sys; from pathlib import Path\n"
+        "from llamachat.backend import Client\n"
+        "from llamachat.server import managed_key\n"
+        "key = managed_key(sys.argv[1], lock_path=Path(sys.argv[2]))\n"
+        "c = Client(sys.argv[1], api_key=key)\n"
+        "print(isinstance(c.request_json('GET', '/props', root=True), dict))\n"
+    )
+    second = subprocess.run(
+        [sys.executable, "-c", code, url, str(server.lock_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert second.stdout.strip() == "True", second.stderr
+
+    assert stat.S_IMODE(server.lock_path.stat().st_mode) == 0o600
+    assert key not in " ".join(server.command())
+    assert key.encode() not in Path(f"/proc/{server.pid}/cmdline").read_bytes()
+    assert key not in server.log_path.read_text(encoding="utf-8", errors="replace")
 
 
 def _fault_write_config(path: Path, text: str | bytes) -> Path:
@@ -5435,6 +5820,52 @@ def test_fault_bad_config_through_the_cli_exits_2_naming_file_line_and_key(
         assert key in done.stderr
     assert says in done.stderr
     assert len(done.stderr.strip().splitlines()) <= 3
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "says"),
+    [
+        pytest.param('router_url = "http://[::1"\n', "router_url", "valid URL", id="bad-ipv6"),
+        pytest.param(
+            'router_url = "http://127.0.0.1:99999"\n', "router_url", "valid URL", id="bad-port"
+        ),
+        pytest.param("idle_timeout = nan\n", "idle_timeout", "got nan", id="nan"),
+        pytest.param("idle_timeout = inf\n", "idle_timeout", "got inf", id="inf"),
+        pytest.param('prompts_dir = "a-file"\n', "prompts_dir", "is a file", id="prompts-file"),
+        pytest.param('models_dir = "a-file"\n', "models_dir", "is a file", id="models-file"),
+        pytest.param(
+            'models_dir = "a-file/models"\n', "models_dir", "cannot be made", id="models-under-file"
+        ),
+        pytest.param(
+            'prompts_dir = "a-file/p"\n', "prompts_dir", "cannot be made", id="prompts-under-file"
+        ),
+    ],
+)
+def test_fault_bad_urls_numbers_and_folders_exit_2_naming_file_line_and_key(
+    tmp_path: Path, text: str, key: str, says: str
+) -> None:
+    """A URL no parser takes, a NaN timeout, folders that are files: exit 2 naming the file,
+    line and key, never a traceback or a window that crashes (or silently never times out).
+    (Tests run as root, which writes anywhere: an unwritable folder is not tested here.)"""
+    (tmp_path / "a-file").write_text("not a folder\n", encoding="utf-8")
+    path = _fault_write_config(tmp_path / "bad.toml", "# comment\n" + text)
+    done = _fault_cli(path, tmp_path)
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    assert "Traceback" not in done.stderr
+    assert done.stderr.startswith(f"llamachat: {path}, line 2: {key}"), done.stderr
+    assert says in done.stderr
+
+
+def test_fault_config_path_under_a_file_exits_2_naming_it(tmp_path: Path) -> None:
+    """`--config a-file/config.toml`: the part of the path that is a file is named, exit 2.
+    (Root enters any folder, so a folder without permissions cannot be tested here; a path
+    through a file fails the same way, with ENOTDIR instead of EACCES.)"""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("", encoding="utf-8")
+    done = _fault_cli(blocker / "config.toml", tmp_path)
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    assert "Traceback" not in done.stderr
+    assert f"{blocker} is a file" in done.stderr
 
 
 # Typing `/` pops the skill completer up, which the offscreen platform cannot raise.
@@ -5583,6 +6014,173 @@ def test_fault_api_keys_never_reach_the_database_the_logs_or_any_message(
         for text in [*errors, *shown, *widgets]:
             assert key not in text, text
     assert any("Incorrect API key provided" in e for e in errors)
+
+
+@pytest.mark.parametrize(
+    ("value", "sent"),
+    [
+        pytest.param("sk-win-" + "W4k8pT" * 5 + "\r", True, id="trailing-cr"),
+        pytest.param("\n sk-win-" + "W4k8pT" * 5 + "\r\n", True, id="surrounding-whitespace"),
+        pytest.param("sk-win-" + "W4k8pT" * 3 + "\x01" + "W4k8pT" * 2, False, id="inner-control"),
+        pytest.param("sk-win-" + "W4k8pT" * 3 + "é" + "W4k8pT" * 2, False, id="non-ascii"),
+    ],
+)
+def test_fault_api_key_with_whitespace_or_control_characters_never_leaks(
+    chat_window, qtbot, tmp_path: Path, monkeypatch, caplog, value: str, sent: bool
+) -> None:
+    """A key read with a Windows line ending is stripped and works; a key no header can
+    carry fails the reply with a message naming its variable; the key shows nowhere."""
+    import logging
+
+    from PySide6.QtWidgets import QLabel, QTextBrowser
+
+    from llamachat.scripted_router import Reply, ScriptedRouter
+
+    key = value.strip()
+    monkeypatch.setenv("LLAMACHAT_FAULT_WIN_KEY", value)
+    caplog.set_level(logging.DEBUG)
+    with ScriptedRouter(api_key=key) as keyed:
+        keyed.script(Reply(content="Keyed answer."))
+        window, history = chat_window(
+            url=keyed.url, router_api_key_env="LLAMACHAT_FAULT_WIN_KEY", listed=sent
+        )
+        _send(qtbot, window, "hello")
+        row = _fault_row(history, window)
+        if sent:
+            assert (row["content"], row["status"]) == ("Keyed answer.", "complete")
+            assert keyed.chat_requests()[0].headers["authorization"] == f"Bearer {key}"
+        else:
+            assert row["status"] == "error"
+            assert "LLAMACHAT_FAULT_WIN_KEY" in row["error"]
+            assert keyed.chat_requests() == []
+        widgets = [w.text() for w in window.findChildren(QLabel)]
+        widgets += [w.toPlainText() for w in window.findChildren(QTextBrowser)]
+        window.close()
+    history.close()
+    files = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("history.db"))
+    for piece in (key[:12], key[-12:]):
+        assert piece.encode() not in files
+        assert piece not in caplog.text
+        for text in [row["error"], *widgets]:
+            assert piece not in text, text
+
+
+def test_fault_api_key_pieces_in_any_quoting_are_masked_in_server_errors() -> None:
+    """A server that quotes part of the key, JSON-escaped or cut short: no 8-character piece
+    of the key survives in the error the user reads."""
+    from llamachat import backend
+    from llamachat.scripted_router import Reply, ScriptedRouter
+
+    key = 'sk-q/uo"te-' + "Z9m2Lx" * 5
+    with ScriptedRouter(api_key=key) as keyed:
+        keyed.script(
+            Reply(
+                status=401,
+                body=f'{{"error": {{"message": "bad key {key[:14]}... '
+                f'(full: {json.dumps(key)[1:-1]})"}}}}',
+            ),
+        )
+        client = backend.Client(keyed.url, api_key=key, api_key_env="K")
+        try:
+            with pytest.raises(backend.ServerError) as caught:
+                list(client.stream_chat("test-model", [{"role": "user", "content": "hi"}]))
+        finally:
+            client.close()
+    message = caught.value.message
+    assert "bad key ***" in message
+    for start in range(len(key) - 7):
+        assert key[start : start + 8] not in message, message
+
+
+def test_fault_ask_print_strips_terminal_escapes_from_server_errors(router, tmp_path) -> None:
+    """A server error carrying OSC/CSI escape sequences and control characters reaches the
+    terminal as plain text; the model's own answer is still written byte for byte."""
+    from llamachat.scripted_router import Reply
+
+    config = _quick_config_file(tmp_path, router.url)
+    hostile = "\x1b]0;owned\x07\x1b]52;c;cm0gLXJm\x07\x1b[2J\x1b[31mboom\x1b[0m\rover\x9b2J\x00"
+    router.script(Reply(status=500, error={"message": hostile}))
+    done = _llamachat(config, "ask", "--print", "hi")
+    assert done.returncode == 1, done.stderr
+    assert "boom" in done.stderr and "over" in done.stderr
+    assert not any(c in done.stderr for c in "\x1b\x07\r\x00\x9b"), repr(done.stderr)
+
+    router.script(Reply(content=["\x1b[1mbold\x1b[0m"]))
+    done = _llamachat(config, "ask", "--print", "hi")
+    assert (done.returncode, done.stdout) == (0, "\x1b[1mbold\x1b[0m")
+
+
+def _fault_file_bytes(path: Path) -> bytes:
+    """The database file and its WAL, as they lie on disk."""
+    return b"".join(p.read_bytes() for p in path.parent.iterdir() if p.name.startswith(path.name))
+
+
+def test_fault_deleted_chat_is_purged_from_the_file_when_undo_ends(qtbot, tmp_path: Path) -> None:
+    """A chat deleted in the sidebar can be undone while the notice shows; once the notice
+    goes, its messages and full-text rows are gone from the file, not just hidden."""
+    from PySide6.QtWidgets import QAbstractButton
+
+    from llamachat.db import History
+    from llamachat.ui.sidebar import SessionSidebar
+
+    path = tmp_path / "history.db"
+    history = History(path)
+    keep = history.create_session("chat")
+    history.add_message(keep, "user", "keepsake marmalade")
+    gone = history.create_session("chat")
+    history.add_message(gone, "user", "zanzibarquokka secret plans")
+    history.add_message(gone, "assistant", "zanzibarquokka noted")
+    sidebar = SessionSidebar(history)
+    qtbot.addWidget(sidebar)
+    sidebar.delete_session(gone)
+    assert sidebar.undo_delete() == gone  # still restorable while Undo is offered
+    sidebar.delete_session(gone)
+    # The notice bar closing (its timer, or the user) ends the undo window.
+    close = [
+        b for b in sidebar.findChildren(QAbstractButton) if b.accessibleName() == "Close notice"
+    ]
+    close[0].click()
+    assert sidebar.undo_delete() is None
+    assert history.get_session(gone) is None and history.message_count(gone) == 0
+    assert history.search("zanzibarquokka") == []
+    history.close()
+    data = _fault_file_bytes(path)
+    assert b"marmalade" in data
+    assert b"zanzibarquokka" not in data
+
+
+def test_fault_chat_deleted_in_an_earlier_run_is_purged_at_start(tmp_path: Path) -> None:
+    """A deleted chat the last run never purged (quit with Undo still offered) is purged when
+    the history next opens, once older than the undo margin; a fresh deletion is kept."""
+    import sqlite3
+
+    from llamachat import db
+    from llamachat.db import History
+
+    path = tmp_path / "history.db"
+    history = History(path)
+    old = history.create_session("chat")
+    history.add_message(old, "user", "oldquokkaword")
+    fresh = history.create_session("chat")
+    history.add_message(fresh, "user", "freshquokkaword")
+    history.delete_session(old)
+    history.delete_session(fresh)
+    history.close()
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            "UPDATE sessions SET deleted_at = deleted_at - ? WHERE id = ?",
+            (db.PURGE_AFTER_S + 1, old),
+        )
+    conn.close()
+    History(path).close()
+    data = _fault_file_bytes(path)
+    assert b"oldquokkaword" not in data
+    reopened = History(path)
+    try:
+        rows = reopened._read("SELECT id FROM sessions")
+        assert [r[0] for r in rows] == [fresh]
+    finally:
+        reopened.close()
 
 
 # ==== end section: faults ====
@@ -7713,21 +8311,7 @@ def test_composer_grows_with_its_text_then_scrolls(chat_window, qtbot) -> None:
     assert editor.verticalScrollBar().maximum() > 0
 
 
-@pytest.fixture
-def helpers(request):
-    """None (the reply is read on the worker thread) or helper processes, as the app uses."""
-    if request.param is None:
-        yield None
-        return
-    from llamachat import stream_process
-
-    pool = stream_process.Helpers()
-    yield pool
-    pool.close()
-
-
-@pytest.mark.parametrize("helpers", [None, "process"], indirect=True)
-def test_worker_streams_events_then_finishes(router, qtbot, helpers) -> None:
+def test_worker_streams_events_then_finishes(router, qtbot) -> None:
     """The worker re-emits reasoning, content and stats from the stream, then finished."""
     from llamachat import backend
     from llamachat.scripted_router import Reply
@@ -7735,7 +8319,7 @@ def test_worker_streams_events_then_finishes(router, qtbot, helpers) -> None:
 
     router.script(Reply(reasoning=["hm"], content=["a", "b"]))
     client = backend.Client(router.url)
-    worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}], helpers=helpers)
+    worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}])
     events: list = []
     worker.reasoning.connect(lambda t: events.append(("reasoning", t)))
     worker.content.connect(lambda t: events.append(("content", t)))
@@ -7761,8 +8345,7 @@ def test_worker_streams_events_then_finishes(router, qtbot, helpers) -> None:
     ]
 
 
-@pytest.mark.parametrize("helpers", [None, "process"], indirect=True)
-def test_worker_cancel_closes_stalled_response_without_failing(router, qtbot, helpers) -> None:
+def test_worker_cancel_closes_stalled_response_without_failing(router, qtbot) -> None:
     """Cancelling a worker stuck on a silent server ends it and closes the connection."""
     from llamachat import backend
     from llamachat.scripted_router import Reply
@@ -7770,7 +8353,7 @@ def test_worker_cancel_closes_stalled_response_without_failing(router, qtbot, he
 
     router.script(Reply(content=["first ", "never"], stall_after=2))
     client = backend.Client(router.url)
-    worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}], helpers=helpers)
+    worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}])
     received: list = []
     failures: list = []
     worker.content.connect(received.append)
@@ -7785,8 +8368,7 @@ def test_worker_cancel_closes_stalled_response_without_failing(router, qtbot, he
     assert failures == []
 
 
-@pytest.mark.parametrize("helpers", [None, "process"], indirect=True)
-def test_worker_failure_carries_server_message_and_exception(router, qtbot, helpers) -> None:
+def test_worker_failure_carries_server_message_and_exception(router, qtbot) -> None:
     """A server error reaches the GUI thread as failed(message, ServerError), then finished."""
     from llamachat import backend
     from llamachat.scripted_router import Reply
@@ -7794,7 +8376,7 @@ def test_worker_failure_carries_server_message_and_exception(router, qtbot, help
 
     router.script(Reply(status=503, error={"message": "loading model"}))
     client = backend.Client(router.url)
-    worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}], helpers=helpers)
+    worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}])
     failures: list = []
     worker.failed.connect(lambda m, e: failures.append((m, e)))
     threads = WorkerThreads()
@@ -7804,6 +8386,50 @@ def test_worker_failure_carries_server_message_and_exception(router, qtbot, help
     [(message, error)] = failures
     assert "loading model" in message
     assert isinstance(error, backend.ServerError) and error.status == 503
+
+
+def test_worker_hands_a_burst_of_tokens_over_joined_in_a_few_frames(router, qtbot) -> None:
+    """Thousands of tokens sent at once reach the GUI thread as a few joined pieces."""
+    from llamachat import backend
+    from llamachat.scripted_router import Reply
+    from llamachat.ui.worker import StreamWorker, WorkerThreads
+
+    router.script(Reply.tokens(5_000, word="w "))
+    client = backend.Client(router.url)
+    worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}])
+    pieces: list = []
+    worker.content.connect(pieces.append)
+    threads = WorkerThreads()
+    threads.start(worker)
+    qtbot.waitUntil(lambda: threads.running() == 0, timeout=20000)
+    client.close()
+    assert "".join(pieces) == "w " * 5_000
+    # One signal per token would be 5,000; one per ~30 Hz frame is a handful.
+    assert len(pieces) < 100
+
+
+def test_worker_paced_stream_reaches_the_gui_at_most_about_30_times_a_second(router, qtbot) -> None:
+    """At 1,000 tokens/s the GUI thread gets a frame's worth at a time, never a signal each."""
+    import time
+
+    from llamachat import backend
+    from llamachat.scripted_router import Reply
+    from llamachat.ui.worker import FRAME_INTERVAL_MS, StreamWorker, WorkerThreads
+
+    router.script(Reply(content=["t "] * 400, rate=1000))
+    client = backend.Client(router.url)
+    worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}])
+    arrivals: list[float] = []
+    pieces: list[str] = []
+    worker.content.connect(lambda text: (arrivals.append(time.monotonic()), pieces.append(text)))
+    threads = WorkerThreads()
+    threads.start(worker)
+    qtbot.waitUntil(lambda: threads.running() == 0, timeout=20000)
+    client.close()
+    assert "".join(pieces) == "t " * 400
+    # Drains are FRAME_INTERVAL_MS apart at least; the last one, queued at the end, is extra.
+    frames = (arrivals[-1] - arrivals[0]) * 1000 / FRAME_INTERVAL_MS
+    assert 2 <= len(pieces) <= frames + 2
 
 
 def test_window_use_router_switches_to_a_router_that_came_up(chat_window, router, qtbot) -> None:
@@ -9074,107 +9700,6 @@ def test_outside_text_in_the_quick_window_shows_as_text(quick, router, qtbot) ->
 
 
 # ==== end section: chat window ====
-
-
-def test_stream_helper_merges_bursts_and_keeps_order() -> None:
-    """Adjacent text of one kind is joined; other events keep their place."""
-    from llamachat.stream_process import merge_text
-
-    events = [
-        ("content", "a"),
-        ("content", "b"),
-        ("stats", {}),
-        ("reasoning", "r"),
-        ("content", "c"),
-        ("content", "d"),
-    ]
-    assert merge_text(events) == [
-        ("content", "ab"),
-        ("stats", {}),
-        ("reasoning", "r"),
-        ("content", "cd"),
-    ]
-    assert merge_text([]) == []
-
-
-def test_stream_helper_reraises_the_servers_error_with_its_class(router) -> None:
-    """An error in the helper comes back as the same exception, message and fields."""
-    from llamachat import backend, stream_process
-    from llamachat.scripted_router import Reply
-
-    router.script(
-        Reply(status=400, error={"type": "exceed_context_size_error", "message": "too long"})
-    )
-    client = backend.Client(router.url)
-    helper = stream_process.Helper()
-    request = stream_process.Request.of(client, "test-model", [{"role": "user", "content": "x"}])
-    with pytest.raises(backend.ServerError) as caught:
-        list(helper.stream(request))
-    assert "too long" in str(caught.value) and caught.value.status == 400
-    assert caught.value.error_type == "exceed_context_size_error"
-    client.close()
-
-
-def test_stream_worker_reads_in_this_process_when_no_helper_starts(router, qtbot, tmp_path) -> None:
-    """A helper that cannot start costs nothing but speed: the reply still streams."""
-    from llamachat import backend, stream_process
-    from llamachat.scripted_router import Reply
-    from llamachat.ui.worker import StreamWorker, WorkerThreads
-
-    router.script(Reply(content=["still ", "here"]))
-    client = backend.Client(router.url)
-    missing = stream_process.Helpers(command=(str(tmp_path / "no-such-python"),))
-    worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}], helpers=missing)
-    received: list = []
-    worker.content.connect(received.append)
-    threads = WorkerThreads()
-    threads.start(worker)
-    qtbot.waitUntil(lambda: threads.running() == 0, timeout=10000)
-    client.close()
-    assert "".join(received) == "still here"
-
-
-def _gone(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return True
-    return state in ("Z", "X")  # a zombie has exited; this container's init may not reap it
-
-
-def test_stream_helper_dies_with_an_app_killed_mid_reply(router, tmp_path) -> None:
-    """SIGKILL of the app closes the helper's pipe: it exits and the server stops sending."""
-    from llamachat.scripted_router import Reply
-
-    router.script(Reply(content=["one ", "two ", "three"], stall_after=2))
-    script = tmp_path / "app.py"
-    script.write_text(
-        "import sys\n"
-        "from llamachat import backend, stream_process\n"
-        "helper = stream_process.Helper()\n"
-        "request = stream_process.Request.of(backend.Client(sys.argv[1]), 'test-model',\n"
-        "                                    [{'role': 'user', 'content': 'x'}])\n"
-        "stream = helper.stream(request)\n"
-        "for kind, value in stream:\n"
-        "    if kind == 'content':\n"
-        "        print(helper._process.pid, flush=True)\n"
-        "        break\n"
-        "import time\n"
-        "time.sleep(60)\n"
-    )
-    app = subprocess.Popen(
-        [sys.executable, str(script), router.url], stdout=subprocess.PIPE, text=True
-    )
-    try:
-        pid = int(app.stdout.readline())
-        assert not _gone(pid)
-        app.kill()
-        app.wait(timeout=10)
-        _wait_for(lambda: _gone(pid), 10, "the helper to exit")
-        _wait_for(lambda: router.disconnects == 1, 10, "the connection to close")
-    finally:
-        if app.poll() is None:
-            app.kill()
 
 
 def test_garbage_qt_objects_are_destroyed_on_the_gui_thread(qapp, qtbot) -> None:

@@ -101,7 +101,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 def load_or_create_config(path: Path | None = None) -> config.Config:
     """Load the configuration, first writing the commented defaults when the file is missing."""
     path = path if path is not None else config.default_path()
-    if not path.exists():
+    try:
+        # exists() raises, rather than says False, for a folder the user may not enter.
+        missing = not path.exists() and not path.is_symlink()
+    except OSError as exc:
+        raise config.ConfigError(
+            f"cannot read the configuration: {exc.strerror or exc}", path=path
+        ) from None
+    if missing:
+        blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+        if blocker is not None:
+            raise config.ConfigError(
+                f"cannot create the configuration: {blocker} is a file, not a folder", path=path
+            )
         try:
             config.write_default(path)
         except OSError as exc:

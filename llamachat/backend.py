@@ -1,11 +1,12 @@
 """The HTTP client for llama.cpp's router (or any OpenAI-compatible server) and the tool loop.
 
 `Client.stream_chat()` is a generator of `(kind, piece)` events: `reasoning` and
-`content` deltas, `search_start` / `search_done` around each web search, `skill_loaded`
-for each skill the model loads, and one final `stats` event. With search or skills on it
-runs the tool loop: up to `max_searches` rounds offer the tools; a round that ends in
-tool calls gets every call answered (failures included, as tool results the model reads)
-and the request is sent again; one final round offers no tools, so the model answers.
+`content` deltas, the events its tools hand the window (`search_start` / `search_done`
+around each web search, `skill_loaded` for each skill the model loads), and one final
+`stats` event. With tools on (`tools.Tool`, looked up by name) it runs the tool loop: up
+to a round cap, rounds offer the tools; a round that ends in tool calls gets every call
+answered (failures included, as tool results the model reads, `tools.answer`) and the
+request is sent again; one final round offers no tools, so the model answers.
 
 Exceptions, raised by `Client` methods and by the `stream_chat` generator:
 
@@ -18,7 +19,9 @@ Exceptions, raised by `Client` methods and by the `stream_chat` generator:
     └── StallError         no byte for idle_timeout seconds in the middle of a reply
 
 The API key only ever travels in the Authorization header: no message, log line or
-exception here contains it.
+exception here contains it (`mask_secret` hides it, or any 8-character piece of it, in
+any quoting, from every error message). A key that no header can carry (non-ASCII,
+control characters) fails each request with a BackendError naming its variable.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+import urllib.parse
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -38,6 +42,7 @@ import httpcore
 import httpx
 
 from . import search, skills
+from .tools import Tool, answer, offered
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +51,10 @@ log = logging.getLogger(__name__)
 MAX_LINE_BYTES = 64 * 1024 * 1024
 # Error bodies are read up to this size; the rest of a huge error page is noise.
 MAX_ERROR_BYTES = 256 * 1024
+
+# The shortest piece of a secret that is masked on its own: a server that cuts a key
+# short, or wraps it over two lines, still must not show most of it.
+SECRET_FRAGMENT = 8
 
 StreamEvent = tuple[str, object]
 """One item stream_chat yields: (kind, piece), e.g. ("content", "Hel")."""
@@ -86,6 +95,60 @@ class StreamError(BackendError):
 
 class StallError(BackendError):
     """The server went silent in the middle of a reply."""
+
+
+def _quotings(secret: str) -> set[str]:
+    """`secret` as it may appear in a message: raw, JSON-, repr- and URL-quoted."""
+    forms = {
+        secret,
+        json.dumps(secret)[1:-1],
+        json.dumps(secret, ensure_ascii=False)[1:-1],
+        repr(secret)[1:-1],
+        repr(secret.encode("utf-8", "backslashreplace"))[2:-1],
+        urllib.parse.quote(secret, safe=""),
+    }
+    return {form for form in forms if form}
+
+
+def mask_secret(text: str, secret: str | None) -> str:
+    """`text` with `secret`, and every piece of it SECRET_FRAGMENT+ characters long, as ***."""
+    if not secret or not text:
+        return text
+    for form in sorted(_quotings(secret), key=len, reverse=True):
+        if len(form) < SECRET_FRAGMENT:
+            text = text.replace(form, "***")
+            continue
+        grams = {form[i : i + SECRET_FRAGMENT] for i in range(len(form) - SECRET_FRAGMENT + 1)}
+        parts: list[str] = []
+        start = i = 0
+        while i <= len(text) - SECRET_FRAGMENT:
+            if text[i : i + SECRET_FRAGMENT] not in grams:
+                i += 1
+                continue
+            end = i + SECRET_FRAGMENT
+            while end < len(text) and text[i : end + 1] in form:
+                end += 1
+            parts += [text[start:i], "***"]
+            start = i = end
+        text = "".join(parts) + text[start:]
+    return text
+
+
+def key_problem(key: str | None, variable: str = "") -> str:
+    """Why `key` cannot go in an Authorization header ("" when it can), naming `variable`."""
+    if not key:
+        return ""
+    if not key.isascii():
+        what = "a character that is not ASCII"
+    elif any(ord(c) < 0x20 or ord(c) == 0x7F for c in key):
+        what = "a control character (a line break, tab or similar)"
+    else:
+        return ""
+    where = f"the environment variable {variable}" if variable else "the configured API key"
+    return (
+        f"The API key in {where} cannot be sent: it contains {what}. "
+        f"Set {variable or 'it'} to the key alone."
+    )
 
 
 @dataclass
@@ -352,11 +415,15 @@ class _Body(httpx.SyncByteStream):
 
 
 class _Watchdog:
-    """Shuts the request's socket down on cancel, or after idle_timeout of silence.
+    """Shuts the request's socket down on cancel, on a stall, or when the server hangs.
 
-    Cancel works from the moment the request is sent; the idle clock only starts when
-    the response headers arrive, because before that a router may be loading a model.
-    The reader checks `reason` to tell a stall or a cancel from a real network error.
+    Cancel works from the moment the request is sent. The idle clock only starts when
+    the response headers arrive, because before that a router may be loading a model
+    for minutes; so a wait for headers longer than idle_timeout asks `probe` (on a
+    thread of its own, so a cancel is not held up) whether the server is still there:
+    a model loading or a server that answers means wait on, no answer means it hangs
+    (stopped, or a socket that accepts and never replies). The reader checks `reason`
+    to tell a stall, a hang or a cancel from a real network error.
     """
 
     def __init__(
@@ -364,12 +431,16 @@ class _Watchdog:
         find_socket: Callable[[], socket.socket | None],
         idle_timeout: float | None,
         cancel: threading.Event | None,
+        probe: Callable[[], bool] | None = None,
     ) -> None:
         self.reason = ""
         self._find_socket = find_socket
         self._idle = idle_timeout if idle_timeout and idle_timeout > 0 else None
         self._cancel = cancel
-        self._last = 0.0
+        self._probe = probe
+        self._verdict: bool | None = None
+        self._probing = False
+        self._last = time.monotonic()
         self._armed = False
         self._stop = threading.Event()
         if self._idle or cancel is not None:
@@ -391,12 +462,38 @@ class _Watchdog:
         """End the watch (the round finished or was closed)."""
         self._stop.set()
 
+    def _ask_probe(self) -> None:
+        try:
+            self._verdict = bool(self._probe and self._probe())
+        except Exception:  # a probe that breaks says nothing about the server: wait on
+            log.exception("the server status check failed")
+            self._verdict = True
+
+    def _waiting_hangs(self) -> bool:
+        """Whether the wait for headers, past idle_timeout, is a hang (False: wait on)."""
+        if self._probe is None:
+            return False
+        if not self._probing:
+            self._probing, self._verdict = True, None
+            threading.Thread(target=self._ask_probe, daemon=True, name="llamachat-probe").start()
+            return False
+        if self._verdict is None:
+            return False
+        self._probing = False
+        if self._verdict:
+            self._last = time.monotonic()
+            return False
+        return True
+
     def _run(self, tick: float) -> None:
         while not self._stop.wait(tick):
+            silent = self._idle is not None and time.monotonic() - self._last > self._idle
             if self._cancel is not None and self._cancel.is_set():
                 self.reason = "cancelled"
-            elif self._armed and self._idle and time.monotonic() - self._last > self._idle:
+            elif self._armed and silent:
                 self.reason = "stalled"
+            elif not self._armed and silent and self._waiting_hangs():
+                self.reason = "hung"
             else:
                 continue
             sock = self._find_socket()
@@ -422,6 +519,7 @@ class Client:
         base_url: str,
         *,
         api_key: str | None = None,
+        api_key_env: str = "",
         connect_timeout: float = 5.0,
         read_timeout: float | None = None,
         idle_timeout: float | None = 120.0,
@@ -430,6 +528,7 @@ class Client:
         self.settings = {
             "base_url": base_url,
             "api_key": api_key,
+            "api_key_env": api_key_env,
             "connect_timeout": connect_timeout,
             "read_timeout": read_timeout,
             "idle_timeout": idle_timeout,
@@ -441,8 +540,19 @@ class Client:
         self.root = server_root(self.base_url)
         self.idle_timeout = idle_timeout
         self.max_line_bytes = max_line_bytes
+        if api_key is None:
+            # The server llamachat started wants its own key, which no config names.
+            from .server import managed_key
+
+            api_key = managed_key(base_url)
+            self.settings["api_key"] = api_key
         self._api_key = api_key or ""
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        # A key no header can carry would fail inside httpx with the key in the message;
+        # every request fails instead with this sentence.
+        self._key_problem = key_problem(api_key, api_key_env)
+        headers = (
+            {"Authorization": f"Bearer {api_key}"} if api_key and not self._key_problem else {}
+        )
         self._sockets = _SocketTracker()
         self._http = httpx.Client(
             headers=headers,
@@ -452,6 +562,12 @@ class Client:
             ),
         )
         self._search_http: httpx.Client | None = None
+
+    def _search_client(self) -> httpx.Client:
+        # Made at the first search, not on the way to the first request.
+        if self._search_http is None:
+            self._search_http = httpx.Client()
+        return self._search_http
 
     def close(self) -> None:
         """Close the pooled connections."""
@@ -472,6 +588,7 @@ class Client:
     ) -> Any:
         """Send one request to `api_base + path` (or `root + path`) and return its JSON."""
         url = (self.root if root else self.api_base) + path
+        self._check_key()
         try:
             response = self._http.request(
                 method,
@@ -487,6 +604,50 @@ class Client:
             return response.json()
         except ValueError:
             raise StreamError(f"{url} did not answer with JSON") from None
+
+    def answers(self, model: str) -> bool:
+        """Whether the server still answers for `model`: listed as loading, or responsive.
+
+        Asked while a request waits for its response headers. A router lists a loading
+        model as such; a loaded one runs in a server of its own behind the router, so
+        that one is asked too (`/props`, which never starts a load).
+        """
+        timeout = min(self.idle_timeout or 30.0, 30.0)
+        try:
+            listed = self.request_json("GET", "/models", timeout=timeout)
+        except ServerError:
+            return True  # it answered, if only with an error
+        except BackendError:
+            return False
+        entries = listed.get("data") if isinstance(listed, dict) else None
+        for entry in entries if isinstance(entries, list) else ():
+            if not isinstance(entry, dict):
+                continue
+            if model != entry.get("id") and model not in (entry.get("aliases") or ()):
+                continue
+            status = entry.get("status")
+            value = status.get("value") if isinstance(status, dict) else status
+            if value in ("loading", "downloading"):
+                return True
+            if value != "loaded":
+                return True  # not this model's server that keeps the request waiting
+            try:
+                self.request_json(
+                    "GET",
+                    "/props",
+                    root=True,
+                    timeout=timeout,
+                    params={"model": model, "autoload": "false"},
+                )
+            except ServerError:
+                return True
+            except BackendError:
+                return False
+        return True
+
+    def _check_key(self) -> None:
+        if self._key_problem:
+            raise BackendError(self._key_problem, error_type="bad_api_key")
 
     def _unreachable(self, exc: Exception) -> RouterUnreachable:
         return RouterUnreachable(
@@ -507,39 +668,41 @@ class Client:
         *,
         cancel: threading.Event | None = None,
         params: dict | None = None,
+        tools: Sequence[Tool] | None = None,
+        max_rounds: int | None = None,
     ) -> Iterator[StreamEvent]:
         """Stream one assistant turn as (kind, piece) events, running tools as asked.
 
+        The tools offered are `tools` when given (called for up to `max_rounds` rounds,
+        default 2), else the ones `search_cfg` and `skills_cfg` turn on (`tools.offered`).
         Closing the generator, or setting `cancel`, closes the HTTP response at once so
         the server stops generating; no stats event follows a cancel. The caller's
         `messages` list and dicts are never modified.
         """
-        search_on = bool(search_cfg and search_cfg.enabled and search_cfg.url)
-        skills_on = bool(skills_cfg and skills_cfg.enabled and skills_cfg.store is not None)
-        tools = self._tool_schemas(
-            search_cfg if search_on else None, skills_cfg if skills_on else None
-        )
-        caps = [
-            cfg.max_searches
-            for cfg, on in ((search_cfg, search_on), (skills_cfg, skills_on))
-            if on and cfg is not None
-        ]
-        rounds = max(0, max(caps)) if tools and caps else 0
+        if tools is None:
+            offer, rounds = offered(search_cfg, skills_cfg, self._search_client)
+        else:
+            offer, rounds = list(tools), 2
+        if max_rounds is not None:
+            rounds = max_rounds
+        rounds = rounds if offer else 0
         convo = [dict(m) for m in messages]
-        if search_on:
+        if any(t.name == search.TOOL_NAME for t in offer):
             convo = _with_date_note(convo)
-        offered = {t["function"]["name"] for t in tools}
+        schemas = [t.schema for t in offer]
 
         last: _Round | None = None
         for number in range(rounds + 1):
-            offer = tools if number < rounds else None
             state = _Round()
-            yield from self._stream_round(model, convo, offer, params, cancel, state)
+            offering = number < rounds
+            yield from self._stream_round(
+                model, convo, schemas if offering else None, params, cancel, state
+            )
             last = state
             if state.cancelled:
                 return
             calls = [state.calls[i] for i in sorted(state.calls)]
-            if offer is None or not calls:
+            if not offering or not calls:
                 break
             for n, call in enumerate(calls):
                 if not call.id:
@@ -547,7 +710,10 @@ class Client:
             convo.append(_assistant_message(state, calls))
             results: list[dict] = []
             for call in calls:
-                yield from self._run_tool(call, offered, search_cfg, skills_cfg, results)
+                announced, result = answer(offer, call.name, call.arguments)
+                yield from announced
+                yield from result.events
+                results.append(_tool_message(call.id, result.text))
                 if cancel is not None and cancel.is_set():
                     return
             if number + 1 == rounds:
@@ -561,68 +727,6 @@ class Client:
                 "stats",
                 {"usage": last.usage, "timings": last.timings, "model": last.model or model},
             )
-
-    def _tool_schemas(
-        self, search_cfg: SearchConfig | None, skills_cfg: SkillsConfig | None
-    ) -> list[dict]:
-        tools: list[dict] = []
-        if search_cfg is not None:
-            tools.append(search.TOOL_SCHEMA)
-        if skills_cfg is not None and skills_cfg.store is not None:
-            schema = skills_cfg.store.tool_schema()
-            if schema is not None:
-                tools.append(schema)
-        return tools
-
-    def _run_tool(
-        self,
-        call: _Call,
-        offered: set[str],
-        search_cfg: SearchConfig | None,
-        skills_cfg: SkillsConfig | None,
-        results: list[dict],
-    ) -> Iterator[StreamEvent]:
-        """Answer one tool call with exactly one tool message appended to `results`."""
-        if call.name not in offered:
-            names = ", ".join(sorted(offered))
-            results.append(
-                _tool_message(
-                    call.id,
-                    f"error: unknown tool '{call.name}'. The tools you can call are: {names}.",
-                )
-            )
-            return
-        if call.name == search.TOOL_NAME and search_cfg is not None:
-            yield from self._run_search(call, search_cfg, results)
-        elif skills_cfg is not None and skills_cfg.store is not None:
-            yield from _run_skill(call, skills_cfg.store, results)
-
-    def _run_search(
-        self, call: _Call, cfg: SearchConfig, results: list[dict]
-    ) -> Iterator[StreamEvent]:
-        try:
-            query = search.parse_query(call.arguments)
-        except ValueError as exc:
-            results.append(
-                _tool_message(
-                    call.id,
-                    f"error: the web_search arguments could not be used ({exc}). "
-                    'Call web_search with {"query": "..."}.',
-                )
-            )
-            return
-        yield ("search_start", query)
-        if self._search_http is None:
-            self._search_http = httpx.Client()
-        try:
-            found = search.search(cfg.url, query, timeout=cfg.timeout, client=self._search_http)
-        except search.SearchError as exc:
-            log.info("web search failed: %s", exc)
-            results.append(_tool_message(call.id, search.error_text(query, str(exc))))
-            yield ("search_done", {"query": query, "results": [], "error": str(exc)})
-            return
-        results.append(_tool_message(call.id, search.result_text(query, found)))
-        yield ("search_done", {"query": query, "results": found, "error": ""})
 
     # ------------------------------------------------------------------ one round
 
@@ -645,9 +749,15 @@ class Client:
         if cancel is not None and cancel.is_set():
             state.cancelled = True
             return
+        self._check_key()
         request = self._http.build_request("POST", url, json=payload)
         thread = threading.get_ident()
-        watchdog = _Watchdog(lambda: self._sockets.socket_of(thread), self.idle_timeout, cancel)
+        watchdog = _Watchdog(
+            lambda: self._sockets.socket_of(thread),
+            self.idle_timeout,
+            cancel,
+            probe=lambda: self.answers(model),
+        )
         try:
             try:
                 response = self._http.send(request, stream=True)
@@ -655,6 +765,13 @@ class Client:
                 if watchdog.reason == "cancelled":
                     state.cancelled = True
                     return
+                if watchdog.reason == "hung":
+                    raise StallError(
+                        f"{self.base_url} took the request but has not answered for "
+                        f"{self.idle_timeout:g} s, and it does not answer a status check "
+                        "either: the server may be stopped or stuck. Restart it and try again.",
+                        error_type="hung",
+                    ) from None
                 raise self._failure(exc, url) from None
             watchdog.arm()
             try:
@@ -711,50 +828,26 @@ class Client:
         """`exc` with this client's API key masked: some gateways quote the key they got."""
         key = self._api_key
         if key:
-            exc.message = exc.message.replace(key, "***")
+            exc.message = mask_secret(exc.message, key)
             exc.args = (exc.message,)
             if isinstance(exc, ServerError):
                 exc.details = {
-                    k: v.replace(key, "***") if isinstance(v, str) else v
+                    k: mask_secret(v, key) if isinstance(v, str) else v
                     for k, v in exc.details.items()
                 }
         return exc
 
     def _failure(self, exc: httpx.HTTPError, url: str) -> BackendError:
-        """The BackendError for a request that got no response."""
+        """The BackendError for a request that got no response, the key masked."""
+        # httpx and h11 quote the request's headers in some errors (an illegal header
+        # value is shown whole), so the key is masked here as in every server error.
         if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout)):
-            return self._unreachable(exc)
+            return self._without_key(self._unreachable(exc))
         if isinstance(exc, httpx.TimeoutException):
             return StallError(f"{url} did not answer in time; the server may be stuck.")
-        return StreamError(f"the request to {url} failed ({exc.__class__.__name__}: {exc}).")
-
-
-def _run_skill(call: _Call, store: skills.SkillStore, results: list[dict]) -> Iterator[StreamEvent]:
-    name = skills.parse_name(call.arguments)
-    if not name:
-        results.append(
-            skills.tool_message(
-                call.id,
-                None,
-                error="the load_skill arguments were not valid; call it with "
-                '{"name": "<skill name>"}',
-            )
+        return self._without_key(
+            StreamError(f"the request to {url} failed ({exc.__class__.__name__}: {exc}).")
         )
-        return
-    skill = store.load(name)
-    if skill is None:
-        schema = store.tool_schema() or {}
-        known = schema.get("function", {}).get("parameters", {}).get("properties", {})
-        names = ", ".join(known.get("name", {}).get("enum", []))
-        results.append(
-            skills.tool_message(
-                call.id, None, error=f"No such skill: {name}. The skills you can load: {names}."
-            )
-        )
-        return
-    results.append(skills.tool_message(call.id, skill))
-    if skill.model_invocable:
-        yield ("skill_loaded", skill.name)
 
 
 def _tool_message(call_id: str, content: str) -> dict:

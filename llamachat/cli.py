@@ -28,6 +28,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import re
 import sqlite3
 import stat
 import sys
@@ -40,6 +41,23 @@ from .config import Config
 from .db import History, HistoryError
 
 log = logging.getLogger(__name__)
+
+# What a terminal would act on in text that is not the model's answer: escape
+# sequences (OSC ones retitle the window or write the clipboard, CSI ones move the
+# cursor and clear the screen) and then any other control character but a line break.
+_ESCAPES = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b\[[0-?]*[ -/]*[@-~]|\x1b.?")
+_CONTROLS = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    """`text` with escape sequences and control characters (but line breaks) removed."""
+    return _CONTROLS.sub("", _ESCAPES.sub("", text))
+
+
+def _say(message: object, err: TextIO) -> None:
+    """Print a llamachat message (never model output) on `err`, safe for a terminal."""
+    print(f"llamachat: {terminal_safe(str(message))}", file=err)
+
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -128,7 +146,7 @@ class _Record:
             self._give_up(exc)
 
     def _give_up(self, exc: Exception) -> None:
-        print(f"llamachat: this exchange is not saved in the history: {exc}", file=self._err)
+        _say(f"this exchange is not saved in the history: {exc}", self._err)
         self.close()
 
     def start(self, model: str, text: str) -> None:
@@ -196,7 +214,7 @@ def run(
                 )
             raise AskError('Nothing to ask: give a question, e.g. llamachat ask --print "why?"')
     except AskError as exc:
-        print(f"llamachat: {exc}", file=err)
+        _say(exc, err)
         return EXIT_USAGE
 
     managed = None
@@ -220,7 +238,7 @@ def run(
         request = turn.oneshot_turn(cfg, model=model, text=text, names=question.skills, store=store)
         return _stream(registry, request, text, cfg, args, out, err)
     except (AskError, backend.BackendError, server.ManagedServerError) as exc:
-        print(f"llamachat: {getattr(exc, 'message', None) or exc}", file=err)
+        _say(getattr(exc, "message", None) or exc, err)
         return EXIT_FAILED
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
@@ -303,7 +321,7 @@ def _stream(
             out.write("\n")
             out.flush()
     if error:
-        print(f"llamachat: {error}", file=err)
+        _say(error, err)
     return code
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import difflib
 import logging
+import math
 import os
 import re
 import tomllib
@@ -26,7 +27,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
+from urllib.parse import urlsplit
 
+import httpx
 import platformdirs
 import tomlkit
 
@@ -184,6 +187,10 @@ _TYPES: dict[str, tuple[tuple[type, ...], str]] = {
 }
 _PROVIDER_TYPES = {"name": _STR, "base_url": _STR, "api_key_env": _STR, "models": _STR_LIST}
 
+# Folder keys checked at load, and whether llamachat must be able to write there (it
+# writes prompt presets; it only reads a models folder that exists).
+_FOLDERS = {"prompts_dir": True, "models_dir": False}
+
 _TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)")
 _TABLE_HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?")
 
@@ -223,7 +230,9 @@ class ProviderConfig:
 
 def _env_key(variable: str) -> str | None:
     """The key in environment variable `variable`; None when none is named, unset or empty."""
-    return (os.environ.get(variable) or None) if variable else None
+    # A key file saved on Windows, or `export KEY="$(cat key.txt)"` with a trailing
+    # newline, leaves whitespace that is not part of the key and that no header may carry.
+    return ((os.environ.get(variable) or "").strip() or None) if variable else None
 
 
 def _data_dir() -> Path:
@@ -458,7 +467,40 @@ def _unknown(key: str, known: tuple[str, ...], label: str) -> str:
 
 def _is_url(value: str) -> bool:
     scheme, _, rest = value.partition("://")
-    return scheme in ("http", "https") and bool(rest)
+    if scheme not in ("http", "https") or not rest:
+        return False
+    # Both parsers the program uses must accept it: `http://[::1` or a bad port would
+    # otherwise pass here and fail later with a traceback.
+    try:
+        parts = urlsplit(value)
+        _ = parts.port
+        httpx.URL(value)
+    except (ValueError, httpx.InvalidURL):
+        return False
+    return bool(parts.hostname)
+
+
+def _folder_problem(folder: Path, *, writable: bool) -> str | None:
+    """Why `folder` cannot be used (or made) as a folder, or None."""
+    try:
+        if folder.exists():
+            if not folder.is_dir():
+                return f"{folder} is a file, not a folder"
+            if writable and not os.access(folder, os.W_OK | os.X_OK):
+                return f"the folder {folder} cannot be written"
+            return None
+        # It is made on first use: the nearest part of the path that exists must be a
+        # folder that can be written.
+        parent = folder.parent
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
+        if not parent.is_dir():
+            return f"{folder} cannot be made: {parent} is a file, not a folder"
+        if not os.access(parent, os.W_OK | os.X_OK):
+            return f"{folder} cannot be made: the folder {parent} cannot be written"
+    except OSError as exc:
+        return f"{folder} cannot be reached: {exc.strerror or exc}"
+    return None
 
 
 def _check(data: dict[str, Any], text: str, path: Path) -> None:
@@ -475,15 +517,29 @@ def _check(data: dict[str, Any], text: str, path: Path) -> None:
         if problem:
             fail(problem, key, line)
         if key == "router_url" and not _is_url(value):
-            fail(f"router_url must start with http:// or https://, got '{value}'", key, line)
+            fail(
+                f"router_url must start with http:// or https:// and be a valid URL, got '{value}'",
+                key,
+                line,
+            )
         if key == "search_url" and value and not _is_url(value):
-            fail(f"search_url must start with http:// or https://, got '{value}'", key, line)
+            fail(
+                f"search_url must start with http:// or https:// and be a valid URL, got '{value}'",
+                key,
+                line,
+            )
         if key == "theme" and value not in THEMES:
             fail(f"theme must be one of {', '.join(THEMES)}; got '{value}'", key, line)
         if key in ("max_searches", "font_size") and value < 0:
             fail(f"{key} must be 0 or more, got {value}", key, line)
-        if key == "idle_timeout" and value <= 0:
+        # NaN compares false with everything, so `<= 0` alone would let it through and
+        # silently turn stall detection off; infinity would do the same.
+        if key == "idle_timeout" and (not math.isfinite(value) or value <= 0):
             fail(f"idle_timeout must be more than 0 seconds, got {value}", key, line)
+        if key in _FOLDERS and value:
+            problem = _folder_problem(_path(value, path), writable=_FOLDERS[key])
+            if problem:
+                fail(f"{key}: {problem}", key, line)
         if key == "providers":
             _check_providers(value, text, fail)
 
@@ -528,7 +584,7 @@ def _check_providers(
         names.add(name)
         if not _is_url(url):
             fail(
-                f"{label}.base_url must start with http:// or https://, got '{url}'",
+                f"{label}.base_url must start with http:// or https:// and be a valid URL, got '{url}'",
                 f"{label}.base_url",
                 line_of("base_url"),
             )

@@ -4,11 +4,20 @@
 thread). Every write commits at once, so a crash loses nothing that was saved; the
 UI saves a streaming reply at most once a second, which bounds the loss to a second.
 
-Errors: one exception, `HistoryError`, for everything the user should read (a folder
-that cannot be written, a database from a newer llamachat, a failed write, a bad
-import). A corrupt file is not an error: it is moved aside to
-`<name>.corrupt-<YYYYmmdd-HHMMSS>` and a fresh database is used, with
-`History.recovered_from` saying where the old one went.
+Errors, split as qutebrowser's misc/sql.py does:
+
+    HistoryError            everything the user should read (a folder that cannot be
+    │                       written, a database from a newer llamachat or of another
+    │                       program, a bad import)
+    └── HistoryUnavailable  SQLite failed for the environment's sake (BUSY, READONLY,
+                            IOERR, CORRUPT, FULL, CANTOPEN, NOTADB); `code` is SQLite's
+                            error name and the message says what to do
+
+Any other sqlite3.Error is a bug in llamachat and is raised as it is, so it reaches the
+crash handler with its traceback. A corrupt file is not an error: it is moved aside to
+`<name>.corrupt-<YYYYmmdd-HHMMSS>`, every row that can still be read is copied into a
+fresh database (`History.salvaged` counts the messages), and `History.recovered_from`
+says where the old file went. An SQLite file of another program is never taken over.
 
 The schema is versioned with `PRAGMA user_version`; `MIGRATIONS` is append-only, the
 N-th entry moves a database from version N to N+1. Databases written before versioning
@@ -21,7 +30,7 @@ import json
 import logging
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Self
@@ -34,6 +43,10 @@ STATUSES = ("complete", "streaming", "stopped", "error")
 EXPORT_FORMAT = "llamachat-session"
 EXPORT_VERSION = 1
 BUSY_TIMEOUT_S = 5.0
+# Deleted chats older than this are purged when a History opens. Undo is offered for
+# seconds; the margin keeps a second llamachat process (`ask --print`) from purging a
+# chat the window still offers to restore.
+PURGE_AFTER_S = 600.0
 
 # Append-only: never edit an entry once released, add a new one.
 MIGRATIONS: list[str] = [
@@ -135,7 +148,11 @@ _INSERT_MESSAGE = (
 )
 _JSON_LISTS = ("skills", "tool_calls", "attachments")
 _JSON_DICTS = ("usage", "timings")
-_CORRUPT = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+_CORRUPT = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+# Salvage reads rowids in blocks this size, and gives up on a table after this many
+# blocks in a row came back empty (a damaged page can hide where the table ends).
+_SALVAGE_BLOCK = 256
+_SALVAGE_EMPTY_BLOCKS = 1024
 TITLE_CHARS = 80
 
 
@@ -143,8 +160,34 @@ class HistoryError(Exception):
     """The history cannot be opened, written or imported; the message says why."""
 
 
+class HistoryUnavailable(HistoryError):
+    """SQLite failed for a reason outside llamachat (disk full, locked, read-only...)."""
+
+    def __init__(self, message: str, *, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+# The environment's faults, by SQLite primary result code, with what the user can do.
+_ADVICE = {
+    sqlite3.SQLITE_BUSY: "another program is using it; close that program and try again",
+    sqlite3.SQLITE_READONLY: "the file or its folder cannot be written; make them writable",
+    sqlite3.SQLITE_IOERR: "the disk failed to read or write; check the disk and try again",
+    sqlite3.SQLITE_CORRUPT: "the file is damaged; restart llamachat to set it aside and "
+    "recover what can be read",
+    sqlite3.SQLITE_FULL: "the disk is full; free some space and try again",
+    sqlite3.SQLITE_CANTOPEN: "check that its folder exists and is writable",
+    sqlite3.SQLITE_NOTADB: "the file is not a database; move it away and restart llamachat",
+}
+
+
 class _Corrupt(Exception):
     """Internal: the file is damaged and must be moved aside."""
+
+
+def _primary_code(exc: sqlite3.Error) -> int | None:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code & 0xFF if isinstance(code, int) else None
 
 
 def _decode(row: sqlite3.Row) -> dict[str, Any]:
@@ -207,6 +250,7 @@ class History:
                 f"cannot create the folder for the history database {self.path}: "
                 f"{exc.strerror or exc}"
             ) from None
+        self.salvaged = 0
         try:
             self._conn = self._open()
         except _Corrupt as exc:
@@ -215,6 +259,10 @@ class History:
                 "history %s is damaged (%s); moved to %s", self.path, exc, self.recovered_from
             )
             self._conn = self._open()
+            self.salvaged = self._salvage(self.recovered_from)
+        # A chat deleted in an earlier run can no longer be undone (the undo offer lives
+        # only as long as the window that made it): it goes for good now.
+        self.purge_deleted(older_than=PURGE_AFTER_S)
 
     def _open(self) -> sqlite3.Connection:
         conn = None
@@ -230,9 +278,13 @@ class History:
             problem = conn.execute("PRAGMA quick_check(1)").fetchone()[0]
             if problem != "ok":
                 raise _Corrupt(problem)
+            # Before anything writes: not even WAL mode is forced on another program's file.
+            self._refuse_foreign(conn)
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
+            # A purged chat must not linger in free pages of the file.
+            conn.execute("PRAGMA secure_delete = ON")
             conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
             self._migrate(conn)
             # A write probe: a database that opens but cannot be written must fail now,
@@ -243,16 +295,108 @@ class History:
         except sqlite3.Error as exc:
             if conn is not None:
                 conn.close()
-            if exc.sqlite_errorname in _CORRUPT:
+            if _primary_code(exc) in _CORRUPT:
                 raise _Corrupt(str(exc)) from None
-            raise HistoryError(
-                f"cannot open the history database {self.path}: {exc}; "
-                "check that its folder exists and is writable"
-            ) from None
+            raise self._unavailable(exc, "open") from None
         except BaseException:
             if conn is not None:
                 conn.close()
             raise
+
+    def _unavailable(self, exc: sqlite3.Error, doing: str) -> HistoryUnavailable:
+        """The HistoryUnavailable for an environment's fault; any other error is re-raised."""
+        advice = _ADVICE.get(_primary_code(exc))  # type: ignore[arg-type]
+        if advice is None:
+            # A bug (bad SQL, a closed connection, a broken constraint): it must reach the
+            # crash handler with its traceback, not pass for a full disk.
+            raise exc
+        return HistoryUnavailable(
+            f"cannot {doing} the history database {self.path}: {exc}; {advice}",
+            code=getattr(exc, "sqlite_errorname", "") or "",
+        )
+
+    def _refuse_foreign(self, conn: sqlite3.Connection) -> None:
+        """Refuse an SQLite file another program made: migrating it would change its data."""
+        if conn.execute("PRAGMA user_version").fetchone()[0] != 0:
+            return
+        tables = [
+            row[0]
+            for row in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            )
+        ]
+        if tables and "sessions" not in tables and "messages" not in tables:
+            shown = ", ".join(sorted(tables)[:5]) + (", …" if len(tables) > 5 else "")
+            raise HistoryError(
+                f"{self.path} is not a llamachat history: it is an SQLite database of another "
+                f"program (tables {shown}), left as it is. Move it, or set history_path in "
+                "the config to another file."
+            )
+
+    def _salvage(self, source: Path) -> int:
+        """Copy every session and message still readable in the damaged `source`; messages copied.
+
+        SQLite's `.recover` is not in Python's sqlite3, so rows are read in rowid blocks,
+        and a block that fails is read row by row: a damaged page costs its own rows only.
+        """
+        try:
+            old = sqlite3.connect(f"{source.as_uri()}?mode=ro", uri=True)
+            names = {
+                table: [row[1] for row in old.execute(f"PRAGMA table_info({table})")]
+                for table in ("sessions", "messages")
+            }
+        except sqlite3.Error as exc:
+            log.warning("nothing could be read from the damaged history %s: %s", source, exc)
+            return 0
+        sessions: set[int] = set()
+        orphans: int | None = None
+        messages = 0
+        try:
+            with self._transaction() as conn:
+                known = _LEGACY_COLUMNS["sessions"]
+                columns = [c for c in names["sessions"] if c in known or c == "id"]
+                for row in _readable_rows(old, "sessions", columns) if "id" in columns else ():
+                    try:
+                        conn.execute(
+                            f"INSERT INTO sessions ({', '.join(columns)}) VALUES "
+                            f"({', '.join('?' * len(columns))})",
+                            row,
+                        )
+                    except sqlite3.IntegrityError:
+                        continue
+                    sessions.add(row[columns.index("id")])
+                known = _LEGACY_COLUMNS["messages"]
+                columns = [c for c in names["messages"] if c in known or c in ("id", "session_id")]
+                if "session_id" not in columns or "role" not in names["messages"]:
+                    columns = []
+                else:
+                    columns.append("role")
+                for row in _readable_rows(old, "messages", columns) if columns else ():
+                    values = list(row)
+                    at = columns.index("session_id")
+                    if values[at] not in sessions:
+                        if orphans is None:
+                            orphans = int(
+                                conn.execute(
+                                    "INSERT INTO sessions (title, created_at, updated_at)"
+                                    " VALUES ('Recovered messages', ?, ?)",
+                                    (time.time(), time.time()),
+                                ).lastrowid  # type: ignore[arg-type]
+                            )
+                        values[at] = orphans
+                    try:
+                        conn.execute(
+                            f"INSERT INTO messages ({', '.join(columns)}) VALUES "
+                            f"({', '.join('?' * len(columns))})",
+                            values,
+                        )
+                    except sqlite3.IntegrityError:
+                        continue
+                    messages += 1
+        finally:
+            old.close()
+        log.warning("salvaged %d sessions and %d messages from %s", len(sessions), messages, source)
+        return messages
 
     def _check_size(self, conn: sqlite3.Connection) -> None:
         """Catch a truncated file, which SQLite would only notice when reading the lost pages."""
@@ -328,19 +472,19 @@ class History:
                 raise
             self._conn.execute("COMMIT")
         except sqlite3.Error as exc:
-            raise HistoryError(f"cannot save to the history database {self.path}: {exc}") from None
+            raise self._unavailable(exc, "save to") from None
 
     def _write(self, sql: str, params: tuple = ()) -> sqlite3.Cursor:
         try:
             return self._conn.execute(sql, params)
         except sqlite3.Error as exc:
-            raise HistoryError(f"cannot save to the history database {self.path}: {exc}") from None
+            raise self._unavailable(exc, "save to") from None
 
     def _read(self, sql: str, params: tuple = ()) -> list[sqlite3.Row]:
         try:
             return self._conn.execute(sql, params).fetchall()
         except sqlite3.Error as exc:
-            raise HistoryError(f"cannot read the history database {self.path}: {exc}") from None
+            raise self._unavailable(exc, "read") from None
 
     def close(self) -> None:
         """Close the connection; the object is unusable afterwards."""
@@ -434,15 +578,39 @@ class History:
         """Bring back a session hidden by delete_session."""
         self._write("UPDATE sessions SET deleted_at = NULL WHERE id = ?", (session_id,))
 
-    def purge_deleted(self) -> int:
-        """Remove deleted sessions and their messages for good; returns how many."""
+    def purge_deleted(
+        self, session_ids: Iterable[int] | None = None, *, older_than: float = 0.0
+    ) -> int:
+        """Remove deleted sessions for good (those in `session_ids`, else every one deleted
+        `older_than` seconds ago or more) with their messages and full-text rows; how many."""
+        where = "deleted_at IS NOT NULL"
+        params: tuple = ()
+        if session_ids is not None:
+            ids = [int(i) for i in session_ids]
+            if not ids:
+                return 0
+            where += f" AND id IN ({', '.join('?' * len(ids))})"
+            params = tuple(ids)
+        else:
+            where += " AND deleted_at <= ?"
+            params = (time.time() - older_than,)
         with self._transaction() as conn:
             # Explicit, because a pre-versioned messages table may lack ON DELETE CASCADE.
             conn.execute(
-                "DELETE FROM messages WHERE session_id IN"
-                " (SELECT id FROM sessions WHERE deleted_at IS NOT NULL)"
+                f"DELETE FROM messages WHERE session_id IN (SELECT id FROM sessions WHERE {where})",
+                params,
             )
-            return conn.execute("DELETE FROM sessions WHERE deleted_at IS NOT NULL").rowcount
+            purged = conn.execute(f"DELETE FROM sessions WHERE {where}", params).rowcount
+            if purged:
+                # The full-text index keeps a deleted row's words in older segments until
+                # they are merged; merging them all drops the words for good.
+                conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('optimize')")
+        if purged:
+            # The freed pages are zeroed (secure_delete), but the WAL still holds their
+            # old versions until it is checkpointed and cut back.
+            self._write("PRAGMA wal_checkpoint(TRUNCATE)")
+            log.info("purged %d deleted sessions from %s", purged, self.path)
+        return purged
 
     # ------------------------------------------------------------------ messages
 
@@ -672,6 +840,32 @@ class History:
         if session is None:
             raise HistoryError(f"no session {session_id} in the history")
         return session
+
+
+def _readable_rows(conn: sqlite3.Connection, table: str, columns: list[str]) -> Iterator[tuple]:
+    """The rows of `table` that can be read, in rowid order, skipping what raises."""
+    select = f"SELECT {', '.join(columns)} FROM {table}"
+    try:
+        top = conn.execute(f"SELECT max(rowid) FROM {table}").fetchone()[0]
+    except sqlite3.DatabaseError:
+        top = None
+    low, empty = 0, 0
+    while empty < _SALVAGE_EMPTY_BLOCKS and (top is None or low < top):
+        high = low + _SALVAGE_BLOCK
+        try:
+            rows = conn.execute(
+                f"{select} WHERE rowid > ? AND rowid <= ? ORDER BY rowid", (low, high)
+            ).fetchall()
+        except sqlite3.DatabaseError:
+            rows = []
+            for rowid in range(low + 1, high + 1):
+                try:
+                    rows += conn.execute(f"{select} WHERE rowid = ?", (rowid,)).fetchall()
+                except sqlite3.DatabaseError:
+                    continue
+        empty = 0 if rows else empty + 1
+        yield from rows
+        low = high
 
 
 def _statements(script: str) -> list[str]:

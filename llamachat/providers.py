@@ -42,7 +42,9 @@ class Registry:
 
     def router(self) -> backend.Client:
         """The router's client."""
-        return self._client(ROUTER, self.cfg.router_url, self.cfg.api_key())
+        return self._client(
+            ROUTER, self.cfg.router_url, self.cfg.api_key(), self.cfg.router_api_key_env
+        )
 
     def router_models(self) -> Models:
         """Model management for the router."""
@@ -58,7 +60,10 @@ class Registry:
         provider = self._providers.get(prefix) if sep and rest else None
         if provider is None:
             return self.router(), model_id
-        return self._client(provider.name, provider.base_url, provider.api_key()), rest
+        client = self._client(
+            provider.name, provider.base_url, provider.api_key(), provider.api_key_env
+        )
+        return client, rest
 
     def models(self) -> list[ModelInfo]:
         """The router's models, then each provider's as `<provider>/<model>`.
@@ -105,12 +110,17 @@ class Registry:
             for m in listed
         ]
 
-    def _client(self, key: str, base_url: str, api_key: str | None) -> backend.Client:
+    def _client(
+        self, key: str, base_url: str, api_key: str | None, api_key_env: str
+    ) -> backend.Client:
         with self._lock:
             client = self._clients.get(key)
             if client is None:
                 client = backend.Client(
-                    base_url, api_key=api_key, idle_timeout=self.cfg.idle_timeout
+                    base_url,
+                    api_key=api_key,
+                    api_key_env=api_key_env,
+                    idle_timeout=self.cfg.idle_timeout,
                 )
                 self._clients[key] = client
             return client

@@ -44,6 +44,7 @@ import select
 import socket
 import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -76,6 +77,8 @@ class Reply:
     `status` >= 400 answers with that HTTP status and `{"error": {"code", **error}}`.
     `body` is sent verbatim with `status` instead of any generated answer (as JSON when
     it parses as JSON, else as text/plain).
+    `rate`: text pieces a second, paced on a fixed schedule from the first (a local
+    model's pace; drift does not add up); the closing chunks follow the last at once.
     """
 
     content: str | Sequence[str] = ()
@@ -92,6 +95,7 @@ class Reply:
     die_after: int | None = None
     stall_after: int | None = None
     raw: Sequence[str | bytes] | None = None
+    rate: float = 0.0
 
     @classmethod
     def tokens(cls, n: int, *, word: str = "tok ", **kwargs: Any) -> Reply:
@@ -126,6 +130,10 @@ class RecordedRequest:
     json: Any
     query: dict[str, str] = field(default_factory=dict)
     peer: tuple[str, int] = ("", 0)
+    received: float = 0.0
+    finished: float = 0.0
+    """`time.monotonic()` when the request line arrived and when the answer's last byte went
+    out (the clock every process on the machine shares)."""
 
 
 def _pieces(value: str | Sequence[str]) -> list[str]:
@@ -324,6 +332,11 @@ class _Handler(BaseHTTPRequestHandler):
         except (ConnectionResetError, BrokenPipeError):
             self.close_connection = True
 
+    def parse_request(self) -> bool:
+        """Parse the request line and headers, noting when the request line arrived."""
+        self._arrived = time.monotonic()
+        return super().parse_request()
+
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s " + format, self.address_string(), *args)
 
@@ -356,16 +369,16 @@ class _Handler(BaseHTTPRequestHandler):
         parts = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
         body = self._read_json() if method == "POST" else None
-        self.router._record(
-            RecordedRequest(
-                method,
-                parts.path,
-                {k.lower(): v for k, v in self.headers.items()},
-                body,
-                query,
-                tuple(self.client_address[:2]),
-            )
+        self._recorded = RecordedRequest(
+            method,
+            parts.path,
+            {k.lower(): v for k, v in self.headers.items()},
+            body,
+            query,
+            tuple(self.client_address[:2]),
+            received=self._arrived,
         )
+        self.router._record(self._recorded)
         path = parts.path
         if path in ("/health", "/v1/health"):
             return self._send_json(200, {"status": "ok"})
@@ -525,16 +538,20 @@ class _Handler(BaseHTTPRequestHandler):
             # Counted before the first byte, so a release() sent after reading any of
             # this reply's chunks always frees its stall.
             release_mark = self.router._release_count
-        plain = not reply.delay and (reply.die_after, reply.stall_after, reply.error_after) == (
-            None,
-            None,
-            None,
-        )
+        plain = not (reply.delay or reply.rate) and (
+            reply.die_after,
+            reply.stall_after,
+            reply.error_after,
+        ) == (None, None, None)
         try:
             if plain:
                 self.wfile.write(_chunk(b"".join(events)) + b"0\r\n\r\n")
+                self._recorded.finished = time.monotonic()
                 return
             body, done = events[:-1], events[-1:]
+            started = time.monotonic()
+            # The role chunk and the text pieces are paced; the closing chunks follow at once.
+            paced = 1 + len(_pieces(reply.reasoning)) + len(_pieces(reply.content))
             for n, event in enumerate(body):
                 if reply.die_after is not None and n >= reply.die_after:
                     return self._die()
@@ -543,6 +560,14 @@ class _Handler(BaseHTTPRequestHandler):
                 if reply.error_after is not None and n >= reply.error_after:
                     break
                 if reply.delay and self.router._closed.wait(reply.delay):
+                    return self._die()
+                if (
+                    reply.rate
+                    and n < paced
+                    and self.router._closed.wait(
+                        max(0.0, started + n / reply.rate - time.monotonic())
+                    )
+                ):
                     return self._die()
                 self.wfile.write(_chunk(event))
             if reply.error_after is not None:
@@ -558,6 +583,7 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self.wfile.writelines(_chunk(event) for event in done)
             self.wfile.write(b"0\r\n\r\n")
+            self._recorded.finished = time.monotonic()
         except (BrokenPipeError, ConnectionResetError):
             with self.router._lock:
                 self.router.disconnects += 1
@@ -728,8 +754,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Serve a router of its own process until stdin closes (the benchmark's, or by hand).
 
     Prints the URL, then takes one JSON object of `Reply` fields per stdin line (e.g.
-    ``{"content": ["Hel", "lo"]}``), queues it and answers "ok" on stdout. Tool calls
-    and the `Model` list are not scriptable this way.
+    ``{"content": ["Hel", "lo"]}``), queues it and answers "ok" on stdout; the line
+    ``"times"`` answers with a JSON list of ``[received, finished]`` per chat request so
+    far (`RecordedRequest`). Tool calls and the `Model` list are not scriptable this way.
     """
     parser = argparse.ArgumentParser(prog="python -m llamachat.scripted_router")
     parser.add_argument("--model", default="test-model", help="the one model it serves")
@@ -737,8 +764,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     with ScriptedRouter([Model(args.model, "loaded")]) as router:
         print(router.url, flush=True)
         for line in sys.stdin:
-            if line.strip():
-                router.script(Reply(**json.loads(line)))
+            if not line.strip():
+                continue
+            order = json.loads(line)
+            if order == "times":
+                times = [[r.received, r.finished] for r in router.chat_requests()]
+                print(json.dumps(times), flush=True)
+            else:
+                router.script(Reply(**order))
                 print("ok", flush=True)
     return 0
 

@@ -2,8 +2,14 @@
 
 A router the user already runs is used as it is and never touched; only when ``router_url``
 does not answer, is a loopback URL and ``manage_server`` is on does llamachat start one, keep
-it alive (restarting it with backoff when it dies), log its output with rotation, and stop it
-on exit without leaving a process behind.
+it alive (restarting it with backoff when it dies or stops answering), log its output with
+rotation, and stop it on exit without leaving a process behind.
+
+The server llamachat starts listens on loopback only and wants a random API key (given in
+its environment, so no other user sees it in the process list), or any local program and
+any web page the user visits could use it. The key is kept in the lock file (0600, in the
+user's runtime folder), never in config.toml or a log; ``managed_key(url)`` gives it to
+every client of that URL, in this process or a second llamachat of the same user.
 
 Errors, one tree:
 
@@ -28,6 +34,7 @@ import json
 import logging
 import os
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -61,6 +68,11 @@ BACKOFF_RESET_AFTER = 60.0
 # Consecutive starts that never became healthy before the supervisor gives up.
 MAX_FAILED_STARTS = 5
 GGUF_MAGIC = b"GGUF"
+# A running server is asked for /health this often; this many missed answers in a row
+# (each waits 2 s) mean it hangs (SIGSTOP, a deadlock) and it is restarted as if it died.
+# The router answers /health while a model loads, so a slow load is never taken for one.
+HEALTH_INTERVAL = 5.0
+HEALTH_MISSES = 3
 
 EventCallback = Callable[[str, str], None]
 
@@ -208,17 +220,29 @@ def _healthy(url: str) -> bool:
 
 def reload_models(url: str, *, api_key: str | None = None) -> None:
     """Make the router re-scan its models folder and preset (``GET /models?reload=1``)."""
+    # Imported here: backend asks this module for the managed server's key.
+    from .backend import key_problem, mask_secret
+
+    api_key = api_key or managed_key(url)
+    problem = key_problem(api_key)
+    if problem:
+        raise ManagedServerError(problem)
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
         response = _get(
             f"{url.rstrip('/')}/models", params={"reload": "1"}, headers=headers, timeout=30.0
         )
     except httpx.HTTPError as exc:
-        raise RouterUnavailable(f"Could not reach the router at {url}: {exc}") from exc
+        raise RouterUnavailable(
+            mask_secret(f"Could not reach the router at {url}: {exc}", api_key)
+        ) from None
     if response.status_code >= 400:
         raise ManagedServerError(
-            f"The router at {url} refused to reload its models "
-            f"(HTTP {response.status_code}): {response.text[:300]}"
+            mask_secret(
+                f"The router at {url} refused to reload its models "
+                f"(HTTP {response.status_code}): {response.text[:300]}",
+                api_key,
+            )
         )
 
 
@@ -375,11 +399,31 @@ def default_log_path() -> Path:
     return Path(platformdirs.user_log_dir("llamachat")) / "llama-server.log"
 
 
+# The keys of the servers this process manages, by URL; other processes read the lock file.
+_MANAGED_KEYS: dict[str, str] = {}
+
+
+def managed_key(url: str, *, lock_path: Path | None = None) -> str | None:
+    """The API key of the llamachat-managed server at ``url``, or None when it is not one."""
+    url = url.rstrip("/")
+    key = _MANAGED_KEYS.get(url)
+    if key or not is_loopback(url):
+        return key
+    try:
+        state = json.loads((lock_path or default_lock_path()).read_text())
+    except (OSError, ValueError):
+        return None
+    if isinstance(state, dict) and state.get("url") == url and isinstance(state.get("key"), str):
+        return state["key"]
+    return None
+
+
 class _ServerLock:
-    """An flock'd file holding the managed server's URL and pid for other llamachat processes.
+    """An flock'd file holding the managed server's URL, pid and API key for other llamachats.
 
     The kernel drops an flock when its holder dies, however it dies, so a stale lock cannot
-    keep the next llamachat from starting a server.
+    keep the next llamachat from starting a server. The file is the user's alone (0600):
+    it holds the key.
     """
 
     def __init__(self, path: Path) -> None:
@@ -388,7 +432,10 @@ class _ServerLock:
 
     def acquire(self) -> bool:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fh = self.path.open("a+")
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        # A file left by an older llamachat may have the umask's wider mode.
+        os.fchmod(fd, 0o600)
+        fh = os.fdopen(fd, "r+")
         try:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -397,11 +444,11 @@ class _ServerLock:
         self._fh = fh
         return True
 
-    def record(self, url: str) -> None:
+    def record(self, url: str, key: str) -> None:
         assert self._fh is not None
         self._fh.seek(0)
         self._fh.truncate()
-        self._fh.write(json.dumps({"url": url, "pid": os.getpid()}))
+        self._fh.write(json.dumps({"url": url, "pid": os.getpid(), "key": key}))
         self._fh.flush()
 
     def read_url(self, *, timeout: float = 5.0) -> str:
@@ -487,6 +534,12 @@ class ManagedServer:
         self._thread: threading.Thread | None = None
         self._binary: Path | None = None
         self._stop_timeout = STOP_TIMEOUT
+        self.health_interval = HEALTH_INTERVAL
+        """Seconds between /health checks of the running server."""
+        self.health_misses = HEALTH_MISSES
+        """Missed /health answers in a row after which the server counts as hung."""
+        self.api_key = secrets.token_urlsafe(32)
+        """The key the server wants on every endpoint but /health; never logged."""
 
     @property
     def url(self) -> str:
@@ -505,6 +558,11 @@ class ManagedServer:
     def log_path(self) -> Path:
         """The current log file."""
         return self.log_file.path
+
+    @property
+    def lock_path(self) -> Path:
+        """The lock file naming this server's URL and key for a second llamachat."""
+        return self._lock.path
 
     def command(self) -> list[str]:
         """The llama-server command line, in router mode (no ``-m``)."""
@@ -544,10 +602,11 @@ class ManagedServer:
             if self._binary is None:
                 raise ServerNotFound(not_found_message(self.cfg))
             Path(self.cfg.models_dir).expanduser().mkdir(parents=True, exist_ok=True)
-            self._lock.record(self.url)
+            self._lock.record(self.url, self.api_key)
         except BaseException:
             self._lock.release()
             raise
+        _MANAGED_KEYS[self.url] = self.api_key
         self.log_file.rotate()
         self._stop.clear()
         self._done.clear()
@@ -581,6 +640,8 @@ class ManagedServer:
         self._stop.set()
         if thread is not None:
             thread.join()
+        if _MANAGED_KEYS.get(self.url) == self.api_key:
+            del _MANAGED_KEYS[self.url]
         self._lock.release()
         self.log_file.close()
 
@@ -610,8 +671,7 @@ class ManagedServer:
                 if became_ready:
                     failures = 0
                     self._emit("ready", f"llama-server is ready at {self.url} (pid {proc.pid})")
-                    while not self._stop.is_set() and proc.poll() is None:
-                        self._stop.wait(0.25)
+                    self._watch(proc)
                 if self._stop.is_set():
                     return
                 self._ready.clear()
@@ -639,6 +699,24 @@ class ManagedServer:
             self._terminate(self._stop_timeout)
             self._done.set()
 
+    def _watch(self, proc: subprocess.Popen[bytes]) -> None:
+        """Return when the server exits, hangs (then it is said why), or stop() is called."""
+        misses = 0
+        next_check = time.monotonic() + self.health_interval
+        while not self._stop.is_set() and proc.poll() is None:
+            self._stop.wait(min(0.25, self.health_interval))
+            if time.monotonic() < next_check or self._stop.is_set() or proc.poll() is not None:
+                continue
+            misses = 0 if _healthy(self.url) else misses + 1
+            next_check = time.monotonic() + self.health_interval
+            if misses >= self.health_misses:
+                self._emit(
+                    "hung",
+                    f"llama-server (pid {proc.pid}) stopped answering: no /health answer "
+                    f"{misses} times in a row",
+                )
+                return
+
     def _spawn(self) -> subprocess.Popen[bytes]:
         cmd = self.command()
         self._emit("starting", " ".join(cmd))
@@ -650,7 +728,7 @@ class ManagedServer:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            env=launch_environment(Path(cmd[0])),
+            env=self._environment(Path(cmd[0])),
             # Its own process group: stop() signals the router and the per-model servers it
             # spawned together, and a Ctrl-C in llamachat's terminal does not reach them.
             start_new_session=True,
@@ -662,6 +740,14 @@ class ManagedServer:
             target=self._pump, args=(proc,), name="llama-server log", daemon=True
         ).start()
         return proc
+
+    def _environment(self, binary: Path) -> dict[str, str]:
+        env = launch_environment(binary)
+        # In the environment, not on the command line, which every user can read in ps.
+        # The router passes it on to the per-model servers it starts, so they want it too.
+        env["LLAMA_API_KEY"] = self.api_key
+        env.pop("LLAMA_ARG_API_KEY_FILE", None)
+        return env
 
     def _pump(self, proc: subprocess.Popen[bytes]) -> None:
         assert proc.stdout is not None
@@ -709,6 +795,8 @@ class ManagedServer:
     def _kill(proc: subprocess.Popen[bytes], timeout: float) -> None:
         if proc.poll() is None:
             _kill_group(proc.pid, signal.SIGTERM)
+            # A stopped (hung) process acts on SIGTERM only once it runs again.
+            _kill_group(proc.pid, signal.SIGCONT)
             try:
                 proc.wait(timeout)
             except subprocess.TimeoutExpired:

@@ -218,6 +218,12 @@ class Conversation(QObject):
                 self.notice.emit(f"The chat's skills could not be saved: {exc}", 0)
         self.skills_changed.emit(self.loaded_skills())
 
+    def _offered_skills(self) -> tuple[list[str], dict[str, str]]:
+        """What a `/` completer offers: the user's skill names and descriptions."""
+        if self.store is None:
+            return [], {}
+        return self.store.user_names(), self.store.descriptions()
+
     def _is_loadable(self, name: str) -> bool:
         return self.store is not None and self.store.load(name) is not None
 
@@ -230,10 +236,13 @@ class Conversation(QObject):
             return BUSY
         if not text.strip() and not attachments:
             return EMPTY
-        # Stat calls only; the window's completer is rebuilt only when a skill changed on disk.
-        if self.store is not None and self.store.refresh():
-            self.store_changed.emit(self.store)
+        offered = self._offered_skills()
+        # parse_question re-checks the skill files (stat calls only, once per send: with
+        # 500 skills a second pass cost ~2 ms before the request could leave); the
+        # window's completer is rebuilt only when what it offers changed on disk.
         question = turn.parse_question(text, self.store)
+        if self._offered_skills() != offered:
+            self.store_changed.emit(self.store)
         loaded = [name for name in question.skills if self.load_skill(name)]
         if not question.text.strip() and not attachments:
             if self.mode == ONESHOT:

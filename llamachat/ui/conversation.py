@@ -1,11 +1,11 @@
 """The conversation: a scrolling column of messages, built to stay fast at 100,000 tokens.
 
 Each message is one `MessageView` whose text lives in its own QTextDocument, so
-work on one message never touches the others. A streamed reply is buffered and
-rendered by a single-shot timer at about 30 Hz (a burst of tokens costs one
-render). A render inserts the HTML of newly finished markdown blocks once and
-replaces only the open tail of the document (see `markdown.StreamingMarkdown`),
-so its cost follows the block being written, not the reply or the history.
+work on one message never touches the others. A streamed reply arrives in bursts (the
+stream worker hands over what piled up at most about 30 times a second) and each burst
+is rendered at once: a render inserts the HTML of newly finished markdown blocks once
+and replaces only the open tail of the document (see `markdown.StreamingMarkdown`), so
+its cost follows the block being written, not the reply or the history.
 
 Long histories open fast: `ConversationView.load_messages` builds the last
 screenful first and adds older messages a page at a time when the user scrolls
@@ -60,9 +60,6 @@ from .markdown import (
 
 log = logging.getLogger(__name__)
 
-FLUSH_INTERVAL_MS = 33
-# The longest rest between renders of a reply, however slow the last render was.
-MAX_FLUSH_INTERVAL_MS = 500
 INITIAL_MIN_MESSAGES = 6
 INITIAL_MIN_CHARS = 6000
 PAGE_SIZE = 20
@@ -253,18 +250,12 @@ class MessageView(QFrame):
         self._markdown = StreamingMarkdown(palette=palette)
         self._reasoning_parts: list[str] = []
         self._reasoning_run = 0  # the unbroken run the reasoning shown ends with
-        self._pending_content: list[str] = []
-        self._pending_reasoning: list[str] = []
         self._streaming = False
         self._thinking_started: float | None = None
         self._thinking_seconds: float | None = None
         self._regenerate_allowed = False
         self._answer_started = False
         self.render_count = 0
-        self._timer = QTimer(self)
-        self._timer.setSingleShot(True)
-        self._timer.setInterval(FLUSH_INTERVAL_MS)
-        self._timer.timeout.connect(self._on_flush_due)
 
         mine = self.role == "user"
         self.setAccessibleName("Message from you" if mine else "Reply")
@@ -359,15 +350,19 @@ class MessageView(QFrame):
     # ------------------------------------------------------------ public API
 
     def append_content(self, text: str) -> None:
-        """Add streamed reply text; it is rendered by the next ~30 Hz flush."""
+        """Add streamed reply text and render it now (the caller batches: one call per frame)."""
         if not text:
             return
         if self._thinking_started is not None and self._thinking_seconds is None:
             self._thinking_seconds = time.monotonic() - self._thinking_started
-        self._pending_content.append(text)
         self._streaming = True
-        if not self._timer.isActive():
-            self._timer.start()
+        first = not self._answer_started
+        self._answer_started = True
+        self._markdown.append(text)
+        self._write(self._markdown.flush())
+        if first and self._reasoning_button is not None:
+            # The answer has started: the thinking is done, fold it away.
+            self._set_reasoning_expanded(False)
 
     def append_reasoning(self, text: str) -> None:
         """Add streamed reasoning to the panel shown apart (expanded while thinking)."""
@@ -375,10 +370,8 @@ class MessageView(QFrame):
             return
         if self._thinking_started is None:
             self._thinking_started = time.monotonic()
-        self._pending_reasoning.append(text)
         self._streaming = True
-        if not self._timer.isActive():
-            self._timer.start()
+        self._add_reasoning_text(text)
 
     def add_search(self, query: str, results: list[dict], error: str = "") -> None:
         """Show a web search inline: the query and its results as links, or its error."""
@@ -412,7 +405,6 @@ class MessageView(QFrame):
     def set_status(self, status: str, error: str = "") -> None:
         """Mark the reply: "stopped" (partial reply kept) or "error" (message in red + Retry)."""
         if status in ("stopped", "error"):
-            self._flush()
             self._write(self._markdown.finish(), final=True)
             self._streaming = False
         if status == "stopped":
@@ -438,18 +430,18 @@ class MessageView(QFrame):
         return self._unsaved.text() if self._unsaved.isVisibleTo(self) else ""
 
     def finish(self) -> None:
-        """Render everything pending, highlight any unclosed code block, end streaming."""
-        self._flush(final=True)
+        """Render the open tail as finished, highlight any unclosed code block, end streaming."""
+        self._write(self._markdown.finish(), final=True)
         self._streaming = False
         self._update_actions()
 
     def content(self) -> str:
-        """The reply text received so far (including text not yet rendered)."""
-        return self._markdown.text() + "".join(self._pending_content)
+        """The reply text received so far."""
+        return self._markdown.text()
 
     def reasoning(self) -> str:
         """The reasoning text received so far."""
-        return "".join(self._reasoning_parts) + "".join(self._pending_reasoning)
+        return "".join(self._reasoning_parts)
 
     def set_message_id(self, message_id: int) -> None:
         """Attach the database id (signals carry it)."""
@@ -572,40 +564,6 @@ class MessageView(QFrame):
         cursor = QTextCursor(self._reasoning_body.document())
         cursor.movePosition(QTextCursor.MoveOperation.End)
         cursor.insertText(text)
-
-    def _on_flush_due(self) -> None:
-        started = time.perf_counter()
-        self._flush()
-        elapsed_ms = (time.perf_counter() - started) * 1000
-        # ~30 Hz counted from the start of a render. A render that overran is followed by a
-        # rest of half its length: input keeps flowing, and a growing open block is
-        # rendered ever more rarely, so the total stays linear in the reply's length.
-        self._timer.setInterval(
-            int(min(MAX_FLUSH_INTERVAL_MS, max(FLUSH_INTERVAL_MS - elapsed_ms, elapsed_ms / 2)))
-        )
-
-    def _flush(self, *, final: bool = False) -> None:
-        self._timer.stop()
-        if self._pending_reasoning:
-            text = "".join(self._pending_reasoning)
-            self._pending_reasoning.clear()
-            self._add_reasoning_text(text)
-        appended = bool(self._pending_content)
-        first = appended and not self._answer_started
-        if appended:
-            self._answer_started = True
-            for piece in self._pending_content:
-                self._markdown.append(piece)
-            self._pending_content.clear()
-        if final:
-            # Straight to the finished render: flushing first would render the open
-            # tail once as a tail and again as finished.
-            self._write(self._markdown.finish(), final=True)
-        elif appended:
-            self._write(self._markdown.flush())
-        if first and self._reasoning_button is not None:
-            # The answer has started: the thinking is done, fold it away.
-            self._set_reasoning_expanded(False)
 
     def _write(self, update: Update, *, final: bool = False) -> None:
         if self._writer.write(update, final=final):

@@ -343,7 +343,6 @@ class StreamingMarkdown:
 
     def __init__(self, *, palette: Palette = LIGHT) -> None:
         self._renderer = renderer_for(palette)
-        self._pending: list[str] = []
         self._finished_text: list[str] = []
         self._tail = ""
         self._scanned = 0
@@ -355,13 +354,12 @@ class StreamingMarkdown:
         self.stats = RenderStats()
 
     def append(self, text: str) -> None:
-        """Add streamed text; nothing is parsed until the next flush."""
-        if text:
-            self._pending.append(text)
+        """Add streamed text to the open tail; nothing is parsed until the next flush."""
+        self._tail += text
 
     def text(self) -> str:
         """All text appended so far."""
-        return "".join(self._finished_text) + self._tail + "".join(self._pending)
+        return "".join(self._finished_text) + self._tail
 
     def code(self, index: int) -> str:
         """The raw code of code block `index` (the number in its ``copy:<n>`` link)."""
@@ -374,7 +372,6 @@ class StreamingMarkdown:
 
     def flush(self) -> Update:
         """Render what changed: blocks newly proved finished (once) and the open tail."""
-        self._take_pending()
         cut = self._scan()
         finished = self._commit(self._tail[:cut]) if cut else ""
         if cut:
@@ -392,7 +389,6 @@ class StreamingMarkdown:
 
     def finish(self) -> Update:
         """Render everything left as finished (an unclosed fence is highlighted too)."""
-        self._take_pending()
         finished = self._commit(self._tail)
         self._tail = ""
         self._tail_codes = []
@@ -400,11 +396,6 @@ class StreamingMarkdown:
         self._fence = None
         self._prev_blank = False
         return Update(finished, "")
-
-    def _take_pending(self) -> None:
-        if self._pending:
-            self._tail += "".join(self._pending)
-            self._pending.clear()
 
     def _commit(self, text: str) -> str:
         self._finished_text.append(text)

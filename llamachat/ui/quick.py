@@ -57,7 +57,7 @@ from .conversation import ConversationView
 from .first_run import event_text
 from .model_picker import list_models
 from .reply import ReplyStream
-from .worker import HELPERS, collect_garbage_on_gui_thread
+from .worker import collect_garbage_on_gui_thread
 
 log = logging.getLogger(__name__)
 
@@ -86,8 +86,6 @@ class QuickWindow(QWidget):
             images=lambda model: model in self._models and self._models[model].accepts_images,
             parent=self,
         )
-        # Replies are read in a helper process: have one started before the first send.
-        HELPERS.prepare()
         collect_garbage_on_gui_thread()
         # The model the settings name, to see when a config_changed names another.
         self._configured = self._model

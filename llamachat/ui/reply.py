@@ -28,7 +28,7 @@ from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from .. import backend, providers
 from ..db import History, HistoryError
-from .worker import HELPERS, StreamWorker, WorkerThreads
+from .worker import StreamWorker, WorkerThreads
 
 if TYPE_CHECKING:
     # Only a window attaches a view: the reply itself loads no widget module.
@@ -85,7 +85,6 @@ class ReplyStream(QObject):
             messages,
             search_cfg=search_cfg,
             skills_cfg=skills_cfg,
-            helpers=HELPERS,
         )
         self._worker.content.connect(self._on_content)
         self._worker.reasoning.connect(self._on_reasoning)
@@ -95,6 +94,8 @@ class ReplyStream(QObject):
         self._worker.stats.connect(self._on_stats)
         self._worker.failed.connect(self._on_failed)
         self._worker.finished.connect(self._on_finished)
+        # The reply's own copy of its text: what History is given, with or without a view,
+        # and kept until History has taken it.
         self._content: list[str] = []
         self._reasoning: list[str] = []
         self._usage: dict = {}

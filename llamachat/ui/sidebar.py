@@ -399,6 +399,12 @@ class SessionSidebar(QWidget):
     @Slot()
     def _hide_notice(self) -> None:
         self.notice.hide()
+        # Undo is offered only while the bar is up: once it goes, deleted means gone.
+        deleted, self._deleted = self._deleted, []
+        try:
+            self.history.purge_deleted(deleted)
+        except HistoryError as exc:
+            log.warning("deleted chats stay until the next start: %s", exc)
         self.notice_label.clear()
 
     # ------------------------------------------------------------------ slots

@@ -70,7 +70,7 @@ from .reply import ReplyStream
 from .settings import SettingsDialog
 from .sidebar import SessionSidebar
 from .skills_panel import SkillsPanel, SkillsWatcher
-from .worker import HELPERS, collect_garbage_on_gui_thread
+from .worker import collect_garbage_on_gui_thread
 
 if TYPE_CHECKING:
     from ..server import ManagedServer
@@ -160,8 +160,6 @@ class ChatWindow(QMainWindow):
         # While the router is looked for or started, the picker lists from a stand-in.
         self._router_pending = False
         self._adding_model = False
-        # Replies are read in a helper process: have one started before the first send.
-        HELPERS.prepare()
         collect_garbage_on_gui_thread()
         self._models: dict[str, ModelInfo] = {}
         self._said_no_models = False
@@ -182,9 +180,14 @@ class ChatWindow(QMainWindow):
         self._apply_model(self._model)
         self._refresh_skill_names()
         if self.history.recovered_from is not None:
+            kept = (
+                f"{self.history.salvaged} readable messages were copied into a new one"
+                if self.history.salvaged
+                else "a new one started"
+            )
             self.show_status(
                 f"The history file was damaged; it was moved to {self.history.recovered_from} "
-                "and a new one started.",
+                f"and {kept}.",
                 timeout=0,
             )
 

@@ -9,9 +9,12 @@ cross the thread boundary any other way.
 from __future__ import annotations
 
 import gc
+import itertools
 import logging
+import math
+import operator
 import threading
-from collections import deque
+import time
 from collections.abc import Iterator
 
 from PySide6.QtCore import (
@@ -25,15 +28,15 @@ from PySide6.QtCore import (
     Slot,
 )
 
-from .. import backend, stream_process
+from .. import backend
 
 log = logging.getLogger(__name__)
 
-# At most one drain of stream events per this many ms while a reply streams fast.
-DRAIN_INTERVAL_MS = 10
-
-# The helper processes replies are read in, shared by every window of the app.
-HELPERS = stream_process.Helpers()
+# A streaming reply's events reach the window at most this often (~30 Hz): a burst of
+# tokens costs one render.
+FRAME_INTERVAL_MS = 33
+# The longest rest between two drains, however slow the last one was.
+MAX_REST_MS = 500
 
 # How often the GUI thread runs the garbage collection Python would have run by itself.
 GC_INTERVAL_MS = 100
@@ -83,14 +86,15 @@ class StreamWorker(QObject):
 
     The worker object itself stays on the GUI thread (WorkerThreads runs its `run` in
     a thread of its own), so its signals reach GUI slots and plain callables there.
-    Events cross to the GUI thread in bursts, not one queued signal per token: the
-    worker appends to a queue and posts a wake-up only when the GUI thread has drained
-    it and DRAIN_INTERVAL_MS have passed since; the GUI thread drains the queue, joining
-    adjacent text of one kind, and emits the public signals there. At full speed a
-    router sends tokens faster than the GUI thread can take one event each, and a
-    queued signal per token cost more than the rendering it fed. `finished` alone is emitted from the worker thread (its thread
-    must be able to quit while the GUI thread waits); being queued after the last
-    wake-up, it still reaches GUI slots after every other event.
+    Between the two threads there is one pending list, as in Textual's MarkdownStream:
+    the worker thread appends every event to it and wakes the GUI thread only when the
+    list was empty; the GUI thread takes the whole list at most about every
+    FRAME_INTERVAL_MS, joins adjacent text of one kind and emits the public signals,
+    whose receivers render at once. A burst of tokens so costs one render, however fast
+    the server sends. A drain that overran is followed by a rest of half its length, so a
+    growing open block is rendered ever more rarely and a reply's total cost stays linear.
+    `finished` alone is emitted from the worker thread (its thread must be able to quit
+    while the GUI thread waits); a last drain queued before it delivers every event first.
     """
 
     reasoning = Signal(str)
@@ -103,6 +107,7 @@ class StreamWorker(QObject):
     finished = Signal()
 
     _wake = Signal()
+    _last = Signal()
 
     def __init__(
         self,
@@ -113,11 +118,8 @@ class StreamWorker(QObject):
         search_cfg: backend.SearchConfig | None = None,
         skills_cfg: backend.SkillsConfig | None = None,
         params: dict | None = None,
-        helpers: stream_process.Helpers | None = None,
     ) -> None:
         super().__init__()
-        self._helpers = helpers
-        self._helper: stream_process.Helper | None = None
         self._client = client
         self._model = model
         self._messages = messages
@@ -125,87 +127,67 @@ class StreamWorker(QObject):
         self._skills_cfg = skills_cfg
         self._params = params
         self._cancel = threading.Event()
-        # deque.append and popleft are atomic: the worker posts an event without a lock.
-        self._pending: deque[tuple[str, tuple]] = deque()
-        self._woken = False
-        self._wake.connect(self._drain, Qt.ConnectionType.QueuedConnection)
-        self._cooldown = QTimer(self)
-        self._cooldown.setSingleShot(True)
-        self._cooldown.setInterval(DRAIN_INTERVAL_MS)
-        self._cooldown.timeout.connect(self._on_cooldown)
+        self._lock = threading.Lock()
+        self._pending: list[backend.StreamEvent] = []
+        # True from the wake-up the worker posts until the drain that takes the list.
+        self._due = False
+        self._next_drain = 0.0
+        self._wake.connect(self._on_wake, Qt.ConnectionType.QueuedConnection)
+        self._last.connect(self._drain, Qt.ConnectionType.QueuedConnection)
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setTimerType(Qt.TimerType.PreciseTimer)
+        self._timer.timeout.connect(self._drain)
 
     def cancel(self) -> None:
         """Ask the stream to stop; safe from any thread, returns at once."""
         self._cancel.set()
-        helper = self._helper
-        if helper is not None:
-            helper.kill()
 
     def _post(self, kind: str, value: object) -> None:
-        # Appended before the flag is read: either this call posts a wake-up, or the
-        # cooldown that clears the flag has not looked at the queue yet and drains it.
-        self._pending.append((kind, value))
-        if not self._woken:
-            self._woken = True
-            self._wake.emit()
+        with self._lock:
+            self._pending.append((kind, value))
+            if self._due:
+                return
+            self._due = True
+        self._wake.emit()
+
+    @Slot()
+    def _on_wake(self) -> None:
+        wait_ms = (self._next_drain - time.perf_counter()) * 1000
+        if wait_ms <= 0:
+            self._drain()  # a slow stream's token is shown at once, without a timer's turn
+        else:
+            self._timer.start(math.ceil(wait_ms))
 
     @Slot()
     def _drain(self) -> None:
-        # The flag stays set until the cooldown ends: events arriving meanwhile wait for it
-        # instead of waking the GUI thread, which would first wait for the GIL each time.
-        self._cooldown.start()
-        for kind, value in self._take_pending():
+        self._timer.stop()
+        with self._lock:
+            events, self._pending = self._pending, []
+            self._due = False
+        started = time.perf_counter()
+        for kind, value in _joined(events):
             if kind == "failed":
                 self.failed.emit(*value)
             else:
                 getattr(self, _SIGNALS[kind]).emit(value)
-
-    @Slot()
-    def _on_cooldown(self) -> None:
-        self._woken = False
-        if self._pending:
-            self._woken = True
-            self._drain()
-
-    def _take_pending(self) -> list[backend.StreamEvent]:
-        pending = self._pending
-        return stream_process.merge_text([pending.popleft() for _ in range(len(pending))])
-
-    def _events(self) -> Iterator[backend.StreamEvent]:
-        """The reply's events, read by a helper process, or on this thread if none starts."""
-        if self._helpers is not None:
-            try:
-                helper = self._helpers.take()
-            except OSError as exc:
-                log.warning("reading the reply in this process: no helper process (%s)", exc)
-            else:
-                self._helper = helper
-                if self._cancel.is_set():
-                    helper.kill()
-                return helper.stream(
-                    stream_process.Request.of(
-                        self._client,
-                        self._model,
-                        self._messages,
-                        params=self._params,
-                        search_cfg=self._search_cfg,
-                        skills_cfg=self._skills_cfg,
-                    )
-                )
-        return self._client.stream_chat(
-            self._model,
-            self._messages,
-            search_cfg=self._search_cfg,
-            skills_cfg=self._skills_cfg,
-            cancel=self._cancel,
-            params=self._params,
-        )
+        ended = time.perf_counter()
+        took_ms = (ended - started) * 1000
+        rest_ms = min(MAX_REST_MS, max(FRAME_INTERVAL_MS - took_ms, took_ms / 2))
+        self._next_drain = ended + rest_ms / 1000
 
     @Slot()
     def run(self) -> None:
         """Stream the reply, posting each event for the GUI thread; runs in the worker thread."""
         try:
-            stream = self._events()
+            stream = self._client.stream_chat(
+                self._model,
+                self._messages,
+                search_cfg=self._search_cfg,
+                skills_cfg=self._skills_cfg,
+                cancel=self._cancel,
+                params=self._params,
+            )
             try:
                 for kind, value in stream:
                     if self._cancel.is_set():
@@ -225,14 +207,21 @@ class StreamWorker(QObject):
             if not self._cancel.is_set():
                 self._post("failed", (f"{type(exc).__name__}: {exc}", exc))
         finally:
-            # Whatever waits for a cooldown reaches the GUI thread before `finished` does.
-            self._wake.emit()
+            # Queued before `finished`: what is still pending reaches the GUI thread first.
+            self._last.emit()
             self.finished.emit()
-            if self._helpers is not None:
-                # Started now, off the reply's clock, the next reply's helper is ready long
-                # before it is needed.
-                self._helpers.prepare()
 
+
+def _joined(events: list[backend.StreamEvent]) -> Iterator[backend.StreamEvent]:
+    """`events` with adjacent text events of one kind joined: a burst becomes one event."""
+    for kind, group in itertools.groupby(events, key=operator.itemgetter(0)):
+        if kind in _TEXT_KINDS:
+            yield kind, "".join(str(value) for _kind, value in group)
+        else:
+            yield from group
+
+
+_TEXT_KINDS = frozenset({"content", "reasoning"})
 
 # Stream event kinds and the StreamWorker signal each becomes.
 _SIGNALS = {
