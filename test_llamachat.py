@@ -8642,9 +8642,19 @@ def test_conversation_retry_keeps_the_earlier_reply_until_the_new_one_has_text(
     )
     assert "the model crashed" in notices[-1] and "earlier reply is kept" in notices[-1]
 
+    # Reasoning alone is no answer: the connection dies before any text, the reply stays.
+    router.script(Reply(reasoning=["Let me ", "think ", "again."], die_after=2))
+    with qtbot.waitSignal(chat.reply_ended, timeout=10000) as ended:
+        assert chat.retry(old_id)
+    assert ended.args[0] == "error"
+    assert [(m["role"], m["content"], m["status"]) for m in history.messages(chat.session_id)] == (
+        before
+    )
+    assert history.messages(chat.session_id)[-1]["reasoning"] == ""
+
     router.script(Reply(content=["New ", "answer."], stall_after=0))
     assert chat.retry(old_id)
-    qtbot.waitUntil(lambda: len(router.chat_requests()) == 3, timeout=5000)
+    qtbot.waitUntil(lambda: len(router.chat_requests()) == 4, timeout=5000)
     # Asked again, nothing back yet: the earlier reply is still what History holds.
     assert history.messages(chat.session_id)[-1]["content"] == "Old answer."
     with qtbot.waitSignal(chat.reply_ended, timeout=10000):

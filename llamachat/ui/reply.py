@@ -11,9 +11,9 @@ its view "not saved", and tries again every second until a save goes through
 (`saved`); `is_saved` tells whether History holds what the view shows.
 
 A retry (`replaces`, the id of the reply it answers again) leaves the earlier reply
-in History until the new one has produced text: only then is the earlier one (and
-what followed it) deleted and the new row added. An attempt that ends with no text
-keeps the earlier reply (`kept_earlier`).
+in History until the new one has answer text (reasoning alone is not enough): only
+then is the earlier one (and what followed it) deleted and the new row added. An
+attempt that ends with no answer text keeps the earlier reply (`kept_earlier`).
 
 Errors: the constructor raises `db.HistoryError` when the reply's row cannot be
 added; a later save that fails is reported through `save_failed` and retried.
@@ -226,6 +226,8 @@ class ReplyStream(QObject):
 
     def _write(self) -> None:
         """Save the reply as it is now; on failure keep it in memory and say so once."""
+        if self.message_id is None and not self._content:
+            return  # a retry with no answer text yet: the earlier reply stays as it is
         # Cleared first: text arriving during a failed save must not be marked saved.
         self._dirty = False
         final = self._ended
@@ -273,10 +275,11 @@ class ReplyStream(QObject):
     def _end(self, status: str) -> None:
         self._ended = True
         self._status = status
-        produced = bool(self._content or self._reasoning)
-        if self.message_id is None and not produced:
-            # A retry that produced nothing: the earlier reply stays as it was.
+        if self.message_id is None and not self._content:
+            # A retry that produced no answer text: the earlier reply stays as it was, and
+            # this attempt has nothing History should take.
             self.kept_earlier = True
+            self._dirty = False
         else:
             self._dirty = True
             self._write()
