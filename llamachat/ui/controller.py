@@ -7,7 +7,7 @@ state and the streaming reply (`reply.ReplyStream`), and builds every request wi
 into widgets: `message_added` (show a sent message), `messages_reset` (show these
 rows instead), `reply_started` (attach a view to the reply), `reply_ended`,
 `skills_changed`, `store_changed`, `session_changed` and `notice` (say something).
-It imports no widget class, so a test drives it with no window at all.
+It loads no widget module, so a test drives it with no window at all.
 
 Two modes:
     chat     one session for many turns; the loaded skills are the session's
@@ -18,7 +18,7 @@ Two modes:
 
 What the model is sent is what the user sees: a reply that could not be saved (a
 full disk) is saved again before the next request, and no request goes out while
-it is not. A retry keeps the earlier reply until the new one has text.
+it is not. A retry keeps the earlier reply until the new one has answer text.
 
 Errors: none raised. History failures become a `notice` and the action is not done.
 """
@@ -66,7 +66,6 @@ class Conversation(QObject):
     reply_ended = Signal(str, str)  # status, error
     skills_changed = Signal(list)  # the loaded skills, in load order
     store_changed = Signal(object)  # the SkillStore now (None: skills off), or its names changed
-    search_started = Signal(str)
     # object, not dict: PySide converts a dict signal through QVariantMap, which may drop it.
     stats = Signal(object)
     notice = Signal(str, int)  # text, how long to show it in ms (0 keeps it)
@@ -127,22 +126,9 @@ class Conversation(QObject):
         """The open session's id; None until the first message of a new chat is sent."""
         return self._session_id
 
-    @property
-    def reply(self) -> ReplyStream | None:
-        """The reply streaming now, if any."""
-        return self._reply
-
     def is_streaming(self) -> bool:
         """True while a reply streams."""
         return self._reply is not None
-
-    def is_editing(self) -> bool:
-        """True while a sent message is being edited (sending replaces it)."""
-        return self._edit_from is not None
-
-    def unsaved_replies(self) -> int:
-        """How many ended replies History could not take yet (kept in memory)."""
-        return len(self._unsaved)
 
     def loaded_skills(self) -> list[str]:
         """The skills in effect, in load order (one-shot: for the next or the current answer)."""
@@ -479,7 +465,6 @@ class Conversation(QObject):
 
     @Slot(str)
     def _on_search_started(self, query: str) -> None:
-        self.search_started.emit(query)
         if self.mode == CHAT:
             self.notice.emit(f"Searching the web for “{query}”…", 8000)
 

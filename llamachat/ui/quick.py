@@ -9,10 +9,10 @@ hands it to the chat window through `continue_requested`.
 
 Each question is a new session of mode "oneshot", saved as it streams like a chat
 (the reply row is rewritten at most once a second); asking, Stop, Retry and the
-skills are the conversation's (`controller.Conversation` in one-shot mode). Skills named in the question
-(`/name`, a whole-word mention) and skills the model loads apply to that one reply:
-they show as chips while it streams and are dropped when it ends; the session's
-`skills` stay empty.
+skills are the conversation's (`controller.Conversation` in one-shot mode). Skills
+named in the question (`/name`, a whole-word mention) and skills the model loads
+apply to that one reply: they show as chips while it streams and are dropped when it
+ends; the session's `skills` stay empty.
 
 The model is `oneshot_model`, else `default_model`, else one the router lists
 (a loaded one first). A question asked before the list arrives waits for it. While

@@ -154,10 +154,6 @@ class ReplyStream(QObject):
             self._write()
         return self.is_saved()
 
-    def text(self) -> str:
-        """The reply's text so far."""
-        return "".join(self._content)
-
     @Slot(str)
     def _on_content(self, text: str) -> None:
         if not self._ended:
