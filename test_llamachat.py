@@ -5728,6 +5728,32 @@ def test_fault_managed_server_wants_its_random_key_everywhere_but_health(real_ro
     )
     assert second.stdout.strip() == "True", second.stderr
 
+    # A client made before the server's lock exists (the window lists models while the
+    # server starts) sends the key once the lock appears: the key is looked up per request.
+    early = (
+        "import shutil, sys; from pathlib import Path\n"
+        "from llamachat.backend import BackendError, Client\n"
+        "from llamachat.server import default_lock_path\n"
+        "c = Client(sys.argv[1])\n"
+        "try:\n"
+        "    c.request_json('GET', '/props', root=True); print('no key needed?')\n"
+        "except BackendError as exc:\n"
+        "    print(exc.status)\n"
+        "shutil.copy(sys.argv[2], default_lock_path())\n"
+        "print(isinstance(c.request_json('GET', '/props', root=True), dict))\n"
+    )
+    runtime = Path(str(server.lock_path) + ".runtime")
+    runtime.mkdir(mode=0o700)
+    late = subprocess.run(
+        [sys.executable, "-c", early, url, str(server.lock_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "XDG_RUNTIME_DIR": str(runtime)},
+    )
+    assert late.stdout.split() == ["401", "True"], late.stdout + late.stderr
+
     assert stat.S_IMODE(server.lock_path.stat().st_mode) == 0o600
     assert key not in " ".join(server.command())
     assert key.encode() not in Path(f"/proc/{server.pid}/cmdline").read_bytes()
