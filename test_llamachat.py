@@ -5222,12 +5222,15 @@ def test_fault_router_killed_mid_reply_keeps_partial_error_and_retry_recovers(
     view = window.conversation.last_assistant()
     assert failed["error"] in _fault_status_label(view)
 
-    # Retry while nothing listens: a clear message naming the URL, still no crash.
+    # Retry while nothing listens: a clear message naming the URL, still no crash, and the
+    # earlier text stays (the attempt produced none to replace it).
     qtbot.mouseClick(_by_name(view, QAbstractButton, "Retry"), Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
-    unreachable = _fault_row(history, window)
-    assert unreachable["status"] == "error"
-    assert doomed.url in unreachable["error"] and "router_url" in unreachable["error"]
+    kept = _fault_row(history, window)
+    assert (kept["content"], kept["status"]) == ("kept text ", "error")
+    said = window.statusBar().currentMessage()
+    assert doomed.url in said and "router_url" in said
+    assert window.conversation.last_assistant().content() == "kept text "
 
     with ScriptedRouter() as revived:
         revived.script(Reply(content="Back again."))
@@ -8882,6 +8885,234 @@ def test_window_main_reports_bad_config_and_returns_2(tmp_path, capsys) -> None:
     assert main(["--config", str(bad)]) == 2
     err = capsys.readouterr().err
     assert f"{bad}, line 1" in err and "theme" in err
+
+
+# ---------------------------------------------------------------- the conversation controller
+
+
+@pytest.fixture
+def conversation(qtbot, router, tmp_path):
+    """Build window-less Conversations on a real History and the scripted router."""
+    from llamachat.config import Config
+    from llamachat.db import History
+    from llamachat.ui.controller import Conversation
+
+    skills_root = tmp_path / "skills"
+    _write_skill(skills_root, "finance-cli", SKILL_FINANCE)
+    _write_skill(skills_root, "weather", SKILL_WEATHER)
+    history = History(tmp_path / "history.db")
+    built: list = []
+
+    def make(**options):
+        cfg = Config(
+            router_url=router.url,
+            default_model="test-model",
+            skills_dir=skills_root,
+            history_path=tmp_path / "history.db",
+            prompts_dir=tmp_path / "prompts",
+            manage_server=False,
+            **options.pop("cfg", {}),
+        )
+        app = _app(cfg, history)
+        chat = Conversation(app, model="test-model", **options)
+        built.append((chat, app))
+        return chat, history
+
+    yield make
+    for chat, app in built:
+        chat.stop()
+        assert chat.threads.wait_all(10_000)
+        app.close()
+    history.close()
+
+
+def test_conversation_controller_loads_no_widget_module() -> None:
+    """The conversation and its reply import no widgets: a window is only their viewer."""
+    import subprocess
+
+    code = (
+        "import sys, llamachat.ui.controller\n"
+        "print(','.join(sorted(m for m in sys.modules if m.startswith("
+        "('PySide6.QtWidgets', 'PySide6.QtGui')))))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert out == "", f"the controller pulled in: {out}"
+
+
+def test_conversation_without_a_window_sends_saves_and_replays(conversation, router, qtbot) -> None:
+    """The controller alone: a message is saved, its reply streams into History, and the
+    next request replays both; a `/name` loads the skill into the session."""
+    from llamachat.scripted_router import Reply
+    from llamachat.ui import controller
+
+    chat, history = conversation(preset=lambda: "Be brief.")
+    added: list = []
+    started: list = []
+    chat.message_added.connect(added.append)
+    chat.reply_started.connect(started.append)
+    router.script(Reply(content=["Hello", " there."]))
+    with qtbot.waitSignal(chat.reply_ended, timeout=10000) as ended:
+        assert chat.submit("/weather Hi") == controller.SENT
+    assert ended.args == ["complete", ""]
+    assert [m["content"] for m in added] == ["Hi"]
+    assert started[0].view is None  # nobody attached a view: the reply streams all the same
+    rows = history.messages(chat.session_id)
+    assert [(m["role"], m["content"], m["status"]) for m in rows] == [
+        ("user", "Hi", "complete"),
+        ("assistant", "Hello there.", "complete"),
+    ]
+    assert history.get_session(chat.session_id)["skills"] == ["weather"]
+    assert chat.loaded_skills() == ["weather"]
+
+    with qtbot.waitSignal(chat.reply_ended, timeout=10000):
+        assert chat.submit("And again") == controller.SENT
+    sent = router.chat_requests()[-1].json["messages"]
+    assert sent[0]["role"] == "system" and sent[0]["content"].startswith("Be brief.")
+    assert "Celsius" in sent[0]["content"]
+    assert [(m["role"], m["content"]) for m in sent[1:]] == [
+        ("user", "Hi"),
+        ("assistant", "Hello there."),
+        ("user", "And again"),
+    ]
+    assert chat.submit("/finance-cli") == controller.HELD
+    assert len(router.chat_requests()) == 2
+    assert chat.loaded_skills() == ["weather", "finance-cli"]
+
+
+def test_conversation_oneshot_drops_its_skills_after_the_answer_and_retry_asks_them_again(
+    conversation, router, qtbot
+) -> None:
+    """One-shot: every question is a new session; its skills serve that answer only, and a
+    retry of the answer asks with them again."""
+    from llamachat.ui import controller
+
+    chat, history = conversation(mode=controller.ONESHOT)
+    assert chat.submit("/weather") == controller.HELD
+    assert chat.loaded_skills() == ["weather"]
+    with qtbot.waitSignal(chat.reply_ended, timeout=10000):
+        assert chat.submit("Rain tomorrow?") == controller.SENT
+    first = chat.session_id
+    assert history.get_session(first)["mode"] == "oneshot"
+    assert history.get_session(first)["skills"] == []
+    assert chat.loaded_skills() == []
+    assert "Celsius" in router.chat_requests()[-1].json["messages"][0]["content"]
+
+    reply_id = history.messages(first)[-1]["id"]
+    with qtbot.waitSignal(chat.reply_ended, timeout=10000):
+        assert chat.retry(reply_id)
+    assert "Celsius" in router.chat_requests()[-1].json["messages"][0]["content"]
+    assert [m["content"] for m in history.messages(first)] == [
+        "Rain tomorrow?",
+        "echo: Rain tomorrow?",
+    ]
+    with qtbot.waitSignal(chat.reply_ended, timeout=10000):
+        chat.submit("Another")
+    assert chat.session_id != first
+    assert "Celsius" not in router.chat_requests()[-1].json["messages"][0]["content"]
+
+
+def test_conversation_retry_keeps_the_earlier_reply_until_the_new_one_has_text(
+    conversation, router, qtbot
+) -> None:
+    """A retry leaves the saved reply in place while the new attempt has produced nothing;
+    an attempt that fails with no text keeps it for good, one with text replaces it."""
+    from llamachat.scripted_router import Reply
+
+    chat, history = conversation()
+    router.script(Reply(content="Old answer."))
+    with qtbot.waitSignal(chat.reply_ended, timeout=10000):
+        chat.submit("Question")
+    old_id = history.messages(chat.session_id)[-1]["id"]
+    before = [(m["role"], m["content"], m["status"]) for m in history.messages(chat.session_id)]
+
+    router.script(Reply(status=500, error={"message": "the model crashed"}))
+    notices: list = []
+    chat.notice.connect(lambda text, _ms: notices.append(text))
+    with qtbot.waitSignal(chat.reply_ended, timeout=10000) as ended:
+        assert chat.retry(old_id)
+    assert ended.args[0] == "error"
+    assert [(m["role"], m["content"], m["status"]) for m in history.messages(chat.session_id)] == (
+        before
+    )
+    assert "the model crashed" in notices[-1] and "earlier reply is kept" in notices[-1]
+
+    # Reasoning alone is no answer: the connection dies before any text, the reply stays.
+    router.script(Reply(reasoning=["Let me ", "think ", "again."], die_after=2))
+    with qtbot.waitSignal(chat.reply_ended, timeout=10000) as ended:
+        assert chat.retry(old_id)
+    assert ended.args[0] == "error"
+    assert [(m["role"], m["content"], m["status"]) for m in history.messages(chat.session_id)] == (
+        before
+    )
+    assert history.messages(chat.session_id)[-1]["reasoning"] == ""
+
+    router.script(Reply(content=["New ", "answer."], stall_after=0))
+    assert chat.retry(old_id)
+    qtbot.waitUntil(lambda: len(router.chat_requests()) == 4, timeout=5000)
+    # Asked again, nothing back yet: the earlier reply is still what History holds.
+    assert history.messages(chat.session_id)[-1]["content"] == "Old answer."
+    with qtbot.waitSignal(chat.reply_ended, timeout=10000):
+        router.release()
+    assert [(m["role"], m["content"], m["status"]) for m in history.messages(chat.session_id)] == [
+        ("user", "Question", "complete"),
+        ("assistant", "New answer.", "complete"),
+    ]
+    # The reply being replaced is not part of the request that replaces it.
+    assert [m["role"] for m in router.chat_requests()[-1].json["messages"]] == ["user"]
+
+
+def test_window_disk_full_keeps_the_reply_marks_it_unsaved_and_saves_it_when_room_is_back(
+    chat_window, router, qtbot
+) -> None:
+    """History full mid-reply (max_page_count): the reply stays whole on screen, marked
+    "not saved"; nothing is sent while History lags; once there is room it is saved whole
+    without any action, and the next request carries the whole reply."""
+    from llamachat.scripted_router import Reply
+
+    window, history = chat_window()
+    tail = ["word " * 2000, "more " * 2000, "end."]
+    # The worker hands on a piece once the next one arrived: two show before the stall.
+    router.script(Reply(content=["kept ", "early ", "then ", *tail], stall_after=3))
+    window.composer.set_text("Write a lot")
+    window.send()
+
+    def streaming_row() -> dict:
+        return history.messages(window.session_id)[-1]
+
+    qtbot.waitUntil(lambda: streaming_row()["content"] == "kept early ", timeout=5000)
+    pages = history._conn.execute("PRAGMA page_count").fetchone()[0]
+    history._conn.execute(f"PRAGMA max_page_count = {pages}")  # the disk is full
+    router.release()
+    qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
+    whole = "kept early then " + "".join(tail)
+    view = window.conversation.last_assistant()
+    assert view.content() == whole
+    assert "Not saved" in view.unsaved_text()
+    assert streaming_row()["content"] == "kept early "
+    assert "could not be saved" in window.statusBar().currentMessage()
+
+    asked = len(router.chat_requests())
+    window.composer.set_text("Go on")
+    window.send()
+    assert len(router.chat_requests()) == asked
+    assert window.composer.text() == "Go on"
+    assert "not saved yet" in window.statusBar().currentMessage()
+
+    history._conn.execute("PRAGMA max_page_count = 1073741823")  # room again
+    qtbot.waitUntil(lambda: streaming_row()["content"] == whole, timeout=5000)
+    assert streaming_row()["status"] == "complete"
+    assert view.unsaved_text() == ""
+
+    window.send()
+    qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
+    replayed = router.chat_requests()[-1].json["messages"]
+    assert [(m["role"], m["content"]) for m in replayed[1:]] == [
+        ("user", "Write a lot"),
+        ("assistant", whole),
+        ("user", "Go on"),
+    ]
 
 
 # ---------------------------------------------------------------- chrome in the real window

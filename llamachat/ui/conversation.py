@@ -304,6 +304,13 @@ class MessageView(QFrame):
         status_row.addWidget(self._status, 1)
         status_row.addWidget(self._retry)
         layout.addLayout(status_row)
+        # The text carries a database error: shown as it is, never read as markup.
+        self._unsaved = plain.Label("", self)
+        self._unsaved.setAccessibleName("Not saved")
+        self._unsaved.setWordWrap(True)
+        self._unsaved.setStyleSheet("color: #d1242f;")
+        self._unsaved.hide()
+        layout.addWidget(self._unsaved)
 
         footer = QHBoxLayout()
         footer.setContentsMargins(0, 0, 0, 0)
@@ -432,6 +439,16 @@ class MessageView(QFrame):
         if self._began is not None:
             parts.append(f"{time.monotonic() - self._began:.1f} s")
         return " · ".join(parts)
+    def set_unsaved(self, error: str) -> None:
+        """Mark the reply as not saved because of `error` ('' once it is saved)."""
+        self._unsaved.setText(
+            f"Not saved yet: {error} It is kept here and saved once there is room." if error else ""
+        )
+        self._unsaved.setVisible(bool(error))
+
+    def unsaved_text(self) -> str:
+        """What the "not saved" mark says ('' when the reply is saved)."""
+        return self._unsaved.text() if self._unsaved.isVisibleTo(self) else ""
 
     def finish(self) -> None:
         """Render the open tail as finished, highlight any unclosed code block, end streaming."""
