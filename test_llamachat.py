@@ -5228,7 +5228,7 @@ def test_fault_router_killed_mid_reply_keeps_partial_error_and_retry_recovers(
     qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
     kept = _fault_row(history, window)
     assert (kept["content"], kept["status"]) == ("kept text ", "error")
-    said = window.statusBar().currentMessage()
+    said = window.problem_bar.text()  # a notice that stays: the user must act on it
     assert doomed.url in said and "router_url" in said
     assert window.conversation.last_assistant().content() == "kept text "
 
@@ -9091,14 +9091,14 @@ def test_window_disk_full_keeps_the_reply_marks_it_unsaved_and_saves_it_when_roo
     assert view.content() == whole
     assert "Not saved" in view.unsaved_text()
     assert streaming_row()["content"] == "kept early "
-    assert "could not be saved" in window.statusBar().currentMessage()
+    assert "could not be saved" in window.problem_bar.text()
 
     asked = len(router.chat_requests())
     window.composer.set_text("Go on")
     window.send()
     assert len(router.chat_requests()) == asked
     assert window.composer.text() == "Go on"
-    assert "not saved yet" in window.statusBar().currentMessage()
+    assert "not saved yet" in window.problem_bar.text()
 
     history._conn.execute("PRAGMA max_page_count = 1073741823")  # room again
     qtbot.waitUntil(lambda: streaming_row()["content"] == whole, timeout=5000)
