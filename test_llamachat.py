@@ -7683,7 +7683,7 @@ def test_firstrun_empty_router_says_where_models_go_and_opens_the_folder(
         # A router llamachat did not start: it cannot know that router's folder.
         assert "--models-dir" in panel.text.text() and empty.url in panel.text.text()
         assert _firstrun_buttons(window) == {"Check again"}
-        assert not window.add_model_action.isVisible()
+        assert not window.router_guide.add_model_action.isVisible()
 
         server = _firstrun_unstarted_server(tmp_path)
         models = tmp_path / "models"
@@ -7691,7 +7691,7 @@ def test_firstrun_empty_router_says_where_models_go_and_opens_the_folder(
         assert panel.state() == "empty"
         assert panel.folder.isVisible() and panel.folder.text() == str(models)
         assert _firstrun_buttons(window) == {"Add GGUF file", "Open models folder", "Check again"}
-        assert window.add_model_action.isVisible()
+        assert window.router_guide.add_model_action.isVisible()
         assert not models.exists()
 
         opened = Opened()
@@ -7721,7 +7721,7 @@ def test_firstrun_add_file_that_is_not_a_gguf_is_explained_and_not_added(
         panel = window.first_run_panel
         qtbot.waitUntil(lambda: panel.state() == "empty")
 
-        window.add_model_file(notes)
+        window.router_guide.add_model_file(notes)
 
         qtbot.waitUntil(lambda: panel.problem.isVisible())
         assert panel.problem.text() == "notes.gguf is not a GGUF model file."
@@ -7749,7 +7749,7 @@ def test_firstrun_add_file_problem_stays_until_dismissed_when_the_panel_is_away(
     bar = window.problem_bar
     assert not bar.isVisible()
 
-    window.add_model_file(notes)
+    window.router_guide.add_model_file(notes)
 
     qtbot.waitUntil(bar.isVisible)
     assert bar.text() == "notes.gguf is not a GGUF model file."
@@ -7769,7 +7769,7 @@ def test_firstrun_server_events_and_server_reach_every_window(router, qtbot, tmp
     later still offers the server's log and says the server gave up."""
     from llamachat.db import History
     from llamachat.ui.instance import RunningInstance
-    from llamachat.ui.window import ServerLogDialog
+    from llamachat.ui.router_guide import ServerLogDialog
 
     cfg = _firstrun_cfg(
         tmp_path, router_url=router.url, manage_server=False, default_model="test-model"
@@ -7780,10 +7780,13 @@ def test_firstrun_server_events_and_server_reach_every_window(router, qtbot, tmp
     try:
         chat = running.show_chat()
         quick = running.quick_window()
-        assert not chat.server_log_action.isVisible()
+        assert not chat.router_guide.server_log_action.isVisible()
         running.app.use_router(router.url, server=server)
         assert running.app.managed_server() is server
-        assert chat.server_log_action.isVisible() and chat.add_model_action.isVisible()
+        assert (
+            chat.router_guide.server_log_action.isVisible()
+            and chat.router_guide.add_model_action.isVisible()
+        )
 
         _firstrun_from_thread(
             running.app.post_server_event, "restarting", "restarting llama-server in 1 s"
@@ -7822,7 +7825,7 @@ def test_firstrun_server_events_and_server_reach_every_window(router, qtbot, tmp
         qtbot.waitUntil(lambda: running.chat_window() is None)
         later = running.show_chat()
         assert later is not chat
-        assert later.server_log_action.isVisible()
+        assert later.router_guide.server_log_action.isVisible()
         assert later.first_run_panel.state() == "failed"
         assert later.first_run_panel.text.text() == gave_up
     finally:
@@ -7899,8 +7902,8 @@ def test_firstrun_managed_server_starts_then_takes_a_gguf_and_lists_it(qtbot, tm
         qtbot.waitUntil(lambda: running.app.managed_server() is not None, timeout=60000)
         assert finder is not None
         assert f"Starting llama-server on port {port}…" in said
-        assert chat.server_log_action.isVisible()
-        dialog = chat.show_server_log()
+        assert chat.router_guide.server_log_action.isVisible()
+        dialog = chat.router_guide.show_server_log()
         assert dialog is not None and "==== llamachat" in dialog.text.toPlainText()
         assert f"running at http://127.0.0.1:{port}" in dialog.path_label.text()
         dialog.close()
@@ -7909,7 +7912,7 @@ def test_firstrun_managed_server_starts_then_takes_a_gguf_and_lists_it(qtbot, tm
         qtbot.waitUntil(lambda: panel.state() == "empty", timeout=10000)
         assert panel.folder.text() == str(models)
 
-        chat.add_model_file(model)
+        chat.router_guide.add_model_file(model)
         qtbot.waitUntil(lambda: SMOL_ID in [m.id for m in chat.models()], timeout=30000)
         assert panel.state() == "hidden" and not panel.isVisible()
         assert (models / SMOL_FILE).is_symlink()
@@ -9642,7 +9645,7 @@ def test_chrome_window_settings_round_trip_keeps_comments_and_applies(
     window.show()
     try:
         qtbot.waitUntil(lambda: bool(window.models()))
-        assert not window.search_button.isVisible()
+        assert not window.top_bar.search_button.isVisible()
         qtbot.keyClick(window, Qt.Key.Key_Comma, Qt.KeyboardModifier.ControlModifier)
         dialog = _by_name(window, QDialog, "Settings")
         assert dialog.router_url.text() == router.url
@@ -9656,7 +9659,7 @@ def test_chrome_window_settings_round_trip_keeps_comments_and_applies(
         assert window.cfg.theme == "dark" and window.cfg.router_url == router.url
         window_colour = QApplication.palette().color(QPalette.ColorRole.Window).name()
         assert window_colour == "#2b2b2e"
-        assert window.search_button.isVisible() and window.search_enabled()
+        assert window.top_bar.search_button.isVisible() and window.search_enabled()
 
         picker = window.model_picker
         qtbot.mouseClick(picker.star, Qt.MouseButton.LeftButton)
@@ -9756,18 +9759,18 @@ def test_chrome_window_server_log_and_events_of_a_managed_server(
 
     from llamachat.config import Config
     from llamachat.server import ManagedServer
-    from llamachat.ui.window import ServerLogDialog
+    from llamachat.ui.router_guide import ServerLogDialog
 
     window, _history = chat_window()
-    assert not window.server_log_action.isVisible()
+    assert not window.router_guide.server_log_action.isVisible()
     server = ManagedServer(
         Config(), port=1, log_path=tmp_path / "server.log", lock_path=tmp_path / "server.lock"
     )
     server.log_file.write(b"main: loading model\nmain: server is listening on 127.0.0.1\n")
     try:
         window.app.use_router(window.cfg.router_url, server=server)
-        assert window.server_log_action.isVisible()
-        window.server_log_action.trigger()
+        assert window.router_guide.server_log_action.isVisible()
+        window.router_guide.server_log_action.trigger()
         [dialog] = [w for w in window.findChildren(ServerLogDialog) if w.isVisible()]
         assert "server is listening" in dialog.text.toPlainText()
         server.log_file.write(b"slot 0: prompt done\n")
@@ -9844,7 +9847,7 @@ def test_app_settings_saved_in_a_window_reach_windows_opened_later(router, qtbot
     try:
         chat = running.show_chat()
         qtbot.waitUntil(lambda: bool(chat.models()))
-        assert chat.cfg.theme == "system" and not chat.search_button.isVisible()
+        assert chat.cfg.theme == "system" and not chat.top_bar.search_button.isVisible()
         dialog = chat.open_settings()
         dialog.theme.setCurrentIndex(dialog.theme.findData("dark"))
         dialog.search_url.setText("http://127.0.0.1:9")
@@ -9853,7 +9856,7 @@ def test_app_settings_saved_in_a_window_reach_windows_opened_later(router, qtbot
         assert not dialog.isVisible()
         # A key Settings does not show, saved through the same owner.
         running.app.save_settings({"max_searches": 2})
-        assert chat.search_button.isVisible()
+        assert chat.top_bar.search_button.isVisible()
 
         chat.close()
         qtbot.waitUntil(lambda: running.chat_window() is None)
@@ -9861,7 +9864,7 @@ def test_app_settings_saved_in_a_window_reach_windows_opened_later(router, qtbot
         reopened = running.chat_window()
         assert reopened is not None and reopened is not chat and reopened.isVisible()
         assert reopened.cfg.theme == "dark" and reopened.cfg.max_searches == 2
-        assert reopened.search_button.isVisible() and reopened.search_enabled()
+        assert reopened.top_bar.search_button.isVisible() and reopened.search_enabled()
         assert reopened.current_model() == "test-model"
         assert reopened.model_picker.default_model() == "test-model"
 

@@ -1,0 +1,378 @@
+"""The chat window's side of the router: getting it ready, its models folder, its log.
+
+`RouterGuide` follows the App's router (looked for or started, failed, in use) and
+shows it in the chat window: the getting-started panel (`first_run.FirstRunPanel`,
+which the window lays out and the guide drives), the model picker's and the meter's
+model source, and the status bar. It acts on the panel's requests: open the managed
+server's models folder, add a GGUF file to it, make the router re-scan it, show the
+server's log (`ServerLogDialog`). The window forwards the picker's listings to it
+(`show_listing`) and shows what it says (`status`, `problem`); `router_replaced` tells
+the window to stop a reply streaming from the router no longer in use.
+
+Errors: none raised. A models-folder action that fails is explained on the panel
+when it is shown, else as a problem; a router that cannot be had is the panel's
+"failed" state.
+"""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import Future
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QObject, Qt, QUrl, Signal, Slot
+from PySide6.QtGui import QAction, QDesktopServices, QFontDatabase
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QPlainTextEdit,
+    QVBoxLayout,
+    QWidget,
+)
+
+from .. import providers
+from ..models import ModelInfo
+from ..server import is_loopback
+from . import first_run, plain, tasks
+from .app import FAILED, PENDING, READY, App, RouterState
+from .meter import ContextMeter
+from .model_picker import ModelPicker
+
+if TYPE_CHECKING:
+    from ..server import ManagedServer
+
+log = logging.getLogger(__name__)
+
+STATUS_MS = 8000
+SERVER_LOG_BYTES = 64 * 1024
+
+
+class ServerLogDialog(QDialog):
+    """The tail of the managed llama-server's log, read when opened or refreshed."""
+
+    def __init__(self, server: ManagedServer, *, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.server = server
+        self.setWindowTitle("llama-server log")
+        self.setAccessibleName("Server log")
+        self.resize(820, 480)
+        self.path_label = plain.Label()
+        self.path_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.text = QPlainTextEdit()
+        self.text.setAccessibleName("Server log text")
+        self.text.setReadOnly(True)
+        self.text.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        self.text.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        refresh = buttons.addButton("Refresh", QDialogButtonBox.ButtonRole.ActionRole)
+        refresh.setAccessibleName("Refresh log")
+        refresh.clicked.connect(self.refresh)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.path_label)
+        layout.addWidget(self.text, 1)
+        layout.addWidget(buttons)
+        self.refresh()
+
+    @Slot()
+    def refresh(self) -> None:
+        """Read the log's last lines again and scroll to the newest."""
+        # The log is capped and only its tail is read, so this is quick on the GUI thread.
+        tail = self.server.log_file.tail(SERVER_LOG_BYTES)
+        state = "running" if self.server.is_running() else "not running"
+        self.path_label.setText(
+            f"{self.server.log_path} · llama-server {state} at {self.server.url}"
+        )
+        self.text.setPlainText(tail or "(the log is empty)")
+        bar = self.text.verticalScrollBar()
+        bar.setValue(bar.maximum())
+
+
+class RouterGuide(QObject):
+    """Shows the App's router in the chat window and acts on the getting-started panel."""
+
+    # A status-bar line (timeout in ms; 0 keeps it, '' clears the bar).
+    status = Signal(str, int)
+    # A problem the user must act on, shown whole until dismissed.
+    problem = Signal(str)
+    # The App now talks to another router: a reply streaming from the old one must stop.
+    router_replaced = Signal()
+
+    def __init__(
+        self,
+        app: App,
+        *,
+        panel: first_run.FirstRunPanel,
+        picker: ModelPicker,
+        meter: ContextMeter,
+        parent: QWidget,
+    ) -> None:
+        super().__init__(parent)
+        self._app = app
+        self._window = parent
+        self.panel = panel
+        self._picker = picker
+        self._meter = meter
+        # The registry the picker and meter were given: the App's, until it replaces it.
+        self._registry = app.registry
+        self._shown_server: ManagedServer | None = None
+        # While the router is looked for or started, the picker lists from a stand-in.
+        self._pending = False
+        self._adding_model = False
+        self._said_no_models = False
+
+        panel.open_folder_requested.connect(self.open_models_folder)
+        panel.add_file_requested.connect(self.choose_model_file)
+        panel.check_requested.connect(self.check_models)
+        panel.log_requested.connect(self.show_server_log)
+        # Offered in the File menu once llamachat runs the server itself.
+        self.server_log_action = QAction("Server log…", self, triggered=self.show_server_log)
+        self.server_log_action.setVisible(False)
+        self.add_model_action = QAction("Add GGUF model…", self, triggered=self.choose_model_file)
+        self.add_model_action.setVisible(False)
+
+    def start(self) -> None:
+        """Follow the App's router and its server's events from now on, from the state now."""
+        app = self._app
+        app.router_changed.connect(self._on_router_changed)
+        app.server_event.connect(self._on_server_event)
+        if app.router.status in (PENDING, FAILED) or app.router.server is not None:
+            self._on_router_changed(app.router)
+
+    @property
+    def _server(self) -> ManagedServer | None:
+        return self._app.managed_server()
+
+    def _say(self, text: str, timeout: int = STATUS_MS) -> None:
+        self.status.emit(text, timeout)
+
+    # ------------------------------------------------------------------ the router's state
+
+    @Slot(object)
+    def _on_router_changed(self, state: RouterState) -> None:
+        """Follow the App's router: waiting for it, failed, or in use (maybe another one)."""
+        if state.server is not None and state.server is not self._shown_server:
+            self._show_managed_server(state.server)
+        if state.status == PENDING:
+            self._show_router_pending(state.text)
+        elif state.status == FAILED:
+            self._show_router_failed(state.text)
+        else:
+            self._use_registry(ready=state.status == READY)
+            if state.status == READY:
+                self._say(f"Using the llama.cpp router at {state.url}.")
+
+    def _use_registry(self, *, ready: bool) -> None:
+        """List from the App's registry: a new one (other servers), or the same after a wait.
+
+        A router found at the URL already in use is kept as it is: a reply streaming
+        from it goes on.
+        """
+        pending = self._leave_pending()
+        if self._app.registry is not self._registry:
+            if ready:
+                self.router_replaced.emit()
+            self._registry = self._app.registry
+            self._picker.set_registry(self._registry)
+            self._meter.set_registry(self._registry)
+        elif pending:
+            self._picker.set_registry(self._registry)
+        elif ready:
+            self._picker.refresh()
+
+    def _show_router_pending(self, text: str) -> None:
+        """Say that the router is being looked for or started, until it is in use or failed.
+
+        The window stays usable; the model picker waits instead of reporting the
+        configured URL as unreachable.
+        """
+        if not self._pending:
+            self._pending = True
+            self._picker.set_registry(first_run.PendingRouter())
+            self._picker.setEnabled(False)
+        self.panel.show_pending(text)
+        self._say(text, 0)
+
+    def _show_router_failed(self, message: str) -> None:
+        """Show in the window why no router could be found or started (`message`, in full)."""
+        if self._leave_pending():
+            self._picker.set_registry(self._registry)
+        self.panel.show_failure(message, has_log=self._server is not None)
+        self._say(message.split("\n", 1)[0], 0)
+
+    def _leave_pending(self) -> bool:
+        """End the waiting state; True when it was on (the caller gives the picker its source)."""
+        if not self._pending:
+            return False
+        self._pending = False
+        self._picker.setEnabled(True)
+        if self.panel.state() == "pending":
+            self.panel.dismiss()
+        return True
+
+    def _show_managed_server(self, server: ManagedServer) -> None:
+        """Offer the log and the models folder of the llama-server llamachat started."""
+        self._shown_server = server
+        self.server_log_action.setVisible(True)
+        self.add_model_action.setVisible(True)
+        if self.panel.state() == "empty":
+            self._show_empty()
+
+    @Slot(str, str)
+    def _on_server_event(self, kind: str, message: str) -> None:
+        if kind == "gave_up":
+            return  # the App marked the router failed: _on_router_changed said why
+        text = first_run.event_text(kind, message)
+        if kind == "starting" and self._pending:
+            self.panel.show_pending(text)
+        # A start can take a minute and a restart follows an exit: each stays until the next.
+        self._say(text, STATUS_MS if kind in ("ready", "stopped") else 0)
+
+    def show_listing(self, infos: list[ModelInfo]) -> None:
+        """Say what the picker's new listing means: no models yet, or step aside."""
+        if self._pending:
+            # A listing asked for before the wait began: the router it reached is not yet
+            # known to be the one llamachat will use, so it is no news about models.
+            return
+        # Said once per empty spell, not at every poll; a source that failed is shown by
+        # the picker with its own message instead.
+        said, self._said_no_models = self._said_no_models, not infos
+        if not infos and not said and not self._registry.errors:
+            self._say(
+                f"The router at {self._app.config.router_url} offers no models: add GGUF "
+                "files to its models folder.",
+                0,
+            )
+        self._update_first_run(infos)
+
+    def _update_first_run(self, infos: list[ModelInfo]) -> None:
+        """Say where models go while there is nothing to chat with; step aside once there is.
+
+        Only for a router on this machine: for a remote one llamachat can neither tell
+        where its models live nor put any there.
+        """
+        if infos:
+            if self.panel.state() != "hidden":
+                self.panel.dismiss()
+        elif providers.ROUTER not in self._registry.errors and (
+            self._server is not None or is_loopback(self._app.config.router_url)
+        ):
+            self._show_empty()
+
+    def _show_empty(self) -> None:
+        self.panel.show_empty(models_dir=self.models_folder(), url=self._app.config.router_url)
+
+    # ------------------------------------------------------------------ the models folder
+
+    def models_folder(self) -> Path | None:
+        """The managed server's models folder (None for a router llamachat did not start)."""
+        if self._server is None:
+            return None
+        return Path(self._server.cfg.models_dir).expanduser()
+
+    def open_models_folder(self) -> Path | None:
+        """Show the managed server's models folder in the file manager, creating it if missing."""
+        folder = self.models_folder()
+        if folder is None:
+            self._say_problem(
+                "llamachat did not start this router: its models are in the folder its "
+                "--models-dir option names."
+            )
+            return None
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            self._say_problem(f"Cannot create the models folder {folder}: {exc.strerror or exc}")
+            return None
+        if not QDesktopServices.openUrl(QUrl.fromLocalFile(str(folder))):
+            self._say(f"No file manager could be opened; the models folder is {folder}.")
+        return folder
+
+    def choose_model_file(self) -> None:
+        """Ask for a GGUF file and add it to the managed server's models folder."""
+        path, _filter = QFileDialog.getOpenFileName(
+            self._window,
+            "Add a GGUF model",
+            str(Path.home()),
+            "GGUF models (*.gguf);;All files (*)",
+        )
+        if path:
+            self.add_model_file(Path(path))
+
+    def add_model_file(self, path: Path) -> None:
+        """Link (or copy) a GGUF into the managed server's models folder, then list it.
+
+        Runs on a worker thread (a copy can take minutes); the router re-scans its folder
+        and the model picker lists the model. A file that is not a usable GGUF is
+        explained in the window.
+        """
+        server = self._server
+        folder = self.models_folder()
+        if server is None or folder is None:
+            self._say_problem(
+                "llamachat did not start this router: put the file in the folder its "
+                "--models-dir option names."
+            )
+            return
+        if self._adding_model:
+            self._say("A model file is being added already.")
+            return
+        self._adding_model = True
+        path = Path(path)
+        url, api_key = server.url, self._app.config.api_key()
+        self.panel.set_busy(f"Adding {path.name}…")
+        self._say(f"Adding {path.name} to {folder}…", 0)
+        tasks.run_in_background(
+            lambda: first_run.add_model(path, folder, url, api_key=api_key),
+            lambda future: self._on_model_file_added(path.name, future),
+            receiver=self,
+        )
+
+    def check_models(self) -> None:
+        """Make the router re-scan its models folder, then list the models again."""
+        cfg = self._app.config
+        url = self._server.url if self._server is not None else cfg.router_url
+        api_key = cfg.api_key()
+        self.panel.set_problem("")
+        tasks.run_in_background(
+            lambda: first_run.rescan(url, api_key=api_key),
+            lambda future: self._on_rescanned(str(future.result())),
+            receiver=self,
+        )
+
+    def _on_model_file_added(self, name: str, future: Future) -> None:
+        self._adding_model = False
+        self.panel.set_busy("")
+        error = future.result()
+        if error:
+            self._say("", 0)
+            self._say_problem(error)
+            return
+        self._say(f"Added {name} to the models folder.")
+        self._picker.refresh()
+
+    def _on_rescanned(self, error: str) -> None:
+        if error:
+            self._say_problem(error)
+        else:
+            self._say("Asked the router to look for models again.")
+        self._picker.refresh()
+
+    def _say_problem(self, text: str) -> None:
+        """Explain a failed models-folder action on the panel (when shown), else as a problem."""
+        if self.panel.state() != "hidden":
+            self.panel.set_problem(text)
+        else:
+            self.problem.emit(text)
+
+    def show_server_log(self) -> ServerLogDialog | None:
+        """Open the tail of the managed server's log (None when llamachat started no server)."""
+        if self._server is None:
+            self._say("llamachat did not start a llama-server: it has no log to show.")
+            return None
+        dialog = ServerLogDialog(self._server, parent=self._window)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.open()
+        return dialog
