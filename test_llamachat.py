@@ -9645,7 +9645,7 @@ def test_chrome_window_settings_round_trip_keeps_comments_and_applies(
     window.show()
     try:
         qtbot.waitUntil(lambda: bool(window.models()))
-        assert not window.top_bar.search_button.isVisible()
+        assert not window.web_search.button.isVisible()
         qtbot.keyClick(window, Qt.Key.Key_Comma, Qt.KeyboardModifier.ControlModifier)
         dialog = _by_name(window, QDialog, "Settings")
         assert dialog.router_url.text() == router.url
@@ -9659,7 +9659,7 @@ def test_chrome_window_settings_round_trip_keeps_comments_and_applies(
         assert window.cfg.theme == "dark" and window.cfg.router_url == router.url
         window_colour = QApplication.palette().color(QPalette.ColorRole.Window).name()
         assert window_colour == "#2b2b2e"
-        assert window.top_bar.search_button.isVisible() and window.search_enabled()
+        assert window.web_search.button.isVisible() and window.web_search.is_on()
 
         picker = window.model_picker
         qtbot.mouseClick(picker.star, Qt.MouseButton.LeftButton)
@@ -9692,7 +9692,7 @@ def test_chrome_window_web_search_toggle_offers_the_tool_and_date_note(
     assert "web_search" in [t["function"]["name"] for t in first.get("tools", [])]
 
     qtbot.mouseClick(toggle, Qt.MouseButton.LeftButton)
-    assert not window.search_enabled()
+    assert not window.web_search.is_on()
     _send(qtbot, window, "two")
     second = router.chat_requests()[-1].json
     assert "Today's date is" not in second["messages"][0]["content"]
@@ -9847,7 +9847,7 @@ def test_app_settings_saved_in_a_window_reach_windows_opened_later(router, qtbot
     try:
         chat = running.show_chat()
         qtbot.waitUntil(lambda: bool(chat.models()))
-        assert chat.cfg.theme == "system" and not chat.top_bar.search_button.isVisible()
+        assert chat.cfg.theme == "system" and not chat.web_search.button.isVisible()
         dialog = chat.open_settings()
         dialog.theme.setCurrentIndex(dialog.theme.findData("dark"))
         dialog.search_url.setText("http://127.0.0.1:9")
@@ -9856,7 +9856,7 @@ def test_app_settings_saved_in_a_window_reach_windows_opened_later(router, qtbot
         assert not dialog.isVisible()
         # A key Settings does not show, saved through the same owner.
         running.app.save_settings({"max_searches": 2})
-        assert chat.top_bar.search_button.isVisible()
+        assert chat.web_search.button.isVisible()
 
         chat.close()
         qtbot.waitUntil(lambda: running.chat_window() is None)
@@ -9864,7 +9864,7 @@ def test_app_settings_saved_in_a_window_reach_windows_opened_later(router, qtbot
         reopened = running.chat_window()
         assert reopened is not None and reopened is not chat and reopened.isVisible()
         assert reopened.cfg.theme == "dark" and reopened.cfg.max_searches == 2
-        assert reopened.top_bar.search_button.isVisible() and reopened.search_enabled()
+        assert reopened.web_search.button.isVisible() and reopened.web_search.is_on()
         assert reopened.current_model() == "test-model"
         assert reopened.model_picker.default_model() == "test-model"
 

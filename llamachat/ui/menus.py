@@ -84,7 +84,7 @@ def _build_menus(window: ChatWindow) -> None:
     )
     chat_menu.addAction(_keyed(QAction("Stop reply", window, triggered=window.stop), "stop"))
     chat_menu.addSeparator()
-    chat_menu.addAction(top.search_action)
+    chat_menu.addAction(window.web_search.action)
     chat_menu.addAction(top.skills_action)
     chat_menu.addAction(
         QAction("Edit prompt presets…", window, triggered=window.preset_picker.edit_presets)

@@ -1,16 +1,16 @@
 """The chat window's top bar: the model and prompt pickers, Web search, Skills, Settings.
 
-`TopBar` lays out the pickers the window made and owns the three commands beside
-them, each an action (also in the window's menus) and a tool button: the Web search
-toggle, shown only when a search URL is configured; Skills, enabled only while
-skills are on; Settings. It only shows and emits; the window acts. Raises nothing.
+`TopBar` lays out the pickers and the Web search button (`search_toggle`) the window
+made, and owns the two commands beside them, each an action (also in the window's
+menus) and a tool button: Skills, enabled only while skills are on, and Settings.
+It only shows and emits; the window acts. Raises nothing.
 """
 
 from __future__ import annotations
 
 import logging
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QWidget
 
@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 
 
 class TopBar(QFrame):
-    """The model, the prompt preset, and the Web search, Skills and Settings commands."""
+    """The model, the prompt preset, Web search, and the Skills and Settings commands."""
 
     skills_requested = Signal()
     settings_requested = Signal()
@@ -30,6 +30,7 @@ class TopBar(QFrame):
         self,
         model_picker: ModelPicker,
         preset_picker: PresetPicker,
+        search_button: QToolButton,
         *,
         parent: QWidget | None = None,
     ) -> None:
@@ -40,20 +41,6 @@ class TopBar(QFrame):
         model_label.setBuddy(model_picker.combo)
         preset_label = QLabel("&Prompt")
         preset_label.setBuddy(preset_picker.combo)
-
-        self.search_action = QAction("Web search", self)
-        self.search_action.setCheckable(True)
-        self.search_action.setToolTip("Let the model search the web (SearXNG at search_url)")
-        self.search_button = QToolButton()
-        self.search_button.setDefaultAction(self.search_action)
-        self.search_button.setAccessibleName("Web search")
-        self.search_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
-        # Fusion's dark palette barely shades a checked button: on must be plain to see.
-        self.search_button.setStyleSheet(
-            "QToolButton:checked { background-color: palette(highlight);"
-            " color: palette(highlighted-text); border: 1px solid palette(highlight);"
-            " border-radius: 3px; padding: 2px 5px; }"
-        )
 
         self.skills_action = QAction("Skills…", self)
         self.skills_action.setToolTip(
@@ -83,14 +70,9 @@ class TopBar(QFrame):
         top.addWidget(preset_label)
         top.addWidget(preset_picker)
         top.addSpacing(6)
-        top.addWidget(self.search_button)
+        top.addWidget(search_button)
         top.addWidget(self.skills_button)
         top.addWidget(self.settings_button)
-
-    def offer_search(self, offered: bool) -> None:
-        """Show the Web search toggle only when there is a search engine to use."""
-        self.search_button.setVisible(offered)
-        self.search_action.setVisible(offered)
 
     def enable_skills(self, enabled: bool) -> None:
         """Offer the skills panel only while skills are on."""

@@ -45,9 +45,9 @@ from .. import prompts
 from ..config import Config, ConfigError
 from ..db import History, HistoryError
 from ..models import ModelInfo
-from ..skills import SkillStore
 from . import controller, first_run, markdown, menus, plain, shortcuts, tasks
 from .app import App
+from .chat_skills import ChatSkills
 from .chips import SkillChips
 from .composer import Attachment, Composer
 from .controller import Conversation
@@ -58,9 +58,10 @@ from .notice import NoticeBar
 from .presets import PresetPicker
 from .reply import ReplyStream
 from .router_guide import STATUS_MS, RouterGuide
+from .search_toggle import SearchToggle
 from .settings import SettingsDialog
 from .sidebar import SessionSidebar
-from .skills_panel import SkillsPanel, SkillsWatcher
+from .skills_panel import SkillsPanel
 from .top_bar import TopBar
 from .worker import collect_garbage_on_gui_thread
 
@@ -97,11 +98,6 @@ class ChatWindow(QMainWindow):
             images=self._reads_images,
             parent=self,
         )
-        # What the search toggle was built from, to see what a config_changed changes.
-        self._search_from = (cfg.search_url, cfg.search_enabled)
-        self._skills_watcher: SkillsWatcher | None = None
-        self._watched: object = None
-        self._skills_panel: SkillsPanel | None = None
         collect_garbage_on_gui_thread()
         self._models: dict[str, ModelInfo] = {}
 
@@ -110,13 +106,12 @@ class ChatWindow(QMainWindow):
         tasks.run_in_background(markdown.warm_up)
         self._build()
         self._follow_conversation()
-        self._watch_skills()
         app.config_changed.connect(self._on_config_changed)
         self.router_guide.start()
 
         self.new_session()
         self._apply_model(self._model)
-        self._refresh_skill_names()
+        self.skills.refresh_names()
         if self.history.recovered_from is not None:
             kept = (
                 f"{self.history.salvaged} readable messages were copied into a new one"
@@ -148,9 +143,9 @@ class ChatWindow(QMainWindow):
         self.preset_picker.preset_changed.connect(self._on_preset_changed)
         self.preset_picker.system_text_changed.connect(self._on_system_text_changed)
 
-        self.top_bar = TopBar(self.model_picker, self.preset_picker)
-        self.top_bar.search_action.setChecked(self.chat.search_on)
-        self.top_bar.search_action.toggled.connect(self.set_search_enabled)
+        self.web_search = SearchToggle(self.app, self.chat, parent=self)
+        self.web_search.status.connect(self.show_status)
+        self.top_bar = TopBar(self.model_picker, self.preset_picker, self.web_search.button)
         self.top_bar.skills_requested.connect(self.open_skills_panel)
         self.top_bar.settings_requested.connect(self.open_settings)
         rule = QFrame()
@@ -168,12 +163,20 @@ class ChatWindow(QMainWindow):
         self.first_run_panel.settings_requested.connect(self.open_settings)
 
         self.skill_chips = SkillChips()
-        self.skill_chips.unload_requested.connect(self.unload_skill)
 
         self.composer = Composer()
         self.composer.submitted.connect(self.send)
         self.composer.stop_requested.connect(self.stop)
         self.composer.notice.connect(self.show_status)
+        self.skills = ChatSkills(
+            self.app,
+            self.chat,
+            chips=self.skill_chips,
+            composer=self.composer,
+            top_bar=self.top_bar,
+            parent=self,
+        )
+        self.skills.status.connect(self.show_status)
 
         self.meter = ContextMeter(self.app.registry)
         # Only as wide as its bar and figures, so it sits at the status bar's right end.
@@ -235,7 +238,7 @@ class ChatWindow(QMainWindow):
         # The sidebar keeps its own margins inside the splitter handle's reach.
         self.sidebar.layout().setContentsMargins(8, 8, 4, 8)
 
-        self._update_search_toggle()
+        self.web_search.offer()
         self._shortcuts = menus.install(self)
         self.composer.editor.setFocus()
 
@@ -259,10 +262,6 @@ class ChatWindow(QMainWindow):
     @property
     def _model(self) -> str:
         return self.chat.model
-
-    @property
-    def _skills(self) -> SkillStore | None:
-        return self.chat.store
 
     def is_streaming(self) -> bool:
         """True while a reply streams."""
@@ -335,21 +334,6 @@ class ChatWindow(QMainWindow):
         """List the available models again in the background; the picker fills when they arrive."""
         self.model_picker.refresh()
 
-    def search_enabled(self) -> bool:
-        """Whether the model is offered the web_search tool (the Web search toggle)."""
-        return self.chat.search_on
-
-    @Slot(bool)
-    def set_search_enabled(self, enabled: bool) -> None:
-        """Offer web search to the model or not; the system message's date note follows."""
-        enabled = enabled and bool(self.cfg.search_url)
-        if self.top_bar.search_action.isChecked() != enabled:
-            self.top_bar.search_action.setChecked(enabled)
-        if enabled == self.chat.search_on:
-            return
-        self.chat.set_search_on(enabled)
-        self.show_status("Web search on." if enabled else "Web search off.")
-
     def focus_composer(self) -> None:
         """Put the cursor in the message box."""
         self.composer.editor.setFocus(Qt.FocusReason.ShortcutFocusReason)
@@ -387,30 +371,7 @@ class ChatWindow(QMainWindow):
 
     def open_skills_panel(self) -> SkillsPanel | None:
         """Open the skills panel (also `/skills`); None when config.toml turned skills off."""
-        if self._skills is None or self._skills_watcher is None:
-            self.show_status(
-                "Skills are turned off: set skills_enabled = true in config.toml to use them."
-            )
-            return None
-        if self._skills_panel is not None:
-            self._skills_panel.update_view()
-            self._skills_panel.raise_()
-            self._skills_panel.activateWindow()
-            return self._skills_panel
-        panel = SkillsPanel(
-            self._skills,
-            self.loaded_skills,
-            import_dir=self.cfg.skills_dir,
-            watcher=self._skills_watcher,
-            parent=self,
-        )
-        panel.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        panel.load_requested.connect(self._on_panel_load)
-        panel.unload_requested.connect(self.unload_skill)
-        panel.destroyed.connect(self._on_panel_closed)
-        self._skills_panel = panel
-        panel.open()
-        return panel
+        return self.skills.open_panel()
 
     def loaded_skills(self) -> list[str]:
         """The skills loaded for this chat, in load order."""
@@ -419,12 +380,6 @@ class ChatWindow(QMainWindow):
     def load_skill(self, name: str) -> bool:
         """Load a skill into the chat's system message; True when it was not loaded before."""
         return self.chat.load_skill(name)
-
-    @Slot(str)
-    def unload_skill(self, name: str) -> None:
-        """Drop a skill from the chat's system message."""
-        if self.chat.unload_skill(name):
-            self.show_status(f"Unloaded skill {name}.")
 
     def request_messages(self) -> list[dict]:
         """The messages of the next request: the system message, then the chat so far."""
@@ -442,7 +397,11 @@ class ChatWindow(QMainWindow):
             return
         typed = self.composer.text()
         attachments = self.composer.attachments()
-        if typed.strip() == "/skills" and not attachments and not self._is_skill("skills"):
+        if (
+            typed.strip() == "/skills"
+            and not attachments
+            and not self.skills.is_user_skill("skills")
+        ):
             self.composer.clear()
             self.open_skills_panel()
             return
@@ -488,8 +447,6 @@ class ChatWindow(QMainWindow):
         chat.messages_reset.connect(self.conversation.load_messages)
         chat.reply_started.connect(self._on_reply_started)
         chat.reply_ended.connect(self._on_reply_ended)
-        chat.skills_changed.connect(self._show_skill_chips)
-        chat.store_changed.connect(self._on_store_changed)
         chat.stats.connect(self.meter.update_from_stats)
         chat.notice.connect(self._on_notice)
 
@@ -520,25 +477,6 @@ class ChatWindow(QMainWindow):
         self.composer.set_streaming(False)
         self.sidebar.refresh()
         self.streaming_changed.emit(False)
-
-    @Slot(object)
-    def _on_store_changed(self, store: SkillStore | None) -> None:
-        if store is not self._watched:
-            self._watch_skills()
-        self._refresh_skill_names()
-
-    # ------------------------------------------------------------------ skills and models
-
-    def _show_skill_chips(self, _names: object = None) -> None:
-        # A chip per loaded skill; the ones gone from disk struck through.
-        self.skill_chips.set_skills(
-            self.chat.loaded_skills(), frozenset(self.chat.missing_skills())
-        )
-
-    def _refresh_skill_names(self) -> None:
-        if self._skills is not None:
-            self.composer.offer_skills(self._skills)
-        self._show_skill_chips()
 
     def _update_title(self) -> None:
         session = self.history.get_session(self.session_id) if self.session_id else None
@@ -612,49 +550,14 @@ class ChatWindow(QMainWindow):
         if session_id == self.session_id:
             self._update_title()
 
-    # ------------------------------------------------------------------ skills on disk
-
-    def _is_skill(self, name: str) -> bool:
-        return self._skills is not None and name in self._skills.user_names()
-
-    def _watch_skills(self) -> None:
-        """Follow the skills folders on disk (a new store after the settings changed them)."""
-        if self._skills_panel is not None:
-            self._skills_panel.close()
-            self._skills_panel = None
-        if self._skills_watcher is not None:
-            self._skills_watcher.deleteLater()
-            self._skills_watcher = None
-        self._watched = self._skills
-        if self._skills is not None:
-            self._skills_watcher = SkillsWatcher(self._skills, parent=self)
-            self._skills_watcher.changed.connect(self._refresh_skill_names)
-        self.top_bar.enable_skills(self._skills is not None)
-
-    @Slot(str)
-    def _on_panel_load(self, name: str) -> None:
-        if self.load_skill(name):
-            self.show_status(f"Loaded skill {name}.")
-
-    @Slot()
-    def _on_panel_closed(self) -> None:
-        self._skills_panel = None
-
     # ------------------------------------------------------------------ settings
-
-    def _update_search_toggle(self) -> None:
-        self.top_bar.offer_search(bool(self.cfg.search_url))
 
     @Slot(object)
     def _on_config_changed(self, cfg: Config) -> None:
         """Follow settings saved in any window: default model, font, web search (skills: `chat`)."""
         self.model_picker.set_default(cfg.default_model)
         self.conversation.set_font_size(cfg.font_size)
-        search_from = (cfg.search_url, cfg.search_enabled)
-        if search_from != self._search_from:
-            self._search_from = search_from
-            self._update_search_toggle()
-            self.set_search_enabled(cfg.search_enabled)
+        self.web_search.follow(cfg)
 
     # ------------------------------------------------------------------ closing
 

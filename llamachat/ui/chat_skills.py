@@ -1,0 +1,140 @@
+"""The chat window's skills on screen: the skills panel, the chips, the composer's names.
+
+`ChatSkills` keeps what the window shows of skills in step with its conversation
+(`controller.Conversation`, which owns the store and the loaded skills): a chip per
+loaded skill (the ones gone from disk struck through), the skill names the composer
+completes, the Skills command enabled only while skills are on, and one skills
+panel (`skills_panel.SkillsPanel`) at a time. A `SkillsWatcher` follows the skills
+folders on disk, and is replaced when the settings give the conversation a new
+store. What it does is said through `status`.
+
+Errors: none raised. Skills turned off in config.toml are said, not opened.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from PySide6.QtCore import QObject, Qt, Signal, Slot
+from PySide6.QtWidgets import QWidget
+
+from ..skills import SkillStore
+from .app import App
+from .chips import SkillChips
+from .composer import Composer
+from .controller import Conversation
+from .skills_panel import SkillsPanel, SkillsWatcher
+from .top_bar import TopBar
+
+log = logging.getLogger(__name__)
+
+
+class ChatSkills(QObject):
+    """The skills panel, chips, composer names and Skills command of one chat window."""
+
+    # A status-bar line: what was loaded or unloaded, or why the panel did not open.
+    status = Signal(str)
+
+    def __init__(
+        self,
+        app: App,
+        chat: Conversation,
+        *,
+        chips: SkillChips,
+        composer: Composer,
+        top_bar: TopBar,
+        parent: QWidget,
+    ) -> None:
+        super().__init__(parent)
+        self._app = app
+        self._chat = chat
+        self._window = parent
+        self._chips = chips
+        self._composer = composer
+        self._top_bar = top_bar
+        self._watcher: SkillsWatcher | None = None
+        self._watched: object = None
+        self._panel: SkillsPanel | None = None
+        chips.unload_requested.connect(self.unload)
+        chat.skills_changed.connect(self._show_chips)
+        chat.store_changed.connect(self._on_store_changed)
+        self._watch()
+
+    def is_user_skill(self, name: str) -> bool:
+        """True when `name` is a skill in the user's folders (so `/name` loads it)."""
+        store = self._chat.store
+        return store is not None and name in store.user_names()
+
+    def open_panel(self) -> SkillsPanel | None:
+        """Open the skills panel (or raise the open one); None when skills are turned off."""
+        store = self._chat.store
+        if store is None or self._watcher is None:
+            self.status.emit(
+                "Skills are turned off: set skills_enabled = true in config.toml to use them."
+            )
+            return None
+        if self._panel is not None:
+            self._panel.update_view()
+            self._panel.raise_()
+            self._panel.activateWindow()
+            return self._panel
+        panel = SkillsPanel(
+            store,
+            self._chat.loaded_skills,
+            import_dir=self._app.config.skills_dir,
+            watcher=self._watcher,
+            parent=self._window,
+        )
+        panel.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        panel.load_requested.connect(self._on_panel_load)
+        panel.unload_requested.connect(self.unload)
+        panel.destroyed.connect(self._on_panel_closed)
+        self._panel = panel
+        panel.open()
+        return panel
+
+    @Slot(str)
+    def unload(self, name: str) -> None:
+        """Drop a skill from the chat's system message."""
+        if self._chat.unload_skill(name):
+            self.status.emit(f"Unloaded skill {name}.")
+
+    def refresh_names(self) -> None:
+        """Offer the store's skill names to the composer and redraw the chips."""
+        if self._chat.store is not None:
+            self._composer.offer_skills(self._chat.store)
+        self._show_chips()
+
+    def _show_chips(self, _names: object = None) -> None:
+        # A chip per loaded skill; the ones gone from disk struck through.
+        self._chips.set_skills(self._chat.loaded_skills(), frozenset(self._chat.missing_skills()))
+
+    @Slot(object)
+    def _on_store_changed(self, store: SkillStore | None) -> None:
+        if store is not self._watched:
+            self._watch()
+        self.refresh_names()
+
+    def _watch(self) -> None:
+        """Follow the skills folders on disk (a new store after the settings changed them)."""
+        if self._panel is not None:
+            self._panel.close()
+            self._panel = None
+        if self._watcher is not None:
+            self._watcher.deleteLater()
+            self._watcher = None
+        store = self._chat.store
+        self._watched = store
+        if store is not None:
+            self._watcher = SkillsWatcher(store, parent=self)
+            self._watcher.changed.connect(self.refresh_names)
+        self._top_bar.enable_skills(store is not None)
+
+    @Slot(str)
+    def _on_panel_load(self, name: str) -> None:
+        if self._chat.load_skill(name):
+            self.status.emit(f"Loaded skill {name}.")
+
+    @Slot()
+    def _on_panel_closed(self) -> None:
+        self._panel = None
