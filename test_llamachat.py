@@ -9599,7 +9599,7 @@ def test_chrome_window_skill_written_to_disk_appears_without_restart(
         ]
 
     assert offered() == ["finance-cli", "weather"]
-    panel = window.open_skills_panel()
+    panel = window.skills.open_panel()
     _write_skill(
         tmp_path / "skills",
         "gardening",
@@ -10289,7 +10289,7 @@ def test_outside_text_in_replies_skills_titles_and_file_names_shows_as_text(
     window.sidebar.refresh()
     qtbot.keyClicks(window.composer.editor, " /ev")
     qtbot.waitUntil(window.composer.completer.popup().isVisible)
-    assert window.open_skills_panel() is not None
+    assert window.skills.open_panel() is not None
     places = " ".join(_outside_text_places())
     for where in ("Status", "Attachments", "Skill list", "Sessions", "QListView"):
         assert where in places, (where, places)

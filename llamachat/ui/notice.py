@@ -18,6 +18,9 @@ from . import plain
 
 log = logging.getLogger(__name__)
 
+# How long a passing status-bar line stays (ms); a problem goes to a NoticeBar instead.
+STATUS_MS = 8000
+
 
 class NoticeBar(QFrame):
     """One problem, wrapped in full as plain text, with a ✕ to dismiss it; hidden when none."""

@@ -39,13 +39,13 @@ from . import first_run, plain, tasks
 from .app import FAILED, PENDING, READY, App, RouterState
 from .meter import ContextMeter
 from .model_picker import ModelPicker
+from .notice import STATUS_MS
 
 if TYPE_CHECKING:
     from ..server import ManagedServer
 
 log = logging.getLogger(__name__)
 
-STATUS_MS = 8000
 SERVER_LOG_BYTES = 64 * 1024
 
 

@@ -5,12 +5,19 @@ History, the registry and the router's state: the window reads them there and
 follows its signals (Settings saved in any window, the router found or started).
 The GUI thread owns every widget and the History's SQLite connection; replies stream in a
 `StreamWorker` on its own thread, which only emits signals. The sessions sidebar sits
-on the left; a top bar holds the model picker, the prompt preset, the web search
-toggle, Skills and Settings; the status bar carries the context meter. The model
-picker and the meter ask the server on the task runner (`tasks`), through the App's
-`providers.Registry`. While the router is looked for or started,
-when none could be had, and while it offers no models, the getting-started panel
-(`first_run.FirstRunPanel`) sits above the conversation and says what to do.
+on the left; a top bar (`top_bar.TopBar`) holds the model picker, the prompt preset,
+the web search toggle (`search_toggle.SearchToggle`), Skills and Settings; the status
+bar carries the context meter. The model picker and the meter ask the server on the
+task runner (`tasks`), through the App's `providers.Registry`. While the router is
+looked for or started, when none could be had, and while it offers no models, the
+getting-started panel (`first_run.FirstRunPanel`) sits above the conversation and
+says what to do.
+
+The window lays these out and keeps the sessions; its other jobs have their own
+owners: the router's state, the models folder and the server log are the
+`router_guide.RouterGuide`'s; the skills panel, chips and the composer's skill names
+are `chat_skills.ChatSkills`'; the menus and keyboard shortcuts are built by
+`menus.install`.
 
 Sending, Stop, Retry, Edit, the loaded skills and the streaming reply are the
 conversation's (`controller.Conversation`, shared with the quick window): the window
@@ -54,14 +61,13 @@ from .controller import Conversation
 from .conversation import ConversationView
 from .meter import ContextMeter
 from .model_picker import ModelPicker
-from .notice import NoticeBar
+from .notice import STATUS_MS, NoticeBar
 from .presets import PresetPicker
 from .reply import ReplyStream
-from .router_guide import STATUS_MS, RouterGuide
+from .router_guide import RouterGuide
 from .search_toggle import SearchToggle
 from .settings import SettingsDialog
 from .sidebar import SessionSidebar
-from .skills_panel import SkillsPanel
 from .top_bar import TopBar
 from .worker import collect_garbage_on_gui_thread
 
@@ -146,7 +152,6 @@ class ChatWindow(QMainWindow):
         self.web_search = SearchToggle(self.app, self.chat, parent=self)
         self.web_search.status.connect(self.show_status)
         self.top_bar = TopBar(self.model_picker, self.preset_picker, self.web_search.button)
-        self.top_bar.skills_requested.connect(self.open_skills_panel)
         self.top_bar.settings_requested.connect(self.open_settings)
         rule = QFrame()
         rule.setFrameShape(QFrame.Shape.HLine)
@@ -177,6 +182,7 @@ class ChatWindow(QMainWindow):
             parent=self,
         )
         self.skills.status.connect(self.show_status)
+        self.top_bar.skills_requested.connect(self.skills.open_panel)
 
         self.meter = ContextMeter(self.app.registry)
         # Only as wide as its bar and figures, so it sits at the status bar's right end.
@@ -330,10 +336,6 @@ class ChatWindow(QMainWindow):
         """The models last listed by the router and providers."""
         return list(self._models.values())
 
-    def refresh_models(self) -> None:
-        """List the available models again in the background; the picker fills when they arrive."""
-        self.model_picker.refresh()
-
     def focus_composer(self) -> None:
         """Put the cursor in the message box."""
         self.composer.editor.setFocus(Qt.FocusReason.ShortcutFocusReason)
@@ -369,10 +371,6 @@ class ChatWindow(QMainWindow):
         dialog.open()
         return dialog
 
-    def open_skills_panel(self) -> SkillsPanel | None:
-        """Open the skills panel (also `/skills`); None when config.toml turned skills off."""
-        return self.skills.open_panel()
-
     def loaded_skills(self) -> list[str]:
         """The skills loaded for this chat, in load order."""
         return self.chat.loaded_skills()
@@ -403,7 +401,7 @@ class ChatWindow(QMainWindow):
             and not self.skills.is_user_skill("skills")
         ):
             self.composer.clear()
-            self.open_skills_panel()
+            self.skills.open_panel()
             return
         outcome = self.chat.submit(typed, [item.to_dict() for item in attachments])
         if outcome == controller.NO_MODEL:
