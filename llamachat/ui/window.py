@@ -55,7 +55,7 @@ from PySide6.QtWidgets import (
 
 from .. import prompts, providers, turn
 from ..config import Config, ConfigError
-from ..db import History, HistoryError
+from ..db import History, HistoryError, MessageRow
 from ..models import ModelInfo
 from ..server import is_loopback
 from . import first_run, markdown, plain, shortcuts, tasks
@@ -1020,7 +1020,7 @@ class ChatWindow(QMainWindow):
             self.composer.offer_skills(self._skills)
         self._show_skill_chips()
 
-    def _settled_messages(self, session_id: int) -> list[dict]:
+    def _settled_messages(self, session_id: int) -> list[MessageRow]:
         """The chat's messages, with replies left "streaming" by a crash marked "stopped"."""
         messages = self.history.messages(session_id)
         for message in messages:
@@ -1033,10 +1033,10 @@ class ChatWindow(QMainWindow):
 
     def _update_title(self) -> None:
         session = self.history.get_session(self._session_id) if self._session_id else None
-        title = (session or {}).get("title") or "New chat"
+        title = (session["title"] if session else "") or "New chat"
         self.setWindowTitle(f"{title} — llamachat")
 
-    def _show_usage(self, messages: list[dict]) -> None:
+    def _show_usage(self, messages: list[MessageRow]) -> None:
         """Put the context use of a chat's last reply on the meter."""
         for message in reversed(messages):
             if message["role"] == "assistant" and (message.get("usage") or message.get("timings")):
