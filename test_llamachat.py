@@ -601,6 +601,57 @@ def test_history_search_matches_words_and_prefixes_with_a_snippet(tmp_path: Path
     assert len(history.search("a")) == 2  # one row per session, not per message
 
 
+def test_history_search_finds_titles_first_with_message_snippets(tmp_path: Path) -> None:
+    """A title holding every word finds its chat (listed first, newest first); a chat
+    matching in its messages too keeps that message's snippet; deleted chats stay out."""
+    from llamachat.db import History
+
+    history = History(tmp_path / "h.db")
+    renamed = history.create_session("chat")
+    history.add_message(renamed, "user", "something unrelated")
+    history.rename_session(renamed, "Trip to 50% Peru_plans")
+    both = history.create_session("chat")
+    history.add_message(both, "user", "Peru trip budget")
+    history.add_message(both, "assistant", "A Peru trip costs little.")
+    only_message = history.create_session("chat")
+    history.add_message(only_message, "user", "tell me about llamas")
+    history.add_message(only_message, "assistant", "Llamas come from Peru.")
+    assert [s["id"] for s in history.search("peru trip")] == [both, renamed]
+    hits = {s["id"]: s["snippet"] for s in history.search("peru")}
+    assert list(hits) == [both, renamed, only_message]
+    assert hits[renamed] == "" and "Peru" in hits[both] and "Peru" in hits[only_message]
+    # LIKE's wildcards are matched literally.
+    assert [s["id"] for s in history.search("50%")] == [renamed]
+    assert [s["id"] for s in history.search("p_ru")] == []
+    assert [s["id"] for s in history.search("peru_p")] == [renamed]
+    history.delete_session(renamed)
+    assert renamed not in [s["id"] for s in history.search("peru")]
+    assert len(history.search("peru", limit=1)) == 1
+
+
+def test_history_edited_first_question_renames_an_automatic_title_only(tmp_path: Path) -> None:
+    """Deleting from the first question clears a title taken from it (the next question
+    names the chat); a title the user gave stays; deleting a later message keeps titles."""
+    from llamachat.db import History
+
+    history = History(tmp_path / "h.db")
+    auto = history.create_session("chat")
+    first = history.add_message(auto, "user", "Wher do llamas live?")
+    reply = history.add_message(auto, "assistant", "In the Andes.")
+    history.delete_messages_from(auto, reply)
+    assert history.get_session(auto)["title"] == "Wher do llamas live?"
+    history.delete_messages_from(auto, first)
+    history.add_message(auto, "user", "Where do llamas live?")
+    assert history.get_session(auto)["title"] == "Where do llamas live?"
+
+    named = history.create_session("chat")
+    first = history.add_message(named, "user", "Wher do llamas live?")
+    history.rename_session(named, "Llamas")
+    history.delete_messages_from(named, first)
+    history.add_message(named, "user", "Where do llamas live?")
+    assert history.get_session(named)["title"] == "Llamas"
+
+
 def test_history_search_follows_updates_and_deletions(tmp_path: Path) -> None:
     from llamachat.db import History
 
@@ -1911,6 +1962,40 @@ def test_skills_missing_root_is_quiet_and_a_file_as_root_is_a_problem(tmp_path: 
     store = skills.SkillStore(not_a_folder)
     assert store.names() == []
     assert "not a folder" in _problem_for(store, not_a_folder).message
+
+
+def test_skills_problems_warn_once_per_change_across_stores(tmp_path: Path, caplog) -> None:
+    """The first store to see a set of problems warns; later stores (later runs) with the
+    same set log them at info level; fixed then broken again, they warn again."""
+    import logging
+
+    from llamachat import skills
+
+    root = tmp_path / "skills"
+    reported = tmp_path / "state" / "skill-problems"
+    _put_skill(root, "broken", "no frontmatter\n")
+    caplog.set_level(logging.INFO, logger="llamachat.skills")
+
+    def levels() -> list[str]:
+        store = skills.SkillStore(root, reported=reported)
+        caplog.clear()
+        store.names()
+        return [r.levelname for r in caplog.records if "skill problem" in r.getMessage()]
+
+    assert levels() == ["WARNING"] and reported.exists()
+    assert levels() == ["INFO"]
+    assert skills.reported_problems_path().parent.name == "llamachat"
+    (root / "broken" / "SKILL.md").unlink()
+    assert levels() == [] and not reported.exists()
+    _put_skill(root, "broken", "no frontmatter\n")
+    assert levels() == ["WARNING"]
+
+    store = skills.SkillStore(root, reported=reported)
+    store.names()
+    _put_skill(root, "worse", "---\nname: worse\n---\n")
+    caplog.clear()
+    assert store.refresh()
+    assert [(r.levelname, "worse" in r.getMessage()) for r in caplog.records] == [("WARNING", True)]
 
 
 def test_skills_watch_paths_name_roots_skill_folders_and_skill_files(tmp_path: Path) -> None:
@@ -4285,6 +4370,31 @@ def test_conversation_copy_code_link_puts_raw_code_on_clipboard(conversation_vie
     assert 'href="copy:0"' in view.text_document().toHtml()
     view._body.anchorClicked.emit(QUrl("copy:0"))
     assert QGuiApplication.clipboard().text() == code
+    # The link says it copied, for a moment.
+    assert "✓ Copied!" in view.text_document().toPlainText()
+    assert "Copy code" not in view.text_document().toPlainText()
+    qtbot.waitUntil(lambda: "Copy code" in view.text_document().toPlainText(), timeout=3000)
+    assert "✓ Copied!" not in view.text_document().toPlainText()
+
+
+def test_conversation_long_code_lines_wrap_inside_the_reply(conversation_view, qtbot) -> None:
+    """A code line longer than the reply is wide wraps (indentation kept), so none of it is
+    cut off at the edge; Copy code still copies it as one line."""
+    from PySide6.QtCore import QUrl
+    from PySide6.QtGui import QGuiApplication
+
+    line = "result = compute(" + ", ".join(f"argument_{n}" for n in range(40)) + ")"
+    code = f"def f():\n    {line}\n"
+    conversation_view.resize(500, 400)
+    view = conversation_view.append_message(
+        {"id": 1, "role": "assistant", "content": f"```python\n{code}```\n", "status": "complete"}
+    )
+    qtbot.waitUntil(view.isVisible)
+    document = view.text_document()
+    assert document.size().width() <= view._body.viewport().width() + 1
+    assert document.toPlainText().count("argument_39") == 1
+    view._body.anchorClicked.emit(QUrl("copy:0"))
+    assert QGuiApplication.clipboard().text() == code
 
 
 def test_conversation_reasoning_collapses_once_the_answer_starts(conversation_view, qtbot) -> None:
@@ -4313,9 +4423,17 @@ def _button(view, name: str):
     return next(b for b in view.findChildren(QAbstractButton) if b.accessibleName() == name)
 
 
+def _button_label(view, name: str):
+    from PySide6.QtWidgets import QLabel
+
+    return next(b for b in view.findChildren(QLabel) if b.accessibleName() == name)
+
+
 def test_conversation_stop_and_error_show_marks_and_retry_carries_the_id(
     conversation_view, qtbot
 ) -> None:
+    import re
+
     from PySide6.QtCore import Qt
 
     reply = conversation_view.append_message({"id": 7, "role": "assistant", "status": "streaming"})
@@ -4324,17 +4442,30 @@ def test_conversation_stop_and_error_show_marks_and_retry_carries_the_id(
     qtbot.waitUntil(reply._status.isVisible)
     assert reply._status.text() == "Stopped"
     assert "Partial answ" in reply.text_document().toPlainText()
-    with qtbot.waitSignal(conversation_view.retry_requested) as caught:
-        qtbot.mouseClick(_button(reply, "Retry"), Qt.MouseButton.LeftButton)
+    # One action to ask again, and the figures of what was produced.
+    assert not _button(reply, "Retry").isVisible() and _button(reply, "Regenerate").isVisible()
+    stats = _button_label(reply, "Reply statistics")
+    assert stats.isVisible() and re.fullmatch(r"2 words · \d+\.\d s", stats.text())
+    with qtbot.waitSignal(conversation_view.regenerate_requested) as caught:
+        qtbot.mouseClick(_button(reply, "Regenerate"), Qt.MouseButton.LeftButton)
     assert caught.args == [7]
 
     failed = conversation_view.append_message({"id": 8, "role": "assistant", "status": "streaming"})
     failed.set_status("error", "model 'x' failed to load")
     assert failed._status.text() == "model 'x' failed to load"
     assert "d1242f" in failed._status.styleSheet()
+    assert _button(failed, "Retry").isVisible() and not _button(failed, "Regenerate").isVisible()
     with qtbot.waitSignal(conversation_view.retry_requested) as caught:
         qtbot.mouseClick(_button(failed, "Retry"), Qt.MouseButton.LeftButton)
     assert caught.args == [8]
+
+    # Reopened, a stopped reply still shows what it produced (no time: it was not timed).
+    conversation_view.load_messages(
+        [{"id": 9, "role": "assistant", "content": "one two three", "status": "stopped"}]
+    )
+    [reopened] = conversation_view.views()
+    qtbot.waitUntil(reopened.isVisible)
+    assert _button_label(reopened, "Reply statistics").text() == "3 words"
 
 
 def test_conversation_edit_and_regenerate_signals_carry_the_ids(conversation_view, qtbot) -> None:
@@ -4880,7 +5011,7 @@ def test_model_picker_shows_statuses_and_loads_a_chosen_model(qtbot) -> None:
             picker.combo.setCurrentIndex(picker.combo.findData("smol"))
         assert changed.args == ["smol"]
         assert picker.status("smol") == "loading" and not picker.busy.isHidden()
-        assert picker.status_label.text() == "Loading smol…"
+        assert picker.status_label.text() == "Loading…"
         assert picker.combo.itemText(1) == "◐ smol"
         qtbot.waitUntil(lambda: r.status("smol") == "loading")
         qtbot.waitUntil(lambda: picker.status("smol") == "loaded", timeout=5000)
@@ -5077,12 +5208,15 @@ def test_fault_router_killed_mid_reply_keeps_partial_error_and_retry_recovers(
     view = window.conversation.last_assistant()
     assert failed["error"] in _fault_status_label(view)
 
-    # Retry while nothing listens: a clear message naming the URL, still no crash.
+    # Retry while nothing listens: a clear message naming the URL, still no crash, and the
+    # earlier text stays (the attempt produced none to replace it).
     qtbot.mouseClick(_by_name(view, QAbstractButton, "Retry"), Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
-    unreachable = _fault_row(history, window)
-    assert unreachable["status"] == "error"
-    assert doomed.url in unreachable["error"] and "router_url" in unreachable["error"]
+    kept = _fault_row(history, window)
+    assert (kept["content"], kept["status"]) == ("kept text ", "error")
+    said = window.problem_bar.text()  # a notice that stays: the user must act on it
+    assert doomed.url in said and "router_url" in said
+    assert window.conversation.last_assistant().content() == "kept text "
 
     with ScriptedRouter() as revived:
         revived.script(Reply(content="Back again."))
@@ -5416,13 +5550,14 @@ def test_fault_damaged_history_is_moved_aside_and_the_window_says_so(
     assert history.recovered_from is not None
     assert history.recovered_from.read_bytes() == damaged
     window, _ = chat_window(history=history)
-    status = window.statusBar().currentMessage()
+    status = window.problem_bar.text()
     assert "damaged" in status and str(history.recovered_from) in status
     _send(qtbot, window, "fresh start")
     assert [m["content"] for m in history.messages(window.session_id)] == [
         "fresh start",
         "echo: fresh start",
     ]
+    assert window.problem_bar.text() == status
     # What could still be read was salvaged into the fresh file, beside the new chat.
     assert history.count_sessions() == (2 if history.salvaged else 1)
     assert (history.salvaged > 0) == (kind == "scribbled")
@@ -5711,6 +5846,32 @@ def test_fault_managed_server_wants_its_random_key_everywhere_but_health(real_ro
         check=False,
     )
     assert second.stdout.strip() == "True", second.stderr
+
+    # A client made before the server's lock exists (the window lists models while the
+    # server starts) sends the key once the lock appears: the key is looked up per request.
+    early = (
+        "import shutil, sys; from pathlib import Path\n"
+        "from llamachat.backend import BackendError, Client\n"
+        "from llamachat.server import default_lock_path\n"
+        "c = Client(sys.argv[1])\n"
+        "try:\n"
+        "    c.request_json('GET', '/props', root=True); print('no key needed?')\n"
+        "except BackendError as exc:\n"
+        "    print(exc.status)\n"
+        "shutil.copy(sys.argv[2], default_lock_path())\n"
+        "print(isinstance(c.request_json('GET', '/props', root=True), dict))\n"
+    )
+    runtime = Path(str(server.lock_path) + ".runtime")
+    runtime.mkdir(mode=0o700)
+    late = subprocess.run(
+        [sys.executable, "-c", early, url, str(server.lock_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "XDG_RUNTIME_DIR": str(runtime)},
+    )
+    assert late.stdout.split() == ["401", "True"], late.stdout + late.stderr
 
     assert stat.S_IMODE(server.lock_path.stat().st_mode) == 0o600
     assert key not in " ".join(server.command())
@@ -6078,7 +6239,8 @@ def test_fault_api_key_pieces_in_any_quoting_are_masked_in_server_errors() -> No
 
 def test_fault_ask_print_strips_terminal_escapes_from_server_errors(router, tmp_path) -> None:
     """A server error carrying OSC/CSI escape sequences and control characters reaches the
-    terminal as plain text; the model's own answer is still written byte for byte."""
+    terminal as plain text; the model's own answer is still written byte for byte (then the
+    line break every answer ends with)."""
     from llamachat.dev.scripted_router import Reply
 
     config = _quick_config_file(tmp_path, router.url)
@@ -6091,7 +6253,7 @@ def test_fault_ask_print_strips_terminal_escapes_from_server_errors(router, tmp_
 
     router.script(Reply(content=["\x1b[1mbold\x1b[0m"]))
     done = _llamachat(config, "ask", "--print", "hi")
-    assert (done.returncode, done.stdout) == (0, "\x1b[1mbold\x1b[0m")
+    assert (done.returncode, done.stdout) == (0, "\x1b[1mbold\x1b[0m\n")
 
 
 def _fault_file_bytes(path: Path) -> bytes:
@@ -6325,7 +6487,8 @@ def _quick_ask(qtbot, window, text: str, *, wait: bool = True) -> None:
 def test_cli_print_writes_exactly_the_content_to_stdout_and_reasoning_to_stderr(
     router, tmp_path
 ) -> None:
-    """`ask --print` streams the router's content pieces byte for byte; reasoning on stderr."""
+    """`ask --print` streams the router's content pieces byte for byte, then a line break
+    (even into a pipe: a shell prompt or the next `>>` line follows); reasoning on stderr."""
     from llamachat.dev.scripted_router import Reply
 
     config = _quick_config_file(tmp_path, router.url)
@@ -6333,7 +6496,7 @@ def test_cli_print_writes_exactly_the_content_to_stdout_and_reasoning_to_stderr(
     router.script(Reply(reasoning=["Two ", "and two."], content=pieces))
     done = _llamachat(config, "ask", "--print", "what", "is", "2+2?")
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "".join(pieces)
+    assert done.stdout == "".join(pieces) + "\n"
     assert done.stderr == "Two and two."
     sent = router.chat_requests()[-1].json
     assert sent["stream"] is True and sent["messages"][-1] == {
@@ -6350,7 +6513,7 @@ def test_cli_print_no_reasoning_hides_it_and_uses_the_model_asked_for(router, tm
     config = _quick_config_file(tmp_path, router.url, 'oneshot_model = "test-model"\n')
     router.script(Reply(reasoning=["hidden"], content=["shown"]))
     done = _llamachat(config, "ask", "--print", "--no-reasoning", "--model", "other-model", "hi")
-    assert (done.returncode, done.stdout, done.stderr) == (0, "shown", "")
+    assert (done.returncode, done.stdout, done.stderr) == (0, "shown\n", "")
     assert router.chat_requests()[-1].json["model"] == "other-model"
 
 
@@ -6396,7 +6559,7 @@ def test_cli_print_appends_piped_stdin_in_a_fenced_block(router, tmp_path) -> No
     assert done.returncode == 0, done.stderr
     expected = "review this\n\n````\n" + diff + "````"
     assert router.chat_requests()[-1].json["messages"][-1]["content"] == expected
-    assert done.stdout == "echo: " + expected
+    assert done.stdout == "echo: " + expected + "\n"
 
 
 def test_cli_print_unreachable_router_exits_1_with_the_message(tmp_path) -> None:
@@ -6439,7 +6602,7 @@ def test_cli_print_error_mid_stream_keeps_the_partial_answer_and_exits_1(router,
     )
     done = _llamachat(config, "ask", "--print", "go")
     assert done.returncode == 1
-    assert done.stdout == "Part one "
+    assert done.stdout == "Part one \n"
     assert "the GPU fell over" in done.stderr
     with History(tmp_path / "history.db") as history:
         (session,) = history.list_sessions()
@@ -6460,8 +6623,29 @@ def test_cli_print_history_that_cannot_be_saved_still_prints_the_answer(router, 
     )
     router.script(Reply(content=["still ", "here"]))
     done = _llamachat(config, "ask", "--print", "hello")
-    assert (done.returncode, done.stdout) == (0, "still here")
+    assert (done.returncode, done.stdout) == (0, "still here\n")
     assert "not saved in the history" in done.stderr
+
+
+def test_cli_print_tells_skill_problems_once_per_change(router, tmp_path) -> None:
+    """A broken skill is warned about on the first `ask --print`, not again while the
+    problems stay the same; a new problem is told; --debug shows them every time."""
+    config = _quick_config_file(tmp_path, router.url)
+    broken = tmp_path / "skills" / "broken"
+    broken.mkdir()
+    (broken / "SKILL.md").write_text("no frontmatter here\n", encoding="utf-8")
+    first = _llamachat(config, "ask", "--print", "hi")
+    assert first.returncode == 0, first.stderr
+    assert "skill problem" in first.stderr and str(broken) in first.stderr
+    again = _llamachat(config, "ask", "--print", "hi")
+    assert (again.returncode, again.stdout, again.stderr) == (0, "echo: hi\n", "")
+    debug = _llamachat(config, "--debug", "ask", "--print", "hi")
+    assert str(broken) in debug.stderr
+    other = tmp_path / "skills" / "other"
+    other.mkdir()
+    (other / "SKILL.md").write_text("---\nname: other\n---\nno description\n", encoding="utf-8")
+    changed = _llamachat(config, "ask", "--print", "hi")
+    assert changed.returncode == 0 and str(other) in changed.stderr
 
 
 def test_cli_print_with_nothing_to_ask_exits_2(router, tmp_path) -> None:
@@ -6498,8 +6682,88 @@ def test_cli_print_never_imports_qt(router, tmp_path) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "echo: hi"
+    assert done.stdout == "echo: hi\n"
     assert done.stderr.endswith("QT=")
+
+
+# ---------------------------------------------------------------- a bare Linux
+
+
+def _fake_pyside(tmp_path: Path) -> Path:
+    """A PySide6 folder holding copies of the real xcb plugin and its Qt library.
+
+    Away from the real Qt libraries they cannot load, as on a system that lacks what
+    they need; importing this PySide6 exits with 7, so a start that skips the check shows.
+    """
+    import importlib.util
+    import shutil
+
+    real = Path(next(iter(importlib.util.find_spec("PySide6").submodule_search_locations)))
+    site = tmp_path / "site"
+    for relative in ("Qt/lib/libQt6XcbQpa.so.6", "Qt/plugins/platforms/libqxcb.so"):
+        (site / "PySide6" / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(real / relative, site / "PySide6" / relative)
+    (site / "PySide6" / "__init__.py").write_text("raise SystemExit(7)\n")
+    return site
+
+
+def test_gui_start_without_the_xcb_libraries_says_what_to_install_and_exits_2(
+    router, tmp_path
+) -> None:
+    """Under X11, libraries the xcb plugin cannot load are listed with what to do, exit 2,
+    before Qt is imported; another platform, --version and ask --print skip the check."""
+    import subprocess
+
+    site = _fake_pyside(tmp_path)
+    config = _quick_config_file(tmp_path, router.url)
+    env = {k: v for k, v in os.environ.items() if k not in ("QT_QPA_PLATFORM", "WAYLAND_DISPLAY")}
+    env.update(DISPLAY=":4321", PYTHONPATH=str(site))
+
+    def run(*args: str, **extra: str):
+        return subprocess.run(
+            [sys.executable, "-m", "llamachat", "--config", str(config), *args],
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            env={**env, **extra},
+            timeout=60,
+            check=False,
+        )
+
+    for args in ((), ("ask",)):
+        done = run(*args)
+        assert done.returncode == 2, done.stderr
+        assert "xcb platform plugin) cannot start" in done.stderr
+        assert "libQt6Gui.so.6" in done.stderr
+        assert "pip install --force-reinstall PySide6" in done.stderr
+    assert run(QT_QPA_PLATFORM="offscreen").returncode == 7
+    assert run(QT_QPA_PLATFORM="wayland", WAYLAND_DISPLAY="wayland-0").returncode == 7
+    assert run("--version").returncode == 0
+    printed = run("ask", "--print", "hi")
+    assert (printed.returncode, printed.stdout) == (0, "echo: hi\n")
+
+
+def test_gui_xcb_advice_names_the_packages_per_system_and_when_it_applies() -> None:
+    """Missing xcb libraries map to Debian, Fedora and Arch packages; the check applies only
+    where Qt would use xcb."""
+    from llamachat import qt_platform
+
+    advice = qt_platform.install_advice(
+        ["libxcb-icccm.so.4", "libxcb-keysyms.so.1", "libxcb-xkb.so.1", "libxcb-randr.so.0"]
+    )
+    assert "sudo apt install libxcb-icccm4 libxcb-keysyms1 libxcb-xkb1 libxcb-randr0" in advice
+    assert "sudo dnf install xcb-util-wm xcb-util-keysyms libxcb\n" in advice
+    assert "sudo pacman -S xcb-util-wm xcb-util-keysyms libxcb\n" in advice
+    assert "reinstall" not in advice
+    assert "libfoo.so.1" in qt_platform.install_advice(["libfoo.so.1"])
+    assert qt_platform.uses_xcb({"DISPLAY": ":0"})
+    assert qt_platform.uses_xcb({"DISPLAY": ":0", "QT_QPA_PLATFORM": "xcb"})
+    assert not qt_platform.uses_xcb({"DISPLAY": ":0", "WAYLAND_DISPLAY": "wayland-0"})
+    assert qt_platform.uses_xcb(
+        {"DISPLAY": ":0", "WAYLAND_DISPLAY": "wayland-0", "QT_QPA_PLATFORM": "xcb"}
+    )
+    assert not qt_platform.uses_xcb({"DISPLAY": ":0", "QT_QPA_PLATFORM": "offscreen"})
+    assert not qt_platform.uses_xcb({})
 
 
 # ---------------------------------------------------------------- quick window
@@ -6559,6 +6823,19 @@ def test_quick_window_answers_and_saves_a_searchable_oneshot_session(quick, rout
     ]
     assert [hit["id"] for hit in history.search("2+2")] == [session["id"]]
     assert router.chat_requests()[-1].json["model"] == "test-model"
+
+
+@quick_offscreen
+def test_quick_window_keeps_its_width_when_the_answer_arrives(quick, router, qtbot) -> None:
+    """The window opens 640 px wide and stays so when it grows to show the answer."""
+    from llamachat.ui.quick import WIDTH
+
+    window, _history = quick(default_model="test-model")
+    window.present()
+    assert window.width() == WIDTH
+    _quick_ask(qtbot, window, "what is 2+2")
+    assert window.width() == WIDTH
+    assert window.height() >= window.conversation.minimumHeight()
 
 
 @quick_offscreen
@@ -6734,6 +7011,40 @@ def test_quick_ctrl_enter_continues_the_exchange_as_a_chat(router, qtbot, tmp_pa
             {"role": "assistant", "content": "echo: first question"},
             {"role": "user", "content": "and a follow-up"},
         ]
+    finally:
+        running.shutdown()
+        history.close()
+
+
+@quick_offscreen
+def test_quick_continue_lists_and_highlights_the_chat_in_an_open_chat_window(
+    router, qtbot, tmp_path
+) -> None:
+    """ "Continue in chat" with no draft, while the chat window is open: the chat is in
+    its sidebar at once, highlighted, without another message being sent."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QPushButton
+
+    from llamachat.db import History
+    from llamachat.ui.instance import RunningInstance
+
+    cfg = _instance_cfg(router, tmp_path)
+    history = History(cfg.history_path)
+    running = RunningInstance(_app(cfg, history), tray=False)
+    try:
+        chat = running.show_chat()
+        assert chat.sidebar.session_ids() == []
+        quick = running.ask("a quick one", send=True)
+        qtbot.waitUntil(
+            lambda: quick.session_id is not None and not quick.is_streaming(), timeout=30000
+        )
+        session_id = quick.session_id
+        qtbot.mouseClick(_quick_named(quick, QPushButton, "Continue in chat"), Qt.LeftButton)
+        assert chat.session_id == session_id
+        assert chat.sidebar.session_ids() == [session_id]
+        assert chat.sidebar.list_view.currentIndex().row() == 0
+        assert [i.row() for i in chat.sidebar.list_view.selectedIndexes()] == [0]
+        assert len(history.messages(session_id)) == 2
     finally:
         running.shutdown()
         history.close()
@@ -6916,6 +7227,45 @@ def test_tray_absent_the_instance_ends_when_its_last_window_closes(router, qtbot
         assert running.chat_window() is None
     finally:
         running.shutdown()
+        history.close()
+
+
+@quick_offscreen
+def test_file_quit_and_ctrl_q_end_the_instance_closing_every_window(
+    router, qtbot, tmp_path
+) -> None:
+    """File > Quit and Ctrl+Q in the chat window end the running instance (not just hide
+    the window into the tray) and close its windows."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QApplication, QMenu
+
+    from llamachat.db import History
+    from llamachat.ui.instance import RunningInstance
+
+    cfg = _instance_cfg(router, tmp_path)
+    history = History(cfg.history_path)
+    try:
+        for how in ("menu", "keys"):
+            running = RunningInstance(_app(cfg, history))
+            ended: list[bool] = []
+            running.finished.connect(lambda ended=ended: ended.append(True))
+            chat = running.show_chat()
+            quick = running.ask("")
+            if how == "menu":
+                [file_menu] = [
+                    m for m in chat.menuBar().findChildren(QMenu) if m.title() == "&File"
+                ]
+                [quit_action] = [a for a in file_menu.actions() if a.text().startswith("Quit")]
+                assert quit_action.text() == "Quit\tCtrl+Q"
+                quit_action.trigger()
+            else:
+                chat.activateWindow()
+                qtbot.waitUntil(lambda chat=chat: QApplication.activeWindow() is chat)
+                qtbot.keyClick(chat, Qt.Key.Key_Q, Qt.KeyboardModifier.ControlModifier)
+            qtbot.waitUntil(lambda ended=ended: ended == [True])
+            assert not chat.isVisible() and not quick.isVisible()
+            running.shutdown()
+    finally:
         history.close()
 
 
@@ -7361,11 +7711,41 @@ def test_firstrun_add_file_that_is_not_a_gguf_is_explained_and_not_added(
 
         qtbot.waitUntil(lambda: panel.problem.isVisible())
         assert panel.problem.text() == "notes.gguf is not a GGUF model file."
-        assert "not a GGUF model file" in window.statusBar().currentMessage()
+        # Said once, where it stays; the status bar no longer claims it is still adding.
+        assert window.statusBar().currentMessage() == ""
         assert panel.state() == "empty" and not panel.busy.isVisible()
         assert _firstrun_button(window, "Add GGUF file").isEnabled()
         assert not (tmp_path / "models" / "notes.gguf").exists()
         assert not [r for r in empty.requests if r.query.get("reload")]
+
+
+def test_firstrun_add_file_problem_stays_until_dismissed_when_the_panel_is_away(
+    firstrun, router, qtbot, tmp_path
+) -> None:
+    """With models listed (no getting-started panel), a file that is not a GGUF is shown
+    whole above the chat and stays there through later status messages until its ✕."""
+    from PySide6.QtCore import Qt
+
+    notes = tmp_path / "notes.gguf"
+    notes.write_text("shopping list\n")
+    window = firstrun(router_url=router.url)
+    window.app.use_router(window.cfg.router_url, server=_firstrun_unstarted_server(tmp_path))
+    qtbot.waitUntil(lambda: bool(window.models()))
+    assert window.first_run_panel.state() == "hidden"
+    bar = window.problem_bar
+    assert not bar.isVisible()
+
+    window.add_model_file(notes)
+
+    qtbot.waitUntil(bar.isVisible)
+    assert bar.text() == "notes.gguf is not a GGUF model file."
+    assert bar.label.textFormat() == Qt.TextFormat.PlainText and bar.label.wordWrap()
+    window.show_status("Something else happened.", timeout=1)
+    window.copy_last_reply()
+    qtbot.wait(20)
+    assert bar.isVisible() and bar.text() == "notes.gguf is not a GGUF model file."
+    qtbot.mouseClick(bar.close_button, Qt.MouseButton.LeftButton)
+    assert not bar.isVisible() and bar.text() == ""
 
 
 @firstrun_offscreen
@@ -7675,9 +8055,10 @@ def test_window_full_chat_streams_saves_and_shows_stats(chat_window, router, qtb
 def test_window_stop_keeps_partial_reply_as_stopped_and_closes_stream(
     chat_window, router, qtbot
 ) -> None:
-    """Esc mid-reply ends the reply at once, saves the partial text 'stopped', drops the socket."""
+    """Esc mid-reply ends the reply at once, saves the partial text 'stopped', drops the socket;
+    the reply offers one action (Regenerate) and the figures of what it produced."""
     from PySide6.QtCore import Qt
-    from PySide6.QtWidgets import QPlainTextEdit, QPushButton
+    from PySide6.QtWidgets import QAbstractButton, QLabel, QPlainTextEdit, QPushButton
 
     from llamachat.dev.scripted_router import Reply
 
@@ -7694,6 +8075,10 @@ def test_window_stop_keeps_partial_reply_as_stopped_and_closes_stream(
     reply = history.messages(window.session_id)[-1]
     assert (reply["content"], reply["status"]) == ("one two ", "stopped")
     assert _by_name(window, QPushButton, "Send")
+    view = window.conversation.last_assistant()
+    shown = {b.accessibleName() for b in view.findChildren(QAbstractButton) if b.isVisible()}
+    assert "Regenerate" in shown and "Retry" not in shown
+    assert _by_name(view, QLabel, "Reply statistics").text().startswith("2 words · ")
     # The HTTP response was closed, so the server saw the client leave mid-stall.
     qtbot.waitUntil(lambda: router.disconnects == 1, timeout=5000)
     qtbot.waitUntil(lambda: window.running_workers() == 0, timeout=5000)
@@ -8089,7 +8474,7 @@ def test_window_web_search_results_show_on_the_reply(chat_window, router, qtbot)
 
 
 def test_window_reply_left_streaming_by_a_crash_opens_as_stopped(chat_window, qtbot) -> None:
-    """A reply a dead process left 'streaming' opens as 'stopped', text kept, Retry offered."""
+    """A reply a dead process left 'streaming' opens as 'stopped', text kept, Regenerate offered."""
     from PySide6.QtWidgets import QAbstractButton
 
     window, history = chat_window()
@@ -8101,7 +8486,10 @@ def test_window_reply_left_streaming_by_a_crash_opens_as_stopped(chat_window, qt
     view = window.conversation.last_assistant()
     assert view.content() == "partial te" and not view.is_streaming()
     qtbot.waitUntil(view.isVisible)
-    assert _by_name(view, QAbstractButton, "Retry")
+    assert _by_name(view, QAbstractButton, "Regenerate")
+    assert not [
+        b for b in view.findChildren(QAbstractButton) if b.text() == "Retry" and b.isVisible()
+    ]
     assert view.message_id == reply
 
 
@@ -8203,9 +8591,10 @@ def test_composer_sends_image_as_data_uri_to_vision_model(chat_window, qtbot, tm
 
 
 def test_composer_long_paste_becomes_attachment(chat_window, qtbot) -> None:
-    """Pasting over 4,000 characters makes an attachment chip, not a wall of text."""
+    """Pasting over 4,000 characters makes an attachment chip, not a wall of text; its
+    label counts lines in words ("1 line", "600 lines")."""
     from PySide6.QtCore import QMimeData
-    from PySide6.QtWidgets import QApplication
+    from PySide6.QtWidgets import QApplication, QPushButton
 
     window, _history = chat_window()
     long_text = "log line\n" * 600
@@ -8217,6 +8606,15 @@ def test_composer_long_paste_becomes_attachment(chat_window, qtbot) -> None:
     [attachment] = window.composer.attachments()
     assert attachment.data == long_text
     assert window.composer.attachment_chips.isVisible()
+    assert _by_name(window, QPushButton, "Remove attachment pasted text (600 lines)")
+
+    window.composer.set_attachments([])
+    one_line = QMimeData()
+    one_line.setText("x" * 5000)
+    QApplication.clipboard().setMimeData(one_line)
+    window.composer.editor.paste()
+    assert _by_name(window, QPushButton, "Remove attachment pasted text (1 line)")
+    window.composer.set_attachments([])
 
     short = QMimeData()
     short.setText("short one")
@@ -8475,6 +8873,234 @@ def test_window_main_reports_bad_config_and_returns_2(tmp_path, capsys) -> None:
     assert f"{bad}, line 1" in err and "theme" in err
 
 
+# ---------------------------------------------------------------- the conversation controller
+
+
+@pytest.fixture
+def conversation(qtbot, router, tmp_path):
+    """Build window-less Conversations on a real History and the scripted router."""
+    from llamachat.config import Config
+    from llamachat.db import History
+    from llamachat.ui.controller import Conversation
+
+    skills_root = tmp_path / "skills"
+    _write_skill(skills_root, "finance-cli", SKILL_FINANCE)
+    _write_skill(skills_root, "weather", SKILL_WEATHER)
+    history = History(tmp_path / "history.db")
+    built: list = []
+
+    def make(**options):
+        cfg = Config(
+            router_url=router.url,
+            default_model="test-model",
+            skills_dir=skills_root,
+            history_path=tmp_path / "history.db",
+            prompts_dir=tmp_path / "prompts",
+            manage_server=False,
+            **options.pop("cfg", {}),
+        )
+        app = _app(cfg, history)
+        chat = Conversation(app, model="test-model", **options)
+        built.append((chat, app))
+        return chat, history
+
+    yield make
+    for chat, app in built:
+        chat.stop()
+        assert chat.threads.wait_all(10_000)
+        app.close()
+    history.close()
+
+
+def test_conversation_controller_loads_no_widget_module() -> None:
+    """The conversation and its reply import no widgets: a window is only their viewer."""
+    import subprocess
+
+    code = (
+        "import sys, llamachat.ui.controller\n"
+        "print(','.join(sorted(m for m in sys.modules if m.startswith("
+        "('PySide6.QtWidgets', 'PySide6.QtGui')))))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert out == "", f"the controller pulled in: {out}"
+
+
+def test_conversation_without_a_window_sends_saves_and_replays(conversation, router, qtbot) -> None:
+    """The controller alone: a message is saved, its reply streams into History, and the
+    next request replays both; a `/name` loads the skill into the session."""
+    from llamachat.dev.scripted_router import Reply
+    from llamachat.ui import controller
+
+    chat, history = conversation(preset=lambda: "Be brief.")
+    added: list = []
+    started: list = []
+    chat.message_added.connect(added.append)
+    chat.reply_started.connect(started.append)
+    router.script(Reply(content=["Hello", " there."]))
+    with qtbot.waitSignal(chat.reply_ended, timeout=10000) as ended:
+        assert chat.submit("/weather Hi") == controller.SENT
+    assert ended.args == ["complete", ""]
+    assert [m["content"] for m in added] == ["Hi"]
+    assert started[0].view is None  # nobody attached a view: the reply streams all the same
+    rows = history.messages(chat.session_id)
+    assert [(m["role"], m["content"], m["status"]) for m in rows] == [
+        ("user", "Hi", "complete"),
+        ("assistant", "Hello there.", "complete"),
+    ]
+    assert history.get_session(chat.session_id)["skills"] == ["weather"]
+    assert chat.loaded_skills() == ["weather"]
+
+    with qtbot.waitSignal(chat.reply_ended, timeout=10000):
+        assert chat.submit("And again") == controller.SENT
+    sent = router.chat_requests()[-1].json["messages"]
+    assert sent[0]["role"] == "system" and sent[0]["content"].startswith("Be brief.")
+    assert "Celsius" in sent[0]["content"]
+    assert [(m["role"], m["content"]) for m in sent[1:]] == [
+        ("user", "Hi"),
+        ("assistant", "Hello there."),
+        ("user", "And again"),
+    ]
+    assert chat.submit("/finance-cli") == controller.HELD
+    assert len(router.chat_requests()) == 2
+    assert chat.loaded_skills() == ["weather", "finance-cli"]
+
+
+def test_conversation_oneshot_drops_its_skills_after_the_answer_and_retry_asks_them_again(
+    conversation, router, qtbot
+) -> None:
+    """One-shot: every question is a new session; its skills serve that answer only, and a
+    retry of the answer asks with them again."""
+    from llamachat.ui import controller
+
+    chat, history = conversation(mode=controller.ONESHOT)
+    assert chat.submit("/weather") == controller.HELD
+    assert chat.loaded_skills() == ["weather"]
+    with qtbot.waitSignal(chat.reply_ended, timeout=10000):
+        assert chat.submit("Rain tomorrow?") == controller.SENT
+    first = chat.session_id
+    assert history.get_session(first)["mode"] == "oneshot"
+    assert history.get_session(first)["skills"] == []
+    assert chat.loaded_skills() == []
+    assert "Celsius" in router.chat_requests()[-1].json["messages"][0]["content"]
+
+    reply_id = history.messages(first)[-1]["id"]
+    with qtbot.waitSignal(chat.reply_ended, timeout=10000):
+        assert chat.retry(reply_id)
+    assert "Celsius" in router.chat_requests()[-1].json["messages"][0]["content"]
+    assert [m["content"] for m in history.messages(first)] == [
+        "Rain tomorrow?",
+        "echo: Rain tomorrow?",
+    ]
+    with qtbot.waitSignal(chat.reply_ended, timeout=10000):
+        chat.submit("Another")
+    assert chat.session_id != first
+    assert "Celsius" not in router.chat_requests()[-1].json["messages"][0]["content"]
+
+
+def test_conversation_retry_keeps_the_earlier_reply_until_the_new_one_has_text(
+    conversation, router, qtbot
+) -> None:
+    """A retry leaves the saved reply in place while the new attempt has produced nothing;
+    an attempt that fails with no text keeps it for good, one with text replaces it."""
+    from llamachat.dev.scripted_router import Reply
+
+    chat, history = conversation()
+    router.script(Reply(content="Old answer."))
+    with qtbot.waitSignal(chat.reply_ended, timeout=10000):
+        chat.submit("Question")
+    old_id = history.messages(chat.session_id)[-1]["id"]
+    before = [(m["role"], m["content"], m["status"]) for m in history.messages(chat.session_id)]
+
+    router.script(Reply(status=500, error={"message": "the model crashed"}))
+    notices: list = []
+    chat.notice.connect(lambda text, _ms: notices.append(text))
+    with qtbot.waitSignal(chat.reply_ended, timeout=10000) as ended:
+        assert chat.retry(old_id)
+    assert ended.args[0] == "error"
+    assert [(m["role"], m["content"], m["status"]) for m in history.messages(chat.session_id)] == (
+        before
+    )
+    assert "the model crashed" in notices[-1] and "earlier reply is kept" in notices[-1]
+
+    # Reasoning alone is no answer: the connection dies before any text, the reply stays.
+    router.script(Reply(reasoning=["Let me ", "think ", "again."], die_after=2))
+    with qtbot.waitSignal(chat.reply_ended, timeout=10000) as ended:
+        assert chat.retry(old_id)
+    assert ended.args[0] == "error"
+    assert [(m["role"], m["content"], m["status"]) for m in history.messages(chat.session_id)] == (
+        before
+    )
+    assert history.messages(chat.session_id)[-1]["reasoning"] == ""
+
+    router.script(Reply(content=["New ", "answer."], stall_after=0))
+    assert chat.retry(old_id)
+    qtbot.waitUntil(lambda: len(router.chat_requests()) == 4, timeout=5000)
+    # Asked again, nothing back yet: the earlier reply is still what History holds.
+    assert history.messages(chat.session_id)[-1]["content"] == "Old answer."
+    with qtbot.waitSignal(chat.reply_ended, timeout=10000):
+        router.release()
+    assert [(m["role"], m["content"], m["status"]) for m in history.messages(chat.session_id)] == [
+        ("user", "Question", "complete"),
+        ("assistant", "New answer.", "complete"),
+    ]
+    # The reply being replaced is not part of the request that replaces it.
+    assert [m["role"] for m in router.chat_requests()[-1].json["messages"]] == ["user"]
+
+
+def test_window_disk_full_keeps_the_reply_marks_it_unsaved_and_saves_it_when_room_is_back(
+    chat_window, router, qtbot
+) -> None:
+    """History full mid-reply (max_page_count): the reply stays whole on screen, marked
+    "not saved"; nothing is sent while History lags; once there is room it is saved whole
+    without any action, and the next request carries the whole reply."""
+    from llamachat.dev.scripted_router import Reply
+
+    window, history = chat_window()
+    tail = ["word " * 2000, "more " * 2000, "end."]
+    # The worker hands on a piece once the next one arrived: two show before the stall.
+    router.script(Reply(content=["kept ", "early ", "then ", *tail], stall_after=3))
+    window.composer.set_text("Write a lot")
+    window.send()
+
+    def streaming_row() -> dict:
+        return history.messages(window.session_id)[-1]
+
+    qtbot.waitUntil(lambda: streaming_row()["content"] == "kept early ", timeout=5000)
+    pages = history._conn.execute("PRAGMA page_count").fetchone()[0]
+    history._conn.execute(f"PRAGMA max_page_count = {pages}")  # the disk is full
+    router.release()
+    qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
+    whole = "kept early then " + "".join(tail)
+    view = window.conversation.last_assistant()
+    assert view.content() == whole
+    assert "Not saved" in view.unsaved_text()
+    assert streaming_row()["content"] == "kept early "
+    assert "could not be saved" in window.problem_bar.text()
+
+    asked = len(router.chat_requests())
+    window.composer.set_text("Go on")
+    window.send()
+    assert len(router.chat_requests()) == asked
+    assert window.composer.text() == "Go on"
+    assert "not saved yet" in window.problem_bar.text()
+
+    history._conn.execute("PRAGMA max_page_count = 1073741823")  # room again
+    qtbot.waitUntil(lambda: streaming_row()["content"] == whole, timeout=5000)
+    assert streaming_row()["status"] == "complete"
+    assert view.unsaved_text() == ""
+
+    window.send()
+    qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
+    replayed = router.chat_requests()[-1].json["messages"]
+    assert [(m["role"], m["content"]) for m in replayed[1:]] == [
+        ("user", "Write a lot"),
+        ("assistant", whole),
+        ("user", "Go on"),
+    ]
+
+
 # ---------------------------------------------------------------- chrome in the real window
 
 # Dialogs and popups shown offscreen make Qt say the headless platform cannot pass size
@@ -8505,6 +9131,165 @@ def _click_session(qtbot, window, session_id: int) -> None:
     )
 
 
+def _highlighted(window) -> list[int]:
+    """The sessions the sidebar highlights (selected rows) and its current row, as ids."""
+    sidebar = window.sidebar
+    selected = [sidebar.model.session_id(i.row()) for i in sidebar.list_view.selectedIndexes()]
+    current = sidebar.list_view.currentIndex()
+    return selected + ([sidebar.model.session_id(current.row())] if current.isValid() else [])
+
+
+def test_chrome_window_search_finds_titles_shows_plain_marked_snippets_or_no_matches(
+    chat_window, qtbot, tmp_path
+) -> None:
+    """Search finds a renamed chat by its title; snippets are plain text (no Markdown
+    marks), the matched words are marked on screen, and a search without hits says so."""
+    from PySide6.QtGui import QPalette
+
+    from llamachat.db import History
+    from llamachat.ui.sidebar import marked_html
+
+    history = History(tmp_path / "history.db")
+    renamed = history.create_session("chat", "test-model")
+    history.add_message(renamed, "user", "something else")
+    history.rename_session(renamed, "Alpaca shearing")
+    talked = history.create_session("chat", "test-model")
+    asked = "tell me about the fibre of camelids, in some detail, with sources and examples"
+    history.add_message(talked, "user", asked)
+    history.add_message(
+        talked, "assistant", "# Fibre\nThe **alpaca** gives `wool`, see [this](http://x)."
+    )
+    window, _ = chat_window(history=history)
+    window.resize(900, 600)
+    window.sidebar.search("alpaca")
+    assert window.sidebar.session_ids() == [renamed, talked]
+    rows = [window.sidebar.model.data(window.sidebar.model.index(r)) for r in range(2)]
+    assert rows[0] == "Alpaca shearing"
+    assert rows[1] == asked + "\nFibre The alpaca gives wool, see this."
+    assert not window.sidebar.no_matches.isVisible()
+    assert marked_html("<b>Alpaca</b> alpacas", "alpaca", "X") == (
+        '&lt;b&gt;<span style="X">Alpaca</span>&lt;/b&gt; <span style="X">alpaca</span>s'
+    )
+
+    # Nothing is selected (a new chat is shown): any highlight colour is a marked word.
+    highlight = window.sidebar.list_view.palette().color(QPalette.ColorRole.Highlight).rgb()
+
+    def marked_pixels(row: int | None = None, *, below_title: bool = False) -> int:
+        view = window.sidebar.list_view
+        image = view.viewport().grab().toImage()
+        area = view.viewport().rect()
+        if row is not None:
+            area = view.visualRect(window.sidebar.model.index(row))
+        if below_title:
+            area.setTop(area.top() + area.height() // 3)
+        return sum(
+            image.pixel(x, y) == highlight
+            for x in range(area.left(), area.right(), 2)
+            for y in range(area.top(), area.bottom())
+        )
+
+    assert _highlighted(window) == []
+    # The title hit is marked in its title, the other in its snippet's line.
+    assert marked_pixels(0) > 0 and marked_pixels(1, below_title=True) > 0
+    window.sidebar.search("")
+    assert marked_pixels() == 0
+
+    window.sidebar.search("zzyzx")
+    assert window.sidebar.session_ids() == []
+    assert window.sidebar.no_matches.isVisible()
+    assert window.sidebar.no_matches.text() == "No matches"
+    window.sidebar.search("")
+    assert not window.sidebar.no_matches.isVisible()
+
+
+def test_chrome_window_title_follows_renames_and_edits_of_an_automatic_title(
+    chat_window, qtbot
+) -> None:
+    """Renaming the open chat retitles the window at once; editing the first question
+    renames a chat titled automatically, and no longer once the user renamed it."""
+    window, history = chat_window()
+    _send(qtbot, window, "Wher do llamas live")
+    assert window.windowTitle() == "Wher do llamas live — llamachat"
+    first = history.messages(window.session_id)[0]["id"]
+    window.conversation.edit_requested.emit(first)
+    window.composer.set_text("Where do llamas live")
+    window.send()
+    qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
+    assert window.windowTitle() == "Where do llamas live — llamachat"
+    model = window.sidebar.model
+    assert model.data(model.index(model.row_of(window.session_id))) == "Where do llamas live"
+
+    assert model.setData(model.index(model.row_of(window.session_id)), "Llamas")
+    assert window.windowTitle() == "Llamas — llamachat"
+    first = history.messages(window.session_id)[0]["id"]
+    window.conversation.edit_requested.emit(first)
+    window.composer.set_text("Where do alpacas live")
+    window.send()
+    qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
+    assert window.windowTitle() == "Llamas — llamachat"
+    window.sidebar.rename_session(window.session_id, "Camelids")
+    assert window.windowTitle() == "Camelids — llamachat"
+
+
+@offscreen_dialogs
+def test_chrome_window_sidebar_highlights_the_shown_chat_whatever_happens(
+    chat_window, qtbot, tmp_path
+) -> None:
+    """Deleting another chat, right-clicking one, or starting a new chat leaves the
+    highlight on the chat shown (none for a new chat, so Delete deletes nothing)."""
+    from PySide6.QtCore import Qt, QTimer
+    from PySide6.QtGui import QContextMenuEvent
+    from PySide6.QtWidgets import QApplication
+
+    from llamachat.db import History
+
+    history = History(tmp_path / "history.db")
+    ids = []
+    for text in ("first", "second", "third", "fourth"):
+        ids.append(history.create_session("chat", "test-model"))
+        history.add_message(ids[-1], "user", text)
+    window, _ = chat_window(history=history)
+    _click_session(qtbot, window, ids[1])
+    assert window.session_id == ids[1] and _highlighted(window) == [ids[1], ids[1]]
+
+    window.sidebar.delete_session(ids[2])
+    assert window.session_id == ids[1] and _highlighted(window) == [ids[1], ids[1]]
+    window.sidebar.delete_session(ids[0])
+    assert _highlighted(window) == [ids[1], ids[1]]
+
+    view = window.sidebar.list_view
+    menus: list[str] = []
+
+    def close_menu() -> None:
+        menu = QApplication.activePopupWidget()
+        if menu is None:
+            QTimer.singleShot(10, close_menu)
+            return
+        menus.append(type(menu).__name__)
+        menu.close()
+
+    close_menu()
+    row = window.sidebar.model.row_of(ids[3])
+    where = view.visualRect(window.sidebar.model.index(row)).center()
+    # As the platform does it: the button press, then a context menu event.
+    qtbot.mousePress(view.viewport(), Qt.MouseButton.RightButton, pos=where)
+    QApplication.sendEvent(
+        view.viewport(),
+        QContextMenuEvent(
+            QContextMenuEvent.Reason.Mouse, where, view.viewport().mapToGlobal(where)
+        ),
+    )
+    qtbot.mouseRelease(view.viewport(), Qt.MouseButton.RightButton, pos=where)
+    qtbot.waitUntil(lambda: menus == ["QMenu"])
+    assert window.session_id == ids[1] and _highlighted(window) == [ids[1], ids[1]]
+
+    window.new_session()
+    assert _highlighted(window) == []
+    view.setFocus()
+    qtbot.keyClick(view, Qt.Key.Key_Delete)
+    assert sorted(window.sidebar.session_ids()) == [ids[1], ids[3]]
+
+
 def test_chrome_window_model_statuses_shown_and_load_driven_from_picker(
     chat_window, router, qtbot
 ) -> None:
@@ -8524,7 +9309,8 @@ def test_chrome_window_model_statuses_shown_and_load_driven_from_picker(
     assert window.current_model() == "smol"
     assert window.meter.model() == "smol"
     assert window.model_picker.status("smol") == "loading"
-    assert window.model_picker.status_label.text() == "Loading smol…"
+    assert window.model_picker.status_label.text() == "Loading…"
+    assert window.model_picker.status_label.toolTip() == "Loading smol…"
     qtbot.waitUntil(lambda: window.model_picker.status("smol") == "loaded", timeout=10_000)
     assert combo.itemText(combo.findData("smol")) == "● smol"
     assert [(q.path, q.json) for q in router.requests if q.method == "POST"] == [
@@ -8533,6 +9319,55 @@ def test_chrome_window_model_statuses_shown_and_load_driven_from_picker(
     _send(qtbot, window, "hello")
     assert router.chat_requests()[-1].json["model"] == "smol"
     assert history.get_session(window.session_id)["model"] == "smol"
+
+
+def test_chrome_window_layout_holds_for_long_statuses_errors_and_titles(
+    chat_window, router, qtbot
+) -> None:
+    """A long "Loading …" or error beside the picker is elided (whole in its tooltip) and
+    moves neither the sidebar nor the window's minimum; a long status message is whole in
+    the status bar's tooltip; a long chat title is elided, with no horizontal scrollbar."""
+    from llamachat.dev.scripted_router import Model
+    from llamachat.ui import plain
+
+    long_id = "an-unusually-long-model-name-for-a-local-model-Q4_K_M-instruct-2025-final"
+    _chrome_models(router, Model(long_id, "unloaded"))
+    router.load_delay = 0.5
+    window, history = chat_window()
+    window.resize(900, 600)
+    picker = window.model_picker
+    qtbot.waitUntil(lambda: long_id in _combo_ids(picker.combo))
+    qtbot.wait(50)
+    sizes = window.splitter.sizes()
+    picker.combo.setCurrentIndex(picker.combo.findData(long_id))
+    assert picker.status_label.text() == "Loading…"
+    assert picker.status_label.toolTip() == f"Loading {long_id}…"
+    qtbot.wait(50)
+    assert window.splitter.sizes() == sizes
+    assert picker.status_label.width() >= picker.status_label.minimumSizeHint().width()
+
+    error = f"{long_id} failed to load: the server explains at length"
+    plain.set_text(picker.status_label, error)
+    qtbot.wait(50)
+    floor = window.minimumSizeHint().width()
+    plain.set_text(picker.status_label, error * 5)
+    qtbot.wait(50)
+    assert window.splitter.sizes() == sizes
+    assert window.minimumSizeHint().width() == floor
+    qtbot.waitUntil(lambda: picker.status(long_id) == "loaded", timeout=10_000)
+
+    error = "The router said: " + "a very long explanation of what went wrong " * 5
+    window.show_status(error, timeout=0)
+    assert window.statusBar().toolTip() == error
+
+    session = history.create_session("chat", "test-model")
+    history.add_message(session, "user", "word " * 60)
+    window.sidebar.refresh()
+    view = window.sidebar.list_view
+    qtbot.wait(50)
+    assert view.horizontalScrollBar().maximum() == 0
+    rect = view.visualRect(window.sidebar.model.index(window.sidebar.model.row_of(session)))
+    assert rect.width() <= view.viewport().width()
 
 
 def test_chrome_window_failed_load_shows_servers_message_and_retry_loads(

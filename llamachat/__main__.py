@@ -14,7 +14,8 @@ its windows say so while it happens, and why when no router could be had.
 Exit codes: 0 fine, 1 the history file cannot be opened or the running instance does
 not answer (and for `ask --print`, see `cli.run`), 2 a bad command line or
 configuration (ConfigError, printed to stderr, and shown in a dialog when the
-window was going to open). Qt is imported only on the GUI path, so `--help`,
+window was going to open), or system libraries Qt's X11 plugin needs are missing (which
+packages to install is printed; `qt_platform`). Qt is imported only on the GUI path, so `--help`,
 `--version` and `ask --print` work without a display.
 """
 
@@ -30,7 +31,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import __version__, cli, config
+from . import __version__, cli, config, qt_platform
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -91,6 +92,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     command: Command = getattr(args, "run", _run_gui)
     gui = command is _run_gui
+    if gui or (command is _run_ask and not args.print_answer):
+        # Before Qt starts: on a bare Linux its xcb plugin aborts the process instead.
+        problem = qt_platform.problem()
+        if problem:
+            print(problem, file=sys.stderr)
+            return 2
     try:
         cfg = load_or_create_config(args.config)
     except config.ConfigError as exc:

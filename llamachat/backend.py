@@ -505,6 +505,27 @@ class _Watchdog:
             return
 
 
+class _ManagedKey(httpx.Auth):
+    """Sends the key of the llama-server llamachat started, looked up at each request.
+
+    Looked up late because the server usually starts after the client is made (the
+    window lists models while it starts), and another llamachat may restart it with a new key.
+    """
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    def auth_flow(self, request: httpx.Request) -> Iterator[httpx.Request]:
+        from .server import managed_key
+
+        key = managed_key(self._client.base_url)
+        if key:
+            # Known to the client too, so its error messages mask it.
+            self._client._api_key = key
+            request.headers["Authorization"] = f"Bearer {key}"
+        yield request
+
+
 class Client:
     """A connection to one server: streaming chat, the tool loop, and plain JSON calls.
 
@@ -540,12 +561,6 @@ class Client:
         self.root = server_root(self.base_url)
         self.idle_timeout = idle_timeout
         self.max_line_bytes = max_line_bytes
-        if api_key is None:
-            # The server llamachat started wants its own key, which no config names.
-            from .server import managed_key
-
-            api_key = managed_key(base_url)
-            self.settings["api_key"] = api_key
         self._api_key = api_key or ""
         # A key no header can carry would fail inside httpx with the key in the message;
         # every request fails instead with this sentence.
@@ -556,6 +571,9 @@ class Client:
         self._sockets = _SocketTracker()
         self._http = httpx.Client(
             headers=headers,
+            # With no key configured, the server may be one llamachat started: it wants its
+            # own key, which no config names.
+            auth=_ManagedKey(self) if api_key is None else None,
             transport=_Transport(self._sockets),
             timeout=httpx.Timeout(
                 connect=connect_timeout, read=read_timeout, write=connect_timeout * 6, pool=None

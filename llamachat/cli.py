@@ -266,9 +266,9 @@ def _stream(
     reasoning: list[str] = []
     stats: dict = {}
     status, error, code = "complete", "", EXIT_OK
-    # In a terminal the reasoning gets a line of its own and the answer ends with a line
-    # break; in a pipe the output is exactly what the model sent.
-    out_tty, err_tty = _isatty(out), _isatty(err)
+    # In a terminal the reasoning gets a line of its own. The answer always ends with a
+    # line break, as a command's output does (a shell prompt or `>> file` follows it).
+    err_tty = _isatty(err)
     stream = client.stream_chat(
         wire_model,
         request.messages(),
@@ -316,7 +316,8 @@ def _stream(
             },
         )
         record.close()
-    if content and not content[-1].endswith("\n") and out_tty:
+    answer = "".join(content)
+    if answer and not answer.endswith("\n"):
         with contextlib.suppress(OSError, ValueError):
             out.write("\n")
             out.flush()

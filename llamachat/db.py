@@ -262,6 +262,11 @@ def _fts_query(text: str) -> str:
     )
 
 
+def _like_escape(text: str) -> str:
+    """`text` matched literally by LIKE ... ESCAPE '\\' (its % and _ are not wildcards)."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
 def _message_row(session_id: int, message: NewMessage) -> tuple:
     """The values of _INSERT_MESSAGE for a message dict, lists and dicts as JSON."""
     return (
@@ -764,18 +769,54 @@ class History:
         return int(rows[0][0])
 
     def delete_messages_from(self, session_id: int, message_id: int) -> None:
-        """Delete this message and every later one in the session (regenerate, edit)."""
-        self._write(
-            "DELETE FROM messages WHERE session_id = ? AND id >= ?", (session_id, message_id)
-        )
+        """Delete this message and every later one in the session (regenerate, edit).
+
+        When the first question goes, an automatic title (the one taken from it) goes
+        too, so the edited question names the chat; a title the user gave stays.
+        """
+        with self._transaction() as conn:
+            first = conn.execute(
+                "SELECT m.id, m.content, s.title FROM messages m JOIN sessions s"
+                " ON s.id = m.session_id WHERE m.session_id = ? AND m.role = 'user'"
+                " ORDER BY m.id LIMIT 1",
+                (session_id,),
+            ).fetchone()
+            conn.execute(
+                "DELETE FROM messages WHERE session_id = ? AND id >= ?", (session_id, message_id)
+            )
+            if first is not None and first[0] >= message_id and first[2] == _title_from(first[1]):
+                conn.execute("UPDATE sessions SET title = '' WHERE id = ?", (session_id,))
 
     # ------------------------------------------------------------------ search
 
     def search(self, query: str, *, limit: int = 50) -> list[SearchHit]:
-        """Live sessions whose messages match every word of `query`, best first, with a snippet."""
+        """Live sessions matching every word of `query`, with a snippet of the best message.
+
+        Sessions whose title holds every word come first (newest first; their snippet
+        is '' when no message matches), then those with a message matching every word
+        as a prefix, best first.
+        """
         match = _fts_query(query)
         if not match:
             return []
+        words = query.replace("\x00", " ").split()
+        like = " AND ".join(["title LIKE ? ESCAPE '\\'"] * len(words))
+        titled: list[SearchHit] = [
+            {**cast(SessionRow, _decode(row)), "snippet": ""}
+            for row in self._read(
+                f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE deleted_at IS NULL AND {like}"
+                " ORDER BY updated_at DESC, id DESC LIMIT ?",
+                (*(f"%{_like_escape(word)}%" for word in words), limit),
+            )
+        ]
+        found = self._search_messages(match, limit)
+        snippets = {session["id"]: session["snippet"] for session in found}
+        for session in titled:
+            session["snippet"] = snippets.pop(session["id"], "")
+        return (titled + [s for s in found if s["id"] in snippets])[:limit]
+
+    def _search_messages(self, match: str, limit: int) -> list[SearchHit]:
+        """Live sessions with a message matching the FTS `match`, best first, with a snippet."""
         # FTS5 refuses snippet() beside a window function, so the best message per
         # session is chosen first and only those few are given a snippet.
         best = self._read(

@@ -10,6 +10,11 @@ Scanning reads only each file's frontmatter; a body is read, capped, the first
 time the skill is loaded. Everything stays cached until `SkillStore.refresh()`
 sees a changed mtime, so a send costs dictionary look-ups, not file reads.
 
+Problems are logged: as warnings when they differ from the ones last reported
+(a digest of them is kept in the user's state folder, so each start and each
+`ask --print` does not repeat the same list), otherwise at info level, which
+`llamachat --debug` shows.
+
 Errors: scanning never raises. Whatever is wrong with a root, a folder or a file
 becomes a `Problem` (its path and a sentence saying what to fix), and the good
 skills load regardless. Only `import_folder` raises:
@@ -22,6 +27,7 @@ skills load regardless. Only `import_folder` raises:
 from __future__ import annotations
 
 import codecs
+import hashlib
 import json
 import logging
 import os
@@ -35,6 +41,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import platformdirs
 import yaml
 
 log = logging.getLogger(__name__)
@@ -109,6 +116,11 @@ _TOOL_INTRO = (
     "A skill already loaded in this conversation need not be loaded again.\n\n"
     "Skills:\n"
 )
+
+
+def reported_problems_path() -> Path:
+    """Where the digest of the skill problems last reported is kept (the user's state folder)."""
+    return Path(platformdirs.user_state_dir("llamachat")) / "skill-problems.sha256"
 
 
 class SkillError(Exception):
@@ -204,8 +216,13 @@ class _Snapshot:
 class SkillStore:
     """The skills under one or more roots; earlier roots win a name clash."""
 
-    def __init__(self, directory: Path | str | Sequence[Path | str]) -> None:
+    def __init__(
+        self, directory: Path | str | Sequence[Path | str], *, reported: Path | None = None
+    ) -> None:
         given = [directory] if isinstance(directory, (str, os.PathLike)) else list(directory)
+        # Every llamachat process scans the same folders: the digest file lets only the
+        # first to see a new set of problems warn about it.
+        self._reported = reported or reported_problems_path()
         self._roots: list[Path] = []
         seen: set[str] = set()
         for root in given:
@@ -394,10 +411,7 @@ class SkillStore:
                     continue
                 entries[entry.name] = entry
         ordered = dict(sorted(entries.items()))
-        known = set(old.problems) if old is not None else set()
-        for problem in problems:
-            if problem not in known:
-                log.warning("skill problem: %s", problem)
+        self._log_problems(problems, old)
         model = [entry for entry in ordered.values() if entry.model_invocable]
         user_names = [name for name, entry in ordered.items() if entry.user_invocable]
         return _Snapshot(
@@ -413,6 +427,33 @@ class SkillStore:
             mentionable=frozenset(user_names),
             catalog=_catalog(model),
         )
+
+    def _log_problems(self, problems: list[Problem], old: _Snapshot | None) -> None:
+        """Log the problems new to this store: warnings only when the set was not reported."""
+        known = set(old.problems) if old is not None else set()
+        fresh = [problem for problem in problems if problem not in known]
+        if old is not None and not fresh and len(problems) == len(old.problems):
+            return
+        listed = "\n".join(sorted(map(str, problems)))
+        # No file stands for no problems, so that problems which come back are told again.
+        digest = hashlib.sha256(listed.encode()).hexdigest() if problems else ""
+        try:
+            reported = self._reported.read_text(encoding="ascii").strip()
+        except (OSError, UnicodeDecodeError):
+            reported = ""
+        level = logging.INFO if digest == reported else logging.WARNING
+        for problem in fresh:
+            log.log(level, "skill problem: %s", problem)
+        if digest == reported:
+            return
+        try:
+            if digest:
+                self._reported.parent.mkdir(parents=True, exist_ok=True)
+                self._reported.write_text(digest + "\n", encoding="ascii")
+            else:
+                self._reported.unlink(missing_ok=True)
+        except OSError as exc:
+            log.debug("cannot remember the reported skill problems: %s", exc)
 
     def _skill(self, entry: _Entry) -> Skill | None:
         if entry.skill is not None:

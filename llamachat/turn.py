@@ -228,7 +228,8 @@ class Attachment:
     def label(self) -> str:
         """Short text for the attachment's chip."""
         if self.kind == "text" and self.name == "pasted text":
-            return f"pasted text ({len(self.data.splitlines())} lines)"
+            lines = len(self.data.splitlines())
+            return f"pasted text ({lines} line{'' if lines == 1 else 's'})"
         return self.name
 
 

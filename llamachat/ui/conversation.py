@@ -62,6 +62,11 @@ from .markdown import (
 
 log = logging.getLogger(__name__)
 
+# A code block's link confirms a copy for a moment; both texts are as long, so the
+# document's positions stay where the streaming writer expects them.
+COPY_LINK = "Copy code"
+COPIED_LINK = "✓ Copied!"
+COPIED_MS = 1500
 INITIAL_MIN_MESSAGES = 6
 INITIAL_MIN_CHARS = 6000
 PAGE_SIZE = 20
@@ -257,6 +262,9 @@ class MessageView(QFrame):
         self._thinking_seconds: float | None = None
         self._regenerate_allowed = False
         self._answer_started = False
+        self._final_status = ""
+        # When a reply began streaming: a stopped one shows how long it ran.
+        self._began = time.monotonic() if message.get("status") == "streaming" else None
         self.render_count = 0
 
         mine = self.role == "user"
@@ -298,6 +306,13 @@ class MessageView(QFrame):
         status_row.addWidget(self._status, 1)
         status_row.addWidget(self._retry)
         layout.addLayout(status_row)
+        # The text carries a database error: shown as it is, never read as markup.
+        self._unsaved = plain.Label("", self)
+        self._unsaved.setAccessibleName("Not saved")
+        self._unsaved.setWordWrap(True)
+        self._unsaved.setStyleSheet("color: #d1242f;")
+        self._unsaved.hide()
+        layout.addWidget(self._unsaved)
 
         footer = QHBoxLayout()
         footer.setContentsMargins(0, 0, 0, 0)
@@ -406,12 +421,36 @@ class MessageView(QFrame):
             self._status.setText("Stopped")
             self._status.setStyleSheet("")
             self._status.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+            if not self._stats.text():
+                # The server sends its figures at the end, which a stopped reply never reaches.
+                self._stats.setText(self._stopped_figures())
+                self._stats.setVisible(bool(self._stats.text()))
         elif status == "error":
             plain.set_text(self._status, error or "The reply failed.")
             self._status.setStyleSheet("color: #d1242f;")
+        self._final_status = status
         self._status.setVisible(status in ("stopped", "error"))
-        self._retry.setVisible(status in ("stopped", "error") and self.role == "assistant")
+        # One way to ask again: Retry beside an error, Regenerate under any other reply.
+        self._retry.setVisible(status == "error" and self.role == "assistant")
         self._update_actions()
+
+    def _stopped_figures(self) -> str:
+        """What a stopped reply produced: its words, and how long it ran when known."""
+        words = len(self.content().split())
+        parts = [f"{words:,} word{'' if words == 1 else 's'}"] if words else []
+        if self._began is not None:
+            parts.append(f"{time.monotonic() - self._began:.1f} s")
+        return " · ".join(parts)
+    def set_unsaved(self, error: str) -> None:
+        """Mark the reply as not saved because of `error` ('' once it is saved)."""
+        self._unsaved.setText(
+            f"Not saved yet: {error} It is kept here and saved once there is room." if error else ""
+        )
+        self._unsaved.setVisible(bool(error))
+
+    def unsaved_text(self) -> str:
+        """What the "not saved" mark says ('' when the reply is saved)."""
+        return self._unsaved.text() if self._unsaved.isVisibleTo(self) else ""
 
     def finish(self) -> None:
         """Render the open tail as finished, highlight any unclosed code block, end streaming."""
@@ -499,7 +538,9 @@ class MessageView(QFrame):
 
     def _update_actions(self) -> None:
         if self.role == "assistant":
-            self._regenerate.setVisible(self._regenerate_allowed and not self._streaming)
+            self._regenerate.setVisible(
+                self._regenerate_allowed and not self._streaming and self._final_status != "error"
+            )
 
     def _ensure_reasoning(self) -> None:
         if self._reasoning_button is not None:
@@ -560,8 +601,25 @@ class MessageView(QFrame):
                 self.copy_code(int(url.path()))
             except ValueError:
                 log.warning("bad copy link %r", url.toString())
+                return
+            href = url.toString()
+            self._set_link_text(href, COPY_LINK, COPIED_LINK)
+            QTimer.singleShot(
+                COPIED_MS, self, lambda: self._set_link_text(href, COPIED_LINK, COPY_LINK)
+            )
             return
         open_link(url)
+
+    def _set_link_text(self, href: str, old: str, new: str) -> None:
+        """Replace the text of the link to `href` reading `old` (a "Copy code" link)."""
+        document = self._body.document()
+        cursor = document.find(old)
+        while not cursor.isNull():
+            if cursor.charFormat().anchorHref() == href:
+                # Same length: the document writer keeps positions in the text.
+                cursor.insertText(new, cursor.charFormat())
+                return
+            cursor = document.find(old, cursor)
 
     def _on_copy_reply(self) -> None:
         QGuiApplication.clipboard().setText(self.content())

@@ -259,6 +259,7 @@ class RunningInstance(QObject):
         if self._chat is None:
             self._chat = ChatWindow(self.app)
             self._chat.installEventFilter(self)
+            self._chat.quit_requested.connect(self.quit)
         if self._chat.isMinimized():
             self._chat.showNormal()
         self._chat.show()

@@ -296,7 +296,9 @@ class Renderer:
             f'<p style="margin-top:6px; margin-bottom:4px; margin-left:10px; margin-right:10px; '
             f'font-size:small"><span style="color:{p.muted}">{_escape(language) or "code"}</span>'
             f'&nbsp;&nbsp;&nbsp;<a href="{COPY_SCHEME}:{index}">Copy code</a></p>'
-            f'<pre style="margin-top:0; margin-bottom:10px; margin-left:10px; margin-right:10px">'
+            # pre-wrap: a long line wraps (indentation kept) instead of running off the edge.
+            f'<pre style="white-space:pre-wrap; margin-top:0; margin-bottom:10px; '
+            f'margin-left:10px; margin-right:10px">'
             f"{highlighted}</pre></td></tr></table>\n"
         )
 
@@ -445,3 +447,23 @@ class StreamingMarkdown:
 def render_markdown(text: str, *, palette: Palette = LIGHT) -> str:
     """Render a whole markdown text to Qt rich-text HTML in one go."""
     return renderer_for(palette).render(text)[0]
+
+
+def plain_text(text: str) -> str:
+    """The words of a markdown text without its markup, on one line (for snippets).
+
+    Code keeps its text, a link or image its label; raw HTML stays as the text it is.
+    """
+    words: list[str] = []
+    for token in MarkdownIt("commonmark").parse(text):
+        if token.type in ("fence", "code_block", "html_block"):
+            words.append(token.content)
+        for child in token.children or ():
+            if child.type == "image":
+                words.append(child.content)
+            elif child.type in ("softbreak", "hardbreak"):
+                words.append(" ")
+            elif child.content:
+                words.append(child.content)
+        words.append(" ")
+    return " ".join("".join(words).split())

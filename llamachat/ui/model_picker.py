@@ -23,7 +23,8 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, Protocol
 
-from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
+from PySide6.QtCore import QObject, QSize, Qt, QTimer, Signal, Slot
+from PySide6.QtGui import QPainter, QPaintEvent
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
@@ -111,6 +112,37 @@ def call_in_background(
     tasks.run_in_background(function, on_done, receiver=receiver)
 
 
+class _ElidedLabel(plain.Label):
+    """One line of plain text elided to the room it gets, whole in its tooltip.
+
+    A long status ("Loading <a long model id>…", a router's error) would otherwise
+    widen the top bar and squeeze the sessions sidebar and the model list.
+    """
+
+    def minimumSizeHint(self) -> QSize:
+        """A dozen characters at most: the layout never grows to fit the whole text."""
+        hint = super().minimumSizeHint()
+        start = self.text() if len(self.text()) <= 12 else self.text()[:11] + "…"
+        return QSize(self.fontMetrics().horizontalAdvance(start), hint.height())
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        """Draw the text elided at the right edge (text() stays whole)."""
+        painter = QPainter(self)
+        rect = self.contentsRect()
+        shown = self.fontMetrics().elidedText(
+            self.text(), Qt.TextElideMode.ElideRight, rect.width()
+        )
+        self.style().drawItemText(
+            painter,
+            rect,
+            int(self.alignment()),
+            self.palette(),
+            self.isEnabled(),
+            shown,
+            self.foregroundRole(),
+        )
+
+
 class ModelPicker(QWidget):
     """A model combo with statuses, load/eject, a default star and a Retry for failures."""
 
@@ -179,11 +211,12 @@ class ModelPicker(QWidget):
         self.busy = QProgressBar()
         self.busy.setAccessibleName("Model loading")
         self.busy.setRange(0, 0)  # a router reports no percentage: a busy bar, not a lie
-        self.busy.setMaximumWidth(80)
+        # About as wide as the Load button it replaces while loading: the bar does not jump.
+        self.busy.setFixedWidth(self.load_button.sizeHint().width())
         self.busy.setMaximumHeight(12)
         self.busy.setTextVisible(False)
 
-        self.status_label = plain.Label()
+        self.status_label = _ElidedLabel()
         self.status_label.setAccessibleName("Model status")
         self.status_label.setWordWrap(False)
         self.status_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -205,7 +238,8 @@ class ModelPicker(QWidget):
             self.retry_button,
         ):
             layout.addWidget(widget)
-        layout.addStretch(1)
+        # The status takes the room left (elided there) and the rest stays empty.
+        layout.setStretchFactor(self.status_label, 1)
         self._show_state()
 
     # ------------------------------------------------------------------ public
@@ -520,7 +554,8 @@ class ModelPicker(QWidget):
         )
         text, retry = "", None
         if status == "loading":
-            text = f"Loading {model_id}…"
+            # The model's name is beside it, in the list.
+            text = "Loading…"
         elif status == "failed":
             text = f"{model_id} failed to load: {self.error(model_id)}"
             retry = self._retry_current
@@ -529,7 +564,8 @@ class ModelPicker(QWidget):
             retry = self._retry or self.refresh
         self._retry = retry
         plain.set_text(self.status_label, text)
-        self.status_label.setToolTip(plain.tooltip(text))
+        whole = f"Loading {model_id}…" if status == "loading" else text
+        self.status_label.setToolTip(plain.tooltip(whole))
         self.status_label.setVisible(bool(text))
         self.retry_button.setVisible(retry is not None)
         word = STATUS_WORDS.get(status, "")

@@ -8,10 +8,11 @@ Ctrl+Enter (or "Continue in chat") turns the exchange into a normal chat session
 hands it to the chat window through `continue_requested`.
 
 Each question is a new session of mode "oneshot", saved as it streams like a chat
-(the reply row is rewritten at most once a second). Skills named in the question
-(`/name`, a whole-word mention) and skills the model loads apply to that one reply:
-they show as chips while it streams and are dropped when it ends; the session's
-`skills` stay empty.
+(the reply row is rewritten at most once a second); asking, Stop, Retry and the
+skills are the conversation's (`controller.Conversation` in one-shot mode). Skills
+named in the question (`/name`, a whole-word mention) and skills the model loads
+apply to that one reply: they show as chips while it streams and are dropped when it
+ends; the session's `skills` stay empty.
 
 The model is `oneshot_model`, else `default_model`, else one the router lists
 (a loaded one first). A question asked before the list arrives waits for it. While
@@ -41,20 +42,22 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QVBoxLayout, QWidget
 
-from .. import prompts, providers, turn
+from .. import providers, turn
 from ..backend import BackendError
 from ..config import Config
 from ..db import History, HistoryError
 from ..models import ModelInfo
-from . import plain, tasks
+from ..skills import SkillStore
+from . import controller, plain, tasks
 from .app import FAILED, PENDING, READY, App, RouterState
 from .chips import SkillChips
 from .composer import Attachment, Composer
+from .controller import Conversation
 from .conversation import ConversationView
 from .first_run import event_text
 from .model_picker import list_models
 from .reply import ReplyStream
-from .worker import WorkerThreads, collect_garbage_on_gui_thread
+from .worker import collect_garbage_on_gui_thread
 
 log = logging.getLogger(__name__)
 
@@ -75,11 +78,15 @@ class QuickWindow(QWidget):
         cfg = app.config
         # The registry last listed from, to see when the App's is another.
         self._seen_registry = app.registry
-        self._skills = turn.skill_store(cfg)
-        self._skills_from = (cfg.skill_roots(), cfg.skills_enabled)
-        self._threads = WorkerThreads(self)
+        # The conversation: the one-shot session, its skills, the answer and its request.
+        self.chat = Conversation(
+            app,
+            mode=controller.ONESHOT,
+            model=turn.configured_model(cfg),
+            images=lambda model: model in self._models and self._models[model].accepts_images,
+            parent=self,
+        )
         collect_garbage_on_gui_thread()
-        self._model = turn.configured_model(cfg)
         # The model the settings name, to see when a config_changed names another.
         self._configured = self._model
         self._models: dict[str, ModelInfo] = {}
@@ -88,14 +95,10 @@ class QuickWindow(QWidget):
         # While the router is looked for or started, a listing could only say that the
         # configured URL is unreachable, over the notice saying why: it waits for use_router.
         self._awaiting_router = False
-        self._session_id: int | None = None
-        self._pending: list[str] = []
-        self._reply_skills: list[str] = []
-        self._asked_skills: list[str] = []
-        self._reply: ReplyStream | None = None
         # What the window last said about the router, so it only clears its own notice.
         self._router_notice = ""
         self._build()
+        self._follow_conversation()
         self._refresh_skill_names()
         self._show_model()
         app.config_changed.connect(self._on_config_changed)
@@ -155,9 +158,9 @@ class QuickWindow(QWidget):
         self.conversation.setAccessibleName("Answer")
         self.conversation.set_font_size(self.cfg.font_size)
         self.conversation.setMinimumHeight(ANSWER_HEIGHT)
-        self.conversation.retry_requested.connect(self._on_retry)
-        self.conversation.regenerate_requested.connect(self._on_retry)
-        self.conversation.edit_requested.connect(self._on_edit)
+        self.conversation.retry_requested.connect(self.retry)
+        self.conversation.regenerate_requested.connect(self.retry)
+        self.conversation.edit_requested.connect(self.edit_message)
         self.conversation.hide()
 
         layout = QVBoxLayout(self)
@@ -190,7 +193,15 @@ class QuickWindow(QWidget):
     @property
     def session_id(self) -> int | None:
         """The one-shot session shown, or None before the first question."""
-        return self._session_id
+        return self.chat.session_id
+
+    @property
+    def _model(self) -> str:
+        return self.chat.model
+
+    @property
+    def _skills(self) -> SkillStore | None:
+        return self.chat.store
 
     def current_model(self) -> str:
         """The model that answers ('' while none is known)."""
@@ -198,16 +209,20 @@ class QuickWindow(QWidget):
 
     def is_streaming(self) -> bool:
         """True while an answer streams."""
-        return self._reply is not None
+        return self.chat.is_streaming()
 
     def running_workers(self) -> int:
         """Worker threads not yet ended, a model listing under way included."""
         listing = self._listing is not None and not self._listing.done()
-        return self._threads.running() + int(listing)
+        return self.chat.threads.running() + int(listing)
 
     def loaded_skills(self) -> list[str]:
         """The skills shown as chips: waiting for the next question, or used by this answer."""
-        return list(self._reply_skills if self._reply is not None else self._pending)
+        return self.chat.loaded_skills()
+
+    def load_skill(self, name: str) -> bool:
+        """Use a skill for the next question (or this answer); True when it was not in use."""
+        return self.chat.load_skill(name)
 
     def show_notice(self, text: str) -> None:
         """Say something in the window (an error, what to do next); '' clears it."""
@@ -238,7 +253,7 @@ class QuickWindow(QWidget):
 
     def set_model(self, model_id: str) -> None:
         """Answer with `model_id` from now on (`llamachat ask --model`)."""
-        self._model = model_id
+        self.chat.model = model_id
         self._show_model()
 
     @Slot(object)
@@ -293,11 +308,6 @@ class QuickWindow(QWidget):
     def _on_config_changed(self, cfg: Config) -> None:
         """Follow settings saved in any window: font, skills folders, the configured model."""
         self.conversation.set_font_size(cfg.font_size)
-        skills_from = (cfg.skill_roots(), cfg.skills_enabled)
-        if skills_from != self._skills_from:
-            self._skills_from = skills_from
-            self._skills = turn.skill_store(cfg)
-            self._refresh_skill_names()
         configured = turn.configured_model(cfg)
         if configured != self._configured:
             # Only a new model in the settings replaces the one in use (`ask --model` too).
@@ -319,38 +329,24 @@ class QuickWindow(QWidget):
 
     @Slot(str)
     def unload_skill(self, name: str) -> None:
-        """Drop a skill waiting for the next question."""
-        if name in self._pending:
-            self._pending.remove(name)
-        if name in self._reply_skills:
-            self._reply_skills.remove(name)
-        self.skill_chips.set_skills(self.loaded_skills())
+        """Drop a skill waiting for the next question (or used by this answer)."""
+        self.chat.unload_skill(name)
 
     # ------------------------------------------------------------------ asking
 
     @Slot()
     def send(self) -> None:
         """Ask the composer's question as a new one-shot session and stream the answer."""
-        if self._reply is not None:
+        if self.chat.is_streaming():
             self.show_notice("An answer is still coming: Stop it before asking again.")
             return
         if self.composer.is_empty():
             return
-        # Stat calls only; the completer is rebuilt only when a skill changed on disk.
-        if self._skills is not None and self._skills.refresh():
-            self._refresh_skill_names()
-        question = turn.parse_question(self.composer.text(), self._skills)
-        names = list(self._pending)
-        names += [name for name in question.skills if name not in names]
-        attachments = self.composer.attachments()
-        if not question.text.strip() and not attachments:
-            self._pending = names
-            self.skill_chips.set_skills(names)
+        attachments = [item.to_dict() for item in self.composer.attachments()]
+        outcome = self.chat.submit(self.composer.text(), attachments)
+        if outcome in (controller.SENT, controller.HELD):
             self.composer.clear()
-            if names:
-                self.show_notice(f"Skill {', '.join(names)} will be used for the next question.")
-            return
-        if not self._model:
+        elif outcome == controller.NO_MODEL:
             if self._awaiting_router or self._listing is not None:
                 self._waiting = True
                 # While the router is awaited, the notice already says what for.
@@ -358,87 +354,29 @@ class QuickWindow(QWidget):
                     self.show_notice("Looking for a model to answer…")
             else:
                 self.show_notice(turn.no_model_message(self.cfg))
-            return
-        self._ask(question.text, names, [item.to_dict() for item in attachments])
-
-    def _ask(self, text: str, names: list[str], attachments: list[dict]) -> None:
-        model = self._model
-        try:
-            session_id = self.history.create_session(
-                "oneshot", model, prompt_name=prompts.DEFAULT_NAME
-            )
-            message_id = self.history.add_message(
-                session_id, "user", text, attachments=attachments, model=model
-            )
-        except HistoryError as exc:
-            self.show_notice(f"Not asked: the question could not be saved. {exc}")
-            return
-        self._session_id = session_id
-        self._pending = []
-        self._asked_skills = list(names)
-        self._reply_skills = list(names)
-        self.composer.clear()
-        self.show_notice("")
-        self.conversation.clear()
-        self.conversation.show()
-        self.conversation.append_message(
-            {
-                "id": message_id,
-                "role": "user",
-                "content": text,
-                "attachments": attachments,
-                "status": "complete",
-            }
-        )
-        self.adjustSize()
-        self._move_inside(self.frameGeometry())
-        self._start_reply(self._request(model, text, attachments, names))
-
-    def _request(
-        self, model: str, text: str, attachments: list[dict], names: list[str]
-    ) -> turn.Turn:
-        """The one-shot request: system message with this answer's skills, then the question."""
-        info = self._models.get(model)
-        return turn.oneshot_turn(
-            self.cfg,
-            model=model,
-            text=text,
-            attachments=attachments,
-            names=names,
-            store=self._skills,
-            images=info is not None and info.accepts_images,
-        )
-
-    def _start_reply(self, request: turn.Turn) -> None:
-        assert self._session_id is not None
-        try:
-            reply = ReplyStream(
-                self.history,
-                self.conversation,
-                self._registry,
-                session_id=self._session_id,
-                model=request.model,
-                messages=request.messages(),
-                search_cfg=request.search_cfg,
-                skills_cfg=request.skills_cfg,
-                parent=self,
-            )
-        except HistoryError as exc:
-            self.show_notice(f"Not asked: the answer could not be saved. {exc}")
-            return
-        reply.skill_loaded.connect(self._on_skill_loaded)
-        reply.save_failed.connect(self._on_save_failed)
-        reply.ended.connect(self._on_reply_ended)
-        self._reply = reply
-        self.skill_chips.set_skills(self._reply_skills)
-        reply.start(self._threads)
-        self.composer.set_streaming(True)
 
     @Slot()
     def stop(self) -> None:
         """Stop the answer now, keeping what arrived (saved as "stopped")."""
-        if self._reply is not None:
-            self._reply.stop()
+        self.chat.stop()
+
+    @Slot(object)
+    def retry(self, message_id: object) -> None:
+        """Ask for the answer again; the earlier one stays until the new one has text."""
+        if not self.chat.is_streaming():
+            self.chat.retry(message_id)
+
+    @Slot(object)
+    def edit_message(self, message_id: object) -> None:
+        """Put the question back in the box: sending it asks again as a new question."""
+        question = self.chat.edit(message_id)
+        if question is None:
+            return
+        self.composer.set_text(question["content"])
+        self.composer.set_attachments(
+            [Attachment.from_dict(item) for item in question.get("attachments") or []]
+        )
+        self.composer.editor.setFocus()
 
     @Slot()
     def dismiss(self) -> None:
@@ -451,7 +389,7 @@ class QuickWindow(QWidget):
         """Make this exchange a chat session and hand it (and any draft) to the chat window."""
         self.stop()
         draft = self.composer.text()
-        session_id = self._session_id
+        session_id = self.session_id
         if session_id is not None:
             try:
                 self.history.set_mode(session_id, "chat")
@@ -459,9 +397,7 @@ class QuickWindow(QWidget):
                 self.show_notice(f"Could not turn this into a chat: {exc}")
                 return
         self.composer.clear()
-        self._session_id = None
-        self._pending = []
-        self.skill_chips.set_skills([])
+        self.chat.leave_session()
         self.conversation.clear()
         self.conversation.hide()
         self.hide()
@@ -480,62 +416,37 @@ class QuickWindow(QWidget):
             return True
         return super().eventFilter(watched, event)
 
-    # ------------------------------------------------------------------ stream events
+    # ------------------------------------------------------------------ conversation events
 
-    @Slot(str)
-    def _on_skill_loaded(self, name: str) -> None:
-        if name not in self._reply_skills:
-            self._reply_skills.append(name)
-            self.skill_chips.set_skills(self._reply_skills)
+    def _follow_conversation(self) -> None:
+        chat = self.chat
+        chat.message_added.connect(self._on_message_added)
+        chat.messages_reset.connect(self.conversation.load_messages)
+        chat.reply_started.connect(self._on_reply_started)
+        chat.reply_ended.connect(self._on_reply_ended)
+        chat.skills_changed.connect(self.skill_chips.set_skills)
+        chat.store_changed.connect(self._refresh_skill_names)
+        chat.notice.connect(lambda text, _timeout: self.show_notice(text))
 
-    @Slot(str)
-    def _on_save_failed(self, error: str) -> None:
-        self.show_notice(f"The answer could not be saved: {error}")
+    @Slot(object)
+    def _on_message_added(self, message: dict) -> None:
+        # A one-shot session holds one question: the answer area shows only it.
+        self.show_notice("")
+        self.conversation.clear()
+        self.conversation.show()
+        self.conversation.append_message(message)
+        # Grow to fit the answer, never narrower: adjustSize() would fall to the minimum width.
+        self.resize(self.width(), max(self.height(), self.sizeHint().height()))
+        self._move_inside(self.frameGeometry())
+
+    @Slot(object)
+    def _on_reply_started(self, reply: ReplyStream) -> None:
+        reply.attach(self.conversation.append_message(reply.row()))
+        self.composer.set_streaming(True)
 
     @Slot(str, str)
     def _on_reply_ended(self, status: str, error: str) -> None:
-        self._reply = None
-        if error:
-            self.show_notice(error)
-        # One-shot: the skills served this answer only.
-        self._reply_skills = []
-        self.skill_chips.set_skills(self._pending)
         self.composer.set_streaming(False)
-
-    @Slot(object)
-    def _on_retry(self, message_id: object) -> None:
-        if self._session_id is None or not isinstance(message_id, int) or self._reply is not None:
-            return
-        messages = self.history.messages(self._session_id)
-        question = next((m for m in messages if m["role"] == "user"), None)
-        if question is None:
-            return
-        self.history.delete_messages_from(self._session_id, message_id)
-        self.conversation.load_messages(self.history.messages(self._session_id))
-        self._reply_skills = list(self._asked_skills)
-        request = self._request(
-            question["model"] or self._model,
-            question["content"],
-            question.get("attachments") or [],
-            self._asked_skills,
-        )
-        self._start_reply(request)
-
-    @Slot(object)
-    def _on_edit(self, message_id: object) -> None:
-        """Put the question back in the box: sending it asks again as a new question."""
-        if self._session_id is None or self._reply is not None:
-            return
-        question = next(
-            (m for m in self.history.messages(self._session_id) if m["id"] == message_id), None
-        )
-        if question is None or question["role"] != "user":
-            return
-        self.composer.set_text(question["content"])
-        self.composer.set_attachments(
-            [Attachment.from_dict(item) for item in question.get("attachments") or []]
-        )
-        self.composer.editor.setFocus()
 
     # ------------------------------------------------------------------ models
 
@@ -562,7 +473,7 @@ class QuickWindow(QWidget):
             return
         self._models = {info.id: info for info in infos}
         if not self._model:
-            self._model = turn.pick_model(self.cfg, infos)
+            self.chat.model = turn.pick_model(self.cfg, infos)
         self._show_model()
         waiting, self._waiting = self._waiting, False
         if not self._model:
@@ -576,8 +487,8 @@ class QuickWindow(QWidget):
 
     def closeEvent(self, event: QCloseEvent) -> None:
         """Save a streaming answer as stopped and let the worker threads end."""
-        self.stop()
-        if not self._threads.wait_all(10_000):
+        self.chat.close()
+        if not self.chat.threads.wait_all(10_000):
             log.warning("a worker thread did not end within 10 s of closing the quick window")
         super().closeEvent(event)
 

@@ -1,27 +1,38 @@
-"""One streaming reply: its worker, its view and its History row, saved as it streams.
+"""One streaming reply: its worker and its History row, saved as it streams.
 
-`ReplyStream` adds the assistant row (status "streaming") and its `MessageView`, and
-`start` runs a `StreamWorker` into both. While text arrives the row is rewritten at
-most once a second, so a crash loses at most a second of it; the final save marks it
-"complete", "stopped" or "error", and `ended` tells the window. The chat window and
-the quick window stream replies alike and differ only in what they do with its
-events (skills the model loads, search notices, stats, the end).
+`ReplyStream` adds the assistant row (status "streaming") and `start` runs a
+`StreamWorker` into it; a window shows it by attaching a `MessageView` (`attach`),
+and without one the reply is still streamed and saved. While text arrives the row
+is rewritten at most once a second, so a crash loses at most a second of it; the
+final save marks it "complete", "stopped" or "error", and `ended` says so.
+
+A reply that cannot be saved (a full disk) keeps its whole text in memory, marks
+its view "not saved", and tries again every second until a save goes through
+(`saved`); `is_saved` tells whether History holds what the view shows.
+
+A retry (`replaces`, the id of the reply it answers again) leaves the earlier reply
+in History until the new one has answer text (reasoning alone is not enough): only
+then is the earlier one (and what followed it) deleted and the new row added. An
+attempt that ends with no answer text keeps the earlier reply (`kept_earlier`).
 
 Errors: the constructor raises `db.HistoryError` when the reply's row cannot be
-added; a later save that fails is reported through `save_failed` and the stream
-goes on.
+added; a later save that fails is reported through `save_failed` and retried.
 """
 
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from .. import backend, providers
 from ..db import History, HistoryError
-from .conversation import ConversationView, MessageView
 from .worker import StreamWorker, WorkerThreads
+
+if TYPE_CHECKING:
+    # Only a window attaches a view: the reply itself loads no widget module.
+    from .conversation import MessageView
 
 log = logging.getLogger(__name__)
 
@@ -29,19 +40,19 @@ SAVE_INTERVAL_MS = 1000
 
 
 class ReplyStream(QObject):
-    """An assistant reply streaming into its MessageView and History row, saved as it comes."""
+    """An assistant reply streaming into its History row (and a view, when attached)."""
 
     search_started = Signal(str)
     skill_loaded = Signal(str)
     # object, not dict: PySide converts a dict signal through QVariantMap, which may drop it.
     stats = Signal(object)
     save_failed = Signal(str)
+    saved = Signal()
     ended = Signal(str, str)
 
     def __init__(
         self,
         history: History,
-        conversation: ConversationView,
         registry: providers.Registry,
         *,
         session_id: int,
@@ -49,27 +60,24 @@ class ReplyStream(QObject):
         messages: list[dict],
         search_cfg: backend.SearchConfig | None = None,
         skills_cfg: backend.SkillsConfig | None = None,
+        replaces: int | None = None,
         parent: QObject | None = None,
     ) -> None:
         # The row first: a reply that cannot be saved leaves no object behind in `parent`.
-        message_id = history.add_message(
-            session_id, "assistant", "", model=model, status="streaming"
-        )
+        # A retry adds its row only once it has text, so the earlier reply stays till then.
+        message_id = None
+        if replaces is None:
+            message_id = history.add_message(
+                session_id, "assistant", "", model=model, status="streaming"
+            )
         super().__init__(parent)
         self.history = history
-        self.message_id = message_id
-        self.view: MessageView = conversation.append_message(
-            {
-                "id": self.message_id,
-                "session_id": session_id,
-                "role": "assistant",
-                "content": "",
-                "reasoning": "",
-                "model": model,
-                "status": "streaming",
-                "error": "",
-            }
-        )
+        self.session_id = session_id
+        self.model = model
+        self.message_id: int | None = message_id
+        self.view: MessageView | None = None
+        self.kept_earlier = False
+        self._replaces = replaces
         client, wire_model = registry.client_for(model)
         self._worker = StreamWorker(
             client,
@@ -86,15 +94,41 @@ class ReplyStream(QObject):
         self._worker.stats.connect(self._on_stats)
         self._worker.failed.connect(self._on_failed)
         self._worker.finished.connect(self._on_finished)
+        # The reply's own copy of its text: what History is given, with or without a view,
+        # and kept until History has taken it.
+        self._content: list[str] = []
+        self._reasoning: list[str] = []
         self._usage: dict = {}
         self._timings: dict = {}
         self._error = ""
+        self._status = "streaming"
         self._dirty = False
+        # The last save error while History lags behind the text; '' once it holds it all.
+        self._unsaved = ""
         # Set when the reply ends: a stopped worker may still deliver events, which are dropped.
         self._ended = False
         self._save_timer = QTimer(self)
         self._save_timer.setInterval(SAVE_INTERVAL_MS)
-        self._save_timer.timeout.connect(self._save_partial)
+        self._save_timer.timeout.connect(self._on_save_due)
+
+    def row(self) -> dict:
+        """The reply as a History row, to build its view from."""
+        return {
+            "id": self.message_id,
+            "session_id": self.session_id,
+            "role": "assistant",
+            "content": "".join(self._content),
+            "reasoning": "".join(self._reasoning),
+            "model": self.model,
+            "status": "streaming",
+            "error": "",
+        }
+
+    def attach(self, view: MessageView) -> None:
+        """Show the reply in `view` from now on (a window's; the reply works without one)."""
+        self.view = view
+        # The view may go first (another chat opened) while an unsaved reply waits for room.
+        view.destroyed.connect(self._on_view_destroyed)
 
     def start(self, threads: WorkerThreads) -> None:
         """Run the worker on a thread of `threads` and start the once-a-second save."""
@@ -110,17 +144,31 @@ class ReplyStream(QObject):
         self._worker.cancel()
         self._end("stopped")
 
+    def is_saved(self) -> bool:
+        """True when History holds everything the reply shows (always, unless saves failed)."""
+        return not self._unsaved and not (self._ended and self._dirty)
+
+    def save(self) -> bool:
+        """Try now to save what History lacks; True when it holds the whole reply."""
+        if self._dirty or self._unsaved:
+            self._write()
+        return self.is_saved()
+
     @Slot(str)
     def _on_content(self, text: str) -> None:
         if not self._ended:
+            self._content.append(text)
             self._dirty = True
-            self.view.append_content(text)
+            if self.view is not None:
+                self.view.append_content(text)
 
     @Slot(str)
     def _on_reasoning(self, text: str) -> None:
         if not self._ended:
+            self._reasoning.append(text)
             self._dirty = True
-            self.view.append_reasoning(text)
+            if self.view is not None:
+                self.view.append_reasoning(text)
 
     @Slot(str)
     def _on_search_started(self, query: str) -> None:
@@ -129,7 +177,7 @@ class ReplyStream(QObject):
 
     @Slot(object)
     def _on_search_finished(self, result: object) -> None:
-        if not self._ended and isinstance(result, dict):
+        if not self._ended and isinstance(result, dict) and self.view is not None:
             self.view.add_search(
                 str(result.get("query", "")),
                 list(result.get("results") or []),
@@ -146,7 +194,8 @@ class ReplyStream(QObject):
         if not self._ended and isinstance(stats, dict):
             self._usage = dict(stats.get("usage") or {})
             self._timings = dict(stats.get("timings") or {})
-            self.view.set_stats(self._usage, self._timings)
+            if self.view is not None:
+                self.view.set_stats(self._usage, self._timings)
             self.stats.emit(stats)
 
     @Slot(str, object)
@@ -160,36 +209,84 @@ class ReplyStream(QObject):
             self._end("error" if self._error else "complete")
 
     @Slot()
-    def _save_partial(self) -> None:
-        if self._ended or not self._dirty:
-            return
+    def _on_save_due(self) -> None:
+        if self._dirty or self._unsaved:
+            self._write()
+        if self._ended and self.is_saved():
+            self._save_timer.stop()
+            self.deleteLater()
+
+    @Slot()
+    def _on_view_destroyed(self) -> None:
+        self.view = None
+
+    def _write(self) -> None:
+        """Save the reply as it is now; on failure keep it in memory and say so once."""
+        if self.message_id is None and not self._content:
+            return  # a retry with no answer text yet: the earlier reply stays as it is
+        # Cleared first: text arriving during a failed save must not be marked saved.
         self._dirty = False
+        final = self._ended
         try:
+            if self.message_id is None:
+                if self._replaces is not None:
+                    # The new attempt has text: the earlier reply (and what followed) gives way.
+                    self.history.delete_messages_from(self.session_id, self._replaces)
+                    self._replaces = None
+                self.message_id = self.history.add_message(
+                    self.session_id, "assistant", "", model=self.model, status="streaming"
+                )
+                if self.view is not None:
+                    self.view.set_message_id(self.message_id)
             self.history.update_message(
                 self.message_id,
-                content=self.view.content(),
-                reasoning=self.view.reasoning(),
+                content="".join(self._content),
+                reasoning="".join(self._reasoning),
+                **(
+                    {
+                        "status": self._status,
+                        "error": self._error,
+                        "usage": self._usage,
+                        "timings": self._timings,
+                    }
+                    if final
+                    else {}
+                ),
             )
         except HistoryError as exc:
-            self.save_failed.emit(str(exc))
+            self._dirty = True
+            if not self._unsaved:
+                log.warning("reply %s not saved: %s", self.message_id, exc)
+                if self.view is not None:
+                    self.view.set_unsaved(str(exc))
+                self.save_failed.emit(str(exc))
+            self._unsaved = str(exc)
+            return
+        if self._unsaved:
+            self._unsaved = ""
+            if self.view is not None:
+                self.view.set_unsaved("")
+            self.saved.emit()
 
     def _end(self, status: str) -> None:
         self._ended = True
-        self._save_timer.stop()
-        try:
-            self.history.update_message(
-                self.message_id,
-                content=self.view.content(),
-                reasoning=self.view.reasoning(),
-                status=status,
-                error=self._error,
-                usage=self._usage,
-                timings=self._timings,
-            )
-        except HistoryError as exc:
-            self.save_failed.emit(str(exc))
-        self.view.finish()
-        self.view.set_status(status, self._error)
+        self._status = status
+        if self.message_id is None and not self._content:
+            # A retry that produced no answer text: the earlier reply stays as it was, and
+            # this attempt has nothing History should take.
+            self.kept_earlier = True
+            self._dirty = False
+        else:
+            self._dirty = True
+            self._write()
+        if self.view is not None:
+            self.view.finish()
+            self.view.set_status(status, self._error)
         self.ended.emit(status, self._error)
-        # The window lets go of a reply once it ended; the worker may outlive it.
-        self.deleteLater()
+        if self.is_saved():
+            self._save_timer.stop()
+            # The window lets go of a reply once it ended; the worker may outlive it.
+            self.deleteLater()
+        else:
+            # Kept, with its text, until a save goes through (the timer retries each second).
+            self._save_timer.start()

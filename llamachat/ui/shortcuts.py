@@ -57,6 +57,7 @@ SHORTCUTS: tuple[Shortcut, ...] = (
     Shortcut("switch_model", ("Ctrl+M",), "Choose another model"),
     Shortcut("settings", ("Ctrl+,",), "Open the settings"),
     Shortcut("shortcuts", ("F1",), "Show these shortcuts"),
+    Shortcut("quit", ("Ctrl+Q",), "Quit llamachat (closing the window keeps it in the tray)"),
 )
 """Every shortcut of the chat window, in the order the help lists them."""
 

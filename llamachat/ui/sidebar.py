@@ -3,8 +3,11 @@
 `SessionSidebar(history)` lists sessions through `SessionListModel`, which reads
 them a page at a time (`canFetchMore`/`fetchMore`) as the list scrolls, so ten
 thousand sessions open as fast as ten. Typing in "Search sessions" runs
-`History.search` after a short pause and lists the matching chats with a snippet.
-Deleting is soft and undoable from the bar that appears under the list.
+`History.search` after a short pause and lists the chats whose title or messages
+match, each with a snippet shown as plain text and the matched words marked
+(`SearchHitDelegate`), or says "No matches". Deleting is soft and undoable from the
+bar that appears under the list. The highlighted row is always the chat the window
+shows (`set_current`), whatever the list does meanwhile.
 
 Everything here runs on the GUI thread, which owns the History's connection.
 
@@ -15,25 +18,40 @@ catch it and show its message in the sidebar's notice bar.
 
 from __future__ import annotations
 
+import html
 import json
 import logging
+import re
 import time
+import unicodedata
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import (
     QAbstractListModel,
+    QEvent,
     QModelIndex,
+    QObject,
     QPersistentModelIndex,
     QPoint,
+    QSize,
     Qt,
     QTimer,
     Signal,
     Slot,
 )
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtGui import (
+    QAbstractTextDocumentLayout,
+    QAction,
+    QKeySequence,
+    QMouseEvent,
+    QPainter,
+    QPalette,
+    QTextDocument,
+)
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QApplication,
     QFileDialog,
     QFrame,
     QHBoxLayout,
@@ -41,6 +59,9 @@ from PySide6.QtWidgets import (
     QListView,
     QMenu,
     QPushButton,
+    QStyle,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -48,6 +69,7 @@ from PySide6.QtWidgets import (
 
 from ..db import History, HistoryError, SessionRow
 from . import plain
+from .markdown import plain_text
 
 log = logging.getLogger(__name__)
 
@@ -57,14 +79,57 @@ SEARCH_LIMIT = 200
 NOTICE_MS = 15_000
 UNTITLED = "Untitled chat"
 FORMATS = {"markdown": ".md", "json": ".json"}
+# A snippet starts at most this many characters before its first marked word.
+SNIPPET_LEAD = 24
+SNIPPET_LINES = 2
 
 _Index = QModelIndex | QPersistentModelIndex
+
+
+def _fold(text: str) -> str:
+    """`text` lower-cased without accents, one character for each of `text`'s."""
+    return "".join(unicodedata.normalize("NFD", c)[0].lower()[:1] or c for c in text)
+
+
+def matches(text: str, query: str) -> list[tuple[int, int]]:
+    """The (start, end) spans of `text` holding a word of `query`, ignoring case and accents."""
+    words = [re.escape(_fold(word)) for word in query.split()]
+    if not words:
+        return []
+    pattern = re.compile("|".join(sorted(words, key=len, reverse=True)))
+    return [m.span() for m in pattern.finditer(_fold(text)) if m.end() > m.start()]
+
+
+def snippet_text(snippet: str, query: str) -> str:
+    """A search snippet as one line of plain text, starting shortly before its first match."""
+    text = plain_text(snippet)
+    found = matches(text, query)
+    if found and found[0][0] > SNIPPET_LEAD:
+        start = text.rfind(" ", 0, found[0][0] - SNIPPET_LEAD // 2) + 1
+        if start > 0:
+            text = "…" + text[start:].lstrip("…")
+    return text
+
+
+def marked_html(text: str, query: str, style: str) -> str:
+    """`text` escaped for HTML of ours, each match of `query` in a span styled `style`."""
+    parts: list[str] = []
+    done = 0
+    for start, end in matches(text, query):
+        if start < done:
+            continue
+        parts.append(html.escape(text[done:start]))
+        parts.append(f'<span style="{style}">{html.escape(text[start:end])}</span>')
+        done = end
+    parts.append(html.escape(text[done:]))
+    return "".join(parts)
 
 
 class SessionListModel(QAbstractListModel):
     """Sessions newest first, fetched a page at a time; or the hits of a search."""
 
     SessionIdRole = Qt.ItemDataRole.UserRole + 1
+    renamed = Signal(int, str)
 
     def __init__(
         self, history: History, *, page_size: int = PAGE_SIZE, mode: str | None = None
@@ -156,7 +221,7 @@ class SessionListModel(QAbstractListModel):
         session = self._rows[index.row()]
         title = session["title"] or UNTITLED
         if role == Qt.ItemDataRole.DisplayRole:
-            snippet = " ".join(str(session.get("snippet") or "").split())
+            snippet = snippet_text(str(session.get("snippet") or ""), self._query)
             return f"{title}\n{snippet}" if snippet else title
         if role == Qt.ItemDataRole.EditRole:
             return session["title"]
@@ -188,7 +253,70 @@ class SessionListModel(QAbstractListModel):
         self._history.rename_session(session["id"], title)
         session["title"] = title
         self.dataChanged.emit(index, index)
+        self.renamed.emit(session["id"], title)
         return True
+
+
+class SearchHitDelegate(QStyledItemDelegate):
+    """Draws a search hit as its title and two lines of snippet, the matched words marked.
+
+    Rows of the plain list (no search) are drawn as Qt draws them.
+    """
+
+    def _query(self, index: _Index) -> str:
+        model = index.model()
+        return model.query() if isinstance(model, SessionListModel) else ""
+
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: _Index) -> None:
+        """Draw the row; a search hit through a document of ours, outside text escaped."""
+        query = self._query(index)
+        if not query:
+            super().paint(painter, option, index)
+            return
+        opt = QStyleOptionViewItem(option)
+        self.initStyleOption(opt, index)
+        # The option's copy has its line breaks turned into U+2028: read the model's text.
+        text, opt.text = str(index.data(Qt.ItemDataRole.DisplayRole) or ""), ""
+        widget = opt.widget
+        style = widget.style() if widget is not None else QApplication.style()
+        style.drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, widget)
+        rect = style.subElementRect(QStyle.SubElement.SE_ItemViewItemText, opt, widget)
+        selected = bool(opt.state & QStyle.StateFlag.State_Selected)
+        palette = opt.palette
+        if selected:
+            mark = "font-weight:bold; text-decoration:underline"
+            ink = palette.color(QPalette.ColorRole.HighlightedText)
+        else:
+            back = palette.color(QPalette.ColorRole.Highlight).name()
+            front = palette.color(QPalette.ColorRole.HighlightedText).name()
+            mark = f"font-weight:bold; background-color:{back}; color:{front}"
+            ink = palette.color(QPalette.ColorRole.Text)
+        title, _, snippet = text.partition("\n")
+        title = opt.fontMetrics.elidedText(title, Qt.TextElideMode.ElideRight, rect.width())
+        document = QTextDocument()
+        document.setDocumentMargin(0)
+        document.setDefaultFont(opt.font)
+        document.setTextWidth(rect.width())
+        document.setHtml(
+            f'<p style="margin:0; white-space:pre">{marked_html(title, query, mark)}</p>'
+            f'<p style="margin:0">{marked_html(snippet, query, mark)}</p>'
+        )
+        context = QAbstractTextDocumentLayout.PaintContext()
+        context.palette.setColor(QPalette.ColorRole.Text, ink)
+        painter.save()
+        painter.translate(rect.topLeft())
+        painter.setClipRect(0, 0, rect.width(), rect.height())
+        document.documentLayout().draw(painter, context)
+        painter.restore()
+
+    def sizeHint(self, option: QStyleOptionViewItem, index: _Index) -> QSize:
+        """A search hit is a title and two snippet lines high; no row is wider than the view."""
+        size = super().sizeHint(option, index)
+        if self._query(index) and "\n" in str(index.data()):
+            # Qt sized the title and one snippet line.
+            size.setHeight(size.height() + (SNIPPET_LINES - 1) * option.fontMetrics.lineSpacing())
+        # Long titles are elided to the view's width instead of widening the list.
+        return QSize(1, size.height())
 
 
 class SessionSidebar(QWidget):
@@ -197,6 +325,7 @@ class SessionSidebar(QWidget):
     session_activated = Signal(int)
     new_chat_requested = Signal()
     session_deleted = Signal(int)
+    session_renamed = Signal(int, str)
 
     def __init__(
         self,
@@ -241,12 +370,22 @@ class SessionSidebar(QWidget):
         menu.addAction(self.import_action)
         more.setMenu(menu)
 
+        self.no_matches = plain.Label("No matches")
+        self.no_matches.setAccessibleName("No matches")
+        self.no_matches.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.no_matches.setEnabled(False)
+        self.no_matches.hide()
+
         self.list_view = QListView()
         self.list_view.setAccessibleName("Sessions")
         self.list_view.setModel(self.model)
+        self.list_view.setItemDelegate(SearchHitDelegate(self.list_view))
         self.list_view.setUniformItemSizes(True)
         self.list_view.setWordWrap(False)
         self.list_view.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.list_view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        # A right click opens the menu without moving the highlight off the open chat.
+        self.list_view.viewport().installEventFilter(self)
         self.list_view.setEditTriggers(QAbstractItemView.EditTrigger.EditKeyPressed)
         self.list_view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.list_view.customContextMenuRequested.connect(self._on_context_menu)
@@ -258,6 +397,8 @@ class SessionSidebar(QWidget):
         delete.triggered.connect(self._on_delete_selected)
         self.list_view.addAction(delete)
         self.model.modelReset.connect(self._on_model_reset)
+        self.model.rowsRemoved.connect(self._select_current)
+        self.model.renamed.connect(self._on_renamed)
 
         self.notice_label = plain.Label()
         self.notice_label.setWordWrap(True)
@@ -289,6 +430,7 @@ class SessionSidebar(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(top)
         layout.addWidget(self.search_field)
+        layout.addWidget(self.no_matches)
         layout.addWidget(self.list_view, 1)
         layout.addWidget(self.notice)
 
@@ -299,8 +441,14 @@ class SessionSidebar(QWidget):
         self.model.reload(at_least=self.model.rowCount())
 
     def set_current(self, session_id: int | None) -> None:
-        """Highlight the session the window shows (None: a new, unsaved chat)."""
+        """Highlight the session the window shows (None: a new, unsaved chat).
+
+        A session the list does not hold yet (a quick question just continued in chat,
+        a chat just created) is read in first, so it is listed and highlighted at once.
+        """
         self._current = session_id
+        if session_id is not None and not self.model.query() and self.model.row_of(session_id) < 0:
+            self.refresh()
         self._select_current()
 
     def current(self) -> int | None:
@@ -325,6 +473,7 @@ class SessionSidebar(QWidget):
         """Give a session a new title."""
         self.history.rename_session(session_id, title.strip())
         self.refresh()
+        self.session_renamed.emit(session_id, title.strip())
 
     def delete_session(self, session_id: int) -> None:
         """Hide a session (soft delete) and offer Undo in the notice bar."""
@@ -420,15 +569,33 @@ class SessionSidebar(QWidget):
     def _on_model_reset(self) -> None:
         # Uniform rows keep 10,000 titles cheap; search hits carry a second line.
         self.list_view.setUniformItemSizes(not self.model.query())
+        self.no_matches.setVisible(bool(self.model.query()) and self.model.rowCount() == 0)
         self._select_current()
 
+    @Slot()
     def _select_current(self) -> None:
         row = self.model.row_of(self._current) if self._current is not None else -1
         selection = self.list_view.selectionModel()
         if row < 0:
-            selection.clearSelection()
+            # The current index goes too: Delete acts on it, and it is not the open chat.
+            selection.clear()
             return
         self.list_view.setCurrentIndex(self.model.index(row))
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """Keep a right click on the list from selecting the row under it (the menu still opens)."""
+        if (
+            watched is self.list_view.viewport()
+            and event.type() in (QEvent.Type.MouseButtonPress, QEvent.Type.MouseButtonDblClick)
+            and isinstance(event, QMouseEvent)
+            and event.button() == Qt.MouseButton.RightButton
+        ):
+            return True
+        return super().eventFilter(watched, event)
+
+    @Slot(int, str)
+    def _on_renamed(self, session_id: int, title: str) -> None:
+        self.session_renamed.emit(session_id, title)
 
     @Slot(QModelIndex)
     def _on_activated(self, index: QModelIndex) -> None:

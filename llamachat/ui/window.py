@@ -12,14 +12,12 @@ picker and the meter ask the server on the task runner (`tasks`), through the Ap
 when none could be had, and while it offers no models, the getting-started panel
 (`first_run.FirstRunPanel`) sits above the conversation and says what to do.
 
-A reply is saved as it streams (`reply.ReplyStream`, shared with the quick window):
-the user message first, then an assistant row with status "streaming" that a
-one-second timer rewrites, so a crash loses at most a second of text; the final save
-marks it "complete", "stopped" or "error".
-
-The system message (preset prompt, date note when search is on, loaded skills in
-load order) is computed once and cached: it stays byte-identical from turn to turn,
-which lets the router reuse its prompt cache, until the set of loaded skills changes.
+Sending, Stop, Retry, Edit, the loaded skills and the streaming reply are the
+conversation's (`controller.Conversation`, shared with the quick window): the window
+forwards what the user does and shows what it signals. A reply is saved as it
+streams (`reply.ReplyStream`): the user message first, then an assistant row with
+status "streaming" that a one-second timer rewrites, so a crash loses at most a
+second of text; the final save marks it "complete", "stopped" or "error".
 
 Errors: none of its own. Backend failures are shown inline on the reply with a
 Retry; a model list that cannot be fetched is shown beside the model picker;
@@ -58,19 +56,22 @@ from ..config import Config, ConfigError
 from ..db import History, HistoryError, MessageRow
 from ..models import ModelInfo
 from ..server import is_loopback
-from . import first_run, markdown, plain, shortcuts, tasks
+from ..skills import SkillStore
+from . import controller, first_run, markdown, plain, shortcuts, tasks
 from .app import FAILED, PENDING, READY, App, RouterState
 from .chips import SkillChips
 from .composer import Attachment, Composer
+from .controller import Conversation
 from .conversation import ConversationView
 from .meter import ContextMeter
 from .model_picker import ModelPicker
+from .notice import NoticeBar
 from .presets import PresetPicker
 from .reply import ReplyStream
 from .settings import SettingsDialog
 from .sidebar import SessionSidebar
 from .skills_panel import SkillsPanel, SkillsWatcher
-from .worker import WorkerThreads, collect_garbage_on_gui_thread
+from .worker import collect_garbage_on_gui_thread
 
 if TYPE_CHECKING:
     from ..server import ManagedServer
@@ -130,6 +131,8 @@ class ChatWindow(QMainWindow):
     model_changed = Signal(str)
     models_listed = Signal(list)
     streaming_changed = Signal(bool)
+    # File > Quit (Ctrl+Q): the running instance ends the app, tray icon included.
+    quit_requested = Signal()
 
     def __init__(self, app: App, *, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -142,33 +145,33 @@ class ChatWindow(QMainWindow):
             self._prompts.ensure_default()
         except prompts.PromptError as exc:
             log.warning("cannot create the default prompt in %s: %s", cfg.prompts_dir, exc)
-        self._skills = turn.skill_store(cfg)
-        # What the skills store and the search toggle were built from, to see what a
-        # config_changed changes.
-        self._skills_from = (cfg.skill_roots(), cfg.skills_enabled)
+        # The conversation: session, skills, edit state, the reply and its requests.
+        self.chat = Conversation(
+            app,
+            model=cfg.default_model,
+            preset=lambda: self.preset_picker.system_text(),
+            prompt=lambda: (self.preset_picker.current_name(), self.preset_picker.custom_text()),
+            images=self._reads_images,
+            parent=self,
+        )
+        # What the search toggle was built from, to see what a config_changed changes.
         self._search_from = (cfg.search_url, cfg.search_enabled)
         self._skills_watcher: SkillsWatcher | None = None
+        self._watched: object = None
         self._skills_panel: SkillsPanel | None = None
-        self._search_on = cfg.search_enabled
         self._shown_server: ManagedServer | None = None
         # While the router is looked for or started, the picker lists from a stand-in.
         self._router_pending = False
         self._adding_model = False
-        self._threads = WorkerThreads(self)
         collect_garbage_on_gui_thread()
-        self._session_id: int | None = None
-        self._loaded: list[str] = []
-        self._system_cache: tuple[turn.Part, ...] | None = None
         self._models: dict[str, ModelInfo] = {}
         self._said_no_models = False
-        self._model = cfg.default_model
-        self._reply: ReplyStream | None = None
-        self._edit_from: int | None = None
 
         # Pygments' lexers load on first use (~0.1 s); load them off the GUI thread now
         # rather than stall the first code block of the first reply.
         tasks.run_in_background(markdown.warm_up)
         self._build()
+        self._follow_conversation()
         self._watch_skills()
         app.config_changed.connect(self._on_config_changed)
         app.router_changed.connect(self._on_router_changed)
@@ -185,10 +188,9 @@ class ChatWindow(QMainWindow):
                 if self.history.salvaged
                 else "a new one started"
             )
-            self.show_status(
+            self.show_problem(
                 f"The history file was damaged; it was moved to {self.history.recovered_from} "
-                f"and {kept}.",
-                timeout=0,
+                f"and {kept}."
             )
 
     # ------------------------------------------------------------------ building
@@ -218,7 +220,7 @@ class ChatWindow(QMainWindow):
 
         self.search_action = QAction("Web search", self)
         self.search_action.setCheckable(True)
-        self.search_action.setChecked(self._search_on)
+        self.search_action.setChecked(self.chat.search_on)
         self.search_action.setToolTip("Let the model search the web (SearXNG at search_url)")
         self.search_action.toggled.connect(self.set_search_enabled)
         self.search_button = QToolButton()
@@ -297,11 +299,16 @@ class ChatWindow(QMainWindow):
         self.meter.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Preferred)
         self.composer.editor.textChanged.connect(lambda: self.meter.set_draft(self.composer.text()))
         self.statusBar().addPermanentWidget(self.meter)
+        # A message longer than the bar is cut at its edge: hovering shows it whole.
+        self.statusBar().messageChanged.connect(
+            lambda text: self.statusBar().setToolTip(plain.tooltip(text))
+        )
 
         self.sidebar = SessionSidebar(self.history, mode="chat")
         self.sidebar.session_activated.connect(self.open_session)
         self.sidebar.new_chat_requested.connect(self.new_session)
         self.sidebar.session_deleted.connect(self._on_session_deleted)
+        self.sidebar.session_renamed.connect(self._on_session_renamed)
         self.session_changed.connect(self.sidebar.set_current)
         self.sidebar.setMinimumWidth(180)
         self.sidebar.list_view.setStyleSheet("QListView::item { padding: 5px 6px; }")
@@ -317,6 +324,11 @@ class ChatWindow(QMainWindow):
         layout.addWidget(top_bar)
         layout.addWidget(rule)
         layout.addWidget(self.first_run_panel)
+        self.problem_bar = NoticeBar()
+        problem_row = QVBoxLayout()
+        problem_row.setContentsMargins(10, 6, 10, 0)
+        problem_row.addWidget(self.problem_bar)
+        layout.addLayout(problem_row)
         layout.addWidget(self.conversation, 1)
         layout.addLayout(body)
 
@@ -344,6 +356,7 @@ class ChatWindow(QMainWindow):
                 "switch_model": self.model_picker.open_popup,
                 "settings": self.open_settings,
                 "shortcuts": self.show_shortcuts,
+                "quit": self.quit_requested.emit,
             },
         )
         self.composer.editor.setFocus()
@@ -371,6 +384,8 @@ class ChatWindow(QMainWindow):
         file_menu.addAction(self.add_model_action)
         file_menu.addSeparator()
         file_menu.addAction(QAction("Close window", self, triggered=self.close))
+        quit_action = QAction("Quit", self, triggered=lambda: self.quit_requested.emit())
+        file_menu.addAction(keyed(quit_action, "quit"))
 
         chat_menu = menus.addMenu("&Chat")
         chat_menu.addAction(
@@ -422,62 +437,67 @@ class ChatWindow(QMainWindow):
     @property
     def session_id(self) -> int | None:
         """The open session's id; None until the first message of a new chat is sent."""
-        return self._session_id
+        return self.chat.session_id
+
+    @property
+    def _model(self) -> str:
+        return self.chat.model
+
+    @property
+    def _skills(self) -> SkillStore | None:
+        return self.chat.store
 
     def is_streaming(self) -> bool:
         """True while a reply streams."""
-        return self._reply is not None
+        return self.chat.is_streaming()
 
     def running_workers(self) -> int:
         """Worker threads not yet ended (a stopped stream may still be closing its socket)."""
-        return self._threads.running()
+        return self.chat.threads.running()
 
     def show_status(self, text: str, timeout: int = STATUS_MS) -> None:
         """Say something in the status bar (timeout in ms; 0 keeps it)."""
         self.statusBar().showMessage(text, timeout)
 
+    def show_problem(self, text: str) -> None:
+        """Show a problem the user must act on, whole, above the chat until dismissed."""
+        log.info("shown to the user: %s", text)
+        self.problem_bar.show_text(text)
+
     def new_session(self) -> None:
         """Start an empty chat: no messages, no loaded skills; created on the first send."""
-        self.stop()
-        self._session_id = None
-        self._edit_from = None
-        self._loaded = []
+        if self.chat.is_streaming():
+            self.stop()
+        self.chat.new_session()
         # A custom prompt belongs to the chat it was written for; the preset carries over.
         self.preset_picker.set_session_prompt(self.preset_picker.current_name())
-        self._skills_changed(persist=False)
         self.conversation.clear()
         self.meter.set_used(0)
         self._update_title()
-        self.session_changed.emit(None)
 
     def open_session(self, session_id: int) -> bool:
         """Show a stored chat with its model and loaded skills; False when it does not exist."""
-        session = self.history.get_session(session_id)
-        if session is None:
+        if self.chat.is_streaming():
+            self.stop()
+        opened = self.chat.open_session(session_id)
+        if opened is None:
             self.show_status(f"Chat {session_id} no longer exists.")
             return False
-        self.stop()
-        self._session_id = session_id
-        self._edit_from = None
-        # A skill gone from disk stays listed (as missing) until the user removes it.
-        self._loaded = list(session.get("skills") or [])
+        session, messages = opened
         self.preset_picker.set_session_prompt(
             session.get("prompt_name") or "", session.get("prompt_custom") or ""
         )
-        self._skills_changed(persist=False)
-        if missing := self.skill_chips.missing():
+        if missing := self.chat.missing_skills():
             self.show_status(
                 f"Skills of this chat no longer found: {', '.join(missing)}. "
                 "The model does not get them; click a chip to remove it.",
                 timeout=0,
             )
-        messages = self._settled_messages(session_id)
         self.conversation.load_messages(messages)
         if session.get("model"):
             self._apply_model(session["model"])
         self._show_usage(messages)
         self._update_title()
-        self.session_changed.emit(session_id)
         return True
 
     def current_model(self) -> str:
@@ -487,8 +507,8 @@ class ChatWindow(QMainWindow):
     def set_model(self, model_id: str) -> None:
         """Answer with `model_id` from now on (remembered on the open chat)."""
         self._apply_model(model_id)
-        if self._session_id is not None and model_id:
-            self.history.set_model(self._session_id, model_id)
+        if self.session_id is not None and model_id:
+            self.history.set_model(self.session_id, model_id)
 
     @Slot(object)
     def _on_router_changed(self, state: RouterState) -> None:
@@ -562,7 +582,7 @@ class ChatWindow(QMainWindow):
 
     def search_enabled(self) -> bool:
         """Whether the model is offered the web_search tool (the Web search toggle)."""
-        return self._search_on
+        return self.chat.search_on
 
     @Slot(bool)
     def set_search_enabled(self, enabled: bool) -> None:
@@ -570,10 +590,9 @@ class ChatWindow(QMainWindow):
         enabled = enabled and bool(self.cfg.search_url)
         if self.search_action.isChecked() != enabled:
             self.search_action.setChecked(enabled)
-        if enabled == self._search_on:
+        if enabled == self.chat.search_on:
             return
-        self._search_on = enabled
-        self._system_cache = None
+        self.chat.set_search_on(enabled)
         self.show_status("Web search on." if enabled else "Web search off.")
 
     def focus_composer(self) -> None:
@@ -723,6 +742,7 @@ class ChatWindow(QMainWindow):
         self.first_run_panel.set_busy("")
         error = future.result()
         if error:
+            self.statusBar().clearMessage()
             self._say_problem(error)
             return
         self.show_status(f"Added {name} to the models folder.")
@@ -739,7 +759,8 @@ class ChatWindow(QMainWindow):
         """Explain a failed models-folder action on the panel (when shown) and the status bar."""
         if self.first_run_panel.state() != "hidden":
             self.first_run_panel.set_problem(text)
-        self.show_status(text, timeout=0)
+        else:
+            self.show_problem(text)
 
     def _show_empty(self) -> None:
         self.first_run_panel.show_empty(models_dir=self.models_folder(), url=self.cfg.router_url)
@@ -756,67 +777,36 @@ class ChatWindow(QMainWindow):
 
     def loaded_skills(self) -> list[str]:
         """The skills loaded for this chat, in load order."""
-        return list(self._loaded)
+        return self.chat.loaded_skills()
 
     def load_skill(self, name: str) -> bool:
         """Load a skill into the chat's system message; True when it was not loaded before."""
-        if self._skills is None or name in self._loaded:
-            return False
-        if self._skills.load(name) is None:
-            return False
-        self._loaded.append(name)
-        self._skills_changed()
-        return True
+        return self.chat.load_skill(name)
 
     @Slot(str)
     def unload_skill(self, name: str) -> None:
         """Drop a skill from the chat's system message."""
-        if name not in self._loaded:
-            return
-        self._loaded.remove(name)
-        self._skills_changed()
-        self.show_status(f"Unloaded skill {name}.")
+        if self.chat.unload_skill(name):
+            self.show_status(f"Unloaded skill {name}.")
 
     def system_message(self) -> str:
         """The system message every request starts with; cached until the loaded skills change."""
-        return turn.join_system(self._system_parts())
+        return self.chat.system_message()
 
     def next_turn(self, model: str | None = None) -> turn.Turn:
         """The next request to `model` (default: the chat's): the system message, the chat so far."""
-        model = self._model if model is None else model
-        stored = self.history.messages(self._session_id) if self._session_id is not None else []
-        return turn.build_turn(
-            self.cfg,
-            model=model,
-            system=self._system_parts(),
-            messages=stored,
-            images=self._reads_images(model),
-            store=self._skills,
-            search_on=self._search_on,
-        )
+        return self.chat.next_turn(model)
 
     def request_messages(self) -> list[dict]:
         """The messages of the next request: the system message, then the chat so far."""
-        return self.next_turn().messages()
-
-    def _system_parts(self) -> tuple[turn.Part, ...]:
-        # Built once per preset, search toggle and set of loaded skills: the same bytes
-        # turn after turn are what lets llama.cpp reuse its prompt cache.
-        if self._system_cache is None:
-            self._system_cache = turn.system_parts(
-                self.preset_picker.system_text(),
-                search_on=self._search_on,
-                store=self._skills,
-                names=self._loaded,
-            )
-        return self._system_cache
+        return self.chat.next_turn().messages()
 
     # ------------------------------------------------------------------ sending
 
     @Slot()
     def send(self) -> None:
         """Send the composer's message (loading any skills it names) and stream the reply."""
-        if self._reply is not None:
+        if self.chat.is_streaming():
             self.show_status("A reply is still coming: stop it (Esc) before sending.")
             return
         if self.composer.is_empty():
@@ -827,212 +817,102 @@ class ChatWindow(QMainWindow):
             self.composer.clear()
             self.open_skills_panel()
             return
-        text, commands = self._load_skills_from_text(typed)
-        if not text.strip() and not attachments:
-            self.composer.clear()
-            if commands:
-                self.show_status(f"Skill {', '.join(commands)} loaded; nothing was sent.")
-            return
-        model = self._model
-        if not model:
+        outcome = self.chat.submit(typed, [item.to_dict() for item in attachments])
+        if outcome == controller.NO_MODEL:
             self.show_status("No model to answer: pick one in the Model list.")
-            return
-        stored = [item.to_dict() for item in attachments]
-        try:
-            session_id = self._ensure_session(model)
-            if self._edit_from is not None:
-                self.history.delete_messages_from(session_id, self._edit_from)
-                self._edit_from = None
-                self.conversation.load_messages(self.history.messages(session_id))
-            message_id = self.history.add_message(
-                session_id, "user", text, attachments=stored, model=model
-            )
-        except HistoryError as exc:
-            self.show_status(f"Not sent: the message could not be saved. {exc}", timeout=0)
-            return
-        # The new chat's title (or the chat's new place at the top) shows at once.
-        self.sidebar.refresh()
-        self.conversation.append_message(
-            {
-                "id": message_id,
-                "session_id": session_id,
-                "role": "user",
-                "content": text,
-                "reasoning": "",
-                "attachments": stored,
-                "model": model,
-                "status": "complete",
-                "error": "",
-            }
-        )
-        self.composer.clear()
-        self._update_title()
-        self._start_reply(model)
+        elif outcome in (controller.SENT, controller.HELD):
+            self.composer.clear()
 
     @Slot()
     def stop(self) -> None:
         """Stop the reply now, keeping what arrived (saved as "stopped"); else leave editing."""
-        if self._reply is None:
-            if self._edit_from is not None:
-                self._edit_from = None
-                self.show_status("No longer editing: sending adds a new message.")
-            return
-        self._reply.stop()
-        self.show_status("Stopped.")
+        if self.chat.stop():
+            self.show_status("Stopped.")
 
     @Slot(object)
     def retry(self, message_id: object) -> None:
-        """Delete a reply (and everything after it) and ask for it again."""
-        if self._session_id is None or not isinstance(message_id, int):
-            return
-        self.stop()
-        self.history.delete_messages_from(self._session_id, message_id)
-        self.conversation.load_messages(self.history.messages(self._session_id))
-        if not self._model:
-            self.show_status("No model to answer: pick one in the Model list.")
-            return
-        self._start_reply(self._model)
+        """Ask for a reply again; the earlier one (and what followed) stays until it has text."""
+        if self.chat.is_streaming():
+            self.stop()
+        self.chat.retry(message_id)
 
     @Slot(object)
     def edit_message(self, message_id: object) -> None:
         """Put a sent message back in the composer; sending replaces it and what followed."""
-        if self._session_id is None:
+        if self.chat.is_streaming():
+            self.stop()
+        message = self.chat.edit(message_id)
+        if message is None:
             return
-        message = next(
-            (m for m in self.history.messages(self._session_id) if m["id"] == message_id), None
-        )
-        if message is None or message["role"] != "user":
-            return
-        self.stop()
         self.composer.set_text(message["content"])
         self.composer.set_attachments(
             [Attachment.from_dict(item) for item in message.get("attachments") or []]
         )
-        self._edit_from = message["id"]
         self.composer.editor.setFocus()
-        self.show_status("Editing: sending replaces this message and everything after it.")
 
-    def _load_skills_from_text(self, text: str) -> tuple[str, list[str]]:
-        """Load the skills a draft names; return the text to send and the `/name`s in it."""
-        offered = self._offered_skills()
-        # parse_question re-checks the skill files (stat calls only, once per send: with
-        # 500 skills a second pass cost ~2 ms before the request could leave); the
-        # completer is rebuilt only when what it offers changed on disk.
-        question = turn.parse_question(text, self._skills)
-        if self._offered_skills() != offered:
-            self._refresh_skill_names()
-        loaded = [name for name in question.skills if self.load_skill(name)]
-        if loaded:
-            self.show_status(f"Loaded skill {', '.join(loaded)}.")
-        elif question.commands:
-            self.show_status(f"Already loaded: {', '.join(question.commands)}.")
-        return question.text, list(question.commands)
+    # ------------------------------------------------------------------ conversation events
 
-    def _ensure_session(self, model: str) -> int:
-        if self._session_id is None:
-            self._session_id = self.history.create_session(
-                "chat",
-                model,
-                prompt_name=self.preset_picker.current_name(),
-                prompt_custom=self.preset_picker.custom_text(),
-            )
-            if self._loaded:
-                self.history.set_skills(self._session_id, self._loaded)
-            self.session_changed.emit(self._session_id)
-        return self._session_id
+    def _follow_conversation(self) -> None:
+        chat = self.chat
+        chat.session_changed.connect(self.session_changed)
+        chat.message_added.connect(self._on_message_added)
+        chat.messages_reset.connect(self.conversation.load_messages)
+        chat.reply_started.connect(self._on_reply_started)
+        chat.reply_ended.connect(self._on_reply_ended)
+        chat.skills_changed.connect(self._show_skill_chips)
+        chat.store_changed.connect(self._on_store_changed)
+        chat.stats.connect(self.meter.update_from_stats)
+        chat.notice.connect(self._on_notice)
 
-    def _start_reply(self, model: str) -> None:
-        assert self._session_id is not None
-        request = self.next_turn(model)
-        try:
-            reply = ReplyStream(
-                self.history,
-                self.conversation,
-                self._registry,
-                session_id=self._session_id,
-                model=model,
-                messages=request.messages(),
-                search_cfg=request.search_cfg,
-                skills_cfg=request.skills_cfg,
-                parent=self,
-            )
-        except HistoryError as exc:
-            self.show_status(f"Not sent: the reply could not be saved. {exc}", timeout=0)
-            return
-        reply.search_started.connect(self._on_search_started)
-        reply.skill_loaded.connect(self._on_skill_loaded)
-        reply.stats.connect(self.meter.update_from_stats)
-        reply.save_failed.connect(self._on_save_failed)
-        reply.ended.connect(self._on_reply_ended)
-        self._reply = reply
-        reply.start(self._threads)
+    @Slot(str, int)
+    def _on_notice(self, text: str, timeout: int) -> None:
+        # A notice meant to stay (timeout 0) is a problem the user must act on.
+        if timeout == 0:
+            self.show_problem(text)
+        else:
+            self.show_status(text, timeout)
+
+    @Slot(object)
+    def _on_message_added(self, message: dict) -> None:
+        # The new chat's title (or the chat's new place at the top) shows at once.
+        self.sidebar.refresh()
+        self.conversation.append_message(message)
+        self._update_title()
+
+    @Slot(object)
+    def _on_reply_started(self, reply: ReplyStream) -> None:
+        reply.attach(self.conversation.append_message(reply.row()))
         self.composer.set_streaming(True)
         self.streaming_changed.emit(True)
         self.conversation.scroll_to_bottom()
 
-    # ------------------------------------------------------------------ stream events
-
-    @Slot(str)
-    def _on_search_started(self, query: str) -> None:
-        self.show_status(f"Searching the web for “{query}”…")
-
-    @Slot(str)
-    def _on_skill_loaded(self, name: str) -> None:
-        if self.load_skill(name):
-            self.show_status(f"The model loaded skill {name}.")
-
-    @Slot(str)
-    def _on_save_failed(self, error: str) -> None:
-        self.show_status(f"The reply could not be saved: {error}", timeout=0)
-
     @Slot(str, str)
     def _on_reply_ended(self, status: str, error: str) -> None:
-        self._reply = None
         self.composer.set_streaming(False)
         self.sidebar.refresh()
         self.streaming_changed.emit(False)
-        if status == "error":
-            self.show_status(f"The reply failed: {error}")
+
+    @Slot(object)
+    def _on_store_changed(self, store: SkillStore | None) -> None:
+        if store is not self._watched:
+            self._watch_skills()
+        self._refresh_skill_names()
 
     # ------------------------------------------------------------------ skills and models
 
-    def _skills_changed(self, *, persist: bool = True) -> None:
-        self._system_cache = None
-        if persist and self._session_id is not None:
-            self.history.set_skills(self._session_id, self._loaded)
-        self._show_skill_chips()
-
-    def _show_skill_chips(self) -> None:
-        missing = frozenset(name for name in self._loaded if not self._is_loadable(name))
-        if missing != frozenset(self.skill_chips.missing()):
-            # A skill left or came back: the system message leaves out the missing ones.
-            self._system_cache = None
-        self.skill_chips.set_skills(self._loaded, missing)
-
-    def _offered_skills(self) -> tuple[list[str], dict[str, str]]:
-        """What the composer's `/` completer offers: the user's skill names and descriptions."""
-        if self._skills is None:
-            return [], {}
-        return self._skills.user_names(), self._skills.descriptions()
+    def _show_skill_chips(self, _names: object = None) -> None:
+        # A chip per loaded skill; the ones gone from disk struck through.
+        self.skill_chips.set_skills(
+            self.chat.loaded_skills(), frozenset(self.chat.missing_skills())
+        )
 
     def _refresh_skill_names(self) -> None:
         if self._skills is not None:
             self.composer.offer_skills(self._skills)
         self._show_skill_chips()
 
-    def _settled_messages(self, session_id: int) -> list[MessageRow]:
-        """The chat's messages, with replies left "streaming" by a crash marked "stopped"."""
-        messages = self.history.messages(session_id)
-        for message in messages:
-            if message["status"] == "streaming":
-                # Only this window streams into a chat it shows, and it is not streaming now:
-                # the row is what a previous run saved before it died.
-                self.history.update_message(message["id"], status="stopped")
-                message["status"] = "stopped"
-        return messages
-
     def _update_title(self) -> None:
-        session = self.history.get_session(self._session_id) if self._session_id else None
+        session = self.history.get_session(self.session_id) if self.session_id else None
         title = (session["title"] if session else "") or "New chat"
         self.setWindowTitle(f"{title} — llamachat")
 
@@ -1052,7 +932,7 @@ class ChatWindow(QMainWindow):
 
     def _apply_model(self, model_id: str) -> None:
         changed = model_id != self._model
-        self._model = model_id
+        self.chat.model = model_id
         if self.model_picker.current_model() != model_id:
             self.model_picker.set_current(model_id)
         self.composer.set_model(model_id, images=self._reads_images(model_id))
@@ -1101,7 +981,7 @@ class ChatWindow(QMainWindow):
         try:
             self.app.save_settings({"default_model": model_id})
         except ConfigError as exc:
-            self.show_status(f"The default model was not saved: {exc}", timeout=0)
+            self.show_problem(f"The default model was not saved: {exc}")
             return
         self.show_status(
             f"{model_id} is the default model for new chats."
@@ -1111,20 +991,25 @@ class ChatWindow(QMainWindow):
 
     @Slot(str, str)
     def _on_preset_changed(self, name: str, custom: str) -> None:
-        if self._session_id is not None:
+        if self.session_id is not None:
             try:
-                self.history.set_prompt(self._session_id, name, custom)
+                self.history.set_prompt(self.session_id, name, custom)
             except HistoryError as exc:
-                self.show_status(f"The chat's prompt could not be saved: {exc}", timeout=0)
+                self.show_problem(f"The chat's prompt could not be saved: {exc}")
 
     @Slot(str)
     def _on_system_text_changed(self, text: str) -> None:
-        self._system_cache = None
+        self.chat.system_text_changed()
 
     @Slot(int)
     def _on_session_deleted(self, session_id: int) -> None:
-        if session_id == self._session_id:
+        if session_id == self.session_id:
             self.new_session()
+
+    @Slot(int, str)
+    def _on_session_renamed(self, session_id: int, _title: str) -> None:
+        if session_id == self.session_id:
+            self._update_title()
 
     # ------------------------------------------------------------------ skills on disk
 
@@ -1139,6 +1024,7 @@ class ChatWindow(QMainWindow):
         if self._skills_watcher is not None:
             self._skills_watcher.deleteLater()
             self._skills_watcher = None
+        self._watched = self._skills
         if self._skills is not None:
             self._skills_watcher = SkillsWatcher(self._skills, parent=self)
             self._skills_watcher.changed.connect(self._refresh_skill_names)
@@ -1163,27 +1049,14 @@ class ChatWindow(QMainWindow):
 
     @Slot(object)
     def _on_config_changed(self, cfg: Config) -> None:
-        """Follow settings saved in any window: default model, font, skills folders, web search."""
+        """Follow settings saved in any window: default model, font, web search (skills: `chat`)."""
         self.model_picker.set_default(cfg.default_model)
         self.conversation.set_font_size(cfg.font_size)
-        skills_from = (cfg.skill_roots(), cfg.skills_enabled)
-        if skills_from != self._skills_from:
-            self._skills_from = skills_from
-            self._skills = turn.skill_store(cfg)
-            self._loaded = [name for name in self._loaded if self._is_loadable(name)]
-            self._skills_changed()
-            self._watch_skills()
-            self._refresh_skill_names()
         search_from = (cfg.search_url, cfg.search_enabled)
         if search_from != self._search_from:
             self._search_from = search_from
             self._update_search_toggle()
             self.set_search_enabled(cfg.search_enabled)
-        # The system message's date note and max_searches are read from cfg at each send.
-        self._system_cache = None
-
-    def _is_loadable(self, name: str) -> bool:
-        return self._skills is not None and self._skills.load(name) is not None
 
     @Slot(str, str)
     def _on_server_event(self, kind: str, message: str) -> None:
@@ -1200,7 +1073,8 @@ class ChatWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:
         """Save a streaming reply as stopped and let the worker threads end."""
         self.stop()
-        if not self._threads.wait_all(10_000):
+        self.chat.close()
+        if not self.chat.threads.wait_all(10_000):
             log.warning("a worker thread did not end within 10 s of closing the window")
         self.model_picker.shutdown()
         super().closeEvent(event)

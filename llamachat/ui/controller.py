@@ -1,0 +1,530 @@
+"""One conversation's actions and state, shared by the chat window and the quick window.
+
+`Conversation(app, mode=...)` owns the open session, the loaded skills, the edit
+state and the streaming reply (`reply.ReplyStream`), and builds every request with
+`turn`. Windows forward what the user does (`submit`, `stop`, `retry`, `edit`,
+`load_skill`, `unload_skill`, `new_session`, `open_session`) and turn its signals
+into widgets: `message_added` (show a sent message), `messages_reset` (show these
+rows instead), `reply_started` (attach a view to the reply), `reply_ended`,
+`skills_changed`, `store_changed`, `session_changed` and `notice` (say something).
+It loads no widget module, so a test drives it with no window at all.
+
+Two modes:
+    chat     one session for many turns; the loaded skills are the session's
+             (`History.set_skills`) and the system message is cached, byte-identical
+             from turn to turn until the preset, web search or the skills change.
+    oneshot  every question is a new session of mode "oneshot"; the skills named in
+             it (and those the model loads) serve that one reply and are dropped after.
+
+What the model is sent is what the user sees: a reply that could not be saved (a
+full disk) is saved again before the next request, and no request goes out while
+it is not. A retry keeps the earlier reply until the new one has answer text.
+
+Errors: none raised. History failures become a `notice` and the action is not done.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QObject, Signal, Slot
+
+from .. import prompts, turn
+from ..config import Config
+from ..db import History, HistoryError, MessageRow, SessionRow
+from ..skills import SkillStore
+from .reply import ReplyStream
+from .worker import WorkerThreads
+
+if TYPE_CHECKING:
+    # The App's module shows dialogs; the conversation only reads its state and signals.
+    from .app import App
+
+log = logging.getLogger(__name__)
+
+CHAT = "chat"
+ONESHOT = "oneshot"
+
+# What `submit` did with a draft; the window clears its composer after SENT and HELD.
+SENT = "sent"  # the message was saved and its reply started
+HELD = "held"  # only skills were named: loaded, nothing sent
+BUSY = "busy"  # a reply is still coming
+NO_MODEL = "no_model"  # no model to answer (the window says what to do)
+NOT_SENT = "not_sent"  # History could not take it; a notice said why
+EMPTY = "empty"  # nothing to send
+
+
+class Conversation(QObject):
+    """A conversation's session, skills, edit state and reply, driven by a window (or a test)."""
+
+    session_changed = Signal(object)  # the session id now (None: a chat not saved yet)
+    message_added = Signal(object)  # the user message just saved (a History row)
+    messages_reset = Signal(object)  # the rows to show instead of what is shown
+    reply_started = Signal(object)  # the ReplyStream: attach a view before returning
+    reply_ended = Signal(str, str)  # status, error
+    skills_changed = Signal(list)  # the loaded skills, in load order
+    store_changed = Signal(object)  # the SkillStore now (None: skills off), or its names changed
+    # object, not dict: PySide converts a dict signal through QVariantMap, which may drop it.
+    stats = Signal(object)
+    notice = Signal(str, int)  # text, how long to show it in ms (0 keeps it)
+
+    def __init__(
+        self,
+        app: App,
+        *,
+        mode: str = CHAT,
+        model: str = "",
+        preset: Callable[[], str] | None = None,
+        prompt: Callable[[], tuple[str, str]] | None = None,
+        images: Callable[[str], bool] | None = None,
+        parent: QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        if mode not in (CHAT, ONESHOT):
+            raise ValueError(f"mode must be {CHAT!r} or {ONESHOT!r}, got {mode!r}")
+        self.app = app
+        self.mode = mode
+        self.model = model
+        # What the window knows and the conversation asks when it builds a request.
+        self._preset = preset or (lambda: "")
+        self._prompt = prompt or (lambda: (prompts.DEFAULT_NAME, ""))
+        self._images = images or (lambda _model: False)
+        self.threads = WorkerThreads(self)
+        cfg = app.config
+        self.store: SkillStore | None = turn.skill_store(cfg)
+        self._skills_from = (cfg.skill_roots(), cfg.skills_enabled)
+        self.search_on = cfg.search_enabled
+        self._session_id: int | None = None
+        self._loaded: list[str] = []
+        # One-shot: the skills the question asked for, which a retry asks for again.
+        self._asked: list[str] = []
+        self._edit_from: int | None = None
+        self._reply: ReplyStream | None = None
+        # Ended replies History could not take yet, kept with their text until it can.
+        self._unsaved: list[ReplyStream] = []
+        self._system_cache: tuple[turn.Part, ...] | None = None
+        # The missing skills the cached system message was built without.
+        self._cached_missing: list[str] = []
+        app.config_changed.connect(self._on_config_changed)
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def history(self) -> History:
+        """The chat history: the App's."""
+        return self.app.history
+
+    @property
+    def cfg(self) -> Config:
+        """The configuration in effect: the App's."""
+        return self.app.config
+
+    @property
+    def session_id(self) -> int | None:
+        """The open session's id; None until the first message of a new chat is sent."""
+        return self._session_id
+
+    def is_streaming(self) -> bool:
+        """True while a reply streams."""
+        return self._reply is not None
+
+    def loaded_skills(self) -> list[str]:
+        """The skills in effect, in load order (one-shot: for the next or the current answer)."""
+        return list(self._loaded)
+
+    def missing_skills(self) -> list[str]:
+        """The loaded skills no longer on disk, in load order (the model does not get them)."""
+        return [name for name in self._loaded if not self._is_loadable(name)]
+
+    def set_search_on(self, on: bool) -> None:
+        """Offer the model web search or not (chat mode; one-shot follows the config)."""
+        if on != self.search_on:
+            self.search_on = on
+            self._system_cache = None
+
+    def system_text_changed(self) -> None:
+        """The preset's text changed: the next request builds its system message again."""
+        self._system_cache = None
+
+    # ------------------------------------------------------------------ sessions
+
+    def new_session(self) -> None:
+        """Start an empty conversation: no messages, no skills; saved on the first send."""
+        self.stop()
+        self._session_id = None
+        self._edit_from = None
+        self._set_loaded([], persist=False)
+        self.session_changed.emit(None)
+
+    def open_session(self, session_id: int) -> tuple[SessionRow, list[MessageRow]] | None:
+        """Open a stored session with its skills; its row and messages, None when it is gone."""
+        session = self.history.get_session(session_id)
+        if session is None:
+            return None
+        self.stop()
+        self._session_id = session_id
+        self._edit_from = None
+        # A skill gone from disk stays listed (as missing) until the user removes it.
+        self._set_loaded(list(session.get("skills") or []), persist=False)
+        messages = self._settled_messages(session_id)
+        self.session_changed.emit(session_id)
+        return session, messages
+
+    def leave_session(self) -> None:
+        """Let go of the session without touching it (one-shot: it went on to the chat)."""
+        self.stop()
+        self._session_id = None
+        self._set_loaded([], persist=False)
+
+    # ------------------------------------------------------------------ skills
+
+    def load_skill(self, name: str) -> bool:
+        """Load a skill into the system message; True when it was not loaded before."""
+        if self.store is None or name in self._loaded or self.store.load(name) is None:
+            return False
+        self._set_loaded([*self._loaded, name])
+        return True
+
+    def unload_skill(self, name: str) -> bool:
+        """Drop a skill from the system message; True when it was loaded."""
+        if name not in self._loaded:
+            return False
+        self._set_loaded([n for n in self._loaded if n != name])
+        return True
+
+    def _set_loaded(self, names: list[str], *, persist: bool = True) -> None:
+        self._loaded = list(names)
+        self._system_cache = None
+        if persist and self.mode == CHAT and self._session_id is not None:
+            try:
+                self.history.set_skills(self._session_id, self._loaded)
+            except HistoryError as exc:
+                self.notice.emit(f"The chat's skills could not be saved: {exc}", 0)
+        self.skills_changed.emit(self.loaded_skills())
+
+    def _offered_skills(self) -> tuple[list[str], dict[str, str]]:
+        """What a `/` completer offers: the user's skill names and descriptions."""
+        if self.store is None:
+            return [], {}
+        return self.store.user_names(), self.store.descriptions()
+
+    def _is_loadable(self, name: str) -> bool:
+        return self.store is not None and self.store.load(name) is not None
+
+    # ------------------------------------------------------------------ sending
+
+    def submit(self, text: str, attachments: list[dict] | None = None) -> str:
+        """Send a typed message (loading the skills it names); what was done (SENT, HELD...)."""
+        attachments = list(attachments or [])
+        if self._reply is not None:
+            return BUSY
+        if not text.strip() and not attachments:
+            return EMPTY
+        offered = self._offered_skills()
+        # parse_question re-checks the skill files (stat calls only, once per send: with
+        # 500 skills a second pass cost ~2 ms before the request could leave); the
+        # window's completer is rebuilt only when what it offers changed on disk.
+        question = turn.parse_question(text, self.store)
+        if self._offered_skills() != offered:
+            self.store_changed.emit(self.store)
+        loaded = [name for name in question.skills if self.load_skill(name)]
+        if not question.text.strip() and not attachments:
+            if self.mode == ONESHOT:
+                if self._loaded:
+                    self.notice.emit(
+                        f"Skill {', '.join(self._loaded)} will be used for the next question.", 0
+                    )
+            elif question.commands:
+                self.notice.emit(
+                    f"Skill {', '.join(question.commands)} loaded; nothing was sent.", 8000
+                )
+            return HELD
+        if self.mode == CHAT:
+            if loaded:
+                self.notice.emit(f"Loaded skill {', '.join(loaded)}.", 8000)
+            elif question.commands:
+                self.notice.emit(f"Already loaded: {', '.join(question.commands)}.", 8000)
+        if not self.model:
+            return NO_MODEL
+        if not self.save_unsaved():
+            return NOT_SENT
+        try:
+            row = self._add_question(question.text, attachments)
+        except HistoryError as exc:
+            self.notice.emit(f"Not sent: the message could not be saved. {exc}", 0)
+            return NOT_SENT
+        self.message_added.emit(row)
+        self._start_reply()
+        return SENT
+
+    def _add_question(self, text: str, attachments: list[dict]) -> dict:
+        """Save the user's message (a new session when needed) and return its row."""
+        model = self.model
+        if self.mode == ONESHOT:
+            session_id = self.history.create_session(
+                ONESHOT, model, prompt_name=prompts.DEFAULT_NAME
+            )
+            self._session_id = session_id
+            self._asked = list(self._loaded)
+            self.session_changed.emit(session_id)
+        elif self._session_id is None:
+            name, custom = self._prompt()
+            session_id = self.history.create_session(
+                CHAT, model, prompt_name=name, prompt_custom=custom
+            )
+            self._session_id = session_id
+            if self._loaded:
+                self.history.set_skills(session_id, self._loaded)
+            self.session_changed.emit(session_id)
+        else:
+            session_id = self._session_id
+            if self._edit_from is not None:
+                self.history.delete_messages_from(session_id, self._edit_from)
+                self._edit_from = None
+                self.messages_reset.emit(self.history.messages(session_id))
+        message_id = self.history.add_message(
+            session_id, "user", text, attachments=attachments, model=model
+        )
+        return {
+            "id": message_id,
+            "session_id": session_id,
+            "role": "user",
+            "content": text,
+            "reasoning": "",
+            "attachments": attachments,
+            "model": model,
+            "status": "complete",
+            "error": "",
+        }
+
+    def stop(self) -> bool:
+        """Stop the reply now, keeping what arrived ("stopped"); True when one was streaming.
+
+        With no reply, it leaves editing (sending adds a new message again).
+        """
+        if self._reply is None:
+            if self._edit_from is not None:
+                self._edit_from = None
+                self.notice.emit("No longer editing: sending adds a new message.", 8000)
+            return False
+        self._reply.stop()
+        return True
+
+    def retry(self, message_id: object) -> bool:
+        """Ask again for a reply (and drop what followed it) once the new one has text."""
+        if self._session_id is None or not isinstance(message_id, int):
+            return False
+        self.stop()
+        rows = self.history.messages(self._session_id)
+        if not any(row["id"] == message_id for row in rows):
+            return False
+        if self.mode == ONESHOT:
+            question = next((row for row in rows if row["role"] == "user"), None)
+            model = (question["model"] if question else "") or self.model
+            self._set_loaded(self._asked)
+        else:
+            model = self.model
+        if not model:
+            self.notice.emit("No model to answer: pick one in the Model list.", 8000)
+            return False
+        if not self.save_unsaved():
+            return False
+        self.messages_reset.emit([row for row in rows if row["id"] < message_id])
+        return self._start_reply(model, replaces=message_id)
+
+    def edit(self, message_id: object) -> MessageRow | None:
+        """The sent message to put back in the composer (None when there is none).
+
+        In chat mode, sending next replaces it and everything after it; a one-shot
+        question is asked again as a new one.
+        """
+        if self._session_id is None:
+            return None
+        if self.mode == ONESHOT and self._reply is not None:
+            return None
+        message = next(
+            (m for m in self.history.messages(self._session_id) if m["id"] == message_id), None
+        )
+        if message is None or message["role"] != "user":
+            return None
+        if self.mode == CHAT:
+            self.stop()
+            self._edit_from = message["id"]
+            self.notice.emit(
+                "Editing: sending replaces this message and everything after it.", 8000
+            )
+        return message
+
+    def save_unsaved(self) -> bool:
+        """Save the replies History could not take yet; True when none is left behind.
+
+        No request is sent while one is left: the model would be given a conversation
+        other than the one on screen.
+        """
+        for reply in list(self._unsaved):
+            reply.save()
+        if not self._unsaved:
+            return True
+        self.notice.emit(
+            "Not sent: a reply is not saved yet (is the disk full?). "
+            "It is saved as soon as there is room.",
+            0,
+        )
+        return False
+
+    def close(self) -> None:
+        """Stop the reply and try once more to save the replies History could not take."""
+        self.stop()
+        for reply in list(self._unsaved):
+            if not reply.save():
+                log.warning(
+                    "a reply of session %s could not be saved and is lost", reply.session_id
+                )
+
+    # ------------------------------------------------------------------ requests
+
+    def system_message(self) -> str:
+        """The system message the next request starts with (chat mode's, cached)."""
+        return turn.join_system(self._system_parts())
+
+    def next_turn(self, model: str | None = None, *, before: int | None = None) -> turn.Turn:
+        """The next request to `model` (default: the conversation's), from the saved messages.
+
+        `before` leaves out that message and those after it (a retry's earlier reply).
+        """
+        model = self.model if model is None else model
+        stored = self.history.messages(self._session_id) if self._session_id is not None else []
+        if before is not None:
+            stored = [row for row in stored if row["id"] < before]
+        if self.mode == ONESHOT:
+            question = next((row for row in stored if row["role"] == "user"), None)
+            return turn.oneshot_turn(
+                self.cfg,
+                model=model,
+                text=(question["content"] if question else "") or "",
+                attachments=(question["attachments"] if question else []) or [],
+                names=self._loaded,
+                store=self.store,
+                images=self._images(model),
+            )
+        return turn.build_turn(
+            self.cfg,
+            model=model,
+            system=self._system_parts(),
+            messages=stored,
+            images=self._images(model),
+            store=self.store,
+            search_on=self.search_on,
+        )
+
+    def _system_parts(self) -> tuple[turn.Part, ...]:
+        # Built once per preset, search toggle and set of loaded skills: the same bytes
+        # turn after turn are what lets llama.cpp reuse its prompt cache. A skill that
+        # left the disk or came back changes it too (the missing ones are left out).
+        missing = self.missing_skills()
+        if self._system_cache is None or missing != self._cached_missing:
+            self._cached_missing = missing
+            self._system_cache = turn.system_parts(
+                self._preset(), search_on=self.search_on, store=self.store, names=self._loaded
+            )
+        return self._system_cache
+
+    def _start_reply(self, model: str | None = None, *, replaces: int | None = None) -> bool:
+        assert self._session_id is not None
+        model = model or self.model
+        request = self.next_turn(model, before=replaces)
+        try:
+            reply = ReplyStream(
+                self.history,
+                self.app.registry,
+                session_id=self._session_id,
+                model=model,
+                messages=request.messages(),
+                search_cfg=request.search_cfg,
+                skills_cfg=request.skills_cfg,
+                replaces=replaces,
+                parent=self,
+            )
+        except HistoryError as exc:
+            self.notice.emit(f"Not sent: the reply could not be saved. {exc}", 0)
+            return False
+        reply.search_started.connect(self._on_search_started)
+        reply.skill_loaded.connect(self._on_skill_loaded)
+        reply.stats.connect(self.stats)
+        reply.save_failed.connect(self._on_save_failed)
+        reply.saved.connect(self._on_saved)
+        reply.ended.connect(self._on_reply_ended)
+        self._reply = reply
+        self.reply_started.emit(reply)
+        reply.start(self.threads)
+        return True
+
+    # ------------------------------------------------------------------ reply events
+
+    @Slot(str)
+    def _on_search_started(self, query: str) -> None:
+        if self.mode == CHAT:
+            self.notice.emit(f"Searching the web for “{query}”…", 8000)
+
+    @Slot(str)
+    def _on_skill_loaded(self, name: str) -> None:
+        # One-shot: the chips show it; the answer's notice line stays for problems.
+        if self.load_skill(name) and self.mode == CHAT:
+            self.notice.emit(f"The model loaded skill {name}.", 8000)
+
+    @Slot(str)
+    def _on_save_failed(self, error: str) -> None:
+        self.notice.emit(f"The reply could not be saved: {error}", 0)
+
+    @Slot()
+    def _on_saved(self) -> None:
+        reply = self.sender()
+        if reply in self._unsaved:
+            self._unsaved.remove(reply)
+        self.notice.emit("The reply is saved now.", 8000)
+
+    @Slot(str, str)
+    def _on_reply_ended(self, status: str, error: str) -> None:
+        reply = self._reply
+        self._reply = None
+        if reply is not None and not reply.is_saved():
+            self._unsaved.append(reply)
+        if self.mode == ONESHOT:
+            # The skills served this answer only.
+            self._set_loaded([], persist=False)
+        if reply is not None and reply.kept_earlier and self._session_id is not None:
+            self.messages_reset.emit(self.history.messages(self._session_id))
+            self.notice.emit(
+                f"The new attempt gave no text ({error or status}); the earlier reply is kept.",
+                0,
+            )
+        elif status == "error":
+            self.notice.emit(f"The reply failed: {error}", 8000)
+        self.reply_ended.emit(status, error)
+
+    # ------------------------------------------------------------------ history and config
+
+    def _settled_messages(self, session_id: int) -> list[MessageRow]:
+        """The session's messages, with replies left "streaming" by a crash marked "stopped"."""
+        messages = self.history.messages(session_id)
+        for message in messages:
+            if message["status"] == "streaming":
+                # Only this conversation streams into the session it shows, and it is not
+                # streaming now: the row is what a previous run saved before it died.
+                self.history.update_message(message["id"], status="stopped")
+                message["status"] = "stopped"
+        return messages
+
+    @Slot(object)
+    def _on_config_changed(self, cfg: Config) -> None:
+        """Follow the skills folders of settings saved in any window."""
+        skills_from = (cfg.skill_roots(), cfg.skills_enabled)
+        if skills_from != self._skills_from:
+            self._skills_from = skills_from
+            self.store = turn.skill_store(cfg)
+            self._set_loaded([name for name in self._loaded if self._is_loadable(name)])
+            self.store_changed.emit(self.store)
+        # The system message's date note and max_searches are read from cfg at each send.
+        self._system_cache = None
