@@ -58,28 +58,14 @@ def test_core_modules_import_without_qt() -> None:
     """The core is Qt-free: importing it in a fresh interpreter loads no PySide6."""
     import subprocess
 
-    core = [
-        name
-        for name in (
-            "config",
-            "db",
-            "prompts",
-            "skills",
-            "search",
-            "backend",
-            "models",
-            "providers",
-            "server",
-            "scripted_router",
-            "cli",
-            "turn",
-            "qt_platform",
-        )
-        if (Path(__file__).parent / "llamachat" / f"{name}.py").exists()
-    ]
+    # Every top-level module is core; of the development tools only the scripted router is.
+    package = Path(__file__).parent / "llamachat"
+    core = sorted(
+        "llamachat." + path.stem for path in package.glob("*.py") if path.stem != "__init__"
+    ) + ["llamachat.dev.scripted_router"]
     code = (
         "import sys, importlib\n"
-        f"for name in {core!r}: importlib.import_module('llamachat.' + name)\n"
+        f"for name in {core!r}: importlib.import_module(name)\n"
         "bad = sorted(m for m in sys.modules if m.startswith(('PySide6', 'shiboken6')))\n"
         "print(','.join(bad))\n"
     )
@@ -2046,7 +2032,7 @@ def test_skills_yaml_alias_bomb_loads_and_refreshes_without_expanding(tmp_path: 
 
 
 def test_skills_benchmark_reports_send_refresh_and_scan_figures() -> None:
-    from llamachat import bench_skills
+    from llamachat.dev import bench_skills
 
     result = bench_skills.run(n_skills=30, repeats=5)
 
@@ -2071,7 +2057,7 @@ def test_skills_benchmark_reports_send_refresh_and_scan_figures() -> None:
 @pytest.fixture
 def router():
     """A started ScriptedRouter serving one loaded model, "test-model"."""
-    from llamachat.scripted_router import ScriptedRouter
+    from llamachat.dev.scripted_router import ScriptedRouter
 
     with ScriptedRouter() as scripted:
         yield scripted
@@ -2092,7 +2078,7 @@ def _sse_objects(text: str) -> list:
 def test_scripted_router_streams_pieces_then_usage_timings_and_done(router) -> None:
     import httpx
 
-    from llamachat.scripted_router import Reply, ToolCall
+    from llamachat.dev.scripted_router import Reply, ToolCall
 
     router.script(
         Reply(
@@ -2146,7 +2132,7 @@ def test_scripted_router_echoes_last_user_message_and_records_requests(router) -
 def test_scripted_router_load_goes_loading_then_loaded_and_unload_resets() -> None:
     import httpx
 
-    from llamachat.scripted_router import Model, ScriptedRouter
+    from llamachat.dev.scripted_router import Model, ScriptedRouter
 
     with ScriptedRouter([Model("a", aliases=("alpha",))], load_delay=0.3) as r:
         assert httpx.post(r.url + "/models/load", json={"model": "a"}).json() == {"success": True}
@@ -2166,7 +2152,7 @@ def test_scripted_router_load_goes_loading_then_loaded_and_unload_resets() -> No
 def test_scripted_router_failing_model_reports_failed_with_exit_code() -> None:
     import httpx
 
-    from llamachat.scripted_router import Model, ScriptedRouter
+    from llamachat.dev.scripted_router import Model, ScriptedRouter
 
     with ScriptedRouter([Model("broken", fail_exit_code=3)]) as r:
         resp = httpx.post(r.url + "/models/load", json={"model": "broken"})
@@ -2179,7 +2165,7 @@ def test_scripted_router_failing_model_reports_failed_with_exit_code() -> None:
 def test_scripted_router_props_with_autoload_false_never_loads() -> None:
     import httpx
 
-    from llamachat.scripted_router import Model, ScriptedRouter
+    from llamachat.dev.scripted_router import Model, ScriptedRouter
 
     with ScriptedRouter([Model("a", n_ctx=8192)]) as r:
         resp = httpx.get(r.url + "/props", params={"model": "a", "autoload": "false"})
@@ -2193,7 +2179,7 @@ def test_scripted_router_props_with_autoload_false_never_loads() -> None:
 def test_scripted_router_http_error_and_mid_stream_error_chunk(router) -> None:
     import httpx
 
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     router.script(
         Reply(
@@ -2219,7 +2205,7 @@ def test_scripted_router_http_error_and_mid_stream_error_chunk(router) -> None:
 def test_scripted_router_die_after_closes_socket_mid_body(router) -> None:
     import httpx
 
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     router.script(Reply(content=["x"] * 10, die_after=3))
     body = {"model": "test-model", "stream": True, "messages": []}
@@ -2230,7 +2216,7 @@ def test_scripted_router_die_after_closes_socket_mid_body(router) -> None:
 def test_scripted_router_stall_holds_until_released_and_sees_client_leave(router) -> None:
     import httpx
 
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     body = {"model": "test-model", "stream": True, "messages": []}
     router.script(Reply(content=["a", "b"], stall_after=2))
@@ -2259,7 +2245,7 @@ def test_scripted_router_stall_holds_until_released_and_sees_client_leave(router
 def test_scripted_router_streams_twenty_thousand_tokens_intact(router) -> None:
     import httpx
 
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     router.script(Reply.tokens(20_000, word="w "))
     body = {"model": "test-model", "stream": True, "messages": []}
@@ -2271,7 +2257,7 @@ def test_scripted_router_streams_twenty_thousand_tokens_intact(router) -> None:
 def test_scripted_router_api_key_guards_all_but_health() -> None:
     import httpx
 
-    from llamachat.scripted_router import ScriptedRouter
+    from llamachat.dev.scripted_router import ScriptedRouter
 
     with ScriptedRouter(api_key="sekrit") as r:
         assert httpx.get(r.url + "/health").status_code == 200
@@ -2467,7 +2453,7 @@ def test_search_parse_query_rejects_malformed_arguments() -> None:
 
 
 def test_backend_keeps_reasoning_and_content_apart_and_ends_with_stats(router) -> None:
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     router.script(
         Reply(
@@ -2498,7 +2484,7 @@ def test_backend_keeps_reasoning_and_content_apart_and_ends_with_stats(router) -
 
 
 def test_backend_sse_tolerates_comments_empty_deltas_null_content_and_bare_usage(router) -> None:
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     router.script(
         Reply(
@@ -2526,7 +2512,7 @@ def test_backend_sse_tolerates_comments_empty_deltas_null_content_and_bare_usage
 
 def test_backend_error_chunk_mid_stream_raises_stream_error_with_server_message(router) -> None:
     from llamachat import backend
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     router.script(
         Reply(
@@ -2547,7 +2533,7 @@ def test_backend_error_chunk_mid_stream_raises_stream_error_with_server_message(
 
 def test_backend_http_error_raises_server_error_with_type_and_token_counts(router) -> None:
     from llamachat import backend
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     message = "request (9412 tokens) exceeds the available context size (8192 tokens)"
     router.script(
@@ -2571,7 +2557,7 @@ def test_backend_http_error_raises_server_error_with_type_and_token_counts(route
 
 def test_backend_non_json_http_error_keeps_status_and_body_text(router) -> None:
     from llamachat import backend
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     router.script(Reply(status=502, body="Bad Gateway from the proxy"))
     with pytest.raises(backend.ServerError, match="HTTP 502: Bad Gateway from the proxy"):
@@ -2580,7 +2566,7 @@ def test_backend_non_json_http_error_keeps_status_and_body_text(router) -> None:
 
 def test_backend_model_that_fails_to_load_gives_the_servers_message() -> None:
     from llamachat import backend
-    from llamachat.scripted_router import Model, ScriptedRouter
+    from llamachat.dev.scripted_router import Model, ScriptedRouter
 
     with ScriptedRouter([Model("broken", fail_exit_code=1)]) as r:
         with pytest.raises(backend.ServerError, match="failed to load") as info:
@@ -2608,7 +2594,7 @@ def test_backend_api_key_goes_in_the_header_only(caplog) -> None:
     import socket
 
     from llamachat import backend
-    from llamachat.scripted_router import Reply, ScriptedRouter
+    from llamachat.dev.scripted_router import Reply, ScriptedRouter
 
     caplog.set_level(logging.DEBUG)
     key = "sk-test-0123456789"
@@ -2649,7 +2635,7 @@ def test_backend_closing_the_generator_closes_the_response(router) -> None:
     import time
 
     from llamachat import backend
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     router.script(Reply(content=["x"] * 2000, delay=0.01))
     client = backend.Client(router.url)
@@ -2667,7 +2653,7 @@ def test_backend_cancel_event_ends_a_silent_stream_and_keeps_what_arrived(router
     import threading
 
     from llamachat import backend
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     router.script(Reply(content=["a", "b", "c"], stall_after=3))
     cancel = threading.Event()
@@ -2685,7 +2671,7 @@ def test_backend_cancel_while_the_router_loads_the_model_returns_at_once() -> No
     import threading
 
     from llamachat import backend
-    from llamachat.scripted_router import Model, ScriptedRouter
+    from llamachat.dev.scripted_router import Model, ScriptedRouter
 
     with ScriptedRouter([Model("huge")], load_delay=60) as r:
         cancel = threading.Event()
@@ -2702,7 +2688,7 @@ def test_backend_cancel_while_the_router_loads_the_model_returns_at_once() -> No
 
 def test_backend_idle_timeout_mid_stream_raises_stall_error(router) -> None:
     from llamachat import backend
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     router.script(Reply(content=["a", "b", "c"], stall_after=2))
     client = backend.Client(router.url, idle_timeout=0.3)
@@ -2714,7 +2700,7 @@ def test_backend_idle_timeout_mid_stream_raises_stall_error(router) -> None:
 
 
 def test_backend_model_load_silence_before_the_reply_is_not_a_stall() -> None:
-    from llamachat.scripted_router import Model, ScriptedRouter
+    from llamachat.dev.scripted_router import Model, ScriptedRouter
 
     with ScriptedRouter([Model("big")], load_delay=0.5) as r:
         events = _ask(r.url, {"model": "big", "messages": _user("x")}, idle_timeout=0.2)
@@ -2724,7 +2710,7 @@ def test_backend_model_load_silence_before_the_reply_is_not_a_stall() -> None:
 
 def test_backend_socket_closed_mid_reply_raises_stream_error(router) -> None:
     from llamachat import backend
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     router.script(Reply(content=["a"] * 10, die_after=4))
     with pytest.raises(backend.StreamError, match="broke in the middle of the reply"):
@@ -2733,7 +2719,7 @@ def test_backend_socket_closed_mid_reply_raises_stream_error(router) -> None:
 
 def test_backend_stream_ending_without_finish_raises_stream_error(router) -> None:
     from llamachat import backend
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     router.script(Reply(raw=['data: {"choices":[{"index":0,"delta":{"content":"half"}}]}\n\n']))
     client = backend.Client(router.url)
@@ -2756,7 +2742,7 @@ def test_backend_stream_ending_without_finish_raises_stream_error(router) -> Non
 )
 def test_backend_garbage_streams_raise_stream_error_not_a_crash(router, raw, match) -> None:
     from llamachat import backend
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     router.script(Reply(raw=[raw]))
     with pytest.raises(backend.StreamError, match=match):
@@ -2764,7 +2750,7 @@ def test_backend_garbage_streams_raise_stream_error_not_a_crash(router, raw, mat
 
 
 def test_backend_ten_megabyte_single_delta_arrives_whole(router) -> None:
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     big = "é" * (5 * 1024 * 1024)  # 10 MB of UTF-8, 30 MB once JSON-escaped
     router.script(Reply(content=[big, "!"]))
@@ -2776,7 +2762,7 @@ def test_backend_ten_megabyte_single_delta_arrives_whole(router) -> None:
 def test_backend_server_ignoring_stream_true_still_answers(router, searx) -> None:
     import json
 
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     whole = {
         "choices": [
@@ -2828,7 +2814,7 @@ def _search_cfg(searx, n: int = 2):
 
 def test_backend_search_round_runs_search_and_answers_the_call(router, searx) -> None:
     from llamachat import search
-    from llamachat.scripted_router import Reply, ToolCall
+    from llamachat.dev.scripted_router import Reply, ToolCall
 
     router.script(
         Reply(tool_calls=[ToolCall("web_search", '{"query": "llama news"}', id="c1")]),
@@ -2860,7 +2846,7 @@ def test_backend_search_round_runs_search_and_answers_the_call(router, searx) ->
 
 def test_backend_after_max_searches_a_final_round_offers_no_tools(router, searx) -> None:
     from llamachat import skills
-    from llamachat.scripted_router import Reply, ToolCall
+    from llamachat.dev.scripted_router import Reply, ToolCall
 
     call = ToolCall("web_search", '{"query": "again"}')
     router.script(
@@ -2885,7 +2871,7 @@ def test_backend_after_max_searches_a_final_round_offers_no_tools(router, searx)
 def test_backend_tool_call_fragments_accumulate_by_index(router, searx) -> None:
     import json
 
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     def delta(tc: dict) -> str:
         return (
@@ -2937,7 +2923,7 @@ def test_backend_tool_call_fragments_accumulate_by_index(router, searx) -> None:
 
 
 def test_backend_unknown_tool_and_malformed_arguments_get_error_results(router, searx) -> None:
-    from llamachat.scripted_router import Reply, ToolCall
+    from llamachat.dev.scripted_router import Reply, ToolCall
 
     router.script(
         Reply(
@@ -2974,7 +2960,7 @@ def test_backend_unknown_tool_and_malformed_arguments_get_error_results(router, 
 )
 def test_backend_search_failures_become_tool_results(router, searx, mode, reason) -> None:
     from llamachat import backend
-    from llamachat.scripted_router import Reply, ToolCall
+    from llamachat.dev.scripted_router import Reply, ToolCall
 
     searx.mode = mode
     router.script(
@@ -2993,7 +2979,7 @@ def test_backend_search_failures_become_tool_results(router, searx, mode, reason
 
 
 def test_backend_empty_search_results_tell_the_model(router, searx) -> None:
-    from llamachat.scripted_router import Reply, ToolCall
+    from llamachat.dev.scripted_router import Reply, ToolCall
 
     searx.mode = "empty"
     router.script(
@@ -3006,7 +2992,7 @@ def test_backend_empty_search_results_tell_the_model(router, searx) -> None:
 
 
 def test_backend_reasoning_is_replayed_on_the_tool_call_message(router, searx) -> None:
-    from llamachat.scripted_router import Reply, ToolCall
+    from llamachat.dev.scripted_router import Reply, ToolCall
 
     router.script(
         Reply(
@@ -3025,7 +3011,7 @@ def test_backend_reasoning_is_replayed_on_the_tool_call_message(router, searx) -
 def test_backend_never_mutates_the_callers_messages(router, searx) -> None:
     import copy
 
-    from llamachat.scripted_router import Reply, ToolCall
+    from llamachat.dev.scripted_router import Reply, ToolCall
 
     messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}]
     before = copy.deepcopy(messages)
@@ -3086,7 +3072,7 @@ def _skill_store(tmp_path: Path):
 
 def test_backend_load_skill_yields_skill_loaded_and_sends_the_body(router, tmp_path) -> None:
     from llamachat import backend
-    from llamachat.scripted_router import Reply, ToolCall
+    from llamachat.dev.scripted_router import Reply, ToolCall
 
     store = _skill_store(tmp_path)
     router.script(
@@ -3108,7 +3094,7 @@ def test_backend_load_skill_yields_skill_loaded_and_sends_the_body(router, tmp_p
 
 def test_backend_unknown_skill_is_answered_with_an_error_and_no_event(router, tmp_path) -> None:
     from llamachat import backend
-    from llamachat.scripted_router import Reply, ToolCall
+    from llamachat.dev.scripted_router import Reply, ToolCall
 
     router.script(
         Reply(
@@ -3132,7 +3118,7 @@ def test_backend_unknown_skill_is_answered_with_an_error_and_no_event(router, tm
 
 def test_backend_search_and_skills_share_one_dispatcher(router, searx, tmp_path) -> None:
     from llamachat import backend, search, skills
-    from llamachat.scripted_router import Reply, ToolCall
+    from llamachat.dev.scripted_router import Reply, ToolCall
 
     store = _skill_store(tmp_path)
     router.script(
@@ -3216,7 +3202,7 @@ def test_backend_third_tool_registered_without_touching_backend_is_offered_and_r
     router,
 ) -> None:
     from llamachat import skills
-    from llamachat.scripted_router import Reply, ToolCall
+    from llamachat.dev.scripted_router import Reply, ToolCall
 
     clock = _clock_tool()
     router.script(
@@ -3235,7 +3221,7 @@ def test_backend_third_tool_registered_without_touching_backend_is_offered_and_r
 
 
 def test_backend_exception_inside_a_tool_becomes_a_result_the_model_reads(router) -> None:
-    from llamachat.scripted_router import Reply, ToolCall
+    from llamachat.dev.scripted_router import Reply, ToolCall
 
     clock = _clock_tool(broken=True)
     router.script(
@@ -3263,7 +3249,7 @@ def test_backend_exception_inside_a_tool_becomes_a_result_the_model_reads(router
 
 
 def _models_router(**kwargs):
-    from llamachat.scripted_router import Model, ScriptedRouter
+    from llamachat.dev.scripted_router import Model, ScriptedRouter
 
     return ScriptedRouter(
         [
@@ -3350,7 +3336,7 @@ def test_models_context_size_and_token_count_never_start_a_load() -> None:
 
 def test_models_plain_llama_server_lists_without_status_and_never_loads() -> None:
     from llamachat import backend, models
-    from llamachat.scripted_router import Model, ScriptedRouter
+    from llamachat.dev.scripted_router import Model, ScriptedRouter
 
     with ScriptedRouter([Model("single.gguf", "loaded", n_ctx=4096)], router=False) as r:
         m = models.Models(backend.Client(r.url))
@@ -3379,7 +3365,7 @@ def test_models_unreachable_server_raises_router_unreachable() -> None:
 
 def test_providers_route_prefixed_ids_with_their_key_and_list_models(monkeypatch) -> None:
     from llamachat import config, providers
-    from llamachat.scripted_router import Model, ScriptedRouter
+    from llamachat.dev.scripted_router import Model, ScriptedRouter
 
     monkeypatch.setenv("TEST_PROVIDER_KEY", "prov-secret-1")
     monkeypatch.setenv("TEST_ROUTER_KEY", "router-secret-2")
@@ -3425,7 +3411,7 @@ def test_providers_failures_are_kept_per_source_without_leaking_keys(monkeypatch
     import socket
 
     from llamachat import backend, config, providers
-    from llamachat.scripted_router import Model, ScriptedRouter
+    from llamachat.dev.scripted_router import Model, ScriptedRouter
 
     monkeypatch.setenv("BAD_KEY", "wrong-secret-3")
     monkeypatch.delenv("MISSING_KEY", raising=False)
@@ -4286,7 +4272,7 @@ def conversation_view(qtbot):
 
 def test_conversation_streams_20000_tokens_without_crash(conversation_view, qtbot) -> None:
     # PySide6 6.12.0 under Python < 3.12 aborted after a few thousand streamed tokens.
-    from llamachat.ui.bench_render import sample_tokens
+    from llamachat.dev.bench_render import sample_tokens
 
     tokens = sample_tokens(20_000)
     reply = conversation_view.append_message({"id": 1, "role": "assistant", "status": "streaming"})
@@ -4964,7 +4950,7 @@ def test_presets_editor_creates_edits_renames_and_deletes(qtbot, tmp_path: Path)
 def test_meter_shows_usage_of_the_models_context_and_warns_before_overflow(
     qtbot,
 ) -> None:
-    from llamachat.scripted_router import Model, ScriptedRouter
+    from llamachat.dev.scripted_router import Model, ScriptedRouter
     from llamachat.ui import tasks
     from llamachat.ui.meter import ContextMeter
 
@@ -5002,7 +4988,7 @@ def test_model_picker_shows_statuses_and_loads_a_chosen_model(qtbot) -> None:
     from PySide6.QtCore import Qt
 
     from llamachat.config import ProviderConfig
-    from llamachat.scripted_router import Model, ScriptedRouter
+    from llamachat.dev.scripted_router import Model, ScriptedRouter
     from llamachat.ui.model_picker import ModelPicker
 
     models = [Model("qwen", "loaded", modalities=("text", "image")), Model("smol")]
@@ -5053,7 +5039,7 @@ def test_model_picker_shows_statuses_and_loads_a_chosen_model(qtbot) -> None:
 def test_model_picker_failed_load_shows_the_servers_message_and_retry(qtbot) -> None:
     from PySide6.QtCore import Qt
 
-    from llamachat.scripted_router import Model, ScriptedRouter
+    from llamachat.dev.scripted_router import Model, ScriptedRouter
     from llamachat.ui.model_picker import ModelPicker
 
     models = [Model("qwen", "loaded"), Model("broken", fail_exit_code=1)]
@@ -5206,7 +5192,7 @@ def test_fault_router_killed_mid_reply_keeps_partial_error_and_retry_recovers(
     from PySide6.QtCore import Qt
     from PySide6.QtWidgets import QAbstractButton
 
-    from llamachat.scripted_router import Reply, ScriptedRouter
+    from llamachat.dev.scripted_router import Reply, ScriptedRouter
 
     doomed = ScriptedRouter()
     window, history = chat_window(url=doomed.url)
@@ -5253,7 +5239,7 @@ def test_fault_stalled_router_is_stopped_by_the_user_or_ended_by_idle_timeout(
     from PySide6.QtCore import Qt
     from PySide6.QtWidgets import QAbstractButton
 
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     window, history = chat_window(idle_timeout=0.5)
     router.script(Reply(content=["first ", "lost"], stall_after=2))
@@ -5306,7 +5292,7 @@ def test_fault_garbage_sse_ends_the_reply_with_a_message_and_the_window_goes_on(
     chat_window, router, qtbot, raw, says
 ) -> None:
     """Broken streams: the text before the damage is kept, the reply says what broke."""
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     window, history = chat_window()
     router.script(Reply(raw=raw))
@@ -5340,7 +5326,7 @@ def test_fault_ten_megabyte_single_delta_arrives_whole_in_client_window_and_hist
 ) -> None:
     """One 10 MB delta: the client yields it as one piece; the window shows and saves it."""
     from llamachat.backend import Client
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     big = _fault_big_text(10)
     router.script(Reply(content=[big]))
@@ -5454,7 +5440,7 @@ def test_fault_sigkill_mid_reply_keeps_the_reply_up_to_the_last_second(
     import time
 
     from llamachat.db import History
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     pieces = [f"w{n:04d} " for n in range(9000)]
     router.script(Reply(content=pieces, delay=0.01))
@@ -5722,7 +5708,7 @@ def test_fault_a_stopped_router_process_is_a_hang(tmp_path: Path) -> None:
     from llamachat import backend
 
     proc = subprocess.Popen(
-        [sys.executable, "-m", "llamachat.scripted_router"],
+        [sys.executable, "-m", "llamachat.dev.scripted_router"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -5748,7 +5734,7 @@ def test_fault_a_stopped_router_process_is_a_hang(tmp_path: Path) -> None:
 def test_fault_a_model_loading_longer_than_idle_timeout_is_waited_for() -> None:
     """The router takes many idle_timeouts to load the model before it answers: the model
     status says `loading`, so the reply waits and arrives."""
-    from llamachat.scripted_router import Model, Reply, ScriptedRouter
+    from llamachat.dev.scripted_router import Model, Reply, ScriptedRouter
 
     with ScriptedRouter([Model("test-model", "unloaded")], load_delay=1.5) as slow:
         slow.script(Reply(content=["loaded ", "at last"]))
@@ -6092,7 +6078,7 @@ def test_fault_api_keys_never_reach_the_database_the_logs_or_any_message(
     from PySide6.QtWidgets import QLabel, QTextBrowser
 
     from llamachat.config import ProviderConfig
-    from llamachat.scripted_router import Reply, ScriptedRouter
+    from llamachat.dev.scripted_router import Reply, ScriptedRouter
 
     router_key = "sk-router-" + "R7x9kQ" * 6
     provider_key = "sk-remote-" + "P3q5mZ" * 6
@@ -6193,7 +6179,7 @@ def test_fault_api_key_with_whitespace_or_control_characters_never_leaks(
 
     from PySide6.QtWidgets import QLabel, QTextBrowser
 
-    from llamachat.scripted_router import Reply, ScriptedRouter
+    from llamachat.dev.scripted_router import Reply, ScriptedRouter
 
     key = value.strip()
     monkeypatch.setenv("LLAMACHAT_FAULT_WIN_KEY", value)
@@ -6228,7 +6214,7 @@ def test_fault_api_key_pieces_in_any_quoting_are_masked_in_server_errors() -> No
     """A server that quotes part of the key, JSON-escaped or cut short: no 8-character piece
     of the key survives in the error the user reads."""
     from llamachat import backend
-    from llamachat.scripted_router import Reply, ScriptedRouter
+    from llamachat.dev.scripted_router import Reply, ScriptedRouter
 
     key = 'sk-q/uo"te-' + "Z9m2Lx" * 5
     with ScriptedRouter(api_key=key) as keyed:
@@ -6255,7 +6241,7 @@ def test_fault_ask_print_strips_terminal_escapes_from_server_errors(router, tmp_
     """A server error carrying OSC/CSI escape sequences and control characters reaches the
     terminal as plain text; the model's own answer is still written byte for byte (then the
     line break every answer ends with)."""
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     config = _quick_config_file(tmp_path, router.url)
     hostile = "\x1b]0;owned\x07\x1b]52;c;cm0gLXJm\x07\x1b[2J\x1b[31mboom\x1b[0m\rover\x9b2J\x00"
@@ -6503,7 +6489,7 @@ def test_cli_print_writes_exactly_the_content_to_stdout_and_reasoning_to_stderr(
 ) -> None:
     """`ask --print` streams the router's content pieces byte for byte, then a line break
     (even into a pipe: a shell prompt or the next `>>` line follows); reasoning on stderr."""
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     config = _quick_config_file(tmp_path, router.url)
     pieces = ["The ", "answer", " is **4**.\n", "```py\nprint(2 + 2)\n```"]
@@ -6521,7 +6507,7 @@ def test_cli_print_writes_exactly_the_content_to_stdout_and_reasoning_to_stderr(
 
 def test_cli_print_no_reasoning_hides_it_and_uses_the_model_asked_for(router, tmp_path) -> None:
     """--no-reasoning leaves stderr empty; --model picks the model the request names."""
-    from llamachat.scripted_router import Model, Reply
+    from llamachat.dev.scripted_router import Model, Reply
 
     router.models["other-model"] = Model("other-model", "loaded")
     config = _quick_config_file(tmp_path, router.url, 'oneshot_model = "test-model"\n')
@@ -6534,7 +6520,7 @@ def test_cli_print_no_reasoning_hides_it_and_uses_the_model_asked_for(router, tm
 def test_cli_print_saves_a_searchable_oneshot_session_without_skills(router, tmp_path) -> None:
     """The exchange is kept as a "oneshot" session that search finds; its skills stay empty."""
     from llamachat.db import History
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     config = _quick_config_file(tmp_path, router.url)
     router.script(Reply(content=["Paris ", "it is."]))
@@ -6592,7 +6578,7 @@ def test_cli_print_unreachable_router_exits_1_with_the_message(tmp_path) -> None
 
 def test_cli_print_router_without_models_exits_1_saying_so(tmp_path) -> None:
     """A router listing no model: exit 1 and a message naming the router."""
-    from llamachat.scripted_router import ScriptedRouter
+    from llamachat.dev.scripted_router import ScriptedRouter
 
     with ScriptedRouter(models=[]) as empty:
         config = _quick_config_file(tmp_path, empty.url)
@@ -6604,7 +6590,7 @@ def test_cli_print_router_without_models_exits_1_saying_so(tmp_path) -> None:
 def test_cli_print_error_mid_stream_keeps_the_partial_answer_and_exits_1(router, tmp_path) -> None:
     """An error chunk mid-reply: what arrived is on stdout, the error on stderr, exit 1."""
     from llamachat.db import History
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     config = _quick_config_file(tmp_path, router.url)
     router.script(
@@ -6627,7 +6613,7 @@ def test_cli_print_error_mid_stream_keeps_the_partial_answer_and_exits_1(router,
 
 def test_cli_print_history_that_cannot_be_saved_still_prints_the_answer(router, tmp_path) -> None:
     """A history that cannot be opened costs a warning, never the answer."""
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("a file where the history's folder should be")
@@ -6821,7 +6807,7 @@ def test_quick_window_stays_inside_the_screen_near_the_pointer(quick, qtbot) -> 
 @quick_offscreen
 def test_quick_window_answers_and_saves_a_searchable_oneshot_session(quick, router, qtbot) -> None:
     """A question streams its answer into the window and is kept as a "oneshot" session."""
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     window, history = quick(default_model="test-model")
     window.present()
@@ -6858,7 +6844,7 @@ def test_quick_regenerate_asks_again_and_edit_puts_the_question_back(quick, rout
     from PySide6.QtCore import Qt
     from PySide6.QtWidgets import QAbstractButton
 
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     window, history = quick(default_model="test-model")
     window.present()
@@ -6885,7 +6871,7 @@ def test_quick_skills_apply_to_one_answer_then_are_dropped(quick, router, qtbot,
     """`/weather` shows its chip while the answer streams, is sent, and is gone afterwards."""
     from PySide6.QtWidgets import QPushButton
 
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     window, history = quick(default_model="test-model")
     window.present()
@@ -6935,7 +6921,7 @@ def test_quick_skill_the_model_loads_serves_only_that_answer(quick, router, qtbo
     """The model's load_skill shows a chip for that answer; nothing reaches the session."""
     from PySide6.QtWidgets import QPushButton
 
-    from llamachat.scripted_router import Reply, ToolCall
+    from llamachat.dev.scripted_router import Reply, ToolCall
 
     window, history = quick(default_model="test-model")
     window.present()
@@ -6966,7 +6952,7 @@ def test_quick_escape_stops_the_answer_and_hides(quick, router, qtbot) -> None:
     from PySide6.QtCore import Qt
     from PySide6.QtWidgets import QPlainTextEdit
 
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     window, history = quick(default_model="test-model")
     window.present()
@@ -7069,7 +7055,7 @@ def test_quick_picks_a_loaded_model_when_none_is_configured(qtbot, tmp_path) -> 
     """No oneshot_model nor default_model: a loaded model is preferred to the first listed."""
     from llamachat.config import Config
     from llamachat.db import History
-    from llamachat.scripted_router import Model, ScriptedRouter
+    from llamachat.dev.scripted_router import Model, ScriptedRouter
     from llamachat.ui.quick import QuickWindow
 
     with (
@@ -7386,7 +7372,7 @@ def test_quick_failed_answer_retries_with_the_same_skills(quick, router, qtbot, 
     """Retry on a failed answer asks again, with the skills that question loaded."""
     from PySide6.QtWidgets import QToolButton
 
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     window, history = quick(default_model="test-model")
     window.present()
@@ -7448,7 +7434,7 @@ def _stop(process) -> None:
 
 def test_instance_second_llamachat_hands_ask_over_and_exits_at_once(router, tmp_path) -> None:
     """`llamachat ask "q"` hands over to the running one (exit 0), which asks and saves it."""
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
     from llamachat.ui.instance import socket_name
 
     config = _quick_config_file(tmp_path, router.url, 'default_model = "test-model"\n')
@@ -7642,7 +7628,7 @@ def test_firstrun_window_waits_for_the_router_then_lists_its_models(
 def test_firstrun_listing_from_before_the_wait_does_not_end_it(firstrun, qtbot) -> None:
     """A model list asked for before the router search began (an empty router at the
     configured URL) neither replaces the waiting panel nor its status line."""
-    from llamachat.scripted_router import ScriptedRouter
+    from llamachat.dev.scripted_router import ScriptedRouter
 
     with ScriptedRouter(models=[]) as empty:
         window = firstrun(router_url=empty.url)
@@ -7665,7 +7651,7 @@ def test_firstrun_empty_router_says_where_models_go_and_opens_the_folder(
     from PySide6.QtCore import QObject, Qt, QUrl, Slot
     from PySide6.QtGui import QDesktopServices
 
-    from llamachat.scripted_router import ScriptedRouter
+    from llamachat.dev.scripted_router import ScriptedRouter
 
     class Opened(QObject):
         def __init__(self) -> None:
@@ -7711,7 +7697,7 @@ def test_firstrun_add_file_that_is_not_a_gguf_is_explained_and_not_added(
 ) -> None:
     """Add GGUF file with a file that is not a GGUF says so on the panel; nothing is put in
     the models folder."""
-    from llamachat.scripted_router import ScriptedRouter
+    from llamachat.dev.scripted_router import ScriptedRouter
 
     notes = tmp_path / "notes.gguf"
     notes.write_text("shopping list\n")
@@ -8035,7 +8021,7 @@ def test_window_full_chat_streams_saves_and_shows_stats(chat_window, router, qtb
     """A typed message streams a reply into the view; both are saved with stats."""
     from PySide6.QtWidgets import QLabel, QPushButton
 
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     window, history = chat_window()
     router.script(Reply(reasoning=["Thinking ", "it over."], content=["Hello", " there", "!"]))
@@ -8077,7 +8063,7 @@ def test_window_stop_keeps_partial_reply_as_stopped_and_closes_stream(
     from PySide6.QtCore import Qt
     from PySide6.QtWidgets import QAbstractButton, QLabel, QPlainTextEdit, QPushButton
 
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     window, history = chat_window()
     router.script(Reply(content=["one ", "two ", "three ", "four"], stall_after=3))
@@ -8104,7 +8090,7 @@ def test_window_stop_keeps_partial_reply_as_stopped_and_closes_stream(
 
 def test_window_saves_streaming_reply_within_a_second(chat_window, router, qtbot) -> None:
     """While a reply streams its row holds the text so far with status 'streaming'."""
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     window, history = chat_window()
     router.script(Reply(content=["saved ", "early ", "never"], stall_after=3))
@@ -8126,7 +8112,7 @@ def test_window_server_dying_mid_reply_saves_error_and_retry_streams_again(
     from PySide6.QtCore import Qt
     from PySide6.QtWidgets import QAbstractButton
 
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     window, history = chat_window()
     router.script(
@@ -8152,7 +8138,7 @@ def test_window_server_dying_mid_reply_saves_error_and_retry_streams_again(
 
 def test_window_server_error_shows_its_message_inline(chat_window, router, qtbot) -> None:
     """An HTTP error from the server is saved on the reply with the server's own message."""
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     window, history = chat_window()
     router.script(Reply(status=500, error={"message": "failed to allocate KV cache"}))
@@ -8221,7 +8207,7 @@ def test_window_model_load_skill_loads_for_session_and_says_so(chat_window, rout
     """The model's load_skill call loads the skill for the chat, saved and announced."""
     from PySide6.QtWidgets import QPushButton
 
-    from llamachat.scripted_router import Reply, ToolCall
+    from llamachat.dev.scripted_router import Reply, ToolCall
 
     window, history = chat_window()
     router.script(
@@ -8393,7 +8379,7 @@ def test_window_multiline_code_message_is_sent_exactly(chat_window, router, qtbo
 
 def test_window_regenerate_and_edit_replace_from_there(chat_window, router, qtbot) -> None:
     """Regenerate replaces the last reply; editing a message resends from that message."""
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     window, history = chat_window()
     router.script(Reply(content="first answer"), Reply(content="second answer"))
@@ -8445,7 +8431,7 @@ def test_window_web_search_results_show_on_the_reply(chat_window, router, qtbot)
 
     from PySide6.QtWidgets import QLabel
 
-    from llamachat.scripted_router import Reply, ToolCall
+    from llamachat.dev.scripted_router import Reply, ToolCall
 
     class SearXNG(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -8512,7 +8498,7 @@ def test_window_reply_left_streaming_by_a_crash_opens_as_stopped(chat_window, qt
 
 def test_window_streams_twenty_thousand_tokens_without_crash(chat_window, router, qtbot) -> None:
     """20,000 streamed tokens go through the real window and arrive whole (PySide6 leak guard)."""
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     window, history = chat_window()
     router.script(Reply.tokens(20_000))
@@ -8594,7 +8580,7 @@ def test_composer_refuses_a_fifo_or_a_folder_at_once_saying_why(chat_window, tmp
 
 def test_composer_sends_image_as_data_uri_to_vision_model(chat_window, qtbot, tmp_path) -> None:
     """A vision model gets the image as an image_url data URI part next to the text."""
-    from llamachat.scripted_router import Model, ScriptedRouter
+    from llamachat.dev.scripted_router import Model, ScriptedRouter
 
     with ScriptedRouter([Model("eyes", "loaded", modalities=("text", "image"))]) as vision:
         window, _history = chat_window(url=vision.url, default_model="eyes")
@@ -8713,7 +8699,7 @@ def test_composer_grows_with_its_text_then_scrolls(chat_window, qtbot) -> None:
 def test_worker_streams_events_then_finishes(router, qtbot) -> None:
     """The worker re-emits reasoning, content and stats from the stream, then finished."""
     from llamachat import backend
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
     from llamachat.ui.worker import StreamWorker, WorkerThreads
 
     router.script(Reply(reasoning=["hm"], content=["a", "b"]))
@@ -8747,7 +8733,7 @@ def test_worker_streams_events_then_finishes(router, qtbot) -> None:
 def test_worker_cancel_closes_stalled_response_without_failing(router, qtbot) -> None:
     """Cancelling a worker stuck on a silent server ends it and closes the connection."""
     from llamachat import backend
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
     from llamachat.ui.worker import StreamWorker, WorkerThreads
 
     router.script(Reply(content=["first ", "never"], stall_after=2))
@@ -8770,7 +8756,7 @@ def test_worker_cancel_closes_stalled_response_without_failing(router, qtbot) ->
 def test_worker_failure_carries_server_message_and_exception(router, qtbot) -> None:
     """A server error reaches the GUI thread as failed(message, ServerError), then finished."""
     from llamachat import backend
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
     from llamachat.ui.worker import StreamWorker, WorkerThreads
 
     router.script(Reply(status=503, error={"message": "loading model"}))
@@ -8790,7 +8776,7 @@ def test_worker_failure_carries_server_message_and_exception(router, qtbot) -> N
 def test_worker_hands_a_burst_of_tokens_over_joined_in_a_few_frames(router, qtbot) -> None:
     """Thousands of tokens sent at once reach the GUI thread as a few joined pieces."""
     from llamachat import backend
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
     from llamachat.ui.worker import StreamWorker, WorkerThreads
 
     router.script(Reply.tokens(5_000, word="w "))
@@ -8812,7 +8798,7 @@ def test_worker_paced_stream_reaches_the_gui_at_most_about_30_times_a_second(rou
     import time
 
     from llamachat import backend
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
     from llamachat.ui.worker import FRAME_INTERVAL_MS, StreamWorker, WorkerThreads
 
     router.script(Reply(content=["t "] * 400, rate=1000))
@@ -8947,7 +8933,7 @@ def test_conversation_controller_loads_no_widget_module() -> None:
 def test_conversation_without_a_window_sends_saves_and_replays(conversation, router, qtbot) -> None:
     """The controller alone: a message is saved, its reply streams into History, and the
     next request replays both; a `/name` loads the skill into the session."""
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
     from llamachat.ui import controller
 
     chat, history = conversation(preset=lambda: "Be brief.")
@@ -9021,7 +9007,7 @@ def test_conversation_retry_keeps_the_earlier_reply_until_the_new_one_has_text(
 ) -> None:
     """A retry leaves the saved reply in place while the new attempt has produced nothing;
     an attempt that fails with no text keeps it for good, one with text replaces it."""
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     chat, history = conversation()
     router.script(Reply(content="Old answer."))
@@ -9072,7 +9058,7 @@ def test_window_disk_full_keeps_the_reply_marks_it_unsaved_and_saves_it_when_roo
     """History full mid-reply (max_page_count): the reply stays whole on screen, marked
     "not saved"; nothing is sent while History lags; once there is room it is saved whole
     without any action, and the next request carries the whole reply."""
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     window, history = chat_window()
     tail = ["word " * 2000, "more " * 2000, "end."]
@@ -9311,7 +9297,7 @@ def test_chrome_window_model_statuses_shown_and_load_driven_from_picker(
     chat_window, router, qtbot
 ) -> None:
     """The window's picker shows each model's status; choosing an unloaded one loads it."""
-    from llamachat.scripted_router import Model
+    from llamachat.dev.scripted_router import Model
 
     _chrome_models(router, Model("smol", "unloaded", modalities=("text", "image")))
     router.load_delay = 0.4
@@ -9344,7 +9330,7 @@ def test_chrome_window_layout_holds_for_long_statuses_errors_and_titles(
     """A long "Loading …" or error beside the picker is elided (whole in its tooltip) and
     moves neither the sidebar nor the window's minimum; a long status message is whole in
     the status bar's tooltip; a long chat title is elided, with no horizontal scrollbar."""
-    from llamachat.scripted_router import Model
+    from llamachat.dev.scripted_router import Model
     from llamachat.ui import plain
 
     long_id = "an-unusually-long-model-name-for-a-local-model-Q4_K_M-instruct-2025-final"
@@ -9394,7 +9380,7 @@ def test_chrome_window_failed_load_shows_servers_message_and_retry_loads(
     from PySide6.QtCore import Qt
     from PySide6.QtWidgets import QToolButton
 
-    from llamachat.scripted_router import Model
+    from llamachat.dev.scripted_router import Model
 
     _chrome_models(router, Model("broken", fail_exit_code=1))
     window, _history = chat_window()
@@ -9459,8 +9445,8 @@ def test_chrome_window_search_finds_old_session_and_opening_restores_it(
     from PySide6.QtCore import Qt
     from PySide6.QtWidgets import QApplication, QLineEdit
 
+    from llamachat.dev.scripted_router import Model
     from llamachat.prompts import Prompts
-    from llamachat.scripted_router import Model
 
     _chrome_models(router, Model("other", "loaded"))
     window, _history = chat_window()
@@ -9702,7 +9688,7 @@ def test_chrome_window_web_search_toggle_offers_the_tool_and_date_note(
 def test_chrome_window_meter_shows_context_use_after_a_reply(chat_window, router, qtbot) -> None:
     """The meter shows the reply's token use of the model's context; new and reopened chats
     show their own."""
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     window, _history = chat_window()
     meter = window.meter
@@ -10270,7 +10256,7 @@ def test_outside_text_in_replies_skills_titles_and_file_names_shows_as_text(
 ) -> None:
     """Reply errors (live and reopened), skill descriptions, chat titles, file names: text."""
     from llamachat.db import History
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     _write_skill(
         tmp_path / "skills",
@@ -10306,7 +10292,7 @@ def test_outside_text_in_replies_skills_titles_and_file_names_shows_as_text(
 @quick_offscreen
 def test_outside_text_in_the_quick_window_shows_as_text(quick, router, qtbot) -> None:
     """A failed quick answer shows the server's hostile message as text."""
-    from llamachat.scripted_router import Reply
+    from llamachat.dev.scripted_router import Reply
 
     window, _history = quick()
     window.show()
@@ -10360,11 +10346,11 @@ def test_garbage_qt_objects_are_destroyed_on_the_gui_thread(qapp, qtbot) -> None
 
 
 def test_scripted_router_runs_as_a_process_of_its_own() -> None:
-    """`python -m llamachat.scripted_router` serves replies queued as JSON lines on stdin."""
+    """`python -m llamachat.dev.scripted_router` serves replies queued as JSON lines on stdin."""
     from llamachat import backend
 
     process = subprocess.Popen(
-        [sys.executable, "-m", "llamachat.scripted_router"],
+        [sys.executable, "-m", "llamachat.dev.scripted_router"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,

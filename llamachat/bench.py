@@ -1,12 +1,12 @@
 """``python -m llamachat.bench [--smoke] [--json] [--model GGUF]``: the benchmark suite.
 
-The suite drives the real window, so it lives in the GUI layer (`llamachat.ui.bench`);
-this module only gives it the short command name.
+The suite is a development tool (`llamachat.dev.bench`); this module only keeps the
+short command name the README documents.
 """
 
 import sys
 
-from .ui.bench import main
+from .dev.bench import main
 
 if __name__ == "__main__":
     sys.exit(main())

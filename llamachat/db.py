@@ -33,7 +33,7 @@ import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, TypedDict, cast
 
 log = logging.getLogger(__name__)
 
@@ -156,6 +156,54 @@ _SALVAGE_EMPTY_BLOCKS = 1024
 TITLE_CHARS = 80
 
 
+class NewSession(TypedDict):
+    """A session's stored fields, as export_json writes them and import_json reads them."""
+
+    mode: str
+    title: str
+    model: str
+    prompt_name: str
+    prompt_custom: str
+    skills: list[str]
+    created_at: float
+    updated_at: float
+
+
+class SessionRow(NewSession):
+    """A session as History returns it."""
+
+    id: int
+
+
+class SearchHit(SessionRow):
+    """A session found by History.search, with a snippet of its best matching message."""
+
+    snippet: str
+
+
+class NewMessage(TypedDict):
+    """A message's stored fields, before it has an id (add_message, import_json)."""
+
+    role: str
+    content: str
+    reasoning: str
+    tool_calls: list[Any]
+    attachments: list[dict[str, Any]]
+    model: str
+    status: str
+    error: str
+    usage: dict[str, Any]
+    timings: dict[str, Any]
+    created_at: float
+
+
+class MessageRow(NewMessage):
+    """A message as History returns it."""
+
+    id: int
+    session_id: int
+
+
 class HistoryError(Exception):
     """The history cannot be opened, written or imported; the message says why."""
 
@@ -219,7 +267,7 @@ def _like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def _message_row(session_id: int, message: dict[str, Any]) -> tuple:
+def _message_row(session_id: int, message: NewMessage) -> tuple:
     """The values of _INSERT_MESSAGE for a message dict, lists and dicts as JSON."""
     return (
         session_id,
@@ -523,14 +571,14 @@ class History:
         )
         return int(cursor.lastrowid)  # type: ignore[arg-type]
 
-    def get_session(self, session_id: int) -> dict[str, Any] | None:
+    def get_session(self, session_id: int) -> SessionRow | None:
         """The session with this id (deleted ones too), or None."""
         rows = self._read(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,))
-        return _decode(rows[0]) if rows else None
+        return cast(SessionRow, _decode(rows[0])) if rows else None
 
     def list_sessions(
         self, *, limit: int = 100, offset: int = 0, mode: str | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> list[SessionRow]:
         """One page of live sessions, most recently updated first."""
         where = "deleted_at IS NULL" + (" AND mode = ?" if mode else "")
         params = ((mode,) if mode else ()) + (limit, offset)
@@ -539,7 +587,7 @@ class History:
             " ORDER BY updated_at DESC, id DESC LIMIT ? OFFSET ?",
             params,
         )
-        return [_decode(row) for row in rows]
+        return [cast(SessionRow, _decode(row)) for row in rows]
 
     def count_sessions(self) -> int:
         """How many live (not deleted) sessions there are."""
@@ -626,8 +674,8 @@ class History:
         content: str = "",
         *,
         reasoning: str = "",
-        tool_calls: list | None = None,
-        attachments: list[dict] | None = None,
+        tool_calls: list[Any] | None = None,
+        attachments: list[dict[str, Any]] | None = None,
         model: str = "",
         status: str = "complete",
         error: str = "",
@@ -656,7 +704,7 @@ class History:
             },
         )
 
-    def _insert_message(self, session_id: int, message: dict[str, Any]) -> int:
+    def _insert_message(self, session_id: int, message: NewMessage) -> int:
         with self._transaction() as conn:
             exists = conn.execute(
                 "SELECT title FROM sessions WHERE id = ?", (session_id,)
@@ -707,13 +755,13 @@ class History:
             f"UPDATE messages SET {assignments} WHERE id = ?", (*changes.values(), message_id)
         )
 
-    def messages(self, session_id: int) -> list[dict[str, Any]]:
+    def messages(self, session_id: int) -> list[MessageRow]:
         """A session's messages in order."""
         rows = self._read(
             f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? ORDER BY id",
             (session_id,),
         )
-        return [_decode(row) for row in rows]
+        return [cast(MessageRow, _decode(row)) for row in rows]
 
     def message_count(self, session_id: int) -> int:
         """How many messages a session holds."""
@@ -741,7 +789,7 @@ class History:
 
     # ------------------------------------------------------------------ search
 
-    def search(self, query: str, *, limit: int = 50) -> list[dict[str, Any]]:
+    def search(self, query: str, *, limit: int = 50) -> list[SearchHit]:
         """Live sessions matching every word of `query`, with a snippet of the best message.
 
         Sessions whose title holds every word come first (newest first; their snippet
@@ -753,8 +801,8 @@ class History:
             return []
         words = query.replace("\x00", " ").split()
         like = " AND ".join(["title LIKE ? ESCAPE '\\'"] * len(words))
-        titled = [
-            _decode(row)
+        titled: list[SearchHit] = [
+            {**cast(SessionRow, _decode(row)), "snippet": ""}
             for row in self._read(
                 f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE deleted_at IS NULL AND {like}"
                 " ORDER BY updated_at DESC, id DESC LIMIT ?",
@@ -767,7 +815,7 @@ class History:
             session["snippet"] = snippets.pop(session["id"], "")
         return (titled + [s for s in found if s["id"] in snippets])[:limit]
 
-    def _search_messages(self, match: str, limit: int) -> list[dict[str, Any]]:
+    def _search_messages(self, match: str, limit: int) -> list[SearchHit]:
         """Live sessions with a message matching the FTS `match`, best first, with a snippet."""
         # FTS5 refuses snippet() beside a window function, so the best message per
         # session is chosen first and only those few are given a snippet.
@@ -795,12 +843,11 @@ class History:
                 (match, *ids),
             )
         }
-        results = []
+        results: list[SearchHit] = []
         for row in best:
             session = self.get_session(row["session_id"])
             if session is not None:
-                session["snippet"] = snippets.get(row["message_id"], "")
-                results.append(session)
+                results.append({**session, "snippet": snippets.get(row["message_id"], "")})
         return results
 
     # ------------------------------------------------------------------ export / import
@@ -839,12 +886,11 @@ class History:
 
     def export_json(self, session_id: int) -> dict[str, Any]:
         """The session as a versioned JSON-ready dict that import_json reads back."""
-        session = self._require(session_id)
-        del session["id"]
-        messages = []
-        for message in self.messages(session_id):
-            del message["id"], message["session_id"]
-            messages.append(message)
+        session = {k: v for k, v in self._require(session_id).items() if k != "id"}
+        messages = [
+            {k: v for k, v in message.items() if k not in ("id", "session_id")}
+            for message in self.messages(session_id)
+        ]
         return {
             "format": EXPORT_FORMAT,
             "version": EXPORT_VERSION,
@@ -876,7 +922,7 @@ class History:
             )
         return session_id
 
-    def _require(self, session_id: int) -> dict[str, Any]:
+    def _require(self, session_id: int) -> SessionRow:
         session = self.get_session(session_id)
         if session is None:
             raise HistoryError(f"no session {session_id} in the history")
@@ -961,7 +1007,7 @@ def _fields(
     return out
 
 
-def _validate_import(data: object) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _validate_import(data: object) -> tuple[NewSession, list[NewMessage]]:
     if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
         raise HistoryError(f"cannot import: not a llamachat session (no format '{EXPORT_FORMAT}')")
     version = data.get("version")
@@ -993,5 +1039,5 @@ def _validate_import(data: object) -> tuple[dict[str, Any], list[dict[str, Any]]
             )
         if not all(isinstance(a, dict) for a in message["attachments"]):
             raise HistoryError(f"cannot import: {where}.attachments must be a list of objects")
-        messages.append(message)
-    return session, messages
+        messages.append(cast(NewMessage, message))
+    return cast(NewSession, session), messages

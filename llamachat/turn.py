@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from . import prompts, search, skills
 from .backend import SearchConfig, SkillsConfig
@@ -119,7 +120,7 @@ def build_turn(
     *,
     model: str,
     system: Sequence[Part],
-    messages: Sequence[dict] = (),
+    messages: Sequence[Mapping[str, Any]] = (),
     images: bool = False,
     store: skills.SkillStore | None = None,
     search_on: bool | None = None,
@@ -171,7 +172,7 @@ def oneshot_turn(
     )
 
 
-def replay(messages: Iterable[dict], *, images: bool) -> list[dict]:
+def replay(messages: Iterable[Mapping[str, Any]], *, images: bool) -> list[dict]:
     """Stored messages as wire messages: user messages with their attachments, replies
     with their answer only (reasoning and tool rounds stay out of the context, as
     llama.cpp's own web page does); anything else is left out."""

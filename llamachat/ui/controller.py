@@ -33,7 +33,7 @@ from PySide6.QtCore import QObject, Signal, Slot
 
 from .. import prompts, turn
 from ..config import Config
-from ..db import History, HistoryError
+from ..db import History, HistoryError, MessageRow, SessionRow
 from ..skills import SkillStore
 from .reply import ReplyStream
 from .worker import WorkerThreads
@@ -158,7 +158,7 @@ class Conversation(QObject):
         self._set_loaded([], persist=False)
         self.session_changed.emit(None)
 
-    def open_session(self, session_id: int) -> tuple[dict, list[dict]] | None:
+    def open_session(self, session_id: int) -> tuple[SessionRow, list[MessageRow]] | None:
         """Open a stored session with its skills; its row and messages, None when it is gone."""
         session = self.history.get_session(session_id)
         if session is None:
@@ -322,7 +322,7 @@ class Conversation(QObject):
             return False
         if self.mode == ONESHOT:
             question = next((row for row in rows if row["role"] == "user"), None)
-            model = (question or {}).get("model") or self.model
+            model = (question["model"] if question else "") or self.model
             self._set_loaded(self._asked)
         else:
             model = self.model
@@ -334,7 +334,7 @@ class Conversation(QObject):
         self.messages_reset.emit([row for row in rows if row["id"] < message_id])
         return self._start_reply(model, replaces=message_id)
 
-    def edit(self, message_id: object) -> dict | None:
+    def edit(self, message_id: object) -> MessageRow | None:
         """The sent message to put back in the composer (None when there is none).
 
         In chat mode, sending next replaces it and everything after it; a one-shot
@@ -399,12 +399,12 @@ class Conversation(QObject):
         if before is not None:
             stored = [row for row in stored if row["id"] < before]
         if self.mode == ONESHOT:
-            question = next((row for row in stored if row["role"] == "user"), {})
+            question = next((row for row in stored if row["role"] == "user"), None)
             return turn.oneshot_turn(
                 self.cfg,
                 model=model,
-                text=question.get("content") or "",
-                attachments=question.get("attachments") or [],
+                text=(question["content"] if question else "") or "",
+                attachments=(question["attachments"] if question else []) or [],
                 names=self._loaded,
                 store=self.store,
                 images=self._images(model),
@@ -506,7 +506,7 @@ class Conversation(QObject):
 
     # ------------------------------------------------------------------ history and config
 
-    def _settled_messages(self, session_id: int) -> list[dict]:
+    def _settled_messages(self, session_id: int) -> list[MessageRow]:
         """The session's messages, with replies left "streaming" by a crash marked "stopped"."""
         messages = self.history.messages(session_id)
         for message in messages:

@@ -19,6 +19,8 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from PySide6.QtCore import QEvent, QMimeData, QSize, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import (
@@ -246,7 +248,7 @@ class MessageView(QFrame):
     relaid_out = Signal(object)
 
     def __init__(
-        self, message: dict, *, palette: Palette = LIGHT, parent: QWidget | None = None
+        self, message: Mapping[str, Any], *, palette: Palette = LIGHT, parent: QWidget | None = None
     ) -> None:
         super().__init__(parent)
         self.message_id: int | None = message.get("id")
@@ -744,7 +746,7 @@ class ConversationView(QScrollArea):
         self._column.height_changed.connect(self._on_height_changed)
         self.setWidget(self._column)
         self._views = self._column.views
-        self._unloaded: list[dict] = []
+        self._unloaded: list[Mapping[str, Any]] = []
         self._follow = True
         self._adjusting = False
         bar = self.verticalScrollBar()
@@ -771,7 +773,7 @@ class ConversationView(QScrollArea):
         self._unloaded = []
         self._follow = True
 
-    def load_messages(self, messages: list[dict]) -> None:
+    def load_messages(self, messages: Sequence[Mapping[str, Any]]) -> None:
         """Show a session's messages: the last screenful now, older ones as the user scrolls up."""
         self.clear()
         shown = [m for m in messages if m.get("role") in SHOWN_ROLES]
@@ -839,14 +841,14 @@ class ConversationView(QScrollArea):
     def _palette(self) -> Palette:
         return DARK if _is_dark(self.palette()) else LIGHT
 
-    def _build(self, message: dict) -> MessageView:
+    def _build(self, message: Mapping[str, Any]) -> MessageView:
         view = MessageView(message, palette=self._palette(), parent=self._column)
         view.retry_requested.connect(self.retry_requested)
         view.regenerate_requested.connect(self.regenerate_requested)
         view.edit_requested.connect(self.edit_requested)
         return view
 
-    def _add(self, message: dict) -> MessageView:
+    def _add(self, message: Mapping[str, Any]) -> MessageView:
         view = self._build(message)
         self._column.insert(len(self._views), [view])
         return view

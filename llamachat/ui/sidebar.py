@@ -67,7 +67,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..db import History, HistoryError
+from ..db import History, HistoryError, SessionRow
 from . import plain
 from .markdown import plain_text
 
@@ -138,7 +138,7 @@ class SessionListModel(QAbstractListModel):
         self._history = history
         self._page_size = page_size
         self._mode = mode
-        self._rows: list[dict[str, Any]] = []
+        self._rows: list[SessionRow] = []
         self._total = 0
         self._query = ""
 
@@ -152,7 +152,7 @@ class SessionListModel(QAbstractListModel):
         """Read the list again from the database, keeping at least `at_least` rows loaded."""
         self.beginResetModel()
         if self._query:
-            self._rows = self._history.search(self._query, limit=SEARCH_LIMIT)
+            self._rows = list(self._history.search(self._query, limit=SEARCH_LIMIT))
             self._total = len(self._rows)
         else:
             self._total = self._history.count_sessions()
@@ -169,7 +169,7 @@ class SessionListModel(QAbstractListModel):
         """The id of the session in `row`."""
         return int(self._rows[row]["id"])
 
-    def session(self, row: int) -> dict[str, Any]:
+    def session(self, row: int) -> SessionRow:
         """The session dict in `row`."""
         return self._rows[row]
 
@@ -481,7 +481,7 @@ class SessionSidebar(QWidget):
         self.history.delete_session(session_id)
         self._deleted.append(session_id)
         self.model.remove(session_id)
-        title = (session or {}).get("title") or UNTITLED
+        title = (session["title"] if session else "") or UNTITLED
         self._show_notice(f"Deleted “{title}”.", undo=True)
         if session_id == self._current:
             self._current = None
@@ -630,8 +630,9 @@ class SessionSidebar(QWidget):
         menu.exec(self.list_view.viewport().mapToGlobal(pos))
 
     def _on_export(self, session_id: int, fmt: str) -> None:
-        session = self.history.get_session(session_id) or {}
-        stem = "".join(c if c.isalnum() or c in " -_" else "_" for c in session.get("title", ""))
+        session = self.history.get_session(session_id)
+        title = session["title"] if session else ""
+        stem = "".join(c if c.isalnum() or c in " -_" else "_" for c in title)
         suggested = str(Path.home() / ((stem.strip() or "chat") + FORMATS[fmt]))
         kind = "Markdown (*.md)" if fmt == "markdown" else "JSON (*.json)"
         path, _ = QFileDialog.getSaveFileName(self, "Export chat", suggested, kind)

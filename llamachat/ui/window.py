@@ -50,7 +50,7 @@ from PySide6.QtWidgets import (
 
 from .. import prompts
 from ..config import Config, ConfigError
-from ..db import History, HistoryError
+from ..db import History, HistoryError, MessageRow
 from ..models import ModelInfo
 from . import controller, first_run, markdown, menus, plain, shortcuts, tasks
 from .app import App
@@ -478,10 +478,10 @@ class ChatWindow(QMainWindow):
 
     def _update_title(self) -> None:
         session = self.history.get_session(self.session_id) if self.session_id else None
-        title = (session or {}).get("title") or "New chat"
+        title = (session["title"] if session else "") or "New chat"
         self.setWindowTitle(f"{title} — llamachat")
 
-    def _show_usage(self, messages: list[dict]) -> None:
+    def _show_usage(self, messages: list[MessageRow]) -> None:
         """Put the context use of a chat's last reply on the meter."""
         for message in reversed(messages):
             if message["role"] == "assistant" and (message.get("usage") or message.get("timings")):

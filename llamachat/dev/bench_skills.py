@@ -1,6 +1,6 @@
 """Benchmark: what one send's skill work costs with many skills installed.
 
-``python -m llamachat.bench_skills [--skills N] [--repeats R]`` writes N realistic
+``python -m llamachat.dev.bench_skills [--skills N] [--repeats R]`` writes N realistic
 skills into a temporary folder, then prints, in milliseconds, the median and 95th
 percentile of one send's skill work (``user_names()``/``names()``,
 ``parse_commands()``, ``match_mentions()``, ``load()`` of a skill whose body is
@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from . import skills
+from .. import skills
 
 _TOPICS = (
     "pdf",
@@ -184,7 +184,7 @@ def _summary(values: list[float]) -> dict:
 
 def main(argv: list[str] | None = None) -> None:
     """Run the benchmark and print its figures."""
-    parser = argparse.ArgumentParser(prog="python -m llamachat.bench_skills")
+    parser = argparse.ArgumentParser(prog="python -m llamachat.dev.bench_skills")
     parser.add_argument("--skills", type=int, default=500, help="skills to create")
     parser.add_argument("--repeats", type=int, default=200, help="sends to time")
     args = parser.parse_args(argv)

@@ -7,7 +7,7 @@ one JSON answer), `GET /props?model=..`, `POST /models/load`, `POST /models/unlo
 a queue (or echoes the last user message when the queue is empty); every request is
 recorded in `router.requests`.
 
-    from llamachat.scripted_router import Reply, ScriptedRouter, ToolCall
+    from llamachat.dev.scripted_router import Reply, ScriptedRouter, ToolCall
 
     with ScriptedRouter() as router:            # serves "test-model", already loaded
         router.script(
@@ -758,7 +758,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ``"times"`` answers with a JSON list of ``[received, finished]`` per chat request so
     far (`RecordedRequest`). Tool calls and the `Model` list are not scriptable this way.
     """
-    parser = argparse.ArgumentParser(prog="python -m llamachat.scripted_router")
+    parser = argparse.ArgumentParser(prog="python -m llamachat.dev.scripted_router")
     parser.add_argument("--model", default="test-model", help="the one model it serves")
     args = parser.parse_args(argv)
     with ScriptedRouter([Model(args.model, "loaded")]) as router:

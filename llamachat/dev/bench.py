@@ -212,7 +212,7 @@ class _RouterProcess:
 
     def __init__(self) -> None:
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "llamachat.scripted_router"],
+            [sys.executable, "-m", "llamachat.dev.scripted_router"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -319,7 +319,7 @@ def _run_loop_for(seconds: float) -> None:
 
 def bench_send(n_skills: int, sends: int) -> Figure:
     """From the chat window's send() to the router reading the request, with skills installed."""
-    from .. import bench_skills as skills_bench
+    from . import bench_skills as skills_bench
 
     waits = []
     with _RouterProcess() as router, tempfile.TemporaryDirectory(prefix="llamachat-bench-") as tmp:
@@ -695,7 +695,7 @@ def _fill_session(path: Path, n_messages: int) -> int:
 
 def bench_cold_start(n_messages: int) -> list[Figure]:
     """Launch-to-shown, open-to-first-paint and RSS, from a fresh `python` process."""
-    from ..scripted_router import ScriptedRouter
+    from .scripted_router import ScriptedRouter
 
     with ScriptedRouter() as router, tempfile.TemporaryDirectory(prefix="llamachat-bench-") as tmp:
         root = Path(tmp)
@@ -751,7 +751,7 @@ def bench_cold_start(n_messages: int) -> list[Figure]:
 
 def bench_skills(n_skills: int, sends: int) -> Figure:
     """One send's skill work over `n_skills` skills (median)."""
-    from .. import bench_skills as skills_bench
+    from . import bench_skills as skills_bench
 
     result = skills_bench.run(n_skills, repeats=sends)
     send = result["send_ms"]

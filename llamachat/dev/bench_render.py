@@ -1,6 +1,6 @@
 """Rendering benchmarks for the conversation view; prints figures, never a verdict.
 
-Run ``python -m llamachat.ui.bench_render`` (offscreen by default). Three figures:
+Run ``python -m llamachat.dev.bench_render`` (offscreen by default). Three figures:
 
 - stream: a long reply streamed into a real, shown `ConversationView` in bursts of
   `BURST_TOKENS` tokens (what the stream worker hands over per frame at ~1,000
@@ -27,7 +27,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QApplication
 
-from .conversation import ConversationView, MessageView
+from ..ui.conversation import ConversationView, MessageView
 
 WIDTH, HEIGHT = 900, 700
 FLATNESS_TOKENS_PER_RENDER = 12
@@ -288,7 +288,7 @@ def run_open(n_messages: int = 5_000) -> dict:
 def main(argv: list[str] | None = None) -> int:
     """Print the rendering figures."""
     parser = argparse.ArgumentParser(
-        prog="python -m llamachat.ui.bench_render", description=__doc__
+        prog="python -m llamachat.dev.bench_render", description=__doc__
     )
     parser.add_argument("--tokens", type=int, default=20_000, help="streamed reply length")
     parser.add_argument("--history", type=int, default=100_000, help="history tokens (flatness)")
