@@ -168,6 +168,9 @@ class SkillsConfig:
     enabled: bool = False
     store: skills.SkillStore | None = None
     max_searches: int = 2
+    # The skills already in the conversation: load_skill answers "already loaded" for
+    # them, and read_skill_file reads their files.
+    loaded: tuple[str, ...] = ()
 
 
 def api_base(base_url: str) -> str:
@@ -707,12 +710,13 @@ class Client:
         convo = [dict(m) for m in messages]
         if any(t.name == search.TOOL_NAME for t in offer):
             convo = _with_date_note(convo)
-        schemas = [t.schema for t in offer]
-
         last: _Round | None = None
         for number in range(rounds + 1):
             state = _Round()
             offering = number < rounds
+            # Per round: a tool may come on mid-turn (read_skill_file once a skill with
+            # files is loaded); an empty schema is a tool not offered yet.
+            schemas = [t.schema for t in offer if t.schema]
             yield from self._stream_round(
                 model, convo, schemas if offering else None, params, cancel, state
             )

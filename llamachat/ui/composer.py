@@ -173,6 +173,14 @@ class MessageEdit(QPlainTextEdit):
         """Route Enter to submit; keep the skill completer in step with the text."""
         key = event.key()
         popup = self._completer.popup() if self._completer else None
+        enter = key in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
+        plain_enter = enter and not event.modifiers() & Qt.KeyboardModifier.ShiftModifier
+        if popup is not None and popup.isVisible() and plain_enter and self._typed_whole_name():
+            # `/name` typed out in full: Enter sends it at once, not first completes it.
+            popup.hide()
+            event.accept()
+            self.submit.emit()
+            return
         if (
             popup is not None
             and popup.isVisible()
@@ -224,6 +232,15 @@ class MessageEdit(QPlainTextEdit):
         match = _SLASH_WORD.search(before)
         return match.group(1) if match else None
 
+    def _typed_whole_name(self) -> bool:
+        """True when the `/word` before the cursor is a whole name the completer offers."""
+        prefix = self._slash_prefix()
+        if not prefix or self._completer is None:
+            return False
+        model = self._completer.model()
+        role = self._completer.completionRole()
+        return any(model.index(row, 0).data(role) == prefix for row in range(model.rowCount()))
+
     def _update_completion(self) -> None:
         if self._completer is None:
             return
@@ -238,9 +255,10 @@ class MessageEdit(QPlainTextEdit):
         if self._completer.completionCount() == 0:
             popup.hide()
             return
-        rect = QRect(self.cursorRect())
-        rect.setWidth(popup.sizeHintForColumn(0) + popup.verticalScrollBar().sizeHint().width())
-        self._completer.complete(rect)
+        # As wide as the message box, under the cursor's line: the descriptions are cut
+        # there (whole in each row's tooltip) rather than spread across the screen.
+        line = self.cursorRect()
+        self._completer.complete(QRect(0, line.top(), self.width(), line.height()))
 
     @Slot(str)
     def _insert_completion(self, name: str) -> None:
@@ -354,13 +372,19 @@ class Composer(QWidget):
         self._model = model
         self._images = images
 
-    def offer_skills(self, store: SkillStore) -> None:
-        """Offer the store's user-invocable skills after `/`, re-reading its folders first."""
+    def offer_skills(self, store: SkillStore, *, panel: bool = False) -> None:
+        """Offer the store's user-invocable skills after `/`, re-reading its folders first.
+
+        `panel` offers `/skills` too (the chat window opens the Skills panel for it),
+        unless a skill has that name.
+        """
         store.refresh()
         descriptions = store.descriptions()
+        offered = [(name, descriptions.get(name, "")) for name in store.user_names()]
+        if panel and "skills" not in descriptions:
+            offered = sorted([*offered, ("skills", "Open the Skills panel")])
         self._skill_model.clear()
-        for name in store.user_names():
-            description = descriptions.get(name, "")
+        for name, description in offered:
             item = QStandardItem(f"/{name}  —  {description}" if description else f"/{name}")
             item.setData(name, Qt.ItemDataRole.UserRole)
             item.setToolTip(plain.tooltip(description))
