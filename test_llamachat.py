@@ -1147,13 +1147,17 @@ class TestTurn:
     def test_turn_parse_question_takes_commands_then_mentions_of_known_skills(
         self, tmp_path
     ) -> None:
-        """`/name` commands leave the text, mentions stay in it; unknown names are left alone."""
+        """`/name` commands leave the text, mentions stay in it; unknown names are left alone.
+
+        A one-word mention is only suggested, unless mentions are on for that skill."""
 
         store = _turn_store(tmp_path)
         question = turn.parse_question("/zeta compare with alpha and /nope", store)
         assert question == turn.Question(
-            "compare with alpha and /nope", ("zeta", "alpha"), ("zeta",)
+            "compare with alpha and /nope", ("zeta",), ("zeta",), ("alpha",)
         )
+        question = turn.parse_question("/zeta compare with alpha", store, always=["alpha"])
+        assert question == turn.Question("compare with alpha", ("zeta", "alpha"), ("zeta",))
         assert turn.parse_question("/zeta hi", None) == turn.Question("/zeta hi")
 
     def test_turn_pick_model_prefers_configured_then_loaded_then_first_listed(self) -> None:
@@ -1390,11 +1394,8 @@ class TestSkills:
             _put_skill(root, "no-description", "---\nname: no-description\n---\nBody\n"): (
                 "description"
             ),
-            _put_skill(root, "no-name", "---\ndescription: Nameless.\n---\nBody\n"): "`name:`",
             _put_skill(root, "bad-yaml", _skill_md("bad-yaml", "[never closed")): "YAML",
-            _put_skill(root, "mismatch", _skill_md("other-name")): "`name: other-name`",
             _put_skill(root, "Bad_Slug", _skill_md("Bad_Slug")): "not a valid skill name",
-            _put_skill(root, "too-long", _skill_md("too-long", "x" * 1025)): "1025",
             _put_skill(
                 root, "unclosed", "---\nname: unclosed\ndescription: Open.\n"
             ): "never closed",
@@ -1404,9 +1405,21 @@ class TestSkills:
             dangling: "does not exist",
         }
 
+        # Loaded all the same, with a warning saying what to fix (lenient as other harnesses).
+        warned = {
+            _put_skill(root, "no-name", "---\ndescription: Nameless.\n---\nBody\n"): "`name:`",
+            _put_skill(root, "mismatch", _skill_md("other-name")): "`name: other-name`",
+            _put_skill(root, "too-long", _skill_md("too-long", "x" * 1025)): "1025",
+        }
+
         store = skills.SkillStore(root)
 
-        assert store.names() == ["good-one", "good-two", "huge", "undecodable"]
+        assert store.names() == [
+            "good-one", "good-two", "huge", "no-name", "other-name", "too-long", "undecodable"
+        ]
+        for path, word in warned.items():
+            assert not _problem_for(store, path).skipped
+            assert word in _problem_for(store, path).message
         assert store.load("good-one").text == "One."
         assert store.load("good-two").text == "Two."
         assert store.load("undecodable").description == "Bad \ufffd byte."
@@ -1478,7 +1491,9 @@ class TestSkills:
         if not valid:
             assert "not a valid skill name" in _problem_for(store, path).message
 
-    def test_skills_description_must_hold_1_to_1024_characters(self, tmp_path: Path) -> None:
+    def test_skills_description_must_hold_text_and_over_1024_characters_is_a_warning(
+        self, tmp_path: Path
+    ) -> None:
 
         root = tmp_path / "skills"
         _put_skill(root, "longest", _skill_md("longest", "d" * 1024))
@@ -1488,9 +1503,11 @@ class TestSkills:
 
         store = skills.SkillStore(root)
 
-        assert store.names() == ["longest"]
+        assert store.names() == ["longest", "too-long"]
         assert len(store.load("longest").description) == 1024
+        assert len(store.load("too-long").description) == 1025
         assert "1025" in _problem_for(store, too_long).message
+        assert not _problem_for(store, too_long).skipped
         assert "no `description:`" in _problem_for(store, empty).message
         assert "not text" in _problem_for(store, number).message
 
@@ -1617,7 +1634,7 @@ class TestSkills:
         enum = store.tool_schema()["function"]["parameters"]["properties"]["name"]["enum"]
         assert len(enum) == total
 
-    def test_skills_tool_message_names_the_folder_and_the_files_the_body_refers_to(
+    def test_skills_tool_message_names_the_folder_and_the_files_in_it(
         self,
         tmp_path: Path,
     ) -> None:
@@ -1643,7 +1660,7 @@ class TestSkills:
         assert header.splitlines() == [
             "[skill: tools]",
             f"Folder: {folder} (relative paths below are inside it)",
-            "Files it refers to: scripts/run.sh, reference.md, assets/",
+            "Files in its folder, read with read_skill_file: reference.md, scripts/run.sh",
         ]
         assert rest == body.strip()
 
@@ -5088,7 +5105,8 @@ class TestFaults:
 
         panel = SkillsPanel(skills.SkillStore(root), window.loaded_skills, import_dir=root)
         qtbot.addWidget(panel)
-        assert sorted(panel.skill_names()) == ["good-one", "huge"]
+        # Without a name, and with a name its folder does not have: loaded, with a warning.
+        assert sorted(panel.skill_names()) == ["good-one", "huge", "no-name", "other-name"]
         problems = "\n".join(panel.problem_texts())
         for path in broken:
             assert str(path) in problems, path
@@ -6697,18 +6715,19 @@ class TestChatWindow:
     def test_window_slash_command_stripped_and_mention_loads_skill(
         self, chat_window, router, qtbot
     ) -> None:
-        """`/name` inside a message is stripped; a skill named as a word loads and stays in the text."""
+        """`/name` inside a message is stripped; a hyphenated skill named as a word loads and
+        stays in the text."""
         window, _history = chat_window()
-        _send(qtbot, window, "/finance-cli what is my balance")
-        assert window.loaded_skills() == ["finance-cli"]
-        assert router.chat_requests()[-1].json["messages"][-1]["content"] == "what is my balance"
+        _send(qtbot, window, "/weather will it rain")
+        assert window.loaded_skills() == ["weather"]
+        assert router.chat_requests()[-1].json["messages"][-1]["content"] == "will it rain"
 
-        _send(qtbot, window, "and the weather tomorrow?")
-        assert window.loaded_skills() == ["finance-cli", "weather"]
+        _send(qtbot, window, "and what does finance-cli say of my balance?")
+        assert window.loaded_skills() == ["weather", "finance-cli"]
         sent = router.chat_requests()[-1].json["messages"]
-        assert sent[-1]["content"] == "and the weather tomorrow?"
+        assert sent[-1]["content"] == "and what does finance-cli say of my balance?"
         system = sent[0]["content"]
-        assert system.index("[skill: finance-cli]") < system.index("[skill: weather]")
+        assert system.index("[skill: weather]") < system.index("[skill: finance-cli]")
 
     @offscreen_popup
     def test_window_unknown_slash_word_is_sent_as_text(self, chat_window, router, qtbot) -> None:
@@ -7916,7 +7935,7 @@ class TestWindowChrome:
                 for row in range(completions.rowCount())
             ]
 
-        assert offered() == ["finance-cli", "weather"]
+        assert offered() == ["finance-cli", "skills", "weather"]
         panel = window.skills.open_panel()
         _write_skill(
             tmp_path / "skills",

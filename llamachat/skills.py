@@ -997,10 +997,10 @@ def _check_name(path: Path, name: object, folder_name: str | None, problems: lis
         else:
             warn(f"has no `name:`; it loads as {folder_name}. Add `name: {folder_name}`.")
         return folder_name
-    hint = "`name:`" if given else "a `name:`"
+    named = f"nor is its `name: {given}`" if given else "and it has no `name:`"
     raise _Unusable(
-        f"has no usable name: neither {hint} nor its folder {folder_name!r} is a valid skill "
-        f"name ({rule}); rename the folder and set `name:` to match."
+        f"has no usable name: its folder {folder_name!r} is not a valid skill name ({rule}), "
+        f"{named}; rename the folder and set `name:` to match."
     )
 
 
