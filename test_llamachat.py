@@ -1394,7 +1394,9 @@ class TestSkills:
             _put_skill(root, "no-description", "---\nname: no-description\n---\nBody\n"): (
                 "description"
             ),
-            _put_skill(root, "bad-yaml", _skill_md("bad-yaml", "[never closed")): "YAML",
+            _put_skill(
+                root, "bad-yaml", _skill_md("bad-yaml", extra="metadata:\n  a: 1\n b: 2\n")
+            ): "YAML",
             _put_skill(root, "Bad_Slug", _skill_md("Bad_Slug")): "not a valid skill name",
             _put_skill(
                 root, "unclosed", "---\nname: unclosed\ndescription: Open.\n"
@@ -5076,7 +5078,7 @@ class TestFaults:
         broken = [
             _put_skill(root, "no-frontmatter", "# Just markdown\n"),
             _put_skill(root, "no-name", "---\ndescription: Nameless.\n---\nBody\n"),
-            _put_skill(root, "bad-yaml", _skill_md("bad-yaml", "[never closed")),
+            _put_skill(root, "bad-yaml", _skill_md("bad-yaml", extra="metadata:\n  a: 1\n b: 2\n")),
             _put_skill(root, "mismatch", _skill_md("other-name")),
             _put_skill(root, "Bad_Slug", _skill_md("Bad_Slug")),
             _put_skill(root, "unclosed", "---\nname: unclosed\ndescription: Open.\n"),

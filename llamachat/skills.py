@@ -112,7 +112,8 @@ _COMMAND = re.compile(r"(?<!\S)/([a-z0-9]+(?:-[a-z0-9]+)*)(?!\S)")
 _CODE = re.compile(
     r"^[ \t]*(`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]*\1[ \t]*$|\Z)|`[^`\n]+`", re.MULTILINE | re.DOTALL
 )
-_PLAIN_PAIR = re.compile(r"([A-Za-z0-9_-]+):[ \t]+(?![\"'|>\[{&*!%@`#])(.*?\S)[ \t]*$")
+# A top-level `key: value` line whose value is not a block scalar or a comment.
+_TOP_PAIR = re.compile(r"([A-Za-z0-9_-]+):[ \t]+(?![|>#])(.*?\S)[ \t]*$")
 
 _TOOL_INTRO = (
     "Load a skill: instructions for one kind of task. When the user's request "
@@ -895,8 +896,8 @@ def _load_yaml(path: Path, text: str, problems: list[Problem]) -> dict:
             "a date or number."
         ) from error
     except yaml.YAMLError as error:
-        # People write `description: Use when: ...`; YAML rejects the second
-        # colon. Quoting such plain values is what they meant.
+        # People write `description: Use when: ...` or `argument-hint: [a] [b]`, and
+        # YAML rejects them. Quoting such values is what they meant.
         quoted: list[str] = []
         fixed = _quote_plain_values(text, quoted)
         try:
@@ -909,8 +910,9 @@ def _load_yaml(path: Path, text: str, problems: list[Problem]) -> dict:
         problems.append(
             Problem(
                 path,
-                f"has ': ' inside the value of {keys}, which YAML reads as another key; "
-                "it was read as text, but put the value in quotes.",
+                f"has a value YAML cannot read in {keys} (such as ': ' inside it, which "
+                "YAML reads as another key); it was read as text, but put the value in "
+                "quotes.",
                 skipped=False,
             )
         )
@@ -925,16 +927,18 @@ def _load_yaml(path: Path, text: str, problems: list[Problem]) -> dict:
 
 
 def _quote_plain_values(text: str, quoted: list[str]) -> str:
-    """`text` with each top-level plain value holding ': ' (or ending in ':') single-quoted.
+    """`text` with each top-level value YAML cannot read on its own put in single quotes.
 
-    A plain value may go on over indented lines, as published skills' long
-    descriptions do; those lines are joined into the quoted value, as YAML folds them.
+    Such values are text their authors did not quote: `Use when: ...` (a second
+    `: `), `[file] [format]` (two flow lists). A value may go on over indented lines,
+    as published skills' long descriptions do; those lines are joined into the quoted
+    value, as YAML folds them. Block scalars (`|`, `>`) and nested keys are kept.
     """
     lines = text.split("\n")
     out: list[str] = []
     index = 0
     while index < len(lines):
-        match = _PLAIN_PAIR.match(lines[index])
+        match = _TOP_PAIR.match(lines[index])
         end = index + 1
         if match is None:
             out.append(lines[index])
@@ -944,14 +948,23 @@ def _quote_plain_values(text: str, quoted: list[str]) -> str:
         while end < len(lines) and lines[end][:1] in (" ", "\t") and lines[end].strip():
             pieces.append(lines[end].strip())
             end += 1
-        value = " ".join(pieces)
-        if ": " in value or value.endswith(":"):
+        if _reads(lines[index:end]):
+            out.extend(lines[index:end])
+        else:
+            value = " ".join(pieces)
             quoted.append(match.group(1))
             out.append(f"{match.group(1)}: '" + value.replace("'", "''") + "'")
-        else:
-            out.extend(lines[index:end])
         index = end
     return "\n".join(out)
+
+
+def _reads(lines: list[str]) -> bool:
+    """True when one `key: value` (and its continuation lines) is valid YAML on its own."""
+    try:
+        yaml.load("\n".join(lines), Loader=_Loader)
+    except (yaml.YAMLError, ValueError):
+        return False
+    return True
 
 
 def _yaml_message(error: yaml.YAMLError) -> str:

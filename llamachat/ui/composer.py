@@ -1,6 +1,9 @@
 """The message composer: a multi-line editor with attachments and `/skill` completion.
 
-Enter sends, Shift+Enter starts a new line. Files come in by the attach button,
+Enter sends, Shift+Enter starts a new line. `/` at the start of a word lists the
+skills, as wide as the message box: Esc closes the list, and Enter on a `/name`
+typed out in full sends at once (on a partial one it completes the name first).
+Files come in by the attach button,
 drag and drop, or paste: images become `image_url` data URIs (only for models
 that read images), text files are inlined as fenced code blocks, and a very long
 paste becomes an attachment instead of flooding the editor.
@@ -21,7 +24,17 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
-from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMimeData, QRect, Qt, Signal, Slot
+from PySide6.QtCore import (
+    QBuffer,
+    QByteArray,
+    QEvent,
+    QIODevice,
+    QMimeData,
+    QRect,
+    Qt,
+    Signal,
+    Slot,
+)
 from PySide6.QtGui import QImage, QKeyEvent, QResizeEvent, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (
     QCompleter,
@@ -169,10 +182,27 @@ class MessageEdit(QPlainTextEdit):
         completer.setWidget(self)
         completer.activated[str].connect(self._insert_completion)
 
+    def event(self, event: QEvent) -> bool:
+        """Claim Esc while the skill list is open, so it closes the list, not stops a reply."""
+        if (
+            event.type() == QEvent.Type.ShortcutOverride
+            and isinstance(event, QKeyEvent)
+            and event.key() == Qt.Key.Key_Escape
+            and self._completer is not None
+            and self._completer.popup().isVisible()
+        ):
+            event.accept()
+            return True
+        return super().event(event)
+
     def keyPressEvent(self, event: QKeyEvent) -> None:
         """Route Enter to submit; keep the skill completer in step with the text."""
         key = event.key()
         popup = self._completer.popup() if self._completer else None
+        if popup is not None and popup.isVisible() and key == Qt.Key.Key_Escape:
+            popup.hide()
+            event.accept()
+            return
         enter = key in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
         plain_enter = enter and not event.modifiers() & Qt.KeyboardModifier.ShiftModifier
         if popup is not None and popup.isVisible() and plain_enter and self._typed_whole_name():
