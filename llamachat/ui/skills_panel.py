@@ -226,7 +226,8 @@ class SkillsPanel(QDialog):
         buttons.addWidget(close)
         # No default button: Enter in the list would otherwise press Load on whatever
         # row is current (the first, on opening). Loading is a click or a double-click.
-        for button in (*self.findChildren(QPushButton), *close.buttons()):
+        own = (self.load_button, self.unload_button, self.mention_button, self.refresh_button)
+        for button in (*own, import_button, *close.buttons()):
             if isinstance(button, QPushButton):
                 button.setAutoDefault(False)
                 button.setDefault(False)
