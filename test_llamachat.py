@@ -2399,6 +2399,28 @@ class TestSkillsFirstTime:
         _send(qtbot, window, "what is the weather tomorrow")
         assert window.loaded_skills() == ["weather"]
 
+    @quick_offscreen
+    def test_first_time_quick_window_and_ask_print_say_a_mention_was_not_loaded(
+        self, quick, router, qtbot, tmp_path: Path
+    ) -> None:
+        """Where no chip can be clicked, the one-word mention is named with the `/name` that
+        loads it: in the quick window's notice, and on ask --print's stderr."""
+
+        window, _history = quick(default_model="test-model")
+        window.present()
+        router.script(Reply(content=["Sunny."]))
+        _quick_ask(qtbot, window, "is the weather nice")
+        assert router.chat_requests()[-1].json["messages"][0]["role"] == "system"
+        assert "[skill:" not in router.chat_requests()[-1].json["messages"][0]["content"]
+        assert window.notice.text() == (
+            "Mentioned, not loaded: skill weather (add /weather to the question to use it)."
+        )
+
+        done = _llamachat(_quick_config_file(tmp_path, router.url), "ask", "--print", "weather?")
+        assert done.returncode == 0, done.stderr
+        assert "mentioned, not loaded: skill weather (add /weather to load it)" in done.stderr
+        assert "[skill:" not in router.chat_requests()[-1].json["messages"][0]["content"]
+
     # ---------------------------------------------------------------- 6. the `/` completer
 
     @offscreen_popup

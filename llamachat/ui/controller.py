@@ -264,6 +264,14 @@ class Conversation(QObject):
         self._start_reply()
         # After the message: a new chat's session_changed, which clears them, comes first.
         self.skills_suggested.emit(suggested)
+        if suggested and self.mode == ONESHOT:
+            # The quick window has no suggestion chips: say how to use the skill instead.
+            commands = " ".join(f"/{name}" for name in suggested)
+            self.notice.emit(
+                f"Mentioned, not loaded: skill {', '.join(suggested)} (add {commands} to "
+                "the question to use it).",
+                8000,
+            )
         return SENT
 
     def _add_question(self, text: str, attachments: list[dict]) -> dict:
