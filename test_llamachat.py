@@ -2305,7 +2305,7 @@ class TestSkillsFirstTime:
         texts = panel.problem_texts()
         assert f"Error, not loaded: {broken}: does not start with frontmatter" in texts[0]
         assert texts[1].startswith(f"Warning, loaded: {long}: has a description of 1499")
-        assert panel.problems_label.text() == "Problems (1 errors, 1 warnings)"
+        assert panel.problems_label.text() == "Problems (1 error, 1 warning)"
 
     # ---------------------------------------------------------------- 4. shadowing
 

@@ -1178,6 +1178,32 @@ def _inside(base: Path, path: str) -> bool:
     return os.path.realpath(path).startswith(os.path.join(base, ""))
 
 
+def read_file_schema(names: list[str]) -> dict:
+    """The OpenAI ``read_skill_file`` function for the loaded skills `names` that have files."""
+    return {
+        "type": "function",
+        "function": {
+            "name": READ_FILE_NAME,
+            "description": (
+                "Read a text file from the folder of a loaded skill, such as a reference, "
+                "form or script its instructions name. Read one when the instructions say "
+                f"to; files over {FILE_MAX // 1024} KB are cut."
+            ),
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "skill": {"type": "string", "description": "The loaded skill.", "enum": names},
+                    "path": {
+                        "type": "string",
+                        "description": "The file's path relative to the skill's folder.",
+                    },
+                },
+                "required": ["skill", "path"],
+            },
+        },
+    }
+
+
 class SkillFileError(SkillError):
     """read_skill_file cannot answer; str() is the sentence the model reads."""
 

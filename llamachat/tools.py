@@ -208,7 +208,7 @@ class ReadSkillFile(Tool):
             skill = self._store.load(name)
             if skill is not None and skills.resource_files(skill):
                 with_files.append(name)
-        self.schema = _read_file_schema(with_files) if with_files else {}
+        self.schema = skills.read_file_schema(with_files) if with_files else {}
 
     def run(self, arguments: str) -> ToolResult:
         """The file's text, and a ``tool_done`` event the window shows as it does a search."""
@@ -232,31 +232,6 @@ class ReadSkillFile(Tool):
             return ToolResult(f"error: {exc}", [("tool_done", event)])
         event = {"title": "Read skill file", "query": summary, "results": [], "error": ""}
         return ToolResult(text, [("tool_done", event)])
-
-
-def _read_file_schema(names: list[str]) -> dict:
-    return {
-        "type": "function",
-        "function": {
-            "name": skills.READ_FILE_NAME,
-            "description": (
-                "Read a text file from the folder of a loaded skill, such as a reference, "
-                "form or script its instructions name. Read one when the instructions say "
-                f"to; files over {skills.FILE_MAX // 1024} KB are cut."
-            ),
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "skill": {"type": "string", "description": "The loaded skill.", "enum": names},
-                    "path": {
-                        "type": "string",
-                        "description": "The file's path relative to the skill's folder.",
-                    },
-                },
-                "required": ["skill", "path"],
-            },
-        },
-    }
 
 
 def offered(

@@ -248,15 +248,14 @@ class SkillsPanel(QDialog):
 
     def rows(self) -> list[list[str]]:
         """Every row's column texts, top to bottom: skills, hidden copies, missing skills."""
-        tree = self.tree
-        return [
-            [tree.topLevelItem(i).text(c) for c in range(len(COLUMNS))]
-            for i in range(tree.topLevelItemCount())
-        ]
+        return [[item.text(c) for c in range(len(COLUMNS))] for item in self._items()]
 
     def _rows(self) -> list[tuple[str, str]]:
-        items = (self.tree.topLevelItem(i) for i in range(self.tree.topLevelItemCount()))
-        return [(item.text(0), item.data(0, Qt.ItemDataRole.UserRole)) for item in items]
+        return [(item.text(0), item.data(0, Qt.ItemDataRole.UserRole)) for item in self._items()]
+
+    def _items(self) -> list[QTreeWidgetItem]:
+        found = (self.tree.topLevelItem(i) for i in range(self.tree.topLevelItemCount()))
+        return [item for item in found if item is not None]
 
     @Slot()
     def refresh(self) -> None:
@@ -338,11 +337,8 @@ class SkillsPanel(QDialog):
             kind = "Error, not loaded" if problem.skipped else "Warning, loaded"
             self.problems.addItem(f"{kind}: {problem}")
         errors = sum(1 for problem in found if problem.skipped)
-        self.problems_label.setText(
-            f"Problems ({errors} errors, {len(found) - errors} warnings)"
-            if found
-            else "No problems found"
-        )
+        counts = f"{_count(errors, 'error')}, {_count(len(found) - errors, 'warning')}"
+        self.problems_label.setText(f"Problems ({counts})" if found else "No problems found")
         self.problems.setVisible(bool(found))
         self._update_buttons()
 
@@ -418,6 +414,10 @@ class SkillsPanel(QDialog):
 
 
 _SKILL, _HIDDEN, _MISSING = "skill", "hidden", "missing"
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" + ("" if number == 1 else "s")
 
 
 def _root_of(skill_file: Path) -> str:
