@@ -397,8 +397,8 @@ class MessageView(QFrame):
             lines.append(f'<span style="color:#d1242f">{plain.markup(error)}</span>')
         for number, result in enumerate(results, 1):
             url = str(result.get("url", ""))
-            title = str(result.get("title") or url)
-            lines.append(f'{number}. <a href="{plain.markup(url)}">{plain.markup(title)}</a>')
+            name = str(result.get("title") or url)
+            lines.append(f'{number}. <a href="{plain.markup(url)}">{plain.markup(name)}</a>')
         label = QLabel("<br>".join(lines), self)
         label.setTextFormat(Qt.TextFormat.RichText)
         label.setWordWrap(True)
