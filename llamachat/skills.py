@@ -3,8 +3,17 @@
 A skill is a folder ``<root>/<name>/SKILL.md`` (agentskills.io): YAML frontmatter
 with ``name`` and ``description`` (plus optional ``license``, ``compatibility``,
 ``metadata``, ``allowed-tools`` and any other keys, which are kept), then markdown
-instructions. The model loads one through the ``load_skill`` tool; the user loads
-one by typing ``/name`` or by naming it in a message.
+instructions, and any files those point at. The model loads one through the
+``load_skill`` tool and reads its files through ``read_skill_file``
+(`read_skill_file`, `resource_files`); the user loads one by typing ``/name`` or by
+naming it in a message (`SkillStore.mentions` says which mentions load at once and
+which are only suggested).
+
+Parsing is as lenient as other harnesses: a description over 1,024 characters, a
+value YAML cannot read as written (retried as quoted text), a `name:` unlike its
+folder (the `name:` wins) or a missing or invalid one (the folder's name) load with
+a warning. Only a skill with no usable name or description, or unreadable, is left
+out. When two roots hold one name the earlier wins; `SkillStore.hidden` lists the rest.
 
 Scanning reads only each file's frontmatter; a body is read, capped, the first
 time the skill is loaded. Everything stays cached until `SkillStore.refresh()`
@@ -16,12 +25,13 @@ Problems are logged: as warnings when they differ from the ones last reported
 `llamachat --debug` shows.
 
 Errors: scanning never raises. Whatever is wrong with a root, a folder or a file
-becomes a `Problem` (its path and a sentence saying what to fix), and the good
-skills load regardless. Only `import_folder` raises:
+becomes a `Problem` (its path and a sentence saying what to fix; `skipped` tells an
+error from a warning), and the good skills load regardless. Only these raise:
 
     SkillError              base of this module's exceptions
-    └── SkillImportError    import_folder refused one or more folders
-                            (.problems: list[Problem], .imported: list[Path])
+    ├── SkillImportError    import_folder refused one or more folders
+    │                       (.problems: list[Problem], .imported: list[Path])
+    └── SkillFileError      read_skill_file cannot answer (the sentence the model reads)
 """
 
 from __future__ import annotations

@@ -1,12 +1,14 @@
 """The tools a model can call: one small interface, and the tools the app offers.
 
-A `Tool` has a `name`, a `schema` (the entry of the OpenAI `tools` list) and
-`run(arguments) -> ToolResult`: the text the model reads, plus the stream events the
-window shows (``search_done``, ``tool_done``, ``skill_loaded``). A tool may also `announce` a call
-before it runs (``search_start``), so the window can say what is being waited for.
-`backend.Client.stream_chat` looks tools up by name and knows nothing else about them:
-adding a tool is one `Tool` subclass and one line in `offered` (or a `tools=` list
-passed to `stream_chat`).
+A `Tool` has a `name`, a `schema` (the entry of the OpenAI `tools` list; empty: not
+offered this round) and `run(arguments) -> ToolResult`: the text the model reads, plus
+the stream events the window shows (``search_done``, ``skill_loaded``, and ``tool_done``,
+any other tool's call and short result, shown as a search is). A tool may also
+`announce` a call before it runs (``search_start``), so the window can say what is being
+waited for. `backend.Client.stream_chat` looks tools up by name and knows nothing else
+about them: adding a tool is one `Tool` subclass and one line in `offered` (or a
+`tools=` list passed to `stream_chat`). The app's tools: `web_search`, `load_skill`
+and `read_skill_file`.
 
 Errors: a tool raises `ToolError` for a failure the model should read (bad arguments,
 an unknown skill); `answer` turns that, an unknown tool name and any other exception

@@ -9,7 +9,7 @@ so the three cannot drift apart. A `Turn` is made of named parts:
     history          the earlier messages, replayed (replies give their answer only)
     user             the question's typed text
     attachment:<f>   each file attached to the question, in order
-    tools            the tools offered to the model (web_search, load_skill)
+    tools            the tools offered to the model (web_search, load_skill, read_skill_file)
 
 `Turn.messages()` joins them into the wire messages: one system message (the first
 three kinds, byte-identical from turn to turn for the same inputs, which is what lets
