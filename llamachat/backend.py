@@ -2,8 +2,8 @@
 
 `Client.stream_chat()` is a generator of `(kind, piece)` events: `reasoning` and
 `content` deltas, the events its tools hand the window (`search_start` / `search_done`
-around each web search, `skill_loaded` for each skill the model loads), and one final
-`stats` event. With tools on (`tools.Tool`, looked up by name) it runs the tool loop: up
+around each web search, `skill_loaded` for each skill the model loads, `tool_done` for
+each skill file it reads), and one final `stats` event. With tools on (`tools.Tool`, looked up by name) it runs the tool loop: up
 to a round cap, rounds offer the tools; a round that ends in tool calls gets every call
 answered (failures included, as tool results the model reads, `tools.answer`) and the
 request is sent again; one final round offers no tools, so the model answers.
