@@ -3,10 +3,11 @@
 `Client.stream_chat()` is a generator of `(kind, piece)` events: `reasoning` and
 `content` deltas, the events its tools hand the window (`search_start` / `search_done`
 around each web search, `skill_loaded` for each skill the model loads, `tool_done` for
-each skill file it reads), and one final `stats` event. With tools on (`tools.Tool`, looked up by name) it runs the tool loop: up
-to a round cap, rounds offer the tools; a round that ends in tool calls gets every call
-answered (failures included, as tool results the model reads, `tools.answer`) and the
-request is sent again; one final round offers no tools, so the model answers.
+each skill file it reads), and one final `stats` event. With tools on (`tools.Tool`,
+looked up by name) it runs the tool loop: up to a round cap, rounds offer the tools (a
+tool with an empty schema sits a round out); a round that ends in tool calls gets every
+call answered (failures included, as tool results the model reads, `tools.answer`) and
+the request is sent again; one final round offers no tools, so the model answers.
 
 Exceptions, raised by `Client` methods and by the `stream_chat` generator:
 
