@@ -586,7 +586,7 @@ class TestDb:
         assert session["title"] == "How do llamas sleep?"
         assert session["updated_at"] >= before
         assert history.message_count(sid) == 4
-        history.delete_messages_from(sid, reply)
+        history.delete_branch(reply)
         assert [m["id"] for m in history.messages(sid)] == [messages[0]["id"], user]
         with pytest.raises(HistoryError, match="no session"):
             history.add_message(sid + 100, "user", "x")
@@ -704,24 +704,24 @@ class TestDb:
     def test_history_edited_first_question_renames_an_automatic_title_only(
         self, tmp_path: Path
     ) -> None:
-        """Deleting from the first question clears a title taken from it (the next question
-        names the chat); a title the user gave stays; deleting a later message keeps titles."""
+        """A new version of the first question renames a chat whose title came from an
+        earlier version; a title the user gave stays; a later message keeps titles."""
 
         history = History(tmp_path / "h.db")
         auto = history.create_session("chat")
-        first = history.add_message(auto, "user", "Wher do llamas live?")
-        reply = history.add_message(auto, "assistant", "In the Andes.")
-        history.delete_messages_from(auto, reply)
+        history.add_message(auto, "user", "Wher do llamas live?")
+        history.add_message(auto, "assistant", "In the Andes.")
+        history.add_message(auto, "user", "And alpacas?")
         assert history.get_session(auto)["title"] == "Wher do llamas live?"
-        history.delete_messages_from(auto, first)
-        history.add_message(auto, "user", "Where do llamas live?")
+        history.add_message(auto, "user", "Where do llamas live?", parent=None)
         assert history.get_session(auto)["title"] == "Where do llamas live?"
+        history.add_message(auto, "user", "Whereabouts?", parent=None)
+        assert history.get_session(auto)["title"] == "Whereabouts?"
 
         named = history.create_session("chat")
-        first = history.add_message(named, "user", "Wher do llamas live?")
+        history.add_message(named, "user", "Wher do llamas live?")
         history.rename_session(named, "Llamas")
-        history.delete_messages_from(named, first)
-        history.add_message(named, "user", "Where do llamas live?")
+        history.add_message(named, "user", "Where do llamas live?", parent=None)
         assert history.get_session(named)["title"] == "Llamas"
 
     def test_history_search_follows_updates_and_deletions(self, tmp_path: Path) -> None:
@@ -733,7 +733,7 @@ class TestDb:
         assert history.search("zebra") == []
         history.update_message(reply, content="a zebra", status="complete")
         assert [s["id"] for s in history.search("zebra")] == [sid]
-        history.delete_messages_from(sid, reply)
+        history.delete_branch(reply)
         assert history.search("zebra") == []
 
     @pytest.mark.parametrize(
@@ -855,7 +855,7 @@ class TestDb:
             tool_calls=[{"id": "1", "function": {"name": "f", "arguments": "{}"}}],
         )
         exported = history.export_json(sid)
-        assert exported["format"] == "llamachat-session" and exported["version"] == 1
+        assert exported["format"] == "llamachat-session" and exported["version"] == 2
         other = History(tmp_path / "other.db")
         new_id = other.import_json(json.loads(json.dumps(exported)))
         assert other.export_json(new_id) == exported
@@ -867,7 +867,7 @@ class TestDb:
         [
             (lambda d: d.clear(), "not a llamachat session"),
             (lambda d: d.update(format="other"), "not a llamachat session"),
-            (lambda d: d.update(version=2), "newer llamachat"),
+            (lambda d: d.update(version=3), "newer llamachat"),
             (lambda d: d.update(version="1"), "version"),
             (lambda d: d.update(session=[]), "session must be an object"),
             (lambda d: d["session"].update(mode="group"), "session.mode"),
@@ -880,6 +880,7 @@ class TestDb:
             (lambda d: d["messages"][0].update(status="done"), "messages[1].status"),
             (lambda d: d["messages"][0].update(usage=[]), "messages[1].usage"),
             (lambda d: d["messages"][0].update(attachments=["a"]), "messages[1].attachments"),
+            (lambda d: d.update(version=2), "messages[1].id"),
         ],
     )
     def test_history_import_rejects_bad_input_and_adds_nothing(
