@@ -974,6 +974,198 @@ class TestDb:
         )
 
 
+class TestHistoryTree:
+    """`llamachat.db` as a tree: versions, branches, the active path, forks, tree export."""
+
+    def _chat(self, history: History) -> tuple[int, int, int]:
+        """A session with one question and one reply: (session, question, reply)."""
+        sid = history.create_session("chat", "m", prompt_name="Default")
+        question = history.add_message(sid, "user", "Name a llama.")
+        reply = history.add_message(sid, "assistant", "Dolly.")
+        return sid, question, reply
+
+    def test_versions_of_a_reply_are_siblings_and_the_newest_is_shown(self, tmp_path: Path) -> None:
+        """Three regenerations are four versions of one reply; switching shows each with
+        what followed it; a reopened file shows the path last shown."""
+
+        history = History(tmp_path / "h.db")
+        sid, question, first = self._chat(history)
+        follow_up = history.add_message(sid, "user", "Why?")
+        versions = [first]
+        for text in ("Kuzco.", "Paca.", "Lhama."):
+            versions.append(history.add_message(sid, "assistant", text, parent=question))
+        path = history.messages(sid)
+        assert [m["content"] for m in path] == ["Name a llama.", "Lhama."]
+        assert path[1]["versions"] == versions and path[0]["versions"] == []
+        assert history.message_count(sid) == 6
+
+        shown = history.select_version(sid, first)
+        assert [m["content"] for m in shown] == ["Name a llama.", "Dolly.", "Why?"]
+        assert shown[2]["id"] == follow_up and shown[1]["versions"] == versions
+        assert [m["content"] for m in history.select_version(sid, versions[2])][1] == "Paca."
+        history.close()
+        again = History(tmp_path / "h.db")
+        assert [m["content"] for m in again.messages(sid)] == ["Name a llama.", "Paca."]
+        with pytest.raises(HistoryError, match="no message"):
+            again.select_version(sid, 10_000)
+
+    def test_edits_are_branches_that_keep_their_replies(self, tmp_path: Path) -> None:
+        """Two edits of a question make three branches, each with its own reply."""
+
+        history = History(tmp_path / "h.db")
+        sid, _question, reply = self._chat(history)
+        later = history.add_message(sid, "user", "Another?")
+        history.add_message(sid, "assistant", "Kuzco.")
+        edits = [later]
+        for text in ("Two more?", "Three more?"):
+            edits.append(history.add_message(sid, "user", text, parent=reply))
+            history.add_message(sid, "assistant", f"Answer to {text}")
+        path = history.messages(sid)
+        assert [m["content"] for m in path] == [
+            "Name a llama.",
+            "Dolly.",
+            "Three more?",
+            "Answer to Three more?",
+        ]
+        assert path[2]["versions"] == edits
+        walked = [[m["content"] for m in history.select_version(sid, edit)][2:] for edit in edits]
+        assert walked == [
+            ["Another?", "Kuzco."],
+            ["Two more?", "Answer to Two more?"],
+            ["Three more?", "Answer to Three more?"],
+        ]
+        assert history.get_session(sid)["title"] == "Name a llama."
+        assert [hit["id"] for hit in history.search("Kuzco")] == [sid]  # every branch is found
+
+    def test_delete_branch_takes_what_followed_and_the_path_ends_at_its_parent(
+        self, tmp_path: Path
+    ) -> None:
+
+        history = History(tmp_path / "h.db")
+        sid, question, reply = self._chat(history)
+        history.add_message(sid, "user", "More?")
+        kept = history.add_message(sid, "assistant", "Other.", parent=question)
+        history.select_version(sid, reply)
+        history.delete_branch(reply)
+        assert [m["id"] for m in history.messages(sid)] == [question]
+        assert history.message_count(sid) == 2
+        assert [m["id"] for m in history.select_version(sid, kept)] == [question, kept]
+
+    def test_fork_copies_the_path_up_to_a_message_with_skills_and_prompt(
+        self, tmp_path: Path
+    ) -> None:
+
+        history = History(tmp_path / "h.db")
+        sid, question, reply = self._chat(history)
+        history.set_skills(sid, ["weather"])
+        history.set_prompt(sid, "", "Be brief.")
+        history.add_message(sid, "user", "More?")
+        history.add_message(sid, "assistant", "Other.", parent=question)  # not on the path
+        history.select_version(sid, reply)
+        forked = history.fork(sid, reply)
+        session = history.get_session(forked)
+        assert session["title"] == "Name a llama. (fork)" and session["skills"] == ["weather"]
+        assert (session["prompt_custom"], session["model"], session["mode"]) == (
+            "Be brief.",
+            "m",
+            "chat",
+        )
+        assert [(m["role"], m["content"]) for m in history.messages(forked)] == [
+            ("user", "Name a llama."),
+            ("assistant", "Dolly."),
+        ]
+        assert history.message_count(forked) == 2 and history.message_count(sid) == 4
+        with pytest.raises(HistoryError, match="not on the path|no message"):
+            history.fork(sid, 10_000)
+
+    def test_tree_export_imports_back_equal_and_v1_files_still_import(self, tmp_path: Path) -> None:
+        """The JSON export holds every branch and the active leaf; importing it recreates
+        the same tree; a version-1 file (one path) imports as one path."""
+
+        history = History(tmp_path / "h.db")
+        sid, question, reply = self._chat(history)
+        history.add_message(sid, "assistant", "Kuzco.", parent=question)
+        history.add_message(sid, "user", "Edited.", parent=None)
+        history.select_version(sid, reply)
+        exported = history.export_json(sid)
+        assert exported["version"] == 2 and exported["session"]["active"] == 2
+        assert [(m["id"], m["parent"]) for m in exported["messages"]] == [
+            (1, None),
+            (2, 1),
+            (3, 1),
+            (4, None),
+        ]
+        other = History(tmp_path / "other.db")
+        copy = other.import_json(json.loads(json.dumps(exported)))
+        assert other.export_json(copy) == exported
+        assert [m["content"] for m in other.messages(copy)] == ["Name a llama.", "Dolly."]
+
+        old = _good_export()
+        old["messages"].append({"role": "assistant", "content": "hello", "created_at": 2.0})
+        single = history.import_json(old)
+        assert [(m["content"], m["versions"]) for m in history.messages(single)] == [
+            ("hi", []),
+            ("hello", []),
+        ]
+
+    @pytest.mark.parametrize(
+        ("change", "words"),
+        [
+            (lambda m, s: m[1].update(parent=7), "messages[2].parent"),
+            (lambda m, s: m[1].update(parent=2), "messages[2].parent"),  # itself: not earlier
+            (lambda m, s: m[1].update(id=1), "messages[2].id"),
+            (lambda m, s: m[0].update(id="1"), "messages[1].id"),
+            (lambda m, s: s.update(active=9), "session.active"),
+        ],
+    )
+    def test_tree_import_names_the_bad_field_and_adds_nothing(
+        self, tmp_path: Path, change, words: str
+    ) -> None:
+
+        history = History(tmp_path / "h.db")
+        sid, _question, _reply = self._chat(history)
+        data = history.export_json(sid)
+        change(data["messages"], data["session"])
+        with pytest.raises(HistoryError, match=re.escape(words)):
+            history.import_json(data)
+        assert history.count_sessions() == 1
+
+    def test_a_database_of_the_last_release_migrates_to_one_path_per_session(
+        self, tmp_path: Path
+    ) -> None:
+        """A schema-1 file (as 0.1.0 wrote it) opens with every chat a single path, its
+        newest message the active leaf, nothing lost."""
+
+        path = tmp_path / "old.db"
+        conn = sqlite3.connect(path)
+        conn.executescript(MIGRATIONS[0])
+        conn.execute("PRAGMA user_version = 1")
+        for sid in (1, 2):
+            conn.execute(
+                "INSERT INTO sessions (id, title, created_at, updated_at) VALUES (?, ?, 0, 0)",
+                (sid, f"chat {sid}"),
+            )
+        rows = [(1, "user", "a"), (2, "user", "x"), (1, "assistant", "b"), (1, "user", "c")]
+        for session_id, role, content in rows:
+            conn.execute(
+                "INSERT INTO messages (session_id, role, content, created_at) VALUES (?, ?, ?, 0)",
+                (session_id, role, content),
+            )
+        conn.commit()
+        conn.close()
+
+        history = History(path)
+        assert [(m["content"], m["parent_id"]) for m in history.messages(1)] == [
+            ("a", None),
+            ("b", 1),
+            ("c", 3),
+        ]
+        assert [m["content"] for m in history.messages(2)] == ["x"]
+        history.add_message(1, "assistant", "d")
+        assert [m["content"] for m in history.messages(1)][-2:] == ["c", "d"]
+        assert [hit["id"] for hit in history.search("b")] == [1]
+
+
 class TestPrompts:
     """`llamachat.prompts`: system prompt presets."""
 
