@@ -4234,6 +4234,7 @@ class TestChrome:
         assert keys["search_sessions"] == ("Ctrl+K", "Ctrl+F")
         assert keys["copy_last_reply"] == ("Ctrl+Shift+C",) and keys["switch_model"] == ("Ctrl+M",)
         assert keys["focus_composer"] == ("Ctrl+L",) and keys["settings"] == ("Ctrl+,",)
+        assert keys["previous_version"] == ("Alt+Left",) and keys["next_version"] == ("Alt+Right",)
         window = QLineEdit()
         qtbot.addWidget(window)
         window.show()
@@ -7694,6 +7695,127 @@ class TestController:
             ("user", "Write a lot"),
             ("assistant", whole),
             ("user", "Go on"),
+        ]
+
+
+class TestBranches:
+    """Reply versions, edit branches and forks in the real chat window."""
+
+    def _texts(self, window) -> list[str]:
+        return [view.content() for view in window.conversation.views()]
+
+    def test_regenerate_adds_versions_and_the_arrows_walk_them(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """Three regenerations make `4/4`; ‹ shows the third version, and the next request
+        replays exactly the path on screen."""
+
+        window, history = chat_window()
+        router.script(Reply(content="First."))
+        _send(qtbot, window, "Name a llama.")
+        for text in ("Second.", "Third.", "Fourth."):
+            router.script(Reply(content=text))
+            reply = window.conversation.last_assistant()
+            qtbot.mouseClick(_button(reply, "Regenerate"), Qt.MouseButton.LeftButton)
+            qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
+            qtbot.waitUntil(
+                lambda text=text: window.conversation.last_assistant().content() == text
+            )
+        reply = window.conversation.last_assistant()
+        qtbot.waitUntil(lambda: reply.version_text() == "4/4")
+        assert not _button(reply, "Next version").isEnabled()
+        qtbot.mouseClick(_button(reply, "Previous version"), Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: self._texts(window) == ["Name a llama.", "Third."])
+        shown = window.conversation.last_assistant()
+        assert shown.version_text() == "3/4"
+        assert history.message_count(window.session_id) == 5
+
+        router.script(Reply(content="Because."))
+        _send(qtbot, window, "Why?")
+        sent = router.chat_requests()[-1].json["messages"]
+        assert [(m["role"], m["content"]) for m in sent if m["role"] != "system"] == [
+            ("user", "Name a llama."),
+            ("assistant", "Third."),
+            ("user", "Why?"),
+        ]
+        # Reopened, the chat shows the path last shown.
+        window.new_session()
+        assert window.open_session(history.list_sessions()[0]["id"])
+        assert self._texts(window) == ["Name a llama.", "Third.", "Why?", "Because."]
+
+    def test_a_failed_reply_is_replaced_not_kept_as_a_version(
+        self, chat_window, router, qtbot
+    ) -> None:
+
+        window, history = chat_window()
+        router.script(Reply(status=500, error={"message": "model crashed"}))
+        _send(qtbot, window, "Hello")
+        router.script(Reply(content="Hi."))
+        failed = window.conversation.last_assistant()
+        qtbot.mouseClick(_button(failed, "Retry"), Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
+        qtbot.waitUntil(lambda: self._texts(window) == ["Hello", "Hi."])
+        assert window.conversation.last_assistant().version_text() == ""
+        assert history.message_count(window.session_id) == 2
+
+    def test_edits_are_branches_switched_with_alt_arrows(self, chat_window, router, qtbot) -> None:
+        """Editing a question twice gives `3/3` on it; Alt+Left in the message shows the
+        second branch with its own reply; the first branch is still there."""
+
+        window, history = chat_window()
+        router.script(Reply(content="Dolly."))
+        _send(qtbot, window, "Name a llama.")
+        for text in ("Name an alpaca.", "Name a vicuna."):
+            router.script(Reply(content=f"For: {text}"))
+            question = window.conversation.views()[0]
+            qtbot.mouseClick(_button(question, "Edit message"), Qt.MouseButton.LeftButton)
+            editor = _by_name(window, QPlainTextEdit, "Message")
+            editor.selectAll()
+            _send(qtbot, window, text)
+        assert self._texts(window) == ["Name a vicuna.", "For: Name a vicuna."]
+        question = window.conversation.views()[0]
+        assert question.version_text() == "3/3"
+        assert history.get_session(window.session_id)["title"] == "Name a vicuna."
+
+        body = _by_name(question, QTextBrowser, "Message text")
+        body.setFocus()
+        qtbot.waitUntil(body.hasFocus)
+        qtbot.keyClick(body, Qt.Key.Key_Left, Qt.KeyboardModifier.AltModifier)
+        qtbot.waitUntil(lambda: self._texts(window) == ["Name an alpaca.", "For: Name an alpaca."])
+        assert window.conversation.views()[0].version_text() == "2/3"
+        first = window.conversation.views()[0]
+        qtbot.mouseClick(_button(first, "Previous version"), Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: self._texts(window) == ["Name a llama.", "Dolly."])
+        assert history.message_count(window.session_id) == 6
+
+    def test_new_chat_from_here_opens_a_copy_of_the_path_up_to_the_message(
+        self, chat_window, router, qtbot
+    ) -> None:
+
+        window, history = chat_window()
+        router.script(Reply(content="Dolly."))
+        _send(qtbot, window, "/weather Name a llama.")
+        router.script(Reply(content="Because."))
+        _send(qtbot, window, "Why?")
+        original = window.session_id
+        reply = window.conversation.views()[1]
+        assert reply.more_actions() == ["New chat from here"]
+        reply.trigger_more("New chat from here")
+        qtbot.waitUntil(lambda: window.session_id != original)
+        assert self._texts(window) == ["Name a llama.", "Dolly."]
+        assert window.chat.loaded_skills() == ["weather"]
+        model = window.sidebar.model
+        listed = [model.data(model.index(row)) for row in range(model.rowCount())]
+        assert "Name a llama. (fork)" in listed and window.sidebar.current() == window.session_id
+        assert history.message_count(original) == 4
+
+        router.script(Reply(content="Kuzco."))
+        _send(qtbot, window, "Another?")
+        sent = router.chat_requests()[-1].json["messages"]
+        assert [m["content"] for m in sent if m["role"] != "system"] == [
+            "Name a llama.",
+            "Dolly.",
+            "Another?",
         ]
 
 

@@ -33,10 +33,9 @@ from PySide6.QtGui import (
     QDesktopServices,
     QFont,
     QGuiApplication,
-    QKeySequence,
     QPainter,
-    QShortcut,
     QPalette,
+    QShortcut,
     QTextBlockFormat,
     QTextCharFormat,
     QTextCursor,
@@ -56,7 +55,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from . import plain
+from . import plain, shortcuts
 from .markdown import (
     BREAK,
     COPY_SCHEME,
@@ -458,6 +457,7 @@ class MessageView(QFrame):
         if self._began is not None:
             parts.append(f"{time.monotonic() - self._began:.1f} s")
         return " · ".join(parts)
+
     def set_unsaved(self, error: str) -> None:
         """Mark the reply as not saved because of `error` ('' once it is saved)."""
         self._unsaved.setText(
@@ -553,10 +553,11 @@ class MessageView(QFrame):
             self._version_buttons = (older, newer)
             for at, widget in enumerate((older, self._version_label, newer)):
                 self._footer.insertWidget(at, widget)
-            for keys, step in (("Alt+Left", -1), ("Alt+Right", 1)):
-                shortcut = QShortcut(QKeySequence(keys), self)
-                shortcut.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
-                shortcut.activated.connect(lambda step=step: self._step_version(step))
+            for action, step in (("previous_version", -1), ("next_version", 1)):
+                for sequence in shortcuts.BY_ACTION[action].sequences():
+                    shortcut = QShortcut(sequence, self)
+                    shortcut.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+                    shortcut.activated.connect(lambda step=step: self._step_version(step))
         place = self._versions.index(self.message_id) + 1
         total = len(self._versions)
         self._version_label.setText(f"{place}/{total}")
@@ -569,7 +570,7 @@ class MessageView(QFrame):
             widget.show()
 
     def version_text(self) -> str:
-        """"2/3" for the second of three versions; "" for a message with one version."""
+        """ "2/3" for the second of three versions; "" for a message with one version."""
         label = self._version_label
         return label.text() if label is not None and not label.isHidden() else ""
 

@@ -86,7 +86,9 @@ class ReplyStream(QObject):
         self.adds_version = replaces is not None and keep_replaced
         # A retry's row answers what the replaced reply answered.
         self._parent_id = (
-            next((m["parent_id"] for m in history.messages(session_id) if m["id"] == replaces), None)
+            next(
+                (m["parent_id"] for m in history.messages(session_id) if m["id"] == replaces), None
+            )
             if replaces is not None
             else None
         )
