@@ -352,6 +352,7 @@ class MessageView(QFrame):
         self._version_label: QLabel | None = None
         self._version_buttons: tuple[QToolButton, QToolButton] | None = None
         self._more: QToolButton | None = None
+        self._more_menu: QMenu
         self.set_versions(message.get("versions") or [])
 
         if message.get("reasoning"):
@@ -577,28 +578,30 @@ class MessageView(QFrame):
     def set_fork_allowed(self, allowed: bool) -> None:
         """Offer "New chat from here" (in the chat window; a quick answer has no chat to fork)."""
         if allowed and self._more is None:
-            self._more = self._action("⋯", "More actions", lambda: None)
-            menu = QMenu(self._more)
-            fork = menu.addAction("New chat from here")
+            self._more = self._action("⋯", "More actions", self._show_more)
+            self._more_menu = QMenu(self._more)
+            fork = self._more_menu.addAction("New chat from here")
             fork.triggered.connect(lambda: self.fork_requested.emit(self.message_id))
-            self._more.setMenu(menu)
-            self._more.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
             self._footer.addWidget(self._more)
         if self._more is not None:
             self._more.setVisible(allowed)
 
     def more_actions(self) -> list[str]:
         """The texts of the "More actions" menu ([] when it is not offered)."""
-        if self._more is None or self._more.isHidden() or self._more.menu() is None:
+        if self._more is None or self._more.isHidden():
             return []
-        return [action.text() for action in self._more.menu().actions()]
+        return [action.text() for action in self._more_menu.actions()]
 
     def trigger_more(self, text: str) -> None:
         """Run the "More actions" entry reading `text` (as a click on it would)."""
-        menu = self._more.menu() if self._more is not None else None
-        for action in menu.actions() if menu is not None else ():
+        for action in self._more_menu.actions() if self._more is not None else ():
             if action.text() == text:
                 action.trigger()
+
+    def _show_more(self) -> None:
+        # A menu of the button's own would draw an arrow beside the "⋯".
+        if self._more is not None:
+            self._more_menu.popup(self._more.mapToGlobal(self._more.rect().bottomLeft()))
 
     def _step_version(self, step: int) -> None:
         if self.message_id not in self._versions or self._streaming:
