@@ -292,7 +292,8 @@ def _decode(row: sqlite3.Row) -> dict[str, Any]:
         if key in _JSON_LISTS or key in _JSON_DICTS:
             empty: list | dict = [] if key in _JSON_LISTS else {}
             try:
-                decoded = json.loads(value) if value else empty
+                # Most rows hold no tool calls, attachments or figures: skip the parser.
+                decoded = json.loads(value) if value and value not in ("[]", "{}") else empty
             except ValueError:
                 decoded = empty
             item[key] = decoded if isinstance(decoded, type(empty)) else empty
