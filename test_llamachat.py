@@ -2569,6 +2569,10 @@ class TestSkillsFirstTime:
         _send(qtbot, window, "and finance-cli?")
         assert window.loaded_skills() == ["finance-cli"]
         assert not window.skill_suggestions.isVisible()
+        _send(qtbot, window, "a pdf again")
+        assert window.skill_suggestions.isVisible()
+        window.new_session()
+        assert not window.skill_suggestions.isVisible()
 
     @offscreen_dialogs
     def test_first_time_load_when_mentioned_is_saved_and_then_loads_at_once(

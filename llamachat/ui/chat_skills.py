@@ -64,7 +64,7 @@ class ChatSkills(QObject):
         suggestions.load_requested.connect(self._on_suggestion_clicked)
         chat.skills_changed.connect(self._show_chips)
         chat.skills_suggested.connect(self._on_skills_suggested)
-        chat.session_changed.connect(lambda _id: suggestions.set_skills([]))
+        chat.session_changed.connect(self._on_session_changed)
         chat.store_changed.connect(self._on_store_changed)
         self._watch()
 
@@ -133,6 +133,11 @@ class ChatSkills(QObject):
         store = self._chat.store
         found = [store.load(name) for name in names] if store is not None else []
         self._suggestions.set_skills([skill for skill in found if skill is not None])
+
+    @Slot(object)
+    def _on_session_changed(self, _session_id: object) -> None:
+        # Another chat: what the last message of this one mentioned is not its business.
+        self._suggestions.set_skills([])
 
     @Slot(str)
     def _on_suggestion_clicked(self, name: str) -> None:
