@@ -2643,7 +2643,7 @@ class TestSkillsFirstTime:
 
     @offscreen_popup
     def test_first_time_a_whole_slash_name_and_one_enter_loads_it(
-        self, chat_window, router, qtbot
+        self, chat_window, router, qtbot, tmp_path: Path
     ) -> None:
         """`/weather` typed out, one Enter: loaded, nothing sent, the box empty. A partial
         name and Enter completes it first, as before."""
@@ -2663,6 +2663,16 @@ class TestSkillsFirstTime:
         qtbot.keyClick(popup, Qt.Key.Key_Return)
         assert window.composer.text() == "/finance-cli "
         assert window.loaded_skills() == ["weather"]
+
+        # A whole name that begins a longer one: the name picked with the arrows wins.
+        _write_skill(tmp_path / "skills", "weather-alerts", _skill_md("weather-alerts"))
+        window.composer.clear()
+        window.skills.refresh_names()
+        qtbot.keyClicks(editor, "/weather")
+        qtbot.waitUntil(popup.isVisible, timeout=2000)
+        qtbot.keyClick(popup, Qt.Key.Key_Down)
+        qtbot.keyClick(popup, Qt.Key.Key_Return)
+        assert window.composer.text() == "/weather-alerts "
 
     @offscreen_dialogs
     @offscreen_popup

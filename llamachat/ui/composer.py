@@ -263,12 +263,16 @@ class MessageEdit(QPlainTextEdit):
         return match.group(1) if match else None
 
     def _typed_whole_name(self) -> bool:
-        """True when the `/word` before the cursor is a whole name the completer offers."""
+        """True when the `/word` before the cursor is a whole name the completer offers,
+        and no other name was picked in the list (with the arrow keys)."""
         prefix = self._slash_prefix()
         if not prefix or self._completer is None:
             return False
-        model = self._completer.model()
         role = self._completer.completionRole()
+        current = self._completer.popup().currentIndex()
+        if current.isValid() and current.data(role) != prefix:
+            return False
+        model = self._completer.model()
         return any(model.index(row, 0).data(role) == prefix for row in range(model.rowCount()))
 
     def _update_completion(self) -> None:
