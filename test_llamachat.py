@@ -3672,7 +3672,7 @@ class TestModels:
         failed = status({"value": "unloaded", "failed": True, "exit_code": 1})
         assert (failed.status, failed.error) == ("failed", "the model failed to load (exit code 1)")
         assert status({"value": "sleeping"}).status == "sleeping"
-        assert status({"value": "downloading", "progress": {}}).status == "loading"
+        assert status({"value": "downloading", "progress": {}}).status == "downloading"
         assert status({"value": "teleporting"}).status == "unknown"
         assert status("loaded").status == "loaded"
         assert models.parse_model({"id": "m"}).status == "unknown"
@@ -3738,6 +3738,136 @@ class TestModels:
             url = f"http://127.0.0.1:{s.getsockname()[1]}"
         with pytest.raises(backend.RouterUnreachable, match=url):
             models.Models(backend.Client(url)).list()
+
+
+class TestRouter:
+    """The router's model management: events, states, parameters, downloads, idle sleep."""
+
+    def test_router_events_parse_documented_and_released_shapes(self) -> None:
+        from llamachat.models import parse_event
+
+        def event(name, data=None, model="m"):
+            obj = {"model": model, "event": name}
+            if data is not None:
+                obj["data"] = data
+            return parse_event(obj)
+
+        loading = event(
+            "status_change",
+            {
+                "status": "loading",
+                "progress": {"stages": ["text_model"], "current": "text_model", "value": 0.5},
+            },
+        )
+        assert (loading.kind, loading.status, loading.progress, loading.stage) == (
+            "status",
+            "loading",
+            0.5,
+            "text_model",
+        )
+        assert event("model_status", {"status": "sleeping"}).status == "sleeping"
+        failed = event("status_change", {"status": "unloaded", "exit_code": 1})
+        assert (failed.status, failed.error) == ("failed", "the model failed to load (exit code 1)")
+        assert event("status_change", {"status": "unloaded", "exit_code": 0}).status == "unloaded"
+        download = event(
+            "download_progress",
+            {
+                "https://x/a.gguf": {"done": 25, "total": 100},
+                "https://x/b.gguf": {"done": 25, "total": 100},
+            },
+        )
+        assert (download.kind, download.progress) == ("download", 0.25)
+        assert event("download_failed", {"message": "disk full"}).error == "disk full"
+        assert event("model_remove").kind == "removed"
+        assert event("models_reload", model="*").kind == "reload"
+        assert event("something_new") is None and parse_event({"event": "x"}) is None
+
+    def test_router_picker_shows_load_progress_from_events_then_loaded(self, qtbot) -> None:
+        with ScriptedRouter([Model("qwen", "loaded"), Model("smol")], load_delay=1.0) as r:
+            registry = _chrome_registry(r.url)
+            picker = ModelPicker(registry, poll_ms=60000)
+            qtbot.addWidget(picker)
+            qtbot.waitUntil(lambda: picker.combo.count() == 2 and picker.watching())
+            qtbot.waitUntil(lambda: any(q.path == "/models/sse" for q in r.requests))
+            picker.load("smol")
+            qtbot.waitUntil(lambda: picker.progress("smol") == 0.5, timeout=5000)
+            picker.set_current("smol")
+            assert picker.status_label.text() == "Loading… 50%"
+            assert (picker.busy.maximum(), picker.busy.value()) == (100, 50)
+            qtbot.waitUntil(lambda: picker.status("smol") == "loaded", timeout=5000)
+            picker.shutdown()
+            registry.close()
+
+    def test_router_picker_without_event_stream_falls_back_to_polling(self, qtbot) -> None:
+        with ScriptedRouter([Model("smol")], load_delay=0.3, events=False) as r:
+            registry = _chrome_registry(r.url)
+            picker = ModelPicker(registry, poll_ms=100)
+            qtbot.addWidget(picker)
+            qtbot.waitUntil(lambda: any(q.path == "/models/sse" for q in r.requests))
+            qtbot.waitUntil(lambda: picker._watch is not None and not picker._watch.supported)
+            picker.choose("smol")
+            qtbot.waitUntil(lambda: picker.status("smol") == "loaded", timeout=5000)
+            assert not picker.watching()
+            assert len([q for q in r.requests if q.path == "/models/sse"]) == 1
+            picker.shutdown()
+            registry.close()
+
+    def test_router_event_stream_stops_at_once_on_shutdown(self, qtbot) -> None:
+        with ScriptedRouter([Model("smol")]) as r:
+            registry = _chrome_registry(r.url)
+            picker = ModelPicker(registry)
+            qtbot.addWidget(picker)
+            qtbot.waitUntil(lambda: len(r._subscribers) == 1)
+            picker.shutdown()
+            qtbot.waitUntil(lambda: not r._subscribers, timeout=2000)
+            registry.close()
+
+    @pytest.mark.real_router
+    def test_real_router_load_events_parsed(self, real_router) -> None:
+        client = Client(real_router.url)
+        models = Models(client)
+        if _status(real_router.url, SMOL_ID) != "unloaded":
+            models.unload(SMOL_ID)
+            _wait_for(lambda: _status(real_router.url, SMOL_ID) == "unloaded", 30, "the unload")
+        events: list = []
+        stop = threading.Event()
+        reader = threading.Thread(target=models.watch, args=(events.append, stop), daemon=True)
+        reader.start()
+        try:
+            time.sleep(0.3)  # the stream is open before the load starts
+            models.load(SMOL_ID)
+            _wait_for(
+                lambda: any(e.model == SMOL_ID and e.status == "loaded" for e in events),
+                60,
+                "the loaded event",
+            )
+        finally:
+            stop.set()
+            reader.join(5)
+            client.close()
+        assert not reader.is_alive()
+        mine = [e for e in events if e.model == SMOL_ID]
+        assert mine[0].status == "loading"
+        assert any(e.progress is not None and e.stage == "text_model" for e in mine)
+
+    @pytest.mark.real_router
+    def test_real_router_broken_gguf_shows_failed_with_the_logs_reason(
+        self, qtbot, real_router
+    ) -> None:
+        registry = _chrome_registry(real_router.url)
+        picker = ModelPicker(registry, poll_ms=500)
+        qtbot.addWidget(picker)
+        picker.set_failure_log(real_router.server.load_failure)
+        qtbot.waitUntil(lambda: "broken" in _combo_ids(picker.combo), timeout=10000)
+        picker.choose("broken")
+        qtbot.waitUntil(lambda: picker.status("broken") == "failed", timeout=30000)
+        error = picker.error("broken")
+        assert "exit code 1" in error
+        assert "GGUF" in error or "failed to read" in error, error
+        assert picker.combo.itemText(picker.combo.findData("broken")).startswith("⚠")
+        assert "failed to load" in picker.status_label.toolTip()
+        picker.shutdown()
+        registry.close()
 
 
 class TestProviders:
@@ -5071,7 +5201,9 @@ class TestChrome:
                 ("/models/load", {"model": "smol"}),
                 ("/models/unload", {"model": "smol"}),
             ]
-            assert {q.path for q in r.requests if q.method == "GET"} == {"/v1/models"}
+            assert {q.path for q in r.requests if q.method == "GET"} - {"/models/sse"} == {
+                "/v1/models"
+            }
             with qtbot.waitSignal(picker.default_changed) as starred:
                 qtbot.mouseClick(picker.star, Qt.MouseButton.LeftButton)
             assert starred.args == ["smol"] and picker.star.text() == "★"

@@ -501,6 +501,37 @@ def _kill_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
+_SPAWN_RE = re.compile(r"spawning server instance with name=(?P<name>.+?) on port (?P<port>\d+)")
+# A model server's line in the router's log: "[port] 0.00.020.418 E message".
+_CHILD_LINE_RE = re.compile(r"^\[(?P<port>\d+)\]\s+(?:[\d.]+\s+)?(?P<level>[EW])\s+(?P<text>.*)$")
+FAILURE_LINES = 3
+
+
+def load_failure_lines(log_text: str, model: str, *, limit: int = FAILURE_LINES) -> list[str]:
+    """The error lines the server of `model`'s latest load wrote into the router's log.
+
+    The router prefixes each line of a model's server with that server's port and
+    names the port when it spawns it; a load that failed leaves its reason in the
+    server's error (E) lines, the cause first and its consequences after: the first
+    `limit` distinct ones are given.
+    """
+    port = ""
+    for match in _SPAWN_RE.finditer(log_text):
+        if match["name"].strip() == model:
+            port = match["port"]
+    if not port:
+        return []
+    start = log_text.rfind(f"name={model} on port {port}")
+    found: list[str] = []
+    for line in log_text[start:].splitlines():
+        match = _CHILD_LINE_RE.match(line.strip())
+        if match and match["port"] == port and match["level"] == "E":
+            text = match["text"].strip()
+            if text and text not in found:
+                found.append(text)
+    return found[:limit]
+
+
 # ---------------------------------------------------------------- the supervisor
 
 
@@ -563,6 +594,10 @@ class ManagedServer:
     def lock_path(self) -> Path:
         """The lock file naming this server's URL and key for a second llamachat."""
         return self._lock.path
+
+    def load_failure(self, model: str) -> str:
+        """Why `model`'s last load failed, in the server's own words from its log ('' if unsaid)."""
+        return "\n".join(load_failure_lines(self.log_file.tail(256 * 1024), model))
 
     def command(self) -> list[str]:
         """The llama-server command line, in router mode (no ``-m``)."""

@@ -1,15 +1,18 @@
 """The model picker: every model the router and providers offer, with its status.
 
 `ModelPicker(registry)` shows a combo (accessible name "Model") whose items carry
-each model's status: loaded ●, loading ◐, unloaded ○, sleeping ◑, failed ⚠ (with
-the server's message and a Retry). Choosing an unloaded model loads it with a busy
+each model's status: loaded ●, loading ◐ (with its progress when the router says),
+unloaded ○, sleeping ◑, downloading ⇣ (with progress), failed ⚠ (with the server's
+message, the reason its log gives, and a Retry). Choosing an unloaded model loads it with a busy
 bar beside the combo; Load / Eject act on the current model; the star makes it the
 default for new chats (`default_changed`, the window writes the config).
 
 Every HTTP call runs on the task runner (`tasks`), so the window never waits for
 the server, and a load the router holds open until the model is in memory does not
 hold up the statuses meanwhile. A listing that arrives after a newer one is dropped.
-Polls only list models (`GET /v1/models`), which never starts a load.
+Statuses come from the router's event stream (`model_events.ModelWatch`) as they
+change; polls only list models (`GET /v1/models`, which never starts a load), often
+on a router without the stream and seldom as a safety net on one with it.
 
 Errors: none raised. Server and network failures (`backend.BackendError`) are
 shown beside the combo with a Retry.
@@ -17,6 +20,7 @@ shown beside the combo with a Retry.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -34,13 +38,16 @@ from PySide6.QtWidgets import (
 )
 
 from .. import backend
-from ..models import ModelInfo, Models
+from ..models import IN_PROGRESS, ModelEvent, ModelInfo, Models
 from . import plain, tasks
+from .model_events import ModelWatch
 
 log = logging.getLogger(__name__)
 
 POLL_MS = 3000
 LOADING_POLL_MS = 500
+# With the event stream open, a poll only catches what an event might have missed.
+WATCHED_POLL_FACTOR = 5
 # A router may report "unloaded" for a moment after accepting a load; only after
 # this long is "unloaded" taken to mean the load stopped.
 LOAD_GRACE_S = 5.0
@@ -50,6 +57,7 @@ GLYPHS = {
     "loading": "◐",
     "unloaded": "○",
     "sleeping": "◑",
+    "downloading": "⇣",
     "failed": "⚠",
     "unknown": "",
 }
@@ -58,6 +66,7 @@ STATUS_WORDS = {
     "loading": "loading…",
     "unloaded": "not loaded",
     "sleeping": "sleeping",
+    "downloading": "downloading…",
     "failed": "failed to load",
     "unknown": "",
 }
@@ -174,6 +183,10 @@ class ModelPicker(QWidget):
         self._filling = False
         self._retry: Callable[[], None] | None = None
         self._listed_seq = 0
+        # Why a model failed, from the managed server's log (see set_failure_log).
+        self._failure_log: Callable[[str], str] | None = None
+        self._reasons: dict[str, str] = {}
+        self._watch: ModelWatch | None = None
         self._build()
         self._timer = QTimer(self)
         self._timer.setInterval(poll_ms)
@@ -182,6 +195,7 @@ class ModelPicker(QWidget):
         if current:
             self._fill()
         self.refresh()
+        self._start_watch()
         self._timer.start()
 
     def _build(self) -> None:
@@ -210,7 +224,7 @@ class ModelPicker(QWidget):
 
         self.busy = QProgressBar()
         self.busy.setAccessibleName("Model loading")
-        self.busy.setRange(0, 0)  # a router reports no percentage: a busy bar, not a lie
+        self.busy.setRange(0, 0)
         # About as wide as the Load button it replaces while loading: the bar does not jump.
         self.busy.setFixedWidth(self.load_button.sizeHint().width())
         self.busy.setMaximumHeight(12)
@@ -276,18 +290,46 @@ class ModelPicker(QWidget):
         """The status shown for a model: the server's, or "loading" while a load is under way."""
         info = self._infos.get(model_id)
         listed = info.status if info is not None else "unknown"
-        if model_id in self._loading and listed not in ("loaded", "failed"):
+        if model_id in self._loading and listed not in ("loaded", "failed", "downloading"):
             return "loading"
         if model_id in self._errors and listed != "loaded":
             return "failed"
         return listed
 
     def error(self, model_id: str) -> str:
-        """Why the model's last load failed ('' when it did not)."""
-        if model_id in self._errors:
-            return self._errors[model_id]
+        """Why the model's last load failed ('' when it did not), with its log's reason."""
         info = self._infos.get(model_id)
-        return info.error if info is not None and info.status == "failed" else ""
+        if model_id in self._errors:
+            error = self._errors[model_id]
+        elif info is not None and info.status == "failed":
+            error = info.error
+        else:
+            return ""
+        reason = self._reason(model_id)
+        return f"{error}:\n{reason}" if reason else error
+
+    def progress(self, model_id: str) -> float | None:
+        """0..1 of the model's load or download in progress, when the router reports it."""
+        info = self._infos.get(model_id)
+        return info.progress if info is not None and info.status in IN_PROGRESS else None
+
+    def set_failure_log(self, reason: Callable[[str], str] | None) -> None:
+        """Where a failed load's reason is read: `reason(model_id)` (the managed server's log)."""
+        self._failure_log = reason
+        self._reasons.clear()
+        self._update_items()
+
+    def _reason(self, model_id: str) -> str:
+        # Read once per failure: the log is a file, and tooltips ask for this often.
+        if self._failure_log is None:
+            return ""
+        if model_id not in self._reasons:
+            try:
+                self._reasons[model_id] = self._failure_log(model_id)
+            except OSError as exc:
+                log.info("could not read why %s failed: %s", model_id, exc)
+                self._reasons[model_id] = ""
+        return self._reasons[model_id]
 
     def default_model(self) -> str:
         """The model starred as the default for new chats."""
@@ -337,6 +379,7 @@ class ModelPicker(QWidget):
         if not model_id or (info is not None and info.provider):
             return
         self._errors.pop(model_id, None)
+        self._reasons.pop(model_id, None)
         self._loading[model_id] = (None, time.monotonic())
         self._update_items()
         registry = self._registry
@@ -366,12 +409,67 @@ class ModelPicker(QWidget):
         self._registry = registry
         self._loading.clear()
         self._errors.clear()
+        self._reasons.clear()
         self._problem = ""
         self.refresh()
+        self._start_watch()
 
     def shutdown(self) -> None:
-        """Stop polling (call when the window closes); answers still under way are dropped."""
+        """Stop polling and the event stream (call when the window closes)."""
         self._timer.stop()
+        if self._watch is not None:
+            self._watch.stop()
+
+    def watching(self) -> bool:
+        """Whether the router's event stream is open (statuses arrive as they change)."""
+        return self._watch is not None and self._watch.live
+
+    # ------------------------------------------------------------------ events
+
+    def _start_watch(self) -> None:
+        if self._watch is not None:
+            self._watch.stop()
+            self._watch.deleteLater()
+        try:
+            models = self._registry.router_models()
+        except backend.BackendError as exc:
+            log.info("no model events: %s", exc.message)
+            self._watch = None
+            return
+        self._watch = ModelWatch(models, self)
+        self._watch.event.connect(self._on_model_event)
+        self._watch.live_changed.connect(lambda _live: self._adjust_poll())
+        self._watch.start()
+
+    @Slot(object)
+    def _on_model_event(self, event: ModelEvent) -> None:
+        if event.kind in ("reload", "removed", "download_finished"):
+            self._poll_soon()
+            return
+        if event.kind == "download_failed":
+            self._errors[event.model] = event.error
+            self._poll_soon()
+            return
+        info = self._infos.get(event.model)
+        if info is None:
+            self._poll_soon()  # a model the last listing did not have yet
+            return
+        self._infos[event.model] = dataclasses.replace(
+            info,
+            status=event.status,
+            progress=event.progress,
+            stage=event.stage,
+            error=event.error,
+        )
+        if event.status == "loaded":
+            self._loading.pop(event.model, None)
+            self._errors.pop(event.model, None)
+        elif event.status == "failed":
+            self._loading.pop(event.model, None)
+            self._reasons.pop(event.model, None)
+            self._errors[event.model] = event.error
+        self._update_items()
+        self._adjust_poll()
 
     # ------------------------------------------------------------------ results
 
@@ -395,6 +493,8 @@ class ModelPicker(QWidget):
             if errors
             else ""
         )
+        # A listing has no load progress: an event's is kept while the status is the same.
+        infos = [self._with_progress(info) for info in infos]
         if full:
             self._infos = {info.id: info for info in infos}
         else:
@@ -435,6 +535,12 @@ class ModelPicker(QWidget):
         self._adjust_poll()
         self.models_listed.emit(self.models())
 
+    def _with_progress(self, info: ModelInfo) -> ModelInfo:
+        known = self._infos.get(info.id)
+        if info.progress is None and known is not None and known.status == info.status:
+            return dataclasses.replace(info, progress=known.progress, stage=known.stage)
+        return info
+
     def _on_list_failed(self, message: str, *, seq: int) -> None:
         if not self._arrived(seq):
             return
@@ -464,9 +570,12 @@ class ModelPicker(QWidget):
 
     def _adjust_poll(self) -> None:
         loading = bool(self._loading) or any(
-            info.status == "loading" for info in self._infos.values()
+            info.status in IN_PROGRESS for info in self._infos.values()
         )
-        interval = LOADING_POLL_MS if loading else self._poll_ms
+        if self.watching():
+            interval = self._poll_ms * (1 if loading else WATCHED_POLL_FACTOR)
+        else:
+            interval = LOADING_POLL_MS if loading else self._poll_ms
         if self._timer.interval() != interval:
             self._timer.setInterval(interval)
 
@@ -542,7 +651,13 @@ class ModelPicker(QWidget):
         )
         self.load_button.setVisible(manageable and status in ("unloaded", "failed"))
         self.unload_button.setVisible(manageable and status in ("loaded", "sleeping"))
-        self.busy.setVisible(status == "loading")
+        self.busy.setVisible(status in IN_PROGRESS)
+        progress = self.progress(model_id) if model_id else None
+        if progress is None:
+            self.busy.setRange(0, 0)  # no percentage reported: a busy bar, not a lie
+        else:
+            self.busy.setRange(0, 100)
+            self.busy.setValue(round(progress * 100))
         self.star.setVisible(bool(model_id))
         starred = bool(model_id) and model_id == self._default
         self.star.setChecked(starred)
@@ -553,9 +668,11 @@ class ModelPicker(QWidget):
             else "Make this the default model for new chats"
         )
         text, retry = "", None
-        if status == "loading":
+        if status in IN_PROGRESS:
             # The model's name is beside it, in the list.
-            text = "Loading…"
+            text = "Downloading…" if status == "downloading" else "Loading…"
+            if progress is not None:
+                text += f" {round(progress * 100)}%"
         elif status == "failed":
             text = f"{model_id} failed to load: {self.error(model_id)}"
             retry = self._retry_current
@@ -564,7 +681,10 @@ class ModelPicker(QWidget):
             retry = self._retry or self.refresh
         self._retry = retry
         plain.set_text(self.status_label, text)
-        whole = f"Loading {model_id}…" if status == "loading" else text
+        whole = text
+        if status in IN_PROGRESS:
+            whole = f"{'Downloading' if status == 'downloading' else 'Loading'} {model_id}…"
+            whole += f" {round(progress * 100)}%" if progress is not None else ""
         self.status_label.setToolTip(plain.tooltip(whole))
         self.status_label.setVisible(bool(text))
         self.retry_button.setVisible(retry is not None)

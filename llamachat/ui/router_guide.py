@@ -215,6 +215,8 @@ class RouterGuide(QObject):
     def _show_managed_server(self, server: ManagedServer) -> None:
         """Offer the log and the models folder of the llama-server llamachat started."""
         self._shown_server = server
+        # A model that fails to load says why in the server's log: the picker shows it.
+        self._picker.set_failure_log(server.load_failure)
         self.server_log_action.setVisible(True)
         self.add_model_action.setVisible(True)
         if self.panel.state() == "empty":
