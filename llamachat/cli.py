@@ -280,6 +280,7 @@ def _stream(
         request.messages(),
         search_cfg=request.search_cfg,
         skills_cfg=request.skills_cfg,
+        params=dict(request.params),
     )
     try:
         for kind, value in stream:

@@ -38,6 +38,8 @@ import httpx
 import platformdirs
 import tomlkit
 
+from . import params
+
 log = logging.getLogger(__name__)
 
 APP_NAME = "llamachat"
@@ -68,6 +70,7 @@ _INT = Kind((int,), "an integer")
 _NUMBER = Kind((int, float), "a number")
 _STR_LIST = Kind((list,), "a list of strings", str_items=True)
 _TABLES = Kind((list,), "a list of [[providers]] tables")
+_PARAM_TABLES = Kind((dict,), "a table of parameter tables")
 
 
 def _no_less_than_zero(name: str) -> Callable[[Any], str | None]:
@@ -121,7 +124,7 @@ class Key:
     def text(self) -> str:
         """The key's block in the default configuration file."""
         comment = "".join(f"# {line}".rstrip() + "\n" for line in self.comment.splitlines())
-        if self.kind is _TABLES:
+        if self.kind in (_TABLES, _PARAM_TABLES):
             return comment  # the example tables are part of the comment
         if self.example is not None:
             return f"{comment}# {self.name} = {_toml(self.example)}\n"
@@ -130,6 +133,13 @@ class Key:
 
 def _toml(value: object) -> str:
     return tomlkit.item(value).as_string()
+
+
+def _param_tables(name: str) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        return params.tables_problem(value, name)
+
+    return check
 
 
 KEYS: tuple[Key, ...] = (
@@ -306,6 +316,31 @@ KEYS: tuple[Key, ...] = (
         'api_key_env = "OPENROUTER_API_KEY"\n'
         'models = ["deepseek/deepseek-chat"]',
     ),
+    Key(
+        "model_params",
+        {},
+        _PARAM_TABLES,
+        "Request parameters per model, sent with every message to it (nothing reloads\n"
+        "the model): temperature, top_p, top_k, min_p, repeat_penalty, max_tokens,\n"
+        'seed, reasoning_effort ("low", "medium", "high"), reasoning_budget. A chat\n'
+        "overrides them in its Parameters panel. Quote an id that has dots:\n"
+        '[model_params."SmolLM2-135M-Instruct.Q4_1"].\n'
+        "\n"
+        "[model_params.Qwen3-8B-Q4_K_M]\n"
+        "temperature = 0.6\n"
+        "top_p = 0.95",
+        check=_param_tables("model_params"),
+    ),
+    Key(
+        "preset_params",
+        {},
+        _PARAM_TABLES,
+        "Request parameters per system prompt preset, over the model's.\n"
+        "\n"
+        "[preset_params.Coder]\n"
+        "temperature = 0.2",
+        check=_param_tables("preset_params"),
+    ),
 )
 KEY = {key.name: key for key in KEYS}
 
@@ -401,6 +436,8 @@ class Config:
     server_args: tuple[str, ...] = ()
     idle_timeout: float = _default("idle_timeout")
     font_size: int = _default("font_size")
+    model_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    preset_params: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # The flags are resolved here, not only in load(), so a Config built in code
@@ -756,4 +793,6 @@ def _build(data: dict[str, Any], path: Path) -> Config:
         server_args=tuple(v["server_args"]),
         idle_timeout=float(v["idle_timeout"]),
         font_size=v["font_size"],
+        model_params={k: dict(t) for k, t in v["model_params"].items()},
+        preset_params={k: dict(t) for k, t in v["preset_params"].items()},
     )

@@ -62,6 +62,7 @@ class ReplyStream(QObject):
         messages: list[dict],
         search_cfg: backend.SearchConfig | None = None,
         skills_cfg: backend.SkillsConfig | None = None,
+        params: dict | None = None,
         replaces: int | None = None,
         keep_replaced: bool = False,
         parent: QObject | None = None,
@@ -99,6 +100,7 @@ class ReplyStream(QObject):
             messages,
             search_cfg=search_cfg,
             skills_cfg=skills_cfg,
+            params=params,
         )
         self._worker.content.connect(self._on_content)
         self._worker.reasoning.connect(self._on_reasoning)

@@ -62,6 +62,7 @@ from .conversation import ConversationView
 from .meter import ContextMeter
 from .model_picker import ModelPicker
 from .notice import STATUS_MS, NoticeBar
+from .params_panel import ChatParams
 from .presets import PresetPicker
 from .reply import ReplyStream
 from .router_guide import RouterGuide
@@ -151,7 +152,16 @@ class ChatWindow(QMainWindow):
 
         self.web_search = SearchToggle(self.app, self.chat, parent=self)
         self.web_search.status.connect(self.show_status)
-        self.top_bar = TopBar(self.model_picker, self.preset_picker, self.web_search.button)
+        # After set_model: the panel shows the defaults of the model now chosen.
+        self.chat_params = ChatParams(self.chat, parent=self)
+        self.model_picker.model_changed.connect(lambda _model: self.chat_params.refresh())
+        self.app.config_changed.connect(lambda _cfg: self.chat_params.refresh())
+        self.top_bar = TopBar(
+            self.model_picker,
+            self.preset_picker,
+            self.web_search.button,
+            params_button=self.chat_params.button,
+        )
         self.top_bar.settings_requested.connect(self.open_settings)
         rule = QFrame()
         rule.setFrameShape(QFrame.Shape.HLine)
