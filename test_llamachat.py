@@ -4242,10 +4242,10 @@ class TestChrome:
         assert renamed.args == ["Corsair", ""]
         assert store.names() == ["Corsair", "Default"]
         assert store.get("Corsair") == "Arr, matey."
-        assert editor.create("Terse", "Be terse.") is True and editor.current() == "Terse"
-        assert editor.create("Terse") is False
+        assert editor.add("Terse", "Be terse.") is True and editor.current() == "Terse"
+        assert editor.add("Terse") is False
         assert "already exists" in editor.message.text()
-        assert editor.create("a/b") is False and "cannot contain" in editor.message.text()
+        assert editor.add("a/b") is False and "cannot contain" in editor.message.text()
         assert editor.delete() is True
         assert store.names() == ["Corsair", "Default"]
         editor.select("Corsair")

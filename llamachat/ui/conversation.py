@@ -441,6 +441,7 @@ class MessageView(QFrame):
         if self._began is not None:
             parts.append(f"{time.monotonic() - self._began:.1f} s")
         return " · ".join(parts)
+
     def set_unsaved(self, error: str) -> None:
         """Mark the reply as not saved because of `error` ('' once it is saved)."""
         self._unsaved.setText(
@@ -550,10 +551,8 @@ class MessageView(QFrame):
         button.setAutoRaise(True)
         button.setCursor(Qt.CursorShape.PointingHandCursor)
         button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
-        button.clicked.connect(
-            lambda: self._set_reasoning_expanded(self._reasoning_body.isHidden())
-        )
         body = _Body(self, accessible_name="Reasoning")
+        button.clicked.connect(lambda: self._set_reasoning_expanded(body.isHidden()))
         _mute(body, self._palette)
         frame = body.document().rootFrame().frameFormat()
         frame.setLeftMargin(12)

@@ -209,7 +209,8 @@ class SkillsPanel(QDialog):
 
     def skill_names(self) -> list[str]:
         """The skills listed, top to bottom."""
-        return [self.tree.topLevelItem(i).text(0) for i in range(self.tree.topLevelItemCount())]
+        items = (self.tree.topLevelItem(i) for i in range(self.tree.topLevelItemCount()))
+        return [item.text(0) for item in items if item is not None]
 
     def problem_texts(self) -> list[str]:
         """The problems listed, each "path: what to fix"."""
@@ -222,7 +223,8 @@ class SkillsPanel(QDialog):
     @Slot()
     def update_view(self) -> None:
         """Show the store's skills and problems and which skills are loaded."""
-        selected = self.tree.currentItem().text(0) if self.tree.currentItem() else ""
+        current = self.tree.currentItem()
+        selected = current.text(0) if current is not None else ""
         loaded = set(self._loaded_names())
         self.roots_label.setText(
             "Skills are read from: " + ", ".join(str(root) for root in self.store.roots())
