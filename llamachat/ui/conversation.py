@@ -563,8 +563,8 @@ class MessageView(QFrame):
         total = len(self._versions)
         self._version_label.setText(f"{place}/{total}")
         self._version_label.setAccessibleName(f"Version {place} of {total}")
-        older, newer = self._version_buttons or (None, None)
-        assert older is not None and newer is not None
+        assert self._version_buttons is not None
+        older, newer = self._version_buttons
         older.setEnabled(place > 1)
         newer.setEnabled(place < total)
         for widget in (older, self._version_label, newer):
