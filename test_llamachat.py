@@ -6298,6 +6298,15 @@ class TestInstance:
         finally:
             server.close()
 
+    def test_instance_socket_qt_cannot_listen_on_is_an_error(self, qtbot, tmp_path) -> None:
+        """A socket Qt cannot create gives InstanceError naming it (llamachat then runs
+        without the hand-over), not an AttributeError from the error check."""
+
+        server = instance.InstanceServer(str(tmp_path / "no such folder" / "llamachat.sock"))
+        with pytest.raises(instance.InstanceError, match="Cannot listen on .*no such folder"):
+            server.listen()
+        assert not server.is_listening()
+
     def test_instance_that_takes_the_connection_but_never_answers_is_an_error(
         self, tmp_path
     ) -> None:
