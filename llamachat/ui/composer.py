@@ -73,7 +73,8 @@ def image_attachment(image: QImage, name: str = "pasted image.png") -> Attachmen
     array = QByteArray()
     buffer = QBuffer(array)
     buffer.open(QIODevice.OpenModeFlag.WriteOnly)
-    image.save(buffer, "PNG")
+    # The stubs type `format` as bytes; PySide6 accepts only str there.
+    image.save(buffer, "PNG")  # type: ignore[call-overload]
     buffer.close()
     encoded = base64.b64encode(bytes(array.data())).decode("ascii")
     return Attachment("image", name, "image/png", f"data:image/png;base64,{encoded}")
@@ -180,7 +181,8 @@ class MessageEdit(QPlainTextEdit):
         """Use `completer` for `/skill` names."""
         self._completer = completer
         completer.setWidget(self)
-        completer.activated[str].connect(self._insert_completion)
+        # The stubs lack SignalInstance.__getitem__, which picks one of a signal's overloads.
+        completer.activated[str].connect(self._insert_completion)  # type: ignore[index]
 
     def event(self, event: QEvent) -> bool:
         """Claim Esc while the skill list is open, so it closes the list, not stops a reply."""
@@ -279,6 +281,8 @@ class MessageEdit(QPlainTextEdit):
         if self._completer is None:
             return
         popup = self._completer.popup()
+        if popup is None:
+            return  # only an inline completer has none
         prefix = self._slash_prefix()
         if prefix is None or self._completer.model().rowCount() == 0:
             popup.hide()
@@ -325,7 +329,9 @@ class Composer(QWidget):
         completer.setCompletionRole(Qt.ItemDataRole.UserRole)
         completer.setCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
         completer.setCompletionMode(QCompleter.CompletionMode.PopupCompletion)
-        completer.popup().setAccessibleName("Skills")
+        popup = completer.popup()  # made now: the mode is PopupCompletion
+        if popup is not None:
+            popup.setAccessibleName("Skills")
         self.completer = completer
         self.editor.set_completer(completer)
 
