@@ -190,12 +190,15 @@ class MessageEdit(QPlainTextEdit):
             event.type() == QEvent.Type.ShortcutOverride
             and isinstance(event, QKeyEvent)
             and event.key() == Qt.Key.Key_Escape
-            and self._completer is not None
-            and self._completer.popup().isVisible()
+            and self._popup_visible()
         ):
             event.accept()
             return True
         return super().event(event)
+
+    def _popup_visible(self) -> bool:
+        popup = self._completer.popup() if self._completer is not None else None
+        return popup is not None and popup.isVisible()
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         """Route Enter to submit; keep the skill completer in step with the text."""
@@ -271,8 +274,9 @@ class MessageEdit(QPlainTextEdit):
         if not prefix or self._completer is None:
             return False
         role = self._completer.completionRole()
-        current = self._completer.popup().currentIndex()
-        if current.isValid() and current.data(role) != prefix:
+        popup = self._completer.popup()
+        current = popup.currentIndex() if popup is not None else None
+        if current is not None and current.isValid() and current.data(role) != prefix:
             return False
         model = self._completer.model()
         return any(model.index(row, 0).data(role) == prefix for row in range(model.rowCount()))

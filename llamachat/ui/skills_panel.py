@@ -243,7 +243,6 @@ class SkillsPanel(QDialog):
     # ------------------------------------------------------------------ public
 
     def skill_names(self) -> list[str]:
-<<<<<<< HEAD
         """The skills that can be loaded, top to bottom (not hidden or missing copies)."""
         return [name for name, kind in self._rows() if kind == _SKILL]
 
@@ -263,11 +262,6 @@ class SkillsPanel(QDialog):
         """Read the skills folders again now (the Refresh button) and show what they hold."""
         self.watcher.check()
         self.update_view()
-=======
-        """The skills listed, top to bottom."""
-        items = (self.tree.topLevelItem(i) for i in range(self.tree.topLevelItemCount()))
-        return [item.text(0) for item in items if item is not None]
->>>>>>> mypy
 
     def problem_texts(self) -> list[str]:
         """The problems listed, each "path: what to fix"."""
@@ -280,12 +274,7 @@ class SkillsPanel(QDialog):
     @Slot()
     def update_view(self) -> None:
         """Show the store's skills and problems and which skills are loaded."""
-<<<<<<< HEAD
         selected = self._selected()
-=======
-        current = self.tree.currentItem()
-        selected = current.text(0) if current is not None else ""
->>>>>>> mypy
         loaded = set(self._loaded_names())
         mentioned = set(self._mentions()) if self._mentions is not None else set()
         self.roots_label.setText(
