@@ -127,7 +127,8 @@ def parse_event(obj: dict) -> ModelEvent | None:
     """A ModelEvent from one `/models/sse` JSON object, or None for one we do not know."""
     model = obj.get("model")
     event = obj.get("event")
-    data = obj.get("data") if isinstance(obj.get("data"), dict) else {}
+    raw = obj.get("data")
+    data: dict = raw if isinstance(raw, dict) else {}
     if not isinstance(model, str) or not isinstance(event, str):
         return None
     # The documented name is model_status; the routers released so far also send

@@ -524,9 +524,9 @@ def load_failure_lines(log_text: str, model: str, *, limit: int = FAILURE_LINES)
     start = log_text.rfind(f"name={model} on port {port}")
     found: list[str] = []
     for line in log_text[start:].splitlines():
-        match = _CHILD_LINE_RE.match(line.strip())
-        if match and match["port"] == port and match["level"] == "E":
-            text = match["text"].strip()
+        child = _CHILD_LINE_RE.match(line.strip())
+        if child and child["port"] == port and child["level"] == "E":
+            text = child["text"].strip()
             if text and text not in found:
                 found.append(text)
     return found[:limit]

@@ -1,7 +1,7 @@
 """The router's model events (`GET /models/sse`), read on a background thread.
 
 `ModelWatch(source)` reads the stream on a daemon task of the runner (`tasks`), so
-the GUI thread never waits on it, and emits each `models.ModelEvent` as `event` on
+the GUI thread never waits on it, and emits each `models.ModelEvent` as `arrived` on
 the GUI thread. `live` says whether the stream is open: the picker polls `/models`
 often while it is not. A router without the stream (404) is not asked again;
 another failure (the router restarting) is retried every few seconds. `stop()`
@@ -30,9 +30,9 @@ RETRY_S = 3.0
 
 
 class ModelWatch(QObject):
-    """Follows one router's `/models/sse` until stopped; events arrive as `event`."""
+    """Follows one router's `/models/sse` until stopped; events arrive as `arrived`."""
 
-    event = Signal(object)  # a models.ModelEvent
+    arrived = Signal(object)  # a models.ModelEvent
     live_changed = Signal(bool)
 
     def __init__(self, models: Any, parent: QObject | None = None) -> None:
@@ -71,7 +71,11 @@ class ModelWatch(QObject):
         stop = self._stop
 
         def on_event(event: ModelEvent) -> None:
-            self._post(lambda: (self._set_live(True), self.event.emit(event)))
+            def deliver() -> None:
+                self._set_live(True)
+                self.arrived.emit(event)
+
+            self._post(deliver)
 
         while not stop.is_set():
             # The stream sends nothing until something changes: it counts as live once open.

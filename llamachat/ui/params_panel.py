@@ -17,7 +17,6 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Slot
 from PySide6.QtWidgets import (
-    QAbstractSpinBox,
     QComboBox,
     QDoubleSpinBox,
     QFormLayout,
@@ -46,7 +45,7 @@ class ParamsPanel(QFrame):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setAccessibleName("Parameters")
-        self.editors: dict[str, QAbstractSpinBox | QComboBox] = {}
+        self.editors: dict[str, QSpinBox | QDoubleSpinBox | QComboBox] = {}
         form = QFormLayout()
         form.setContentsMargins(0, 0, 0, 0)
         for param in PARAMS:
@@ -83,8 +82,10 @@ class ParamsPanel(QFrame):
             if isinstance(editor, QComboBox):
                 index = editor.findText(str(value)) if value is not None else 0
                 editor.setCurrentIndex(max(index, 0))
+            elif isinstance(editor, QSpinBox):
+                editor.setValue(int(value) if value is not None else editor.minimum())
             else:
-                editor.setValue(value if value is not None else editor.minimum())
+                editor.setValue(float(value) if value is not None else editor.minimum())
             editor.blockSignals(False)
             fallback = defaults.get(param.name)
             where = (
@@ -93,7 +94,7 @@ class ParamsPanel(QFrame):
             editor.setToolTip(plain.tooltip(f"{param.tip}\n{where}"))
 
 
-def _editor(param: Param) -> QAbstractSpinBox | QComboBox:
+def _editor(param: Param) -> QSpinBox | QDoubleSpinBox | QComboBox:
     if param.kind == "choice":
         combo = QComboBox()
         combo.addItems([DEFAULT_TEXT, *param.choices])
@@ -105,11 +106,12 @@ def _editor(param: Param) -> QAbstractSpinBox | QComboBox:
         spin.setDecimals(2)
         spin.setSingleStep(param.step)
         spin.setRange(param.low - param.step, param.high)
+        spin.setValue(spin.minimum())
     else:
         spin = QSpinBox()
         spin.setRange(int(param.low) - 1, int(param.high))
+        spin.setValue(spin.minimum())
     spin.setSpecialValueText(DEFAULT_TEXT)
-    spin.setValue(spin.minimum())
     spin.setKeyboardTracking(False)
     return spin
 
