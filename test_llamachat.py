@@ -3914,7 +3914,7 @@ class TestRouter:
         panel.editors["temperature"].setValue(1.3)
         panel.editors["top_k"].setValue(12)
         panel.editors["reasoning_effort"].setCurrentIndex(2)
-        assert window.chat_params.button.text() == "Parameters (3)"
+        assert window.chat_params.button.text() == "⚙ 3"
         _send(qtbot, window, "second")
         body = router.chat_requests()[-1].json
         assert (body["temperature"], body["top_k"], body["reasoning_effort"]) == (1.3, 12, "medium")
@@ -3927,7 +3927,7 @@ class TestRouter:
         }
         # Another chat starts from the defaults; reopening this one brings its values back.
         window.new_session()
-        assert panel.values() == {} and window.chat_params.button.text() == "Parameters"
+        assert panel.values() == {} and window.chat_params.button.text() == "⚙"
         window.open_session(session)
         assert panel.values()["top_k"] == 12
         panel.reset_button.click()

@@ -480,7 +480,8 @@ class ModelPicker(QWidget):
         elif event.status == "failed":
             self._loading.pop(event.model, None)
             self._reasons.pop(event.model, None)
-            self._errors[event.model] = event.error
+            # The load request's own answer, when it came first, says more.
+            self._errors.setdefault(event.model, event.error)
         self._update_items()
         self._adjust_poll()
 

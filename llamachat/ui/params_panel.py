@@ -1,6 +1,7 @@
-"""The per-chat request parameters: a Parameters button in the top bar and its compact panel.
+"""The per-chat request parameters: a ⚙ button in the status bar and its compact panel.
 
-`ChatParams(chat)` gives `button` (a QToolButton whose menu holds `panel`): one row per
+`ChatParams(chat)` gives `button` (⚙ in the status bar, with the number of values the
+chat sets; its menu holds `panel`): one row per
 `params.PARAMS` entry, each at "default" until the user sets it. "default" means the
 config's value for the model and preset (shown in the row's tooltip) or, when the
 config has none, the server's. A change is the chat's override from the next request
@@ -151,7 +152,8 @@ class ChatParams(QObject):
 
     def _show_count(self) -> None:
         count = len(self._chat.params())
-        self.button.setText(f"Parameters ({count})" if count else "Parameters")
+        # A glyph, not a word: it sits in the status bar beside the meter.
+        self.button.setText(f"⚙ {count}" if count else "⚙")
 
     @Slot()
     def _on_edited(self) -> None:

@@ -32,7 +32,6 @@ class TopBar(QFrame):
         preset_picker: PresetPicker,
         search_button: QToolButton,
         *,
-        params_button: QToolButton | None = None,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
@@ -72,8 +71,6 @@ class TopBar(QFrame):
         top.addWidget(preset_picker)
         top.addSpacing(6)
         top.addWidget(search_button)
-        if params_button is not None:
-            top.addWidget(params_button)
         top.addWidget(self.skills_button)
         top.addWidget(self.settings_button)
 

@@ -158,12 +158,7 @@ class ChatWindow(QMainWindow):
         self.chat_params = ChatParams(self.chat, parent=self)
         self.model_picker.model_changed.connect(lambda _model: self.chat_params.refresh())
         self.app.config_changed.connect(lambda _cfg: self.chat_params.refresh())
-        self.top_bar = TopBar(
-            self.model_picker,
-            self.preset_picker,
-            self.web_search.button,
-            params_button=self.chat_params.button,
-        )
+        self.top_bar = TopBar(self.model_picker, self.preset_picker, self.web_search.button)
         self.top_bar.settings_requested.connect(self.open_settings)
         rule = QFrame()
         rule.setFrameShape(QFrame.Shape.HLine)
@@ -204,6 +199,8 @@ class ChatWindow(QMainWindow):
         # Only as wide as its bar and figures, so it sits at the status bar's right end.
         self.meter.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Preferred)
         self.composer.editor.textChanged.connect(lambda: self.meter.set_draft(self.composer.text()))
+        # Beside the meter: the top bar has no room left at 900 px for a long model name.
+        self.statusBar().addPermanentWidget(self.chat_params.button)
         self.statusBar().addPermanentWidget(self.meter)
         # A message longer than the bar is cut at its edge: hovering shows it whole.
         self.statusBar().messageChanged.connect(
