@@ -3967,6 +3967,131 @@ class TestRouter:
         after = log_file.tail(1 << 22).count(f"spawning server instance with name={SMOL_ID} ")
         assert after == spawns
 
+    def _get_model(self, qtbot, r):
+        from llamachat.ui.get_model import GetModelDialog
+
+        registry = _chrome_registry(r.url)
+        picker = ModelPicker(registry, poll_ms=60000)
+        qtbot.addWidget(picker)
+        qtbot.waitUntil(lambda: picker.watching() and len(r._subscribers) == 1)
+        dialog = GetModelDialog(registry, picker)
+        qtbot.addWidget(dialog)
+        return registry, picker, dialog
+
+    def test_router_get_model_downloads_with_progress_into_the_picker(self, qtbot) -> None:
+        from llamachat.dev.scripted_router import Download
+
+        ref = "ggml-org/tiny-GGUF:Q4_K_M"
+        plan = Download(size=4_000_000, steps=4, step_delay=0.15)
+        with ScriptedRouter([Model("qwen", "loaded")], downloads={ref: plan}) as r:
+            registry, picker, dialog = self._get_model(qtbot, r)
+            dialog.reference.setText(f"  {ref} ")
+            seen: list[int] = []
+            dialog.progress.valueChanged.connect(seen.append)
+            with qtbot.waitSignal(dialog.downloaded, timeout=10000) as done:
+                dialog.download_button.click()
+                assert dialog.downloading() and dialog.cancel_button.isVisibleTo(dialog)
+            assert done.args == [ref]
+            assert [v for v in seen if v > 0] == [25, 50, 75, 100]
+            assert "is ready" in dialog.status.text() and not dialog.downloading()
+            qtbot.waitUntil(lambda: ref in _combo_ids(picker.combo))
+            assert [q.json for q in r.requests if q.path == "/models"] == [{"model": ref}]
+            picker.shutdown()
+            registry.close()
+
+    def test_router_get_model_cancel_stops_the_download(self, qtbot) -> None:
+        from llamachat.dev.scripted_router import Download
+
+        ref = "ggml-org/big-GGUF"
+        with ScriptedRouter(downloads={ref: Download(steps=50, step_delay=0.05)}) as r:
+            registry, picker, dialog = self._get_model(qtbot, r)
+            dialog.reference.setText(ref)
+            dialog.start()
+            qtbot.waitUntil(lambda: dialog.progress.value() > 0, timeout=5000)
+            dialog.cancel_button.click()
+            qtbot.waitUntil(lambda: not dialog.downloading(), timeout=5000)
+            assert dialog.status.text() == f"The download of {ref} was cancelled."
+            assert ref not in r.models and ref not in _combo_ids(picker.combo)
+            assert [q.json for q in r.requests if q.path == "/models/unload"] == [{"model": ref}]
+            picker.shutdown()
+            registry.close()
+
+    def test_router_get_model_faults_are_said_and_leave_no_model(self, qtbot) -> None:
+        from llamachat.dev.scripted_router import Download
+
+        broken = "someone/flaky-GGUF:Q8_0"
+        plan = Download(steps=4, step_delay=0.02, fail_at=0.5, error="No space left on device")
+        with ScriptedRouter(downloads={broken: plan}) as r:
+            registry, picker, dialog = self._get_model(qtbot, r)
+            dialog.reference.setText("not a reference")
+            dialog.start()
+            assert "is not a Hugging Face model reference" in dialog.status.text()
+            assert not any(q.path == "/models" and q.method == "POST" for q in r.requests)
+            dialog.reference.setText(broken)
+            dialog.start()
+            qtbot.waitUntil(lambda: not dialog.downloading(), timeout=5000)
+            assert dialog.status.text() == (
+                f"The download of {broken} failed: No space left on device"
+            )
+            # llama-server says "finished" for a repository that does not exist.
+            dialog.reference.setText("nobody/nothing-GGUF")
+            dialog.start()
+            qtbot.waitUntil(lambda: not dialog.downloading(), timeout=5000)
+            assert "finished without a model nobody/nothing-GGUF" in dialog.status.text()
+            assert set(r.models) == {"test-model"}
+            picker.shutdown()
+            registry.close()
+
+    def test_router_get_model_without_router_support_says_so(self, qtbot) -> None:
+        from llamachat.ui.get_model import NO_EVENTS, GetModelDialog
+
+        with ScriptedRouter(events=False) as r:
+            registry = _chrome_registry(r.url)
+            picker = ModelPicker(registry)
+            qtbot.addWidget(picker)
+            qtbot.waitUntil(lambda: not picker._watch.supported)
+            dialog = GetModelDialog(registry, picker)
+            qtbot.addWidget(dialog)
+            dialog.reference.setText("ggml-org/tiny-GGUF")
+            dialog.start()
+            assert dialog.status.text() == NO_EVENTS and not dialog.downloading()
+            picker.shutdown()
+            registry.close()
+
+    def test_router_delete_model_asks_first_and_says_why_it_cannot(self, qtbot) -> None:
+        from llamachat.ui.get_model import delete_model
+
+        models = [Model("qwen", "loaded"), Model("cached", removable=True)]
+        with ScriptedRouter(models) as r:
+            registry = _chrome_registry(r.url)
+            picker = ModelPicker(registry)
+            qtbot.addWidget(picker)
+            qtbot.waitUntil(lambda: "cached" in _combo_ids(picker.combo))
+            asked: list[str] = []
+            said: list[str] = []
+
+            def no(question: str) -> bool:
+                asked.append(question)
+                return False
+
+            assert not delete_model(picker, picker, registry, "cached", ask=no, said=said.append)
+            assert "Delete cached from the router's cache?" in asked[0]
+            assert not any(q.method == "DELETE" for q in r.requests)
+            delete_model(picker, picker, registry, "cached", ask=lambda q: True, said=said.append)
+            qtbot.waitUntil(lambda: said == ["Deleted cached."])
+            qtbot.waitUntil(lambda: "cached" not in _combo_ids(picker.combo))
+            delete_model(picker, picker, registry, "qwen", ask=lambda q: True, said=said.append)
+            qtbot.waitUntil(lambda: len(said) == 2)
+            assert said[1] == (
+                "Could not delete qwen: model name=qwen is not removable (not from cache)"
+            )
+            assert [q.query for q in r.requests if q.method == "DELETE"] == [
+                {"model": "cached"},
+                {"model": "qwen"},
+            ]
+            picker.shutdown()
+            registry.close()
+
 
 class TestProviders:
     """`llamachat.providers`: external OpenAI-compatible services."""

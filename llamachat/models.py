@@ -19,6 +19,7 @@ adds none.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -121,6 +122,36 @@ class ModelEvent:
     progress: float | None = None
     stage: str = ""
     error: str = ""
+
+
+_REFERENCE = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+(:[\w.-]+)?$")
+
+
+def parse_reference(text: str) -> str:
+    """A Hugging Face model reference (`user/repo` or `user/repo:QUANT`) from what was typed.
+
+    A pasted https://huggingface.co/user/repo link is taken as `user/repo`. Raises
+    ValueError saying what a reference looks like.
+    """
+    ref = text.strip()
+    for prefix in ("https://huggingface.co/", "http://huggingface.co/", "hf.co/"):
+        if ref.startswith(prefix):
+            ref = "/".join(ref[len(prefix) :].split("/")[:2])
+    if not _REFERENCE.match(ref):
+        raise ValueError(
+            f"'{text.strip()}' is not a Hugging Face model reference: write user/repo "
+            "(e.g. ggml-org/gemma-3-1b-it-GGUF) or user/repo:QUANT (…-GGUF:Q4_K_M)"
+        )
+    return ref
+
+
+def listed_as(reference: str, ids: list[str]) -> str | None:
+    """The listed id a downloaded `reference` became, or None (without a quant: any quant)."""
+    wanted = reference.lower()
+    for model_id in ids:
+        if model_id.lower() == wanted or model_id.lower().startswith(wanted + ":"):
+            return model_id
+    return None
 
 
 def parse_event(obj: dict) -> ModelEvent | None:
@@ -240,6 +271,26 @@ class Models:
             event = parse_event(obj)
             if event is not None:
                 on_event(event)
+
+    def download(self, reference: str) -> None:
+        """Ask the router to download a Hugging Face model (`POST /models`); returns at once.
+
+        Its progress arrives as events (`watch`). Raises ServerError: 404 on a router
+        that cannot download, 400 with the router's reason for a reference it refuses.
+        """
+        self.client.request_json("POST", "/models", root=True, json={"model": reference})
+
+    def cancel_download(self, reference: str) -> None:
+        """Stop a download under way (the router's way: unload the model being fetched)."""
+        self.client.request_json("POST", "/models/unload", root=True, json={"model": reference})
+
+    def delete(self, model: str) -> None:
+        """Delete a downloaded model from the router's cache (`DELETE /models`).
+
+        Raises ServerError with the router's reason for a model it cannot delete (one in
+        its models folder or preset, or unknown).
+        """
+        self.client.request_json("DELETE", "/models", root=True, params={"model": model})
 
     def context_size(self, model: str) -> int | None:
         """The model's context size in tokens, or None when unknown or not loaded."""

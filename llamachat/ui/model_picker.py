@@ -171,6 +171,7 @@ class ModelPicker(QWidget):
     model_changed = Signal(str)
     default_changed = Signal(str)
     models_listed = Signal(list)
+    model_event = Signal(object)  # each models.ModelEvent of the router's stream
 
     def __init__(
         self,
@@ -456,6 +457,7 @@ class ModelPicker(QWidget):
 
     @Slot(object)
     def _on_model_event(self, event: ModelEvent) -> None:
+        self.model_event.emit(event)
         if event.kind in ("reload", "removed", "download_finished"):
             self._poll_soon()
             return

@@ -37,6 +37,7 @@ from ..models import ModelInfo
 from ..server import is_loopback
 from . import first_run, plain, tasks
 from .app import FAILED, PENDING, READY, App, RouterState
+from .get_model import GetModelDialog, delete_model
 from .meter import ContextMeter
 from .model_picker import ModelPicker
 from .notice import STATUS_MS
@@ -134,6 +135,11 @@ class RouterGuide(QObject):
         self.add_model_action = QAction("Add GGUF model…", self)
         self.add_model_action.triggered.connect(self.choose_model_file)
         self.add_model_action.setVisible(False)
+        self.get_model_action = QAction("Get model from Hugging Face…", self)
+        self.get_model_action.triggered.connect(self.open_get_model)
+        self.delete_model_action = QAction("Delete model…", self)
+        self.delete_model_action.triggered.connect(self.delete_current_model)
+        self.get_model_dialog: GetModelDialog | None = None
 
     def start(self) -> None:
         """Follow the App's router and its server's events from now on, from the state now."""
@@ -149,6 +155,26 @@ class RouterGuide(QObject):
 
     def _say(self, text: str, timeout: int = STATUS_MS) -> None:
         self.status.emit(text, timeout)
+
+    # ------------------------------------------------------------------ getting models
+
+    def open_get_model(self) -> GetModelDialog:
+        """Show the Get model dialog (made again when the window talks to another router)."""
+        dialog = self.get_model_dialog
+        if dialog is None or (not dialog.downloading() and dialog.registry is not self._registry):
+            if dialog is not None:
+                dialog.deleteLater()
+            dialog = GetModelDialog(self._registry, self._picker, self._window)
+            self.get_model_dialog = dialog
+        dialog.show()
+        dialog.raise_()
+        return dialog
+
+    def delete_current_model(self) -> None:
+        """Delete the chosen model from the router's cache, after asking."""
+        model = self._picker.current_model()
+        if model:
+            delete_model(self._window, self._picker, self._registry, model)
 
     # ------------------------------------------------------------------ the router's state
 
