@@ -696,7 +696,8 @@ class ModelPicker(QWidget):
             text = self._problem
             retry = self._retry or self.refresh
         self._retry = retry
-        plain.set_text(self.status_label, text)
+        # One line beside the combo (a log's reason has several); the tooltip has them all.
+        plain.set_text(self.status_label, " ".join(text.split("\n")))
         whole = text
         if status in IN_PROGRESS:
             whole = f"{'Downloading' if status == 'downloading' else 'Loading'} {model_id}…"

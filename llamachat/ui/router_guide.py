@@ -168,6 +168,8 @@ class RouterGuide(QObject):
             self.get_model_dialog = dialog
         dialog.show()
         dialog.raise_()
+        dialog.activateWindow()
+        dialog.reference.setFocus()
         return dialog
 
     def delete_current_model(self) -> None:
