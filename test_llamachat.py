@@ -4158,6 +4158,64 @@ class TestRouter:
         finally:
             server.stop()
 
+    def test_router_finds_the_single_llama_binary_and_passes_host_and_port(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        from llamachat.server import binary_version
+
+        folder = tmp_path / "bin"
+        folder.mkdir()
+        llama = folder / "llama"
+        llama.write_text(
+            "#!/bin/sh\n"
+            'case "$2" in --help) echo "  --models-dir PATH";; --version) echo "version: 42 (abc)";;'
+            " esac\n"
+        )
+        llama.chmod(0o755)
+        monkeypatch.setenv("PATH", str(folder))
+        assert find_binary(Config()) == llama
+        assert binary_version(llama) == "version: 42 (abc)"
+        server = ManagedServer(Config(models_dir=tmp_path / "m"), port=18123)
+        assert server.command()[:6] == [
+            str(llama),
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "18123",
+        ]
+        # Another program called llama is not taken for llama.cpp's.
+        llama.write_text("#!/bin/sh\necho 'a llama game'\n")
+        other = folder / "sub"
+        other.mkdir()
+        (other / "llama").write_text(llama.read_text())
+        (other / "llama").chmod(0o755)
+        monkeypatch.setenv("PATH", str(other))
+        assert find_binary(Config()) == wheel_binary()
+
+    def test_router_about_names_both_versions(self, chat_window, qtbot) -> None:
+        window, _history = chat_window()
+        window.router_guide.show_about()
+        qtbot.waitUntil(lambda: window.router_guide.about_box is not None, timeout=5000)
+        text = window.router_guide.about_box.text()
+        assert f"llamachat {llamachat.__version__}" in text
+        assert "Server build: b0-scripted" in text
+        window.router_guide.about_box.close()
+
+    @pytest.mark.real_router
+    def test_real_router_reports_its_version(self, qtbot, real_router) -> None:
+        client = Client(real_router.url)
+        try:
+            built = Models(client).server_version()
+        finally:
+            client.close()
+        assert re.fullmatch(r"b\d+-[0-9a-f]+", built), built
+        version = real_router.server.version
+        assert version.startswith("version: ") and built.split("-")[1] in version
+        dialog = ServerLogDialog(real_router.server)
+        qtbot.addWidget(dialog)
+        assert version in dialog.path_label.text()
+
 
 class TestProviders:
     """`llamachat.providers`: external OpenAI-compatible services."""

@@ -272,6 +272,16 @@ class Models:
             if event is not None:
                 on_event(event)
 
+    def server_version(self) -> str:
+        """The server's build as its `/props` says ("b1-571d0d5"), or '' when it does not."""
+        try:
+            props = self.client.request_json("GET", "/props", root=True, timeout=5.0)
+        except backend.BackendError as exc:
+            log.debug("no version from %s: %s", self.client.base_url, exc)
+            return ""
+        build = props.get("build_info") if isinstance(props, dict) else None
+        return build if isinstance(build, str) else ""
+
     def download(self, reference: str) -> None:
         """Ask the router to download a Hugging Face model (`POST /models`); returns at once.
 

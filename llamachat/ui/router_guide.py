@@ -27,19 +27,20 @@ from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QFileDialog,
+    QMessageBox,
     QPlainTextEdit,
     QVBoxLayout,
     QWidget,
 )
 
-from .. import providers
+from .. import __version__, providers
 from ..models import ModelInfo
 from ..server import is_loopback
 from . import first_run, plain, tasks
 from .app import FAILED, PENDING, READY, App, RouterState
 from .get_model import GetModelDialog, delete_model
 from .meter import ContextMeter
-from .model_picker import ModelPicker
+from .model_picker import ModelPicker, call_in_background
 from .notice import STATUS_MS
 
 if TYPE_CHECKING:
@@ -83,8 +84,10 @@ class ServerLogDialog(QDialog):
         # The log is capped and only its tail is read, so this is quick on the GUI thread.
         tail = self.server.log_file.tail(SERVER_LOG_BYTES)
         state = "running" if self.server.is_running() else "not running"
+        version = self.server.version
         self.path_label.setText(
             f"{self.server.log_path} · llama-server {state} at {self.server.url}"
+            + (f" · {version}" if version else "")
         )
         self.text.setPlainText(tail or "(the log is empty)")
         bar = self.text.verticalScrollBar()
@@ -140,13 +143,16 @@ class RouterGuide(QObject):
         self.delete_model_action = QAction("Delete model…", self)
         self.delete_model_action.triggered.connect(self.delete_current_model)
         self.get_model_dialog: GetModelDialog | None = None
+        self.about_action = QAction("About llamachat", self)
+        self.about_action.triggered.connect(self.show_about)
+        self.about_box: QMessageBox | None = None
 
     def start(self) -> None:
         """Follow the App's router and its server's events from now on, from the state now."""
         app = self._app
         app.router_changed.connect(self._on_router_changed)
         app.server_event.connect(self._on_server_event)
-        app.config_changed.connect(lambda _cfg: self._apply_idle_unload())
+        app.config_changed.connect(self._apply_idle_unload)
         self._apply_idle_unload()
         if app.router.status in (PENDING, FAILED) or app.router.server is not None:
             self._on_router_changed(app.router)
@@ -174,6 +180,26 @@ class RouterGuide(QObject):
         dialog.reference.setFocus()
         return dialog
 
+    def show_about(self) -> None:
+        """Help > About: llamachat's version and the llama.cpp server's, asked in the background."""
+        registry, server = self._registry, self._server
+
+        def versions() -> str:
+            managed = server.version if server is not None else ""
+            built = registry.router_models().server_version()
+            lines = [f"llamachat {__version__}", f"Router: {self._app.router.url}"]
+            if managed:
+                lines.append(f"llama-server (started by llamachat): {managed}")
+            lines.append(f"Server build: {built}" if built else "Server build: not reported")
+            return "\n".join(lines)
+
+        def show(text: str) -> None:
+            box = plain.message_box(self._window, QMessageBox.Icon.Information, "About", text)
+            self.about_box = box
+            box.show()
+
+        call_in_background(self, versions, show, show)
+
     def delete_current_model(self) -> None:
         """Delete the chosen model from the router's cache, after asking."""
         model = self._picker.current_model()
@@ -197,7 +223,8 @@ class RouterGuide(QObject):
             if state.status == READY:
                 self._say(f"Using the llama.cpp router at {state.url}.")
 
-    def _apply_idle_unload(self) -> None:
+    @Slot()
+    def _apply_idle_unload(self, *_news: object) -> None:
         """Unload idle models from here unless the server puts them to sleep itself."""
         seconds = self._app.config.sleep_idle_seconds
         server = self._server

@@ -156,8 +156,7 @@ class ChatWindow(QMainWindow):
         self.web_search.status.connect(self.show_status)
         # After set_model: the panel shows the defaults of the model now chosen.
         self.chat_params = ChatParams(self.chat, parent=self)
-        self.model_picker.model_changed.connect(lambda _model: self.chat_params.refresh())
-        self.app.config_changed.connect(lambda _cfg: self.chat_params.refresh())
+        self.model_picker.model_changed.connect(self.chat_params.refresh)
         self.top_bar = TopBar(self.model_picker, self.preset_picker, self.web_search.button)
         self.top_bar.settings_requested.connect(self.open_settings)
         rule = QFrame()
