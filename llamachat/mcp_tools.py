@@ -45,7 +45,7 @@ from typing import Any
 
 from .config import McpServerConfig
 from .server import RotatingLog, default_log_path
-from .tools import Event, Tool, ToolError, ToolResult, json_arguments
+from .tools import Tool, ToolError, ToolResult, json_arguments
 
 log = logging.getLogger(__name__)
 
@@ -198,28 +198,29 @@ class Hub:
             return [server.state for server in self._servers.values()]
 
     def restart(self, name: str) -> None:
-        """Stop server `name` if it runs and start it again now (the panel's Restart)."""
+        """Stop server `name` if it runs and start it again, without waiting (the panel's)."""
         with self._lock:
             server = self._servers.get(name)
         if server is None or not server.cfg.enabled:
             return
         server.failures, server.retry_at = 0, 0.0
-        self._submit(self._stop_server(server)).result(10)
-        self._begin(server)
+        with self._lock:
+            server.ready.clear()
+            server.state = replace(server.state, status=STARTING, error="")
+        self._changed()
+        self._submit(self._start_server(server))  # which stops it first
 
     def turn_tools(
         self,
         *,
         consent: Consent,
         disabled: Sequence[str] = (),
-        reserved: Sequence[str] = (),
         cancel: threading.Event | None = None,
     ) -> list[McpTool]:
         """The tools of every enabled server for one turn, starting those not started yet.
 
         Waits at most `start_wait` seconds for servers still starting (a hung one is left
-        behind, still trying); `disabled` tools are left out, and so are names in
-        `reserved` (the built-in tools win a clash, with a warning in the log).
+        behind, still trying); `disabled` tools are left out.
         """
         with self._lock:
             servers = [s for s in self._servers.values() if s.cfg.enabled]
@@ -238,9 +239,6 @@ class Hub:
                 continue
             for info in server.state.tools:
                 if info.problem or info.name in disabled:
-                    continue
-                if info.name in reserved:
-                    log.warning("MCP tool %s is not offered: a built-in tool has its name", info.name)
                     continue
                 tools.append(McpTool(self, info, server.cfg.timeout, consent, cancel))
         return tools
@@ -355,7 +353,7 @@ class Hub:
             server.stop.set()
         try:
             await asyncio.wait_for(asyncio.shield(owner), 8)
-        except (TimeoutError, asyncio.CancelledError, Exception):
+        except (TimeoutError, asyncio.CancelledError, Exception):  # noqa: BLE001 - any end will do
             owner.cancel()
 
     async def _own(self, server: _Server, started: asyncio.Future) -> None:
@@ -397,7 +395,7 @@ class Hub:
         except asyncio.CancelledError:
             server.session = None
             raise
-        except BaseException as exc:  # the SDK raises ExceptionGroups from its task groups
+        except BaseException as exc:  # noqa: BLE001 - the SDK raises groups; each is a failure
             server.session = None
             if server.state.status != FAILED:
                 await asyncio.sleep(0.1)  # the last stderr lines arrive after the exit
@@ -470,7 +468,7 @@ class Hub:
     async def _refresh(self, server: _Server) -> None:
         try:
             await asyncio.wait_for(self._list(server), self.start_timeout)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the cached list stays
             log.warning("MCP server %s: tools/list failed: %s", server.cfg.name, exc)
 
     async def _call(self, server: _Server, tool: str, arguments: dict, timeout: float) -> Any:
@@ -486,7 +484,7 @@ class Hub:
             ) from None
         except asyncio.CancelledError:
             raise
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a sentence for the model
             if _is_protocol_error(exc):
                 raise McpError(f"{server.cfg.name}_{tool} failed: {_reason(exc)}") from None
             # The connection broke: the server crashed or closed; it starts again later.
@@ -574,7 +572,9 @@ def result_content(result: Any) -> _Content:
             text = getattr(resource, "text", None)
             parts.append(f"[resource {uri}]\n{text}" if text else f"[binary resource {uri}]")
         elif kind == "resource_link":
-            parts.append(f"[resource link: {getattr(block, 'uri', '')} {getattr(block, 'name', '')}]")
+            parts.append(
+                f"[resource link: {getattr(block, 'uri', '')} {getattr(block, 'name', '')}]"
+            )
         elif kind == "audio":
             data = str(getattr(block, "data", ""))
             parts.append(f"[audio, {len(data) * 3 // 4:,} bytes: not played]")
@@ -617,10 +617,6 @@ class McpTool(Tool):
         self._timeout = timeout
         self._consent = consent
         self._cancel = cancel
-
-    def announce(self, arguments: str) -> list[Event]:
-        """The tool about to be called (``tool_start``)."""
-        return [("tool_start", self.name)]
 
     def run(self, arguments: str) -> ToolResult:
         """Ask consent, call the server, and return what it said (capped) with a ``tool_done``."""

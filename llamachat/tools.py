@@ -171,11 +171,14 @@ def offered(
     search_cfg: SearchConfig | None,
     skills_cfg: SkillsConfig | None,
     http: Callable[[], httpx.Client] | None = None,
+    extra: Sequence[Tool] = (),
+    extra_rounds: int = 0,
 ) -> tuple[list[Tool], int]:
     """The app's tools that these settings turn on, and how many rounds may call them.
 
     `http` gives the client web searches go through, made when a search first needs it
-    (without it, a fresh client per search).
+    (without it, a fresh client per search). `extra` are more tools (an MCP server's),
+    callable for `extra_rounds` rounds; a built-in tool wins a clash of names.
     """
     registered: list[tuple[Tool, int]] = []
     if search_cfg is not None and search_cfg.enabled and search_cfg.url:
@@ -184,5 +187,11 @@ def offered(
         skill_tool = LoadSkill(skills_cfg.store)
         if skill_tool.schema:
             registered.append((skill_tool, skills_cfg.max_searches))
+    builtin = {tool.name for tool, _cap in registered}
+    for tool in extra:
+        if tool.name in builtin:
+            log.warning("the tool %s is not offered: a built-in tool has its name", tool.name)
+            continue
+        registered.append((tool, extra_rounds))
     rounds = max((cap for _tool, cap in registered), default=0)
     return [tool for tool, _cap in registered], max(0, rounds)

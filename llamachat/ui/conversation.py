@@ -59,6 +59,7 @@ from .markdown import (
     Update,
     break_text_runs,
 )
+from .tool_call import ToolCallView
 
 log = logging.getLogger(__name__)
 
@@ -340,6 +341,9 @@ class MessageView(QFrame):
 
         if message.get("reasoning"):
             self._add_reasoning_text(message["reasoning"])
+        for call in message.get("tool_calls") or ():
+            if isinstance(call, dict) and "result" in call:
+                self.add_tool_call(call)
         status = message.get("status", "complete")
         content = message.get("content") or ""
         if status == "streaming":
@@ -383,12 +387,28 @@ class MessageView(QFrame):
         self._streaming = True
         self._add_reasoning_text(text)
 
-    def add_search(self, query: str, results: list[dict], error: str = "") -> None:
-        """Show a web search inline: the query and its results as links, or its error."""
+    def _activity(self) -> QVBoxLayout:
+        """The layout above the text that searches and tool calls are shown in."""
         if self._searches is None:
             self._searches = QVBoxLayout()
             self._searches.setSpacing(2)
             self._layout.insertLayout(self._layout.indexOf(self._body), self._searches)
+        return self._searches
+
+    def add_tool_call(self, call: dict) -> ToolCallView:
+        """Show an MCP tool call inline, collapsed (`reply.stored_call`'s shape)."""
+        view = ToolCallView(call, self)
+        self._activity().addWidget(view)
+        return view
+
+    def tool_calls(self) -> list[ToolCallView]:
+        """The tool calls shown, in order."""
+        return self.findChildren(ToolCallView)
+
+    def add_search(self, query: str, results: list[dict], error: str = "") -> None:
+        """Show a web search inline: the query and its results as links, or its error."""
+        self._activity()
+        assert self._searches is not None
         lines = [f"<b>Searched:</b> {plain.markup(query)}"]
         if error:
             lines.append(f'<span style="color:#d1242f">{plain.markup(error)}</span>')
@@ -441,6 +461,7 @@ class MessageView(QFrame):
         if self._began is not None:
             parts.append(f"{time.monotonic() - self._began:.1f} s")
         return " · ".join(parts)
+
     def set_unsaved(self, error: str) -> None:
         """Mark the reply as not saved because of `error` ('' once it is saved)."""
         self._unsaved.setText(

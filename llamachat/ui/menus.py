@@ -56,6 +56,7 @@ def _build_menus(window: ChatWindow) -> None:
     file_menu.addAction(window.sidebar.import_action)
     file_menu.addSeparator()
     file_menu.addAction(_keyed(top.settings_action, "settings"))
+    file_menu.addAction(QAction("Import MCP servers…", window, triggered=window.import_mcp_servers))
     file_menu.addAction(router.server_log_action)
     file_menu.addAction(router.add_model_action)
     file_menu.addSeparator()
@@ -86,6 +87,7 @@ def _build_menus(window: ChatWindow) -> None:
     chat_menu.addSeparator()
     chat_menu.addAction(window.web_search.action)
     chat_menu.addAction(top.skills_action)
+    chat_menu.addAction(QAction("MCP servers…", window, triggered=window.open_mcp_panel))
     chat_menu.addAction(
         QAction("Edit prompt presets…", window, triggered=window.preset_picker.edit_presets)
     )
