@@ -301,15 +301,18 @@ class TestConfig:
 
         lines = config.DEFAULT_TEXT.splitlines()
         for key in config.DEFAULTS:
-            if key == "providers":
-                assert "# [[providers]]" in lines
+            if key in ("providers", "mcp_servers"):
+                assert f"# [[{key}]]" in lines
                 continue
             where = [i for i, line in enumerate(lines) if re.match(rf"(# )?{key} = ", line)]
             assert where, f"{key} is not in the example file"
             assert lines[where[0] - 1].startswith("# "), f"{key} has no comment above it"
         # Uncommenting every example value must give a valid file that changes those keys.
         uncommented = re.sub(
-            r"^# ((\w+ = .*)|(\[\[providers\]\]))$", r"\1", config.DEFAULT_TEXT, flags=re.MULTILINE
+            r"^# ((\w+ = .*)|(\[\[(providers|mcp_servers)\]\]))$",
+            r"\1",
+            config.DEFAULT_TEXT,
+            flags=re.MULTILINE,
         )
         (tmp_path / "team-skills").mkdir()
         cfg = config.load(_write_config(tmp_path, uncommented))
@@ -324,6 +327,8 @@ class TestConfig:
                 models=("deepseek/deepseek-chat",),
             ),
         )
+        assert [server.name for server in cfg.mcp_servers] == ["time", "github"]
+        assert cfg.mcp_servers[1].headers_env == (("Authorization", "GITHUB_MCP_AUTHORIZATION"),)
 
     def test_config_missing_file_gives_defaults_in_the_per_user_folders(
         self, tmp_path: Path, isolated_home: Path

@@ -288,6 +288,28 @@ KEYS: tuple[Key, ...] = (
         example=["--ctx-size", "16384", "--n-gpu-layers", "99"],
     ),
     Key(
+        "mcp_config",
+        "",
+        _STR,
+        'An mcp.json of Claude Desktop, Cursor or LM Studio ({"mcpServers": {...}}),\n'
+        "read in place at each start: its servers join the [[mcp_servers]] below.",
+        example="~/.cursor/mcp.json",
+    ),
+    Key(
+        "mcp_allowed_tools",
+        [],
+        _STR_LIST,
+        'MCP tools that run without asking ("Always allow this tool"), as <server>_<tool>.',
+        example=["time_get_current_time"],
+    ),
+    Key(
+        "mcp_disabled_tools",
+        [],
+        _STR_LIST,
+        "MCP tools never offered to the model (switched off in the MCP panel).",
+        example=["git_git_reset"],
+    ),
+    Key(
         "providers",
         [],
         _TABLES,
@@ -323,28 +345,6 @@ KEYS: tuple[Key, ...] = (
         'name = "github"\n'
         'url = "https://api.githubcopilot.com/mcp/"\n'
         'headers_env = { Authorization = "GITHUB_MCP_AUTHORIZATION" }',
-    ),
-    Key(
-        "mcp_config",
-        "",
-        _STR,
-        'An mcp.json of Claude Desktop, Cursor or LM Studio ({"mcpServers": {...}}),\n'
-        "read in place at each start: its servers join the [[mcp_servers]] above.",
-        example="~/.cursor/mcp.json",
-    ),
-    Key(
-        "mcp_allowed_tools",
-        [],
-        _STR_LIST,
-        'MCP tools that run without asking ("Always allow this tool"), as <server>_<tool>.',
-        example=["time_get_current_time"],
-    ),
-    Key(
-        "mcp_disabled_tools",
-        [],
-        _STR_LIST,
-        "MCP tools never offered to the model (switched off in the MCP panel).",
-        example=["git_git_reset"],
     ),
 )
 KEY = {key.name: key for key in KEYS}
@@ -1059,9 +1059,9 @@ def _mcp_servers(v: dict[str, Any], path: Path) -> tuple[McpServerConfig, ...]:
     if v["mcp_config"]:
         json_path = _path(v["mcp_config"], path)
         if not json_path.exists():
-            raise ConfigError(
-                f"mcp_config: {json_path} does not exist", path=path, key="mcp_config"
-            )
+            # Another program's file, which may come later: not a reason to refuse to start.
+            log.warning("mcp_config: %s does not exist; no servers read from it", json_path)
+            return tuple(servers)
         tables, _notes = mcp_json_servers(json_path)
         names = {server.name for server in servers}
         servers.extend(_mcp_server(t, json_path) for t in tables if t["name"] not in names)
