@@ -1385,3 +1385,56 @@ def hostile_server():
     server = _HostileServer()
     yield server
     server.close()
+
+
+# ---------------------------------------------------------------- MCP (TestMcp)
+
+
+def _mcp_bin(name: str) -> str:
+    """The path of a console script installed beside this Python (mcp-server-time, ...)."""
+
+    path = Path(sys.executable).parent / name
+    if not path.exists():
+        pytest.skip(f"{name} is not installed (pip install -e '.[test]')")
+    return str(path)
+
+
+def _mcp_faulty_toml(*modes: str, **options: str) -> str:
+    """[[mcp_servers]] tables starting llamachat.dev.mcp_faulty in each mode, as a user writes them."""
+
+    tables = []
+    for mode in modes:
+        extra = "".join(f"{k} = {v}\n" for k, v in options.items())
+        tables.append(
+            f'[[mcp_servers]]\nname = "{mode}"\ncommand = {json.dumps(sys.executable)}\n'
+            f'args = ["-m", "llamachat.dev.mcp_faulty", "{mode}"]\n{extra}'
+        )
+    return "\n".join(tables)
+
+
+@pytest.fixture
+def mcp_hub(tmp_path):
+    """Make mcp_tools.Hubs from config.toml text (loaded by config.load); all closed after."""
+
+    from llamachat import config as config_module
+    from llamachat import mcp_tools
+
+    made = []
+
+    def make(text: str, **options):
+        path = tmp_path / "config.toml"
+        path.write_text(text, encoding="utf-8")
+        cfg = config_module.load(path)
+        hub = mcp_tools.Hub(cfg.mcp_servers, log_dir=tmp_path / "logs", **options)
+        made.append(hub)
+        return hub, cfg
+
+    yield make
+    for hub in made:
+        hub.close()
+
+
+def _mcp_allow(name: str, arguments: str) -> str:
+    """A consent that allows every call (the Hub tests; the window tests click)."""
+
+    return "once"
