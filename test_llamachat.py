@@ -192,8 +192,11 @@ from llamachat.dev.pytest_plugin import (
     _llamachat,
     _longest_unbroken_run,
     _mcp_allow,
+    _mcp_answer,
     _mcp_bin,
     _mcp_faulty_toml,
+    _mcp_time_toml,
+    _mcp_window,
     _models_folder,
     _models_router,
     _oneshots,
@@ -8770,3 +8773,173 @@ class TestMcp:
         finally:
             host.kill()
             host.wait(10)
+
+    def test_mcp_window_asks_runs_the_tool_and_shows_and_saves_the_call(
+        self, chat_window, router, qtbot, tmp_path: Path
+    ) -> None:
+        """The model calls an MCP tool: consent is asked, the result reaches the next round,
+        the reply shows the call collapsed and History keeps it; the chat does not ask twice."""
+
+        from llamachat.ui.conversation import MessageView
+
+        window, history = _mcp_window(chat_window, router, tmp_path, _mcp_time_toml())
+        call = ToolCall("time_get_current_time", '{"timezone": "Etc/UTC"}', id="t1")
+        router.script(Reply(tool_calls=[call]), Reply(content="It is late."))
+        _type(qtbot, window, "What time is it?")
+        window.send()
+        asked = _mcp_answer(qtbot, window, "Allow once")
+        assert "time_get_current_time" in asked and "Etc/UTC" in asked
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=30000)
+
+        first, second = router.chat_requests()[-2:]
+        assert "time_get_current_time" in [t["function"]["name"] for t in first.json["tools"]]
+        tool_message = second.json["messages"][-1]
+        assert tool_message["role"] == "tool" and tool_message["tool_call_id"] == "t1"
+        assert json.loads(tool_message["content"])["timezone"] == "Etc/UTC"
+
+        view = window.conversation.last_assistant()
+        [shown] = view.tool_calls()
+        assert shown.button.text() == "Ran time_get_current_time"
+        assert not shown.body.isVisible()
+        shown.button.click()
+        assert shown.body.isVisible() and '"timezone": "Etc/UTC"' in shown.details()
+        row = history.messages(window.session_id)[-1]
+        assert row["content"] == "It is late."
+        [saved] = row["tool_calls"]
+        assert saved["function"] == {"name": "time_get_current_time", "arguments": call.arguments}
+        assert saved["status"] == "ok" and "datetime" in saved["result"]
+        reopened = MessageView(row)
+        assert [v.name for v in reopened.tool_calls()] == ["time_get_current_time"]
+        reopened.deleteLater()
+
+        router.script(Reply(tool_calls=[call]), Reply(content="Still late."))
+        _send(qtbot, window, "And now?")
+        assert window.app.mcp.consent_box is None
+        assert router.chat_requests()[-1].json["messages"][-1]["role"] == "tool"
+
+    def test_mcp_window_deny_is_read_by_the_model_and_always_is_saved(
+        self, chat_window, router, qtbot, tmp_path: Path
+    ) -> None:
+        """Deny becomes the tool result; "Always allow" lands in config.toml, comments kept,
+        and a new chat runs the tool without asking."""
+
+        window, _history = _mcp_window(
+            chat_window, router, tmp_path, _mcp_time_toml(), extra="# my note\n"
+        )
+        call = ToolCall("time_get_current_time", '{"timezone": "Etc/UTC"}', id="d1")
+        router.script(Reply(tool_calls=[call]), Reply(content="No time then."))
+        _type(qtbot, window, "time?")
+        window.send()
+        _mcp_answer(qtbot, window, "Deny")
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=30000)
+        denied = router.chat_requests()[-1].json["messages"][-1]
+        assert denied["role"] == "tool" and "did not allow" in denied["content"]
+        [shown] = window.conversation.last_assistant().tool_calls()
+        assert shown.button.text() == "Denied: time_get_current_time"
+
+        router.script(Reply(tool_calls=[call]), Reply(content="Now I know."))
+        _type(qtbot, window, "please, time?")
+        window.send()
+        _mcp_answer(qtbot, window, "Always allow this tool")
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=30000)
+        text = (tmp_path / "config.toml").read_text(encoding="utf-8")
+        assert 'mcp_allowed_tools = ["time_get_current_time"]' in text and "# my note" in text
+        assert window.app.config.mcp_allowed_tools == ("time_get_current_time",)
+
+        window.new_session()
+        router.script(Reply(tool_calls=[call]), Reply(content="Known."))
+        _send(qtbot, window, "time again")
+        assert window.app.mcp.consent_box is None
+        assert "datetime" in router.chat_requests()[-1].json["messages"][-1]["content"]
+
+    def test_mcp_window_stop_withdraws_the_question(
+        self, chat_window, router, qtbot, tmp_path: Path
+    ) -> None:
+        """Stop while consent is asked closes the box; the tool never runs, no round follows."""
+
+        window, _history = _mcp_window(chat_window, router, tmp_path, _mcp_time_toml())
+        call = ToolCall("time_get_current_time", '{"timezone": "Etc/UTC"}')
+        router.script(Reply(tool_calls=[call]), Reply(content="never"))
+        _type(qtbot, window, "time?")
+        window.send()
+        host = window.app.mcp
+        qtbot.waitUntil(lambda: host.consent_box is not None, timeout=30000)
+        window.stop()
+        qtbot.waitUntil(lambda: host.consent_box is None, timeout=5000)
+        qtbot.waitUntil(lambda: window.running_workers() == 0, timeout=10000)
+        assert len(router.chat_requests()) == 1
+
+    def test_mcp_timeout_and_denial_reach_the_model_through_the_tool_loop(
+        self, mcp_hub, router
+    ) -> None:
+        """A call that outlives its server's timeout is a tool result in the next request."""
+
+        hub, _cfg = mcp_hub(_mcp_faulty_toml("slow", timeout="1"))
+        tools = hub.turn_tools(consent=_mcp_allow)
+        router.script(
+            Reply(tool_calls=[ToolCall("slow_sleep", '{"seconds": 30}', id="s1")]),
+            Reply(content="It took too long."),
+        )
+        client = Client(router.url)
+        started = time.monotonic()
+        events = list(client.stream_chat("test-model", _user("sleep"), extra_tools=tools))
+        client.close()
+        assert time.monotonic() - started < 10
+        assert "".join(v for k, v in events if k == "content") == "It took too long."
+        result = router.chat_requests()[-1].json["messages"][-1]
+        assert result["tool_call_id"] == "s1" and "did not answer within 1 s" in result["content"]
+        [done] = [v for k, v in events if k == "tool_done"]
+        assert done["status"] == "timeout"
+
+    def test_mcp_panel_shows_states_toggles_tools_and_warns_on_budget(
+        self, chat_window, router, qtbot, tmp_path: Path
+    ) -> None:
+        """The panel lists each server's state and tools with their token cost; a toggle is
+        saved and leaves the tool out of the next request; over 10% of the context warns."""
+
+        servers = _mcp_time_toml() + "\n" + _mcp_faulty_toml("stderr")
+        window, _history = _mcp_window(chat_window, router, tmp_path, servers)
+        panel = window.open_mcp_panel()
+        panel._context_size = lambda: 1000
+        tree = panel.tree
+        assert [tree.topLevelItem(i).text(1) for i in range(2)] == ["not started"] * 2
+        for index in range(2):
+            tree.setCurrentItem(tree.topLevelItem(index))
+            panel.restart_button.click()
+
+        def settled() -> bool:
+            return [tree.topLevelItem(i).text(1) for i in range(2)] == ["ready", "failed"]
+
+        qtbot.waitUntil(settled, timeout=30000)
+        time_item, failed_item = tree.topLevelItem(0), tree.topLevelItem(1)
+        stderr = [failed_item.child(i).text(2) for i in range(failed_item.childCount())]
+        assert "fatal: the database is locked" in stderr
+        tools = {time_item.child(i).text(0): time_item.child(i) for i in range(2)}
+        assert tools["time_convert_time"].text(1).endswith(" tokens")
+        assert int(tools["time_convert_time"].text(1).split()[0].replace(",", "")) > 50
+        assert panel.over_budget() and "more than 10%" in panel.total.text()
+
+        tools["time_convert_time"].setCheckState(0, Qt.CheckState.Unchecked)
+        text = (tmp_path / "config.toml").read_text(encoding="utf-8")
+        assert 'mcp_disabled_tools = ["time_convert_time"]' in text
+        router.script(Reply(content="fine"))
+        _send(qtbot, window, "hello")
+        offered = [t["function"]["name"] for t in router.chat_requests()[-1].json["tools"]]
+        assert "time_get_current_time" in offered and "time_convert_time" not in offered
+        panel.close()
+
+    def test_mcp_ask_print_runs_tools_only_when_allowed(self, router, tmp_path: Path) -> None:
+        """`ask --print` denies MCP calls (and says so) unless --allow-tools is given."""
+
+        config = _quick_config_file(tmp_path, router.url, _mcp_time_toml())
+        call = ToolCall("time_get_current_time", '{"timezone": "Etc/UTC"}')
+        router.script(Reply(tool_calls=[call]), Reply(content="denied"))
+        done = _llamachat(config, "ask", "--print", "--no-reasoning", "time?")
+        assert done.returncode == 0, done.stderr
+        assert "not run: time_get_current_time" in done.stderr
+        assert "did not allow" in router.chat_requests()[-1].json["messages"][-1]["content"]
+
+        router.script(Reply(tool_calls=[call]), Reply(content="allowed"))
+        done = _llamachat(config, "ask", "--print", "--allow-tools", "time?")
+        assert (done.returncode, done.stdout) == (0, "allowed\n"), done.stderr
+        assert "datetime" in router.chat_requests()[-1].json["messages"][-1]["content"]

@@ -1438,3 +1438,42 @@ def _mcp_allow(name: str, arguments: str) -> str:
     """A consent that allows every call (the Hub tests; the window tests click)."""
 
     return "once"
+
+
+def _mcp_window(chat_window, router, tmp_path: Path, servers: str, extra: str = ""):
+    """A chat window whose config.toml (loaded as a user's) has the MCP `servers` tables."""
+
+    from llamachat import config as config_module
+
+    path = tmp_path / "config.toml"
+    path.write_text(
+        f'router_url = "{router.url}"\ndefault_model = "test-model"\n{extra}\n{servers}',
+        encoding="utf-8",
+    )
+    cfg = config_module.load(path)
+    return chat_window(
+        path=path,
+        mcp_servers=cfg.mcp_servers,
+        mcp_allowed_tools=cfg.mcp_allowed_tools,
+        mcp_disabled_tools=cfg.mcp_disabled_tools,
+    )
+
+
+def _mcp_time_toml() -> str:
+    """The [[mcp_servers]] table of mcp-server-time, as a user writes it."""
+
+    return f'[[mcp_servers]]\nname = "time"\ncommand = {json.dumps(_mcp_bin("mcp-server-time"))}\n'
+
+
+def _mcp_answer(qtbot, window, label: str) -> str:
+    """Wait for the consent box, click `label` on it; the box's text."""
+
+    host = window.app.mcp
+    qtbot.waitUntil(
+        lambda: host.consent_box is not None and host.consent_box.isVisible(), timeout=30000
+    )
+    box = host.consent_box
+    text = box.text()
+    [button] = [b for b in box.buttons() if b.text() == label]
+    button.click()
+    return text
