@@ -948,15 +948,15 @@ def mcp_json_servers(path: Path, *, for_import: bool = False) -> tuple[list[dict
         args = spec.get("args")
         if isinstance(args, list):
             table["args"] = [str(a) for a in args]
-        env = spec.get("env") if isinstance(spec.get("env"), dict) else {}
-        for variable, value in env.items():
+        env = spec.get("env")
+        for variable, value in (env if isinstance(env, dict) else {}).items():
             if for_import and _SECRET_NAME.search(variable):
                 table.setdefault("env_vars", {})[variable] = variable
                 notes.append(f"{clean}: set {variable} in your environment (not copied)")
             else:
                 table.setdefault("env", {})[variable] = str(value)
-        headers = spec.get("headers") if isinstance(spec.get("headers"), dict) else {}
-        for header, value in headers.items():
+        headers = spec.get("headers")
+        for header, value in (headers if isinstance(headers, dict) else {}).items():
             if for_import:
                 variable = re.sub(r"[^A-Z0-9]", "_", f"MCP_{clean}_{header}".upper())
                 table.setdefault("headers_env", {})[header] = variable

@@ -513,7 +513,8 @@ def _reason(exc: BaseException, start_timeout: float = START_TIMEOUT) -> str:
     if callable(errors) and type(exc).__name__ == "ValidationError":
         first = errors()[0] if errors() else {}
         where = ".".join(str(part) for part in first.get("loc", ()))
-        return f"it sent an invalid {exc.title}: {where}: {first.get('msg', '')}"
+        title = getattr(exc, "title", "answer")
+        return f"it sent an invalid {title}: {where}: {first.get('msg', '')}"
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0][:300]
 

@@ -21,6 +21,7 @@ import base64
 import os
 import sys
 import time
+from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 
@@ -78,8 +79,8 @@ def build(mode: str) -> MCPServer:
 
         checked = mcp_types.methods.serialize_server_result
 
-        def unchecked(method: str, version: str, data: dict) -> dict:
-            return data if method == "tools/list" else checked(method, version, data)
+        def unchecked(method: str, version: str, data: Any, **kwargs: Any) -> Any:
+            return data if method == "tools/list" else checked(method, version, data, **kwargs)
 
         mcp_types.methods.serialize_server_result = unchecked
 
