@@ -399,7 +399,10 @@ class Hub:
             server.session = None
             if server.state.status != FAILED:
                 await asyncio.sleep(0.1)  # the last stderr lines arrive after the exit
-                self._failed(server, _reason(exc, self.start_timeout))
+                reason = _reason(exc, self.start_timeout)
+                if not started.done() and cfg.command and "closed" in reason.lower():
+                    reason = "it exited during start-up (its last stderr lines are below)"
+                self._failed(server, reason)
         finally:
             if reader_fd >= 0:
                 with contextlib.suppress(Exception):
