@@ -151,8 +151,14 @@ class McpHost(QObject):
         return question.answer
 
     def close(self) -> None:
-        """Stop every server."""
+        """Deny what is still asked and stop every server."""
+        for question, box in list(self._open.values()):
+            question.done.set()
+            box.close()
+        self._open.clear()
+        self.consent_box = None
         if self._hub is not None:
+            self._hub.on_change = None
             self._hub.close()
             self._hub = None
 
@@ -190,7 +196,16 @@ class McpHost(QObject):
             if self.consent_box is box:
                 self.consent_box = None
 
+        def on_destroyed() -> None:
+            # Its window closed first: the call is denied, the worker thread goes on.
+            if self._open.pop(id(question), None) is not None:
+                question.done.set()
+            if self.consent_box is box:
+                self.consent_box = None
+
         box.buttonClicked.connect(on_clicked)
+        box.destroyed.connect(on_destroyed)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         box.setWindowModality(Qt.WindowModality.NonModal)
         self._open[id(question)] = (question, box)
         self.consent_box = box
@@ -202,7 +217,6 @@ class McpHost(QObject):
         entry = self._open.pop(id(question), None)
         if entry is not None:
             entry[1].close()
-            entry[1].deleteLater()
             if self.consent_box is entry[1]:
                 self.consent_box = None
 
