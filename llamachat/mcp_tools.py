@@ -623,7 +623,7 @@ class McpTool(Tool):
         self._cancel = cancel
 
     def run(self, arguments: str) -> ToolResult:
-        """Ask consent, call the server, and return what it said (capped) with a ``tool_done``."""
+        """Ask consent, call the server, and return what it said (capped) with a ``mcp_done``."""
         record: dict[str, Any] = {
             "name": self.name,
             "server": self.info.server,
@@ -637,7 +637,7 @@ class McpTool(Tool):
             parsed = json_arguments(arguments, "a JSON object matching its parameters")
         except ToolError as exc:
             record.update(status="error", result=f"error: {exc}")
-            return ToolResult(record["result"], [("tool_done", record)])
+            return ToolResult(record["result"], [("mcp_done", record)])
         answer = self._consent(self.name, arguments)
         if answer not in (ALLOW_ONCE, ALLOW_ALWAYS):
             text = (
@@ -645,14 +645,14 @@ class McpTool(Tool):
                 "call it again in this reply; answer without it, or ask the user."
             )
             record.update(status="denied", result=text)
-            return ToolResult(text, [("tool_done", record)])
+            return ToolResult(text, [("mcp_done", record)])
         try:
             result = self.hub.call(self.info, parsed, self._timeout)
         except McpError as exc:
             status = "timeout" if "did not answer within" in str(exc) else "error"
             text = f"error: {exc}. Carry on without it, and tell the user if the answer needed it."
             record.update(status=status, result=text)
-            return ToolResult(text, [("tool_done", record)])
+            return ToolResult(text, [("mcp_done", record)])
         content = result_content(result)
         text = capped(content.text)
         record.update(
@@ -660,11 +660,11 @@ class McpTool(Tool):
             result=text,
             images=content.images,
         )
-        return ToolResult(text, [("tool_done", record)])
+        return ToolResult(text, [("mcp_done", record)])
 
 
 def decode_image(record_image: dict) -> bytes:
-    """The bytes of an image a `tool_done` record carries (b'' when it is garbled)."""
+    """The bytes of an image a `mcp_done` record carries (b'' when it is garbled)."""
     try:
         return base64.b64decode(str(record_image.get("data", "")), validate=False)
     except ValueError:

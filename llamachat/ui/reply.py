@@ -201,6 +201,7 @@ class ReplyStream(QObject):
                 str(result.get("query", "")),
                 list(result.get("results") or []),
                 str(result.get("error") or ""),
+                title=str(result.get("title") or "Searched"),
             )
 
     @Slot(str)
@@ -326,7 +327,7 @@ class ReplyStream(QObject):
 
 
 def stored_call(record: dict, index: int) -> dict:
-    """An MCP call's `tool_done` record as History keeps it in a message's tool_calls.
+    """An MCP call's `mcp_done` record as History keeps it in a message's tool_calls.
 
     The OpenAI shape (id, type, function) that exports read, plus what the view shows.
     """

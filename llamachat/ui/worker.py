@@ -240,8 +240,11 @@ _SIGNALS = {
     "content": "content",
     "search_start": "search_started",
     "search_done": "search_finished",
+    # Another tool's call and short result (read_skill_file), shown as a search is.
+    "tool_done": "search_finished",
     "skill_loaded": "skill_loaded",
-    "tool_done": "tool_finished",
+    # An MCP tool's call, shown collapsed and saved with the reply.
+    "mcp_done": "tool_finished",
     "stats": "stats",
     "failed": "failed",
 }
