@@ -276,16 +276,11 @@ class ReplyStream(QObject):
                 content="".join(self._content),
                 reasoning="".join(self._reasoning),
                 tool_calls=self._tool_calls or None,
-                **(
-                    {
-                        "status": self._status,
-                        "error": self._error,
-                        "usage": self._usage,
-                        "timings": self._timings,
-                    }
-                    if final
-                    else {}
-                ),
+                # None leaves a field as it is: the outcome is saved once the reply ended.
+                status=self._status if final else None,
+                error=self._error if final else None,
+                usage=self._usage if final else None,
+                timings=self._timings if final else None,
             )
         except HistoryError as exc:
             self._dirty = True
