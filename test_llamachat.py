@@ -9822,3 +9822,46 @@ class TestMcp:
         done = _llamachat(config, "ask", "--print", "--allow-tools", "time?")
         assert (done.returncode, done.stdout) == (0, "allowed\n"), done.stderr
         assert "datetime" in router.chat_requests()[-1].json["messages"][-1]["content"]
+
+    def test_mcp_streamable_http_server_gets_its_header_from_the_environment(
+        self, mcp_hub, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A `url` server is reached over Streamable HTTP with the header headers_env names."""
+
+        port = free_port()
+        process = subprocess.Popen(
+            [sys.executable, "-m", "llamachat.dev.mcp_faulty", "http", str(port)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            _wait_for(lambda: not _refuses_connections(port), 20, "the HTTP MCP server")
+            monkeypatch.setenv("TEST_MCP_AUTH", "Bearer t0k3n")
+            hub, _cfg = mcp_hub(
+                f'[[mcp_servers]]\nname = "web"\nurl = "http://127.0.0.1:{port}/mcp"\n'
+                'headers_env = { Authorization = "TEST_MCP_AUTH" }\n'
+            )
+            tools = {tool.name: tool for tool in hub.turn_tools(consent=_mcp_allow)}
+            assert tools["web_header"].run('{"name": "authorization"}').text == "Bearer t0k3n"
+            assert "t0k3n" not in (Path(_cfg.path).read_text(encoding="utf-8"))
+        finally:
+            process.kill()
+            process.wait(10)
+
+    def test_mcp_autostart_starts_at_once_and_disabled_never_starts(self, mcp_hub) -> None:
+        """`autostart` starts a server before any turn; `enabled = false` keeps one off."""
+
+        hub, _cfg = mcp_hub(
+            _mcp_faulty_toml("image", autostart="true")
+            + "\n"
+            + _mcp_faulty_toml("huge", enabled="false")
+        )
+        assert [s.status for s in hub.states()] == ["not started", "off"]
+        hub.start()
+        _wait_for(lambda: hub.states()[0].status == "ready", 20, "the autostarted server")
+        assert hub.states()[1].status == "off"
+        assert [t.name for t in hub.turn_tools(consent=_mcp_allow)] == [
+            "image_echo",
+            "image_picture",
+        ]
+        assert hub.states()[1].status == "off"

@@ -11,6 +11,8 @@ MODE is one of:
     listchange   `add_tool` adds a tool `extra` and sends tools/list_changed
     image        `picture` answers a small PNG and a line of text
     stderr       writes lines to stderr, then exits before answering anything
+    http PORT    a Streamable HTTP server on 127.0.0.1:PORT/mcp; `header` answers the
+                 value of the request header named
 
 Each prints a line to stderr when it starts, so the tests can read it from the log.
 """
@@ -98,6 +100,14 @@ def build(mode: str) -> MCPServer:
             await ctx.session.send_tool_list_changed()
             return "added"
 
+    elif mode == "http":
+
+        @server.tool()
+        def header(name: str, ctx: Context) -> str:
+            """The value of request header `name` ('' when absent)."""
+            headers = ctx.headers or {}
+            return str(headers.get(name.lower(), headers.get(name, "")))
+
     elif mode == "image":
         from mcp.server.mcpserver import Image
 
@@ -120,6 +130,9 @@ def main() -> None:
     if mode == "stderr":
         sys.stderr.write("fatal: the database is locked\n")
         sys.exit(2)
+    if mode == "http":
+        build(mode).run("streamable-http", port=int(sys.argv[2]))
+        return
     build(mode).run("stdio")
 
 
