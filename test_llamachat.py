@@ -9865,3 +9865,21 @@ class TestMcp:
             "image_picture",
         ]
         assert hub.states()[1].status == "off"
+
+    def test_mcp_outside_text_is_shown_as_plain_text(self, qtbot) -> None:
+        """A tool's name, arguments and result reach the view and the consent box as text."""
+
+        from llamachat.ui.tool_call import ToolCallView
+
+        call = {
+            "function": {"name": HOSTILE, "arguments": json.dumps({"q": HOSTILE})},
+            "result": HOSTILE,
+            "status": "ok",
+            "server": HOSTILE,
+        }
+        view = ToolCallView(call)
+        qtbot.addWidget(view)
+        view.button.click()
+        assert view.body.textFormat() == Qt.TextFormat.PlainText
+        assert view.details().count("<img") == 3
+        assert view.button.text() == f"Ran {HOSTILE}"
