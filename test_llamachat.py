@@ -2428,6 +2428,13 @@ class TestSkillsFirstTime:
         )
         _send(qtbot, window, "fill my tax form")
         assert window.loaded_skills() == ["pdf"]
+        # A label added to a shown view is shown by Qt on the next turn of the event loop.
+        qtbot.waitUntil(
+            lambda: any(
+                label.isVisible() and label.accessibleName() == "Read skill file"
+                for label in window.conversation.findChildren(QLabel)
+            )
+        )
         label = _by_name(window.conversation, QLabel, "Read skill file")
         assert label.text() == "<b>Read skill file:</b> pdf/forms.md, 44 bytes"
         assert label.textFormat() == Qt.TextFormat.RichText
