@@ -546,6 +546,7 @@ class Conversation(QObject):
                 skills_cfg=request.skills_cfg,
                 params=dict(request.params),
                 replaces=replaces,
+                tool_source=self.app.mcp.tool_source(self._session_id),
                 keep_replaced=keep_replaced,
                 parent=self,
             )
