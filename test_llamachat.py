@@ -4127,11 +4127,11 @@ class TestRouter:
             picker = ModelPicker(registry)
             qtbot.addWidget(picker)
             qtbot.waitUntil(lambda: picker.combo.count() == 2)
-            picker.set_idle_unload(0.4)
-            picker.note_activity()
+            picker.idle.set_seconds(0.4)
+            picker.idle.note_activity()
             qtbot.waitUntil(lambda: r.status("qwen") == "unloaded", timeout=5000)
             assert [q.json for q in r.requests if q.path == "/models/unload"] == [{"model": "qwen"}]
-            picker.set_idle_unload(0)
+            picker.idle.set_seconds(0)
             picker.shutdown()
             registry.close()
 

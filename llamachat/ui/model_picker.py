@@ -20,7 +20,6 @@ shown beside the combo with a Retry.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -40,7 +39,7 @@ from PySide6.QtWidgets import (
 from .. import backend
 from ..models import IN_PROGRESS, ModelEvent, ModelInfo
 from . import plain, tasks
-from .model_events import ModelWatch
+from .model_events import FailureReasons, IdleUnload, ModelWatch, keep_progress, with_event
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +133,40 @@ def call_in_background(
     tasks.run_in_background(function, on_done, receiver=receiver)
 
 
+def model_tooltip(
+    model_id: str, status: str, error: str, info: ModelInfo | None, *, default: bool
+) -> str:
+    """A model's tooltip in the list: its status, why it failed, where it is from."""
+    lines = [model_id]
+    if STATUS_WORDS.get(status):
+        lines.append(STATUS_WORDS[status].capitalize())
+    if error:
+        lines.append(error)
+    if info is not None and info.provider:
+        lines.append(f"From provider {info.provider}")
+    if info is not None and "image" in info.modalities:
+        lines.append("Reads images")
+    if default:
+        lines.append("Default for new chats")
+    return "\n".join(lines)
+
+
+def wanted_ids(infos: dict[str, ModelInfo], current: str) -> list[str]:
+    """The combo's items: the router's models, the providers', then a chat's unlisted one."""
+    ids = [i for i, info in infos.items() if not info.provider]
+    ids += [i for i, info in infos.items() if info.provider]
+    if current and current not in infos:
+        ids.append(current)  # a chat's model the server no longer lists
+    return ids
+
+
+def progress_text(status: str, progress: float | None, model_id: str = "") -> str:
+    """ "Loading…", "Downloading… 40%", or with the model's name: "Loading smol… 40%"."""
+    verb = "Downloading" if status == "downloading" else "Loading"
+    text = f"{verb} {model_id}…" if model_id else f"{verb}…"
+    return text + (f" {round(progress * 100)}%" if progress is not None else "")
+
+
 class _ElidedLabel(plain.Label):
     """One line of plain text elided to the room it gets, whole in its tooltip.
 
@@ -198,13 +231,10 @@ class ModelPicker(QWidget):
         self._retry: Callable[[], None] | None = None
         self._listed_seq = 0
         # Why a model failed, from the managed server's log (see set_failure_log).
-        self._failure_log: Callable[[str], str] | None = None
-        self._reasons: dict[str, str] = {}
+        self._reasons = FailureReasons(None)
         self._watch: ModelWatch | None = None
-        # Unloads the router's models after an idle time, for routers that cannot sleep.
-        self._idle = QTimer(self)
-        self._idle.setSingleShot(True)
-        self._idle.timeout.connect(self._on_idle)
+        self.idle = IdleUnload(self)
+        """Unloads the router's models after an idle time, for routers that cannot sleep."""
         self._build()
         self._timer = QTimer(self)
         self._timer.setInterval(poll_ms)
@@ -323,7 +353,7 @@ class ModelPicker(QWidget):
             error = info.error
         else:
             return ""
-        reason = self._reason(model_id)
+        reason = self._reasons.get(model_id)
         return f"{error}:\n{reason}" if reason else error
 
     def progress(self, model_id: str) -> float | None:
@@ -333,21 +363,8 @@ class ModelPicker(QWidget):
 
     def set_failure_log(self, reason: Callable[[str], str] | None) -> None:
         """Where a failed load's reason is read: `reason(model_id)` (the managed server's log)."""
-        self._failure_log = reason
-        self._reasons.clear()
+        self._reasons = FailureReasons(reason)
         self._update_items()
-
-    def _reason(self, model_id: str) -> str:
-        # Read once per failure: the log is a file, and tooltips ask for this often.
-        if self._failure_log is None:
-            return ""
-        if model_id not in self._reasons:
-            try:
-                self._reasons[model_id] = self._failure_log(model_id)
-            except OSError as exc:
-                log.info("could not read why %s failed: %s", model_id, exc)
-                self._reasons[model_id] = ""
-        return self._reasons[model_id]
 
     def default_model(self) -> str:
         """The model starred as the default for new chats."""
@@ -397,7 +414,7 @@ class ModelPicker(QWidget):
         if not model_id or (info is not None and info.provider):
             return
         self._errors.pop(model_id, None)
-        self._reasons.pop(model_id, None)
+        self._reasons.forget(model_id)
         self._loading[model_id] = (None, time.monotonic())
         self._update_items()
         registry = self._registry
@@ -435,30 +452,9 @@ class ModelPicker(QWidget):
     def shutdown(self) -> None:
         """Stop polling and the event stream (call when the window closes)."""
         self._timer.stop()
-        self._idle.stop()
+        self.idle.set_seconds(0)
         if self._watch is not None:
             self._watch.stop()
-
-    def set_idle_unload(self, seconds: float) -> None:
-        """Unload every loaded router model after `seconds` without activity (0: never)."""
-        self._idle.stop()
-        self._idle.setInterval(int(seconds * 1000))
-        if seconds > 0:
-            self._idle.start()
-
-    def note_activity(self) -> None:
-        """A request went out or ended: the idle time starts again."""
-        if self._idle.interval() > 0:
-            self._idle.start()
-
-    @Slot()
-    def _on_idle(self) -> None:
-        loaded = [
-            i for i, info in self._infos.items() if not info.provider and info.status == "loaded"
-        ]
-        log.info("idle for %d s: unloading %s", self._idle.interval() // 1000, loaded)
-        for model_id in loaded:
-            self.unload(model_id)
 
     def watching(self) -> bool:
         """Whether the router's event stream is open (statuses arrive as they change)."""
@@ -495,19 +491,13 @@ class ModelPicker(QWidget):
         if info is None:
             self._poll_soon()  # a model the last listing did not have yet
             return
-        self._infos[event.model] = dataclasses.replace(
-            info,
-            status=event.status,
-            progress=event.progress,
-            stage=event.stage,
-            error=event.error,
-        )
+        self._infos[event.model] = with_event(info, event)
         if event.status == "loaded":
             self._loading.pop(event.model, None)
             self._errors.pop(event.model, None)
         elif event.status == "failed":
             self._loading.pop(event.model, None)
-            self._reasons.pop(event.model, None)
+            self._reasons.forget(event.model)
             # The load request's own answer, when it came first, says more.
             self._errors.setdefault(event.model, event.error)
         self._update_items()
@@ -536,7 +526,7 @@ class ModelPicker(QWidget):
             else ""
         )
         # A listing has no load progress: an event's is kept while the status is the same.
-        infos = [self._with_progress(info) for info in infos]
+        infos = [keep_progress(info, self._infos.get(info.id)) for info in infos]
         if full:
             self._infos = {info.id: info for info in infos}
         else:
@@ -576,12 +566,6 @@ class ModelPicker(QWidget):
             self._fill()
         self._adjust_poll()
         self.models_listed.emit(self.models())
-
-    def _with_progress(self, info: ModelInfo) -> ModelInfo:
-        known = self._infos.get(info.id)
-        if info.progress is None and known is not None and known.status == info.status:
-            return dataclasses.replace(info, progress=known.progress, stage=known.stage)
-        return info
 
     def _on_list_failed(self, message: str, *, seq: int) -> None:
         if not self._arrived(seq):
@@ -628,31 +612,17 @@ class ModelPicker(QWidget):
         return f"{glyph} {model_id}" if glyph else model_id
 
     def _tooltip(self, model_id: str) -> str:
-        status = self.status(model_id)
-        lines = [model_id]
-        if STATUS_WORDS.get(status):
-            lines.append(STATUS_WORDS[status].capitalize())
-        if self.error(model_id):
-            lines.append(self.error(model_id))
-        info = self._infos.get(model_id)
-        if info is not None and info.provider:
-            lines.append(f"From provider {info.provider}")
-        if info is not None and "image" in info.modalities:
-            lines.append("Reads images")
-        if model_id == self._default:
-            lines.append("Default for new chats")
-        return "\n".join(lines)
-
-    def _wanted_ids(self) -> list[str]:
-        ids = [i for i, info in self._infos.items() if not info.provider]
-        ids += [i for i, info in self._infos.items() if info.provider]
-        if self._current and self._current not in self._infos:
-            ids.append(self._current)  # a chat's model the server no longer lists
-        return ids
+        return model_tooltip(
+            model_id,
+            self.status(model_id),
+            self.error(model_id),
+            self._infos.get(model_id),
+            default=model_id == self._default,
+        )
 
     def _fill(self) -> None:
         """Make the combo's items match the listed models, keeping the current one selected."""
-        wanted = self._wanted_ids()
+        wanted = wanted_ids(self._infos, self._current)
         present = [
             self.combo.itemData(i) for i in range(self.combo.count()) if self.combo.itemData(i)
         ]
@@ -711,10 +681,8 @@ class ModelPicker(QWidget):
         )
         text, retry = "", None
         if status in IN_PROGRESS:
-            # The model's name is beside it, in the list.
-            text = "Downloading…" if status == "downloading" else "Loading…"
-            if progress is not None:
-                text += f" {round(progress * 100)}%"
+            # The model's name is beside it, in the list; the tooltip names it.
+            text = progress_text(status, progress)
         elif status == "failed":
             text = f"{model_id} failed to load: {self.error(model_id)}"
             retry = self._retry_current
@@ -724,10 +692,7 @@ class ModelPicker(QWidget):
         self._retry = retry
         # One line beside the combo (a log's reason has several); the tooltip has them all.
         plain.set_text(self.status_label, " ".join(text.split("\n")))
-        whole = text
-        if status in IN_PROGRESS:
-            whole = f"{'Downloading' if status == 'downloading' else 'Loading'} {model_id}…"
-            whole += f" {round(progress * 100)}%" if progress is not None else ""
+        whole = progress_text(status, progress, model_id) if status in IN_PROGRESS else text
         self.status_label.setToolTip(plain.tooltip(whole))
         self.status_label.setVisible(bool(text))
         self.retry_button.setVisible(retry is not None)

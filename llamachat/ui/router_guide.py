@@ -230,7 +230,7 @@ class RouterGuide(QObject):
         server = self._server
         if server is not None and server.sleeps_when_idle():
             seconds = 0
-        self._picker.set_idle_unload(seconds)
+        self._picker.idle.set_seconds(seconds)
 
     def _use_registry(self, *, ready: bool) -> None:
         """List from the App's registry: a new one (other servers), or the same after a wait.

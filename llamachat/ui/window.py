@@ -487,8 +487,8 @@ class ChatWindow(QMainWindow):
         chat.stats.connect(self.meter.update_from_stats)
         chat.notice.connect(self._on_notice)
         # A reply is activity: the idle unload (routers that cannot sleep) waits again.
-        chat.reply_started.connect(lambda _reply: self.model_picker.note_activity())
-        chat.reply_ended.connect(lambda _status, _error: self.model_picker.note_activity())
+        chat.reply_started.connect(lambda _reply: self.model_picker.idle.note_activity())
+        chat.reply_ended.connect(lambda _status, _error: self.model_picker.idle.note_activity())
 
     @Slot(str, int)
     def _on_notice(self, text: str, timeout: int) -> None:
