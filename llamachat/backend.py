@@ -2,8 +2,10 @@
 
 `Client.stream_chat()` is a generator of `(kind, piece)` events: `reasoning` and
 `content` deltas, the events its tools hand the window (`search_start` / `search_done`
-around each web search, `skill_loaded` for each skill the model loads), and one final
-`stats` event. With tools on (`tools.Tool`, looked up by name) it runs the tool loop: up
+around each web search, `skill_loaded` for each skill the model loads), `progress` while
+llama.cpp reads the prompt (its `prompt_progress`: total, cache, processed, time_ms, when
+the request asks `return_progress`), `timings` whenever a chunk carries the figures so far
+(`timings_per_token`), and one final `stats` event. With tools on (`tools.Tool`, looked up by name) it runs the tool loop: up
 to a round cap, rounds offer the tools; a round that ends in tool calls gets every call
 answered (failures included, as tool results the model reads, `tools.answer`) and the
 request is sent again; one final round offers no tools, so the model answers.
@@ -55,6 +57,10 @@ MAX_ERROR_BYTES = 256 * 1024
 # The shortest piece of a secret that is masked on its own: a server that cuts a key
 # short, or wraps it over two lines, still must not show most of it.
 SECRET_FRAGMENT = 8
+
+# What a request to llama.cpp's router asks for besides the reply: prompt processing
+# progress, and the figures so far on every chunk (what a stopped reply keeps).
+LLAMA_PARAMS = {"return_progress": True, "timings_per_token": True}
 
 StreamEvent = tuple[str, object]
 """One item stream_chat yields: (kind, piece), e.g. ("content", "Hel")."""
@@ -991,6 +997,12 @@ def _handle_chunk(chunk: dict, state: _Round, key: str) -> Iterator[StreamEvent]
         state.usage = chunk["usage"]
     if isinstance(chunk.get("timings"), dict):
         state.timings = chunk["timings"]
+        # With timings_per_token every chunk carries the figures so far: a stopped
+        # reply keeps them, and the meter follows the reply as it grows.
+        yield ("timings", state.timings)
+    if isinstance(chunk.get("prompt_progress"), dict):
+        # llama.cpp's return_progress: total, cache, processed, time_ms while it reads.
+        yield ("progress", chunk["prompt_progress"])
     if isinstance(chunk.get("model"), str):
         state.model = chunk["model"]
     choices = chunk.get("choices")

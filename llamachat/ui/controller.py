@@ -35,6 +35,7 @@ from .. import prompts, turn
 from ..config import Config
 from ..db import History, HistoryError, MessageRow, SessionRow
 from ..skills import SkillStore
+from .context_watch import ContextWatch
 from .reply import ReplyStream
 from .worker import WorkerThreads
 
@@ -54,6 +55,7 @@ BUSY = "busy"  # a reply is still coming
 NO_MODEL = "no_model"  # no model to answer (the window says what to do)
 NOT_SENT = "not_sent"  # History could not take it; a notice said why
 EMPTY = "empty"  # nothing to send
+TOO_BIG = "too_big"  # it would overflow the model's context; `too_big` said so, nothing sent
 
 
 class Conversation(QObject):
@@ -69,6 +71,7 @@ class Conversation(QObject):
     # object, not dict: PySide converts a dict signal through QVariantMap, which may drop it.
     stats = Signal(object)
     notice = Signal(str, int)  # text, how long to show it in ms (0 keeps it)
+    too_big = Signal(object)  # a context_watch.Overflow: the message was not sent
 
     def __init__(
         self,
@@ -108,6 +111,8 @@ class Conversation(QObject):
         # The missing skills the cached system message was built without.
         self._cached_missing: list[str] = []
         app.config_changed.connect(self._on_config_changed)
+        # The next request's size, for the meter and the check before each send.
+        self.context = ContextWatch(self)
 
     # ------------------------------------------------------------------ state
 
@@ -248,6 +253,10 @@ class Conversation(QObject):
                 self.notice.emit(f"Already loaded: {', '.join(question.commands)}.", 8000)
         if not self.model:
             return NO_MODEL
+        overflow = self.context.check(question.text, attachments)
+        if overflow is not None:
+            self.too_big.emit(overflow)
+            return TOO_BIG
         if not self.save_unsaved():
             return NOT_SENT
         try:

@@ -1,0 +1,323 @@
+"""The next request's size for one conversation, counted off the GUI thread and kept current.
+
+`ContextWatch(conversation)` follows the conversation (a message sent, a reply ended or
+stopped, a skill loaded or unloaded, another chat opened) and the composer (`set_draft`):
+it measures the request the next send would make (`context.measure`), part by part, and
+emits `changed` whenever what the meter shows moved. While a reply streams the total is
+the reply's own figures: the prompt llama.cpp reports plus the tokens so far.
+
+A keystroke costs no request and no pass over the history: the earlier parts are
+measured once per change of them (in the background, with the server's tokenizer) and
+kept; the draft is estimated at once and counted exactly after a pause in typing.
+
+`check(text, attachments)` is the test before a send: the `Overflow` that says what does
+not fit (with each way out), or None.
+
+Threads: counting runs on `tasks.run_in_background`; results come back on the GUI thread,
+where every other method runs.
+
+Errors: none raised; a server that cannot count leaves estimates (`breakdown().exact`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QObject, QTimer, Signal, Slot
+
+from .. import context, turn
+from ..models import Models
+from . import tasks
+
+if TYPE_CHECKING:
+    from .controller import Conversation
+    from .reply import ReplyStream
+
+log = logging.getLogger(__name__)
+
+# After this pause in typing the draft is counted by the server.
+DRAFT_COUNT_MS = 300
+
+
+@dataclass(frozen=True)
+class Overflow:
+    """A request that does not fit: its breakdown, the model's context and the reply reserve."""
+
+    model: str
+    breakdown: context.Breakdown
+    n_ctx: int
+    reserve: int
+    trained: int | None = None
+
+    @property
+    def excess(self) -> int:
+        """How many tokens too many."""
+        return self.breakdown.total + self.reserve - self.n_ctx
+
+    def message(self) -> str:
+        """The sentence the conversation shows."""
+        return (
+            f"Not sent: this message needs {self.breakdown.total:,} tokens plus "
+            f"{self.reserve:,} for the reply, but {self.model}'s context holds "
+            f"{self.n_ctx:,} ({self.excess:,} too many). Your message is still in the box."
+        )
+
+
+class ContextWatch(QObject):
+    """Keeps the next request's breakdown for a conversation and its model's context size."""
+
+    changed = Signal()
+
+    def __init__(self, conversation: Conversation) -> None:
+        super().__init__(conversation)
+        self._chat = conversation
+        self._tokenizers: dict[tuple[int, str], context.Tokenizer] = {}
+        self._model = ""
+        self._n_ctx: int | None = None
+        self._trained: int | None = None
+        # The parts of the next request but the question, and the question's (the draft).
+        self._base = context.Breakdown()
+        self._base_turn: turn.Turn | None = None
+        self._draft: tuple[str, tuple[dict, ...]] = ("", ())
+        self._question = context.Breakdown()
+        self._live: int | None = None
+        self._generation = 0
+        self._draft_timer = QTimer(self)
+        self._draft_timer.setSingleShot(True)
+        self._draft_timer.setInterval(DRAFT_COUNT_MS)
+        self._draft_timer.timeout.connect(self._count_draft)
+        for signal in (
+            conversation.session_changed,
+            conversation.messages_reset,
+            conversation.skills_changed,
+            conversation.store_changed,
+        ):
+            signal.connect(self._on_base_changed)
+        conversation.reply_started.connect(self._on_reply_started)
+        conversation.reply_ended.connect(self._on_reply_ended)
+        conversation.app.router_changed.connect(self._on_router_changed)
+
+    # ------------------------------------------------------------------ reading
+
+    def model(self) -> str:
+        """The model the counts are for."""
+        return self._model
+
+    def context_size(self) -> int | None:
+        """The model's context size, or None while the server has not said."""
+        return self._n_ctx
+
+    def trained_size(self) -> int | None:
+        """The context the model was trained for (its largest sensible size), when listed."""
+        return self._trained
+
+    def reserve(self) -> int:
+        """The tokens kept free for the reply."""
+        if self._n_ctx is None:
+            return self._chat.cfg.reply_reserve
+        return context.reserve_for(self._n_ctx, self._chat.cfg.reply_reserve)
+
+    def breakdown(self) -> context.Breakdown:
+        """The next request part by part: the earlier parts, then the draft, then the template."""
+        template = self._base.get("template")
+        if self._question.parts and self._base_turn is not None and not self._base_turn.question:
+            template += self._tokenizer().message_tokens()
+        parts = [p for p in self._base.parts if p[0] != "template"]
+        parts.extend(self._question.parts)
+        parts.append(("template", template))
+        return context.Breakdown(tuple(parts), self._base.exact and self._question.exact)
+
+    def live(self) -> int | None:
+        """While a reply streams: the tokens in the context so far (prompt + reply)."""
+        return self._live
+
+    def check(self, text: str, attachments: list[dict]) -> Overflow | None:
+        """Whether sending `text` now would overflow the context: the Overflow, or None.
+
+        Measured now, on the GUI thread, from the counts known (estimates for the rest):
+        the skills just loaded by the message are in it.
+        """
+        if self._n_ctx is None or not self._chat.model:
+            return None
+        self.set_model(self._chat.model)
+        request = self._chat.next_turn()
+        question = turn.user_parts(text, attachments, images=self._images())
+        request = dataclasses.replace(request, question=question)
+        measured = context.measure(request, self._tokenizer())
+        reserve = self.reserve()
+        if context.fits(measured, self._n_ctx, reserve):
+            return None
+        return Overflow(self._model, measured, self._n_ctx, reserve, self._trained)
+
+    # ------------------------------------------------------------------ what changes
+
+    def set_model(self, model: str) -> None:
+        """Count for `model` from now on; its context size is asked for in the background."""
+        if model == self._model:
+            return
+        self._model = model
+        self._n_ctx = self._trained = None
+        self._ask_size()
+        self.refresh()
+
+    def set_draft(self, text: str, attachments: list[dict] | tuple[dict, ...] = ()) -> None:
+        """The composer's text and attachments: estimated now, counted after a pause."""
+        draft = (text, tuple(attachments))
+        if draft == self._draft:
+            return
+        self._draft = draft
+        self._question = context.measure_parts(self._question_parts(), self._tokenizer())
+        self.changed.emit()
+        if text or attachments:
+            self._draft_timer.start()
+
+    def refresh(self) -> None:
+        """Measure the earlier parts again (after they changed), counting in the background."""
+        self._generation += 1
+        generation = self._generation
+        if not self._model:
+            self._base, self._base_turn = context.Breakdown(), None
+            self.changed.emit()
+            return
+        try:
+            request = self._chat.next_turn(self._model)
+        except Exception:
+            log.exception("cannot build the next request to measure it")
+            return
+        # The last user message of a chat not answered yet is the question: kept in "base".
+        self._base_turn = request
+        tokenizer = self._tokenizer()
+        self._base = context.measure(request, tokenizer)
+        self._question = context.measure_parts(self._question_parts(), tokenizer)
+        self.changed.emit()
+        tasks.run_in_background(
+            lambda: context.measure(request, tokenizer, exact=True),
+            lambda future: self._on_counted(generation, future),
+            receiver=self,
+        )
+
+    # ------------------------------------------------------------------ internals
+
+    def _tokenizer(self) -> context.Tokenizer:
+        client, name = self._chat.app.registry.client_for(self._model)
+        key = (id(client), name)
+        tokenizer = self._tokenizers.get(key)
+        if tokenizer is None:
+            tokenizer = self._tokenizers[key] = context.Tokenizer(client, name)
+        return tokenizer
+
+    def _images(self) -> bool:
+        return self._chat._images(self._model)
+
+    def _question_parts(self) -> tuple[turn.Part, ...]:
+        text, attachments = self._draft
+        if not text and not attachments:
+            return ()
+        return turn.user_parts(text, list(attachments), images=self._images())
+
+    def refresh_size(self) -> None:
+        """Ask the server for the model's context size again (it was raised)."""
+        self._ask_size()
+
+    def _ask_size(self) -> None:
+        model = self._model
+        if not model:
+            return
+        client, name = self._chat.app.registry.client_for(model)
+        tasks.run_in_background(
+            lambda: Models(client).context_limits(name),
+            lambda future: self._on_size(model, future),
+            receiver=self,
+        )
+
+    def _on_size(self, model: str, future) -> None:
+        if model != self._model:
+            return
+        try:
+            self._n_ctx, self._trained = future.result()
+        except Exception as exc:  # noqa: BLE001 - no size: the meter says so
+            log.info("no context size for %s: %s", model, exc)
+            return
+        self.changed.emit()
+
+    def _on_counted(self, generation: int, future) -> None:
+        if generation != self._generation:
+            return  # the parts changed again meanwhile
+        try:
+            self._base = future.result()
+        except Exception:
+            log.exception("counting the next request failed")
+            return
+        self.changed.emit()
+
+    @Slot()
+    def _count_draft(self) -> None:
+        parts = self._question_parts()
+        draft = self._draft
+        tokenizer = self._tokenizer()
+
+        def done(future) -> None:
+            if draft == self._draft:
+                try:
+                    self._question = future.result()
+                except Exception:
+                    log.exception("counting the draft failed")
+                    return
+                self.changed.emit()
+
+        tasks.run_in_background(
+            lambda: context.measure_parts(parts, tokenizer, exact=True), done, receiver=self
+        )
+
+    @Slot(object)
+    def _on_base_changed(self, *_args: object) -> None:
+        if self._chat.model and self._chat.model != self._model:
+            self.set_model(self._chat.model)
+        else:
+            self.refresh()
+
+    @Slot(object)
+    def _on_reply_started(self, reply: ReplyStream) -> None:
+        self._live = None
+        reply.progress.connect(self._on_progress)
+        reply.timings.connect(self._on_timings)
+        # The message just sent left the composer: the earlier parts now hold it.
+        self._draft = ("", ())
+        self._question = context.Breakdown()
+        self.refresh()
+
+    @Slot(object)
+    def _on_progress(self, progress: object) -> None:
+        if isinstance(progress, dict) and isinstance(progress.get("total"), int):
+            self._live = progress["total"]
+            self.changed.emit()
+
+    @Slot(object)
+    def _on_timings(self, timings: object) -> None:
+        if isinstance(timings, dict):
+            used = sum(
+                value
+                for key in ("prompt_n", "cache_n", "predicted_n")
+                if isinstance(value := timings.get(key), int)
+            )
+            if used:
+                self._live = used
+                self.changed.emit()
+
+    @Slot(str, str)
+    def _on_reply_ended(self, _status: str, _error: str) -> None:
+        self._live = None
+        # A reply proves the model is loaded: its size and tokenizer answer now.
+        if self._n_ctx is None:
+            self._ask_size()
+        self.refresh()
+
+    @Slot(object)
+    def _on_router_changed(self, _state: object) -> None:
+        self._tokenizers.clear()
+        self._n_ctx = self._trained = None
+        self._ask_size()
+        self.refresh()
