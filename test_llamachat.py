@@ -5077,6 +5077,8 @@ class TestFaults:
         loop.symlink_to(loop)
         broken += [as_folder, dangling, loop]
 
+        # Room in the context for the 64 KB the huge skill is cut to.
+        router.models["test-model"].n_ctx = 131072
         window, _history = chat_window(skills_dir=root)
         _send(qtbot, window, "/good-one hello")
         _send(qtbot, window, "/huge check this")
@@ -6608,7 +6610,8 @@ class TestChatWindow:
         view = window.conversation.last_assistant()
         shown = {b.accessibleName() for b in view.findChildren(QAbstractButton) if b.isVisible()}
         assert "Regenerate" in shown and "Retry" not in shown
-        assert _by_name(view, QLabel, "Reply statistics").text().startswith("2 words · ")
+        # The figures so far (timings_per_token): what it produced, kept although stopped.
+        assert _by_name(view, QLabel, "Reply statistics").text().startswith("50.0 tok/s · 2 tokens")
         # The HTTP response was closed, so the server saw the client leave mid-stall.
         qtbot.waitUntil(lambda: router.disconnects == 1, timeout=5000)
         qtbot.waitUntil(lambda: window.running_workers() == 0, timeout=5000)
@@ -7460,6 +7463,8 @@ class TestController:
         "not saved"; nothing is sent while History lags; once there is room it is saved whole
         without any action, and the next request carries the whole reply."""
 
+        # Room in the context for the long reply and the message after it.
+        router.models["test-model"].n_ctx = 32768
         window, history = chat_window()
         tail = ["word " * 2000, "more " * 2000, "end."]
         # The worker hands on a piece once the next one arrived: two show before the stall.
@@ -7668,9 +7673,16 @@ class TestWindowChrome:
         assert window.model_picker.status_label.toolTip() == "Loading smol…"
         qtbot.waitUntil(lambda: window.model_picker.status("smol") == "loaded", timeout=10_000)
         assert combo.itemText(combo.findData("smol")) == "● smol"
-        assert [(q.path, q.json) for q in router.requests if q.method == "POST"] == [
-            ("/models/load", {"model": "smol"})
-        ]
+        # Counting the meter's tokens never loads a model: only the picker does.
+        counting = ("/tokenize", "/apply-template")
+        assert [
+            (q.path, q.json)
+            for q in router.requests
+            if q.method == "POST" and q.path not in counting
+        ] == [("/models/load", {"model": "smol"})]
+        assert all(
+            q.query.get("autoload") == "false" for q in router.requests if q.path in counting
+        )
         _send(qtbot, window, "hello")
         assert router.chat_requests()[-1].json["model"] == "smol"
         assert history.get_session(window.session_id)["model"] == "smol"
@@ -8009,31 +8021,30 @@ class TestWindowChrome:
     def test_chrome_window_meter_shows_context_use_after_a_reply(
         self, chat_window, router, qtbot
     ) -> None:
-        """The meter shows the reply's token use of the model's context; new and reopened chats
-        show their own."""
+        """The meter shows the next request's tokens of the model's context (the chat so far,
+        counted by the server); new and reopened chats show their own."""
 
         window, _history = chat_window()
         meter = window.meter
         qtbot.waitUntil(lambda: meter.context_size() == 4096)
-        router.script(
-            Reply(
-                content="A short answer.",
-                usage={"prompt_tokens": 300, "completion_tokens": 12, "total_tokens": 312},
-            )
-        )
+        qtbot.waitUntil(lambda: window.chat.context.breakdown().exact)
+        empty = meter.used()
+        router.script(Reply(content="A short answer."))
         _send(qtbot, window, "measure me")
         first = window.session_id
-        assert meter.used() == 312
-        assert meter.label.text() == "312 / 4,096"
-        assert "test-model" in meter.toolTip()
-        window.composer.set_text("x" * 14_000)
-        assert meter.will_overflow() and "may not fit" in meter.label.text()
+        qtbot.waitUntil(lambda: window.chat.context.breakdown().exact)
+        used = meter.used()
+        assert used > empty
+        assert meter.label.text() == f"{used:,} / 4,096"
+        assert "test-model" in meter.toolTip() and "earlier messages" in meter.toolTip()
+        window.composer.set_text("x " * 14_000)
+        assert meter.will_overflow() and meter.state == "over"
         window.composer.clear()
 
         window.new_session()
-        assert meter.used() == 0
+        qtbot.waitUntil(lambda: meter.used() == empty)
         window.open_session(first)
-        assert meter.used() == 312
+        qtbot.waitUntil(lambda: meter.used() == used)
 
     @offscreen_dialogs
     def test_chrome_window_shortcuts_copy_reply_focus_and_help(

@@ -174,6 +174,8 @@ class SkillsConfig:
     enabled: bool = False
     store: skills.SkillStore | None = None
     max_searches: int = 2
+    # The catalog's budget in characters (a share of the model's context); None: uncapped.
+    catalog_chars: int | None = None
 
 
 def api_base(base_url: str) -> str:
@@ -229,6 +231,7 @@ class _Round:
     done: bool = False
     usage: dict = field(default_factory=dict)
     timings: dict = field(default_factory=dict)
+    per_token: bool = False  # the request asked for timings_per_token
     model: str = ""
     cancelled: bool = False
 
@@ -764,6 +767,7 @@ class Client:
         state: _Round,
     ) -> Iterator[StreamEvent]:
         payload: dict[str, Any] = dict(params or {})
+        state.per_token = bool(payload.get("timings_per_token"))
         payload.update(
             model=model, messages=convo, stream=True, stream_options={"include_usage": True}
         )
@@ -997,9 +1001,10 @@ def _handle_chunk(chunk: dict, state: _Round, key: str) -> Iterator[StreamEvent]
         state.usage = chunk["usage"]
     if isinstance(chunk.get("timings"), dict):
         state.timings = chunk["timings"]
-        # With timings_per_token every chunk carries the figures so far: a stopped
-        # reply keeps them, and the meter follows the reply as it grows.
-        yield ("timings", state.timings)
+        if state.per_token:
+            # With timings_per_token every chunk carries the figures so far: a stopped
+            # reply keeps them, and the meter follows the reply as it grows.
+            yield ("timings", state.timings)
     if isinstance(chunk.get("prompt_progress"), dict):
         # llama.cpp's return_progress: total, cache, processed, time_ms while it reads.
         yield ("progress", chunk["prompt_progress"])

@@ -105,6 +105,47 @@ def fits(breakdown: Breakdown, n_ctx: int | None, reserve: int) -> bool:
 
 
 @dataclass(frozen=True)
+class Overflow:
+    """A request that does not fit: its breakdown, the model's context and the reply reserve."""
+
+    model: str
+    breakdown: Breakdown
+    n_ctx: int
+    reserve: int
+    trained: int | None = None
+
+    @property
+    def excess(self) -> int:
+        """How many tokens too many."""
+        return self.breakdown.total + self.reserve - self.n_ctx
+
+    def message(self) -> str:
+        """What to tell the user, with the numbers."""
+        return (
+            f"Not sent: this message needs {self.breakdown.total:,} tokens plus "
+            f"{self.reserve:,} for the reply, but {self.model}'s context holds "
+            f"{self.n_ctx:,} ({self.excess:,} too many)."
+        )
+
+    def details(self) -> str:
+        """The breakdown, one part a line, biggest first."""
+        parts = sorted(self.breakdown.parts, key=lambda part: -part[1])
+        return "\n".join(f"  {label(name)}: {tokens:,}" for name, tokens in parts if tokens)
+
+
+def check(
+    turn: Turn, tokenizer: Tokenizer, n_ctx: int | None, reserve: int, *, exact: bool = False
+) -> Overflow | None:
+    """The Overflow when `turn` plus `reserve` does not fit in `n_ctx`, else None."""
+    if n_ctx is None:
+        return None
+    measured = measure(turn, tokenizer, exact=exact)
+    if fits(measured, n_ctx, reserve_for(n_ctx, reserve)):
+        return None
+    return Overflow(tokenizer.model, measured, n_ctx, reserve_for(n_ctx, reserve))
+
+
+@dataclass(frozen=True)
 class _Overhead:
     """A chat template's own tokens: per message, and around the prompt with/without system."""
 

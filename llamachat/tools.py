@@ -146,10 +146,10 @@ class LoadSkill(Tool):
 
     name = skills.LOAD_SKILL_NAME
 
-    def __init__(self, store: skills.SkillStore) -> None:
+    def __init__(self, store: skills.SkillStore, catalog_chars: int | None = None) -> None:
         self._store = store
         # Taken once per turn: the catalog the model was offered is the one it chose from.
-        self.schema = store.tool_schema() or {}
+        self.schema = store.tool_schema(max_chars=catalog_chars) or {}
 
     def run(self, arguments: str) -> ToolResult:
         """The skill's text (and ``skill_loaded``); an unknown name is a ToolError."""
@@ -181,7 +181,7 @@ def offered(
     if search_cfg is not None and search_cfg.enabled and search_cfg.url:
         registered.append((WebSearch(search_cfg, http), search_cfg.max_searches))
     if skills_cfg is not None and skills_cfg.enabled and skills_cfg.store is not None:
-        skill_tool = LoadSkill(skills_cfg.store)
+        skill_tool = LoadSkill(skills_cfg.store, skills_cfg.catalog_chars)
         if skill_tool.schema:
             registered.append((skill_tool, skills_cfg.max_searches))
     rounds = max((cap for _tool, cap in registered), default=0)

@@ -124,13 +124,15 @@ def build_turn(
     images: bool = False,
     store: skills.SkillStore | None = None,
     search_on: bool | None = None,
+    n_ctx: int | None = None,
 ) -> Turn:
     """The turn that asks `model` about a conversation, as History stores it.
 
     `messages` are History rows (role, content, attachments), oldest first; a user
     message at the end is the question, the rest is replayed. `images` says whether
     the model reads images (else they are named, not sent). `search_on` offers web
-    search (default: the configuration's `search_enabled`); `store` offers load_skill.
+    search (default: the configuration's `search_enabled`); `store` offers load_skill,
+    its catalog within its share of the model's context `n_ctx` when that is known.
     """
     search_on = cfg.search_enabled if search_on is None else search_on
     rows = list(messages)
@@ -141,7 +143,7 @@ def build_turn(
             last.get("content") or "", last.get("attachments") or [], images=images
         )
     search_cfg = search_config(cfg, on=search_on)
-    skills_cfg = skills_config(cfg, store)
+    skills_cfg = skills_config(cfg, store, n_ctx=n_ctx)
     return Turn(
         model=model,
         system=tuple(system),
@@ -162,13 +164,20 @@ def oneshot_turn(
     names: Sequence[str] = (),
     store: skills.SkillStore | None = None,
     images: bool = False,
+    n_ctx: int | None = None,
 ) -> Turn:
     """A one-shot question (the quick window, `ask --print`): the Default preset, the
     configuration's web search, the skills `names` for this answer only, no history."""
     system = system_parts(preset_text(cfg), search_on=cfg.search_enabled, store=store, names=names)
     question = {"role": "user", "content": text, "attachments": list(attachments)}
     return build_turn(
-        cfg, model=model, system=system, messages=[question], images=images, store=store
+        cfg,
+        model=model,
+        system=system,
+        messages=[question],
+        images=images,
+        store=store,
+        n_ctx=n_ctx,
     )
 
 
@@ -368,11 +377,29 @@ def search_config(cfg: Config, *, on: bool | None = None) -> SearchConfig | None
     return SearchConfig(enabled=True, url=cfg.search_url, max_searches=cfg.max_searches)
 
 
-def skills_config(cfg: Config, store: skills.SkillStore | None) -> SkillsConfig | None:
-    """The model's `load_skill` tool, or None when no skill is offered to the model."""
+def skills_config(
+    cfg: Config, store: skills.SkillStore | None, *, n_ctx: int | None = None
+) -> SkillsConfig | None:
+    """The model's `load_skill` tool, or None when no skill is offered to the model.
+
+    With the model's context size `n_ctx`, the catalog gets `skills_catalog_budget`.
+    """
     if store is None or store.tool_schema() is None:
         return None
-    return SkillsConfig(enabled=True, store=store, max_searches=cfg.max_searches)
+    return SkillsConfig(
+        enabled=True,
+        store=store,
+        max_searches=cfg.max_searches,
+        catalog_chars=skills_catalog_budget(cfg, n_ctx),
+    )
+
+
+def skills_catalog_budget(cfg: Config, n_ctx: int | None) -> int | None:
+    """The skills catalog's characters: `skills_catalog_share` of the context (None: unknown)."""
+    if not n_ctx:
+        return None
+    # Tokens to characters at a conservative 0.3 tokens a character (context.TOKENS_PER_CHAR).
+    return int(n_ctx * cfg.skills_catalog_share / 0.3)
 
 
 def tool_schemas(
@@ -383,7 +410,7 @@ def tool_schemas(
     if search_cfg is not None and search_cfg.enabled and search_cfg.url:
         tools.append(search.TOOL_SCHEMA)
     if skills_cfg is not None and skills_cfg.enabled and skills_cfg.store is not None:
-        schema = skills_cfg.store.tool_schema()
+        schema = skills_cfg.store.tool_schema(max_chars=skills_cfg.catalog_chars)
         if schema is not None:
             tools.append(schema)
     return tuple(tools)

@@ -204,6 +204,8 @@ class ScriptedRouter:
         self._ids = itertools.count(1)
         # The last prompt of each model, as tokens: its prefix is the next one's cache.
         self._prompts: dict[str, list[str]] = {}
+        # Open client connections: closing the router closes them too, as a dead process would.
+        self._connections: set[socket.socket] = set()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._server.daemon_threads = True
         self._server.router = self  # type: ignore[attr-defined]
@@ -255,6 +257,13 @@ class ScriptedRouter:
             self._release.notify_all()
         self._server.shutdown()
         self._server.server_close()
+        with self._lock:
+            connections = list(self._connections)
+        for connection in connections:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
         self._thread.join(timeout=5)
 
     def __enter__(self) -> Self:
@@ -340,6 +349,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.router = self.server.router  # type: ignore[attr-defined]
         # Small SSE chunks must leave at once, not wait for Nagle.
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with self.router._lock:
+            self.router._connections.add(self.connection)
+
+    def finish(self) -> None:
+        """Forget the connection as it closes."""
+        with self.router._lock:
+            self.router._connections.discard(self.connection)
+        super().finish()
 
     def handle(self) -> None:
         """Serve requests on this connection until the client leaves, however it leaves."""

@@ -18,6 +18,7 @@ import logging
 from PySide6.QtCore import QObject, Qt, Signal, Slot
 from PySide6.QtWidgets import QWidget
 
+from .. import turn
 from ..skills import SkillStore
 from .app import App
 from .chips import SkillChips
@@ -83,6 +84,9 @@ class ChatSkills(QObject):
             self._chat.loaded_skills,
             import_dir=self._app.config.skills_dir,
             watcher=self._watcher,
+            catalog_budget=lambda: turn.skills_catalog_budget(
+                self._app.config, self._chat.context.context_size()
+            ),
             parent=self._window,
         )
         panel.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)

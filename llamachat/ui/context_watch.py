@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from .. import context, turn
+from ..context import Overflow
 from ..models import Models
 from . import tasks
 
@@ -40,30 +40,6 @@ log = logging.getLogger(__name__)
 
 # After this pause in typing the draft is counted by the server.
 DRAFT_COUNT_MS = 300
-
-
-@dataclass(frozen=True)
-class Overflow:
-    """A request that does not fit: its breakdown, the model's context and the reply reserve."""
-
-    model: str
-    breakdown: context.Breakdown
-    n_ctx: int
-    reserve: int
-    trained: int | None = None
-
-    @property
-    def excess(self) -> int:
-        """How many tokens too many."""
-        return self.breakdown.total + self.reserve - self.n_ctx
-
-    def message(self) -> str:
-        """The sentence the conversation shows."""
-        return (
-            f"Not sent: this message needs {self.breakdown.total:,} tokens plus "
-            f"{self.reserve:,} for the reply, but {self.model}'s context holds "
-            f"{self.n_ctx:,} ({self.excess:,} too many). Your message is still in the box."
-        )
 
 
 class ContextWatch(QObject):
@@ -146,11 +122,10 @@ class ContextWatch(QObject):
         request = self._chat.next_turn()
         question = turn.user_parts(text, attachments, images=self._images())
         request = dataclasses.replace(request, question=question)
-        measured = context.measure(request, self._tokenizer())
-        reserve = self.reserve()
-        if context.fits(measured, self._n_ctx, reserve):
+        found = context.check(request, self._tokenizer(), self._n_ctx, self._chat.cfg.reply_reserve)
+        if found is None:
             return None
-        return Overflow(self._model, measured, self._n_ctx, reserve, self._trained)
+        return Overflow(self._model, found.breakdown, found.n_ctx, found.reserve, self._trained)
 
     # ------------------------------------------------------------------ what changes
 

@@ -110,6 +110,7 @@ class Conversation(QObject):
         self._system_cache: tuple[turn.Part, ...] | None = None
         # The missing skills the cached system message was built without.
         self._cached_missing: list[str] = []
+        self._cached_preset = ""
         app.config_changed.connect(self._on_config_changed)
         # The next request's size, for the meter and the check before each send.
         self.context = ContextWatch(self)
@@ -253,12 +254,12 @@ class Conversation(QObject):
                 self.notice.emit(f"Already loaded: {', '.join(question.commands)}.", 8000)
         if not self.model:
             return NO_MODEL
+        if not self.save_unsaved():
+            return NOT_SENT
         overflow = self.context.check(question.text, attachments)
         if overflow is not None:
             self.too_big.emit(overflow)
             return TOO_BIG
-        if not self.save_unsaved():
-            return NOT_SENT
         try:
             row = self._add_question(question.text, attachments)
         except HistoryError as exc:
@@ -417,6 +418,7 @@ class Conversation(QObject):
                 names=self._loaded,
                 store=self.store,
                 images=self._images(model),
+                n_ctx=self.context.context_size(),
             )
         return turn.build_turn(
             self.cfg,
@@ -426,17 +428,26 @@ class Conversation(QObject):
             images=self._images(model),
             store=self.store,
             search_on=self.search_on,
+            n_ctx=self.context.context_size(),
         )
 
     def _system_parts(self) -> tuple[turn.Part, ...]:
         # Built once per preset, search toggle and set of loaded skills: the same bytes
         # turn after turn are what lets llama.cpp reuse its prompt cache. A skill that
         # left the disk or came back changes it too (the missing ones are left out).
+        # The preset's text is compared too: the meter builds the request early (a new
+        # chat, before its window has reset the preset), so a change must not go unseen.
         missing = self.missing_skills()
-        if self._system_cache is None or missing != self._cached_missing:
+        preset = self._preset()
+        if (
+            self._system_cache is None
+            or missing != self._cached_missing
+            or preset != self._cached_preset
+        ):
             self._cached_missing = missing
+            self._cached_preset = preset
             self._system_cache = turn.system_parts(
-                self._preset(), search_on=self.search_on, store=self.store, names=self._loaded
+                preset, search_on=self.search_on, store=self.store, names=self._loaded
             )
         return self._system_cache
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QPushButton, QVBoxLayout, QWidget
 
+from ..context import Overflow
 from . import plain
-from .context_watch import Overflow
 
 # Context sizes offered when raising one: llama.cpp runs any, these are the usual steps.
 _STEPS = (4096, 8192, 16384, 32768, 65536, 131072)
@@ -61,7 +61,7 @@ class OverflowPanel(QFrame):
             widget = item.widget() if item is not None else None
             if widget is not None:
                 widget.deleteLater()
-        lines = [overflow.message()]
+        lines = [overflow.message() + " Your message is still in the box."]
         if overflow.trained:
             lines.append(f"{overflow.model} was trained for up to {overflow.trained:,} tokens.")
         self.text.setText("\n".join(lines))

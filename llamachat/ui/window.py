@@ -50,6 +50,7 @@ from PySide6.QtWidgets import (
 
 from .. import prompts, server
 from ..config import Config, ConfigError
+from ..context import Overflow
 from ..db import History, HistoryError, MessageRow
 from ..models import ModelInfo, Models
 from . import controller, first_run, markdown, menus, plain, shortcuts, tasks
@@ -57,7 +58,6 @@ from .app import App
 from .chat_skills import ChatSkills
 from .chips import SkillChips
 from .composer import Attachment, Composer
-from .context_watch import Overflow
 from .controller import Conversation
 from .conversation import ConversationView
 from .meter import ContextMeter
