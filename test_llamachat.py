@@ -111,6 +111,7 @@ from llamachat.ui import ChatWindow, controller, instance, tasks, theme
 from llamachat.ui.app import CONFIGURED, READY, ExceptionHook
 from llamachat.ui.composer import AttachmentError, file_attachment
 from llamachat.ui.conversation import open_link
+from llamachat.ui.figures import ReadingProgress
 from llamachat.ui.instance import RunningInstance, payload, socket_name
 from llamachat.ui.markdown import (
     BREAK,
@@ -1179,6 +1180,243 @@ class TestTurn:
         assert turn.skills_config(cfg, store).store is store
         off = Config(skills_dir=tmp_path / "later", skills_enabled=False)
         assert turn.skill_store(off) is None
+
+
+class TestContext:
+    """`llamachat.context` and the meter: the next request counted, checked and shown."""
+
+    def test_context_meter_total_is_the_prompt_the_router_reads(
+        self, chat_window, router, qtbot, tmp_path
+    ) -> None:
+        """Every part is counted (a skill, the history, the draft, an attachment, tools): the
+        meter's total is the router's prompt_n + cache_n for the request that follows."""
+
+        window, history = chat_window()
+        watch, meter = window.chat.context, window.meter
+        qtbot.waitUntil(lambda: meter.context_size() == 4096)
+        _send(qtbot, window, "/weather hello")
+        notes = tmp_path / "notes.txt"
+        notes.write_text("Rain in Paris all week, 12 degrees.\n", encoding="utf-8")
+        window.composer.add_attachment(file_attachment(notes, images=False))
+        window.composer.set_text("What should I wear today?")
+        qtbot.waitUntil(lambda: watch.breakdown().exact and watch.breakdown().get("user") > 0)
+
+        parts = dict(watch.breakdown().parts)
+        assert {"system", "skill:weather", "history", "user", "attachment:notes.txt"} <= set(parts)
+        assert parts["tools"] > 0 and parts["template"] > 0
+        tip = meter.toolTip()
+        for label in ("skill weather", "earlier messages", "attachment notes.txt", "reply reserve"):
+            assert label in tip, label
+        counted = meter.used()
+        assert meter.label.text() == f"{counted:,} / 4,096"
+
+        window.send()
+        qtbot.waitUntil(lambda: not window.is_streaming())
+        timings = history.messages(window.session_id)[-1]["timings"]
+        read = timings["prompt_n"] + timings["cache_n"]
+        assert abs(counted - read) <= 0.02 * read, (counted, read)
+        assert timings["cache_n"] > 0  # the byte-stable prefix was reused
+
+    def test_context_keystrokes_send_no_request_and_the_draft_is_counted_once(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """Typing is estimated at once; the server counts the draft after a pause, once."""
+
+        window, _history = chat_window()
+        watch = window.chat.context
+        qtbot.waitUntil(lambda: watch.breakdown().exact and watch.context_size() == 4096)
+        before = len(router.requests)
+        for n in range(1, 40):
+            window.composer.set_text("word " * n)
+        assert len(router.requests) == before
+        assert watch.breakdown().get("user") > 0 and not watch.breakdown().exact
+        qtbot.waitUntil(lambda: watch.breakdown().exact)
+        counted = [q for q in router.requests[before:] if q.path == "/tokenize"]
+        assert [q.json["content"] for q in counted] == ["word " * 39]
+        assert watch.breakdown().get("user") == 39
+
+    def test_context_oversized_message_is_refused_kept_and_offers_ways_out(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """Request + reply reserve over the context: nothing is sent, the message stays in the
+        composer, the numbers are shown with one-click ways out (unload a skill, new chat)."""
+
+        router.models["test-model"].n_ctx = 2048
+        window, history = chat_window()
+        qtbot.waitUntil(lambda: window.meter.context_size() == 2048)
+        _send(qtbot, window, "/weather hi")
+        asked = len(router.chat_requests())
+        long = "word " * 1900
+        window.composer.set_text(long)
+        qtbot.waitUntil(lambda: window.meter.state == "over")
+        assert "does not fit" in window.meter.toolTip()
+
+        window.send()
+        assert len(router.chat_requests()) == asked
+        assert window.composer.text() == long
+        assert [m["content"] for m in history.messages(window.session_id)][-1] != long
+        panel = window.overflow
+        assert panel.isVisible()
+        said = panel.text.text()
+        assert "Not sent" in said and "2,048" in said and "512 for the reply" in said
+        buttons = {b.text(): b for b in panel.findChildren(QPushButton)}
+        unload = next(text for text in buttons if text.startswith("Unload weather (−"))
+        assert "New chat with this message" in buttons and "Dismiss" in buttons
+
+        qtbot.mouseClick(buttons[unload], Qt.MouseButton.LeftButton)
+        assert window.loaded_skills() == [] and not panel.isVisible()
+        assert window.composer.text() == long
+        window.send()
+        assert panel.isVisible() and len(router.chat_requests()) == asked
+        buttons = {b.text(): b for b in panel.findChildren(QPushButton)}
+        qtbot.mouseClick(buttons["New chat with this message"], Qt.MouseButton.LeftButton)
+        assert window.session_id is None and window.composer.text() == long
+
+    def test_context_prompt_progress_shows_in_the_reply_and_stop_works_during_it(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """return_progress: the reply shows "Reading N of M tokens" with a bar while the prompt
+        is read, the meter follows it live, and Stop ends it and drops the connection."""
+
+        window, history = chat_window()
+        router.script(Reply(content="Answer.", stall_after=0))
+        window.composer.set_text("read this")
+        window.send()
+        view = window.conversation.last_assistant()
+        qtbot.waitUntil(lambda: view.findChild(ReadingProgress) is not None)
+        reading = view.findChild(ReadingProgress)
+        qtbot.waitUntil(lambda: reading.label.text().startswith("Reading"))
+        sent = router.chat_requests()[-1].json
+        assert sent["return_progress"] is True and sent["timings_per_token"] is True
+        total = reading.bar.maximum()
+        assert reading.label.text() == f"Reading {total:,} of {total:,} tokens"
+        assert reading.isVisible() and reading.bar.value() == total
+        assert window.meter.used() == total
+
+        window.stop()
+        assert not window.is_streaming() and not reading.isVisible()
+        qtbot.waitUntil(lambda: router.disconnects == 1)
+        row = history.messages(window.session_id)[-1]
+        assert row["status"] == "stopped" and row["timings"]["prompt_n"] == total
+
+    def test_context_stopped_reply_keeps_its_figures_in_history_and_on_screen(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """A reply stopped mid-way keeps prompt, cache, speeds and time to first token; the
+        line under it and its tooltip show them, also when the chat is opened again."""
+
+        window, history = chat_window()
+        _send(qtbot, window, "first")
+        router.script(Reply(content=["one ", "two ", "three ", "four"], stall_after=3))
+        window.composer.set_text("second")
+        window.send()
+        qtbot.waitUntil(lambda: window.conversation.last_assistant().content() == "one two ")
+        window.stop()
+        row = history.messages(window.session_id)[-1]
+        assert row["status"] == "stopped"
+        timings = row["timings"]
+        assert timings["predicted_n"] == 2 and timings["cache_n"] > 0 and timings["prompt_n"] > 0
+        assert timings["ttft_ms"] >= 0
+
+        def shown() -> tuple[str, str]:
+            label = _by_name(window.conversation.last_assistant(), QLabel, "Reply statistics")
+            return label.text(), label.toolTip()
+
+        line, tip = shown()
+        assert "2 tokens" in line and f"{timings['cache_n']:,} cached" in line
+        assert "reused from the cache" in tip and "Time to first token" in tip
+        session = window.session_id
+        window.new_session()
+        window.open_session(session)
+        assert shown() == (line, tip)
+
+    def test_context_ask_print_refuses_what_cannot_fit_with_exit_2(self, router, tmp_path) -> None:
+        """`ask --print` checks too: exit 2, the numbers on stderr, nothing sent."""
+
+        router.models["test-model"].n_ctx = 512
+        config = _quick_config_file(tmp_path, router.url, 'default_model = "test-model"\n')
+        done = _llamachat(config, "ask", "--print", "word " * 600)
+        assert done.returncode == 2, done.stderr
+        assert "Not sent" in done.stderr and "512" in done.stderr and "message:" in done.stderr
+        assert router.chat_requests() == [] and done.stdout == ""
+
+    def test_context_skills_catalog_shortens_descriptions_then_leaves_skills_out(
+        self, tmp_path, qtbot
+    ) -> None:
+        """The load_skill catalog keeps to its budget: shorter descriptions first, then skills
+        left out (of the catalog and the enum), which the Skills panel lists."""
+
+        root = tmp_path / "skills"
+        for n in range(10):
+            _write_skill(root, f"skill-{n:02}", _skill_md(f"skill-{n:02}", "Does things. " * 30))
+        store = SkillStore(root)
+
+        def catalog(max_chars: int | None) -> tuple[str, list[str]]:
+            schema = store.tool_schema(max_chars=max_chars)
+            function = schema["function"]
+            return function["description"], function["parameters"]["properties"]["name"]["enum"]
+
+        full, names = catalog(None)
+        short, short_names = catalog(800)
+        assert short_names == names and len(short) < len(full)
+        assert "- skill-00: Does things." in short and store.left_out(800) == []
+        tight, kept = catalog(60)
+        left = store.left_out(60)
+        assert kept and left and kept + left == names
+        assert all(f"- {name}" in tight for name in kept) and left[0] not in tight
+
+        cfg = Config(skills_dir=root)
+        turned = turn.build_turn(cfg, model="m", system=(), n_ctx=2048, store=store)
+        assert turn.skills_catalog_budget(cfg, 2048) == int(2048 * 0.02 / 0.3)
+        assert turned.skills_cfg is not None and turned.skills_cfg.catalog_chars == 136
+        panel = SkillsPanel(store, list, import_dir=root, catalog_budget=lambda: 60)
+        qtbot.addWidget(panel)
+        assert panel.left_out() == left and panel.left_out_label.isVisibleTo(panel)
+
+    @pytest.mark.real_router
+    def test_context_real_router_counts_the_prompt_and_refuses_what_cannot_fit(
+        self, chat_window, real_router, qtbot
+    ) -> None:
+        """SmolLM2 at --ctx-size 2048: the meter's total for a request is llama-server's
+        prompt_n + cache_n within 2%; a message too long is refused and kept; the stream
+        reports the prompt's progress."""
+
+        client = Client(real_router.url)
+        models = Models(client)
+        models.load(SMOL_ID)
+        assert models.wait_until_loaded(SMOL_ID, timeout=60).status == "loaded"
+        window, history = chat_window(url=real_router.url, default_model=SMOL_ID)
+        watch = window.chat.context
+        qtbot.waitUntil(lambda: watch.context_size() == 2048, timeout=10_000)
+        window.chat.load_skill("weather")
+        window.composer.set_text("Tell me about the history of Paris in three sentences.")
+        qtbot.waitUntil(lambda: watch.breakdown().exact, timeout=30_000)
+        counted = window.meter.used()
+
+        request = dataclasses.replace(
+            window.chat.next_turn(),
+            question=turn.user_parts(window.composer.text(), [], images=False),
+        )
+        events = list(
+            client.stream_chat(
+                SMOL_ID,
+                request.messages(),
+                params={**backend.LLAMA_PARAMS, "max_tokens": 2, "tools": list(request.tools)},
+            )
+        )
+        client.close()
+        timings = next(value for kind, value in events if kind == "stats")["timings"]
+        read = timings["prompt_n"] + timings["cache_n"]
+        assert abs(counted - read) <= 0.02 * read, (counted, read)
+        progress = [value for kind, value in events if kind == "progress"]
+        assert progress and progress[-1]["processed"] == progress[-1]["total"] == read
+
+        long = "word " * 2500
+        window.composer.set_text(long)
+        qtbot.waitUntil(lambda: window.meter.state == "over", timeout=30_000)
+        window.send()
+        assert window.overflow.isVisible() and window.composer.text() == long
+        assert window.session_id is None and history.list_sessions() == []
 
 
 class TestSkills:

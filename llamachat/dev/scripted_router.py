@@ -744,19 +744,24 @@ class _Stream:
     def _progress(self) -> list[bytes]:
         """llama.cpp's prompt_progress chunks: the cache at once, then the rest in two steps."""
         total, cache = self.prompt_tokens, self.cached
-        steps = [cache, cache + (total - cache) // 2, total]
-        return [
-            self._delta(
-                {"role": "assistant", "content": None},
-                prompt_progress={
-                    "total": total,
-                    "cache": cache,
-                    "processed": done,
-                    "time_ms": 5 * (done - cache),
-                },
+        out = []
+        for done in (cache, cache + (total - cache) // 2, total):
+            extra: dict[str, Any] = {}
+            if self.per_token:
+                # llama.cpp sends the figures so far with each (prompt_n: what it has read).
+                extra["timings"] = {**self._timings(0), "prompt_n": done - cache}
+            progress = {
+                "total": total,
+                "cache": cache,
+                "processed": done,
+                "time_ms": 5 * (done - cache),
+            }
+            out.append(
+                self._delta(
+                    {"role": "assistant", "content": None}, prompt_progress=progress, **extra
+                )
             )
-            for done in steps
-        ]
+        return out
 
     def _frame(self, choices: list, **extra: Any) -> bytes:
         obj = {
