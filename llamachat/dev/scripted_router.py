@@ -863,8 +863,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = argparse.ArgumentParser(prog="python -m llamachat.dev.scripted_router")
     parser.add_argument("--model", default="test-model", help="the one model it serves")
+    parser.add_argument("--n-ctx", type=int, default=4096, help="that model's context size")
     args = parser.parse_args(argv)
-    with ScriptedRouter([Model(args.model, "loaded")]) as router:
+    with ScriptedRouter([Model(args.model, "loaded", n_ctx=args.n_ctx)]) as router:
         print(router.url, flush=True)
         for line in sys.stdin:
             if not line.strip():

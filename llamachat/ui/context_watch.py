@@ -21,7 +21,6 @@ Errors: none raised; a server that cannot count leaves estimates (`breakdown().e
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from typing import TYPE_CHECKING
 
@@ -65,6 +64,12 @@ class ContextWatch(QObject):
         self._draft_timer.setSingleShot(True)
         self._draft_timer.setInterval(DRAFT_COUNT_MS)
         self._draft_timer.timeout.connect(self._count_draft)
+        # The earlier parts are measured again on the next turn of the event loop, once for
+        # a burst of changes, and never on the way of a request leaving.
+        self._refresh_due = QTimer(self)
+        self._refresh_due.setSingleShot(True)
+        self._refresh_due.setInterval(0)
+        self._refresh_due.timeout.connect(self.refresh)
         for signal in (
             conversation.session_changed,
             conversation.messages_reset,
@@ -98,13 +103,16 @@ class ContextWatch(QObject):
 
     def breakdown(self) -> context.Breakdown:
         """The next request part by part: the earlier parts, then the draft, then the template."""
+        return self._compose(self._question)
+
+    def _compose(self, question: context.Breakdown) -> context.Breakdown:
         template = self._base.get("template")
-        if self._question.parts and self._base_turn is not None and not self._base_turn.question:
+        if question.parts and self._base_turn is not None and not self._base_turn.question:
             template += self._tokenizer().message_tokens()
         parts = [p for p in self._base.parts if p[0] != "template"]
-        parts.extend(self._question.parts)
+        parts.extend(question.parts)
         parts.append(("template", template))
-        return context.Breakdown(tuple(parts), self._base.exact and self._question.exact)
+        return context.Breakdown(tuple(parts), self._base.exact and question.exact)
 
     def live(self) -> int | None:
         """While a reply streams: the tokens in the context so far (prompt + reply)."""
@@ -113,19 +121,23 @@ class ContextWatch(QObject):
     def check(self, text: str, attachments: list[dict]) -> Overflow | None:
         """Whether sending `text` now would overflow the context: the Overflow, or None.
 
-        Measured now, on the GUI thread, from the counts known (estimates for the rest):
-        the skills just loaded by the message are in it.
+        From the counts known (estimates for the rest), on the GUI thread; the skills the
+        message just loaded are in it. Nothing is rebuilt unless the earlier parts changed.
         """
-        if self._n_ctx is None or not self._chat.model:
+        if self._chat.model != self._model:
+            self.set_model(self._chat.model)
+        if self._n_ctx is None or not self._model:
             return None
-        self.set_model(self._chat.model)
-        request = self._chat.next_turn()
-        question = turn.user_parts(text, attachments, images=self._images())
-        request = dataclasses.replace(request, question=question)
-        found = context.check(request, self._tokenizer(), self._n_ctx, self._chat.cfg.reply_reserve)
-        if found is None:
+        if self._refresh_due.isActive():
+            self._refresh_due.stop()
+            self.refresh()
+        parts = turn.user_parts(text, attachments, images=self._images())
+        question = context.measure_parts(parts, self._tokenizer())
+        breakdown = self._compose(question)
+        reserve = self.reserve()
+        if context.fits(breakdown, self._n_ctx, reserve):
             return None
-        return Overflow(self._model, found.breakdown, found.n_ctx, found.reserve, self._trained)
+        return Overflow(self._model, breakdown, self._n_ctx, reserve, self._trained)
 
     # ------------------------------------------------------------------ what changes
 
@@ -136,7 +148,7 @@ class ContextWatch(QObject):
         self._model = model
         self._n_ctx = self._trained = None
         self._ask_size()
-        self.refresh()
+        self._refresh_due.start()
 
     def set_draft(self, text: str, attachments: list[dict] | tuple[dict, ...] = ()) -> None:
         """The composer's text and attachments: estimated now, counted after a pause."""
@@ -252,7 +264,7 @@ class ContextWatch(QObject):
         if self._chat.model and self._chat.model != self._model:
             self.set_model(self._chat.model)
         else:
-            self.refresh()
+            self._refresh_due.start()
 
     @Slot(object)
     def _on_reply_started(self, reply: ReplyStream) -> None:
@@ -262,7 +274,7 @@ class ContextWatch(QObject):
         # The message just sent left the composer: the earlier parts now hold it.
         self._draft = ("", ())
         self._question = context.Breakdown()
-        self.refresh()
+        self._refresh_due.start()
 
     @Slot(object)
     def _on_progress(self, progress: object) -> None:
@@ -288,11 +300,11 @@ class ContextWatch(QObject):
         # A reply proves the model is loaded: its size and tokenizer answer now.
         if self._n_ctx is None:
             self._ask_size()
-        self.refresh()
+        self._refresh_due.start()
 
     @Slot(object)
     def _on_router_changed(self, _state: object) -> None:
         self._tokenizers.clear()
         self._n_ctx = self._trained = None
         self._ask_size()
-        self.refresh()
+        self._refresh_due.start()
