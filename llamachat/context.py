@@ -45,6 +45,8 @@ IMAGE_TOKENS = 768
 # A template's cost per message, and around the whole prompt, when the server cannot say.
 MESSAGE_TOKENS = 5
 PROMPT_TOKENS = 3
+# Earlier messages are counted this many at a time (one request each).
+HISTORY_CHUNK = 64
 
 # The parts a breakdown lists, in the meter's words.
 LABELS = {
@@ -368,7 +370,16 @@ def measure(turn: Turn, tokenizer: Tokenizer, *, exact: bool = False) -> Breakdo
             parts.append(("tools", tokens))
         elif part.name == "history":
             texts, images = _history_texts(part.items)
-            add("history", texts, images)
+            # Counted a chunk of messages at a time, each chunk once: opening a long chat
+            # costs one request per HISTORY_CHUNK messages, a new message only the last
+            # chunk again. The blank lines joining a chunk are not in the request.
+            chunks = [
+                "\n\n".join(texts[start : start + HISTORY_CHUNK])
+                for start in range(0, len(texts), HISTORY_CHUNK)
+            ]
+            add("history", chunks, images)
+            joins = (len(texts) - len(chunks)) * _blank_line(tokenizer, exact)
+            parts[-1] = ("history", max(0, parts[-1][1] - joins))
         else:
             add(part.name, [part.text] if part.text else [], _images(part))
     n_messages = (1 if turn.system else 0) + len(turn.history) + (1 if turn.question else 0)
@@ -404,9 +415,16 @@ def _history_texts(messages: Sequence[dict]) -> tuple[list[str], int]:
     return texts, images
 
 
+def _blank_line(tokenizer: Tokenizer, exact: bool) -> int:
+    if exact:
+        return tokenizer.count("\n\n")[0]
+    known = tokenizer.cached("\n\n")
+    return 1 if known is None else known
+
+
 def _joins(turn: Turn, tokenizer: Tokenizer) -> int:
     # The parts of one message are joined by a blank line, a token of its own.
     system = sum(1 for part in turn.system if part.text)
     question = sum(1 for part in turn.question if part.text)
     joins = max(0, system - 1) + max(0, question - 1)
-    return joins * (tokenizer.cached("\n\n") or 1)
+    return joins * _blank_line(tokenizer, exact=False)

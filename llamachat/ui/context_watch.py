@@ -39,6 +39,9 @@ log = logging.getLogger(__name__)
 
 # After this pause in typing the draft is counted by the server.
 DRAFT_COUNT_MS = 300
+# How long after another chat is shown (or another model picked) its request is measured:
+# after the first paint, which the counting's background requests would slow down.
+SHOWN_MS = 200
 
 
 class ContextWatch(QObject):
@@ -70,13 +73,11 @@ class ContextWatch(QObject):
         self._refresh_due.setSingleShot(True)
         self._refresh_due.setInterval(0)
         self._refresh_due.timeout.connect(self.refresh)
-        for signal in (
-            conversation.session_changed,
-            conversation.messages_reset,
-            conversation.skills_changed,
-            conversation.store_changed,
-        ):
-            signal.connect(self._on_base_changed)
+        # Another chat shown: measured once its messages are painted (first paint first).
+        conversation.session_changed.connect(lambda _id: self._on_base_changed(SHOWN_MS))
+        conversation.messages_reset.connect(lambda _rows: self._on_base_changed(SHOWN_MS))
+        conversation.skills_changed.connect(lambda _names: self._on_base_changed())
+        conversation.store_changed.connect(lambda _store: self._on_base_changed())
         conversation.reply_started.connect(self._on_reply_started)
         conversation.reply_ended.connect(self._on_reply_ended)
         conversation.app.router_changed.connect(self._on_router_changed)
@@ -148,7 +149,7 @@ class ContextWatch(QObject):
         self._model = model
         self._n_ctx = self._trained = None
         self._ask_size()
-        self._refresh_due.start()
+        self._refresh_due.start(SHOWN_MS)
 
     def set_draft(self, text: str, attachments: list[dict] | tuple[dict, ...] = ()) -> None:
         """The composer's text and attachments: estimated now, counted after a pause."""
@@ -163,6 +164,8 @@ class ContextWatch(QObject):
 
     def refresh(self) -> None:
         """Measure the earlier parts again (after they changed), counting in the background."""
+        if self._chat.is_streaming():
+            return  # the reply's own figures are shown; its end measures again
         self._generation += 1
         generation = self._generation
         if not self._model:
@@ -259,12 +262,11 @@ class ContextWatch(QObject):
             lambda: context.measure_parts(parts, tokenizer, exact=True), done, receiver=self
         )
 
-    @Slot(object)
-    def _on_base_changed(self, *_args: object) -> None:
+    def _on_base_changed(self, delay_ms: int = 0) -> None:
         if self._chat.model and self._chat.model != self._model:
             self.set_model(self._chat.model)
-        else:
-            self._refresh_due.start()
+        elif not self._refresh_due.isActive() or delay_ms < self._refresh_due.remainingTime():
+            self._refresh_due.start(delay_ms)
 
     @Slot(object)
     def _on_reply_started(self, reply: ReplyStream) -> None:

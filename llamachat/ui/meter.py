@@ -87,6 +87,7 @@ class ContextMeter(QWidget):
         self._used = 0
         self._draft = 0
         self._watch: ContextWatch | None = None
+        self._live_shown = False
         self.state = "ok"  # "ok", "near" or "over": what the colour says
         self.setAccessibleName("Context meter")
         self.bar = QProgressBar()
@@ -207,10 +208,20 @@ class ContextMeter(QWidget):
     def _on_watch_changed(self) -> None:
         watch = self._watch
         assert watch is not None
+        live = watch.live()
+        if live is not None and self._live_shown:
+            # While a reply streams only the figure moves, once a frame: the cheap path.
+            self._used = live
+            if self._n_ctx:
+                self.bar.setValue(min(live, self._n_ctx))
+                self.label.setText(f"{live:,} / {self._n_ctx:,}")
+            else:
+                self.label.setText(f"{live:,} tokens")
+            return
+        self._live_shown = live is not None
         self._model = watch.model()
         self._n_ctx = watch.context_size()
         breakdown = watch.breakdown()
-        live = watch.live()
         self._used = live if live is not None else breakdown.total
         reserve = watch.reserve()
         n_ctx, used, model = self._n_ctx, self._used, self._model or "no model"
