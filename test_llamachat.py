@@ -80,7 +80,7 @@ from PySide6.QtWidgets import (
 )
 
 import llamachat
-from llamachat import __version__, backend, cli, qt_platform, skills, turn
+from llamachat import __version__, backend, cli, context, qt_platform, skills, turn
 from llamachat.__main__ import _act, find_router, load_or_create_config, main
 from llamachat.backend import Client, ServerError
 from llamachat.config import Config, ProviderConfig
@@ -104,6 +104,7 @@ from llamachat.server import (
     free_port,
     launch_environment,
     reload_models,
+    set_preset_context,
     wheel_binary,
 )
 from llamachat.skills import SkillStore, system_part
@@ -124,6 +125,7 @@ from llamachat.ui.markdown import (
 )
 from llamachat.ui.meter import ContextMeter
 from llamachat.ui.model_picker import ModelPicker
+from llamachat.ui.overflow import OverflowPanel, raised_context
 from llamachat.ui.presets import CUSTOM_LABEL, PresetPicker
 from llamachat.ui.quick import WIDTH, QuickWindow
 from llamachat.ui.router_guide import ServerLogDialog
@@ -1372,6 +1374,51 @@ class TestContext:
         panel = SkillsPanel(store, list, import_dir=root, catalog_budget=lambda: 60)
         qtbot.addWidget(panel)
         assert panel.left_out() == left and panel.left_out_label.isVisibleTo(panel)
+
+    def test_context_without_a_tokenizer_estimates_and_learns_from_usage(self, router) -> None:
+        """A server with no /tokenize is asked once; estimates follow the usage it reports."""
+
+        client = Client(router.url + "/elsewhere")  # every llama.cpp endpoint answers 404
+        tokenizer = context.Tokenizer(client, "test-model")
+        assert tokenizer.count("one two three") == (round(13 * context.TOKENS_PER_CHAR), False)
+        assert not tokenizer.can_count
+        asked = len(router.requests)
+        assert tokenizer.count("four five")[1] is False and len(router.requests) == asked
+        tokenizer.learn(1000, 500)
+        assert tokenizer.tokens_per_char == 0.5 and tokenizer.estimate("x" * 10) == 5
+        client.close()
+
+    def test_context_raise_offers_the_trained_size_and_writes_the_models_preset(
+        self, tmp_path, qtbot
+    ) -> None:
+        """Raising the context: the next usual size that fits, at most the trained size, written
+        as ctx-size into that model's section of the preset, the rest of the file kept."""
+
+        parts = context.Breakdown((("history", 5000), ("user", 100)), exact=True)
+        overflow = context.Overflow("smol", parts, 4096, 1024, trained=8192)
+        assert raised_context(overflow) == 8192
+        assert raised_context(dataclasses.replace(overflow, trained=6000)) is None
+        panel = OverflowPanel()
+        qtbot.addWidget(panel)
+        with qtbot.waitSignal(panel.raise_context) as raised:
+            panel.show_overflow(overflow, managed=True)
+            button = next(
+                b for b in panel.findChildren(QPushButton) if b.text().startswith("Raise")
+            )
+            assert button.text() == "Raise the context to 8,192"
+            button.click()
+        assert raised.args == ["smol", 8192]
+        panel.show_overflow(overflow, managed=False)
+        assert not any(b.text().startswith("Raise") for b in panel.findChildren(QPushButton))
+
+        preset = tmp_path / "preset.ini"
+        preset.write_text("[other]\nmodel = /m/other.gguf\n[smol]\nmodel = /m/smol.gguf\n")
+        set_preset_context(preset, "smol", 8192)
+        set_preset_context(preset, "new-one", 2048)
+        written = preset.read_text()
+        assert "[other]\nmodel = /m/other.gguf" in written
+        assert "[smol]\nmodel = /m/smol.gguf\nctx-size = 8192" in written
+        assert "[new-one]\nctx-size = 2048" in written
 
     @pytest.mark.real_router
     def test_context_real_router_counts_the_prompt_and_refuses_what_cannot_fit(

@@ -206,6 +206,11 @@ class Tokenizer:
         known = self.cached(text)
         return known if known is not None else self.estimate(text)
 
+    @property
+    def can_count(self) -> bool:
+        """False once the server proved it has no tokenizer (estimates only from then on)."""
+        return self._can_count
+
     def learn(self, chars: int, tokens: int) -> None:
         """Calibrate the estimates with a request the server counted (`chars` -> `tokens`)."""
         if chars > 0 and tokens > 0:

@@ -62,6 +62,8 @@ class ContextWatch(QObject):
         self._draft: tuple[str, tuple[dict, ...]] = ("", ())
         self._question = context.Breakdown()
         self._live: int | None = None
+        # The last request let through, to calibrate estimates with the usage it comes back with.
+        self._sent: context.Breakdown | None = None
         self._generation = 0
         self._draft_timer = QTimer(self)
         self._draft_timer.setSingleShot(True)
@@ -137,6 +139,7 @@ class ContextWatch(QObject):
         breakdown = self._compose(question)
         reserve = self.reserve()
         if context.fits(breakdown, self._n_ctx, reserve):
+            self._sent = breakdown
             return None
         return Overflow(self._model, breakdown, self._n_ctx, reserve, self._trained)
 
@@ -273,6 +276,7 @@ class ContextWatch(QObject):
         self._live = None
         reply.progress.connect(self._on_progress)
         reply.timings.connect(self._on_timings)
+        reply.stats.connect(self._on_stats)
         # The message just sent left the composer: the earlier parts now hold it.
         self._draft = ("", ())
         self._question = context.Breakdown()
@@ -295,6 +299,20 @@ class ContextWatch(QObject):
             if used:
                 self._live = used
                 self.changed.emit()
+
+    @Slot(object)
+    def _on_stats(self, stats: object) -> None:
+        """A server without a tokenizer still says what the prompt was: learn its ratio."""
+        usage = stats.get("usage") if isinstance(stats, dict) else None
+        prompt = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+        sent, tokenizer = self._sent, self._tokenizer()
+        if not isinstance(prompt, int) or sent is None or tokenizer.can_count:
+            return
+        template = sent.get("template")
+        estimated = sent.total - template
+        if estimated > 0 and prompt > template:
+            chars = round(estimated / tokenizer.tokens_per_char)
+            tokenizer.learn(chars, prompt - template)
 
     @Slot(str, str)
     def _on_reply_ended(self, _status: str, _error: str) -> None:

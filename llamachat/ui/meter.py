@@ -244,13 +244,10 @@ class ContextMeter(QWidget):
         )
         lines = [_summary(model, used, n_ctx, live is not None)]
         if live is None:
-            width = max((len(context.label(n)) for n, _ in breakdown.parts), default=10)
             lines += [
-                f"  {context.label(name):<{width}}  {tokens:>7,}"
-                for name, tokens in breakdown.parts
-                if tokens
+                f"  {context.label(name)}: {tokens:,}" for name, tokens in breakdown.parts if tokens
             ]
-            lines.append(f"  {'reply reserve':<{width}}  {reserve:>7,}")
+            lines.append(f"  reply reserve: {reserve:,}")
             if not breakdown.exact:
                 lines.append("(~ estimated: the server has not counted every part yet)")
         if self.state == "over":

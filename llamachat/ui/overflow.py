@@ -60,6 +60,7 @@ class OverflowPanel(QFrame):
             item = self.buttons.takeAt(0)
             widget = item.widget() if item is not None else None
             if widget is not None:
+                widget.setParent(None)  # gone from the panel now, deleted once idle
                 widget.deleteLater()
         lines = [overflow.message() + " Your message is still in the box."]
         if overflow.trained:
