@@ -1287,7 +1287,8 @@ class TestContext:
         view = window.conversation.last_assistant()
         qtbot.waitUntil(lambda: view.findChild(ReadingProgress) is not None)
         reading = view.findChild(ReadingProgress)
-        qtbot.waitUntil(lambda: reading.label.text().startswith("Reading"))
+        # The three chunks may come in more than one frame: the last one read it all.
+        qtbot.waitUntil(lambda: 1 < reading.bar.maximum() == reading.bar.value())
         sent = router.chat_requests()[-1].json
         assert sent["return_progress"] is True and sent["timings_per_token"] is True
         total = reading.bar.maximum()
@@ -1331,6 +1332,28 @@ class TestContext:
         window.new_session()
         window.open_session(session)
         assert shown() == (line, tip)
+
+    def test_context_quick_window_refuses_what_cannot_fit_and_keeps_the_question(
+        self, quick, router, qtbot
+    ) -> None:
+        """The quick window checks before sending: it says why, the question stays; the
+        answer before does not count against the next question."""
+
+        router.models["test-model"].n_ctx = 1024
+        window, _history = quick(default_model="test-model")
+        window.present()
+        qtbot.waitUntil(lambda: window.chat.context.context_size() == 1024)
+        _quick_ask(qtbot, window, "word " * 300)
+        asked = len(router.chat_requests())
+        long = "word " * 900
+        window.composer.set_text(long)
+        window.send()
+        assert len(router.chat_requests()) == asked and window.composer.text() == long
+        assert "Not sent" in window.notice.text() and "1,024" in window.notice.text()
+        window.composer.set_text("word " * 300)
+        window.send()
+        qtbot.waitUntil(lambda: not window.is_streaming())
+        assert len(router.chat_requests()) == asked + 1
 
     def test_context_ask_print_refuses_what_cannot_fit_with_exit_2(self, router, tmp_path) -> None:
         """`ask --print` checks too: exit 2, the numbers on stderr, nothing sent."""

@@ -21,6 +21,7 @@ Errors: none raised; a server that cannot count leaves estimates (`breakdown().e
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import TYPE_CHECKING
 
@@ -180,6 +181,9 @@ class ContextWatch(QObject):
         except Exception:
             log.exception("cannot build the next request to measure it")
             return
+        if self._chat.mode == "oneshot":
+            # The stored question is the last answer's; the next one is the draft.
+            request = dataclasses.replace(request, question=())
         # The last user message of a chat not answered yet is the question: kept in "base".
         self._base_turn = request
         tokenizer = self._tokenizer()
