@@ -589,7 +589,7 @@ class TestDb:
         assert session["title"] == "How do llamas sleep?"
         assert session["updated_at"] >= before
         assert history.message_count(sid) == 4
-        history.delete_messages_from(sid, reply)
+        history.delete_branch(reply)
         assert [m["id"] for m in history.messages(sid)] == [messages[0]["id"], user]
         with pytest.raises(HistoryError, match="no session"):
             history.add_message(sid + 100, "user", "x")
@@ -707,24 +707,24 @@ class TestDb:
     def test_history_edited_first_question_renames_an_automatic_title_only(
         self, tmp_path: Path
     ) -> None:
-        """Deleting from the first question clears a title taken from it (the next question
-        names the chat); a title the user gave stays; deleting a later message keeps titles."""
+        """A new version of the first question renames a chat whose title came from an
+        earlier version; a title the user gave stays; a later message keeps titles."""
 
         history = History(tmp_path / "h.db")
         auto = history.create_session("chat")
-        first = history.add_message(auto, "user", "Wher do llamas live?")
-        reply = history.add_message(auto, "assistant", "In the Andes.")
-        history.delete_messages_from(auto, reply)
+        history.add_message(auto, "user", "Wher do llamas live?")
+        history.add_message(auto, "assistant", "In the Andes.")
+        history.add_message(auto, "user", "And alpacas?")
         assert history.get_session(auto)["title"] == "Wher do llamas live?"
-        history.delete_messages_from(auto, first)
-        history.add_message(auto, "user", "Where do llamas live?")
+        history.add_message(auto, "user", "Where do llamas live?", parent=None)
         assert history.get_session(auto)["title"] == "Where do llamas live?"
+        history.add_message(auto, "user", "Whereabouts?", parent=None)
+        assert history.get_session(auto)["title"] == "Whereabouts?"
 
         named = history.create_session("chat")
-        first = history.add_message(named, "user", "Wher do llamas live?")
+        history.add_message(named, "user", "Wher do llamas live?")
         history.rename_session(named, "Llamas")
-        history.delete_messages_from(named, first)
-        history.add_message(named, "user", "Where do llamas live?")
+        history.add_message(named, "user", "Where do llamas live?", parent=None)
         assert history.get_session(named)["title"] == "Llamas"
 
     def test_history_search_follows_updates_and_deletions(self, tmp_path: Path) -> None:
@@ -736,7 +736,7 @@ class TestDb:
         assert history.search("zebra") == []
         history.update_message(reply, content="a zebra", status="complete")
         assert [s["id"] for s in history.search("zebra")] == [sid]
-        history.delete_messages_from(sid, reply)
+        history.delete_branch(reply)
         assert history.search("zebra") == []
 
     @pytest.mark.parametrize(
@@ -858,7 +858,7 @@ class TestDb:
             tool_calls=[{"id": "1", "function": {"name": "f", "arguments": "{}"}}],
         )
         exported = history.export_json(sid)
-        assert exported["format"] == "llamachat-session" and exported["version"] == 1
+        assert exported["format"] == "llamachat-session" and exported["version"] == 2
         other = History(tmp_path / "other.db")
         new_id = other.import_json(json.loads(json.dumps(exported)))
         assert other.export_json(new_id) == exported
@@ -870,7 +870,7 @@ class TestDb:
         [
             (lambda d: d.clear(), "not a llamachat session"),
             (lambda d: d.update(format="other"), "not a llamachat session"),
-            (lambda d: d.update(version=2), "newer llamachat"),
+            (lambda d: d.update(version=3), "newer llamachat"),
             (lambda d: d.update(version="1"), "version"),
             (lambda d: d.update(session=[]), "session must be an object"),
             (lambda d: d["session"].update(mode="group"), "session.mode"),
@@ -883,6 +883,7 @@ class TestDb:
             (lambda d: d["messages"][0].update(status="done"), "messages[1].status"),
             (lambda d: d["messages"][0].update(usage=[]), "messages[1].usage"),
             (lambda d: d["messages"][0].update(attachments=["a"]), "messages[1].attachments"),
+            (lambda d: d.update(version=2), "messages[1].id"),
         ],
     )
     def test_history_import_rejects_bad_input_and_adds_nothing(
@@ -974,6 +975,198 @@ class TestDb:
             "plan",
             "streaming",
         )
+
+
+class TestHistoryTree:
+    """`llamachat.db` as a tree: versions, branches, the active path, forks, tree export."""
+
+    def _chat(self, history: History) -> tuple[int, int, int]:
+        """A session with one question and one reply: (session, question, reply)."""
+        sid = history.create_session("chat", "m", prompt_name="Default")
+        question = history.add_message(sid, "user", "Name a llama.")
+        reply = history.add_message(sid, "assistant", "Dolly.")
+        return sid, question, reply
+
+    def test_versions_of_a_reply_are_siblings_and_the_newest_is_shown(self, tmp_path: Path) -> None:
+        """Three regenerations are four versions of one reply; switching shows each with
+        what followed it; a reopened file shows the path last shown."""
+
+        history = History(tmp_path / "h.db")
+        sid, question, first = self._chat(history)
+        follow_up = history.add_message(sid, "user", "Why?")
+        versions = [first]
+        for text in ("Kuzco.", "Paca.", "Lhama."):
+            versions.append(history.add_message(sid, "assistant", text, parent=question))
+        path = history.messages(sid)
+        assert [m["content"] for m in path] == ["Name a llama.", "Lhama."]
+        assert path[1]["versions"] == versions and path[0]["versions"] == []
+        assert history.message_count(sid) == 6
+
+        shown = history.select_version(sid, first)
+        assert [m["content"] for m in shown] == ["Name a llama.", "Dolly.", "Why?"]
+        assert shown[2]["id"] == follow_up and shown[1]["versions"] == versions
+        assert [m["content"] for m in history.select_version(sid, versions[2])][1] == "Paca."
+        history.close()
+        again = History(tmp_path / "h.db")
+        assert [m["content"] for m in again.messages(sid)] == ["Name a llama.", "Paca."]
+        with pytest.raises(HistoryError, match="no message"):
+            again.select_version(sid, 10_000)
+
+    def test_edits_are_branches_that_keep_their_replies(self, tmp_path: Path) -> None:
+        """Two edits of a question make three branches, each with its own reply."""
+
+        history = History(tmp_path / "h.db")
+        sid, _question, reply = self._chat(history)
+        later = history.add_message(sid, "user", "Another?")
+        history.add_message(sid, "assistant", "Kuzco.")
+        edits = [later]
+        for text in ("Two more?", "Three more?"):
+            edits.append(history.add_message(sid, "user", text, parent=reply))
+            history.add_message(sid, "assistant", f"Answer to {text}")
+        path = history.messages(sid)
+        assert [m["content"] for m in path] == [
+            "Name a llama.",
+            "Dolly.",
+            "Three more?",
+            "Answer to Three more?",
+        ]
+        assert path[2]["versions"] == edits
+        walked = [[m["content"] for m in history.select_version(sid, edit)][2:] for edit in edits]
+        assert walked == [
+            ["Another?", "Kuzco."],
+            ["Two more?", "Answer to Two more?"],
+            ["Three more?", "Answer to Three more?"],
+        ]
+        assert history.get_session(sid)["title"] == "Name a llama."
+        assert [hit["id"] for hit in history.search("Kuzco")] == [sid]  # every branch is found
+
+    def test_delete_branch_takes_what_followed_and_the_path_ends_at_its_parent(
+        self, tmp_path: Path
+    ) -> None:
+
+        history = History(tmp_path / "h.db")
+        sid, question, reply = self._chat(history)
+        history.add_message(sid, "user", "More?")
+        kept = history.add_message(sid, "assistant", "Other.", parent=question)
+        history.select_version(sid, reply)
+        history.delete_branch(reply)
+        assert [m["id"] for m in history.messages(sid)] == [question]
+        assert history.message_count(sid) == 2
+        assert [m["id"] for m in history.select_version(sid, kept)] == [question, kept]
+
+    def test_fork_copies_the_path_up_to_a_message_with_skills_and_prompt(
+        self, tmp_path: Path
+    ) -> None:
+
+        history = History(tmp_path / "h.db")
+        sid, question, reply = self._chat(history)
+        history.set_skills(sid, ["weather"])
+        history.set_prompt(sid, "", "Be brief.")
+        history.add_message(sid, "user", "More?")
+        history.add_message(sid, "assistant", "Other.", parent=question)  # not on the path
+        history.select_version(sid, reply)
+        forked = history.fork(sid, reply)
+        session = history.get_session(forked)
+        assert session["title"] == "Name a llama. (fork)" and session["skills"] == ["weather"]
+        assert (session["prompt_custom"], session["model"], session["mode"]) == (
+            "Be brief.",
+            "m",
+            "chat",
+        )
+        assert [(m["role"], m["content"]) for m in history.messages(forked)] == [
+            ("user", "Name a llama."),
+            ("assistant", "Dolly."),
+        ]
+        assert history.message_count(forked) == 2 and history.message_count(sid) == 4
+        with pytest.raises(HistoryError, match="not on the path|no message"):
+            history.fork(sid, 10_000)
+
+    def test_tree_export_imports_back_equal_and_v1_files_still_import(self, tmp_path: Path) -> None:
+        """The JSON export holds every branch and the active leaf; importing it recreates
+        the same tree; a version-1 file (one path) imports as one path."""
+
+        history = History(tmp_path / "h.db")
+        sid, question, reply = self._chat(history)
+        history.add_message(sid, "assistant", "Kuzco.", parent=question)
+        history.add_message(sid, "user", "Edited.", parent=None)
+        history.select_version(sid, reply)
+        exported = history.export_json(sid)
+        assert exported["version"] == 2 and exported["session"]["active"] == 2
+        assert [(m["id"], m["parent"]) for m in exported["messages"]] == [
+            (1, None),
+            (2, 1),
+            (3, 1),
+            (4, None),
+        ]
+        other = History(tmp_path / "other.db")
+        copy = other.import_json(json.loads(json.dumps(exported)))
+        assert other.export_json(copy) == exported
+        assert [m["content"] for m in other.messages(copy)] == ["Name a llama.", "Dolly."]
+
+        old = _good_export()
+        old["messages"].append({"role": "assistant", "content": "hello", "created_at": 2.0})
+        single = history.import_json(old)
+        assert [(m["content"], m["versions"]) for m in history.messages(single)] == [
+            ("hi", []),
+            ("hello", []),
+        ]
+
+    @pytest.mark.parametrize(
+        ("change", "words"),
+        [
+            (lambda m, s: m[1].update(parent=7), "messages[2].parent"),
+            (lambda m, s: m[1].update(parent=2), "messages[2].parent"),  # itself: not earlier
+            (lambda m, s: m[1].update(id=1), "messages[2].id"),
+            (lambda m, s: m[0].update(id="1"), "messages[1].id"),
+            (lambda m, s: s.update(active=9), "session.active"),
+        ],
+    )
+    def test_tree_import_names_the_bad_field_and_adds_nothing(
+        self, tmp_path: Path, change, words: str
+    ) -> None:
+
+        history = History(tmp_path / "h.db")
+        sid, _question, _reply = self._chat(history)
+        data = history.export_json(sid)
+        change(data["messages"], data["session"])
+        with pytest.raises(HistoryError, match=re.escape(words)):
+            history.import_json(data)
+        assert history.count_sessions() == 1
+
+    def test_a_database_of_the_last_release_migrates_to_one_path_per_session(
+        self, tmp_path: Path
+    ) -> None:
+        """A schema-1 file (as 0.1.0 wrote it) opens with every chat a single path, its
+        newest message the active leaf, nothing lost."""
+
+        path = tmp_path / "old.db"
+        conn = sqlite3.connect(path)
+        conn.executescript(MIGRATIONS[0])
+        conn.execute("PRAGMA user_version = 1")
+        for sid in (1, 2):
+            conn.execute(
+                "INSERT INTO sessions (id, title, created_at, updated_at) VALUES (?, ?, 0, 0)",
+                (sid, f"chat {sid}"),
+            )
+        rows = [(1, "user", "a"), (2, "user", "x"), (1, "assistant", "b"), (1, "user", "c")]
+        for session_id, role, content in rows:
+            conn.execute(
+                "INSERT INTO messages (session_id, role, content, created_at) VALUES (?, ?, ?, 0)",
+                (session_id, role, content),
+            )
+        conn.commit()
+        conn.close()
+
+        history = History(path)
+        assert [(m["content"], m["parent_id"]) for m in history.messages(1)] == [
+            ("a", None),
+            ("b", 1),
+            ("c", 3),
+        ]
+        assert [m["content"] for m in history.messages(2)] == ["x"]
+        history.add_message(1, "assistant", "d")
+        assert [m["content"] for m in history.messages(1)][-2:] == ["c", "d"]
+        assert [hit["id"] for hit in history.search("b")] == [1]
 
 
 class TestPrompts:
@@ -4349,6 +4542,7 @@ class TestChrome:
         assert keys["search_sessions"] == ("Ctrl+K", "Ctrl+F")
         assert keys["copy_last_reply"] == ("Ctrl+Shift+C",) and keys["switch_model"] == ("Ctrl+M",)
         assert keys["focus_composer"] == ("Ctrl+L",) and keys["settings"] == ("Ctrl+,",)
+        assert keys["previous_version"] == ("Alt+Left",) and keys["next_version"] == ("Alt+Right",)
         window = QLineEdit()
         qtbot.addWidget(window)
         window.show()
@@ -7814,6 +8008,127 @@ class TestController:
             ("user", "Write a lot"),
             ("assistant", whole),
             ("user", "Go on"),
+        ]
+
+
+class TestBranches:
+    """Reply versions, edit branches and forks in the real chat window."""
+
+    def _texts(self, window) -> list[str]:
+        return [view.content() for view in window.conversation.views()]
+
+    def test_regenerate_adds_versions_and_the_arrows_walk_them(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """Three regenerations make `4/4`; ‹ shows the third version, and the next request
+        replays exactly the path on screen."""
+
+        window, history = chat_window()
+        router.script(Reply(content="First."))
+        _send(qtbot, window, "Name a llama.")
+        for text in ("Second.", "Third.", "Fourth."):
+            router.script(Reply(content=text))
+            reply = window.conversation.last_assistant()
+            qtbot.mouseClick(_button(reply, "Regenerate"), Qt.MouseButton.LeftButton)
+            qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
+            qtbot.waitUntil(
+                lambda text=text: window.conversation.last_assistant().content() == text
+            )
+        reply = window.conversation.last_assistant()
+        qtbot.waitUntil(lambda: reply.version_text() == "4/4")
+        assert not _button(reply, "Next version").isEnabled()
+        qtbot.mouseClick(_button(reply, "Previous version"), Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: self._texts(window) == ["Name a llama.", "Third."])
+        shown = window.conversation.last_assistant()
+        assert shown.version_text() == "3/4"
+        assert history.message_count(window.session_id) == 5
+
+        router.script(Reply(content="Because."))
+        _send(qtbot, window, "Why?")
+        sent = router.chat_requests()[-1].json["messages"]
+        assert [(m["role"], m["content"]) for m in sent if m["role"] != "system"] == [
+            ("user", "Name a llama."),
+            ("assistant", "Third."),
+            ("user", "Why?"),
+        ]
+        # Reopened, the chat shows the path last shown.
+        window.new_session()
+        assert window.open_session(history.list_sessions()[0]["id"])
+        assert self._texts(window) == ["Name a llama.", "Third.", "Why?", "Because."]
+
+    def test_a_failed_reply_is_replaced_not_kept_as_a_version(
+        self, chat_window, router, qtbot
+    ) -> None:
+
+        window, history = chat_window()
+        router.script(Reply(status=500, error={"message": "model crashed"}))
+        _send(qtbot, window, "Hello")
+        router.script(Reply(content="Hi."))
+        failed = window.conversation.last_assistant()
+        qtbot.mouseClick(_button(failed, "Retry"), Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
+        qtbot.waitUntil(lambda: self._texts(window) == ["Hello", "Hi."])
+        assert window.conversation.last_assistant().version_text() == ""
+        assert history.message_count(window.session_id) == 2
+
+    def test_edits_are_branches_switched_with_alt_arrows(self, chat_window, router, qtbot) -> None:
+        """Editing a question twice gives `3/3` on it; Alt+Left in the message shows the
+        second branch with its own reply; the first branch is still there."""
+
+        window, history = chat_window()
+        router.script(Reply(content="Dolly."))
+        _send(qtbot, window, "Name a llama.")
+        for text in ("Name an alpaca.", "Name a vicuna."):
+            router.script(Reply(content=f"For: {text}"))
+            question = window.conversation.views()[0]
+            qtbot.mouseClick(_button(question, "Edit message"), Qt.MouseButton.LeftButton)
+            editor = _by_name(window, QPlainTextEdit, "Message")
+            editor.selectAll()
+            _send(qtbot, window, text)
+        assert self._texts(window) == ["Name a vicuna.", "For: Name a vicuna."]
+        question = window.conversation.views()[0]
+        assert question.version_text() == "3/3"
+        assert history.get_session(window.session_id)["title"] == "Name a vicuna."
+
+        body = _by_name(question, QTextBrowser, "Message text")
+        body.setFocus()
+        qtbot.waitUntil(body.hasFocus)
+        qtbot.keyClick(body, Qt.Key.Key_Left, Qt.KeyboardModifier.AltModifier)
+        qtbot.waitUntil(lambda: self._texts(window) == ["Name an alpaca.", "For: Name an alpaca."])
+        assert window.conversation.views()[0].version_text() == "2/3"
+        first = window.conversation.views()[0]
+        qtbot.mouseClick(_button(first, "Previous version"), Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: self._texts(window) == ["Name a llama.", "Dolly."])
+        assert history.message_count(window.session_id) == 6
+
+    def test_new_chat_from_here_opens_a_copy_of_the_path_up_to_the_message(
+        self, chat_window, router, qtbot
+    ) -> None:
+
+        window, history = chat_window()
+        router.script(Reply(content="Dolly."))
+        _send(qtbot, window, "/weather Name a llama.")
+        router.script(Reply(content="Because."))
+        _send(qtbot, window, "Why?")
+        original = window.session_id
+        reply = window.conversation.views()[1]
+        assert reply.more_actions() == ["New chat from here"]
+        reply.trigger_more("New chat from here")
+        qtbot.waitUntil(lambda: window.session_id != original)
+        assert self._texts(window) == ["Name a llama.", "Dolly."]
+        assert window.chat.loaded_skills() == ["weather"]
+        model = window.sidebar.model
+        listed = [model.data(model.index(row)) for row in range(model.rowCount())]
+        assert "Name a llama. (fork)" in listed and window.sidebar.current() == window.session_id
+        assert history.message_count(original) == 4
+
+        router.script(Reply(content="Kuzco."))
+        _send(qtbot, window, "Another?")
+        sent = router.chat_requests()[-1].json["messages"]
+        assert [m["content"] for m in sent if m["role"] != "system"] == [
+            "Name a llama.",
+            "Dolly.",
+            "Another?",
         ]
 
 

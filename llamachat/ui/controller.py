@@ -5,9 +5,15 @@ state and the streaming reply (`reply.ReplyStream`), and builds every request wi
 `turn`. Windows forward what the user does (`submit`, `stop`, `retry`, `edit`,
 `load_skill`, `unload_skill`, `new_session`, `open_session`) and turn its signals
 into widgets: `message_added` (show a sent message), `messages_reset` (show these
-rows instead), `reply_started` (attach a view to the reply), `reply_ended`,
+rows instead), `versions_changed` (a message gained a version), `reply_started`
+(attach a view to the reply), `reply_ended`,
 `skills_changed`, `store_changed`, `session_changed` and `notice` (say something).
 It loads no widget module, so a test drives it with no window at all.
+
+A session is a tree (`db`): Regenerate adds another version of a reply, sending an
+edited message adds another version of it with a fresh reply, and `show_version`
+switches the path shown (and sent) to another one. `fork` copies the path up to a
+message into a new chat.
 
 Two modes:
     chat     one session for many turns; the loaded skills are the session's
@@ -27,7 +33,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from PySide6.QtCore import QObject, Signal, Slot
 
@@ -64,6 +70,7 @@ class Conversation(QObject):
     session_changed = Signal(object)  # the session id now (None: a chat not saved yet)
     message_added = Signal(object)  # the user message just saved (a History row)
     messages_reset = Signal(object)  # the rows to show instead of what is shown
+    versions_changed = Signal(int, list)  # a message shown, the ids of all its versions
     reply_started = Signal(object)  # the ReplyStream: attach a view before returning
     reply_ended = Signal(str, str)  # status, error
     skills_changed = Signal(list)  # the loaded skills, in load order
@@ -290,16 +297,24 @@ class Conversation(QObject):
             self.session_changed.emit(session_id)
         else:
             session_id = self._session_id
-            if self._edit_from is not None:
-                self.history.delete_messages_from(session_id, self._edit_from)
-                self._edit_from = None
-                self.messages_reset.emit(self.history.messages(session_id))
+        parent: int | None | Literal["active"] = "active"
+        versions: list[int] = []
+        if self._edit_from is not None and self.mode == CHAT:
+            # The edit is a new version of the message: the old one stays a branch.
+            path = self.history.messages(session_id)
+            at = next((n for n, m in enumerate(path) if m["id"] == self._edit_from), None)
+            self._edit_from = None
+            if at is not None:
+                parent = path[at]["parent_id"]
+                versions = path[at]["versions"] or [path[at]["id"]]
+                self.messages_reset.emit(path[:at])
         message_id = self.history.add_message(
-            session_id, "user", text, attachments=attachments, model=model
+            session_id, "user", text, attachments=attachments, model=model, parent=parent
         )
         return {
             "id": message_id,
             "session_id": session_id,
+            "parent_id": None if parent == "active" else parent,
             "role": "user",
             "content": text,
             "reasoning": "",
@@ -307,6 +322,7 @@ class Conversation(QObject):
             "model": model,
             "status": "complete",
             "error": "",
+            "versions": [*versions, message_id] if versions else [],
         }
 
     def stop(self) -> bool:
@@ -323,7 +339,11 @@ class Conversation(QObject):
         return True
 
     def retry(self, message_id: object) -> bool:
-        """Ask again for a reply (and drop what followed it) once the new one has text."""
+        """Ask again for a reply; once the new one has text it is shown in its place.
+
+        A complete reply stays as an earlier version; a failed or stopped one (and
+        what followed it) is replaced.
+        """
         if self._session_id is None or not isinstance(message_id, int):
             return False
         self.stop()
@@ -341,14 +361,17 @@ class Conversation(QObject):
             return False
         if not self.save_unsaved():
             return False
+        target = next(row for row in rows if row["id"] == message_id)
         self.messages_reset.emit([row for row in rows if row["id"] < message_id])
-        return self._start_reply(model, replaces=message_id)
+        return self._start_reply(
+            model, replaces=message_id, keep_replaced=target["status"] == "complete"
+        )
 
     def edit(self, message_id: object) -> MessageRow | None:
         """The sent message to put back in the composer (None when there is none).
 
-        In chat mode, sending next replaces it and everything after it; a one-shot
-        question is asked again as a new one.
+        In chat mode, sending next adds the new text as another version of it (the old
+        one and its replies stay a branch); a one-shot question is asked again as a new one.
         """
         if self._session_id is None:
             return None
@@ -363,9 +386,37 @@ class Conversation(QObject):
             self.stop()
             self._edit_from = message["id"]
             self.notice.emit(
-                "Editing: sending replaces this message and everything after it.", 8000
+                "Editing: sending makes a new version of this message; the old one stays "
+                "(‹ › on the message switches).",
+                8000,
             )
         return message
+
+    def show_version(self, message_id: object) -> bool:
+        """Show (and send from now on) the path through this version of a message."""
+        if self._session_id is None or not isinstance(message_id, int):
+            return False
+        if self._reply is not None:
+            self.notice.emit("Wait for the reply to finish, or stop it, to switch versions.", 8000)
+            return False
+        try:
+            path = self.history.select_version(self._session_id, message_id)
+        except HistoryError as exc:
+            self.notice.emit(f"That version could not be shown: {exc}", 0)
+            return False
+        self._edit_from = None
+        self.messages_reset.emit(path)
+        return True
+
+    def fork(self, message_id: object) -> int | None:
+        """A new chat with this chat's path up to `message_id`, its skills and prompt; its id."""
+        if self._session_id is None or not isinstance(message_id, int):
+            return None
+        try:
+            return self.history.fork(self._session_id, message_id)
+        except HistoryError as exc:
+            self.notice.emit(f"The new chat could not be made: {exc}", 0)
+            return None
 
     def save_unsaved(self) -> bool:
         """Save the replies History could not take yet; True when none is left behind.
@@ -451,7 +502,9 @@ class Conversation(QObject):
             )
         return self._system_cache
 
-    def _start_reply(self, model: str | None = None, *, replaces: int | None = None) -> bool:
+    def _start_reply(
+        self, model: str | None = None, *, replaces: int | None = None, keep_replaced: bool = False
+    ) -> bool:
         assert self._session_id is not None
         model = model or self.model
         request = self.next_turn(model, before=replaces)
@@ -465,6 +518,7 @@ class Conversation(QObject):
                 search_cfg=request.search_cfg,
                 skills_cfg=request.skills_cfg,
                 replaces=replaces,
+                keep_replaced=keep_replaced,
                 parent=self,
             )
         except HistoryError as exc:
@@ -520,9 +574,19 @@ class Conversation(QObject):
                 f"The new attempt gave no text ({error or status}); the earlier reply is kept.",
                 0,
             )
-        elif status == "error":
-            self.notice.emit(f"The reply failed: {error}", 8000)
+        else:
+            if status == "error":
+                self.notice.emit(f"The reply failed: {error}", 8000)
+            if reply is not None and reply.adds_version and reply.message_id is not None:
+                self._announce_versions(reply.message_id)
         self.reply_ended.emit(status, error)
+
+    def _announce_versions(self, message_id: int) -> None:
+        """Tell the views how many versions the reply that just ended has (Regenerate adds one)."""
+        path = self.history.messages(self._session_id) if self._session_id is not None else []
+        last = path[-1] if path else None
+        if last is not None and last["id"] == message_id and last["versions"]:
+            self.versions_changed.emit(message_id, last["versions"])
 
     # ------------------------------------------------------------------ history and config
 

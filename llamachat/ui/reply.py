@@ -12,8 +12,10 @@ its view "not saved", and tries again every second until a save goes through
 
 A retry (`replaces`, the id of the reply it answers again) leaves the earlier reply
 in History until the new one has answer text (reasoning alone is not enough): only
-then is the earlier one (and what followed it) deleted and the new row added. An
-attempt that ends with no answer text keeps the earlier reply (`kept_earlier`).
+then is the new row added beside it, as another version of the reply
+(`keep_replaced`, Regenerate) or in its place (a failed or stopped reply: it and
+what followed it are deleted). An attempt that ends with no answer text keeps the
+earlier reply as the one shown (`kept_earlier`).
 
 Errors: the constructor raises `db.HistoryError` when the reply's row cannot be
 added; a later save that fails is reported through `save_failed` and retried.
@@ -64,6 +66,7 @@ class ReplyStream(QObject):
         search_cfg: backend.SearchConfig | None = None,
         skills_cfg: backend.SkillsConfig | None = None,
         replaces: int | None = None,
+        keep_replaced: bool = False,
         parent: QObject | None = None,
     ) -> None:
         # The row first: a reply that cannot be saved leaves no object behind in `parent`.
@@ -81,6 +84,17 @@ class ReplyStream(QObject):
         self.view: MessageView | None = None
         self.kept_earlier = False
         self._replaces = replaces
+        self._keep_replaced = keep_replaced
+        # Regenerate: a reply that ends with text is one more version of the one it retried.
+        self.adds_version = replaces is not None and keep_replaced
+        # A retry's row answers what the replaced reply answered.
+        self._parent_id = (
+            next(
+                (m["parent_id"] for m in history.messages(session_id) if m["id"] == replaces), None
+            )
+            if replaces is not None
+            else None
+        )
         client, wire_model = registry.client_for(model)
         self._worker = StreamWorker(
             client,
@@ -275,13 +289,18 @@ class ReplyStream(QObject):
         usage, timings = self.figures()
         try:
             if self.message_id is None:
-                if self._replaces is not None:
-                    # The new attempt has text: the earlier reply (and what followed) gives way.
-                    self.history.delete_messages_from(self.session_id, self._replaces)
-                    self._replaces = None
+                if self._replaces is not None and not self._keep_replaced:
+                    # The new attempt has text: the failed one (and what followed) gives way.
+                    self.history.delete_branch(self._replaces)
                 self.message_id = self.history.add_message(
-                    self.session_id, "assistant", "", model=self.model, status="streaming"
+                    self.session_id,
+                    "assistant",
+                    "",
+                    model=self.model,
+                    status="streaming",
+                    parent=self._parent_id,
                 )
+                self._replaces = None
                 if self.view is not None:
                     self.view.set_message_id(self.message_id)
             self.history.update_message(

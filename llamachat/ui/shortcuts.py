@@ -58,6 +58,9 @@ SHORTCUTS: tuple[Shortcut, ...] = (
     Shortcut("settings", ("Ctrl+,",), "Open the settings"),
     Shortcut("shortcuts", ("F1",), "Show these shortcuts"),
     Shortcut("quit", ("Ctrl+Q",), "Quit llamachat (closing the window keeps it in the tray)"),
+    # These two act on the message that has the focus (`conversation.MessageView`).
+    Shortcut("previous_version", ("Alt+Left",), "Show the previous version of a message"),
+    Shortcut("next_version", ("Alt+Right",), "Show the next version of a message"),
 )
 """Every shortcut of the chat window, in the order the help lists them."""
 

@@ -159,12 +159,14 @@ class ChatWindow(QMainWindow):
         rule.setFrameShape(QFrame.Shape.HLine)
         rule.setFrameShadow(QFrame.Shadow.Sunken)
 
-        self.conversation = ConversationView()
+        self.conversation = ConversationView(forks=True)
         self.conversation.setAccessibleName("Conversation")
         self.conversation.set_font_size(self.cfg.font_size)
         self.conversation.retry_requested.connect(self.retry)
         self.conversation.regenerate_requested.connect(self.retry)
         self.conversation.edit_requested.connect(self.edit_message)
+        self.conversation.version_requested.connect(self.chat.show_version)
+        self.conversation.fork_requested.connect(self.fork)
 
         self.first_run_panel = first_run.FirstRunPanel()
         self.first_run_panel.settings_requested.connect(self.open_settings)
@@ -332,6 +334,15 @@ class ChatWindow(QMainWindow):
         self._update_title()
         return True
 
+    def fork(self, message_id: object) -> bool:
+        """Open a new chat holding this chat up to `message_id` ("New chat from here")."""
+        new_id = self.chat.fork(message_id)
+        if new_id is None or not self.open_session(new_id):
+            return False
+        self.sidebar.refresh()
+        self.show_status("A new chat from here: the earlier chat is unchanged.")
+        return True
+
     def current_model(self) -> str:
         """The id of the model new replies come from ('' when none is known yet)."""
         return self._model
@@ -454,6 +465,7 @@ class ChatWindow(QMainWindow):
         chat.session_changed.connect(self.session_changed)
         chat.message_added.connect(self._on_message_added)
         chat.messages_reset.connect(self.conversation.load_messages)
+        chat.versions_changed.connect(self.conversation.set_versions)
         chat.reply_started.connect(self._on_reply_started)
         chat.reply_ended.connect(self._on_reply_ended)
         chat.stats.connect(self.meter.update_from_stats)
