@@ -180,8 +180,8 @@ class Models:
                 continue
             if model != entry.get("id") and model not in (entry.get("aliases") or ()):
                 continue
-            meta = entry.get("meta") if isinstance(entry.get("meta"), dict) else {}
-            value = meta.get("n_ctx_train")
+            meta = entry.get("meta")
+            value = meta.get("n_ctx_train") if isinstance(meta, dict) else None
             trained = value if isinstance(value, int) and value > 0 else None
             if n_ctx is None:
                 n_ctx = _listed_ctx(entry)

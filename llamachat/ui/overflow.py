@@ -12,6 +12,8 @@ Errors: none; names from outside (skills, files, models) are shown as plain text
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QPushButton, QVBoxLayout, QWidget
 
@@ -88,9 +90,14 @@ class OverflowPanel(QFrame):
         self.buttons.addStretch(1)
         self.show()
 
-    def _button(self, text: str, slot) -> QPushButton:
+    def _button(self, text: str, slot: Callable[[], object]) -> QPushButton:
         button = QPushButton(text, self)
         button.setAccessibleName(text)
-        button.clicked.connect(lambda: (slot(), self.hide()))
+
+        def clicked() -> None:
+            slot()
+            self.hide()  # the way out was taken (or the notice dismissed)
+
+        button.clicked.connect(clicked)
         self.buttons.addWidget(button)
         return button
