@@ -80,7 +80,7 @@ from PySide6.QtWidgets import (
 )
 
 import llamachat
-from llamachat import __version__, backend, cli, context, qt_platform, skills, turn
+from llamachat import __version__, backend, cli, config, context, qt_platform, skills, tools, turn
 from llamachat.__main__ import _act, find_router, load_or_create_config, main
 from llamachat.backend import Client, ServerError
 from llamachat.config import Config, ProviderConfig
@@ -88,6 +88,7 @@ from llamachat.db import MIGRATIONS, History, HistoryError, HistoryUnavailable
 from llamachat.dev import bench_skills
 from llamachat.dev.bench_render import sample_tokens
 from llamachat.dev.scripted_router import Model, Reply, ScriptedRouter, ToolCall
+from llamachat.dev.skill_corpus import CORPUS
 from llamachat.models import ModelInfo, Models
 from llamachat.prompts import DEFAULT_NAME, DEFAULT_TEXT, PromptError, Prompts
 from llamachat.server import (
@@ -109,6 +110,7 @@ from llamachat.server import (
 )
 from llamachat.skills import SkillStore, system_part
 from llamachat.ui import ChatWindow, controller, instance, tasks, theme
+from llamachat.ui import chips as skills_chips
 from llamachat.ui.app import CONFIGURED, READY, ExceptionHook
 from llamachat.ui.composer import AttachmentError, file_attachment
 from llamachat.ui.conversation import open_link
@@ -168,6 +170,7 @@ from llamachat.dev.pytest_plugin import (
     _click_session,
     _clock_tool,
     _combo_ids,
+    _completions,
     _config_error,
     _fake_pyside,
     _fake_server,
@@ -198,6 +201,7 @@ from llamachat.dev.pytest_plugin import (
     _models_router,
     _oneshots,
     _outside_text_places,
+    _pdf_skill,
     _png,
     _problem_for,
     _put_skill,
@@ -1343,13 +1347,17 @@ class TestTurn:
     def test_turn_parse_question_takes_commands_then_mentions_of_known_skills(
         self, tmp_path
     ) -> None:
-        """`/name` commands leave the text, mentions stay in it; unknown names are left alone."""
+        """`/name` commands leave the text, mentions stay in it; unknown names are left alone.
+
+        A one-word mention is only suggested, unless mentions are on for that skill."""
 
         store = _turn_store(tmp_path)
         question = turn.parse_question("/zeta compare with alpha and /nope", store)
         assert question == turn.Question(
-            "compare with alpha and /nope", ("zeta", "alpha"), ("zeta",)
+            "compare with alpha and /nope", ("zeta",), ("zeta",), ("alpha",)
         )
+        question = turn.parse_question("/zeta compare with alpha", store, always=["alpha"])
+        assert question == turn.Question("compare with alpha", ("zeta", "alpha"), ("zeta",))
         assert turn.parse_question("/zeta hi", None) == turn.Question("/zeta hi")
 
     def test_turn_pick_model_prefers_configured_then_loaded_then_first_listed(self) -> None:
@@ -1891,11 +1899,10 @@ class TestSkills:
             _put_skill(root, "no-description", "---\nname: no-description\n---\nBody\n"): (
                 "description"
             ),
-            _put_skill(root, "no-name", "---\ndescription: Nameless.\n---\nBody\n"): "`name:`",
-            _put_skill(root, "bad-yaml", _skill_md("bad-yaml", "[never closed")): "YAML",
-            _put_skill(root, "mismatch", _skill_md("other-name")): "`name: other-name`",
+            _put_skill(
+                root, "bad-yaml", _skill_md("bad-yaml", extra="metadata:\n  a: 1\n b: 2\n")
+            ): "YAML",
             _put_skill(root, "Bad_Slug", _skill_md("Bad_Slug")): "not a valid skill name",
-            _put_skill(root, "too-long", _skill_md("too-long", "x" * 1025)): "1025",
             _put_skill(
                 root, "unclosed", "---\nname: unclosed\ndescription: Open.\n"
             ): "never closed",
@@ -1905,9 +1912,27 @@ class TestSkills:
             dangling: "does not exist",
         }
 
+        # Loaded all the same, with a warning saying what to fix (lenient as other harnesses).
+        warned = {
+            _put_skill(root, "no-name", "---\ndescription: Nameless.\n---\nBody\n"): "`name:`",
+            _put_skill(root, "mismatch", _skill_md("other-name")): "`name: other-name`",
+            _put_skill(root, "too-long", _skill_md("too-long", "x" * 1025)): "1025",
+        }
+
         store = skills.SkillStore(root)
 
-        assert store.names() == ["good-one", "good-two", "huge", "undecodable"]
+        assert store.names() == [
+            "good-one",
+            "good-two",
+            "huge",
+            "no-name",
+            "other-name",
+            "too-long",
+            "undecodable",
+        ]
+        for path, word in warned.items():
+            assert not _problem_for(store, path).skipped
+            assert word in _problem_for(store, path).message
         assert store.load("good-one").text == "One."
         assert store.load("good-two").text == "Two."
         assert store.load("undecodable").description == "Bad \ufffd byte."
@@ -1979,7 +2004,9 @@ class TestSkills:
         if not valid:
             assert "not a valid skill name" in _problem_for(store, path).message
 
-    def test_skills_description_must_hold_1_to_1024_characters(self, tmp_path: Path) -> None:
+    def test_skills_description_must_hold_text_and_over_1024_characters_is_a_warning(
+        self, tmp_path: Path
+    ) -> None:
 
         root = tmp_path / "skills"
         _put_skill(root, "longest", _skill_md("longest", "d" * 1024))
@@ -1989,9 +2016,11 @@ class TestSkills:
 
         store = skills.SkillStore(root)
 
-        assert store.names() == ["longest"]
+        assert store.names() == ["longest", "too-long"]
         assert len(store.load("longest").description) == 1024
+        assert len(store.load("too-long").description) == 1025
         assert "1025" in _problem_for(store, too_long).message
+        assert not _problem_for(store, too_long).skipped
         assert "no `description:`" in _problem_for(store, empty).message
         assert "not text" in _problem_for(store, number).message
 
@@ -2118,7 +2147,7 @@ class TestSkills:
         enum = store.tool_schema()["function"]["parameters"]["properties"]["name"]["enum"]
         assert len(enum) == total
 
-    def test_skills_tool_message_names_the_folder_and_the_files_the_body_refers_to(
+    def test_skills_tool_message_names_the_folder_and_the_files_in_it(
         self,
         tmp_path: Path,
     ) -> None:
@@ -2144,7 +2173,7 @@ class TestSkills:
         assert header.splitlines() == [
             "[skill: tools]",
             f"Folder: {folder} (relative paths below are inside it)",
-            "Files it refers to: scripts/run.sh, reference.md, assets/",
+            "Files in its folder, read with read_skill_file: reference.md, scripts/run.sh",
         ]
         assert rest == body.strip()
 
@@ -2502,6 +2531,530 @@ class TestSkills:
             "tool_schema",
         }
         assert result["catalog_chars"] > 0
+
+
+class TestSkillsFirstTime:
+    """Skills that work the first time (issue 16): discovery, resources, lenient parsing,
+    shadowing, precise mentions, the `/` completer and loading twice."""
+
+    # ---------------------------------------------------------------- 1. discovery
+
+    @offscreen_popup
+    def test_first_time_a_skills_folder_made_after_start_up_reaches_panel_and_completer(
+        self, chat_window, router, qtbot, tmp_path: Path
+    ) -> None:
+        """Not even ~/.agents exists at start: the nearest existing parent is watched, so a
+        skill created later, then edited and deleted, shows in the panel and the `/` list
+        within 2 s, without a restart."""
+
+        home = Path.home()  # the test's own, where ~/.agents does not exist
+        root = home / ".agents" / "skills"
+        assert not root.parent.exists()
+        window, _history = chat_window(skills_dir=root)
+        panel = window.skills.open_panel()
+        assert panel is not None and panel.skill_names() == []
+        assert str(home) in window.skills._watcher.watched()
+
+        _write_skill(root, "gardening", _skill_md("gardening", "When to plant what."))
+        qtbot.waitUntil(lambda: "gardening" in _completions(window), timeout=2000)
+        qtbot.waitUntil(lambda: panel.skill_names() == ["gardening"], timeout=2000)
+        (root / "gardening" / "SKILL.md").write_text(
+            _skill_md("gardening", "Edited."), encoding="utf-8"
+        )
+        qtbot.waitUntil(lambda: panel.rows()[0][1] == "Edited.", timeout=2000)
+        shutil.rmtree(root / "gardening")
+        qtbot.waitUntil(lambda: panel.skill_names() == [], timeout=2000)
+        qtbot.waitUntil(lambda: "gardening" not in _completions(window), timeout=2000)
+
+    def test_first_time_refresh_in_the_panel_reads_the_folders_at_once(
+        self, qtbot, tmp_path: Path
+    ) -> None:
+        """Refresh re-reads the folders there and then, without waiting for the watcher."""
+
+        root = tmp_path / "skills"
+        _put_skill(root, "alpha", _skill_md("alpha"))
+        panel = SkillsPanel(SkillStore(root), list, import_dir=root)
+        qtbot.addWidget(panel)
+        _put_skill(root, "beta", _skill_md("beta"))
+        assert panel.skill_names() == ["alpha"]
+        qtbot.mouseClick(panel.refresh_button, Qt.MouseButton.LeftButton)
+        assert panel.skill_names() == ["alpha", "beta"]
+
+    # ---------------------------------------------------------------- 2. resources
+
+    def test_first_time_read_skill_file_reads_text_inside_the_folder_only(
+        self, tmp_path: Path
+    ) -> None:
+        """Relative paths only, resolved (symlinks too) and kept inside the folder; text only;
+        the 256 KB cap said in the result; a miss answered with the closest paths."""
+
+        folder = _pdf_skill(tmp_path / "skills")
+        (tmp_path / "secret.txt").write_text("secret\n")
+        (folder / "out.md").symlink_to(tmp_path / "secret.txt")
+        (folder / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0")
+        (folder / "latin1.txt").write_bytes("caf\xe9\n".encode("latin-1"))
+        (folder / "big.md").write_text("x" * (skills.FILE_MAX + 10))
+        os.mkfifo(folder / "pipe")
+        skill = SkillStore(tmp_path / "skills").load("pdf")
+
+        text, summary = skills.read_skill_file(skill, "forms.md")
+        assert text.startswith("[pdf/forms.md: 44 bytes, whole (files over 256 KB are cut)]\n\n")
+        assert text.endswith("Field names are in the form's XFA.\n")
+        assert summary == "pdf/forms.md, 44 bytes"
+        assert skills.read_skill_file(skill, "./scripts/fill.py")[0].endswith("print('filled')\n")
+        big, big_summary = skills.read_skill_file(skill, "big.md")
+        assert "cut at 256 KB" in big.splitlines()[0] and big_summary.endswith("cut at 256 KB")
+        assert len(big) < skills.FILE_MAX + 200
+        refused = {
+            "/etc/hostname": "relative",
+            "../secret.txt": "outside",
+            "scripts/../../secret.txt": "outside",
+            "out.md": "outside",
+            "logo.png": "not a text file",
+            "latin1.txt": "not UTF-8",
+            "pipe": "not a regular file",
+            "scripts": "scripts/fill.py",
+            "": "relative",
+        }
+        for path, words in refused.items():
+            with pytest.raises(skills.SkillFileError, match=re.escape(words)):
+                skills.read_skill_file(skill, path)
+        with pytest.raises(skills.SkillFileError) as missed:
+            skills.read_skill_file(skill, "form.md")
+        assert "Closest existing files: forms.md" in str(missed.value)
+        with pytest.raises(skills.SkillFileError, match="scripts/fill.py"):
+            skills.read_skill_file(skill, "fill.py")
+
+    def test_first_time_loaded_skill_text_names_its_files_and_the_tool(
+        self, tmp_path: Path
+    ) -> None:
+        """The model is told which files the folder holds, in the system message and in the
+        load_skill result; dot-files and links out of the folder are left out."""
+
+        folder = _pdf_skill(tmp_path / "skills")
+        (folder / ".hidden").write_text("x")
+        (tmp_path / "outside.md").write_text("x")
+        (folder / "link.md").symlink_to(tmp_path / "outside.md")
+        skill = SkillStore(tmp_path / "skills").load("pdf")
+
+        assert skills.resource_files(skill) == ["forms.md", "scripts/fill.py"]
+        line = "Files in its folder, read with read_skill_file: forms.md, scripts/fill.py"
+        assert system_part(skill).splitlines()[:2] == ["[skill: pdf]", line]
+        assert line in skills.tool_message("c1", skill)["content"].splitlines()
+
+    def test_first_time_read_skill_file_is_offered_once_a_skill_with_files_is_loaded(
+        self, router, tmp_path: Path
+    ) -> None:
+        """Not offered before; offered in the round after load_skill loads a skill with
+        files; its call is answered with the file and a tool_done event for the window."""
+
+        root = tmp_path / "skills"
+        _pdf_skill(root)
+        _put_skill(root, "plain", _skill_md("plain"))
+        store = SkillStore(root)
+        router.script(
+            Reply(tool_calls=[ToolCall("load_skill", '{"name": "pdf"}', id="k1")]),
+            Reply(
+                tool_calls=[
+                    ToolCall("read_skill_file", '{"skill": "pdf", "path": "forms.md"}', id="r1")
+                ]
+            ),
+            Reply(content="The fields are in the XFA."),
+        )
+        cfg = backend.SkillsConfig(enabled=True, store=store, max_searches=2)
+        events = _ask(router.url, {"messages": _user(), "skills": cfg})
+
+        first, second, third = (r.json for r in router.chat_requests())
+        assert [t["function"]["name"] for t in first["tools"]] == ["load_skill"]
+        assert [t["function"]["name"] for t in second["tools"]] == ["load_skill", "read_skill_file"]
+        assert second["tools"][1]["function"]["parameters"]["properties"]["skill"]["enum"] == [
+            "pdf"
+        ]
+        result = third["messages"][-1]
+        assert result["tool_call_id"] == "r1"
+        assert "Field names are in the form's XFA." in result["content"]
+        done = [value for kind, value in events if kind == "tool_done"]
+        assert done == [
+            {
+                "title": "Read skill file",
+                "query": "pdf/forms.md, 44 bytes",
+                "results": [],
+                "error": "",
+            }
+        ]
+        # Loaded in the system message already: offered from the first round; a skill
+        # without files offers nothing to read.
+        _offer, _rounds = tools.offered(None, turn.skills_config(Config(), store, loaded=["pdf"]))
+        assert [t.name for t in _offer if t.schema] == ["load_skill", "read_skill_file"]
+        _offer, _rounds = tools.offered(None, turn.skills_config(Config(), store, loaded=["plain"]))
+        assert [t.name for t in _offer if t.schema] == ["load_skill"]
+
+    def test_first_time_read_skill_file_refuses_skills_not_loaded_as_a_result(
+        self, tmp_path: Path
+    ) -> None:
+        """A call for a skill that is not loaded, or with bad arguments, is a result the
+        model reads, never an exception."""
+
+        store = SkillStore(_pdf_skill(tmp_path / "skills").parent)
+        offer, _rounds = tools.offered(None, turn.skills_config(Config(), store, loaded=["pdf"]))
+        _announced, result = tools.answer(offer, "read_skill_file", '{"skill": "x", "path": "a"}')
+        assert result.text == (
+            "error: the skill x is not loaded; files can be read from the loaded skills only (pdf)."
+        )
+        _announced, result = tools.answer(offer, "read_skill_file", '{"path": 3}')
+        assert result.text.startswith("error: give the skill's name and a relative path")
+        _announced, result = tools.answer(
+            offer, "read_skill_file", '{"skill": "pdf", "path": "../../etc/passwd"}'
+        )
+        assert "outside the pdf folder" in result.text
+        assert result.events[0][1]["error"] and result.events[0][1]["query"].startswith("pdf/")
+
+    @offscreen_popup
+    def test_first_time_window_shows_the_file_read_like_a_search(
+        self, chat_window, router, qtbot, tmp_path: Path
+    ) -> None:
+        """The model loads pdf, reads forms.md and answers: the reply shows the read, as a
+        search is shown, with the file and its size."""
+
+        _pdf_skill(tmp_path / "skills")
+        window, _history = chat_window()
+        router.script(
+            Reply(tool_calls=[ToolCall("load_skill", '{"name": "pdf"}')]),
+            Reply(tool_calls=[ToolCall("read_skill_file", '{"skill": "pdf", "path": "forms.md"}')]),
+            Reply(content="Done."),
+        )
+        _send(qtbot, window, "fill my tax form")
+        assert window.loaded_skills() == ["pdf"]
+        label = _by_name(window.conversation, QLabel, "Read skill file")
+        assert label.text() == "<b>Read skill file:</b> pdf/forms.md, 44 bytes"
+        assert label.textFormat() == Qt.TextFormat.RichText
+
+    # ---------------------------------------------------------------- 3. lenient parsing
+
+    def test_first_time_every_skill_of_the_published_shapes_loads_with_its_description(
+        self, tmp_path: Path
+    ) -> None:
+        """A corpus of SKILL.md files in the shapes public collections use: every one loads,
+        with its whole description; what breaks a rule is a warning, never a skip."""
+
+        root = tmp_path / "skills"
+        for entry in CORPUS:
+            _put_skill(root, entry.folder, entry.text.encode("utf-8"))
+
+        store = SkillStore(root)
+
+        assert store.names() == sorted(entry.name for entry in CORPUS)
+        for entry in CORPUS:
+            skill = store.load(entry.name)
+            assert skill is not None, entry.name
+            assert skill.description == entry.description, entry.name
+        assert [problem for problem in store.problems() if problem.skipped] == []
+        long = next(entry for entry in CORPUS if len(entry.description) > skills.DESCRIPTION_MAX)
+        line = next(x for x in store.directory().splitlines() if x.startswith(f"- {long.name}:"))
+        assert len(line) < skills.CATALOG_DESCRIPTION_CHARS + 40
+
+    def test_first_time_lenient_parsing_warns_with_the_path_and_the_fix(
+        self, tmp_path: Path
+    ) -> None:
+        """Over-long descriptions, unquoted `: `, unreadable flow values and a name unlike its
+        folder load with a warning; no usable name or description is still an error."""
+
+        root = tmp_path / "skills"
+        long = _put_skill(root, "long", _skill_md("long", "word " * 300))
+        colon = _put_skill(
+            root, "colon", "---\nname: colon\ndescription: Use when: a colon\n  and: more\n---\n"
+        )
+        flow = _put_skill(root, "flow", _skill_md("flow", "[never closed"))
+        renamed = _put_skill(root, "folder-name", _skill_md("front-name"))
+        invalid = _put_skill(root, "fallback", _skill_md("Fall Back"))
+        hopeless = _put_skill(root, "Bad Folder", _skill_md("Also Bad"))
+        nothing = _put_skill(root, "nothing", "---\nname: nothing\n---\n")
+
+        store = SkillStore(root)
+
+        assert store.names() == ["colon", "fallback", "flow", "front-name", "long"]
+        assert store.load("colon").description == "Use when: a colon and: more"
+        assert store.load("flow").description == "[never closed"
+        assert len(store.load("long").description) == len(("word " * 300).strip())
+        expected = {
+            long: "1499 characters",
+            colon: "it was read as text, but put the value in quotes",
+            flow: "`description:`",
+            renamed: "loads as front-name. Rename the folder to `front-name`",
+            invalid: "loads under its folder's name, fallback. Set `name: fallback`",
+        }
+        for path, words in expected.items():
+            problem = _problem_for(store, path)
+            assert not problem.skipped and words in problem.message, problem
+        assert _problem_for(store, hopeless).skipped
+        assert "no usable name" in _problem_for(store, hopeless).message
+        assert _problem_for(store, nothing).skipped
+
+    def test_first_time_panel_shows_errors_and_warnings_and_the_whole_description(
+        self, qtbot, tmp_path: Path
+    ) -> None:
+        """The panel says which problems kept a skill out (errors) and which did not
+        (warnings), each with its path; a long description is whole there."""
+
+        root = tmp_path / "skills"
+        long = _put_skill(root, "long", _skill_md("long", "word " * 300))
+        broken = _put_skill(root, "broken", "no frontmatter\n")
+        panel = SkillsPanel(SkillStore(root), list, import_dir=root)
+        qtbot.addWidget(panel)
+
+        assert panel.rows()[0][1] == ("word " * 300).strip()
+        texts = panel.problem_texts()
+        assert f"Error, not loaded: {broken}: does not start with frontmatter" in texts[0]
+        assert texts[1].startswith(f"Warning, loaded: {long}: has a description of 1499")
+        assert panel.problems_label.text() == "Problems (1 error, 1 warning)"
+
+    # ---------------------------------------------------------------- 4. shadowing
+
+    def test_first_time_panel_shows_which_folder_wins_and_which_copy_is_hidden(
+        self, qtbot, tmp_path: Path
+    ) -> None:
+
+        first, second = tmp_path / "agents", tmp_path / "claude"
+        _put_skill(first, "dup", _skill_md("dup", "From the first folder."))
+        hidden = _put_skill(second, "dup", _skill_md("dup", "From the second folder."))
+        store = SkillStore([first, second])
+        assert store.hidden() == {"dup": [hidden]}
+        panel = SkillsPanel(store, list, import_dir=first)
+        qtbot.addWidget(panel)
+
+        assert panel.rows() == [
+            ["dup", "From the first folder.", str(first), f"wins over {second}", ""],
+            ["dup", "(hidden copy)", str(second), f"hidden by {first}", ""],
+        ]
+        assert panel.skill_names() == ["dup"]
+        panel.tree.setCurrentItem(panel.tree.topLevelItem(1))
+        assert not panel.load_button.isEnabled()
+
+    # ---------------------------------------------------------------- 5. mentions
+
+    def test_first_time_mention_rule_loads_only_unambiguous_names(self, tmp_path: Path) -> None:
+        """A hyphenated name as written loads; a one-word name, or another case, is only
+        suggested, unless mentions are on for that skill."""
+
+        root = tmp_path / "skills"
+        for name in ("pdf", "pdf-tools", "zeta"):
+            _put_skill(root, name, _skill_md(name))
+        store = SkillStore(root)
+
+        assert store.mentions("What does PDF stand for?") == ([], ["pdf"])
+        assert store.mentions("use pdf-tools and zeta") == (["pdf-tools"], ["zeta"])
+        assert store.mentions("use PDF-Tools") == ([], ["pdf-tools"])
+        assert store.mentions("what does pdf mean", always=["pdf"]) == (["pdf"], [])
+        assert store.mentions("nothing here") == ([], [])
+
+    @offscreen_popup
+    def test_first_time_a_common_word_mention_is_a_one_click_suggestion(
+        self, chat_window, router, qtbot, tmp_path: Path
+    ) -> None:
+        """ "What does PDF stand for?" is sent without the skill; a chip offers it with its
+        cost; one click loads it, one click on its chip unloads it."""
+
+        _pdf_skill(tmp_path / "skills")
+        window, history = chat_window()
+        _send(qtbot, window, "What does PDF stand for?")
+        assert window.loaded_skills() == []
+        assert "[skill:" not in router.chat_requests()[-1].json["messages"][0]["content"]
+        assert window.skill_suggestions.names() == ["pdf"]
+        chip = _by_name(window, QPushButton, "Load skill pdf")
+        tokens = skills_chips.skill_tokens(window.chat.store.load("pdf"))
+        assert tokens > 10 and chip.text() == f"Load pdf? ~{tokens:,} tokens"
+
+        qtbot.mouseClick(chip, Qt.MouseButton.LeftButton)
+        assert window.loaded_skills() == ["pdf"]
+        assert history.get_session(window.session_id)["skills"] == ["pdf"]
+        assert not window.skill_suggestions.isVisible()
+        assert f"Loaded skill pdf (~{tokens:,} tokens)" in window.statusBar().currentMessage()
+        unload = _by_name(window, QPushButton, "Unload skill pdf")
+        assert f"~{tokens:,} tokens" in unload.toolTip()
+        qtbot.mouseClick(unload, Qt.MouseButton.LeftButton)
+        assert window.loaded_skills() == []
+
+        _send(qtbot, window, "and finance-cli?")
+        assert window.loaded_skills() == ["finance-cli"]
+        assert not window.skill_suggestions.isVisible()
+        _send(qtbot, window, "a pdf again")
+        assert window.skill_suggestions.isVisible()
+        window.new_session()
+        assert not window.skill_suggestions.isVisible()
+
+    @offscreen_dialogs
+    def test_first_time_load_when_mentioned_is_saved_and_then_loads_at_once(
+        self, chat_window, router, qtbot, tmp_path: Path
+    ) -> None:
+        """The panel's "Load when mentioned" writes skill_mentions to config.toml; after it a
+        one-word mention loads the skill."""
+
+        path = tmp_path / "config.toml"
+        config.update_file(path, {"skills_dir": str(tmp_path / "skills")})
+        window, _history = chat_window(path=path)
+        panel = window.skills.open_panel()
+        panel.tree.setCurrentItem(panel.tree.topLevelItem(1))
+        assert panel.skill_names()[1] == "weather"
+        qtbot.mouseClick(panel.mention_button, Qt.MouseButton.LeftButton)
+        assert window.app.config.skill_mentions == ("weather",)
+        saved = tomllib.loads(window.app.file_config.path.read_text(encoding="utf-8"))
+        assert saved["skill_mentions"] == ["weather"]
+        assert "loads when mentioned" in panel.rows()[1][3]
+        panel.close()
+        _send(qtbot, window, "what is the weather tomorrow")
+        assert window.loaded_skills() == ["weather"]
+
+    @quick_offscreen
+    def test_first_time_quick_window_and_ask_print_say_a_mention_was_not_loaded(
+        self, quick, router, qtbot, tmp_path: Path
+    ) -> None:
+        """Where no chip can be clicked, the one-word mention is named with the `/name` that
+        loads it: in the quick window's notice, and on ask --print's stderr."""
+
+        window, _history = quick(default_model="test-model")
+        window.present()
+        router.script(Reply(content=["Sunny."]))
+        _quick_ask(qtbot, window, "is the weather nice")
+        assert router.chat_requests()[-1].json["messages"][0]["role"] == "system"
+        assert "[skill:" not in router.chat_requests()[-1].json["messages"][0]["content"]
+        assert window.notice.text() == (
+            "Mentioned, not loaded: skill weather (add /weather to the question to use it)."
+        )
+
+        done = _llamachat(_quick_config_file(tmp_path, router.url), "ask", "--print", "weather?")
+        assert done.returncode == 0, done.stderr
+        assert "mentioned, not loaded: skill weather (add /weather to load it)" in done.stderr
+        assert "[skill:" not in router.chat_requests()[-1].json["messages"][0]["content"]
+
+    # ---------------------------------------------------------------- 6. the `/` completer
+
+    @offscreen_popup
+    def test_first_time_completer_is_as_wide_as_the_box_and_esc_closes_it(
+        self, chat_window, router, qtbot
+    ) -> None:
+
+        window, _history = chat_window()
+        # Narrower than the offscreen screen (800 px), which caps a popup's width.
+        window.resize(700, 600)
+        editor = _by_name(window, QPlainTextEdit, "Message")
+        popup = window.composer.completer.popup()
+        qtbot.keyClicks(editor, "/")
+        qtbot.waitUntil(popup.isVisible, timeout=2000)
+        assert popup.width() == editor.width()
+        assert (
+            popup.mapToGlobal(popup.rect().topLeft()).x()
+            == editor.mapToGlobal(editor.rect().topLeft()).x()
+        )
+        qtbot.keyClick(editor, Qt.Key.Key_Escape)
+        assert not popup.isVisible()
+        assert window.composer.text() == "/"
+
+    @offscreen_popup
+    def test_first_time_a_whole_slash_name_and_one_enter_loads_it(
+        self, chat_window, router, qtbot, tmp_path: Path
+    ) -> None:
+        """`/weather` typed out, one Enter: loaded, nothing sent, the box empty. A partial
+        name and Enter completes it first, as before."""
+
+        window, _history = chat_window()
+        editor = _by_name(window, QPlainTextEdit, "Message")
+        popup = window.composer.completer.popup()
+        qtbot.keyClicks(editor, "/weather")
+        qtbot.waitUntil(popup.isVisible, timeout=2000)
+        qtbot.keyClick(popup, Qt.Key.Key_Return)
+        assert window.loaded_skills() == ["weather"]
+        assert window.composer.text() == ""
+        assert router.chat_requests() == []
+
+        qtbot.keyClicks(editor, "/fin")
+        qtbot.waitUntil(popup.isVisible, timeout=2000)
+        qtbot.keyClick(popup, Qt.Key.Key_Return)
+        assert window.composer.text() == "/finance-cli "
+        assert window.loaded_skills() == ["weather"]
+
+        # A whole name that begins a longer one: the name picked with the arrows wins.
+        _write_skill(tmp_path / "skills", "weather-alerts", _skill_md("weather-alerts"))
+        window.composer.clear()
+        window.skills.refresh_names()
+        qtbot.keyClicks(editor, "/weather")
+        qtbot.waitUntil(popup.isVisible, timeout=2000)
+        qtbot.keyClick(popup, Qt.Key.Key_Down)
+        qtbot.keyClick(popup, Qt.Key.Key_Return)
+        assert window.composer.text() == "/weather-alerts "
+
+    @offscreen_dialogs
+    @offscreen_popup
+    def test_first_time_slash_skills_opens_the_panel_where_enter_loads_nothing(
+        self, chat_window, router, qtbot
+    ) -> None:
+
+        window, _history = chat_window()
+        assert "skills" in _completions(window)
+        editor = _by_name(window, QPlainTextEdit, "Message")
+        qtbot.keyClicks(editor, "/skills")
+        qtbot.keyClick(window.composer.completer.popup(), Qt.Key.Key_Return)
+        panel = window.skills._panel
+        assert panel is not None and panel.isVisible()
+        panel.tree.setFocus()
+        panel.tree.setCurrentItem(panel.tree.topLevelItem(0))
+        qtbot.keyClick(panel.tree, Qt.Key.Key_Return)
+        assert window.loaded_skills() == []
+        assert panel.isVisible()
+
+    # ---------------------------------------------------------------- 7. loading twice
+
+    def test_first_time_loading_twice_answers_already_loaded_without_a_second_copy(
+        self, router, tmp_path: Path
+    ) -> None:
+        """A skill in the system message, or one loaded earlier in the turn, is answered
+        "already loaded" and its text is not sent again."""
+
+        store = _skill_store(tmp_path)
+        router.script(
+            Reply(tool_calls=[ToolCall("load_skill", '{"name": "finance-cli"}', id="a")]),
+            Reply(content="ok"),
+            Reply(tool_calls=[ToolCall("load_skill", '{"name": "finance-cli"}', id="b")]),
+            Reply(tool_calls=[ToolCall("load_skill", '{"name": "finance-cli"}', id="c")]),
+            Reply(content="ok"),
+        )
+        loaded = backend.SkillsConfig(
+            enabled=True, store=store, max_searches=2, loaded=("finance-cli",)
+        )
+        events = _ask(router.url, {"messages": _user(), "skills": loaded})
+        assert ("skill_loaded", "finance-cli") not in events
+        answer = router.chat_requests()[1].json["messages"][-1]["content"]
+        assert answer.startswith("The skill finance-cli is already loaded")
+        assert "Run `finance auth test` first." not in answer
+
+        fresh = backend.SkillsConfig(enabled=True, store=store, max_searches=2)
+        events = _ask(router.url, {"messages": _user(), "skills": fresh})
+        assert events.count(("skill_loaded", "finance-cli")) == 1
+        convo = router.chat_requests()[-1].json["messages"]
+        results = [m["content"] for m in convo if m["role"] == "tool"]
+        assert "Run `finance auth test` first." in results[0]
+        assert results[1].startswith("The skill finance-cli is already loaded")
+
+    @offscreen_popup
+    def test_first_time_a_loaded_skill_deleted_from_disk_is_listed_as_missing(
+        self, chat_window, router, qtbot, tmp_path: Path
+    ) -> None:
+
+        window, _history = chat_window()
+        _send(qtbot, window, "/weather hi")
+        shutil.rmtree(tmp_path / "skills" / "weather")
+        panel = window.skills.open_panel()
+        panel.refresh()
+        assert panel.rows()[-1] == [
+            "weather",
+            "Deleted from disk: the model no longer gets it.",
+            "",
+            "missing",
+            "loaded",
+        ]
+        qtbot.waitUntil(lambda: window.skill_chips.missing() == ["weather"], timeout=2000)
+        panel.tree.setCurrentItem(panel.tree.topLevelItem(panel.tree.topLevelItemCount() - 1))
+        qtbot.mouseClick(panel.unload_button, Qt.MouseButton.LeftButton)
+        assert window.loaded_skills() == []
 
 
 class TestScriptedRouter:
@@ -5561,7 +6114,7 @@ class TestFaults:
         broken = [
             _put_skill(root, "no-frontmatter", "# Just markdown\n"),
             _put_skill(root, "no-name", "---\ndescription: Nameless.\n---\nBody\n"),
-            _put_skill(root, "bad-yaml", _skill_md("bad-yaml", "[never closed")),
+            _put_skill(root, "bad-yaml", _skill_md("bad-yaml", extra="metadata:\n  a: 1\n b: 2\n")),
             _put_skill(root, "mismatch", _skill_md("other-name")),
             _put_skill(root, "Bad_Slug", _skill_md("Bad_Slug")),
             _put_skill(root, "unclosed", "---\nname: unclosed\ndescription: Open.\n"),
@@ -5592,7 +6145,8 @@ class TestFaults:
 
         panel = SkillsPanel(skills.SkillStore(root), window.loaded_skills, import_dir=root)
         qtbot.addWidget(panel)
-        assert sorted(panel.skill_names()) == ["good-one", "huge"]
+        # Without a name, and with a name its folder does not have: loaded, with a warning.
+        assert sorted(panel.skill_names()) == ["good-one", "huge", "no-name", "other-name"]
         problems = "\n".join(panel.problem_texts())
         for path in broken:
             assert str(path) in problems, path
@@ -7202,18 +7756,19 @@ class TestChatWindow:
     def test_window_slash_command_stripped_and_mention_loads_skill(
         self, chat_window, router, qtbot
     ) -> None:
-        """`/name` inside a message is stripped; a skill named as a word loads and stays in the text."""
+        """`/name` inside a message is stripped; a hyphenated skill named as a word loads and
+        stays in the text."""
         window, _history = chat_window()
-        _send(qtbot, window, "/finance-cli what is my balance")
-        assert window.loaded_skills() == ["finance-cli"]
-        assert router.chat_requests()[-1].json["messages"][-1]["content"] == "what is my balance"
+        _send(qtbot, window, "/weather will it rain")
+        assert window.loaded_skills() == ["weather"]
+        assert router.chat_requests()[-1].json["messages"][-1]["content"] == "will it rain"
 
-        _send(qtbot, window, "and the weather tomorrow?")
-        assert window.loaded_skills() == ["finance-cli", "weather"]
+        _send(qtbot, window, "and what does finance-cli say of my balance?")
+        assert window.loaded_skills() == ["weather", "finance-cli"]
         sent = router.chat_requests()[-1].json["messages"]
-        assert sent[-1]["content"] == "and the weather tomorrow?"
+        assert sent[-1]["content"] == "and what does finance-cli say of my balance?"
         system = sent[0]["content"]
-        assert system.index("[skill: finance-cli]") < system.index("[skill: weather]")
+        assert system.index("[skill: weather]") < system.index("[skill: finance-cli]")
 
     @offscreen_popup
     def test_window_unknown_slash_word_is_sent_as_text(self, chat_window, router, qtbot) -> None:
@@ -8551,7 +9106,7 @@ class TestWindowChrome:
                 for row in range(completions.rowCount())
             ]
 
-        assert offered() == ["finance-cli", "weather"]
+        assert offered() == ["finance-cli", "skills", "weather"]
         panel = window.skills.open_panel()
         _write_skill(
             tmp_path / "skills",

@@ -2,13 +2,15 @@
 
 `Client.stream_chat()` is a generator of `(kind, piece)` events: `reasoning` and
 `content` deltas, the events its tools hand the window (`search_start` / `search_done`
-around each web search, `skill_loaded` for each skill the model loads), `progress` while
-llama.cpp reads the prompt (its `prompt_progress`: total, cache, processed, time_ms, when
-the request asks `return_progress`), `timings` whenever a chunk carries the figures so far
-(`timings_per_token`), and one final `stats` event. With tools on (`tools.Tool`, looked up by name) it runs the tool loop: up
-to a round cap, rounds offer the tools; a round that ends in tool calls gets every call
-answered (failures included, as tool results the model reads, `tools.answer`) and the
-request is sent again; one final round offers no tools, so the model answers.
+around each web search, `skill_loaded` for each skill the model loads, `tool_done` for
+each skill file it reads), `progress` while llama.cpp reads the prompt (its
+`prompt_progress`: total, cache, processed, time_ms, when the request asks
+`return_progress`), `timings` whenever a chunk carries the figures so far
+(`timings_per_token`), and one final `stats` event. With tools on (`tools.Tool`,
+looked up by name) it runs the tool loop: up to a round cap, rounds offer the tools (a
+tool with an empty schema sits a round out); a round that ends in tool calls gets every
+call answered (failures included, as tool results the model reads, `tools.answer`) and
+the request is sent again; one final round offers no tools, so the model answers.
 
 Exceptions, raised by `Client` methods and by the `stream_chat` generator:
 
@@ -174,6 +176,9 @@ class SkillsConfig:
     enabled: bool = False
     store: skills.SkillStore | None = None
     max_searches: int = 2
+    # The skills already in the conversation: load_skill answers "already loaded" for
+    # them, and read_skill_file reads their files.
+    loaded: tuple[str, ...] = ()
     # The catalog's budget in characters (a share of the model's context); None: uncapped.
     catalog_chars: int | None = None
 
@@ -716,12 +721,13 @@ class Client:
         convo = [dict(m) for m in messages]
         if any(t.name == search.TOOL_NAME for t in offer):
             convo = _with_date_note(convo)
-        schemas = [t.schema for t in offer]
-
         last: _Round | None = None
         for number in range(rounds + 1):
             state = _Round()
             offering = number < rounds
+            # Per round: a tool may come on mid-turn (read_skill_file once a skill with
+            # files is loaded); an empty schema is a tool not offered yet.
+            schemas = [t.schema for t in offer if t.schema]
             yield from self._stream_round(
                 model, convo, schemas if offering else None, params, cancel, state
             )

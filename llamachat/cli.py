@@ -8,8 +8,9 @@ Only the terminal's part is here (arguments, piped stdin, printing, exit codes):
 request is built by `turn`, as the windows build theirs.
 
 A one-shot question is a session of mode "oneshot" in the history (searchable like
-any chat). Skills it names (`/name`, or a skill named as a whole word) and skills the
-model loads apply to that one reply only: they go into that request and nowhere else,
+any chat). Skills it names (`/name`, or a mention as `SkillStore.mentions` rules; a
+one-word mention is only pointed out on stderr) and skills the model loads apply to
+that one reply only: they go into that request and nowhere else,
 and nothing is written to the session's `skills`.
 
 Exit codes of `run()`: 0 answered, 1 the question could not be answered (no router,
@@ -205,7 +206,12 @@ def run(
     try:
         typed = " ".join(args.question)
         store = turn.skill_store(cfg)
-        question = turn.parse_question(typed, store)
+        question = turn.parse_question(typed, store, always=cfg.skill_mentions)
+        if question.suggested:
+            # A one-word mention may mean the word, not the skill: say how to load it.
+            names = ", ".join(question.suggested)
+            loads = " ".join(f"/{name}" for name in question.suggested)
+            _say(f"mentioned, not loaded: skill {names} (add {loads} to load it)", err)
         text = with_input(question.text, read_piped(stdin))
         if not text.strip():
             if question.commands:

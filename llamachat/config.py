@@ -228,6 +228,15 @@ KEYS: tuple[Key, ...] = (
         example=["~/work/team-skills"],
     ),
     Key(
+        "skill_mentions",
+        [],
+        _STR_LIST,
+        "Skills that load as soon as a message names them, even by a one-word name\n"
+        '("pdf"). Other one-word mentions are offered as a suggestion to click; the\n'
+        'Skills panel\'s "Load when mentioned" sets this.',
+        example=["pdf"],
+    ),
+    Key(
         "history_path",
         "",
         _STR,
@@ -404,6 +413,7 @@ class Config:
     skills_enabled: bool = _default("skills_enabled")
     skills_dir: Path = field(default_factory=lambda: Path(_default("skills_dir")).expanduser())
     skills_dirs: tuple[Path, ...] = ()
+    skill_mentions: tuple[str, ...] = ()
     history_path: Path = field(default_factory=lambda: _data_dir() / "history.db")
     prompts_dir: Path = field(default_factory=lambda: _data_dir() / "prompts")
     providers: tuple[ProviderConfig, ...] = ()
@@ -752,6 +762,7 @@ def _build(data: dict[str, Any], path: Path) -> Config:
         skills_enabled=v["skills_enabled"],
         skills_dir=folder("skills_dir", Path(str(DEFAULTS["skills_dir"])).expanduser()),
         skills_dirs=tuple(_path(p, path) for p in v["skills_dirs"] if p),
+        skill_mentions=tuple(name.strip() for name in v["skill_mentions"] if name.strip()),
         history_path=folder("history_path", data_dir / "history.db"),
         prompts_dir=folder("prompts_dir", data_dir / "prompts"),
         providers=tuple(

@@ -1385,3 +1385,27 @@ def hostile_server():
     server = _HostileServer()
     yield server
     server.close()
+
+
+PDF_SKILL = (
+    "---\nname: pdf\ndescription: Fill and summarise PDF forms. Use when a PDF is involved.\n"
+    "---\n# PDF\n\nFor forms, read forms.md; scripts/fill.py fills them.\n"
+)
+
+
+def _pdf_skill(root: Path) -> Path:
+    """A `pdf` skill with resources (forms.md, scripts/fill.py) under root; its folder."""
+
+    _write_skill(root, "pdf", PDF_SKILL)
+    folder = root / "pdf"
+    (folder / "forms.md").write_text("# Forms\n\nField names are in the form's XFA.\n")
+    (folder / "scripts").mkdir(exist_ok=True)
+    (folder / "scripts" / "fill.py").write_text("print('filled')\n")
+    return folder
+
+
+def _completions(window) -> list[str]:
+    """The names the chat window's `/` completer offers, in order."""
+
+    model = window.composer.completer.model()
+    return [model.index(row, 0).data(Qt.ItemDataRole.UserRole) for row in range(model.rowCount())]

@@ -1,6 +1,9 @@
 """The message composer: a multi-line editor with attachments and `/skill` completion.
 
-Enter sends, Shift+Enter starts a new line. Files come in by the attach button,
+Enter sends, Shift+Enter starts a new line. `/` at the start of a word lists the
+skills, as wide as the message box: Esc closes the list, and Enter on a `/name`
+typed out in full sends at once (on a partial one it completes the name first).
+Files come in by the attach button,
 drag and drop, or paste: images become `image_url` data URIs (only for models
 that read images), text files are inlined as fenced code blocks, and a very long
 paste becomes an attachment instead of flooding the editor.
@@ -21,7 +24,17 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
-from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMimeData, QRect, Qt, Signal, Slot
+from PySide6.QtCore import (
+    QBuffer,
+    QByteArray,
+    QEvent,
+    QIODevice,
+    QMimeData,
+    QRect,
+    Qt,
+    Signal,
+    Slot,
+)
 from PySide6.QtGui import QImage, QKeyEvent, QResizeEvent, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (
     QCompleter,
@@ -169,10 +182,35 @@ class MessageEdit(QPlainTextEdit):
         completer.setWidget(self)
         completer.activated[str].connect(self._insert_completion)
 
+    def event(self, event: QEvent) -> bool:
+        """Claim Esc while the skill list is open, so it closes the list, not stops a reply."""
+        if (
+            event.type() == QEvent.Type.ShortcutOverride
+            and isinstance(event, QKeyEvent)
+            and event.key() == Qt.Key.Key_Escape
+            and self._completer is not None
+            and self._completer.popup().isVisible()
+        ):
+            event.accept()
+            return True
+        return super().event(event)
+
     def keyPressEvent(self, event: QKeyEvent) -> None:
         """Route Enter to submit; keep the skill completer in step with the text."""
         key = event.key()
         popup = self._completer.popup() if self._completer else None
+        if popup is not None and popup.isVisible() and key == Qt.Key.Key_Escape:
+            popup.hide()
+            event.accept()
+            return
+        enter = key in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
+        plain_enter = enter and not event.modifiers() & Qt.KeyboardModifier.ShiftModifier
+        if popup is not None and popup.isVisible() and plain_enter and self._typed_whole_name():
+            # `/name` typed out in full: Enter sends it at once, not first completes it.
+            popup.hide()
+            event.accept()
+            self.submit.emit()
+            return
         if (
             popup is not None
             and popup.isVisible()
@@ -224,6 +262,19 @@ class MessageEdit(QPlainTextEdit):
         match = _SLASH_WORD.search(before)
         return match.group(1) if match else None
 
+    def _typed_whole_name(self) -> bool:
+        """True when the `/word` before the cursor is a whole name the completer offers,
+        and no other name was picked in the list (with the arrow keys)."""
+        prefix = self._slash_prefix()
+        if not prefix or self._completer is None:
+            return False
+        role = self._completer.completionRole()
+        current = self._completer.popup().currentIndex()
+        if current.isValid() and current.data(role) != prefix:
+            return False
+        model = self._completer.model()
+        return any(model.index(row, 0).data(role) == prefix for row in range(model.rowCount()))
+
     def _update_completion(self) -> None:
         if self._completer is None:
             return
@@ -238,9 +289,10 @@ class MessageEdit(QPlainTextEdit):
         if self._completer.completionCount() == 0:
             popup.hide()
             return
-        rect = QRect(self.cursorRect())
-        rect.setWidth(popup.sizeHintForColumn(0) + popup.verticalScrollBar().sizeHint().width())
-        self._completer.complete(rect)
+        # As wide as the message box, under the cursor's line: the descriptions are cut
+        # there (whole in each row's tooltip) rather than spread across the screen.
+        line = self.cursorRect()
+        self._completer.complete(QRect(0, line.top(), self.width(), line.height()))
 
     @Slot(str)
     def _insert_completion(self, name: str) -> None:
@@ -364,13 +416,19 @@ class Composer(QWidget):
         self._model = model
         self._images = images
 
-    def offer_skills(self, store: SkillStore) -> None:
-        """Offer the store's user-invocable skills after `/`, re-reading its folders first."""
+    def offer_skills(self, store: SkillStore, *, panel: bool = False) -> None:
+        """Offer the store's user-invocable skills after `/`, re-reading its folders first.
+
+        `panel` offers `/skills` too (the chat window opens the Skills panel for it),
+        unless a skill has that name.
+        """
         store.refresh()
         descriptions = store.descriptions()
+        offered = [(name, descriptions.get(name, "")) for name in store.user_names()]
+        if panel and "skills" not in descriptions:
+            offered = sorted([*offered, ("skills", "Open the Skills panel")])
         self._skill_model.clear()
-        for name in store.user_names():
-            description = descriptions.get(name, "")
+        for name, description in offered:
             item = QStandardItem(f"/{name}  —  {description}" if description else f"/{name}")
             item.setData(name, Qt.ItemDataRole.UserRole)
             item.setToolTip(plain.tooltip(description))

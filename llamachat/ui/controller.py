@@ -6,8 +6,9 @@ state and the streaming reply (`reply.ReplyStream`), and builds every request wi
 `load_skill`, `unload_skill`, `new_session`, `open_session`) and turn its signals
 into widgets: `message_added` (show a sent message), `messages_reset` (show these
 rows instead), `versions_changed` (a message gained a version), `reply_started`
-(attach a view to the reply), `reply_ended`,
-`skills_changed`, `store_changed`, `session_changed` and `notice` (say something).
+(attach a view to the reply), `reply_ended`, `skills_changed`, `skills_suggested`
+(mentions to offer, not load), `store_changed`, `session_changed` and `notice` (say
+something).
 It loads no widget module, so a test drives it with no window at all.
 
 A session is a tree (`db`): Regenerate adds another version of a reply, sending an
@@ -75,6 +76,8 @@ class Conversation(QObject):
     reply_ended = Signal(str, str)  # status, error
     skills_changed = Signal(list)  # the loaded skills, in load order
     store_changed = Signal(object)  # the SkillStore now (None: skills off), or its names changed
+    # The skills the last message only mentioned by a one-word name: offered, not loaded.
+    skills_suggested = Signal(list)
     # object, not dict: PySide converts a dict signal through QVariantMap, which may drop it.
     stats = Signal(object)
     notice = Signal(str, int)  # text, how long to show it in ms (0 keeps it)
@@ -239,11 +242,13 @@ class Conversation(QObject):
         # parse_question re-checks the skill files (stat calls only, once per send: with
         # 500 skills a second pass cost ~2 ms before the request could leave); the
         # window's completer is rebuilt only when what it offers changed on disk.
-        question = turn.parse_question(text, self.store)
+        question = turn.parse_question(text, self.store, always=self.cfg.skill_mentions)
         if self._offered_skills() != offered:
             self.store_changed.emit(self.store)
         loaded = [name for name in question.skills if self.load_skill(name)]
+        suggested = [name for name in question.suggested if name not in self._loaded]
         if not question.text.strip() and not attachments:
+            self.skills_suggested.emit(suggested)
             if self.mode == ONESHOT:
                 if self._loaded:
                     self.notice.emit(
@@ -274,6 +279,16 @@ class Conversation(QObject):
             return NOT_SENT
         self.message_added.emit(row)
         self._start_reply()
+        # After the message: a new chat's session_changed, which clears them, comes first.
+        self.skills_suggested.emit(suggested)
+        if suggested and self.mode == ONESHOT:
+            # The quick window has no suggestion chips: say how to use the skill instead.
+            commands = " ".join(f"/{name}" for name in suggested)
+            self.notice.emit(
+                f"Mentioned, not loaded: skill {', '.join(suggested)} (add {commands} to "
+                "the question to use it).",
+                8000,
+            )
         return SENT
 
     def _add_question(self, text: str, attachments: list[dict]) -> dict:

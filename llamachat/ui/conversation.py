@@ -385,23 +385,26 @@ class MessageView(QFrame):
         self._streaming = True
         self._add_reasoning_text(text)
 
-    def add_search(self, query: str, results: list[dict], error: str = "") -> None:
-        """Show a web search inline: the query and its results as links, or its error."""
+    def add_search(
+        self, query: str, results: list[dict], error: str = "", *, title: str = "Searched"
+    ) -> None:
+        """Show a tool call inline: a web search's query and its results as links, or its
+        error; another tool's call (`title`, e.g. "Read skill file") and short result."""
         if self._searches is None:
             self._searches = QVBoxLayout()
             self._searches.setSpacing(2)
             self._layout.insertLayout(self._layout.indexOf(self._body), self._searches)
-        lines = [f"<b>Searched:</b> {plain.markup(query)}"]
+        lines = [f"<b>{plain.markup(title)}:</b> {plain.markup(query)}"]
         if error:
             lines.append(f'<span style="color:#d1242f">{plain.markup(error)}</span>')
         for number, result in enumerate(results, 1):
             url = str(result.get("url", ""))
-            title = str(result.get("title") or url)
-            lines.append(f'{number}. <a href="{plain.markup(url)}">{plain.markup(title)}</a>')
+            name = str(result.get("title") or url)
+            lines.append(f'{number}. <a href="{plain.markup(url)}">{plain.markup(name)}</a>')
         label = QLabel("<br>".join(lines), self)
         label.setTextFormat(Qt.TextFormat.RichText)
         label.setWordWrap(True)
-        label.setAccessibleName("Search results")
+        label.setAccessibleName("Search results" if title == "Searched" else title)
         label.setTextInteractionFlags(Qt.TextInteractionFlag.TextBrowserInteraction)
         label.setOpenExternalLinks(False)
         label.linkActivated.connect(lambda link: open_link(QUrl(link)))

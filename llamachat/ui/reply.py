@@ -241,6 +241,7 @@ class ReplyStream(QObject):
                 str(result.get("query", "")),
                 list(result.get("results") or []),
                 str(result.get("error") or ""),
+                title=str(result.get("title") or "Searched"),
             )
 
     @Slot(str)

@@ -56,7 +56,7 @@ from ..models import ModelInfo, Models
 from . import controller, first_run, markdown, menus, plain, shortcuts, tasks
 from .app import App
 from .chat_skills import ChatSkills
-from .chips import SkillChips
+from .chips import SkillChips, SkillSuggestions
 from .composer import Attachment, Composer
 from .controller import Conversation
 from .conversation import ConversationView
@@ -172,6 +172,7 @@ class ChatWindow(QMainWindow):
         self.first_run_panel.settings_requested.connect(self.open_settings)
 
         self.skill_chips = SkillChips()
+        self.skill_suggestions = SkillSuggestions()
 
         self.composer = Composer()
         self.composer.submitted.connect(self.send)
@@ -181,6 +182,7 @@ class ChatWindow(QMainWindow):
             self.app,
             self.chat,
             chips=self.skill_chips,
+            suggestions=self.skill_suggestions,
             composer=self.composer,
             top_bar=self.top_bar,
             parent=self,
@@ -230,6 +232,7 @@ class ChatWindow(QMainWindow):
         body.setContentsMargins(10, 4, 10, 6)
         body.addWidget(self.overflow)
         body.addWidget(self.skill_chips)
+        body.addWidget(self.skill_suggestions)
         body.addWidget(self.composer)
         layout = QVBoxLayout(chat)
         layout.setContentsMargins(0, 0, 0, 0)

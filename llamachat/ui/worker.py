@@ -243,6 +243,8 @@ _SIGNALS = {
     "content": "content",
     "search_start": "search_started",
     "search_done": "search_finished",
+    # Another tool's call and short result (read_skill_file), shown as a search is.
+    "tool_done": "search_finished",
     "skill_loaded": "skill_loaded",
     "progress": "progress",
     "timings": "timings",
