@@ -5297,10 +5297,10 @@ class TestChrome:
         assert renamed.args == ["Corsair", ""]
         assert store.names() == ["Corsair", "Default"]
         assert store.get("Corsair") == "Arr, matey."
-        assert editor.create("Terse", "Be terse.") is True and editor.current() == "Terse"
-        assert editor.create("Terse") is False
+        assert editor.add("Terse", "Be terse.") is True and editor.current() == "Terse"
+        assert editor.add("Terse") is False
         assert "already exists" in editor.message.text()
-        assert editor.create("a/b") is False and "cannot contain" in editor.message.text()
+        assert editor.add("a/b") is False and "cannot contain" in editor.message.text()
         assert editor.delete() is True
         assert store.names() == ["Corsair", "Default"]
         editor.select("Corsair")
@@ -7161,6 +7161,15 @@ class TestInstance:
             assert "refused" in results[-1]
         finally:
             server.close()
+
+    def test_instance_socket_qt_cannot_listen_on_is_an_error(self, qtbot, tmp_path) -> None:
+        """A socket Qt cannot create gives InstanceError naming it (llamachat then runs
+        without the hand-over), not an AttributeError from the error check."""
+
+        server = instance.InstanceServer(str(tmp_path / "no such folder" / "llamachat.sock"))
+        with pytest.raises(instance.InstanceError, match="Cannot listen on .*no such folder"):
+            server.listen()
+        assert not server.is_listening()
 
     def test_instance_that_takes_the_connection_but_never_answers_is_an_error(
         self, tmp_path

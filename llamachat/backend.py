@@ -37,7 +37,7 @@ import ssl
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -529,7 +529,7 @@ class _ManagedKey(httpx.Auth):
     def __init__(self, client: Client) -> None:
         self._client = client
 
-    def auth_flow(self, request: httpx.Request) -> Iterator[httpx.Request]:
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
         from .server import managed_key
 
         key = managed_key(self._client.base_url)
@@ -702,7 +702,7 @@ class Client:
         params: dict | None = None,
         tools: Sequence[Tool] | None = None,
         max_rounds: int | None = None,
-    ) -> Iterator[StreamEvent]:
+    ) -> Generator[StreamEvent, None, None]:
         """Stream one assistant turn as (kind, piece) events, running tools as asked.
 
         The tools offered are `tools` when given (called for up to `max_rounds` rounds,
@@ -1043,7 +1043,9 @@ def _whole_reply(body: bytes, state: _Round) -> Iterator[StreamEvent]:
     chunk = _json_object(body, "reply")
     choices = chunk.get("choices")
     choice = choices[0] if isinstance(choices, list) and choices else None
-    message = choice.get("message") if isinstance(choice, dict) else None
+    if not isinstance(choice, dict):
+        choice = {}
+    message = choice.get("message")
     if isinstance(message, dict) and isinstance(message.get("tool_calls"), list):
         # Whole tool calls carry no index; give them their position so they merge as one.
         calls = [

@@ -1088,7 +1088,7 @@ class History:
             messages.append(
                 {
                     "id": local[message["id"]],
-                    "parent": local.get(message["parent_id"])  # type: ignore[arg-type]
+                    "parent": local.get(message["parent_id"])
                     if message["parent_id"] is not None
                     else None,
                     **_stored(message),

@@ -254,8 +254,11 @@ def set_preset_context(preset: Path, model: str, ctx_size: int) -> None:
     """
     import configparser
 
-    parser = configparser.ConfigParser(interpolation=None)
-    parser.optionxform = str  # type: ignore[assignment,method-assign] - keys keep their case
+    class _CaseKept(configparser.ConfigParser):
+        def optionxform(self, optionstr: str) -> str:
+            return optionstr  # llama.cpp's keys keep their case
+
+    parser = _CaseKept(interpolation=None)
     path = Path(preset).expanduser()
     try:
         if path.exists():

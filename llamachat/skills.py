@@ -448,13 +448,15 @@ class SkillStore:
                 file_sigs[path] = sig
                 if sig is None:
                     continue  # a folder without SKILL.md is simply not a skill
-                reusable = (
+                if (
                     old is not None
                     and old.file_sigs.get(path) == sig
                     and path in old.parsed
                     and not _racy(sig, old.scanned_ns)
-                )
-                result = old.parsed[path] if reusable else _parse(path, sig, folder.name)
+                ):
+                    result = old.parsed[path]
+                else:
+                    result = _parse(path, sig, folder.name)
                 parsed[path] = result
                 entry, found = result
                 problems.extend(found)
@@ -901,7 +903,7 @@ def _read_frontmatter(path: Path) -> tuple[bytes, int]:
                 "does not start with frontmatter; make its first line `---`, then "
                 "`name:` and `description:` lines, then a line holding only `---`."
             )
-        lines = []
+        lines: list[bytes] = []
         total = 0
         while True:
             line = f.readline(FRONTMATTER_MAX + 1)

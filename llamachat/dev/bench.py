@@ -39,6 +39,7 @@ with the reason; anything else that goes wrong is a bug and raises.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -855,11 +856,12 @@ def bench_history(n_sessions: int) -> list[Figure]:
             queries = ["router", "prompt cache", "marker42", "thro", "nothingmatchesthis"]
             found = {q: len(history.search(q)) for q in queries}
             search_ms = statistics.median(
-                _median_ms(lambda q=q: history.search(q), 5) for q in queries
+                _median_ms(functools.partial(history.search, q), 5) for q in queries
             )
             pages = [0, n_sessions // 2, max(0, n_sessions - 100)]
             page_ms = statistics.median(
-                _median_ms(lambda o=o: history.list_sessions(limit=100, offset=o), 5) for o in pages
+                _median_ms(functools.partial(history.list_sessions, limit=100, offset=o), 5)
+                for o in pages
             )
     return [
         Figure(

@@ -22,6 +22,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 from PySide6.QtCore import (
@@ -49,7 +50,7 @@ from llamachat import backend, skills, tools
 from llamachat import providers as providers_module
 from llamachat.backend import Client
 from llamachat.config import Config
-from llamachat.db import History
+from llamachat.db import History, MessageRow, SessionRow
 from llamachat.dev.scripted_router import Model, ScriptedRouter
 from llamachat.models import Models
 from llamachat.server import (
@@ -64,6 +65,7 @@ from llamachat.ui.controller import Conversation
 from llamachat.ui.conversation import ConversationView
 from llamachat.ui.markdown import (
     StreamingMarkdown,
+    Update,
 )
 from llamachat.ui.quick import QuickWindow
 
@@ -123,8 +125,7 @@ def make_unwritable():
             return folder
         probe.unlink()
         chattr = shutil.which("chattr")
-        made = chattr and subprocess.run([chattr, "+i", str(folder)], check=False)
-        if not made or made.returncode != 0:
+        if chattr is None or subprocess.run([chattr, "+i", str(folder)], check=False).returncode:
             pytest.skip("cannot make a folder unwritable for this user")
         undo.append(lambda: subprocess.run([chattr, "-i", str(folder)], check=True))
         return folder
@@ -396,7 +397,7 @@ SMOL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOL_ID = "SmolLM2-135M-Instruct.Q4_1"
 
 
-def _need(reason: str) -> None:
+def _need(reason: str) -> NoReturn:
     """Skip a test whose real llama-server or model is missing; on CI that is a failure."""
     if os.environ.get("CI") == "true":
         pytest.fail(f"{reason} (CI=true: the real-router tests must run, not skip)")
@@ -477,8 +478,10 @@ def _chat(url: str, model: str, messages: list[dict], **params) -> tuple[list[st
     try:
         for kind, value in client.stream_chat(model, messages, params=params):
             if kind == "content":
+                assert isinstance(value, str)
                 pieces.append(value)
             elif kind == "stats":
+                assert isinstance(value, dict)
                 stats = value
     finally:
         client.close()
@@ -542,7 +545,7 @@ def real_router(tmp_path_factory: pytest.TempPathFactory):
         server.stop()
 
 
-def _stream_markdown(text: str, *, step: int = 1) -> tuple[object, list[object]]:
+def _stream_markdown(text: str, *, step: int = 1) -> tuple[StreamingMarkdown, list[Update]]:
     """Feed `text` to a StreamingMarkdown `step` characters at a time, flushing each time."""
 
     md = StreamingMarkdown()
@@ -752,11 +755,11 @@ def _fault_damage(path: Path, kind: str) -> None:
         path.write_bytes(data[: len(data) // 2])
     elif kind == "scribbled":
         _fault_history_with_chat(path)
-        data = bytearray(path.read_bytes())
+        scribbled = bytearray(path.read_bytes())
         page = 4096
-        for start in range(2 * page, len(data) - page, 3 * page):
-            data[start : start + page] = os.urandom(page)
-        path.write_bytes(bytes(data))
+        for start in range(2 * page, len(scribbled) - page, 3 * page):
+            scribbled[start : start + page] = os.urandom(page)
+        path.write_bytes(bytes(scribbled))
 
 
 def _fault_stream_outcome(url: str, *, idle_timeout: float, limit: float = 30.0):
@@ -897,7 +900,7 @@ def _llamachat(config: Path, *args: str, stdin: str | None = None, timeout: floa
     )
 
 
-def _oneshots(db: Path) -> list[tuple[dict, list[dict]]]:
+def _oneshots(db: Path) -> list[tuple[SessionRow, list[MessageRow]]]:
     """The one-shot sessions in a history file, each with its messages (empty if no file yet)."""
 
     if not db.exists():
@@ -986,7 +989,9 @@ def _fake_pyside(tmp_path: Path) -> Path:
     """
     import importlib.util
 
-    real = Path(next(iter(importlib.util.find_spec("PySide6").submodule_search_locations)))
+    spec = importlib.util.find_spec("PySide6")
+    assert spec is not None and spec.submodule_search_locations is not None
+    real = Path(next(iter(spec.submodule_search_locations)))
     site = tmp_path / "site"
     for relative in ("Qt/lib/libQt6XcbQpa.so.6", "Qt/plugins/platforms/libqxcb.so"):
         (site / "PySide6" / relative).parent.mkdir(parents=True, exist_ok=True)
@@ -1213,7 +1218,8 @@ def _png(path: Path) -> Path:
 
     image = QImage(4, 4, QImage.Format.Format_RGB32)
     image.fill(QColor("red"))
-    assert image.save(str(path), "PNG")
+    # The stubs type `format` as bytes; PySide6 accepts only str there.
+    assert image.save(str(path), "PNG")  # type: ignore[call-overload]
     return path
 
 

@@ -73,7 +73,8 @@ def image_attachment(image: QImage, name: str = "pasted image.png") -> Attachmen
     array = QByteArray()
     buffer = QBuffer(array)
     buffer.open(QIODevice.OpenModeFlag.WriteOnly)
-    image.save(buffer, "PNG")
+    # The stubs type `format` as bytes; PySide6 accepts only str there.
+    image.save(buffer, "PNG")  # type: ignore[call-overload]
     buffer.close()
     encoded = base64.b64encode(bytes(array.data())).decode("ascii")
     return Attachment("image", name, "image/png", f"data:image/png;base64,{encoded}")
@@ -180,7 +181,8 @@ class MessageEdit(QPlainTextEdit):
         """Use `completer` for `/skill` names."""
         self._completer = completer
         completer.setWidget(self)
-        completer.activated[str].connect(self._insert_completion)
+        # The stubs lack SignalInstance.__getitem__, which picks one of a signal's overloads.
+        completer.activated[str].connect(self._insert_completion)  # type: ignore[index]
 
     def event(self, event: QEvent) -> bool:
         """Claim Esc while the skill list is open, so it closes the list, not stops a reply."""
@@ -188,12 +190,15 @@ class MessageEdit(QPlainTextEdit):
             event.type() == QEvent.Type.ShortcutOverride
             and isinstance(event, QKeyEvent)
             and event.key() == Qt.Key.Key_Escape
-            and self._completer is not None
-            and self._completer.popup().isVisible()
+            and self._popup_visible()
         ):
             event.accept()
             return True
         return super().event(event)
+
+    def _popup_visible(self) -> bool:
+        popup = self._completer.popup() if self._completer is not None else None
+        return popup is not None and popup.isVisible()
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         """Route Enter to submit; keep the skill completer in step with the text."""
@@ -269,8 +274,9 @@ class MessageEdit(QPlainTextEdit):
         if not prefix or self._completer is None:
             return False
         role = self._completer.completionRole()
-        current = self._completer.popup().currentIndex()
-        if current.isValid() and current.data(role) != prefix:
+        popup = self._completer.popup()
+        current = popup.currentIndex() if popup is not None else None
+        if current is not None and current.isValid() and current.data(role) != prefix:
             return False
         model = self._completer.model()
         return any(model.index(row, 0).data(role) == prefix for row in range(model.rowCount()))
@@ -279,6 +285,8 @@ class MessageEdit(QPlainTextEdit):
         if self._completer is None:
             return
         popup = self._completer.popup()
+        if popup is None:
+            return  # only an inline completer has none
         prefix = self._slash_prefix()
         if prefix is None or self._completer.model().rowCount() == 0:
             popup.hide()
@@ -326,7 +334,9 @@ class Composer(QWidget):
         completer.setCompletionRole(Qt.ItemDataRole.UserRole)
         completer.setCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
         completer.setCompletionMode(QCompleter.CompletionMode.PopupCompletion)
-        completer.popup().setAccessibleName("Skills")
+        popup = completer.popup()  # made now: the mode is PopupCompletion
+        if popup is not None:
+            popup.setAccessibleName("Skills")
         self.completer = completer
         self.editor.set_completer(completer)
 

@@ -566,8 +566,8 @@ class MessageView(QFrame):
         total = len(self._versions)
         self._version_label.setText(f"{place}/{total}")
         self._version_label.setAccessibleName(f"Version {place} of {total}")
-        older, newer = self._version_buttons or (None, None)
-        assert older is not None and newer is not None
+        assert self._version_buttons is not None
+        older, newer = self._version_buttons
         older.setEnabled(place > 1)
         newer.setEnabled(place < total)
         for widget in (older, self._version_label, newer):
@@ -644,10 +644,8 @@ class MessageView(QFrame):
         button.setAutoRaise(True)
         button.setCursor(Qt.CursorShape.PointingHandCursor)
         button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
-        button.clicked.connect(
-            lambda: self._set_reasoning_expanded(self._reasoning_body.isHidden())
-        )
         body = _Body(self, accessible_name="Reasoning")
+        button.clicked.connect(lambda: self._set_reasoning_expanded(body.isHidden()))
         _mute(body, self._palette)
         frame = body.document().rootFrame().frameFormat()
         frame.setLeftMargin(12)

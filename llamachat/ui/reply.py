@@ -308,16 +308,11 @@ class ReplyStream(QObject):
                 self.message_id,
                 content="".join(self._content),
                 reasoning="".join(self._reasoning),
-                **(
-                    {
-                        "status": self._status,
-                        "error": self._error,
-                        "usage": usage,
-                        "timings": timings,
-                    }
-                    if final
-                    else {}
-                ),
+                # None leaves a field as it is: the outcome is saved once the reply ended.
+                status=self._status if final else None,
+                error=self._error if final else None,
+                usage=usage if final else None,
+                timings=timings if final else None,
             )
         except HistoryError as exc:
             self._dirty = True

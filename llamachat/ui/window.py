@@ -138,7 +138,9 @@ class ChatWindow(QMainWindow):
         self.resize(1180, 800)
         # A fixed floor instead of one that follows the content: chips and attachments
         # coming and going would otherwise resize the window's limits on every change.
-        self.layout().setSizeConstraint(QLayout.SizeConstraint.SetNoConstraint)
+        main_layout = self.layout()  # a QMainWindow always has its own
+        if main_layout is not None:
+            main_layout.setSizeConstraint(QLayout.SizeConstraint.SetNoConstraint)
         self.setMinimumSize(640, 420)
 
         self.model_picker = ModelPicker(
@@ -257,7 +259,9 @@ class ChatWindow(QMainWindow):
         self.splitter.setSizes([SIDEBAR_WIDTH, max(400, self.width() - SIDEBAR_WIDTH)])
         self.setCentralWidget(self.splitter)
         # The sidebar keeps its own margins inside the splitter handle's reach.
-        self.sidebar.layout().setContentsMargins(8, 8, 4, 8)
+        sidebar_layout = self.sidebar.layout()
+        if sidebar_layout is not None:
+            sidebar_layout.setContentsMargins(8, 8, 4, 8)
 
         self.web_search.offer()
         self._shortcuts = menus.install(self)

@@ -16,6 +16,7 @@ import operator
 import threading
 import time
 from collections.abc import Iterator
+from typing import cast
 
 from PySide6.QtCore import (
     QCoreApplication,
@@ -170,7 +171,7 @@ class StreamWorker(QObject):
         started = time.perf_counter()
         for kind, value in _joined(events):
             if kind == "failed":
-                self.failed.emit(*value)
+                self.failed.emit(*cast(tuple[str, object], value))  # run() posts (message, error)
             else:
                 getattr(self, _SIGNALS[kind]).emit(value)
         ended = time.perf_counter()
@@ -265,7 +266,7 @@ class WorkerThreads(QObject):
         super().__init__(parent)
         self._running: dict[QThread, tuple[QObject, QObject]] = {}
 
-    def start(self, worker: QObject) -> QThread:
+    def start(self, worker: StreamWorker) -> QThread:
         """Run `worker.run()` (which ends by emitting `finished`) in a new thread.
 
         The worker stays on this thread, so what it emits from `run` is queued to the
@@ -320,7 +321,7 @@ class WorkerThreads(QObject):
 class _Invoker(QObject):
     """Moved to a worker thread to call a GUI-thread worker's blocking `run` there."""
 
-    def __init__(self, worker: QObject) -> None:
+    def __init__(self, worker: StreamWorker) -> None:
         super().__init__()
         self._worker = worker
 
