@@ -13,6 +13,7 @@ Errors: none; names from outside (skills, files, models) are shown as plain text
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QPushButton, QVBoxLayout, QWidget
@@ -71,12 +72,10 @@ class OverflowPanel(QFrame):
         for name, tokens in overflow.breakdown.parts:
             kind, _, rest = name.partition(":")
             if kind == "skill" and rest:
-                self._button(
-                    f"Unload {rest} (−{tokens:,})", lambda n=rest: self.unload_skill.emit(n)
-                )
+                self._button(f"Unload {rest} (−{tokens:,})", partial(self.unload_skill.emit, rest))
             elif kind == "attachment" and rest:
                 self._button(
-                    f"Remove {rest} (−{tokens:,})", lambda n=rest: self.remove_attachment.emit(n)
+                    f"Remove {rest} (−{tokens:,})", partial(self.remove_attachment.emit, rest)
                 )
         if overflow.breakdown.get("history"):
             self._button("New chat with this message", self.new_chat.emit)
