@@ -43,6 +43,10 @@ DRAFT_COUNT_MS = 300
 # How long after another chat is shown (or another model picked) its request is measured:
 # after the first paint, which the counting's background requests would slow down.
 SHOWN_MS = 200
+# What the server did not count (a model still loading, a busy server) is counted again
+# this long after, at most RETRIES times after each change.
+RETRY_MS = 2000
+RETRIES = 3
 
 
 class ContextWatch(QObject):
@@ -66,6 +70,8 @@ class ContextWatch(QObject):
         # The last request let through, to calibrate estimates with the usage it comes back with.
         self._sent: context.Breakdown | None = None
         self._generation = 0
+        # Counts tried again since the last change, for what the server did not count.
+        self._retries = 0
         self._draft_timer = QTimer(self)
         self._draft_timer.setSingleShot(True)
         self._draft_timer.setInterval(DRAFT_COUNT_MS)
@@ -152,6 +158,7 @@ class ContextWatch(QObject):
             return
         self._model = model
         self._n_ctx = self._trained = None
+        self._retries = 0
         self._ask_size()
         self._refresh_due.start(SHOWN_MS)
 
@@ -161,6 +168,7 @@ class ContextWatch(QObject):
         if draft == self._draft:
             return
         self._draft = draft
+        self._retries = 0
         self._question = context.measure_parts(self._question_parts(), self._tokenizer())
         self.changed.emit()
         if text or attachments:
@@ -248,7 +256,16 @@ class ContextWatch(QObject):
         except Exception:
             log.exception("counting the next request failed")
             return
+        if not self._base.exact and self._may_retry():
+            self._refresh_due.start(RETRY_MS)
         self.changed.emit()
+
+    def _may_retry(self) -> bool:
+        """Whether to count again what the server did not count (a busy or loading model)."""
+        if not self._tokenizer().can_count or self._retries >= RETRIES:
+            return False
+        self._retries += 1
+        return True
 
     @Slot()
     def _count_draft(self) -> None:
@@ -263,6 +280,8 @@ class ContextWatch(QObject):
                 except Exception:
                     log.exception("counting the draft failed")
                     return
+                if not self._question.exact and self._may_retry():
+                    self._draft_timer.start(RETRY_MS)
                 self.changed.emit()
 
         tasks.run_in_background(
@@ -270,6 +289,7 @@ class ContextWatch(QObject):
         )
 
     def _on_base_changed(self, delay_ms: int = 0) -> None:
+        self._retries = 0
         if self._chat.model and self._chat.model != self._model:
             self.set_model(self._chat.model)
         elif not self._refresh_due.isActive() or delay_ms < self._refresh_due.remainingTime():
