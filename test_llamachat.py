@@ -197,6 +197,12 @@ from llamachat.dev.pytest_plugin import (
     _live_group_members,
     _llamachat,
     _longest_unbroken_run,
+    _mcp_allow,
+    _mcp_answer,
+    _mcp_bin,
+    _mcp_faulty_toml,
+    _mcp_time_toml,
+    _mcp_window,
     _models_folder,
     _models_router,
     _oneshots,
@@ -308,15 +314,18 @@ class TestConfig:
 
         lines = config.DEFAULT_TEXT.splitlines()
         for key in config.DEFAULTS:
-            if key == "providers":
-                assert "# [[providers]]" in lines
+            if key in ("providers", "mcp_servers"):
+                assert f"# [[{key}]]" in lines
                 continue
             where = [i for i, line in enumerate(lines) if re.match(rf"(# )?{key} = ", line)]
             assert where, f"{key} is not in the example file"
             assert lines[where[0] - 1].startswith("# "), f"{key} has no comment above it"
         # Uncommenting every example value must give a valid file that changes those keys.
         uncommented = re.sub(
-            r"^# ((\w+ = .*)|(\[\[providers\]\]))$", r"\1", config.DEFAULT_TEXT, flags=re.MULTILINE
+            r"^# ((\w+ = .*)|(\[\[(providers|mcp_servers)\]\]))$",
+            r"\1",
+            config.DEFAULT_TEXT,
+            flags=re.MULTILINE,
         )
         (tmp_path / "team-skills").mkdir()
         cfg = config.load(_write_config(tmp_path, uncommented))
@@ -331,6 +340,8 @@ class TestConfig:
                 models=("deepseek/deepseek-chat",),
             ),
         )
+        assert [server.name for server in cfg.mcp_servers] == ["time", "github"]
+        assert cfg.mcp_servers[1].headers_env == (("Authorization", "GITHUB_MCP_AUTHORIZATION"),)
 
     def test_config_missing_file_gives_defaults_in_the_per_user_folders(
         self, tmp_path: Path, isolated_home: Path
@@ -9728,3 +9739,467 @@ class TestPlainText:
         finally:
             process.stdin.close()
             process.wait(timeout=10)
+
+
+class TestMcp:
+    """`llamachat.mcp_tools` and the MCP panel: real MCP servers in the tool loop."""
+
+    def test_mcp_servers_config_errors_name_file_line_and_key(self, tmp_path: Path) -> None:
+        """A bad [[mcp_servers]] table is refused with the file, the line and the key."""
+
+        from llamachat import config as config_module
+
+        cases = {
+            '[[mcp_servers]]\nname = "t"\ncommand = "x"\ntimout = 3\n': (
+                4,
+                "unknown key 'mcp_servers[1].timout' (did you mean 'timeout'?)",
+            ),
+            '[[mcp_servers]]\nname = "t"\n': (1, "needs either a command"),
+            '[[mcp_servers]]\nname = "a b"\ncommand = "x"\n': (2, "1 to 32 letters"),
+            '[[mcp_servers]]\nname = "t"\nurl = "ftp://h"\n': (3, "url must start with http"),
+            '[[mcp_servers]]\nname = "t"\ncommand = "x"\nenv = { A = 1 }\n': (
+                4,
+                "env must be a table of strings",
+            ),
+            '[[mcp_servers]]\nname = "t"\ncommand = "x"\n\n[[mcp_servers]]\nname = "t"\n'
+            'command = "y"\n': (6, "two MCP servers are named 't'"),
+            '[[mcp_servers]]\nname = "t"\ncommand = "x"\ntimeout = 0\n': (
+                4,
+                "timeout must be more than 0",
+            ),
+        }
+        for text, (line, message) in cases.items():
+            path = _write_config(tmp_path, text)
+            with pytest.raises(config_module.ConfigError) as caught:
+                config_module.load(path)
+            assert caught.value.path == path and caught.value.line == line, text
+            assert message in str(caught.value), text
+
+    def test_mcp_json_imports_without_secrets_and_reads_in_place(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """An mcp.json is imported with its secrets named, not copied; mcp_config reads it whole."""
+
+        from llamachat import config as config_module
+
+        mcp_json = tmp_path / "mcp.json"
+        mcp_json.write_text(
+            json.dumps(
+                {
+                    "mcpServers": {
+                        "files": {
+                            "command": "npx",
+                            "args": ["-y", "files-server"],
+                            "env": {"GITHUB_TOKEN": "ghp_secret", "MODE": "fast"},
+                        },
+                        "remote": {
+                            "url": "https://h.example/mcp",
+                            "headers": {"Authorization": "Bearer zz-secret"},
+                        },
+                    }
+                }
+            ),
+            encoding="utf-8",
+        )
+        path = _write_config(tmp_path, '# mine\ntheme = "dark"\n')
+        tables, notes = config_module.mcp_json_servers(mcp_json, for_import=True)
+        config_module.append_tables(path, "mcp_servers", tables)
+        text = path.read_text(encoding="utf-8")
+        assert "ghp_secret" not in text and "zz-secret" not in text
+        assert text.startswith("# mine\n")
+        assert any("GITHUB_TOKEN" in note for note in notes)
+        cfg = config_module.load(path)
+        files, remote = cfg.mcp_servers
+        assert (files.command, files.args, dict(files.env)) == (
+            "npx",
+            ("-y", "files-server"),
+            {"MODE": "fast"},
+        )
+        monkeypatch.setenv("GITHUB_TOKEN", "from-env")
+        assert files.environment() == {"MODE": "fast", "GITHUB_TOKEN": "from-env"}
+        monkeypatch.setenv("MCP_REMOTE_AUTHORIZATION", "Bearer from-env")
+        assert remote.headers() == {"Authorization": "Bearer from-env"}
+
+        # Read in place: the user's own file keeps its values; config.toml's names win.
+        path = _write_config(tmp_path, 'mcp_config = "mcp.json"\n')
+        assert [s.name for s in config_module.load(path).mcp_servers] == ["files", "remote"]
+        assert dict(config_module.load(path).mcp_servers[0].env)["GITHUB_TOKEN"] == "ghp_secret"
+        mcp_json.write_text('{"mcpServers": {"x": [}', encoding="utf-8")
+        with pytest.raises(config_module.ConfigError) as caught:
+            config_module.load(path)
+        assert caught.value.path == mcp_json and "invalid JSON" in str(caught.value)
+
+    def test_mcp_time_server_from_config_lists_and_answers(self, mcp_hub) -> None:
+        """mcp-server-time, started as a user's config says, is offered and answers calls."""
+
+        hub, _cfg = mcp_hub(
+            f'[[mcp_servers]]\nname = "time"\ncommand = {json.dumps(_mcp_bin("mcp-server-time"))}\n'
+        )
+        tools = {tool.name: tool for tool in hub.turn_tools(consent=_mcp_allow)}
+        assert set(tools) == {"time_get_current_time", "time_convert_time"}
+        schema = tools["time_get_current_time"].schema["function"]
+        assert schema["parameters"]["required"] == ["timezone"]
+        result = tools["time_get_current_time"].run('{"timezone": "Etc/UTC"}')
+        assert json.loads(result.text)["timezone"] == "Etc/UTC"
+        [(kind, record)] = result.events
+        assert kind == "mcp_done" and record["status"] == "ok"
+        # A tool error is a result the model reads, and the server keeps working.
+        bad = tools["time_get_current_time"].run('{"timezone": "Nowhere/Land"}')
+        assert bad.text.startswith("error:") and "Nowhere/Land" in bad.text
+        assert hub.states()[0].status == "ready"
+
+    def test_mcp_git_server_reads_a_temporary_repository(self, mcp_hub, tmp_path: Path) -> None:
+        """mcp-server-git on a temp repository answers git_status and git_log."""
+
+        repo = tmp_path / "repo"
+        repo.mkdir()
+        git = ["git", "-C", str(repo), "-c", "user.name=T", "-c", "user.email=t@example.com"]
+        subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
+        (repo / "a.txt").write_text("one\n", encoding="utf-8")
+        subprocess.run([*git, "add", "a.txt"], check=True)
+        subprocess.run([*git, "commit", "-q", "-m", "first commit here"], check=True)
+        (repo / "b.txt").write_text("new\n", encoding="utf-8")
+        hub, _cfg = mcp_hub(
+            f'[[mcp_servers]]\nname = "git"\ncommand = {json.dumps(_mcp_bin("mcp-server-git"))}\n'
+            f'args = ["--repository", {json.dumps(str(repo))}]\n'
+        )
+        tools = {tool.name: tool for tool in hub.turn_tools(consent=_mcp_allow)}
+        assert "git_git_status" in tools and "git_git_log" in tools
+        status = tools["git_git_status"].run(json.dumps({"repo_path": str(repo)}))
+        assert "b.txt" in status.text
+        log_text = tools["git_git_log"].run(json.dumps({"repo_path": str(repo)})).text
+        assert "first commit here" in log_text
+
+    def test_mcp_faulty_servers_become_results_and_failures_shown(self, mcp_hub) -> None:
+        """Crash, hang, timeout, huge output, a bad schema, a list change: each handled."""
+
+        from llamachat import mcp_tools
+
+        hub, _cfg = mcp_hub(
+            _mcp_faulty_toml("crash", "hang", "huge", "badschema", "listchange", "image")
+            + _mcp_faulty_toml("slow", timeout="1"),
+            start_timeout=20,
+            start_wait=20,
+        )
+        started = time.monotonic()
+        tools = {tool.name: tool for tool in hub.turn_tools(consent=_mcp_allow)}
+        # The hung server costs the turn the wait, never more; the others are offered.
+        assert time.monotonic() - started < 25
+        assert {"crash_crash", "huge_dump", "slow_sleep", "image_picture"} <= set(tools)
+        assert not any(name.startswith(("hang_", "badschema_")) for name in tools)
+        states = {s.name: s for s in hub.states()}
+        assert states["badschema"].status == "failed"
+        assert "inputSchema" in states["badschema"].error
+
+        # Crash mid-call: a result for the model; the server is failed with its stderr.
+        crashed = tools["crash_crash"].run("{}")
+        assert "stopped while answering" in crashed.text
+        state = next(s for s in hub.states() if s.name == "crash")
+        assert state.status == "failed"
+        assert any("crashing now" in line for line in state.stderr)
+        assert "crashing now" in (state.log_path.read_text(encoding="utf-8"))
+        # Within the backoff the call is refused at once; after it the server starts again.
+        assert "started again in" in tools["crash_echo"].run('{"text": "x"}').text
+        time.sleep(mcp_tools.BACKOFF_FIRST + 0.2)
+        assert tools["crash_echo"].run('{"text": "back"}').text == "back"
+
+        timed_out = tools["slow_sleep"].run('{"seconds": 30}')
+        assert "did not answer within 1 s" in timed_out.text
+        assert timed_out.events[0][1]["status"] == "timeout"
+        assert tools["slow_sleep"].run('{"seconds": 0}').text == "awake"
+
+        huge = tools["huge_dump"].run('{"chars": 100000}')
+        assert len(huge.text) < mcp_tools.RESULT_CAP + 300
+        assert "100,000 characters" in huge.text and "20,000" in huge.text
+
+        picture = tools["image_picture"].run("{}")
+        assert "image/png" in picture.text and "a red dot" in picture.text
+        assert mcp_tools.decode_image(picture.events[0][1]["images"][0]).startswith(b"\x89PNG")
+
+        assert tools["listchange_add_tool"].run("{}").text == "added"
+        _wait_for(
+            lambda: any(
+                t.name == "listchange_extra"
+                for s in hub.states()
+                if s.name == "listchange"
+                for t in s.tools
+            ),
+            10,
+            "the changed tools list",
+        )
+        _wait_for(
+            lambda: next(s for s in hub.states() if s.name == "hang").status == "failed",
+            25,
+            "the hung server to fail",
+        )
+
+    def test_mcp_server_process_dies_with_a_sigkilled_llamachat(self, tmp_path: Path) -> None:
+        """No MCP server outlives the process that started it, even one killed with SIGKILL."""
+
+        script = tmp_path / "host.py"
+        script.write_text(
+            "import sys, os, time\n"
+            "from pathlib import Path\n"
+            "from llamachat.config import McpServerConfig\n"
+            "from llamachat import mcp_tools\n"
+            "hub = mcp_tools.Hub([McpServerConfig('echo', command=sys.executable,"
+            " args=['-m', 'llamachat.dev.mcp_faulty', 'crash'])], log_dir=Path(sys.argv[1]))\n"
+            "assert hub.turn_tools(consent=lambda n, a: 'once')\n"
+            "print('ready', flush=True)\n"
+            "time.sleep(600)\n",
+            encoding="utf-8",
+        )
+        host = subprocess.Popen(
+            [sys.executable, str(script), str(tmp_path / "logs")], stdout=subprocess.PIPE, text=True
+        )
+        try:
+            assert host.stdout.readline().strip() == "ready"
+            children = []
+            for task in Path(f"/proc/{host.pid}/task").iterdir():
+                children += (task / "children").read_text().split()
+            [server_pid] = [int(pid) for pid in children]
+            assert "mcp_faulty" in Path(f"/proc/{server_pid}/cmdline").read_text()
+            host.kill()
+            host.wait(10)
+
+            def gone() -> bool:
+                try:
+                    return Path(f"/proc/{server_pid}/stat").read_text().split()[2] == "Z"
+                except FileNotFoundError:
+                    return True
+
+            _wait_for(gone, 10, "the MCP server to die with its parent")
+        finally:
+            host.kill()
+            host.wait(10)
+
+    def test_mcp_window_asks_runs_the_tool_and_shows_and_saves_the_call(
+        self, chat_window, router, qtbot, tmp_path: Path
+    ) -> None:
+        """The model calls an MCP tool: consent is asked, the result reaches the next round,
+        the reply shows the call collapsed and History keeps it; the chat does not ask twice."""
+
+        from llamachat.ui.conversation import MessageView
+
+        window, history = _mcp_window(chat_window, router, tmp_path, _mcp_time_toml())
+        call = ToolCall("time_get_current_time", '{"timezone": "Etc/UTC"}', id="t1")
+        router.script(Reply(tool_calls=[call]), Reply(content="It is late."))
+        _type(qtbot, window, "What time is it?")
+        window.send()
+        asked = _mcp_answer(qtbot, window, "Allow once")
+        assert "time_get_current_time" in asked and "Etc/UTC" in asked
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=30000)
+
+        first, second = router.chat_requests()[-2:]
+        assert "time_get_current_time" in [t["function"]["name"] for t in first.json["tools"]]
+        tool_message = second.json["messages"][-1]
+        assert tool_message["role"] == "tool" and tool_message["tool_call_id"] == "t1"
+        assert json.loads(tool_message["content"])["timezone"] == "Etc/UTC"
+
+        view = window.conversation.last_assistant()
+        [shown] = view.tool_calls()
+        assert shown.button.text() == "Ran time_get_current_time"
+        assert not shown.body.isVisible()
+        shown.button.click()
+        assert shown.body.isVisible() and '"timezone": "Etc/UTC"' in shown.details()
+        row = history.messages(window.session_id)[-1]
+        assert row["content"] == "It is late."
+        [saved] = row["tool_calls"]
+        assert saved["function"] == {"name": "time_get_current_time", "arguments": call.arguments}
+        assert saved["status"] == "ok" and "datetime" in saved["result"]
+        reopened = MessageView(row)
+        assert [v.name for v in reopened.tool_calls()] == ["time_get_current_time"]
+        reopened.deleteLater()
+
+        router.script(Reply(tool_calls=[call]), Reply(content="Still late."))
+        _send(qtbot, window, "And now?")
+        assert window.app.mcp.consent_box is None
+        assert router.chat_requests()[-1].json["messages"][-1]["role"] == "tool"
+
+    def test_mcp_window_deny_is_read_by_the_model_and_always_is_saved(
+        self, chat_window, router, qtbot, tmp_path: Path
+    ) -> None:
+        """Deny becomes the tool result; "Always allow" lands in config.toml, comments kept,
+        and a new chat runs the tool without asking."""
+
+        window, _history = _mcp_window(
+            chat_window, router, tmp_path, _mcp_time_toml(), extra="# my note\n"
+        )
+        call = ToolCall("time_get_current_time", '{"timezone": "Etc/UTC"}', id="d1")
+        router.script(Reply(tool_calls=[call]), Reply(content="No time then."))
+        _type(qtbot, window, "time?")
+        window.send()
+        _mcp_answer(qtbot, window, "Deny")
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=30000)
+        denied = router.chat_requests()[-1].json["messages"][-1]
+        assert denied["role"] == "tool" and "did not allow" in denied["content"]
+        [shown] = window.conversation.last_assistant().tool_calls()
+        assert shown.button.text() == "Denied: time_get_current_time"
+
+        router.script(Reply(tool_calls=[call]), Reply(content="Now I know."))
+        _type(qtbot, window, "please, time?")
+        window.send()
+        _mcp_answer(qtbot, window, "Always allow this tool")
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=30000)
+        text = (tmp_path / "config.toml").read_text(encoding="utf-8")
+        assert 'mcp_allowed_tools = ["time_get_current_time"]' in text and "# my note" in text
+        assert window.app.config.mcp_allowed_tools == ("time_get_current_time",)
+
+        window.new_session()
+        router.script(Reply(tool_calls=[call]), Reply(content="Known."))
+        _send(qtbot, window, "time again")
+        assert window.app.mcp.consent_box is None
+        assert "datetime" in router.chat_requests()[-1].json["messages"][-1]["content"]
+
+    def test_mcp_window_stop_withdraws_the_question(
+        self, chat_window, router, qtbot, tmp_path: Path
+    ) -> None:
+        """Stop while consent is asked closes the box; the tool never runs, no round follows."""
+
+        window, _history = _mcp_window(chat_window, router, tmp_path, _mcp_time_toml())
+        call = ToolCall("time_get_current_time", '{"timezone": "Etc/UTC"}')
+        router.script(Reply(tool_calls=[call]), Reply(content="never"))
+        _type(qtbot, window, "time?")
+        window.send()
+        host = window.app.mcp
+        qtbot.waitUntil(lambda: host.consent_box is not None, timeout=30000)
+        window.stop()
+        qtbot.waitUntil(lambda: host.consent_box is None, timeout=5000)
+        qtbot.waitUntil(lambda: window.running_workers() == 0, timeout=10000)
+        assert len(router.chat_requests()) == 1
+
+    def test_mcp_timeout_and_denial_reach_the_model_through_the_tool_loop(
+        self, mcp_hub, router
+    ) -> None:
+        """A call that outlives its server's timeout is a tool result in the next request."""
+
+        hub, _cfg = mcp_hub(_mcp_faulty_toml("slow", timeout="1"))
+        tools = hub.turn_tools(consent=_mcp_allow)
+        router.script(
+            Reply(tool_calls=[ToolCall("slow_sleep", '{"seconds": 30}', id="s1")]),
+            Reply(content="It took too long."),
+        )
+        client = Client(router.url)
+        started = time.monotonic()
+        events = list(client.stream_chat("test-model", _user("sleep"), extra_tools=tools))
+        client.close()
+        assert time.monotonic() - started < 10
+        assert "".join(v for k, v in events if k == "content") == "It took too long."
+        result = router.chat_requests()[-1].json["messages"][-1]
+        assert result["tool_call_id"] == "s1" and "did not answer within 1 s" in result["content"]
+        [done] = [v for k, v in events if k == "mcp_done"]
+        assert done["status"] == "timeout"
+
+    def test_mcp_panel_shows_states_toggles_tools_and_warns_on_budget(
+        self, chat_window, router, qtbot, tmp_path: Path
+    ) -> None:
+        """The panel lists each server's state and tools with their token cost; a toggle is
+        saved and leaves the tool out of the next request; over 10% of the context warns."""
+
+        servers = _mcp_time_toml() + "\n" + _mcp_faulty_toml("stderr")
+        window, _history = _mcp_window(chat_window, router, tmp_path, servers)
+        panel = window.open_mcp_panel()
+        panel._context_size = lambda: 1000
+        tree = panel.tree
+        assert [tree.topLevelItem(i).text(1) for i in range(2)] == ["not started"] * 2
+        for index in range(2):
+            tree.setCurrentItem(tree.topLevelItem(index))
+            panel.restart_button.click()
+
+        def settled() -> bool:
+            return [tree.topLevelItem(i).text(1) for i in range(2)] == ["ready", "failed"]
+
+        qtbot.waitUntil(settled, timeout=30000)
+        time_item, failed_item = tree.topLevelItem(0), tree.topLevelItem(1)
+        stderr = [failed_item.child(i).text(2) for i in range(failed_item.childCount())]
+        assert "fatal: the database is locked" in stderr
+        tools = {time_item.child(i).text(0): time_item.child(i) for i in range(2)}
+        assert tools["time_convert_time"].text(1).endswith(" tokens")
+        assert int(tools["time_convert_time"].text(1).split()[0].replace(",", "")) > 50
+        assert panel.over_budget() and "more than 10%" in panel.total.text()
+
+        tools["time_convert_time"].setCheckState(0, Qt.CheckState.Unchecked)
+        text = (tmp_path / "config.toml").read_text(encoding="utf-8")
+        assert 'mcp_disabled_tools = ["time_convert_time"]' in text
+        router.script(Reply(content="fine"))
+        _send(qtbot, window, "hello")
+        offered = [t["function"]["name"] for t in router.chat_requests()[-1].json["tools"]]
+        assert "time_get_current_time" in offered and "time_convert_time" not in offered
+        panel.close()
+
+    def test_mcp_ask_print_runs_tools_only_when_allowed(self, router, tmp_path: Path) -> None:
+        """`ask --print` denies MCP calls (and says so) unless --allow-tools is given."""
+
+        config = _quick_config_file(tmp_path, router.url, _mcp_time_toml())
+        call = ToolCall("time_get_current_time", '{"timezone": "Etc/UTC"}')
+        router.script(Reply(tool_calls=[call]), Reply(content="denied"))
+        done = _llamachat(config, "ask", "--print", "--no-reasoning", "time?")
+        assert done.returncode == 0, done.stderr
+        assert "not run: time_get_current_time" in done.stderr
+        assert "did not allow" in router.chat_requests()[-1].json["messages"][-1]["content"]
+
+        router.script(Reply(tool_calls=[call]), Reply(content="allowed"))
+        done = _llamachat(config, "ask", "--print", "--allow-tools", "time?")
+        assert (done.returncode, done.stdout) == (0, "allowed\n"), done.stderr
+        assert "datetime" in router.chat_requests()[-1].json["messages"][-1]["content"]
+
+    def test_mcp_streamable_http_server_gets_its_header_from_the_environment(
+        self, mcp_hub, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A `url` server is reached over Streamable HTTP with the header headers_env names."""
+
+        port = free_port()
+        process = subprocess.Popen(
+            [sys.executable, "-m", "llamachat.dev.mcp_faulty", "http", str(port)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            _wait_for(lambda: not _refuses_connections(port), 20, "the HTTP MCP server")
+            monkeypatch.setenv("TEST_MCP_AUTH", "Bearer t0k3n")
+            hub, _cfg = mcp_hub(
+                f'[[mcp_servers]]\nname = "web"\nurl = "http://127.0.0.1:{port}/mcp"\n'
+                'headers_env = { Authorization = "TEST_MCP_AUTH" }\n'
+            )
+            tools = {tool.name: tool for tool in hub.turn_tools(consent=_mcp_allow)}
+            assert tools["web_header"].run('{"name": "authorization"}').text == "Bearer t0k3n"
+            assert "t0k3n" not in (Path(_cfg.path).read_text(encoding="utf-8"))
+        finally:
+            process.kill()
+            process.wait(10)
+
+    def test_mcp_autostart_starts_at_once_and_disabled_never_starts(self, mcp_hub) -> None:
+        """`autostart` starts a server before any turn; `enabled = false` keeps one off."""
+
+        hub, _cfg = mcp_hub(
+            _mcp_faulty_toml("image", autostart="true")
+            + "\n"
+            + _mcp_faulty_toml("huge", enabled="false")
+        )
+        assert [s.status for s in hub.states()] == ["not started", "off"]
+        hub.start()
+        _wait_for(lambda: hub.states()[0].status == "ready", 20, "the autostarted server")
+        assert hub.states()[1].status == "off"
+        assert [t.name for t in hub.turn_tools(consent=_mcp_allow)] == [
+            "image_echo",
+            "image_picture",
+        ]
+        assert hub.states()[1].status == "off"
+
+    def test_mcp_outside_text_is_shown_as_plain_text(self, qtbot) -> None:
+        """A tool's name, arguments and result reach the view and the consent box as text."""
+
+        from llamachat.ui.tool_call import ToolCallView
+
+        call = {
+            "function": {"name": HOSTILE, "arguments": json.dumps({"q": HOSTILE})},
+            "result": HOSTILE,
+            "status": "ok",
+            "server": HOSTILE,
+        }
+        view = ToolCallView(call)
+        qtbot.addWidget(view)
+        view.button.click()
+        assert view.body.textFormat() == Qt.TextFormat.PlainText
+        assert view.details().count("<img") == 3
+        assert view.button.text() == f"Ran {HOSTILE}"

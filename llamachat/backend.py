@@ -702,17 +702,23 @@ class Client:
         params: dict | None = None,
         tools: Sequence[Tool] | None = None,
         max_rounds: int | None = None,
+        extra_tools: Sequence[Tool] = (),
+        extra_rounds: int = 2,
     ) -> Generator[StreamEvent, None, None]:
         """Stream one assistant turn as (kind, piece) events, running tools as asked.
 
         The tools offered are `tools` when given (called for up to `max_rounds` rounds,
-        default 2), else the ones `search_cfg` and `skills_cfg` turn on (`tools.offered`).
+        default 2), else the ones `search_cfg` and `skills_cfg` turn on (`tools.offered`)
+        plus `extra_tools` (an MCP server's, for `extra_rounds` rounds; the built-in tools
+        win a clash of names).
         Closing the generator, or setting `cancel`, closes the HTTP response at once so
         the server stops generating; no stats event follows a cancel. The caller's
         `messages` list and dicts are never modified.
         """
         if tools is None:
-            offer, rounds = offered(search_cfg, skills_cfg, self._search_client)
+            offer, rounds = offered(
+                search_cfg, skills_cfg, self._search_client, extra_tools, extra_rounds
+            )
         else:
             offer, rounds = list(tools), 2
         if max_rounds is not None:

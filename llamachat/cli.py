@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
-from . import backend, context, prompts, providers, server, turn
+from . import backend, context, mcp_tools, prompts, providers, server, turn
 from .config import Config
 from .db import History, HistoryError
 from .models import Models
@@ -125,6 +125,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--no-reasoning", action="store_true", help="hide the model's reasoning (else on stderr)"
+    )
+    parser.add_argument(
+        "--allow-tools",
+        action="store_true",
+        help="let the model run MCP tools without asking (else only the always-allowed ones)",
     )
 
 
@@ -265,6 +270,27 @@ def run(
             managed.stop()
 
 
+def _mcp_tools(
+    cfg: Config, args: argparse.Namespace, err: TextIO
+) -> tuple[mcp_tools.Hub | None, list[mcp_tools.McpTool]]:
+    """The MCP tools `ask --print` offers: the hub (to close) and its tools.
+
+    Nobody can be asked in a terminal pipe: a tool runs with --allow-tools or when it
+    is always allowed in the config; any other call is denied, and said on stderr.
+    """
+    if not any(server.enabled for server in cfg.mcp_servers):
+        return None, []
+
+    def consent(name: str, _arguments: str) -> str:
+        if getattr(args, "allow_tools", False) or name in cfg.mcp_allowed_tools:
+            return mcp_tools.ALLOW_ONCE
+        _say(f"not run: {name} (pass --allow-tools to let the model run MCP tools)", err)
+        return mcp_tools.DENY
+
+    hub = mcp_tools.Hub(cfg.mcp_servers)
+    return hub, hub.turn_tools(consent=consent, disabled=cfg.mcp_disabled_tools)
+
+
 def _stream(
     registry: providers.Registry,
     request: turn.Turn,
@@ -285,11 +311,14 @@ def _stream(
     # In a terminal the reasoning gets a line of its own. The answer always ends with a
     # line break, as a command's output does (a shell prompt or `>> file` follows it).
     err_tty = _isatty(err)
+    hub, extra = _mcp_tools(cfg, args, err)
     stream = client.stream_chat(
         wire_model,
         request.messages(),
         search_cfg=request.search_cfg,
         skills_cfg=request.skills_cfg,
+        extra_tools=extra,
+        extra_rounds=cfg.max_searches,
     )
     try:
         for kind, value in stream:
@@ -321,6 +350,8 @@ def _stream(
             os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
     finally:
         stream.close()
+        if hub is not None:
+            hub.close()
         record.update(
             content,
             reasoning,

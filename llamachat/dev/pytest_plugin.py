@@ -1393,6 +1393,98 @@ def hostile_server():
     server.close()
 
 
+# ---------------------------------------------------------------- MCP (TestMcp)
+
+
+def _mcp_bin(name: str) -> str:
+    """The path of a console script installed beside this Python (mcp-server-time, ...)."""
+
+    path = Path(sys.executable).parent / name
+    if not path.exists():
+        pytest.skip(f"{name} is not installed (pip install -e '.[test]')")
+    return str(path)
+
+
+def _mcp_faulty_toml(*modes: str, **options: str) -> str:
+    """[[mcp_servers]] tables starting llamachat.dev.mcp_faulty in each mode, as a user writes them."""
+
+    tables = []
+    for mode in modes:
+        extra = "".join(f"{k} = {v}\n" for k, v in options.items())
+        tables.append(
+            f'[[mcp_servers]]\nname = "{mode}"\ncommand = {json.dumps(sys.executable)}\n'
+            f'args = ["-m", "llamachat.dev.mcp_faulty", "{mode}"]\n{extra}'
+        )
+    return "\n".join(tables)
+
+
+@pytest.fixture
+def mcp_hub(tmp_path):
+    """Make mcp_tools.Hubs from config.toml text (loaded by config.load); all closed after."""
+
+    from llamachat import config as config_module
+    from llamachat import mcp_tools
+
+    made = []
+
+    def make(text: str, **options):
+        path = tmp_path / "config.toml"
+        path.write_text(text, encoding="utf-8")
+        cfg = config_module.load(path)
+        hub = mcp_tools.Hub(cfg.mcp_servers, log_dir=tmp_path / "logs", **options)
+        made.append(hub)
+        return hub, cfg
+
+    yield make
+    for hub in made:
+        hub.close()
+
+
+def _mcp_allow(name: str, arguments: str) -> str:
+    """A consent that allows every call (the Hub tests; the window tests click)."""
+
+    return "once"
+
+
+def _mcp_window(chat_window, router, tmp_path: Path, servers: str, extra: str = ""):
+    """A chat window whose config.toml (loaded as a user's) has the MCP `servers` tables."""
+
+    from llamachat import config as config_module
+
+    path = tmp_path / "config.toml"
+    path.write_text(
+        f'router_url = "{router.url}"\ndefault_model = "test-model"\n{extra}\n{servers}',
+        encoding="utf-8",
+    )
+    cfg = config_module.load(path)
+    return chat_window(
+        path=path,
+        mcp_servers=cfg.mcp_servers,
+        mcp_allowed_tools=cfg.mcp_allowed_tools,
+        mcp_disabled_tools=cfg.mcp_disabled_tools,
+    )
+
+
+def _mcp_time_toml() -> str:
+    """The [[mcp_servers]] table of mcp-server-time, as a user writes it."""
+
+    return f'[[mcp_servers]]\nname = "time"\ncommand = {json.dumps(_mcp_bin("mcp-server-time"))}\n'
+
+
+def _mcp_answer(qtbot, window, label: str) -> str:
+    """Wait for the consent box, click `label` on it; the box's text."""
+
+    host = window.app.mcp
+    qtbot.waitUntil(
+        lambda: host.consent_box is not None and host.consent_box.isVisible(), timeout=30000
+    )
+    box = host.consent_box
+    text = box.text()
+    [button] = [b for b in box.buttons() if b.text() == label]
+    button.click()
+    return text
+
+
 PDF_SKILL = (
     "---\nname: pdf\ndescription: Fill and summarise PDF forms. Use when a PDF is involved.\n"
     "---\n# PDF\n\nFor forms, read forms.md; scripts/fill.py fills them.\n"

@@ -533,6 +533,7 @@ class Conversation(QObject):
                 search_cfg=request.search_cfg,
                 skills_cfg=request.skills_cfg,
                 replaces=replaces,
+                tool_source=self.app.mcp.tool_source(self._session_id),
                 keep_replaced=keep_replaced,
                 parent=self,
             )

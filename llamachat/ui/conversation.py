@@ -67,6 +67,7 @@ from .markdown import (
     Update,
     break_text_runs,
 )
+from .tool_call import ToolCallView
 
 log = logging.getLogger(__name__)
 
@@ -342,6 +343,9 @@ class MessageView(QFrame):
 
         if message.get("reasoning"):
             self._add_reasoning_text(message["reasoning"])
+        for call in message.get("tool_calls") or ():
+            if isinstance(call, dict) and "result" in call:
+                self.add_tool_call(call)
         status = message.get("status", "complete")
         content = message.get("content") or ""
         if status == "streaming":
@@ -385,15 +389,31 @@ class MessageView(QFrame):
         self._streaming = True
         self._add_reasoning_text(text)
 
+    def _activity(self) -> QVBoxLayout:
+        """The layout above the text that searches and tool calls are shown in."""
+        if self._searches is None:
+            self._searches = QVBoxLayout()
+            self._searches.setSpacing(2)
+            self._layout.insertLayout(self._layout.indexOf(self._body), self._searches)
+        return self._searches
+
+    def add_tool_call(self, call: dict) -> ToolCallView:
+        """Show an MCP tool call inline, collapsed (`reply.stored_call`'s shape)."""
+        view = ToolCallView(call, self)
+        self._activity().addWidget(view)
+        return view
+
+    def tool_calls(self) -> list[ToolCallView]:
+        """The tool calls shown, in order."""
+        return self.findChildren(ToolCallView)
+
     def add_search(
         self, query: str, results: list[dict], error: str = "", *, title: str = "Searched"
     ) -> None:
         """Show a tool call inline: a web search's query and its results as links, or its
         error; another tool's call (`title`, e.g. "Read skill file") and short result."""
-        if self._searches is None:
-            self._searches = QVBoxLayout()
-            self._searches.setSpacing(2)
-            self._layout.insertLayout(self._layout.indexOf(self._body), self._searches)
+        self._activity()
+        assert self._searches is not None
         lines = [f"<b>{plain.markup(title)}:</b> {plain.markup(query)}"]
         if error:
             lines.append(f'<span style="color:#d1242f">{plain.markup(error)}</span>')

@@ -62,6 +62,7 @@ def _build_menus(window: ChatWindow) -> None:
     file_menu.addAction(window.sidebar.import_action)
     file_menu.addSeparator()
     file_menu.addAction(_keyed(top.settings_action, "settings"))
+    file_menu.addAction(_action("Import MCP servers…", window, window.import_mcp_servers))
     file_menu.addAction(router.server_log_action)
     file_menu.addAction(router.add_model_action)
     file_menu.addSeparator()
@@ -92,6 +93,7 @@ def _build_menus(window: ChatWindow) -> None:
     chat_menu.addSeparator()
     chat_menu.addAction(window.web_search.action)
     chat_menu.addAction(top.skills_action)
+    chat_menu.addAction(_action("MCP servers…", window, window.open_mcp_panel))
     chat_menu.addAction(_action("Edit prompt presets…", window, window.preset_picker.edit_presets))
 
     help_menu = menus.addMenu("&Help")

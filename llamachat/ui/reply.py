@@ -31,7 +31,7 @@ from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from .. import backend, providers
 from ..db import History, HistoryError
-from .worker import StreamWorker, WorkerThreads
+from .worker import StreamWorker, ToolSource, WorkerThreads
 
 if TYPE_CHECKING:
     # Only a window attaches a view: the reply itself loads no widget module.
@@ -66,6 +66,7 @@ class ReplyStream(QObject):
         search_cfg: backend.SearchConfig | None = None,
         skills_cfg: backend.SkillsConfig | None = None,
         replaces: int | None = None,
+        tool_source: ToolSource | None = None,
         keep_replaced: bool = False,
         parent: QObject | None = None,
     ) -> None:
@@ -104,12 +105,14 @@ class ReplyStream(QObject):
             skills_cfg=skills_cfg,
             # A provider's model is renamed on the way; only llama.cpp's router takes these.
             params=dict(backend.LLAMA_PARAMS) if wire_model == model else None,
+            tool_source=tool_source,
         )
         self._worker.content.connect(self._on_content)
         self._worker.reasoning.connect(self._on_reasoning)
         self._worker.search_started.connect(self._on_search_started)
         self._worker.search_finished.connect(self._on_search_finished)
         self._worker.skill_loaded.connect(self._on_skill_loaded)
+        self._worker.tool_finished.connect(self._on_tool_finished)
         self._worker.stats.connect(self._on_stats)
         self._worker.progress.connect(self._on_progress)
         self._worker.timings.connect(self._on_timings)
@@ -119,6 +122,8 @@ class ReplyStream(QObject):
         # and kept until History has taken it.
         self._content: list[str] = []
         self._reasoning: list[str] = []
+        # The MCP calls made, as History stores them (`stored_call`).
+        self._tool_calls: list[dict] = []
         self._usage: dict = {}
         self._timings: dict = {}
         # When the request left, and how long the first token took (ms; None until it came).
@@ -250,6 +255,14 @@ class ReplyStream(QObject):
             self.skill_loaded.emit(name)
 
     @Slot(object)
+    def _on_tool_finished(self, record: object) -> None:
+        if not self._ended and isinstance(record, dict):
+            self._tool_calls.append(stored_call(record, len(self._tool_calls)))
+            self._dirty = True
+            if self.view is not None:
+                self.view.add_tool_call(self._tool_calls[-1])
+
+    @Slot(object)
     def _on_stats(self, stats: object) -> None:
         if not self._ended and isinstance(stats, dict):
             self._usage = dict(stats.get("usage") or {})
@@ -308,6 +321,7 @@ class ReplyStream(QObject):
                 self.message_id,
                 content="".join(self._content),
                 reasoning="".join(self._reasoning),
+                tool_calls=self._tool_calls or None,
                 # None leaves a field as it is: the outcome is saved once the reply ended.
                 status=self._status if final else None,
                 error=self._error if final else None,
@@ -355,3 +369,19 @@ class ReplyStream(QObject):
         else:
             # Kept, with its text, until a save goes through (the timer retries each second).
             self._save_timer.start()
+
+
+def stored_call(record: dict, index: int) -> dict:
+    """An MCP call's `mcp_done` record as History keeps it in a message's tool_calls.
+
+    The OpenAI shape (id, type, function) that exports read, plus what the view shows.
+    """
+    return {
+        "id": f"mcp_{index}",
+        "type": "function",
+        "function": {"name": record.get("name", ""), "arguments": record.get("arguments", "")},
+        "server": record.get("server", ""),
+        "result": record.get("result", ""),
+        "status": record.get("status", ""),
+        "images": record.get("images") or [],
+    }

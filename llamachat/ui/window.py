@@ -60,6 +60,7 @@ from .chips import SkillChips, SkillSuggestions
 from .composer import Attachment, Composer
 from .controller import Conversation
 from .conversation import ConversationView
+from .mcp_panel import McpPanel, choose_and_import
 from .meter import ContextMeter
 from .model_picker import ModelPicker
 from .notice import STATUS_MS, NoticeBar
@@ -398,6 +399,19 @@ class ChatWindow(QMainWindow):
         dialog.saved.connect(lambda new: self.show_status(f"Settings saved to {new.path}."))
         dialog.open()
         return dialog
+
+    def open_mcp_panel(self) -> McpPanel:
+        """Open the MCP servers panel: states, tools and their token budget."""
+        panel = McpPanel(self.app, context_size=self.meter.context_size, parent=self)
+        panel.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        panel.show()
+        return panel
+
+    def import_mcp_servers(self) -> None:
+        """File > Import MCP servers…: add an mcp.json's servers to config.toml."""
+        said = choose_and_import(self.app, self)
+        if said:
+            self.show_status(said)
 
     def loaded_skills(self) -> list[str]:
         """The skills loaded for this chat, in load order."""

@@ -15,7 +15,7 @@ import math
 import operator
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import cast
 
 from PySide6.QtCore import (
@@ -30,6 +30,10 @@ from PySide6.QtCore import (
 )
 
 from .. import backend
+from ..tools import Tool
+
+ToolSource = Callable[[threading.Event], tuple[Sequence[Tool], int]]
+"""Called in the worker thread before the first round: more tools (MCP) and their rounds."""
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +109,7 @@ class StreamWorker(QObject):
     skill_loaded = Signal(str)
     progress = Signal(object)
     timings = Signal(object)
+    tool_finished = Signal(object)
     stats = Signal(object)
     failed = Signal(str, object)
     finished = Signal()
@@ -121,9 +126,11 @@ class StreamWorker(QObject):
         search_cfg: backend.SearchConfig | None = None,
         skills_cfg: backend.SkillsConfig | None = None,
         params: dict | None = None,
+        tool_source: ToolSource | None = None,
     ) -> None:
         super().__init__()
         self._client = client
+        self._tool_source = tool_source
         self._model = model
         self._messages = messages
         self._search_cfg = search_cfg
@@ -183,6 +190,8 @@ class StreamWorker(QObject):
     def run(self) -> None:
         """Stream the reply, posting each event for the GUI thread; runs in the worker thread."""
         try:
+            # Here, off the GUI thread: MCP servers may still be starting.
+            extra, rounds = self._tool_source(self._cancel) if self._tool_source else ((), 2)
             stream = self._client.stream_chat(
                 self._model,
                 self._messages,
@@ -190,6 +199,8 @@ class StreamWorker(QObject):
                 skills_cfg=self._skills_cfg,
                 cancel=self._cancel,
                 params=self._params,
+                extra_tools=extra,
+                extra_rounds=rounds,
             )
             try:
                 for kind, value in stream:
@@ -249,6 +260,8 @@ _SIGNALS = {
     "skill_loaded": "skill_loaded",
     "progress": "progress",
     "timings": "timings",
+    # An MCP tool's call, shown collapsed and saved with the reply.
+    "mcp_done": "tool_finished",
     "stats": "stats",
     "failed": "failed",
 }
