@@ -1431,6 +1431,31 @@ class TestContext:
         assert abs(counted - read) <= 0.02 * read, (counted, read)
         assert timings["cache_n"] > 0  # the byte-stable prefix was reused
 
+    def test_context_meter_counts_the_mcp_tools_a_reply_is_offered(
+        self, chat_window, router, qtbot, tmp_path
+    ) -> None:
+        """An MCP server's tools are counted once it is up (its first turn starts it); the
+        total is still the router's prompt for the request that follows."""
+
+        window, history = _mcp_window(chat_window, router, tmp_path, _mcp_time_toml())
+        watch = window.chat.context
+        qtbot.waitUntil(lambda: watch.context_size() == 4096 and watch.breakdown().exact)
+        without = watch.breakdown().get("tools")
+        _send(qtbot, window, "hello")
+        qtbot.waitUntil(
+            lambda: watch.breakdown().exact and watch.breakdown().get("tools") > without,
+            timeout=30_000,
+        )
+        window.composer.set_text("What time is it?")
+        qtbot.waitUntil(lambda: watch.breakdown().exact and watch.breakdown().get("user") > 0)
+        counted = window.meter.used()
+        window.send()
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=30_000)
+        sent = router.chat_requests()[-1].json
+        assert "time_get_current_time" in [t["function"]["name"] for t in sent["tools"]]
+        timings = history.messages(window.session_id)[-1]["timings"]
+        assert counted == timings["prompt_n"] + timings["cache_n"]
+
     def test_context_keystrokes_send_no_request_and_the_draft_is_counted_once(
         self, chat_window, router, qtbot
     ) -> None:

@@ -29,6 +29,7 @@ from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from .. import context, turn
 from ..context import Overflow
+from ..mcp_tools import READY
 from ..models import Models
 from . import tasks
 
@@ -70,6 +71,7 @@ class ContextWatch(QObject):
         # The last request let through, to calibrate estimates with the usage it comes back with.
         self._sent: context.Breakdown | None = None
         self._generation = 0
+        self._closed = False
         # Counts tried again since the last change, for what the server did not count.
         self._retries = 0
         self._draft_timer = QTimer(self)
@@ -90,6 +92,8 @@ class ContextWatch(QObject):
         conversation.reply_started.connect(self._on_reply_started)
         conversation.reply_ended.connect(self._on_reply_ended)
         conversation.app.router_changed.connect(self._on_router_changed)
+        # An MCP server that came up (or went) changes the tools offered.
+        conversation.app.mcp.changed.connect(lambda: self._on_base_changed(SHOWN_MS))
 
     # ------------------------------------------------------------------ reading
 
@@ -174,9 +178,15 @@ class ContextWatch(QObject):
         if text or attachments:
             self._draft_timer.start()
 
+    def close(self) -> None:
+        """Measure nothing more (the conversation is closing, its History with it)."""
+        self._closed = True
+        self._refresh_due.stop()
+        self._draft_timer.stop()
+
     def refresh(self) -> None:
         """Measure the earlier parts again (after they changed), counting in the background."""
-        if self._chat.is_streaming():
+        if self._closed or self._chat.is_streaming():
             return  # the reply's own figures are shown; its end measures again
         self._generation += 1
         generation = self._generation
@@ -192,6 +202,9 @@ class ContextWatch(QObject):
         if self._chat.mode == "oneshot":
             # The stored question is the last answer's; the next one is the draft.
             request = dataclasses.replace(request, question=())
+        mcp = self._mcp_schemas()
+        if mcp:
+            request = dataclasses.replace(request, tools=request.tools + mcp)
         # The last user message of a chat not answered yet is the question: kept in "base".
         self._base_turn = request
         tokenizer = self._tokenizer()
@@ -205,6 +218,20 @@ class ContextWatch(QObject):
         )
 
     # ------------------------------------------------------------------ internals
+
+    def _mcp_schemas(self) -> tuple[dict, ...]:
+        """The MCP tools a reply would be offered now, as far as the servers are up."""
+        cfg = self._chat.cfg
+        if not any(server.enabled for server in cfg.mcp_servers):
+            return ()
+        enabled = {server.name for server in cfg.mcp_servers if server.enabled}
+        return tuple(
+            info.schema
+            for state in self._chat.app.mcp.states()
+            if state.name in enabled and state.status == READY
+            for info in state.tools
+            if info.schema and not info.problem and info.name not in cfg.mcp_disabled_tools
+        )
 
     def _tokenizer(self) -> context.Tokenizer:
         client, name = self._chat.app.registry.client_for(self._model)

@@ -453,6 +453,7 @@ class Conversation(QObject):
     def close(self) -> None:
         """Stop the reply and try once more to save the replies History could not take."""
         self.stop()
+        self.context.close()
         for reply in list(self._unsaved):
             if not reply.save():
                 log.warning(
