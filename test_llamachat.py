@@ -2762,6 +2762,13 @@ class TestSkillsFirstTime:
         )
         _send(qtbot, window, "fill my tax form")
         assert window.loaded_skills() == ["pdf"]
+        # Qt shows a widget added to a shown layout on the next turn of the event loop.
+        qtbot.waitUntil(
+            lambda: any(
+                w.accessibleName() == "Read skill file" and w.isVisible()
+                for w in window.conversation.findChildren(QLabel)
+            )
+        )
         label = _by_name(window.conversation, QLabel, "Read skill file")
         assert label.text() == "<b>Read skill file:</b> pdf/forms.md, 44 bytes"
         assert label.textFormat() == Qt.TextFormat.RichText
