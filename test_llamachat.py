@@ -2762,11 +2762,11 @@ class TestSkillsFirstTime:
         )
         _send(qtbot, window, "fill my tax form")
         assert window.loaded_skills() == ["pdf"]
-        # Qt shows a widget added to a shown layout on the next turn of the event loop.
+        # A label added to a shown view is shown by Qt on the next turn of the event loop.
         qtbot.waitUntil(
             lambda: any(
-                w.accessibleName() == "Read skill file" and w.isVisible()
-                for w in window.conversation.findChildren(QLabel)
+                label.isVisible() and label.accessibleName() == "Read skill file"
+                for label in window.conversation.findChildren(QLabel)
             )
         )
         label = _by_name(window.conversation, QLabel, "Read skill file")
