@@ -80,7 +80,7 @@ from PySide6.QtWidgets import (
 )
 
 import llamachat
-from llamachat import __version__, backend, cli, config, qt_platform, skills, tools, turn
+from llamachat import __version__, backend, cli, config, context, qt_platform, skills, tools, turn
 from llamachat.__main__ import _act, find_router, load_or_create_config, main
 from llamachat.backend import Client, ServerError
 from llamachat.config import Config, ProviderConfig
@@ -105,6 +105,7 @@ from llamachat.server import (
     free_port,
     launch_environment,
     reload_models,
+    set_preset_context,
     wheel_binary,
 )
 from llamachat.skills import SkillStore, system_part
@@ -113,6 +114,7 @@ from llamachat.ui import chips as skills_chips
 from llamachat.ui.app import CONFIGURED, READY, ExceptionHook
 from llamachat.ui.composer import AttachmentError, file_attachment
 from llamachat.ui.conversation import open_link
+from llamachat.ui.figures import ReadingProgress
 from llamachat.ui.instance import RunningInstance, payload, socket_name
 from llamachat.ui.markdown import (
     BREAK,
@@ -125,6 +127,7 @@ from llamachat.ui.markdown import (
 )
 from llamachat.ui.meter import ContextMeter
 from llamachat.ui.model_picker import ModelPicker
+from llamachat.ui.overflow import OverflowPanel, raised_context
 from llamachat.ui.presets import CUSTOM_LABEL, PresetPicker
 from llamachat.ui.quick import WIDTH, QuickWindow
 from llamachat.ui.router_guide import ServerLogDialog
@@ -1397,6 +1400,337 @@ class TestTurn:
         assert turn.skills_config(cfg, store).store is store
         off = Config(skills_dir=tmp_path / "later", skills_enabled=False)
         assert turn.skill_store(off) is None
+
+
+class TestContext:
+    """`llamachat.context` and the meter: the next request counted, checked and shown."""
+
+    def test_context_meter_total_is_the_prompt_the_router_reads(
+        self, chat_window, router, qtbot, tmp_path
+    ) -> None:
+        """Every part is counted (a skill, the history, the draft, an attachment, tools): the
+        meter's total is the router's prompt_n + cache_n for the request that follows."""
+
+        window, history = chat_window()
+        watch, meter = window.chat.context, window.meter
+        qtbot.waitUntil(lambda: meter.context_size() == 4096)
+        _send(qtbot, window, "/weather hello")
+        notes = tmp_path / "notes.txt"
+        notes.write_text("Rain in Paris all week, 12 degrees.\n", encoding="utf-8")
+        window.composer.add_attachment(file_attachment(notes, images=False))
+        window.composer.set_text("What should I wear today?")
+        qtbot.waitUntil(lambda: watch.breakdown().exact and watch.breakdown().get("user") > 0)
+
+        parts = dict(watch.breakdown().parts)
+        assert {"system", "skill:weather", "history", "user", "attachment:notes.txt"} <= set(parts)
+        assert parts["tools"] > 0 and parts["template"] > 0
+        tip = meter.toolTip()
+        for label in ("skill weather", "earlier messages", "attachment notes.txt", "reply reserve"):
+            assert label in tip, label
+        counted = meter.used()
+        assert meter.label.text() == f"{counted:,} / 4,096"
+
+        window.send()
+        qtbot.waitUntil(lambda: not window.is_streaming())
+        timings = history.messages(window.session_id)[-1]["timings"]
+        read = timings["prompt_n"] + timings["cache_n"]
+        assert abs(counted - read) <= 0.02 * read, (counted, read)
+        assert timings["cache_n"] > 0  # the byte-stable prefix was reused
+
+    def test_context_meter_counts_the_mcp_tools_a_reply_is_offered(
+        self, chat_window, router, qtbot, tmp_path
+    ) -> None:
+        """An MCP server's tools are counted once it is up (its first turn starts it); the
+        total is still the router's prompt for the request that follows."""
+
+        window, history = _mcp_window(chat_window, router, tmp_path, _mcp_time_toml())
+        watch = window.chat.context
+        qtbot.waitUntil(lambda: watch.context_size() == 4096 and watch.breakdown().exact)
+        without = watch.breakdown().get("tools")
+        _send(qtbot, window, "hello")
+        qtbot.waitUntil(
+            lambda: watch.breakdown().exact and watch.breakdown().get("tools") > without,
+            timeout=30_000,
+        )
+        window.composer.set_text("What time is it?")
+        qtbot.waitUntil(lambda: watch.breakdown().exact and watch.breakdown().get("user") > 0)
+        counted = window.meter.used()
+        window.send()
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=30_000)
+        sent = router.chat_requests()[-1].json
+        assert "time_get_current_time" in [t["function"]["name"] for t in sent["tools"]]
+        timings = history.messages(window.session_id)[-1]["timings"]
+        assert counted == timings["prompt_n"] + timings["cache_n"]
+
+    def test_context_keystrokes_send_no_request_and_the_draft_is_counted_once(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """Typing is estimated at once; the server counts the draft after a pause, once."""
+
+        window, _history = chat_window()
+        watch = window.chat.context
+        qtbot.waitUntil(lambda: watch.breakdown().exact and watch.context_size() == 4096)
+        before = len(router.requests)
+        for n in range(1, 40):
+            window.composer.set_text("word " * n)
+        assert len(router.requests) == before
+        assert watch.breakdown().get("user") > 0 and not watch.breakdown().exact
+        qtbot.waitUntil(lambda: watch.breakdown().exact)
+        counted = [q for q in router.requests[before:] if q.path == "/tokenize"]
+        assert [q.json["content"] for q in counted] == ["word " * 39]
+        assert watch.breakdown().get("user") == 39
+
+    def test_context_oversized_message_is_refused_kept_and_offers_ways_out(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """Request + reply reserve over the context: nothing is sent, the message stays in the
+        composer, the numbers are shown with one-click ways out (unload a skill, new chat)."""
+
+        router.models["test-model"].n_ctx = 2048
+        window, history = chat_window()
+        qtbot.waitUntil(lambda: window.meter.context_size() == 2048)
+        _send(qtbot, window, "/weather hi")
+        asked = len(router.chat_requests())
+        long = "word " * 1900
+        window.composer.set_text(long)
+        qtbot.waitUntil(lambda: window.meter.state == "over")
+        assert "does not fit" in window.meter.toolTip()
+
+        window.send()
+        assert len(router.chat_requests()) == asked
+        assert window.composer.text() == long
+        assert [m["content"] for m in history.messages(window.session_id)][-1] != long
+        panel = window.overflow
+        assert panel.isVisible()
+        said = panel.text.text()
+        assert "Not sent" in said and "2,048" in said and "512 for the reply" in said
+        buttons = {b.text(): b for b in panel.findChildren(QPushButton)}
+        unload = next(text for text in buttons if text.startswith("Unload weather (−"))
+        assert "New chat with this message" in buttons and "Dismiss" in buttons
+
+        qtbot.mouseClick(buttons[unload], Qt.MouseButton.LeftButton)
+        assert window.loaded_skills() == [] and not panel.isVisible()
+        assert window.composer.text() == long
+        window.send()
+        assert panel.isVisible() and len(router.chat_requests()) == asked
+        buttons = {b.text(): b for b in panel.findChildren(QPushButton)}
+        qtbot.mouseClick(buttons["New chat with this message"], Qt.MouseButton.LeftButton)
+        assert window.session_id is None and window.composer.text() == long
+
+    def test_context_prompt_progress_shows_in_the_reply_and_stop_works_during_it(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """return_progress: the reply shows "Reading N of M tokens" with a bar while the prompt
+        is read, the meter follows it live, and Stop ends it and drops the connection."""
+
+        window, history = chat_window()
+        router.script(Reply(content="Answer.", stall_after=0))
+        window.composer.set_text("read this")
+        window.send()
+        view = window.conversation.last_assistant()
+        qtbot.waitUntil(lambda: view.findChild(ReadingProgress) is not None)
+        reading = view.findChild(ReadingProgress)
+        # The three chunks may come in more than one frame: the last one read it all.
+        qtbot.waitUntil(lambda: 1 < reading.bar.maximum() == reading.bar.value())
+        sent = router.chat_requests()[-1].json
+        assert sent["return_progress"] is True and sent["timings_per_token"] is True
+        total = reading.bar.maximum()
+        assert reading.label.text() == f"Reading {total:,} of {total:,} tokens"
+        assert reading.isVisible() and reading.bar.value() == total
+        assert window.meter.used() == total
+
+        window.stop()
+        assert not window.is_streaming() and not reading.isVisible()
+        qtbot.waitUntil(lambda: router.disconnects == 1)
+        row = history.messages(window.session_id)[-1]
+        assert row["status"] == "stopped" and row["timings"]["prompt_n"] == total
+
+    def test_context_stopped_reply_keeps_its_figures_in_history_and_on_screen(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """A reply stopped mid-way keeps prompt, cache, speeds and time to first token; the
+        line under it and its tooltip show them, also when the chat is opened again."""
+
+        window, history = chat_window()
+        _send(qtbot, window, "first")
+        router.script(Reply(content=["one ", "two ", "three ", "four"], stall_after=3))
+        window.composer.set_text("second")
+        window.send()
+        qtbot.waitUntil(lambda: window.conversation.last_assistant().content() == "one two ")
+        window.stop()
+        row = history.messages(window.session_id)[-1]
+        assert row["status"] == "stopped"
+        timings = row["timings"]
+        assert timings["predicted_n"] == 2 and timings["cache_n"] > 0 and timings["prompt_n"] > 0
+        assert timings["ttft_ms"] >= 0
+
+        def shown() -> tuple[str, str]:
+            label = _by_name(window.conversation.last_assistant(), QLabel, "Reply statistics")
+            return label.text(), label.toolTip()
+
+        line, tip = shown()
+        assert "2 tokens" in line and f"{timings['cache_n']:,} cached" in line
+        assert "reused from the cache" in tip and "Time to first token" in tip
+        session = window.session_id
+        window.new_session()
+        window.open_session(session)
+        assert shown() == (line, tip)
+
+    def test_context_quick_window_refuses_what_cannot_fit_and_keeps_the_question(
+        self, quick, router, qtbot
+    ) -> None:
+        """The quick window checks before sending: it says why, the question stays; the
+        answer before does not count against the next question."""
+
+        router.models["test-model"].n_ctx = 1024
+        window, _history = quick(default_model="test-model")
+        window.present()
+        qtbot.waitUntil(lambda: window.chat.context.context_size() == 1024)
+        _quick_ask(qtbot, window, "word " * 300)
+        asked = len(router.chat_requests())
+        long = "word " * 900
+        window.composer.set_text(long)
+        window.send()
+        assert len(router.chat_requests()) == asked and window.composer.text() == long
+        assert "Not sent" in window.notice.text() and "1,024" in window.notice.text()
+        window.composer.set_text("word " * 300)
+        window.send()
+        qtbot.waitUntil(lambda: not window.is_streaming())
+        assert len(router.chat_requests()) == asked + 1
+
+    def test_context_ask_print_refuses_what_cannot_fit_with_exit_2(self, router, tmp_path) -> None:
+        """`ask --print` checks too: exit 2, the numbers on stderr, nothing sent."""
+
+        router.models["test-model"].n_ctx = 512
+        config = _quick_config_file(tmp_path, router.url, 'default_model = "test-model"\n')
+        done = _llamachat(config, "ask", "--print", "word " * 600)
+        assert done.returncode == 2, done.stderr
+        assert "Not sent" in done.stderr and "512" in done.stderr and "message:" in done.stderr
+        assert router.chat_requests() == [] and done.stdout == ""
+
+    def test_context_skills_catalog_shortens_descriptions_then_leaves_skills_out(
+        self, tmp_path, qtbot
+    ) -> None:
+        """The load_skill catalog keeps to its budget: shorter descriptions first, then skills
+        left out (of the catalog and the enum), which the Skills panel lists."""
+
+        root = tmp_path / "skills"
+        for n in range(10):
+            _write_skill(root, f"skill-{n:02}", _skill_md(f"skill-{n:02}", "Does things. " * 30))
+        store = SkillStore(root)
+
+        def catalog(max_chars: int | None) -> tuple[str, list[str]]:
+            schema = store.tool_schema(max_chars=max_chars)
+            function = schema["function"]
+            return function["description"], function["parameters"]["properties"]["name"]["enum"]
+
+        full, names = catalog(None)
+        short, short_names = catalog(800)
+        assert short_names == names and len(short) < len(full)
+        assert "- skill-00: Does things." in short and store.left_out(800) == []
+        tight, kept = catalog(60)
+        left = store.left_out(60)
+        assert kept and left and kept + left == names
+        assert all(f"- {name}" in tight for name in kept) and left[0] not in tight
+
+        cfg = Config(skills_dir=root)
+        turned = turn.build_turn(cfg, model="m", system=(), n_ctx=2048, store=store)
+        assert turn.skills_catalog_budget(cfg, 2048) == int(2048 * 0.02 / 0.3)
+        assert turned.skills_cfg is not None and turned.skills_cfg.catalog_chars == 136
+        panel = SkillsPanel(store, list, import_dir=root, catalog_budget=lambda: 60)
+        qtbot.addWidget(panel)
+        assert panel.left_out() == left and panel.left_out_label.isVisibleTo(panel)
+
+    def test_context_without_a_tokenizer_estimates_and_learns_from_usage(self, router) -> None:
+        """A server with no /tokenize is asked once; estimates follow the usage it reports."""
+
+        client = Client(router.url + "/elsewhere")  # every llama.cpp endpoint answers 404
+        tokenizer = context.Tokenizer(client, "test-model")
+        assert tokenizer.count("one two three") == (round(13 * context.TOKENS_PER_CHAR), False)
+        assert not tokenizer.can_count
+        asked = len(router.requests)
+        assert tokenizer.count("four five")[1] is False and len(router.requests) == asked
+        tokenizer.learn(1000, 500)
+        assert tokenizer.tokens_per_char == 0.5 and tokenizer.estimate("x" * 10) == 5
+        client.close()
+
+    def test_context_raise_offers_the_trained_size_and_writes_the_models_preset(
+        self, tmp_path, qtbot
+    ) -> None:
+        """Raising the context: the next usual size that fits, at most the trained size, written
+        as ctx-size into that model's section of the preset, the rest of the file kept."""
+
+        parts = context.Breakdown((("history", 5000), ("user", 100)), exact=True)
+        overflow = context.Overflow("smol", parts, 4096, 1024, trained=8192)
+        assert raised_context(overflow) == 8192
+        assert raised_context(dataclasses.replace(overflow, trained=6000)) is None
+        panel = OverflowPanel()
+        qtbot.addWidget(panel)
+        with qtbot.waitSignal(panel.raise_context) as raised:
+            panel.show_overflow(overflow, managed=True)
+            button = next(
+                b for b in panel.findChildren(QPushButton) if b.text().startswith("Raise")
+            )
+            assert button.text() == "Raise the context to 8,192"
+            button.click()
+        assert raised.args == ["smol", 8192]
+        panel.show_overflow(overflow, managed=False)
+        assert not any(b.text().startswith("Raise") for b in panel.findChildren(QPushButton))
+
+        preset = tmp_path / "preset.ini"
+        preset.write_text("[other]\nmodel = /m/other.gguf\n[smol]\nmodel = /m/smol.gguf\n")
+        set_preset_context(preset, "smol", 8192)
+        set_preset_context(preset, "new-one", 2048)
+        written = preset.read_text()
+        assert "[other]\nmodel = /m/other.gguf" in written
+        assert "[smol]\nmodel = /m/smol.gguf\nctx-size = 8192" in written
+        assert "[new-one]\nctx-size = 2048" in written
+
+    @pytest.mark.real_router
+    def test_context_real_router_counts_the_prompt_and_refuses_what_cannot_fit(
+        self, chat_window, real_router, qtbot
+    ) -> None:
+        """SmolLM2 at --ctx-size 2048: the meter's total for a request is llama-server's
+        prompt_n + cache_n within 2%; a message too long is refused and kept; the stream
+        reports the prompt's progress."""
+
+        client = Client(real_router.url)
+        models = Models(client)
+        models.load(SMOL_ID)
+        assert models.wait_until_loaded(SMOL_ID, timeout=60).status == "loaded"
+        window, history = chat_window(url=real_router.url, default_model=SMOL_ID)
+        watch = window.chat.context
+        qtbot.waitUntil(lambda: watch.context_size() == 2048, timeout=10_000)
+        window.chat.load_skill("weather")
+        window.composer.set_text("Tell me about the history of Paris in three sentences.")
+        # A busy machine may keep a count from the server: the watch counts it again.
+        qtbot.waitUntil(lambda: watch.breakdown().exact, timeout=60_000)
+        counted = window.meter.used()
+
+        request = dataclasses.replace(
+            window.chat.next_turn(),
+            question=turn.user_parts(window.composer.text(), [], images=False),
+        )
+        events = list(
+            client.stream_chat(
+                SMOL_ID,
+                request.messages(),
+                params={**backend.LLAMA_PARAMS, "max_tokens": 2, "tools": list(request.tools)},
+            )
+        )
+        client.close()
+        timings = next(value for kind, value in events if kind == "stats")["timings"]
+        read = timings["prompt_n"] + timings["cache_n"]
+        assert abs(counted - read) <= 0.02 * read, (counted, read)
+        progress = [value for kind, value in events if kind == "progress"]
+        assert progress and progress[-1]["processed"] == progress[-1]["total"] == read
+
+        long = "word " * 2500
+        window.composer.set_text(long)
+        qtbot.waitUntil(lambda: window.meter.state == "over", timeout=30_000)
+        window.send()
+        assert window.overflow.isVisible() and window.composer.text() == long
+        assert window.session_id is None and history.list_sessions() == []
 
 
 class TestSkills:
@@ -6360,6 +6694,8 @@ class TestFaults:
         loop.symlink_to(loop)
         broken += [as_folder, dangling, loop]
 
+        # Room in the context for the 64 KB the huge skill is cut to.
+        router.models["test-model"].n_ctx = 131072
         window, _history = chat_window(skills_dir=root)
         _send(qtbot, window, "/good-one hello")
         _send(qtbot, window, "/huge check this")
@@ -7901,7 +8237,8 @@ class TestChatWindow:
         view = window.conversation.last_assistant()
         shown = {b.accessibleName() for b in view.findChildren(QAbstractButton) if b.isVisible()}
         assert "Regenerate" in shown and "Retry" not in shown
-        assert _by_name(view, QLabel, "Reply statistics").text().startswith("2 words · ")
+        # The figures so far (timings_per_token): what it produced, kept although stopped.
+        assert _by_name(view, QLabel, "Reply statistics").text().startswith("50.0 tok/s · 2 tokens")
         # The HTTP response was closed, so the server saw the client leave mid-stall.
         qtbot.waitUntil(lambda: router.disconnects == 1, timeout=5000)
         qtbot.waitUntil(lambda: window.running_workers() == 0, timeout=5000)
@@ -8754,6 +9091,8 @@ class TestController:
         "not saved"; nothing is sent while History lags; once there is room it is saved whole
         without any action, and the next request carries the whole reply."""
 
+        # Room in the context for the long reply and the message after it.
+        router.models["test-model"].n_ctx = 32768
         window, history = chat_window()
         tail = ["word " * 2000, "more " * 2000, "end."]
         # The worker hands on a piece once the next one arrived: two show before the stall.
@@ -9083,9 +9422,16 @@ class TestWindowChrome:
         assert window.model_picker.status_label.toolTip() == "Loading smol…"
         qtbot.waitUntil(lambda: window.model_picker.status("smol") == "loaded", timeout=10_000)
         assert combo.itemText(combo.findData("smol")) == "● smol"
-        assert [(q.path, q.json) for q in router.requests if q.method == "POST"] == [
-            ("/models/load", {"model": "smol"})
-        ]
+        # Counting the meter's tokens never loads a model: only the picker does.
+        counting = ("/tokenize", "/apply-template")
+        assert [
+            (q.path, q.json)
+            for q in router.requests
+            if q.method == "POST" and q.path not in counting
+        ] == [("/models/load", {"model": "smol"})]
+        assert all(
+            q.query.get("autoload") == "false" for q in router.requests if q.path in counting
+        )
         _send(qtbot, window, "hello")
         assert router.chat_requests()[-1].json["model"] == "smol"
         assert history.get_session(window.session_id)["model"] == "smol"
@@ -9424,31 +9770,30 @@ class TestWindowChrome:
     def test_chrome_window_meter_shows_context_use_after_a_reply(
         self, chat_window, router, qtbot
     ) -> None:
-        """The meter shows the reply's token use of the model's context; new and reopened chats
-        show their own."""
+        """The meter shows the next request's tokens of the model's context (the chat so far,
+        counted by the server); new and reopened chats show their own."""
 
         window, _history = chat_window()
         meter = window.meter
         qtbot.waitUntil(lambda: meter.context_size() == 4096)
-        router.script(
-            Reply(
-                content="A short answer.",
-                usage={"prompt_tokens": 300, "completion_tokens": 12, "total_tokens": 312},
-            )
-        )
+        qtbot.waitUntil(lambda: window.chat.context.breakdown().exact)
+        empty = meter.used()
+        router.script(Reply(content="A short answer."))
         _send(qtbot, window, "measure me")
         first = window.session_id
-        assert meter.used() == 312
-        assert meter.label.text() == "312 / 4,096"
-        assert "test-model" in meter.toolTip()
-        window.composer.set_text("x" * 14_000)
-        assert meter.will_overflow() and "may not fit" in meter.label.text()
+        qtbot.waitUntil(lambda: window.chat.context.breakdown().exact)
+        used = meter.used()
+        assert used > empty
+        assert meter.label.text() == f"{used:,} / 4,096"
+        assert "test-model" in meter.toolTip() and "earlier messages" in meter.toolTip()
+        window.composer.set_text("x " * 14_000)
+        assert meter.will_overflow() and meter.state == "over"
         window.composer.clear()
 
         window.new_session()
-        assert meter.used() == 0
+        qtbot.waitUntil(lambda: meter.used() == empty)
         window.open_session(first)
-        assert meter.used() == 312
+        qtbot.waitUntil(lambda: meter.used() == used)
 
     @offscreen_dialogs
     def test_chrome_window_shortcuts_copy_reply_focus_and_help(

@@ -3,7 +3,10 @@
 `Client.stream_chat()` is a generator of `(kind, piece)` events: `reasoning` and
 `content` deltas, the events its tools hand the window (`search_start` / `search_done`
 around each web search, `skill_loaded` for each skill the model loads, `tool_done` for
-each skill file it reads), and one final `stats` event. With tools on (`tools.Tool`,
+each skill file it reads), `progress` while llama.cpp reads the prompt (its
+`prompt_progress`: total, cache, processed, time_ms, when the request asks
+`return_progress`), `timings` whenever a chunk carries the figures so far
+(`timings_per_token`), and one final `stats` event. With tools on (`tools.Tool`,
 looked up by name) it runs the tool loop: up to a round cap, rounds offer the tools (a
 tool with an empty schema sits a round out); a round that ends in tool calls gets every
 call answered (failures included, as tool results the model reads, `tools.answer`) and
@@ -56,6 +59,10 @@ MAX_ERROR_BYTES = 256 * 1024
 # The shortest piece of a secret that is masked on its own: a server that cuts a key
 # short, or wraps it over two lines, still must not show most of it.
 SECRET_FRAGMENT = 8
+
+# What a request to llama.cpp's router asks for besides the reply: prompt processing
+# progress, and the figures so far on every chunk (what a stopped reply keeps).
+LLAMA_PARAMS = {"return_progress": True, "timings_per_token": True}
 
 StreamEvent = tuple[str, object]
 """One item stream_chat yields: (kind, piece), e.g. ("content", "Hel")."""
@@ -172,6 +179,8 @@ class SkillsConfig:
     # The skills already in the conversation: load_skill answers "already loaded" for
     # them, and read_skill_file reads their files.
     loaded: tuple[str, ...] = ()
+    # The catalog's budget in characters (a share of the model's context); None: uncapped.
+    catalog_chars: int | None = None
 
 
 def api_base(base_url: str) -> str:
@@ -227,6 +236,7 @@ class _Round:
     done: bool = False
     usage: dict = field(default_factory=dict)
     timings: dict = field(default_factory=dict)
+    per_token: bool = False  # the request asked for timings_per_token
     model: str = ""
     cancelled: bool = False
 
@@ -806,6 +816,7 @@ class Client:
         state: _Round,
     ) -> Iterator[StreamEvent]:
         payload: dict[str, Any] = dict(params or {})
+        state.per_token = bool(payload.get("timings_per_token"))
         payload.update(
             model=model, messages=convo, stream=True, stream_options={"include_usage": True}
         )
@@ -1039,6 +1050,13 @@ def _handle_chunk(chunk: dict, state: _Round, key: str) -> Iterator[StreamEvent]
         state.usage = chunk["usage"]
     if isinstance(chunk.get("timings"), dict):
         state.timings = chunk["timings"]
+        if state.per_token:
+            # With timings_per_token every chunk carries the figures so far: a stopped
+            # reply keeps them, and the meter follows the reply as it grows.
+            yield ("timings", state.timings)
+    if isinstance(chunk.get("prompt_progress"), dict):
+        # llama.cpp's return_progress: total, cache, processed, time_ms while it reads.
+        yield ("progress", chunk["prompt_progress"])
     if isinstance(chunk.get("model"), str):
         state.model = chunk["model"]
     choices = chunk.get("choices")

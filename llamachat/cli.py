@@ -37,9 +37,10 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
-from . import backend, mcp_tools, prompts, providers, server, turn
+from . import backend, context, mcp_tools, prompts, providers, server, turn
 from .config import Config
 from .db import History, HistoryError
+from .models import Models
 
 log = logging.getLogger(__name__)
 
@@ -246,7 +247,16 @@ def run(
             model = turn.pick_model(cfg, listed)
         if not model:
             raise AskError(turn.no_model_message(cfg))
-        request = turn.oneshot_turn(cfg, model=model, text=text, names=question.skills, store=store)
+        client, wire_model = registry.client_for(model)
+        n_ctx, _trained = Models(client).context_limits(wire_model)
+        request = turn.oneshot_turn(
+            cfg, model=model, text=text, names=question.skills, store=store, n_ctx=n_ctx
+        )
+        tokenizer = context.Tokenizer(client, wire_model)
+        overflow = context.check(request, tokenizer, n_ctx, cfg.reply_reserve, exact=True)
+        if overflow is not None:
+            _say(f"{overflow.message()}\n{overflow.details()}", err)
+            return EXIT_USAGE
         return _stream(registry, request, text, cfg, args, out, err)
     except (AskError, backend.BackendError, server.ManagedServerError) as exc:
         _say(getattr(exc, "message", None) or exc, err)

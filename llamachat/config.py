@@ -78,6 +78,12 @@ _STR_TABLE = Kind((dict,), "a table of strings", str_items=True)
 _PARAM_TABLES = Kind((dict,), "a table of parameter tables", tables=True)
 
 
+def _share(value: float) -> str | None:
+    if not math.isfinite(value) or not 0 < value <= 1:
+        return f"skills_catalog_share must be more than 0 and at most 1, got {value}"
+    return None
+
+
 def _no_less_than_zero(name: str) -> Callable[[Any], str | None]:
     def check(value: Any) -> str | None:
         return f"{name} must be 0 or more, got {value}" if value < 0 else None
@@ -199,6 +205,22 @@ KEYS: tuple[Key, ...] = (
         _INT,
         "Tool rounds (searches and skill loads) the model may use in one reply.",
         check=_no_less_than_zero("max_searches"),
+    ),
+    Key(
+        "reply_reserve",
+        1024,
+        _INT,
+        "Tokens kept free in the model's context for the reply (at most a quarter of\n"
+        "the context). A message that leaves less room is not sent; llamachat says why.",
+        check=_no_less_than_zero("reply_reserve"),
+    ),
+    Key(
+        "skills_catalog_share",
+        0.02,
+        _NUMBER,
+        "The share of the model's context the skills catalog (the load_skill tool) may\n"
+        "take: longer catalogs get shorter descriptions, then leave skills out.",
+        check=_share,
     ),
     Key(
         "skills_enabled",
@@ -540,6 +562,8 @@ class Config:
     search_enabled: bool = _default("search_enabled")
     search_url: str = _default("search_url")
     max_searches: int = _default("max_searches")
+    reply_reserve: int = _default("reply_reserve")
+    skills_catalog_share: float = _default("skills_catalog_share")
     skills_enabled: bool = _default("skills_enabled")
     skills_dir: Path = field(default_factory=lambda: Path(_default("skills_dir")).expanduser())
     skills_dirs: tuple[Path, ...] = ()
@@ -1083,6 +1107,8 @@ def _build(data: dict[str, Any], path: Path) -> Config:
         search_enabled=v["search_enabled"],
         search_url=v["search_url"].rstrip("/"),
         max_searches=v["max_searches"],
+        reply_reserve=v["reply_reserve"],
+        skills_catalog_share=float(v["skills_catalog_share"]),
         skills_enabled=v["skills_enabled"],
         skills_dir=folder("skills_dir", Path(str(DEFAULTS["skills_dir"])).expanduser()),
         skills_dirs=tuple(_path(p, path) for p in v["skills_dirs"] if p),

@@ -18,6 +18,7 @@ adds none.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 import threading
@@ -315,6 +316,32 @@ class Models:
         n_ctx = settings.get("n_ctx") if isinstance(settings, dict) else None
         return n_ctx if isinstance(n_ctx, int) and n_ctx > 0 else None
 
+    def context_limits(self, model: str) -> tuple[int | None, int | None]:
+        """The model's context size and the size it was trained for (None each when unknown).
+
+        The size comes from `/props` for a loaded model, else from the router's list: the
+        `--ctx-size` a model not loaded will start with, and `meta.n_ctx_train`.
+        """
+        n_ctx = self.context_size(model)
+        trained: int | None = None
+        try:
+            data = self.client.request_json("GET", "/models")
+        except backend.BackendError as exc:
+            log.debug("no model list for %s: %s", model, exc)
+            return n_ctx, None
+        entries = data.get("data") if isinstance(data, dict) else None
+        for entry in entries if isinstance(entries, list) else ():
+            if not isinstance(entry, dict):
+                continue
+            if model != entry.get("id") and model not in (entry.get("aliases") or ()):
+                continue
+            meta = entry.get("meta")
+            value = meta.get("n_ctx_train") if isinstance(meta, dict) else None
+            trained = value if isinstance(value, int) and value > 0 else None
+            if n_ctx is None:
+                n_ctx = _listed_ctx(entry)
+        return n_ctx, trained
+
     def count_tokens(self, model: str, text: str) -> int | None:
         """How many tokens `text` is for `model`, or None when the server cannot say now."""
         try:
@@ -330,3 +357,17 @@ class Models:
             return None
         tokens = data.get("tokens") if isinstance(data, dict) else None
         return len(tokens) if isinstance(tokens, list) else None
+
+
+def _listed_ctx(entry: dict) -> int | None:
+    """The context size a listed model runs (or will start) with, from its meta or its args."""
+    meta = entry.get("meta")
+    if isinstance(meta, dict) and isinstance(meta.get("n_ctx"), int) and meta["n_ctx"] > 0:
+        return meta["n_ctx"]
+    status = entry.get("status")
+    args = status.get("args") if isinstance(status, dict) else None
+    if isinstance(args, list):
+        for flag, value in itertools.pairwise(args):
+            if flag in ("--ctx-size", "-c") and str(value).isdigit() and int(value) > 0:
+                return int(value)
+    return None

@@ -303,6 +303,33 @@ def reload_models(url: str, *, api_key: str | None = None) -> None:
         )
 
 
+def set_preset_context(preset: Path, model: str, ctx_size: int) -> None:
+    """Write `ctx-size = ctx_size` into `model`'s section of a llama.cpp models preset file.
+
+    The rest of the file is kept as it is; a missing section (or file) is added. Raises
+    ManagedServerError naming the file when it cannot be written.
+    """
+    import configparser
+
+    class _CaseKept(configparser.ConfigParser):
+        def optionxform(self, optionstr: str) -> str:
+            return optionstr  # llama.cpp's keys keep their case
+
+    parser = _CaseKept(interpolation=None)
+    path = Path(preset).expanduser()
+    try:
+        if path.exists():
+            parser.read(path, encoding="utf-8")
+        if not parser.has_section(model):
+            parser.add_section(model)
+        parser.set(model, "ctx-size", str(int(ctx_size)))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("w", encoding="utf-8") as handle:
+            parser.write(handle)
+    except (OSError, configparser.Error) as exc:
+        raise ManagedServerError(f"Could not write the models preset {path}: {exc}") from None
+
+
 # ---------------------------------------------------------------- models folder
 
 

@@ -239,6 +239,8 @@ class SkillStore:
         # Every llamachat process scans the same folders: the digest file lets only the
         # first to see a new set of problems warn about it.
         self._reported = reported or reported_problems_path()
+        # The last budgeted catalog: (id of its snapshot, budget), the snapshot, the result.
+        self._budget_cache: tuple[tuple[int, int], _Snapshot, tuple] | None = None
         self._roots: list[Path] = []
         seen: set[str] = set()
         for root in given:
@@ -321,29 +323,52 @@ class SkillStore:
         """The catalog the model sees: one capped ``- name: description`` line per skill."""
         return self._current().catalog
 
-    def tool_schema(self) -> dict | None:
-        """The OpenAI ``load_skill`` function, or None when no skill is model-invocable."""
+    def tool_schema(self, *, max_chars: int | None = None) -> dict | None:
+        """The OpenAI ``load_skill`` function, or None when no skill is model-invocable.
+
+        `max_chars` caps the catalog (the context's budget for it, `budgeted_catalog`):
+        shorter descriptions first, then skills left out of the catalog and the enum.
+        """
         snap = self._current()
         if not snap.model_names:
             return None
+        catalog, names = snap.catalog, snap.model_names
+        if max_chars is not None:
+            catalog, names, _left_out = self._budgeted(snap, max_chars)
         return {
             "type": "function",
             "function": {
                 "name": LOAD_SKILL_NAME,
-                "description": _TOOL_INTRO + snap.catalog,
+                "description": _TOOL_INTRO + catalog,
                 "parameters": {
                     "type": "object",
                     "properties": {
                         "name": {
                             "type": "string",
                             "description": "The skill to load.",
-                            "enum": list(snap.model_names),
+                            "enum": list(names),
                         },
                     },
                     "required": ["name"],
                 },
             },
         }
+
+    def left_out(self, max_chars: int) -> list[str]:
+        """The model-invocable skills a catalog of `max_chars` leaves out, in store order."""
+        snap = self._current()
+        return self._budgeted(snap, max_chars)[2] if snap.model_names else []
+
+    def _budgeted(self, snap: _Snapshot, max_chars: int) -> tuple[str, list[str], list[str]]:
+        # Asked at every measure and send: kept for the snapshot and budget it was made for.
+        key = (id(snap), max_chars)
+        cached = self._budget_cache
+        if cached is not None and cached[0] == key and cached[1] is snap:
+            return cached[2]
+        entries = [snap.entries[name] for name in snap.model_names]
+        result = budgeted_catalog(entries, min(max_chars, CATALOG_CHARS))
+        self._budget_cache = (key, snap, result)
+        return result
 
     def watch_paths(self) -> list[Path]:
         """What a file watcher should watch to call refresh(): roots, their folders, SKILL.mds.
@@ -1111,13 +1136,37 @@ def _catalog(entries: list[_Entry]) -> str:
     return "\n".join(lines)
 
 
-def _short(description: str) -> str:
+def budgeted_catalog(entries: Sequence[_Entry], max_chars: int) -> tuple[str, list[str], list[str]]:
+    """A catalog of at most `max_chars`: (its text, the skills in it, the skills left out).
+
+    Descriptions are shortened first (to 100, then 50 characters, then names alone);
+    when even the names do not fit, the skills past the budget are left out.
+    """
+    for limit in (CATALOG_DESCRIPTION_CHARS, 100, 50, 0):
+        lines = [
+            f"- {entry.name}: {_short(entry.description, limit)}" if limit else f"- {entry.name}"
+            for entry in entries
+        ]
+        if sum(len(line) + 1 for line in lines) <= max_chars:
+            return "\n".join(lines), [entry.name for entry in entries], []
+    kept: list[str] = []
+    used = 0
+    for entry in entries:
+        used += len(entry.name) + 3
+        if used > max_chars:
+            break
+        kept.append(entry.name)
+    left = [entry.name for entry in entries[len(kept) :]]
+    return "\n".join(f"- {name}" for name in kept), kept, left
+
+
+def _short(description: str, limit: int = CATALOG_DESCRIPTION_CHARS) -> str:
     text = " ".join(description.split())
-    if len(text) <= CATALOG_DESCRIPTION_CHARS:
+    if len(text) <= limit:
         return text
-    cut = text[: CATALOG_DESCRIPTION_CHARS - 1]
+    cut = text[: limit - 1]
     space = cut.rfind(" ")
-    if space > CATALOG_DESCRIPTION_CHARS // 2:
+    if space > limit // 2:
         cut = cut[:space]
     return cut.rstrip(" ,;:.") + "\N{HORIZONTAL ELLIPSIS}"
 

@@ -153,6 +153,8 @@ class LoadSkill(Tool):
         store: skills.SkillStore,
         loaded: set[str] | None = None,
         on_load: Callable[[], None] | None = None,
+        *,
+        catalog_chars: int | None = None,
     ) -> None:
         self._store = store
         # The skills already in the conversation (system message or an earlier call):
@@ -160,7 +162,7 @@ class LoadSkill(Tool):
         self._loaded = loaded if loaded is not None else set()
         self._on_load = on_load
         # Taken once per turn: the catalog the model was offered is the one it chose from.
-        self.schema = store.tool_schema() or {}
+        self.schema = store.tool_schema(max_chars=catalog_chars) or {}
 
     def run(self, arguments: str) -> ToolResult:
         """The skill's text (and ``skill_loaded``); an unknown name is a ToolError."""
@@ -257,7 +259,12 @@ def offered(
     if skills_cfg is not None and skills_cfg.enabled and skills_cfg.store is not None:
         loaded = set(skills_cfg.loaded)
         reader = ReadSkillFile(skills_cfg.store, loaded)
-        skill_tool = LoadSkill(skills_cfg.store, loaded, on_load=reader.refresh)
+        skill_tool = LoadSkill(
+            skills_cfg.store,
+            loaded,
+            on_load=reader.refresh,
+            catalog_chars=skills_cfg.catalog_chars,
+        )
         if skill_tool.schema:
             registered.append((skill_tool, skills_cfg.max_searches))
         if skill_tool.schema or reader.schema:

@@ -128,13 +128,15 @@ def build_turn(
     search_on: bool | None = None,
     preset: str = "",
     chat_params: Mapping[str, Any] | None = None,
+    n_ctx: int | None = None,
 ) -> Turn:
     """The turn that asks `model` about a conversation, as History stores it.
 
     `messages` are History rows (role, content, attachments), oldest first; a user
     message at the end is the question, the rest is replayed. `images` says whether
     the model reads images (else they are named, not sent). `search_on` offers web
-    search (default: the configuration's `search_enabled`); `store` offers load_skill.
+    search (default: the configuration's `search_enabled`); `store` offers load_skill,
+    its catalog within its share of the model's context `n_ctx` when that is known.
     The request parameters are the config's for `model` and `preset`, then `chat_params`.
     """
     search_on = cfg.search_enabled if search_on is None else search_on
@@ -147,7 +149,7 @@ def build_turn(
         )
     search_cfg = search_config(cfg, on=search_on)
     loaded = tuple(p.name.removeprefix("skill:") for p in system if p.name.startswith("skill:"))
-    skills_cfg = skills_config(cfg, store, loaded=loaded)
+    skills_cfg = skills_config(cfg, store, loaded=loaded, n_ctx=n_ctx)
     return Turn(
         model=model,
         system=tuple(system),
@@ -179,13 +181,20 @@ def oneshot_turn(
     names: Sequence[str] = (),
     store: skills.SkillStore | None = None,
     images: bool = False,
+    n_ctx: int | None = None,
 ) -> Turn:
     """A one-shot question (the quick window, `ask --print`): the Default preset, the
     configuration's web search, the skills `names` for this answer only, no history."""
     system = system_parts(preset_text(cfg), search_on=cfg.search_enabled, store=store, names=names)
     question = {"role": "user", "content": text, "attachments": list(attachments)}
     return build_turn(
-        cfg, model=model, system=system, messages=[question], images=images, store=store
+        cfg,
+        model=model,
+        system=system,
+        messages=[question],
+        images=images,
+        store=store,
+        n_ctx=n_ctx,
     )
 
 
@@ -395,15 +404,34 @@ def search_config(cfg: Config, *, on: bool | None = None) -> SearchConfig | None
 
 
 def skills_config(
-    cfg: Config, store: skills.SkillStore | None, *, loaded: Sequence[str] = ()
+    cfg: Config,
+    store: skills.SkillStore | None,
+    *,
+    loaded: Sequence[str] = (),
+    n_ctx: int | None = None,
 ) -> SkillsConfig | None:
     """The model's skill tools (`load_skill`, and `read_skill_file` for the `loaded`
-    skills' files), or None when they offer nothing."""
+    skills' files), or None when they offer nothing.
+
+    With the model's context size `n_ctx`, the catalog gets `skills_catalog_budget`.
+    """
     if store is None or (store.tool_schema() is None and not loaded):
         return None
     return SkillsConfig(
-        enabled=True, store=store, max_searches=cfg.max_searches, loaded=tuple(loaded)
+        enabled=True,
+        store=store,
+        max_searches=cfg.max_searches,
+        loaded=tuple(loaded),
+        catalog_chars=skills_catalog_budget(cfg, n_ctx),
     )
+
+
+def skills_catalog_budget(cfg: Config, n_ctx: int | None) -> int | None:
+    """The skills catalog's characters: `skills_catalog_share` of the context (None: unknown)."""
+    if not n_ctx:
+        return None
+    # Tokens to characters at a conservative 0.3 tokens a character (context.TOKENS_PER_CHAR).
+    return int(n_ctx * cfg.skills_catalog_share / 0.3)
 
 
 def tool_schemas(

@@ -25,7 +25,9 @@ a process of its own (as llama-server would):
    then opening a 5,000-message session to the first paint of its newest message, and
    the process's resident memory with it open;
 9. skills and history: one send's skill work over 500 skills (`bench_skills.run`), and
-   history search and one sidebar page over 10,000 sessions.
+   history search and one sidebar page over 10,000 sessions;
+10. counting: a keystroke in a 5,000-message chat with 10 skills loaded, on the GUI thread
+   (`bench_context.run`: the context meter's counts are cached, nothing is re-tokenized).
 
 ``--smoke`` uses small sizes (the CI run, well under a minute). ``--json`` prints the
 figures as JSON instead of the table.
@@ -213,7 +215,8 @@ class _RouterProcess:
 
     def __init__(self) -> None:
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "llamachat.dev.scripted_router"],
+            # A context as large as the longest history measured: nothing is refused.
+            [sys.executable, "-m", "llamachat.dev.scripted_router", "--n-ctx", "100000000"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -793,6 +796,22 @@ def bench_skills(n_skills: int, sends: int) -> Figure:
     )
 
 
+def bench_context(n_messages: int = 5_000, n_skills: int = 10) -> Figure:
+    """A keystroke's cost on the GUI thread with the context meter counting (p95)."""
+    from . import bench_context as context_bench
+
+    result = context_bench.run(n_messages, n_skills, keystrokes=200)
+    keystroke = result["keystroke_ms"]
+    return Figure(
+        f"counting: a keystroke in a {n_messages:,}-message chat, {n_skills} skills loaded",
+        f"{keystroke['median']:.2f} ms (p95 {keystroke['p95']:.2f} ms, "
+        f"{result['requests_while_typing']} requests)",
+        "< 2 ms",
+        keystroke["p95"] < 2 and result["requests_while_typing"] == 0,
+        result,
+    )
+
+
 def _fill_sessions(path: Path, n_sessions: int) -> None:
     from ..db import History
     from . import bench_render
@@ -876,6 +895,7 @@ def run(sizes: Sizes, *, model_file: Path | None = None) -> list[Figure]:
         *bench_cold_start(sizes.open_messages),
         bench_skills(sizes.skills, sizes.skill_sends),
         *bench_history(sizes.sessions),
+        bench_context(),
     ]
     return figures
 

@@ -3,10 +3,16 @@
 Tests and the benchmark talk to it exactly as they would to `llama-server` in router
 mode: `GET /v1/models` (and `/models`), `POST /v1/chat/completions` (SSE streaming or
 one JSON answer), `GET /props?model=..`, `POST /models/load`, `POST /models/unload`,
-`POST /tokenize`, `GET /health`, and the model management of newer routers:
-`GET /models/sse` (the events of loads, with stages and progress, and of downloads),
-`POST /models` (download a Hugging Face reference listed in `router.downloads`,
-cancelled by `/models/unload`) and `DELETE /models?model=..` (a downloaded model). Each chat request takes the next scripted `Reply` from
+`POST /tokenize`, `POST /apply-template`, `GET /health`, and the model management of
+newer routers: `GET /models/sse` (the events of loads, with stages and progress, and of
+downloads), `POST /models` (download a Hugging Face reference listed in
+`router.downloads`, cancelled by `/models/unload`) and `DELETE /models?model=..` (a
+downloaded model). Its tokenizer is deterministic
+(a token is a run of word characters or one other character) and its chat template
+ChatML (`render`), so a prompt's tokens are exactly what llamachat can count ahead;
+like llama.cpp it reuses the longest common prefix of the previous prompt (`cache_n`),
+streams `prompt_progress` chunks when asked to `return_progress` and the figures so far
+on every chunk with `timings_per_token`. Each chat request takes the next scripted `Reply` from
 a queue (or echoes the last user message when the queue is empty); every request is
 recorded in `router.requests`.
 
@@ -168,6 +174,15 @@ def _count_tokens(text: str) -> int:
     return len(_TOKEN.findall(text))
 
 
+def render(messages: Sequence[dict], tools: Sequence[dict] | None = None) -> str:
+    """The prompt the scripted template makes of a request (ChatML; tools on top)."""
+    out = [f"<tools>{json.dumps(list(tools))}</tools>\n"] if tools else []
+    for message in messages:
+        out.append(f"<|im_start|>{message.get('role')}\n{_message_text(message)}<|im_end|>\n")
+    out.append("<|im_start|>assistant\n")
+    return "".join(out)
+
+
 def _message_text(message: dict) -> str:
     content = message.get("content")
     if isinstance(content, list):
@@ -204,7 +219,6 @@ class ScriptedRouter:
         """References POST /models can download; any other well-formed one "finishes"
         without a model, as llama-server does for a repository that does not exist."""
         self._subscribers: list[deque[dict]] = []
-        self._connections: set[socket.socket] = set()
         self._cancelled: set[str] = set()
         self.api_key = api_key
         self.requests: list[RecordedRequest] = []
@@ -215,6 +229,10 @@ class ScriptedRouter:
         self._release_count = 0
         self._closed = threading.Event()
         self._ids = itertools.count(1)
+        # The last prompt of each model, as tokens: its prefix is the next one's cache.
+        self._prompts: dict[str, list[str]] = {}
+        # Open client connections: closing the router closes them too, as a dead process would.
+        self._connections: set[socket.socket] = set()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._server.daemon_threads = True
         self._server.router = self  # type: ignore[attr-defined]
@@ -276,12 +294,11 @@ class ScriptedRouter:
             self._release.notify_all()
         self._server.shutdown()
         self._server.server_close()
-        # As when a router process dies: kept-alive connections close too.
         with self._lock:
             connections = list(self._connections)
-        for conn in connections:
+        for connection in connections:
             try:
-                conn.shutdown(socket.SHUT_RDWR)
+                connection.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
         self._thread.join(timeout=5)
@@ -421,10 +438,16 @@ class _Handler(BaseHTTPRequestHandler):
     def setup(self) -> None:
         super().setup()
         self.router = self.server.router  # type: ignore[attr-defined]
-        with self.router._lock:
-            self.router._connections.add(self.connection)
         # Small SSE chunks must leave at once, not wait for Nagle.
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with self.router._lock:
+            self.router._connections.add(self.connection)
+
+    def finish(self) -> None:
+        """Forget the connection as it closes."""
+        with self.router._lock:
+            self.router._connections.discard(self.connection)
+        super().finish()
 
     def handle(self) -> None:
         """Serve requests on this connection until the client leaves, however it leaves."""
@@ -432,9 +455,6 @@ class _Handler(BaseHTTPRequestHandler):
             super().handle()
         except (ConnectionResetError, BrokenPipeError, OSError):
             self.close_connection = True
-        finally:
-            with self.router._lock:
-                self.router._connections.discard(self.connection)
 
     def parse_request(self) -> bool:
         """Parse the request line and headers, noting when the request line arrived."""
@@ -496,6 +516,7 @@ class _Handler(BaseHTTPRequestHandler):
             ("POST", "/chat/completions"): self._chat,
             ("GET", "/props"): self._props,
             ("POST", "/tokenize"): self._tokenize,
+            ("POST", "/apply-template"): self._apply_template,
         }
         if self.router.is_router:
             routes[("POST", "/models/load")] = self._load
@@ -640,6 +661,13 @@ class _Handler(BaseHTTPRequestHandler):
         n = _count_tokens(str(body.get("content") or ""))
         self._send_json(200, {"tokens": list(range(1, n + 1))})
 
+    def _apply_template(self, body: dict, query: dict) -> None:
+        autoload = query.get("autoload", "true").lower() != "false"
+        if self._resolve(str(body.get("model") or ""), autoload) is None:
+            return
+        prompt = render(body.get("messages") or [], body.get("tools"))
+        self._send_json(200, {"prompt": prompt})
+
     def _named(self, body: dict) -> Model | None:
         """The model a load or unload names; None after a 404 was sent."""
         model = self.router._find(str(body.get("model") or ""))
@@ -698,19 +726,35 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.status >= 400:
             error = {"message": "scripted error", "type": "server_error", **(reply.error or {})}
             return self._send_json(reply.status, {"error": {"code": reply.status, **error}})
-        prompt_tokens = sum(_count_tokens(_message_text(m)) for m in body.get("messages") or [])
+        tokens = _TOKEN.findall(render(body.get("messages") or [], body.get("tools")))
+        with router._lock:
+            previous = router._prompts.get(model.id, [])
+            cached = next(
+                (n for n, (a, b) in enumerate(zip(tokens, previous)) if a != b),
+                min(len(tokens), len(previous)),
+            )
+            # llama.cpp always evaluates the last prompt token again.
+            cached = min(cached, max(len(tokens) - 1, 0))
+            router._prompts[model.id] = tokens
         frames = _Stream(
             reply,
             str(body.get("model")),
             next(router._ids),
-            prompt_tokens,
+            len(tokens),
             bool((body.get("stream_options") or {}).get("include_usage")),
+            cached=cached,
+            progress=bool(body.get("return_progress")),
+            per_token=bool(body.get("timings_per_token")),
         )
         if not body.get("stream"):
             return self._send_json(200, frames.whole())
-        self._stream(reply, frames.events())
+        events = frames.events()
+        # The progress chunks go first, outside the faults' counts: a fault after N chunks
+        # means N chunks of the reply itself.
+        lead = frames.lead if reply.raw is None else 0
+        self._stream(reply, events[lead:], events[:lead])
 
-    def _stream(self, reply: Reply, events: list[bytes]) -> None:
+    def _stream(self, reply: Reply, events: list[bytes], lead: Sequence[bytes] = ()) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
@@ -726,6 +770,8 @@ class _Handler(BaseHTTPRequestHandler):
             reply.error_after,
         ) == (None, None, None)
         try:
+            if lead:
+                self.wfile.writelines(_chunk(event) for event in lead)
             if plain:
                 self.wfile.write(_chunk(b"".join(events)) + b"0\r\n\r\n")
                 self._recorded.finished = time.monotonic()
@@ -814,9 +860,23 @@ class _Stream:
     """The SSE events (or the single JSON body) of one reply, built up front."""
 
     def __init__(
-        self, reply: Reply, model: str, n: int, prompt_tokens: int, include_usage: bool
+        self,
+        reply: Reply,
+        model: str,
+        n: int,
+        prompt_tokens: int,
+        include_usage: bool,
+        *,
+        cached: int = 0,
+        progress: bool = False,
+        per_token: bool = False,
     ) -> None:
         self.reply = reply
+        self.prompt_tokens = prompt_tokens
+        self.cached = cached
+        self.progress = progress
+        self.per_token = per_token
+        self.lead = 3 if progress else 0
         self.model = model
         self.id = f"chatcmpl-scripted{n}"
         self.include_usage = include_usage
@@ -830,25 +890,47 @@ class _Stream:
                 "completion_tokens": predicted,
                 "prompt_tokens": prompt_tokens,
                 "total_tokens": predicted + prompt_tokens,
-                "prompt_tokens_details": {"cached_tokens": 0},
+                "prompt_tokens_details": {"cached_tokens": cached},
             }
         )
-        self.timings = (
-            reply.timings
-            if reply.timings is not None
-            else {
-                "cache_n": 0,
-                "prompt_n": prompt_tokens,
-                "prompt_ms": 10.0,
-                "prompt_per_token_ms": 10.0 / max(prompt_tokens, 1),
-                "prompt_per_second": prompt_tokens * 100.0,
-                "predicted_n": predicted,
-                "predicted_ms": predicted * 20.0,
-                "predicted_per_token_ms": 20.0,
-                "predicted_per_second": 50.0,
-            }
-        )
+        self.timings = reply.timings if reply.timings is not None else self._timings(predicted)
         self.finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
+
+    def _timings(self, predicted: int) -> dict:
+        read = self.prompt_tokens - self.cached
+        return {
+            "cache_n": self.cached,
+            "prompt_n": read,
+            "prompt_ms": 10.0,
+            "prompt_per_token_ms": 10.0 / max(read, 1),
+            "prompt_per_second": read * 100.0,
+            "predicted_n": predicted,
+            "predicted_ms": predicted * 20.0,
+            "predicted_per_token_ms": 20.0,
+            "predicted_per_second": 50.0,
+        }
+
+    def _progress(self) -> list[bytes]:
+        """llama.cpp's prompt_progress chunks: the cache at once, then the rest in two steps."""
+        total, cache = self.prompt_tokens, self.cached
+        out = []
+        for done in (cache, cache + (total - cache) // 2, total):
+            extra: dict[str, Any] = {}
+            if self.per_token:
+                # llama.cpp sends the figures so far with each (prompt_n: what it has read).
+                extra["timings"] = {**self._timings(0), "prompt_n": done - cache}
+            progress = {
+                "total": total,
+                "cache": cache,
+                "processed": done,
+                "time_ms": 5 * (done - cache),
+            }
+            out.append(
+                self._delta(
+                    {"role": "assistant", "content": None}, prompt_progress=progress, **extra
+                )
+            )
+        return out
 
     def _frame(self, choices: list, **extra: Any) -> bytes:
         obj = {
@@ -862,16 +944,24 @@ class _Stream:
         }
         return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
 
-    def _delta(self, delta: dict) -> bytes:
-        return self._frame([{"finish_reason": None, "index": 0, "delta": delta}])
+    def _delta(self, delta: dict, **extra: Any) -> bytes:
+        return self._frame([{"finish_reason": None, "index": 0, "delta": delta}], **extra)
 
     def events(self) -> list[bytes]:
         """Every SSE event in order, ending with `data: [DONE]` (raw replies: as given)."""
         if self.reply.raw is not None:
             return [r if isinstance(r, bytes) else r.encode() for r in self.reply.raw]
-        out = [self._delta({"role": "assistant", "content": None})]
+        out = self._progress() if self.progress else []
+        out.append(self._delta({"role": "assistant", "content": None}))
         # Pieces differ only in text: splice them into one pre-serialised template.
         for key, pieces in (("reasoning_content", self.reasoning), ("content", self.content)):
+            if self.per_token:
+                done = len(out) - self.lead - 1
+                out.extend(
+                    self._delta({key: p}, timings=self._timings(done + i + 1))
+                    for i, p in enumerate(pieces)
+                )
+                continue
             head, _, tail = self._delta({key: "\x00"}).partition(b'"\\u0000"')
             out.extend(head + json.dumps(p).encode() + tail for p in pieces)
         for index, call in enumerate(self.reply.tool_calls):
@@ -942,8 +1032,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = argparse.ArgumentParser(prog="python -m llamachat.dev.scripted_router")
     parser.add_argument("--model", default="test-model", help="the one model it serves")
+    parser.add_argument("--n-ctx", type=int, default=4096, help="that model's context size")
     args = parser.parse_args(argv)
-    with ScriptedRouter([Model(args.model, "loaded")]) as router:
+    with ScriptedRouter([Model(args.model, "loaded", n_ctx=args.n_ctx)]) as router:
         print(router.url, flush=True)
         for line in sys.stdin:
             if not line.strip():

@@ -20,6 +20,7 @@ import logging
 from PySide6.QtCore import QObject, Qt, Signal, Slot
 from PySide6.QtWidgets import QWidget
 
+from .. import turn
 from ..config import ConfigError
 from ..skills import Skill, SkillStore
 from .app import App
@@ -91,6 +92,9 @@ class ChatSkills(QObject):
             self._chat.loaded_skills,
             import_dir=self._app.config.skills_dir,
             watcher=self._watcher,
+            catalog_budget=lambda: turn.skills_catalog_budget(
+                self._app.config, self._chat.context.context_size()
+            ),
             mentions=lambda: self._app.config.skill_mentions,
             parent=self._window,
         )

@@ -319,6 +319,7 @@ class Composer(QWidget):
     submitted = Signal()
     stop_requested = Signal()
     notice = Signal(str)
+    attachments_changed = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -407,6 +408,15 @@ class Composer(QWidget):
         self.editor.clear()
         self.set_attachments([])
 
+    def remove_attachment(self, name: str) -> bool:
+        """Take the first attachment called `name` off the message; True when there was one."""
+        for index, item in enumerate(self._attachments):
+            if item.name == name:
+                del self._attachments[index]
+                self._refresh_chips()
+                return True
+        return False
+
     def is_empty(self) -> bool:
         """True when there is neither text nor an attachment."""
         return not self.text().strip() and not self._attachments
@@ -449,6 +459,7 @@ class Composer(QWidget):
                 self.notice.emit(str(exc))
 
     def _refresh_chips(self) -> None:
+        self.attachments_changed.emit()
         self.attachment_chips.set_items(
             [(str(i), item.label()) for i, item in enumerate(self._attachments)]
         )

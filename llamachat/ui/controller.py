@@ -42,6 +42,7 @@ from .. import params, prompts, turn
 from ..config import Config
 from ..db import History, HistoryError, MessageRow, SessionRow
 from ..skills import SkillStore
+from .context_watch import ContextWatch
 from .reply import ReplyStream
 from .worker import WorkerThreads
 
@@ -61,6 +62,7 @@ BUSY = "busy"  # a reply is still coming
 NO_MODEL = "no_model"  # no model to answer (the window says what to do)
 NOT_SENT = "not_sent"  # History could not take it; a notice said why
 EMPTY = "empty"  # nothing to send
+TOO_BIG = "too_big"  # it would overflow the model's context; `too_big` said so, nothing sent
 
 
 class Conversation(QObject):
@@ -79,6 +81,7 @@ class Conversation(QObject):
     # object, not dict: PySide converts a dict signal through QVariantMap, which may drop it.
     stats = Signal(object)
     notice = Signal(str, int)  # text, how long to show it in ms (0 keeps it)
+    too_big = Signal(object)  # a context_watch.Overflow: the message was not sent
 
     def __init__(
         self,
@@ -119,7 +122,10 @@ class Conversation(QObject):
         self._system_cache: tuple[turn.Part, ...] | None = None
         # The missing skills the cached system message was built without.
         self._cached_missing: list[str] = []
+        self._cached_preset = ""
         app.config_changed.connect(self._on_config_changed)
+        # The next request's size, for the meter and the check before each send.
+        self.context = ContextWatch(self)
 
     # ------------------------------------------------------------------ state
 
@@ -290,6 +296,10 @@ class Conversation(QObject):
             return NO_MODEL
         if not self.save_unsaved():
             return NOT_SENT
+        overflow = self.context.check(question.text, attachments)
+        if overflow is not None:
+            self.too_big.emit(overflow)
+            return TOO_BIG
         try:
             row = self._add_question(question.text, attachments)
         except HistoryError as exc:
@@ -473,6 +483,7 @@ class Conversation(QObject):
     def close(self) -> None:
         """Stop the reply and try once more to save the replies History could not take."""
         self.stop()
+        self.context.close()
         for reply in list(self._unsaved):
             if not reply.save():
                 log.warning(
@@ -504,6 +515,7 @@ class Conversation(QObject):
                 names=self._loaded,
                 store=self.store,
                 images=self._images(model),
+                n_ctx=self.context.context_size(),
             )
         return turn.build_turn(
             self.cfg,
@@ -515,17 +527,26 @@ class Conversation(QObject):
             search_on=self.search_on,
             preset=self._prompt()[0],
             chat_params=self._params,
+            n_ctx=self.context.context_size(),
         )
 
     def _system_parts(self) -> tuple[turn.Part, ...]:
         # Built once per preset, search toggle and set of loaded skills: the same bytes
         # turn after turn are what lets llama.cpp reuse its prompt cache. A skill that
         # left the disk or came back changes it too (the missing ones are left out).
+        # The preset's text is compared too: the meter builds the request early (a new
+        # chat, before its window has reset the preset), so a change must not go unseen.
         missing = self.missing_skills()
-        if self._system_cache is None or missing != self._cached_missing:
+        preset = self._preset()
+        if (
+            self._system_cache is None
+            or missing != self._cached_missing
+            or preset != self._cached_preset
+        ):
             self._cached_missing = missing
+            self._cached_preset = preset
             self._system_cache = turn.system_parts(
-                self._preset(), search_on=self.search_on, store=self.store, names=self._loaded
+                preset, search_on=self.search_on, store=self.store, names=self._loaded
             )
         return self._system_cache
 

@@ -56,6 +56,7 @@ from PySide6.QtWidgets import (
 )
 
 from . import plain, shortcuts
+from .figures import ReadingProgress, figures
 from .markdown import (
     BREAK,
     COPY_SCHEME,
@@ -109,23 +110,6 @@ def open_link(url: QUrl) -> bool:
         return QDesktopServices.openUrl(url)
     log.info("ignored link with scheme %r", url.scheme())
     return False
-
-
-def format_stats(usage: dict, timings: dict) -> str:
-    """The stats line of a reply, e.g. "38.2 tok/s · 412 tokens · 1.2 s"."""
-    tokens = timings.get("predicted_n") or usage.get("completion_tokens")
-    ms = timings.get("predicted_ms")
-    rate = timings.get("predicted_per_second")
-    if not rate and tokens and ms:
-        rate = tokens / (ms / 1000)
-    parts = []
-    if rate:
-        parts.append(f"{rate:.1f} tok/s")
-    if tokens:
-        parts.append(f"{int(tokens)} tokens")
-    if ms:
-        parts.append(f"{ms / 1000:.1f} s")
-    return " · ".join(parts)
 
 
 class _Body(QTextBrowser):
@@ -288,6 +272,7 @@ class MessageView(QFrame):
         self._reasoning_button: QToolButton | None = None
         self._reasoning_body: _Body | None = None
         self._searches: QVBoxLayout | None = None
+        self._reading: ReadingProgress | None = None
         self._layout = layout
 
         self._body = _Body(self, accessible_name="Message text" if mine else "Reply text")
@@ -447,10 +432,25 @@ class MessageView(QFrame):
         self._searches.addWidget(label)
 
     def set_stats(self, usage: dict, timings: dict) -> None:
-        """Show the reply's speed and size, e.g. "38.2 tok/s · 412 tokens · 1.2 s"."""
-        text = format_stats(usage or {}, timings or {})
+        """Show the reply's figures: "38.2 tok/s · 412 tokens · 1.2 s · 1,024 prompt, 900 cached"
+        (the prompt's, the speeds and the time to the first token in the tooltip)."""
+        text, tip = figures(usage or {}, timings or {})
         self._stats.setText(text)
+        self._stats.setToolTip(plain.tooltip(tip) if tip else "")
         self._stats.setVisible(bool(text))
+
+    def set_progress(self, progress: dict | None) -> None:
+        """Show llama.cpp's prompt progress under the reply (None: the reading is over)."""
+        if progress is None:
+            if self._reading is not None:
+                self._reading.hide()
+            return
+        if self._reading is None:
+            self._reading = ReadingProgress(self)
+            # Just above the status row: where the answer will start.
+            self._layout.insertWidget(self._layout.indexOf(self._body) + 1, self._reading)
+        self._reading.show_progress(progress)
+        self._reading.setVisible(not self._answer_started)
 
     def set_status(self, status: str, error: str = "") -> None:
         """Mark the reply: "stopped" (partial reply kept) or "error" (message in red + Retry)."""

@@ -1,7 +1,12 @@
 """The context meter: how much of the model's context window the chat fills.
 
-`ContextMeter(registry)` (accessible name "Context meter") shows the tokens the
-last reply used of the model's context size. The size comes from the server's
+`ContextMeter(registry)` (accessible name "Context meter") shows the tokens of the
+model's context in use. Following a conversation's `ContextWatch` (`follow`), it shows
+the next request as it stands, counted part by part (system prompt, each skill, earlier
+messages, the message being written, each attachment, tools, the chat template), live
+while a reply streams, with the breakdown and the reply reserve in its tooltip; amber
+when the request and the reserve near the context size, red over it.
+On its own it shows the tokens the last reply used of the model's context size. The size comes from the server's
 `/props` with `autoload=false` (`models.Models.context_size`), fetched in the
 background, so asking never loads a model. The usage comes from each reply's
 stats event. With the draft in the composer it warns, in colour and in words,
@@ -14,15 +19,19 @@ counting tokens without a limit, and the tooltip says so.
 from __future__ import annotations
 
 import logging
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
+from PySide6.QtCore import Slot
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QWidget
 
-from .. import backend
+from .. import backend, context
 from ..models import Models
 from . import plain
 from .model_picker import call_in_background
+
+if TYPE_CHECKING:
+    from .context_watch import ContextWatch
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +39,9 @@ log = logging.getLogger(__name__)
 # code, so the warning comes a little early rather than too late.
 TOKENS_PER_CHAR = 0.3
 WARNING_COLOR = QColor("#c0392b")
+NEAR_COLOR = QColor("#d68910")
+# The share of the context past which the meter turns amber.
+NEAR_SHARE = 0.8
 
 
 class ClientSource(Protocol):
@@ -74,6 +86,9 @@ class ContextMeter(QWidget):
         self._n_ctx: int | None = None
         self._used = 0
         self._draft = 0
+        self._watch: ContextWatch | None = None
+        self._live_shown = False
+        self.state = "ok"  # "ok", "near" or "over": what the colour says
         self.setAccessibleName("Context meter")
         self.bar = QProgressBar()
         self.bar.setAccessibleName("Context used")
@@ -102,8 +117,18 @@ class ContextMeter(QWidget):
         """Tokens the chat used at its last reply."""
         return self._used
 
+    def follow(self, watch: ContextWatch) -> None:
+        """Show the next request of `watch`'s conversation from now on (and its context size)."""
+        self._watch = watch
+        watch.changed.connect(self._on_watch_changed)
+        self._on_watch_changed()
+
     def set_model(self, model_id: str) -> None:
         """Show `model_id`'s context; its size is asked for in the background."""
+        if self._watch is not None:
+            self._model = model_id
+            self._watch.set_model(model_id)
+            return
         if model_id == self._model:
             return
         self._model = model_id
@@ -115,6 +140,8 @@ class ContextMeter(QWidget):
     def set_registry(self, registry: ClientSource) -> None:
         """Ask another set of servers for context sizes from now on."""
         self._registry = registry
+        if self._watch is not None:
+            return  # the watch follows the App's router itself
         self._n_ctx = None
         self._show()
         if self._model:
@@ -137,11 +164,15 @@ class ContextMeter(QWidget):
 
     def set_used(self, tokens: int) -> None:
         """Set the tokens in the context (a chat opened from history, or 0 for a new chat)."""
+        if self._watch is not None:
+            return  # the watch measures the chat it shows
         self._used = max(0, int(tokens))
         self._show()
 
     def update_from_stats(self, stats: dict) -> None:
         """Take the usage from a reply's stats event (usage, timings, model)."""
+        if self._watch is not None:
+            return  # the watch follows the reply itself
         used = used_tokens(stats)
         if used is not None:
             self.set_used(used)
@@ -151,11 +182,15 @@ class ContextMeter(QWidget):
 
     def set_draft(self, text: str) -> None:
         """The composer's text, to warn before it would overflow the context."""
+        if self._watch is not None:
+            return  # the window gives the watch the draft with its attachments
         self._draft = estimate_tokens(text)
         self._show()
 
     def will_overflow(self) -> bool:
         """Whether the context plus the draft is estimated to exceed the model's context."""
+        if self._watch is not None:
+            return self.state == "over"
         return self._n_ctx is not None and self._used + self._draft > self._n_ctx
 
     def warning(self) -> str:
@@ -168,6 +203,68 @@ class ContextMeter(QWidget):
         )
 
     # ------------------------------------------------------------------ display
+
+    @Slot()
+    def _on_watch_changed(self) -> None:
+        watch = self._watch
+        assert watch is not None
+        live = watch.live()
+        if live is not None and self._live_shown:
+            # While a reply streams only the figure moves, once a frame: the cheap path.
+            self._used = live
+            if self._n_ctx:
+                self.bar.setValue(min(live, self._n_ctx))
+                self.label.setText(f"{live:,} / {self._n_ctx:,}")
+            else:
+                self.label.setText(f"{live:,} tokens")
+            return
+        self._live_shown = live is not None
+        self._model = watch.model()
+        self._n_ctx = watch.context_size()
+        breakdown = watch.breakdown()
+        self._used = live if live is not None else breakdown.total
+        reserve = watch.reserve()
+        n_ctx, used, model = self._n_ctx, self._used, self._model or "no model"
+        about = "" if breakdown.exact or live is not None else "~"
+        if n_ctx:
+            self.bar.setRange(0, n_ctx)
+            self.bar.setValue(min(used, n_ctx))
+            self.label.setText(f"{about}{used:,} / {n_ctx:,}")
+        else:
+            self.bar.setRange(0, 1)
+            self.bar.setValue(0)
+            self.label.setText(f"{about}{used:,} tokens")
+        needed = used + (reserve if live is None else 0)
+        self.state = (
+            "over"
+            if n_ctx and needed > n_ctx
+            else "near"
+            if n_ctx and needed > n_ctx * NEAR_SHARE
+            else "ok"
+        )
+        lines = [_summary(model, used, n_ctx, live is not None)]
+        if live is None:
+            lines += [
+                f"  {context.label(name)}: {tokens:,}" for name, tokens in breakdown.parts if tokens
+            ]
+            lines.append(f"  reply reserve: {reserve:,}")
+            if not breakdown.exact:
+                lines.append("(~ estimated: the server has not counted every part yet)")
+        if self.state == "over":
+            lines.insert(0, "The next message does not fit: it will not be sent.")
+        elif self.state == "near":
+            lines.insert(0, "The context is nearly full.")
+        color = {"over": WARNING_COLOR, "near": NEAR_COLOR}.get(self.state)
+        palette = QPalette()
+        if color is not None:
+            palette.setColor(QPalette.ColorRole.Highlight, color)
+            self.label.setStyleSheet(f"color: {color.name()}")
+        else:
+            self.label.setStyleSheet("")
+        self.bar.setPalette(palette)
+        tip = "\n".join(lines)
+        self.setToolTip(plain.tooltip(tip))
+        self.setAccessibleDescription(tip)
 
     def _on_size(self, model_id: str, n_ctx: object) -> None:
         if model_id != self._model:
@@ -202,3 +299,10 @@ class ContextMeter(QWidget):
         self.bar.setPalette(palette)
         self.setToolTip(plain.tooltip(tip))
         self.setAccessibleDescription(tip)
+
+
+def _summary(model: str, used: int, n_ctx: int | None, live: bool) -> str:
+    what = "in use while the reply streams" if live else "for the next message"
+    if n_ctx:
+        return f"Context of {model}: {used:,} of {n_ctx:,} tokens {what}"
+    return f"Context of {model}: {used:,} tokens {what}; its size is not known yet"

@@ -45,6 +45,7 @@ from PySide6.QtWidgets import QHBoxLayout, QPushButton, QVBoxLayout, QWidget
 from .. import providers, turn
 from ..backend import BackendError
 from ..config import Config
+from ..context import Overflow
 from ..db import History, HistoryError
 from ..models import ModelInfo
 from ..skills import SkillStore
@@ -149,6 +150,7 @@ class QuickWindow(QWidget):
         self.composer.submitted.connect(self.send)
         self.composer.stop_requested.connect(self.stop)
         self.composer.notice.connect(self.show_notice)
+        self.chat.too_big.connect(self._on_too_big)
         self.composer.editor.setPlaceholderText(
             "Ask a quick question  (Enter asks, Ctrl+Enter continues in chat, Esc hides)"
         )
@@ -356,6 +358,12 @@ class QuickWindow(QWidget):
             else:
                 self.show_notice(turn.no_model_message(self.cfg))
 
+    @Slot(object)
+    def _on_too_big(self, overflow: Overflow) -> None:
+        self.show_notice(
+            f"{overflow.message()} Shorten the question or take off an attachment or a skill."
+        )
+
     @Slot()
     def stop(self) -> None:
         """Stop the answer now, keeping what arrived (saved as "stopped")."""
@@ -458,6 +466,8 @@ class QuickWindow(QWidget):
 
     def _show_model(self) -> None:
         self.model_label.setText(self._model or "no model yet")
+        # Its context size is asked for now, so the check before a send knows it.
+        self.chat.context.set_model(self._model)
         self.composer.set_model(
             self._model,
             images=self._model in self._models and self._models[self._model].accepts_images,

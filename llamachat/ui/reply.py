@@ -24,6 +24,7 @@ added; a later save that fails is reported through `save_failed` and retried.
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
@@ -46,6 +47,8 @@ class ReplyStream(QObject):
 
     search_started = Signal(str)
     skill_loaded = Signal(str)
+    progress = Signal(object)  # llama.cpp's prompt_progress: total, cache, processed, time_ms
+    timings = Signal(object)  # the figures so far (prompt_n, cache_n, predicted_n...)
     # object, not dict: PySide converts a dict signal through QVariantMap, which may drop it.
     stats = Signal(object)
     save_failed = Signal(str)
@@ -101,7 +104,9 @@ class ReplyStream(QObject):
             messages,
             search_cfg=search_cfg,
             skills_cfg=skills_cfg,
-            params=params,
+            # A provider's model is renamed on the way; only llama.cpp's router takes LLAMA_PARAMS.
+            params={**(backend.LLAMA_PARAMS if wire_model == model else {}), **(params or {})}
+            or None,
             tool_source=tool_source,
         )
         self._worker.content.connect(self._on_content)
@@ -111,6 +116,8 @@ class ReplyStream(QObject):
         self._worker.skill_loaded.connect(self._on_skill_loaded)
         self._worker.tool_finished.connect(self._on_tool_finished)
         self._worker.stats.connect(self._on_stats)
+        self._worker.progress.connect(self._on_progress)
+        self._worker.timings.connect(self._on_timings)
         self._worker.failed.connect(self._on_failed)
         self._worker.finished.connect(self._on_finished)
         # The reply's own copy of its text: what History is given, with or without a view,
@@ -121,6 +128,10 @@ class ReplyStream(QObject):
         self._tool_calls: list[dict] = []
         self._usage: dict = {}
         self._timings: dict = {}
+        # When the request left, and how long the first token took (ms; None until it came).
+        self._sent = time.monotonic()
+        self._ttft_ms: float | None = None
+        self._reading = False
         self._error = ""
         self._status = "streaming"
         self._dirty = False
@@ -153,6 +164,7 @@ class ReplyStream(QObject):
 
     def start(self, threads: WorkerThreads) -> None:
         """Run the worker on a thread of `threads` and start the once-a-second save."""
+        self._sent = time.monotonic()
         threads.start(self._worker)
         self._save_timer.start()
 
@@ -175,9 +187,40 @@ class ReplyStream(QObject):
             self._write()
         return self.is_saved()
 
+    def figures(self) -> tuple[dict, dict]:
+        """The reply's usage and timings so far (timings with `ttft_ms`, once known)."""
+        timings = dict(self._timings)
+        if self._ttft_ms is not None:
+            timings["ttft_ms"] = round(self._ttft_ms, 1)
+        return dict(self._usage), timings
+
+    def _first_token(self) -> None:
+        if self._ttft_ms is None:
+            self._ttft_ms = (time.monotonic() - self._sent) * 1000
+        if self._reading:
+            self._reading = False
+            if self.view is not None:
+                self.view.set_progress(None)
+
+    @Slot(object)
+    def _on_progress(self, progress: object) -> None:
+        if not self._ended and isinstance(progress, dict):
+            self._reading = True
+            if self.view is not None:
+                self.view.set_progress(progress)
+            self.progress.emit(progress)
+
+    @Slot(object)
+    def _on_timings(self, timings: object) -> None:
+        if not self._ended and isinstance(timings, dict):
+            self._timings = dict(timings)
+            self.timings.emit(self._timings)
+
     @Slot(str)
     def _on_content(self, text: str) -> None:
         if not self._ended:
+            if self._ttft_ms is None or self._reading:
+                self._first_token()
             self._content.append(text)
             self._dirty = True
             if self.view is not None:
@@ -186,6 +229,8 @@ class ReplyStream(QObject):
     @Slot(str)
     def _on_reasoning(self, text: str) -> None:
         if not self._ended:
+            if self._ttft_ms is None or self._reading:
+                self._first_token()
             self._reasoning.append(text)
             self._dirty = True
             if self.view is not None:
@@ -225,7 +270,7 @@ class ReplyStream(QObject):
             self._usage = dict(stats.get("usage") or {})
             self._timings = dict(stats.get("timings") or {})
             if self.view is not None:
-                self.view.set_stats(self._usage, self._timings)
+                self.view.set_stats(*self.figures())
             self.stats.emit(stats)
 
     @Slot(str, object)
@@ -257,6 +302,7 @@ class ReplyStream(QObject):
         # Cleared first: text arriving during a failed save must not be marked saved.
         self._dirty = False
         final = self._ended
+        usage, timings = self.figures()
         try:
             if self.message_id is None:
                 if self._replaces is not None and not self._keep_replaced:
@@ -281,8 +327,8 @@ class ReplyStream(QObject):
                 # None leaves a field as it is: the outcome is saved once the reply ended.
                 status=self._status if final else None,
                 error=self._error if final else None,
-                usage=self._usage if final else None,
-                timings=self._timings if final else None,
+                usage=usage if final else None,
+                timings=timings if final else None,
             )
         except HistoryError as exc:
             self._dirty = True
@@ -312,6 +358,10 @@ class ReplyStream(QObject):
             self._write()
         if self.view is not None:
             self.view.finish()
+            self.view.set_progress(None)
+            if self._timings or self._usage:
+                # Stopped or failed: the figures so far, which no stats event will bring.
+                self.view.set_stats(*self.figures())
             self.view.set_status(status, self._error)
         self.ended.emit(status, self._error)
         if self.is_saved():

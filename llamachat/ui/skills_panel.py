@@ -142,12 +142,15 @@ class SkillsPanel(QDialog):
         *,
         import_dir: Path,
         watcher: SkillsWatcher | None = None,
+        catalog_budget: Callable[[], int | None] | None = None,
         mentions: Callable[[], Iterable[str]] | None = None,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
         self.store = store
         self._loaded_names = loaded_names
+        # The characters the model's catalog may take (its share of the context), or None.
+        self._catalog_budget = catalog_budget
         self._mentions = mentions
         self.import_dir = Path(import_dir)
         self.watcher = watcher if watcher is not None else SkillsWatcher(store, parent=self)
@@ -201,6 +204,10 @@ class SkillsPanel(QDialog):
         import_button.setAccessibleName("Import skill folder")
         import_button.clicked.connect(self._on_import)
 
+        self.left_out_label = plain.Label()
+        self.left_out_label.setAccessibleName("Left out of the catalog")
+        self.left_out_label.setWordWrap(True)
+        self.left_out_label.hide()
         self.problems_label = plain.Label("Problems")
         self.problems = QListWidget()
         self.problems.setAccessibleName("Skill problems")
@@ -235,6 +242,7 @@ class SkillsPanel(QDialog):
         layout = QVBoxLayout(self)
         layout.addWidget(self.roots_label)
         layout.addWidget(self.tree, 3)
+        layout.addWidget(self.left_out_label)
         layout.addWidget(self.problems_label)
         layout.addWidget(self.problems, 1)
         layout.addWidget(self.message)
@@ -266,6 +274,11 @@ class SkillsPanel(QDialog):
     def problem_texts(self) -> list[str]:
         """The problems listed, each "path: what to fix"."""
         return [self.problems.item(i).text() for i in range(self.problems.count())]
+
+    def left_out(self) -> list[str]:
+        """The skills the panel lists as left out of the model's catalog."""
+        text = self.left_out_label.text()
+        return text.rpartition(": ")[2].split(", ") if text else []
 
     def message_text(self) -> str:
         """The last import's outcome ('' when none)."""
@@ -331,6 +344,15 @@ class SkillsPanel(QDialog):
                 )
                 if name == selected:
                     self.tree.setCurrentItem(gone)
+        budget = self._catalog_budget() if self._catalog_budget is not None else None
+        left = self.store.left_out(budget) if budget else []
+        self.left_out_label.setText(
+            "Left out of the catalog the model sees (its share of the context is full; "
+            "load them yourself with /name): " + ", ".join(left)
+            if left
+            else ""
+        )
+        self.left_out_label.setVisible(bool(left))
         self.problems.clear()
         found = self.store.problems()
         for problem in found:

@@ -48,10 +48,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from .. import prompts
+from .. import prompts, server
 from ..config import Config, ConfigError
+from ..context import Overflow
 from ..db import History, HistoryError, MessageRow
-from ..models import ModelInfo
+from ..models import ModelInfo, Models
 from . import controller, first_run, markdown, menus, plain, shortcuts, tasks
 from .app import App
 from .chat_skills import ChatSkills
@@ -63,6 +64,7 @@ from .mcp_panel import McpPanel, choose_and_import
 from .meter import ContextMeter
 from .model_picker import ModelPicker
 from .notice import STATUS_MS, NoticeBar
+from .overflow import OverflowPanel
 from .params_panel import ChatParams
 from .presets import PresetPicker
 from .reply import ReplyStream
@@ -198,7 +200,14 @@ class ChatWindow(QMainWindow):
         self.meter = ContextMeter(self.app.registry)
         # Only as wide as its bar and figures, so it sits at the status bar's right end.
         self.meter.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Preferred)
-        self.composer.editor.textChanged.connect(lambda: self.meter.set_draft(self.composer.text()))
+        self.meter.follow(self.chat.context)
+        self.composer.editor.textChanged.connect(self._on_draft_changed)
+        self.composer.attachments_changed.connect(self._on_draft_changed)
+        self.overflow = OverflowPanel()
+        self.overflow.unload_skill.connect(self.chat.unload_skill)
+        self.overflow.remove_attachment.connect(self.composer.remove_attachment)
+        self.overflow.new_chat.connect(self._new_chat_with_message)
+        self.overflow.raise_context.connect(self._raise_context)
         # Beside the meter: the top bar has no room left at 900 px for a long model name.
         self.statusBar().addPermanentWidget(self.chat_params.button)
         self.statusBar().addPermanentWidget(self.meter)
@@ -230,6 +239,7 @@ class ChatWindow(QMainWindow):
         chat = QWidget()
         body = QVBoxLayout()
         body.setContentsMargins(10, 4, 10, 6)
+        body.addWidget(self.overflow)
         body.addWidget(self.skill_chips)
         body.addWidget(self.skill_suggestions)
         body.addWidget(self.composer)
@@ -446,6 +456,7 @@ class ChatWindow(QMainWindow):
             self.show_status("No model to answer: pick one in the Model list.")
         elif outcome in (controller.SENT, controller.HELD):
             self.composer.clear()
+            self.overflow.hide()
 
     @Slot()
     def stop(self) -> None:
@@ -485,10 +496,56 @@ class ChatWindow(QMainWindow):
         chat.reply_started.connect(self._on_reply_started)
         chat.reply_ended.connect(self._on_reply_ended)
         chat.stats.connect(self.meter.update_from_stats)
+        chat.too_big.connect(self._on_too_big)
         chat.notice.connect(self._on_notice)
         # A reply is activity: the idle unload (routers that cannot sleep) waits again.
         chat.reply_started.connect(lambda _reply: self.model_picker.idle.note_activity())
         chat.reply_ended.connect(lambda _status, _error: self.model_picker.idle.note_activity())
+
+    @Slot()
+    def _on_draft_changed(self) -> None:
+        attachments = [item.to_dict() for item in self.composer.attachments()]
+        self.chat.context.set_draft(self.composer.text(), attachments)
+
+    @Slot(object)
+    def _on_too_big(self, overflow: Overflow) -> None:
+        managed = (
+            self.app.managed_server() is not None and self.app.config.models_preset is not None
+        )
+        self.overflow.show_overflow(overflow, managed=managed)
+
+    @Slot()
+    def _new_chat_with_message(self) -> None:
+        # new_session leaves the composer alone: the message is still there to send.
+        self.new_session()
+
+    @Slot(str, int)
+    def _raise_context(self, model: str, size: int) -> None:
+        """Write the model's new context size into the preset and reload it with it."""
+        preset = self.app.config.models_preset
+        if preset is None:
+            return
+        try:
+            server.set_preset_context(preset, model, size)
+        except server.ManagedServerError as exc:
+            self.show_problem(str(exc))
+            return
+        url, registry = self.app.config.router_url, self.app.registry
+
+        def reload() -> None:
+            server.reload_models(url)
+            Models(registry.router()).unload(model)
+
+        tasks.run_in_background(reload, lambda future: self._on_context_raised(model, future))
+
+    def _on_context_raised(self, model: str, future) -> None:
+        try:
+            future.result()
+        except Exception as exc:  # noqa: BLE001 - shown to the user
+            self.show_problem(f"The preset was written, but {model} was not reloaded: {exc}")
+            return
+        self.show_status(f"{model} loads with the larger context at the next message.")
+        self.chat.context.refresh_size()
 
     @Slot(str, int)
     def _on_notice(self, text: str, timeout: int) -> None:

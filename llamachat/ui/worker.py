@@ -107,6 +107,8 @@ class StreamWorker(QObject):
     search_started = Signal(str)
     search_finished = Signal(object)
     skill_loaded = Signal(str)
+    progress = Signal(object)
+    timings = Signal(object)
     tool_finished = Signal(object)
     stats = Signal(object)
     failed = Signal(str, object)
@@ -225,15 +227,27 @@ class StreamWorker(QObject):
 
 
 def _joined(events: list[backend.StreamEvent]) -> Iterator[backend.StreamEvent]:
-    """`events` with adjacent text events of one kind joined: a burst becomes one event."""
+    """`events` with adjacent text events of one kind joined: a burst becomes one event.
+
+    A progress or timings event is the whole state so far: only the newest of each kind
+    in the burst is kept, after the rest, so it never splits a run of text.
+    """
+    latest: dict[str, backend.StreamEvent] = {}
+    if any(kind in _LATEST_KINDS for kind, _value in events):
+        for event in events:
+            if event[0] in _LATEST_KINDS:
+                latest[event[0]] = event
+        events = [event for event in events if event[0] not in _LATEST_KINDS]
     for kind, group in itertools.groupby(events, key=operator.itemgetter(0)):
         if kind in _TEXT_KINDS:
             yield kind, "".join(str(value) for _kind, value in group)
         else:
             yield from group
+    yield from latest.values()
 
 
 _TEXT_KINDS = frozenset({"content", "reasoning"})
+_LATEST_KINDS = frozenset({"progress", "timings"})
 
 # Stream event kinds and the StreamWorker signal each becomes.
 _SIGNALS = {
@@ -244,6 +258,8 @@ _SIGNALS = {
     # Another tool's call and short result (read_skill_file), shown as a search is.
     "tool_done": "search_finished",
     "skill_loaded": "skill_loaded",
+    "progress": "progress",
+    "timings": "timings",
     # An MCP tool's call, shown collapsed and saved with the reply.
     "mcp_done": "tool_finished",
     "stats": "stats",

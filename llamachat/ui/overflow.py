@@ -1,0 +1,102 @@
+"""What the chat shows when a message would overflow the model's context, with the ways out.
+
+`OverflowPanel` (accessible name "Message too long") says how many tokens the message
+needs, how many the context holds and how many are kept for the reply, and offers one
+button per way out: unload a skill (with what it costs), remove an attachment, start a
+new chat with this message, and, for the server llamachat manages, raise the model's
+context (up to the size it was trained for). It only emits what the user chose; the
+window does it. The message itself stays in the composer.
+
+Errors: none; names from outside (skills, files, models) are shown as plain text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QPushButton, QVBoxLayout, QWidget
+
+from ..context import Overflow
+from . import plain
+
+# Context sizes offered when raising one: llama.cpp runs any, these are the usual steps.
+_STEPS = (4096, 8192, 16384, 32768, 65536, 131072)
+
+
+def raised_context(overflow: Overflow) -> int | None:
+    """The context size that fits the message: the next usual step, at most the trained size."""
+    needed = overflow.breakdown.total + overflow.reserve
+    size = next((step for step in _STEPS if step >= needed), None)
+    if overflow.trained:
+        size = min(size or overflow.trained, overflow.trained)
+    return size if size is not None and size > overflow.n_ctx and size >= needed else None
+
+
+class OverflowPanel(QFrame):
+    """The refusal of a message too long for the context, and its one-click ways out."""
+
+    unload_skill = Signal(str)
+    remove_attachment = Signal(str)
+    new_chat = Signal()
+    raise_context = Signal(str, int)  # model, new context size
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setAccessibleName("Message too long")
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setStyleSheet("OverflowPanel { border: 1px solid #c0392b; border-radius: 6px; }")
+        self.text = plain.Label("", self)
+        self.text.setWordWrap(True)
+        self.buttons = QHBoxLayout()
+        self.buttons.setContentsMargins(0, 0, 0, 0)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(10, 6, 10, 6)
+        layout.addWidget(self.text)
+        layout.addLayout(self.buttons)
+        self.hide()
+
+    def show_overflow(self, overflow: Overflow, *, managed: bool) -> None:
+        """Say why the message was not sent and offer the ways out (`managed`: raise the context)."""
+        while self.buttons.count():
+            item = self.buttons.takeAt(0)
+            widget = item.widget() if item is not None else None
+            if widget is not None:
+                widget.setParent(None)  # gone from the panel now, deleted once idle
+                widget.deleteLater()
+        lines = [overflow.message() + " Your message is still in the box."]
+        if overflow.trained:
+            lines.append(f"{overflow.model} was trained for up to {overflow.trained:,} tokens.")
+        self.text.setText("\n".join(lines))
+        for name, tokens in overflow.breakdown.parts:
+            kind, _, rest = name.partition(":")
+            if kind == "skill" and rest:
+                self._button(f"Unload {rest} (−{tokens:,})", partial(self.unload_skill.emit, rest))
+            elif kind == "attachment" and rest:
+                self._button(
+                    f"Remove {rest} (−{tokens:,})", partial(self.remove_attachment.emit, rest)
+                )
+        if overflow.breakdown.get("history"):
+            self._button("New chat with this message", self.new_chat.emit)
+        size = raised_context(overflow) if managed else None
+        if size is not None:
+            self._button(
+                f"Raise the context to {size:,}",
+                lambda: self.raise_context.emit(overflow.model, size),
+            )
+        self._button("Dismiss", self.hide)
+        self.buttons.addStretch(1)
+        self.show()
+
+    def _button(self, text: str, slot: Callable[[], object]) -> QPushButton:
+        button = QPushButton(text, self)
+        button.setAccessibleName(text)
+
+        def clicked() -> None:
+            slot()
+            self.hide()  # the way out was taken (or the notice dismissed)
+
+        button.clicked.connect(clicked)
+        self.buttons.addWidget(button)
+        return button
