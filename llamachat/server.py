@@ -24,6 +24,7 @@ Errors, one tree:
 from __future__ import annotations
 
 import atexit
+import configparser
 import contextlib
 import ctypes
 import ctypes.util
@@ -44,7 +45,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -303,31 +304,64 @@ def reload_models(url: str, *, api_key: str | None = None) -> None:
         )
 
 
-def set_preset_context(preset: Path, model: str, ctx_size: int) -> None:
-    """Write `ctx-size = ctx_size` into `model`'s section of a llama.cpp models preset file.
+# The per-model load options Settings > Model options writes into the preset file.
+LOAD_OPTIONS = ("ctx-size", "n-gpu-layers", "load-on-startup")
 
-    The rest of the file is kept as it is; a missing section (or file) is added. Raises
-    ManagedServerError naming the file when it cannot be written.
+
+class _CaseKept(configparser.ConfigParser):
+    def optionxform(self, optionstr: str) -> str:
+        return optionstr  # llama.cpp's keys keep their case
+
+
+def set_preset_context(
+    preset: Path,
+    model: str,
+    ctx_size: int | None,
+    *,
+    options: Mapping[str, str | None] | None = None,
+) -> None:
+    """Write `ctx-size = ctx_size` into `model`'s section of a llama.cpp models preset file,
+    with any other load `options` (e.g. `n-gpu-layers`, `load-on-startup`).
+
+    A ctx_size of None or 0, or an option of None or '', removes that key (the model's own
+    default applies). The rest of the file is kept as it is; a missing section (or file)
+    is added. Raises ManagedServerError naming the file when it cannot be written.
     """
-    import configparser
-
-    class _CaseKept(configparser.ConfigParser):
-        def optionxform(self, optionstr: str) -> str:
-            return optionstr  # llama.cpp's keys keep their case
-
     parser = _CaseKept(interpolation=None)
     path = Path(preset).expanduser()
+    wanted: dict[str, str | None] = {"ctx-size": str(int(ctx_size)) if ctx_size else None}
+    wanted.update(options or {})
     try:
         if path.exists():
             parser.read(path, encoding="utf-8")
         if not parser.has_section(model):
             parser.add_section(model)
-        parser.set(model, "ctx-size", str(int(ctx_size)))
+        for key, value in wanted.items():
+            if value:
+                parser.set(model, key, value)
+            else:
+                parser.remove_option(model, key)
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("w", encoding="utf-8") as handle:
             parser.write(handle)
     except (OSError, configparser.Error) as exc:
         raise ManagedServerError(f"Could not write the models preset {path}: {exc}") from None
+
+
+def preset_options(preset: Path, model: str) -> dict[str, str]:
+    """The load options `model`'s section of a preset file sets ({} when none or unreadable)."""
+    parser = _CaseKept(interpolation=None)
+    try:
+        parser.read(Path(preset).expanduser(), encoding="utf-8")
+    except (OSError, configparser.Error) as exc:
+        log.info("cannot read the models preset %s: %s", preset, exc)
+        return {}
+    return dict(parser.items(model)) if parser.has_section(model) else {}
+
+
+def default_preset_path() -> Path:
+    """The models preset llamachat's server reads when the config names none."""
+    return Path(platformdirs.user_data_dir("llamachat", appauthor=False)) / "models-preset.ini"
 
 
 # ---------------------------------------------------------------- models folder
@@ -726,12 +760,19 @@ class ManagedServer:
             "--models-dir",
             str(Path(self.cfg.models_dir).expanduser().resolve()),
         ]
-        if self.cfg.models_preset:
-            cmd += ["--models-preset", str(Path(self.cfg.models_preset).expanduser().resolve())]
+        # Always a preset, so Model options can set one model's context and reload only it.
+        cmd += ["--models-preset", str(self.preset_path.resolve())]
         if self.sleeps_when_idle():
             cmd += ["--sleep-idle-seconds", str(self.cfg.sleep_idle_seconds)]
         cmd += list(self.cfg.server_args)
         return cmd
+
+    @property
+    def preset_path(self) -> Path:
+        """The models preset file the server reads (the config's, else llamachat's own)."""
+        if self.cfg.models_preset:
+            return Path(self.cfg.models_preset).expanduser()
+        return default_preset_path()
 
     @property
     def version(self) -> str:
@@ -766,6 +807,11 @@ class ManagedServer:
             if self._binary is None:
                 raise ServerNotFound(not_found_message(self.cfg))
             Path(self.cfg.models_dir).expanduser().mkdir(parents=True, exist_ok=True)
+            if not self.preset_path.exists():
+                self.preset_path.parent.mkdir(parents=True, exist_ok=True)
+                self.preset_path.write_text(
+                    "; Per-model options for llamachat's llama-server (llama.cpp models preset).\n"
+                )
             self._lock.record(self.url, self.api_key)
         except BaseException:
             self._lock.release()

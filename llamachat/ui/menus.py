@@ -67,6 +67,7 @@ def _build_menus(window: ChatWindow) -> None:
     file_menu.addAction(router.add_model_action)
     file_menu.addAction(router.get_model_action)
     file_menu.addAction(router.delete_model_action)
+    file_menu.addAction(router.model_options_action)
     file_menu.addSeparator()
     file_menu.addAction(_action("Close window", window, window.close))
     quit_action = _action("Quit", window, lambda: window.quit_requested.emit())

@@ -40,6 +40,7 @@ from . import first_run, plain, tasks
 from .app import FAILED, PENDING, READY, App, RouterState
 from .get_model import GetModelDialog, delete_model
 from .meter import ContextMeter
+from .model_options import ModelOptionsDialog
 from .model_picker import ModelPicker, call_in_background
 from .notice import STATUS_MS
 
@@ -143,6 +144,12 @@ class RouterGuide(QObject):
         self.delete_model_action = QAction("Delete model…", self)
         self.delete_model_action.triggered.connect(self.delete_current_model)
         self.get_model_dialog: GetModelDialog | None = None
+        self.model_options_action = QAction("Model options…", self)
+        self.model_options_action.setToolTip(
+            "Context size, GPU layers and load at startup of the chosen model"
+        )
+        self.model_options_action.triggered.connect(self.open_model_options)
+        self.model_options_action.setVisible(False)
         self.about_action = QAction("About llamachat", self)
         self.about_action.triggered.connect(self.show_about)
         self.about_box: QMessageBox | None = None
@@ -199,6 +206,18 @@ class RouterGuide(QObject):
             box.show()
 
         call_in_background(self, versions, show, show)
+
+    def open_model_options(self) -> ModelOptionsDialog | None:
+        """Per-model options of the chosen model (the server llamachat runs only)."""
+        model, managed = self._picker.current_model(), self._server
+        if managed is None or not model:
+            self._say("Model options are for the llama-server llamachat runs, and a model.")
+            return None
+        dialog = ModelOptionsDialog(managed, self._registry, model, self._window)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.saved.connect(lambda _model: self._picker.refresh())
+        dialog.open()
+        return dialog
 
     def delete_current_model(self) -> None:
         """Delete the chosen model from the router's cache, after asking."""
@@ -287,6 +306,7 @@ class RouterGuide(QObject):
         self._picker.set_failure_log(server.load_failure)
         self.server_log_action.setVisible(True)
         self.add_model_action.setVisible(True)
+        self.model_options_action.setVisible(True)
         if self.panel.state() == "empty":
             self._show_empty()
 

@@ -509,9 +509,8 @@ class ChatWindow(QMainWindow):
 
     @Slot(object)
     def _on_too_big(self, overflow: Overflow) -> None:
-        managed = (
-            self.app.managed_server() is not None and self.app.config.models_preset is not None
-        )
+        # The server llamachat runs always reads a preset (the config's, else its own).
+        managed = self.app.managed_server() is not None
         self.overflow.show_overflow(overflow, managed=managed)
 
     @Slot()
@@ -522,9 +521,10 @@ class ChatWindow(QMainWindow):
     @Slot(str, int)
     def _raise_context(self, model: str, size: int) -> None:
         """Write the model's new context size into the preset and reload it with it."""
-        preset = self.app.config.models_preset
-        if preset is None:
+        managed = self.app.managed_server()
+        if managed is None:
             return
+        preset = managed.preset_path
         try:
             server.set_preset_context(preset, model, size)
         except server.ManagedServerError as exc:
