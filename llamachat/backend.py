@@ -638,9 +638,16 @@ class Client:
             raise StreamError(f"{url} did not answer with JSON") from None
 
     def stream_events(
-        self, path: str, *, root: bool = True, cancel: threading.Event | None = None
+        self,
+        path: str,
+        *,
+        root: bool = True,
+        cancel: threading.Event | None = None,
+        on_open: Callable[[], None] | None = None,
     ) -> Iterator[dict]:
         """The JSON objects of a long-lived SSE stream at `path` (GET), until it ends or `cancel`.
+
+        `on_open()` is called once the server accepted the stream (its headers arrived).
 
         Setting `cancel` shuts the socket down from a watchdog thread, so a reader
         waiting for the next event returns at once instead of at the next event.
@@ -655,6 +662,8 @@ class Client:
             with self._http.stream("GET", url, timeout=httpx.Timeout(None, connect=5.0)) as resp:
                 if resp.status_code >= 400:
                     raise self._without_key(server_error(resp.status_code, _read_capped(resp), url))
+                if on_open is not None:
+                    on_open()
                 for raw in _lines(resp, watchdog, self.max_line_bytes):
                     line = raw.rstrip(b"\r")
                     if not line.startswith(b"data:"):

@@ -262,13 +262,21 @@ class Models:
             if cancel is None:
                 time.sleep(interval)
 
-    def watch(self, on_event: Callable[[ModelEvent], None], cancel: threading.Event) -> None:
-        """Call `on_event` for each event of `/models/sse` until the stream ends or `cancel`.
+    def watch(
+        self,
+        on_event: Callable[[ModelEvent], None],
+        cancel: threading.Event,
+        *,
+        on_open: Callable[[], None] | None = None,
+    ) -> None:
+        """Call `on_event` for each event of `/models/sse` until the stream ends or `cancel`
+        (and `on_open()` once the router accepted the stream).
 
         Raises ServerError with status 404 on a router without the stream (poll instead),
         and any BackendError when the connection fails.
         """
-        for obj in self.client.stream_events("/models/sse", root=True, cancel=cancel):
+        events = self.client.stream_events("/models/sse", root=True, cancel=cancel, on_open=on_open)
+        for obj in events:
             event = parse_event(obj)
             if event is not None:
                 on_event(event)

@@ -87,11 +87,13 @@ class ModelWatch(QObject):
 
             self._post(deliver)
 
-        while not stop.is_set():
-            # The stream sends nothing until something changes: it counts as live once open.
+        def on_open() -> None:
+            # The stream sends nothing until something changes: it is live once accepted.
             self._post(lambda: self._set_live(True))
+
+        while not stop.is_set():
             try:
-                self._models.watch(on_event, stop)
+                self._models.watch(on_event, stop, on_open=on_open)
             except backend.ServerError as exc:
                 if exc.status in (404, 405, 501):
                     log.info("the router has no model event stream (%s); polling", exc.status)
