@@ -61,9 +61,12 @@ class ChatSkills(QObject):
         self._watcher: SkillsWatcher | None = None
         self._watched: object = None
         self._panel: SkillsPanel | None = None
+        self._chips_shown: tuple | None = None
         chips.unload_requested.connect(self.unload)
         suggestions.load_requested.connect(self._on_suggestion_clicked)
         chat.skills_changed.connect(self._show_chips)
+        # The server's count of a skill replaces the first estimate once the meter has it.
+        chat.context.changed.connect(self._show_chips)
         chat.skills_suggested.connect(self._on_skills_suggested)
         chat.session_changed.connect(self._on_session_changed)
         chat.store_changed.connect(self._on_store_changed)
@@ -121,11 +124,18 @@ class ChatSkills(QObject):
 
     def _show_chips(self, _names: object = None) -> None:
         # A chip per loaded skill, with its cost; the ones gone from disk struck through.
-        self._chips.set_skills(
+        # Rebuilt only when that changes: the meter says it changed at every count.
+        shown = (
             self._chat.loaded_skills(),
             frozenset(self._chat.missing_skills()),
-            {name: skill_tokens(skill) for name, skill in self._loaded().items()},
+            {name: self._cost(skill) for name, skill in self._loaded().items()},
         )
+        if shown != self._chips_shown:
+            self._chips_shown = shown
+            self._chips.set_skills(*shown)
+
+    def _cost(self, skill: Skill) -> int:
+        return skill_tokens(skill, self._chat.context.quick_tokens)
 
     def _loaded(self) -> dict[str, Skill]:
         store = self._chat.store
@@ -136,7 +146,9 @@ class ChatSkills(QObject):
     def _on_skills_suggested(self, names: list) -> None:
         store = self._chat.store
         found = [store.load(name) for name in names] if store is not None else []
-        self._suggestions.set_skills([skill for skill in found if skill is not None])
+        self._suggestions.set_skills(
+            [skill for skill in found if skill is not None], self._chat.context.quick_tokens
+        )
 
     @Slot(object)
     def _on_session_changed(self, _session_id: object) -> None:
@@ -147,7 +159,7 @@ class ChatSkills(QObject):
     def _on_suggestion_clicked(self, name: str) -> None:
         if self._chat.load_skill(name):
             tokens = self._loaded().get(name)
-            cost = f" (~{skill_tokens(tokens):,} tokens)" if tokens is not None else ""
+            cost = f" (~{self._cost(tokens):,} tokens)" if tokens is not None else ""
             self.status.emit(
                 f"Loaded skill {name}{cost}; Regenerate the last reply to answer with it. "
                 "Click its chip to unload it."
@@ -190,7 +202,7 @@ class ChatSkills(QObject):
     def _on_panel_load(self, name: str) -> None:
         if self._chat.load_skill(name):
             tokens = self._loaded().get(name)
-            cost = f" (~{skill_tokens(tokens):,} tokens)" if tokens is not None else ""
+            cost = f" (~{self._cost(tokens):,} tokens)" if tokens is not None else ""
             self.status.emit(f"Loaded skill {name}{cost}.")
 
     @Slot()

@@ -3,12 +3,14 @@ skills a message only mentioned (`SkillSuggestions`, "Load pdf? ~2,512 tokens").
 
 A chip only asks for its removal (a signal); the owner decides. A skill chip can show
 its skill as missing (deleted from disk): it stays until the user removes it. What a
-skill costs in context is `skill_tokens`, an estimate. Raises nothing.
+skill costs in context is `skill_tokens`: the server's count when the context meter has
+one, else an estimate. Raises nothing.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QWidget
@@ -125,12 +127,14 @@ class SkillChips(ChipRow):
         return self.keys()
 
 
-def skill_tokens(skill: skills.Skill) -> int:
-    """The context a loaded skill takes, estimated from its text in the system message.
+def skill_tokens(skill: skills.Skill, count: Callable[[str], int] = estimate_tokens) -> int:
+    """The context a skill takes: `count` of its text in the system message.
 
-    The one place the figure comes from: an exact count can replace the estimate here.
+    The chat passes its context meter's `quick_tokens` (the server's count once it has
+    counted that text, else an estimate calibrated on what it counted); the default is a
+    plain estimate.
     """
-    return estimate_tokens(skills.system_part(skill))
+    return count(skills.system_part(skill))
 
 
 class SkillSuggestions(QWidget):
@@ -161,15 +165,17 @@ class SkillSuggestions(QWidget):
         self._layout.addStretch(1)
         self.setVisible(False)
 
-    def set_skills(self, found: list[skills.Skill]) -> None:
-        """Offer these skills, each with its cost; [] hides the row."""
+    def set_skills(
+        self, found: list[skills.Skill], count: Callable[[str], int] = estimate_tokens
+    ) -> None:
+        """Offer these skills, each with its cost (`skill_tokens` by `count`); [] hides the row."""
         for button in self._buttons.values():
             self._layout.removeWidget(button)
             button.deleteLater()
         self._buttons.clear()
         self._skills = list(found)
         for offset, skill in enumerate(found):
-            text = f"Load {skill.name}? ~{skill_tokens(skill):,} tokens"
+            text = f"Load {skill.name}? ~{skill_tokens(skill, count):,} tokens"
             button = QPushButton(text, self)
             button.setCursor(Qt.CursorShape.PointingHandCursor)
             button.setAutoDefault(False)

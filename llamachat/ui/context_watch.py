@@ -233,6 +233,11 @@ class ContextWatch(QObject):
             if info.schema and not info.problem and info.name not in cfg.mcp_disabled_tools
         )
 
+    def quick_tokens(self, text: str) -> int:
+        """What `text` costs the selected model: its count if the server counted it, else an
+        estimate calibrated on what it did count. Never sends a request."""
+        return self._tokenizer().quick(text)
+
     def _tokenizer(self) -> context.Tokenizer:
         client, name = self._chat.app.registry.client_for(self._model)
         key = (id(client), name)
