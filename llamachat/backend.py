@@ -637,6 +637,52 @@ class Client:
         except ValueError:
             raise StreamError(f"{url} did not answer with JSON") from None
 
+    def stream_events(
+        self,
+        path: str,
+        *,
+        root: bool = True,
+        cancel: threading.Event | None = None,
+        on_open: Callable[[], None] | None = None,
+    ) -> Iterator[dict]:
+        """The JSON objects of a long-lived SSE stream at `path` (GET), until it ends or `cancel`.
+
+        `on_open()` is called once the server accepted the stream (its headers arrived).
+
+        Setting `cancel` shuts the socket down from a watchdog thread, so a reader
+        waiting for the next event returns at once instead of at the next event.
+        """
+        url = (self.root if root else self.api_base) + path
+        self._check_key()
+        if cancel is not None and cancel.is_set():
+            return
+        thread = threading.get_ident()
+        watchdog = _Watchdog(lambda: self._sockets.socket_of(thread), None, cancel)
+        try:
+            with self._http.stream("GET", url, timeout=httpx.Timeout(None, connect=5.0)) as resp:
+                if resp.status_code >= 400:
+                    raise self._without_key(server_error(resp.status_code, _read_capped(resp), url))
+                if on_open is not None:
+                    on_open()
+                for raw in _lines(resp, watchdog, self.max_line_bytes):
+                    line = raw.rstrip(b"\r")
+                    if not line.startswith(b"data:"):
+                        continue
+                    data = line[5:].strip()
+                    try:
+                        value = json.loads(data)
+                    except ValueError:
+                        log.debug("not an event: %s", _preview(data))
+                        continue
+                    if isinstance(value, dict):
+                        yield value
+        except httpx.HTTPError as exc:
+            if watchdog.reason == "cancelled":
+                return
+            raise self._failure(exc, url) from None
+        finally:
+            watchdog.stop()
+
     def answers(self, model: str) -> bool:
         """Whether the server still answers for `model`: listed as loading, or responsive.
 

@@ -317,6 +317,7 @@ def _stream(
         request.messages(),
         search_cfg=request.search_cfg,
         skills_cfg=request.skills_cfg,
+        params=dict(request.params),
         extra_tools=extra,
         extra_rounds=cfg.max_searches,
     )

@@ -39,6 +39,8 @@ import httpx
 import platformdirs
 import tomlkit
 
+from . import params
+
 log = logging.getLogger(__name__)
 
 APP_NAME = "llamachat"
@@ -73,6 +75,7 @@ _STR_LIST = Kind((list,), "a list of strings", str_items=True)
 _TABLES = Kind((list,), "a list of [[providers]] tables", tables=True)
 _SERVER_TABLES = Kind((list,), "a list of [[mcp_servers]] tables", tables=True)
 _STR_TABLE = Kind((dict,), "a table of strings", str_items=True)
+_PARAM_TABLES = Kind((dict,), "a table of parameter tables", tables=True)
 
 
 def _share(value: float) -> str | None:
@@ -141,6 +144,13 @@ class Key:
 
 def _toml(value: object) -> str:
     return tomlkit.item(value).as_string()
+
+
+def _param_tables(name: str) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        return params.tables_problem(value, name)
+
+    return check
 
 
 KEYS: tuple[Key, ...] = (
@@ -319,6 +329,17 @@ KEYS: tuple[Key, ...] = (
         example=["--ctx-size", "16384", "--n-gpu-layers", "99"],
     ),
     Key(
+        "sleep_idle_seconds",
+        0,
+        _INT,
+        "Free a model's memory after this many seconds without a request; the next\n"
+        "message wakes it. The server llamachat runs gets --sleep-idle-seconds (the\n"
+        'picker shows "sleeping"); with another router, or a llama-server without that\n'
+        "option, llamachat unloads the models itself. 0: models stay loaded.",
+        example=900,
+        check=_no_less_than_zero("sleep_idle_seconds"),
+    ),
+    Key(
         "mcp_config",
         "",
         _STR,
@@ -354,6 +375,31 @@ KEYS: tuple[Key, ...] = (
         'base_url = "https://openrouter.ai/api/v1"\n'
         'api_key_env = "OPENROUTER_API_KEY"\n'
         'models = ["deepseek/deepseek-chat"]',
+    ),
+    Key(
+        "model_params",
+        {},
+        _PARAM_TABLES,
+        "Request parameters per model, sent with every message to it (nothing reloads\n"
+        "the model): temperature, top_p, top_k, min_p, repeat_penalty, max_tokens,\n"
+        'seed, reasoning_effort ("low", "medium", "high"), reasoning_budget. A chat\n'
+        "overrides them in its Parameters panel. Quote an id that has dots:\n"
+        '[model_params."SmolLM2-135M-Instruct.Q4_1"].\n'
+        "\n"
+        "[model_params.Qwen3-8B-Q4_K_M]\n"
+        "temperature = 0.6\n"
+        "top_p = 0.95",
+        check=_param_tables("model_params"),
+    ),
+    Key(
+        "preset_params",
+        {},
+        _PARAM_TABLES,
+        "Request parameters per system prompt preset, over the model's.\n"
+        "\n"
+        "[preset_params.Coder]\n"
+        "temperature = 0.2",
+        check=_param_tables("preset_params"),
     ),
     Key(
         "mcp_servers",
@@ -533,6 +579,9 @@ class Config:
     server_args: tuple[str, ...] = ()
     idle_timeout: float = _default("idle_timeout")
     font_size: int = _default("font_size")
+    sleep_idle_seconds: int = _default("sleep_idle_seconds")
+    model_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    preset_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     mcp_servers: tuple[McpServerConfig, ...] = ()
     mcp_config: Path | None = None
     mcp_allowed_tools: tuple[str, ...] = ()
@@ -1083,6 +1132,9 @@ def _build(data: dict[str, Any], path: Path) -> Config:
         server_args=tuple(v["server_args"]),
         idle_timeout=float(v["idle_timeout"]),
         font_size=v["font_size"],
+        sleep_idle_seconds=v["sleep_idle_seconds"],
+        model_params={k: dict(t) for k, t in v["model_params"].items()},
+        preset_params={k: dict(t) for k, t in v["preset_params"].items()},
         mcp_servers=_mcp_servers(v, path),
         mcp_config=_path(v["mcp_config"], path) if v["mcp_config"] else None,
         mcp_allowed_tools=tuple(v["mcp_allowed_tools"]),

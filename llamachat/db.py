@@ -137,6 +137,16 @@ MIGRATIONS: list[str] = [
     CREATE INDEX IF NOT EXISTS messages_by_parent ON messages (session_id, parent_id, id);
     """
     + _CHAIN,
+    # 3: request parameters a chat overrides (temperature, top_p, ...), as a JSON object.
+    """
+    CREATE TABLE IF NOT EXISTS session_params (
+        session_id INTEGER PRIMARY KEY,
+        params TEXT NOT NULL DEFAULT '{}'
+    );
+    CREATE TRIGGER IF NOT EXISTS session_params_purged AFTER DELETE ON sessions BEGIN
+        DELETE FROM session_params WHERE session_id = old.id;
+    END;
+    """,
 ]
 
 # Columns a pre-versioned table may lack, with the definitions ALTER TABLE can add
@@ -682,6 +692,24 @@ class History:
         """Record which skills the session has loaded."""
         self._write(
             "UPDATE sessions SET skills = ? WHERE id = ?", (json.dumps(list(names)), session_id)
+        )
+
+    def session_params(self, session_id: int) -> dict[str, Any]:
+        """The request parameters the session overrides ({} when none)."""
+        rows = self._read("SELECT params FROM session_params WHERE session_id = ?", (session_id,))
+        try:
+            value = json.loads(rows[0]["params"]) if rows else {}
+        except ValueError:
+            log.warning("session %s has unreadable parameters; using none", session_id)
+            return {}
+        return value if isinstance(value, dict) else {}
+
+    def set_session_params(self, session_id: int, values: dict[str, Any]) -> None:
+        """Record the request parameters the session overrides (replacing the earlier ones)."""
+        self._write(
+            "INSERT INTO session_params (session_id, params) VALUES (?, ?)"
+            " ON CONFLICT (session_id) DO UPDATE SET params = excluded.params",
+            (session_id, json.dumps(values)),
         )
 
     def delete_session(self, session_id: int) -> None:

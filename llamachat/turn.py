@@ -28,11 +28,11 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import prompts, search, skills, tools
+from . import params, prompts, search, skills, tools
 from .backend import SearchConfig, SkillsConfig
 from .config import Config
 from .models import ModelInfo
@@ -67,6 +67,8 @@ class Turn:
     search_cfg: SearchConfig | None = None
     skills_cfg: SkillsConfig | None = None
     tools: tuple[dict, ...] = ()
+    params: Mapping[str, Any] = field(default_factory=dict)
+    """Request body fields besides the messages (sampling; `params.request_fields`)."""
 
     def parts(self) -> list[Part]:
         """Every part of the request in wire order, each with its name."""
@@ -124,6 +126,8 @@ def build_turn(
     images: bool = False,
     store: skills.SkillStore | None = None,
     search_on: bool | None = None,
+    preset: str = "",
+    chat_params: Mapping[str, Any] | None = None,
     n_ctx: int | None = None,
 ) -> Turn:
     """The turn that asks `model` about a conversation, as History stores it.
@@ -133,6 +137,7 @@ def build_turn(
     the model reads images (else they are named, not sent). `search_on` offers web
     search (default: the configuration's `search_enabled`); `store` offers load_skill,
     its catalog within its share of the model's context `n_ctx` when that is known.
+    The request parameters are the config's for `model` and `preset`, then `chat_params`.
     """
     search_on = cfg.search_enabled if search_on is None else search_on
     rows = list(messages)
@@ -153,7 +158,18 @@ def build_turn(
         search_cfg=search_cfg,
         skills_cfg=skills_cfg,
         tools=tool_schemas(search_cfg, skills_cfg),
+        params=request_params(cfg, model=model, preset=preset, chat=chat_params or {}),
     )
+
+
+def request_params(
+    cfg: Config, *, model: str, preset: str = "", chat: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The request body fields for `model`: its config defaults, the preset's, then `chat`."""
+    values = params.effective(
+        cfg.model_params, cfg.preset_params, model=model, preset=preset, chat=chat or {}
+    )
+    return params.request_fields(values)
 
 
 def oneshot_turn(

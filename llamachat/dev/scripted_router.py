@@ -3,7 +3,11 @@
 Tests and the benchmark talk to it exactly as they would to `llama-server` in router
 mode: `GET /v1/models` (and `/models`), `POST /v1/chat/completions` (SSE streaming or
 one JSON answer), `GET /props?model=..`, `POST /models/load`, `POST /models/unload`,
-`POST /tokenize`, `POST /apply-template`, `GET /health`. Its tokenizer is deterministic
+`POST /tokenize`, `POST /apply-template`, `GET /health`, and the model management of
+newer routers: `GET /models/sse` (the events of loads, with stages and progress, and of
+downloads), `POST /models` (download a Hugging Face reference listed in
+`router.downloads`, cancelled by `/models/unload`) and `DELETE /models?model=..` (a
+downloaded model). Its tokenizer is deterministic
 (a token is a run of word characters or one other character) and its chat template
 ChatML (`render`), so a prompt's tokens are exactly what llamachat can count ahead;
 like llama.cpp it reuses the longest common prefix of the previous prompt (`cache_n`),
@@ -31,6 +35,7 @@ chunks (`die_after`), silence after N chunks until `router.release()` or `close(
 (`stall_after`), a delay before each chunk, or raw SSE text sent verbatim (`raw`, no
 `data: [DONE]` added).
 Models carry a status that load/unload change; a `Model(fail_exit_code=1)` fails to load.
+`events=False` answers 404 on /models/sse, as routers before it did.
 
 Chunks are serialised before the first byte is written and, when no delay or fault
 applies, sent in one write, so tens of thousands of tokens stream in well under a second.
@@ -123,6 +128,20 @@ class Model:
     n_ctx: int = 4096
     fail_exit_code: int | None = None
     failed: bool = False
+    removable: bool = False
+    """Downloaded into the router's cache: DELETE /models may remove it."""
+
+
+@dataclass
+class Download:
+    """A Hugging Face reference `POST /models` can fetch: `steps` progress events of
+    `size` bytes in all, `step_delay` apart; with `fail_at` (0..1) it fails there."""
+
+    size: int = 1_000_000
+    steps: int = 5
+    step_delay: float = 0.05
+    fail_at: float | None = None
+    error: str = "connection reset by peer"
 
 
 @dataclass
@@ -187,12 +206,20 @@ class ScriptedRouter:
         load_delay: float = 0.0,
         router: bool = True,
         api_key: str | None = None,
+        events: bool = True,
+        downloads: dict[str, Download] | None = None,
     ) -> None:
         self.models: dict[str, Model] = {
             m.id: m for m in (models if models is not None else [Model("test-model", "loaded")])
         }
         self.load_delay = load_delay
         self.is_router = router
+        self.has_events = router and events
+        self.downloads: dict[str, Download] = dict(downloads or {})
+        """References POST /models can download; any other well-formed one "finishes"
+        without a model, as llama-server does for a repository that does not exist."""
+        self._subscribers: list[deque[dict]] = []
+        self._cancelled: set[str] = set()
         self.api_key = api_key
         self.requests: list[RecordedRequest] = []
         self.disconnects = 0
@@ -250,8 +277,18 @@ class ScriptedRouter:
             model = self.models[model_id]
             return "failed" if model.failed else model.status
 
+    def publish(self, model: str, event: str, data: dict | None = None) -> None:
+        """Send one event to every open /models/sse stream."""
+        message: dict[str, Any] = {"model": model, "event": event}
+        if data is not None:
+            message["data"] = data
+        with self._release:
+            for queue in self._subscribers:
+                queue.append(message)
+            self._release.notify_all()
+
     def close(self) -> None:
-        """Stop serving; stalled replies end and their sockets close."""
+        """Stop serving; stalled replies and event streams end and every socket closes."""
         self._closed.set()
         with self._release:
             self._release.notify_all()
@@ -299,7 +336,8 @@ class ScriptedRouter:
             if model.status == "loaded":
                 return False
             model.status, model.failed = "loading", False
-            return True
+        self.publish(model.id, "model_status", {"status": "loading"})
+        return True
 
     def _load(self, model: Model) -> tuple[bool, str]:
         """Run a load to completion in the calling thread; (ok, error message)."""
@@ -308,16 +346,68 @@ class ScriptedRouter:
         return self._finish_load(model)
 
     def _finish_load(self, model: Model) -> tuple[bool, str]:
-        if self._closed.wait(self.load_delay):
-            return False, "router is shutting down"
+        stages = {"stages": ["text_model"], "current": "text_model"}
+        for value in (0.0, 0.5):
+            self.publish(
+                model.id,
+                "status_change",
+                {"status": "loading", "progress": {**stages, "value": value}},
+            )
+            if self._closed.wait(self.load_delay / 2):
+                return False, "router is shutting down"
         with self._lock:
-            if model.fail_exit_code is not None:
+            failed = model.fail_exit_code is not None
+            if failed:
                 model.status, model.failed = "unloaded", True
-                return False, (
-                    f"model '{model.id}' failed to load (exit code {model.fail_exit_code})"
-                )
-            model.status = "loaded"
+            else:
+                model.status = "loaded"
+        if failed:
+            self.publish(
+                model.id, "status_change", {"status": "unloaded", "exit_code": model.fail_exit_code}
+            )
+            return False, f"model '{model.id}' failed to load (exit code {model.fail_exit_code})"
+        self.publish(
+            model.id, "status_change", {"status": "loading", "progress": {**stages, "value": 1.0}}
+        )
+        self.publish(
+            model.id,
+            "status_change",
+            {"status": "loaded", "info": {"id": model.id, "meta": {"n_ctx": model.n_ctx}}},
+        )
         return True, ""
+
+    def sleep(self, model_id: str) -> None:
+        """Put a loaded model to sleep, as --sleep-idle-seconds does after its idle time."""
+        with self._lock:
+            self.models[model_id].status = "sleeping"
+        self.publish(model_id, "status_change", {"status": "sleeping"})
+
+    def _download(self, ref: str) -> None:
+        """Run a download of `ref` on this thread, publishing its progress."""
+        plan = self.downloads.get(ref)
+        self.publish(ref, "model_status", {"status": "downloading"})
+        if plan is None:
+            self.publish(ref, "download_finished")
+            return
+        url = f"https://huggingface.co/{ref.split(':')[0]}/resolve/main/model.gguf"
+        for step in range(1, plan.steps + 1):
+            if self._closed.wait(plan.step_delay):
+                return
+            with self._lock:
+                cancelled = ref in self._cancelled
+                self._cancelled.discard(ref)
+            if cancelled:
+                self.publish(ref, "download_failed", {"message": "download cancelled"})
+                return
+            fraction = step / plan.steps
+            if plan.fail_at is not None and fraction > plan.fail_at:
+                self.publish(ref, "download_failed", {"message": plan.error})
+                return
+            done = int(plan.size * fraction)
+            self.publish(ref, "download_progress", {url: {"done": done, "total": plan.size}})
+        with self._lock:
+            self.models[ref] = Model(ref, "unloaded", removable=True)
+        self.publish(ref, "download_finished")
 
     def _model_json(self, model: Model) -> dict:
         data: dict[str, Any] = {
@@ -336,6 +426,7 @@ class ScriptedRouter:
             if model.failed:
                 status.update(failed=True, exit_code=model.fail_exit_code)
             data["status"] = status
+            data["can_remove"] = model.removable
         return data
 
 
@@ -362,7 +453,7 @@ class _Handler(BaseHTTPRequestHandler):
         """Serve requests on this connection until the client leaves, however it leaves."""
         try:
             super().handle()
-        except (ConnectionResetError, BrokenPipeError):
+        except (ConnectionResetError, BrokenPipeError, OSError):
             self.close_connection = True
 
     def parse_request(self) -> bool:
@@ -430,6 +521,10 @@ class _Handler(BaseHTTPRequestHandler):
         if self.router.is_router:
             routes[("POST", "/models/load")] = self._load
             routes[("POST", "/models/unload")] = self._unload
+        if self.router.has_events:
+            routes[("GET", "/models/sse")] = self._events
+            routes[("POST", "/models")] = self._post_download
+            routes[("DELETE", "/models")] = self._delete
         handler = routes.get((method, path))
         if handler is None:
             return self._error(404, "File Not Found", "not_found_error")
@@ -443,10 +538,72 @@ class _Handler(BaseHTTPRequestHandler):
         """Serve a POST."""
         self._dispatch("POST")
 
+    def do_DELETE(self) -> None:
+        """Serve a DELETE."""
+        self._dispatch("DELETE")
+
+    def _events(self, body: dict, query: dict) -> None:
+        router = self.router
+        queue: deque[dict] = deque()
+        with router._lock:
+            router._subscribers.append(queue)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.wfile.flush()
+        try:
+            while not router._closed.is_set():
+                with router._release:
+                    router._release.wait_for(lambda: queue or router._closed.is_set(), 0.2)
+                    pending = list(queue)
+                    queue.clear()
+                for message in pending:
+                    data = b"data: " + json.dumps(message).encode() + b"\n\n"
+                    self.wfile.write(_chunk(data))
+                    self.wfile.flush()
+                readable, _, _ = select.select([self.connection], [], [], 0)
+                if readable and not self.connection.recv(1, socket.MSG_PEEK):
+                    break  # the client left
+        except OSError:
+            pass
+        finally:
+            with router._lock:
+                router._subscribers.remove(queue)
+            self.close_connection = True
+
+    def _post_download(self, body: dict, query: dict) -> None:
+        ref = str(body.get("model") or "")
+        if not re.fullmatch(r"[\w.-]+/[\w.-]+(:[\w.-]+)?", ref):
+            return self._error(
+                400,
+                "error: invalid HF repo format, expected <user>/<model>[:quant]\n",
+                "invalid_request_error",
+            )
+        threading.Thread(target=self.router._download, args=(ref,), daemon=True).start()
+        self._send_json(200, {"success": True})
+
+    def _delete(self, body: dict, query: dict) -> None:
+        router = self.router
+        name = query.get("model", "")
+        model = router._find(name)
+        if model is None:
+            return self._error(500, f"model name={name} is not found", "server_error")
+        if not model.removable:
+            return self._error(
+                500, f"model name={name} is not removable (not from cache)", "server_error"
+            )
+        with router._lock:
+            del router.models[model.id]
+        router.publish(model.id, "model_remove")
+        self._send_json(200, {"success": True})
+
     # ------------------------------------------------------------------ endpoints
 
     def _models(self, body: dict, query: dict) -> None:
         router = self.router
+        if query.get("reload") and router.has_events:
+            router.publish("*", "models_reload")
         with router._lock:
             data = [router._model_json(m) for m in router.models.values()]
         self._send_json(200, {"object": "list", "data": data})
@@ -477,6 +634,11 @@ class _Handler(BaseHTTPRequestHandler):
         return model
 
     def _props(self, body: dict, query: dict) -> None:
+        if self.router.is_router and not query.get("model"):
+            # The router's own properties, as llama-server answers them.
+            return self._send_json(
+                200, {"role": "router", "build_info": "b0-scripted", "models_autoload": True}
+            )
         autoload = query.get("autoload", "true").lower() != "false"
         model = self._resolve(query.get("model", ""), autoload)
         if model is None:
@@ -528,15 +690,22 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _unload(self, body: dict, query: dict) -> None:
         router = self.router
+        name = str(body.get("model") or "")
+        if name in router.downloads and router._find(name) is None:
+            # Unloading a model that is being downloaded cancels the download.
+            with router._lock:
+                router._cancelled.add(name)
+            return self._send_json(200, {"success": True})
         model = self._named(body)
         if model is None:
             return
         with router._lock:
-            if model.status != "loaded":
+            if model.status not in ("loaded", "sleeping"):
                 return self._error(
                     400, f"model '{model.id}' is not running", "invalid_request_error"
                 )
             model.status, model.failed = "unloaded", False
+        router.publish(model.id, "status_change", {"status": "unloaded"})
         self._send_json(200, {"success": True})
 
     def _chat(self, body: dict, query: dict) -> None:

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Literal
 
 from PySide6.QtCore import QObject, Signal, Slot
 
-from .. import prompts, turn
+from .. import params, prompts, turn
 from ..config import Config
 from ..db import History, HistoryError, MessageRow, SessionRow
 from ..skills import SkillStore
@@ -113,6 +113,8 @@ class Conversation(QObject):
         self._loaded: list[str] = []
         # One-shot: the skills the question asked for, which a retry asks for again.
         self._asked: list[str] = []
+        # The request parameters this chat overrides (params.PARAMS names).
+        self._params: dict = {}
         self._edit_from: int | None = None
         self._reply: ReplyStream | None = None
         # Ended replies History could not take yet, kept with their text until it can.
@@ -172,6 +174,7 @@ class Conversation(QObject):
         self._session_id = None
         self._edit_from = None
         self._set_loaded([], persist=False)
+        self._params = {}
         self.session_changed.emit(None)
 
     def open_session(self, session_id: int) -> tuple[SessionRow, list[MessageRow]] | None:
@@ -184,6 +187,7 @@ class Conversation(QObject):
         self._edit_from = None
         # A skill gone from disk stays listed (as missing) until the user removes it.
         self._set_loaded(list(session.get("skills") or []), persist=False)
+        self._params = self.history.session_params(session_id)
         messages = self._settled_messages(session_id)
         self.session_changed.emit(session_id)
         return session, messages
@@ -193,6 +197,30 @@ class Conversation(QObject):
         self.stop()
         self._session_id = None
         self._set_loaded([], persist=False)
+        self._params = {}
+
+    # ------------------------------------------------------------------ parameters
+
+    def params(self) -> dict:
+        """The request parameters this chat overrides (its own, not the config's defaults)."""
+        return dict(self._params)
+
+    def default_params(self, model: str | None = None) -> dict:
+        """The parameters the config gives `model` (default: the chat's) and the chat's preset."""
+        model = self.model if model is None else model
+        return params.effective(
+            self.cfg.model_params,
+            self.cfg.preset_params,
+            model=model,
+            preset=self._prompt()[0],
+            chat={},
+        )
+
+    def set_params(self, values: dict) -> None:
+        """Override request parameters for this chat from the next request on (saved with it)."""
+        self._params = {k: v for k, v in values.items() if v is not None}
+        if self._session_id is not None:
+            self.history.set_session_params(self._session_id, self._params)
 
     # ------------------------------------------------------------------ skills
 
@@ -309,6 +337,8 @@ class Conversation(QObject):
             self._session_id = session_id
             if self._loaded:
                 self.history.set_skills(session_id, self._loaded)
+            if self._params:
+                self.history.set_session_params(session_id, self._params)
             self.session_changed.emit(session_id)
         else:
             session_id = self._session_id
@@ -495,6 +525,8 @@ class Conversation(QObject):
             images=self._images(model),
             store=self.store,
             search_on=self.search_on,
+            preset=self._prompt()[0],
+            chat_params=self._params,
             n_ctx=self.context.context_size(),
         )
 
@@ -533,6 +565,7 @@ class Conversation(QObject):
                 messages=request.messages(),
                 search_cfg=request.search_cfg,
                 skills_cfg=request.skills_cfg,
+                params=dict(request.params),
                 replaces=replaces,
                 tool_source=self.app.mcp.tool_source(self._session_id),
                 keep_replaced=keep_replaced,

@@ -65,6 +65,9 @@ def _build_menus(window: ChatWindow) -> None:
     file_menu.addAction(_action("Import MCP servers…", window, window.import_mcp_servers))
     file_menu.addAction(router.server_log_action)
     file_menu.addAction(router.add_model_action)
+    file_menu.addAction(router.get_model_action)
+    file_menu.addAction(router.delete_model_action)
+    file_menu.addAction(router.model_options_action)
     file_menu.addSeparator()
     file_menu.addAction(_action("Close window", window, window.close))
     quit_action = _action("Quit", window, lambda: window.quit_requested.emit())
@@ -100,3 +103,4 @@ def _build_menus(window: ChatWindow) -> None:
     help_menu.addAction(
         _keyed(_action("Keyboard shortcuts", window, window.show_shortcuts), "shortcuts")
     )
+    help_menu.addAction(router.about_action)

@@ -1,15 +1,18 @@
 """The model picker: every model the router and providers offer, with its status.
 
 `ModelPicker(registry)` shows a combo (accessible name "Model") whose items carry
-each model's status: loaded ●, loading ◐, unloaded ○, sleeping ◑, failed ⚠ (with
-the server's message and a Retry). Choosing an unloaded model loads it with a busy
+each model's status: loaded ●, loading ◐ (with its progress when the router says),
+unloaded ○, sleeping ◑, downloading ⇣ (with progress), failed ⚠ (with the server's
+message, the reason its log gives, and a Retry). Choosing an unloaded model loads it with a busy
 bar beside the combo; Load / Eject act on the current model; the star makes it the
 default for new chats (`default_changed`, the window writes the config).
 
 Every HTTP call runs on the task runner (`tasks`), so the window never waits for
 the server, and a load the router holds open until the model is in memory does not
 hold up the statuses meanwhile. A listing that arrives after a newer one is dropped.
-Polls only list models (`GET /v1/models`), which never starts a load.
+Statuses come from the router's event stream (`model_events.ModelWatch`) as they
+change; polls only list models (`GET /v1/models`, which never starts a load), often
+on a router without the stream and seldom as a safety net on one with it.
 
 Errors: none raised. Server and network failures (`backend.BackendError`) are
 shown beside the combo with a Retry.
@@ -34,13 +37,16 @@ from PySide6.QtWidgets import (
 )
 
 from .. import backend
-from ..models import ModelInfo
+from ..models import IN_PROGRESS, ModelEvent, ModelInfo
 from . import plain, tasks
+from .model_events import FailureReasons, IdleUnload, ModelWatch, keep_progress, with_event
 
 log = logging.getLogger(__name__)
 
 POLL_MS = 3000
 LOADING_POLL_MS = 500
+# With the event stream open, a poll only catches what an event might have missed.
+WATCHED_POLL_FACTOR = 5
 # A router may report "unloaded" for a moment after accepting a load; only after
 # this long is "unloaded" taken to mean the load stopped.
 LOAD_GRACE_S = 5.0
@@ -50,6 +56,7 @@ GLYPHS = {
     "loading": "◐",
     "unloaded": "○",
     "sleeping": "◑",
+    "downloading": "⇣",
     "failed": "⚠",
     "unknown": "",
 }
@@ -58,6 +65,7 @@ STATUS_WORDS = {
     "loading": "loading…",
     "unloaded": "not loaded",
     "sleeping": "sleeping",
+    "downloading": "downloading…",
     "failed": "failed to load",
     "unknown": "",
 }
@@ -125,6 +133,40 @@ def call_in_background(
     tasks.run_in_background(function, on_done, receiver=receiver)
 
 
+def model_tooltip(
+    model_id: str, status: str, error: str, info: ModelInfo | None, *, default: bool
+) -> str:
+    """A model's tooltip in the list: its status, why it failed, where it is from."""
+    lines = [model_id]
+    if STATUS_WORDS.get(status):
+        lines.append(STATUS_WORDS[status].capitalize())
+    if error:
+        lines.append(error)
+    if info is not None and info.provider:
+        lines.append(f"From provider {info.provider}")
+    if info is not None and "image" in info.modalities:
+        lines.append("Reads images")
+    if default:
+        lines.append("Default for new chats")
+    return "\n".join(lines)
+
+
+def wanted_ids(infos: dict[str, ModelInfo], current: str) -> list[str]:
+    """The combo's items: the router's models, the providers', then a chat's unlisted one."""
+    ids = [i for i, info in infos.items() if not info.provider]
+    ids += [i for i, info in infos.items() if info.provider]
+    if current and current not in infos:
+        ids.append(current)  # a chat's model the server no longer lists
+    return ids
+
+
+def progress_text(status: str, progress: float | None, model_id: str = "") -> str:
+    """ "Loading…", "Downloading… 40%", or with the model's name: "Loading smol… 40%"."""
+    verb = "Downloading" if status == "downloading" else "Loading"
+    text = f"{verb} {model_id}…" if model_id else f"{verb}…"
+    return text + (f" {round(progress * 100)}%" if progress is not None else "")
+
+
 class _ElidedLabel(plain.Label):
     """One line of plain text elided to the room it gets, whole in its tooltip.
 
@@ -162,6 +204,7 @@ class ModelPicker(QWidget):
     model_changed = Signal(str)
     default_changed = Signal(str)
     models_listed = Signal(list)
+    model_event = Signal(object)  # each models.ModelEvent of the router's stream
 
     def __init__(
         self,
@@ -187,6 +230,11 @@ class ModelPicker(QWidget):
         self._filling = False
         self._retry: Callable[[], None] | None = None
         self._listed_seq = 0
+        # Why a model failed, from the managed server's log (see set_failure_log).
+        self._reasons = FailureReasons(None)
+        self._watch: ModelWatch | None = None
+        self.idle = IdleUnload(self)
+        """Unloads the router's models after an idle time, for routers that cannot sleep."""
         self._build()
         self._timer = QTimer(self)
         self._timer.setInterval(poll_ms)
@@ -195,6 +243,7 @@ class ModelPicker(QWidget):
         if current:
             self._fill()
         self.refresh()
+        self._start_watch()
         self._timer.start()
 
     def _build(self) -> None:
@@ -223,7 +272,7 @@ class ModelPicker(QWidget):
 
         self.busy = QProgressBar()
         self.busy.setAccessibleName("Model loading")
-        self.busy.setRange(0, 0)  # a router reports no percentage: a busy bar, not a lie
+        self.busy.setRange(0, 0)
         # About as wide as the Load button it replaces while loading: the bar does not jump.
         self.busy.setFixedWidth(self.load_button.sizeHint().width())
         self.busy.setMaximumHeight(12)
@@ -289,18 +338,33 @@ class ModelPicker(QWidget):
         """The status shown for a model: the server's, or "loading" while a load is under way."""
         info = self._infos.get(model_id)
         listed = info.status if info is not None else "unknown"
-        if model_id in self._loading and listed not in ("loaded", "failed"):
+        if model_id in self._loading and listed not in ("loaded", "failed", "downloading"):
             return "loading"
         if model_id in self._errors and listed != "loaded":
             return "failed"
         return listed
 
     def error(self, model_id: str) -> str:
-        """Why the model's last load failed ('' when it did not)."""
-        if model_id in self._errors:
-            return self._errors[model_id]
+        """Why the model's last load failed ('' when it did not), with its log's reason."""
         info = self._infos.get(model_id)
-        return info.error if info is not None and info.status == "failed" else ""
+        if model_id in self._errors:
+            error = self._errors[model_id]
+        elif info is not None and info.status == "failed":
+            error = info.error
+        else:
+            return ""
+        reason = self._reasons.get(model_id)
+        return f"{error}:\n{reason}" if reason else error
+
+    def progress(self, model_id: str) -> float | None:
+        """0..1 of the model's load or download in progress, when the router reports it."""
+        info = self._infos.get(model_id)
+        return info.progress if info is not None and info.status in IN_PROGRESS else None
+
+    def set_failure_log(self, reason: Callable[[str], str] | None) -> None:
+        """Where a failed load's reason is read: `reason(model_id)` (the managed server's log)."""
+        self._reasons = FailureReasons(reason)
+        self._update_items()
 
     def default_model(self) -> str:
         """The model starred as the default for new chats."""
@@ -350,6 +414,7 @@ class ModelPicker(QWidget):
         if not model_id or (info is not None and info.provider):
             return
         self._errors.pop(model_id, None)
+        self._reasons.forget(model_id)
         self._loading[model_id] = (None, time.monotonic())
         self._update_items()
         registry = self._registry
@@ -379,12 +444,64 @@ class ModelPicker(QWidget):
         self._registry = registry
         self._loading.clear()
         self._errors.clear()
+        self._reasons.clear()
         self._problem = ""
         self.refresh()
+        self._start_watch()
 
     def shutdown(self) -> None:
-        """Stop polling (call when the window closes); answers still under way are dropped."""
+        """Stop polling and the event stream (call when the window closes)."""
         self._timer.stop()
+        self.idle.set_seconds(0)
+        if self._watch is not None:
+            self._watch.stop()
+
+    def watching(self) -> bool:
+        """Whether the router's event stream is open (statuses arrive as they change)."""
+        return self._watch is not None and self._watch.live
+
+    # ------------------------------------------------------------------ events
+
+    def _start_watch(self) -> None:
+        if self._watch is not None:
+            self._watch.stop()
+            self._watch.deleteLater()
+        try:
+            models = self._registry.router_models()
+        except backend.BackendError as exc:
+            log.info("no model events: %s", exc.message)
+            self._watch = None
+            return
+        self._watch = ModelWatch(models, self)
+        self._watch.arrived.connect(self._on_model_event)
+        self._watch.live_changed.connect(lambda _live: self._adjust_poll())
+        self._watch.start()
+
+    @Slot(object)
+    def _on_model_event(self, event: ModelEvent) -> None:
+        self.model_event.emit(event)
+        if event.kind in ("reload", "removed", "download_finished"):
+            self._poll_soon()
+            return
+        if event.kind == "download_failed":
+            self._errors[event.model] = event.error
+            self._poll_soon()
+            return
+        info = self._infos.get(event.model)
+        if info is None:
+            self._poll_soon()  # a model the last listing did not have yet
+            return
+        self._infos[event.model] = with_event(info, event)
+        if event.status == "loaded":
+            self._loading.pop(event.model, None)
+            self._errors.pop(event.model, None)
+        elif event.status == "failed":
+            self._loading.pop(event.model, None)
+            self._reasons.forget(event.model)
+            # The load request's own answer, when it came first, says more.
+            self._errors.setdefault(event.model, event.error)
+        self._update_items()
+        self._adjust_poll()
 
     # ------------------------------------------------------------------ results
 
@@ -408,6 +525,8 @@ class ModelPicker(QWidget):
             if errors
             else ""
         )
+        # A listing has no load progress: an event's is kept while the status is the same.
+        infos = [keep_progress(info, self._infos.get(info.id)) for info in infos]
         if full:
             self._infos = {info.id: info for info in infos}
         else:
@@ -477,9 +596,12 @@ class ModelPicker(QWidget):
 
     def _adjust_poll(self) -> None:
         loading = bool(self._loading) or any(
-            info.status == "loading" for info in self._infos.values()
+            info.status in IN_PROGRESS for info in self._infos.values()
         )
-        interval = LOADING_POLL_MS if loading else self._poll_ms
+        if self.watching():
+            interval = self._poll_ms * (1 if loading else WATCHED_POLL_FACTOR)
+        else:
+            interval = LOADING_POLL_MS if loading else self._poll_ms
         if self._timer.interval() != interval:
             self._timer.setInterval(interval)
 
@@ -490,31 +612,17 @@ class ModelPicker(QWidget):
         return f"{glyph} {model_id}" if glyph else model_id
 
     def _tooltip(self, model_id: str) -> str:
-        status = self.status(model_id)
-        lines = [model_id]
-        if STATUS_WORDS.get(status):
-            lines.append(STATUS_WORDS[status].capitalize())
-        if self.error(model_id):
-            lines.append(self.error(model_id))
-        info = self._infos.get(model_id)
-        if info is not None and info.provider:
-            lines.append(f"From provider {info.provider}")
-        if info is not None and "image" in info.modalities:
-            lines.append("Reads images")
-        if model_id == self._default:
-            lines.append("Default for new chats")
-        return "\n".join(lines)
-
-    def _wanted_ids(self) -> list[str]:
-        ids = [i for i, info in self._infos.items() if not info.provider]
-        ids += [i for i, info in self._infos.items() if info.provider]
-        if self._current and self._current not in self._infos:
-            ids.append(self._current)  # a chat's model the server no longer lists
-        return ids
+        return model_tooltip(
+            model_id,
+            self.status(model_id),
+            self.error(model_id),
+            self._infos.get(model_id),
+            default=model_id == self._default,
+        )
 
     def _fill(self) -> None:
         """Make the combo's items match the listed models, keeping the current one selected."""
-        wanted = self._wanted_ids()
+        wanted = wanted_ids(self._infos, self._current)
         present = [
             self.combo.itemData(i) for i in range(self.combo.count()) if self.combo.itemData(i)
         ]
@@ -555,7 +663,13 @@ class ModelPicker(QWidget):
         )
         self.load_button.setVisible(manageable and status in ("unloaded", "failed"))
         self.unload_button.setVisible(manageable and status in ("loaded", "sleeping"))
-        self.busy.setVisible(status == "loading")
+        self.busy.setVisible(status in IN_PROGRESS)
+        progress = self.progress(model_id) if model_id else None
+        if progress is None:
+            self.busy.setRange(0, 0)  # no percentage reported: a busy bar, not a lie
+        else:
+            self.busy.setRange(0, 100)
+            self.busy.setValue(round(progress * 100))
         self.star.setVisible(bool(model_id))
         starred = bool(model_id) and model_id == self._default
         self.star.setChecked(starred)
@@ -566,9 +680,9 @@ class ModelPicker(QWidget):
             else "Make this the default model for new chats"
         )
         text, retry = "", None
-        if status == "loading":
-            # The model's name is beside it, in the list.
-            text = "Loading…"
+        if status in IN_PROGRESS:
+            # The model's name is beside it, in the list; the tooltip names it.
+            text = progress_text(status, progress)
         elif status == "failed":
             text = f"{model_id} failed to load: {self.error(model_id)}"
             retry = self._retry_current
@@ -576,8 +690,9 @@ class ModelPicker(QWidget):
             text = self._problem
             retry = self._retry or self.refresh
         self._retry = retry
-        plain.set_text(self.status_label, text)
-        whole = f"Loading {model_id}…" if status == "loading" else text
+        # One line beside the combo (a log's reason has several); the tooltip has them all.
+        plain.set_text(self.status_label, " ".join(text.split("\n")))
+        whole = progress_text(status, progress, model_id) if status in IN_PROGRESS else text
         self.status_label.setToolTip(plain.tooltip(whole))
         self.status_label.setVisible(bool(text))
         self.retry_button.setVisible(retry is not None)

@@ -65,6 +65,7 @@ class ReplyStream(QObject):
         messages: list[dict],
         search_cfg: backend.SearchConfig | None = None,
         skills_cfg: backend.SkillsConfig | None = None,
+        params: dict | None = None,
         replaces: int | None = None,
         tool_source: ToolSource | None = None,
         keep_replaced: bool = False,
@@ -103,8 +104,9 @@ class ReplyStream(QObject):
             messages,
             search_cfg=search_cfg,
             skills_cfg=skills_cfg,
-            # A provider's model is renamed on the way; only llama.cpp's router takes these.
-            params=dict(backend.LLAMA_PARAMS) if wire_model == model else None,
+            # A provider's model is renamed on the way; only llama.cpp's router takes LLAMA_PARAMS.
+            params={**(backend.LLAMA_PARAMS if wire_model == model else {}), **(params or {})}
+            or None,
             tool_source=tool_source,
         )
         self._worker.content.connect(self._on_content)

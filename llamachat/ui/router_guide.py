@@ -27,18 +27,21 @@ from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QFileDialog,
+    QMessageBox,
     QPlainTextEdit,
     QVBoxLayout,
     QWidget,
 )
 
-from .. import providers
+from .. import __version__, providers
 from ..models import ModelInfo
 from ..server import is_loopback
 from . import first_run, plain, tasks
 from .app import FAILED, PENDING, READY, App, RouterState
+from .get_model import GetModelDialog, delete_model
 from .meter import ContextMeter
-from .model_picker import ModelPicker
+from .model_options import ModelOptionsDialog
+from .model_picker import ModelPicker, call_in_background
 from .notice import STATUS_MS
 
 if TYPE_CHECKING:
@@ -82,8 +85,10 @@ class ServerLogDialog(QDialog):
         # The log is capped and only its tail is read, so this is quick on the GUI thread.
         tail = self.server.log_file.tail(SERVER_LOG_BYTES)
         state = "running" if self.server.is_running() else "not running"
+        version = self.server.version
         self.path_label.setText(
             f"{self.server.log_path} · llama-server {state} at {self.server.url}"
+            + (f" · {version}" if version else "")
         )
         self.text.setPlainText(tail or "(the log is empty)")
         bar = self.text.verticalScrollBar()
@@ -134,12 +139,28 @@ class RouterGuide(QObject):
         self.add_model_action = QAction("Add GGUF model…", self)
         self.add_model_action.triggered.connect(self.choose_model_file)
         self.add_model_action.setVisible(False)
+        self.get_model_action = QAction("Get model from Hugging Face…", self)
+        self.get_model_action.triggered.connect(self.open_get_model)
+        self.delete_model_action = QAction("Delete model…", self)
+        self.delete_model_action.triggered.connect(self.delete_current_model)
+        self.get_model_dialog: GetModelDialog | None = None
+        self.model_options_action = QAction("Model options…", self)
+        self.model_options_action.setToolTip(
+            "Context size, GPU layers and load at startup of the chosen model"
+        )
+        self.model_options_action.triggered.connect(self.open_model_options)
+        self.model_options_action.setVisible(False)
+        self.about_action = QAction("About llamachat", self)
+        self.about_action.triggered.connect(self.show_about)
+        self.about_box: QMessageBox | None = None
 
     def start(self) -> None:
         """Follow the App's router and its server's events from now on, from the state now."""
         app = self._app
         app.router_changed.connect(self._on_router_changed)
         app.server_event.connect(self._on_server_event)
+        app.config_changed.connect(self._apply_idle_unload)
+        self._apply_idle_unload()
         if app.router.status in (PENDING, FAILED) or app.router.server is not None:
             self._on_router_changed(app.router)
 
@@ -149,6 +170,60 @@ class RouterGuide(QObject):
 
     def _say(self, text: str, timeout: int = STATUS_MS) -> None:
         self.status.emit(text, timeout)
+
+    # ------------------------------------------------------------------ getting models
+
+    def open_get_model(self) -> GetModelDialog:
+        """Show the Get model dialog (made again when the window talks to another router)."""
+        dialog = self.get_model_dialog
+        if dialog is None or (not dialog.downloading() and dialog.registry is not self._registry):
+            if dialog is not None:
+                dialog.deleteLater()
+            dialog = GetModelDialog(self._registry, self._picker, self._window)
+            self.get_model_dialog = dialog
+        dialog.show()
+        dialog.raise_()
+        dialog.activateWindow()
+        dialog.reference.setFocus()
+        return dialog
+
+    def show_about(self) -> None:
+        """Help > About: llamachat's version and the llama.cpp server's, asked in the background."""
+        registry, server = self._registry, self._server
+
+        def versions() -> str:
+            managed = server.version if server is not None else ""
+            built = registry.router_models().server_version()
+            lines = [f"llamachat {__version__}", f"Router: {self._app.router.url}"]
+            if managed:
+                lines.append(f"llama-server (started by llamachat): {managed}")
+            lines.append(f"Server build: {built}" if built else "Server build: not reported")
+            return "\n".join(lines)
+
+        def show(text: str) -> None:
+            box = plain.message_box(self._window, QMessageBox.Icon.Information, "About", text)
+            self.about_box = box
+            box.show()
+
+        call_in_background(self, versions, show, show)
+
+    def open_model_options(self) -> ModelOptionsDialog | None:
+        """Per-model options of the chosen model (the server llamachat runs only)."""
+        model, managed = self._picker.current_model(), self._server
+        if managed is None or not model:
+            self._say("Model options are for the llama-server llamachat runs, and a model.")
+            return None
+        dialog = ModelOptionsDialog(managed, self._registry, model, self._window)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.saved.connect(lambda _model: self._picker.refresh())
+        dialog.open()
+        return dialog
+
+    def delete_current_model(self) -> None:
+        """Delete the chosen model from the router's cache, after asking."""
+        model = self._picker.current_model()
+        if model:
+            delete_model(self._window, self._picker, self._registry, model)
 
     # ------------------------------------------------------------------ the router's state
 
@@ -163,8 +238,18 @@ class RouterGuide(QObject):
             self._show_router_failed(state.text)
         else:
             self._use_registry(ready=state.status == READY)
+            self._apply_idle_unload()
             if state.status == READY:
                 self._say(f"Using the llama.cpp router at {state.url}.")
+
+    @Slot()
+    def _apply_idle_unload(self, *_news: object) -> None:
+        """Unload idle models from here unless the server puts them to sleep itself."""
+        seconds = self._app.config.sleep_idle_seconds
+        server = self._server
+        if server is not None and server.sleeps_when_idle():
+            seconds = 0
+        self._picker.idle.set_seconds(seconds)
 
     def _use_registry(self, *, ready: bool) -> None:
         """List from the App's registry: a new one (other servers), or the same after a wait.
@@ -217,8 +302,11 @@ class RouterGuide(QObject):
     def _show_managed_server(self, server: ManagedServer) -> None:
         """Offer the log and the models folder of the llama-server llamachat started."""
         self._shown_server = server
+        # A model that fails to load says why in the server's log: the picker shows it.
+        self._picker.set_failure_log(server.load_failure)
         self.server_log_action.setVisible(True)
         self.add_model_action.setVisible(True)
+        self.model_options_action.setVisible(True)
         if self.panel.state() == "empty":
             self._show_empty()
 

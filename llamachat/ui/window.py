@@ -65,6 +65,7 @@ from .meter import ContextMeter
 from .model_picker import ModelPicker
 from .notice import STATUS_MS, NoticeBar
 from .overflow import OverflowPanel
+from .params_panel import ChatParams
 from .presets import PresetPicker
 from .reply import ReplyStream
 from .router_guide import RouterGuide
@@ -156,6 +157,9 @@ class ChatWindow(QMainWindow):
 
         self.web_search = SearchToggle(self.app, self.chat, parent=self)
         self.web_search.status.connect(self.show_status)
+        # After set_model: the panel shows the defaults of the model now chosen.
+        self.chat_params = ChatParams(self.chat, parent=self)
+        self.model_picker.model_changed.connect(self.chat_params.refresh)
         self.top_bar = TopBar(self.model_picker, self.preset_picker, self.web_search.button)
         self.top_bar.settings_requested.connect(self.open_settings)
         rule = QFrame()
@@ -204,6 +208,8 @@ class ChatWindow(QMainWindow):
         self.overflow.remove_attachment.connect(self.composer.remove_attachment)
         self.overflow.new_chat.connect(self._new_chat_with_message)
         self.overflow.raise_context.connect(self._raise_context)
+        # Beside the meter: the top bar has no room left at 900 px for a long model name.
+        self.statusBar().addPermanentWidget(self.chat_params.button)
         self.statusBar().addPermanentWidget(self.meter)
         # A message longer than the bar is cut at its edge: hovering shows it whole.
         self.statusBar().messageChanged.connect(
@@ -492,6 +498,9 @@ class ChatWindow(QMainWindow):
         chat.stats.connect(self.meter.update_from_stats)
         chat.too_big.connect(self._on_too_big)
         chat.notice.connect(self._on_notice)
+        # A reply is activity: the idle unload (routers that cannot sleep) waits again.
+        chat.reply_started.connect(lambda _reply: self.model_picker.idle.note_activity())
+        chat.reply_ended.connect(lambda _status, _error: self.model_picker.idle.note_activity())
 
     @Slot()
     def _on_draft_changed(self) -> None:
@@ -500,9 +509,8 @@ class ChatWindow(QMainWindow):
 
     @Slot(object)
     def _on_too_big(self, overflow: Overflow) -> None:
-        managed = (
-            self.app.managed_server() is not None and self.app.config.models_preset is not None
-        )
+        # The server llamachat runs always reads a preset (the config's, else its own).
+        managed = self.app.managed_server() is not None
         self.overflow.show_overflow(overflow, managed=managed)
 
     @Slot()
@@ -513,9 +521,10 @@ class ChatWindow(QMainWindow):
     @Slot(str, int)
     def _raise_context(self, model: str, size: int) -> None:
         """Write the model's new context size into the preset and reload it with it."""
-        preset = self.app.config.models_preset
-        if preset is None:
+        managed = self.app.managed_server()
+        if managed is None:
             return
+        preset = managed.preset_path
         try:
             server.set_preset_context(preset, model, size)
         except server.ManagedServerError as exc:
