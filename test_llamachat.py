@@ -1083,6 +1083,7 @@ class TestHistoryTree:
         sid, question, reply = self._chat(history)
         history.set_skills(sid, ["weather"])
         history.set_prompt(sid, "", "Be brief.")
+        history.set_session_params(sid, {"temperature": 0.2})
         history.add_message(sid, "user", "More?")
         history.add_message(sid, "assistant", "Other.", parent=question)  # not on the path
         history.select_version(sid, reply)
@@ -1099,6 +1100,7 @@ class TestHistoryTree:
             ("assistant", "Dolly."),
         ]
         assert history.message_count(forked) == 2 and history.message_count(sid) == 4
+        assert history.session_params(forked) == {"temperature": 0.2}
         with pytest.raises(HistoryError, match="not on the path|no message"):
             history.fork(sid, 10_000)
 
@@ -1111,8 +1113,10 @@ class TestHistoryTree:
         history.add_message(sid, "assistant", "Kuzco.", parent=question)
         history.add_message(sid, "user", "Edited.", parent=None)
         history.select_version(sid, reply)
+        history.set_session_params(sid, {"temperature": 0.3, "seed": 7})
         exported = history.export_json(sid)
         assert exported["version"] == 2 and exported["session"]["active"] == 2
+        assert exported["session"]["params"] == {"temperature": 0.3, "seed": 7}
         assert [(m["id"], m["parent"]) for m in exported["messages"]] == [
             (1, None),
             (2, 1),
@@ -1140,6 +1144,7 @@ class TestHistoryTree:
             (lambda m, s: m[1].update(id=1), "messages[2].id"),
             (lambda m, s: m[0].update(id="1"), "messages[1].id"),
             (lambda m, s: s.update(active=9), "session.active"),
+            (lambda m, s: s.update(params=[1]), "session.params"),
         ],
     )
     def test_tree_import_names_the_bad_field_and_adds_nothing(

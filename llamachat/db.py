@@ -971,7 +971,7 @@ class History:
 
     def fork(self, session_id: int, message_id: int) -> int:
         """A new chat holding the active path up to `message_id`, with the session's
-        model, prompt and skills; its id."""
+        model, prompt, skills and parameters; its id."""
         source = self._require(session_id)
         path = self.messages(session_id)
         upto = next((n for n, m in enumerate(path) if m["id"] == message_id), None)
@@ -1000,6 +1000,11 @@ class History:
                 row = _message_row(new_id, parent_id, _stored(message))
                 parent_id = int(conn.execute(_INSERT_MESSAGE, row).lastrowid)  # type: ignore[arg-type]
             conn.execute("UPDATE sessions SET active_leaf = ? WHERE id = ?", (parent_id, new_id))
+            conn.execute(
+                "INSERT INTO session_params (session_id, params)"
+                " SELECT ?, params FROM session_params WHERE session_id = ?",
+                (new_id, session_id),
+            )
         return new_id
 
     # ------------------------------------------------------------------ search
@@ -1124,6 +1129,7 @@ class History:
             )
         active = self._read("SELECT active_leaf FROM sessions WHERE id = ?", (session_id,))
         session["active"] = local.get(active[0][0]) if active and active[0][0] else None
+        session["params"] = self.session_params(session_id)
         return {
             "format": EXPORT_FORMAT,
             "version": EXPORT_VERSION,
@@ -1138,6 +1144,9 @@ class History:
         HistoryError naming the field.
         """
         session, messages, parents, active = _validate_import(data)
+        params = data["session"].get("params") or {}
+        if not isinstance(params, dict):
+            raise HistoryError("cannot import: session.params must be an object")
         with self._transaction() as conn:
             cursor = conn.execute(
                 "INSERT INTO sessions (mode, title, model, prompt_name, prompt_custom, skills,"
@@ -1160,6 +1169,11 @@ class History:
                 ids.append(int(conn.execute(_INSERT_MESSAGE, row).lastrowid))  # type: ignore[arg-type]
             leaf = ids[active] if active is not None else (ids[-1] if ids else None)
             conn.execute("UPDATE sessions SET active_leaf = ? WHERE id = ?", (leaf, session_id))
+            if params:
+                conn.execute(
+                    "INSERT INTO session_params (session_id, params) VALUES (?, ?)",
+                    (session_id, json.dumps(params)),
+                )
         return session_id
 
     def _require(self, session_id: int) -> SessionRow:
