@@ -424,7 +424,15 @@ class _Watchdog:
     a model loading or a server that answers means wait on, no answer means it hangs
     (stopped, or a socket that accepts and never replies). The reader checks `reason`
     to tell a stall, a hang or a cancel from a real network error.
+
+    The watch thread sleeps on the cancel event itself until the idle deadline, so a
+    cancel wakes it at once and a streaming reply does not wake it at all (`feed` only
+    moves the deadline); it looks again at least every MAX_REST seconds, which is also
+    how long it may outlive `stop`.
     """
+
+    MAX_REST = 1.0
+    PROBE_TICK = 0.05
 
     def __init__(
         self,
@@ -444,9 +452,8 @@ class _Watchdog:
         self._armed = False
         self._stop = threading.Event()
         if self._idle or cancel is not None:
-            tick = min(0.05, self._idle / 4) if self._idle else 0.05
             threading.Thread(
-                target=self._run, args=(tick,), daemon=True, name="llamachat-stream-watchdog"
+                target=self._run, daemon=True, name="llamachat-stream-watchdog"
             ).start()
 
     def arm(self) -> None:
@@ -485,8 +492,24 @@ class _Watchdog:
             return False
         return True
 
-    def _run(self, tick: float) -> None:
-        while not self._stop.wait(tick):
+    def _rest(self) -> float:
+        """How long to sleep before looking again."""
+        if self._probing:
+            return self.PROBE_TICK
+        if self._idle is None:
+            return self.MAX_REST
+        left = self._last + self._idle - time.monotonic()
+        # Past the deadline yet still watching: headers not in, the server looked at.
+        return min(self.MAX_REST, left) if left > 0 else self.PROBE_TICK
+
+    def _run(self) -> None:
+        # Waiting on the cancel event wakes the thread the moment it is set; with no
+        # cancel event, stop() wakes it.
+        wake = self._cancel if self._cancel is not None else self._stop
+        while True:
+            wake.wait(self._rest())
+            if self._stop.is_set():
+                return
             silent = self._idle is not None and time.monotonic() - self._last > self._idle
             if self._cancel is not None and self._cancel.is_set():
                 self.reason = "cancelled"
