@@ -459,6 +459,7 @@ class MessageView(QFrame):
         if self._began is not None:
             parts.append(f"{time.monotonic() - self._began:.1f} s")
         return " · ".join(parts)
+
     def set_unsaved(self, error: str) -> None:
         """Mark the reply as not saved because of `error` ('' once it is saved)."""
         self._unsaved.setText(
