@@ -271,6 +271,9 @@ class _SocketTracker(httpcore.NetworkBackend):
     def __init__(self) -> None:
         self._backend = httpcore.SyncBackend()
         self._writers: dict[int, socket.socket] = {}
+        # Called, and dropped, at the first read a thread makes after writing: its request
+        # is out then (httpcore writes a whole request before it reads the answer).
+        self.on_sent: dict[int, Callable[[], None]] = {}
 
     def connect_tcp(
         self,
@@ -289,7 +292,7 @@ class _SocketTracker(httpcore.NetworkBackend):
                 local_address=local_address,
                 socket_options=socket_options,
             ),
-            self._writers,
+            self,
         )
 
     def connect_unix_socket(
@@ -298,7 +301,7 @@ class _SocketTracker(httpcore.NetworkBackend):
         """Open a Unix socket stream whose writes are tracked."""
         return _TrackedStream(
             self._backend.connect_unix_socket(path, timeout=timeout, socket_options=socket_options),
-            self._writers,
+            self,
         )
 
     def sleep(self, seconds: float) -> None:
@@ -311,15 +314,19 @@ class _SocketTracker(httpcore.NetworkBackend):
 
 
 class _TrackedStream(httpcore.NetworkStream):
-    def __init__(self, stream: httpcore.NetworkStream, writers: dict[int, socket.socket]) -> None:
+    def __init__(self, stream: httpcore.NetworkStream, tracker: _SocketTracker) -> None:
         self._stream = stream
-        self._writers = writers
+        self._tracker = tracker
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        if self._tracker.on_sent:
+            on_sent = self._tracker.on_sent.pop(threading.get_ident(), None)
+            if on_sent is not None:
+                on_sent()
         return self._stream.read(max_bytes, timeout)
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._writers[threading.get_ident()] = self._stream.get_extra_info("socket")
+        self._tracker._writers[threading.get_ident()] = self._stream.get_extra_info("socket")
         self._stream.write(buffer, timeout)
 
     def close(self) -> None:
@@ -329,7 +336,7 @@ class _TrackedStream(httpcore.NetworkStream):
         self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
     ) -> httpcore.NetworkStream:
         return _TrackedStream(
-            self._stream.start_tls(ssl_context, server_hostname, timeout), self._writers
+            self._stream.start_tls(ssl_context, server_hostname, timeout), self._tracker
         )
 
     def get_extra_info(self, info: str) -> Any:
@@ -425,10 +432,11 @@ class _Watchdog:
     (stopped, or a socket that accepts and never replies). The reader checks `reason`
     to tell a stall, a hang or a cancel from a real network error.
 
-    The watch thread sleeps on the cancel event itself until the idle deadline, so a
-    cancel wakes it at once and a streaming reply does not wake it at all (`feed` only
-    moves the deadline); it looks again at least every MAX_REST seconds, which is also
-    how long it may outlive `stop`.
+    The watch thread starts once the request is written (`start`; before that there is
+    no socket to shut down, and starting a thread costs the request ~1 ms). It sleeps on
+    the cancel event itself until the idle deadline, so a cancel wakes it at once and a
+    streaming reply does not wake it at all (`feed` only moves the deadline); it looks
+    again at least every MAX_REST seconds, which is also how long it may outlive `stop`.
     """
 
     MAX_REST = 1.0
@@ -451,7 +459,11 @@ class _Watchdog:
         self._last = time.monotonic()
         self._armed = False
         self._stop = threading.Event()
-        if self._idle or cancel is not None:
+
+    def start(self) -> None:
+        """Start watching (the request has been written)."""
+        self._last = time.monotonic()
+        if (self._idle or self._cancel is not None) and not self._stop.is_set():
             threading.Thread(
                 target=self._run, daemon=True, name="llamachat-stream-watchdog"
             ).start()
@@ -711,14 +723,17 @@ class Client:
         params: dict | None = None,
         tools: Sequence[Tool] | None = None,
         max_rounds: int | None = None,
+        sent: threading.Event | None = None,
     ) -> Iterator[StreamEvent]:
         """Stream one assistant turn as (kind, piece) events, running tools as asked.
 
         The tools offered are `tools` when given (called for up to `max_rounds` rounds,
         default 2), else the ones `search_cfg` and `skills_cfg` turn on (`tools.offered`).
         Closing the generator, or setting `cancel`, closes the HTTP response at once so
-        the server stops generating; no stats event follows a cancel. The caller's
-        `messages` list and dicts are never modified.
+        the server stops generating; no stats event follows a cancel. `sent` is set once
+        the first request has been written to the socket, long before its answer's first
+        event (a router may load a model first). The caller's `messages` list and dicts
+        are never modified.
         """
         if tools is None:
             offer, rounds = offered(search_cfg, skills_cfg, self._search_client)
@@ -737,7 +752,7 @@ class Client:
             state = _Round()
             offering = number < rounds
             yield from self._stream_round(
-                model, convo, schemas if offering else None, params, cancel, state
+                model, convo, schemas if offering else None, params, cancel, state, sent
             )
             last = state
             if state.cancelled:
@@ -779,6 +794,7 @@ class Client:
         params: dict | None,
         cancel: threading.Event | None,
         state: _Round,
+        sent: threading.Event | None = None,
     ) -> Iterator[StreamEvent]:
         payload: dict[str, Any] = dict(params or {})
         payload.update(
@@ -799,6 +815,13 @@ class Client:
             cancel,
             probe=lambda: self.answers(model),
         )
+
+        def on_sent() -> None:
+            if sent is not None:
+                sent.set()
+            watchdog.start()
+
+        self._sockets.on_sent[thread] = on_sent
         try:
             try:
                 response = self._http.send(request, stream=True)
@@ -821,6 +844,7 @@ class Client:
                 response.close()
         finally:
             watchdog.stop()
+            self._sockets.on_sent.pop(thread, None)
 
     def _read_round(
         self,

@@ -305,11 +305,17 @@ class Question:
     commands: tuple[str, ...] = ()
 
 
-def parse_question(text: str, store: skills.SkillStore | None) -> Question:
-    """Split `/name` commands and skill mentions out of a typed question."""
+def parse_question(
+    text: str, store: skills.SkillStore | None, *, refresh: bool = True
+) -> Question:
+    """Split `/name` commands and skill mentions out of a typed question.
+
+    The store is refreshed first unless `refresh` is False (the caller did it).
+    """
     if store is None:
         return Question(text)
-    store.refresh()
+    if refresh:
+        store.refresh()
     rest, commands = skills.parse_commands(text, store.user_names())
     names = [name for name in commands if store.load(name) is not None]
     for name in store.match_mentions(rest):
