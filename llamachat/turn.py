@@ -305,9 +305,7 @@ class Question:
     commands: tuple[str, ...] = ()
 
 
-def parse_question(
-    text: str, store: skills.SkillStore | None, *, refresh: bool = True
-) -> Question:
+def parse_question(text: str, store: skills.SkillStore | None, *, refresh: bool = True) -> Question:
     """Split `/name` commands and skill mentions out of a typed question.
 
     The store is refreshed first unless `refresh` is False (the caller did it).
