@@ -407,8 +407,11 @@ def renderer_for(palette: Palette) -> Renderer:
 class StreamingMarkdown:
     """Markdown that grows by appends; finished blocks render once, only the open tail re-renders."""
 
-    def __init__(self, *, palette: Palette = LIGHT) -> None:
+    def __init__(self, *, palette: Palette = LIGHT, plain_appends: bool = True) -> None:
+        """`plain_appends=False` renders the open tail again at every flush: what plain
+        appends must show exactly (their reference)."""
         self._renderer = renderer_for(palette)
+        self._plain_appends = plain_appends
         self._finished_text: list[str] = []
         self._tail = ""
         self._scanned = 0
@@ -447,7 +450,7 @@ class StreamingMarkdown:
         back as plain text to append instead (`Update.append`).
         """
         cut = self._scan()
-        if not cut:
+        if not cut and self._plain_appends:
             extension = self._plain_extension()
             if extension is not None:
                 self._shown = len(self._tail)

@@ -143,6 +143,10 @@ class ReplyStream(QObject):
         self._save_timer.start()
         self._worker.wait_sent(SEND_WAIT_MS / 1000)
 
+    def request_sent(self) -> bool:
+        """True once the reply's request has been written to the server."""
+        return self._worker.wait_sent(0)
+
     def stop(self) -> None:
         """Stop the reply now, keeping what arrived (saved as "stopped")."""
         if self._ended:
