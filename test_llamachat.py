@@ -80,7 +80,7 @@ from PySide6.QtWidgets import (
 )
 
 import llamachat
-from llamachat import __version__, backend, cli, qt_platform, skills, turn
+from llamachat import __version__, backend, cli, config, qt_platform, skills, tools, turn
 from llamachat.__main__ import _act, find_router, load_or_create_config, main
 from llamachat.backend import Client, ServerError
 from llamachat.config import Config, ProviderConfig
@@ -88,6 +88,7 @@ from llamachat.db import MIGRATIONS, History, HistoryError, HistoryUnavailable
 from llamachat.dev import bench_skills
 from llamachat.dev.bench_render import sample_tokens
 from llamachat.dev.scripted_router import Model, Reply, ScriptedRouter, ToolCall
+from llamachat.dev.skill_corpus import CORPUS
 from llamachat.models import ModelInfo, Models
 from llamachat.prompts import DEFAULT_NAME, DEFAULT_TEXT, PromptError, Prompts
 from llamachat.server import (
@@ -108,6 +109,7 @@ from llamachat.server import (
 )
 from llamachat.skills import SkillStore, system_part
 from llamachat.ui import ChatWindow, controller, instance, tasks, theme
+from llamachat.ui import chips as skills_chips
 from llamachat.ui.app import CONFIGURED, READY, ExceptionHook
 from llamachat.ui.composer import AttachmentError, file_attachment
 from llamachat.ui.conversation import open_link
@@ -165,6 +167,7 @@ from llamachat.dev.pytest_plugin import (
     _click_session,
     _clock_tool,
     _combo_ids,
+    _completions,
     _config_error,
     _fake_pyside,
     _fake_server,
@@ -191,10 +194,17 @@ from llamachat.dev.pytest_plugin import (
     _live_group_members,
     _llamachat,
     _longest_unbroken_run,
+    _mcp_allow,
+    _mcp_answer,
+    _mcp_bin,
+    _mcp_faulty_toml,
+    _mcp_time_toml,
+    _mcp_window,
     _models_folder,
     _models_router,
     _oneshots,
     _outside_text_places,
+    _pdf_skill,
     _png,
     _problem_for,
     _put_skill,
@@ -301,15 +311,18 @@ class TestConfig:
 
         lines = config.DEFAULT_TEXT.splitlines()
         for key in config.DEFAULTS:
-            if key == "providers":
-                assert "# [[providers]]" in lines
+            if key in ("providers", "mcp_servers"):
+                assert f"# [[{key}]]" in lines
                 continue
             where = [i for i, line in enumerate(lines) if re.match(rf"(# )?{key} = ", line)]
             assert where, f"{key} is not in the example file"
             assert lines[where[0] - 1].startswith("# "), f"{key} has no comment above it"
         # Uncommenting every example value must give a valid file that changes those keys.
         uncommented = re.sub(
-            r"^# ((\w+ = .*)|(\[\[providers\]\]))$", r"\1", config.DEFAULT_TEXT, flags=re.MULTILINE
+            r"^# ((\w+ = .*)|(\[\[(providers|mcp_servers)\]\]))$",
+            r"\1",
+            config.DEFAULT_TEXT,
+            flags=re.MULTILINE,
         )
         (tmp_path / "team-skills").mkdir()
         cfg = config.load(_write_config(tmp_path, uncommented))
@@ -324,6 +337,8 @@ class TestConfig:
                 models=("deepseek/deepseek-chat",),
             ),
         )
+        assert [server.name for server in cfg.mcp_servers] == ["time", "github"]
+        assert cfg.mcp_servers[1].headers_env == (("Authorization", "GITHUB_MCP_AUTHORIZATION"),)
 
     def test_config_missing_file_gives_defaults_in_the_per_user_folders(
         self, tmp_path: Path, isolated_home: Path
@@ -586,7 +601,7 @@ class TestDb:
         assert session["title"] == "How do llamas sleep?"
         assert session["updated_at"] >= before
         assert history.message_count(sid) == 4
-        history.delete_messages_from(sid, reply)
+        history.delete_branch(reply)
         assert [m["id"] for m in history.messages(sid)] == [messages[0]["id"], user]
         with pytest.raises(HistoryError, match="no session"):
             history.add_message(sid + 100, "user", "x")
@@ -704,24 +719,24 @@ class TestDb:
     def test_history_edited_first_question_renames_an_automatic_title_only(
         self, tmp_path: Path
     ) -> None:
-        """Deleting from the first question clears a title taken from it (the next question
-        names the chat); a title the user gave stays; deleting a later message keeps titles."""
+        """A new version of the first question renames a chat whose title came from an
+        earlier version; a title the user gave stays; a later message keeps titles."""
 
         history = History(tmp_path / "h.db")
         auto = history.create_session("chat")
-        first = history.add_message(auto, "user", "Wher do llamas live?")
-        reply = history.add_message(auto, "assistant", "In the Andes.")
-        history.delete_messages_from(auto, reply)
+        history.add_message(auto, "user", "Wher do llamas live?")
+        history.add_message(auto, "assistant", "In the Andes.")
+        history.add_message(auto, "user", "And alpacas?")
         assert history.get_session(auto)["title"] == "Wher do llamas live?"
-        history.delete_messages_from(auto, first)
-        history.add_message(auto, "user", "Where do llamas live?")
+        history.add_message(auto, "user", "Where do llamas live?", parent=None)
         assert history.get_session(auto)["title"] == "Where do llamas live?"
+        history.add_message(auto, "user", "Whereabouts?", parent=None)
+        assert history.get_session(auto)["title"] == "Whereabouts?"
 
         named = history.create_session("chat")
-        first = history.add_message(named, "user", "Wher do llamas live?")
+        history.add_message(named, "user", "Wher do llamas live?")
         history.rename_session(named, "Llamas")
-        history.delete_messages_from(named, first)
-        history.add_message(named, "user", "Where do llamas live?")
+        history.add_message(named, "user", "Where do llamas live?", parent=None)
         assert history.get_session(named)["title"] == "Llamas"
 
     def test_history_search_follows_updates_and_deletions(self, tmp_path: Path) -> None:
@@ -733,7 +748,7 @@ class TestDb:
         assert history.search("zebra") == []
         history.update_message(reply, content="a zebra", status="complete")
         assert [s["id"] for s in history.search("zebra")] == [sid]
-        history.delete_messages_from(sid, reply)
+        history.delete_branch(reply)
         assert history.search("zebra") == []
 
     @pytest.mark.parametrize(
@@ -855,7 +870,7 @@ class TestDb:
             tool_calls=[{"id": "1", "function": {"name": "f", "arguments": "{}"}}],
         )
         exported = history.export_json(sid)
-        assert exported["format"] == "llamachat-session" and exported["version"] == 1
+        assert exported["format"] == "llamachat-session" and exported["version"] == 2
         other = History(tmp_path / "other.db")
         new_id = other.import_json(json.loads(json.dumps(exported)))
         assert other.export_json(new_id) == exported
@@ -867,7 +882,7 @@ class TestDb:
         [
             (lambda d: d.clear(), "not a llamachat session"),
             (lambda d: d.update(format="other"), "not a llamachat session"),
-            (lambda d: d.update(version=2), "newer llamachat"),
+            (lambda d: d.update(version=3), "newer llamachat"),
             (lambda d: d.update(version="1"), "version"),
             (lambda d: d.update(session=[]), "session must be an object"),
             (lambda d: d["session"].update(mode="group"), "session.mode"),
@@ -880,6 +895,7 @@ class TestDb:
             (lambda d: d["messages"][0].update(status="done"), "messages[1].status"),
             (lambda d: d["messages"][0].update(usage=[]), "messages[1].usage"),
             (lambda d: d["messages"][0].update(attachments=["a"]), "messages[1].attachments"),
+            (lambda d: d.update(version=2), "messages[1].id"),
         ],
     )
     def test_history_import_rejects_bad_input_and_adds_nothing(
@@ -971,6 +987,198 @@ class TestDb:
             "plan",
             "streaming",
         )
+
+
+class TestHistoryTree:
+    """`llamachat.db` as a tree: versions, branches, the active path, forks, tree export."""
+
+    def _chat(self, history: History) -> tuple[int, int, int]:
+        """A session with one question and one reply: (session, question, reply)."""
+        sid = history.create_session("chat", "m", prompt_name="Default")
+        question = history.add_message(sid, "user", "Name a llama.")
+        reply = history.add_message(sid, "assistant", "Dolly.")
+        return sid, question, reply
+
+    def test_versions_of_a_reply_are_siblings_and_the_newest_is_shown(self, tmp_path: Path) -> None:
+        """Three regenerations are four versions of one reply; switching shows each with
+        what followed it; a reopened file shows the path last shown."""
+
+        history = History(tmp_path / "h.db")
+        sid, question, first = self._chat(history)
+        follow_up = history.add_message(sid, "user", "Why?")
+        versions = [first]
+        for text in ("Kuzco.", "Paca.", "Lhama."):
+            versions.append(history.add_message(sid, "assistant", text, parent=question))
+        path = history.messages(sid)
+        assert [m["content"] for m in path] == ["Name a llama.", "Lhama."]
+        assert path[1]["versions"] == versions and path[0]["versions"] == []
+        assert history.message_count(sid) == 6
+
+        shown = history.select_version(sid, first)
+        assert [m["content"] for m in shown] == ["Name a llama.", "Dolly.", "Why?"]
+        assert shown[2]["id"] == follow_up and shown[1]["versions"] == versions
+        assert [m["content"] for m in history.select_version(sid, versions[2])][1] == "Paca."
+        history.close()
+        again = History(tmp_path / "h.db")
+        assert [m["content"] for m in again.messages(sid)] == ["Name a llama.", "Paca."]
+        with pytest.raises(HistoryError, match="no message"):
+            again.select_version(sid, 10_000)
+
+    def test_edits_are_branches_that_keep_their_replies(self, tmp_path: Path) -> None:
+        """Two edits of a question make three branches, each with its own reply."""
+
+        history = History(tmp_path / "h.db")
+        sid, _question, reply = self._chat(history)
+        later = history.add_message(sid, "user", "Another?")
+        history.add_message(sid, "assistant", "Kuzco.")
+        edits = [later]
+        for text in ("Two more?", "Three more?"):
+            edits.append(history.add_message(sid, "user", text, parent=reply))
+            history.add_message(sid, "assistant", f"Answer to {text}")
+        path = history.messages(sid)
+        assert [m["content"] for m in path] == [
+            "Name a llama.",
+            "Dolly.",
+            "Three more?",
+            "Answer to Three more?",
+        ]
+        assert path[2]["versions"] == edits
+        walked = [[m["content"] for m in history.select_version(sid, edit)][2:] for edit in edits]
+        assert walked == [
+            ["Another?", "Kuzco."],
+            ["Two more?", "Answer to Two more?"],
+            ["Three more?", "Answer to Three more?"],
+        ]
+        assert history.get_session(sid)["title"] == "Name a llama."
+        assert [hit["id"] for hit in history.search("Kuzco")] == [sid]  # every branch is found
+
+    def test_delete_branch_takes_what_followed_and_the_path_ends_at_its_parent(
+        self, tmp_path: Path
+    ) -> None:
+
+        history = History(tmp_path / "h.db")
+        sid, question, reply = self._chat(history)
+        history.add_message(sid, "user", "More?")
+        kept = history.add_message(sid, "assistant", "Other.", parent=question)
+        history.select_version(sid, reply)
+        history.delete_branch(reply)
+        assert [m["id"] for m in history.messages(sid)] == [question]
+        assert history.message_count(sid) == 2
+        assert [m["id"] for m in history.select_version(sid, kept)] == [question, kept]
+
+    def test_fork_copies_the_path_up_to_a_message_with_skills_and_prompt(
+        self, tmp_path: Path
+    ) -> None:
+
+        history = History(tmp_path / "h.db")
+        sid, question, reply = self._chat(history)
+        history.set_skills(sid, ["weather"])
+        history.set_prompt(sid, "", "Be brief.")
+        history.add_message(sid, "user", "More?")
+        history.add_message(sid, "assistant", "Other.", parent=question)  # not on the path
+        history.select_version(sid, reply)
+        forked = history.fork(sid, reply)
+        session = history.get_session(forked)
+        assert session["title"] == "Name a llama. (fork)" and session["skills"] == ["weather"]
+        assert (session["prompt_custom"], session["model"], session["mode"]) == (
+            "Be brief.",
+            "m",
+            "chat",
+        )
+        assert [(m["role"], m["content"]) for m in history.messages(forked)] == [
+            ("user", "Name a llama."),
+            ("assistant", "Dolly."),
+        ]
+        assert history.message_count(forked) == 2 and history.message_count(sid) == 4
+        with pytest.raises(HistoryError, match="not on the path|no message"):
+            history.fork(sid, 10_000)
+
+    def test_tree_export_imports_back_equal_and_v1_files_still_import(self, tmp_path: Path) -> None:
+        """The JSON export holds every branch and the active leaf; importing it recreates
+        the same tree; a version-1 file (one path) imports as one path."""
+
+        history = History(tmp_path / "h.db")
+        sid, question, reply = self._chat(history)
+        history.add_message(sid, "assistant", "Kuzco.", parent=question)
+        history.add_message(sid, "user", "Edited.", parent=None)
+        history.select_version(sid, reply)
+        exported = history.export_json(sid)
+        assert exported["version"] == 2 and exported["session"]["active"] == 2
+        assert [(m["id"], m["parent"]) for m in exported["messages"]] == [
+            (1, None),
+            (2, 1),
+            (3, 1),
+            (4, None),
+        ]
+        other = History(tmp_path / "other.db")
+        copy = other.import_json(json.loads(json.dumps(exported)))
+        assert other.export_json(copy) == exported
+        assert [m["content"] for m in other.messages(copy)] == ["Name a llama.", "Dolly."]
+
+        old = _good_export()
+        old["messages"].append({"role": "assistant", "content": "hello", "created_at": 2.0})
+        single = history.import_json(old)
+        assert [(m["content"], m["versions"]) for m in history.messages(single)] == [
+            ("hi", []),
+            ("hello", []),
+        ]
+
+    @pytest.mark.parametrize(
+        ("change", "words"),
+        [
+            (lambda m, s: m[1].update(parent=7), "messages[2].parent"),
+            (lambda m, s: m[1].update(parent=2), "messages[2].parent"),  # itself: not earlier
+            (lambda m, s: m[1].update(id=1), "messages[2].id"),
+            (lambda m, s: m[0].update(id="1"), "messages[1].id"),
+            (lambda m, s: s.update(active=9), "session.active"),
+        ],
+    )
+    def test_tree_import_names_the_bad_field_and_adds_nothing(
+        self, tmp_path: Path, change, words: str
+    ) -> None:
+
+        history = History(tmp_path / "h.db")
+        sid, _question, _reply = self._chat(history)
+        data = history.export_json(sid)
+        change(data["messages"], data["session"])
+        with pytest.raises(HistoryError, match=re.escape(words)):
+            history.import_json(data)
+        assert history.count_sessions() == 1
+
+    def test_a_database_of_the_last_release_migrates_to_one_path_per_session(
+        self, tmp_path: Path
+    ) -> None:
+        """A schema-1 file (as 0.1.0 wrote it) opens with every chat a single path, its
+        newest message the active leaf, nothing lost."""
+
+        path = tmp_path / "old.db"
+        conn = sqlite3.connect(path)
+        conn.executescript(MIGRATIONS[0])
+        conn.execute("PRAGMA user_version = 1")
+        for sid in (1, 2):
+            conn.execute(
+                "INSERT INTO sessions (id, title, created_at, updated_at) VALUES (?, ?, 0, 0)",
+                (sid, f"chat {sid}"),
+            )
+        rows = [(1, "user", "a"), (2, "user", "x"), (1, "assistant", "b"), (1, "user", "c")]
+        for session_id, role, content in rows:
+            conn.execute(
+                "INSERT INTO messages (session_id, role, content, created_at) VALUES (?, ?, ?, 0)",
+                (session_id, role, content),
+            )
+        conn.commit()
+        conn.close()
+
+        history = History(path)
+        assert [(m["content"], m["parent_id"]) for m in history.messages(1)] == [
+            ("a", None),
+            ("b", 1),
+            ("c", 3),
+        ]
+        assert [m["content"] for m in history.messages(2)] == ["x"]
+        history.add_message(1, "assistant", "d")
+        assert [m["content"] for m in history.messages(1)][-2:] == ["c", "d"]
+        assert [hit["id"] for hit in history.search("b")] == [1]
 
 
 class TestPrompts:
@@ -1147,13 +1355,17 @@ class TestTurn:
     def test_turn_parse_question_takes_commands_then_mentions_of_known_skills(
         self, tmp_path
     ) -> None:
-        """`/name` commands leave the text, mentions stay in it; unknown names are left alone."""
+        """`/name` commands leave the text, mentions stay in it; unknown names are left alone.
+
+        A one-word mention is only suggested, unless mentions are on for that skill."""
 
         store = _turn_store(tmp_path)
         question = turn.parse_question("/zeta compare with alpha and /nope", store)
         assert question == turn.Question(
-            "compare with alpha and /nope", ("zeta", "alpha"), ("zeta",)
+            "compare with alpha and /nope", ("zeta",), ("zeta",), ("alpha",)
         )
+        question = turn.parse_question("/zeta compare with alpha", store, always=["alpha"])
+        assert question == turn.Question("compare with alpha", ("zeta", "alpha"), ("zeta",))
         assert turn.parse_question("/zeta hi", None) == turn.Question("/zeta hi")
 
     def test_turn_pick_model_prefers_configured_then_loaded_then_first_listed(self) -> None:
@@ -1390,11 +1602,10 @@ class TestSkills:
             _put_skill(root, "no-description", "---\nname: no-description\n---\nBody\n"): (
                 "description"
             ),
-            _put_skill(root, "no-name", "---\ndescription: Nameless.\n---\nBody\n"): "`name:`",
-            _put_skill(root, "bad-yaml", _skill_md("bad-yaml", "[never closed")): "YAML",
-            _put_skill(root, "mismatch", _skill_md("other-name")): "`name: other-name`",
+            _put_skill(
+                root, "bad-yaml", _skill_md("bad-yaml", extra="metadata:\n  a: 1\n b: 2\n")
+            ): "YAML",
             _put_skill(root, "Bad_Slug", _skill_md("Bad_Slug")): "not a valid skill name",
-            _put_skill(root, "too-long", _skill_md("too-long", "x" * 1025)): "1025",
             _put_skill(
                 root, "unclosed", "---\nname: unclosed\ndescription: Open.\n"
             ): "never closed",
@@ -1404,9 +1615,27 @@ class TestSkills:
             dangling: "does not exist",
         }
 
+        # Loaded all the same, with a warning saying what to fix (lenient as other harnesses).
+        warned = {
+            _put_skill(root, "no-name", "---\ndescription: Nameless.\n---\nBody\n"): "`name:`",
+            _put_skill(root, "mismatch", _skill_md("other-name")): "`name: other-name`",
+            _put_skill(root, "too-long", _skill_md("too-long", "x" * 1025)): "1025",
+        }
+
         store = skills.SkillStore(root)
 
-        assert store.names() == ["good-one", "good-two", "huge", "undecodable"]
+        assert store.names() == [
+            "good-one",
+            "good-two",
+            "huge",
+            "no-name",
+            "other-name",
+            "too-long",
+            "undecodable",
+        ]
+        for path, word in warned.items():
+            assert not _problem_for(store, path).skipped
+            assert word in _problem_for(store, path).message
         assert store.load("good-one").text == "One."
         assert store.load("good-two").text == "Two."
         assert store.load("undecodable").description == "Bad \ufffd byte."
@@ -1478,7 +1707,9 @@ class TestSkills:
         if not valid:
             assert "not a valid skill name" in _problem_for(store, path).message
 
-    def test_skills_description_must_hold_1_to_1024_characters(self, tmp_path: Path) -> None:
+    def test_skills_description_must_hold_text_and_over_1024_characters_is_a_warning(
+        self, tmp_path: Path
+    ) -> None:
 
         root = tmp_path / "skills"
         _put_skill(root, "longest", _skill_md("longest", "d" * 1024))
@@ -1488,9 +1719,11 @@ class TestSkills:
 
         store = skills.SkillStore(root)
 
-        assert store.names() == ["longest"]
+        assert store.names() == ["longest", "too-long"]
         assert len(store.load("longest").description) == 1024
+        assert len(store.load("too-long").description) == 1025
         assert "1025" in _problem_for(store, too_long).message
+        assert not _problem_for(store, too_long).skipped
         assert "no `description:`" in _problem_for(store, empty).message
         assert "not text" in _problem_for(store, number).message
 
@@ -1617,7 +1850,7 @@ class TestSkills:
         enum = store.tool_schema()["function"]["parameters"]["properties"]["name"]["enum"]
         assert len(enum) == total
 
-    def test_skills_tool_message_names_the_folder_and_the_files_the_body_refers_to(
+    def test_skills_tool_message_names_the_folder_and_the_files_in_it(
         self,
         tmp_path: Path,
     ) -> None:
@@ -1643,7 +1876,7 @@ class TestSkills:
         assert header.splitlines() == [
             "[skill: tools]",
             f"Folder: {folder} (relative paths below are inside it)",
-            "Files it refers to: scripts/run.sh, reference.md, assets/",
+            "Files in its folder, read with read_skill_file: reference.md, scripts/run.sh",
         ]
         assert rest == body.strip()
 
@@ -2001,6 +2234,530 @@ class TestSkills:
             "tool_schema",
         }
         assert result["catalog_chars"] > 0
+
+
+class TestSkillsFirstTime:
+    """Skills that work the first time (issue 16): discovery, resources, lenient parsing,
+    shadowing, precise mentions, the `/` completer and loading twice."""
+
+    # ---------------------------------------------------------------- 1. discovery
+
+    @offscreen_popup
+    def test_first_time_a_skills_folder_made_after_start_up_reaches_panel_and_completer(
+        self, chat_window, router, qtbot, tmp_path: Path
+    ) -> None:
+        """Not even ~/.agents exists at start: the nearest existing parent is watched, so a
+        skill created later, then edited and deleted, shows in the panel and the `/` list
+        within 2 s, without a restart."""
+
+        home = Path.home()  # the test's own, where ~/.agents does not exist
+        root = home / ".agents" / "skills"
+        assert not root.parent.exists()
+        window, _history = chat_window(skills_dir=root)
+        panel = window.skills.open_panel()
+        assert panel is not None and panel.skill_names() == []
+        assert str(home) in window.skills._watcher.watched()
+
+        _write_skill(root, "gardening", _skill_md("gardening", "When to plant what."))
+        qtbot.waitUntil(lambda: "gardening" in _completions(window), timeout=2000)
+        qtbot.waitUntil(lambda: panel.skill_names() == ["gardening"], timeout=2000)
+        (root / "gardening" / "SKILL.md").write_text(
+            _skill_md("gardening", "Edited."), encoding="utf-8"
+        )
+        qtbot.waitUntil(lambda: panel.rows()[0][1] == "Edited.", timeout=2000)
+        shutil.rmtree(root / "gardening")
+        qtbot.waitUntil(lambda: panel.skill_names() == [], timeout=2000)
+        qtbot.waitUntil(lambda: "gardening" not in _completions(window), timeout=2000)
+
+    def test_first_time_refresh_in_the_panel_reads_the_folders_at_once(
+        self, qtbot, tmp_path: Path
+    ) -> None:
+        """Refresh re-reads the folders there and then, without waiting for the watcher."""
+
+        root = tmp_path / "skills"
+        _put_skill(root, "alpha", _skill_md("alpha"))
+        panel = SkillsPanel(SkillStore(root), list, import_dir=root)
+        qtbot.addWidget(panel)
+        _put_skill(root, "beta", _skill_md("beta"))
+        assert panel.skill_names() == ["alpha"]
+        qtbot.mouseClick(panel.refresh_button, Qt.MouseButton.LeftButton)
+        assert panel.skill_names() == ["alpha", "beta"]
+
+    # ---------------------------------------------------------------- 2. resources
+
+    def test_first_time_read_skill_file_reads_text_inside_the_folder_only(
+        self, tmp_path: Path
+    ) -> None:
+        """Relative paths only, resolved (symlinks too) and kept inside the folder; text only;
+        the 256 KB cap said in the result; a miss answered with the closest paths."""
+
+        folder = _pdf_skill(tmp_path / "skills")
+        (tmp_path / "secret.txt").write_text("secret\n")
+        (folder / "out.md").symlink_to(tmp_path / "secret.txt")
+        (folder / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0")
+        (folder / "latin1.txt").write_bytes("caf\xe9\n".encode("latin-1"))
+        (folder / "big.md").write_text("x" * (skills.FILE_MAX + 10))
+        os.mkfifo(folder / "pipe")
+        skill = SkillStore(tmp_path / "skills").load("pdf")
+
+        text, summary = skills.read_skill_file(skill, "forms.md")
+        assert text.startswith("[pdf/forms.md: 44 bytes, whole (files over 256 KB are cut)]\n\n")
+        assert text.endswith("Field names are in the form's XFA.\n")
+        assert summary == "pdf/forms.md, 44 bytes"
+        assert skills.read_skill_file(skill, "./scripts/fill.py")[0].endswith("print('filled')\n")
+        big, big_summary = skills.read_skill_file(skill, "big.md")
+        assert "cut at 256 KB" in big.splitlines()[0] and big_summary.endswith("cut at 256 KB")
+        assert len(big) < skills.FILE_MAX + 200
+        refused = {
+            "/etc/hostname": "relative",
+            "../secret.txt": "outside",
+            "scripts/../../secret.txt": "outside",
+            "out.md": "outside",
+            "logo.png": "not a text file",
+            "latin1.txt": "not UTF-8",
+            "pipe": "not a regular file",
+            "scripts": "scripts/fill.py",
+            "": "relative",
+        }
+        for path, words in refused.items():
+            with pytest.raises(skills.SkillFileError, match=re.escape(words)):
+                skills.read_skill_file(skill, path)
+        with pytest.raises(skills.SkillFileError) as missed:
+            skills.read_skill_file(skill, "form.md")
+        assert "Closest existing files: forms.md" in str(missed.value)
+        with pytest.raises(skills.SkillFileError, match="scripts/fill.py"):
+            skills.read_skill_file(skill, "fill.py")
+
+    def test_first_time_loaded_skill_text_names_its_files_and_the_tool(
+        self, tmp_path: Path
+    ) -> None:
+        """The model is told which files the folder holds, in the system message and in the
+        load_skill result; dot-files and links out of the folder are left out."""
+
+        folder = _pdf_skill(tmp_path / "skills")
+        (folder / ".hidden").write_text("x")
+        (tmp_path / "outside.md").write_text("x")
+        (folder / "link.md").symlink_to(tmp_path / "outside.md")
+        skill = SkillStore(tmp_path / "skills").load("pdf")
+
+        assert skills.resource_files(skill) == ["forms.md", "scripts/fill.py"]
+        line = "Files in its folder, read with read_skill_file: forms.md, scripts/fill.py"
+        assert system_part(skill).splitlines()[:2] == ["[skill: pdf]", line]
+        assert line in skills.tool_message("c1", skill)["content"].splitlines()
+
+    def test_first_time_read_skill_file_is_offered_once_a_skill_with_files_is_loaded(
+        self, router, tmp_path: Path
+    ) -> None:
+        """Not offered before; offered in the round after load_skill loads a skill with
+        files; its call is answered with the file and a tool_done event for the window."""
+
+        root = tmp_path / "skills"
+        _pdf_skill(root)
+        _put_skill(root, "plain", _skill_md("plain"))
+        store = SkillStore(root)
+        router.script(
+            Reply(tool_calls=[ToolCall("load_skill", '{"name": "pdf"}', id="k1")]),
+            Reply(
+                tool_calls=[
+                    ToolCall("read_skill_file", '{"skill": "pdf", "path": "forms.md"}', id="r1")
+                ]
+            ),
+            Reply(content="The fields are in the XFA."),
+        )
+        cfg = backend.SkillsConfig(enabled=True, store=store, max_searches=2)
+        events = _ask(router.url, {"messages": _user(), "skills": cfg})
+
+        first, second, third = (r.json for r in router.chat_requests())
+        assert [t["function"]["name"] for t in first["tools"]] == ["load_skill"]
+        assert [t["function"]["name"] for t in second["tools"]] == ["load_skill", "read_skill_file"]
+        assert second["tools"][1]["function"]["parameters"]["properties"]["skill"]["enum"] == [
+            "pdf"
+        ]
+        result = third["messages"][-1]
+        assert result["tool_call_id"] == "r1"
+        assert "Field names are in the form's XFA." in result["content"]
+        done = [value for kind, value in events if kind == "tool_done"]
+        assert done == [
+            {
+                "title": "Read skill file",
+                "query": "pdf/forms.md, 44 bytes",
+                "results": [],
+                "error": "",
+            }
+        ]
+        # Loaded in the system message already: offered from the first round; a skill
+        # without files offers nothing to read.
+        _offer, _rounds = tools.offered(None, turn.skills_config(Config(), store, loaded=["pdf"]))
+        assert [t.name for t in _offer if t.schema] == ["load_skill", "read_skill_file"]
+        _offer, _rounds = tools.offered(None, turn.skills_config(Config(), store, loaded=["plain"]))
+        assert [t.name for t in _offer if t.schema] == ["load_skill"]
+
+    def test_first_time_read_skill_file_refuses_skills_not_loaded_as_a_result(
+        self, tmp_path: Path
+    ) -> None:
+        """A call for a skill that is not loaded, or with bad arguments, is a result the
+        model reads, never an exception."""
+
+        store = SkillStore(_pdf_skill(tmp_path / "skills").parent)
+        offer, _rounds = tools.offered(None, turn.skills_config(Config(), store, loaded=["pdf"]))
+        _announced, result = tools.answer(offer, "read_skill_file", '{"skill": "x", "path": "a"}')
+        assert result.text == (
+            "error: the skill x is not loaded; files can be read from the loaded skills only (pdf)."
+        )
+        _announced, result = tools.answer(offer, "read_skill_file", '{"path": 3}')
+        assert result.text.startswith("error: give the skill's name and a relative path")
+        _announced, result = tools.answer(
+            offer, "read_skill_file", '{"skill": "pdf", "path": "../../etc/passwd"}'
+        )
+        assert "outside the pdf folder" in result.text
+        assert result.events[0][1]["error"] and result.events[0][1]["query"].startswith("pdf/")
+
+    @offscreen_popup
+    def test_first_time_window_shows_the_file_read_like_a_search(
+        self, chat_window, router, qtbot, tmp_path: Path
+    ) -> None:
+        """The model loads pdf, reads forms.md and answers: the reply shows the read, as a
+        search is shown, with the file and its size."""
+
+        _pdf_skill(tmp_path / "skills")
+        window, _history = chat_window()
+        router.script(
+            Reply(tool_calls=[ToolCall("load_skill", '{"name": "pdf"}')]),
+            Reply(tool_calls=[ToolCall("read_skill_file", '{"skill": "pdf", "path": "forms.md"}')]),
+            Reply(content="Done."),
+        )
+        _send(qtbot, window, "fill my tax form")
+        assert window.loaded_skills() == ["pdf"]
+        label = _by_name(window.conversation, QLabel, "Read skill file")
+        assert label.text() == "<b>Read skill file:</b> pdf/forms.md, 44 bytes"
+        assert label.textFormat() == Qt.TextFormat.RichText
+
+    # ---------------------------------------------------------------- 3. lenient parsing
+
+    def test_first_time_every_skill_of_the_published_shapes_loads_with_its_description(
+        self, tmp_path: Path
+    ) -> None:
+        """A corpus of SKILL.md files in the shapes public collections use: every one loads,
+        with its whole description; what breaks a rule is a warning, never a skip."""
+
+        root = tmp_path / "skills"
+        for entry in CORPUS:
+            _put_skill(root, entry.folder, entry.text.encode("utf-8"))
+
+        store = SkillStore(root)
+
+        assert store.names() == sorted(entry.name for entry in CORPUS)
+        for entry in CORPUS:
+            skill = store.load(entry.name)
+            assert skill is not None, entry.name
+            assert skill.description == entry.description, entry.name
+        assert [problem for problem in store.problems() if problem.skipped] == []
+        long = next(entry for entry in CORPUS if len(entry.description) > skills.DESCRIPTION_MAX)
+        line = next(x for x in store.directory().splitlines() if x.startswith(f"- {long.name}:"))
+        assert len(line) < skills.CATALOG_DESCRIPTION_CHARS + 40
+
+    def test_first_time_lenient_parsing_warns_with_the_path_and_the_fix(
+        self, tmp_path: Path
+    ) -> None:
+        """Over-long descriptions, unquoted `: `, unreadable flow values and a name unlike its
+        folder load with a warning; no usable name or description is still an error."""
+
+        root = tmp_path / "skills"
+        long = _put_skill(root, "long", _skill_md("long", "word " * 300))
+        colon = _put_skill(
+            root, "colon", "---\nname: colon\ndescription: Use when: a colon\n  and: more\n---\n"
+        )
+        flow = _put_skill(root, "flow", _skill_md("flow", "[never closed"))
+        renamed = _put_skill(root, "folder-name", _skill_md("front-name"))
+        invalid = _put_skill(root, "fallback", _skill_md("Fall Back"))
+        hopeless = _put_skill(root, "Bad Folder", _skill_md("Also Bad"))
+        nothing = _put_skill(root, "nothing", "---\nname: nothing\n---\n")
+
+        store = SkillStore(root)
+
+        assert store.names() == ["colon", "fallback", "flow", "front-name", "long"]
+        assert store.load("colon").description == "Use when: a colon and: more"
+        assert store.load("flow").description == "[never closed"
+        assert len(store.load("long").description) == len(("word " * 300).strip())
+        expected = {
+            long: "1499 characters",
+            colon: "it was read as text, but put the value in quotes",
+            flow: "`description:`",
+            renamed: "loads as front-name. Rename the folder to `front-name`",
+            invalid: "loads under its folder's name, fallback. Set `name: fallback`",
+        }
+        for path, words in expected.items():
+            problem = _problem_for(store, path)
+            assert not problem.skipped and words in problem.message, problem
+        assert _problem_for(store, hopeless).skipped
+        assert "no usable name" in _problem_for(store, hopeless).message
+        assert _problem_for(store, nothing).skipped
+
+    def test_first_time_panel_shows_errors_and_warnings_and_the_whole_description(
+        self, qtbot, tmp_path: Path
+    ) -> None:
+        """The panel says which problems kept a skill out (errors) and which did not
+        (warnings), each with its path; a long description is whole there."""
+
+        root = tmp_path / "skills"
+        long = _put_skill(root, "long", _skill_md("long", "word " * 300))
+        broken = _put_skill(root, "broken", "no frontmatter\n")
+        panel = SkillsPanel(SkillStore(root), list, import_dir=root)
+        qtbot.addWidget(panel)
+
+        assert panel.rows()[0][1] == ("word " * 300).strip()
+        texts = panel.problem_texts()
+        assert f"Error, not loaded: {broken}: does not start with frontmatter" in texts[0]
+        assert texts[1].startswith(f"Warning, loaded: {long}: has a description of 1499")
+        assert panel.problems_label.text() == "Problems (1 error, 1 warning)"
+
+    # ---------------------------------------------------------------- 4. shadowing
+
+    def test_first_time_panel_shows_which_folder_wins_and_which_copy_is_hidden(
+        self, qtbot, tmp_path: Path
+    ) -> None:
+
+        first, second = tmp_path / "agents", tmp_path / "claude"
+        _put_skill(first, "dup", _skill_md("dup", "From the first folder."))
+        hidden = _put_skill(second, "dup", _skill_md("dup", "From the second folder."))
+        store = SkillStore([first, second])
+        assert store.hidden() == {"dup": [hidden]}
+        panel = SkillsPanel(store, list, import_dir=first)
+        qtbot.addWidget(panel)
+
+        assert panel.rows() == [
+            ["dup", "From the first folder.", str(first), f"wins over {second}", ""],
+            ["dup", "(hidden copy)", str(second), f"hidden by {first}", ""],
+        ]
+        assert panel.skill_names() == ["dup"]
+        panel.tree.setCurrentItem(panel.tree.topLevelItem(1))
+        assert not panel.load_button.isEnabled()
+
+    # ---------------------------------------------------------------- 5. mentions
+
+    def test_first_time_mention_rule_loads_only_unambiguous_names(self, tmp_path: Path) -> None:
+        """A hyphenated name as written loads; a one-word name, or another case, is only
+        suggested, unless mentions are on for that skill."""
+
+        root = tmp_path / "skills"
+        for name in ("pdf", "pdf-tools", "zeta"):
+            _put_skill(root, name, _skill_md(name))
+        store = SkillStore(root)
+
+        assert store.mentions("What does PDF stand for?") == ([], ["pdf"])
+        assert store.mentions("use pdf-tools and zeta") == (["pdf-tools"], ["zeta"])
+        assert store.mentions("use PDF-Tools") == ([], ["pdf-tools"])
+        assert store.mentions("what does pdf mean", always=["pdf"]) == (["pdf"], [])
+        assert store.mentions("nothing here") == ([], [])
+
+    @offscreen_popup
+    def test_first_time_a_common_word_mention_is_a_one_click_suggestion(
+        self, chat_window, router, qtbot, tmp_path: Path
+    ) -> None:
+        """ "What does PDF stand for?" is sent without the skill; a chip offers it with its
+        cost; one click loads it, one click on its chip unloads it."""
+
+        _pdf_skill(tmp_path / "skills")
+        window, history = chat_window()
+        _send(qtbot, window, "What does PDF stand for?")
+        assert window.loaded_skills() == []
+        assert "[skill:" not in router.chat_requests()[-1].json["messages"][0]["content"]
+        assert window.skill_suggestions.names() == ["pdf"]
+        chip = _by_name(window, QPushButton, "Load skill pdf")
+        tokens = skills_chips.skill_tokens(window.chat.store.load("pdf"))
+        assert tokens > 10 and chip.text() == f"Load pdf? ~{tokens:,} tokens"
+
+        qtbot.mouseClick(chip, Qt.MouseButton.LeftButton)
+        assert window.loaded_skills() == ["pdf"]
+        assert history.get_session(window.session_id)["skills"] == ["pdf"]
+        assert not window.skill_suggestions.isVisible()
+        assert f"Loaded skill pdf (~{tokens:,} tokens)" in window.statusBar().currentMessage()
+        unload = _by_name(window, QPushButton, "Unload skill pdf")
+        assert f"~{tokens:,} tokens" in unload.toolTip()
+        qtbot.mouseClick(unload, Qt.MouseButton.LeftButton)
+        assert window.loaded_skills() == []
+
+        _send(qtbot, window, "and finance-cli?")
+        assert window.loaded_skills() == ["finance-cli"]
+        assert not window.skill_suggestions.isVisible()
+        _send(qtbot, window, "a pdf again")
+        assert window.skill_suggestions.isVisible()
+        window.new_session()
+        assert not window.skill_suggestions.isVisible()
+
+    @offscreen_dialogs
+    def test_first_time_load_when_mentioned_is_saved_and_then_loads_at_once(
+        self, chat_window, router, qtbot, tmp_path: Path
+    ) -> None:
+        """The panel's "Load when mentioned" writes skill_mentions to config.toml; after it a
+        one-word mention loads the skill."""
+
+        path = tmp_path / "config.toml"
+        config.update_file(path, {"skills_dir": str(tmp_path / "skills")})
+        window, _history = chat_window(path=path)
+        panel = window.skills.open_panel()
+        panel.tree.setCurrentItem(panel.tree.topLevelItem(1))
+        assert panel.skill_names()[1] == "weather"
+        qtbot.mouseClick(panel.mention_button, Qt.MouseButton.LeftButton)
+        assert window.app.config.skill_mentions == ("weather",)
+        saved = tomllib.loads(window.app.file_config.path.read_text(encoding="utf-8"))
+        assert saved["skill_mentions"] == ["weather"]
+        assert "loads when mentioned" in panel.rows()[1][3]
+        panel.close()
+        _send(qtbot, window, "what is the weather tomorrow")
+        assert window.loaded_skills() == ["weather"]
+
+    @quick_offscreen
+    def test_first_time_quick_window_and_ask_print_say_a_mention_was_not_loaded(
+        self, quick, router, qtbot, tmp_path: Path
+    ) -> None:
+        """Where no chip can be clicked, the one-word mention is named with the `/name` that
+        loads it: in the quick window's notice, and on ask --print's stderr."""
+
+        window, _history = quick(default_model="test-model")
+        window.present()
+        router.script(Reply(content=["Sunny."]))
+        _quick_ask(qtbot, window, "is the weather nice")
+        assert router.chat_requests()[-1].json["messages"][0]["role"] == "system"
+        assert "[skill:" not in router.chat_requests()[-1].json["messages"][0]["content"]
+        assert window.notice.text() == (
+            "Mentioned, not loaded: skill weather (add /weather to the question to use it)."
+        )
+
+        done = _llamachat(_quick_config_file(tmp_path, router.url), "ask", "--print", "weather?")
+        assert done.returncode == 0, done.stderr
+        assert "mentioned, not loaded: skill weather (add /weather to load it)" in done.stderr
+        assert "[skill:" not in router.chat_requests()[-1].json["messages"][0]["content"]
+
+    # ---------------------------------------------------------------- 6. the `/` completer
+
+    @offscreen_popup
+    def test_first_time_completer_is_as_wide_as_the_box_and_esc_closes_it(
+        self, chat_window, router, qtbot
+    ) -> None:
+
+        window, _history = chat_window()
+        # Narrower than the offscreen screen (800 px), which caps a popup's width.
+        window.resize(700, 600)
+        editor = _by_name(window, QPlainTextEdit, "Message")
+        popup = window.composer.completer.popup()
+        qtbot.keyClicks(editor, "/")
+        qtbot.waitUntil(popup.isVisible, timeout=2000)
+        assert popup.width() == editor.width()
+        assert (
+            popup.mapToGlobal(popup.rect().topLeft()).x()
+            == editor.mapToGlobal(editor.rect().topLeft()).x()
+        )
+        qtbot.keyClick(editor, Qt.Key.Key_Escape)
+        assert not popup.isVisible()
+        assert window.composer.text() == "/"
+
+    @offscreen_popup
+    def test_first_time_a_whole_slash_name_and_one_enter_loads_it(
+        self, chat_window, router, qtbot, tmp_path: Path
+    ) -> None:
+        """`/weather` typed out, one Enter: loaded, nothing sent, the box empty. A partial
+        name and Enter completes it first, as before."""
+
+        window, _history = chat_window()
+        editor = _by_name(window, QPlainTextEdit, "Message")
+        popup = window.composer.completer.popup()
+        qtbot.keyClicks(editor, "/weather")
+        qtbot.waitUntil(popup.isVisible, timeout=2000)
+        qtbot.keyClick(popup, Qt.Key.Key_Return)
+        assert window.loaded_skills() == ["weather"]
+        assert window.composer.text() == ""
+        assert router.chat_requests() == []
+
+        qtbot.keyClicks(editor, "/fin")
+        qtbot.waitUntil(popup.isVisible, timeout=2000)
+        qtbot.keyClick(popup, Qt.Key.Key_Return)
+        assert window.composer.text() == "/finance-cli "
+        assert window.loaded_skills() == ["weather"]
+
+        # A whole name that begins a longer one: the name picked with the arrows wins.
+        _write_skill(tmp_path / "skills", "weather-alerts", _skill_md("weather-alerts"))
+        window.composer.clear()
+        window.skills.refresh_names()
+        qtbot.keyClicks(editor, "/weather")
+        qtbot.waitUntil(popup.isVisible, timeout=2000)
+        qtbot.keyClick(popup, Qt.Key.Key_Down)
+        qtbot.keyClick(popup, Qt.Key.Key_Return)
+        assert window.composer.text() == "/weather-alerts "
+
+    @offscreen_dialogs
+    @offscreen_popup
+    def test_first_time_slash_skills_opens_the_panel_where_enter_loads_nothing(
+        self, chat_window, router, qtbot
+    ) -> None:
+
+        window, _history = chat_window()
+        assert "skills" in _completions(window)
+        editor = _by_name(window, QPlainTextEdit, "Message")
+        qtbot.keyClicks(editor, "/skills")
+        qtbot.keyClick(window.composer.completer.popup(), Qt.Key.Key_Return)
+        panel = window.skills._panel
+        assert panel is not None and panel.isVisible()
+        panel.tree.setFocus()
+        panel.tree.setCurrentItem(panel.tree.topLevelItem(0))
+        qtbot.keyClick(panel.tree, Qt.Key.Key_Return)
+        assert window.loaded_skills() == []
+        assert panel.isVisible()
+
+    # ---------------------------------------------------------------- 7. loading twice
+
+    def test_first_time_loading_twice_answers_already_loaded_without_a_second_copy(
+        self, router, tmp_path: Path
+    ) -> None:
+        """A skill in the system message, or one loaded earlier in the turn, is answered
+        "already loaded" and its text is not sent again."""
+
+        store = _skill_store(tmp_path)
+        router.script(
+            Reply(tool_calls=[ToolCall("load_skill", '{"name": "finance-cli"}', id="a")]),
+            Reply(content="ok"),
+            Reply(tool_calls=[ToolCall("load_skill", '{"name": "finance-cli"}', id="b")]),
+            Reply(tool_calls=[ToolCall("load_skill", '{"name": "finance-cli"}', id="c")]),
+            Reply(content="ok"),
+        )
+        loaded = backend.SkillsConfig(
+            enabled=True, store=store, max_searches=2, loaded=("finance-cli",)
+        )
+        events = _ask(router.url, {"messages": _user(), "skills": loaded})
+        assert ("skill_loaded", "finance-cli") not in events
+        answer = router.chat_requests()[1].json["messages"][-1]["content"]
+        assert answer.startswith("The skill finance-cli is already loaded")
+        assert "Run `finance auth test` first." not in answer
+
+        fresh = backend.SkillsConfig(enabled=True, store=store, max_searches=2)
+        events = _ask(router.url, {"messages": _user(), "skills": fresh})
+        assert events.count(("skill_loaded", "finance-cli")) == 1
+        convo = router.chat_requests()[-1].json["messages"]
+        results = [m["content"] for m in convo if m["role"] == "tool"]
+        assert "Run `finance auth test` first." in results[0]
+        assert results[1].startswith("The skill finance-cli is already loaded")
+
+    @offscreen_popup
+    def test_first_time_a_loaded_skill_deleted_from_disk_is_listed_as_missing(
+        self, chat_window, router, qtbot, tmp_path: Path
+    ) -> None:
+
+        window, _history = chat_window()
+        _send(qtbot, window, "/weather hi")
+        shutil.rmtree(tmp_path / "skills" / "weather")
+        panel = window.skills.open_panel()
+        panel.refresh()
+        assert panel.rows()[-1] == [
+            "weather",
+            "Deleted from disk: the model no longer gets it.",
+            "",
+            "missing",
+            "loaded",
+        ]
+        qtbot.waitUntil(lambda: window.skill_chips.missing() == ["weather"], timeout=2000)
+        panel.tree.setCurrentItem(panel.tree.topLevelItem(panel.tree.topLevelItemCount() - 1))
+        qtbot.mouseClick(panel.unload_button, Qt.MouseButton.LeftButton)
+        assert window.loaded_skills() == []
 
 
 class TestScriptedRouter:
@@ -4041,6 +4798,7 @@ class TestChrome:
         assert keys["search_sessions"] == ("Ctrl+K", "Ctrl+F")
         assert keys["copy_last_reply"] == ("Ctrl+Shift+C",) and keys["switch_model"] == ("Ctrl+M",)
         assert keys["focus_composer"] == ("Ctrl+L",) and keys["settings"] == ("Ctrl+,",)
+        assert keys["previous_version"] == ("Alt+Left",) and keys["next_version"] == ("Alt+Right",)
         window = QLineEdit()
         qtbot.addWidget(window)
         window.show()
@@ -4242,10 +5000,10 @@ class TestChrome:
         assert renamed.args == ["Corsair", ""]
         assert store.names() == ["Corsair", "Default"]
         assert store.get("Corsair") == "Arr, matey."
-        assert editor.create("Terse", "Be terse.") is True and editor.current() == "Terse"
-        assert editor.create("Terse") is False
+        assert editor.add("Terse", "Be terse.") is True and editor.current() == "Terse"
+        assert editor.add("Terse") is False
         assert "already exists" in editor.message.text()
-        assert editor.create("a/b") is False and "cannot contain" in editor.message.text()
+        assert editor.add("a/b") is False and "cannot contain" in editor.message.text()
         assert editor.delete() is True
         assert store.names() == ["Corsair", "Default"]
         editor.select("Corsair")
@@ -5059,7 +5817,7 @@ class TestFaults:
         broken = [
             _put_skill(root, "no-frontmatter", "# Just markdown\n"),
             _put_skill(root, "no-name", "---\ndescription: Nameless.\n---\nBody\n"),
-            _put_skill(root, "bad-yaml", _skill_md("bad-yaml", "[never closed")),
+            _put_skill(root, "bad-yaml", _skill_md("bad-yaml", extra="metadata:\n  a: 1\n b: 2\n")),
             _put_skill(root, "mismatch", _skill_md("other-name")),
             _put_skill(root, "Bad_Slug", _skill_md("Bad_Slug")),
             _put_skill(root, "unclosed", "---\nname: unclosed\ndescription: Open.\n"),
@@ -5088,7 +5846,8 @@ class TestFaults:
 
         panel = SkillsPanel(skills.SkillStore(root), window.loaded_skills, import_dir=root)
         qtbot.addWidget(panel)
-        assert sorted(panel.skill_names()) == ["good-one", "huge"]
+        # Without a name, and with a name its folder does not have: loaded, with a warning.
+        assert sorted(panel.skill_names()) == ["good-one", "huge", "no-name", "other-name"]
         problems = "\n".join(panel.problem_texts())
         for path in broken:
             assert str(path) in problems, path
@@ -6104,6 +6863,15 @@ class TestInstance:
         finally:
             server.close()
 
+    def test_instance_socket_qt_cannot_listen_on_is_an_error(self, qtbot, tmp_path) -> None:
+        """A socket Qt cannot create gives InstanceError naming it (llamachat then runs
+        without the hand-over), not an AttributeError from the error check."""
+
+        server = instance.InstanceServer(str(tmp_path / "no such folder" / "llamachat.sock"))
+        with pytest.raises(instance.InstanceError, match="Cannot listen on .*no such folder"):
+            server.listen()
+        assert not server.is_listening()
+
     def test_instance_that_takes_the_connection_but_never_answers_is_an_error(
         self, tmp_path
     ) -> None:
@@ -6697,18 +7465,19 @@ class TestChatWindow:
     def test_window_slash_command_stripped_and_mention_loads_skill(
         self, chat_window, router, qtbot
     ) -> None:
-        """`/name` inside a message is stripped; a skill named as a word loads and stays in the text."""
+        """`/name` inside a message is stripped; a hyphenated skill named as a word loads and
+        stays in the text."""
         window, _history = chat_window()
-        _send(qtbot, window, "/finance-cli what is my balance")
-        assert window.loaded_skills() == ["finance-cli"]
-        assert router.chat_requests()[-1].json["messages"][-1]["content"] == "what is my balance"
+        _send(qtbot, window, "/weather will it rain")
+        assert window.loaded_skills() == ["weather"]
+        assert router.chat_requests()[-1].json["messages"][-1]["content"] == "will it rain"
 
-        _send(qtbot, window, "and the weather tomorrow?")
-        assert window.loaded_skills() == ["finance-cli", "weather"]
+        _send(qtbot, window, "and what does finance-cli say of my balance?")
+        assert window.loaded_skills() == ["weather", "finance-cli"]
         sent = router.chat_requests()[-1].json["messages"]
-        assert sent[-1]["content"] == "and the weather tomorrow?"
+        assert sent[-1]["content"] == "and what does finance-cli say of my balance?"
         system = sent[0]["content"]
-        assert system.index("[skill: finance-cli]") < system.index("[skill: weather]")
+        assert system.index("[skill: weather]") < system.index("[skill: finance-cli]")
 
     @offscreen_popup
     def test_window_unknown_slash_word_is_sent_as_text(self, chat_window, router, qtbot) -> None:
@@ -7504,6 +8273,127 @@ class TestController:
         ]
 
 
+class TestBranches:
+    """Reply versions, edit branches and forks in the real chat window."""
+
+    def _texts(self, window) -> list[str]:
+        return [view.content() for view in window.conversation.views()]
+
+    def test_regenerate_adds_versions_and_the_arrows_walk_them(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """Three regenerations make `4/4`; ‹ shows the third version, and the next request
+        replays exactly the path on screen."""
+
+        window, history = chat_window()
+        router.script(Reply(content="First."))
+        _send(qtbot, window, "Name a llama.")
+        for text in ("Second.", "Third.", "Fourth."):
+            router.script(Reply(content=text))
+            reply = window.conversation.last_assistant()
+            qtbot.mouseClick(_button(reply, "Regenerate"), Qt.MouseButton.LeftButton)
+            qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
+            qtbot.waitUntil(
+                lambda text=text: window.conversation.last_assistant().content() == text
+            )
+        reply = window.conversation.last_assistant()
+        qtbot.waitUntil(lambda: reply.version_text() == "4/4")
+        assert not _button(reply, "Next version").isEnabled()
+        qtbot.mouseClick(_button(reply, "Previous version"), Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: self._texts(window) == ["Name a llama.", "Third."])
+        shown = window.conversation.last_assistant()
+        assert shown.version_text() == "3/4"
+        assert history.message_count(window.session_id) == 5
+
+        router.script(Reply(content="Because."))
+        _send(qtbot, window, "Why?")
+        sent = router.chat_requests()[-1].json["messages"]
+        assert [(m["role"], m["content"]) for m in sent if m["role"] != "system"] == [
+            ("user", "Name a llama."),
+            ("assistant", "Third."),
+            ("user", "Why?"),
+        ]
+        # Reopened, the chat shows the path last shown.
+        window.new_session()
+        assert window.open_session(history.list_sessions()[0]["id"])
+        assert self._texts(window) == ["Name a llama.", "Third.", "Why?", "Because."]
+
+    def test_a_failed_reply_is_replaced_not_kept_as_a_version(
+        self, chat_window, router, qtbot
+    ) -> None:
+
+        window, history = chat_window()
+        router.script(Reply(status=500, error={"message": "model crashed"}))
+        _send(qtbot, window, "Hello")
+        router.script(Reply(content="Hi."))
+        failed = window.conversation.last_assistant()
+        qtbot.mouseClick(_button(failed, "Retry"), Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
+        qtbot.waitUntil(lambda: self._texts(window) == ["Hello", "Hi."])
+        assert window.conversation.last_assistant().version_text() == ""
+        assert history.message_count(window.session_id) == 2
+
+    def test_edits_are_branches_switched_with_alt_arrows(self, chat_window, router, qtbot) -> None:
+        """Editing a question twice gives `3/3` on it; Alt+Left in the message shows the
+        second branch with its own reply; the first branch is still there."""
+
+        window, history = chat_window()
+        router.script(Reply(content="Dolly."))
+        _send(qtbot, window, "Name a llama.")
+        for text in ("Name an alpaca.", "Name a vicuna."):
+            router.script(Reply(content=f"For: {text}"))
+            question = window.conversation.views()[0]
+            qtbot.mouseClick(_button(question, "Edit message"), Qt.MouseButton.LeftButton)
+            editor = _by_name(window, QPlainTextEdit, "Message")
+            editor.selectAll()
+            _send(qtbot, window, text)
+        assert self._texts(window) == ["Name a vicuna.", "For: Name a vicuna."]
+        question = window.conversation.views()[0]
+        assert question.version_text() == "3/3"
+        assert history.get_session(window.session_id)["title"] == "Name a vicuna."
+
+        body = _by_name(question, QTextBrowser, "Message text")
+        body.setFocus()
+        qtbot.waitUntil(body.hasFocus)
+        qtbot.keyClick(body, Qt.Key.Key_Left, Qt.KeyboardModifier.AltModifier)
+        qtbot.waitUntil(lambda: self._texts(window) == ["Name an alpaca.", "For: Name an alpaca."])
+        assert window.conversation.views()[0].version_text() == "2/3"
+        first = window.conversation.views()[0]
+        qtbot.mouseClick(_button(first, "Previous version"), Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: self._texts(window) == ["Name a llama.", "Dolly."])
+        assert history.message_count(window.session_id) == 6
+
+    def test_new_chat_from_here_opens_a_copy_of_the_path_up_to_the_message(
+        self, chat_window, router, qtbot
+    ) -> None:
+
+        window, history = chat_window()
+        router.script(Reply(content="Dolly."))
+        _send(qtbot, window, "/weather Name a llama.")
+        router.script(Reply(content="Because."))
+        _send(qtbot, window, "Why?")
+        original = window.session_id
+        reply = window.conversation.views()[1]
+        assert reply.more_actions() == ["New chat from here"]
+        reply.trigger_more("New chat from here")
+        qtbot.waitUntil(lambda: window.session_id != original)
+        assert self._texts(window) == ["Name a llama.", "Dolly."]
+        assert window.chat.loaded_skills() == ["weather"]
+        model = window.sidebar.model
+        listed = [model.data(model.index(row)) for row in range(model.rowCount())]
+        assert "Name a llama. (fork)" in listed and window.sidebar.current() == window.session_id
+        assert history.message_count(original) == 4
+
+        router.script(Reply(content="Kuzco."))
+        _send(qtbot, window, "Another?")
+        sent = router.chat_requests()[-1].json["messages"]
+        assert [m["content"] for m in sent if m["role"] != "system"] == [
+            "Name a llama.",
+            "Dolly.",
+            "Another?",
+        ]
+
+
 class TestWindowChrome:
     """The chrome, driven in the real window."""
 
@@ -7916,7 +8806,7 @@ class TestWindowChrome:
                 for row in range(completions.rowCount())
             ]
 
-        assert offered() == ["finance-cli", "weather"]
+        assert offered() == ["finance-cli", "skills", "weather"]
         panel = window.skills.open_panel()
         _write_skill(
             tmp_path / "skills",
@@ -8529,3 +9419,467 @@ class TestPlainText:
         finally:
             process.stdin.close()
             process.wait(timeout=10)
+
+
+class TestMcp:
+    """`llamachat.mcp_tools` and the MCP panel: real MCP servers in the tool loop."""
+
+    def test_mcp_servers_config_errors_name_file_line_and_key(self, tmp_path: Path) -> None:
+        """A bad [[mcp_servers]] table is refused with the file, the line and the key."""
+
+        from llamachat import config as config_module
+
+        cases = {
+            '[[mcp_servers]]\nname = "t"\ncommand = "x"\ntimout = 3\n': (
+                4,
+                "unknown key 'mcp_servers[1].timout' (did you mean 'timeout'?)",
+            ),
+            '[[mcp_servers]]\nname = "t"\n': (1, "needs either a command"),
+            '[[mcp_servers]]\nname = "a b"\ncommand = "x"\n': (2, "1 to 32 letters"),
+            '[[mcp_servers]]\nname = "t"\nurl = "ftp://h"\n': (3, "url must start with http"),
+            '[[mcp_servers]]\nname = "t"\ncommand = "x"\nenv = { A = 1 }\n': (
+                4,
+                "env must be a table of strings",
+            ),
+            '[[mcp_servers]]\nname = "t"\ncommand = "x"\n\n[[mcp_servers]]\nname = "t"\n'
+            'command = "y"\n': (6, "two MCP servers are named 't'"),
+            '[[mcp_servers]]\nname = "t"\ncommand = "x"\ntimeout = 0\n': (
+                4,
+                "timeout must be more than 0",
+            ),
+        }
+        for text, (line, message) in cases.items():
+            path = _write_config(tmp_path, text)
+            with pytest.raises(config_module.ConfigError) as caught:
+                config_module.load(path)
+            assert caught.value.path == path and caught.value.line == line, text
+            assert message in str(caught.value), text
+
+    def test_mcp_json_imports_without_secrets_and_reads_in_place(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """An mcp.json is imported with its secrets named, not copied; mcp_config reads it whole."""
+
+        from llamachat import config as config_module
+
+        mcp_json = tmp_path / "mcp.json"
+        mcp_json.write_text(
+            json.dumps(
+                {
+                    "mcpServers": {
+                        "files": {
+                            "command": "npx",
+                            "args": ["-y", "files-server"],
+                            "env": {"GITHUB_TOKEN": "ghp_secret", "MODE": "fast"},
+                        },
+                        "remote": {
+                            "url": "https://h.example/mcp",
+                            "headers": {"Authorization": "Bearer zz-secret"},
+                        },
+                    }
+                }
+            ),
+            encoding="utf-8",
+        )
+        path = _write_config(tmp_path, '# mine\ntheme = "dark"\n')
+        tables, notes = config_module.mcp_json_servers(mcp_json, for_import=True)
+        config_module.append_tables(path, "mcp_servers", tables)
+        text = path.read_text(encoding="utf-8")
+        assert "ghp_secret" not in text and "zz-secret" not in text
+        assert text.startswith("# mine\n")
+        assert any("GITHUB_TOKEN" in note for note in notes)
+        cfg = config_module.load(path)
+        files, remote = cfg.mcp_servers
+        assert (files.command, files.args, dict(files.env)) == (
+            "npx",
+            ("-y", "files-server"),
+            {"MODE": "fast"},
+        )
+        monkeypatch.setenv("GITHUB_TOKEN", "from-env")
+        assert files.environment() == {"MODE": "fast", "GITHUB_TOKEN": "from-env"}
+        monkeypatch.setenv("MCP_REMOTE_AUTHORIZATION", "Bearer from-env")
+        assert remote.headers() == {"Authorization": "Bearer from-env"}
+
+        # Read in place: the user's own file keeps its values; config.toml's names win.
+        path = _write_config(tmp_path, 'mcp_config = "mcp.json"\n')
+        assert [s.name for s in config_module.load(path).mcp_servers] == ["files", "remote"]
+        assert dict(config_module.load(path).mcp_servers[0].env)["GITHUB_TOKEN"] == "ghp_secret"
+        mcp_json.write_text('{"mcpServers": {"x": [}', encoding="utf-8")
+        with pytest.raises(config_module.ConfigError) as caught:
+            config_module.load(path)
+        assert caught.value.path == mcp_json and "invalid JSON" in str(caught.value)
+
+    def test_mcp_time_server_from_config_lists_and_answers(self, mcp_hub) -> None:
+        """mcp-server-time, started as a user's config says, is offered and answers calls."""
+
+        hub, _cfg = mcp_hub(
+            f'[[mcp_servers]]\nname = "time"\ncommand = {json.dumps(_mcp_bin("mcp-server-time"))}\n'
+        )
+        tools = {tool.name: tool for tool in hub.turn_tools(consent=_mcp_allow)}
+        assert set(tools) == {"time_get_current_time", "time_convert_time"}
+        schema = tools["time_get_current_time"].schema["function"]
+        assert schema["parameters"]["required"] == ["timezone"]
+        result = tools["time_get_current_time"].run('{"timezone": "Etc/UTC"}')
+        assert json.loads(result.text)["timezone"] == "Etc/UTC"
+        [(kind, record)] = result.events
+        assert kind == "mcp_done" and record["status"] == "ok"
+        # A tool error is a result the model reads, and the server keeps working.
+        bad = tools["time_get_current_time"].run('{"timezone": "Nowhere/Land"}')
+        assert bad.text.startswith("error:") and "Nowhere/Land" in bad.text
+        assert hub.states()[0].status == "ready"
+
+    def test_mcp_git_server_reads_a_temporary_repository(self, mcp_hub, tmp_path: Path) -> None:
+        """mcp-server-git on a temp repository answers git_status and git_log."""
+
+        repo = tmp_path / "repo"
+        repo.mkdir()
+        git = ["git", "-C", str(repo), "-c", "user.name=T", "-c", "user.email=t@example.com"]
+        subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
+        (repo / "a.txt").write_text("one\n", encoding="utf-8")
+        subprocess.run([*git, "add", "a.txt"], check=True)
+        subprocess.run([*git, "commit", "-q", "-m", "first commit here"], check=True)
+        (repo / "b.txt").write_text("new\n", encoding="utf-8")
+        hub, _cfg = mcp_hub(
+            f'[[mcp_servers]]\nname = "git"\ncommand = {json.dumps(_mcp_bin("mcp-server-git"))}\n'
+            f'args = ["--repository", {json.dumps(str(repo))}]\n'
+        )
+        tools = {tool.name: tool for tool in hub.turn_tools(consent=_mcp_allow)}
+        assert "git_git_status" in tools and "git_git_log" in tools
+        status = tools["git_git_status"].run(json.dumps({"repo_path": str(repo)}))
+        assert "b.txt" in status.text
+        log_text = tools["git_git_log"].run(json.dumps({"repo_path": str(repo)})).text
+        assert "first commit here" in log_text
+
+    def test_mcp_faulty_servers_become_results_and_failures_shown(self, mcp_hub) -> None:
+        """Crash, hang, timeout, huge output, a bad schema, a list change: each handled."""
+
+        from llamachat import mcp_tools
+
+        hub, _cfg = mcp_hub(
+            _mcp_faulty_toml("crash", "hang", "huge", "badschema", "listchange", "image")
+            + _mcp_faulty_toml("slow", timeout="1"),
+            start_timeout=20,
+            start_wait=20,
+        )
+        started = time.monotonic()
+        tools = {tool.name: tool for tool in hub.turn_tools(consent=_mcp_allow)}
+        # The hung server costs the turn the wait, never more; the others are offered.
+        assert time.monotonic() - started < 25
+        assert {"crash_crash", "huge_dump", "slow_sleep", "image_picture"} <= set(tools)
+        assert not any(name.startswith(("hang_", "badschema_")) for name in tools)
+        states = {s.name: s for s in hub.states()}
+        assert states["badschema"].status == "failed"
+        assert "inputSchema" in states["badschema"].error
+
+        # Crash mid-call: a result for the model; the server is failed with its stderr.
+        crashed = tools["crash_crash"].run("{}")
+        assert "stopped while answering" in crashed.text
+        state = next(s for s in hub.states() if s.name == "crash")
+        assert state.status == "failed"
+        assert any("crashing now" in line for line in state.stderr)
+        assert "crashing now" in (state.log_path.read_text(encoding="utf-8"))
+        # Within the backoff the call is refused at once; after it the server starts again.
+        assert "started again in" in tools["crash_echo"].run('{"text": "x"}').text
+        time.sleep(mcp_tools.BACKOFF_FIRST + 0.2)
+        assert tools["crash_echo"].run('{"text": "back"}').text == "back"
+
+        timed_out = tools["slow_sleep"].run('{"seconds": 30}')
+        assert "did not answer within 1 s" in timed_out.text
+        assert timed_out.events[0][1]["status"] == "timeout"
+        assert tools["slow_sleep"].run('{"seconds": 0}').text == "awake"
+
+        huge = tools["huge_dump"].run('{"chars": 100000}')
+        assert len(huge.text) < mcp_tools.RESULT_CAP + 300
+        assert "100,000 characters" in huge.text and "20,000" in huge.text
+
+        picture = tools["image_picture"].run("{}")
+        assert "image/png" in picture.text and "a red dot" in picture.text
+        assert mcp_tools.decode_image(picture.events[0][1]["images"][0]).startswith(b"\x89PNG")
+
+        assert tools["listchange_add_tool"].run("{}").text == "added"
+        _wait_for(
+            lambda: any(
+                t.name == "listchange_extra"
+                for s in hub.states()
+                if s.name == "listchange"
+                for t in s.tools
+            ),
+            10,
+            "the changed tools list",
+        )
+        _wait_for(
+            lambda: next(s for s in hub.states() if s.name == "hang").status == "failed",
+            25,
+            "the hung server to fail",
+        )
+
+    def test_mcp_server_process_dies_with_a_sigkilled_llamachat(self, tmp_path: Path) -> None:
+        """No MCP server outlives the process that started it, even one killed with SIGKILL."""
+
+        script = tmp_path / "host.py"
+        script.write_text(
+            "import sys, os, time\n"
+            "from pathlib import Path\n"
+            "from llamachat.config import McpServerConfig\n"
+            "from llamachat import mcp_tools\n"
+            "hub = mcp_tools.Hub([McpServerConfig('echo', command=sys.executable,"
+            " args=['-m', 'llamachat.dev.mcp_faulty', 'crash'])], log_dir=Path(sys.argv[1]))\n"
+            "assert hub.turn_tools(consent=lambda n, a: 'once')\n"
+            "print('ready', flush=True)\n"
+            "time.sleep(600)\n",
+            encoding="utf-8",
+        )
+        host = subprocess.Popen(
+            [sys.executable, str(script), str(tmp_path / "logs")], stdout=subprocess.PIPE, text=True
+        )
+        try:
+            assert host.stdout.readline().strip() == "ready"
+            children = []
+            for task in Path(f"/proc/{host.pid}/task").iterdir():
+                children += (task / "children").read_text().split()
+            [server_pid] = [int(pid) for pid in children]
+            assert "mcp_faulty" in Path(f"/proc/{server_pid}/cmdline").read_text()
+            host.kill()
+            host.wait(10)
+
+            def gone() -> bool:
+                try:
+                    return Path(f"/proc/{server_pid}/stat").read_text().split()[2] == "Z"
+                except FileNotFoundError:
+                    return True
+
+            _wait_for(gone, 10, "the MCP server to die with its parent")
+        finally:
+            host.kill()
+            host.wait(10)
+
+    def test_mcp_window_asks_runs_the_tool_and_shows_and_saves_the_call(
+        self, chat_window, router, qtbot, tmp_path: Path
+    ) -> None:
+        """The model calls an MCP tool: consent is asked, the result reaches the next round,
+        the reply shows the call collapsed and History keeps it; the chat does not ask twice."""
+
+        from llamachat.ui.conversation import MessageView
+
+        window, history = _mcp_window(chat_window, router, tmp_path, _mcp_time_toml())
+        call = ToolCall("time_get_current_time", '{"timezone": "Etc/UTC"}', id="t1")
+        router.script(Reply(tool_calls=[call]), Reply(content="It is late."))
+        _type(qtbot, window, "What time is it?")
+        window.send()
+        asked = _mcp_answer(qtbot, window, "Allow once")
+        assert "time_get_current_time" in asked and "Etc/UTC" in asked
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=30000)
+
+        first, second = router.chat_requests()[-2:]
+        assert "time_get_current_time" in [t["function"]["name"] for t in first.json["tools"]]
+        tool_message = second.json["messages"][-1]
+        assert tool_message["role"] == "tool" and tool_message["tool_call_id"] == "t1"
+        assert json.loads(tool_message["content"])["timezone"] == "Etc/UTC"
+
+        view = window.conversation.last_assistant()
+        [shown] = view.tool_calls()
+        assert shown.button.text() == "Ran time_get_current_time"
+        assert not shown.body.isVisible()
+        shown.button.click()
+        assert shown.body.isVisible() and '"timezone": "Etc/UTC"' in shown.details()
+        row = history.messages(window.session_id)[-1]
+        assert row["content"] == "It is late."
+        [saved] = row["tool_calls"]
+        assert saved["function"] == {"name": "time_get_current_time", "arguments": call.arguments}
+        assert saved["status"] == "ok" and "datetime" in saved["result"]
+        reopened = MessageView(row)
+        assert [v.name for v in reopened.tool_calls()] == ["time_get_current_time"]
+        reopened.deleteLater()
+
+        router.script(Reply(tool_calls=[call]), Reply(content="Still late."))
+        _send(qtbot, window, "And now?")
+        assert window.app.mcp.consent_box is None
+        assert router.chat_requests()[-1].json["messages"][-1]["role"] == "tool"
+
+    def test_mcp_window_deny_is_read_by_the_model_and_always_is_saved(
+        self, chat_window, router, qtbot, tmp_path: Path
+    ) -> None:
+        """Deny becomes the tool result; "Always allow" lands in config.toml, comments kept,
+        and a new chat runs the tool without asking."""
+
+        window, _history = _mcp_window(
+            chat_window, router, tmp_path, _mcp_time_toml(), extra="# my note\n"
+        )
+        call = ToolCall("time_get_current_time", '{"timezone": "Etc/UTC"}', id="d1")
+        router.script(Reply(tool_calls=[call]), Reply(content="No time then."))
+        _type(qtbot, window, "time?")
+        window.send()
+        _mcp_answer(qtbot, window, "Deny")
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=30000)
+        denied = router.chat_requests()[-1].json["messages"][-1]
+        assert denied["role"] == "tool" and "did not allow" in denied["content"]
+        [shown] = window.conversation.last_assistant().tool_calls()
+        assert shown.button.text() == "Denied: time_get_current_time"
+
+        router.script(Reply(tool_calls=[call]), Reply(content="Now I know."))
+        _type(qtbot, window, "please, time?")
+        window.send()
+        _mcp_answer(qtbot, window, "Always allow this tool")
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=30000)
+        text = (tmp_path / "config.toml").read_text(encoding="utf-8")
+        assert 'mcp_allowed_tools = ["time_get_current_time"]' in text and "# my note" in text
+        assert window.app.config.mcp_allowed_tools == ("time_get_current_time",)
+
+        window.new_session()
+        router.script(Reply(tool_calls=[call]), Reply(content="Known."))
+        _send(qtbot, window, "time again")
+        assert window.app.mcp.consent_box is None
+        assert "datetime" in router.chat_requests()[-1].json["messages"][-1]["content"]
+
+    def test_mcp_window_stop_withdraws_the_question(
+        self, chat_window, router, qtbot, tmp_path: Path
+    ) -> None:
+        """Stop while consent is asked closes the box; the tool never runs, no round follows."""
+
+        window, _history = _mcp_window(chat_window, router, tmp_path, _mcp_time_toml())
+        call = ToolCall("time_get_current_time", '{"timezone": "Etc/UTC"}')
+        router.script(Reply(tool_calls=[call]), Reply(content="never"))
+        _type(qtbot, window, "time?")
+        window.send()
+        host = window.app.mcp
+        qtbot.waitUntil(lambda: host.consent_box is not None, timeout=30000)
+        window.stop()
+        qtbot.waitUntil(lambda: host.consent_box is None, timeout=5000)
+        qtbot.waitUntil(lambda: window.running_workers() == 0, timeout=10000)
+        assert len(router.chat_requests()) == 1
+
+    def test_mcp_timeout_and_denial_reach_the_model_through_the_tool_loop(
+        self, mcp_hub, router
+    ) -> None:
+        """A call that outlives its server's timeout is a tool result in the next request."""
+
+        hub, _cfg = mcp_hub(_mcp_faulty_toml("slow", timeout="1"))
+        tools = hub.turn_tools(consent=_mcp_allow)
+        router.script(
+            Reply(tool_calls=[ToolCall("slow_sleep", '{"seconds": 30}', id="s1")]),
+            Reply(content="It took too long."),
+        )
+        client = Client(router.url)
+        started = time.monotonic()
+        events = list(client.stream_chat("test-model", _user("sleep"), extra_tools=tools))
+        client.close()
+        assert time.monotonic() - started < 10
+        assert "".join(v for k, v in events if k == "content") == "It took too long."
+        result = router.chat_requests()[-1].json["messages"][-1]
+        assert result["tool_call_id"] == "s1" and "did not answer within 1 s" in result["content"]
+        [done] = [v for k, v in events if k == "mcp_done"]
+        assert done["status"] == "timeout"
+
+    def test_mcp_panel_shows_states_toggles_tools_and_warns_on_budget(
+        self, chat_window, router, qtbot, tmp_path: Path
+    ) -> None:
+        """The panel lists each server's state and tools with their token cost; a toggle is
+        saved and leaves the tool out of the next request; over 10% of the context warns."""
+
+        servers = _mcp_time_toml() + "\n" + _mcp_faulty_toml("stderr")
+        window, _history = _mcp_window(chat_window, router, tmp_path, servers)
+        panel = window.open_mcp_panel()
+        panel._context_size = lambda: 1000
+        tree = panel.tree
+        assert [tree.topLevelItem(i).text(1) for i in range(2)] == ["not started"] * 2
+        for index in range(2):
+            tree.setCurrentItem(tree.topLevelItem(index))
+            panel.restart_button.click()
+
+        def settled() -> bool:
+            return [tree.topLevelItem(i).text(1) for i in range(2)] == ["ready", "failed"]
+
+        qtbot.waitUntil(settled, timeout=30000)
+        time_item, failed_item = tree.topLevelItem(0), tree.topLevelItem(1)
+        stderr = [failed_item.child(i).text(2) for i in range(failed_item.childCount())]
+        assert "fatal: the database is locked" in stderr
+        tools = {time_item.child(i).text(0): time_item.child(i) for i in range(2)}
+        assert tools["time_convert_time"].text(1).endswith(" tokens")
+        assert int(tools["time_convert_time"].text(1).split()[0].replace(",", "")) > 50
+        assert panel.over_budget() and "more than 10%" in panel.total.text()
+
+        tools["time_convert_time"].setCheckState(0, Qt.CheckState.Unchecked)
+        text = (tmp_path / "config.toml").read_text(encoding="utf-8")
+        assert 'mcp_disabled_tools = ["time_convert_time"]' in text
+        router.script(Reply(content="fine"))
+        _send(qtbot, window, "hello")
+        offered = [t["function"]["name"] for t in router.chat_requests()[-1].json["tools"]]
+        assert "time_get_current_time" in offered and "time_convert_time" not in offered
+        panel.close()
+
+    def test_mcp_ask_print_runs_tools_only_when_allowed(self, router, tmp_path: Path) -> None:
+        """`ask --print` denies MCP calls (and says so) unless --allow-tools is given."""
+
+        config = _quick_config_file(tmp_path, router.url, _mcp_time_toml())
+        call = ToolCall("time_get_current_time", '{"timezone": "Etc/UTC"}')
+        router.script(Reply(tool_calls=[call]), Reply(content="denied"))
+        done = _llamachat(config, "ask", "--print", "--no-reasoning", "time?")
+        assert done.returncode == 0, done.stderr
+        assert "not run: time_get_current_time" in done.stderr
+        assert "did not allow" in router.chat_requests()[-1].json["messages"][-1]["content"]
+
+        router.script(Reply(tool_calls=[call]), Reply(content="allowed"))
+        done = _llamachat(config, "ask", "--print", "--allow-tools", "time?")
+        assert (done.returncode, done.stdout) == (0, "allowed\n"), done.stderr
+        assert "datetime" in router.chat_requests()[-1].json["messages"][-1]["content"]
+
+    def test_mcp_streamable_http_server_gets_its_header_from_the_environment(
+        self, mcp_hub, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A `url` server is reached over Streamable HTTP with the header headers_env names."""
+
+        port = free_port()
+        process = subprocess.Popen(
+            [sys.executable, "-m", "llamachat.dev.mcp_faulty", "http", str(port)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            _wait_for(lambda: not _refuses_connections(port), 20, "the HTTP MCP server")
+            monkeypatch.setenv("TEST_MCP_AUTH", "Bearer t0k3n")
+            hub, _cfg = mcp_hub(
+                f'[[mcp_servers]]\nname = "web"\nurl = "http://127.0.0.1:{port}/mcp"\n'
+                'headers_env = { Authorization = "TEST_MCP_AUTH" }\n'
+            )
+            tools = {tool.name: tool for tool in hub.turn_tools(consent=_mcp_allow)}
+            assert tools["web_header"].run('{"name": "authorization"}').text == "Bearer t0k3n"
+            assert "t0k3n" not in (Path(_cfg.path).read_text(encoding="utf-8"))
+        finally:
+            process.kill()
+            process.wait(10)
+
+    def test_mcp_autostart_starts_at_once_and_disabled_never_starts(self, mcp_hub) -> None:
+        """`autostart` starts a server before any turn; `enabled = false` keeps one off."""
+
+        hub, _cfg = mcp_hub(
+            _mcp_faulty_toml("image", autostart="true")
+            + "\n"
+            + _mcp_faulty_toml("huge", enabled="false")
+        )
+        assert [s.status for s in hub.states()] == ["not started", "off"]
+        hub.start()
+        _wait_for(lambda: hub.states()[0].status == "ready", 20, "the autostarted server")
+        assert hub.states()[1].status == "off"
+        assert [t.name for t in hub.turn_tools(consent=_mcp_allow)] == [
+            "image_echo",
+            "image_picture",
+        ]
+        assert hub.states()[1].status == "off"
+
+    def test_mcp_outside_text_is_shown_as_plain_text(self, qtbot) -> None:
+        """A tool's name, arguments and result reach the view and the consent box as text."""
+
+        from llamachat.ui.tool_call import ToolCallView
+
+        call = {
+            "function": {"name": HOSTILE, "arguments": json.dumps({"q": HOSTILE})},
+            "result": HOSTILE,
+            "status": "ok",
+            "server": HOSTILE,
+        }
+        view = ToolCallView(call)
+        qtbot.addWidget(view)
+        view.button.click()
+        assert view.body.textFormat() == Qt.TextFormat.PlainText
+        assert view.details().count("<img") == 3
+        assert view.button.text() == f"Ran {HOSTILE}"

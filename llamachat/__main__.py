@@ -187,9 +187,9 @@ def _run_gui(args: argparse.Namespace, cfg: config.Config) -> int:
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("llamachat")
     app.setApplicationVersion(__version__)
-    app.setDesktopFileName("llamachat")
+    QApplication.setDesktopFileName("llamachat")
     # The running instance decides when to end: with a tray it outlives its windows.
-    app.setQuitOnLastWindowClosed(False)
+    QApplication.setQuitOnLastWindowClosed(False)
     # A desktop logout sends SIGTERM: end like Quit does, so replies are saved, a
     # managed server stops and the socket goes. Caught from before this process takes
     # the socket, since a SIGTERM may come as soon as it answers there; acted on by the
@@ -225,7 +225,7 @@ def _run_gui(args: argparse.Namespace, cfg: config.Config) -> int:
         # Python only runs signal handlers between bytecodes, so a timer wakes it from
         # Qt's loop now and then, and ends the instance once a SIGTERM came.
         wake = QTimer()
-        wake.timeout.connect(lambda: terminated.is_set() and running.quit())
+        wake.timeout.connect(lambda: running.quit() if terminated.is_set() else None)
         wake.start(SIGNAL_POLL_MS)
         listener.received.connect(lambda handed: _act(running, handed))
         # Said before the first window is built, so it opens saying it.

@@ -2,11 +2,12 @@
 
 `Client.stream_chat()` is a generator of `(kind, piece)` events: `reasoning` and
 `content` deltas, the events its tools hand the window (`search_start` / `search_done`
-around each web search, `skill_loaded` for each skill the model loads), and one final
-`stats` event. With tools on (`tools.Tool`, looked up by name) it runs the tool loop: up
-to a round cap, rounds offer the tools; a round that ends in tool calls gets every call
-answered (failures included, as tool results the model reads, `tools.answer`) and the
-request is sent again; one final round offers no tools, so the model answers.
+around each web search, `skill_loaded` for each skill the model loads, `tool_done` for
+each skill file it reads), and one final `stats` event. With tools on (`tools.Tool`,
+looked up by name) it runs the tool loop: up to a round cap, rounds offer the tools (a
+tool with an empty schema sits a round out); a round that ends in tool calls gets every
+call answered (failures included, as tool results the model reads, `tools.answer`) and
+the request is sent again; one final round offers no tools, so the model answers.
 
 Exceptions, raised by `Client` methods and by the `stream_chat` generator:
 
@@ -33,7 +34,7 @@ import ssl
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -168,6 +169,9 @@ class SkillsConfig:
     enabled: bool = False
     store: skills.SkillStore | None = None
     max_searches: int = 2
+    # The skills already in the conversation: load_skill answers "already loaded" for
+    # them, and read_skill_file reads their files.
+    loaded: tuple[str, ...] = ()
 
 
 def api_base(base_url: str) -> str:
@@ -550,7 +554,7 @@ class _ManagedKey(httpx.Auth):
     def __init__(self, client: Client) -> None:
         self._client = client
 
-    def auth_flow(self, request: httpx.Request) -> Iterator[httpx.Request]:
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
         from .server import managed_key
 
         key = managed_key(self._client.base_url)
@@ -724,11 +728,15 @@ class Client:
         tools: Sequence[Tool] | None = None,
         max_rounds: int | None = None,
         sent: threading.Event | None = None,
-    ) -> Iterator[StreamEvent]:
+        extra_tools: Sequence[Tool] = (),
+        extra_rounds: int = 2,
+    ) -> Generator[StreamEvent, None, None]:
         """Stream one assistant turn as (kind, piece) events, running tools as asked.
 
         The tools offered are `tools` when given (called for up to `max_rounds` rounds,
-        default 2), else the ones `search_cfg` and `skills_cfg` turn on (`tools.offered`).
+        default 2), else the ones `search_cfg` and `skills_cfg` turn on (`tools.offered`)
+        plus `extra_tools` (an MCP server's, for `extra_rounds` rounds; the built-in tools
+        win a clash of names).
         Closing the generator, or setting `cancel`, closes the HTTP response at once so
         the server stops generating; no stats event follows a cancel. `sent` is set once
         the first request has been written to the socket, long before its answer's first
@@ -736,7 +744,9 @@ class Client:
         are never modified.
         """
         if tools is None:
-            offer, rounds = offered(search_cfg, skills_cfg, self._search_client)
+            offer, rounds = offered(
+                search_cfg, skills_cfg, self._search_client, extra_tools, extra_rounds
+            )
         else:
             offer, rounds = list(tools), 2
         if max_rounds is not None:
@@ -745,12 +755,13 @@ class Client:
         convo = [dict(m) for m in messages]
         if any(t.name == search.TOOL_NAME for t in offer):
             convo = _with_date_note(convo)
-        schemas = [t.schema for t in offer]
-
         last: _Round | None = None
         for number in range(rounds + 1):
             state = _Round()
             offering = number < rounds
+            # Per round: a tool may come on mid-turn (read_skill_file once a skill with
+            # files is loaded); an empty schema is a tool not offered yet.
+            schemas = [t.schema for t in offer if t.schema]
             yield from self._stream_round(
                 model, convo, schemas if offering else None, params, cancel, state, sent
             )
@@ -1067,7 +1078,9 @@ def _whole_reply(body: bytes, state: _Round) -> Iterator[StreamEvent]:
     chunk = _json_object(body, "reply")
     choices = chunk.get("choices")
     choice = choices[0] if isinstance(choices, list) and choices else None
-    message = choice.get("message") if isinstance(choice, dict) else None
+    if not isinstance(choice, dict):
+        choice = {}
+    message = choice.get("message")
     if isinstance(message, dict) and isinstance(message.get("tool_calls"), list):
         # Whole tool calls carry no index; give them their position so they merge as one.
         calls = [

@@ -8,8 +8,9 @@ Only the terminal's part is here (arguments, piped stdin, printing, exit codes):
 request is built by `turn`, as the windows build theirs.
 
 A one-shot question is a session of mode "oneshot" in the history (searchable like
-any chat). Skills it names (`/name`, or a skill named as a whole word) and skills the
-model loads apply to that one reply only: they go into that request and nowhere else,
+any chat). Skills it names (`/name`, or a mention as `SkillStore.mentions` rules; a
+one-word mention is only pointed out on stderr) and skills the model loads apply to
+that one reply only: they go into that request and nowhere else,
 and nothing is written to the session's `skills`.
 
 Exit codes of `run()`: 0 answered, 1 the question could not be answered (no router,
@@ -36,7 +37,7 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
-from . import backend, prompts, providers, server, turn
+from . import backend, mcp_tools, prompts, providers, server, turn
 from .config import Config
 from .db import History, HistoryError
 
@@ -124,6 +125,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-reasoning", action="store_true", help="hide the model's reasoning (else on stderr)"
     )
+    parser.add_argument(
+        "--allow-tools",
+        action="store_true",
+        help="let the model run MCP tools without asking (else only the always-allowed ones)",
+    )
 
 
 class _Record:
@@ -204,7 +210,12 @@ def run(
     try:
         typed = " ".join(args.question)
         store = turn.skill_store(cfg)
-        question = turn.parse_question(typed, store)
+        question = turn.parse_question(typed, store, always=cfg.skill_mentions)
+        if question.suggested:
+            # A one-word mention may mean the word, not the skill: say how to load it.
+            names = ", ".join(question.suggested)
+            loads = " ".join(f"/{name}" for name in question.suggested)
+            _say(f"mentioned, not loaded: skill {names} (add {loads} to load it)", err)
         text = with_input(question.text, read_piped(stdin))
         if not text.strip():
             if question.commands:
@@ -249,6 +260,27 @@ def run(
             managed.stop()
 
 
+def _mcp_tools(
+    cfg: Config, args: argparse.Namespace, err: TextIO
+) -> tuple[mcp_tools.Hub | None, list[mcp_tools.McpTool]]:
+    """The MCP tools `ask --print` offers: the hub (to close) and its tools.
+
+    Nobody can be asked in a terminal pipe: a tool runs with --allow-tools or when it
+    is always allowed in the config; any other call is denied, and said on stderr.
+    """
+    if not any(server.enabled for server in cfg.mcp_servers):
+        return None, []
+
+    def consent(name: str, _arguments: str) -> str:
+        if getattr(args, "allow_tools", False) or name in cfg.mcp_allowed_tools:
+            return mcp_tools.ALLOW_ONCE
+        _say(f"not run: {name} (pass --allow-tools to let the model run MCP tools)", err)
+        return mcp_tools.DENY
+
+    hub = mcp_tools.Hub(cfg.mcp_servers)
+    return hub, hub.turn_tools(consent=consent, disabled=cfg.mcp_disabled_tools)
+
+
 def _stream(
     registry: providers.Registry,
     request: turn.Turn,
@@ -269,11 +301,14 @@ def _stream(
     # In a terminal the reasoning gets a line of its own. The answer always ends with a
     # line break, as a command's output does (a shell prompt or `>> file` follows it).
     err_tty = _isatty(err)
+    hub, extra = _mcp_tools(cfg, args, err)
     stream = client.stream_chat(
         wire_model,
         request.messages(),
         search_cfg=request.search_cfg,
         skills_cfg=request.skills_cfg,
+        extra_tools=extra,
+        extra_rounds=cfg.max_searches,
     )
     try:
         for kind, value in stream:
@@ -305,6 +340,8 @@ def _stream(
             os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
     finally:
         stream.close()
+        if hub is not None:
+            hub.close()
         record.update(
             content,
             reasoning,

@@ -23,6 +23,7 @@ together), so the documentation a user reads is the file they get.
 from __future__ import annotations
 
 import difflib
+import json
 import logging
 import math
 import os
@@ -60,6 +61,8 @@ class Kind:
     wanted: str
     # A list whose items must all be strings.
     str_items: bool = False
+    # A list of [[tables]]: the default file shows them in the key's comment.
+    tables: bool = False
 
 
 _STR = Kind((str,), "a string")
@@ -67,7 +70,9 @@ _BOOL = Kind((bool,), "true or false")
 _INT = Kind((int,), "an integer")
 _NUMBER = Kind((int, float), "a number")
 _STR_LIST = Kind((list,), "a list of strings", str_items=True)
-_TABLES = Kind((list,), "a list of [[providers]] tables")
+_TABLES = Kind((list,), "a list of [[providers]] tables", tables=True)
+_SERVER_TABLES = Kind((list,), "a list of [[mcp_servers]] tables", tables=True)
+_STR_TABLE = Kind((dict,), "a table of strings", str_items=True)
 
 
 def _no_less_than_zero(name: str) -> Callable[[Any], str | None]:
@@ -121,7 +126,7 @@ class Key:
     def text(self) -> str:
         """The key's block in the default configuration file."""
         comment = "".join(f"# {line}".rstrip() + "\n" for line in self.comment.splitlines())
-        if self.kind is _TABLES:
+        if self.kind.tables:
             return comment  # the example tables are part of the comment
         if self.example is not None:
             return f"{comment}# {self.name} = {_toml(self.example)}\n"
@@ -206,6 +211,15 @@ KEYS: tuple[Key, ...] = (
         example=["~/work/team-skills"],
     ),
     Key(
+        "skill_mentions",
+        [],
+        _STR_LIST,
+        "Skills that load as soon as a message names them, even by a one-word name\n"
+        '("pdf"). Other one-word mentions are offered as a suggestion to click; the\n'
+        'Skills panel\'s "Load when mentioned" sets this.',
+        example=["pdf"],
+    ),
+    Key(
         "history_path",
         "",
         _STR,
@@ -283,6 +297,28 @@ KEYS: tuple[Key, ...] = (
         example=["--ctx-size", "16384", "--n-gpu-layers", "99"],
     ),
     Key(
+        "mcp_config",
+        "",
+        _STR,
+        'An mcp.json of Claude Desktop, Cursor or LM Studio ({"mcpServers": {...}}),\n'
+        "read in place at each start: its servers join the [[mcp_servers]] below.",
+        example="~/.cursor/mcp.json",
+    ),
+    Key(
+        "mcp_allowed_tools",
+        [],
+        _STR_LIST,
+        'MCP tools that run without asking ("Always allow this tool"), as <server>_<tool>.',
+        example=["time_get_current_time"],
+    ),
+    Key(
+        "mcp_disabled_tools",
+        [],
+        _STR_LIST,
+        "MCP tools never offered to the model (switched off in the MCP panel).",
+        example=["git_git_reset"],
+    ),
+    Key(
         "providers",
         [],
         _TABLES,
@@ -297,6 +333,28 @@ KEYS: tuple[Key, ...] = (
         'api_key_env = "OPENROUTER_API_KEY"\n'
         'models = ["deepseek/deepseek-chat"]',
     ),
+    Key(
+        "mcp_servers",
+        [],
+        _SERVER_TABLES,
+        "MCP (Model Context Protocol) servers whose tools the model may call, one\n"
+        "[[mcp_servers]] table each. A local server is a command (with args, env, cwd);\n"
+        "a remote one is a url (Streamable HTTP). Secrets are never written here: env_vars\n"
+        "and headers_env name environment variables of yours that hold them. Optional:\n"
+        "enabled (default true), autostart (start with llamachat instead of at the first\n"
+        "reply that offers its tools), timeout (seconds per call, default 60).\n"
+        "Its tools are named <name>_<tool>; the first call of each asks you first.\n"
+        "\n"
+        "[[mcp_servers]]\n"
+        'name = "time"\n'
+        'command = "uvx"\n'
+        'args = ["mcp-server-time"]\n'
+        "\n"
+        "[[mcp_servers]]\n"
+        'name = "github"\n'
+        'url = "https://api.githubcopilot.com/mcp/"\n'
+        'headers_env = { Authorization = "GITHUB_MCP_AUTHORIZATION" }',
+    ),
 )
 KEY = {key.name: key for key in KEYS}
 
@@ -308,6 +366,26 @@ DEFAULTS: dict[str, object] = {key.name: key.default for key in KEYS}
 
 PROVIDER_KEYS = ("name", "base_url", "api_key_env", "models")
 _PROVIDER_TYPES = {"name": _STR, "base_url": _STR, "api_key_env": _STR, "models": _STR_LIST}
+
+# The keys of an [[mcp_servers]] table.
+_MCP_SERVER_TYPES = {
+    "name": _STR,
+    "command": _STR,
+    "args": _STR_LIST,
+    "env": _STR_TABLE,
+    "env_vars": _STR_TABLE,
+    "cwd": _STR,
+    "url": _STR,
+    "headers_env": _STR_TABLE,
+    "enabled": _BOOL,
+    "autostart": _BOOL,
+    "timeout": _NUMBER,
+}
+MCP_SERVER_KEYS = tuple(_MCP_SERVER_TYPES)
+MCP_TIMEOUT = 60.0
+# A server name becomes the first part of its tools' names (<server>_<tool>), which
+# the OpenAI tools API limits to these characters.
+_MCP_NAME = re.compile(r"^[A-Za-z0-9-]{1,32}$")
 
 
 def _default(name: str) -> Any:
@@ -352,6 +430,45 @@ class ProviderConfig:
         return _env_key(self.api_key_env)
 
 
+@dataclass(frozen=True)
+class McpServerConfig:
+    """An MCP server from an [[mcp_servers]] table (or an mcp.json entry): stdio or HTTP."""
+
+    name: str
+    command: str = ""
+    args: tuple[str, ...] = ()
+    # Values written in the file, and variables named for secrets, read at each start.
+    env: tuple[tuple[str, str], ...] = ()
+    env_vars: tuple[tuple[str, str], ...] = ()
+    cwd: Path | None = None
+    url: str = ""
+    headers_env: tuple[tuple[str, str], ...] = ()
+    # Only from an mcp.json read in place: the user's own file holds them, not ours.
+    header_values: tuple[tuple[str, str], ...] = ()
+    enabled: bool = True
+    autostart: bool = False
+    timeout: float = MCP_TIMEOUT
+
+    def environment(self) -> dict[str, str]:
+        """The variables the server is started with beyond the SDK's safe defaults."""
+        resolved = dict(self.env)
+        for name, variable in self.env_vars:
+            value = os.environ.get(variable)
+            if value is not None:
+                resolved[name] = value
+        return resolved
+
+    def headers(self) -> dict[str, str]:
+        """The HTTP headers sent to a remote server, each read from its variable."""
+        found = {name: value for name, var in self.headers_env if (value := _env_key(var))}
+        return {**dict(self.header_values), **found}
+
+    def missing_variables(self) -> list[str]:
+        """The variables env_vars and headers_env name that are not set."""
+        named = [var for _n, var in (*self.env_vars, *self.headers_env)]
+        return [var for var in named if not os.environ.get(var)]
+
+
 def _env_key(variable: str) -> str | None:
     """The key in environment variable `variable`; None when none is named, unset or empty."""
     # A key file saved on Windows, or `export KEY="$(cat key.txt)"` with a trailing
@@ -380,6 +497,7 @@ class Config:
     skills_enabled: bool = _default("skills_enabled")
     skills_dir: Path = field(default_factory=lambda: Path(_default("skills_dir")).expanduser())
     skills_dirs: tuple[Path, ...] = ()
+    skill_mentions: tuple[str, ...] = ()
     history_path: Path = field(default_factory=lambda: _data_dir() / "history.db")
     prompts_dir: Path = field(default_factory=lambda: _data_dir() / "prompts")
     providers: tuple[ProviderConfig, ...] = ()
@@ -391,6 +509,10 @@ class Config:
     server_args: tuple[str, ...] = ()
     idle_timeout: float = _default("idle_timeout")
     font_size: int = _default("font_size")
+    mcp_servers: tuple[McpServerConfig, ...] = ()
+    mcp_config: Path | None = None
+    mcp_allowed_tools: tuple[str, ...] = ()
+    mcp_disabled_tools: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # The flags are resolved here, not only in load(), so a Config built in code
@@ -457,7 +579,12 @@ def update_file(path: Path, values: dict[str, object]) -> None:
         raise ConfigError(
             f"cannot read the configuration: {exc.strerror or exc}", path=path
         ) from None
-    new_text = update_text(text, values)
+    _replace_file(path, update_text(text, values))
+    log.info("saved %s to %s", ", ".join(values), path)
+
+
+def _replace_file(path: Path, new_text: str) -> None:
+    """Write `new_text` over the config file once it loads; else ConfigError, file untouched."""
     temp = path.with_name(f".{path.name}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -475,7 +602,6 @@ def update_file(path: Path, values: dict[str, object]) -> None:
         ) from None
     finally:
         temp.unlink(missing_ok=True)
-    log.info("saved %s to %s", ", ".join(values), path)
 
 
 def _toml_value(value: object) -> object:
@@ -582,6 +708,12 @@ def _check_type(value: object, kind: Kind, name: str) -> str | None:
         return f"{name} must be {kind.wanted}, got {_type_name(value)}"
     if kind.str_items and isinstance(value, list) and not all(isinstance(i, str) for i in value):
         return f"{name} must be {kind.wanted}"
+    if (
+        kind.str_items
+        and isinstance(value, dict)
+        and not all(isinstance(i, str) for i in value.values())
+    ):
+        return f"{name} must be {kind.wanted}"
     return None
 
 
@@ -652,6 +784,8 @@ def _check(data: dict[str, Any], text: str, path: Path) -> None:
                 fail(f"{key}: {problem}", key, line)
         if key == "providers":
             _check_providers(value, text, fail)
+        if key == "mcp_servers":
+            _check_mcp_servers(value, text, fail)
 
 
 def _check_providers(
@@ -700,6 +834,183 @@ def _check_providers(
             )
 
 
+def _check_mcp_servers(
+    servers: list[Any],
+    text: str,
+    fail: Callable[[str, str, int | None], NoReturn],
+    *,
+    table: str = "mcp_servers",
+    types: dict[str, Kind] = _MCP_SERVER_TYPES,
+) -> None:
+    names: set[str] = set()
+    for index, entry in enumerate(servers):
+        label = f"{table}[{index + 1}]"
+        table_line = _line_of(text, None, table=table, index=index) or _line_of(text, table)
+
+        def line_of(
+            key: str, index: int = index, table_line: int | None = table_line
+        ) -> int | None:
+            return _line_of(text, key, table=table, index=index) or table_line
+
+        if not isinstance(entry, dict):
+            fail(f"{label} must be a table, got {_type_name(entry)}", table, table_line)
+        for key, value in entry.items():
+            name = f"{label}.{key}"
+            if key not in types:
+                fail(_unknown(key, tuple(types), name), name, line_of(key))
+            problem = _check_type(value, types[key], name)
+            if problem:
+                fail(problem, name, line_of(key))
+        server = entry.get("name", "")
+        if not server:
+            fail(f"{label} needs a name", f"{label}.name", table_line)
+        if not _MCP_NAME.match(server):
+            fail(
+                f"{label}.name must be 1 to 32 letters, digits or '-' (its tools are "
+                f"named '<name>_<tool>'), got '{server}'",
+                f"{label}.name",
+                line_of("name"),
+            )
+        if server in names:
+            fail(f"two MCP servers are named '{server}'", f"{label}.name", line_of("name"))
+        names.add(server)
+        if bool(entry.get("command")) == bool(entry.get("url")):
+            fail(
+                f"{label} needs either a command (a local server) or a url (a remote one)",
+                f"{label}.command",
+                table_line,
+            )
+        if entry.get("url") and not _is_url(entry["url"]):
+            fail(
+                f"{label}.url must start with http:// or https:// and be a valid URL, "
+                f"got '{entry['url']}'",
+                f"{label}.url",
+                line_of("url"),
+            )
+        timeout = entry.get("timeout", MCP_TIMEOUT)
+        if not math.isfinite(timeout) or timeout <= 0:
+            fail(
+                f"{label}.timeout must be more than 0 seconds, got {timeout}",
+                f"{label}.timeout",
+                line_of("timeout"),
+            )
+
+
+def _mcp_server(entry: dict[str, Any], path: Path) -> McpServerConfig:
+    return McpServerConfig(
+        name=entry["name"],
+        command=os.path.expanduser(entry.get("command", "")),
+        args=tuple(entry.get("args", ())),
+        env=tuple(entry.get("env", {}).items()),
+        env_vars=tuple(entry.get("env_vars", {}).items()),
+        cwd=_path(entry["cwd"], path) if entry.get("cwd") else None,
+        url=entry.get("url", ""),
+        headers_env=tuple(entry.get("headers_env", {}).items()),
+        header_values=tuple(entry.get("headers", {}).items()),
+        enabled=entry.get("enabled", True),
+        autostart=entry.get("autostart", False),
+        timeout=float(entry.get("timeout", MCP_TIMEOUT)),
+    )
+
+
+# Environment variables whose names say they hold a secret: an import names them
+# instead of copying their values into config.toml.
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|AUTH|CREDENTIAL", re.IGNORECASE)
+
+
+def mcp_json_servers(path: Path, *, for_import: bool = False) -> tuple[list[dict], list[str]]:
+    """The [[mcp_servers]] tables of an mcp.json file, and notes for the user.
+
+    With `for_import`, secret-looking env values and every header are left out of
+    the tables (they would be written to config.toml): each becomes a variable the
+    user sets, named in the notes. Raises ConfigError naming the file and line.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read the MCP servers file: {exc.strerror or exc}", path=path
+        ) from None
+    except UnicodeDecodeError:
+        raise ConfigError("the MCP servers file is not UTF-8 text", path=path) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"invalid JSON: {exc.msg}", path=path, line=exc.lineno) from None
+    servers = data.get("mcpServers") if isinstance(data, dict) else None
+    if not isinstance(servers, dict):
+        raise ConfigError(
+            'this is not an MCP servers file: it has no "mcpServers" object', path=path
+        )
+    tables: list[dict] = []
+    notes: list[str] = []
+    for name, spec in servers.items():
+        if not isinstance(spec, dict):
+            raise ConfigError(f"mcpServers.{name} must be an object", path=path)
+        clean = re.sub(r"[^A-Za-z0-9-]", "-", str(name))[:32] or "server"
+        table: dict[str, Any] = {"name": clean}
+        for key in ("command", "url", "cwd"):
+            if isinstance(spec.get(key), str) and spec[key]:
+                table[key] = spec[key]
+        if isinstance(spec.get("serverUrl"), str) and "url" not in table:
+            table["url"] = spec["serverUrl"]  # Windsurf's spelling
+        args = spec.get("args")
+        if isinstance(args, list):
+            table["args"] = [str(a) for a in args]
+        env = spec.get("env")
+        for variable, value in (env if isinstance(env, dict) else {}).items():
+            if for_import and _SECRET_NAME.search(variable):
+                table.setdefault("env_vars", {})[variable] = variable
+                notes.append(f"{clean}: set {variable} in your environment (not copied)")
+            else:
+                table.setdefault("env", {})[variable] = str(value)
+        headers = spec.get("headers")
+        for header, value in (headers if isinstance(headers, dict) else {}).items():
+            if for_import:
+                variable = re.sub(r"[^A-Z0-9]", "_", f"MCP_{clean}_{header}".upper())
+                table.setdefault("headers_env", {})[header] = variable
+                notes.append(f"{clean}: set {variable} to the {header} header (not copied)")
+            else:
+                table.setdefault("headers", {})[header] = str(value)
+        if spec.get("disabled") is True:
+            table["enabled"] = False
+        tables.append(table)
+
+    def fail(message: str, key: str, line: int | None) -> NoReturn:
+        raise ConfigError(message.replace("mcp_servers[", "mcpServers["), path=path, key=key)
+
+    _check_mcp_servers(tables, "", fail, types={**_MCP_SERVER_TYPES, "headers": _STR_TABLE})
+    return tables, notes
+
+
+def append_tables(path: Path, key: str, tables: list[dict]) -> None:
+    """Add [[key]] tables at the end of the config file (created from DEFAULT_TEXT).
+
+    Validated like update_file: a file that would not load is left as it was.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig") if path.exists() else DEFAULT_TEXT
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read the configuration: {exc.strerror or exc}", path=path
+        ) from None
+    blocks = []
+    for table in tables:
+        lines = [f"[[{key}]]"]
+        for name, value in table.items():
+            item = tomlkit.inline_table() if isinstance(value, dict) else None
+            if item is not None:
+                item.update(value)
+            lines.append(
+                f"{name} = {tomlkit.item(item if item is not None else value).as_string()}"
+            )
+        blocks.append("\n".join(lines) + "\n")
+    _replace_file(path, text.rstrip("\n") + "\n\n" + "\n".join(blocks))
+    log.info("added %d [[%s]] tables to %s", len(tables), key, path)
+
+
 def _path(value: str, config_path: Path) -> Path:
     resolved = Path(value).expanduser()
     # A desktop program's working folder is arbitrary, so the config file's folder
@@ -726,6 +1037,7 @@ def _build(data: dict[str, Any], path: Path) -> Config:
         skills_enabled=v["skills_enabled"],
         skills_dir=folder("skills_dir", Path(str(DEFAULTS["skills_dir"])).expanduser()),
         skills_dirs=tuple(_path(p, path) for p in v["skills_dirs"] if p),
+        skill_mentions=tuple(name.strip() for name in v["skill_mentions"] if name.strip()),
         history_path=folder("history_path", data_dir / "history.db"),
         prompts_dir=folder("prompts_dir", data_dir / "prompts"),
         providers=tuple(
@@ -745,4 +1057,23 @@ def _build(data: dict[str, Any], path: Path) -> Config:
         server_args=tuple(v["server_args"]),
         idle_timeout=float(v["idle_timeout"]),
         font_size=v["font_size"],
+        mcp_servers=_mcp_servers(v, path),
+        mcp_config=_path(v["mcp_config"], path) if v["mcp_config"] else None,
+        mcp_allowed_tools=tuple(v["mcp_allowed_tools"]),
+        mcp_disabled_tools=tuple(v["mcp_disabled_tools"]),
     )
+
+
+def _mcp_servers(v: dict[str, Any], path: Path) -> tuple[McpServerConfig, ...]:
+    """The [[mcp_servers]] tables, then those of mcp_config that config.toml does not name."""
+    servers = [_mcp_server(entry, path) for entry in v["mcp_servers"]]
+    if v["mcp_config"]:
+        json_path = _path(v["mcp_config"], path)
+        if not json_path.exists():
+            # Another program's file, which may come later: not a reason to refuse to start.
+            log.warning("mcp_config: %s does not exist; no servers read from it", json_path)
+            return tuple(servers)
+        tables, _notes = mcp_json_servers(json_path)
+        names = {server.name for server in servers}
+        servers.extend(_mcp_server(t, json_path) for t in tables if t["name"] not in names)
+    return tuple(servers)

@@ -33,7 +33,7 @@ import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Self, TypedDict, cast
+from typing import Any, Literal, Self, TypedDict, cast
 
 log = logging.getLogger(__name__)
 
@@ -41,12 +41,36 @@ MODES = ("chat", "oneshot")
 ROLES = ("user", "assistant", "system", "tool")
 STATUSES = ("complete", "streaming", "stopped", "error")
 EXPORT_FORMAT = "llamachat-session"
-EXPORT_VERSION = 1
+# 1: one list of messages, a single path. 2: every message has an "id" and a "parent"
+# (null for a first question) and the session names its "active" leaf: the whole tree.
+EXPORT_VERSION = 2
 BUSY_TIMEOUT_S = 5.0
 # Deleted chats older than this are purged when a History opens. Undo is offered for
 # seconds; the margin keeps a second llamachat process (`ask --print`) from purging a
 # chat the window still offers to restore.
 PURGE_AFTER_S = 600.0
+
+# Links a message to the one written before it in its session: `_CHAIN` every message
+# without a parent (the migration to trees: each session becomes one path), `_REPAIR`
+# those whose parent is gone (after a salvage). Both give a session without a live
+# active leaf its newest message.
+_PARENT_BEFORE = """
+    UPDATE messages SET parent_id = (
+        SELECT max(p.id) FROM messages p
+        WHERE p.session_id = messages.session_id AND p.id < messages.id)
+"""
+_ACTIVE_NEWEST = """
+    UPDATE sessions SET active_leaf = (
+        SELECT max(m.id) FROM messages m WHERE m.session_id = sessions.id)
+    WHERE active_leaf IS NULL OR active_leaf NOT IN (
+        SELECT m.id FROM messages m WHERE m.session_id = sessions.id);
+"""
+_CHAIN = _PARENT_BEFORE + " WHERE parent_id IS NULL;\n" + _ACTIVE_NEWEST
+_REPAIR = (
+    _PARENT_BEFORE
+    + " WHERE parent_id IS NOT NULL AND parent_id NOT IN (SELECT id FROM messages);\n"
+    + _ACTIVE_NEWEST
+)
 
 # Append-only: never edit an entry once released, add a new one.
 MIGRATIONS: list[str] = [
@@ -104,6 +128,15 @@ MIGRATIONS: list[str] = [
     -- Index rows that a pre-versioned database already held.
     INSERT INTO messages_fts (messages_fts) VALUES ('rebuild');
     """,
+    # 2: conversations as trees. A message's parent is the one it answers or follows
+    # (NULL for a first question); a session shows the path from a root to its
+    # active leaf. Every existing session becomes one path, in the order it was written.
+    """
+    ALTER TABLE messages ADD COLUMN parent_id INTEGER;
+    ALTER TABLE sessions ADD COLUMN active_leaf INTEGER;
+    CREATE INDEX IF NOT EXISTS messages_by_parent ON messages (session_id, parent_id, id);
+    """
+    + _CHAIN,
 ]
 
 # Columns a pre-versioned table may lack, with the definitions ALTER TABLE can add
@@ -138,13 +171,21 @@ _SESSION_COLUMNS = (
     "id, mode, title, model, prompt_name, prompt_custom, skills, created_at, updated_at"
 )
 _MESSAGE_COLUMNS = (
-    "id, session_id, role, content, reasoning, tool_calls, attachments, model, status, "
-    "error, usage, timings, created_at"
+    "id, session_id, parent_id, role, content, reasoning, tool_calls, attachments, model, "
+    "status, error, usage, timings, created_at"
 )
 _INSERT_MESSAGE = (
-    "INSERT INTO messages (session_id, role, content, reasoning, tool_calls,"
+    "INSERT INTO messages (session_id, parent_id, role, content, reasoning, tool_calls,"
     " attachments, model, status, error, usage, timings, created_at)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+# The path from a root to a leaf (bound twice: the leaf, its session), as message ids.
+_PATH_TO = (
+    "WITH RECURSIVE path(id) AS (SELECT ? UNION ALL"
+    " SELECT m.parent_id FROM messages m JOIN path ON m.id = path.id"
+    " WHERE m.parent_id IS NOT NULL)"
+    " SELECT {columns} FROM messages WHERE session_id = ? AND id IN (SELECT id FROM path)"
+    " ORDER BY id"
 )
 _JSON_LISTS = ("skills", "tool_calls", "attachments")
 _JSON_DICTS = ("usage", "timings")
@@ -198,10 +239,17 @@ class NewMessage(TypedDict):
 
 
 class MessageRow(NewMessage):
-    """A message as History returns it."""
+    """A message as History returns it, on its session's active path.
+
+    `versions` are the ids of the message and its siblings (the other replies to the
+    same question, the other edits of the same message), oldest first; [] when it has
+    none.
+    """
 
     id: int
     session_id: int
+    parent_id: int | None
+    versions: list[int]
 
 
 class HistoryError(Exception):
@@ -244,11 +292,12 @@ def _decode(row: sqlite3.Row) -> dict[str, Any]:
         if key in _JSON_LISTS or key in _JSON_DICTS:
             empty: list | dict = [] if key in _JSON_LISTS else {}
             try:
-                decoded = json.loads(value) if value else empty
+                # Most rows hold no tool calls, attachments or figures: skip the parser.
+                decoded = json.loads(value) if value and value not in ("[]", "{}") else empty
             except ValueError:
                 decoded = empty
             item[key] = decoded if isinstance(decoded, type(empty)) else empty
-        elif value is None and key not in ("id", "session_id"):
+        elif value is None and key not in ("id", "session_id", "parent_id"):
             item[key] = ""  # the seed's schema allowed NULL titles and models
         elif key in ("created_at", "updated_at"):
             item[key] = float(value)
@@ -267,10 +316,11 @@ def _like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def _message_row(session_id: int, message: NewMessage) -> tuple:
+def _message_row(session_id: int, parent_id: int | None, message: NewMessage) -> tuple:
     """The values of _INSERT_MESSAGE for a message dict, lists and dicts as JSON."""
     return (
         session_id,
+        parent_id,
         message["role"],
         message["content"],
         message["reasoning"],
@@ -283,6 +333,11 @@ def _message_row(session_id: int, message: NewMessage) -> tuple:
         json.dumps(message["timings"]),
         message["created_at"],
     )
+
+
+def _stored(message: MessageRow) -> NewMessage:
+    """A message's stored fields, without its place in a session."""
+    return cast(NewMessage, {key: message[key] for key in _MESSAGE_FIELDS})  # type: ignore[literal-required]
 
 
 def _title_from(content: str) -> str:
@@ -407,7 +462,7 @@ class History:
         try:
             with self._transaction() as conn:
                 known = _LEGACY_COLUMNS["sessions"]
-                columns = [c for c in names["sessions"] if c in known or c == "id"]
+                columns = [c for c in names["sessions"] if c in known or c in ("id", "active_leaf")]
                 for row in _readable_rows(old, "sessions", columns) if "id" in columns else ():
                     try:
                         conn.execute(
@@ -419,7 +474,11 @@ class History:
                         continue
                     sessions.add(row[columns.index("id")])
                 known = _LEGACY_COLUMNS["messages"]
-                columns = [c for c in names["messages"] if c in known or c in ("id", "session_id")]
+                columns = [
+                    c
+                    for c in names["messages"]
+                    if c in known or c in ("id", "session_id", "parent_id")
+                ]
                 if "session_id" not in columns or "role" not in names["messages"]:
                     columns = []
                 else:
@@ -446,6 +505,11 @@ class History:
                     except sqlite3.IntegrityError:
                         continue
                     messages += 1
+                # A damaged page cost some messages their parent: they follow the one
+                # written before them (a file from before trees gets each session as a path).
+                relink = _REPAIR if "parent_id" in names["messages"] else _CHAIN
+                for statement in _statements(relink):
+                    conn.execute(statement)
         finally:
             old.close()
         log.warning("salvaged %d sessions and %d messages from %s", len(sessions), messages, source)
@@ -681,8 +745,13 @@ class History:
         error: str = "",
         usage: dict | None = None,
         timings: dict | None = None,
+        parent: int | None | Literal["active"] = "active",
     ) -> int:
-        """Append a message to a session and return its id."""
+        """Add a message and make it the session's active leaf; its id.
+
+        It follows `parent` (by default the active leaf, so a session grows as one path;
+        None: a first question). A sibling of an existing message is a new version of it.
+        """
         if role not in ROLES:
             raise ValueError(f"role must be one of {ROLES}, got {role!r}")
         if status not in STATUSES:
@@ -702,26 +771,66 @@ class History:
                 "timings": timings or {},
                 "created_at": time.time(),
             },
+            parent,
         )
 
-    def _insert_message(self, session_id: int, message: NewMessage) -> int:
+    def _insert_message(
+        self, session_id: int, message: NewMessage, parent: int | None | Literal["active"]
+    ) -> int:
         with self._transaction() as conn:
-            exists = conn.execute(
-                "SELECT title FROM sessions WHERE id = ?", (session_id,)
+            session = conn.execute(
+                "SELECT title, active_leaf FROM sessions WHERE id = ?", (session_id,)
             ).fetchone()
-            if exists is None:
+            if session is None:
                 raise HistoryError(f"no session {session_id} in the history")
-            cursor = conn.execute(_INSERT_MESSAGE, _message_row(session_id, message))
+            parent_id = session["active_leaf"] if parent == "active" else parent
+            if (
+                parent_id is not None
+                and conn.execute(
+                    "SELECT 1 FROM messages WHERE id = ? AND session_id = ?",
+                    (parent_id, session_id),
+                ).fetchone()
+                is None
+            ):
+                raise HistoryError(f"no message {parent_id} in session {session_id}")
+            cursor = conn.execute(_INSERT_MESSAGE, _message_row(session_id, parent_id, message))
+            message_id = int(cursor.lastrowid)  # type: ignore[arg-type]
             conn.execute(
-                "UPDATE sessions SET updated_at = max(updated_at, ?) WHERE id = ?",
-                (message["created_at"], session_id),
+                "UPDATE sessions SET updated_at = max(updated_at, ?), active_leaf = ? WHERE id = ?",
+                (message["created_at"], message_id, session_id),
             )
-            if message["role"] == "user" and not exists["title"]:
-                conn.execute(
-                    "UPDATE sessions SET title = ? WHERE id = ?",
-                    (_title_from(message["content"]), session_id),
-                )
-            return int(cursor.lastrowid)  # type: ignore[arg-type]
+            if message["role"] == "user":
+                self._follow_first_question(conn, session_id, session["title"], message_id)
+            return message_id
+
+    @staticmethod
+    def _follow_first_question(
+        conn: sqlite3.Connection, session_id: int, title: str, message_id: int
+    ) -> None:
+        """Name the chat after its first question, or after a new version of it unless the
+        user named the chat (a title taken from an earlier version is automatic too)."""
+        row = conn.execute(
+            "SELECT parent_id, content FROM messages WHERE id = ?", (message_id,)
+        ).fetchone()
+        if title:
+            earlier = conn.execute(
+                "SELECT content FROM messages WHERE session_id = ? AND role = 'user' AND id != ?"
+                " AND parent_id IS ?",
+                (session_id, message_id, row["parent_id"]),
+            ).fetchall()
+            if all(_title_from(other[0]) != title for other in earlier):
+                return
+            asked_before = conn.execute(
+                "WITH RECURSIVE up(id) AS (SELECT ? UNION ALL SELECT m.parent_id FROM messages m"
+                " JOIN up ON m.id = up.id WHERE m.parent_id IS NOT NULL)"
+                " SELECT 1 FROM messages WHERE id IN (SELECT id FROM up) AND role = 'user'",
+                (row["parent_id"],),
+            ).fetchone()
+            if asked_before is not None:
+                return
+        conn.execute(
+            "UPDATE sessions SET title = ? WHERE id = ?", (_title_from(row["content"]), session_id)
+        )
 
     def update_message(
         self,
@@ -756,36 +865,114 @@ class History:
         )
 
     def messages(self, session_id: int) -> list[MessageRow]:
-        """A session's messages in order."""
+        """The messages on a session's active path, first question first."""
         rows = self._read(
-            f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? ORDER BY id",
-            (session_id,),
+            "SELECT coalesce(active_leaf, (SELECT max(id) FROM messages WHERE session_id = ?))"
+            " FROM sessions WHERE id = ?",
+            (session_id, session_id),
         )
-        return [cast(MessageRow, _decode(row)) for row in rows]
+        if not rows or rows[0][0] is None:
+            return []
+        return self._path(session_id, rows[0][0])
+
+    def _path(self, session_id: int, leaf: int) -> list[MessageRow]:
+        """The messages from a root down to `leaf`, each with its versions."""
+        rows = self._read(_PATH_TO.format(columns=_MESSAGE_COLUMNS), (leaf, session_id))
+        # Only the few parents with more than one child are looked at twice.
+        siblings: dict[int | None, list[int]] = {}
+        for row in self._read(
+            "SELECT parent_id, id FROM messages WHERE session_id = ? AND coalesce(parent_id, 0)"
+            " IN (SELECT coalesce(parent_id, 0) FROM messages WHERE session_id = ?"
+            " GROUP BY coalesce(parent_id, 0) HAVING count(*) > 1) ORDER BY id",
+            (session_id, session_id),
+        ):
+            siblings.setdefault(row[0], []).append(row[1])
+        path = []
+        for row in rows:
+            message = cast(MessageRow, _decode(row))
+            message["versions"] = siblings.get(message["parent_id"], [])
+            path.append(message)
+        return path
 
     def message_count(self, session_id: int) -> int:
-        """How many messages a session holds."""
+        """How many messages a session holds, on every branch."""
         rows = self._read("SELECT count(*) FROM messages WHERE session_id = ?", (session_id,))
         return int(rows[0][0])
 
-    def delete_messages_from(self, session_id: int, message_id: int) -> None:
-        """Delete this message and every later one in the session (regenerate, edit).
+    def select_version(self, session_id: int, message_id: int) -> list[MessageRow]:
+        """Make the path through `message_id` the active one; its messages.
 
-        When the first question goes, an automatic title (the one taken from it) goes
-        too, so the edited question names the chat; a title the user gave stays.
+        Below `message_id` the path follows the newest reply at each step, so switching
+        to a version shows it with everything that followed it.
         """
+        rows = self._read(
+            "WITH RECURSIVE down(id) AS (SELECT id FROM messages WHERE id = ? AND session_id = ?"
+            " UNION ALL SELECT (SELECT max(c.id) FROM messages c"
+            "  WHERE c.session_id = ? AND c.parent_id = down.id) FROM down"
+            " WHERE down.id IS NOT NULL)"
+            " SELECT max(id) FROM down",
+            (message_id, session_id, session_id),
+        )
+        leaf = rows[0][0] if rows else None
+        if leaf is None:
+            raise HistoryError(f"no message {message_id} in session {session_id}")
+        self._write("UPDATE sessions SET active_leaf = ? WHERE id = ?", (leaf, session_id))
+        return self._path(session_id, leaf)
+
+    def delete_branch(self, message_id: int) -> None:
+        """Delete a message and every message that follows it, on all branches (a failed
+        reply that a retry replaces). The active path then ends at its parent."""
         with self._transaction() as conn:
-            first = conn.execute(
-                "SELECT m.id, m.content, s.title FROM messages m JOIN sessions s"
-                " ON s.id = m.session_id WHERE m.session_id = ? AND m.role = 'user'"
-                " ORDER BY m.id LIMIT 1",
-                (session_id,),
+            row = conn.execute(
+                "SELECT session_id, parent_id FROM messages WHERE id = ?", (message_id,)
             ).fetchone()
+            if row is None:
+                return
             conn.execute(
-                "DELETE FROM messages WHERE session_id = ? AND id >= ?", (session_id, message_id)
+                "WITH RECURSIVE branch(id) AS (SELECT ? UNION ALL"
+                " SELECT m.id FROM messages m JOIN branch ON m.parent_id = branch.id"
+                " WHERE m.session_id = ?)"
+                " DELETE FROM messages WHERE id IN (SELECT id FROM branch)",
+                (message_id, row["session_id"]),
             )
-            if first is not None and first[0] >= message_id and first[2] == _title_from(first[1]):
-                conn.execute("UPDATE sessions SET title = '' WHERE id = ?", (session_id,))
+            conn.execute(
+                "UPDATE sessions SET active_leaf = ? WHERE id = ? AND (active_leaf IS NULL"
+                " OR active_leaf NOT IN (SELECT id FROM messages WHERE session_id = ?))",
+                (row["parent_id"], row["session_id"], row["session_id"]),
+            )
+
+    def fork(self, session_id: int, message_id: int) -> int:
+        """A new chat holding the active path up to `message_id`, with the session's
+        model, prompt and skills; its id."""
+        source = self._require(session_id)
+        path = self.messages(session_id)
+        upto = next((n for n, m in enumerate(path) if m["id"] == message_id), None)
+        if upto is None:
+            raise HistoryError(f"no message {message_id} on the path of session {session_id}")
+        title = f"{source['title'] or 'Untitled'} (fork)"
+        now = time.time()
+        with self._transaction() as conn:
+            new_id = int(
+                conn.execute(
+                    "INSERT INTO sessions (mode, title, model, prompt_name, prompt_custom,"
+                    " skills, created_at, updated_at) VALUES ('chat', ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        title,
+                        source["model"],
+                        source["prompt_name"],
+                        source["prompt_custom"],
+                        json.dumps(source["skills"]),
+                        now,
+                        now,
+                    ),
+                ).lastrowid  # type: ignore[arg-type]
+            )
+            parent_id = None
+            for message in path[: upto + 1]:
+                row = _message_row(new_id, parent_id, _stored(message))
+                parent_id = int(conn.execute(_INSERT_MESSAGE, row).lastrowid)  # type: ignore[arg-type]
+            conn.execute("UPDATE sessions SET active_leaf = ? WHERE id = ?", (parent_id, new_id))
+        return new_id
 
     # ------------------------------------------------------------------ search
 
@@ -885,12 +1072,30 @@ class History:
         return "\n\n".join(parts) + "\n"
 
     def export_json(self, session_id: int) -> dict[str, Any]:
-        """The session as a versioned JSON-ready dict that import_json reads back."""
-        session = {k: v for k, v in self._require(session_id).items() if k != "id"}
-        messages = [
-            {k: v for k, v in message.items() if k not in ("id", "session_id")}
-            for message in self.messages(session_id)
-        ]
+        """The session as a versioned JSON-ready dict that import_json reads back: every
+        message of every branch, each with an "id" and its "parent", and the "active" leaf."""
+        session: dict[str, Any] = {k: v for k, v in self._require(session_id).items() if k != "id"}
+        rows = self._read(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? ORDER BY id",
+            (session_id,),
+        )
+        # Ids in the file count from 1, so they say nothing about the database they came from.
+        local: dict[int, int] = {}
+        messages = []
+        for row in rows:
+            message = cast(MessageRow, _decode(row))
+            local[message["id"]] = len(local) + 1
+            messages.append(
+                {
+                    "id": local[message["id"]],
+                    "parent": local.get(message["parent_id"])
+                    if message["parent_id"] is not None
+                    else None,
+                    **_stored(message),
+                }
+            )
+        active = self._read("SELECT active_leaf FROM sessions WHERE id = ?", (session_id,))
+        session["active"] = local.get(active[0][0]) if active and active[0][0] else None
         return {
             "format": EXPORT_FORMAT,
             "version": EXPORT_VERSION,
@@ -899,8 +1104,12 @@ class History:
         }
 
     def import_json(self, data: dict[str, Any]) -> int:
-        """Add a session exported by export_json, under a new id; returns that id."""
-        session, messages = _validate_import(data)
+        """Add a session exported by export_json (either version), under a new id; its id.
+
+        Nothing is imported unless all of it can be: a file with a mistake raises
+        HistoryError naming the field.
+        """
+        session, messages, parents, active = _validate_import(data)
         with self._transaction() as conn:
             cursor = conn.execute(
                 "INSERT INTO sessions (mode, title, model, prompt_name, prompt_custom, skills,"
@@ -917,9 +1126,12 @@ class History:
                 ),
             )
             session_id = int(cursor.lastrowid)  # type: ignore[arg-type]
-            conn.executemany(
-                _INSERT_MESSAGE, [_message_row(session_id, message) for message in messages]
-            )
+            ids: list[int] = []
+            for message, parent in zip(messages, parents, strict=True):
+                row = _message_row(session_id, None if parent is None else ids[parent], message)
+                ids.append(int(conn.execute(_INSERT_MESSAGE, row).lastrowid))  # type: ignore[arg-type]
+            leaf = ids[active] if active is not None else (ids[-1] if ids else None)
+            conn.execute("UPDATE sessions SET active_leaf = ? WHERE id = ?", (leaf, session_id))
         return session_id
 
     def _require(self, session_id: int) -> SessionRow:
@@ -1007,7 +1219,11 @@ def _fields(
     return out
 
 
-def _validate_import(data: object) -> tuple[NewSession, list[NewMessage]]:
+def _validate_import(
+    data: object,
+) -> tuple[NewSession, list[NewMessage], list[int | None], int | None]:
+    """The session, its messages, each message's parent (an index into the messages, None
+    for a first question) and the active leaf's index, from an export of either version."""
     if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
         raise HistoryError(f"cannot import: not a llamachat session (no format '{EXPORT_FORMAT}')")
     version = data.get("version")
@@ -1028,6 +1244,8 @@ def _validate_import(data: object) -> tuple[NewSession, list[NewMessage]]:
     if not isinstance(raw_messages, list):
         raise HistoryError("cannot import: messages must be a list")
     messages = []
+    parents: list[int | None] = []
+    places: dict[int, int] = {}  # a message's id in the file -> its index
     for number, raw in enumerate(raw_messages, start=1):
         where = f"messages[{number}]"
         message = _fields(raw, _MESSAGE_FIELDS, where, now)
@@ -1039,5 +1257,29 @@ def _validate_import(data: object) -> tuple[NewSession, list[NewMessage]]:
             )
         if not all(isinstance(a, dict) for a in message["attachments"]):
             raise HistoryError(f"cannot import: {where}.attachments must be a list of objects")
+        if version == 1:
+            parents.append(number - 2 if number > 1 else None)
+        else:
+            own, parent = raw.get("id"), raw.get("parent")
+            if not _is_int(own) or own in places:
+                raise HistoryError(
+                    f"cannot import: {where}.id must be a number no other message has"
+                )
+            if parent is not None and (not _is_int(parent) or parent not in places):
+                raise HistoryError(
+                    f"cannot import: {where}.parent must be null or the id of an earlier message"
+                )
+            places[own] = number - 1
+            parents.append(None if parent is None else places[parent])
         messages.append(cast(NewMessage, message))
-    return cast(NewSession, session), messages
+    active: int | None = None
+    if version > 1:
+        leaf = data["session"].get("active")
+        if leaf is not None and (not _is_int(leaf) or leaf not in places):
+            raise HistoryError("cannot import: session.active must be null or a message's id")
+        active = None if leaf is None else places[leaf]
+    return cast(NewSession, session), messages, parents, active
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

@@ -3,8 +3,17 @@
 A skill is a folder ``<root>/<name>/SKILL.md`` (agentskills.io): YAML frontmatter
 with ``name`` and ``description`` (plus optional ``license``, ``compatibility``,
 ``metadata``, ``allowed-tools`` and any other keys, which are kept), then markdown
-instructions. The model loads one through the ``load_skill`` tool; the user loads
-one by typing ``/name`` or by naming it in a message.
+instructions, and any files those point at. The model loads one through the
+``load_skill`` tool and reads its files through ``read_skill_file``
+(`read_skill_file`, `resource_files`); the user loads one by typing ``/name`` or by
+naming it in a message (`SkillStore.mentions` says which mentions load at once and
+which are only suggested).
+
+Parsing is as lenient as other harnesses: a description over 1,024 characters, a
+value YAML cannot read as written (retried as quoted text), a `name:` unlike its
+folder (the `name:` wins) or a missing or invalid one (the folder's name) load with
+a warning. Only a skill with no usable name or description, or unreadable, is left
+out. When two roots hold one name the earlier wins; `SkillStore.hidden` lists the rest.
 
 Scanning reads only each file's frontmatter; a body is read, capped, the first
 time the skill is loaded. Everything stays cached until `SkillStore.refresh()`
@@ -16,17 +25,19 @@ Problems are logged: as warnings when they differ from the ones last reported
 `llamachat --debug` shows.
 
 Errors: scanning never raises. Whatever is wrong with a root, a folder or a file
-becomes a `Problem` (its path and a sentence saying what to fix), and the good
-skills load regardless. Only `import_folder` raises:
+becomes a `Problem` (its path and a sentence saying what to fix; `skipped` tells an
+error from a warning), and the good skills load regardless. Only these raise:
 
     SkillError              base of this module's exceptions
-    └── SkillImportError    import_folder refused one or more folders
-                            (.problems: list[Problem], .imported: list[Path])
+    ├── SkillImportError    import_folder refused one or more folders
+    │                       (.problems: list[Problem], .imported: list[Path])
+    └── SkillFileError      read_skill_file cannot answer (the sentence the model reads)
 """
 
 from __future__ import annotations
 
 import codecs
+import difflib
 import hashlib
 import json
 import logging
@@ -85,9 +96,16 @@ CATALOG_DESCRIPTION_CHARS = 200
 CATALOG_CHARS = 6000
 """Characters of catalog lines in the tool description (about 1500 tokens)."""
 
-# Local models run with small contexts; a few dozen candidate paths cover any
-# honest SKILL.md, and each costs a stat.
-_REFERENCES_MAX = 50
+READ_FILE_NAME = "read_skill_file"
+"""The name of the tool the model calls to read a file of a loaded skill's folder."""
+
+FILE_MAX = 256 * 1024
+"""Bytes of a skill's file read_skill_file gives the model; the rest is cut, as it says."""
+
+# Local models run with small contexts: the file list names a few dozen files, and
+# the walk that builds it stops early in a folder holding a whole project.
+_FILES_LISTED = 40
+_FILES_WALKED = 500
 
 # Filesystem timestamps come from a coarse clock (a kernel tick, or a whole
 # second on some filesystems), so a file changed just before a scan can change
@@ -104,11 +122,8 @@ _COMMAND = re.compile(r"(?<!\S)/([a-z0-9]+(?:-[a-z0-9]+)*)(?!\S)")
 _CODE = re.compile(
     r"^[ \t]*(`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]*\1[ \t]*$|\Z)|`[^`\n]+`", re.MULTILINE | re.DOTALL
 )
-_PATHLIKE = re.compile(r"[\w./-]+")
-_EXTENSION = re.compile(r"\w\.[A-Za-z0-9]{1,8}\Z")
-_PLAIN_PAIR = re.compile(
-    r"^([A-Za-z0-9_-]+):[ \t]+(?![\"'|>\[{&*!%@`#])(.*?\S)[ \t]*$", re.MULTILINE
-)
+# A top-level `key: value` line whose value is not a block scalar or a comment.
+_TOP_PAIR = re.compile(r"([A-Za-z0-9_-]+):[ \t]+(?![|>#])(.*?\S)[ \t]*$")
 
 _TOOL_INTRO = (
     "Load a skill: instructions for one kind of task. When the user's request "
@@ -205,6 +220,7 @@ class _Snapshot:
     file_sigs: dict[Path, tuple | None]
     parsed: dict[Path, tuple[_Entry | None, list[Problem]]]
     entries: dict[str, _Entry]
+    hidden: dict[str, list[Path]]
     problems: list[Problem]
     names: list[str]
     user_names: list[str]
@@ -272,6 +288,26 @@ class SkillStore:
             if entry is None:
                 return None
         return self._skill(entry)
+
+    def hidden(self) -> dict[str, list[Path]]:
+        """By name, the SKILL.md files a skill of an earlier root hides, in root order."""
+        return {name: list(paths) for name, paths in self._current().hidden.items()}
+
+    def mentions(self, text: str, *, always: Iterable[str] = ()) -> tuple[list[str], list[str]]:
+        """The skills `text` mentions: (to load now, to suggest), each in store order.
+
+        A mention loads at once only when it cannot be an ordinary word: the exact
+        name of a hyphenated skill (`pdf-tools`, as written), or any mention of a
+        skill in `always` (the user turned mentions on for it). Any other mention (a
+        one-word name like `pdf`, or `PDF-Tools` in other case) is only suggested.
+        """
+        found = self.match_mentions(text)
+        if not found:
+            return [], []
+        words = set(_WORD.findall(text))
+        keep = set(always)
+        now = [name for name in found if name in keep or ("-" in name and name in words)]
+        return now, [name for name in found if name not in now]
 
     def problems(self) -> list[Problem]:
         """What is wrong with the skills found, each with its path and the fix."""
@@ -382,6 +418,7 @@ class SkillStore:
         parsed: dict[Path, tuple[_Entry | None, list[Problem]]] = {}
         problems: list[Problem] = []
         entries: dict[str, _Entry] = {}
+        hidden: dict[str, list[Path]] = {}
         for root in self._roots:
             root_sig = _dir_sig(root)
             root_sigs.append(root_sig)
@@ -391,13 +428,15 @@ class SkillStore:
                 file_sigs[path] = sig
                 if sig is None:
                     continue  # a folder without SKILL.md is simply not a skill
-                reusable = (
+                if (
                     old is not None
                     and old.file_sigs.get(path) == sig
                     and path in old.parsed
                     and not _racy(sig, old.scanned_ns)
-                )
-                result = old.parsed[path] if reusable else _parse(path, sig, folder.name)
+                ):
+                    result = old.parsed[path]
+                else:
+                    result = _parse(path, sig, folder.name)
                 parsed[path] = result
                 entry, found = result
                 problems.extend(found)
@@ -405,6 +444,7 @@ class SkillStore:
                     continue
                 winner = entries.get(entry.name)
                 if winner is not None:
+                    hidden.setdefault(entry.name, []).append(path)
                     problems.append(
                         Problem(
                             path,
@@ -425,6 +465,7 @@ class SkillStore:
             file_sigs=file_sigs,
             parsed=parsed,
             entries=ordered,
+            hidden=hidden,
             problems=problems,
             names=list(ordered),
             user_names=user_names,
@@ -564,7 +605,11 @@ def tool_message(call_id: str, skill: Skill | None, error: str = "", last: bool 
 
 def system_part(skill: Skill) -> str:
     """The ``[skill: name]`` chunk a loaded skill adds to the system prompt."""
-    return f"{SKILL_HEADER.format(name=skill.name)}\n{skill.text}"
+    lines = [SKILL_HEADER.format(name=skill.name)]
+    files = _files_line(skill)
+    if files:
+        lines.append(files)
+    return "\n".join([*lines, skill.text])
 
 
 def import_folder(src: Path, dest_root: Path) -> list[Path]:
@@ -773,7 +818,7 @@ def _parse_or_raise(
             )
         )
     data = _load_yaml(path, text.replace("\r\n", "\n"), problems)
-    name = _check_name(data.get("name"), folder_name)
+    name = _check_name(path, data.get("name"), folder_name, problems)
     description = data.get("description")
     if description is not None and not isinstance(description, str):
         raise _Unusable("has a `description:` that is not text; put it in quotes.")
@@ -784,9 +829,16 @@ def _parse_or_raise(
         )
     description = description.strip()
     if len(description) > DESCRIPTION_MAX:
-        raise _Unusable(
-            f"has a description of {len(description)} characters; the limit is "
-            f"{DESCRIPTION_MAX}. Shorten it and move the details into the instructions."
+        # Published skills break this limit and other harnesses load them: so does this one.
+        problems.append(
+            Problem(
+                path,
+                f"has a description of {len(description)} characters, over the "
+                f"{DESCRIPTION_MAX} agentskills.io allows; it loads, and the model's list of "
+                f"skills shows its first {CATALOG_DESCRIPTION_CHARS}. Shorten it and move the "
+                "details into the instructions.",
+                skipped=False,
+            )
         )
     _check_optional(path, data, problems)
     size = sig[2]
@@ -831,7 +883,7 @@ def _read_frontmatter(path: Path) -> tuple[bytes, int]:
                 "does not start with frontmatter; make its first line `---`, then "
                 "`name:` and `description:` lines, then a line holding only `---`."
             )
-        lines = []
+        lines: list[bytes] = []
         total = 0
         while True:
             line = f.readline(FRONTMATTER_MAX + 1)
@@ -861,8 +913,8 @@ def _load_yaml(path: Path, text: str, problems: list[Problem]) -> dict:
             "a date or number."
         ) from error
     except yaml.YAMLError as error:
-        # People write `description: Use when: ...`; YAML rejects the second
-        # colon. Quoting such plain values is what they meant.
+        # People write `description: Use when: ...` or `argument-hint: [a] [b]`, and
+        # YAML rejects them. Quoting such values is what they meant.
         quoted: list[str] = []
         fixed = _quote_plain_values(text, quoted)
         try:
@@ -875,8 +927,9 @@ def _load_yaml(path: Path, text: str, problems: list[Problem]) -> dict:
         problems.append(
             Problem(
                 path,
-                f"has ': ' inside the value of {keys}, which YAML reads as another key; "
-                "it was read as text, but put the value in quotes.",
+                f"has a value YAML cannot read in {keys} (such as ': ' inside it, which "
+                "YAML reads as another key); it was read as text, but put the value in "
+                "quotes.",
                 skipped=False,
             )
         )
@@ -891,14 +944,44 @@ def _load_yaml(path: Path, text: str, problems: list[Problem]) -> dict:
 
 
 def _quote_plain_values(text: str, quoted: list[str]) -> str:
-    def quote(match: re.Match) -> str:
-        key, value = match.group(1), match.group(2)
-        if ": " not in value:
-            return match.group(0)
-        quoted.append(key)
-        return f"{key}: '" + value.replace("'", "''") + "'"
+    """`text` with each top-level value YAML cannot read on its own put in single quotes.
 
-    return _PLAIN_PAIR.sub(quote, text)
+    Such values are text their authors did not quote: `Use when: ...` (a second
+    `: `), `[file] [format]` (two flow lists). A value may go on over indented lines,
+    as published skills' long descriptions do; those lines are joined into the quoted
+    value, as YAML folds them. Block scalars (`|`, `>`) and nested keys are kept.
+    """
+    lines = text.split("\n")
+    out: list[str] = []
+    index = 0
+    while index < len(lines):
+        match = _TOP_PAIR.match(lines[index])
+        end = index + 1
+        if match is None:
+            out.append(lines[index])
+            index = end
+            continue
+        pieces = [match.group(2)]
+        while end < len(lines) and lines[end][:1] in (" ", "\t") and lines[end].strip():
+            pieces.append(lines[end].strip())
+            end += 1
+        if _reads(lines[index:end]):
+            out.extend(lines[index:end])
+        else:
+            value = " ".join(pieces)
+            quoted.append(match.group(1))
+            out.append(f"{match.group(1)}: '" + value.replace("'", "''") + "'")
+        index = end
+    return "\n".join(out)
+
+
+def _reads(lines: list[str]) -> bool:
+    """True when one `key: value` (and its continuation lines) is valid YAML on its own."""
+    try:
+        yaml.load("\n".join(lines), Loader=_Loader)
+    except (yaml.YAMLError, ValueError):
+        return False
+    return True
 
 
 def _yaml_message(error: yaml.YAMLError) -> str:
@@ -912,30 +995,43 @@ def _yaml_message(error: yaml.YAMLError) -> str:
     )
 
 
-def _check_name(name: object, folder_name: str | None) -> str:
+def _check_name(path: Path, name: object, folder_name: str | None, problems: list[Problem]) -> str:
+    """The skill's name: the frontmatter's if valid, else its folder's; _Unusable if neither."""
     rule = "1-64 lower-case letters, digits and single hyphens, like `pdf-tools`"
-    if folder_name is not None and not _valid_name(folder_name):
-        valid = isinstance(name, str) and _valid_name(name)
-        hint = f"`{name}`" if valid else "a valid name"
-        raise _Unusable(
-            f"is in a folder named {folder_name!r}, which is not a valid skill name "
-            f"({rule}); rename the folder to {hint} and set `name:` to match."
-        )
-    if not isinstance(name, str) or not name.strip():
-        fix = f"add `name: {folder_name}`" if folder_name else "add a `name:`"
-        raise _Unusable(f"has no `name:`; {fix} ({rule}).")
-    name = name.strip()
+    given = name.strip() if isinstance(name, str) else ""
     if folder_name is None:
-        if not _valid_name(name):
-            raise _Unusable(f"has `name: {name}`, which is not a valid skill name ({rule}).")
-        return name
-    if name != folder_name:
-        fix = f"rename the folder to `{name}` or set" if _valid_name(name) else "set"
-        raise _Unusable(
-            f"has `name: {name}` but its folder is `{folder_name}`; the folder name is the "
-            f"skill's name, so {fix} `name: {folder_name}`."
-        )
-    return name
+        if not given:
+            raise _Unusable(f"has no `name:`; add a `name:` ({rule}).")
+        if not _valid_name(given):
+            raise _Unusable(f"has `name: {given}`, which is not a valid skill name ({rule}).")
+        return given
+
+    def warn(message: str) -> None:
+        problems.append(Problem(path, message, skipped=False))
+
+    if _valid_name(given):
+        if given != folder_name:
+            # Other harnesses go by the frontmatter, so `/name` works as the skill's
+            # author documented it.
+            warn(
+                f"has `name: {given}` but its folder is `{folder_name}`; it loads as "
+                f"{given}. Rename the folder to `{given}` so the two agree."
+            )
+        return given
+    if _valid_name(folder_name):
+        if given:
+            warn(
+                f"has `name: {given}`, which is not a valid skill name ({rule}); it loads "
+                f"under its folder's name, {folder_name}. Set `name: {folder_name}`."
+            )
+        else:
+            warn(f"has no `name:`; it loads as {folder_name}. Add `name: {folder_name}`.")
+        return folder_name
+    named = f"nor is its `name: {given}`" if given else "and it has no `name:`"
+    raise _Unusable(
+        f"has no usable name: its folder {folder_name!r} is not a valid skill name ({rule}), "
+        f"{named}; rename the folder and set `name:` to match."
+    )
 
 
 def _valid_name(name: str) -> bool:
@@ -1050,39 +1146,149 @@ def _tool_content(skill: Skill) -> str:
     lines = [SKILL_HEADER.format(name=skill.name)]
     if skill.folder is not None:
         lines.append(f"Folder: {skill.folder} (relative paths below are inside it)")
-        files = _referenced_files(skill.folder, skill.text)
+        files = _files_line(skill)
         if files:
-            lines.append("Files it refers to: " + ", ".join(files))
+            lines.append(files)
     return "\n".join(lines) + "\n\n" + skill.text
 
 
-def _referenced_files(folder: Path, text: str) -> list[str]:
-    """Relative paths in `text` naming files or folders that exist inside `folder`."""
+def _files_line(skill: Skill) -> str:
+    """The line telling the model which files the skill's folder holds ('' when none)."""
+    files = resource_files(skill)
+    if not files:
+        return ""
+    more = len(files) - _FILES_LISTED
+    listed = ", ".join(files[:_FILES_LISTED]) + (f" and {more} more" if more > 0 else "")
+    return f"Files in its folder, read with {READ_FILE_NAME}: {listed}"
+
+
+def resource_files(skill: Skill) -> list[str]:
+    """The files in a skill's folder besides SKILL.md, as sorted relative paths.
+
+    Dot-files and dot-folders are left out, and so is a symbolic link that leads out
+    of the folder; the walk stops after a few hundred entries.
+    """
+    if skill.folder is None:
+        return []
     try:
-        base = folder.resolve(strict=True)
+        base = skill.folder.resolve(strict=True)
     except OSError:
         return []
-    inside = os.path.join(base, "")
     found: list[str] = []
-    tried: set[str] = set()
-    for match in _PATHLIKE.finditer(text):
-        token = match.group(0).rstrip(".")
-        token = token.removeprefix("./")
-        if "/" not in token and not _EXTENSION.search(token):
-            continue
-        if not token or token.startswith("/") or token in tried or token == SKILL_FILE:
-            continue
-        tried.add(token)
-        if len(tried) > _REFERENCES_MAX:
-            break
-        # realpath follows symlinks, so a link pointing out of the folder is caught
-        # too; os.path answers False instead of raising for odd names.
-        target = os.path.realpath(base / token)
-        if not target.startswith(inside) or not os.path.exists(target):
-            continue
-        shown = token.rstrip("/")
-        found.append(shown + "/" if os.path.isdir(target) else shown)
-    return found
+    seen = 0
+    for here, folders, names in os.walk(base):
+        folders[:] = sorted(name for name in folders if not name.startswith("."))
+        for name in sorted(names):
+            seen += 1
+            if seen > _FILES_WALKED:
+                return sorted(found)
+            if name.startswith(".") or (here == str(base) and name == SKILL_FILE):
+                continue
+            path = os.path.join(here, name)
+            if _inside(base, path) and os.path.isfile(path):
+                found.append(os.path.relpath(path, base).replace(os.sep, "/"))
+    return sorted(found)
+
+
+def _inside(base: Path, path: str) -> bool:
+    # realpath follows symlinks, so a link pointing out of the folder is caught too.
+    return os.path.realpath(path).startswith(os.path.join(base, ""))
+
+
+def read_file_schema(names: list[str]) -> dict:
+    """The OpenAI ``read_skill_file`` function for the loaded skills `names` that have files."""
+    return {
+        "type": "function",
+        "function": {
+            "name": READ_FILE_NAME,
+            "description": (
+                "Read a text file from the folder of a loaded skill, such as a reference, "
+                "form or script its instructions name. Read one when the instructions say "
+                f"to; files over {FILE_MAX // 1024} KB are cut."
+            ),
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "skill": {"type": "string", "description": "The loaded skill.", "enum": names},
+                    "path": {
+                        "type": "string",
+                        "description": "The file's path relative to the skill's folder.",
+                    },
+                },
+                "required": ["skill", "path"],
+            },
+        },
+    }
+
+
+class SkillFileError(SkillError):
+    """read_skill_file cannot answer; str() is the sentence the model reads."""
+
+
+def read_skill_file(skill: Skill, path: str) -> tuple[str, str]:
+    """A text file of `skill`'s folder: (what the model reads, a short line for the window).
+
+    `path` must be relative; it is resolved (symbolic links too) and must stay inside
+    the folder. Only UTF-8 text is read, at most FILE_MAX bytes (the cap is stated in
+    the result). A path that is not there is answered with the closest existing ones.
+    Raises SkillFileError with the sentence the model reads.
+    """
+    if skill.folder is None:
+        raise SkillFileError(f"the skill {skill.name} has no folder to read files from.")
+    wanted = path.strip().replace("\\", "/").removeprefix("./")
+    if not wanted or wanted.startswith("/") or re.match(r"[A-Za-z]:/", wanted) or "\0" in wanted:
+        raise SkillFileError(
+            f"give a path relative to the {skill.name} folder, such as "
+            f"{(resource_files(skill) or ['reference.md'])[0]}."
+        )
+    try:
+        base = skill.folder.resolve(strict=True)
+    except OSError as error:
+        raise SkillFileError(
+            f"the {skill.name} folder cannot be read ({error.strerror})."
+        ) from None
+    target = os.path.realpath(base / wanted)
+    if not target.startswith(os.path.join(base, "")):
+        raise SkillFileError(
+            f"{wanted} is outside the {skill.name} folder; only files inside it can be read."
+        )
+    if os.path.isdir(target):
+        inside = [f for f in resource_files(skill) if f.startswith(wanted.rstrip("/") + "/")]
+        listed = ", ".join(inside[:_FILES_LISTED]) or "no files"
+        raise SkillFileError(f"{wanted} is a folder; it holds {listed}. Read one of those.")
+    try:
+        # Non-blocking: a FIFO with no writer would otherwise hang the tool round.
+        fd = os.open(target, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        files = resource_files(skill)
+        close = difflib.get_close_matches(wanted, files, n=3, cutoff=0.3)
+        close += [f for f in files if os.path.basename(f) == os.path.basename(wanted)]
+        hint = ", ".join(dict.fromkeys(close)) or ", ".join(files[:_FILES_LISTED]) or "none"
+        raise SkillFileError(
+            f"{wanted} is not in the {skill.name} folder. Closest existing files: {hint}."
+        ) from None
+    except OSError as error:
+        raise SkillFileError(f"{wanted} cannot be read ({error.strerror}).") from None
+    with os.fdopen(fd, "rb") as file:
+        info = os.fstat(file.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise SkillFileError(f"{wanted} is not a regular file; only text files can be read.")
+        raw = file.read(FILE_MAX)
+        cut = bool(file.read(1))
+    if b"\0" in raw[:8192]:
+        raise SkillFileError(f"{wanted} is not a text file; only text files can be read.")
+    try:
+        text = codecs.getincrementaldecoder("utf-8")("strict").decode(raw, final=not cut)
+    except UnicodeDecodeError:
+        raise SkillFileError(f"{wanted} is not UTF-8 text; only text files can be read.") from None
+    size = _size(info.st_size) if info.st_size >= 1024 else f"{info.st_size} bytes"
+    if cut:
+        note = f"cut at {_size(FILE_MAX)}: the file holds {size} and only {_size(FILE_MAX)} is read"
+    else:
+        note = f"{size}, whole (files over {_size(FILE_MAX)} are cut)"
+    shown = f"{skill.name}/{wanted}"
+    summary = f"{shown}, {size}" + (f", cut at {_size(FILE_MAX)}" if cut else "")
+    return f"[{shown}: {note}]\n\n{text}", summary
 
 
 def _size(count: int) -> str:

@@ -1,12 +1,14 @@
-"""The tools a model can call: one small interface, and the two tools the app offers.
+"""The tools a model can call: one small interface, and the tools the app offers.
 
-A `Tool` has a `name`, a `schema` (the entry of the OpenAI `tools` list) and
-`run(arguments) -> ToolResult`: the text the model reads, plus the stream events the
-window shows (``search_done``, ``skill_loaded``). A tool may also `announce` a call
-before it runs (``search_start``), so the window can say what is being waited for.
-`backend.Client.stream_chat` looks tools up by name and knows nothing else about them:
-adding a tool is one `Tool` subclass and one line in `offered` (or a `tools=` list
-passed to `stream_chat`).
+A `Tool` has a `name`, a `schema` (the entry of the OpenAI `tools` list; empty: not
+offered this round) and `run(arguments) -> ToolResult`: the text the model reads, plus
+the stream events the window shows (``search_done``, ``skill_loaded``, and ``tool_done``,
+any other tool's call and short result, shown as a search is). A tool may also
+`announce` a call before it runs (``search_start``), so the window can say what is being
+waited for. `backend.Client.stream_chat` looks tools up by name and knows nothing else
+about them: adding a tool is one `Tool` subclass and one line in `offered` (or a
+`tools=` list passed to `stream_chat`). The app's tools: `web_search`, `load_skill`
+and `read_skill_file`.
 
 Errors: a tool raises `ToolError` for a failure the model should read (bad arguments,
 an unknown skill); `answer` turns that, an unknown tool name and any other exception
@@ -142,12 +144,21 @@ class WebSearch(Tool):
 
 
 class LoadSkill(Tool):
-    """`load_skill`: a skill's instructions from the store, by name."""
+    """`load_skill`: a skill's instructions from the store, by name; once per conversation."""
 
     name = skills.LOAD_SKILL_NAME
 
-    def __init__(self, store: skills.SkillStore) -> None:
+    def __init__(
+        self,
+        store: skills.SkillStore,
+        loaded: set[str] | None = None,
+        on_load: Callable[[], None] | None = None,
+    ) -> None:
         self._store = store
+        # The skills already in the conversation (system message or an earlier call):
+        # a second copy would only cost context.
+        self._loaded = loaded if loaded is not None else set()
+        self._on_load = on_load
         # Taken once per turn: the catalog the model was offered is the one it chose from.
         self.schema = store.tool_schema() or {}
 
@@ -163,26 +174,99 @@ class LoadSkill(Tool):
             known = self.schema.get("function", {}).get("parameters", {}).get("properties", {})
             names = ", ".join(known.get("name", {}).get("enum", []))
             raise ToolError(f"No such skill: {name}. The skills you can load: {names}.")
+        if skill.name in self._loaded:
+            return ToolResult(
+                f"The skill {skill.name} is already loaded: its instructions are earlier in "
+                "this conversation. Follow them; there is no need to load it again."
+            )
         content = skills.tool_message("", skill)["content"]
-        return ToolResult(content, [("skill_loaded", skill.name)] if skill.model_invocable else [])
+        if not skill.model_invocable:
+            return ToolResult(content)
+        self._loaded.add(skill.name)
+        if self._on_load is not None:
+            self._on_load()
+        return ToolResult(content, [("skill_loaded", skill.name)])
+
+
+class ReadSkillFile(Tool):
+    """`read_skill_file`: a text file from the folder of a skill loaded in the conversation.
+
+    Offered (a non-empty `schema`) only while a loaded skill has files besides
+    SKILL.md; `refresh` re-reads that after load_skill loads one mid-turn.
+    """
+
+    name = skills.READ_FILE_NAME
+
+    def __init__(self, store: skills.SkillStore, loaded: set[str]) -> None:
+        self._store = store
+        self._loaded = loaded
+        self.schema: dict = {}
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Offer the tool for the loaded skills that have files (none: no schema)."""
+        with_files = []
+        for name in sorted(self._loaded):
+            skill = self._store.load(name)
+            if skill is not None and skills.resource_files(skill):
+                with_files.append(name)
+        self.schema = skills.read_file_schema(with_files) if with_files else {}
+
+    def run(self, arguments: str) -> ToolResult:
+        """The file's text, and a ``tool_done`` event the window shows as it does a search."""
+        example = '{"skill": "<loaded skill>", "path": "reference.md"}'
+        parsed = json_arguments(arguments, example)
+        name, path = parsed.get("skill"), parsed.get("path")
+        if not isinstance(name, str) or not isinstance(path, str):
+            raise ToolError(f"give the skill's name and a relative path, as {example}")
+        skill = self._store.load(name) if name in self._loaded else None
+        if skill is None:
+            loaded = ", ".join(sorted(self._loaded)) or "none"
+            raise ToolError(
+                f"the skill {name} is not loaded; files can be read from the loaded "
+                f"skills only ({loaded})."
+            )
+        shown = f"{name}/{path.strip()}"
+        try:
+            text, summary = skills.read_skill_file(skill, path)
+        except skills.SkillFileError as exc:
+            event = {"title": "Read skill file", "query": shown, "results": [], "error": str(exc)}
+            return ToolResult(f"error: {exc}", [("tool_done", event)])
+        event = {"title": "Read skill file", "query": summary, "results": [], "error": ""}
+        return ToolResult(text, [("tool_done", event)])
 
 
 def offered(
     search_cfg: SearchConfig | None,
     skills_cfg: SkillsConfig | None,
     http: Callable[[], httpx.Client] | None = None,
+    extra: Sequence[Tool] = (),
+    extra_rounds: int = 0,
 ) -> tuple[list[Tool], int]:
     """The app's tools that these settings turn on, and how many rounds may call them.
 
     `http` gives the client web searches go through, made when a search first needs it
-    (without it, a fresh client per search).
+    (without it, a fresh client per search). A tool whose `schema` is empty is not
+    offered in a round (read_skill_file until a loaded skill has files). `extra` are
+    more tools (an MCP server's), callable for `extra_rounds` rounds; a built-in tool
+    wins a clash of names.
     """
     registered: list[tuple[Tool, int]] = []
     if search_cfg is not None and search_cfg.enabled and search_cfg.url:
         registered.append((WebSearch(search_cfg, http), search_cfg.max_searches))
     if skills_cfg is not None and skills_cfg.enabled and skills_cfg.store is not None:
-        skill_tool = LoadSkill(skills_cfg.store)
+        loaded = set(skills_cfg.loaded)
+        reader = ReadSkillFile(skills_cfg.store, loaded)
+        skill_tool = LoadSkill(skills_cfg.store, loaded, on_load=reader.refresh)
         if skill_tool.schema:
             registered.append((skill_tool, skills_cfg.max_searches))
+        if skill_tool.schema or reader.schema:
+            registered.append((reader, skills_cfg.max_searches))
+    builtin = {tool.name for tool, _cap in registered}
+    for tool in extra:
+        if tool.name in builtin:
+            log.warning("the tool %s is not offered: a built-in tool has its name", tool.name)
+            continue
+        registered.append((tool, extra_rounds))
     rounds = max((cap for _tool, cap in registered), default=0)
     return [tool for tool, _cap in registered], max(0, rounds)

@@ -9,7 +9,7 @@ so the three cannot drift apart. A `Turn` is made of named parts:
     history          the earlier messages, replayed (replies give their answer only)
     user             the question's typed text
     attachment:<f>   each file attached to the question, in order
-    tools            the tools offered to the model (web_search, load_skill)
+    tools            the tools offered to the model (web_search, load_skill, read_skill_file)
 
 `Turn.messages()` joins them into the wire messages: one system message (the first
 three kinds, byte-identical from turn to turn for the same inputs, which is what lets
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import prompts, search, skills
+from . import prompts, search, skills, tools
 from .backend import SearchConfig, SkillsConfig
 from .config import Config
 from .models import ModelInfo
@@ -141,7 +141,8 @@ def build_turn(
             last.get("content") or "", last.get("attachments") or [], images=images
         )
     search_cfg = search_config(cfg, on=search_on)
-    skills_cfg = skills_config(cfg, store)
+    loaded = tuple(p.name.removeprefix("skill:") for p in system if p.name.startswith("skill:"))
+    skills_cfg = skills_config(cfg, store, loaded=loaded)
     return Turn(
         model=model,
         system=tuple(system),
@@ -296,19 +297,28 @@ class Question:
     """A typed question with its skill commands taken out.
 
     `text` is what is sent (the typed text minus `/name` commands); `skills` are the
-    skills it names that the store has, in load order (commands, then mentions);
-    `commands` the `/name`s typed.
+    skills to load, in load order (commands, then unambiguous mentions); `commands`
+    the `/name`s typed; `suggested` the skills only mentioned by a word that may mean
+    something else (`SkillStore.mentions`), to offer rather than load.
     """
 
     text: str
     skills: tuple[str, ...] = ()
     commands: tuple[str, ...] = ()
+    suggested: tuple[str, ...] = ()
 
 
-def parse_question(text: str, store: skills.SkillStore | None, *, refresh: bool = True) -> Question:
+def parse_question(
+    text: str,
+    store: skills.SkillStore | None,
+    *,
+    always: Iterable[str] = (),
+    refresh: bool = True,
+) -> Question:
     """Split `/name` commands and skill mentions out of a typed question.
 
-    The store is refreshed first unless `refresh` is False (the caller did it).
+    `always` are the skills the user turned mentions on for (`skill_mentions`). The
+    store is refreshed first unless `refresh` is False (the caller did it).
     """
     if store is None:
         return Question(text)
@@ -316,10 +326,12 @@ def parse_question(text: str, store: skills.SkillStore | None, *, refresh: bool 
         store.refresh()
     rest, commands = skills.parse_commands(text, store.user_names())
     names = [name for name in commands if store.load(name) is not None]
-    for name in store.match_mentions(rest):
+    now, maybe = store.mentions(rest, always=always)
+    for name in now:
         if name not in names and store.load(name) is not None:
             names.append(name)
-    return Question(rest, tuple(names), tuple(commands))
+    suggested = tuple(name for name in maybe if name not in names)
+    return Question(rest, tuple(names), tuple(commands), suggested)
 
 
 # ---------------------------------------------------------------- the model
@@ -372,22 +384,21 @@ def search_config(cfg: Config, *, on: bool | None = None) -> SearchConfig | None
     return SearchConfig(enabled=True, url=cfg.search_url, max_searches=cfg.max_searches)
 
 
-def skills_config(cfg: Config, store: skills.SkillStore | None) -> SkillsConfig | None:
-    """The model's `load_skill` tool, or None when no skill is offered to the model."""
-    if store is None or store.tool_schema() is None:
+def skills_config(
+    cfg: Config, store: skills.SkillStore | None, *, loaded: Sequence[str] = ()
+) -> SkillsConfig | None:
+    """The model's skill tools (`load_skill`, and `read_skill_file` for the `loaded`
+    skills' files), or None when they offer nothing."""
+    if store is None or (store.tool_schema() is None and not loaded):
         return None
-    return SkillsConfig(enabled=True, store=store, max_searches=cfg.max_searches)
+    return SkillsConfig(
+        enabled=True, store=store, max_searches=cfg.max_searches, loaded=tuple(loaded)
+    )
 
 
 def tool_schemas(
     search_cfg: SearchConfig | None, skills_cfg: SkillsConfig | None
 ) -> tuple[dict, ...]:
-    """The tools these offers put in a request, as the model reads them."""
-    tools: list[dict] = []
-    if search_cfg is not None and search_cfg.enabled and search_cfg.url:
-        tools.append(search.TOOL_SCHEMA)
-    if skills_cfg is not None and skills_cfg.enabled and skills_cfg.store is not None:
-        schema = skills_cfg.store.tool_schema()
-        if schema is not None:
-            tools.append(schema)
-    return tuple(tools)
+    """The tools these offers put in a request's first round, as the model reads them."""
+    offer, _rounds = tools.offered(search_cfg, skills_cfg)
+    return tuple(tool.schema for tool in offer if tool.schema)

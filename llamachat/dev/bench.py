@@ -37,6 +37,7 @@ with the reason; anything else that goes wrong is a bug and raises.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -603,6 +604,7 @@ from pathlib import Path
 launched = float(sys.argv[1])
 options = json.loads(sys.argv[2])
 session = int(sys.argv[3])
+tree = int(sys.argv[4])
 from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QApplication, QWidget
 from llamachat.config import Config
@@ -658,38 +660,48 @@ started = time.perf_counter()
 window.open_session(session)
 opened_ms = (painted(watch, window.conversation.views()[-1]) - started) * 1000
 rss_open = rss_kib()
-print(json.dumps({"cold_start_s": shown_at - launched, "open_ms": opened_ms,
-                  "built": len(window.conversation.views()),
-                  "rss_shown_kib": rss_shown, "rss_open_kib": rss_open}))
+built = len(window.conversation.views())
+started = time.perf_counter()
+window.open_session(tree)
+tree_ms = (painted(watch, window.conversation.views()[-1]) - started) * 1000
+print(json.dumps({"cold_start_s": shown_at - launched, "open_ms": opened_ms, "built": built,
+                  "open_tree_ms": tree_ms, "rss_shown_kib": rss_shown, "rss_open_kib": rss_open}))
 window.close()
 state.close()
 history.close()
 """
 
 
-def _fill_session(path: Path, n_messages: int) -> int:
-    """A History at `path` holding one session of `n_messages` realistic messages."""
+def _fill_session(path: Path, n_messages: int, branches: int = 1) -> int:
+    """A History at `path` holding one more session of realistic messages: a first question
+    and `branches` branches of `n_messages // branches` messages each after it (as
+    regenerating that first reply `branches - 1` times and chatting on would make)."""
     from ..db import History
     from . import bench_render
 
     with History(path) as history:
         session = history.create_session("chat", MODEL, title="A long chat")
-    tokens = bench_render.sample_tokens(n_messages * 200, seed=7)
+    per = n_messages // branches
+    tokens = bench_render.sample_tokens((per * branches + 1) * 200, seed=7)
     now = time.time()
-    rows = [
-        (
-            session,
-            "user" if n % 2 == 0 else "assistant",
-            "".join(tokens[n * 200 : (n + 1) * 200]),
-            now + n,
-        )
-        for n in range(n_messages)
-    ]
     with sqlite3.connect(path) as conn:
+        top = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
+        rows = [(top + 1, None, session, "user", "".join(tokens[:200]), now)]
+        for _branch in range(branches):
+            parent = top + 1
+            for n in range(per):
+                at = len(rows) + top + 1
+                text = "".join(tokens[len(rows) * 200 : (len(rows) + 1) * 200])
+                rows.append(
+                    (at, parent, session, "assistant" if n % 2 == 0 else "user", text, now + at)
+                )
+                parent = at
         conn.executemany(
-            "INSERT INTO messages (session_id, role, content, created_at) VALUES (?, ?, ?, ?)",
+            "INSERT INTO messages (id, parent_id, session_id, role, content, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
             rows,
         )
+        conn.execute("UPDATE sessions SET active_leaf = ? WHERE id = ?", (rows[-1][0], session))
     return session
 
 
@@ -699,7 +711,9 @@ def bench_cold_start(n_messages: int) -> list[Figure]:
 
     with ScriptedRouter() as router, tempfile.TemporaryDirectory(prefix="llamachat-bench-") as tmp:
         root = Path(tmp)
-        session = _fill_session(root / "history.db", n_messages)
+        session = _fill_session(root / "history.db", n_messages - 1)
+        branches = max(1, n_messages // 100)
+        tree = _fill_session(root / "history.db", branches * 100, branches)
         options = {
             "router_url": router.url,
             "default_model": MODEL,
@@ -710,7 +724,15 @@ def bench_cold_start(n_messages: int) -> list[Figure]:
         env = {**os.environ, "QT_QPA_PLATFORM": os.environ.get("QT_QPA_PLATFORM", "offscreen")}
         launched = time.time()
         done = subprocess.run(
-            [sys.executable, "-c", _COLD_START, repr(launched), json.dumps(options), str(session)],
+            [
+                sys.executable,
+                "-c",
+                _COLD_START,
+                repr(launched),
+                json.dumps(options),
+                str(session),
+                str(tree),
+            ],
             capture_output=True,
             text=True,
             env=env,
@@ -733,6 +755,13 @@ def bench_cold_start(n_messages: int) -> list[Figure]:
             f"{result['open_ms']:.0f} ms ({result['built']} built)",
             "< 300 ms",
             result["open_ms"] < 300,
+            result,
+        ),
+        Figure(
+            f"open a session of {branches} branches of 100 messages to first paint",
+            f"{result['open_tree_ms']:.0f} ms",
+            "< 300 ms",
+            result["open_tree_ms"] < 300,
             result,
         ),
         Figure(
@@ -778,9 +807,12 @@ def _fill_sessions(path: Path, n_sessions: int) -> None:
             [(n + 1, f"Chat {n}", MODEL, now + n, now + n) for n in range(n_sessions)],
         )
         conn.executemany(
-            "INSERT INTO messages (session_id, role, content, created_at) VALUES (?, ?, ?, ?)",
+            "INSERT INTO messages (id, parent_id, session_id, role, content, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
             [
                 (
+                    n + 1,
+                    n if n % 2 else None,
                     n // 2 + 1,
                     "user" if n % 2 == 0 else "assistant",
                     "".join(tokens[n * 60 : (n + 1) * 60]) + f" marker{n % 997}",
@@ -789,6 +821,7 @@ def _fill_sessions(path: Path, n_sessions: int) -> None:
                 for n in range(n_sessions * 2)
             ],
         )
+        conn.execute("UPDATE sessions SET active_leaf = id * 2")
 
 
 def bench_history(n_sessions: int) -> list[Figure]:
@@ -804,11 +837,12 @@ def bench_history(n_sessions: int) -> list[Figure]:
             queries = ["router", "prompt cache", "marker42", "thro", "nothingmatchesthis"]
             found = {q: len(history.search(q)) for q in queries}
             search_ms = statistics.median(
-                _median_ms(lambda q=q: history.search(q), 5) for q in queries
+                _median_ms(functools.partial(history.search, q), 5) for q in queries
             )
             pages = [0, n_sessions // 2, max(0, n_sessions - 100)]
             page_ms = statistics.median(
-                _median_ms(lambda o=o: history.list_sessions(limit=100, offset=o), 5) for o in pages
+                _median_ms(functools.partial(history.list_sessions, limit=100, offset=o), 5)
+                for o in pages
             )
     return [
         Figure(

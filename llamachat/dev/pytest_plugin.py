@@ -22,6 +22,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 from PySide6.QtCore import (
@@ -49,7 +50,7 @@ from llamachat import backend, skills, tools
 from llamachat import providers as providers_module
 from llamachat.backend import Client
 from llamachat.config import Config
-from llamachat.db import History
+from llamachat.db import History, MessageRow, SessionRow
 from llamachat.dev.scripted_router import Model, ScriptedRouter
 from llamachat.models import Models
 from llamachat.server import (
@@ -64,6 +65,7 @@ from llamachat.ui.controller import Conversation
 from llamachat.ui.conversation import ConversationView
 from llamachat.ui.markdown import (
     StreamingMarkdown,
+    Update,
 )
 from llamachat.ui.quick import QuickWindow
 
@@ -123,8 +125,7 @@ def make_unwritable():
             return folder
         probe.unlink()
         chattr = shutil.which("chattr")
-        made = chattr and subprocess.run([chattr, "+i", str(folder)], check=False)
-        if not made or made.returncode != 0:
+        if chattr is None or subprocess.run([chattr, "+i", str(folder)], check=False).returncode:
             pytest.skip("cannot make a folder unwritable for this user")
         undo.append(lambda: subprocess.run([chattr, "-i", str(folder)], check=True))
         return folder
@@ -396,7 +397,7 @@ SMOL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOL_ID = "SmolLM2-135M-Instruct.Q4_1"
 
 
-def _need(reason: str) -> None:
+def _need(reason: str) -> NoReturn:
     """Skip a test whose real llama-server or model is missing; on CI that is a failure."""
     if os.environ.get("CI") == "true":
         pytest.fail(f"{reason} (CI=true: the real-router tests must run, not skip)")
@@ -477,8 +478,10 @@ def _chat(url: str, model: str, messages: list[dict], **params) -> tuple[list[st
     try:
         for kind, value in client.stream_chat(model, messages, params=params):
             if kind == "content":
+                assert isinstance(value, str)
                 pieces.append(value)
             elif kind == "stats":
+                assert isinstance(value, dict)
                 stats = value
     finally:
         client.close()
@@ -542,7 +545,7 @@ def real_router(tmp_path_factory: pytest.TempPathFactory):
         server.stop()
 
 
-def _stream_markdown(text: str, *, step: int = 1) -> tuple[object, list[object]]:
+def _stream_markdown(text: str, *, step: int = 1) -> tuple[StreamingMarkdown, list[Update]]:
     """Feed `text` to a StreamingMarkdown `step` characters at a time, flushing each time."""
 
     md = StreamingMarkdown()
@@ -752,11 +755,11 @@ def _fault_damage(path: Path, kind: str) -> None:
         path.write_bytes(data[: len(data) // 2])
     elif kind == "scribbled":
         _fault_history_with_chat(path)
-        data = bytearray(path.read_bytes())
+        scribbled = bytearray(path.read_bytes())
         page = 4096
-        for start in range(2 * page, len(data) - page, 3 * page):
-            data[start : start + page] = os.urandom(page)
-        path.write_bytes(bytes(data))
+        for start in range(2 * page, len(scribbled) - page, 3 * page):
+            scribbled[start : start + page] = os.urandom(page)
+        path.write_bytes(bytes(scribbled))
 
 
 def _fault_stream_outcome(url: str, *, idle_timeout: float, limit: float = 30.0):
@@ -897,7 +900,7 @@ def _llamachat(config: Path, *args: str, stdin: str | None = None, timeout: floa
     )
 
 
-def _oneshots(db: Path) -> list[tuple[dict, list[dict]]]:
+def _oneshots(db: Path) -> list[tuple[SessionRow, list[MessageRow]]]:
     """The one-shot sessions in a history file, each with its messages (empty if no file yet)."""
 
     if not db.exists():
@@ -986,7 +989,9 @@ def _fake_pyside(tmp_path: Path) -> Path:
     """
     import importlib.util
 
-    real = Path(next(iter(importlib.util.find_spec("PySide6").submodule_search_locations)))
+    spec = importlib.util.find_spec("PySide6")
+    assert spec is not None and spec.submodule_search_locations is not None
+    real = Path(next(iter(spec.submodule_search_locations)))
     site = tmp_path / "site"
     for relative in ("Qt/lib/libQt6XcbQpa.so.6", "Qt/plugins/platforms/libqxcb.so"):
         (site / "PySide6" / relative).parent.mkdir(parents=True, exist_ok=True)
@@ -1213,7 +1218,8 @@ def _png(path: Path) -> Path:
 
     image = QImage(4, 4, QImage.Format.Format_RGB32)
     image.fill(QColor("red"))
-    assert image.save(str(path), "PNG")
+    # The stubs type `format` as bytes; PySide6 accepts only str there.
+    assert image.save(str(path), "PNG")  # type: ignore[call-overload]
     return path
 
 
@@ -1385,3 +1391,119 @@ def hostile_server():
     server = _HostileServer()
     yield server
     server.close()
+
+
+# ---------------------------------------------------------------- MCP (TestMcp)
+
+
+def _mcp_bin(name: str) -> str:
+    """The path of a console script installed beside this Python (mcp-server-time, ...)."""
+
+    path = Path(sys.executable).parent / name
+    if not path.exists():
+        pytest.skip(f"{name} is not installed (pip install -e '.[test]')")
+    return str(path)
+
+
+def _mcp_faulty_toml(*modes: str, **options: str) -> str:
+    """[[mcp_servers]] tables starting llamachat.dev.mcp_faulty in each mode, as a user writes them."""
+
+    tables = []
+    for mode in modes:
+        extra = "".join(f"{k} = {v}\n" for k, v in options.items())
+        tables.append(
+            f'[[mcp_servers]]\nname = "{mode}"\ncommand = {json.dumps(sys.executable)}\n'
+            f'args = ["-m", "llamachat.dev.mcp_faulty", "{mode}"]\n{extra}'
+        )
+    return "\n".join(tables)
+
+
+@pytest.fixture
+def mcp_hub(tmp_path):
+    """Make mcp_tools.Hubs from config.toml text (loaded by config.load); all closed after."""
+
+    from llamachat import config as config_module
+    from llamachat import mcp_tools
+
+    made = []
+
+    def make(text: str, **options):
+        path = tmp_path / "config.toml"
+        path.write_text(text, encoding="utf-8")
+        cfg = config_module.load(path)
+        hub = mcp_tools.Hub(cfg.mcp_servers, log_dir=tmp_path / "logs", **options)
+        made.append(hub)
+        return hub, cfg
+
+    yield make
+    for hub in made:
+        hub.close()
+
+
+def _mcp_allow(name: str, arguments: str) -> str:
+    """A consent that allows every call (the Hub tests; the window tests click)."""
+
+    return "once"
+
+
+def _mcp_window(chat_window, router, tmp_path: Path, servers: str, extra: str = ""):
+    """A chat window whose config.toml (loaded as a user's) has the MCP `servers` tables."""
+
+    from llamachat import config as config_module
+
+    path = tmp_path / "config.toml"
+    path.write_text(
+        f'router_url = "{router.url}"\ndefault_model = "test-model"\n{extra}\n{servers}',
+        encoding="utf-8",
+    )
+    cfg = config_module.load(path)
+    return chat_window(
+        path=path,
+        mcp_servers=cfg.mcp_servers,
+        mcp_allowed_tools=cfg.mcp_allowed_tools,
+        mcp_disabled_tools=cfg.mcp_disabled_tools,
+    )
+
+
+def _mcp_time_toml() -> str:
+    """The [[mcp_servers]] table of mcp-server-time, as a user writes it."""
+
+    return f'[[mcp_servers]]\nname = "time"\ncommand = {json.dumps(_mcp_bin("mcp-server-time"))}\n'
+
+
+def _mcp_answer(qtbot, window, label: str) -> str:
+    """Wait for the consent box, click `label` on it; the box's text."""
+
+    host = window.app.mcp
+    qtbot.waitUntil(
+        lambda: host.consent_box is not None and host.consent_box.isVisible(), timeout=30000
+    )
+    box = host.consent_box
+    text = box.text()
+    [button] = [b for b in box.buttons() if b.text() == label]
+    button.click()
+    return text
+
+
+PDF_SKILL = (
+    "---\nname: pdf\ndescription: Fill and summarise PDF forms. Use when a PDF is involved.\n"
+    "---\n# PDF\n\nFor forms, read forms.md; scripts/fill.py fills them.\n"
+)
+
+
+def _pdf_skill(root: Path) -> Path:
+    """A `pdf` skill with resources (forms.md, scripts/fill.py) under root; its folder."""
+
+    _write_skill(root, "pdf", PDF_SKILL)
+    folder = root / "pdf"
+    (folder / "forms.md").write_text("# Forms\n\nField names are in the form's XFA.\n")
+    (folder / "scripts").mkdir(exist_ok=True)
+    (folder / "scripts" / "fill.py").write_text("print('filled')\n")
+    return folder
+
+
+def _completions(window) -> list[str]:
+    """The names the chat window's `/` completer offers, in order."""
+
+    model = window.composer.completer.model()
+    return [model.index(row, 0).data(Qt.ItemDataRole.UserRole) for row in range(model.rowCount())]

@@ -203,7 +203,7 @@ class ScriptedRouter:
     def url(self) -> str:
         """Base URL, e.g. http://127.0.0.1:40123 (clients add /v1/...)."""
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
     def script(self, *replies: Reply) -> None:
         """Queue replies for the next chat requests, in order."""
@@ -257,7 +257,7 @@ class ScriptedRouter:
         with self._lock:
             if self._replies:
                 return self._replies.popleft()
-        last_user = next(
+        last_user: dict = next(
             (m for m in reversed(body.get("messages") or []) if m.get("role") == "user"), {}
         )
         return Reply(content=f"echo: {_message_text(last_user)}")
@@ -375,7 +375,7 @@ class _Handler(BaseHTTPRequestHandler):
             {k.lower(): v for k, v in self.headers.items()},
             body,
             query,
-            tuple(self.client_address[:2]),
+            self.client_address[:2],
             received=self._arrived,
         )
         self.router._record(self._recorded)

@@ -41,6 +41,7 @@ from ..db import History, HistoryError
 from ..server import ManagedServerError
 from . import plain, tasks
 from .first_run import event_text
+from .mcp_panel import McpHost
 from .theme import apply_theme
 
 if TYPE_CHECKING:
@@ -108,6 +109,8 @@ class App(QObject):
             self._on_server_event_posted, Qt.ConnectionType.QueuedConnection
         )
         self._apply_theme()
+        # MCP servers' tools and the consent asked for them (started lazily, see McpHost).
+        self.mcp = McpHost(self)
 
     # ------------------------------------------------------------------ state
 
@@ -239,6 +242,7 @@ class App(QObject):
             log.warning("a background call did not end within 10 s of closing")
         for registry in (*self._old_registries, self._registry):
             registry.close()
+        self.mcp.close()
         self._old_registries = []
         if self._hook is not None:
             self._hook.uninstall()

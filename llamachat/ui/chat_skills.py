@@ -2,9 +2,11 @@
 
 `ChatSkills` keeps what the window shows of skills in step with its conversation
 (`controller.Conversation`, which owns the store and the loaded skills): a chip per
-loaded skill (the ones gone from disk struck through), the skill names the composer
+loaded skill (the ones gone from disk struck through), a "Load pdf? ~N tokens" chip
+per skill the last message only mentioned by a word, the skill names the composer
 completes, the Skills command enabled only while skills are on, and one skills
-panel (`skills_panel.SkillsPanel`) at a time. A `SkillsWatcher` follows the skills
+panel (`skills_panel.SkillsPanel`) at a time, whose "Load when mentioned" it saves
+as `skill_mentions`. A `SkillsWatcher` follows the skills
 folders on disk, and is replaced when the settings give the conversation a new
 store. What it does is said through `status`.
 
@@ -18,9 +20,10 @@ import logging
 from PySide6.QtCore import QObject, Qt, Signal, Slot
 from PySide6.QtWidgets import QWidget
 
-from ..skills import SkillStore
+from ..config import ConfigError
+from ..skills import Skill, SkillStore
 from .app import App
-from .chips import SkillChips
+from .chips import SkillChips, SkillSuggestions, skill_tokens
 from .composer import Composer
 from .controller import Conversation
 from .skills_panel import SkillsPanel, SkillsWatcher
@@ -41,6 +44,7 @@ class ChatSkills(QObject):
         chat: Conversation,
         *,
         chips: SkillChips,
+        suggestions: SkillSuggestions,
         composer: Composer,
         top_bar: TopBar,
         parent: QWidget,
@@ -50,13 +54,17 @@ class ChatSkills(QObject):
         self._chat = chat
         self._window = parent
         self._chips = chips
+        self._suggestions = suggestions
         self._composer = composer
         self._top_bar = top_bar
         self._watcher: SkillsWatcher | None = None
         self._watched: object = None
         self._panel: SkillsPanel | None = None
         chips.unload_requested.connect(self.unload)
+        suggestions.load_requested.connect(self._on_suggestion_clicked)
         chat.skills_changed.connect(self._show_chips)
+        chat.skills_suggested.connect(self._on_skills_suggested)
+        chat.session_changed.connect(self._on_session_changed)
         chat.store_changed.connect(self._on_store_changed)
         self._watch()
 
@@ -83,11 +91,13 @@ class ChatSkills(QObject):
             self._chat.loaded_skills,
             import_dir=self._app.config.skills_dir,
             watcher=self._watcher,
+            mentions=lambda: self._app.config.skill_mentions,
             parent=self._window,
         )
         panel.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         panel.load_requested.connect(self._on_panel_load)
         panel.unload_requested.connect(self.unload)
+        panel.mentions_toggled.connect(self._on_mentions_toggled)
         panel.destroyed.connect(self._on_panel_closed)
         self._panel = panel
         panel.open()
@@ -102,12 +112,54 @@ class ChatSkills(QObject):
     def refresh_names(self) -> None:
         """Offer the store's skill names to the composer and redraw the chips."""
         if self._chat.store is not None:
-            self._composer.offer_skills(self._chat.store)
+            self._composer.offer_skills(self._chat.store, panel=True)
         self._show_chips()
 
     def _show_chips(self, _names: object = None) -> None:
-        # A chip per loaded skill; the ones gone from disk struck through.
-        self._chips.set_skills(self._chat.loaded_skills(), frozenset(self._chat.missing_skills()))
+        # A chip per loaded skill, with its cost; the ones gone from disk struck through.
+        self._chips.set_skills(
+            self._chat.loaded_skills(),
+            frozenset(self._chat.missing_skills()),
+            {name: skill_tokens(skill) for name, skill in self._loaded().items()},
+        )
+
+    def _loaded(self) -> dict[str, Skill]:
+        store = self._chat.store
+        found = {name: store.load(name) for name in self._chat.loaded_skills()} if store else {}
+        return {name: skill for name, skill in found.items() if skill is not None}
+
+    @Slot(list)
+    def _on_skills_suggested(self, names: list) -> None:
+        store = self._chat.store
+        found = [store.load(name) for name in names] if store is not None else []
+        self._suggestions.set_skills([skill for skill in found if skill is not None])
+
+    @Slot(object)
+    def _on_session_changed(self, _session_id: object) -> None:
+        # Another chat: what the last message of this one mentioned is not its business.
+        self._suggestions.set_skills([])
+
+    @Slot(str)
+    def _on_suggestion_clicked(self, name: str) -> None:
+        if self._chat.load_skill(name):
+            tokens = self._loaded().get(name)
+            cost = f" (~{skill_tokens(tokens):,} tokens)" if tokens is not None else ""
+            self.status.emit(
+                f"Loaded skill {name}{cost}; Regenerate the last reply to answer with it. "
+                "Click its chip to unload it."
+            )
+
+    @Slot(str, bool)
+    def _on_mentions_toggled(self, name: str, on: bool) -> None:
+        """Save the skills whose one-word mention loads them (`skill_mentions`)."""
+        names = [n for n in self._app.config.skill_mentions if n != name] + ([name] if on else [])
+        try:
+            self._app.save_settings({"skill_mentions": names})
+        except ConfigError as exc:
+            self.status.emit(f"Not saved: {exc}")
+            return
+        how = "loads it" if on else "only suggests it"
+        self.status.emit(f"Mentioning {name} in a message now {how}.")
 
     @Slot(object)
     def _on_store_changed(self, store: SkillStore | None) -> None:
@@ -133,7 +185,9 @@ class ChatSkills(QObject):
     @Slot(str)
     def _on_panel_load(self, name: str) -> None:
         if self._chat.load_skill(name):
-            self.status.emit(f"Loaded skill {name}.")
+            tokens = self._loaded().get(name)
+            cost = f" (~{skill_tokens(tokens):,} tokens)" if tokens is not None else ""
+            self.status.emit(f"Loaded skill {name}{cost}.")
 
     @Slot()
     def _on_panel_closed(self) -> None:

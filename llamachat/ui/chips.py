@@ -1,7 +1,9 @@
-"""Rows of removable chips: the loaded skills above the composer, and the attachments in it.
+"""Rows of chips: the loaded skills above the composer, the attachments in it, and the
+skills a message only mentioned (`SkillSuggestions`, "Load pdf? ~2,512 tokens").
 
 A chip only asks for its removal (a signal); the owner decides. A skill chip can show
-its skill as missing (deleted from disk): it stays until the user removes it. Raises nothing.
+its skill as missing (deleted from disk): it stays until the user removes it. What a
+skill costs in context is `skill_tokens`, an estimate. Raises nothing.
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ import logging
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QWidget
 
+from .. import skills
 from . import plain
+from .meter import estimate_tokens
 
 log = logging.getLogger(__name__)
 
@@ -82,9 +86,22 @@ class SkillChips(ChipRow):
         self._missing: frozenset[str] = frozenset()
         self.remove_requested.connect(self.unload_requested)
 
-    def set_skills(self, names: list[str], missing: frozenset[str] = frozenset()) -> None:
-        """Show a chip per loaded skill, in load order; `missing` ones struck through."""
+    def set_skills(
+        self,
+        names: list[str],
+        missing: frozenset[str] = frozenset(),
+        costs: dict[str, int] | None = None,
+    ) -> None:
+        """Show a chip per loaded skill, in load order; `missing` ones struck through.
+
+        `costs` are the tokens each takes (`skill_tokens`), said in its tooltip.
+        """
         self.set_items([(name, f"{name} (missing)" if name in missing else name) for name in names])
+        for name, tokens in (costs or {}).items():
+            if name in self._buttons and name not in missing:
+                self._buttons[name].setToolTip(
+                    plain.tooltip(f"Loaded skill: ~{tokens:,} tokens of context. Click to unload.")
+                )
         for name in missing & set(names):
             button = self._buttons[name]
             font = button.font()
@@ -106,3 +123,76 @@ class SkillChips(ChipRow):
     def skills(self) -> list[str]:
         """The skill names shown."""
         return self.keys()
+
+
+def skill_tokens(skill: skills.Skill) -> int:
+    """The context a loaded skill takes, estimated from its text in the system message.
+
+    The one place the figure comes from: an exact count can replace the estimate here.
+    """
+    return estimate_tokens(skills.system_part(skill))
+
+
+class SkillSuggestions(QWidget):
+    """The skills the last message mentioned by a word, as one-click "Load pdf?" chips.
+
+    Clicking a chip asks for the skill (`load_requested`); "Not now" hides the row.
+    Hidden when empty.
+    """
+
+    load_requested = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setAccessibleName("Suggested skills")
+        self._buttons: dict[str, QPushButton] = {}
+        self._skills: list[skills.Skill] = []
+        self._layout = QHBoxLayout(self)
+        self._layout.setContentsMargins(0, 0, 0, 0)
+        self._layout.setSpacing(6)
+        caption = plain.Label("Mentioned:")
+        caption.setTextInteractionFlags(Qt.TextInteractionFlag.NoTextInteraction)
+        self._layout.addWidget(caption)
+        self._dismiss = QPushButton("Not now", self)
+        self._dismiss.setFlat(True)
+        self._dismiss.setAccessibleName("Dismiss skill suggestions")
+        self._dismiss.clicked.connect(lambda: self.set_skills([]))
+        self._layout.addWidget(self._dismiss)
+        self._layout.addStretch(1)
+        self.setVisible(False)
+
+    def set_skills(self, found: list[skills.Skill]) -> None:
+        """Offer these skills, each with its cost; [] hides the row."""
+        for button in self._buttons.values():
+            self._layout.removeWidget(button)
+            button.deleteLater()
+        self._buttons.clear()
+        self._skills = list(found)
+        for offset, skill in enumerate(found):
+            text = f"Load {skill.name}? ~{skill_tokens(skill):,} tokens"
+            button = QPushButton(text, self)
+            button.setCursor(Qt.CursorShape.PointingHandCursor)
+            button.setAutoDefault(False)
+            button.setAccessibleName(f"Load skill {skill.name}")
+            button.setToolTip(
+                plain.tooltip(
+                    f"Your message mentions {skill.name}, so it was sent without it. Click to "
+                    f"load it into this chat ({skill.description})."
+                )
+            )
+            button.clicked.connect(lambda _checked=False, n=skill.name: self._on_clicked(n))
+            self._layout.insertWidget(1 + offset, button)
+            self._buttons[skill.name] = button
+        self.setVisible(bool(found))
+
+    def names(self) -> list[str]:
+        """The skills offered, in order."""
+        return list(self._buttons)
+
+    def button(self, name: str) -> QPushButton:
+        """The chip offering `name` (KeyError when it is not offered)."""
+        return self._buttons[name]
+
+    def _on_clicked(self, name: str) -> None:
+        self.set_skills([skill for skill in self._skills if skill.name != name])
+        self.load_requested.emit(name)

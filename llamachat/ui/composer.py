@@ -1,6 +1,9 @@
 """The message composer: a multi-line editor with attachments and `/skill` completion.
 
-Enter sends, Shift+Enter starts a new line. Files come in by the attach button,
+Enter sends, Shift+Enter starts a new line. `/` at the start of a word lists the
+skills, as wide as the message box: Esc closes the list, and Enter on a `/name`
+typed out in full sends at once (on a partial one it completes the name first).
+Files come in by the attach button,
 drag and drop, or paste: images become `image_url` data URIs (only for models
 that read images), text files are inlined as fenced code blocks, and a very long
 paste becomes an attachment instead of flooding the editor.
@@ -21,7 +24,17 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
-from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMimeData, QRect, Qt, Signal, Slot
+from PySide6.QtCore import (
+    QBuffer,
+    QByteArray,
+    QEvent,
+    QIODevice,
+    QMimeData,
+    QRect,
+    Qt,
+    Signal,
+    Slot,
+)
 from PySide6.QtGui import QImage, QKeyEvent, QResizeEvent, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (
     QCompleter,
@@ -60,7 +73,8 @@ def image_attachment(image: QImage, name: str = "pasted image.png") -> Attachmen
     array = QByteArray()
     buffer = QBuffer(array)
     buffer.open(QIODevice.OpenModeFlag.WriteOnly)
-    image.save(buffer, "PNG")
+    # The stubs type `format` as bytes; PySide6 accepts only str there.
+    image.save(buffer, "PNG")  # type: ignore[call-overload]
     buffer.close()
     encoded = base64.b64encode(bytes(array.data())).decode("ascii")
     return Attachment("image", name, "image/png", f"data:image/png;base64,{encoded}")
@@ -167,12 +181,41 @@ class MessageEdit(QPlainTextEdit):
         """Use `completer` for `/skill` names."""
         self._completer = completer
         completer.setWidget(self)
-        completer.activated[str].connect(self._insert_completion)
+        # The stubs lack SignalInstance.__getitem__, which picks one of a signal's overloads.
+        completer.activated[str].connect(self._insert_completion)  # type: ignore[index]
+
+    def event(self, event: QEvent) -> bool:
+        """Claim Esc while the skill list is open, so it closes the list, not stops a reply."""
+        if (
+            event.type() == QEvent.Type.ShortcutOverride
+            and isinstance(event, QKeyEvent)
+            and event.key() == Qt.Key.Key_Escape
+            and self._popup_visible()
+        ):
+            event.accept()
+            return True
+        return super().event(event)
+
+    def _popup_visible(self) -> bool:
+        popup = self._completer.popup() if self._completer is not None else None
+        return popup is not None and popup.isVisible()
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         """Route Enter to submit; keep the skill completer in step with the text."""
         key = event.key()
         popup = self._completer.popup() if self._completer else None
+        if popup is not None and popup.isVisible() and key == Qt.Key.Key_Escape:
+            popup.hide()
+            event.accept()
+            return
+        enter = key in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
+        plain_enter = enter and not event.modifiers() & Qt.KeyboardModifier.ShiftModifier
+        if popup is not None and popup.isVisible() and plain_enter and self._typed_whole_name():
+            # `/name` typed out in full: Enter sends it at once, not first completes it.
+            popup.hide()
+            event.accept()
+            self.submit.emit()
+            return
         if (
             popup is not None
             and popup.isVisible()
@@ -224,10 +267,26 @@ class MessageEdit(QPlainTextEdit):
         match = _SLASH_WORD.search(before)
         return match.group(1) if match else None
 
+    def _typed_whole_name(self) -> bool:
+        """True when the `/word` before the cursor is a whole name the completer offers,
+        and no other name was picked in the list (with the arrow keys)."""
+        prefix = self._slash_prefix()
+        if not prefix or self._completer is None:
+            return False
+        role = self._completer.completionRole()
+        popup = self._completer.popup()
+        current = popup.currentIndex() if popup is not None else None
+        if current is not None and current.isValid() and current.data(role) != prefix:
+            return False
+        model = self._completer.model()
+        return any(model.index(row, 0).data(role) == prefix for row in range(model.rowCount()))
+
     def _update_completion(self) -> None:
         if self._completer is None:
             return
         popup = self._completer.popup()
+        if popup is None:
+            return  # only an inline completer has none
         prefix = self._slash_prefix()
         if prefix is None or self._completer.model().rowCount() == 0:
             popup.hide()
@@ -238,9 +297,10 @@ class MessageEdit(QPlainTextEdit):
         if self._completer.completionCount() == 0:
             popup.hide()
             return
-        rect = QRect(self.cursorRect())
-        rect.setWidth(popup.sizeHintForColumn(0) + popup.verticalScrollBar().sizeHint().width())
-        self._completer.complete(rect)
+        # As wide as the message box, under the cursor's line: the descriptions are cut
+        # there (whole in each row's tooltip) rather than spread across the screen.
+        line = self.cursorRect()
+        self._completer.complete(QRect(0, line.top(), self.width(), line.height()))
 
     @Slot(str)
     def _insert_completion(self, name: str) -> None:
@@ -273,7 +333,9 @@ class Composer(QWidget):
         completer.setCompletionRole(Qt.ItemDataRole.UserRole)
         completer.setCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
         completer.setCompletionMode(QCompleter.CompletionMode.PopupCompletion)
-        completer.popup().setAccessibleName("Skills")
+        popup = completer.popup()  # made now: the mode is PopupCompletion
+        if popup is not None:
+            popup.setAccessibleName("Skills")
         self.completer = completer
         self.editor.set_completer(completer)
 
@@ -354,13 +416,19 @@ class Composer(QWidget):
         self._model = model
         self._images = images
 
-    def offer_skills(self, store: SkillStore) -> None:
-        """Offer the store's user-invocable skills after `/`, re-reading its folders first."""
+    def offer_skills(self, store: SkillStore, *, panel: bool = False) -> None:
+        """Offer the store's user-invocable skills after `/`, re-reading its folders first.
+
+        `panel` offers `/skills` too (the chat window opens the Skills panel for it),
+        unless a skill has that name.
+        """
         store.refresh()
         descriptions = store.descriptions()
+        offered = [(name, descriptions.get(name, "")) for name in store.user_names()]
+        if panel and "skills" not in descriptions:
+            offered = sorted([*offered, ("skills", "Open the Skills panel")])
         self._skill_model.clear()
-        for name in store.user_names():
-            description = descriptions.get(name, "")
+        for name, description in offered:
             item = QStandardItem(f"/{name}  —  {description}" if description else f"/{name}")
             item.setData(name, Qt.ItemDataRole.UserRole)
             item.setToolTip(plain.tooltip(description))

@@ -5,9 +5,16 @@ state and the streaming reply (`reply.ReplyStream`), and builds every request wi
 `turn`. Windows forward what the user does (`submit`, `stop`, `retry`, `edit`,
 `load_skill`, `unload_skill`, `new_session`, `open_session`) and turn its signals
 into widgets: `message_added` (show a sent message), `messages_reset` (show these
-rows instead), `reply_started` (attach a view to the reply), `reply_ended`,
-`skills_changed`, `store_changed`, `session_changed` and `notice` (say something).
+rows instead), `versions_changed` (a message gained a version), `reply_started`
+(attach a view to the reply), `reply_ended`, `skills_changed`, `skills_suggested`
+(mentions to offer, not load), `store_changed`, `session_changed` and `notice` (say
+something).
 It loads no widget module, so a test drives it with no window at all.
+
+A session is a tree (`db`): Regenerate adds another version of a reply, sending an
+edited message adds another version of it with a fresh reply, and `show_version`
+switches the path shown (and sent) to another one. `fork` copies the path up to a
+message into a new chat.
 
 Two modes:
     chat     one session for many turns; the loaded skills are the session's
@@ -27,7 +34,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
@@ -62,10 +69,13 @@ class Conversation(QObject):
     session_changed = Signal(object)  # the session id now (None: a chat not saved yet)
     message_added = Signal(object)  # the user message just saved (a History row)
     messages_reset = Signal(object)  # the rows to show instead of what is shown
+    versions_changed = Signal(int, list)  # a message shown, the ids of all its versions
     reply_started = Signal(object)  # the ReplyStream: attach a view before returning
     reply_ended = Signal(str, str)  # status, error
     skills_changed = Signal(list)  # the loaded skills, in load order
     store_changed = Signal(object)  # the SkillStore now (None: skills off), or its names changed
+    # The skills the last message only mentioned by a one-word name: offered, not loaded.
+    skills_suggested = Signal(list)
     # object, not dict: PySide converts a dict signal through QVariantMap, which may drop it.
     stats = Signal(object)
     notice = Signal(str, int)  # text, how long to show it in ms (0 keeps it)
@@ -229,10 +239,14 @@ class Conversation(QObject):
         offered = self._offered_skills()
         if self.store is not None:
             self.store.refresh(files=False)
-        question = turn.parse_question(text, self.store, refresh=False)
+        question = turn.parse_question(
+            text, self.store, always=self.cfg.skill_mentions, refresh=False
+        )
         loaded = [name for name in question.skills if self.load_skill(name)]
+        suggested = [name for name in question.suggested if name not in self._loaded]
         if not question.text.strip() and not attachments:
             self._recheck_skills(offered)
+            self.skills_suggested.emit(suggested)
             if self.mode == ONESHOT:
                 if self._loaded:
                     self.notice.emit(
@@ -261,6 +275,16 @@ class Conversation(QObject):
             self.notice.emit(f"Not sent: the message could not be saved. {exc}", 0)
             return NOT_SENT
         self._start_reply(show=lambda: self.message_added.emit(row))
+        # After the message: a new chat's session_changed, which clears them, comes first.
+        self.skills_suggested.emit(suggested)
+        if suggested and self.mode == ONESHOT:
+            # The quick window has no suggestion chips: say how to use the skill instead.
+            commands = " ".join(f"/{name}" for name in suggested)
+            self.notice.emit(
+                f"Mentioned, not loaded: skill {', '.join(suggested)} (add {commands} to "
+                "the question to use it).",
+                8000,
+            )
         return SENT
 
     def _recheck_skills(self, offered: tuple[list[str], dict[str, str]]) -> None:
@@ -291,16 +315,24 @@ class Conversation(QObject):
             self.session_changed.emit(session_id)
         else:
             session_id = self._session_id
-            if self._edit_from is not None:
-                self.history.delete_messages_from(session_id, self._edit_from)
-                self._edit_from = None
-                self.messages_reset.emit(self.history.messages(session_id))
+        parent: int | None | Literal["active"] = "active"
+        versions: list[int] = []
+        if self._edit_from is not None and self.mode == CHAT:
+            # The edit is a new version of the message: the old one stays a branch.
+            path = self.history.messages(session_id)
+            at = next((n for n, m in enumerate(path) if m["id"] == self._edit_from), None)
+            self._edit_from = None
+            if at is not None:
+                parent = path[at]["parent_id"]
+                versions = path[at]["versions"] or [path[at]["id"]]
+                self.messages_reset.emit(path[:at])
         message_id = self.history.add_message(
-            session_id, "user", text, attachments=attachments, model=model
+            session_id, "user", text, attachments=attachments, model=model, parent=parent
         )
         return {
             "id": message_id,
             "session_id": session_id,
+            "parent_id": None if parent == "active" else parent,
             "role": "user",
             "content": text,
             "reasoning": "",
@@ -308,6 +340,7 @@ class Conversation(QObject):
             "model": model,
             "status": "complete",
             "error": "",
+            "versions": [*versions, message_id] if versions else [],
         }
 
     def stop(self) -> bool:
@@ -324,7 +357,11 @@ class Conversation(QObject):
         return True
 
     def retry(self, message_id: object) -> bool:
-        """Ask again for a reply (and drop what followed it) once the new one has text."""
+        """Ask again for a reply; once the new one has text it is shown in its place.
+
+        A complete reply stays as an earlier version; a failed or stopped one (and
+        what followed it) is replaced.
+        """
         if self._session_id is None or not isinstance(message_id, int):
             return False
         self.stop()
@@ -342,17 +379,19 @@ class Conversation(QObject):
             return False
         if not self.save_unsaved():
             return False
+        target = next(row for row in rows if row["id"] == message_id)
         return self._start_reply(
             model,
             replaces=message_id,
+            keep_replaced=target["status"] == "complete",
             show=lambda: self.messages_reset.emit([row for row in rows if row["id"] < message_id]),
         )
 
     def edit(self, message_id: object) -> MessageRow | None:
         """The sent message to put back in the composer (None when there is none).
 
-        In chat mode, sending next replaces it and everything after it; a one-shot
-        question is asked again as a new one.
+        In chat mode, sending next adds the new text as another version of it (the old
+        one and its replies stay a branch); a one-shot question is asked again as a new one.
         """
         if self._session_id is None:
             return None
@@ -367,9 +406,37 @@ class Conversation(QObject):
             self.stop()
             self._edit_from = message["id"]
             self.notice.emit(
-                "Editing: sending replaces this message and everything after it.", 8000
+                "Editing: sending makes a new version of this message; the old one stays "
+                "(‹ › on the message switches).",
+                8000,
             )
         return message
+
+    def show_version(self, message_id: object) -> bool:
+        """Show (and send from now on) the path through this version of a message."""
+        if self._session_id is None or not isinstance(message_id, int):
+            return False
+        if self._reply is not None:
+            self.notice.emit("Wait for the reply to finish, or stop it, to switch versions.", 8000)
+            return False
+        try:
+            path = self.history.select_version(self._session_id, message_id)
+        except HistoryError as exc:
+            self.notice.emit(f"That version could not be shown: {exc}", 0)
+            return False
+        self._edit_from = None
+        self.messages_reset.emit(path)
+        return True
+
+    def fork(self, message_id: object) -> int | None:
+        """A new chat with this chat's path up to `message_id`, its skills and prompt; its id."""
+        if self._session_id is None or not isinstance(message_id, int):
+            return None
+        try:
+            return self.history.fork(self._session_id, message_id)
+        except HistoryError as exc:
+            self.notice.emit(f"The new chat could not be made: {exc}", 0)
+            return None
 
     def save_unsaved(self) -> bool:
         """Save the replies History could not take yet; True when none is left behind.
@@ -450,6 +517,7 @@ class Conversation(QObject):
         model: str | None = None,
         *,
         replaces: int | None = None,
+        keep_replaced: bool = False,
         show: Callable[[], None] = lambda: None,
     ) -> bool:
         """Send the request, then `show()` what the window must show before the reply.
@@ -471,6 +539,8 @@ class Conversation(QObject):
                 search_cfg=request.search_cfg,
                 skills_cfg=request.skills_cfg,
                 replaces=replaces,
+                tool_source=self.app.mcp.tool_source(self._session_id),
+                keep_replaced=keep_replaced,
                 parent=self,
             )
         except HistoryError as exc:
@@ -528,9 +598,19 @@ class Conversation(QObject):
                 f"The new attempt gave no text ({error or status}); the earlier reply is kept.",
                 0,
             )
-        elif status == "error":
-            self.notice.emit(f"The reply failed: {error}", 8000)
+        else:
+            if status == "error":
+                self.notice.emit(f"The reply failed: {error}", 8000)
+            if reply is not None and reply.adds_version and reply.message_id is not None:
+                self._announce_versions(reply.message_id)
         self.reply_ended.emit(status, error)
+
+    def _announce_versions(self, message_id: int) -> None:
+        """Tell the views how many versions the reply that just ended has (Regenerate adds one)."""
+        path = self.history.messages(self._session_id) if self._session_id is not None else []
+        last = path[-1] if path else None
+        if last is not None and last["id"] == message_id and last["versions"]:
+            self.versions_changed.emit(message_id, last["versions"])
 
     # ------------------------------------------------------------------ history and config
 

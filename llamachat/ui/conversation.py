@@ -11,6 +11,11 @@ Long histories open fast: `ConversationView.load_messages` builds the last
 screenful first and adds older messages a page at a time when the user scrolls
 near the top, keeping what is on screen in place.
 
+A message with other versions (replies regenerated, edits of a question) shows
+`‹ 2/3 ›`; Alt+Left and Alt+Right switch versions while the focus is in the message.
+The view only asks (`version_requested` with the id to show, `fork_requested`): the
+conversation controller switches the path and hands back the rows to show.
+
 Errors: this module raises no exceptions of its own; a failure here is a bug.
 """
 
@@ -30,6 +35,7 @@ from PySide6.QtGui import (
     QGuiApplication,
     QPainter,
     QPalette,
+    QShortcut,
     QTextBlockFormat,
     QTextCharFormat,
     QTextCursor,
@@ -40,6 +46,7 @@ from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
+    QMenu,
     QScrollArea,
     QSizePolicy,
     QTextBrowser,
@@ -48,7 +55,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from . import plain
+from . import plain, shortcuts
 from .markdown import (
     BREAK,
     COPY_SCHEME,
@@ -59,6 +66,7 @@ from .markdown import (
     Update,
     break_text_runs,
 )
+from .tool_call import ToolCallView
 
 log = logging.getLogger(__name__)
 
@@ -262,6 +270,8 @@ class MessageView(QFrame):
     retry_requested = Signal(object)
     regenerate_requested = Signal(object)
     edit_requested = Signal(object)
+    version_requested = Signal(object)  # the id of the version of this message to show
+    fork_requested = Signal(object)  # "New chat from here" on this message
     rendered = Signal()
     relaid_out = Signal(object)
 
@@ -355,9 +365,20 @@ class MessageView(QFrame):
             footer.addWidget(self._copy)
             footer.addWidget(self._regenerate)
         layout.addLayout(footer)
+        self._footer = footer
+        # Built when first needed: most messages have one version and no fork button.
+        self._versions: list[int] = []
+        self._version_label: QLabel | None = None
+        self._version_buttons: tuple[QToolButton, QToolButton] | None = None
+        self._more: QToolButton | None = None
+        self._more_menu: QMenu
+        self.set_versions(message.get("versions") or [])
 
         if message.get("reasoning"):
             self._add_reasoning_text(message["reasoning"])
+        for call in message.get("tool_calls") or ():
+            if isinstance(call, dict) and "result" in call:
+                self.add_tool_call(call)
         status = message.get("status", "complete")
         content = message.get("content") or ""
         if status == "streaming":
@@ -401,23 +422,42 @@ class MessageView(QFrame):
         self._streaming = True
         self._add_reasoning_text(text)
 
-    def add_search(self, query: str, results: list[dict], error: str = "") -> None:
-        """Show a web search inline: the query and its results as links, or its error."""
+    def _activity(self) -> QVBoxLayout:
+        """The layout above the text that searches and tool calls are shown in."""
         if self._searches is None:
             self._searches = QVBoxLayout()
             self._searches.setSpacing(2)
             self._layout.insertLayout(self._layout.indexOf(self._body), self._searches)
-        lines = [f"<b>Searched:</b> {plain.markup(query)}"]
+        return self._searches
+
+    def add_tool_call(self, call: dict) -> ToolCallView:
+        """Show an MCP tool call inline, collapsed (`reply.stored_call`'s shape)."""
+        view = ToolCallView(call, self)
+        self._activity().addWidget(view)
+        return view
+
+    def tool_calls(self) -> list[ToolCallView]:
+        """The tool calls shown, in order."""
+        return self.findChildren(ToolCallView)
+
+    def add_search(
+        self, query: str, results: list[dict], error: str = "", *, title: str = "Searched"
+    ) -> None:
+        """Show a tool call inline: a web search's query and its results as links, or its
+        error; another tool's call (`title`, e.g. "Read skill file") and short result."""
+        self._activity()
+        assert self._searches is not None
+        lines = [f"<b>{plain.markup(title)}:</b> {plain.markup(query)}"]
         if error:
             lines.append(f'<span style="color:#d1242f">{plain.markup(error)}</span>')
         for number, result in enumerate(results, 1):
             url = str(result.get("url", ""))
-            title = str(result.get("title") or url)
-            lines.append(f'{number}. <a href="{plain.markup(url)}">{plain.markup(title)}</a>')
+            name = str(result.get("title") or url)
+            lines.append(f'{number}. <a href="{plain.markup(url)}">{plain.markup(name)}</a>')
         label = QLabel("<br>".join(lines), self)
         label.setTextFormat(Qt.TextFormat.RichText)
         label.setWordWrap(True)
-        label.setAccessibleName("Search results")
+        label.setAccessibleName("Search results" if title == "Searched" else title)
         label.setTextInteractionFlags(Qt.TextInteractionFlag.TextBrowserInteraction)
         label.setOpenExternalLinks(False)
         label.linkActivated.connect(lambda link: open_link(QUrl(link)))
@@ -538,6 +578,79 @@ class MessageView(QFrame):
         else:
             self._write(self._markdown.finish(), final=True)
 
+    def set_versions(self, versions: Sequence[int]) -> None:
+        """Show `‹ n/N ›` for a message with other versions (`versions`: every version's id)."""
+        self._versions = list(versions)
+        if self.message_id not in self._versions or len(self._versions) < 2:
+            if self._version_label is not None:
+                self._version_label.hide()
+                for button in self._version_buttons or ():
+                    button.hide()
+            return
+        if self._version_label is None:
+            older = self._action("‹", "Previous version", lambda: self._step_version(-1))
+            newer = self._action("›", "Next version", lambda: self._step_version(1))
+            self._version_label = plain.Label("", self)
+            self._version_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+            self._version_buttons = (older, newer)
+            for at, widget in enumerate((older, self._version_label, newer)):
+                self._footer.insertWidget(at, widget)
+            for action, step in (("previous_version", -1), ("next_version", 1)):
+                for sequence in shortcuts.BY_ACTION[action].sequences():
+                    shortcut = QShortcut(sequence, self)
+                    shortcut.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+                    shortcut.activated.connect(lambda step=step: self._step_version(step))
+        place = self._versions.index(self.message_id) + 1
+        total = len(self._versions)
+        self._version_label.setText(f"{place}/{total}")
+        self._version_label.setAccessibleName(f"Version {place} of {total}")
+        assert self._version_buttons is not None
+        older, newer = self._version_buttons
+        older.setEnabled(place > 1)
+        newer.setEnabled(place < total)
+        for widget in (older, self._version_label, newer):
+            widget.show()
+
+    def version_text(self) -> str:
+        """ "2/3" for the second of three versions; "" for a message with one version."""
+        label = self._version_label
+        return label.text() if label is not None and not label.isHidden() else ""
+
+    def set_fork_allowed(self, allowed: bool) -> None:
+        """Offer "New chat from here" (in the chat window; a quick answer has no chat to fork)."""
+        if allowed and self._more is None:
+            self._more = self._action("⋯", "More actions", self._show_more)
+            self._more_menu = QMenu(self._more)
+            fork = self._more_menu.addAction("New chat from here")
+            fork.triggered.connect(lambda: self.fork_requested.emit(self.message_id))
+            self._footer.addWidget(self._more)
+        if self._more is not None:
+            self._more.setVisible(allowed)
+
+    def more_actions(self) -> list[str]:
+        """The texts of the "More actions" menu ([] when it is not offered)."""
+        if self._more is None or self._more.isHidden():
+            return []
+        return [action.text() for action in self._more_menu.actions()]
+
+    def trigger_more(self, text: str) -> None:
+        """Run the "More actions" entry reading `text` (as a click on it would)."""
+        for action in self._more_menu.actions() if self._more is not None else ():
+            if action.text() == text:
+                action.trigger()
+
+    def _show_more(self) -> None:
+        # A menu of the button's own would draw an arrow beside the "⋯".
+        if self._more is not None:
+            self._more_menu.popup(self._more.mapToGlobal(self._more.rect().bottomLeft()))
+
+    def _step_version(self, step: int) -> None:
+        if self.message_id not in self._versions or self._streaming:
+            return
+        at = self._versions.index(self.message_id) + step
+        if 0 <= at < len(self._versions):
+            self.version_requested.emit(self._versions[at])
+
     def set_regenerate_allowed(self, allowed: bool) -> None:
         """Offer "Regenerate" (the conversation allows it on its last reply only)."""
         self._regenerate_allowed = allowed
@@ -569,10 +682,8 @@ class MessageView(QFrame):
         button.setAutoRaise(True)
         button.setCursor(Qt.CursorShape.PointingHandCursor)
         button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
-        button.clicked.connect(
-            lambda: self._set_reasoning_expanded(self._reasoning_body.isHidden())
-        )
         body = _Body(self, accessible_name="Reasoning")
+        button.clicked.connect(lambda: self._set_reasoning_expanded(body.isHidden()))
         _mute(body, self._palette)
         frame = body.document().rootFrame().frameFormat()
         frame.setLeftMargin(12)
@@ -753,9 +864,12 @@ class ConversationView(QScrollArea):
     retry_requested = Signal(object)
     regenerate_requested = Signal(object)
     edit_requested = Signal(object)
+    version_requested = Signal(object)
+    fork_requested = Signal(object)
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, *, forks: bool = False) -> None:
         super().__init__(parent)
+        self._forks = forks
         self.setAccessibleName("Conversation")
         self.setWidgetResizable(False)
         self.setFrameShape(QFrame.Shape.NoFrame)
@@ -865,7 +979,17 @@ class ConversationView(QScrollArea):
         view.retry_requested.connect(self.retry_requested)
         view.regenerate_requested.connect(self.regenerate_requested)
         view.edit_requested.connect(self.edit_requested)
+        view.version_requested.connect(self.version_requested)
+        view.fork_requested.connect(self.fork_requested)
+        if self._forks:
+            view.set_fork_allowed(True)
         return view
+
+    def set_versions(self, message_id: int, versions: list[int]) -> None:
+        """A shown message has these versions now (a reply was regenerated)."""
+        for view in self._views:
+            if view.message_id == message_id:
+                view.set_versions(versions)
 
     def _add(self, message: Mapping[str, Any]) -> MessageView:
         view = self._build(message)

@@ -253,6 +253,7 @@ class FirstRunPanel(QFrame):
         if self._state == "empty" and self._target == (models_dir, url):
             return
         self._target = (models_dir, url)
+        buttons: tuple[QPushButton, ...]
         if models_dir is not None:
             text = (
                 "llamachat's llama-server finds models in GGUF format in the folder below. "

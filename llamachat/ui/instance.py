@@ -30,7 +30,7 @@ import tempfile
 from pathlib import Path
 
 from PySide6.QtCore import QDeadlineTimer, QEvent, QObject, QStandardPaths, QTimer, Signal, Slot
-from PySide6.QtNetwork import QLocalServer, QLocalSocket
+from PySide6.QtNetwork import QAbstractSocket, QLocalServer, QLocalSocket
 
 from ..db import History
 from .app import App
@@ -146,7 +146,7 @@ class InstanceServer(QObject):
         """
         if self._server.listen(self.name):
             return True
-        if self._server.serverError() != QLocalSocket.LocalSocketError.AddressInUseError:
+        if self._server.serverError() != QAbstractSocket.SocketError.AddressInUseError:
             raise InstanceError(f"Cannot listen on {self.name}: {self._server.errorString()}")
         if _answers(self.name):
             return False

@@ -9,6 +9,7 @@ fires). Raises nothing.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from PySide6.QtGui import QAction, QShortcut
@@ -40,6 +41,13 @@ def install(window: ChatWindow) -> list[QShortcut]:
     )
 
 
+def _action(text: str, window: ChatWindow, slot: Callable[[], object]) -> QAction:
+    """A new action of the window's that calls `slot` when triggered."""
+    action = QAction(text, window)
+    action.triggered.connect(slot)
+    return action
+
+
 def _keyed(action: QAction, name: str) -> QAction:
     """`action`, its text followed by the key the window's shortcut `name` answers to."""
     action.setText(f"{action.text()}\t{shortcuts.BY_ACTION[name].shown()}")
@@ -50,47 +58,45 @@ def _build_menus(window: ChatWindow) -> None:
     top, router = window.top_bar, window.router_guide
     menus = window.menuBar()
     file_menu = menus.addMenu("&File")
-    file_menu.addAction(
-        _keyed(QAction("New chat", window, triggered=window.new_session), "new_chat")
-    )
+    file_menu.addAction(_keyed(_action("New chat", window, window.new_session), "new_chat"))
     file_menu.addAction(window.sidebar.import_action)
     file_menu.addSeparator()
     file_menu.addAction(_keyed(top.settings_action, "settings"))
+    file_menu.addAction(_action("Import MCP servers…", window, window.import_mcp_servers))
     file_menu.addAction(router.server_log_action)
     file_menu.addAction(router.add_model_action)
     file_menu.addSeparator()
-    file_menu.addAction(QAction("Close window", window, triggered=window.close))
-    quit_action = QAction("Quit", window, triggered=lambda: window.quit_requested.emit())
+    file_menu.addAction(_action("Close window", window, window.close))
+    quit_action = _action("Quit", window, lambda: window.quit_requested.emit())
     file_menu.addAction(_keyed(quit_action, "quit"))
 
     chat_menu = menus.addMenu("&Chat")
     chat_menu.addAction(
         _keyed(
-            QAction("Search chats", window, triggered=window.sidebar.focus_search),
+            _action("Search chats", window, window.sidebar.focus_search),
             "search_sessions",
         )
     )
     chat_menu.addAction(
         _keyed(
-            QAction("Choose model", window, triggered=window.model_picker.open_popup),
+            _action("Choose model", window, window.model_picker.open_popup),
             "switch_model",
         )
     )
     chat_menu.addAction(
         _keyed(
-            QAction("Copy last reply", window, triggered=window.copy_last_reply),
+            _action("Copy last reply", window, window.copy_last_reply),
             "copy_last_reply",
         )
     )
-    chat_menu.addAction(_keyed(QAction("Stop reply", window, triggered=window.stop), "stop"))
+    chat_menu.addAction(_keyed(_action("Stop reply", window, window.stop), "stop"))
     chat_menu.addSeparator()
     chat_menu.addAction(window.web_search.action)
     chat_menu.addAction(top.skills_action)
-    chat_menu.addAction(
-        QAction("Edit prompt presets…", window, triggered=window.preset_picker.edit_presets)
-    )
+    chat_menu.addAction(_action("MCP servers…", window, window.open_mcp_panel))
+    chat_menu.addAction(_action("Edit prompt presets…", window, window.preset_picker.edit_presets))
 
     help_menu = menus.addMenu("&Help")
     help_menu.addAction(
-        _keyed(QAction("Keyboard shortcuts", window, triggered=window.show_shortcuts), "shortcuts")
+        _keyed(_action("Keyboard shortcuts", window, window.show_shortcuts), "shortcuts")
     )

@@ -34,7 +34,7 @@ from PySide6.QtWidgets import (
 )
 
 from .. import backend
-from ..models import ModelInfo, Models
+from ..models import ModelInfo
 from . import plain, tasks
 
 log = logging.getLogger(__name__)
@@ -63,6 +63,19 @@ STATUS_WORDS = {
 }
 
 
+class RouterModels(Protocol):
+    """What the picker needs from `models.Models` (results of load and unload unused)."""
+
+    def list(self) -> list[ModelInfo]:
+        """The router's models."""
+
+    def load(self, model: str) -> object:
+        """Ask the router to load `model`."""
+
+    def unload(self, model: str) -> object:
+        """Ask the router to unload `model`."""
+
+
 class ModelSource(Protocol):
     """What the picker needs from `providers.Registry`."""
 
@@ -71,7 +84,7 @@ class ModelSource(Protocol):
     def models(self) -> list[ModelInfo]:
         """Every model of the router and the providers."""
 
-    def router_models(self) -> Models:
+    def router_models(self) -> RouterModels:
         """Model management for the router."""
 
 
@@ -406,13 +419,13 @@ class ModelPicker(QWidget):
                 self._errors.pop(model_id, None)
         now = time.monotonic()
         for model_id, (mark, started) in list(self._loading.items()):
-            info = self._infos.get(model_id)
-            status = info.status if info is not None else "unloaded"
+            listed = self._infos.get(model_id)
+            status = listed.status if listed is not None else "unloaded"
             if status == "loaded":
                 del self._loading[model_id]
             elif status == "failed":
                 del self._loading[model_id]
-                self._errors.setdefault(model_id, info.error if info else "")
+                self._errors.setdefault(model_id, listed.error if listed else "")
             elif (
                 status == "unloaded"
                 and mark is not None

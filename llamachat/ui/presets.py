@@ -276,7 +276,7 @@ class PresetEditor(QDialog):
                 self.list.setCurrentRow(row)
                 return
 
-    def create(self, name: str, text: str = "") -> bool:
+    def add(self, name: str, text: str = "") -> bool:
         """Add a preset and show it; False (with the reason shown) when refused."""
         try:
             if name in self.prompts.names():
@@ -379,7 +379,7 @@ class PresetEditor(QDialog):
     def _on_new(self) -> None:
         name, ok = QInputDialog.getText(self, "New preset", "Name of the new preset:")
         if ok and name:
-            self.create(name.strip())
+            self.add(name.strip())
 
     @Slot()
     def _on_rename(self) -> None:

@@ -161,6 +161,7 @@ class QuickWindow(QWidget):
         self.conversation.retry_requested.connect(self.retry)
         self.conversation.regenerate_requested.connect(self.retry)
         self.conversation.edit_requested.connect(self.edit_message)
+        self.conversation.version_requested.connect(self.chat.show_version)
         self.conversation.hide()
 
         layout = QVBoxLayout(self)
@@ -422,6 +423,7 @@ class QuickWindow(QWidget):
         chat = self.chat
         chat.message_added.connect(self._on_message_added)
         chat.messages_reset.connect(self.conversation.load_messages)
+        chat.versions_changed.connect(self.conversation.set_versions)
         chat.reply_started.connect(self._on_reply_started)
         chat.reply_ended.connect(self._on_reply_ended)
         chat.skills_changed.connect(self.skill_chips.set_skills)

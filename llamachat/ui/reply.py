@@ -12,8 +12,10 @@ its view "not saved", and tries again every second until a save goes through
 
 A retry (`replaces`, the id of the reply it answers again) leaves the earlier reply
 in History until the new one has answer text (reasoning alone is not enough): only
-then is the earlier one (and what followed it) deleted and the new row added. An
-attempt that ends with no answer text keeps the earlier reply (`kept_earlier`).
+then is the new row added beside it, as another version of the reply
+(`keep_replaced`, Regenerate) or in its place (a failed or stopped reply: it and
+what followed it are deleted). An attempt that ends with no answer text keeps the
+earlier reply as the one shown (`kept_earlier`).
 
 Errors: the constructor raises `db.HistoryError` when the reply's row cannot be
 added; a later save that fails is reported through `save_failed` and retried.
@@ -28,7 +30,7 @@ from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from .. import backend, providers
 from ..db import History, HistoryError
-from .worker import StreamWorker, WorkerThreads
+from .worker import StreamWorker, ToolSource, WorkerThreads
 
 if TYPE_CHECKING:
     # Only a window attaches a view: the reply itself loads no widget module.
@@ -64,6 +66,8 @@ class ReplyStream(QObject):
         search_cfg: backend.SearchConfig | None = None,
         skills_cfg: backend.SkillsConfig | None = None,
         replaces: int | None = None,
+        tool_source: ToolSource | None = None,
+        keep_replaced: bool = False,
         parent: QObject | None = None,
     ) -> None:
         # The row first: a reply that cannot be saved leaves no object behind in `parent`.
@@ -81,6 +85,17 @@ class ReplyStream(QObject):
         self.view: MessageView | None = None
         self.kept_earlier = False
         self._replaces = replaces
+        self._keep_replaced = keep_replaced
+        # Regenerate: a reply that ends with text is one more version of the one it retried.
+        self.adds_version = replaces is not None and keep_replaced
+        # A retry's row answers what the replaced reply answered.
+        self._parent_id = (
+            next(
+                (m["parent_id"] for m in history.messages(session_id) if m["id"] == replaces), None
+            )
+            if replaces is not None
+            else None
+        )
         client, wire_model = registry.client_for(model)
         self._worker = StreamWorker(
             client,
@@ -88,12 +103,14 @@ class ReplyStream(QObject):
             messages,
             search_cfg=search_cfg,
             skills_cfg=skills_cfg,
+            tool_source=tool_source,
         )
         self._worker.content.connect(self._on_content)
         self._worker.reasoning.connect(self._on_reasoning)
         self._worker.search_started.connect(self._on_search_started)
         self._worker.search_finished.connect(self._on_search_finished)
         self._worker.skill_loaded.connect(self._on_skill_loaded)
+        self._worker.tool_finished.connect(self._on_tool_finished)
         self._worker.stats.connect(self._on_stats)
         self._worker.failed.connect(self._on_failed)
         self._worker.finished.connect(self._on_finished)
@@ -101,6 +118,8 @@ class ReplyStream(QObject):
         # and kept until History has taken it.
         self._content: list[str] = []
         self._reasoning: list[str] = []
+        # The MCP calls made, as History stores them (`stored_call`).
+        self._tool_calls: list[dict] = []
         self._usage: dict = {}
         self._timings: dict = {}
         self._error = ""
@@ -194,12 +213,21 @@ class ReplyStream(QObject):
                 str(result.get("query", "")),
                 list(result.get("results") or []),
                 str(result.get("error") or ""),
+                title=str(result.get("title") or "Searched"),
             )
 
     @Slot(str)
     def _on_skill_loaded(self, name: str) -> None:
         if not self._ended:
             self.skill_loaded.emit(name)
+
+    @Slot(object)
+    def _on_tool_finished(self, record: object) -> None:
+        if not self._ended and isinstance(record, dict):
+            self._tool_calls.append(stored_call(record, len(self._tool_calls)))
+            self._dirty = True
+            if self.view is not None:
+                self.view.add_tool_call(self._tool_calls[-1])
 
     @Slot(object)
     def _on_stats(self, stats: object) -> None:
@@ -241,29 +269,30 @@ class ReplyStream(QObject):
         final = self._ended
         try:
             if self.message_id is None:
-                if self._replaces is not None:
-                    # The new attempt has text: the earlier reply (and what followed) gives way.
-                    self.history.delete_messages_from(self.session_id, self._replaces)
-                    self._replaces = None
+                if self._replaces is not None and not self._keep_replaced:
+                    # The new attempt has text: the failed one (and what followed) gives way.
+                    self.history.delete_branch(self._replaces)
                 self.message_id = self.history.add_message(
-                    self.session_id, "assistant", "", model=self.model, status="streaming"
+                    self.session_id,
+                    "assistant",
+                    "",
+                    model=self.model,
+                    status="streaming",
+                    parent=self._parent_id,
                 )
+                self._replaces = None
                 if self.view is not None:
                     self.view.set_message_id(self.message_id)
             self.history.update_message(
                 self.message_id,
                 content="".join(self._content),
                 reasoning="".join(self._reasoning),
-                **(
-                    {
-                        "status": self._status,
-                        "error": self._error,
-                        "usage": self._usage,
-                        "timings": self._timings,
-                    }
-                    if final
-                    else {}
-                ),
+                tool_calls=self._tool_calls or None,
+                # None leaves a field as it is: the outcome is saved once the reply ended.
+                status=self._status if final else None,
+                error=self._error if final else None,
+                usage=self._usage if final else None,
+                timings=self._timings if final else None,
             )
         except HistoryError as exc:
             self._dirty = True
@@ -302,3 +331,19 @@ class ReplyStream(QObject):
         else:
             # Kept, with its text, until a save goes through (the timer retries each second).
             self._save_timer.start()
+
+
+def stored_call(record: dict, index: int) -> dict:
+    """An MCP call's `mcp_done` record as History keeps it in a message's tool_calls.
+
+    The OpenAI shape (id, type, function) that exports read, plus what the view shows.
+    """
+    return {
+        "id": f"mcp_{index}",
+        "type": "function",
+        "function": {"name": record.get("name", ""), "arguments": record.get("arguments", "")},
+        "server": record.get("server", ""),
+        "result": record.get("result", ""),
+        "status": record.get("status", ""),
+        "images": record.get("images") or [],
+    }

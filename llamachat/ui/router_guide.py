@@ -128,9 +128,11 @@ class RouterGuide(QObject):
         panel.check_requested.connect(self.check_models)
         panel.log_requested.connect(self.show_server_log)
         # Offered in the File menu once llamachat runs the server itself.
-        self.server_log_action = QAction("Server log…", self, triggered=self.show_server_log)
+        self.server_log_action = QAction("Server log…", self)
+        self.server_log_action.triggered.connect(self.show_server_log)
         self.server_log_action.setVisible(False)
-        self.add_model_action = QAction("Add GGUF model…", self, triggered=self.choose_model_file)
+        self.add_model_action = QAction("Add GGUF model…", self)
+        self.add_model_action.triggered.connect(self.choose_model_file)
         self.add_model_action.setVisible(False)
 
     def start(self) -> None:

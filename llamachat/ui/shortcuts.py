@@ -58,6 +58,9 @@ SHORTCUTS: tuple[Shortcut, ...] = (
     Shortcut("settings", ("Ctrl+,",), "Open the settings"),
     Shortcut("shortcuts", ("F1",), "Show these shortcuts"),
     Shortcut("quit", ("Ctrl+Q",), "Quit llamachat (closing the window keeps it in the tray)"),
+    # These two act on the message that has the focus (`conversation.MessageView`).
+    Shortcut("previous_version", ("Alt+Left",), "Show the previous version of a message"),
+    Shortcut("next_version", ("Alt+Right",), "Show the next version of a message"),
 )
 """Every shortcut of the chat window, in the order the help lists them."""
 
@@ -103,7 +106,8 @@ class ShortcutsDialog(QDialog):
 
     def rows(self) -> list[tuple[str, str]]:
         """The (keys, action) rows as shown."""
-        return [
-            (self.table.item(row, 0).text(), self.table.item(row, 1).text())
-            for row in range(self.table.rowCount())
-        ]
+        return [(self._text(row, 0), self._text(row, 1)) for row in range(self.table.rowCount())]
+
+    def _text(self, row: int, column: int) -> str:
+        item = self.table.item(row, column)  # every cell gets an item in __init__
+        return item.text() if item is not None else ""

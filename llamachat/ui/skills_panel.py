@@ -2,13 +2,19 @@
 
 `SkillsPanel(store, loaded_names)` (a dialog, accessible name "Skills") lists every
 skill with its description, source folder, flags and whether this chat has it
-loaded, then the problems found with their paths and what to fix. Load / Unload
-emit `load_requested` / `unload_requested`; the window acts and the panel re-reads
-`loaded_names()`. "Import skill folder…" copies skills in with `skills.import_folder`.
+loaded; under a skill, the copies of the same name it hides in later folders; then
+the loaded skills deleted from disk; then the problems found (errors: not loaded;
+warnings: loaded anyway) with their paths and what to fix. Load / Unload emit
+`load_requested` / `unload_requested`, "Load when mentioned" `mentions_toggled`; the
+window acts and the panel re-reads `loaded_names()` and `mentions()`. Refresh reads
+the folders again; "Import skill folder…" copies skills in with `skills.import_folder`.
+Enter presses no button: it would load whatever row is current.
 
 `SkillsWatcher(store)` watches the skill roots, each skill folder and each
 SKILL.md, re-scans the store when one changes and emits `changed`, so a skill
-written to disk appears without a restart. The window and the panel share one.
+written to disk appears without a restart. A root that does not exist yet is
+watched through its nearest existing parent (even `~` for `~/.agents/skills`), so
+its creation is noticed too. The window and the panel share one.
 
 Errors: none raised. A refused import (`skills.SkillImportError`) is shown in the
 panel with each folder's reason.
@@ -17,7 +23,7 @@ panel with each folder's reason.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from PySide6.QtCore import QFileSystemWatcher, QObject, Qt, QTimer, Signal, Slot
@@ -82,12 +88,15 @@ class SkillsWatcher(QObject):
     def _wanted(self) -> set[str]:
         paths: set[str] = set()
         for root in self.store.roots():
-            # A missing root is watched through its parent so its creation is noticed.
-            target = root if root.is_dir() else root.parent
-            if target.is_dir():
-                paths.add(str(target))
             if not root.is_dir():
+                # A missing root is watched through its nearest existing parent (~ when
+                # even ~/.agents is missing), so its creation is noticed; `check` then
+                # moves the watch one level down at a time until the root itself.
+                parent = next((p for p in root.parents if p.is_dir()), None)
+                if parent is not None:
+                    paths.add(str(parent))
                 continue
+            paths.add(str(root))
             try:
                 children = [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")]
             except OSError as exc:
@@ -119,10 +128,12 @@ class SkillsWatcher(QObject):
 
 
 class SkillsPanel(QDialog):
-    """Every skill, its state and its problems; load, unload and import."""
+    """Every skill, its state and its problems; load, unload, refresh and import."""
 
     load_requested = Signal(str)
     unload_requested = Signal(str)
+    # A skill's name and whether a one-word mention of it should load it at once.
+    mentions_toggled = Signal(str, bool)
 
     def __init__(
         self,
@@ -131,11 +142,13 @@ class SkillsPanel(QDialog):
         *,
         import_dir: Path,
         watcher: SkillsWatcher | None = None,
+        mentions: Callable[[], Iterable[str]] | None = None,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
         self.store = store
         self._loaded_names = loaded_names
+        self._mentions = mentions
         self.import_dir = Path(import_dir)
         self.watcher = watcher if watcher is not None else SkillsWatcher(store, parent=self)
         self.watcher.changed.connect(self.update_view)
@@ -171,6 +184,19 @@ class SkillsPanel(QDialog):
         self.unload_button = QPushButton("Unload")
         self.unload_button.setAccessibleName("Unload skill")
         self.unload_button.clicked.connect(self._on_toggle)
+        self.mention_button = QPushButton("Load when mentioned")
+        self.mention_button.setAccessibleName("Load when mentioned")
+        self.mention_button.setCheckable(True)
+        self.mention_button.setToolTip(
+            "On: naming this skill in a message loads it, even by a one-word name. "
+            "Off: a one-word mention only suggests it."
+        )
+        self.mention_button.clicked.connect(self._on_mention_clicked)
+        self.mention_button.setVisible(self._mentions is not None)
+        self.refresh_button = QPushButton("Refresh")
+        self.refresh_button.setAccessibleName("Refresh skills")
+        self.refresh_button.setToolTip("Read the skills folders again")
+        self.refresh_button.clicked.connect(self.refresh)
         import_button = QPushButton("Import skill folder…")
         import_button.setAccessibleName("Import skill folder")
         import_button.clicked.connect(self._on_import)
@@ -191,11 +217,20 @@ class SkillsPanel(QDialog):
         buttons = QHBoxLayout()
         buttons.addWidget(self.load_button)
         buttons.addWidget(self.unload_button)
+        buttons.addWidget(self.mention_button)
+        buttons.addWidget(self.refresh_button)
         buttons.addWidget(import_button)
         buttons.addStretch(1)
         close = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         close.rejected.connect(self.reject)
         buttons.addWidget(close)
+        # No default button: Enter in the list would otherwise press Load on whatever
+        # row is current (the first, on opening). Loading is a click or a double-click.
+        own = (self.load_button, self.unload_button, self.mention_button, self.refresh_button)
+        for button in (*own, import_button, *close.buttons()):
+            if isinstance(button, QPushButton):
+                button.setAutoDefault(False)
+                button.setDefault(False)
 
         layout = QVBoxLayout(self)
         layout.addWidget(self.roots_label)
@@ -208,8 +243,25 @@ class SkillsPanel(QDialog):
     # ------------------------------------------------------------------ public
 
     def skill_names(self) -> list[str]:
-        """The skills listed, top to bottom."""
-        return [self.tree.topLevelItem(i).text(0) for i in range(self.tree.topLevelItemCount())]
+        """The skills that can be loaded, top to bottom (not hidden or missing copies)."""
+        return [name for name, kind in self._rows() if kind == _SKILL]
+
+    def rows(self) -> list[list[str]]:
+        """Every row's column texts, top to bottom: skills, hidden copies, missing skills."""
+        return [[item.text(c) for c in range(len(COLUMNS))] for item in self._items()]
+
+    def _rows(self) -> list[tuple[str, str]]:
+        return [(item.text(0), item.data(0, Qt.ItemDataRole.UserRole)) for item in self._items()]
+
+    def _items(self) -> list[QTreeWidgetItem]:
+        found = (self.tree.topLevelItem(i) for i in range(self.tree.topLevelItemCount()))
+        return [item for item in found if item is not None]
+
+    @Slot()
+    def refresh(self) -> None:
+        """Read the skills folders again now (the Refresh button) and show what they hold."""
+        self.watcher.check()
+        self.update_view()
 
     def problem_texts(self) -> list[str]:
         """The problems listed, each "path: what to fix"."""
@@ -222,11 +274,14 @@ class SkillsPanel(QDialog):
     @Slot()
     def update_view(self) -> None:
         """Show the store's skills and problems and which skills are loaded."""
-        selected = self.tree.currentItem().text(0) if self.tree.currentItem() else ""
+        selected = self._selected()
         loaded = set(self._loaded_names())
+        mentioned = set(self._mentions()) if self._mentions is not None else set()
         self.roots_label.setText(
-            "Skills are read from: " + ", ".join(str(root) for root in self.store.roots())
+            "Skills are read from (the first folder wins a name they share): "
+            + ", ".join(_home_relative(root) for root in self.store.roots())
         )
+        hidden = self.store.hidden()
         self.tree.clear()
         for skill in self.store.skills():
             flags = []
@@ -234,27 +289,67 @@ class SkillsPanel(QDialog):
                 flags.append("model only")
             if not skill.model_invocable:
                 flags.append("user only")
-            item = QTreeWidgetItem(
-                [
-                    skill.name,
-                    skill.description,
-                    _home_relative(skill.folder.parent) if skill.folder else "",
-                    ", ".join(flags),
-                    "loaded" if skill.name in loaded else "",
-                ]
+            if skill.name in mentioned:
+                flags.append("loads when mentioned")
+            losers = hidden.get(skill.name, [])
+            if losers:
+                flags.append("wins over " + ", ".join(_root_of(path) for path in losers))
+            folder = _home_relative(skill.folder.parent) if skill.folder else ""
+            loaded_text = "loaded" if skill.name in loaded else ""
+            item = self._add_row(
+                [skill.name, skill.description, folder, ", ".join(flags), loaded_text], _SKILL
             )
             item.setToolTip(1, plain.tooltip(skill.description))
             item.setToolTip(2, plain.tooltip(str(skill.path or "")))
-            self.tree.addTopLevelItem(item)
             if skill.name == selected:
                 self.tree.setCurrentItem(item)
+            for path in losers:
+                shadow = self._add_row(
+                    [skill.name, "(hidden copy)", _root_of(path), f"hidden by {folder}", ""],
+                    _HIDDEN,
+                )
+                shadow.setToolTip(2, plain.tooltip(str(path)))
+                shadow.setToolTip(
+                    3,
+                    plain.tooltip(
+                        f"{path} is not used: {skill.path} has the same name and its folder "
+                        "comes first. Rename one of them to use both."
+                    ),
+                )
+        present = set(self.store.names())
+        for name in self._loaded_names():
+            if name not in present:
+                gone = self._add_row(
+                    [
+                        name,
+                        "Deleted from disk: the model no longer gets it.",
+                        "",
+                        "missing",
+                        "loaded",
+                    ],
+                    _MISSING,
+                )
+                if name == selected:
+                    self.tree.setCurrentItem(gone)
         self.problems.clear()
         found = self.store.problems()
         for problem in found:
-            self.problems.addItem(str(problem))
-        self.problems_label.setText(f"Problems ({len(found)})" if found else "No problems found")
+            kind = "Error, not loaded" if problem.skipped else "Warning, loaded"
+            self.problems.addItem(f"{kind}: {problem}")
+        errors = sum(1 for problem in found if problem.skipped)
+        counts = f"{_count(errors, 'error')}, {_count(len(found) - errors, 'warning')}"
+        self.problems_label.setText(f"Problems ({counts})" if found else "No problems found")
         self.problems.setVisible(bool(found))
         self._update_buttons()
+
+    def _add_row(self, texts: list[str], kind: str) -> QTreeWidgetItem:
+        item = QTreeWidgetItem(texts)
+        item.setData(0, Qt.ItemDataRole.UserRole, kind)
+        if kind != _SKILL:
+            for column in range(len(COLUMNS)):
+                item.setForeground(column, self.palette().placeholderText())
+        self.tree.addTopLevelItem(item)
+        return item
 
     def import_folder(self, source: Path) -> list[Path]:
         """Copy a skill folder (or a folder of them) into the skills folder; shows the outcome."""
@@ -277,19 +372,33 @@ class SkillsPanel(QDialog):
     # ------------------------------------------------------------------ slots
 
     def _selected(self) -> str:
+        """The selected skill's name ('' for none, or for a hidden copy)."""
         item = self.tree.currentItem()
-        return item.text(0) if item is not None else ""
+        if item is None or item.data(0, Qt.ItemDataRole.UserRole) == _HIDDEN:
+            return ""
+        return item.text(0)
 
     def _update_buttons(self) -> None:
         name = self._selected()
         loaded = bool(name) and name in self._loaded_names()
-        self.load_button.setEnabled(bool(name) and not loaded)
+        present = bool(name) and name in self.store.names()
+        self.load_button.setEnabled(present and not loaded)
         self.unload_button.setEnabled(loaded)
+        mentioned = self._mentions is not None and name in set(self._mentions())
+        self.mention_button.setEnabled(present)
+        self.mention_button.setChecked(present and mentioned)
+
+    @Slot()
+    def _on_mention_clicked(self) -> None:
+        name = self._selected()
+        if name:
+            self.mentions_toggled.emit(name, self.mention_button.isChecked())
+            self.update_view()
 
     @Slot()
     def _on_toggle(self) -> None:
         name = self._selected()
-        if not name:
+        if not name or (name not in self._loaded_names() and name not in self.store.names()):
             return
         if name in self._loaded_names():
             self.unload_requested.emit(name)
@@ -302,6 +411,18 @@ class SkillsPanel(QDialog):
         folder = QFileDialog.getExistingDirectory(self, "Import skill folder", str(Path.home()))
         if folder:
             self.import_folder(Path(folder))
+
+
+_SKILL, _HIDDEN, _MISSING = "skill", "hidden", "missing"
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" + ("" if number == 1 else "s")
+
+
+def _root_of(skill_file: Path) -> str:
+    """The skills folder a SKILL.md is in, as `_home_relative` shows it."""
+    return _home_relative(skill_file.parent.parent)
 
 
 def _home_relative(path: Path) -> str:

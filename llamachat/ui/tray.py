@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 
-from PySide6.QtCore import QObject, QRectF, Qt, Signal, Slot
+from PySide6.QtCore import QObject, QRectF, Qt, Signal, SignalInstance, Slot
 from PySide6.QtGui import QAction, QColor, QFont, QIcon, QPainter, QPixmap
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
@@ -63,7 +63,7 @@ class Tray(QObject):
         else:
             log.info("no system tray: running without a tray icon")
 
-    def _action(self, text: str, signal: Signal) -> QAction:
+    def _action(self, text: str, signal: SignalInstance) -> QAction:
         action = QAction(text, self.menu)
         action.triggered.connect(lambda _checked=False: signal.emit())
         self.menu.addAction(action)

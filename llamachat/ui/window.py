@@ -55,10 +55,11 @@ from ..models import ModelInfo
 from . import controller, first_run, markdown, menus, plain, shortcuts, tasks
 from .app import App
 from .chat_skills import ChatSkills
-from .chips import SkillChips
+from .chips import SkillChips, SkillSuggestions
 from .composer import Attachment, Composer
 from .controller import Conversation
 from .conversation import ConversationView
+from .mcp_panel import McpPanel, choose_and_import
 from .meter import ContextMeter
 from .model_picker import ModelPicker
 from .notice import STATUS_MS, NoticeBar
@@ -136,7 +137,9 @@ class ChatWindow(QMainWindow):
         self.resize(1180, 800)
         # A fixed floor instead of one that follows the content: chips and attachments
         # coming and going would otherwise resize the window's limits on every change.
-        self.layout().setSizeConstraint(QLayout.SizeConstraint.SetNoConstraint)
+        main_layout = self.layout()  # a QMainWindow always has its own
+        if main_layout is not None:
+            main_layout.setSizeConstraint(QLayout.SizeConstraint.SetNoConstraint)
         self.setMinimumSize(640, 420)
 
         self.model_picker = ModelPicker(
@@ -157,17 +160,20 @@ class ChatWindow(QMainWindow):
         rule.setFrameShape(QFrame.Shape.HLine)
         rule.setFrameShadow(QFrame.Shadow.Sunken)
 
-        self.conversation = ConversationView()
+        self.conversation = ConversationView(forks=True)
         self.conversation.setAccessibleName("Conversation")
         self.conversation.set_font_size(self.cfg.font_size)
         self.conversation.retry_requested.connect(self.retry)
         self.conversation.regenerate_requested.connect(self.retry)
         self.conversation.edit_requested.connect(self.edit_message)
+        self.conversation.version_requested.connect(self.chat.show_version)
+        self.conversation.fork_requested.connect(self.fork)
 
         self.first_run_panel = first_run.FirstRunPanel()
         self.first_run_panel.settings_requested.connect(self.open_settings)
 
         self.skill_chips = SkillChips()
+        self.skill_suggestions = SkillSuggestions()
 
         self.composer = Composer()
         self.composer.submitted.connect(self.send)
@@ -177,6 +183,7 @@ class ChatWindow(QMainWindow):
             self.app,
             self.chat,
             chips=self.skill_chips,
+            suggestions=self.skill_suggestions,
             composer=self.composer,
             top_bar=self.top_bar,
             parent=self,
@@ -218,6 +225,7 @@ class ChatWindow(QMainWindow):
         body = QVBoxLayout()
         body.setContentsMargins(10, 4, 10, 6)
         body.addWidget(self.skill_chips)
+        body.addWidget(self.skill_suggestions)
         body.addWidget(self.composer)
         layout = QVBoxLayout(chat)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -242,7 +250,9 @@ class ChatWindow(QMainWindow):
         self.splitter.setSizes([SIDEBAR_WIDTH, max(400, self.width() - SIDEBAR_WIDTH)])
         self.setCentralWidget(self.splitter)
         # The sidebar keeps its own margins inside the splitter handle's reach.
-        self.sidebar.layout().setContentsMargins(8, 8, 4, 8)
+        sidebar_layout = self.sidebar.layout()
+        if sidebar_layout is not None:
+            sidebar_layout.setContentsMargins(8, 8, 4, 8)
 
         self.web_search.offer()
         self._shortcuts = menus.install(self)
@@ -322,6 +332,15 @@ class ChatWindow(QMainWindow):
         self._update_title()
         return True
 
+    def fork(self, message_id: object) -> bool:
+        """Open a new chat holding this chat up to `message_id` ("New chat from here")."""
+        new_id = self.chat.fork(message_id)
+        if new_id is None or not self.open_session(new_id):
+            return False
+        self.sidebar.refresh()
+        self.show_status("A new chat from here: the earlier chat is unchanged.")
+        return True
+
     def current_model(self) -> str:
         """The id of the model new replies come from ('' when none is known yet)."""
         return self._model
@@ -370,6 +389,19 @@ class ChatWindow(QMainWindow):
         dialog.saved.connect(lambda new: self.show_status(f"Settings saved to {new.path}."))
         dialog.open()
         return dialog
+
+    def open_mcp_panel(self) -> McpPanel:
+        """Open the MCP servers panel: states, tools and their token budget."""
+        panel = McpPanel(self.app, context_size=self.meter.context_size, parent=self)
+        panel.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        panel.show()
+        return panel
+
+    def import_mcp_servers(self) -> None:
+        """File > Import MCP servers…: add an mcp.json's servers to config.toml."""
+        said = choose_and_import(self.app, self)
+        if said:
+            self.show_status(said)
 
     def loaded_skills(self) -> list[str]:
         """The skills loaded for this chat, in load order."""
@@ -443,6 +475,7 @@ class ChatWindow(QMainWindow):
         chat.session_changed.connect(self.session_changed)
         chat.message_added.connect(self._on_message_added)
         chat.messages_reset.connect(self.conversation.load_messages)
+        chat.versions_changed.connect(self.conversation.set_versions)
         chat.reply_started.connect(self._on_reply_started)
         chat.reply_ended.connect(self._on_reply_ended)
         chat.stats.connect(self.meter.update_from_stats)

@@ -15,7 +15,8 @@ import math
 import operator
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from typing import cast
 
 from PySide6.QtCore import (
     QCoreApplication,
@@ -29,6 +30,10 @@ from PySide6.QtCore import (
 )
 
 from .. import backend
+from ..tools import Tool
+
+ToolSource = Callable[[threading.Event], tuple[Sequence[Tool], int]]
+"""Called in the worker thread before the first round: more tools (MCP) and their rounds."""
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +107,7 @@ class StreamWorker(QObject):
     search_started = Signal(str)
     search_finished = Signal(object)
     skill_loaded = Signal(str)
+    tool_finished = Signal(object)
     stats = Signal(object)
     failed = Signal(str, object)
     finished = Signal()
@@ -118,9 +124,11 @@ class StreamWorker(QObject):
         search_cfg: backend.SearchConfig | None = None,
         skills_cfg: backend.SkillsConfig | None = None,
         params: dict | None = None,
+        tool_source: ToolSource | None = None,
     ) -> None:
         super().__init__()
         self._client = client
+        self._tool_source = tool_source
         self._model = model
         self._messages = messages
         self._search_cfg = search_cfg
@@ -173,7 +181,7 @@ class StreamWorker(QObject):
         started = time.perf_counter()
         for kind, value in _joined(events):
             if kind == "failed":
-                self.failed.emit(*value)
+                self.failed.emit(*cast(tuple[str, object], value))  # run() posts (message, error)
             else:
                 getattr(self, _SIGNALS[kind]).emit(value)
         ended = time.perf_counter()
@@ -185,6 +193,8 @@ class StreamWorker(QObject):
     def run(self) -> None:
         """Stream the reply, posting each event for the GUI thread; runs in the worker thread."""
         try:
+            # Here, off the GUI thread: MCP servers may still be starting.
+            extra, rounds = self._tool_source(self._cancel) if self._tool_source else ((), 2)
             stream = self._client.stream_chat(
                 self._model,
                 self._messages,
@@ -193,6 +203,8 @@ class StreamWorker(QObject):
                 cancel=self._cancel,
                 params=self._params,
                 sent=self._sent,
+                extra_tools=extra,
+                extra_rounds=rounds,
             )
             try:
                 for kind, value in stream:
@@ -235,7 +247,11 @@ _SIGNALS = {
     "content": "content",
     "search_start": "search_started",
     "search_done": "search_finished",
+    # Another tool's call and short result (read_skill_file), shown as a search is.
+    "tool_done": "search_finished",
     "skill_loaded": "skill_loaded",
+    # An MCP tool's call, shown collapsed and saved with the reply.
+    "mcp_done": "tool_finished",
     "stats": "stats",
     "failed": "failed",
 }
@@ -253,7 +269,7 @@ class WorkerThreads(QObject):
         super().__init__(parent)
         self._running: dict[QThread, tuple[QObject, QObject]] = {}
 
-    def start(self, worker: QObject) -> QThread:
+    def start(self, worker: StreamWorker) -> QThread:
         """Run `worker.run()` (which ends by emitting `finished`) in a new thread.
 
         The worker stays on this thread, so what it emits from `run` is queued to the
@@ -308,7 +324,7 @@ class WorkerThreads(QObject):
 class _Invoker(QObject):
     """Moved to a worker thread to call a GUI-thread worker's blocking `run` there."""
 
-    def __init__(self, worker: QObject) -> None:
+    def __init__(self, worker: StreamWorker) -> None:
         super().__init__()
         self._worker = worker
 

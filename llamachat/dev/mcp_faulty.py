@@ -1,0 +1,140 @@
+"""Small MCP servers that misbehave on purpose, written with the SDK, for the tests.
+
+    python -m llamachat.dev.mcp_faulty MODE
+
+MODE is one of:
+    crash        `crash` exits the process in the middle of a call; `echo` answers
+    hang         never answers `initialize` (a server stuck at start-up)
+    slow         `sleep` takes `seconds` to answer (a call that times out)
+    huge         `dump` answers `chars` characters of text
+    badschema    `broken` has an input schema that is not an object schema; `echo` is fine
+    listchange   `add_tool` adds a tool `extra` and sends tools/list_changed
+    image        `picture` answers a small PNG and a line of text
+    stderr       writes lines to stderr, then exits before answering anything
+    http PORT    a Streamable HTTP server on 127.0.0.1:PORT/mcp; `header` answers the
+                 value of the request header named
+
+Each prints a line to stderr when it starts, so the tests can read it from the log.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import sys
+import time
+from typing import Any
+
+from mcp.server.mcpserver import Context, MCPServer
+
+# A 1x1 PNG, red.
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+)
+
+
+def build(mode: str) -> MCPServer:
+    """The server for `mode`."""
+    server = MCPServer(f"faulty-{mode}")
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Answer the text given."""
+        return text
+
+    if mode == "crash":
+
+        @server.tool()
+        def crash() -> str:
+            """Exit the process without answering."""
+            sys.stderr.write("crashing now, as asked\n")
+            sys.stderr.flush()
+            os._exit(3)
+
+    elif mode == "slow":
+
+        @server.tool()
+        async def sleep(seconds: float) -> str:
+            """Answer after `seconds`."""
+            import anyio
+
+            await anyio.sleep(seconds)
+            return "awake"
+
+    elif mode == "huge":
+
+        @server.tool()
+        def dump(chars: int) -> str:
+            """Answer `chars` characters."""
+            return ("0123456789" * (chars // 10 + 1))[:chars]
+
+    elif mode == "badschema":
+
+        @server.tool()
+        def broken(value: str) -> str:
+            """A tool whose schema the client cannot use."""
+            return value
+
+        server._tool_manager._tools["broken"].parameters = {"type": "string"}
+        # The SDK checks what a server sends; this server is meant to send garbage.
+        import mcp_types.methods
+
+        checked = mcp_types.methods.serialize_server_result
+
+        def unchecked(method: str, version: str, data: Any, **kwargs: Any) -> Any:
+            return data if method == "tools/list" else checked(method, version, data, **kwargs)
+
+        mcp_types.methods.serialize_server_result = unchecked
+
+    elif mode == "listchange":
+
+        @server.tool()
+        async def add_tool(ctx: Context) -> str:
+            """Add the tool `extra` and tell the client."""
+
+            def extra() -> str:
+                """The tool added later."""
+                return "extra here"
+
+            server.add_tool(extra, name="extra")
+            await ctx.session.send_tool_list_changed()
+            return "added"
+
+    elif mode == "http":
+
+        @server.tool()
+        def header(name: str, ctx: Context) -> str:
+            """The value of request header `name` ('' when absent)."""
+            headers = ctx.headers or {}
+            return str(headers.get(name.lower(), headers.get(name, "")))
+
+    elif mode == "image":
+        from mcp.server.mcpserver import Image
+
+        @server.tool()
+        def picture() -> list:
+            """A small image and a caption."""
+            return [Image(data=PNG, format="png"), "a red dot"]
+
+    return server
+
+
+def main() -> None:
+    """Run the server of argv[1] on stdio."""
+    mode = sys.argv[1] if len(sys.argv) > 1 else "crash"
+    sys.stderr.write(f"faulty server {mode} starting\n")
+    sys.stderr.flush()
+    if mode == "hang":
+        while True:
+            time.sleep(3600)
+    if mode == "stderr":
+        sys.stderr.write("fatal: the database is locked\n")
+        sys.exit(2)
+    if mode == "http":
+        build(mode).run("streamable-http", port=int(sys.argv[2]))
+        return
+    build(mode).run("stdio")
+
+
+if __name__ == "__main__":
+    main()
