@@ -62,6 +62,7 @@ from PySide6.QtGui import (
     QKeySequence,
     QPalette,
     QTextCursor,
+    QTextDocument,
     QTextDocumentFragment,
 )
 from PySide6.QtWidgets import (
@@ -113,7 +114,7 @@ from llamachat.ui import ChatWindow, controller, instance, tasks, theme
 from llamachat.ui import chips as skills_chips
 from llamachat.ui.app import CONFIGURED, READY, ExceptionHook
 from llamachat.ui.composer import AttachmentError, file_attachment
-from llamachat.ui.conversation import open_link
+from llamachat.ui.conversation import _DocumentWriter, open_link
 from llamachat.ui.figures import ReadingProgress
 from llamachat.ui.instance import RunningInstance, payload, socket_name
 from llamachat.ui.markdown import (
@@ -151,6 +152,7 @@ from llamachat.dev.pytest_plugin import (
     _SIGKILL_CHILD,
     HOSTILE,
     QUICK_SKILL_WEATHER,
+    SKILL_WEATHER,
     SMOL_FILE,
     SMOL_ID,
     TURN_SKILL_ZETA,
@@ -10839,3 +10841,150 @@ class TestMcp:
         assert view.body.textFormat() == Qt.TextFormat.PlainText
         assert view.details().count("<img") == 3
         assert view.button.text() == f"Ran {HOSTILE}"
+
+
+# Token streams where appending words as plain text is easy to get wrong: a delimiter
+# whose meaning the next character decides, spaces that end a paragraph, an entity or a
+# link definition still being written, a heading's closing #s, a line that may still
+# become a list item, a code block's last line and a fence closer.
+TRICKY_STREAMS = [
+    ["Some", " *(a)*", "b", " and", " more", " words"],
+    ["Trailing", " ", " ", "spaces", "  ", "end", " "],
+    ["An", " &amp", ";", " entity", " and", " &#35", ";"],
+    ["[a]:", " /url", " title", "\n\nnext"],
+    ["## Title", " #", " more", "\n\npara"],
+    ["1", ". item", " text", "\n2", ". next", " one"],
+    ["- one", " two", "\n", "- three", " four", "\n  ", "lazy", " text"],
+    ["```python\n", "def", " f():", "\n", "    return", " 1", "\n", "``", "`", "\n", "after"],
+    ["nbsp\u00a0", "word", " x", " y\u00a0", "z"],
+    ["> quote", " more", "\n", "lazy", " line", " end"],
+    ["x" * 70, "y" * 9, "z" * 5, " short", " words"],
+    ["a  ", "  b", "   c", " | d", " e"],
+]
+
+
+class TestPerformance:
+    """Issue 13's fast paths, each checked against the slow way it stands in for."""
+
+    @pytest.mark.parametrize(
+        "tokens",
+        [sample_tokens(400, seed=seed) for seed in (1, 2, 3, 9)] + TRICKY_STREAMS,
+        ids=[f"sample-{seed}" for seed in (1, 2, 3, 9)]
+        + [f"tricky-{n}" for n in range(len(TRICKY_STREAMS))],
+    )
+    def test_plain_appends_show_exactly_what_rendering_the_tail_shows(
+        self, qapp, tokens: list[str]
+    ) -> None:
+        """Words appended as plain text leave the document as a render of the open tail
+        would, token after token and at the end."""
+
+        fast, full = StreamingMarkdown(), StreamingMarkdown(plain_appends=False)
+        fast_doc, full_doc = QTextDocument(), QTextDocument()
+        writers = [(fast, _DocumentWriter(fast_doc)), (full, _DocumentWriter(full_doc))]
+        for n, token in enumerate(tokens):
+            for md, writer in writers:
+                md.append(token)
+                writer.write(md.flush())
+            assert fast_doc.toHtml() == full_doc.toHtml(), repr("".join(tokens[: n + 1]))
+        for md, writer in writers:
+            writer.write(md.finish(), final=True)
+        assert fast_doc.toHtml() == full_doc.toHtml()
+        assert fast.text() == full.text() == "".join(tokens)
+        assert full.stats.plain_appends == 0
+
+    def test_plain_appends_serve_most_tokens_of_prose_and_code(self) -> None:
+        """The fast path is the common one: most tokens of a usual reply take it, and an open
+        code block's "Copy code" still copies all of its code."""
+
+        md = StreamingMarkdown()
+        tokens = sample_tokens(2000, seed=9)
+        for token in tokens:
+            md.append(token)
+            md.flush()
+        assert md.stats.plain_appends > len(tokens) / 2
+        code = StreamingMarkdown()
+        for token in ["```python\n", "def", " f(x):", "\n", "    return", " x", " + 1"]:
+            code.append(token)
+            code.flush()
+        assert code.stats.plain_appends >= 3
+        assert code.code(0) == "def f(x):\n    return x + 1"
+
+    def test_send_starts_the_reply_before_the_window_is_shown_the_message(
+        self, conversation, router, qtbot
+    ) -> None:
+        """The request leaves before the views are built: when the window hears of the
+        message, the reply is already streaming, and its view attaches before any text."""
+
+        chat, _history = conversation()
+        streaming_when_shown: list[bool] = []
+        chat.message_added.connect(lambda _row: streaming_when_shown.append(chat.is_streaming()))
+        router.script(Reply(content=["Hello", " there."]))
+        with qtbot.waitSignal(chat.reply_ended, timeout=10000):
+            assert chat.submit("Hi") == controller.SENT
+        assert streaming_when_shown == [True]
+        assert router.chat_requests()[-1].json["messages"][-1]["content"] == "Hi"
+
+    def test_backend_sent_is_set_once_the_request_is_written_before_any_answer(
+        self, router
+    ) -> None:
+        """`stream_chat(sent=...)` says the request is on the wire while the server has not
+        answered yet (a router loading a model), so the window need not wait for more."""
+
+        router.script(Reply(content=["late"], delay=1.0))
+        client = Client(router.url)
+        sent = threading.Event()
+        events: list = []
+        reader = threading.Thread(
+            target=lambda: events.extend(client.stream_chat("test-model", _user("hi"), sent=sent))
+        )
+        reader.start()
+        try:
+            assert sent.wait(10)
+            assert events == []
+        finally:
+            reader.join(30)
+            client.close()
+        assert ("content", "late") in events
+
+    def test_skills_folder_check_sees_added_skills_and_the_full_check_sees_edits(
+        self, tmp_path: Path
+    ) -> None:
+        """Before a request leaves only the folders are stat'ed: a new skill is seen, a
+        SKILL.md edited in place waits for the full check made after the request left."""
+
+        root = tmp_path / "skills"
+        _write_skill(root, "weather", SKILL_WEATHER)
+        store = SkillStore(root)
+        assert store.user_names() == ["weather"]
+        old = time.time() - 3600  # settled files: their timestamps prove them unchanged
+        for path in [root, root / "weather", root / "weather" / "SKILL.md"]:
+            os.utime(path, (old, old))
+        store.refresh()
+        _write_skill(root, "gardening", _skill_md("gardening", "When to plant what."))
+        assert store.refresh(files=False) is True
+        assert store.user_names() == ["gardening", "weather"]
+        for path in [root, root / "gardening", root / "gardening" / "SKILL.md"]:
+            os.utime(path, (old, old))
+        store.refresh()
+        edited = root / "weather" / "SKILL.md"
+        edited.write_text(SKILL_WEATHER.replace("Forecasts", "Rain"), encoding="utf-8")
+        assert store.refresh(files=False) is False
+        assert store.descriptions()["weather"].startswith("Forecasts")
+        assert store.refresh() is True
+        assert store.descriptions()["weather"].startswith("Rain")
+
+    def test_send_rechecks_every_skill_file_once_the_request_left(
+        self, conversation, router, qtbot, tmp_path
+    ) -> None:
+        """A description edited in place reaches the window's `/` completion after the next
+        send, though that send itself only looked at the folders."""
+
+        chat, _history = conversation()
+        assert chat.store.descriptions()["weather"].startswith("Forecasts")
+        edited = tmp_path / "skills" / "weather" / "SKILL.md"
+        edited.write_text(SKILL_WEATHER.replace("Forecasts", "Rain"), encoding="utf-8")
+        router.script(Reply(content="ok"))
+        with qtbot.waitSignal(chat.store_changed, timeout=10000):
+            assert chat.submit("Hi") == controller.SENT
+        assert chat.store.descriptions()["weather"].startswith("Rain")
+        qtbot.waitUntil(lambda: not chat.is_streaming(), timeout=10000)

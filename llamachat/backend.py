@@ -285,6 +285,9 @@ class _SocketTracker(httpcore.NetworkBackend):
     def __init__(self) -> None:
         self._backend = httpcore.SyncBackend()
         self._writers: dict[int, socket.socket] = {}
+        # Called, and dropped, at the first read a thread makes after writing: its request
+        # is out then (httpcore writes a whole request before it reads the answer).
+        self.on_sent: dict[int, Callable[[], None]] = {}
 
     def connect_tcp(
         self,
@@ -303,7 +306,7 @@ class _SocketTracker(httpcore.NetworkBackend):
                 local_address=local_address,
                 socket_options=socket_options,
             ),
-            self._writers,
+            self,
         )
 
     def connect_unix_socket(
@@ -312,7 +315,7 @@ class _SocketTracker(httpcore.NetworkBackend):
         """Open a Unix socket stream whose writes are tracked."""
         return _TrackedStream(
             self._backend.connect_unix_socket(path, timeout=timeout, socket_options=socket_options),
-            self._writers,
+            self,
         )
 
     def sleep(self, seconds: float) -> None:
@@ -325,15 +328,19 @@ class _SocketTracker(httpcore.NetworkBackend):
 
 
 class _TrackedStream(httpcore.NetworkStream):
-    def __init__(self, stream: httpcore.NetworkStream, writers: dict[int, socket.socket]) -> None:
+    def __init__(self, stream: httpcore.NetworkStream, tracker: _SocketTracker) -> None:
         self._stream = stream
-        self._writers = writers
+        self._tracker = tracker
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        if self._tracker.on_sent:
+            on_sent = self._tracker.on_sent.pop(threading.get_ident(), None)
+            if on_sent is not None:
+                on_sent()
         return self._stream.read(max_bytes, timeout)
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._writers[threading.get_ident()] = self._stream.get_extra_info("socket")
+        self._tracker._writers[threading.get_ident()] = self._stream.get_extra_info("socket")
         self._stream.write(buffer, timeout)
 
     def close(self) -> None:
@@ -343,7 +350,7 @@ class _TrackedStream(httpcore.NetworkStream):
         self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
     ) -> httpcore.NetworkStream:
         return _TrackedStream(
-            self._stream.start_tls(ssl_context, server_hostname, timeout), self._writers
+            self._stream.start_tls(ssl_context, server_hostname, timeout), self._tracker
         )
 
     def get_extra_info(self, info: str) -> Any:
@@ -438,7 +445,16 @@ class _Watchdog:
     a model loading or a server that answers means wait on, no answer means it hangs
     (stopped, or a socket that accepts and never replies). The reader checks `reason`
     to tell a stall, a hang or a cancel from a real network error.
+
+    The watch thread starts once the request is written (`start`; before that there is
+    no socket to shut down, and starting a thread costs the request ~1 ms). It sleeps on
+    the cancel event itself until the idle deadline, so a cancel wakes it at once and a
+    streaming reply does not wake it at all (`feed` only moves the deadline); it looks
+    again at least every MAX_REST seconds, which is also how long it may outlive `stop`.
     """
+
+    MAX_REST = 1.0
+    PROBE_TICK = 0.05
 
     def __init__(
         self,
@@ -457,10 +473,13 @@ class _Watchdog:
         self._last = time.monotonic()
         self._armed = False
         self._stop = threading.Event()
-        if self._idle or cancel is not None:
-            tick = min(0.05, self._idle / 4) if self._idle else 0.05
+
+    def start(self) -> None:
+        """Start watching (the request has been written)."""
+        self._last = time.monotonic()
+        if (self._idle or self._cancel is not None) and not self._stop.is_set():
             threading.Thread(
-                target=self._run, args=(tick,), daemon=True, name="llamachat-stream-watchdog"
+                target=self._run, daemon=True, name="llamachat-stream-watchdog"
             ).start()
 
     def arm(self) -> None:
@@ -499,8 +518,24 @@ class _Watchdog:
             return False
         return True
 
-    def _run(self, tick: float) -> None:
-        while not self._stop.wait(tick):
+    def _rest(self) -> float:
+        """How long to sleep before looking again."""
+        if self._probing:
+            return self.PROBE_TICK
+        if self._idle is None:
+            return self.MAX_REST
+        left = self._last + self._idle - time.monotonic()
+        # Past the deadline yet still watching: headers not in, the server looked at.
+        return min(self.MAX_REST, left) if left > 0 else self.PROBE_TICK
+
+    def _run(self) -> None:
+        # Waiting on the cancel event wakes the thread the moment it is set; with no
+        # cancel event, stop() wakes it.
+        wake = self._cancel if self._cancel is not None else self._stop
+        while True:
+            wake.wait(self._rest())
+            if self._stop.is_set():
+                return
             silent = self._idle is not None and time.monotonic() - self._last > self._idle
             if self._cancel is not None and self._cancel.is_set():
                 self.reason = "cancelled"
@@ -660,6 +695,8 @@ class Client:
         watchdog = _Watchdog(lambda: self._sockets.socket_of(thread), None, cancel)
         try:
             with self._http.stream("GET", url, timeout=httpx.Timeout(None, connect=5.0)) as resp:
+                # The request is out and its socket known: from now on a cancel shuts it.
+                watchdog.start()
                 if resp.status_code >= 400:
                     raise self._without_key(server_error(resp.status_code, _read_capped(resp), url))
                 if on_open is not None:
@@ -748,6 +785,7 @@ class Client:
         params: dict | None = None,
         tools: Sequence[Tool] | None = None,
         max_rounds: int | None = None,
+        sent: threading.Event | None = None,
         extra_tools: Sequence[Tool] = (),
         extra_rounds: int = 2,
     ) -> Generator[StreamEvent, None, None]:
@@ -758,8 +796,10 @@ class Client:
         plus `extra_tools` (an MCP server's, for `extra_rounds` rounds; the built-in tools
         win a clash of names).
         Closing the generator, or setting `cancel`, closes the HTTP response at once so
-        the server stops generating; no stats event follows a cancel. The caller's
-        `messages` list and dicts are never modified.
+        the server stops generating; no stats event follows a cancel. `sent` is set once
+        the first request has been written to the socket, long before its answer's first
+        event (a router may load a model first). The caller's `messages` list and dicts
+        are never modified.
         """
         if tools is None:
             offer, rounds = offered(
@@ -781,7 +821,7 @@ class Client:
             # files is loaded); an empty schema is a tool not offered yet.
             schemas = [t.schema for t in offer if t.schema]
             yield from self._stream_round(
-                model, convo, schemas if offering else None, params, cancel, state
+                model, convo, schemas if offering else None, params, cancel, state, sent
             )
             last = state
             if state.cancelled:
@@ -823,6 +863,7 @@ class Client:
         params: dict | None,
         cancel: threading.Event | None,
         state: _Round,
+        sent: threading.Event | None = None,
     ) -> Iterator[StreamEvent]:
         payload: dict[str, Any] = dict(params or {})
         state.per_token = bool(payload.get("timings_per_token"))
@@ -844,6 +885,13 @@ class Client:
             cancel,
             probe=lambda: self.answers(model),
         )
+
+        def on_sent() -> None:
+            if sent is not None:
+                sent.set()
+            watchdog.start()
+
+        self._sockets.on_sent[thread] = on_sent
         try:
             try:
                 response = self._http.send(request, stream=True)
@@ -866,6 +914,7 @@ class Client:
                 response.close()
         finally:
             watchdog.stop()
+            self._sockets.on_sent.pop(thread, None)
 
     def _read_round(
         self,

@@ -396,14 +396,19 @@ class SkillStore:
             return []
         return [name for name in snap.user_names if name in found]
 
-    def refresh(self) -> bool:
-        """Re-scan if any root or SKILL.md changed (stat calls only otherwise); True on change."""
+    def refresh(self, *, files: bool = True) -> bool:
+        """Re-scan if any root or SKILL.md changed (stat calls only otherwise); True on change.
+
+        With `files=False` only the roots and the skill folders that had no SKILL.md are
+        looked at: a skill added, removed or renamed is seen at the cost of a few stat
+        calls, a SKILL.md edited in place only by a full refresh.
+        """
         with self._lock:
             old = self._snap
             if old is None:
                 self._snap = self._scan(None)
                 return True
-            if not self._stale(old):
+            if not self._stale(old, files=files):
                 return False
             new = self._scan(old)
             self._snap = new
@@ -422,12 +427,12 @@ class SkillStore:
                 snap = self._snap
         return snap
 
-    def _stale(self, snap: _Snapshot) -> bool:
+    def _stale(self, snap: _Snapshot, *, files: bool = True) -> bool:
         for root, sig in zip(self._roots, snap.root_sigs):
             if _dir_sig(root) != sig or _racy(sig, snap.scanned_ns):
                 return True
         for path, sig in snap.file_sigs.items():
-            if _file_sig(path) != sig or _racy(sig, snap.scanned_ns):
+            if (files or sig is None) and (_file_sig(path) != sig or _racy(sig, snap.scanned_ns)):
                 return True
         return False
 

@@ -334,15 +334,21 @@ class Question:
 
 
 def parse_question(
-    text: str, store: skills.SkillStore | None, *, always: Iterable[str] = ()
+    text: str,
+    store: skills.SkillStore | None,
+    *,
+    always: Iterable[str] = (),
+    refresh: bool = True,
 ) -> Question:
     """Split `/name` commands and skill mentions out of a typed question.
 
-    `always` are the skills the user turned mentions on for (`skill_mentions`).
+    `always` are the skills the user turned mentions on for (`skill_mentions`). The
+    store is refreshed first unless `refresh` is False (the caller did it).
     """
     if store is None:
         return Question(text)
-    store.refresh()
+    if refresh:
+        store.refresh()
     rest, commands = skills.parse_commands(text, store.user_names())
     names = [name for name in commands if store.load(name) is not None]
     now, maybe = store.mentions(rest, always=always)

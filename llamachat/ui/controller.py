@@ -36,7 +36,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
-from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from .. import params, prompts, turn
 from ..config import Config
@@ -266,16 +266,20 @@ class Conversation(QObject):
             return BUSY
         if not text.strip() and not attachments:
             return EMPTY
+        # Before the request leaves, only the skills folders are looked at (a skill added
+        # or removed: a few stat calls); every SKILL.md (500 of them cost ~2.5 ms) is
+        # re-checked once it has left. A loaded skill's own file is checked as it is
+        # loaded into the request, so the model never gets an old text.
         offered = self._offered_skills()
-        # parse_question re-checks the skill files (stat calls only, once per send: with
-        # 500 skills a second pass cost ~2 ms before the request could leave); the
-        # window's completer is rebuilt only when what it offers changed on disk.
-        question = turn.parse_question(text, self.store, always=self.cfg.skill_mentions)
-        if self._offered_skills() != offered:
-            self.store_changed.emit(self.store)
+        if self.store is not None:
+            self.store.refresh(files=False)
+        question = turn.parse_question(
+            text, self.store, always=self.cfg.skill_mentions, refresh=False
+        )
         loaded = [name for name in question.skills if self.load_skill(name)]
         suggested = [name for name in question.suggested if name not in self._loaded]
         if not question.text.strip() and not attachments:
+            self._recheck_skills(offered)
             self.skills_suggested.emit(suggested)
             if self.mode == ONESHOT:
                 if self._loaded:
@@ -292,6 +296,9 @@ class Conversation(QObject):
                 self.notice.emit(f"Loaded skill {', '.join(loaded)}.", 8000)
             elif question.commands:
                 self.notice.emit(f"Already loaded: {', '.join(question.commands)}.", 8000)
+        # After the request left (or when none leaves): the window's completer is rebuilt
+        # only when what it offers changed on disk.
+        QTimer.singleShot(0, self, lambda: self._recheck_skills(offered))
         if not self.model:
             return NO_MODEL
         if not self.save_unsaved():
@@ -305,8 +312,7 @@ class Conversation(QObject):
         except HistoryError as exc:
             self.notice.emit(f"Not sent: the message could not be saved. {exc}", 0)
             return NOT_SENT
-        self.message_added.emit(row)
-        self._start_reply()
+        self._start_reply(show=lambda: self.message_added.emit(row))
         # After the message: a new chat's session_changed, which clears them, comes first.
         self.skills_suggested.emit(suggested)
         if suggested and self.mode == ONESHOT:
@@ -318,6 +324,13 @@ class Conversation(QObject):
                 8000,
             )
         return SENT
+
+    def _recheck_skills(self, offered: tuple[list[str], dict[str, str]]) -> None:
+        """Re-check every SKILL.md; say so when what a `/` completer offers changed."""
+        if self.store is not None:
+            self.store.refresh()
+        if self._offered_skills() != offered:
+            self.store_changed.emit(self.store)
 
     def _add_question(self, text: str, attachments: list[dict]) -> dict:
         """Save the user's message (a new session when needed) and return its row."""
@@ -407,9 +420,11 @@ class Conversation(QObject):
         if not self.save_unsaved():
             return False
         target = next(row for row in rows if row["id"] == message_id)
-        self.messages_reset.emit([row for row in rows if row["id"] < message_id])
         return self._start_reply(
-            model, replaces=message_id, keep_replaced=target["status"] == "complete"
+            model,
+            replaces=message_id,
+            keep_replaced=target["status"] == "complete",
+            show=lambda: self.messages_reset.emit([row for row in rows if row["id"] < message_id]),
         )
 
     def edit(self, message_id: object) -> MessageRow | None:
@@ -551,8 +566,19 @@ class Conversation(QObject):
         return self._system_cache
 
     def _start_reply(
-        self, model: str | None = None, *, replaces: int | None = None, keep_replaced: bool = False
+        self,
+        model: str | None = None,
+        *,
+        replaces: int | None = None,
+        keep_replaced: bool = False,
+        show: Callable[[], None] = lambda: None,
     ) -> bool:
+        """Send the request, then `show()` what the window must show before the reply.
+
+        The request goes out first and the window builds its views while it travels:
+        the reply's events are queued to this thread, so none arrives before its view
+        is attached.
+        """
         assert self._session_id is not None
         model = model or self.model
         request = self.next_turn(model, before=replaces)
@@ -572,6 +598,7 @@ class Conversation(QObject):
                 parent=self,
             )
         except HistoryError as exc:
+            show()
             self.notice.emit(f"Not sent: the reply could not be saved. {exc}", 0)
             return False
         reply.search_started.connect(self._on_search_started)
@@ -581,8 +608,9 @@ class Conversation(QObject):
         reply.saved.connect(self._on_saved)
         reply.ended.connect(self._on_reply_ended)
         self._reply = reply
-        self.reply_started.emit(reply)
         reply.start(self.threads)
+        show()
+        self.reply_started.emit(reply)
         return True
 
     # ------------------------------------------------------------------ reply events

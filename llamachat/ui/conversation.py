@@ -181,8 +181,26 @@ class _DocumentWriter:
         """Insert newly finished blocks once after the previous ones; replace the tail.
 
         With `final` nothing is left open, so no empty block is kept after the text.
-        Returns False when there was nothing to change.
+        An update's plain `append` goes at the end of the last line of text (an open code
+        block's is in its frame, before the empty block after it), in the format of the
+        text before it. Returns False when there was nothing to change.
         """
+        if update.append is not None:
+            # Words added to the last paragraph or line of code: no HTML to parse, and Qt
+            # lays out that block alone again.
+            if not update.append:
+                return False
+            block = self._document.lastBlock()
+            if block.length() == 1 and block.previous().isValid():
+                block = block.previous()
+            cursor = QTextCursor(block)
+            # In an edit block the cursor does not lay the block out to find its x, before
+            # and after the insert: Qt lays it out once, at the end.
+            cursor.beginEditBlock()
+            cursor.movePosition(QTextCursor.MoveOperation.EndOfBlock)
+            cursor.insertText(update.append)
+            cursor.endEditBlock()
+            return True
         cursor = QTextCursor(self._document)
         cursor.setPosition(self._tail_start)
         cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)

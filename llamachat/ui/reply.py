@@ -40,6 +40,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SAVE_INTERVAL_MS = 1000
+# How long `start` waits for the request to be on the wire before the window goes on
+# building its views: the worker thread needs the GIL to send, and view building holds it.
+SEND_WAIT_MS = 10
 
 
 class ReplyStream(QObject):
@@ -163,10 +166,19 @@ class ReplyStream(QObject):
         view.destroyed.connect(self._on_view_destroyed)
 
     def start(self, threads: WorkerThreads) -> None:
-        """Run the worker on a thread of `threads` and start the once-a-second save."""
+        """Run the worker on a thread of `threads` and start the once-a-second save.
+
+        Returns once the request is on the wire, or after SEND_WAIT_MS (a connection
+        still being made, a server far away).
+        """
         self._sent = time.monotonic()
         threads.start(self._worker)
         self._save_timer.start()
+        self._worker.wait_sent(SEND_WAIT_MS / 1000)
+
+    def request_sent(self) -> bool:
+        """True once the reply's request has been written to the server."""
+        return self._worker.wait_sent(0)
 
     def stop(self) -> None:
         """Stop the reply now, keeping what arrived (saved as "stopped")."""

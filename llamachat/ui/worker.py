@@ -137,6 +137,7 @@ class StreamWorker(QObject):
         self._skills_cfg = skills_cfg
         self._params = params
         self._cancel = threading.Event()
+        self._sent = threading.Event()
         self._lock = threading.Lock()
         self._pending: list[backend.StreamEvent] = []
         # True from the wake-up the worker posts until the drain that takes the list.
@@ -152,6 +153,10 @@ class StreamWorker(QObject):
     def cancel(self) -> None:
         """Ask the stream to stop; safe from any thread, returns at once."""
         self._cancel.set()
+
+    def wait_sent(self, timeout_s: float) -> bool:
+        """Wait until the request is on the wire, at most `timeout_s`; True when it is."""
+        return self._sent.wait(timeout_s)
 
     def _post(self, kind: str, value: object) -> None:
         with self._lock:
@@ -199,6 +204,7 @@ class StreamWorker(QObject):
                 skills_cfg=self._skills_cfg,
                 cancel=self._cancel,
                 params=self._params,
+                sent=self._sent,
                 extra_tools=extra,
                 extra_rounds=rounds,
             )
