@@ -34,6 +34,8 @@ def _fill(path: Path, n_messages: int, skills: list[str]) -> int:
     now = time.time()
     rows = [
         (
+            n + 1,
+            n or None,  # one path: each message follows the one before
             session,
             "user" if n % 2 == 0 else "assistant",
             "".join(tokens[n * 60 : (n + 1) * 60]),
@@ -43,9 +45,11 @@ def _fill(path: Path, n_messages: int, skills: list[str]) -> int:
     ]
     with sqlite3.connect(path) as conn:
         conn.executemany(
-            "INSERT INTO messages (session_id, role, content, created_at) VALUES (?, ?, ?, ?)",
+            "INSERT INTO messages (id, parent_id, session_id, role, content, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
             rows,
         )
+        conn.execute("UPDATE sessions SET active_leaf = ? WHERE id = ?", (n_messages, session))
     return session
 
 

@@ -62,11 +62,12 @@ class ChatSkills(QObject):
         self._watched: object = None
         self._panel: SkillsPanel | None = None
         self._chips_shown: tuple | None = None
+        self._counted: dict[str, int] = {}
         chips.unload_requested.connect(self.unload)
         suggestions.load_requested.connect(self._on_suggestion_clicked)
         chat.skills_changed.connect(self._show_chips)
         # The server's count of a skill replaces the first estimate once the meter has it.
-        chat.context.changed.connect(self._show_chips)
+        chat.context.changed.connect(self._on_counted)
         chat.skills_suggested.connect(self._on_skills_suggested)
         chat.session_changed.connect(self._on_session_changed)
         chat.store_changed.connect(self._on_store_changed)
@@ -136,6 +137,16 @@ class ChatSkills(QObject):
 
     def _cost(self, skill: Skill) -> int:
         return skill_tokens(skill, self._chat.context.quick_tokens)
+
+    @Slot()
+    def _on_counted(self) -> None:
+        # The meter says it changed at every keystroke: only the loaded skills' counts in
+        # its breakdown matter here, and reading them touches no file.
+        breakdown = self._chat.context.breakdown()
+        counted = {name: breakdown.get(f"skill:{name}") for name in self._chat.loaded_skills()}
+        if counted != self._counted:
+            self._counted = counted
+            self._show_chips()
 
     def _loaded(self) -> dict[str, Skill]:
         store = self._chat.store
