@@ -47,6 +47,8 @@ SHOWN_MS = 200
 # What the server did not count (a model still loading, a busy server) is counted again
 # this long after, at most RETRIES times after each change.
 RETRY_MS = 2000
+# How often the meter follows a streaming reply's figure.
+LIVE_MS = 250
 RETRIES = 3
 
 
@@ -84,6 +86,12 @@ class ContextWatch(QObject):
         self._refresh_due.setSingleShot(True)
         self._refresh_due.setInterval(0)
         self._refresh_due.timeout.connect(self.refresh)
+        # While a reply streams the figure moves with every token; the meter shows it at
+        # most a few times a second (a repaint per token was most of a token's cost).
+        self._live_due = QTimer(self)
+        self._live_due.setSingleShot(True)
+        self._live_due.setInterval(LIVE_MS)
+        self._live_due.timeout.connect(self.changed)
         # Another chat shown: measured once its messages are painted (first paint first).
         conversation.session_changed.connect(lambda _id: self._on_base_changed(SHOWN_MS))
         conversation.messages_reset.connect(lambda _rows: self._on_base_changed(SHOWN_MS))
@@ -354,7 +362,8 @@ class ContextWatch(QObject):
             )
             if used:
                 self._live = used
-                self.changed.emit()
+                if not self._live_due.isActive():
+                    self._live_due.start()
 
     @Slot(object)
     def _on_stats(self, stats: object) -> None:
