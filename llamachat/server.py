@@ -160,12 +160,11 @@ def launch_prefix(binary: Path) -> list[str]:
     return [str(binary), "serve"] if binary.name in ("llama", "llama.exe") else [str(binary)]
 
 
-@functools.lru_cache(maxsize=8)
-def binary_version(binary: Path) -> str:
-    """The server's version as `--version` says it (e.g. "version: 1 (571d0d5)"), or ''."""
+def _ask_binary(binary: Path, flag: str) -> str:
+    """What `binary flag` prints, stdout and stderr ('' when it cannot be run)."""
     try:
         done = subprocess.run(
-            [*launch_prefix(binary), "--version"],
+            [*launch_prefix(binary), flag],
             capture_output=True,
             timeout=20,
             env=launch_environment(binary),
@@ -173,29 +172,22 @@ def binary_version(binary: Path) -> str:
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        log.info("could not ask %s for its version: %s", binary, exc)
+        log.info("could not run %s %s: %s", binary, flag, exc)
         return ""
-    text = (done.stdout + done.stderr).decode("utf-8", "replace")
-    found = re.search(r"^version:.*$", text, re.MULTILINE)
+    return (done.stdout + done.stderr).decode("utf-8", "replace")
+
+
+@functools.lru_cache(maxsize=8)
+def binary_version(binary: Path) -> str:
+    """The server's version as `--version` says it (e.g. "version: 1 (571d0d5)"), or ''."""
+    found = re.search(r"^version:.*$", _ask_binary(binary, "--version"), re.MULTILINE)
     return found.group(0).strip() if found else ""
 
 
 @functools.lru_cache(maxsize=8)
 def binary_help(binary: Path) -> str:
     """What `binary --help` prints ('' when it cannot say): which options this build has."""
-    try:
-        done = subprocess.run(
-            [*launch_prefix(binary), "--help"],
-            capture_output=True,
-            timeout=20,
-            env=launch_environment(binary),
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        log.info("could not ask %s for its options: %s", binary, exc)
-        return ""
-    return done.stdout.decode("utf-8", "replace") + done.stderr.decode("utf-8", "replace")
+    return _ask_binary(binary, "--help")
 
 
 def supports_option(binary: Path, option: str) -> bool:
