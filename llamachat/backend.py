@@ -386,7 +386,9 @@ class _Transport(httpx.BaseTransport):
             ssl_context=shared_ssl_context(),
             max_connections=100,
             max_keepalive_connections=20,
-            keepalive_expiry=5.0,
+            # Under llama-server's own 5 s keep-alive, so an idle connection is never
+            # reused at the moment the server closes it.
+            keepalive_expiry=4.0,
             network_backend=sockets,
         )
 
