@@ -311,9 +311,11 @@ class ScriptedRouter:
 
     # ------------------------------------------------------------------ internals
 
-    def _record(self, request: RecordedRequest) -> None:
+    def _record(self, request: RecordedRequest) -> int:
+        """Keep `request`; returns the release count it was recorded at."""
         with self._lock:
             self.requests.append(request)
+            return self._release_count
 
     def _next_reply(self, body: dict) -> Reply:
         with self._lock:
@@ -502,7 +504,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.client_address[:2],
             received=self._arrived,
         )
-        self.router._record(self._recorded)
+        # Counted as the request becomes visible, so a release() sent by anyone who has seen
+        # it (or read any of its reply) always frees this reply's stall.
+        self._release_mark = self.router._record(self._recorded)
         path = parts.path
         if path in ("/health", "/v1/health"):
             return self._send_json(200, {"status": "ok"})
@@ -760,10 +764,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        with self.router._release:
-            # Counted before the first byte, so a release() sent after reading any of
-            # this reply's chunks always frees its stall.
-            release_mark = self.router._release_count
+        release_mark = self._release_mark
         plain = not (reply.delay or reply.rate) and (
             reply.die_after,
             reply.stall_after,
