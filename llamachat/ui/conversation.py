@@ -115,7 +115,7 @@ def open_link(url: QUrl) -> bool:
 class _Body(QTextBrowser):
     """A read-only rich-text view whose height follows its document (no inner scrolling)."""
 
-    def __init__(self, parent: QWidget, *, accessible_name: str) -> None:
+    def __init__(self, parent: QWidget, *, accessible_name: str, on_card: bool = False) -> None:
         super().__init__(parent)
         self.setAccessibleName(accessible_name)
         self.setFrameShape(QFrame.Shape.NoFrame)
@@ -126,8 +126,13 @@ class _Body(QTextBrowser):
         self.setUndoRedoEnabled(False)
         self.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
-        self.viewport().setAutoFillBackground(False)
-        self.setStyleSheet("QTextBrowser { background: transparent; }")
+        if on_card:
+            # The tinted card of the user's messages shows through.
+            self.viewport().setAutoFillBackground(False)
+            self.setStyleSheet("QTextBrowser { background: transparent; }")
+        # Otherwise the viewport fills itself with the conversation's own Base colour: an
+        # opaque view, so a streamed token repaints this view alone, not the card and the
+        # column beneath it as well.
         self.follow_font(parent.font())
         doc = self.document()
         doc.setUndoRedoEnabled(False)
@@ -176,6 +181,10 @@ class _DocumentWriter:
         self._document = document
         self._tail_start = 0
         self._closed = False
+        # The HTML the open tail shows, while the document holds exactly it (None after
+        # a plain append): a token that does not change it (a space, a fence's first
+        # backtick) costs no insert, layout or paint.
+        self._tail_html: str | None = None
 
     def write(self, update: Update, *, final: bool = False) -> bool:
         """Insert newly finished blocks once after the previous ones; replace the tail.
@@ -190,6 +199,7 @@ class _DocumentWriter:
             # lays out that block alone again.
             if not update.append:
                 return False
+            self._tail_html = None
             block = self._document.lastBlock()
             if block.length() == 1 and block.previous().isValid():
                 block = block.previous()
@@ -201,11 +211,14 @@ class _DocumentWriter:
             cursor.insertText(update.append)
             cursor.endEditBlock()
             return True
+        if not update.finished and not final and update.tail == self._tail_html:
+            return False
         cursor = QTextCursor(self._document)
         cursor.setPosition(self._tail_start)
         cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
         if not (cursor.hasSelection() or update.finished or update.tail):
             return False
+        self._tail_html = update.tail
         cursor.beginEditBlock()
         cursor.removeSelectedText()
         if self._closed:
@@ -293,7 +306,9 @@ class MessageView(QFrame):
         self._reading: ReadingProgress | None = None
         self._layout = layout
 
-        self._body = _Body(self, accessible_name="Message text" if mine else "Reply text")
+        self._body = _Body(
+            self, accessible_name="Message text" if mine else "Reply text", on_card=mine
+        )
         self._body.anchorClicked.connect(self._on_anchor)
         self._writer = _DocumentWriter(self._body.document())
         layout.addWidget(self._body)

@@ -33,6 +33,9 @@ from .model_picker import call_in_background
 if TYPE_CHECKING:
     from .context_watch import ContextWatch
 
+# Qt's QWIDGETSIZE_MAX, which PySide6 does not export: no maximum size.
+_NO_MAXIMUM = (1 << 24) - 1
+
 log = logging.getLogger(__name__)
 
 # Tokens per character of a draft not yet tokenized: generous for English prose and
@@ -221,6 +224,7 @@ class ContextMeter(QWidget):
         self._live_shown = live is not None
         self._model = watch.model()
         self._n_ctx = watch.context_size()
+        self._hold_label_size(live is not None)
         breakdown = watch.breakdown()
         self._used = live if live is not None else breakdown.total
         reserve = watch.reserve()
@@ -265,6 +269,21 @@ class ContextMeter(QWidget):
         tip = "\n".join(lines)
         self.setToolTip(plain.tooltip(tip))
         self.setAccessibleDescription(tip)
+
+    def _hold_label_size(self, hold: bool) -> None:
+        """While a reply streams, keep the label as wide as its widest live figure.
+
+        A label whose size may change asks the whole window to lay out again at each new
+        text, which repaints the status bar and the window under it: four times a second.
+        """
+        if not hold:
+            self.label.setMinimumSize(0, 0)
+            self.label.setMaximumSize(_NO_MAXIMUM, _NO_MAXIMUM)
+            return
+        widest = f"{self._n_ctx:,} / {self._n_ctx:,}" if self._n_ctx else "9,999,999 tokens"
+        hint = self.label.sizeHint()
+        width = max(hint.width(), self.label.fontMetrics().horizontalAdvance(widest) + 2)
+        self.label.setFixedSize(width, hint.height())
 
     def _on_size(self, model_id: str, n_ctx: object) -> None:
         if model_id != self._model:

@@ -42,6 +42,12 @@ log = logging.getLogger(__name__)
 FRAME_INTERVAL_MS = 33
 # The longest rest between two drains, however slow the last one was.
 MAX_REST_MS = 500
+# After the reply's first text, a lone token waits up to this long for the next one, so
+# a model at a reading pace (10-30 tokens/s) costs one render per two tokens, not one
+# each: a render costs the same whatever it shows, and words still appear in steps of
+# a word or so. The first text and any event but text and figures are shown without
+# waiting.
+LONE_TOKEN_WAIT_MS = 100
 
 # How often the GUI thread runs the garbage collection Python would have run by itself.
 GC_INTERVAL_MS = 100
@@ -142,7 +148,12 @@ class StreamWorker(QObject):
         self._pending: list[backend.StreamEvent] = []
         # True from the wake-up the worker posts until the drain that takes the list.
         self._due = False
+        # In the pending list: text events, and events that are neither text nor figures.
+        self._pending_text = 0
+        self._pending_other = 0
+        self._text_shown = False
         self._next_drain = 0.0
+        self._last_drain = 0.0
         self._wake.connect(self._on_wake, Qt.ConnectionType.QueuedConnection)
         self._last.connect(self._drain, Qt.ConnectionType.QueuedConnection)
         self._timer = QTimer(self)
@@ -161,16 +172,28 @@ class StreamWorker(QObject):
     def _post(self, kind: str, value: object) -> None:
         with self._lock:
             self._pending.append((kind, value))
-            if self._due:
-                return
+            if kind in _TEXT_KINDS:
+                self._pending_text += 1
+                # The second token ends a lone token's wait.
+                wake = not self._due or self._pending_text == 2
+            else:
+                self._pending_other += kind not in _LATEST_KINDS
+                wake = not self._due
             self._due = True
-        self._wake.emit()
+        if wake:
+            self._wake.emit()
 
     @Slot()
     def _on_wake(self) -> None:
-        wait_ms = (self._next_drain - time.perf_counter()) * 1000
+        due = self._next_drain
+        with self._lock:
+            # Figures alone (timings) wait as a lone token does: they go with the next text.
+            lone = self._pending_text <= 1 and not self._pending_other
+        if lone and self._text_shown:
+            due = max(due, self._last_drain + LONE_TOKEN_WAIT_MS / 1000)
+        wait_ms = (due - time.perf_counter()) * 1000
         if wait_ms <= 0:
-            self._drain()  # a slow stream's token is shown at once, without a timer's turn
+            self._drain()  # shown at once, without a timer's turn
         else:
             self._timer.start(math.ceil(wait_ms))
 
@@ -179,8 +202,10 @@ class StreamWorker(QObject):
         self._timer.stop()
         with self._lock:
             events, self._pending = self._pending, []
+            self._text_shown = self._text_shown or self._pending_text > 0
             self._due = False
-        started = time.perf_counter()
+            self._pending_text = self._pending_other = 0
+        started = self._last_drain = time.perf_counter()
         for kind, value in _joined(events):
             if kind == "failed":
                 self.failed.emit(*cast(tuple[str, object], value))  # run() posts (message, error)
