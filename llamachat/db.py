@@ -22,6 +22,11 @@ says where the old file went. An SQLite file of another program is never taken o
 The schema is versioned with `PRAGMA user_version`; `MIGRATIONS` is append-only, the
 N-th entry moves a database from version N to N+1. Databases written before versioning
 (the seed's schema, user_version 0 with tables present) first gain any missing column.
+
+`History` is the one interface; its larger parts are plain functions it calls, given
+the History: db_file (opening, migrating, salvaging the file), db_tree (versions,
+branches, forks), db_search and db_export. db_rows holds the row types, their coding
+and the errors, which this module re-exports.
 """
 
 from __future__ import annotations
@@ -33,321 +38,59 @@ import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal, Self, TypedDict, cast
+from typing import Any, Literal, Self, cast
+
+from . import db_export, db_file, db_search, db_tree
+from .db_export import EXPORT_FORMAT, EXPORT_VERSION
+from .db_file import MIGRATIONS, _Corrupt
+from .db_rows import (
+    _INSERT_MESSAGE,
+    _SESSION_COLUMNS,
+    MODES,
+    ROLES,
+    STATUSES,
+    HistoryError,
+    HistoryUnavailable,
+    MessageRow,
+    NewMessage,
+    NewSession,
+    SearchHit,
+    SessionRow,
+    _decode,
+    _message_row,
+    _unavailable,
+)
+
+# What callers import from here, several of them defined in the db_* modules History uses.
+__all__ = [
+    "BUSY_TIMEOUT_S",
+    "EXPORT_FORMAT",
+    "EXPORT_VERSION",
+    "MIGRATIONS",
+    "MODES",
+    "PURGE_AFTER_S",
+    "ROLES",
+    "STATUSES",
+    "TITLE_CHARS",
+    "History",
+    "HistoryError",
+    "HistoryUnavailable",
+    "MessageRow",
+    "NewMessage",
+    "NewSession",
+    "SearchHit",
+    "SessionRow",
+]
 
 log = logging.getLogger(__name__)
 
-MODES = ("chat", "oneshot")
-ROLES = ("user", "assistant", "system", "tool")
-STATUSES = ("complete", "streaming", "stopped", "error")
-EXPORT_FORMAT = "llamachat-session"
-# 1: one list of messages, a single path. 2: every message has an "id" and a "parent"
-# (null for a first question) and the session names its "active" leaf: the whole tree.
-EXPORT_VERSION = 2
 BUSY_TIMEOUT_S = 5.0
 # Deleted chats older than this are purged when a History opens. Undo is offered for
 # seconds; the margin keeps a second llamachat process (`ask --print`) from purging a
 # chat the window still offers to restore.
 PURGE_AFTER_S = 600.0
 
-# Links a message to the one written before it in its session: `_CHAIN` every message
-# without a parent (the migration to trees: each session becomes one path), `_REPAIR`
-# those whose parent is gone (after a salvage). Both give a session without a live
-# active leaf its newest message.
-_PARENT_BEFORE = """
-    UPDATE messages SET parent_id = (
-        SELECT max(p.id) FROM messages p
-        WHERE p.session_id = messages.session_id AND p.id < messages.id)
-"""
-_ACTIVE_NEWEST = """
-    UPDATE sessions SET active_leaf = (
-        SELECT max(m.id) FROM messages m WHERE m.session_id = sessions.id)
-    WHERE active_leaf IS NULL OR active_leaf NOT IN (
-        SELECT m.id FROM messages m WHERE m.session_id = sessions.id);
-"""
-_CHAIN = _PARENT_BEFORE + " WHERE parent_id IS NULL;\n" + _ACTIVE_NEWEST
-_REPAIR = (
-    _PARENT_BEFORE
-    + " WHERE parent_id IS NOT NULL AND parent_id NOT IN (SELECT id FROM messages);\n"
-    + _ACTIVE_NEWEST
-)
-
-# Append-only: never edit an entry once released, add a new one.
-MIGRATIONS: list[str] = [
-    # 1: sessions, messages, full-text index over message text.
-    """
-    CREATE TABLE IF NOT EXISTS sessions (
-        id            INTEGER PRIMARY KEY,
-        mode          TEXT NOT NULL DEFAULT 'chat',
-        title         TEXT NOT NULL DEFAULT '',
-        model         TEXT NOT NULL DEFAULT '',
-        prompt_name   TEXT NOT NULL DEFAULT '',
-        prompt_custom TEXT NOT NULL DEFAULT '',
-        skills        TEXT NOT NULL DEFAULT '[]',
-        created_at    REAL NOT NULL,
-        updated_at    REAL NOT NULL,
-        deleted_at    REAL
-    );
-    CREATE INDEX IF NOT EXISTS sessions_live_by_update
-        ON sessions (updated_at) WHERE deleted_at IS NULL;
-    CREATE TABLE IF NOT EXISTS messages (
-        id          INTEGER PRIMARY KEY,
-        session_id  INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
-        role        TEXT NOT NULL,
-        content     TEXT NOT NULL DEFAULT '',
-        reasoning   TEXT NOT NULL DEFAULT '',
-        tool_calls  TEXT NOT NULL DEFAULT '[]',
-        attachments TEXT NOT NULL DEFAULT '[]',
-        model       TEXT NOT NULL DEFAULT '',
-        status      TEXT NOT NULL DEFAULT 'complete',
-        error       TEXT NOT NULL DEFAULT '',
-        usage       TEXT NOT NULL DEFAULT '{}',
-        timings     TEXT NOT NULL DEFAULT '{}',
-        created_at  REAL NOT NULL
-    );
-    CREATE INDEX IF NOT EXISTS messages_by_session ON messages (session_id, id);
-    CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5 (
-        content, reasoning, content='messages', content_rowid='id',
-        tokenize='unicode61 remove_diacritics 2'
-    );
-    CREATE TRIGGER IF NOT EXISTS messages_fts_insert AFTER INSERT ON messages BEGIN
-        INSERT INTO messages_fts (rowid, content, reasoning)
-            VALUES (new.id, new.content, new.reasoning);
-    END;
-    CREATE TRIGGER IF NOT EXISTS messages_fts_delete AFTER DELETE ON messages BEGIN
-        INSERT INTO messages_fts (messages_fts, rowid, content, reasoning)
-            VALUES ('delete', old.id, old.content, old.reasoning);
-    END;
-    CREATE TRIGGER IF NOT EXISTS messages_fts_update
-        AFTER UPDATE OF content, reasoning ON messages BEGIN
-        INSERT INTO messages_fts (messages_fts, rowid, content, reasoning)
-            VALUES ('delete', old.id, old.content, old.reasoning);
-        INSERT INTO messages_fts (rowid, content, reasoning)
-            VALUES (new.id, new.content, new.reasoning);
-    END;
-    -- Index rows that a pre-versioned database already held.
-    INSERT INTO messages_fts (messages_fts) VALUES ('rebuild');
-    """,
-    # 2: conversations as trees. A message's parent is the one it answers or follows
-    # (NULL for a first question); a session shows the path from a root to its
-    # active leaf. Every existing session becomes one path, in the order it was written.
-    """
-    ALTER TABLE messages ADD COLUMN parent_id INTEGER;
-    ALTER TABLE sessions ADD COLUMN active_leaf INTEGER;
-    CREATE INDEX IF NOT EXISTS messages_by_parent ON messages (session_id, parent_id, id);
-    """
-    + _CHAIN,
-    # 3: request parameters a chat overrides (temperature, top_p, ...), as a JSON object.
-    """
-    CREATE TABLE IF NOT EXISTS session_params (
-        session_id INTEGER PRIMARY KEY,
-        params TEXT NOT NULL DEFAULT '{}'
-    );
-    CREATE TRIGGER IF NOT EXISTS session_params_purged AFTER DELETE ON sessions BEGIN
-        DELETE FROM session_params WHERE session_id = old.id;
-    END;
-    """,
-]
-
-# Columns a pre-versioned table may lack, with the definitions ALTER TABLE can add
-# (it needs a constant default for NOT NULL).
-_LEGACY_COLUMNS = {
-    "sessions": {
-        "mode": "TEXT NOT NULL DEFAULT 'chat'",
-        "title": "TEXT NOT NULL DEFAULT ''",
-        "model": "TEXT NOT NULL DEFAULT ''",
-        "prompt_name": "TEXT NOT NULL DEFAULT ''",
-        "prompt_custom": "TEXT NOT NULL DEFAULT ''",
-        "skills": "TEXT NOT NULL DEFAULT '[]'",
-        "created_at": "REAL NOT NULL DEFAULT 0",
-        "updated_at": "REAL NOT NULL DEFAULT 0",
-        "deleted_at": "REAL",
-    },
-    "messages": {
-        "content": "TEXT NOT NULL DEFAULT ''",
-        "reasoning": "TEXT NOT NULL DEFAULT ''",
-        "tool_calls": "TEXT NOT NULL DEFAULT '[]'",
-        "attachments": "TEXT NOT NULL DEFAULT '[]'",
-        "model": "TEXT NOT NULL DEFAULT ''",
-        "status": "TEXT NOT NULL DEFAULT 'complete'",
-        "error": "TEXT NOT NULL DEFAULT ''",
-        "usage": "TEXT NOT NULL DEFAULT '{}'",
-        "timings": "TEXT NOT NULL DEFAULT '{}'",
-        "created_at": "REAL NOT NULL DEFAULT 0",
-    },
-}
-
-_SESSION_COLUMNS = (
-    "id, mode, title, model, prompt_name, prompt_custom, skills, created_at, updated_at"
-)
-_MESSAGE_COLUMNS = (
-    "id, session_id, parent_id, role, content, reasoning, tool_calls, attachments, model, "
-    "status, error, usage, timings, created_at"
-)
-_INSERT_MESSAGE = (
-    "INSERT INTO messages (session_id, parent_id, role, content, reasoning, tool_calls,"
-    " attachments, model, status, error, usage, timings, created_at)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-# The path from a root to a leaf (bound twice: the leaf, its session), as message ids.
-_PATH_TO = (
-    "WITH RECURSIVE path(id) AS (SELECT ? UNION ALL"
-    " SELECT m.parent_id FROM messages m JOIN path ON m.id = path.id"
-    " WHERE m.parent_id IS NOT NULL)"
-    " SELECT {columns} FROM messages WHERE session_id = ? AND id IN (SELECT id FROM path)"
-    " ORDER BY id"
-)
-_JSON_LISTS = ("skills", "tool_calls", "attachments")
-_JSON_DICTS = ("usage", "timings")
-_CORRUPT = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
-# Salvage reads rowids in blocks this size, and gives up on a table after this many
-# blocks in a row came back empty (a damaged page can hide where the table ends).
-_SALVAGE_BLOCK = 256
-_SALVAGE_EMPTY_BLOCKS = 1024
 TITLE_CHARS = 80
-
-
-class NewSession(TypedDict):
-    """A session's stored fields, as export_json writes them and import_json reads them."""
-
-    mode: str
-    title: str
-    model: str
-    prompt_name: str
-    prompt_custom: str
-    skills: list[str]
-    created_at: float
-    updated_at: float
-
-
-class SessionRow(NewSession):
-    """A session as History returns it."""
-
-    id: int
-
-
-class SearchHit(SessionRow):
-    """A session found by History.search, with a snippet of its best matching message."""
-
-    snippet: str
-
-
-class NewMessage(TypedDict):
-    """A message's stored fields, before it has an id (add_message, import_json)."""
-
-    role: str
-    content: str
-    reasoning: str
-    tool_calls: list[Any]
-    attachments: list[dict[str, Any]]
-    model: str
-    status: str
-    error: str
-    usage: dict[str, Any]
-    timings: dict[str, Any]
-    created_at: float
-
-
-class MessageRow(NewMessage):
-    """A message as History returns it, on its session's active path.
-
-    `versions` are the ids of the message and its siblings (the other replies to the
-    same question, the other edits of the same message), oldest first; [] when it has
-    none.
-    """
-
-    id: int
-    session_id: int
-    parent_id: int | None
-    versions: list[int]
-
-
-class HistoryError(Exception):
-    """The history cannot be opened, written or imported; the message says why."""
-
-
-class HistoryUnavailable(HistoryError):
-    """SQLite failed for a reason outside llamachat (disk full, locked, read-only...)."""
-
-    def __init__(self, message: str, *, code: str) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-# The environment's faults, by SQLite primary result code, with what the user can do.
-_ADVICE = {
-    sqlite3.SQLITE_BUSY: "another program is using it; close that program and try again",
-    sqlite3.SQLITE_READONLY: "the file or its folder cannot be written; make them writable",
-    sqlite3.SQLITE_IOERR: "the disk failed to read or write; check the disk and try again",
-    sqlite3.SQLITE_CORRUPT: "the file is damaged; restart llamachat to set it aside and "
-    "recover what can be read",
-    sqlite3.SQLITE_FULL: "the disk is full; free some space and try again",
-    sqlite3.SQLITE_CANTOPEN: "check that its folder exists and is writable",
-    sqlite3.SQLITE_NOTADB: "the file is not a database; move it away and restart llamachat",
-}
-
-
-class _Corrupt(Exception):
-    """Internal: the file is damaged and must be moved aside."""
-
-
-def _primary_code(exc: sqlite3.Error) -> int | None:
-    code = getattr(exc, "sqlite_errorcode", None)
-    return code & 0xFF if isinstance(code, int) else None
-
-
-def _decode(row: sqlite3.Row) -> dict[str, Any]:
-    item = dict(row)
-    for key, value in item.items():
-        if key in _JSON_LISTS or key in _JSON_DICTS:
-            empty: list | dict = [] if key in _JSON_LISTS else {}
-            try:
-                # Most rows hold no tool calls, attachments or figures: skip the parser.
-                decoded = json.loads(value) if value and value not in ("[]", "{}") else empty
-            except ValueError:
-                decoded = empty
-            item[key] = decoded if isinstance(decoded, type(empty)) else empty
-        elif value is None and key not in ("id", "session_id", "parent_id"):
-            item[key] = ""  # the seed's schema allowed NULL titles and models
-        elif key in ("created_at", "updated_at"):
-            item[key] = float(value)
-    return item
-
-
-def _fts_query(text: str) -> str:
-    """Match every word the user typed, as a literal prefix: FTS syntax is never parsed."""
-    return " ".join(
-        '"' + term.replace('"', '""') + '"*' for term in text.replace("\x00", " ").split()
-    )
-
-
-def _like_escape(text: str) -> str:
-    """`text` matched literally by LIKE ... ESCAPE '\\' (its % and _ are not wildcards)."""
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
-def _message_row(session_id: int, parent_id: int | None, message: NewMessage) -> tuple:
-    """The values of _INSERT_MESSAGE for a message dict, lists and dicts as JSON."""
-    return (
-        session_id,
-        parent_id,
-        message["role"],
-        message["content"],
-        message["reasoning"],
-        json.dumps(message["tool_calls"]),
-        json.dumps(message["attachments"]),
-        message["model"],
-        message["status"],
-        message["error"],
-        json.dumps(message["usage"]),
-        json.dumps(message["timings"]),
-        message["created_at"],
-    )
-
-
-def _stored(message: MessageRow) -> NewMessage:
-    """A message's stored fields, without its place in a session."""
-    return cast(NewMessage, {key: message[key] for key in _MESSAGE_FIELDS})  # type: ignore[literal-required]
 
 
 def _title_from(content: str) -> str:
@@ -370,223 +113,17 @@ class History:
             ) from None
         self.salvaged = 0
         try:
-            self._conn = self._open()
+            self._conn = db_file.connect(self.path, BUSY_TIMEOUT_S)
         except _Corrupt as exc:
-            self.recovered_from = self._move_aside()
+            self.recovered_from = db_file.move_aside(self.path)
             log.warning(
                 "history %s is damaged (%s); moved to %s", self.path, exc, self.recovered_from
             )
-            self._conn = self._open()
-            self.salvaged = self._salvage(self.recovered_from)
+            self._conn = db_file.connect(self.path, BUSY_TIMEOUT_S)
+            self.salvaged = db_file.salvage(self, self.recovered_from)
         # A chat deleted in an earlier run can no longer be undone (the undo offer lives
         # only as long as the window that made it): it goes for good now.
         self.purge_deleted(older_than=PURGE_AFTER_S)
-
-    def _open(self) -> sqlite3.Connection:
-        conn = None
-        try:
-            # Autocommit: every statement outside an explicit transaction is saved at once.
-            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-            conn.row_factory = sqlite3.Row
-            self._check_size(conn)
-            # Damaged pages past the header would only fail later, at the first read or
-            # write that touches them, leaving a chat that can neither load nor save; a
-            # quick_check (under 0.1 s for a 170 MB file) finds them while moving the
-            # file aside is still possible.
-            problem = conn.execute("PRAGMA quick_check(1)").fetchone()[0]
-            if problem != "ok":
-                raise _Corrupt(problem)
-            # Before anything writes: not even WAL mode is forced on another program's file.
-            self._refuse_foreign(conn)
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute("PRAGMA foreign_keys = ON")
-            # A purged chat must not linger in free pages of the file.
-            conn.execute("PRAGMA secure_delete = ON")
-            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-            self._migrate(conn)
-            # A write probe: a database that opens but cannot be written must fail now,
-            # with its path, not at the first message the user sends.
-            conn.execute("BEGIN IMMEDIATE")
-            conn.execute("ROLLBACK")
-            return conn
-        except sqlite3.Error as exc:
-            if conn is not None:
-                conn.close()
-            if _primary_code(exc) in _CORRUPT:
-                raise _Corrupt(str(exc)) from None
-            raise self._unavailable(exc, "open") from None
-        except BaseException:
-            if conn is not None:
-                conn.close()
-            raise
-
-    def _unavailable(self, exc: sqlite3.Error, doing: str) -> HistoryUnavailable:
-        """The HistoryUnavailable for an environment's fault; any other error is re-raised."""
-        advice = _ADVICE.get(_primary_code(exc))  # type: ignore[arg-type]
-        if advice is None:
-            # A bug (bad SQL, a closed connection, a broken constraint): it must reach the
-            # crash handler with its traceback, not pass for a full disk.
-            raise exc
-        return HistoryUnavailable(
-            f"cannot {doing} the history database {self.path}: {exc}; {advice}",
-            code=getattr(exc, "sqlite_errorname", "") or "",
-        )
-
-    def _refuse_foreign(self, conn: sqlite3.Connection) -> None:
-        """Refuse an SQLite file another program made: migrating it would change its data."""
-        if conn.execute("PRAGMA user_version").fetchone()[0] != 0:
-            return
-        tables = [
-            row[0]
-            for row in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
-            )
-        ]
-        if tables and "sessions" not in tables and "messages" not in tables:
-            shown = ", ".join(sorted(tables)[:5]) + (", …" if len(tables) > 5 else "")
-            raise HistoryError(
-                f"{self.path} is not a llamachat history: it is an SQLite database of another "
-                f"program (tables {shown}), left as it is. Move it, or set history_path in "
-                "the config to another file."
-            )
-
-    def _salvage(self, source: Path) -> int:
-        """Copy every session and message still readable in the damaged `source`; messages copied.
-
-        SQLite's `.recover` is not in Python's sqlite3, so rows are read in rowid blocks,
-        and a block that fails is read row by row: a damaged page costs its own rows only.
-        """
-        try:
-            old = sqlite3.connect(f"{source.as_uri()}?mode=ro", uri=True)
-            names = {
-                table: [row[1] for row in old.execute(f"PRAGMA table_info({table})")]
-                for table in ("sessions", "messages")
-            }
-        except sqlite3.Error as exc:
-            log.warning("nothing could be read from the damaged history %s: %s", source, exc)
-            return 0
-        sessions: set[int] = set()
-        orphans: int | None = None
-        messages = 0
-        try:
-            with self._transaction() as conn:
-                known = _LEGACY_COLUMNS["sessions"]
-                columns = [c for c in names["sessions"] if c in known or c in ("id", "active_leaf")]
-                for row in _readable_rows(old, "sessions", columns) if "id" in columns else ():
-                    try:
-                        conn.execute(
-                            f"INSERT INTO sessions ({', '.join(columns)}) VALUES "
-                            f"({', '.join('?' * len(columns))})",
-                            row,
-                        )
-                    except sqlite3.IntegrityError:
-                        continue
-                    sessions.add(row[columns.index("id")])
-                known = _LEGACY_COLUMNS["messages"]
-                columns = [
-                    c
-                    for c in names["messages"]
-                    if c in known or c in ("id", "session_id", "parent_id")
-                ]
-                if "session_id" not in columns or "role" not in names["messages"]:
-                    columns = []
-                else:
-                    columns.append("role")
-                for row in _readable_rows(old, "messages", columns) if columns else ():
-                    values = list(row)
-                    at = columns.index("session_id")
-                    if values[at] not in sessions:
-                        if orphans is None:
-                            orphans = int(
-                                conn.execute(
-                                    "INSERT INTO sessions (title, created_at, updated_at)"
-                                    " VALUES ('Recovered messages', ?, ?)",
-                                    (time.time(), time.time()),
-                                ).lastrowid  # type: ignore[arg-type]
-                            )
-                        values[at] = orphans
-                    try:
-                        conn.execute(
-                            f"INSERT INTO messages ({', '.join(columns)}) VALUES "
-                            f"({', '.join('?' * len(columns))})",
-                            values,
-                        )
-                    except sqlite3.IntegrityError:
-                        continue
-                    messages += 1
-                # A damaged page cost some messages their parent: they follow the one
-                # written before them (a file from before trees gets each session as a path).
-                relink = _REPAIR if "parent_id" in names["messages"] else _CHAIN
-                for statement in _statements(relink):
-                    conn.execute(statement)
-        finally:
-            old.close()
-        log.warning("salvaged %d sessions and %d messages from %s", len(sessions), messages, source)
-        return messages
-
-    def _check_size(self, conn: sqlite3.Connection) -> None:
-        """Catch a truncated file, which SQLite would only notice when reading the lost pages."""
-        wal = self.path.with_name(self.path.name + "-wal")
-        if not self.path.exists() or (wal.exists() and wal.stat().st_size > 0):
-            return  # with a WAL pending, the header's page count is not yet in the main file
-        pages = conn.execute("PRAGMA page_count").fetchone()[0]
-        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
-        if pages * page_size > self.path.stat().st_size:
-            raise _Corrupt(f"file is shorter than its {pages} pages")
-
-    def _move_aside(self) -> Path:
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        target = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
-        count = 1
-        while target.exists():
-            target = self.path.with_name(f"{self.path.name}.corrupt-{stamp}-{count}")
-            count += 1
-        try:
-            self.path.rename(target)
-            # A stale WAL or shared-memory file would be replayed into the fresh database.
-            for suffix in ("-wal", "-shm"):
-                side = self.path.with_name(self.path.name + suffix)
-                if side.exists():
-                    side.rename(target.with_name(target.name + suffix))
-        except OSError as exc:
-            raise HistoryError(
-                f"the history database {self.path} is damaged and could not be moved "
-                f"aside: {exc.strerror or exc}"
-            ) from None
-        return target
-
-    def _migrate(self, conn: sqlite3.Connection) -> None:
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        if version > len(MIGRATIONS):
-            raise HistoryError(
-                f"the history database {self.path} was written by a newer llamachat "
-                f"(schema {version}; this version knows {len(MIGRATIONS)})"
-            )
-        for number in range(version, len(MIGRATIONS)):
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                if number == 0:
-                    self._adopt_legacy(conn)
-                for statement in _statements(MIGRATIONS[number]):
-                    conn.execute(statement)
-                conn.execute(f"PRAGMA user_version = {number + 1}")
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            log.info("history %s migrated to schema %d", self.path, number + 1)
-
-    @staticmethod
-    def _adopt_legacy(conn: sqlite3.Connection) -> None:
-        """Give tables made before versioning the columns migration 1 expects."""
-        for table, columns in _LEGACY_COLUMNS.items():
-            present = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
-            if not present:
-                continue
-            for name, definition in columns.items():
-                if name not in present:
-                    conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {definition}")
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -599,19 +136,19 @@ class History:
                 raise
             self._conn.execute("COMMIT")
         except sqlite3.Error as exc:
-            raise self._unavailable(exc, "save to") from None
+            raise _unavailable(self.path, exc, "save to") from None
 
     def _write(self, sql: str, params: tuple = ()) -> sqlite3.Cursor:
         try:
             return self._conn.execute(sql, params)
         except sqlite3.Error as exc:
-            raise self._unavailable(exc, "save to") from None
+            raise _unavailable(self.path, exc, "save to") from None
 
     def _read(self, sql: str, params: tuple = ()) -> list[sqlite3.Row]:
         try:
             return self._conn.execute(sql, params).fetchall()
         except sqlite3.Error as exc:
-            raise self._unavailable(exc, "read") from None
+            raise _unavailable(self.path, exc, "read") from None
 
     def close(self) -> None:
         """Close the connection; the object is unusable afterwards."""
@@ -901,26 +438,7 @@ class History:
         )
         if not rows or rows[0][0] is None:
             return []
-        return self._path(session_id, rows[0][0])
-
-    def _path(self, session_id: int, leaf: int) -> list[MessageRow]:
-        """The messages from a root down to `leaf`, each with its versions."""
-        rows = self._read(_PATH_TO.format(columns=_MESSAGE_COLUMNS), (leaf, session_id))
-        # Only the few parents with more than one child are looked at twice.
-        siblings: dict[int | None, list[int]] = {}
-        for row in self._read(
-            "SELECT parent_id, id FROM messages WHERE session_id = ? AND coalesce(parent_id, 0)"
-            " IN (SELECT coalesce(parent_id, 0) FROM messages WHERE session_id = ?"
-            " GROUP BY coalesce(parent_id, 0) HAVING count(*) > 1) ORDER BY id",
-            (session_id, session_id),
-        ):
-            siblings.setdefault(row[0], []).append(row[1])
-        path = []
-        for row in rows:
-            message = cast(MessageRow, _decode(row))
-            message["versions"] = siblings.get(message["parent_id"], [])
-            path.append(message)
-        return path
+        return db_tree.path_to(self, session_id, rows[0][0])
 
     def message_count(self, session_id: int) -> int:
         """How many messages a session holds, on every branch."""
@@ -933,79 +451,17 @@ class History:
         Below `message_id` the path follows the newest reply at each step, so switching
         to a version shows it with everything that followed it.
         """
-        rows = self._read(
-            "WITH RECURSIVE down(id) AS (SELECT id FROM messages WHERE id = ? AND session_id = ?"
-            " UNION ALL SELECT (SELECT max(c.id) FROM messages c"
-            "  WHERE c.session_id = ? AND c.parent_id = down.id) FROM down"
-            " WHERE down.id IS NOT NULL)"
-            " SELECT max(id) FROM down",
-            (message_id, session_id, session_id),
-        )
-        leaf = rows[0][0] if rows else None
-        if leaf is None:
-            raise HistoryError(f"no message {message_id} in session {session_id}")
-        self._write("UPDATE sessions SET active_leaf = ? WHERE id = ?", (leaf, session_id))
-        return self._path(session_id, leaf)
+        return db_tree.select_version(self, session_id, message_id)
 
     def delete_branch(self, message_id: int) -> None:
         """Delete a message and every message that follows it, on all branches (a failed
         reply that a retry replaces). The active path then ends at its parent."""
-        with self._transaction() as conn:
-            row = conn.execute(
-                "SELECT session_id, parent_id FROM messages WHERE id = ?", (message_id,)
-            ).fetchone()
-            if row is None:
-                return
-            conn.execute(
-                "WITH RECURSIVE branch(id) AS (SELECT ? UNION ALL"
-                " SELECT m.id FROM messages m JOIN branch ON m.parent_id = branch.id"
-                " WHERE m.session_id = ?)"
-                " DELETE FROM messages WHERE id IN (SELECT id FROM branch)",
-                (message_id, row["session_id"]),
-            )
-            conn.execute(
-                "UPDATE sessions SET active_leaf = ? WHERE id = ? AND (active_leaf IS NULL"
-                " OR active_leaf NOT IN (SELECT id FROM messages WHERE session_id = ?))",
-                (row["parent_id"], row["session_id"], row["session_id"]),
-            )
+        db_tree.delete_branch(self, message_id)
 
     def fork(self, session_id: int, message_id: int) -> int:
         """A new chat holding the active path up to `message_id`, with the session's
         model, prompt, skills and parameters; its id."""
-        source = self._require(session_id)
-        path = self.messages(session_id)
-        upto = next((n for n, m in enumerate(path) if m["id"] == message_id), None)
-        if upto is None:
-            raise HistoryError(f"no message {message_id} on the path of session {session_id}")
-        title = f"{source['title'] or 'Untitled'} (fork)"
-        now = time.time()
-        with self._transaction() as conn:
-            new_id = int(
-                conn.execute(
-                    "INSERT INTO sessions (mode, title, model, prompt_name, prompt_custom,"
-                    " skills, created_at, updated_at) VALUES ('chat', ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        title,
-                        source["model"],
-                        source["prompt_name"],
-                        source["prompt_custom"],
-                        json.dumps(source["skills"]),
-                        now,
-                        now,
-                    ),
-                ).lastrowid  # type: ignore[arg-type]
-            )
-            parent_id = None
-            for message in path[: upto + 1]:
-                row = _message_row(new_id, parent_id, _stored(message))
-                parent_id = int(conn.execute(_INSERT_MESSAGE, row).lastrowid)  # type: ignore[arg-type]
-            conn.execute("UPDATE sessions SET active_leaf = ? WHERE id = ?", (parent_id, new_id))
-            conn.execute(
-                "INSERT INTO session_params (session_id, params)"
-                " SELECT ?, params FROM session_params WHERE session_id = ?",
-                (new_id, session_id),
-            )
-        return new_id
+        return db_tree.fork(self, session_id, message_id)
 
     # ------------------------------------------------------------------ search
 
@@ -1016,126 +472,18 @@ class History:
         is '' when no message matches), then those with a message matching every word
         as a prefix, best first.
         """
-        match = _fts_query(query)
-        if not match:
-            return []
-        words = query.replace("\x00", " ").split()
-        like = " AND ".join(["title LIKE ? ESCAPE '\\'"] * len(words))
-        titled: list[SearchHit] = [
-            {**cast(SessionRow, _decode(row)), "snippet": ""}
-            for row in self._read(
-                f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE deleted_at IS NULL AND {like}"
-                " ORDER BY updated_at DESC, id DESC LIMIT ?",
-                (*(f"%{_like_escape(word)}%" for word in words), limit),
-            )
-        ]
-        found = self._search_messages(match, limit)
-        snippets = {session["id"]: session["snippet"] for session in found}
-        for session in titled:
-            session["snippet"] = snippets.pop(session["id"], "")
-        return (titled + [s for s in found if s["id"] in snippets])[:limit]
-
-    def _search_messages(self, match: str, limit: int) -> list[SearchHit]:
-        """Live sessions with a message matching the FTS `match`, best first, with a snippet."""
-        # FTS5 refuses snippet() beside a window function, so the best message per
-        # session is chosen first and only those few are given a snippet.
-        best = self._read(
-            "WITH hits AS MATERIALIZED ("
-            "  SELECT m.id AS message_id, m.session_id AS session_id, messages_fts.rank AS rank"
-            "  FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid"
-            "  WHERE messages_fts MATCH ?)"
-            " SELECT message_id, session_id FROM ("
-            "  SELECT hits.*, row_number() OVER"
-            "   (PARTITION BY hits.session_id ORDER BY hits.rank) AS place"
-            "  FROM hits JOIN sessions s ON s.id = hits.session_id WHERE s.deleted_at IS NULL)"
-            " WHERE place = 1 ORDER BY rank LIMIT ?",
-            (match, limit),
-        )
-        if not best:
-            return []
-        ids = [row["message_id"] for row in best]
-        marks = ", ".join("?" * len(ids))
-        snippets = {
-            row[0]: row[1]
-            for row in self._read(
-                "SELECT rowid, snippet(messages_fts, -1, '', '', '…', 16) FROM messages_fts"
-                f" WHERE messages_fts MATCH ? AND rowid IN ({marks})",
-                (match, *ids),
-            )
-        }
-        results: list[SearchHit] = []
-        for row in best:
-            session = self.get_session(row["session_id"])
-            if session is not None:
-                results.append({**session, "snippet": snippets.get(row["message_id"], "")})
-        return results
+        return db_search.search(self, query, limit=limit)
 
     # ------------------------------------------------------------------ export / import
 
     def export_markdown(self, session_id: int) -> str:
         """The session as a Markdown document a person can read."""
-        session = self._require(session_id)
-        stamp = time.strftime("%Y-%m-%d %H:%M", time.localtime(session["created_at"]))
-        facts = [session["mode"], stamp] + ([session["model"]] if session["model"] else [])
-        parts = [f"# {session['title'] or 'Untitled'}", "*" + " · ".join(facts) + "*"]
-        headers = {"user": "You", "assistant": "Assistant", "system": "System", "tool": "Tool"}
-        for message in self.messages(session_id):
-            header = headers.get(message["role"], message["role"])
-            if message["role"] == "assistant" and message["model"]:
-                header += f" ({message['model']})"
-            parts.append(f"## {header}")
-            if message["reasoning"]:
-                parts.append(
-                    f"<details><summary>Reasoning</summary>\n\n{message['reasoning']}\n\n</details>"
-                )
-            if message["content"]:
-                parts.append(message["content"])
-            for call in message["tool_calls"]:
-                function = call.get("function", {}) if isinstance(call, dict) else {}
-                parts.append(
-                    f"*Tool call:* `{function.get('name', '?')}` `{function.get('arguments', '')}`"
-                )
-            for attachment in message["attachments"]:
-                name = attachment.get("name") or attachment.get("path") or "attachment"
-                parts.append(f"*Attachment:* {name}")
-            if message["status"] == "stopped":
-                parts.append("*(stopped)*")
-            elif message["status"] == "error":
-                parts.append(f"*(error: {message['error']})*")
-        return "\n\n".join(parts) + "\n"
+        return db_export.export_markdown(self, session_id)
 
     def export_json(self, session_id: int) -> dict[str, Any]:
         """The session as a versioned JSON-ready dict that import_json reads back: every
         message of every branch, each with an "id" and its "parent", and the "active" leaf."""
-        session: dict[str, Any] = {k: v for k, v in self._require(session_id).items() if k != "id"}
-        rows = self._read(
-            f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? ORDER BY id",
-            (session_id,),
-        )
-        # Ids in the file count from 1, so they say nothing about the database they came from.
-        local: dict[int, int] = {}
-        messages = []
-        for row in rows:
-            message = cast(MessageRow, _decode(row))
-            local[message["id"]] = len(local) + 1
-            messages.append(
-                {
-                    "id": local[message["id"]],
-                    "parent": local.get(message["parent_id"])
-                    if message["parent_id"] is not None
-                    else None,
-                    **_stored(message),
-                }
-            )
-        active = self._read("SELECT active_leaf FROM sessions WHERE id = ?", (session_id,))
-        session["active"] = local.get(active[0][0]) if active and active[0][0] else None
-        session["params"] = self.session_params(session_id)
-        return {
-            "format": EXPORT_FORMAT,
-            "version": EXPORT_VERSION,
-            "session": session,
-            "messages": messages,
-        }
+        return db_export.export_json(self, session_id)
 
     def import_json(self, data: dict[str, Any]) -> int:
         """Add a session exported by export_json (either version), under a new id; its id.
@@ -1143,185 +491,10 @@ class History:
         Nothing is imported unless all of it can be: a file with a mistake raises
         HistoryError naming the field.
         """
-        session, messages, parents, active = _validate_import(data)
-        params = data["session"].get("params") or {}
-        if not isinstance(params, dict):
-            raise HistoryError("cannot import: session.params must be an object")
-        with self._transaction() as conn:
-            cursor = conn.execute(
-                "INSERT INTO sessions (mode, title, model, prompt_name, prompt_custom, skills,"
-                " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    session["mode"],
-                    session["title"],
-                    session["model"],
-                    session["prompt_name"],
-                    session["prompt_custom"],
-                    json.dumps(session["skills"]),
-                    session["created_at"],
-                    session["updated_at"],
-                ),
-            )
-            session_id = int(cursor.lastrowid)  # type: ignore[arg-type]
-            ids: list[int] = []
-            for message, parent in zip(messages, parents, strict=True):
-                row = _message_row(session_id, None if parent is None else ids[parent], message)
-                ids.append(int(conn.execute(_INSERT_MESSAGE, row).lastrowid))  # type: ignore[arg-type]
-            leaf = ids[active] if active is not None else (ids[-1] if ids else None)
-            conn.execute("UPDATE sessions SET active_leaf = ? WHERE id = ?", (leaf, session_id))
-            if params:
-                conn.execute(
-                    "INSERT INTO session_params (session_id, params) VALUES (?, ?)",
-                    (session_id, json.dumps(params)),
-                )
-        return session_id
+        return db_export.import_json(self, data)
 
     def _require(self, session_id: int) -> SessionRow:
         session = self.get_session(session_id)
         if session is None:
             raise HistoryError(f"no session {session_id} in the history")
         return session
-
-
-def _readable_rows(conn: sqlite3.Connection, table: str, columns: list[str]) -> Iterator[tuple]:
-    """The rows of `table` that can be read, in rowid order, skipping what raises."""
-    select = f"SELECT {', '.join(columns)} FROM {table}"
-    try:
-        top = conn.execute(f"SELECT max(rowid) FROM {table}").fetchone()[0]
-    except sqlite3.DatabaseError:
-        top = None
-    low, empty = 0, 0
-    while empty < _SALVAGE_EMPTY_BLOCKS and (top is None or low < top):
-        high = low + _SALVAGE_BLOCK
-        try:
-            rows = conn.execute(
-                f"{select} WHERE rowid > ? AND rowid <= ? ORDER BY rowid", (low, high)
-            ).fetchall()
-        except sqlite3.DatabaseError:
-            rows = []
-            for rowid in range(low + 1, high + 1):
-                try:
-                    rows += conn.execute(f"{select} WHERE rowid = ?", (rowid,)).fetchall()
-                except sqlite3.DatabaseError:
-                    continue
-        empty = 0 if rows else empty + 1
-        yield from rows
-        low = high
-
-
-def _statements(script: str) -> list[str]:
-    """Split a migration into statements; sqlite3.complete_statement keeps triggers whole."""
-    statements, current = [], ""
-    for line in script.splitlines(keepends=True):
-        current += line
-        if sqlite3.complete_statement(current):
-            statements.append(current.strip())
-            current = ""
-    return statements
-
-
-_SESSION_FIELDS: dict[str, tuple[type | tuple[type, ...], object]] = {
-    "mode": (str, "chat"),
-    "title": (str, ""),
-    "model": (str, ""),
-    "prompt_name": (str, ""),
-    "prompt_custom": (str, ""),
-    "skills": (list, []),
-    "created_at": ((int, float), None),
-    "updated_at": ((int, float), None),
-}
-_MESSAGE_FIELDS: dict[str, tuple[type | tuple[type, ...], object]] = {
-    "role": (str, None),
-    "content": (str, ""),
-    "reasoning": (str, ""),
-    "tool_calls": (list, []),
-    "attachments": (list, []),
-    "model": (str, ""),
-    "status": (str, "complete"),
-    "error": (str, ""),
-    "usage": (dict, {}),
-    "timings": (dict, {}),
-    "created_at": ((int, float), None),
-}
-
-
-def _fields(
-    item: object, spec: dict[str, tuple[type | tuple[type, ...], object]], where: str, now: float
-) -> dict[str, Any]:
-    if not isinstance(item, dict):
-        raise HistoryError(f"cannot import: {where} must be an object")
-    out: dict[str, Any] = {}
-    for key, (kind, default) in spec.items():
-        value = item.get(key, default)
-        if value is None and key in ("created_at", "updated_at"):
-            value = now
-        if value is None or not isinstance(value, kind) or isinstance(value, bool):
-            raise HistoryError(f"cannot import: {where}.{key} is missing or has the wrong type")
-        out[key] = value
-    return out
-
-
-def _validate_import(
-    data: object,
-) -> tuple[NewSession, list[NewMessage], list[int | None], int | None]:
-    """The session, its messages, each message's parent (an index into the messages, None
-    for a first question) and the active leaf's index, from an export of either version."""
-    if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
-        raise HistoryError(f"cannot import: not a llamachat session (no format '{EXPORT_FORMAT}')")
-    version = data.get("version")
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise HistoryError("cannot import: the version is missing or not a number")
-    if version > EXPORT_VERSION:
-        raise HistoryError(
-            f"cannot import: the session was exported by a newer llamachat (format version "
-            f"{version}; this version reads {EXPORT_VERSION})"
-        )
-    now = time.time()
-    session = _fields(data.get("session"), _SESSION_FIELDS, "session", now)
-    if session["mode"] not in MODES:
-        raise HistoryError(f"cannot import: session.mode must be one of {', '.join(MODES)}")
-    if not all(isinstance(name, str) for name in session["skills"]):
-        raise HistoryError("cannot import: session.skills must be a list of names")
-    raw_messages = data.get("messages")
-    if not isinstance(raw_messages, list):
-        raise HistoryError("cannot import: messages must be a list")
-    messages = []
-    parents: list[int | None] = []
-    places: dict[int, int] = {}  # a message's id in the file -> its index
-    for number, raw in enumerate(raw_messages, start=1):
-        where = f"messages[{number}]"
-        message = _fields(raw, _MESSAGE_FIELDS, where, now)
-        if message["role"] not in ROLES:
-            raise HistoryError(f"cannot import: {where}.role must be one of {', '.join(ROLES)}")
-        if message["status"] not in STATUSES:
-            raise HistoryError(
-                f"cannot import: {where}.status must be one of {', '.join(STATUSES)}"
-            )
-        if not all(isinstance(a, dict) for a in message["attachments"]):
-            raise HistoryError(f"cannot import: {where}.attachments must be a list of objects")
-        if version == 1:
-            parents.append(number - 2 if number > 1 else None)
-        else:
-            own, parent = raw.get("id"), raw.get("parent")
-            if not _is_int(own) or own in places:
-                raise HistoryError(
-                    f"cannot import: {where}.id must be a number no other message has"
-                )
-            if parent is not None and (not _is_int(parent) or parent not in places):
-                raise HistoryError(
-                    f"cannot import: {where}.parent must be null or the id of an earlier message"
-                )
-            places[own] = number - 1
-            parents.append(None if parent is None else places[parent])
-        messages.append(cast(NewMessage, message))
-    active: int | None = None
-    if version > 1:
-        leaf = data["session"].get("active")
-        if leaf is not None and (not _is_int(leaf) or leaf not in places):
-            raise HistoryError("cannot import: session.active must be null or a message's id")
-        active = None if leaf is None else places[leaf]
-    return cast(NewSession, session), messages, parents, active
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
