@@ -1,8 +1,8 @@
 """One conversation's actions and state, shared by the chat window and the quick window.
 
 `Conversation(app, mode=...)` owns the open session, the loaded skills, the edit
-state and the streaming reply (`reply.ReplyStream`), and builds every request with
-`turn`. Windows forward what the user does (`submit`, `stop`, `retry`, `edit`,
+state and its `outbox` (`outbox.Outbox`), which builds every request with `turn`
+and streams its reply (`reply.ReplyStream`). Windows forward what the user does (`submit`, `stop`, `retry`, `edit`,
 `load_skill`, `unload_skill`, `new_session`, `open_session`) and turn its signals
 into widgets: `message_added` (show a sent message), `messages_reset` (show these
 rows instead), `versions_changed` (a message gained a version), `reply_started`
@@ -32,7 +32,6 @@ Errors: none raised. History failures become a `notice` and the action is not do
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
@@ -43,14 +42,12 @@ from ..config import Config
 from ..db import History, HistoryError, MessageRow, SessionRow
 from ..skills import SkillStore
 from .context_watch import ContextWatch
-from .reply import ReplyStream
+from .outbox import Outbox
 from .worker import WorkerThreads
 
 if TYPE_CHECKING:
     # The App's module shows dialogs; the conversation only reads its state and signals.
     from .app import App
-
-log = logging.getLogger(__name__)
 
 CHAT = "chat"
 ONESHOT = "oneshot"
@@ -116,13 +113,17 @@ class Conversation(QObject):
         # The request parameters this chat overrides (params.PARAMS names).
         self._params: dict = {}
         self._edit_from: int | None = None
-        self._reply: ReplyStream | None = None
-        # Ended replies History could not take yet, kept with their text until it can.
-        self._unsaved: list[ReplyStream] = []
-        self._system_cache: tuple[turn.Part, ...] | None = None
-        # The missing skills the cached system message was built without.
-        self._cached_missing: list[str] = []
-        self._cached_preset = ""
+        # Builds the requests (the system message cached) and keeps the replies.
+        self.outbox = Outbox(self, preset=self._preset, prompt=self._prompt, images=self._images)
+        self.outbox.started.connect(self.reply_started)
+        self.outbox.search_started.connect(self._on_search_started)
+        self.outbox.skill_loaded.connect(self._on_skill_loaded)
+        self.outbox.stats.connect(self.stats)
+        self.outbox.over.connect(self._on_reply_over)
+        self.outbox.messages_reset.connect(self.messages_reset)
+        self.outbox.versions_changed.connect(self.versions_changed)
+        self.outbox.ended.connect(self.reply_ended)
+        self.outbox.notice.connect(self.notice)
         app.config_changed.connect(self._on_config_changed)
         # The next request's size, for the meter and the check before each send.
         self.context = ContextWatch(self)
@@ -146,7 +147,7 @@ class Conversation(QObject):
 
     def is_streaming(self) -> bool:
         """True while a reply streams."""
-        return self._reply is not None
+        return self.outbox.reply is not None
 
     def loaded_skills(self) -> list[str]:
         """The skills in effect, in load order (one-shot: for the next or the current answer)."""
@@ -160,11 +161,11 @@ class Conversation(QObject):
         """Offer the model web search or not (chat mode; one-shot follows the config)."""
         if on != self.search_on:
             self.search_on = on
-            self._system_cache = None
+            self.outbox.forget_system()
 
     def system_text_changed(self) -> None:
         """The preset's text changed: the next request builds its system message again."""
-        self._system_cache = None
+        self.outbox.forget_system()
 
     # ------------------------------------------------------------------ sessions
 
@@ -188,7 +189,7 @@ class Conversation(QObject):
         # A skill gone from disk stays listed (as missing) until the user removes it.
         self._set_loaded(list(session.get("skills") or []), persist=False)
         self._params = self.history.session_params(session_id)
-        messages = self._settled_messages(session_id)
+        messages = self.outbox.settled_messages(session_id)
         self.session_changed.emit(session_id)
         return session, messages
 
@@ -240,7 +241,7 @@ class Conversation(QObject):
 
     def _set_loaded(self, names: list[str], *, persist: bool = True) -> None:
         self._loaded = list(names)
-        self._system_cache = None
+        self.outbox.forget_system()
         if persist and self.mode == CHAT and self._session_id is not None:
             try:
                 self.history.set_skills(self._session_id, self._loaded)
@@ -262,7 +263,7 @@ class Conversation(QObject):
     def submit(self, text: str, attachments: list[dict] | None = None) -> str:
         """Send a typed message (loading the skills it names); what was done (SENT, HELD...)."""
         attachments = list(attachments or [])
-        if self._reply is not None:
+        if self.is_streaming():
             return BUSY
         if not text.strip() and not attachments:
             return EMPTY
@@ -312,7 +313,7 @@ class Conversation(QObject):
         except HistoryError as exc:
             self.notice.emit(f"Not sent: the message could not be saved. {exc}", 0)
             return NOT_SENT
-        self._start_reply(show=lambda: self.message_added.emit(row))
+        self.outbox.start(self.model, show=lambda: self.message_added.emit(row))
         # After the message: a new chat's session_changed, which clears them, comes first.
         self.skills_suggested.emit(suggested)
         if suggested and self.mode == ONESHOT:
@@ -388,13 +389,12 @@ class Conversation(QObject):
 
         With no reply, it leaves editing (sending adds a new message again).
         """
-        if self._reply is None:
-            if self._edit_from is not None:
-                self._edit_from = None
-                self.notice.emit("No longer editing: sending adds a new message.", 8000)
-            return False
-        self._reply.stop()
-        return True
+        if self.outbox.stop():
+            return True
+        if self._edit_from is not None:
+            self._edit_from = None
+            self.notice.emit("No longer editing: sending adds a new message.", 8000)
+        return False
 
     def retry(self, message_id: object) -> bool:
         """Ask again for a reply; once the new one has text it is shown in its place.
@@ -420,7 +420,7 @@ class Conversation(QObject):
         if not self.save_unsaved():
             return False
         target = next(row for row in rows if row["id"] == message_id)
-        return self._start_reply(
+        return self.outbox.start(
             model,
             replaces=message_id,
             keep_replaced=target["status"] == "complete",
@@ -435,7 +435,7 @@ class Conversation(QObject):
         """
         if self._session_id is None:
             return None
-        if self.mode == ONESHOT and self._reply is not None:
+        if self.mode == ONESHOT and self.is_streaming():
             return None
         message = next(
             (m for m in self.history.messages(self._session_id) if m["id"] == message_id), None
@@ -456,7 +456,7 @@ class Conversation(QObject):
         """Show (and send from now on) the path through this version of a message."""
         if self._session_id is None or not isinstance(message_id, int):
             return False
-        if self._reply is not None:
+        if self.is_streaming():
             self.notice.emit("Wait for the reply to finish, or stop it, to switch versions.", 8000)
             return False
         try:
@@ -484,134 +484,26 @@ class Conversation(QObject):
         No request is sent while one is left: the model would be given a conversation
         other than the one on screen.
         """
-        for reply in list(self._unsaved):
-            reply.save()
-        if not self._unsaved:
-            return True
-        self.notice.emit(
-            "Not sent: a reply is not saved yet (is the disk full?). "
-            "It is saved as soon as there is room.",
-            0,
-        )
-        return False
+        return self.outbox.save_unsaved()
 
     def close(self) -> None:
         """Stop the reply and try once more to save the replies History could not take."""
         self.stop()
         self.context.close()
-        for reply in list(self._unsaved):
-            if not reply.save():
-                log.warning(
-                    "a reply of session %s could not be saved and is lost", reply.session_id
-                )
+        self.outbox.close()
 
     # ------------------------------------------------------------------ requests
 
     def system_message(self) -> str:
         """The system message the next request starts with (chat mode's, cached)."""
-        return turn.join_system(self._system_parts())
+        return self.outbox.system_message()
 
     def next_turn(self, model: str | None = None, *, before: int | None = None) -> turn.Turn:
         """The next request to `model` (default: the conversation's), from the saved messages.
 
         `before` leaves out that message and those after it (a retry's earlier reply).
         """
-        model = self.model if model is None else model
-        stored = self.history.messages(self._session_id) if self._session_id is not None else []
-        if before is not None:
-            stored = [row for row in stored if row["id"] < before]
-        if self.mode == ONESHOT:
-            question = next((row for row in stored if row["role"] == "user"), None)
-            return turn.oneshot_turn(
-                self.cfg,
-                model=model,
-                text=(question["content"] if question else "") or "",
-                attachments=(question["attachments"] if question else []) or [],
-                names=self._loaded,
-                store=self.store,
-                images=self._images(model),
-                n_ctx=self.context.context_size(),
-            )
-        return turn.build_turn(
-            self.cfg,
-            model=model,
-            system=self._system_parts(),
-            messages=stored,
-            images=self._images(model),
-            store=self.store,
-            search_on=self.search_on,
-            preset=self._prompt()[0],
-            chat_params=self._params,
-            n_ctx=self.context.context_size(),
-        )
-
-    def _system_parts(self) -> tuple[turn.Part, ...]:
-        # Built once per preset, search toggle and set of loaded skills: the same bytes
-        # turn after turn are what lets llama.cpp reuse its prompt cache. A skill that
-        # left the disk or came back changes it too (the missing ones are left out).
-        # The preset's text is compared too: the meter builds the request early (a new
-        # chat, before its window has reset the preset), so a change must not go unseen.
-        missing = self.missing_skills()
-        preset = self._preset()
-        if (
-            self._system_cache is None
-            or missing != self._cached_missing
-            or preset != self._cached_preset
-        ):
-            self._cached_missing = missing
-            self._cached_preset = preset
-            self._system_cache = turn.system_parts(
-                preset, search_on=self.search_on, store=self.store, names=self._loaded
-            )
-        return self._system_cache
-
-    def _start_reply(
-        self,
-        model: str | None = None,
-        *,
-        replaces: int | None = None,
-        keep_replaced: bool = False,
-        show: Callable[[], None] = lambda: None,
-    ) -> bool:
-        """Send the request, then `show()` what the window must show before the reply.
-
-        The request goes out first and the window builds its views while it travels:
-        the reply's events are queued to this thread, so none arrives before its view
-        is attached.
-        """
-        assert self._session_id is not None
-        model = model or self.model
-        request = self.next_turn(model, before=replaces)
-        try:
-            reply = ReplyStream(
-                self.history,
-                self.app.registry,
-                session_id=self._session_id,
-                model=model,
-                messages=request.messages(),
-                search_cfg=request.search_cfg,
-                skills_cfg=request.skills_cfg,
-                params=dict(request.params),
-                replaces=replaces,
-                tool_source=self.app.mcp.tool_source(self._session_id),
-                keep_replaced=keep_replaced,
-                parent=self,
-            )
-        except HistoryError as exc:
-            show()
-            self.notice.emit(f"Not sent: the reply could not be saved. {exc}", 0)
-            return False
-        reply.search_started.connect(self._on_search_started)
-        reply.skill_loaded.connect(self._on_skill_loaded)
-        reply.stats.connect(self.stats)
-        reply.save_failed.connect(self._on_save_failed)
-        reply.saved.connect(self._on_saved)
-        reply.ended.connect(self._on_reply_ended)
-        self._reply = reply
-        reply.start(self.threads)
-        show()
-        self.reply_started.emit(reply)
-        return True
+        return self.outbox.next_turn(self.model if model is None else model, before=before)
 
     # ------------------------------------------------------------------ reply events
 
@@ -626,58 +518,13 @@ class Conversation(QObject):
         if self.load_skill(name) and self.mode == CHAT:
             self.notice.emit(f"The model loaded skill {name}.", 8000)
 
-    @Slot(str)
-    def _on_save_failed(self, error: str) -> None:
-        self.notice.emit(f"The reply could not be saved: {error}", 0)
-
     @Slot()
-    def _on_saved(self) -> None:
-        reply = self.sender()
-        if reply in self._unsaved:
-            self._unsaved.remove(reply)
-        self.notice.emit("The reply is saved now.", 8000)
-
-    @Slot(str, str)
-    def _on_reply_ended(self, status: str, error: str) -> None:
-        reply = self._reply
-        self._reply = None
-        if reply is not None and not reply.is_saved():
-            self._unsaved.append(reply)
+    def _on_reply_over(self) -> None:
         if self.mode == ONESHOT:
             # The skills served this answer only.
             self._set_loaded([], persist=False)
-        if reply is not None and reply.kept_earlier and self._session_id is not None:
-            self.messages_reset.emit(self.history.messages(self._session_id))
-            self.notice.emit(
-                f"The new attempt gave no text ({error or status}); the earlier reply is kept.",
-                0,
-            )
-        else:
-            if status == "error":
-                self.notice.emit(f"The reply failed: {error}", 8000)
-            if reply is not None and reply.adds_version and reply.message_id is not None:
-                self._announce_versions(reply.message_id)
-        self.reply_ended.emit(status, error)
-
-    def _announce_versions(self, message_id: int) -> None:
-        """Tell the views how many versions the reply that just ended has (Regenerate adds one)."""
-        path = self.history.messages(self._session_id) if self._session_id is not None else []
-        last = path[-1] if path else None
-        if last is not None and last["id"] == message_id and last["versions"]:
-            self.versions_changed.emit(message_id, last["versions"])
 
     # ------------------------------------------------------------------ history and config
-
-    def _settled_messages(self, session_id: int) -> list[MessageRow]:
-        """The session's messages, with replies left "streaming" by a crash marked "stopped"."""
-        messages = self.history.messages(session_id)
-        for message in messages:
-            if message["status"] == "streaming":
-                # Only this conversation streams into the session it shows, and it is not
-                # streaming now: the row is what a previous run saved before it died.
-                self.history.update_message(message["id"], status="stopped")
-                message["status"] = "stopped"
-        return messages
 
     @Slot(object)
     def _on_config_changed(self, cfg: Config) -> None:
@@ -689,4 +536,4 @@ class Conversation(QObject):
             self._set_loaded([name for name in self._loaded if self._is_loadable(name)])
             self.store_changed.emit(self.store)
         # The system message's date note and max_searches are read from cfg at each send.
-        self._system_cache = None
+        self.outbox.forget_system()

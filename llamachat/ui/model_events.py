@@ -2,8 +2,9 @@
 
 Also here, the picker's helpers around those events: `with_event` and `keep_progress`
 (a status update and a listing that has no progress), `FailureReasons` (why a load
-failed, read once from the managed server's log) and `IdleUnload` (unloading idle
-models on routers that cannot sleep).
+failed, read once from the managed server's log), `ModelStatuses` (what the picker
+knows of each model, from listings, events and its own loads) and `IdleUnload`
+(unloading idle models on routers that cannot sleep).
 
 `ModelWatch(source)` reads the stream on a daemon task of the runner (`tasks`), so
 the GUI thread never waits on it, and emits each `models.ModelEvent` as `arrived` on
@@ -21,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +30,7 @@ import shiboken6
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from .. import backend
-from ..models import ModelEvent, ModelInfo
+from ..models import IN_PROGRESS, ModelEvent, ModelInfo
 from . import tasks
 
 if TYPE_CHECKING:
@@ -37,6 +39,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 RETRY_S = 3.0
+# A router may report "unloaded" for a moment after accepting a load; only after
+# this long is "unloaded" taken to mean the load stopped.
+LOAD_GRACE_S = 5.0
 
 
 class ModelWatch(QObject):
@@ -151,6 +156,125 @@ class FailureReasons:
     def clear(self) -> None:
         """Forget every reason (another router)."""
         self._found.clear()
+
+
+class ModelStatuses:
+    """What the picker knows of each model: the last listing, the events since, the loads it
+    asked for and the failures, merged into the status each model shows."""
+
+    def __init__(self) -> None:
+        self.infos: dict[str, ModelInfo] = {}
+        self.errors: dict[str, str] = {}
+        # id -> (poll sequence number when the router accepted the load, or None before;
+        # monotonic time of the request or acceptance)
+        self.loading: dict[str, tuple[int | None, float]] = {}
+        # Why a model failed, from the managed server's log (see ModelPicker.set_failure_log).
+        self.reasons = FailureReasons(None)
+
+    def status(self, model_id: str) -> str:
+        """The status shown for a model: the server's, or "loading" while a load is under way."""
+        info = self.infos.get(model_id)
+        listed = info.status if info is not None else "unknown"
+        if model_id in self.loading and listed not in ("loaded", "failed", "downloading"):
+            return "loading"
+        if model_id in self.errors and listed != "loaded":
+            return "failed"
+        return listed
+
+    def error(self, model_id: str) -> str:
+        """Why the model's last load failed ('' when it did not), with its log's reason."""
+        info = self.infos.get(model_id)
+        if model_id in self.errors:
+            error = self.errors[model_id]
+        elif info is not None and info.status == "failed":
+            error = info.error
+        else:
+            return ""
+        reason = self.reasons.get(model_id)
+        return f"{error}:\n{reason}" if reason else error
+
+    def progress(self, model_id: str) -> float | None:
+        """0..1 of the model's load or download in progress, when the router reports it."""
+        info = self.infos.get(model_id)
+        return info.progress if info is not None and info.status in IN_PROGRESS else None
+
+    def busy(self) -> bool:
+        """Whether any model is loading or downloading (the picker polls more often then)."""
+        return bool(self.loading) or any(info.status in IN_PROGRESS for info in self.infos.values())
+
+    def clear(self) -> None:
+        """Forget the loads, failures and reasons (another router); the listing stays."""
+        self.loading.clear()
+        self.errors.clear()
+        self.reasons.clear()
+
+    def load_asked(self, model_id: str) -> None:
+        """A load of `model_id` is being asked for: it shows "loading" from now on."""
+        self.errors.pop(model_id, None)
+        self.reasons.forget(model_id)
+        self.loading[model_id] = (None, time.monotonic())
+
+    def load_sent(self, model_id: str, seq: int) -> None:
+        """The router accepted the load: only a listing numbered after `seq` must show it."""
+        if model_id in self.loading:
+            self.loading[model_id] = (seq, time.monotonic())
+
+    def load_failed(self, model_id: str, message: str) -> None:
+        """The load request itself failed with `message`."""
+        self.loading.pop(model_id, None)
+        self.errors[model_id] = message
+
+    def listed(self, infos: list[ModelInfo], *, seq: int, full: bool) -> None:
+        """Take a listing numbered `seq`: every model's (`full`) or the router's only (a poll)."""
+        # A listing has no load progress: an event's is kept while the status is the same.
+        infos = [keep_progress(info, self.infos.get(info.id)) for info in infos]
+        if full:
+            self.infos = {info.id: info for info in infos}
+        else:
+            # A poll lists the router only: the providers' models stay as listed.
+            providers = {i: info for i, info in self.infos.items() if info.provider}
+            self.infos = {**{info.id: info for info in infos}, **providers}
+        for model_id, info in self.infos.items():
+            if info.status == "loaded":
+                self.errors.pop(model_id, None)
+        now = time.monotonic()
+        for model_id, (mark, started) in list(self.loading.items()):
+            listed = self.infos.get(model_id)
+            status = listed.status if listed is not None else "unloaded"
+            if status == "loaded":
+                del self.loading[model_id]
+            elif status == "failed":
+                del self.loading[model_id]
+                self.errors.setdefault(model_id, listed.error if listed else "")
+            elif (
+                status == "unloaded"
+                and mark is not None
+                and seq > mark
+                and now - started > LOAD_GRACE_S
+            ):
+                del self.loading[model_id]
+                self.errors[model_id] = "the router stopped loading it"
+
+    def apply(self, event: ModelEvent) -> bool:
+        """Take a status event; False when only a new listing can tell what it changed."""
+        if event.kind in ("reload", "removed", "download_finished"):
+            return False
+        if event.kind == "download_failed":
+            self.errors[event.model] = event.error
+            return False
+        info = self.infos.get(event.model)
+        if info is None:
+            return False  # a model the last listing did not have yet
+        self.infos[event.model] = with_event(info, event)
+        if event.status == "loaded":
+            self.loading.pop(event.model, None)
+            self.errors.pop(event.model, None)
+        elif event.status == "failed":
+            self.loading.pop(event.model, None)
+            self.reasons.forget(event.model)
+            # The load request's own answer, when it came first, says more.
+            self.errors.setdefault(event.model, event.error)
+        return True
 
 
 class IdleUnload(QObject):

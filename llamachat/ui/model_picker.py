@@ -12,7 +12,8 @@ the server, and a load the router holds open until the model is in memory does n
 hold up the statuses meanwhile. A listing that arrives after a newer one is dropped.
 Statuses come from the router's event stream (`model_events.ModelWatch`) as they
 change; polls only list models (`GET /v1/models`, which never starts a load), often
-on a router without the stream and seldom as a safety net on one with it.
+on a router without the stream and seldom as a safety net on one with it. Listings,
+events and the picker's own loads are merged in `model_events.ModelStatuses`.
 
 Errors: none raised. Server and network failures (`backend.BackendError`) are
 shown beside the combo with a Retry.
@@ -21,7 +22,6 @@ shown beside the combo with a Retry.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, Protocol
@@ -39,7 +39,7 @@ from PySide6.QtWidgets import (
 from .. import backend
 from ..models import IN_PROGRESS, ModelEvent, ModelInfo
 from . import plain, tasks
-from .model_events import FailureReasons, IdleUnload, ModelWatch, keep_progress, with_event
+from .model_events import FailureReasons, IdleUnload, ModelStatuses, ModelWatch
 
 log = logging.getLogger(__name__)
 
@@ -47,9 +47,6 @@ POLL_MS = 3000
 LOADING_POLL_MS = 500
 # With the event stream open, a poll only catches what an event might have missed.
 WATCHED_POLL_FACTOR = 5
-# A router may report "unloaded" for a moment after accepting a load; only after
-# this long is "unloaded" taken to mean the load stopped.
-LOAD_GRACE_S = 5.0
 
 GLYPHS = {
     "loaded": "●",
@@ -219,19 +216,13 @@ class ModelPicker(QWidget):
         self._registry = registry
         self._current = current
         self._default = default_model
-        self._infos: dict[str, ModelInfo] = {}
-        self._errors: dict[str, str] = {}
+        self._statuses = ModelStatuses()
         self._problem = ""  # a failed listing or unload, shown with a Retry
-        # id -> (poll sequence number when the router accepted the load, or None before;
-        # monotonic time of the request or acceptance)
-        self._loading: dict[str, tuple[int | None, float]] = {}
         self._poll_seq = 0
         self._polling = False
         self._filling = False
         self._retry: Callable[[], None] | None = None
         self._listed_seq = 0
-        # Why a model failed, from the managed server's log (see set_failure_log).
-        self._reasons = FailureReasons(None)
         self._watch: ModelWatch | None = None
         self.idle = IdleUnload(self)
         """Unloads the router's models after an idle time, for routers that cannot sleep."""
@@ -327,43 +318,28 @@ class ModelPicker(QWidget):
 
     def models(self) -> list[ModelInfo]:
         """The models last listed."""
-        return list(self._infos.values())
+        return list(self._statuses.infos.values())
 
     def modalities(self, model_id: str) -> tuple[str, ...]:
         """What the model reads ("text", "image", ...); ("text",) when unknown."""
-        info = self._infos.get(model_id)
+        info = self._statuses.infos.get(model_id)
         return info.modalities if info is not None else ("text",)
 
     def status(self, model_id: str) -> str:
         """The status shown for a model: the server's, or "loading" while a load is under way."""
-        info = self._infos.get(model_id)
-        listed = info.status if info is not None else "unknown"
-        if model_id in self._loading and listed not in ("loaded", "failed", "downloading"):
-            return "loading"
-        if model_id in self._errors and listed != "loaded":
-            return "failed"
-        return listed
+        return self._statuses.status(model_id)
 
     def error(self, model_id: str) -> str:
         """Why the model's last load failed ('' when it did not), with its log's reason."""
-        info = self._infos.get(model_id)
-        if model_id in self._errors:
-            error = self._errors[model_id]
-        elif info is not None and info.status == "failed":
-            error = info.error
-        else:
-            return ""
-        reason = self._reasons.get(model_id)
-        return f"{error}:\n{reason}" if reason else error
+        return self._statuses.error(model_id)
 
     def progress(self, model_id: str) -> float | None:
         """0..1 of the model's load or download in progress, when the router reports it."""
-        info = self._infos.get(model_id)
-        return info.progress if info is not None and info.status in IN_PROGRESS else None
+        return self._statuses.progress(model_id)
 
     def set_failure_log(self, reason: Callable[[str], str] | None) -> None:
         """Where a failed load's reason is read: `reason(model_id)` (the managed server's log)."""
-        self._reasons = FailureReasons(reason)
+        self._statuses.reasons = FailureReasons(reason)
         self._update_items()
 
     def default_model(self) -> str:
@@ -410,12 +386,10 @@ class ModelPicker(QWidget):
 
     def load(self, model_id: str) -> None:
         """Ask the router to load a model; its progress shows beside the combo."""
-        info = self._infos.get(model_id)
+        info = self._statuses.infos.get(model_id)
         if not model_id or (info is not None and info.provider):
             return
-        self._errors.pop(model_id, None)
-        self._reasons.forget(model_id)
-        self._loading[model_id] = (None, time.monotonic())
+        self._statuses.load_asked(model_id)
         self._update_items()
         registry = self._registry
         call_in_background(
@@ -427,10 +401,10 @@ class ModelPicker(QWidget):
 
     def unload(self, model_id: str) -> None:
         """Ask the router to unload (eject) a model."""
-        info = self._infos.get(model_id)
+        info = self._statuses.infos.get(model_id)
         if not model_id or (info is not None and info.provider):
             return
-        self._loading.pop(model_id, None)
+        self._statuses.loading.pop(model_id, None)
         registry = self._registry
         call_in_background(
             self,
@@ -442,9 +416,7 @@ class ModelPicker(QWidget):
     def set_registry(self, registry: ModelSource) -> None:
         """Talk to another router or set of providers from now on, and list their models."""
         self._registry = registry
-        self._loading.clear()
-        self._errors.clear()
-        self._reasons.clear()
+        self._statuses.clear()
         self._problem = ""
         self.refresh()
         self._start_watch()
@@ -480,26 +452,9 @@ class ModelPicker(QWidget):
     @Slot(object)
     def _on_model_event(self, event: ModelEvent) -> None:
         self.model_event.emit(event)
-        if event.kind in ("reload", "removed", "download_finished"):
+        if not self._statuses.apply(event):
             self._poll_soon()
             return
-        if event.kind == "download_failed":
-            self._errors[event.model] = event.error
-            self._poll_soon()
-            return
-        info = self._infos.get(event.model)
-        if info is None:
-            self._poll_soon()  # a model the last listing did not have yet
-            return
-        self._infos[event.model] = with_event(info, event)
-        if event.status == "loaded":
-            self._loading.pop(event.model, None)
-            self._errors.pop(event.model, None)
-        elif event.status == "failed":
-            self._loading.pop(event.model, None)
-            self._reasons.forget(event.model)
-            # The load request's own answer, when it came first, says more.
-            self._errors.setdefault(event.model, event.error)
         self._update_items()
         self._adjust_poll()
 
@@ -525,41 +480,15 @@ class ModelPicker(QWidget):
             if errors
             else ""
         )
-        # A listing has no load progress: an event's is kept while the status is the same.
-        infos = [keep_progress(info, self._infos.get(info.id)) for info in infos]
-        if full:
-            self._infos = {info.id: info for info in infos}
-        else:
-            # A poll lists the router only: the providers' models stay as listed.
-            providers = {i: info for i, info in self._infos.items() if info.provider}
-            self._infos = {**{info.id: info for info in infos}, **providers}
-        for model_id, info in self._infos.items():
-            if info.status == "loaded":
-                self._errors.pop(model_id, None)
-        now = time.monotonic()
-        for model_id, (mark, started) in list(self._loading.items()):
-            listed = self._infos.get(model_id)
-            status = listed.status if listed is not None else "unloaded"
-            if status == "loaded":
-                del self._loading[model_id]
-            elif status == "failed":
-                del self._loading[model_id]
-                self._errors.setdefault(model_id, listed.error if listed else "")
-            elif (
-                status == "unloaded"
-                and mark is not None
-                and seq > mark
-                and now - started > LOAD_GRACE_S
-            ):
-                del self._loading[model_id]
-                self._errors[model_id] = "the router stopped loading it"
-        if not self._current and self._infos:
+        self._statuses.listed(infos, seq=seq, full=full)
+        listed = self._statuses.infos
+        if not self._current and listed:
             # Prefer the default, then a model already in memory: the first reply starts at once.
-            loaded = [i for i, info in self._infos.items() if info.status == "loaded"]
-            if self._default in self._infos:
+            loaded = [i for i, info in listed.items() if info.status == "loaded"]
+            if self._default in listed:
                 self._current = self._default
             else:
-                self._current = (loaded or list(self._infos))[0]
+                self._current = (loaded or list(listed))[0]
             self._fill()
             self.model_changed.emit(self._current)
         else:
@@ -575,14 +504,11 @@ class ModelPicker(QWidget):
         self._show_state()
 
     def _on_load_sent(self, model_id: str) -> None:
-        if model_id in self._loading:
-            # Only a listing asked for after this point must show the load.
-            self._loading[model_id] = (self._poll_seq, time.monotonic())
+        self._statuses.load_sent(model_id, self._poll_seq)
         self._poll_soon()
 
     def _on_load_failed(self, model_id: str, message: str) -> None:
-        self._loading.pop(model_id, None)
-        self._errors[model_id] = message
+        self._statuses.load_failed(model_id, message)
         self._update_items()
         self._poll_soon()
 
@@ -595,9 +521,7 @@ class ModelPicker(QWidget):
         QTimer.singleShot(0, self, self.poll)
 
     def _adjust_poll(self) -> None:
-        loading = bool(self._loading) or any(
-            info.status in IN_PROGRESS for info in self._infos.values()
-        )
+        loading = self._statuses.busy()
         if self.watching():
             interval = self._poll_ms * (1 if loading else WATCHED_POLL_FACTOR)
         else:
@@ -616,13 +540,13 @@ class ModelPicker(QWidget):
             model_id,
             self.status(model_id),
             self.error(model_id),
-            self._infos.get(model_id),
+            self._statuses.infos.get(model_id),
             default=model_id == self._default,
         )
 
     def _fill(self) -> None:
         """Make the combo's items match the listed models, keeping the current one selected."""
-        wanted = wanted_ids(self._infos, self._current)
+        wanted = wanted_ids(self._statuses.infos, self._current)
         present = [
             self.combo.itemData(i) for i in range(self.combo.count()) if self.combo.itemData(i)
         ]
@@ -632,7 +556,7 @@ class ModelPicker(QWidget):
                 self.combo.clear()
                 router_done = False
                 for model_id in wanted:
-                    info = self._infos.get(model_id)
+                    info = self._statuses.infos.get(model_id)
                     if info is not None and info.provider and not router_done:
                         router_done = True
                         if self.combo.count():
@@ -657,7 +581,7 @@ class ModelPicker(QWidget):
     def _show_state(self) -> None:
         model_id = self._current
         status = self.status(model_id) if model_id else "unknown"
-        info = self._infos.get(model_id)
+        info = self._statuses.infos.get(model_id)
         manageable = (
             bool(model_id) and info is not None and not info.provider and (info.status != "unknown")
         )

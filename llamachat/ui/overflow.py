@@ -4,8 +4,9 @@
 needs, how many the context holds and how many are kept for the reply, and offers one
 button per way out: unload a skill (with what it costs), remove an attachment, start a
 new chat with this message, and, for the server llamachat manages, raise the model's
-context (up to the size it was trained for). It only emits what the user chose; the
-window does it. The message itself stays in the composer.
+context (up to the size it was trained for). It only emits what the user chose;
+`OverflowGuide` does it for the chat window, and measures the draft as it is typed.
+The message itself stays in the composer.
 
 Errors: none; names from outside (skills, files, models) are shown as plain text.
 """
@@ -13,13 +14,23 @@ Errors: none; names from outside (skills, files, models) are shown as plain text
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Future
 from functools import partial
+from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QObject, Signal, Slot
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QPushButton, QVBoxLayout, QWidget
 
+from .. import server
 from ..context import Overflow
-from . import plain
+from ..models import Models
+from . import plain, tasks
+from .notice import STATUS_MS
+
+if TYPE_CHECKING:
+    from .app import App
+    from .composer import Composer
+    from .controller import Conversation
 
 # Context sizes offered when raising one: llama.cpp runs any, these are the usual steps.
 _STEPS = (4096, 8192, 16384, 32768, 65536, 131072)
@@ -100,3 +111,77 @@ class OverflowPanel(QFrame):
         button.clicked.connect(clicked)
         self.buttons.addWidget(button)
         return button
+
+
+class OverflowGuide(QObject):
+    """The chat window's side of a message too long: the draft measured as it is typed, the
+    panel shown when the conversation refuses one, and the way out the user took done.
+
+    "New chat with this message" is the panel's `new_chat`, for the window to connect.
+    """
+
+    # A status-bar line (timeout in ms).
+    status = Signal(str, int)
+    # A problem the user must act on, shown whole until dismissed.
+    problem = Signal(str)
+
+    def __init__(
+        self,
+        app: App,
+        chat: Conversation,
+        *,
+        composer: Composer,
+        panel: OverflowPanel,
+        parent: QObject,
+    ) -> None:
+        super().__init__(parent)
+        self._app = app
+        self._chat = chat
+        self._composer = composer
+        self.panel = panel
+        composer.editor.textChanged.connect(self._on_draft_changed)
+        composer.attachments_changed.connect(self._on_draft_changed)
+        panel.unload_skill.connect(chat.unload_skill)
+        panel.remove_attachment.connect(composer.remove_attachment)
+        panel.raise_context.connect(self._raise_context)
+        chat.too_big.connect(self._on_too_big)
+
+    @Slot()
+    def _on_draft_changed(self) -> None:
+        attachments = [item.to_dict() for item in self._composer.attachments()]
+        self._chat.context.set_draft(self._composer.text(), attachments)
+
+    @Slot(object)
+    def _on_too_big(self, overflow: Overflow) -> None:
+        # The server llamachat runs always reads a preset (the config's, else its own).
+        managed = self._app.managed_server() is not None
+        self.panel.show_overflow(overflow, managed=managed)
+
+    @Slot(str, int)
+    def _raise_context(self, model: str, size: int) -> None:
+        """Write the model's new context size into the preset and reload it with it."""
+        managed = self._app.managed_server()
+        if managed is None:
+            return
+        preset = managed.preset_path
+        try:
+            server.set_preset_context(preset, model, size)
+        except server.ManagedServerError as exc:
+            self.problem.emit(str(exc))
+            return
+        url, registry = self._app.config.router_url, self._app.registry
+
+        def reload() -> None:
+            server.reload_models(url)
+            Models(registry.router()).unload(model)
+
+        tasks.run_in_background(reload, lambda future: self._on_context_raised(model, future))
+
+    def _on_context_raised(self, model: str, future: Future) -> None:
+        try:
+            future.result()
+        except Exception as exc:  # noqa: BLE001 - shown to the user
+            self.problem.emit(f"The preset was written, but {model} was not reloaded: {exc}")
+            return
+        self.status.emit(f"{model} loads with the larger context at the next message.", STATUS_MS)
+        self._chat.context.refresh_size()

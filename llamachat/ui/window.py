@@ -16,8 +16,10 @@ says what to do.
 The window lays these out and keeps the sessions; its other jobs have their own
 owners: the router's state, the models folder and the server log are the
 `router_guide.RouterGuide`'s; the skills panel, chips and the composer's skill names
-are `chat_skills.ChatSkills`'; the menus and keyboard shortcuts are built by
-`menus.install`.
+are `chat_skills.ChatSkills`'; the chosen model (applied to the chat, the composer and
+the meter) and the default star are `model_choice.ModelChoice`'s; a message too long
+for the context is `overflow.OverflowGuide`'s; the menus and keyboard shortcuts are
+built by `menus.install`.
 
 Sending, Stop, Retry, Edit, the loaded skills and the streaming reply are the
 conversation's (`controller.Conversation`, shared with the quick window): the window
@@ -48,11 +50,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from .. import prompts, server
-from ..config import Config, ConfigError
-from ..context import Overflow
+from .. import prompts
+from ..config import Config
 from ..db import History, HistoryError, MessageRow
-from ..models import ModelInfo, Models
+from ..models import ModelInfo
 from . import controller, first_run, markdown, menus, plain, shortcuts, tasks
 from .app import App
 from .chat_skills import ChatSkills
@@ -62,9 +63,10 @@ from .controller import Conversation
 from .conversation import ConversationView
 from .mcp_panel import McpPanel, choose_and_import
 from .meter import ContextMeter
+from .model_choice import ModelChoice
 from .model_picker import ModelPicker
 from .notice import STATUS_MS, NoticeBar
-from .overflow import OverflowPanel
+from .overflow import OverflowGuide, OverflowPanel
 from .params_panel import ChatParams
 from .presets import PresetPicker
 from .reply import ReplyStream
@@ -105,11 +107,10 @@ class ChatWindow(QMainWindow):
             model=cfg.default_model,
             preset=lambda: self.preset_picker.system_text(),
             prompt=lambda: (self.preset_picker.current_name(), self.preset_picker.custom_text()),
-            images=self._reads_images,
+            images=lambda model: self.model_choice.reads_images(model),
             parent=self,
         )
         collect_garbage_on_gui_thread()
-        self._models: dict[str, ModelInfo] = {}
 
         # Pygments' lexers load on first use (~0.1 s); load them off the GUI thread now
         # rather than stall the first code block of the first reply.
@@ -120,7 +121,7 @@ class ChatWindow(QMainWindow):
         self.router_guide.start()
 
         self.new_session()
-        self._apply_model(self._model)
+        self.model_choice.apply(self._model)
         self.skills.refresh_names()
         if self.history.recovered_from is not None:
             kept = (
@@ -148,23 +149,15 @@ class ChatWindow(QMainWindow):
         self.model_picker = ModelPicker(
             self.app.registry, current=self.cfg.default_model, default_model=self.cfg.default_model
         )
-        self.model_picker.model_changed.connect(self.set_model)
-        self.model_picker.models_listed.connect(self._on_models_listed)
-        self.model_picker.default_changed.connect(self._on_default_changed)
         self.preset_picker = PresetPicker(self._prompts)
         self.preset_picker.preset_changed.connect(self._on_preset_changed)
         self.preset_picker.system_text_changed.connect(self._on_system_text_changed)
 
         self.web_search = SearchToggle(self.app, self.chat, parent=self)
         self.web_search.status.connect(self.show_status)
-        # After set_model: the panel shows the defaults of the model now chosen.
         self.chat_params = ChatParams(self.chat, parent=self)
-        self.model_picker.model_changed.connect(self.chat_params.refresh)
         self.top_bar = TopBar(self.model_picker, self.preset_picker, self.web_search.button)
         self.top_bar.settings_requested.connect(self.open_settings)
-        rule = QFrame()
-        rule.setFrameShape(QFrame.Shape.HLine)
-        rule.setFrameShadow(QFrame.Shadow.Sunken)
 
         self.conversation = ConversationView(forks=True)
         self.conversation.setAccessibleName("Conversation")
@@ -177,6 +170,7 @@ class ChatWindow(QMainWindow):
 
         self.first_run_panel = first_run.FirstRunPanel()
         self.first_run_panel.settings_requested.connect(self.open_settings)
+        self.problem_bar = NoticeBar()
 
         self.skill_chips = SkillChips()
         self.skill_suggestions = SkillSuggestions()
@@ -201,13 +195,28 @@ class ChatWindow(QMainWindow):
         # Only as wide as its bar and figures, so it sits at the status bar's right end.
         self.meter.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Preferred)
         self.meter.follow(self.chat.context)
-        self.composer.editor.textChanged.connect(self._on_draft_changed)
-        self.composer.attachments_changed.connect(self._on_draft_changed)
+        # The picker's choice goes to the chat, the composer and the meter.
+        self.model_choice = ModelChoice(
+            self.app,
+            self.chat,
+            picker=self.model_picker,
+            composer=self.composer,
+            meter=self.meter,
+            parent=self,
+        )
+        self.model_choice.changed.connect(self.model_changed)
+        self.model_choice.status.connect(self.show_status)
+        self.model_choice.problem.connect(self.show_problem)
+        # After the choice is applied: the panel shows the defaults of the model now chosen.
+        self.model_picker.model_changed.connect(self.chat_params.refresh)
         self.overflow = OverflowPanel()
-        self.overflow.unload_skill.connect(self.chat.unload_skill)
-        self.overflow.remove_attachment.connect(self.composer.remove_attachment)
-        self.overflow.new_chat.connect(self._new_chat_with_message)
-        self.overflow.raise_context.connect(self._raise_context)
+        # new_session leaves the composer alone: the message is still there to send.
+        self.overflow.new_chat.connect(self.new_session)
+        self.overflow_guide = OverflowGuide(
+            self.app, self.chat, composer=self.composer, panel=self.overflow, parent=self
+        )
+        self.overflow_guide.status.connect(self.show_status)
+        self.overflow_guide.problem.connect(self.show_problem)
         # Beside the meter: the top bar has no room left at 900 px for a long model name.
         self.statusBar().addPermanentWidget(self.chat_params.button)
         self.statusBar().addPermanentWidget(self.meter)
@@ -226,6 +235,8 @@ class ChatWindow(QMainWindow):
         self.router_guide.status.connect(self.show_status)
         self.router_guide.problem.connect(self.show_problem)
         self.router_guide.router_replaced.connect(self.stop)
+        self.model_choice.listed.connect(self.router_guide.show_listing)
+        self.model_choice.listed.connect(self.models_listed)
 
         self.sidebar = SessionSidebar(self.history, mode="chat")
         self.sidebar.session_activated.connect(self.open_session)
@@ -236,39 +247,7 @@ class ChatWindow(QMainWindow):
         self.sidebar.setMinimumWidth(180)
         self.sidebar.list_view.setStyleSheet("QListView::item { padding: 5px 6px; }")
 
-        chat = QWidget()
-        body = QVBoxLayout()
-        body.setContentsMargins(10, 4, 10, 6)
-        body.addWidget(self.overflow)
-        body.addWidget(self.skill_chips)
-        body.addWidget(self.skill_suggestions)
-        body.addWidget(self.composer)
-        layout = QVBoxLayout(chat)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(0)
-        layout.addWidget(self.top_bar)
-        layout.addWidget(rule)
-        layout.addWidget(self.first_run_panel)
-        self.problem_bar = NoticeBar()
-        problem_row = QVBoxLayout()
-        problem_row.setContentsMargins(10, 6, 10, 0)
-        problem_row.addWidget(self.problem_bar)
-        layout.addLayout(problem_row)
-        layout.addWidget(self.conversation, 1)
-        layout.addLayout(body)
-
-        self.splitter = QSplitter(Qt.Orientation.Horizontal)
-        self.splitter.addWidget(self.sidebar)
-        self.splitter.addWidget(chat)
-        self.splitter.setCollapsible(1, False)
-        self.splitter.setStretchFactor(0, 0)
-        self.splitter.setStretchFactor(1, 1)
-        self.splitter.setSizes([SIDEBAR_WIDTH, max(400, self.width() - SIDEBAR_WIDTH)])
-        self.setCentralWidget(self.splitter)
-        # The sidebar keeps its own margins inside the splitter handle's reach.
-        sidebar_layout = self.sidebar.layout()
-        if sidebar_layout is not None:
-            sidebar_layout.setContentsMargins(8, 8, 4, 8)
+        self.splitter = _lay_out(self)
 
         self.web_search.offer()
         self._shortcuts = menus.install(self)
@@ -343,7 +322,7 @@ class ChatWindow(QMainWindow):
             )
         self.conversation.load_messages(messages)
         if session.get("model"):
-            self._apply_model(session["model"])
+            self.model_choice.apply(session["model"])
         self._show_usage(messages)
         self._update_title()
         return True
@@ -363,13 +342,11 @@ class ChatWindow(QMainWindow):
 
     def set_model(self, model_id: str) -> None:
         """Answer with `model_id` from now on (remembered on the open chat)."""
-        self._apply_model(model_id)
-        if self.session_id is not None and model_id:
-            self.history.set_model(self.session_id, model_id)
+        self.model_choice.set_model(model_id)
 
     def models(self) -> list[ModelInfo]:
         """The models last listed by the router and providers."""
-        return list(self._models.values())
+        return self.model_choice.models()
 
     def focus_composer(self) -> None:
         """Put the cursor in the message box."""
@@ -496,56 +473,7 @@ class ChatWindow(QMainWindow):
         chat.reply_started.connect(self._on_reply_started)
         chat.reply_ended.connect(self._on_reply_ended)
         chat.stats.connect(self.meter.update_from_stats)
-        chat.too_big.connect(self._on_too_big)
         chat.notice.connect(self._on_notice)
-        # A reply is activity: the idle unload (routers that cannot sleep) waits again.
-        chat.reply_started.connect(lambda _reply: self.model_picker.idle.note_activity())
-        chat.reply_ended.connect(lambda _status, _error: self.model_picker.idle.note_activity())
-
-    @Slot()
-    def _on_draft_changed(self) -> None:
-        attachments = [item.to_dict() for item in self.composer.attachments()]
-        self.chat.context.set_draft(self.composer.text(), attachments)
-
-    @Slot(object)
-    def _on_too_big(self, overflow: Overflow) -> None:
-        # The server llamachat runs always reads a preset (the config's, else its own).
-        managed = self.app.managed_server() is not None
-        self.overflow.show_overflow(overflow, managed=managed)
-
-    @Slot()
-    def _new_chat_with_message(self) -> None:
-        # new_session leaves the composer alone: the message is still there to send.
-        self.new_session()
-
-    @Slot(str, int)
-    def _raise_context(self, model: str, size: int) -> None:
-        """Write the model's new context size into the preset and reload it with it."""
-        managed = self.app.managed_server()
-        if managed is None:
-            return
-        preset = managed.preset_path
-        try:
-            server.set_preset_context(preset, model, size)
-        except server.ManagedServerError as exc:
-            self.show_problem(str(exc))
-            return
-        url, registry = self.app.config.router_url, self.app.registry
-
-        def reload() -> None:
-            server.reload_models(url)
-            Models(registry.router()).unload(model)
-
-        tasks.run_in_background(reload, lambda future: self._on_context_raised(model, future))
-
-    def _on_context_raised(self, model: str, future) -> None:
-        try:
-            future.result()
-        except Exception as exc:  # noqa: BLE001 - shown to the user
-            self.show_problem(f"The preset was written, but {model} was not reloaded: {exc}")
-            return
-        self.show_status(f"{model} loads with the larger context at the next message.")
-        self.chat.context.refresh_size()
 
     @Slot(str, int)
     def _on_notice(self, text: str, timeout: int) -> None:
@@ -591,40 +519,6 @@ class ChatWindow(QMainWindow):
                 return
         self.meter.set_used(0)
 
-    def _reads_images(self, model: str) -> bool:
-        return "image" in self.model_picker.modalities(model)
-
-    def _apply_model(self, model_id: str) -> None:
-        changed = model_id != self._model
-        self.chat.model = model_id
-        if self.model_picker.current_model() != model_id:
-            self.model_picker.set_current(model_id)
-        self.composer.set_model(model_id, images=self._reads_images(model_id))
-        self.meter.set_model(model_id)
-        if changed:
-            self.model_changed.emit(model_id)
-
-    @Slot(list)
-    def _on_models_listed(self, infos: list) -> None:
-        self._models = {info.id: info for info in infos}
-        # The modalities may have arrived only now (a chat's model listed after it opened).
-        self.composer.set_model(self._model, images=self._reads_images(self._model))
-        self.router_guide.show_listing(infos)
-        self.models_listed.emit(infos)
-
-    @Slot(str)
-    def _on_default_changed(self, model_id: str) -> None:
-        try:
-            self.app.save_settings({"default_model": model_id})
-        except ConfigError as exc:
-            self.show_problem(f"The default model was not saved: {exc}")
-            return
-        self.show_status(
-            f"{model_id} is the default model for new chats."
-            if model_id
-            else "No default model: llamachat picks one."
-        )
-
     @Slot(str, str)
     def _on_preset_changed(self, name: str, custom: str) -> None:
         if self.session_id is not None:
@@ -651,8 +545,7 @@ class ChatWindow(QMainWindow):
 
     @Slot(object)
     def _on_config_changed(self, cfg: Config) -> None:
-        """Follow settings saved in any window: default model, font, web search (skills: `chat`)."""
-        self.model_picker.set_default(cfg.default_model)
+        """Follow settings saved in any window: font and web search (model: `model_choice`)."""
         self.conversation.set_font_size(cfg.font_size)
         self.web_search.follow(cfg)
 
@@ -666,3 +559,45 @@ class ChatWindow(QMainWindow):
             log.warning("a worker thread did not end within 10 s of closing the window")
         self.model_picker.shutdown()
         super().closeEvent(event)
+
+
+def _lay_out(window: ChatWindow) -> QSplitter:
+    """Put the window's widgets in their places: the sessions sidebar beside the chat (the top
+    bar, the getting-started panel, problems, the conversation, then the composer with its
+    notices and chips); the splitter between them."""
+    chat = QWidget()
+    body = QVBoxLayout()
+    body.setContentsMargins(10, 4, 10, 6)
+    body.addWidget(window.overflow)
+    body.addWidget(window.skill_chips)
+    body.addWidget(window.skill_suggestions)
+    body.addWidget(window.composer)
+    layout = QVBoxLayout(chat)
+    layout.setContentsMargins(0, 0, 0, 0)
+    layout.setSpacing(0)
+    layout.addWidget(window.top_bar)
+    rule = QFrame()
+    rule.setFrameShape(QFrame.Shape.HLine)
+    rule.setFrameShadow(QFrame.Shadow.Sunken)
+    layout.addWidget(rule)
+    layout.addWidget(window.first_run_panel)
+    problem_row = QVBoxLayout()
+    problem_row.setContentsMargins(10, 6, 10, 0)
+    problem_row.addWidget(window.problem_bar)
+    layout.addLayout(problem_row)
+    layout.addWidget(window.conversation, 1)
+    layout.addLayout(body)
+
+    splitter = QSplitter(Qt.Orientation.Horizontal)
+    splitter.addWidget(window.sidebar)
+    splitter.addWidget(chat)
+    splitter.setCollapsible(1, False)
+    splitter.setStretchFactor(0, 0)
+    splitter.setStretchFactor(1, 1)
+    splitter.setSizes([SIDEBAR_WIDTH, max(400, window.width() - SIDEBAR_WIDTH)])
+    window.setCentralWidget(splitter)
+    # The sidebar keeps its own margins inside the splitter handle's reach.
+    sidebar_layout = window.sidebar.layout()
+    if sidebar_layout is not None:
+        sidebar_layout.setContentsMargins(8, 8, 4, 8)
+    return splitter
