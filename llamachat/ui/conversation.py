@@ -367,11 +367,8 @@ class MessageView(QFrame):
         layout.addLayout(footer)
         self._footer = footer
         # Built when first needed: most messages have one version and no fork button.
-        self._versions: list[int] = []
-        self._version_label: QLabel | None = None
-        self._version_buttons: tuple[QToolButton, QToolButton] | None = None
-        self._more: QToolButton | None = None
-        self._more_menu: QMenu
+        self._version_switch = _VersionSwitch(self, footer)
+        self._more = _MoreActions(self, footer)
         self.set_versions(message.get("versions") or [])
 
         if message.get("reasoning"):
@@ -595,76 +592,23 @@ class MessageView(QFrame):
 
     def set_versions(self, versions: Sequence[int]) -> None:
         """Show `‹ n/N ›` for a message with other versions (`versions`: every version's id)."""
-        self._versions = list(versions)
-        if self.message_id not in self._versions or len(self._versions) < 2:
-            if self._version_label is not None:
-                self._version_label.hide()
-                for button in self._version_buttons or ():
-                    button.hide()
-            return
-        if self._version_label is None:
-            older = self._action("‹", "Previous version", lambda: self._step_version(-1))
-            newer = self._action("›", "Next version", lambda: self._step_version(1))
-            self._version_label = plain.Label("", self)
-            self._version_label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
-            self._version_buttons = (older, newer)
-            for at, widget in enumerate((older, self._version_label, newer)):
-                self._footer.insertWidget(at, widget)
-            for action, step in (("previous_version", -1), ("next_version", 1)):
-                for sequence in shortcuts.BY_ACTION[action].sequences():
-                    shortcut = QShortcut(sequence, self)
-                    shortcut.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
-                    shortcut.activated.connect(lambda step=step: self._step_version(step))
-        place = self._versions.index(self.message_id) + 1
-        total = len(self._versions)
-        self._version_label.setText(f"{place}/{total}")
-        self._version_label.setAccessibleName(f"Version {place} of {total}")
-        assert self._version_buttons is not None
-        older, newer = self._version_buttons
-        older.setEnabled(place > 1)
-        newer.setEnabled(place < total)
-        for widget in (older, self._version_label, newer):
-            widget.show()
+        self._version_switch.show(versions)
 
     def version_text(self) -> str:
         """ "2/3" for the second of three versions; "" for a message with one version."""
-        label = self._version_label
-        return label.text() if label is not None and not label.isHidden() else ""
+        return self._version_switch.text()
 
     def set_fork_allowed(self, allowed: bool) -> None:
         """Offer "New chat from here" (in the chat window; a quick answer has no chat to fork)."""
-        if allowed and self._more is None:
-            self._more = self._action("⋯", "More actions", self._show_more)
-            self._more_menu = QMenu(self._more)
-            fork = self._more_menu.addAction("New chat from here")
-            fork.triggered.connect(lambda: self.fork_requested.emit(self.message_id))
-            self._footer.addWidget(self._more)
-        if self._more is not None:
-            self._more.setVisible(allowed)
+        self._more.set_allowed(allowed)
 
     def more_actions(self) -> list[str]:
         """The texts of the "More actions" menu ([] when it is not offered)."""
-        if self._more is None or self._more.isHidden():
-            return []
-        return [action.text() for action in self._more_menu.actions()]
+        return self._more.texts()
 
     def trigger_more(self, text: str) -> None:
         """Run the "More actions" entry reading `text` (as a click on it would)."""
-        for action in self._more_menu.actions() if self._more is not None else ():
-            if action.text() == text:
-                action.trigger()
-
-    def _show_more(self) -> None:
-        # A menu of the button's own would draw an arrow beside the "⋯".
-        if self._more is not None:
-            self._more_menu.popup(self._more.mapToGlobal(self._more.rect().bottomLeft()))
-
-    def _step_version(self, step: int) -> None:
-        if self.message_id not in self._versions or self._streaming:
-            return
-        at = self._versions.index(self.message_id) + step
-        if 0 <= at < len(self._versions):
-            self.version_requested.emit(self._versions[at])
+        self._more.trigger(text)
 
     def set_regenerate_allowed(self, allowed: bool) -> None:
         """Offer "Regenerate" (the conversation allows it on its last reply only)."""
@@ -801,6 +745,103 @@ class MessageView(QFrame):
             painter.drawRoundedRect(self.rect().adjusted(0, 0, -1, -1), 12, 12)
             painter.end()
         super().paintEvent(event)
+
+
+class _VersionSwitch:
+    """`‹ n/N ›` in a message's footer, to show another version of it; built when first needed."""
+
+    def __init__(self, view: MessageView, footer: QHBoxLayout) -> None:
+        self._view = view
+        self._footer = footer
+        self._versions: list[int] = []
+        self._label: QLabel | None = None
+        self._buttons: tuple[QToolButton, QToolButton] | None = None
+
+    def show(self, versions: Sequence[int]) -> None:
+        """Show the place of the view's message among `versions` (hidden with one version)."""
+        view = self._view
+        self._versions = list(versions)
+        if view.message_id not in self._versions or len(self._versions) < 2:
+            if self._label is not None:
+                self._label.hide()
+                for button in self._buttons or ():
+                    button.hide()
+            return
+        if self._label is None:
+            older = view._action("‹", "Previous version", lambda: self._step(-1))
+            newer = view._action("›", "Next version", lambda: self._step(1))
+            self._label = plain.Label("", view)
+            self._label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+            self._buttons = (older, newer)
+            for at, widget in enumerate((older, self._label, newer)):
+                self._footer.insertWidget(at, widget)
+            for action, step in (("previous_version", -1), ("next_version", 1)):
+                for sequence in shortcuts.BY_ACTION[action].sequences():
+                    shortcut = QShortcut(sequence, view)
+                    shortcut.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+                    shortcut.activated.connect(lambda step=step: self._step(step))
+        place = self._versions.index(view.message_id) + 1
+        total = len(self._versions)
+        self._label.setText(f"{place}/{total}")
+        self._label.setAccessibleName(f"Version {place} of {total}")
+        assert self._buttons is not None
+        older, newer = self._buttons
+        older.setEnabled(place > 1)
+        newer.setEnabled(place < total)
+        for widget in (older, self._label, newer):
+            widget.show()
+
+    def text(self) -> str:
+        """ "2/3" for the second of three versions; "" for a message with one version."""
+        label = self._label
+        return label.text() if label is not None and not label.isHidden() else ""
+
+    def _step(self, step: int) -> None:
+        view = self._view
+        if view.message_id not in self._versions or view.is_streaming():
+            return
+        at = self._versions.index(view.message_id) + step
+        if 0 <= at < len(self._versions):
+            view.version_requested.emit(self._versions[at])
+
+
+class _MoreActions:
+    """The "⋯" button in a message's footer and its menu; built when first offered."""
+
+    def __init__(self, view: MessageView, footer: QHBoxLayout) -> None:
+        self._view = view
+        self._footer = footer
+        self._button: QToolButton | None = None
+        self._menu: QMenu | None = None
+
+    def set_allowed(self, allowed: bool) -> None:
+        """Offer the menu, or hide it."""
+        view = self._view
+        if allowed and self._button is None:
+            self._button = view._action("⋯", "More actions", self._show)
+            self._menu = QMenu(self._button)
+            fork = self._menu.addAction("New chat from here")
+            fork.triggered.connect(lambda: view.fork_requested.emit(view.message_id))
+            self._footer.addWidget(self._button)
+        if self._button is not None:
+            self._button.setVisible(allowed)
+
+    def texts(self) -> list[str]:
+        """The menu's entries ([] when it is not offered)."""
+        if self._button is None or self._menu is None or self._button.isHidden():
+            return []
+        return [action.text() for action in self._menu.actions()]
+
+    def trigger(self, text: str) -> None:
+        """Run the entry reading `text`."""
+        for action in self._menu.actions() if self._menu is not None else ():
+            if action.text() == text:
+                action.trigger()
+
+    def _show(self) -> None:
+        # A menu of the button's own would draw an arrow beside the "⋯".
+        if self._button is not None and self._menu is not None:
+            self._menu.popup(self._button.mapToGlobal(self._button.rect().bottomLeft()))
 
 
 class _Column(QWidget):
