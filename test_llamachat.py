@@ -64,6 +64,7 @@ from PySide6.QtGui import (
     QTextCursor,
     QTextDocument,
     QTextDocumentFragment,
+    QTextFormat,
 )
 from PySide6.QtWidgets import (
     QAbstractButton,
@@ -114,7 +115,7 @@ from llamachat.ui import ChatWindow, controller, instance, tasks, theme
 from llamachat.ui import chips as skills_chips
 from llamachat.ui.app import CONFIGURED, READY, ExceptionHook
 from llamachat.ui.composer import AttachmentError, file_attachment
-from llamachat.ui.conversation import _DocumentWriter, open_link
+from llamachat.ui.conversation import MessageView, _DocumentWriter, open_link
 from llamachat.ui.figures import ReadingProgress
 from llamachat.ui.instance import RunningInstance, payload, socket_name
 from llamachat.ui.markdown import (
@@ -5393,6 +5394,29 @@ class TestConversationView:
             copied = body.createMimeDataFromSelection()
             assert BREAK not in copied.text() and copied.text().strip() == content
             body.setTextCursor(QTextCursor(body.document()))
+
+    def test_streamed_rules_stay_as_a_complete_reply_shows_them(self, qapp) -> None:
+        """A thematic break finished while streaming is kept when the text after it streams
+        in (its empty block used to take the tail and lose the rule): token by token the
+        reply shows the rules a complete one does."""
+
+        text = "***\n\nFirst part.\n\n---\n\nSecond part, **bold**.\n\n- - -\n\nEnd."
+        rules = lambda view: sum(
+            1
+            for n in range(view.text_document().blockCount())
+            if view.text_document()
+            .findBlockByNumber(n)
+            .blockFormat()
+            .hasProperty(QTextFormat.Property.BlockTrailingHorizontalRulerWidth)
+        )
+        live = MessageView({"role": "assistant", "status": "streaming", "content": ""})
+        for token in re.findall(r"\S+|\s+", text):
+            live.append_content(token)
+        assert rules(live) == 3
+        live.finish()
+        whole = MessageView({"role": "assistant", "status": "complete", "content": text})
+        assert rules(live) == rules(whole) == 3
+        assert live.text_document().toPlainText() == whole.text_document().toPlainText()
 
     def test_conversation_append_renders_the_burst_at_once(self, conversation_view, qtbot) -> None:
         reply = conversation_view.append_message(

@@ -40,6 +40,7 @@ from PySide6.QtGui import (
     QTextCharFormat,
     QTextCursor,
     QTextDocument,
+    QTextFormat,
     QTextOption,
 )
 from PySide6.QtWidgets import (
@@ -174,6 +175,9 @@ class _Body(QTextBrowser):
         return QSize(super().sizeHint().width(), self.height())
 
 
+_RULE = QTextFormat.Property.BlockTrailingHorizontalRulerWidth
+
+
 class _DocumentWriter:
     """Keeps a document as finished blocks followed by an open tail that alone is replaced."""
 
@@ -232,7 +236,12 @@ class _DocumentWriter:
             self._insert(cursor, update.finished)
             if final:
                 self._closed = True
-            elif cursor.block().length() > 1 or cursor.currentTable() is not None:
+            elif (
+                cursor.block().length() > 1
+                or cursor.currentTable() is not None
+                # An empty block of its own kind (a rule): the tail must not reset it.
+                or cursor.blockFormat().hasProperty(_RULE)
+            ):
                 cursor.insertBlock(QTextBlockFormat(), QTextCharFormat())
             self._tail_start = cursor.position()
         if update.tail:
