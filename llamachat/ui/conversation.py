@@ -440,6 +440,9 @@ class MessageView(QFrame):
         """Show an MCP tool call inline, collapsed (`reply.stored_call`'s shape)."""
         view = ToolCallView(call, self)
         self._activity().addWidget(view)
+        # Now, not at the event loop's next turn (what a layout does for a child added to
+        # a shown widget): a click on it right away must expand it.
+        view.show()
         return view
 
     def tool_calls(self) -> list[ToolCallView]:
