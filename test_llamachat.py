@@ -4091,8 +4091,8 @@ class TestModels:
             m = models.Models(backend.Client(r.url))
             assert m.context_size("qwen") == 32768
             assert m.context_size("smol") is None
-            assert m.count_tokens("qwen", "Hello, world") == 3
-            assert m.count_tokens("smol", "Hello") is None
+            assert context.Tokenizer(m.client, "qwen").count("Hello, world") == (3, True)
+            assert context.Tokenizer(m.client, "smol").count("Hello")[1] is False
             assert r.status("smol") == "unloaded"
             assert {
                 q.query.get("autoload") for q in r.requests if q.path in ("/props", "/tokenize")

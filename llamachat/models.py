@@ -350,22 +350,6 @@ class Models:
                 n_ctx = _listed_ctx(entry)
         return n_ctx, trained
 
-    def count_tokens(self, model: str, text: str) -> int | None:
-        """How many tokens `text` is for `model`, or None when the server cannot say now."""
-        try:
-            data = self.client.request_json(
-                "POST",
-                "/tokenize",
-                root=True,
-                params={"autoload": "false"},
-                json={"model": model, "content": text},
-            )
-        except backend.ServerError as exc:
-            log.debug("no token count for %s: %s", model, exc)
-            return None
-        tokens = data.get("tokens") if isinstance(data, dict) else None
-        return len(tokens) if isinstance(tokens, list) else None
-
 
 def _listed_ctx(entry: dict) -> int | None:
     """The context size a listed model runs (or will start) with, from its meta or its args."""
