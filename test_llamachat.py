@@ -9013,6 +9013,24 @@ class TestChatWindow:
         frames = (arrivals[-1] - arrivals[0]) * 1000 / FRAME_INTERVAL_MS
         assert 2 <= len(pieces) <= frames + 2
 
+    def test_worker_shows_a_reading_pace_stream_two_tokens_at_a_time(self, router, qtbot) -> None:
+        """At 20 tokens/s the first token comes alone, at once; after it a lone token waits
+        for the next, so the window renders about once per two tokens, none lost."""
+
+        router.script(Reply(content=["w "] * 20, rate=20))
+        client = backend.Client(router.url)
+        worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}])
+        pieces: list[str] = []
+        worker.content.connect(pieces.append)
+        threads = WorkerThreads()
+        threads.start(worker)
+        qtbot.waitUntil(lambda: threads.running() == 0, timeout=20000)
+        client.close()
+        assert "".join(pieces) == "w " * 20
+        assert pieces[0] == "w "
+        # One render a token would be 20; pairs make about 11.
+        assert len(pieces) <= 14, pieces
+
     def test_window_use_router_switches_to_a_router_that_came_up(
         self, chat_window, router, qtbot
     ) -> None:
