@@ -143,14 +143,21 @@ class GetModelDialog(QDialog):
         self.cancel_button.show()
         self.progress.setRange(0, 0)
         self.progress.show()
-        self._say(f"Asking the router to download {ref}…")
+        asking = f"Asking the router to download {ref}…"
+        self._say(asking)
         models = self.registry.router_models()
         call_in_background(
             self,
             _router_call(lambda: models.download(ref), NO_DOWNLOADS),  # type: ignore[attr-defined]
-            lambda _: self._say(f"Downloading {ref}…"),
+            lambda _: self._on_accepted(ref, asking),
             lambda message: self._finish(f"Could not download {ref}: {message}"),
         )
+
+    def _on_accepted(self, ref: str, asking: str) -> None:
+        # The router's events may have overtaken its answer (progress, or even the end):
+        # their news stays.
+        if self._ref == ref and self.status.text() == asking:
+            self._say(f"Downloading {ref}…")
 
     @Slot()
     def cancel(self) -> None:
