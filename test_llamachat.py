@@ -234,6 +234,7 @@ from llamachat.dev.pytest_plugin import (
     _status,
     _stop,
     _stream_markdown,
+    _streamed_content,
     _TimedRelay,
     _turn_store,
     _type,
@@ -8978,15 +8979,9 @@ class TestChatWindow:
     ) -> None:
         """Thousands of tokens sent at once reach the GUI thread as a few joined pieces."""
 
-        router.script(Reply.tokens(5_000, word="w "))
-        client = backend.Client(router.url)
-        worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}])
-        pieces: list = []
-        worker.content.connect(pieces.append)
-        threads = WorkerThreads()
-        threads.start(worker)
-        qtbot.waitUntil(lambda: threads.running() == 0, timeout=20000)
-        client.close()
+        pieces = [
+            text for _at, text in _streamed_content(router, qtbot, Reply.tokens(5_000, word="w "))
+        ]
         assert "".join(pieces) == "w " * 5_000
         # One signal per token would be 5,000; one per ~30 Hz frame is a handful.
         assert len(pieces) < 100
@@ -8996,18 +8991,9 @@ class TestChatWindow:
     ) -> None:
         """At 1,000 tokens/s the GUI thread gets a frame's worth at a time, never a signal each."""
 
-        router.script(Reply(content=["t "] * 400, rate=1000))
-        client = backend.Client(router.url)
-        worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}])
-        arrivals: list[float] = []
-        pieces: list[str] = []
-        worker.content.connect(
-            lambda text: (arrivals.append(time.monotonic()), pieces.append(text))
-        )
-        threads = WorkerThreads()
-        threads.start(worker)
-        qtbot.waitUntil(lambda: threads.running() == 0, timeout=20000)
-        client.close()
+        streamed = _streamed_content(router, qtbot, Reply(content=["t "] * 400, rate=1000))
+        arrivals = [at for at, _text in streamed]
+        pieces = [text for _at, text in streamed]
         assert "".join(pieces) == "t " * 400
         # Drains are FRAME_INTERVAL_MS apart at least; the last one, queued at the end, is extra.
         frames = (arrivals[-1] - arrivals[0]) * 1000 / FRAME_INTERVAL_MS
@@ -9017,15 +9003,8 @@ class TestChatWindow:
         """At 20 tokens/s the first token comes alone, at once; after it a lone token waits
         for the next, so the window renders about once per two tokens, none lost."""
 
-        router.script(Reply(content=["w "] * 20, rate=20))
-        client = backend.Client(router.url)
-        worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}])
-        pieces: list[str] = []
-        worker.content.connect(pieces.append)
-        threads = WorkerThreads()
-        threads.start(worker)
-        qtbot.waitUntil(lambda: threads.running() == 0, timeout=20000)
-        client.close()
+        streamed = _streamed_content(router, qtbot, Reply(content=["w "] * 20, rate=20))
+        pieces = [text for _at, text in streamed]
         assert "".join(pieces) == "w " * 20
         assert pieces[0] == "w "
         # One render a token would be 20; pairs make about 11.

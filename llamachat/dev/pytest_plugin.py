@@ -1471,6 +1471,22 @@ def _mcp_time_toml() -> str:
     return f'[[mcp_servers]]\nname = "time"\ncommand = {json.dumps(_mcp_bin("mcp-server-time"))}\n'
 
 
+def _streamed_content(router, qtbot, reply) -> list[tuple[float, str]]:
+    """Stream `reply` through a StreamWorker: each content signal's (monotonic time, text)."""
+    from llamachat.ui.worker import StreamWorker, WorkerThreads
+
+    router.script(reply)
+    client = backend.Client(router.url)
+    worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}])
+    pieces: list[tuple[float, str]] = []
+    worker.content.connect(lambda text: pieces.append((time.monotonic(), text)))
+    threads = WorkerThreads()
+    threads.start(worker)
+    qtbot.waitUntil(lambda: threads.running() == 0, timeout=20000)
+    client.close()
+    return pieces
+
+
 def _mcp_answer(qtbot, window, label: str) -> str:
     """Wait for the consent box, click `label` on it; the box's text."""
 

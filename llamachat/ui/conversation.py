@@ -428,21 +428,21 @@ class MessageView(QFrame):
         self._streaming = True
         self._add_reasoning_text(text)
 
-    def _activity(self) -> QVBoxLayout:
-        """The layout above the text that searches and tool calls are shown in."""
+    def _add_activity(self, widget: QWidget) -> None:
+        """Show `widget` in the layout above the text (searches and tool calls)."""
         if self._searches is None:
             self._searches = QVBoxLayout()
             self._searches.setSpacing(2)
             self._layout.insertLayout(self._layout.indexOf(self._body), self._searches)
-        return self._searches
+        self._searches.addWidget(widget)
+        # Now, not at the event loop's next turn (what a layout does for a child added to
+        # a shown widget): a click on it right away must reach it.
+        widget.show()
 
     def add_tool_call(self, call: dict) -> ToolCallView:
         """Show an MCP tool call inline, collapsed (`reply.stored_call`'s shape)."""
         view = ToolCallView(call, self)
-        self._activity().addWidget(view)
-        # Now, not at the event loop's next turn (what a layout does for a child added to
-        # a shown widget): a click on it right away must expand it.
-        view.show()
+        self._add_activity(view)
         return view
 
     def tool_calls(self) -> list[ToolCallView]:
@@ -454,8 +454,6 @@ class MessageView(QFrame):
     ) -> None:
         """Show a tool call inline: a web search's query and its results as links, or its
         error; another tool's call (`title`, e.g. "Read skill file") and short result."""
-        self._activity()
-        assert self._searches is not None
         lines = [f"<b>{plain.markup(title)}:</b> {plain.markup(query)}"]
         if error:
             lines.append(f'<span style="color:#d1242f">{plain.markup(error)}</span>')
@@ -471,7 +469,7 @@ class MessageView(QFrame):
         label.setOpenExternalLinks(False)
         label.linkActivated.connect(lambda link: open_link(QUrl(link)))
         label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
-        self._searches.addWidget(label)
+        self._add_activity(label)
 
     def set_stats(self, usage: dict, timings: dict) -> None:
         """Show the reply's figures: "38.2 tok/s · 412 tokens · 1.2 s · 1,024 prompt, 900 cached"

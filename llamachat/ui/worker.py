@@ -176,9 +176,12 @@ class StreamWorker(QObject):
                 self._pending_text += 1
                 # The second token ends a lone token's wait.
                 wake = not self._due or self._pending_text == 2
-            else:
-                self._pending_other += kind not in _LATEST_KINDS
+            elif kind in _LATEST_KINDS:
                 wake = not self._due
+            else:
+                self._pending_other += 1
+                # Also ends a lone token's wait: a tool, search or error shows at once.
+                wake = not self._due or self._pending_other == 1
             self._due = True
         if wake:
             self._wake.emit()
