@@ -20,6 +20,7 @@ import datetime as dt
 import gc
 import inspect
 import io
+import itertools
 import json
 import logging
 import os
@@ -141,6 +142,7 @@ from llamachat.ui.theme import apply_theme
 from llamachat.ui.tray import Tray
 from llamachat.ui.worker import (
     FRAME_INTERVAL_MS,
+    MAX_READ_WAIT_MS,
     StreamWorker,
     WorkerThreads,
     collect_garbage_on_gui_thread,
@@ -8999,16 +9001,19 @@ class TestChatWindow:
         frames = (arrivals[-1] - arrivals[0]) * 1000 / FRAME_INTERVAL_MS
         assert 2 <= len(pieces) <= frames + 2
 
-    def test_worker_shows_a_reading_pace_stream_two_tokens_at_a_time(self, router, qtbot) -> None:
-        """At 20 tokens/s the first token comes alone, at once; after it a lone token waits
-        for the next, so the window renders about once per two tokens, none lost."""
+    def test_worker_reads_a_reading_pace_stream_a_few_tokens_at_a_time(self, router, qtbot) -> None:
+        """At 20 tokens/s the first token comes alone, at once; after it the worker reads
+        about READ_BATCH_TOKENS at a time, so the window renders once per few tokens, none
+        lost and none held back longer than MAX_READ_WAIT_MS and a frame."""
 
-        streamed = _streamed_content(router, qtbot, Reply(content=["w "] * 20, rate=20))
+        streamed = _streamed_content(router, qtbot, Reply(content=["w "] * 40, rate=20))
         pieces = [text for _at, text in streamed]
-        assert "".join(pieces) == "w " * 20
+        assert "".join(pieces) == "w " * 40
         assert pieces[0] == "w "
-        # One render a token would be 20; pairs make about 11.
-        assert len(pieces) <= 14, pieces
+        # One render a token would be 40, one per two 21; batches of four make about 11.
+        assert len(pieces) <= 15, pieces
+        gaps = [later - earlier for (earlier, _a), (later, _b) in itertools.pairwise(streamed)]
+        assert max(gaps) * 1000 <= MAX_READ_WAIT_MS + 2 * FRAME_INTERVAL_MS + 50, gaps
 
     def test_window_use_router_switches_to_a_router_that_came_up(
         self, chat_window, router, qtbot

@@ -288,6 +288,8 @@ class _SocketTracker(httpcore.NetworkBackend):
         # Called, and dropped, at the first read a thread makes after writing: its request
         # is out then (httpcore writes a whole request before it reads the answer).
         self.on_sent: dict[int, Callable[[], None]] = {}
+        # Called before each read a thread makes, for as long as it is set.
+        self.before_read: dict[int, Callable[[], None]] = {}
 
     def connect_tcp(
         self,
@@ -333,10 +335,15 @@ class _TrackedStream(httpcore.NetworkStream):
         self._tracker = tracker
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        if self._tracker.on_sent:
-            on_sent = self._tracker.on_sent.pop(threading.get_ident(), None)
+        tracker = self._tracker
+        if tracker.on_sent or tracker.before_read:
+            thread = threading.get_ident()
+            on_sent = tracker.on_sent.pop(thread, None)
             if on_sent is not None:
                 on_sent()
+            before_read = tracker.before_read.get(thread)
+            if before_read is not None:
+                before_read()
         return self._stream.read(max_bytes, timeout)
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
@@ -790,6 +797,7 @@ class Client:
         sent: threading.Event | None = None,
         extra_tools: Sequence[Tool] = (),
         extra_rounds: int = 2,
+        before_read: Callable[[], None] | None = None,
     ) -> Generator[StreamEvent, None, None]:
         """Stream one assistant turn as (kind, piece) events, running tools as asked.
 
@@ -800,8 +808,11 @@ class Client:
         Closing the generator, or setting `cancel`, closes the HTTP response at once so
         the server stops generating; no stats event follows a cancel. `sent` is set once
         the first request has been written to the socket, long before its answer's first
-        event (a router may load a model first). The caller's `messages` list and dicts
-        are never modified.
+        event (a router may load a model first). `before_read` is called in this thread
+        before each read from a reply's socket, once the events of the read before have
+        been yielded: a window hands them on there, and may wait, so that a slow stream
+        is read a few tokens at a time. The caller's `messages` list and dicts are never
+        modified.
         """
         if tools is None:
             offer, rounds = offered(
@@ -823,7 +834,14 @@ class Client:
             # files is loaded); an empty schema is a tool not offered yet.
             schemas = [t.schema for t in offer if t.schema]
             yield from self._stream_round(
-                model, convo, schemas if offering else None, params, cancel, state, sent
+                model,
+                convo,
+                schemas if offering else None,
+                params,
+                cancel,
+                state,
+                sent,
+                before_read,
             )
             last = state
             if state.cancelled:
@@ -866,6 +884,7 @@ class Client:
         cancel: threading.Event | None,
         state: _Round,
         sent: threading.Event | None = None,
+        before_read: Callable[[], None] | None = None,
     ) -> Iterator[StreamEvent]:
         payload: dict[str, Any] = dict(params or {})
         state.per_token = bool(payload.get("timings_per_token"))
@@ -894,6 +913,8 @@ class Client:
             watchdog.start()
 
         self._sockets.on_sent[thread] = on_sent
+        if before_read is not None:
+            self._sockets.before_read[thread] = before_read
         try:
             try:
                 response = self._http.send(request, stream=True)
@@ -917,6 +938,7 @@ class Client:
         finally:
             watchdog.stop()
             self._sockets.on_sent.pop(thread, None)
+            self._sockets.before_read.pop(thread, None)
 
     def _read_round(
         self,

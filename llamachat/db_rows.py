@@ -153,20 +153,32 @@ def _unavailable(path: Path, exc: sqlite3.Error, doing: str) -> HistoryUnavailab
     )
 
 
+# How a column's stored value becomes a row's: JSON of a list or a dict, or a timestamp.
+_COLUMN_TYPES: dict[str, type] = {
+    **dict.fromkeys(_JSON_LISTS, list),
+    **dict.fromkeys(_JSON_DICTS, dict),
+    "created_at": float,
+    "updated_at": float,
+}
+_IDS = frozenset({"id", "session_id", "parent_id"})
+
+
 def _decode(row: sqlite3.Row) -> dict[str, Any]:
+    # Runs once per message a chat shows or sends (500 for a long chat): one lookup a column.
     item = dict(row)
     for key, value in item.items():
-        if key in _JSON_LISTS or key in _JSON_DICTS:
-            empty: list | dict = [] if key in _JSON_LISTS else {}
+        kind = _COLUMN_TYPES.get(key)
+        if kind is list or kind is dict:
             try:
                 # Most rows hold no tool calls, attachments or figures: skip the parser.
-                decoded = json.loads(value) if value and value not in ("[]", "{}") else empty
+                decoded = json.loads(value) if value and value not in ("[]", "{}") else kind()
             except ValueError:
-                decoded = empty
-            item[key] = decoded if isinstance(decoded, type(empty)) else empty
-        elif value is None and key not in ("id", "session_id", "parent_id"):
-            item[key] = ""  # the seed's schema allowed NULL titles and models
-        elif key in ("created_at", "updated_at"):
+                decoded = kind()
+            item[key] = decoded if isinstance(decoded, kind) else kind()
+        elif value is None:
+            if key not in _IDS:
+                item[key] = ""  # the seed's schema allowed NULL titles and models
+        elif kind is float:
             item[key] = float(value)
     return item
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
@@ -47,8 +48,11 @@ SHOWN_MS = 200
 # What the server did not count (a model still loading, a busy server) is counted again
 # this long after, at most RETRIES times after each change.
 RETRY_MS = 2000
-# How often the meter follows a streaming reply's figure.
+# How often the meter follows a streaming reply's figure: with the reply's next figures
+# once this long has passed, so the meter repaints in the same pass as the reply's text...
 LIVE_MS = 250
+# ...or by a timer this long after figures it skipped, when no more came.
+LIVE_LATE_MS = 1000
 RETRIES = 3
 
 
@@ -88,10 +92,11 @@ class ContextWatch(QObject):
         self._refresh_due.timeout.connect(self.refresh)
         # While a reply streams the figure moves with every token; the meter shows it at
         # most a few times a second (a repaint per token was most of a token's cost).
+        self._live_shown = 0.0
         self._live_due = QTimer(self)
         self._live_due.setSingleShot(True)
-        self._live_due.setInterval(LIVE_MS)
-        self._live_due.timeout.connect(self.changed)
+        self._live_due.setInterval(LIVE_LATE_MS)
+        self._live_due.timeout.connect(self._show_live)
         # Another chat shown: measured once its messages are painted (first paint first).
         conversation.session_changed.connect(lambda _id: self._on_base_changed(SHOWN_MS))
         conversation.messages_reset.connect(lambda _rows: self._on_base_changed(SHOWN_MS))
@@ -362,8 +367,15 @@ class ContextWatch(QObject):
             )
             if used:
                 self._live = used
-                if not self._live_due.isActive():
+                if time.monotonic() - self._live_shown >= LIVE_MS / 1000:
+                    self._show_live()
+                elif not self._live_due.isActive():
                     self._live_due.start()
+
+    def _show_live(self) -> None:
+        self._live_due.stop()
+        self._live_shown = time.monotonic()
+        self.changed.emit()
 
     @Slot(object)
     def _on_stats(self, stats: object) -> None:

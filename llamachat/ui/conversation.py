@@ -113,6 +113,10 @@ def open_link(url: QUrl) -> bool:
     return False
 
 
+# How many lines of room a streaming text view keeps below its text (_Body.set_growing).
+GROW_STEP_LINES = 8
+
+
 class _Body(QTextBrowser):
     """A read-only rich-text view whose height follows its document (no inner scrolling)."""
 
@@ -127,6 +131,7 @@ class _Body(QTextBrowser):
         self.setUndoRedoEnabled(False)
         self.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self._growing = False
         if on_card:
             # The tinted card of the user's messages shows through.
             self.viewport().setAutoFillBackground(False)
@@ -149,8 +154,23 @@ class _Body(QTextBrowser):
         font.setStyleStrategy(QFont.StyleStrategy.PreferNoShaping)
         self.setFont(font)
 
+    def set_growing(self, growing: bool) -> None:
+        """While `growing` (text streaming in), keep room for a few more lines below it.
+
+        A view that grows by each new line moves everything under it and scrolls the
+        conversation a line at a time, repainting all of it; with room it grows in
+        steps of GROW_STEP_LINES, and a new line in the room repaints only itself.
+        """
+        if growing != self._growing:
+            self._growing = growing
+            self._on_size_changed(self.document().size())
+
     def _height_for(self, document_height: float) -> int:
-        return max(1, math.ceil(document_height))
+        height = max(1, math.ceil(document_height))
+        if self._growing:
+            step = GROW_STEP_LINES * self.fontMetrics().lineSpacing()
+            height = math.ceil(height / step) * step
+        return height
 
     def _on_size_changed(self, size) -> None:
         height = self._height_for(size.height())
@@ -411,6 +431,7 @@ class MessageView(QFrame):
         if self._thinking_started is not None and self._thinking_seconds is None:
             self._thinking_seconds = time.monotonic() - self._thinking_started
         self._streaming = True
+        self._body.set_growing(True)
         first = not self._answer_started
         self._answer_started = True
         self._markdown.append(text)
@@ -496,7 +517,7 @@ class MessageView(QFrame):
         """Mark the reply: "stopped" (partial reply kept) or "error" (message in red + Retry)."""
         if status in ("stopped", "error"):
             self._write(self._markdown.finish(), final=True)
-            self._streaming = False
+            self._set_ended()
         if status == "stopped":
             self._status.setText("Stopped")
             self._status.setStyleSheet("")
@@ -536,8 +557,14 @@ class MessageView(QFrame):
     def finish(self) -> None:
         """Render the open tail as finished, highlight any unclosed code block, end streaming."""
         self._write(self._markdown.finish(), final=True)
-        self._streaming = False
+        self._set_ended()
         self._update_actions()
+
+    def _set_ended(self) -> None:
+        self._streaming = False
+        self._body.set_growing(False)
+        if self._reasoning_body is not None:
+            self._reasoning_body.set_growing(False)
 
     def content(self) -> str:
         """The reply text received so far."""
@@ -684,6 +711,7 @@ class MessageView(QFrame):
         self._ensure_reasoning()
         assert self._reasoning_body is not None
         self._reasoning_parts.append(text)
+        self._reasoning_body.set_growing(self._streaming)
         text, self._reasoning_run = break_text_runs(text, self._reasoning_run)
         cursor = QTextCursor(self._reasoning_body.document())
         cursor.movePosition(QTextCursor.MoveOperation.End)

@@ -42,12 +42,14 @@ log = logging.getLogger(__name__)
 FRAME_INTERVAL_MS = 33
 # The longest rest between two drains, however slow the last one was.
 MAX_REST_MS = 500
-# After the reply's first text, a lone token waits up to this long for the next one, so
-# a model at a reading pace (10-30 tokens/s) costs one render per two tokens, not one
-# each: a render costs the same whatever it shows, and words still appear in steps of
-# a word or so. The first text and any event but text and figures are shown without
-# waiting.
-LONE_TOKEN_WAIT_MS = 100
+# Once the reply's text has begun, the worker reads the socket no more often than the
+# model takes to send about this many tokens, at its rate so far...
+READ_BATCH_TOKENS = 4
+# ...and waits at most this long before a read. At a reading pace (10-30 tokens/s) a
+# render then shows a few words instead of one token: a render costs the same whatever
+# it shows, and so does each wake-up of either thread. At 100 tokens/s and more the wait
+# is shorter than a frame and changes nothing a person sees.
+MAX_READ_WAIT_MS = 200
 
 # How often the GUI thread runs the garbage collection Python would have run by itself.
 GC_INTERVAL_MS = 100
@@ -98,12 +100,15 @@ class StreamWorker(QObject):
     The worker object itself stays on the GUI thread (WorkerThreads runs its `run` in
     a thread of its own), so its signals reach GUI slots and plain callables there.
     Between the two threads there is one pending list, as in Textual's MarkdownStream:
-    the worker thread appends every event to it and wakes the GUI thread only when the
-    list was empty; the GUI thread takes the whole list at most about every
+    the worker thread appends every event to it, and wakes the GUI thread when it is
+    about to wait for the network again (text and figures: all that one read brought goes
+    in one wake-up) or at once (a tool, a search, an error), unless a wake-up is already
+    on its way. The GUI thread takes the whole list at most about every
     FRAME_INTERVAL_MS, joins adjacent text of one kind and emits the public signals,
     whose receivers render at once. A burst of tokens so costs one render, however fast
-    the server sends. A drain that overran is followed by a rest of half its length, so a
-    growing open block is rendered ever more rarely and a reply's total cost stays linear.
+    the server sends, and a slow stream is read a few tokens at a time (READ_BATCH_TOKENS).
+    A drain that overran is followed by a rest of half its length, so a growing open
+    block is rendered ever more rarely and a reply's total cost stays linear.
     `finished` alone is emitted from the worker thread (its thread must be able to quit
     while the GUI thread waits); a last drain queued before it delivers every event first.
     """
@@ -148,12 +153,12 @@ class StreamWorker(QObject):
         self._pending: list[backend.StreamEvent] = []
         # True from the wake-up the worker posts until the drain that takes the list.
         self._due = False
-        # In the pending list: text events, and events that are neither text nor figures.
-        self._pending_text = 0
-        self._pending_other = 0
-        self._text_shown = False
         self._next_drain = 0.0
-        self._last_drain = 0.0
+        # The worker thread's own: text events so far, when the first came, the last read.
+        self._texts = 0
+        self._texts_read = 0  # as many as there were at the last read
+        self._first_text_at = 0.0
+        self._read_at = 0.0
         self._wake.connect(self._on_wake, Qt.ConnectionType.QueuedConnection)
         self._last.connect(self._drain, Qt.ConnectionType.QueuedConnection)
         self._timer = QTimer(self)
@@ -170,31 +175,40 @@ class StreamWorker(QObject):
         return self._sent.wait(timeout_s)
 
     def _post(self, kind: str, value: object) -> None:
+        if kind in _TEXT_KINDS:
+            if not self._texts:
+                self._first_text_at = time.monotonic()
+            self._texts += 1
         with self._lock:
             self._pending.append((kind, value))
-            if kind in _TEXT_KINDS:
-                self._pending_text += 1
-                # The second token ends a lone token's wait.
-                wake = not self._due or self._pending_text == 2
-            elif kind in _LATEST_KINDS:
-                wake = not self._due
-            else:
-                self._pending_other += 1
-                # Also ends a lone token's wait: a tool, search or error shows at once.
-                wake = not self._due or self._pending_other == 1
-            self._due = True
+            # Text and figures wait for the read that brought them to be done with.
+            wake = not self._due and kind not in _TEXT_KINDS and kind not in _LATEST_KINDS
+            self._due = self._due or wake
         if wake:
             self._wake.emit()
 
+    def _before_read(self) -> None:
+        """In the worker thread, before each read of the reply: hand over, then pace."""
+        with self._lock:
+            wake = not self._due and bool(self._pending)
+            self._due = self._due or wake
+        if wake:
+            self._wake.emit()
+        if self._texts == self._texts_read:
+            # Nothing to pace: no text yet (the first is read, and shown, the moment it
+            # comes), or a read that brought none (a long line, a tool call's arguments).
+            return
+        self._texts_read = self._texts
+        now = time.monotonic()
+        batch = (now - self._first_text_at) / self._texts * READ_BATCH_TOKENS
+        wait = min(MAX_READ_WAIT_MS / 1000, batch) - (now - self._read_at)
+        if wait > 0:
+            self._cancel.wait(wait)
+        self._read_at = time.monotonic()
+
     @Slot()
     def _on_wake(self) -> None:
-        due = self._next_drain
-        with self._lock:
-            # Figures alone (timings) wait as a lone token does: they go with the next text.
-            lone = self._pending_text <= 1 and not self._pending_other
-        if lone and self._text_shown:
-            due = max(due, self._last_drain + LONE_TOKEN_WAIT_MS / 1000)
-        wait_ms = (due - time.perf_counter()) * 1000
+        wait_ms = (self._next_drain - time.perf_counter()) * 1000
         if wait_ms <= 0:
             self._drain()  # shown at once, without a timer's turn
         else:
@@ -205,10 +219,8 @@ class StreamWorker(QObject):
         self._timer.stop()
         with self._lock:
             events, self._pending = self._pending, []
-            self._text_shown = self._text_shown or self._pending_text > 0
             self._due = False
-            self._pending_text = self._pending_other = 0
-        started = self._last_drain = time.perf_counter()
+        started = time.perf_counter()
         for kind, value in _joined(events):
             if kind == "failed":
                 self.failed.emit(*cast(tuple[str, object], value))  # run() posts (message, error)
@@ -235,6 +247,7 @@ class StreamWorker(QObject):
                 sent=self._sent,
                 extra_tools=extra,
                 extra_rounds=rounds,
+                before_read=self._before_read,
             )
             try:
                 for kind, value in stream:
