@@ -9010,8 +9010,8 @@ class TestChatWindow:
         pieces = [text for _at, text in streamed]
         assert "".join(pieces) == "w " * 40
         assert pieces[0] == "w "
-        # One render a token would be 40, one per two 21; batches of four make about 11.
-        assert len(pieces) <= 15, pieces
+        # One render a token would be 40, one per two 21; batches of six make about 8.
+        assert len(pieces) <= 12, pieces
         gaps = [later - earlier for (earlier, _a), (later, _b) in itertools.pairwise(streamed)]
         assert max(gaps) * 1000 <= MAX_READ_WAIT_MS + 2 * FRAME_INTERVAL_MS + 50, gaps
 

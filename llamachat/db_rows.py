@@ -163,23 +163,32 @@ _COLUMN_TYPES: dict[str, type] = {
 _IDS = frozenset({"id", "session_id", "parent_id"})
 
 
-def _decode(row: sqlite3.Row) -> dict[str, Any]:
-    # Runs once per message a chat shows or sends (500 for a long chat): one lookup a column.
+_MESSAGE_KEYS = tuple(name.strip() for name in _MESSAGE_COLUMNS.split(","))
+"""The names of _MESSAGE_COLUMNS, in order: a row of plain values is zipped with them."""
+
+
+def _decode(row: sqlite3.Row | dict[str, Any]) -> dict[str, Any]:
+    # Runs once per message a chat shows or sends (500 for a long chat): the few typed
+    # columns are looked at by name, the rest only when the row holds a NULL.
     item = dict(row)
-    for key, value in item.items():
-        kind = _COLUMN_TYPES.get(key)
-        if kind is list or kind is dict:
-            try:
-                # Most rows hold no tool calls, attachments or figures: skip the parser.
-                decoded = json.loads(value) if value and value not in ("[]", "{}") else kind()
-            except ValueError:
-                decoded = kind()
-            item[key] = decoded if isinstance(decoded, kind) else kind()
-        elif value is None:
-            if key not in _IDS:
+    for key, kind in _COLUMN_TYPES.items():
+        if key not in item:
+            continue
+        value = item[key]
+        if kind is float:
+            if value is not None:
+                item[key] = float(value)
+            continue
+        try:
+            # Most rows hold no tool calls, attachments or figures: skip the parser.
+            decoded = json.loads(value) if value and value not in ("[]", "{}") else kind()
+        except ValueError:
+            decoded = kind()
+        item[key] = decoded if isinstance(decoded, kind) else kind()
+    if None in item.values():
+        for key, value in item.items():
+            if value is None and key not in _IDS:
                 item[key] = ""  # the seed's schema allowed NULL titles and models
-        elif kind is float:
-            item[key] = float(value)
     return item
 
 

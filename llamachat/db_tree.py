@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, cast
 from .db_rows import (
     _INSERT_MESSAGE,
     _MESSAGE_COLUMNS,
+    _MESSAGE_KEYS,
     HistoryError,
     MessageRow,
     _decode,
@@ -23,17 +24,17 @@ if TYPE_CHECKING:
 
 # The path from a root to a leaf (bound twice: the leaf, its session), as message ids.
 _PATH_TO = (
-    "WITH RECURSIVE path(id) AS (SELECT ? UNION ALL"
-    " SELECT m.parent_id FROM messages m JOIN path ON m.id = path.id"
+    "WITH RECURSIVE path(step) AS (SELECT ? UNION ALL"
+    " SELECT m.parent_id FROM messages m JOIN path ON m.id = path.step"
     " WHERE m.parent_id IS NOT NULL)"
-    " SELECT {columns} FROM messages WHERE session_id = ? AND id IN (SELECT id FROM path)"
-    " ORDER BY id"
+    " SELECT {columns} FROM path JOIN messages ON messages.id = path.step"
+    " WHERE session_id = ? ORDER BY id"
 )
 
 
 def path_to(history: History, session_id: int, leaf: int) -> list[MessageRow]:
     """The messages from a root down to `leaf`, each with its versions."""
-    rows = history._read(_PATH_TO.format(columns=_MESSAGE_COLUMNS), (leaf, session_id))
+    rows = history._read_values(_PATH_TO.format(columns=_MESSAGE_COLUMNS), (leaf, session_id))
     # Only the few parents with more than one child are looked at twice.
     siblings: dict[int | None, list[int]] = {}
     for row in history._read(
@@ -45,7 +46,7 @@ def path_to(history: History, session_id: int, leaf: int) -> list[MessageRow]:
         siblings.setdefault(row[0], []).append(row[1])
     path = []
     for row in rows:
-        message = cast(MessageRow, _decode(row))
+        message = cast(MessageRow, _decode(dict(zip(_MESSAGE_KEYS, row))))
         message["versions"] = siblings.get(message["parent_id"], [])
         path.append(message)
     return path

