@@ -45,8 +45,8 @@ def path_to(history: History, session_id: int, leaf: int) -> list[MessageRow]:
     ):
         siblings.setdefault(row[0], []).append(row[1])
     path = []
-    for row in rows:
-        message = cast(MessageRow, _decode(dict(zip(_MESSAGE_KEYS, row))))
+    for values in rows:
+        message = cast(MessageRow, _decode(dict(zip(_MESSAGE_KEYS, values))))
         message["versions"] = siblings.get(message["parent_id"], [])
         path.append(message)
     return path

@@ -320,14 +320,15 @@ class ReplyStream(QObject):
         final = self._ended
         usage, timings = self.figures()
         try:
-            if self.message_id is None:
+            message_id = self.message_id
+            if message_id is None:
                 if self._replaces is not None and not self._keep_replaced:
                     # The new attempt has text: the failed one (and what followed) gives way.
                     self.history.delete_branch(self._replaces)
-                self._add_row()
+                message_id = self._add_row()
                 self._replaces = None
             self.history.update_message(
-                self.message_id,
+                message_id,
                 content="".join(self._content),
                 reasoning="".join(self._reasoning),
                 tool_calls=self._tool_calls or None,
@@ -352,8 +353,8 @@ class ReplyStream(QObject):
                 self.view.set_unsaved("")
             self.saved.emit()
 
-    def _add_row(self) -> None:
-        self.message_id = self.history.add_message(
+    def _add_row(self) -> int:
+        self.message_id = message_id = self.history.add_message(
             self.session_id,
             "assistant",
             "",
@@ -362,7 +363,8 @@ class ReplyStream(QObject):
             parent=self._parent_id,
         )
         if self.view is not None:
-            self.view.set_message_id(self.message_id)
+            self.view.set_message_id(message_id)
+        return message_id
 
     def _end(self, status: str) -> None:
         self._ended = True
