@@ -25,6 +25,7 @@ import json
 import logging
 import os
 import pkgutil
+import random
 import re
 import shutil
 import socket
@@ -1038,6 +1039,77 @@ class TestHistoryTree:
         assert [m["content"] for m in again.messages(sid)] == ["Name a llama.", "Paca."]
         with pytest.raises(HistoryError, match="no message"):
             again.select_version(sid, 10_000)
+
+    def test_a_path_read_again_after_any_change_is_what_the_file_holds(
+        self, tmp_path: Path
+    ) -> None:
+        """History keeps each chat's path between reads and brings it up to date with the
+        writes a reply makes: after every kind of change, in any order, its messages are
+        those a fresh connection reads from the file, and a caller's changes to the rows it
+        got never reach the next reader."""
+
+        history = History(tmp_path / "h.db")
+        sid, question, reply = self._chat(history)
+        other = history.create_session("chat", "m", prompt_name="Default")
+        history.add_message(other, "user", "Elsewhere?")
+        chance = random.Random(13)
+
+        def step(number: int) -> None:
+            path = history.messages(sid)
+            ids = [m["id"] for m in path]
+            match chance.choice(["add", "add", "save", "save", "version", "select", "delete"]):
+                case "add":
+                    role = "user" if path[-1]["role"] == "assistant" else "assistant"
+                    history.add_message(sid, role, f"message {number}", status="streaming")
+                case "save":
+                    history.update_message(
+                        chance.choice(ids),
+                        content=f"saved {number}",
+                        status="complete",
+                        usage={"prompt_tokens": number},
+                        tool_calls=[{"id": f"c{number}"}],
+                    )
+                case "version" if len(path) > 1:
+                    at = chance.randrange(1, len(path))
+                    history.add_message(
+                        sid, path[at]["role"], f"version {number}", parent=path[at]["parent_id"]
+                    )
+                case "select":
+                    history.select_version(sid, chance.choice(ids))
+                case "delete" if len(path) > 2:
+                    history.delete_branch(path[-1]["id"])
+                case _:
+                    history.add_message(other, "assistant", f"other {number}")
+
+        for number in range(120):
+            step(number)
+            got = history.messages(sid)
+            got[-1]["content"] = "changed by a caller"
+            got[-1]["versions"].append(-1)
+            fresh = History(tmp_path / "h.db")
+            assert history.messages(sid) == fresh.messages(sid), number
+            assert history.messages(other) == fresh.messages(other), number
+            fresh.close()
+        assert history.messages(sid)[0]["id"] == question and reply
+
+    def test_a_chat_changed_by_another_connection_is_read_again(self, tmp_path: Path) -> None:
+        """A second llamachat process (`ask --print`) writing the same file: the window's
+        History sees its messages at the next read, not the path it read before."""
+
+        history = History(tmp_path / "h.db")
+        sid, _question, reply = self._chat(history)
+        assert len(history.messages(sid)) == 2
+        elsewhere = History(tmp_path / "h.db")
+        elsewhere.update_message(reply, content="Dolly, edited elsewhere.")
+        # The path still ends where it did: only the file says the reply changed.
+        assert history.messages(sid)[-1]["content"] == "Dolly, edited elsewhere."
+        elsewhere.add_message(sid, "user", "And another?")
+        elsewhere.close()
+        assert [m["content"] for m in history.messages(sid)] == [
+            "Name a llama.",
+            "Dolly, edited elsewhere.",
+            "And another?",
+        ]
 
     def test_edits_are_branches_that_keep_their_replies(self, tmp_path: Path) -> None:
         """Two edits of a question make three branches, each with its own reply."""

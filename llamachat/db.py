@@ -45,6 +45,8 @@ from .db_export import EXPORT_FORMAT, EXPORT_VERSION
 from .db_file import MIGRATIONS, _Corrupt
 from .db_rows import (
     _INSERT_MESSAGE,
+    _MESSAGE_COLUMNS,
+    _MESSAGE_KEYS,
     _SESSION_COLUMNS,
     MODES,
     ROLES,
@@ -102,6 +104,13 @@ class History:
     """The conversation store: sessions, messages, search, export and import."""
 
     def __init__(self, path: Path | str) -> None:
+        # Each session's active path as last read, by session: (leaf id, rows). Any write
+        # empties it, but the two a reply makes (a message added at the end of the path,
+        # a message's text saved) bring the path up to date instead, so the next request
+        # and its count do not read a long chat back from the disk each time. Another
+        # process's commit (PRAGMA data_version) empties it too.
+        self._paths: dict[int, tuple[int, list[MessageRow]]] = {}
+        self._data_version: int | None = None
         self.path = Path(path).expanduser()
         self.recovered_from: Path | None = None
         try:
@@ -127,6 +136,7 @@ class History:
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
+        self._paths.clear()
         try:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
@@ -139,6 +149,7 @@ class History:
             raise _unavailable(self.path, exc, "save to") from None
 
     def _write(self, sql: str, params: tuple = ()) -> sqlite3.Cursor:
+        self._paths.clear()
         try:
             return self._conn.execute(sql, params)
         except sqlite3.Error as exc:
@@ -330,7 +341,8 @@ class History:
             raise ValueError(f"role must be one of {ROLES}, got {role!r}")
         if status not in STATUSES:
             raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
-        return self._insert_message(
+        cached = self._paths.get(session_id)
+        message_id = self._insert_message(
             session_id,
             {
                 "role": role,
@@ -347,6 +359,29 @@ class History:
             },
             parent,
         )
+        if cached is not None:
+            leaf, path = cached
+            row = self._message(message_id)
+            if row["parent_id"] == leaf:
+                # The new active leaf ends the path it was added to.
+                self._paths[session_id] = (message_id, [*path, row])
+        return message_id
+
+    def _message(self, message_id: int) -> MessageRow:
+        """One message as a path holds it, its versions (siblings) with it."""
+        [values] = self._read_values(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE id = ?", (message_id,)
+        )
+        row = cast(MessageRow, _decode(dict(zip(_MESSAGE_KEYS, values))))
+        siblings = [
+            sibling
+            for (sibling,) in self._read_values(
+                "SELECT id FROM messages WHERE session_id = ? AND parent_id IS ? ORDER BY id",
+                (row["session_id"], row["parent_id"]),
+            )
+        ]
+        row["versions"] = siblings if len(siblings) > 1 else []
+        return row
 
     def _insert_message(
         self, session_id: int, message: NewMessage, parent: int | None | Literal["active"]
@@ -434,9 +469,18 @@ class History:
         if not changes:
             return
         assignments = ", ".join(f"{key} = ?" for key in changes)
+        holding = [
+            (session_id, path, index)
+            for session_id, (_leaf, path) in self._paths.items()
+            for index in range(len(path) - 1, -1, -1)
+            if path[index]["id"] == message_id
+        ]
         self._write(
             f"UPDATE messages SET {assignments} WHERE id = ?", (*changes.values(), message_id)
         )
+        for session_id, path, index in holding:
+            path[index] = self._message(message_id)
+            self._paths[session_id] = (path[-1]["id"], path)
 
     def messages(self, session_id: int) -> list[MessageRow]:
         """The messages on a session's active path, first question first."""
@@ -447,7 +491,16 @@ class History:
         )
         if not rows or rows[0][0] is None:
             return []
-        return db_tree.path_to(self, session_id, rows[0][0])
+        leaf = rows[0][0]
+        version = self._read("PRAGMA data_version")[0][0]
+        if version != self._data_version:
+            self._data_version = version
+            self._paths.clear()
+        cached = self._paths.get(session_id)
+        if cached is None or cached[0] != leaf:
+            cached = self._paths[session_id] = (leaf, db_tree.path_to(self, session_id, leaf))
+        # Copies: what a caller does with its rows never reaches the next caller's.
+        return [cast(MessageRow, {**row, "versions": list(row["versions"])}) for row in cached[1]]
 
     def message_count(self, session_id: int) -> int:
         """How many messages a session holds, on every branch."""
