@@ -134,6 +134,7 @@ from llamachat.ui.model_picker import ModelPicker
 from llamachat.ui.overflow import OverflowPanel, raised_context
 from llamachat.ui.presets import CUSTOM_LABEL, PresetPicker
 from llamachat.ui.quick import WIDTH, QuickWindow
+from llamachat.ui.reply import ReplyStream
 from llamachat.ui.router_guide import ServerLogDialog
 from llamachat.ui.settings import SettingsDialog
 from llamachat.ui.shortcuts import SHORTCUTS, ShortcutsDialog, install
@@ -9142,6 +9143,54 @@ class TestChatWindow:
 
 class TestController:
     """`llamachat.ui.controller`: one controller for a conversation."""
+
+    @pytest.mark.parametrize(
+        ("answer", "status", "content"),
+        [
+            (Reply(content=["Hello ", "there."]), "complete", "Hello there."),
+            (Reply(status=500, error={"message": "boom"}), "error", ""),
+        ],
+        ids=["with-text", "failed-without-text"],
+    )
+    def test_reply_whose_row_cannot_be_added_at_start_is_saved_once_there_is_room(
+        self, chat_window, router, qtbot, answer, status, content
+    ) -> None:
+        """The reply's row is added once its request is out; History full then (a full
+        disk): the reply goes on, and its saves add the row once there is room, its outcome
+        with it, a failure without text as well."""
+
+        window, history = chat_window()
+        session = history.create_session("chat", "test-model", prompt_name="Default")
+        history.add_message(session, "user", "hi")
+        before = history.message_count(session)
+        pages = history._conn.execute("PRAGMA page_count").fetchone()[0]
+        history._conn.execute(f"PRAGMA max_page_count = {pages}")  # the disk is full
+        # Every free byte taken, so even an empty reply needs a page there is none of.
+        filler = history.create_session("chat", "test-model", prompt_name="Default")
+        for size in (4000, 400, 40, 0):
+            with pytest.raises(HistoryError):
+                while True:
+                    history.add_message(filler, "assistant", "x" * size, model="test-model")
+        router.script(answer)
+        reply = ReplyStream(
+            history,
+            window.app.registry,
+            session_id=session,
+            model="test-model",
+            messages=[{"role": "user", "content": "hi"}],
+        )
+        ended: list[str] = []
+        reply.ended.connect(lambda outcome, _error: ended.append(outcome))
+        reply.start(WorkerThreads(reply))
+        assert reply.message_id is None
+        qtbot.waitUntil(lambda: ended == [status], timeout=10000)
+        assert not reply.is_saved()
+
+        history._conn.execute("PRAGMA max_page_count = 1073741823")  # room again
+        qtbot.waitUntil(reply.is_saved, timeout=5000)
+        assert history.message_count(session) == before + 1
+        saved = history.messages(session)[-1]
+        assert (saved["role"], saved["status"], saved["content"]) == ("assistant", status, content)
 
     def test_conversation_controller_loads_no_widget_module(self) -> None:
         """The conversation and its reply import no widgets: a window is only their viewer."""

@@ -313,8 +313,8 @@ class ReplyStream(QObject):
 
     def _write(self) -> None:
         """Save the reply as it is now; on failure keep it in memory and say so once."""
-        if self.message_id is None and not self._content:
-            return  # a retry with no answer text yet: the earlier reply stays as it is
+        if self._retry_without_text():
+            return  # the earlier reply stays as it is
         # Cleared first: text arriving during a failed save must not be marked saved.
         self._dirty = False
         final = self._ended
@@ -353,6 +353,14 @@ class ReplyStream(QObject):
                 self.view.set_unsaved("")
             self.saved.emit()
 
+    def _retry_without_text(self) -> bool:
+        """A retry with no answer text yet: it has no row, and must not add one.
+
+        A new reply whose row could not be added at the start is not one: each save
+        tries to add it again, text or not, so its outcome is kept.
+        """
+        return self.message_id is None and self._replaces is not None and not self._content
+
     def _add_row(self) -> int:
         self.message_id = message_id = self.history.add_message(
             self.session_id,
@@ -369,9 +377,9 @@ class ReplyStream(QObject):
     def _end(self, status: str) -> None:
         self._ended = True
         self._status = status
-        if self.message_id is None and not self._content:
-            # A retry that produced no answer text: the earlier reply stays as it was, and
-            # this attempt has nothing History should take.
+        if self._retry_without_text():
+            # The earlier reply stays as it was, and this attempt has nothing History
+            # should take.
             self.kept_earlier = True
             self._dirty = False
         else:
