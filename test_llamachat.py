@@ -8814,6 +8814,33 @@ class TestChatWindow:
         ]
         assert view.message_id == reply
 
+    def test_window_reply_a_crash_cut_off_before_any_text_opens_failed_with_retry(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """A reply a dead process left 'streaming' and empty opens as an error with Retry."""
+
+        window, history = chat_window()
+        session = history.create_session("chat", "test-model")
+        history.add_message(session, "user", "hello")
+        history.add_message(session, "assistant", "", status="streaming")
+        assert window.open_session(session)
+        row = history.messages(session)[-1]
+        assert (row["status"], row["error"]) == ("error", "llamachat closed before this reply began.")
+        view = window.conversation.last_assistant()
+        qtbot.waitUntil(view.isVisible)
+        assert row["error"] in _fault_status_label(view)
+        assert not [
+            b for b in view.findChildren(QAbstractButton)
+            if b.accessibleName() == "Regenerate" and b.isVisible()
+        ]
+        router.script(Reply(content="Hello there."))
+        qtbot.mouseClick(_by_name(view, QAbstractButton, "Retry"), Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
+        assert [(m["role"], m["content"], m["status"]) for m in history.messages(session)] == [
+            ("user", "hello", "complete"),
+            ("assistant", "Hello there.", "complete"),
+        ]
+
     def test_window_streams_twenty_thousand_tokens_without_crash(
         self, chat_window, router, qtbot
     ) -> None:

@@ -9,7 +9,8 @@ byte-identical from turn to turn (what lets llama.cpp reuse its prompt cache), u
 A reply History could not take when it ended (a full disk) is kept with its text and
 saved again before the next request (`save_unsaved`): the model is never given a
 conversation other than the one on screen. A reply a crash left "streaming" is marked
-"stopped" when its session opens (`settled_messages`).
+"stopped" when its session opens, or failed with a Retry when nothing of it had come
+(`settled_messages`).
 
 Signals, which the conversation passes on as its own: `started` (the reply), the
 reply's `search_started`, `skill_loaded` and `stats`; when it ends, `over` first (it is
@@ -35,6 +36,9 @@ if TYPE_CHECKING:
     from .controller import Conversation
 
 log = logging.getLogger(__name__)
+
+# Why a reply that a crash cut off before anything arrived has no text.
+CLOSED_EARLY = "llamachat closed before this reply began."
 
 
 class Outbox(QObject):
@@ -221,15 +225,23 @@ class Outbox(QObject):
                 )
 
     def settled_messages(self, session_id: int) -> list[MessageRow]:
-        """The session's messages, with replies left "streaming" by a crash marked "stopped"."""
+        """The session's messages, with replies a crash left "streaming" settled.
+
+        One with text is "stopped" (its text kept, Regenerate offered); one that had
+        nothing yet is an "error" with a Retry, not an empty "Stopped" reply.
+        """
         history = self._chat.history
         messages = history.messages(session_id)
         for message in messages:
             if message["status"] == "streaming":
                 # Only this conversation streams into the session it shows, and it is not
                 # streaming now: the row is what a previous run saved before it died.
-                history.update_message(message["id"], status="stopped")
-                message["status"] = "stopped"
+                if message["content"] or message["reasoning"] or message["tool_calls"]:
+                    history.update_message(message["id"], status="stopped")
+                    message["status"] = "stopped"
+                else:
+                    history.update_message(message["id"], status="error", error=CLOSED_EARLY)
+                    message["status"], message["error"] = "error", CLOSED_EARLY
         return messages
 
     @Slot(str)
