@@ -8825,13 +8825,17 @@ class TestChatWindow:
         history.add_message(session, "assistant", "", status="streaming")
         assert window.open_session(session)
         row = history.messages(session)[-1]
-        assert (row["status"], row["error"]) == ("error", "llamachat closed before this reply began.")
+        assert (row["status"], row["error"]) == (
+            "error",
+            "llamachat closed before this reply began.",
+        )
         view = window.conversation.last_assistant()
         qtbot.waitUntil(view.isVisible)
         assert row["error"] in _fault_status_label(view)
         assert not [
-            b for b in view.findChildren(QAbstractButton)
-            if b.accessibleName() == "Regenerate" and b.isVisible()
+            b
+            for b in view.findChildren(QAbstractButton)
+            if b.accessibleName() in ("Regenerate", "Copy reply") and b.isVisible()
         ]
         router.script(Reply(content="Hello there."))
         qtbot.mouseClick(_by_name(view, QAbstractButton, "Retry"), Qt.MouseButton.LeftButton)

@@ -666,6 +666,8 @@ class MessageView(QFrame):
 
     def _update_actions(self) -> None:
         if self.role == "assistant":
+            # Nothing to copy in a reply that ended before any text came.
+            self._copy.setVisible(self._streaming or self._answer_started)
             self._regenerate.setVisible(
                 self._regenerate_allowed and not self._streaming and self._final_status != "error"
             )
