@@ -4338,6 +4338,7 @@ class TestRouter:
         assert turn.request_params(cfg, model="other") == {}
         effort = params.request_fields({"reasoning_effort": "high"})
         assert effort["chat_template_kwargs"] == {"reasoning_effort": "high"}
+        assert params.request_fields({"reasoning_budget": 0}) == {"thinking_budget_tokens": 0}
         assert "from 0 to 1" in params.problem({"top_p": 1.5}, "model_params.m")
         assert "unknown parameter 'x.temp'" in params.problem({"temp": 1}, "x")
         assert "one of low, medium, high" in params.problem({"reasoning_effort": "max"}, "x")

@@ -117,6 +117,11 @@ def effective(
 def request_fields(values: Mapping[str, Any]) -> dict[str, Any]:
     """The request body fields for `values` (llama-server's names)."""
     body = {k: v for k, v in values.items() if k in BY_NAME}
+    budget = body.pop("reasoning_budget", None)
+    if budget is not None:
+        # The name llama-server's chat endpoint reads (server-common.cpp), in every version
+        # that has a per-request budget; it applies when the server has no --reasoning-budget.
+        body["thinking_budget_tokens"] = budget
     effort = body.get("reasoning_effort")
     if effort:
         # Chat templates read the effort as a template variable (gpt-oss does).
