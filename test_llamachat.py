@@ -1629,6 +1629,23 @@ class TestContext:
         row = history.messages(window.session_id)[-1]
         assert row["status"] == "stopped" and row["timings"]["prompt_n"] == total
 
+    def test_context_size_of_a_model_the_reply_loads_shows_while_it_streams(
+        self, chat_window, qtbot
+    ) -> None:
+        """A model not loaded has no size to show; the reply that loads it brings it, live."""
+
+        with ScriptedRouter([Model("test-model", n_ctx=4096)]) as cold:
+            window, _history = chat_window(url=cold.url)
+            qtbot.waitUntil(lambda: tasks.manager().running() == 0)
+            assert window.meter.context_size() is None
+            cold.script(Reply(content=["Once ", "upon ", "a ", "time"], stall_after=2))
+            window.composer.set_text("Tell me a story")
+            window.send()
+            qtbot.waitUntil(lambda: "Once" in window.conversation.last_assistant().content())
+            qtbot.waitUntil(lambda: window.meter.context_size() == 4096)
+            assert window.is_streaming() and "/ 4,096" in window.meter.label.text()
+            window.stop()
+
     def test_context_stopped_reply_keeps_its_figures_in_history_and_on_screen(
         self, chat_window, router, qtbot
     ) -> None:

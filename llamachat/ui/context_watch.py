@@ -74,6 +74,8 @@ class ContextWatch(QObject):
         self._draft: tuple[str, tuple[dict, ...]] = ("", ())
         self._question = context.Breakdown()
         self._live: int | None = None
+        # Whether this reply's first figures already asked for the context size.
+        self._size_asked_live = False
         # The last request let through, to calibrate estimates with the usage it comes back with.
         self._sent: context.Breakdown | None = None
         self._generation = 0
@@ -343,6 +345,7 @@ class ContextWatch(QObject):
     @Slot(object)
     def _on_reply_started(self, reply: ReplyStream) -> None:
         self._live = None
+        self._size_asked_live = False
         reply.progress.connect(self._on_progress)
         reply.timings.connect(self._on_timings)
         reply.stats.connect(self._on_stats)
@@ -355,6 +358,7 @@ class ContextWatch(QObject):
     def _on_progress(self, progress: object) -> None:
         if isinstance(progress, dict) and isinstance(progress.get("total"), int):
             self._live = progress["total"]
+            self._ask_size_once_loaded()
             self.changed.emit()
 
     @Slot(object)
@@ -367,10 +371,17 @@ class ContextWatch(QObject):
             )
             if used:
                 self._live = used
+                self._ask_size_once_loaded()
                 if time.monotonic() - self._live_shown >= LIVE_MS / 1000:
                     self._show_live()
                 elif not self._live_due.isActive():
                     self._live_due.start()
+
+    def _ask_size_once_loaded(self) -> None:
+        """The reply's first figures prove its model loaded: a size unknown till now answers."""
+        if self._n_ctx is None and not self._size_asked_live:
+            self._size_asked_live = True
+            self._ask_size()
 
     def _show_live(self) -> None:
         self._live_due.stop()

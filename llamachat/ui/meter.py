@@ -212,7 +212,7 @@ class ContextMeter(QWidget):
         watch = self._watch
         assert watch is not None
         live = watch.live()
-        if live is not None and self._live_shown:
+        if live is not None and self._live_shown and watch.context_size() == self._n_ctx:
             # While a reply streams only the figure moves, once a frame: the cheap path.
             self._used = live
             if self._n_ctx:
