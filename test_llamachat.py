@@ -6213,6 +6213,28 @@ class TestChrome:
         picker.shutdown()
         registry.close()
 
+    def test_skill_chips_are_kept_when_only_their_counts_change(self, qtbot) -> None:
+        """A count that comes in updates the chips' tooltips; the buttons stay (one may be
+        under the pointer), and a changed list builds them again."""
+        from llamachat.ui.chips import SkillChips
+
+        chips = SkillChips()
+        qtbot.addWidget(chips)
+        chips.show()
+        chips.set_skills(["pdf", "gone"], frozenset({"gone"}))
+        # A chip added to a shown row is shown from the event loop.
+        qtbot.waitUntil(lambda: all(b.isVisible() for b in chips.findChildren(QPushButton)))
+        pdf = _by_name(chips, QPushButton, "Unload skill pdf")
+        gone = _by_name(chips, QPushButton, "Remove missing skill gone")
+        chips.set_skills(["pdf", "gone"], frozenset({"gone"}), {"pdf": 1230})
+        assert _by_name(chips, QPushButton, "Unload skill pdf") is pdf
+        assert "~1,230 tokens" in pdf.toolTip()
+        assert _by_name(chips, QPushButton, "Remove missing skill gone") is gone
+        assert gone.font().strikeOut()
+        chips.set_skills(["pdf"])
+        assert chips.skills() == ["pdf"] and chips.missing() == []
+        qtbot.waitUntil(lambda: _by_name(chips, QPushButton, "Unload skill pdf") is not pdf)
+
     def test_skills_panel_lists_skills_problems_and_imports_a_good_and_a_bad_folder(
         self, qtbot, tmp_path: Path
     ) -> None:

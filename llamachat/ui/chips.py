@@ -39,6 +39,7 @@ class ChipRow(QWidget):
         self._accessible_template = accessible_template
         self._tooltip_template = tooltip_template
         self._buttons: dict[str, QPushButton] = {}
+        self._items: list[tuple[str, str]] = []
         self._layout = QHBoxLayout(self)
         self._layout.setContentsMargins(0, 0, 0, 0)
         self._layout.setSpacing(6)
@@ -51,6 +52,16 @@ class ChipRow(QWidget):
 
     def set_items(self, items: list[tuple[str, str]]) -> None:
         """Show one chip per `(key, label)`, in order, replacing the previous chips."""
+        if items == self._items:
+            # Kept, not rebuilt: a chip under the pointer must not vanish when only its
+            # tooltip changes (a count that came in).
+            for key, text in items:
+                self._buttons[key].setAccessibleName(self._accessible_template.format(name=text))
+                self._buttons[key].setToolTip(
+                    plain.tooltip(self._tooltip_template.format(name=text))
+                )
+            return
+        self._items = list(items)
         for button in self._buttons.values():
             self._layout.removeWidget(button)
             button.deleteLater()
