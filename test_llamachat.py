@@ -1822,7 +1822,14 @@ class TestContext:
         client.close()
         timings = next(value for kind, value in events if kind == "stats")["timings"]
         read = timings["prompt_n"] + timings["cache_n"]
-        assert abs(counted - read) <= 0.02 * read, (counted, read, timings, watch.breakdown())
+        offered = [tool["function"]["name"] for tool in request.tools]
+        assert abs(counted - read) <= 0.02 * read, (
+            counted,
+            read,
+            timings,
+            watch.breakdown(),
+            offered,
+        )
         progress = [value for kind, value in events if kind == "progress"]
         assert progress and progress[-1]["processed"] == progress[-1]["total"] == read
 
@@ -3465,6 +3472,52 @@ class TestSearch:
 
 class TestBackend:
     """`llamachat.backend`: streaming replies."""
+
+    def test_backend_request_meeting_a_closed_kept_alive_connection_is_sent_again(
+        self,
+    ) -> None:
+        """A server that closes an idle kept-alive connection without answering the request
+        that met it (as llama-server does): a GET or an idempotent POST goes out again on a
+        fresh connection; any other POST says what happened."""
+
+        body = b'{"ok": true}'
+        answer = (
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+        )
+        listener = socket.create_server(("127.0.0.1", 0))
+        port = listener.getsockname()[1]
+        served: list[int] = []
+
+        def serve() -> None:
+            # Each connection answers its first request, then closes on the second unread.
+            while True:
+                try:
+                    conn, _ = listener.accept()
+                except OSError:
+                    return
+                with conn:
+                    conn.recv(65536)
+                    conn.sendall(answer)
+                    served.append(port)
+                    conn.recv(65536)
+
+        threading.Thread(target=serve, daemon=True).start()
+        client = Client(f"http://127.0.0.1:{port}", api_key="")
+        try:
+            for method, idempotent in (("GET", None), ("POST", True)):
+                assert client.request_json(method, "/a", root=True, idempotent=idempotent) == {
+                    "ok": True
+                }
+                assert client.request_json(method, "/b", root=True, idempotent=idempotent) == {
+                    "ok": True
+                }
+            with pytest.raises(backend.StreamError, match="RemoteProtocolError"):
+                client.request_json("POST", "/c", root=True)
+        finally:
+            client.close()
+            listener.close()
+        assert len(served) == 4
 
     def test_backend_keeps_reasoning_and_content_apart_and_ends_with_stats(self, router) -> None:
 

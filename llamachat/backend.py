@@ -660,20 +660,34 @@ class Client:
         *,
         root: bool = False,
         timeout: float | None = 30.0,
+        idempotent: bool | None = None,
         **kwargs: Any,
     ) -> Any:
-        """Send one request to `api_base + path` (or `root + path`) and return its JSON."""
+        """Send one request to `api_base + path` (or `root + path`) and return its JSON.
+
+        An `idempotent` request (by default a GET) is sent once more when the server closed
+        the kept-alive connection it went out on without answering.
+        """
         url = (self.root if root else self.api_base) + path
         self._check_key()
-        try:
-            response = self._http.request(
-                method,
-                url,
-                timeout=httpx.Timeout(timeout, connect=self._http.timeout.connect),
-                **kwargs,
-            )
-        except httpx.HTTPError as exc:
-            raise self._failure(exc, url) from None
+        attempts = 2 if (method == "GET" if idempotent is None else idempotent) else 1
+        for attempt in range(attempts):
+            try:
+                response = self._http.request(
+                    method,
+                    url,
+                    timeout=httpx.Timeout(timeout, connect=self._http.timeout.connect),
+                    **kwargs,
+                )
+                break
+            except httpx.RemoteProtocolError as exc:
+                # llama-server closes an idle kept-alive connection on its own; a request
+                # that meets it is told nothing, and a fresh connection answers.
+                if attempt + 1 == attempts:
+                    raise self._failure(exc, url) from None
+                log.debug("%s %s met a closed connection; sending it again", method, url)
+            except httpx.HTTPError as exc:
+                raise self._failure(exc, url) from None
         if response.status_code >= 400:
             raise self._without_key(server_error(response.status_code, response.content, url))
         try:

@@ -296,6 +296,7 @@ class Tokenizer:
                 "POST",
                 "/tokenize",
                 root=True,
+                idempotent=True,
                 params={"autoload": "false"},
                 json={"model": self.model, "content": text},
             )
@@ -319,7 +320,12 @@ class Tokenizer:
             body["tools"] = tools
         try:
             data = self.client.request_json(
-                "POST", "/apply-template", root=True, params={"autoload": "false"}, json=body
+                "POST",
+                "/apply-template",
+                root=True,
+                idempotent=True,
+                params={"autoload": "false"},
+                json=body,
             )
         except backend.BackendError as exc:
             log.debug("no template from %s: %s", self.model, exc)
