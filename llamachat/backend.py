@@ -666,7 +666,7 @@ class Client:
         """Send one request to `api_base + path` (or `root + path`) and return its JSON.
 
         An `idempotent` request (by default a GET) is sent once more when the server closed
-        the kept-alive connection it went out on without answering.
+        the connection it went out on without answering.
         """
         url = (self.root if root else self.api_base) + path
         self._check_key()
@@ -681,8 +681,8 @@ class Client:
                 )
                 break
             except httpx.RemoteProtocolError as exc:
-                # llama-server closes an idle kept-alive connection on its own; a request
-                # that meets it is told nothing, and a fresh connection answers.
+                # llama-server now and then closes a connection (an idle kept-alive one, a
+                # proxied answer's) just as a request goes out on it; a fresh one answers.
                 if attempt + 1 == attempts:
                     raise self._failure(exc, url) from None
                 log.debug("%s %s met a closed connection; sending it again", method, url)
