@@ -3487,37 +3487,55 @@ class TestBackend:
         )
         listener = socket.create_server(("127.0.0.1", 0))
         port = listener.getsockname()[1]
-        served: list[int] = []
+        answered: list[str] = []
+
+        def request_line(conn: socket.socket) -> str:
+            """Read one whole request (its body too); its first line, or '' at EOF."""
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return ""
+                data += chunk
+            head, _, rest = data.partition(b"\r\n\r\n")
+            length = re.search(rb"(?i)content-length: *(\d+)", head)
+            while length and len(rest) < int(length[1]):
+                rest += conn.recv(65536)
+            return head.split(b"\r\n")[0].decode()
 
         def serve() -> None:
-            # Each connection answers its first request, then closes on the second unread.
+            # Each connection answers its first request; the next one it reads whole, and
+            # closes without an answer.
             while True:
                 try:
                     conn, _ = listener.accept()
                 except OSError:
                     return
                 with conn:
-                    conn.recv(65536)
+                    answered.append(request_line(conn))
                     conn.sendall(answer)
-                    served.append(port)
-                    conn.recv(65536)
+                    request_line(conn)
 
         threading.Thread(target=serve, daemon=True).start()
         client = Client(f"http://127.0.0.1:{port}", api_key="")
         try:
             for method, idempotent in (("GET", None), ("POST", True)):
-                assert client.request_json(method, "/a", root=True, idempotent=idempotent) == {
-                    "ok": True
-                }
-                assert client.request_json(method, "/b", root=True, idempotent=idempotent) == {
-                    "ok": True
-                }
+                for path in ("/a", "/b"):
+                    assert client.request_json(
+                        method, path, root=True, idempotent=idempotent, json={}
+                    ) == {"ok": True}
             with pytest.raises(backend.StreamError, match="RemoteProtocolError"):
-                client.request_json("POST", "/c", root=True)
+                client.request_json("POST", "/c", root=True, json={})
         finally:
             client.close()
             listener.close()
-        assert len(served) == 4
+        # Each /b met the connection /a left, and went out again on a fresh one.
+        assert answered == [
+            "GET /a HTTP/1.1",
+            "GET /b HTTP/1.1",
+            "POST /a HTTP/1.1",
+            "POST /b HTTP/1.1",
+        ]
 
     def test_backend_keeps_reasoning_and_content_apart_and_ends_with_stats(self, router) -> None:
 

@@ -670,7 +670,9 @@ class Client:
         """
         url = (self.root if root else self.api_base) + path
         self._check_key()
-        attempts = 2 if (method == "GET" if idempotent is None else idempotent) else 1
+        if idempotent is None:
+            idempotent = method == "GET"
+        attempts = 2 if idempotent else 1
         for attempt in range(attempts):
             try:
                 response = self._http.request(

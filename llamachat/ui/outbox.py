@@ -236,12 +236,10 @@ class Outbox(QObject):
             if message["status"] == "streaming":
                 # Only this conversation streams into the session it shows, and it is not
                 # streaming now: the row is what a previous run saved before it died.
-                if message["content"] or message["reasoning"] or message["tool_calls"]:
-                    history.update_message(message["id"], status="stopped")
-                    message["status"] = "stopped"
-                else:
-                    history.update_message(message["id"], status="error", error=CLOSED_EARLY)
-                    message["status"], message["error"] = "error", CLOSED_EARLY
+                began = message["content"] or message["reasoning"] or message["tool_calls"]
+                status, error = ("stopped", message["error"]) if began else ("error", CLOSED_EARLY)
+                history.update_message(message["id"], status=status, error=error)
+                message["status"], message["error"] = status, error
         return messages
 
     @Slot(str)
