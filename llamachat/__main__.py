@@ -31,13 +31,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import __version__, cli, config, qt_platform
+from llamachat import __version__, cli, config, qt_platform
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
-    from .ui.app import App
-    from .ui.instance import RunningInstance
+    from llamachat.ui.app import App
+    from llamachat.ui.instance import RunningInstance
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +135,7 @@ def _config_failed(exc: config.ConfigError, *, gui: bool) -> int:
     if gui and _has_display():
         from PySide6.QtWidgets import QApplication, QMessageBox
 
-        from .ui import plain
+        from llamachat.ui import plain
 
         app = QApplication.instance() or QApplication(sys.argv[:1])
         app.setApplicationName("llamachat")
@@ -166,9 +166,9 @@ def _run_gui(args: argparse.Namespace, cfg: config.Config) -> int:
     from PySide6.QtCore import Qt, QTimer
     from PySide6.QtWidgets import QApplication, QMessageBox
 
-    from .db import History, HistoryError
-    from .ui import instance, plain
-    from .ui.app import App
+    from llamachat.history.store import History, HistoryError
+    from llamachat.ui import instance, plain
+    from llamachat.ui.app import App
 
     try:
         piped = cli.read_piped() if getattr(args, "run", None) is _run_ask else ""
@@ -264,7 +264,7 @@ def find_router(state: App) -> Future:
     The windows hear a managed server's events as they happen, then `use_router`
     (with the server llamachat started) or `router_failed`.
     """
-    from .ui import tasks
+    from llamachat.ui import tasks
 
     cfg = state.config
 
@@ -292,7 +292,7 @@ def _find_router(
     cfg: config.Config, *, on_event: Callable[[str, str], None] | None = None
 ) -> tuple[str, object, str]:
     """The router to use, the server llamachat started for it (or None), and any error text."""
-    from . import server
+    from llamachat.router import server
 
     try:
         url, started = server.ensure_router(cfg, on_event=on_event)

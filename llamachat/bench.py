@@ -6,7 +6,7 @@ short command name the README documents.
 
 import sys
 
-from .dev.bench import main
+from llamachat.dev.bench import main
 
 if __name__ == "__main__":
     sys.exit(main())

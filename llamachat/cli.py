@@ -37,10 +37,13 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
-from . import backend, context, mcp_tools, prompts, providers, server, turn
-from .config import Config
-from .db import History, HistoryError
-from .models import Models
+from llamachat import context, prompts, turn
+from llamachat.config import Config
+from llamachat.history.store import History, HistoryError
+from llamachat.router import client as backend
+from llamachat.router import providers, server
+from llamachat.router.models import Models
+from llamachat.tools import mcp
 
 log = logging.getLogger(__name__)
 
@@ -272,7 +275,7 @@ def run(
 
 def _mcp_tools(
     cfg: Config, args: argparse.Namespace, err: TextIO
-) -> tuple[mcp_tools.Hub | None, list[mcp_tools.McpTool]]:
+) -> tuple[mcp.Hub | None, list[mcp.McpTool]]:
     """The MCP tools `ask --print` offers: the hub (to close) and its tools.
 
     Nobody can be asked in a terminal pipe: a tool runs with --allow-tools or when it
@@ -283,11 +286,11 @@ def _mcp_tools(
 
     def consent(name: str, _arguments: str) -> str:
         if getattr(args, "allow_tools", False) or name in cfg.mcp_allowed_tools:
-            return mcp_tools.ALLOW_ONCE
+            return mcp.ALLOW_ONCE
         _say(f"not run: {name} (pass --allow-tools to let the model run MCP tools)", err)
-        return mcp_tools.DENY
+        return mcp.DENY
 
-    hub = mcp_tools.Hub(cfg.mcp_servers)
+    hub = mcp.Hub(cfg.mcp_servers)
     return hub, hub.turn_tools(consent=consent, disabled=cfg.mcp_disabled_tools)
 
 

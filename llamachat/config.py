@@ -39,7 +39,7 @@ import httpx
 import platformdirs
 import tomlkit
 
-from . import params
+from llamachat import params
 
 log = logging.getLogger(__name__)
 

@@ -32,8 +32,8 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from . import backend
-from .turn import Part, Turn
+from llamachat.router import client as backend
+from llamachat.turn import Part, Turn
 
 log = logging.getLogger(__name__)
 

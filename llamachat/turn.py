@@ -32,10 +32,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import params, prompts, search, skills, tools
-from .backend import SearchConfig, SkillsConfig
-from .config import Config
-from .models import ModelInfo
+from llamachat import params, prompts, skills, tools
+from llamachat.config import Config
+from llamachat.router.models import ModelInfo
+from llamachat.tools import web_search
+from llamachat.tools.skill_tools import SkillsConfig
+from llamachat.tools.web_search import SearchConfig
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +106,7 @@ def system_parts(
     """
     parts = [Part("system", preset)] if preset else []
     if search_on:
-        parts.append(Part("date", search.date_note()))
+        parts.append(Part("date", web_search.date_note()))
     loaded = [store.load(name) for name in names] if store is not None else []
     parts.extend(
         Part(f"skill:{skill.name}", skills.system_part(skill)) for skill in loaded if skill

@@ -151,7 +151,7 @@ def _wait(predicate: Callable[[], object], timeout: float, what: str) -> None:
 def _window(url: str, folder: Path, *, model: str = MODEL, **options: object) -> Iterator:
     """A shown ChatWindow on fresh files in `folder`, its model list already in."""
     from llamachat.config import Config
-    from llamachat.db import History
+    from llamachat.history.store import History
     from llamachat.ui import ChatWindow
     from llamachat.ui.app import App
 
@@ -254,8 +254,8 @@ class _RouterProcess:
 
 def bench_stream(n_tokens: int) -> Figure:
     """Send-to-finished through the real window over the bare client, for one long reply."""
-    from ..backend import Client
-    from . import bench_render
+    from llamachat.dev import bench_render
+    from llamachat.router.client import Client
 
     tokens = bench_render.sample_tokens(n_tokens)
     text = "".join(tokens)
@@ -331,7 +331,7 @@ def _run_loop_for(seconds: float) -> None:
 
 def bench_send(n_skills: int, sends: int) -> Figure:
     """From the chat window's send() to the router reading the request, with skills installed."""
-    from . import bench_skills as skills_bench
+    from llamachat.dev import bench_skills as skills_bench
 
     waits = []
     with _RouterProcess() as router, tempfile.TemporaryDirectory(prefix="llamachat-bench-") as tmp:
@@ -410,7 +410,7 @@ def bench_live(history_tokens: int, live_tokens: int, slow_tokens: int) -> list[
     SLOW_RATE: the CPU time the whole process spends per token, less the CPU the same
     window spends idle for as long.
     """
-    from . import bench_render
+    from llamachat.dev import bench_render
 
     fast = bench_render.sample_tokens(live_tokens, seed=5)
     slow = bench_render.sample_tokens(slow_tokens, seed=9)
@@ -494,7 +494,7 @@ def bench_live(history_tokens: int, live_tokens: int, slow_tokens: int) -> list[
 
 def bench_flatness(n_tokens: int, history_tokens: int) -> Figure:
     """Per-token render cost after `history_tokens` of history over the cost at the start."""
-    from . import bench_render
+    from llamachat.dev import bench_render
 
     _app()
     result = bench_render.run_flatness(n_tokens, history_tokens=history_tokens)
@@ -533,10 +533,10 @@ def _turn(client, model: str, messages: list[dict], max_tokens: int) -> tuple[st
 
 def bench_prompt_cache(model_file: Path | None, max_tokens: int) -> Figure:
     """Prompt tokens the real router re-processes on turn 2 against the tokens turn 2 added."""
-    from .. import prompts
-    from ..backend import Client
-    from ..config import Config
-    from ..server import ManagedServer, find_binary
+    from llamachat import prompts
+    from llamachat.config import Config
+    from llamachat.router.client import Client
+    from llamachat.router.server import ManagedServer, find_binary
 
     name = "prompt cache, turn 2: re-processed / added tokens"
     target = "equal (<= added)"
@@ -693,8 +693,8 @@ def _fill_session(path: Path, n_messages: int, branches: int = 1) -> int:
     """A History at `path` holding one more session of realistic messages: a first question
     and `branches` branches of `n_messages // branches` messages each after it (as
     regenerating that first reply `branches - 1` times and chatting on would make)."""
-    from ..db import History
-    from . import bench_render
+    from llamachat.dev import bench_render
+    from llamachat.history.store import History
 
     with History(path) as history:
         session = history.create_session("chat", MODEL, title="A long chat")
@@ -724,7 +724,7 @@ def _fill_session(path: Path, n_messages: int, branches: int = 1) -> int:
 
 def bench_cold_start(n_messages: int) -> list[Figure]:
     """Launch-to-shown, open-to-first-paint and RSS, from a fresh `python` process."""
-    from .scripted_router import ScriptedRouter
+    from llamachat.dev.scripted_router import ScriptedRouter
 
     with ScriptedRouter() as router, tempfile.TemporaryDirectory(prefix="llamachat-bench-") as tmp:
         root = Path(tmp)
@@ -797,7 +797,7 @@ def bench_cold_start(n_messages: int) -> list[Figure]:
 
 def bench_skills(n_skills: int, sends: int) -> Figure:
     """One send's skill work over `n_skills` skills (median)."""
-    from . import bench_skills as skills_bench
+    from llamachat.dev import bench_skills as skills_bench
 
     result = skills_bench.run(n_skills, repeats=sends)
     send = result["send_ms"]
@@ -812,7 +812,7 @@ def bench_skills(n_skills: int, sends: int) -> Figure:
 
 def bench_context(n_messages: int = 5_000, n_skills: int = 10) -> Figure:
     """A keystroke's cost on the GUI thread with the context meter counting (p95)."""
-    from . import bench_context as context_bench
+    from llamachat.dev import bench_context as context_bench
 
     result = context_bench.run(n_messages, n_skills, keystrokes=200)
     keystroke = result["keystroke_ms"]
@@ -827,8 +827,8 @@ def bench_context(n_messages: int = 5_000, n_skills: int = 10) -> Figure:
 
 
 def _fill_sessions(path: Path, n_sessions: int) -> None:
-    from ..db import History
-    from . import bench_render
+    from llamachat.dev import bench_render
+    from llamachat.history.store import History
 
     History(path).close()
     tokens = bench_render.sample_tokens(n_sessions * 120, seed=11)
@@ -859,7 +859,7 @@ def _fill_sessions(path: Path, n_sessions: int) -> None:
 
 def bench_history(n_sessions: int) -> list[Figure]:
     """History.search and one list_sessions page over `n_sessions` sessions (medians)."""
-    from ..db import History
+    from llamachat.history.store import History
 
     with tempfile.TemporaryDirectory(prefix="llamachat-bench-") as tmp:
         path = Path(tmp) / "history.db"

@@ -24,8 +24,8 @@ MODEL = "test-model"
 
 
 def _fill(path: Path, n_messages: int, skills: list[str]) -> int:
-    from ..db import History
-    from . import bench_render
+    from llamachat.dev import bench_render
+    from llamachat.history.store import History
 
     with History(path) as history:
         session = history.create_session("chat", MODEL, title="A long chat")
@@ -81,11 +81,11 @@ def run(n_messages: int, n_skills: int, keystrokes: int) -> dict:
     """Time `keystrokes` keystrokes in a chat of `n_messages` with `n_skills` skills loaded."""
     from PySide6.QtWidgets import QApplication
 
-    from ..config import Config
-    from ..db import History
-    from ..ui import ChatWindow
-    from ..ui.app import App
-    from .scripted_router import Model, ScriptedRouter
+    from llamachat.config import Config
+    from llamachat.dev.scripted_router import Model, ScriptedRouter
+    from llamachat.history.store import History
+    from llamachat.ui import ChatWindow
+    from llamachat.ui.app import App
 
     app = QApplication.instance() or QApplication([])
     with (

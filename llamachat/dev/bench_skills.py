@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from .. import skills
+from llamachat import skills
 
 _TOPICS = (
     "pdf",

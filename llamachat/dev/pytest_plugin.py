@@ -46,28 +46,22 @@ from PySide6.QtWidgets import (
     QPushButton,
 )
 
-from llamachat import backend, skills, tools
-from llamachat import providers as providers_module
-from llamachat.backend import Client
+from llamachat import skills, tools
 from llamachat.config import Config
-from llamachat.db import History, MessageRow, SessionRow
 from llamachat.dev.scripted_router import Model, ScriptedRouter
-from llamachat.models import Models
-from llamachat.server import (
-    ManagedServer,
-    find_binary,
-    free_port,
-)
+from llamachat.history.store import History, MessageRow, SessionRow
+from llamachat.router import client as backend
+from llamachat.router import providers as providers_module
+from llamachat.router.client import Client
+from llamachat.router.models import Models
+from llamachat.router.server import ManagedServer, find_binary, free_port
 from llamachat.skills import SkillStore
 from llamachat.ui import ChatWindow
 from llamachat.ui.app import App
-from llamachat.ui.controller import Conversation
-from llamachat.ui.conversation import ConversationView
-from llamachat.ui.markdown import (
-    StreamingMarkdown,
-    Update,
-)
+from llamachat.ui.chat.session import Conversation
 from llamachat.ui.quick import QuickWindow
+from llamachat.ui.views.markdown import StreamingMarkdown, Update
+from llamachat.ui.views.messages import ConversationView
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -324,7 +318,7 @@ def _user(text: str = "hi") -> list[dict]:
 
 def _search_cfg(searx, n: int = 2):
 
-    return backend.SearchConfig(enabled=True, url=searx.url, max_searches=n, timeout=2.0)
+    return tools.SearchConfig(enabled=True, url=searx.url, max_searches=n, timeout=2.0)
 
 
 def _skill_store(tmp_path: Path):
@@ -1423,7 +1417,7 @@ def mcp_hub(tmp_path):
     """Make mcp_tools.Hubs from config.toml text (loaded by config.load); all closed after."""
 
     from llamachat import config as config_module
-    from llamachat import mcp_tools
+    from llamachat.tools import mcp
 
     made = []
 
@@ -1431,7 +1425,7 @@ def mcp_hub(tmp_path):
         path = tmp_path / "config.toml"
         path.write_text(text, encoding="utf-8")
         cfg = config_module.load(path)
-        hub = mcp_tools.Hub(cfg.mcp_servers, log_dir=tmp_path / "logs", **options)
+        hub = mcp.Hub(cfg.mcp_servers, log_dir=tmp_path / "logs", **options)
         made.append(hub)
         return hub, cfg
 
@@ -1473,7 +1467,7 @@ def _mcp_time_toml() -> str:
 
 def _streamed_content(router, qtbot, reply) -> list[tuple[float, str]]:
     """Stream `reply` through a StreamWorker: each content signal's (monotonic time, text)."""
-    from llamachat.ui.worker import StreamWorker, WorkerThreads
+    from llamachat.ui.chat.worker import StreamWorker, WorkerThreads
 
     router.script(reply)
     client = backend.Client(router.url)

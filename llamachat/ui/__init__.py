@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .window import ChatWindow
+    from llamachat.ui.window import ChatWindow
 
 __all__ = ["ChatWindow"]
 
@@ -17,7 +17,7 @@ __all__ = ["ChatWindow"]
 def __getattr__(name: str) -> Any:
     """Load `ChatWindow` lazily from `llamachat.ui.window`."""
     if name == "ChatWindow":
-        from .window import ChatWindow
+        from llamachat.ui.window import ChatWindow
 
         return ChatWindow
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -35,17 +35,18 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QObject, Qt, Signal, Slot
 from PySide6.QtWidgets import QApplication, QMessageBox
 
-from .. import backend, config, providers
-from ..config import Config, ConfigError
-from ..db import History, HistoryError
-from ..server import ManagedServerError
-from . import plain, tasks
-from .first_run import event_text
-from .mcp_panel import McpHost
-from .theme import apply_theme
+from llamachat import config
+from llamachat.config import Config, ConfigError
+from llamachat.history.store import History, HistoryError
+from llamachat.router import client, providers
+from llamachat.router.server import ManagedServerError
+from llamachat.ui import plain, tasks
+from llamachat.ui.chat.mcp_host import McpHost
+from llamachat.ui.first_run import event_text
+from llamachat.ui.theme import apply_theme
 
 if TYPE_CHECKING:
-    from ..server import ManagedServer
+    from llamachat.router.server import ManagedServer
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +60,7 @@ FAILED = "failed"  # none could be had; `text` says why
 ENVIRONMENT_FAULTS: tuple[type[BaseException], ...] = (
     HistoryError,
     ConfigError,
-    backend.BackendError,
+    client.BackendError,
     ManagedServerError,
     OSError,
 )

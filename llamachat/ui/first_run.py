@@ -39,9 +39,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from .. import backend, server
-from ..models import ModelInfo
-from . import plain
+from llamachat.router import client, server
+from llamachat.router.models import ModelInfo
+from llamachat.ui import plain
 
 log = logging.getLogger(__name__)
 
@@ -94,11 +94,11 @@ class PendingRouter:
     """
 
     def __init__(self) -> None:
-        self.errors: dict[str, backend.BackendError] = {}
+        self.errors: dict[str, client.BackendError] = {}
 
     def models(self) -> list[ModelInfo]:
         """Fail: the router is not known yet."""
-        raise backend.RouterUnreachable(NOT_READY)
+        raise client.RouterUnreachable(NOT_READY)
 
     def router_models(self) -> PendingRouter:
         """Itself: it answers the picker's polls, loads and unloads too."""
@@ -106,15 +106,15 @@ class PendingRouter:
 
     def list(self) -> list[ModelInfo]:
         """Fail: the router is not known yet."""
-        raise backend.RouterUnreachable(NOT_READY)
+        raise client.RouterUnreachable(NOT_READY)
 
     def load(self, model: str) -> None:
         """Fail: there is no router to load `model` yet."""
-        raise backend.RouterUnreachable(NOT_READY)
+        raise client.RouterUnreachable(NOT_READY)
 
     def unload(self, model: str) -> None:
         """Fail: there is no router to unload `model` from yet."""
-        raise backend.RouterUnreachable(NOT_READY)
+        raise client.RouterUnreachable(NOT_READY)
 
 
 class FirstRunPanel(QFrame):

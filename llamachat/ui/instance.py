@@ -32,11 +32,11 @@ from pathlib import Path
 from PySide6.QtCore import QDeadlineTimer, QEvent, QObject, QStandardPaths, QTimer, Signal, Slot
 from PySide6.QtNetwork import QAbstractSocket, QLocalServer, QLocalSocket
 
-from ..db import History
-from .app import App
-from .quick import QuickWindow
-from .tray import Tray
-from .window import ChatWindow
+from llamachat.history.store import History
+from llamachat.ui.app import App
+from llamachat.ui.quick import QuickWindow
+from llamachat.ui.tray import Tray
+from llamachat.ui.window import ChatWindow
 
 log = logging.getLogger(__name__)
 

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtGui import QAction, QShortcut
 
-from . import shortcuts
+from llamachat.ui import shortcuts
 
 if TYPE_CHECKING:
-    from .window import ChatWindow
+    from llamachat.ui.window import ChatWindow
 
 log = logging.getLogger(__name__)
 

@@ -42,23 +42,25 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QVBoxLayout, QWidget
 
-from .. import providers, turn
-from ..backend import BackendError
-from ..config import Config
-from ..context import Overflow
-from ..db import History, HistoryError
-from ..models import ModelInfo
-from ..skills import SkillStore
-from . import controller, plain, tasks
-from .app import FAILED, PENDING, READY, App, RouterState
-from .chips import SkillChips
-from .composer import Attachment, Composer
-from .controller import Conversation
-from .conversation import ConversationView
-from .first_run import event_text
-from .model_picker import list_models
-from .reply import ReplyStream
-from .worker import collect_garbage_on_gui_thread
+from llamachat import turn
+from llamachat.config import Config
+from llamachat.context import Overflow
+from llamachat.history.store import History, HistoryError
+from llamachat.router import providers
+from llamachat.router.client import BackendError
+from llamachat.router.models import ModelInfo
+from llamachat.skills import SkillStore
+from llamachat.ui import plain, tasks
+from llamachat.ui.app import FAILED, PENDING, READY, App, RouterState
+from llamachat.ui.chat import session
+from llamachat.ui.chat.reply import ReplyStream
+from llamachat.ui.chat.session import Conversation
+from llamachat.ui.chat.worker import collect_garbage_on_gui_thread
+from llamachat.ui.first_run import event_text
+from llamachat.ui.models.picker import list_models
+from llamachat.ui.views.chips import SkillChips
+from llamachat.ui.views.composer import Attachment, Composer
+from llamachat.ui.views.messages import ConversationView
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +84,7 @@ class QuickWindow(QWidget):
         # The conversation: the one-shot session, its skills, the answer and its request.
         self.chat = Conversation(
             app,
-            mode=controller.ONESHOT,
+            mode=session.ONESHOT,
             model=turn.configured_model(cfg),
             images=lambda model: model in self._models and self._models[model].accepts_images,
             parent=self,
@@ -347,9 +349,9 @@ class QuickWindow(QWidget):
             return
         attachments = [item.to_dict() for item in self.composer.attachments()]
         outcome = self.chat.submit(self.composer.text(), attachments)
-        if outcome in (controller.SENT, controller.HELD):
+        if outcome in (session.SENT, session.HELD):
             self.composer.clear()
-        elif outcome == controller.NO_MODEL:
+        elif outcome == session.NO_MODEL:
             if self._awaiting_router or self._listing is not None:
                 self._waiting = True
                 # While the router is awaited, the notice already says what for.

@@ -33,19 +33,21 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from .. import __version__, providers
-from ..models import ModelInfo
-from ..server import is_loopback
-from . import first_run, plain, tasks
-from .app import FAILED, PENDING, READY, App, RouterState
-from .get_model import GetModelDialog, delete_model
-from .meter import ContextMeter
-from .model_options import ModelOptionsDialog
-from .model_picker import ModelPicker, call_in_background
-from .notice import STATUS_MS
+from llamachat import __version__
+from llamachat.router import providers
+from llamachat.router.models import ModelInfo
+from llamachat.router.server import is_loopback
+from llamachat.ui import first_run, plain, tasks
+from llamachat.ui.app import FAILED, PENDING, READY, App, RouterState
+from llamachat.ui.models.download import GetModelDialog, delete_model
+from llamachat.ui.models.options import ModelOptionsDialog
+from llamachat.ui.models.picker import ModelPicker
+from llamachat.ui.tasks import call_in_background
+from llamachat.ui.views.meter import ContextMeter
+from llamachat.ui.views.notice import STATUS_MS
 
 if TYPE_CHECKING:
-    from ..server import ManagedServer
+    from llamachat.router.server import ManagedServer
 
 log = logging.getLogger(__name__)
 

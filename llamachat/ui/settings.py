@@ -30,9 +30,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from .. import config
-from ..config import Config, ConfigError
-from . import plain
+from llamachat import config
+from llamachat.config import Config, ConfigError
+from llamachat.ui import plain
 
 log = logging.getLogger(__name__)
 

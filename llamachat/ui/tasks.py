@@ -28,6 +28,8 @@ from typing import Any
 import shiboken6
 from PySide6.QtCore import QCoreApplication, QObject, Qt, Signal, Slot
 
+from llamachat.router.client import BackendError
+
 log = logging.getLogger(__name__)
 
 MAX_THREADS = 8
@@ -160,3 +162,34 @@ def run_in_background(
 def run_on_main(closure: Callable[[], None]) -> None:
     """`TaskManager.run_on_main` on the app's runner."""
     manager().run_on_main(closure)
+
+
+def call_in_background(
+    receiver: QObject,
+    function: Callable[[], Any],
+    done: Callable[[Any], None],
+    failed: Callable[[str], None] | None = None,
+) -> None:
+    """Call `function` on the task runner; then `done(result)` or `failed(message)` here.
+
+    A server or network failure gives its message; any other exception is logged with
+    its traceback and given as "Type: text". Nothing is called once `receiver` is deleted.
+    """
+
+    def on_done(future: Future) -> None:
+        try:
+            result = future.result()
+        except BackendError as exc:
+            message = exc.message or str(exc)
+        except Exception as exc:
+            log.error("background call failed", exc_info=exc)
+            message = f"{type(exc).__name__}: {exc}"
+        else:
+            done(result)
+            return
+        if failed is not None:
+            failed(message)
+        else:
+            log.info("background call failed: %s", message)
+
+    run_in_background(function, on_done, receiver=receiver)

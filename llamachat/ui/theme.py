@@ -22,7 +22,7 @@ from PySide6.QtCore import QObject, Qt, Slot
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 from PySide6.QtWidgets import QApplication, QStyleFactory
 
-from ..config import THEMES
+from llamachat.config import THEMES
 
 log = logging.getLogger(__name__)
 

@@ -50,32 +50,34 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from .. import prompts
-from ..config import Config
-from ..db import History, HistoryError, MessageRow
-from ..models import ModelInfo
-from . import controller, first_run, markdown, menus, plain, shortcuts, tasks
-from .app import App
-from .chat_skills import ChatSkills
-from .chips import SkillChips, SkillSuggestions
-from .composer import Attachment, Composer
-from .controller import Conversation
-from .conversation import ConversationView
-from .mcp_panel import McpPanel, choose_and_import
-from .meter import ContextMeter
-from .model_choice import ModelChoice
-from .model_picker import ModelPicker
-from .notice import STATUS_MS, NoticeBar
-from .overflow import OverflowGuide, OverflowPanel
-from .params_panel import ChatParams
-from .presets import PresetPicker
-from .reply import ReplyStream
-from .router_guide import RouterGuide
-from .search_toggle import SearchToggle
-from .settings import SettingsDialog
-from .sidebar import SessionSidebar
-from .top_bar import TopBar
-from .worker import collect_garbage_on_gui_thread
+from llamachat import prompts
+from llamachat.config import Config
+from llamachat.history.store import History, HistoryError, MessageRow
+from llamachat.router.models import ModelInfo
+from llamachat.ui import first_run, menus, plain, shortcuts, tasks
+from llamachat.ui.app import App
+from llamachat.ui.chat import session as controller
+from llamachat.ui.chat.reply import ReplyStream
+from llamachat.ui.chat.session import Conversation
+from llamachat.ui.chat.worker import collect_garbage_on_gui_thread
+from llamachat.ui.mcp_panel import McpPanel, choose_and_import
+from llamachat.ui.models.choice import ModelChoice
+from llamachat.ui.models.picker import ModelPicker
+from llamachat.ui.router_guide import RouterGuide
+from llamachat.ui.settings import SettingsDialog
+from llamachat.ui.skills.chat_skills import ChatSkills
+from llamachat.ui.views import markdown
+from llamachat.ui.views.chips import SkillChips, SkillSuggestions
+from llamachat.ui.views.composer import Attachment, Composer
+from llamachat.ui.views.messages import ConversationView
+from llamachat.ui.views.meter import ContextMeter
+from llamachat.ui.views.notice import STATUS_MS, NoticeBar
+from llamachat.ui.views.overflow import OverflowGuide, OverflowPanel
+from llamachat.ui.views.params_panel import ChatParams
+from llamachat.ui.views.presets import PresetPicker
+from llamachat.ui.views.search_toggle import SearchToggle
+from llamachat.ui.views.sidebar import SessionSidebar
+from llamachat.ui.views.top_bar import TopBar
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,393 @@
+"""The history's SQLite file: opening and checking it, its schema and migrations, moving
+a damaged file aside and salvaging what it still holds. db.py describes the policy.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from llamachat.history.rows import HistoryError, _primary_code, _unavailable
+
+if TYPE_CHECKING:
+    from llamachat.history.store import History
+
+log = logging.getLogger(__name__)
+
+# Links a message to the one written before it in its session: `_CHAIN` every message
+# without a parent (the migration to trees: each session becomes one path), `_REPAIR`
+# those whose parent is gone (after a salvage). Both give a session without a live
+# active leaf its newest message.
+_PARENT_BEFORE = """
+    UPDATE messages SET parent_id = (
+        SELECT max(p.id) FROM messages p
+        WHERE p.session_id = messages.session_id AND p.id < messages.id)
+"""
+_ACTIVE_NEWEST = """
+    UPDATE sessions SET active_leaf = (
+        SELECT max(m.id) FROM messages m WHERE m.session_id = sessions.id)
+    WHERE active_leaf IS NULL OR active_leaf NOT IN (
+        SELECT m.id FROM messages m WHERE m.session_id = sessions.id);
+"""
+_CHAIN = _PARENT_BEFORE + " WHERE parent_id IS NULL;\n" + _ACTIVE_NEWEST
+_REPAIR = (
+    _PARENT_BEFORE
+    + " WHERE parent_id IS NOT NULL AND parent_id NOT IN (SELECT id FROM messages);\n"
+    + _ACTIVE_NEWEST
+)
+
+# Append-only: never edit an entry once released, add a new one.
+MIGRATIONS: list[str] = [
+    # 1: sessions, messages, full-text index over message text.
+    """
+    CREATE TABLE IF NOT EXISTS sessions (
+        id            INTEGER PRIMARY KEY,
+        mode          TEXT NOT NULL DEFAULT 'chat',
+        title         TEXT NOT NULL DEFAULT '',
+        model         TEXT NOT NULL DEFAULT '',
+        prompt_name   TEXT NOT NULL DEFAULT '',
+        prompt_custom TEXT NOT NULL DEFAULT '',
+        skills        TEXT NOT NULL DEFAULT '[]',
+        created_at    REAL NOT NULL,
+        updated_at    REAL NOT NULL,
+        deleted_at    REAL
+    );
+    CREATE INDEX IF NOT EXISTS sessions_live_by_update
+        ON sessions (updated_at) WHERE deleted_at IS NULL;
+    CREATE TABLE IF NOT EXISTS messages (
+        id          INTEGER PRIMARY KEY,
+        session_id  INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        role        TEXT NOT NULL,
+        content     TEXT NOT NULL DEFAULT '',
+        reasoning   TEXT NOT NULL DEFAULT '',
+        tool_calls  TEXT NOT NULL DEFAULT '[]',
+        attachments TEXT NOT NULL DEFAULT '[]',
+        model       TEXT NOT NULL DEFAULT '',
+        status      TEXT NOT NULL DEFAULT 'complete',
+        error       TEXT NOT NULL DEFAULT '',
+        usage       TEXT NOT NULL DEFAULT '{}',
+        timings     TEXT NOT NULL DEFAULT '{}',
+        created_at  REAL NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS messages_by_session ON messages (session_id, id);
+    CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5 (
+        content, reasoning, content='messages', content_rowid='id',
+        tokenize='unicode61 remove_diacritics 2'
+    );
+    CREATE TRIGGER IF NOT EXISTS messages_fts_insert AFTER INSERT ON messages BEGIN
+        INSERT INTO messages_fts (rowid, content, reasoning)
+            VALUES (new.id, new.content, new.reasoning);
+    END;
+    CREATE TRIGGER IF NOT EXISTS messages_fts_delete AFTER DELETE ON messages BEGIN
+        INSERT INTO messages_fts (messages_fts, rowid, content, reasoning)
+            VALUES ('delete', old.id, old.content, old.reasoning);
+    END;
+    CREATE TRIGGER IF NOT EXISTS messages_fts_update
+        AFTER UPDATE OF content, reasoning ON messages BEGIN
+        INSERT INTO messages_fts (messages_fts, rowid, content, reasoning)
+            VALUES ('delete', old.id, old.content, old.reasoning);
+        INSERT INTO messages_fts (rowid, content, reasoning)
+            VALUES (new.id, new.content, new.reasoning);
+    END;
+    -- Index rows that a pre-versioned database already held.
+    INSERT INTO messages_fts (messages_fts) VALUES ('rebuild');
+    """,
+    # 2: conversations as trees. A message's parent is the one it answers or follows
+    # (NULL for a first question); a session shows the path from a root to its
+    # active leaf. Every existing session becomes one path, in the order it was written.
+    """
+    ALTER TABLE messages ADD COLUMN parent_id INTEGER;
+    ALTER TABLE sessions ADD COLUMN active_leaf INTEGER;
+    CREATE INDEX IF NOT EXISTS messages_by_parent ON messages (session_id, parent_id, id);
+    """
+    + _CHAIN,
+    # 3: request parameters a chat overrides (temperature, top_p, ...), as a JSON object.
+    """
+    CREATE TABLE IF NOT EXISTS session_params (
+        session_id INTEGER PRIMARY KEY,
+        params TEXT NOT NULL DEFAULT '{}'
+    );
+    CREATE TRIGGER IF NOT EXISTS session_params_purged AFTER DELETE ON sessions BEGIN
+        DELETE FROM session_params WHERE session_id = old.id;
+    END;
+    """,
+]
+
+# Columns a pre-versioned table may lack, with the definitions ALTER TABLE can add
+# (it needs a constant default for NOT NULL).
+_LEGACY_COLUMNS = {
+    "sessions": {
+        "mode": "TEXT NOT NULL DEFAULT 'chat'",
+        "title": "TEXT NOT NULL DEFAULT ''",
+        "model": "TEXT NOT NULL DEFAULT ''",
+        "prompt_name": "TEXT NOT NULL DEFAULT ''",
+        "prompt_custom": "TEXT NOT NULL DEFAULT ''",
+        "skills": "TEXT NOT NULL DEFAULT '[]'",
+        "created_at": "REAL NOT NULL DEFAULT 0",
+        "updated_at": "REAL NOT NULL DEFAULT 0",
+        "deleted_at": "REAL",
+    },
+    "messages": {
+        "content": "TEXT NOT NULL DEFAULT ''",
+        "reasoning": "TEXT NOT NULL DEFAULT ''",
+        "tool_calls": "TEXT NOT NULL DEFAULT '[]'",
+        "attachments": "TEXT NOT NULL DEFAULT '[]'",
+        "model": "TEXT NOT NULL DEFAULT ''",
+        "status": "TEXT NOT NULL DEFAULT 'complete'",
+        "error": "TEXT NOT NULL DEFAULT ''",
+        "usage": "TEXT NOT NULL DEFAULT '{}'",
+        "timings": "TEXT NOT NULL DEFAULT '{}'",
+        "created_at": "REAL NOT NULL DEFAULT 0",
+    },
+}
+
+# Salvage reads rowids in blocks this size, and gives up on a table after this many
+# blocks in a row came back empty (a damaged page can hide where the table ends).
+_SALVAGE_BLOCK = 256
+_SALVAGE_EMPTY_BLOCKS = 1024
+_CORRUPT = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+
+
+class _Corrupt(Exception):
+    """Internal: the file is damaged and must be moved aside."""
+
+
+def connect(path: Path, timeout_s: float) -> sqlite3.Connection:
+    """The history database at `path`, checked and migrated; raises _Corrupt for a damaged file."""
+    conn = None
+    try:
+        # Autocommit: every statement outside an explicit transaction is saved at once.
+        conn = sqlite3.connect(path, timeout=timeout_s, isolation_level=None)
+        conn.row_factory = sqlite3.Row
+        _check_size(conn, path)
+        # Damaged pages past the header would only fail later, at the first read or
+        # write that touches them, leaving a chat that can neither load nor save; a
+        # quick_check (under 0.1 s for a 170 MB file) finds them while moving the
+        # file aside is still possible.
+        problem = conn.execute("PRAGMA quick_check(1)").fetchone()[0]
+        if problem != "ok":
+            raise _Corrupt(problem)
+        # Before anything writes: not even WAL mode is forced on another program's file.
+        _refuse_foreign(conn, path)
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        # A purged chat must not linger in free pages of the file.
+        conn.execute("PRAGMA secure_delete = ON")
+        conn.execute(f"PRAGMA busy_timeout = {int(timeout_s * 1000)}")
+        _migrate(conn, path)
+        # A write probe: a database that opens but cannot be written must fail now,
+        # with its path, not at the first message the user sends.
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("ROLLBACK")
+        return conn
+    except sqlite3.Error as exc:
+        if conn is not None:
+            conn.close()
+        if _primary_code(exc) in _CORRUPT:
+            raise _Corrupt(str(exc)) from None
+        raise _unavailable(path, exc, "open") from None
+    except BaseException:
+        if conn is not None:
+            conn.close()
+        raise
+
+
+def _refuse_foreign(conn: sqlite3.Connection, path: Path) -> None:
+    """Refuse an SQLite file another program made: migrating it would change its data."""
+    if conn.execute("PRAGMA user_version").fetchone()[0] != 0:
+        return
+    tables = [
+        row[0]
+        for row in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+        )
+    ]
+    if tables and "sessions" not in tables and "messages" not in tables:
+        shown = ", ".join(sorted(tables)[:5]) + (", …" if len(tables) > 5 else "")
+        raise HistoryError(
+            f"{path} is not a llamachat history: it is an SQLite database of another "
+            f"program (tables {shown}), left as it is. Move it, or set history_path in "
+            "the config to another file."
+        )
+
+
+def salvage(history: History, source: Path) -> int:
+    """Copy every session and message still readable in the damaged `source`; messages copied.
+
+    SQLite's `.recover` is not in Python's sqlite3, so rows are read in rowid blocks,
+    and a block that fails is read row by row: a damaged page costs its own rows only.
+    """
+    try:
+        old = sqlite3.connect(f"{source.as_uri()}?mode=ro", uri=True)
+        names = {
+            table: [row[1] for row in old.execute(f"PRAGMA table_info({table})")]
+            for table in ("sessions", "messages")
+        }
+    except sqlite3.Error as exc:
+        log.warning("nothing could be read from the damaged history %s: %s", source, exc)
+        return 0
+    sessions: set[int] = set()
+    orphans: int | None = None
+    messages = 0
+    try:
+        with history._transaction() as conn:
+            known = _LEGACY_COLUMNS["sessions"]
+            columns = [c for c in names["sessions"] if c in known or c in ("id", "active_leaf")]
+            for row in _readable_rows(old, "sessions", columns) if "id" in columns else ():
+                try:
+                    conn.execute(
+                        f"INSERT INTO sessions ({', '.join(columns)}) VALUES "
+                        f"({', '.join('?' * len(columns))})",
+                        row,
+                    )
+                except sqlite3.IntegrityError:
+                    continue
+                sessions.add(row[columns.index("id")])
+            known = _LEGACY_COLUMNS["messages"]
+            columns = [
+                c for c in names["messages"] if c in known or c in ("id", "session_id", "parent_id")
+            ]
+            if "session_id" not in columns or "role" not in names["messages"]:
+                columns = []
+            else:
+                columns.append("role")
+            for row in _readable_rows(old, "messages", columns) if columns else ():
+                values = list(row)
+                at = columns.index("session_id")
+                if values[at] not in sessions:
+                    if orphans is None:
+                        orphans = int(
+                            conn.execute(
+                                "INSERT INTO sessions (title, created_at, updated_at)"
+                                " VALUES ('Recovered messages', ?, ?)",
+                                (time.time(), time.time()),
+                            ).lastrowid  # type: ignore[arg-type]
+                        )
+                    values[at] = orphans
+                try:
+                    conn.execute(
+                        f"INSERT INTO messages ({', '.join(columns)}) VALUES "
+                        f"({', '.join('?' * len(columns))})",
+                        values,
+                    )
+                except sqlite3.IntegrityError:
+                    continue
+                messages += 1
+            # A damaged page cost some messages their parent: they follow the one
+            # written before them (a file from before trees gets each session as a path).
+            relink = _REPAIR if "parent_id" in names["messages"] else _CHAIN
+            for statement in _statements(relink):
+                conn.execute(statement)
+    finally:
+        old.close()
+    log.warning("salvaged %d sessions and %d messages from %s", len(sessions), messages, source)
+    return messages
+
+
+def _check_size(conn: sqlite3.Connection, path: Path) -> None:
+    """Catch a truncated file, which SQLite would only notice when reading the lost pages."""
+    wal = path.with_name(path.name + "-wal")
+    if not path.exists() or (wal.exists() and wal.stat().st_size > 0):
+        return  # with a WAL pending, the header's page count is not yet in the main file
+    pages = conn.execute("PRAGMA page_count").fetchone()[0]
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    if pages * page_size > path.stat().st_size:
+        raise _Corrupt(f"file is shorter than its {pages} pages")
+
+
+def move_aside(path: Path) -> Path:
+    """Move the damaged file at `path` (and its WAL) to `<name>.corrupt-<stamp>`; where."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    target = path.with_name(f"{path.name}.corrupt-{stamp}")
+    count = 1
+    while target.exists():
+        target = path.with_name(f"{path.name}.corrupt-{stamp}-{count}")
+        count += 1
+    try:
+        path.rename(target)
+        # A stale WAL or shared-memory file would be replayed into the fresh database.
+        for suffix in ("-wal", "-shm"):
+            side = path.with_name(path.name + suffix)
+            if side.exists():
+                side.rename(target.with_name(target.name + suffix))
+    except OSError as exc:
+        raise HistoryError(
+            f"the history database {path} is damaged and could not be moved "
+            f"aside: {exc.strerror or exc}"
+        ) from None
+    return target
+
+
+def _migrate(conn: sqlite3.Connection, path: Path) -> None:
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > len(MIGRATIONS):
+        raise HistoryError(
+            f"the history database {path} was written by a newer llamachat "
+            f"(schema {version}; this version knows {len(MIGRATIONS)})"
+        )
+    for number in range(version, len(MIGRATIONS)):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if number == 0:
+                _adopt_legacy(conn)
+            for statement in _statements(MIGRATIONS[number]):
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {number + 1}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        log.info("history %s migrated to schema %d", path, number + 1)
+
+
+def _adopt_legacy(conn: sqlite3.Connection) -> None:
+    """Give tables made before versioning the columns migration 1 expects."""
+    for table, columns in _LEGACY_COLUMNS.items():
+        present = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        if not present:
+            continue
+        for name, definition in columns.items():
+            if name not in present:
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {definition}")
+
+
+def _readable_rows(conn: sqlite3.Connection, table: str, columns: list[str]) -> Iterator[tuple]:
+    """The rows of `table` that can be read, in rowid order, skipping what raises."""
+    select = f"SELECT {', '.join(columns)} FROM {table}"
+    try:
+        top = conn.execute(f"SELECT max(rowid) FROM {table}").fetchone()[0]
+    except sqlite3.DatabaseError:
+        top = None
+    low, empty = 0, 0
+    while empty < _SALVAGE_EMPTY_BLOCKS and (top is None or low < top):
+        high = low + _SALVAGE_BLOCK
+        try:
+            rows = conn.execute(
+                f"{select} WHERE rowid > ? AND rowid <= ? ORDER BY rowid", (low, high)
+            ).fetchall()
+        except sqlite3.DatabaseError:
+            rows = []
+            for rowid in range(low + 1, high + 1):
+                try:
+                    rows += conn.execute(f"{select} WHERE rowid = ?", (rowid,)).fetchall()
+                except sqlite3.DatabaseError:
+                    continue
+        empty = 0 if rows else empty + 1
+        yield from rows
+        low = high
+
+
+def _statements(script: str) -> list[str]:
+    """Split a migration into statements; sqlite3.complete_statement keeps triggers whole."""
+    statements, current = [], ""
+    for line in script.splitlines(keepends=True):
+        current += line
+        if sqlite3.complete_statement(current):
+            statements.append(current.strip())
+            current = ""
+    return statements

@@ -1,0 +1,85 @@
+"""Finding sessions: by the words of their title, and by full-text search of their messages."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, cast
+
+from llamachat.history.rows import _SESSION_COLUMNS, SearchHit, SessionRow, _decode
+
+if TYPE_CHECKING:
+    from llamachat.history.store import History
+
+
+def _fts_query(text: str) -> str:
+    """Match every word the user typed, as a literal prefix: FTS syntax is never parsed."""
+    return " ".join(
+        '"' + term.replace('"', '""') + '"*' for term in text.replace("\x00", " ").split()
+    )
+
+
+def _like_escape(text: str) -> str:
+    """`text` matched literally by LIKE ... ESCAPE '\\' (its % and _ are not wildcards)."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def search(history: History, query: str, *, limit: int = 50) -> list[SearchHit]:
+    """Live sessions matching every word of `query`, with a snippet of the best message.
+
+    Sessions whose title holds every word come first (newest first; their snippet
+    is '' when no message matches), then those with a message matching every word
+    as a prefix, best first.
+    """
+    match = _fts_query(query)
+    if not match:
+        return []
+    words = query.replace("\x00", " ").split()
+    like = " AND ".join(["title LIKE ? ESCAPE '\\'"] * len(words))
+    titled: list[SearchHit] = [
+        {**cast(SessionRow, _decode(row)), "snippet": ""}
+        for row in history._read(
+            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE deleted_at IS NULL AND {like}"
+            " ORDER BY updated_at DESC, id DESC LIMIT ?",
+            (*(f"%{_like_escape(word)}%" for word in words), limit),
+        )
+    ]
+    found = _search_messages(history, match, limit)
+    snippets = {session["id"]: session["snippet"] for session in found}
+    for session in titled:
+        session["snippet"] = snippets.pop(session["id"], "")
+    return (titled + [s for s in found if s["id"] in snippets])[:limit]
+
+
+def _search_messages(history: History, match: str, limit: int) -> list[SearchHit]:
+    """Live sessions with a message matching the FTS `match`, best first, with a snippet."""
+    # FTS5 refuses snippet() beside a window function, so the best message per
+    # session is chosen first and only those few are given a snippet.
+    best = history._read(
+        "WITH hits AS MATERIALIZED ("
+        "  SELECT m.id AS message_id, m.session_id AS session_id, messages_fts.rank AS rank"
+        "  FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid"
+        "  WHERE messages_fts MATCH ?)"
+        " SELECT message_id, session_id FROM ("
+        "  SELECT hits.*, row_number() OVER"
+        "   (PARTITION BY hits.session_id ORDER BY hits.rank) AS place"
+        "  FROM hits JOIN sessions s ON s.id = hits.session_id WHERE s.deleted_at IS NULL)"
+        " WHERE place = 1 ORDER BY rank LIMIT ?",
+        (match, limit),
+    )
+    if not best:
+        return []
+    ids = [row["message_id"] for row in best]
+    marks = ", ".join("?" * len(ids))
+    snippets = {
+        row[0]: row[1]
+        for row in history._read(
+            "SELECT rowid, snippet(messages_fts, -1, '', '', '…', 16) FROM messages_fts"
+            f" WHERE messages_fts MATCH ? AND rowid IN ({marks})",
+            (match, *ids),
+        )
+    }
+    results: list[SearchHit] = []
+    for row in best:
+        session = history.get_session(row["session_id"])
+        if session is not None:
+            results.append({**session, "snippet": snippets.get(row["message_id"], "")})
+    return results

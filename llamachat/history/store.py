@@ -1,0 +1,562 @@
+"""The conversation history: sessions and their messages in one SQLite file.
+
+`History` owns one sqlite3 connection, used only by the thread that made it (the GUI
+thread). Every write commits at once, so a crash loses nothing that was saved; the
+UI saves a streaming reply at most once a second, which bounds the loss to a second.
+
+Errors, split as qutebrowser's misc/sql.py does:
+
+    HistoryError            everything the user should read (a folder that cannot be
+    │                       written, a database from a newer llamachat or of another
+    │                       program, a bad import)
+    └── HistoryUnavailable  SQLite failed for the environment's sake (BUSY, READONLY,
+                            IOERR, CORRUPT, FULL, CANTOPEN, NOTADB); `code` is SQLite's
+                            error name and the message says what to do
+
+Any other sqlite3.Error is a bug in llamachat and is raised as it is, so it reaches the
+crash handler with its traceback. A corrupt file is not an error: it is moved aside to
+`<name>.corrupt-<YYYYmmdd-HHMMSS>`, every row that can still be read is copied into a
+fresh database (`History.salvaged` counts the messages), and `History.recovered_from`
+says where the old file went. An SQLite file of another program is never taken over.
+
+The schema is versioned with `PRAGMA user_version`; `MIGRATIONS` is append-only, the
+N-th entry moves a database from version N to N+1. Databases written before versioning
+(the seed's schema, user_version 0 with tables present) first gain any missing column.
+
+`History` is the one interface; its larger parts are plain functions it calls, given
+the History: db_file (opening, migrating, salvaging the file), db_tree (versions,
+branches, forks), db_search and db_export. db_rows holds the row types, their coding
+and the errors, which this module re-exports.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Literal, Self, cast
+
+from llamachat.history import export, file, search, tree
+from llamachat.history.export import EXPORT_FORMAT, EXPORT_VERSION
+from llamachat.history.file import MIGRATIONS, _Corrupt
+from llamachat.history.rows import (
+    _INSERT_MESSAGE,
+    _MESSAGE_COLUMNS,
+    _MESSAGE_KEYS,
+    _SESSION_COLUMNS,
+    MODES,
+    ROLES,
+    STATUSES,
+    HistoryError,
+    HistoryUnavailable,
+    MessageRow,
+    NewMessage,
+    NewSession,
+    SearchHit,
+    SessionRow,
+    _decode,
+    _message_row,
+    _unavailable,
+)
+
+# What callers import from here, several of them defined in the db_* modules History uses.
+__all__ = [
+    "BUSY_TIMEOUT_S",
+    "EXPORT_FORMAT",
+    "EXPORT_VERSION",
+    "MIGRATIONS",
+    "MODES",
+    "PURGE_AFTER_S",
+    "ROLES",
+    "STATUSES",
+    "TITLE_CHARS",
+    "History",
+    "HistoryError",
+    "HistoryUnavailable",
+    "MessageRow",
+    "NewMessage",
+    "NewSession",
+    "SearchHit",
+    "SessionRow",
+]
+
+log = logging.getLogger(__name__)
+
+BUSY_TIMEOUT_S = 5.0
+# Deleted chats older than this are purged when a History opens. Undo is offered for
+# seconds; the margin keeps a second llamachat process (`ask --print`) from purging a
+# chat the window still offers to restore.
+PURGE_AFTER_S = 600.0
+
+TITLE_CHARS = 80
+
+
+def _title_from(content: str) -> str:
+    first = next((line.strip() for line in content.splitlines() if line.strip()), "")
+    return first if len(first) <= TITLE_CHARS else first[: TITLE_CHARS - 1].rstrip() + "…"
+
+
+class History:
+    """The conversation store: sessions, messages, search, export and import."""
+
+    def __init__(self, path: Path | str) -> None:
+        # Each session's active path as last read, by session: (leaf id, rows). Any write
+        # empties it, but the two a reply makes (a message added at the end of the path,
+        # a message's text saved) bring the path up to date instead, so the next request
+        # and its count do not read a long chat back from the disk each time. Another
+        # process's commit (PRAGMA data_version) empties it too.
+        self._paths: dict[int, tuple[int, list[MessageRow]]] = {}
+        self._data_version: int | None = None
+        self.path = Path(path).expanduser()
+        self.recovered_from: Path | None = None
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise HistoryError(
+                f"cannot create the folder for the history database {self.path}: "
+                f"{exc.strerror or exc}"
+            ) from None
+        self.salvaged = 0
+        try:
+            self._conn = file.connect(self.path, BUSY_TIMEOUT_S)
+        except _Corrupt as exc:
+            self.recovered_from = file.move_aside(self.path)
+            log.warning(
+                "history %s is damaged (%s); moved to %s", self.path, exc, self.recovered_from
+            )
+            self._conn = file.connect(self.path, BUSY_TIMEOUT_S)
+            self.salvaged = file.salvage(self, self.recovered_from)
+        # A chat deleted in an earlier run can no longer be undone (the undo offer lives
+        # only as long as the window that made it): it goes for good now.
+        self.purge_deleted(older_than=PURGE_AFTER_S)
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        self._paths.clear()
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise _unavailable(self.path, exc, "save to") from None
+
+    def _write(self, sql: str, params: tuple = ()) -> sqlite3.Cursor:
+        self._paths.clear()
+        try:
+            return self._conn.execute(sql, params)
+        except sqlite3.Error as exc:
+            raise _unavailable(self.path, exc, "save to") from None
+
+    def _read(self, sql: str, params: tuple = ()) -> list[sqlite3.Row]:
+        try:
+            return self._conn.execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise _unavailable(self.path, exc, "read") from None
+
+    def _read_values(self, sql: str, params: tuple = ()) -> list[tuple]:
+        """As _read, rows as plain tuples: a quarter of the cost for a long chat's rows."""
+        try:
+            cursor = self._conn.cursor()
+            cursor.row_factory = None
+            return cursor.execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise _unavailable(self.path, exc, "read") from None
+
+    def close(self) -> None:
+        """Close the connection; the object is unusable afterwards."""
+        self._conn.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ sessions
+
+    def create_session(
+        self,
+        mode: str,
+        model: str = "",
+        *,
+        title: str = "",
+        prompt_name: str = "",
+        prompt_custom: str = "",
+    ) -> int:
+        """Start a session and return its id."""
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        now = time.time()
+        cursor = self._write(
+            "INSERT INTO sessions (mode, title, model, prompt_name, prompt_custom, created_at,"
+            " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (mode, title, model, prompt_name, prompt_custom, now, now),
+        )
+        return int(cursor.lastrowid)  # type: ignore[arg-type]
+
+    def get_session(self, session_id: int) -> SessionRow | None:
+        """The session with this id (deleted ones too), or None."""
+        rows = self._read(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,))
+        return cast(SessionRow, _decode(rows[0])) if rows else None
+
+    def list_sessions(
+        self, *, limit: int = 100, offset: int = 0, mode: str | None = None
+    ) -> list[SessionRow]:
+        """One page of live sessions, most recently updated first."""
+        where = "deleted_at IS NULL" + (" AND mode = ?" if mode else "")
+        params = ((mode,) if mode else ()) + (limit, offset)
+        rows = self._read(
+            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE {where}"
+            " ORDER BY updated_at DESC, id DESC LIMIT ? OFFSET ?",
+            params,
+        )
+        return [cast(SessionRow, _decode(row)) for row in rows]
+
+    def count_sessions(self) -> int:
+        """How many live (not deleted) sessions there are."""
+        return int(self._read("SELECT count(*) FROM sessions WHERE deleted_at IS NULL")[0][0])
+
+    def rename_session(self, session_id: int, title: str) -> None:
+        """Set a session's title."""
+        self._write("UPDATE sessions SET title = ? WHERE id = ?", (title, session_id))
+
+    def set_model(self, session_id: int, model: str) -> None:
+        """Record the model a session uses."""
+        self._write("UPDATE sessions SET model = ? WHERE id = ?", (model, session_id))
+
+    def set_prompt(self, session_id: int, prompt_name: str, prompt_custom: str = "") -> None:
+        """Record the session's prompt preset name, or its custom prompt text."""
+        self._write(
+            "UPDATE sessions SET prompt_name = ?, prompt_custom = ? WHERE id = ?",
+            (prompt_name, prompt_custom, session_id),
+        )
+
+    def set_mode(self, session_id: int, mode: str) -> None:
+        """Turn a session into a "chat" or a "oneshot" one (a quick question continued in chat)."""
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        self._write("UPDATE sessions SET mode = ? WHERE id = ?", (mode, session_id))
+
+    def set_skills(self, session_id: int, names: list[str]) -> None:
+        """Record which skills the session has loaded."""
+        self._write(
+            "UPDATE sessions SET skills = ? WHERE id = ?", (json.dumps(list(names)), session_id)
+        )
+
+    def session_params(self, session_id: int) -> dict[str, Any]:
+        """The request parameters the session overrides ({} when none)."""
+        rows = self._read("SELECT params FROM session_params WHERE session_id = ?", (session_id,))
+        try:
+            value = json.loads(rows[0]["params"]) if rows else {}
+        except ValueError:
+            log.warning("session %s has unreadable parameters; using none", session_id)
+            return {}
+        return value if isinstance(value, dict) else {}
+
+    def set_session_params(self, session_id: int, values: dict[str, Any]) -> None:
+        """Record the request parameters the session overrides (replacing the earlier ones)."""
+        self._write(
+            "INSERT INTO session_params (session_id, params) VALUES (?, ?)"
+            " ON CONFLICT (session_id) DO UPDATE SET params = excluded.params",
+            (session_id, json.dumps(values)),
+        )
+
+    def delete_session(self, session_id: int) -> None:
+        """Hide a session from the list and search; undelete_session brings it back."""
+        self._write(
+            "UPDATE sessions SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL",
+            (time.time(), session_id),
+        )
+
+    def undelete_session(self, session_id: int) -> None:
+        """Bring back a session hidden by delete_session."""
+        self._write("UPDATE sessions SET deleted_at = NULL WHERE id = ?", (session_id,))
+
+    def purge_deleted(
+        self, session_ids: Iterable[int] | None = None, *, older_than: float = 0.0
+    ) -> int:
+        """Remove deleted sessions for good (those in `session_ids`, else every one deleted
+        `older_than` seconds ago or more) with their messages and full-text rows; how many."""
+        where = "deleted_at IS NOT NULL"
+        params: tuple = ()
+        if session_ids is not None:
+            ids = [int(i) for i in session_ids]
+            if not ids:
+                return 0
+            where += f" AND id IN ({', '.join('?' * len(ids))})"
+            params = tuple(ids)
+        else:
+            where += " AND deleted_at <= ?"
+            params = (time.time() - older_than,)
+        with self._transaction() as conn:
+            # Explicit, because a pre-versioned messages table may lack ON DELETE CASCADE.
+            conn.execute(
+                f"DELETE FROM messages WHERE session_id IN (SELECT id FROM sessions WHERE {where})",
+                params,
+            )
+            purged = conn.execute(f"DELETE FROM sessions WHERE {where}", params).rowcount
+            if purged:
+                # The full-text index keeps a deleted row's words in older segments until
+                # they are merged; merging them all drops the words for good.
+                conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('optimize')")
+        if purged:
+            # The freed pages are zeroed (secure_delete), but the WAL still holds their
+            # old versions until it is checkpointed and cut back.
+            self._write("PRAGMA wal_checkpoint(TRUNCATE)")
+            log.info("purged %d deleted sessions from %s", purged, self.path)
+        return purged
+
+    # ------------------------------------------------------------------ messages
+
+    def add_message(
+        self,
+        session_id: int,
+        role: str,
+        content: str = "",
+        *,
+        reasoning: str = "",
+        tool_calls: list[Any] | None = None,
+        attachments: list[dict[str, Any]] | None = None,
+        model: str = "",
+        status: str = "complete",
+        error: str = "",
+        usage: dict | None = None,
+        timings: dict | None = None,
+        parent: int | None | Literal["active"] = "active",
+    ) -> int:
+        """Add a message and make it the session's active leaf; its id.
+
+        It follows `parent` (by default the active leaf, so a session grows as one path;
+        None: a first question). A sibling of an existing message is a new version of it.
+        """
+        if role not in ROLES:
+            raise ValueError(f"role must be one of {ROLES}, got {role!r}")
+        if status not in STATUSES:
+            raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
+        cached = self._paths.get(session_id)
+        message_id = self._insert_message(
+            session_id,
+            {
+                "role": role,
+                "content": content,
+                "reasoning": reasoning,
+                "tool_calls": tool_calls or [],
+                "attachments": attachments or [],
+                "model": model,
+                "status": status,
+                "error": error,
+                "usage": usage or {},
+                "timings": timings or {},
+                "created_at": time.time(),
+            },
+            parent,
+        )
+        if cached is not None:
+            leaf, path = cached
+            row = self._message(message_id)
+            if row["parent_id"] == leaf:
+                # The new active leaf ends the path it was added to.
+                self._paths[session_id] = (message_id, [*path, row])
+        return message_id
+
+    def _message(self, message_id: int) -> MessageRow:
+        """One message as a path holds it, its versions (siblings) with it."""
+        [values] = self._read_values(
+            f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE id = ?", (message_id,)
+        )
+        row = cast(MessageRow, _decode(dict(zip(_MESSAGE_KEYS, values))))
+        siblings = [
+            sibling
+            for (sibling,) in self._read_values(
+                "SELECT id FROM messages WHERE session_id = ? AND parent_id IS ? ORDER BY id",
+                (row["session_id"], row["parent_id"]),
+            )
+        ]
+        row["versions"] = siblings if len(siblings) > 1 else []
+        return row
+
+    def _insert_message(
+        self, session_id: int, message: NewMessage, parent: int | None | Literal["active"]
+    ) -> int:
+        with self._transaction() as conn:
+            session = conn.execute(
+                "SELECT title, active_leaf FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+            if session is None:
+                raise HistoryError(f"no session {session_id} in the history")
+            parent_id = session["active_leaf"] if parent == "active" else parent
+            if (
+                parent_id is not None
+                and conn.execute(
+                    "SELECT 1 FROM messages WHERE id = ? AND session_id = ?",
+                    (parent_id, session_id),
+                ).fetchone()
+                is None
+            ):
+                raise HistoryError(f"no message {parent_id} in session {session_id}")
+            cursor = conn.execute(_INSERT_MESSAGE, _message_row(session_id, parent_id, message))
+            message_id = int(cursor.lastrowid)  # type: ignore[arg-type]
+            conn.execute(
+                "UPDATE sessions SET updated_at = max(updated_at, ?), active_leaf = ? WHERE id = ?",
+                (message["created_at"], message_id, session_id),
+            )
+            if message["role"] == "user":
+                self._follow_first_question(conn, session_id, session["title"], message_id)
+            return message_id
+
+    @staticmethod
+    def _follow_first_question(
+        conn: sqlite3.Connection, session_id: int, title: str, message_id: int
+    ) -> None:
+        """Name the chat after its first question, or after a new version of it unless the
+        user named the chat (a title taken from an earlier version is automatic too)."""
+        row = conn.execute(
+            "SELECT parent_id, content FROM messages WHERE id = ?", (message_id,)
+        ).fetchone()
+        if title:
+            earlier = conn.execute(
+                "SELECT content FROM messages WHERE session_id = ? AND role = 'user' AND id != ?"
+                " AND parent_id IS ?",
+                (session_id, message_id, row["parent_id"]),
+            ).fetchall()
+            if all(_title_from(other[0]) != title for other in earlier):
+                return
+            asked_before = conn.execute(
+                "WITH RECURSIVE up(id) AS (SELECT ? UNION ALL SELECT m.parent_id FROM messages m"
+                " JOIN up ON m.id = up.id WHERE m.parent_id IS NOT NULL)"
+                " SELECT 1 FROM messages WHERE id IN (SELECT id FROM up) AND role = 'user'",
+                (row["parent_id"],),
+            ).fetchone()
+            if asked_before is not None:
+                return
+        conn.execute(
+            "UPDATE sessions SET title = ? WHERE id = ?", (_title_from(row["content"]), session_id)
+        )
+
+    def update_message(
+        self,
+        message_id: int,
+        *,
+        content: str | None = None,
+        reasoning: str | None = None,
+        status: str | None = None,
+        error: str | None = None,
+        usage: dict | None = None,
+        timings: dict | None = None,
+        tool_calls: list | None = None,
+    ) -> None:
+        """Change the given fields of a message and commit at once."""
+        if status is not None and status not in STATUSES:
+            raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
+        changes = {
+            "content": content,
+            "reasoning": reasoning,
+            "status": status,
+            "error": error,
+            "usage": None if usage is None else json.dumps(usage),
+            "timings": None if timings is None else json.dumps(timings),
+            "tool_calls": None if tool_calls is None else json.dumps(tool_calls),
+        }
+        changes = {key: value for key, value in changes.items() if value is not None}
+        if not changes:
+            return
+        assignments = ", ".join(f"{key} = ?" for key in changes)
+        holding = [
+            (session_id, path, index)
+            for session_id, (_leaf, path) in self._paths.items()
+            for index in range(len(path) - 1, -1, -1)
+            if path[index]["id"] == message_id
+        ]
+        self._write(
+            f"UPDATE messages SET {assignments} WHERE id = ?", (*changes.values(), message_id)
+        )
+        for session_id, path, index in holding:
+            path[index] = self._message(message_id)
+            self._paths[session_id] = (path[-1]["id"], path)
+
+    def messages(self, session_id: int) -> list[MessageRow]:
+        """The messages on a session's active path, first question first."""
+        rows = self._read(
+            "SELECT coalesce(active_leaf, (SELECT max(id) FROM messages WHERE session_id = ?))"
+            " FROM sessions WHERE id = ?",
+            (session_id, session_id),
+        )
+        if not rows or rows[0][0] is None:
+            return []
+        leaf = rows[0][0]
+        version = self._read("PRAGMA data_version")[0][0]
+        if version != self._data_version:
+            self._data_version = version
+            self._paths.clear()
+        cached = self._paths.get(session_id)
+        if cached is None or cached[0] != leaf:
+            cached = self._paths[session_id] = (leaf, tree.path_to(self, session_id, leaf))
+        # Copies: what a caller does with its rows never reaches the next caller's.
+        return [cast(MessageRow, {**row, "versions": list(row["versions"])}) for row in cached[1]]
+
+    def message_count(self, session_id: int) -> int:
+        """How many messages a session holds, on every branch."""
+        rows = self._read("SELECT count(*) FROM messages WHERE session_id = ?", (session_id,))
+        return int(rows[0][0])
+
+    def select_version(self, session_id: int, message_id: int) -> list[MessageRow]:
+        """Make the path through `message_id` the active one; its messages.
+
+        Below `message_id` the path follows the newest reply at each step, so switching
+        to a version shows it with everything that followed it.
+        """
+        return tree.select_version(self, session_id, message_id)
+
+    def delete_branch(self, message_id: int) -> None:
+        """Delete a message and every message that follows it, on all branches (a failed
+        reply that a retry replaces). The active path then ends at its parent."""
+        tree.delete_branch(self, message_id)
+
+    def fork(self, session_id: int, message_id: int) -> int:
+        """A new chat holding the active path up to `message_id`, with the session's
+        model, prompt, skills and parameters; its id."""
+        return tree.fork(self, session_id, message_id)
+
+    # ------------------------------------------------------------------ search
+
+    def search(self, query: str, *, limit: int = 50) -> list[SearchHit]:
+        """Live sessions matching every word of `query`, with a snippet of the best message.
+
+        Sessions whose title holds every word come first (newest first; their snippet
+        is '' when no message matches), then those with a message matching every word
+        as a prefix, best first.
+        """
+        return search.search(self, query, limit=limit)
+
+    # ------------------------------------------------------------------ export / import
+
+    def export_markdown(self, session_id: int) -> str:
+        """The session as a Markdown document a person can read."""
+        return export.export_markdown(self, session_id)
+
+    def export_json(self, session_id: int) -> dict[str, Any]:
+        """The session as a versioned JSON-ready dict that import_json reads back: every
+        message of every branch, each with an "id" and its "parent", and the "active" leaf."""
+        return export.export_json(self, session_id)
+
+    def import_json(self, data: dict[str, Any]) -> int:
+        """Add a session exported by export_json (either version), under a new id; its id.
+
+        Nothing is imported unless all of it can be: a file with a mistake raises
+        HistoryError naming the field.
+        """
+        return export.import_json(self, data)
+
+    def _require(self, session_id: int) -> SessionRow:
+        session = self.get_session(session_id)
+        if session is None:
+            raise HistoryError(f"no session {session_id} in the history")
+        return session

@@ -1,0 +1,418 @@
+"""The next request's size for one conversation, counted off the GUI thread and kept current.
+
+`ContextWatch(conversation)` follows the conversation (a message sent, a reply ended or
+stopped, a skill loaded or unloaded, another chat opened) and the composer (`set_draft`):
+it measures the request the next send would make (`context.measure`), part by part, and
+emits `changed` whenever what the meter shows moved. While a reply streams the total is
+the reply's own figures: the prompt llama.cpp reports plus the tokens so far.
+
+A keystroke costs no request and no pass over the history: the earlier parts are
+measured once per change of them (in the background, with the server's tokenizer) and
+kept; the draft is estimated at once and counted exactly after a pause in typing.
+
+`check(text, attachments)` is the test before a send: the `Overflow` that says what does
+not fit (with each way out), or None.
+
+Threads: counting runs on `tasks.run_in_background`; results come back on the GUI thread,
+where every other method runs.
+
+Errors: none raised; a server that cannot count leaves estimates (`breakdown().exact`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QObject, QTimer, Signal, Slot
+
+from llamachat import context, turn
+from llamachat.context import Overflow
+from llamachat.router.models import Models
+from llamachat.tools.mcp import READY
+from llamachat.ui import tasks
+
+if TYPE_CHECKING:
+    from llamachat.ui.chat.reply import ReplyStream
+    from llamachat.ui.chat.session import Conversation
+
+log = logging.getLogger(__name__)
+
+# After this pause in typing the draft is counted by the server.
+DRAFT_COUNT_MS = 300
+# How long after another chat is shown (or another model picked) its request is measured:
+# after the first paint, which the counting's background requests would slow down.
+SHOWN_MS = 200
+# What the server did not count (a model still loading, a busy server) is counted again
+# this long after, at most RETRIES times after each change.
+RETRY_MS = 2000
+# How often the meter follows a streaming reply's figure: with the reply's next figures
+# once this long has passed, so the meter repaints in the same pass as the reply's text...
+LIVE_MS = 250
+# ...or by a timer this long after figures it skipped, when no more came.
+LIVE_LATE_MS = 1000
+RETRIES = 3
+
+
+class ContextWatch(QObject):
+    """Keeps the next request's breakdown for a conversation and its model's context size."""
+
+    changed = Signal()
+
+    def __init__(self, conversation: Conversation) -> None:
+        super().__init__(conversation)
+        self._chat = conversation
+        self._tokenizers: dict[tuple[int, str], context.Tokenizer] = {}
+        self._model = ""
+        self._n_ctx: int | None = None
+        self._trained: int | None = None
+        # The parts of the next request but the question, and the question's (the draft).
+        self._base = context.Breakdown()
+        self._base_turn: turn.Turn | None = None
+        self._draft: tuple[str, tuple[dict, ...]] = ("", ())
+        self._question = context.Breakdown()
+        self._live: int | None = None
+        # Whether this reply's first figures already asked for the context size.
+        self._size_asked_live = False
+        # The last request let through, to calibrate estimates with the usage it comes back with.
+        self._sent: context.Breakdown | None = None
+        self._generation = 0
+        self._closed = False
+        # Counts tried again since the last change, for what the server did not count.
+        self._retries = 0
+        self._draft_timer = QTimer(self)
+        self._draft_timer.setSingleShot(True)
+        self._draft_timer.setInterval(DRAFT_COUNT_MS)
+        self._draft_timer.timeout.connect(self._count_draft)
+        # The earlier parts are measured again on the next turn of the event loop, once for
+        # a burst of changes, and never on the way of a request leaving.
+        self._refresh_due = QTimer(self)
+        self._refresh_due.setSingleShot(True)
+        self._refresh_due.setInterval(0)
+        self._refresh_due.timeout.connect(self.refresh)
+        # While a reply streams the figure moves with every token; the meter shows it at
+        # most a few times a second (a repaint per token was most of a token's cost).
+        self._live_shown = 0.0
+        self._live_due = QTimer(self)
+        self._live_due.setSingleShot(True)
+        self._live_due.setInterval(LIVE_LATE_MS)
+        self._live_due.timeout.connect(self._show_live)
+        # Another chat shown: measured once its messages are painted (first paint first).
+        conversation.session_changed.connect(lambda _id: self._on_base_changed(SHOWN_MS))
+        conversation.messages_reset.connect(lambda _rows: self._on_base_changed(SHOWN_MS))
+        conversation.skills_changed.connect(lambda _names: self._on_base_changed())
+        conversation.store_changed.connect(lambda _store: self._on_base_changed())
+        conversation.reply_started.connect(self._on_reply_started)
+        conversation.reply_ended.connect(self._on_reply_ended)
+        conversation.app.router_changed.connect(self._on_router_changed)
+        # An MCP server that came up (or went) changes the tools offered.
+        conversation.app.mcp.changed.connect(lambda: self._on_base_changed(SHOWN_MS))
+
+    # ------------------------------------------------------------------ reading
+
+    def model(self) -> str:
+        """The model the counts are for."""
+        return self._model
+
+    def context_size(self) -> int | None:
+        """The model's context size, or None while the server has not said."""
+        return self._n_ctx
+
+    def trained_size(self) -> int | None:
+        """The context the model was trained for (its largest sensible size), when listed."""
+        return self._trained
+
+    def reserve(self) -> int:
+        """The tokens kept free for the reply."""
+        if self._n_ctx is None:
+            return self._chat.cfg.reply_reserve
+        return context.reserve_for(self._n_ctx, self._chat.cfg.reply_reserve)
+
+    def breakdown(self) -> context.Breakdown:
+        """The next request part by part: the earlier parts, then the draft, then the template."""
+        return self._compose(self._question)
+
+    def _compose(self, question: context.Breakdown) -> context.Breakdown:
+        template = self._base.get("template")
+        if question.parts and self._base_turn is not None and not self._base_turn.question:
+            template += self._tokenizer().message_tokens()
+        parts = [p for p in self._base.parts if p[0] != "template"]
+        parts.extend(question.parts)
+        parts.append(("template", template))
+        return context.Breakdown(tuple(parts), self._base.exact and question.exact)
+
+    def live(self) -> int | None:
+        """While a reply streams: the tokens in the context so far (prompt + reply)."""
+        return self._live
+
+    def check(self, text: str, attachments: list[dict]) -> Overflow | None:
+        """Whether sending `text` now would overflow the context: the Overflow, or None.
+
+        From the counts known (estimates for the rest), on the GUI thread; the skills the
+        message just loaded are in it. Nothing is rebuilt unless the earlier parts changed.
+        """
+        if self._chat.model != self._model:
+            self.set_model(self._chat.model)
+        if self._n_ctx is None or not self._model:
+            return None
+        if self._refresh_due.isActive():
+            self._refresh_due.stop()
+            self.refresh()
+        parts = turn.user_parts(text, attachments, images=self._images())
+        question = context.measure_parts(parts, self._tokenizer())
+        breakdown = self._compose(question)
+        reserve = self.reserve()
+        if context.fits(breakdown, self._n_ctx, reserve):
+            self._sent = breakdown
+            return None
+        return Overflow(self._model, breakdown, self._n_ctx, reserve, self._trained)
+
+    # ------------------------------------------------------------------ what changes
+
+    def set_model(self, model: str) -> None:
+        """Count for `model` from now on; its context size is asked for in the background."""
+        if model == self._model:
+            return
+        self._model = model
+        self._n_ctx = self._trained = None
+        self._retries = 0
+        self._ask_size()
+        self._refresh_due.start(SHOWN_MS)
+
+    def set_draft(self, text: str, attachments: list[dict] | tuple[dict, ...] = ()) -> None:
+        """The composer's text and attachments: estimated now, counted after a pause."""
+        draft = (text, tuple(attachments))
+        if draft == self._draft:
+            return
+        self._draft = draft
+        self._retries = 0
+        self._question = context.measure_parts(self._question_parts(), self._tokenizer())
+        self.changed.emit()
+        if text or attachments:
+            self._draft_timer.start()
+
+    def close(self) -> None:
+        """Measure nothing more (the conversation is closing, its History with it)."""
+        self._closed = True
+        self._refresh_due.stop()
+        self._draft_timer.stop()
+
+    def refresh(self) -> None:
+        """Measure the earlier parts again (after they changed), counting in the background."""
+        if self._closed or self._chat.is_streaming():
+            return  # the reply's own figures are shown; its end measures again
+        self._generation += 1
+        generation = self._generation
+        if not self._model:
+            self._base, self._base_turn = context.Breakdown(), None
+            self.changed.emit()
+            return
+        try:
+            request = self._chat.next_turn(self._model)
+        except Exception:
+            log.exception("cannot build the next request to measure it")
+            return
+        if self._chat.mode == "oneshot":
+            # The stored question is the last answer's; the next one is the draft.
+            request = dataclasses.replace(request, question=())
+        mcp = self._mcp_schemas()
+        if mcp:
+            request = dataclasses.replace(request, tools=request.tools + mcp)
+        # The last user message of a chat not answered yet is the question: kept in "base".
+        self._base_turn = request
+        tokenizer = self._tokenizer()
+        self._base = context.measure(request, tokenizer)
+        self._question = context.measure_parts(self._question_parts(), tokenizer)
+        self.changed.emit()
+        tasks.run_in_background(
+            lambda: context.measure(request, tokenizer, exact=True),
+            lambda future: self._on_counted(generation, future),
+            receiver=self,
+        )
+
+    # ------------------------------------------------------------------ internals
+
+    def _mcp_schemas(self) -> tuple[dict, ...]:
+        """The MCP tools a reply would be offered now, as far as the servers are up."""
+        cfg = self._chat.cfg
+        if not any(server.enabled for server in cfg.mcp_servers):
+            return ()
+        enabled = {server.name for server in cfg.mcp_servers if server.enabled}
+        return tuple(
+            info.schema
+            for state in self._chat.app.mcp.states()
+            if state.name in enabled and state.status == READY
+            for info in state.tools
+            if info.schema and not info.problem and info.name not in cfg.mcp_disabled_tools
+        )
+
+    def quick_tokens(self, text: str) -> int:
+        """What `text` costs the selected model: its count if the server counted it, else an
+        estimate calibrated on what it did count. Never sends a request."""
+        return self._tokenizer().quick(text)
+
+    def _tokenizer(self) -> context.Tokenizer:
+        client, name = self._chat.app.registry.client_for(self._model)
+        key = (id(client), name)
+        tokenizer = self._tokenizers.get(key)
+        if tokenizer is None:
+            tokenizer = self._tokenizers[key] = context.Tokenizer(client, name)
+        return tokenizer
+
+    def _images(self) -> bool:
+        return self._chat._images(self._model)
+
+    def _question_parts(self) -> tuple[turn.Part, ...]:
+        text, attachments = self._draft
+        if not text and not attachments:
+            return ()
+        return turn.user_parts(text, list(attachments), images=self._images())
+
+    def refresh_size(self) -> None:
+        """Ask the server for the model's context size again (it was raised)."""
+        self._ask_size()
+
+    def _ask_size(self) -> None:
+        model = self._model
+        if not model:
+            return
+        client, name = self._chat.app.registry.client_for(model)
+        tasks.run_in_background(
+            lambda: Models(client).context_limits(name),
+            lambda future: self._on_size(model, future),
+            receiver=self,
+        )
+
+    def _on_size(self, model: str, future) -> None:
+        if model != self._model:
+            return
+        try:
+            self._n_ctx, self._trained = future.result()
+        except Exception as exc:  # noqa: BLE001 - no size: the meter says so
+            log.info("no context size for %s: %s", model, exc)
+            return
+        self.changed.emit()
+
+    def _on_counted(self, generation: int, future) -> None:
+        if generation != self._generation:
+            return  # the parts changed again meanwhile
+        try:
+            self._base = future.result()
+        except Exception:
+            log.exception("counting the next request failed")
+            return
+        if not self._base.exact and self._may_retry():
+            self._refresh_due.start(RETRY_MS)
+        self.changed.emit()
+
+    def _may_retry(self) -> bool:
+        """Whether to count again what the server did not count (a busy or loading model)."""
+        if not self._tokenizer().can_count or self._retries >= RETRIES:
+            return False
+        self._retries += 1
+        return True
+
+    @Slot()
+    def _count_draft(self) -> None:
+        parts = self._question_parts()
+        draft = self._draft
+        tokenizer = self._tokenizer()
+
+        def done(future) -> None:
+            if draft == self._draft:
+                try:
+                    self._question = future.result()
+                except Exception:
+                    log.exception("counting the draft failed")
+                    return
+                if not self._question.exact and self._may_retry():
+                    self._draft_timer.start(RETRY_MS)
+                self.changed.emit()
+
+        tasks.run_in_background(
+            lambda: context.measure_parts(parts, tokenizer, exact=True), done, receiver=self
+        )
+
+    def _on_base_changed(self, delay_ms: int = 0) -> None:
+        self._retries = 0
+        if self._chat.model and self._chat.model != self._model:
+            self.set_model(self._chat.model)
+        elif not self._refresh_due.isActive() or delay_ms < self._refresh_due.remainingTime():
+            self._refresh_due.start(delay_ms)
+
+    @Slot(object)
+    def _on_reply_started(self, reply: ReplyStream) -> None:
+        self._live = None
+        self._size_asked_live = False
+        reply.progress.connect(self._on_progress)
+        reply.timings.connect(self._on_timings)
+        reply.stats.connect(self._on_stats)
+        # The message just sent left the composer: the earlier parts now hold it.
+        self._draft = ("", ())
+        self._question = context.Breakdown()
+        self._refresh_due.start()
+
+    @Slot(object)
+    def _on_progress(self, progress: object) -> None:
+        if isinstance(progress, dict) and isinstance(progress.get("total"), int):
+            self._live = progress["total"]
+            self._ask_size_once_loaded()
+            self.changed.emit()
+
+    @Slot(object)
+    def _on_timings(self, timings: object) -> None:
+        if isinstance(timings, dict):
+            used = sum(
+                value
+                for key in ("prompt_n", "cache_n", "predicted_n")
+                if isinstance(value := timings.get(key), int)
+            )
+            if used:
+                self._live = used
+                self._ask_size_once_loaded()
+                if time.monotonic() - self._live_shown >= LIVE_MS / 1000:
+                    self._show_live()
+                elif not self._live_due.isActive():
+                    self._live_due.start()
+
+    def _ask_size_once_loaded(self) -> None:
+        """The reply's first figures prove its model loaded: a size unknown till now answers."""
+        if self._n_ctx is None and not self._size_asked_live:
+            self._size_asked_live = True
+            self._ask_size()
+
+    def _show_live(self) -> None:
+        self._live_due.stop()
+        self._live_shown = time.monotonic()
+        self.changed.emit()
+
+    @Slot(object)
+    def _on_stats(self, stats: object) -> None:
+        """A server without a tokenizer still says what the prompt was: learn its ratio."""
+        usage = stats.get("usage") if isinstance(stats, dict) else None
+        prompt = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+        sent, tokenizer = self._sent, self._tokenizer()
+        if not isinstance(prompt, int) or sent is None or tokenizer.can_count:
+            return
+        template = sent.get("template")
+        estimated = sent.total - template
+        if estimated > 0 and prompt > template:
+            chars = round(estimated / tokenizer.tokens_per_char)
+            tokenizer.learn(chars, prompt - template)
+
+    @Slot(str, str)
+    def _on_reply_ended(self, _status: str, _error: str) -> None:
+        self._live = None
+        # A reply proves the model is loaded: its size and tokenizer answer now.
+        if self._n_ctx is None:
+            self._ask_size()
+        self._refresh_due.start()
+
+    @Slot(object)
+    def _on_router_changed(self, _state: object) -> None:
+        self._tokenizers.clear()
+        self._n_ctx = self._trained = None
+        self._ask_size()
+        self._refresh_due.start()

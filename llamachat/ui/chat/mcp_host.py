@@ -1,0 +1,206 @@
+"""MCP in the running app: the host that owns the MCP hub, offers its tools, and asks consent."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QObject, Qt, Signal, Slot
+from PySide6.QtWidgets import (
+    QApplication,
+    QMessageBox,
+)
+
+from llamachat import config
+from llamachat.tools import mcp
+from llamachat.tools.base import Tool
+from llamachat.ui.views.meter import estimate_tokens
+
+if TYPE_CHECKING:
+    from llamachat.ui.app import App
+
+log = logging.getLogger(__name__)
+
+# The enabled tools' schemas may take this share of the model's context before the
+# panel warns: each schema is sent with every request.
+TOOL_BUDGET = 0.10
+
+
+# How much of a call's arguments the consent box shows.
+ARGUMENTS_SHOWN = 2000
+
+
+def schema_tokens(info: mcp.ToolInfo) -> int:
+    """Tokens one tool's schema costs in every request (the one place it is counted)."""
+    return estimate_tokens(mcp.schema_text(info)) if info.schema else 0
+
+
+@dataclass
+class _Question:
+    """One consent question, from a worker thread to the GUI thread and back."""
+
+    chat: object
+    name: str
+    arguments: str
+    answer: str = mcp.DENY
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+class McpHost(QObject):
+    """The App's MCP hub and consent; lives on the GUI thread."""
+
+    changed = Signal()  # a server's state or tools changed
+    asked = Signal(str)  # a consent box opened for this tool
+    _posted = Signal()
+    _asked = Signal(object)
+    _withdrawn = Signal(object)
+
+    def __init__(self, app: App) -> None:
+        super().__init__(app)
+        self._app = app
+        self._hub: mcp.Hub | None = None
+        self._lock = threading.Lock()
+        # The tools allowed once, per chat (a session id): they do not ask again there.
+        self._allowed: dict[object, set[str]] = {}
+        self.consent_box: QMessageBox | None = None
+        self._open: dict[int, tuple[_Question, QMessageBox]] = {}
+        self._posted.connect(self.changed, Qt.ConnectionType.QueuedConnection)
+        self._asked.connect(self._on_asked, Qt.ConnectionType.QueuedConnection)
+        self._withdrawn.connect(self._on_withdrawn, Qt.ConnectionType.QueuedConnection)
+        app.config_changed.connect(self._on_config_changed)
+        if app.config.mcp_servers:
+            self.hub().start()
+
+    def hub(self) -> mcp.Hub:
+        """The hub, made on first use."""
+        if self._hub is None:
+            self._hub = mcp.Hub(self._app.config.mcp_servers, on_change=self._posted.emit)
+        return self._hub
+
+    def states(self) -> list[mcp.ServerState]:
+        """Every configured server as it stands."""
+        return self._hub.states() if self._hub is not None else []
+
+    def tool_source(
+        self, chat: object
+    ) -> Callable[[threading.Event], tuple[Sequence[Tool], int]] | None:
+        """What a reply's worker calls for this turn's MCP tools, or None with no server."""
+        cfg = self._app.config
+        if not any(server.enabled for server in cfg.mcp_servers):
+            return None
+        hub = self.hub()
+
+        def source(cancel: threading.Event) -> tuple[Sequence[Tool], int]:
+            def consent(name: str, arguments: str) -> str:
+                return self.ask(chat, name, arguments, cancel)
+
+            tools = hub.turn_tools(consent=consent, disabled=cfg.mcp_disabled_tools, cancel=cancel)
+            return tools, cfg.max_searches
+
+        return source
+
+    def ask(self, chat: object, name: str, arguments: str, cancel: threading.Event) -> str:
+        """Consent for one call; blocks the calling (worker) thread, never the GUI's."""
+        if name in self._app.config.mcp_allowed_tools:
+            return mcp.ALLOW_ALWAYS
+        with self._lock:
+            if name in self._allowed.get(chat, set()):
+                return mcp.ALLOW_ONCE
+        question = _Question(chat, name, arguments)
+        self._asked.emit(question)
+        while not question.done.wait(0.05):
+            if cancel.is_set():
+                self._withdrawn.emit(question)
+                return mcp.DENY
+        if question.answer == mcp.ALLOW_ONCE:
+            with self._lock:
+                self._allowed.setdefault(chat, set()).add(name)
+        return question.answer
+
+    def close(self) -> None:
+        """Deny what is still asked and stop every server."""
+        for question, box in list(self._open.values()):
+            question.done.set()
+            box.close()
+        self._open.clear()
+        self.consent_box = None
+        if self._hub is not None:
+            self._hub.on_change = None
+            self._hub.close()
+            self._hub = None
+
+    @Slot(object)
+    def _on_asked(self, question: _Question) -> None:
+        try:
+            shown = json.dumps(json.loads(question.arguments or "{}"), indent=2, ensure_ascii=False)
+        except ValueError:
+            shown = question.arguments
+        if len(shown) > ARGUMENTS_SHOWN:
+            shown = shown[:ARGUMENTS_SHOWN] + "…"
+        box = QMessageBox(QApplication.activeWindow())
+        box.setWindowTitle("Allow this tool?")
+        box.setAccessibleName("Allow this tool?")
+        box.setTextFormat(Qt.TextFormat.PlainText)
+        box.setIcon(QMessageBox.Icon.Question)
+        box.setText(f"The model wants to run the MCP tool {question.name}, with:\n\n{shown}")
+        box.setInformativeText(
+            "Allow once: it runs, and may run again in this chat without asking. "
+            "Deny: the model is told it may not."
+        )
+        once = box.addButton("Allow once", QMessageBox.ButtonRole.AcceptRole)
+        always = box.addButton("Always allow this tool", QMessageBox.ButtonRole.YesRole)
+        deny = box.addButton("Deny", QMessageBox.ButtonRole.RejectRole)
+        box.setDefaultButton(deny)
+        box.setEscapeButton(deny)
+        answers = {id(once): mcp.ALLOW_ONCE, id(always): mcp.ALLOW_ALWAYS}
+
+        def on_clicked(button: object) -> None:
+            self._open.pop(id(question), None)
+            question.answer = answers.get(id(button), mcp.DENY)
+            if question.answer == mcp.ALLOW_ALWAYS:
+                self._always(question.name)
+            question.done.set()
+            if self.consent_box is box:
+                self.consent_box = None
+
+        def on_destroyed() -> None:
+            # Its window closed first: the call is denied, the worker thread goes on.
+            if self._open.pop(id(question), None) is not None:
+                question.done.set()
+            if self.consent_box is box:
+                self.consent_box = None
+
+        box.buttonClicked.connect(on_clicked)
+        box.destroyed.connect(on_destroyed)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.setWindowModality(Qt.WindowModality.NonModal)
+        self._open[id(question)] = (question, box)
+        self.consent_box = box
+        box.show()
+        self.asked.emit(question.name)
+
+    @Slot(object)
+    def _on_withdrawn(self, question: _Question) -> None:
+        entry = self._open.pop(id(question), None)
+        if entry is not None:
+            entry[1].close()
+            if self.consent_box is entry[1]:
+                self.consent_box = None
+
+    def _always(self, name: str) -> None:
+        allowed = list(self._app.file_config.mcp_allowed_tools)
+        if name in allowed:
+            return
+        try:
+            self._app.save_settings({"mcp_allowed_tools": [*allowed, name]})
+        except config.ConfigError as exc:
+            log.warning("could not save that %s is always allowed: %s", name, exc)
+
+    @Slot(object)
+    def _on_config_changed(self, cfg: config.Config) -> None:
+        if self._hub is not None or cfg.mcp_servers:
+            self.hub().configure(cfg.mcp_servers)

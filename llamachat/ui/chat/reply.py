@@ -1,0 +1,420 @@
+"""One streaming reply: its worker and its History row, saved as it streams.
+
+`ReplyStream` adds the assistant row (status "streaming") and `start` runs a
+`StreamWorker` into it; a window shows it by attaching a `MessageView` (`attach`),
+and without one the reply is still streamed and saved. While text arrives the row
+is rewritten at most once a second, so a crash loses at most a second of it; the
+final save marks it "complete", "stopped" or "error", and `ended` says so.
+
+A reply that cannot be saved (a full disk) keeps its whole text in memory, marks
+its view "not saved", and tries again every second until a save goes through
+(`saved`); `is_saved` tells whether History holds what the view shows.
+
+A retry (`replaces`, the id of the reply it answers again) leaves the earlier reply
+in History until the new one has answer text (reasoning alone is not enough): only
+then is the new row added beside it, as another version of the reply
+(`keep_replaced`, Regenerate) or in its place (a failed or stopped reply: it and
+what followed it are deleted). An attempt that ends with no answer text keeps the
+earlier reply as the one shown (`kept_earlier`).
+
+A new reply's row is added as soon as its request is on the wire (`start`), not
+before: the disk is not on the way to the server. Errors: a row that cannot be added
+then is tried again at each save; a save that fails is reported through
+`save_failed` and retried, the text kept in memory meanwhile.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Literal
+
+from PySide6.QtCore import QObject, QTimer, Signal, Slot
+
+from llamachat.history.store import History, HistoryError
+from llamachat.router import client as backend
+from llamachat.router import providers
+from llamachat.tools import SearchConfig, SkillsConfig
+from llamachat.ui.chat.worker import StreamWorker, ToolSource, WorkerThreads
+
+if TYPE_CHECKING:
+    # Only a window attaches a view: the reply itself loads no widget module.
+    from llamachat.ui.views.messages import MessageView
+
+log = logging.getLogger(__name__)
+
+SAVE_INTERVAL_MS = 1000
+# How long `start` waits for the request to be on the wire before the window goes on
+# building its views: the worker thread needs the GIL to send, and view building holds it.
+SEND_WAIT_MS = 10
+
+
+class ReplyStream(QObject):
+    """An assistant reply streaming into its History row (and a view, when attached)."""
+
+    search_started = Signal(str)
+    skill_loaded = Signal(str)
+    progress = Signal(object)  # llama.cpp's prompt_progress: total, cache, processed, time_ms
+    timings = Signal(object)  # the figures so far (prompt_n, cache_n, predicted_n...)
+    # object, not dict: PySide converts a dict signal through QVariantMap, which may drop it.
+    stats = Signal(object)
+    save_failed = Signal(str)
+    saved = Signal()
+    ended = Signal(str, str)
+
+    def __init__(
+        self,
+        history: History,
+        registry: providers.Registry,
+        *,
+        session_id: int,
+        model: str,
+        messages: list[dict],
+        search_cfg: SearchConfig | None = None,
+        skills_cfg: SkillsConfig | None = None,
+        params: dict | None = None,
+        replaces: int | None = None,
+        tool_source: ToolSource | None = None,
+        keep_replaced: bool = False,
+        parent: QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.history = history
+        self.session_id = session_id
+        self.model = model
+        # Added once the request is out (start), or for a retry once it has text, so the
+        # earlier reply stays till then.
+        self.message_id: int | None = None
+        self.view: MessageView | None = None
+        self.kept_earlier = False
+        self._replaces = replaces
+        self._keep_replaced = keep_replaced
+        # Regenerate: a reply that ends with text is one more version of the one it retried.
+        self.adds_version = replaces is not None and keep_replaced
+        # A retry's row answers what the replaced reply answered; a new reply's, the question.
+        self._parent_id: int | None | Literal["active"] = (
+            next(
+                (m["parent_id"] for m in history.messages(session_id) if m["id"] == replaces), None
+            )
+            if replaces is not None
+            else "active"
+        )
+        client, wire_model = registry.client_for(model)
+        self._worker = StreamWorker(
+            client,
+            wire_model,
+            messages,
+            search_cfg=search_cfg,
+            skills_cfg=skills_cfg,
+            # A provider's model is renamed on the way; only llama.cpp's router takes LLAMA_PARAMS.
+            params={**(backend.LLAMA_PARAMS if wire_model == model else {}), **(params or {})}
+            or None,
+            tool_source=tool_source,
+        )
+        self._worker.content.connect(self._on_content)
+        self._worker.reasoning.connect(self._on_reasoning)
+        self._worker.search_started.connect(self._on_search_started)
+        self._worker.search_finished.connect(self._on_search_finished)
+        self._worker.skill_loaded.connect(self._on_skill_loaded)
+        self._worker.tool_finished.connect(self._on_tool_finished)
+        self._worker.stats.connect(self._on_stats)
+        self._worker.progress.connect(self._on_progress)
+        self._worker.timings.connect(self._on_timings)
+        self._worker.failed.connect(self._on_failed)
+        self._worker.finished.connect(self._on_finished)
+        # The reply's own copy of its text: what History is given, with or without a view,
+        # and kept until History has taken it.
+        self._content: list[str] = []
+        self._reasoning: list[str] = []
+        # The MCP calls made, as History stores them (`stored_call`).
+        self._tool_calls: list[dict] = []
+        self._usage: dict = {}
+        self._timings: dict = {}
+        # When the request left, and how long the first token took (ms; None until it came).
+        self._sent = time.monotonic()
+        self._ttft_ms: float | None = None
+        self._reading = False
+        self._error = ""
+        self._status = "streaming"
+        self._dirty = False
+        # The last save error while History lags behind the text; '' once it holds it all.
+        self._unsaved = ""
+        # Set when the reply ends: a stopped worker may still deliver events, which are dropped.
+        self._ended = False
+        self._save_timer = QTimer(self)
+        self._save_timer.setInterval(SAVE_INTERVAL_MS)
+        self._save_timer.timeout.connect(self._on_save_due)
+
+    def row(self) -> dict:
+        """The reply as a History row, to build its view from."""
+        return {
+            "id": self.message_id,
+            "session_id": self.session_id,
+            "role": "assistant",
+            "content": "".join(self._content),
+            "reasoning": "".join(self._reasoning),
+            "model": self.model,
+            "status": "streaming",
+            "error": "",
+        }
+
+    def attach(self, view: MessageView) -> None:
+        """Show the reply in `view` from now on (a window's; the reply works without one)."""
+        self.view = view
+        # The view may go first (another chat opened) while an unsaved reply waits for room.
+        view.destroyed.connect(self._on_view_destroyed)
+
+    def start(self, threads: WorkerThreads) -> None:
+        """Run the worker on a thread of `threads` and start the once-a-second save.
+
+        Returns once the request is on the wire, or after SEND_WAIT_MS (a connection
+        still being made, a server far away).
+        """
+        self._sent = time.monotonic()
+        threads.start(self._worker)
+        self._save_timer.start()
+        self._worker.wait_sent(SEND_WAIT_MS / 1000)
+        if self._replaces is None:
+            # The reply's row, while the server reads the request rather than before.
+            try:
+                self._add_row()
+            except HistoryError as exc:
+                # Tried again with each save; the view says so once text is at stake.
+                log.warning("reply row not added: %s", exc)
+
+    def request_sent(self) -> bool:
+        """True once the reply's request has been written to the server."""
+        return self._worker.wait_sent(0)
+
+    def stop(self) -> None:
+        """Stop the reply now, keeping what arrived (saved as "stopped")."""
+        if self._ended:
+            return
+        # The worker may be blocked in a socket read; it is cancelled and left to unwind on
+        # its own thread while the window moves on, so Stop never waits on the network.
+        self._worker.cancel()
+        self._end("stopped")
+
+    def is_saved(self) -> bool:
+        """True when History holds everything the reply shows (always, unless saves failed)."""
+        return not self._unsaved and not (self._ended and self._dirty)
+
+    def save(self) -> bool:
+        """Try now to save what History lacks; True when it holds the whole reply."""
+        if self._dirty or self._unsaved:
+            self._write()
+        return self.is_saved()
+
+    def figures(self) -> tuple[dict, dict]:
+        """The reply's usage and timings so far (timings with `ttft_ms`, once known)."""
+        timings = dict(self._timings)
+        if self._ttft_ms is not None:
+            timings["ttft_ms"] = round(self._ttft_ms, 1)
+        return dict(self._usage), timings
+
+    def _first_token(self) -> None:
+        if self._ttft_ms is None:
+            self._ttft_ms = (time.monotonic() - self._sent) * 1000
+        if self._reading:
+            self._reading = False
+            if self.view is not None:
+                self.view.set_progress(None)
+
+    @Slot(object)
+    def _on_progress(self, progress: object) -> None:
+        if not self._ended and isinstance(progress, dict):
+            self._reading = True
+            if self.view is not None:
+                self.view.set_progress(progress)
+            self.progress.emit(progress)
+
+    @Slot(object)
+    def _on_timings(self, timings: object) -> None:
+        if not self._ended and isinstance(timings, dict):
+            self._timings = dict(timings)
+            self.timings.emit(self._timings)
+
+    @Slot(str)
+    def _on_content(self, text: str) -> None:
+        if not self._ended:
+            if self._ttft_ms is None or self._reading:
+                self._first_token()
+            self._content.append(text)
+            self._dirty = True
+            if self.view is not None:
+                self.view.append_content(text)
+
+    @Slot(str)
+    def _on_reasoning(self, text: str) -> None:
+        if not self._ended:
+            if self._ttft_ms is None or self._reading:
+                self._first_token()
+            self._reasoning.append(text)
+            self._dirty = True
+            if self.view is not None:
+                self.view.append_reasoning(text)
+
+    @Slot(str)
+    def _on_search_started(self, query: str) -> None:
+        if not self._ended:
+            self.search_started.emit(query)
+
+    @Slot(object)
+    def _on_search_finished(self, result: object) -> None:
+        if not self._ended and isinstance(result, dict) and self.view is not None:
+            self.view.add_search(
+                str(result.get("query", "")),
+                list(result.get("results") or []),
+                str(result.get("error") or ""),
+                title=str(result.get("title") or "Searched"),
+            )
+
+    @Slot(str)
+    def _on_skill_loaded(self, name: str) -> None:
+        if not self._ended:
+            self.skill_loaded.emit(name)
+
+    @Slot(object)
+    def _on_tool_finished(self, record: object) -> None:
+        if not self._ended and isinstance(record, dict):
+            self._tool_calls.append(stored_call(record, len(self._tool_calls)))
+            self._dirty = True
+            if self.view is not None:
+                self.view.add_tool_call(self._tool_calls[-1])
+
+    @Slot(object)
+    def _on_stats(self, stats: object) -> None:
+        if not self._ended and isinstance(stats, dict):
+            self._usage = dict(stats.get("usage") or {})
+            self._timings = dict(stats.get("timings") or {})
+            if self.view is not None:
+                self.view.set_stats(*self.figures())
+            self.stats.emit(stats)
+
+    @Slot(str, object)
+    def _on_failed(self, message: str, error: object) -> None:
+        if not self._ended:
+            self._error = message or "The reply failed."
+
+    @Slot()
+    def _on_finished(self) -> None:
+        if not self._ended:
+            self._end("error" if self._error else "complete")
+
+    @Slot()
+    def _on_save_due(self) -> None:
+        if self._dirty or self._unsaved:
+            self._write()
+        if self._ended and self.is_saved():
+            self._save_timer.stop()
+            self.deleteLater()
+
+    @Slot()
+    def _on_view_destroyed(self) -> None:
+        self.view = None
+
+    def _write(self) -> None:
+        """Save the reply as it is now; on failure keep it in memory and say so once."""
+        if self._retry_without_text():
+            return  # the earlier reply stays as it is
+        # Cleared first: text arriving during a failed save must not be marked saved.
+        self._dirty = False
+        final = self._ended
+        usage, timings = self.figures()
+        try:
+            message_id = self.message_id
+            if message_id is None:
+                if self._replaces is not None and not self._keep_replaced:
+                    # The new attempt has text: the failed one (and what followed) gives way.
+                    self.history.delete_branch(self._replaces)
+                message_id = self._add_row()
+                self._replaces = None
+            self.history.update_message(
+                message_id,
+                content="".join(self._content),
+                reasoning="".join(self._reasoning),
+                tool_calls=self._tool_calls or None,
+                # None leaves a field as it is: the outcome is saved once the reply ended.
+                status=self._status if final else None,
+                error=self._error if final else None,
+                usage=usage if final else None,
+                timings=timings if final else None,
+            )
+        except HistoryError as exc:
+            self._dirty = True
+            if not self._unsaved:
+                log.warning("reply %s not saved: %s", self.message_id, exc)
+                if self.view is not None:
+                    self.view.set_unsaved(str(exc))
+                self.save_failed.emit(str(exc))
+            self._unsaved = str(exc)
+            return
+        if self._unsaved:
+            self._unsaved = ""
+            if self.view is not None:
+                self.view.set_unsaved("")
+            self.saved.emit()
+
+    def _retry_without_text(self) -> bool:
+        """A retry with no answer text yet: it has no row, and must not add one.
+
+        A new reply whose row could not be added at the start is not one: each save
+        tries to add it again, text or not, so its outcome is kept.
+        """
+        return self.message_id is None and self._replaces is not None and not self._content
+
+    def _add_row(self) -> int:
+        self.message_id = message_id = self.history.add_message(
+            self.session_id,
+            "assistant",
+            "",
+            model=self.model,
+            status="streaming",
+            parent=self._parent_id,
+        )
+        if self.view is not None:
+            self.view.set_message_id(message_id)
+        return message_id
+
+    def _end(self, status: str) -> None:
+        self._ended = True
+        self._status = status
+        if self._retry_without_text():
+            # The earlier reply stays as it was, and this attempt has nothing History
+            # should take.
+            self.kept_earlier = True
+            self._dirty = False
+        else:
+            self._dirty = True
+            self._write()
+        if self.view is not None:
+            self.view.finish()
+            self.view.set_progress(None)
+            if self._timings or self._usage:
+                # Stopped or failed: the figures so far, which no stats event will bring.
+                self.view.set_stats(*self.figures())
+            self.view.set_status(status, self._error)
+        self.ended.emit(status, self._error)
+        if self.is_saved():
+            self._save_timer.stop()
+            # The window lets go of a reply once it ended; the worker may outlive it.
+            self.deleteLater()
+        else:
+            # Kept, with its text, until a save goes through (the timer retries each second).
+            self._save_timer.start()
+
+
+def stored_call(record: dict, index: int) -> dict:
+    """An MCP call's `mcp_done` record as History keeps it in a message's tool_calls.
+
+    The OpenAI shape (id, type, function) that exports read, plus what the view shows.
+    """
+    return {
+        "id": f"mcp_{index}",
+        "type": "function",
+        "function": {"name": record.get("name", ""), "arguments": record.get("arguments", "")},
+        "server": record.get("server", ""),
+        "result": record.get("result", ""),
+        "status": record.get("status", ""),
+        "images": record.get("images") or [],
+    }

@@ -1,0 +1,539 @@
+"""One conversation's actions and state, shared by the chat window and the quick window.
+
+`Conversation(app, mode=...)` owns the open session, the loaded skills, the edit
+state and its `outbox` (`outbox.Outbox`), which builds every request with `turn`
+and streams its reply (`reply.ReplyStream`). Windows forward what the user does (`submit`, `stop`, `retry`, `edit`,
+`load_skill`, `unload_skill`, `new_session`, `open_session`) and turn its signals
+into widgets: `message_added` (show a sent message), `messages_reset` (show these
+rows instead), `versions_changed` (a message gained a version), `reply_started`
+(attach a view to the reply), `reply_ended`, `skills_changed`, `skills_suggested`
+(mentions to offer, not load), `store_changed`, `session_changed` and `notice` (say
+something).
+It loads no widget module, so a test drives it with no window at all.
+
+A session is a tree (`db`): Regenerate adds another version of a reply, sending an
+edited message adds another version of it with a fresh reply, and `show_version`
+switches the path shown (and sent) to another one. `fork` copies the path up to a
+message into a new chat.
+
+Two modes:
+    chat     one session for many turns; the loaded skills are the session's
+             (`History.set_skills`) and the system message is cached, byte-identical
+             from turn to turn until the preset, web search or the skills change.
+    oneshot  every question is a new session of mode "oneshot"; the skills named in
+             it (and those the model loads) serve that one reply and are dropped after.
+
+What the model is sent is what the user sees: a reply that could not be saved (a
+full disk) is saved again before the next request, and no request goes out while
+it is not. A retry keeps the earlier reply until the new one has answer text.
+
+Errors: none raised. History failures become a `notice` and the action is not done.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Literal
+
+from PySide6.QtCore import QObject, QTimer, Signal, Slot
+
+from llamachat import params, prompts, turn
+from llamachat.config import Config
+from llamachat.history.store import History, HistoryError, MessageRow, SessionRow
+from llamachat.skills import SkillStore
+from llamachat.ui.chat.context_watch import ContextWatch
+from llamachat.ui.chat.outbox import Outbox
+from llamachat.ui.chat.worker import WorkerThreads
+
+if TYPE_CHECKING:
+    # The App's module shows dialogs; the conversation only reads its state and signals.
+    from llamachat.ui.app import App
+
+CHAT = "chat"
+ONESHOT = "oneshot"
+
+# What `submit` did with a draft; the window clears its composer after SENT and HELD.
+SENT = "sent"  # the message was saved and its reply started
+HELD = "held"  # only skills were named: loaded, nothing sent
+BUSY = "busy"  # a reply is still coming
+NO_MODEL = "no_model"  # no model to answer (the window says what to do)
+NOT_SENT = "not_sent"  # History could not take it; a notice said why
+EMPTY = "empty"  # nothing to send
+TOO_BIG = "too_big"  # it would overflow the model's context; `too_big` said so, nothing sent
+
+
+class Conversation(QObject):
+    """A conversation's session, skills, edit state and reply, driven by a window (or a test)."""
+
+    session_changed = Signal(object)  # the session id now (None: a chat not saved yet)
+    message_added = Signal(object)  # the user message just saved (a History row)
+    messages_reset = Signal(object)  # the rows to show instead of what is shown
+    versions_changed = Signal(int, list)  # a message shown, the ids of all its versions
+    reply_started = Signal(object)  # the ReplyStream: attach a view before returning
+    reply_ended = Signal(str, str)  # status, error
+    skills_changed = Signal(list)  # the loaded skills, in load order
+    store_changed = Signal(object)  # the SkillStore now (None: skills off), or its names changed
+    # The skills the last message only mentioned by a one-word name: offered, not loaded.
+    skills_suggested = Signal(list)
+    # object, not dict: PySide converts a dict signal through QVariantMap, which may drop it.
+    stats = Signal(object)
+    notice = Signal(str, int)  # text, how long to show it in ms (0 keeps it)
+    too_big = Signal(object)  # a context_watch.Overflow: the message was not sent
+
+    def __init__(
+        self,
+        app: App,
+        *,
+        mode: str = CHAT,
+        model: str = "",
+        preset: Callable[[], str] | None = None,
+        prompt: Callable[[], tuple[str, str]] | None = None,
+        images: Callable[[str], bool] | None = None,
+        parent: QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        if mode not in (CHAT, ONESHOT):
+            raise ValueError(f"mode must be {CHAT!r} or {ONESHOT!r}, got {mode!r}")
+        self.app = app
+        self.mode = mode
+        self.model = model
+        # What the window knows and the conversation asks when it builds a request.
+        self._preset = preset or (lambda: "")
+        self._prompt = prompt or (lambda: (prompts.DEFAULT_NAME, ""))
+        self._images = images or (lambda _model: False)
+        self.threads = WorkerThreads(self)
+        cfg = app.config
+        self.store: SkillStore | None = turn.skill_store(cfg)
+        self._skills_from = (cfg.skill_roots(), cfg.skills_enabled)
+        self.search_on = cfg.search_enabled
+        self._session_id: int | None = None
+        self._loaded: list[str] = []
+        # One-shot: the skills the question asked for, which a retry asks for again.
+        self._asked: list[str] = []
+        # The request parameters this chat overrides (params.PARAMS names).
+        self._params: dict = {}
+        self._edit_from: int | None = None
+        # Builds the requests (the system message cached) and keeps the replies.
+        self.outbox = Outbox(self, preset=self._preset, prompt=self._prompt, images=self._images)
+        self.outbox.started.connect(self.reply_started)
+        self.outbox.search_started.connect(self._on_search_started)
+        self.outbox.skill_loaded.connect(self._on_skill_loaded)
+        self.outbox.stats.connect(self.stats)
+        self.outbox.over.connect(self._on_reply_over)
+        self.outbox.messages_reset.connect(self.messages_reset)
+        self.outbox.versions_changed.connect(self.versions_changed)
+        self.outbox.ended.connect(self.reply_ended)
+        self.outbox.notice.connect(self.notice)
+        app.config_changed.connect(self._on_config_changed)
+        # The next request's size, for the meter and the check before each send.
+        self.context = ContextWatch(self)
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def history(self) -> History:
+        """The chat history: the App's."""
+        return self.app.history
+
+    @property
+    def cfg(self) -> Config:
+        """The configuration in effect: the App's."""
+        return self.app.config
+
+    @property
+    def session_id(self) -> int | None:
+        """The open session's id; None until the first message of a new chat is sent."""
+        return self._session_id
+
+    def is_streaming(self) -> bool:
+        """True while a reply streams."""
+        return self.outbox.reply is not None
+
+    def loaded_skills(self) -> list[str]:
+        """The skills in effect, in load order (one-shot: for the next or the current answer)."""
+        return list(self._loaded)
+
+    def missing_skills(self) -> list[str]:
+        """The loaded skills no longer on disk, in load order (the model does not get them)."""
+        return [name for name in self._loaded if not self._is_loadable(name)]
+
+    def set_search_on(self, on: bool) -> None:
+        """Offer the model web search or not (chat mode; one-shot follows the config)."""
+        if on != self.search_on:
+            self.search_on = on
+            self.outbox.forget_system()
+
+    def system_text_changed(self) -> None:
+        """The preset's text changed: the next request builds its system message again."""
+        self.outbox.forget_system()
+
+    # ------------------------------------------------------------------ sessions
+
+    def new_session(self) -> None:
+        """Start an empty conversation: no messages, no skills; saved on the first send."""
+        self.stop()
+        self._session_id = None
+        self._edit_from = None
+        self._set_loaded([], persist=False)
+        self._params = {}
+        self.session_changed.emit(None)
+
+    def open_session(self, session_id: int) -> tuple[SessionRow, list[MessageRow]] | None:
+        """Open a stored session with its skills; its row and messages, None when it is gone."""
+        session = self.history.get_session(session_id)
+        if session is None:
+            return None
+        self.stop()
+        self._session_id = session_id
+        self._edit_from = None
+        # A skill gone from disk stays listed (as missing) until the user removes it.
+        self._set_loaded(list(session.get("skills") or []), persist=False)
+        self._params = self.history.session_params(session_id)
+        messages = self.outbox.settled_messages(session_id)
+        self.session_changed.emit(session_id)
+        return session, messages
+
+    def leave_session(self) -> None:
+        """Let go of the session without touching it (one-shot: it went on to the chat)."""
+        self.stop()
+        self._session_id = None
+        self._set_loaded([], persist=False)
+        self._params = {}
+
+    # ------------------------------------------------------------------ parameters
+
+    def params(self) -> dict:
+        """The request parameters this chat overrides (its own, not the config's defaults)."""
+        return dict(self._params)
+
+    def default_params(self, model: str | None = None) -> dict:
+        """The parameters the config gives `model` (default: the chat's) and the chat's preset."""
+        model = self.model if model is None else model
+        return params.effective(
+            self.cfg.model_params,
+            self.cfg.preset_params,
+            model=model,
+            preset=self._prompt()[0],
+            chat={},
+        )
+
+    def set_params(self, values: dict) -> None:
+        """Override request parameters for this chat from the next request on (saved with it)."""
+        self._params = {k: v for k, v in values.items() if v is not None}
+        if self._session_id is not None:
+            self.history.set_session_params(self._session_id, self._params)
+
+    # ------------------------------------------------------------------ skills
+
+    def load_skill(self, name: str) -> bool:
+        """Load a skill into the system message; True when it was not loaded before."""
+        if self.store is None or name in self._loaded or self.store.load(name) is None:
+            return False
+        self._set_loaded([*self._loaded, name])
+        return True
+
+    def unload_skill(self, name: str) -> bool:
+        """Drop a skill from the system message; True when it was loaded."""
+        if name not in self._loaded:
+            return False
+        self._set_loaded([n for n in self._loaded if n != name])
+        return True
+
+    def _set_loaded(self, names: list[str], *, persist: bool = True) -> None:
+        self._loaded = list(names)
+        self.outbox.forget_system()
+        if persist and self.mode == CHAT and self._session_id is not None:
+            try:
+                self.history.set_skills(self._session_id, self._loaded)
+            except HistoryError as exc:
+                self.notice.emit(f"The chat's skills could not be saved: {exc}", 0)
+        self.skills_changed.emit(self.loaded_skills())
+
+    def _offered_skills(self) -> tuple[list[str], dict[str, str]]:
+        """What a `/` completer offers: the user's skill names and descriptions."""
+        if self.store is None:
+            return [], {}
+        return self.store.user_names(), self.store.descriptions()
+
+    def _is_loadable(self, name: str) -> bool:
+        return self.store is not None and self.store.load(name) is not None
+
+    # ------------------------------------------------------------------ sending
+
+    def submit(self, text: str, attachments: list[dict] | None = None) -> str:
+        """Send a typed message (loading the skills it names); what was done (SENT, HELD...)."""
+        attachments = list(attachments or [])
+        if self.is_streaming():
+            return BUSY
+        if not text.strip() and not attachments:
+            return EMPTY
+        # Before the request leaves, only the skills folders are looked at (a skill added
+        # or removed: a few stat calls); every SKILL.md (500 of them cost ~2.5 ms) is
+        # re-checked once it has left. A loaded skill's own file is checked as it is
+        # loaded into the request, so the model never gets an old text.
+        offered = self._offered_skills()
+        if self.store is not None:
+            self.store.refresh(files=False)
+        question = turn.parse_question(
+            text, self.store, always=self.cfg.skill_mentions, refresh=False
+        )
+        loaded = [name for name in question.skills if self.load_skill(name)]
+        suggested = [name for name in question.suggested if name not in self._loaded]
+        if not question.text.strip() and not attachments:
+            self._recheck_skills(offered)
+            self.skills_suggested.emit(suggested)
+            if self.mode == ONESHOT:
+                if self._loaded:
+                    self.notice.emit(
+                        f"Skill {', '.join(self._loaded)} will be used for the next question.", 0
+                    )
+            elif question.commands:
+                self.notice.emit(
+                    f"Skill {', '.join(question.commands)} loaded; nothing was sent.", 8000
+                )
+            return HELD
+        if self.mode == CHAT:
+            if loaded:
+                self.notice.emit(f"Loaded skill {', '.join(loaded)}.", 8000)
+            elif question.commands:
+                self.notice.emit(f"Already loaded: {', '.join(question.commands)}.", 8000)
+        # After the request left (or when none leaves): the window's completer is rebuilt
+        # only when what it offers changed on disk.
+        QTimer.singleShot(0, self, lambda: self._recheck_skills(offered))
+        if not self.model:
+            return NO_MODEL
+        if not self.save_unsaved():
+            return NOT_SENT
+        overflow = self.context.check(question.text, attachments)
+        if overflow is not None:
+            self.too_big.emit(overflow)
+            return TOO_BIG
+        try:
+            row = self._add_question(question.text, attachments)
+        except HistoryError as exc:
+            self.notice.emit(f"Not sent: the message could not be saved. {exc}", 0)
+            return NOT_SENT
+        self.outbox.start(self.model, show=lambda: self.message_added.emit(row))
+        # After the message: a new chat's session_changed, which clears them, comes first.
+        self.skills_suggested.emit(suggested)
+        if suggested and self.mode == ONESHOT:
+            # The quick window has no suggestion chips: say how to use the skill instead.
+            commands = " ".join(f"/{name}" for name in suggested)
+            self.notice.emit(
+                f"Mentioned, not loaded: skill {', '.join(suggested)} (add {commands} to "
+                "the question to use it).",
+                8000,
+            )
+        return SENT
+
+    def _recheck_skills(self, offered: tuple[list[str], dict[str, str]]) -> None:
+        """Re-check every SKILL.md; say so when what a `/` completer offers changed."""
+        if self.store is not None:
+            self.store.refresh()
+        if self._offered_skills() != offered:
+            self.store_changed.emit(self.store)
+
+    def _add_question(self, text: str, attachments: list[dict]) -> dict:
+        """Save the user's message (a new session when needed) and return its row."""
+        model = self.model
+        if self.mode == ONESHOT:
+            session_id = self.history.create_session(
+                ONESHOT, model, prompt_name=prompts.DEFAULT_NAME
+            )
+            self._session_id = session_id
+            self._asked = list(self._loaded)
+            self.session_changed.emit(session_id)
+        elif self._session_id is None:
+            name, custom = self._prompt()
+            session_id = self.history.create_session(
+                CHAT, model, prompt_name=name, prompt_custom=custom
+            )
+            self._session_id = session_id
+            if self._loaded:
+                self.history.set_skills(session_id, self._loaded)
+            if self._params:
+                self.history.set_session_params(session_id, self._params)
+            self.session_changed.emit(session_id)
+        else:
+            session_id = self._session_id
+        parent: int | None | Literal["active"] = "active"
+        versions: list[int] = []
+        if self._edit_from is not None and self.mode == CHAT:
+            # The edit is a new version of the message: the old one stays a branch.
+            path = self.history.messages(session_id)
+            at = next((n for n, m in enumerate(path) if m["id"] == self._edit_from), None)
+            self._edit_from = None
+            if at is not None:
+                parent = path[at]["parent_id"]
+                versions = path[at]["versions"] or [path[at]["id"]]
+                self.messages_reset.emit(path[:at])
+        message_id = self.history.add_message(
+            session_id, "user", text, attachments=attachments, model=model, parent=parent
+        )
+        return {
+            "id": message_id,
+            "session_id": session_id,
+            "parent_id": None if parent == "active" else parent,
+            "role": "user",
+            "content": text,
+            "reasoning": "",
+            "attachments": attachments,
+            "model": model,
+            "status": "complete",
+            "error": "",
+            "versions": [*versions, message_id] if versions else [],
+        }
+
+    def stop(self) -> bool:
+        """Stop the reply now, keeping what arrived ("stopped"); True when one was streaming.
+
+        With no reply, it leaves editing (sending adds a new message again).
+        """
+        if self.outbox.stop():
+            return True
+        if self._edit_from is not None:
+            self._edit_from = None
+            self.notice.emit("No longer editing: sending adds a new message.", 8000)
+        return False
+
+    def retry(self, message_id: object) -> bool:
+        """Ask again for a reply; once the new one has text it is shown in its place.
+
+        A complete reply stays as an earlier version; a failed or stopped one (and
+        what followed it) is replaced.
+        """
+        if self._session_id is None or not isinstance(message_id, int):
+            return False
+        self.stop()
+        rows = self.history.messages(self._session_id)
+        if not any(row["id"] == message_id for row in rows):
+            return False
+        if self.mode == ONESHOT:
+            question = next((row for row in rows if row["role"] == "user"), None)
+            model = (question["model"] if question else "") or self.model
+            self._set_loaded(self._asked)
+        else:
+            model = self.model
+        if not model:
+            self.notice.emit("No model to answer: pick one in the Model list.", 8000)
+            return False
+        if not self.save_unsaved():
+            return False
+        target = next(row for row in rows if row["id"] == message_id)
+        return self.outbox.start(
+            model,
+            replaces=message_id,
+            keep_replaced=target["status"] == "complete",
+            show=lambda: self.messages_reset.emit([row for row in rows if row["id"] < message_id]),
+        )
+
+    def edit(self, message_id: object) -> MessageRow | None:
+        """The sent message to put back in the composer (None when there is none).
+
+        In chat mode, sending next adds the new text as another version of it (the old
+        one and its replies stay a branch); a one-shot question is asked again as a new one.
+        """
+        if self._session_id is None:
+            return None
+        if self.mode == ONESHOT and self.is_streaming():
+            return None
+        message = next(
+            (m for m in self.history.messages(self._session_id) if m["id"] == message_id), None
+        )
+        if message is None or message["role"] != "user":
+            return None
+        if self.mode == CHAT:
+            self.stop()
+            self._edit_from = message["id"]
+            self.notice.emit(
+                "Editing: sending makes a new version of this message; the old one stays "
+                "(‹ › on the message switches).",
+                8000,
+            )
+        return message
+
+    def show_version(self, message_id: object) -> bool:
+        """Show (and send from now on) the path through this version of a message."""
+        if self._session_id is None or not isinstance(message_id, int):
+            return False
+        if self.is_streaming():
+            self.notice.emit("Wait for the reply to finish, or stop it, to switch versions.", 8000)
+            return False
+        try:
+            path = self.history.select_version(self._session_id, message_id)
+        except HistoryError as exc:
+            self.notice.emit(f"That version could not be shown: {exc}", 0)
+            return False
+        self._edit_from = None
+        self.messages_reset.emit(path)
+        return True
+
+    def fork(self, message_id: object) -> int | None:
+        """A new chat with this chat's path up to `message_id`, its skills and prompt; its id."""
+        if self._session_id is None or not isinstance(message_id, int):
+            return None
+        try:
+            return self.history.fork(self._session_id, message_id)
+        except HistoryError as exc:
+            self.notice.emit(f"The new chat could not be made: {exc}", 0)
+            return None
+
+    def save_unsaved(self) -> bool:
+        """Save the replies History could not take yet; True when none is left behind.
+
+        No request is sent while one is left: the model would be given a conversation
+        other than the one on screen.
+        """
+        return self.outbox.save_unsaved()
+
+    def close(self) -> None:
+        """Stop the reply and try once more to save the replies History could not take."""
+        self.stop()
+        self.context.close()
+        self.outbox.close()
+
+    # ------------------------------------------------------------------ requests
+
+    def system_message(self) -> str:
+        """The system message the next request starts with (chat mode's, cached)."""
+        return self.outbox.system_message()
+
+    def next_turn(self, model: str | None = None, *, before: int | None = None) -> turn.Turn:
+        """The next request to `model` (default: the conversation's), from the saved messages.
+
+        `before` leaves out that message and those after it (a retry's earlier reply).
+        """
+        return self.outbox.next_turn(self.model if model is None else model, before=before)
+
+    # ------------------------------------------------------------------ reply events
+
+    @Slot(str)
+    def _on_search_started(self, query: str) -> None:
+        if self.mode == CHAT:
+            self.notice.emit(f"Searching the web for “{query}”…", 8000)
+
+    @Slot(str)
+    def _on_skill_loaded(self, name: str) -> None:
+        # One-shot: the chips show it; the answer's notice line stays for problems.
+        if self.load_skill(name) and self.mode == CHAT:
+            self.notice.emit(f"The model loaded skill {name}.", 8000)
+
+    @Slot()
+    def _on_reply_over(self) -> None:
+        if self.mode == ONESHOT:
+            # The skills served this answer only.
+            self._set_loaded([], persist=False)
+
+    # ------------------------------------------------------------------ history and config
+
+    @Slot(object)
+    def _on_config_changed(self, cfg: Config) -> None:
+        """Follow the skills folders of settings saved in any window."""
+        skills_from = (cfg.skill_roots(), cfg.skills_enabled)
+        if skills_from != self._skills_from:
+            self._skills_from = skills_from
+            self.store = turn.skill_store(cfg)
+            self._set_loaded([name for name in self._loaded if self._is_loadable(name)])
+            self.store_changed.emit(self.store)
+        # The system message's date note and max_searches are read from cfg at each send.
+        self.outbox.forget_system()

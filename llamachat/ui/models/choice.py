@@ -1,0 +1,118 @@
+"""The chat window's model: the picker's choice applied to the chat, and the star saved.
+
+`ModelChoice(app, chat, picker=..., composer=..., meter=...)` applies the model the
+picker (or an opened chat) chooses to the conversation, the picker, the composer
+(which attaches images only for a model that reads them) and the context meter,
+and remembers it on the open chat. It passes each listing on (`listed`) once the
+composer knows the listed models' modalities, saves the starred default model to
+the settings and shows the default of settings saved in any window.
+
+Errors: none raised; a default that cannot be saved is a `problem`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QObject, Signal, Slot
+
+from llamachat.config import Config, ConfigError
+from llamachat.router.models import ModelInfo
+from llamachat.ui.views.notice import STATUS_MS
+
+if TYPE_CHECKING:
+    from llamachat.ui.app import App
+    from llamachat.ui.chat.session import Conversation
+    from llamachat.ui.models.picker import ModelPicker
+    from llamachat.ui.views.composer import Composer
+    from llamachat.ui.views.meter import ContextMeter
+
+
+class ModelChoice(QObject):
+    """Keeps the chat's model, the picker, the composer and the meter in step."""
+
+    changed = Signal(str)  # the model new replies come from, when it changed
+    listed = Signal(list)  # the models just listed (ModelInfo)
+    # A status-bar line (timeout in ms).
+    status = Signal(str, int)
+    # A problem the user must act on, shown whole until dismissed.
+    problem = Signal(str)
+
+    def __init__(
+        self,
+        app: App,
+        chat: Conversation,
+        *,
+        picker: ModelPicker,
+        composer: Composer,
+        meter: ContextMeter,
+        parent: QObject,
+    ) -> None:
+        super().__init__(parent)
+        self._app = app
+        self._chat = chat
+        self._picker = picker
+        self._composer = composer
+        self._meter = meter
+        self._models: dict[str, ModelInfo] = {}
+        picker.model_changed.connect(self.set_model)
+        picker.models_listed.connect(self._on_models_listed)
+        picker.default_changed.connect(self._on_default_changed)
+        # A reply is activity: the idle unload (routers that cannot sleep) waits again.
+        chat.reply_started.connect(lambda _reply: picker.idle.note_activity())
+        chat.reply_ended.connect(lambda _status, _error: picker.idle.note_activity())
+        app.config_changed.connect(self._on_config_changed)
+
+    def models(self) -> list[ModelInfo]:
+        """The models last listed by the router and providers."""
+        return list(self._models.values())
+
+    def reads_images(self, model: str) -> bool:
+        """Whether `model` reads images (as far as its listing says)."""
+        return "image" in self._picker.modalities(model)
+
+    @Slot(str)
+    def set_model(self, model_id: str) -> None:
+        """Answer with `model_id` from now on (remembered on the open chat)."""
+        self.apply(model_id)
+        session_id = self._chat.session_id
+        if session_id is not None and model_id:
+            self._app.history.set_model(session_id, model_id)
+
+    def apply(self, model_id: str) -> None:
+        """Answer with `model_id` from now on, without touching the open chat's record."""
+        changed = model_id != self._chat.model
+        self._chat.model = model_id
+        if self._picker.current_model() != model_id:
+            self._picker.set_current(model_id)
+        self._composer.set_model(model_id, images=self.reads_images(model_id))
+        self._meter.set_model(model_id)
+        if changed:
+            self.changed.emit(model_id)
+
+    @Slot(list)
+    def _on_models_listed(self, infos: list) -> None:
+        self._models = {info.id: info for info in infos}
+        # The modalities may have arrived only now (a chat's model listed after it opened).
+        model = self._chat.model
+        self._composer.set_model(model, images=self.reads_images(model))
+        self.listed.emit(infos)
+
+    @Slot(str)
+    def _on_default_changed(self, model_id: str) -> None:
+        try:
+            self._app.save_settings({"default_model": model_id})
+        except ConfigError as exc:
+            self.problem.emit(f"The default model was not saved: {exc}")
+            return
+        self.status.emit(
+            f"{model_id} is the default model for new chats."
+            if model_id
+            else "No default model: llamachat picks one.",
+            STATUS_MS,
+        )
+
+    @Slot(object)
+    def _on_config_changed(self, cfg: Config) -> None:
+        """Show the default model of settings saved in any window."""
+        self._picker.set_default(cfg.default_model)

@@ -1,0 +1,620 @@
+"""The model picker: every model the router and providers offer, with its status.
+
+`ModelPicker(registry)` shows a combo (accessible name "Model") whose items carry
+each model's status: loaded ●, loading ◐ (with its progress when the router says),
+unloaded ○, sleeping ◑, downloading ⇣ (with progress), failed ⚠ (with the server's
+message, the reason its log gives, and a Retry). Choosing an unloaded model loads it with a busy
+bar beside the combo; Load / Eject act on the current model; the star makes it the
+default for new chats (`default_changed`, the window writes the config).
+
+Every HTTP call runs on the task runner (`tasks`), so the window never waits for
+the server, and a load the router holds open until the model is in memory does not
+hold up the statuses meanwhile. A listing that arrives after a newer one is dropped.
+Statuses come from the router's event stream (`model_events.ModelWatch`) as they
+change; polls only list models (`GET /v1/models`, which never starts a load), often
+on a router without the stream and seldom as a safety net on one with it. Listings,
+events and the picker's own loads are merged in `model_events.ModelStatuses`.
+
+Errors: none raised. Server and network failures (`backend.BackendError`) are
+shown beside the combo with a Retry.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Protocol
+
+from PySide6.QtCore import QSize, Qt, QTimer, Signal, Slot
+from PySide6.QtGui import QPainter, QPaintEvent
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QProgressBar,
+    QToolButton,
+    QWidget,
+)
+
+from llamachat.router import client
+from llamachat.router.models import IN_PROGRESS, ModelEvent, ModelInfo
+from llamachat.ui import plain
+from llamachat.ui.models.events import FailureReasons, IdleUnload, ModelStatuses, ModelWatch
+from llamachat.ui.tasks import call_in_background
+
+log = logging.getLogger(__name__)
+
+POLL_MS = 3000
+LOADING_POLL_MS = 500
+# With the event stream open, a poll only catches what an event might have missed.
+WATCHED_POLL_FACTOR = 5
+
+GLYPHS = {
+    "loaded": "●",
+    "loading": "◐",
+    "unloaded": "○",
+    "sleeping": "◑",
+    "downloading": "⇣",
+    "failed": "⚠",
+    "unknown": "",
+}
+STATUS_WORDS = {
+    "loaded": "loaded",
+    "loading": "loading…",
+    "unloaded": "not loaded",
+    "sleeping": "sleeping",
+    "downloading": "downloading…",
+    "failed": "failed to load",
+    "unknown": "",
+}
+
+
+class RouterModels(Protocol):
+    """What the picker needs from `models.Models` (results of load and unload unused)."""
+
+    def list(self) -> list[ModelInfo]:
+        """The router's models."""
+
+    def load(self, model: str) -> object:
+        """Ask the router to load `model`."""
+
+    def unload(self, model: str) -> object:
+        """Ask the router to unload `model`."""
+
+
+class ModelSource(Protocol):
+    """What the picker needs from `providers.Registry`."""
+
+    errors: dict[str, client.BackendError]
+
+    def models(self) -> list[ModelInfo]:
+        """Every model of the router and the providers."""
+
+    def router_models(self) -> RouterModels:
+        """Model management for the router."""
+
+
+def list_models(source: ModelSource) -> tuple[list[ModelInfo], dict[str, str]]:
+    """Every model `source` offers, and the error message of each source that failed (blocking)."""
+    found = source.models()
+    return found, {name: exc.message for name, exc in source.errors.items()}
+
+
+def model_tooltip(
+    model_id: str, status: str, error: str, info: ModelInfo | None, *, default: bool
+) -> str:
+    """A model's tooltip in the list: its status, why it failed, where it is from."""
+    lines = [model_id]
+    if STATUS_WORDS.get(status):
+        lines.append(STATUS_WORDS[status].capitalize())
+    if error:
+        lines.append(error)
+    if info is not None and info.provider:
+        lines.append(f"From provider {info.provider}")
+    if info is not None and "image" in info.modalities:
+        lines.append("Reads images")
+    if default:
+        lines.append("Default for new chats")
+    return "\n".join(lines)
+
+
+def wanted_ids(infos: dict[str, ModelInfo], current: str) -> list[str]:
+    """The combo's items: the router's models, the providers', then a chat's unlisted one."""
+    ids = [i for i, info in infos.items() if not info.provider]
+    ids += [i for i, info in infos.items() if info.provider]
+    if current and current not in infos:
+        ids.append(current)  # a chat's model the server no longer lists
+    return ids
+
+
+def progress_text(status: str, progress: float | None, model_id: str = "") -> str:
+    """ "Loading…", "Downloading… 40%", or with the model's name: "Loading smol… 40%"."""
+    verb = "Downloading" if status == "downloading" else "Loading"
+    text = f"{verb} {model_id}…" if model_id else f"{verb}…"
+    return text + (f" {round(progress * 100)}%" if progress is not None else "")
+
+
+class _ElidedLabel(plain.Label):
+    """One line of plain text elided to the room it gets, whole in its tooltip.
+
+    A long status ("Loading <a long model id>…", a router's error) would otherwise
+    widen the top bar and squeeze the sessions sidebar and the model list.
+    """
+
+    def minimumSizeHint(self) -> QSize:
+        """A dozen characters at most: the layout never grows to fit the whole text."""
+        hint = super().minimumSizeHint()
+        start = self.text() if len(self.text()) <= 12 else self.text()[:11] + "…"
+        return QSize(self.fontMetrics().horizontalAdvance(start), hint.height())
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        """Draw the text elided at the right edge (text() stays whole)."""
+        painter = QPainter(self)
+        rect = self.contentsRect()
+        shown = self.fontMetrics().elidedText(
+            self.text(), Qt.TextElideMode.ElideRight, rect.width()
+        )
+        self.style().drawItemText(
+            painter,
+            rect,
+            int(self.alignment()),
+            self.palette(),
+            self.isEnabled(),
+            shown,
+            self.foregroundRole(),
+        )
+
+
+class ModelPicker(QWidget):
+    """A model combo with statuses, load/eject, a default star and a Retry for failures."""
+
+    model_changed = Signal(str)
+    default_changed = Signal(str)
+    models_listed = Signal(list)
+    model_event = Signal(object)  # each models.ModelEvent of the router's stream
+
+    def __init__(
+        self,
+        registry: ModelSource,
+        *,
+        current: str = "",
+        default_model: str = "",
+        poll_ms: int = POLL_MS,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self._registry = registry
+        self._current = current
+        self._default = default_model
+        self._statuses = ModelStatuses()
+        self._problem = ""  # a failed listing or unload, shown with a Retry
+        self._poll_seq = 0
+        self._polling = False
+        self._filling = False
+        self._retry: Callable[[], None] | None = None
+        self._listed_seq = 0
+        self._watch: ModelWatch | None = None
+        self.idle = IdleUnload(self)
+        """Unloads the router's models after an idle time, for routers that cannot sleep."""
+        self._build()
+        self._timer = QTimer(self)
+        self._timer.setInterval(poll_ms)
+        self._timer.timeout.connect(self.poll)
+        self._poll_ms = poll_ms
+        if current:
+            self._fill()
+        self.refresh()
+        self._start_watch()
+        self._timer.start()
+
+    def _build(self) -> None:
+        self.combo = QComboBox()
+        self.combo.setAccessibleName("Model")
+        self.combo.setToolTip("The model that answers")
+        self.combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.combo.currentIndexChanged.connect(self._on_chosen)
+
+        self.load_button = QToolButton()
+        self.load_button.setText("Load")
+        self.load_button.setAccessibleName("Load model")
+        self.load_button.setToolTip("Load the model into memory now")
+        self.load_button.clicked.connect(lambda: self.load(self._current))
+
+        self.unload_button = QToolButton()
+        self.unload_button.setText("⏏")
+        self.unload_button.setAccessibleName("Unload model")
+        self.unload_button.setToolTip("Eject: unload the model and free its memory")
+        self.unload_button.clicked.connect(lambda: self.unload(self._current))
+
+        self.star = QToolButton()
+        self.star.setCheckable(True)
+        self.star.setAccessibleName("Default model")
+        self.star.clicked.connect(self._on_star)
+
+        self.busy = QProgressBar()
+        self.busy.setAccessibleName("Model loading")
+        self.busy.setRange(0, 0)
+        # About as wide as the Load button it replaces while loading: the bar does not jump.
+        self.busy.setFixedWidth(self.load_button.sizeHint().width())
+        self.busy.setMaximumHeight(12)
+        self.busy.setTextVisible(False)
+
+        self.status_label = _ElidedLabel()
+        self.status_label.setAccessibleName("Model status")
+        self.status_label.setWordWrap(False)
+        self.status_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+
+        self.retry_button = QToolButton()
+        self.retry_button.setText("Retry")
+        self.retry_button.setAccessibleName("Retry model")
+        self.retry_button.clicked.connect(self._on_retry)
+
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        for widget in (
+            self.combo,
+            self.load_button,
+            self.unload_button,
+            self.star,
+            self.busy,
+            self.status_label,
+            self.retry_button,
+        ):
+            layout.addWidget(widget)
+        # The status takes the room left (elided there) and the rest stays empty.
+        layout.setStretchFactor(self.status_label, 1)
+        self._show_state()
+
+    # ------------------------------------------------------------------ public
+
+    def current_model(self) -> str:
+        """The chosen model's id ('' before any is known)."""
+        return self._current
+
+    def set_current(self, model_id: str) -> None:
+        """Show `model_id` as chosen without loading it or emitting model_changed."""
+        self._current = model_id
+        self._fill()
+
+    def choose(self, model_id: str) -> None:
+        """What picking a model does: make it current, and load it when it is not loaded."""
+        changed = model_id != self._current
+        self._current = model_id
+        self._fill()
+        if changed:
+            self.model_changed.emit(model_id)
+        if self.status(model_id) in ("unloaded", "failed"):
+            self.load(model_id)
+
+    def models(self) -> list[ModelInfo]:
+        """The models last listed."""
+        return list(self._statuses.infos.values())
+
+    def modalities(self, model_id: str) -> tuple[str, ...]:
+        """What the model reads ("text", "image", ...); ("text",) when unknown."""
+        info = self._statuses.infos.get(model_id)
+        return info.modalities if info is not None else ("text",)
+
+    def status(self, model_id: str) -> str:
+        """The status shown for a model: the server's, or "loading" while a load is under way."""
+        return self._statuses.status(model_id)
+
+    def error(self, model_id: str) -> str:
+        """Why the model's last load failed ('' when it did not), with its log's reason."""
+        return self._statuses.error(model_id)
+
+    def progress(self, model_id: str) -> float | None:
+        """0..1 of the model's load or download in progress, when the router reports it."""
+        return self._statuses.progress(model_id)
+
+    def set_failure_log(self, reason: Callable[[str], str] | None) -> None:
+        """Where a failed load's reason is read: `reason(model_id)` (the managed server's log)."""
+        self._statuses.reasons = FailureReasons(reason)
+        self._update_items()
+
+    def default_model(self) -> str:
+        """The model starred as the default for new chats."""
+        return self._default
+
+    def set_default(self, model_id: str) -> None:
+        """Show `model_id` as the starred default (after the settings changed it)."""
+        self._default = model_id
+        self._update_items()
+
+    def open_popup(self) -> None:
+        """Focus the combo and open its list (the switch-model shortcut)."""
+        self.combo.setFocus()
+        self.combo.showPopup()
+
+    def refresh(self) -> None:
+        """List every model of the router and the providers again, in the background."""
+        registry = self._registry
+        self._polling = True
+        self._poll_seq += 1
+        seq = self._poll_seq
+        call_in_background(
+            self,
+            lambda: list_models(registry),
+            lambda result: self._on_listed(*result, seq=seq, full=True),
+            lambda message: self._on_list_failed(message, seq=seq),
+        )
+
+    def poll(self) -> None:
+        """Ask the router for its models' statuses (a list; never a load), unless one is pending."""
+        if self._polling:
+            return
+        self._polling = True
+        self._poll_seq += 1
+        seq = self._poll_seq
+        registry = self._registry
+        call_in_background(
+            self,
+            lambda: registry.router_models().list(),
+            lambda infos: self._on_listed(infos, {}, seq=seq, full=False),
+            lambda message: self._on_list_failed(message, seq=seq),
+        )
+
+    def load(self, model_id: str) -> None:
+        """Ask the router to load a model; its progress shows beside the combo."""
+        info = self._statuses.infos.get(model_id)
+        if not model_id or (info is not None and info.provider):
+            return
+        self._statuses.load_asked(model_id)
+        self._update_items()
+        registry = self._registry
+        call_in_background(
+            self,
+            lambda: registry.router_models().load(model_id),
+            lambda _: self._on_load_sent(model_id),
+            lambda message: self._on_load_failed(model_id, message),
+        )
+
+    def unload(self, model_id: str) -> None:
+        """Ask the router to unload (eject) a model."""
+        info = self._statuses.infos.get(model_id)
+        if not model_id or (info is not None and info.provider):
+            return
+        self._statuses.loading.pop(model_id, None)
+        registry = self._registry
+        call_in_background(
+            self,
+            lambda: registry.router_models().unload(model_id),
+            lambda _: self._poll_soon(),
+            lambda message: self._fail(f"Could not unload {model_id}: {message}", self._poll_soon),
+        )
+
+    def set_registry(self, registry: ModelSource) -> None:
+        """Talk to another router or set of providers from now on, and list their models."""
+        self._registry = registry
+        self._statuses.clear()
+        self._problem = ""
+        self.refresh()
+        self._start_watch()
+
+    def shutdown(self) -> None:
+        """Stop polling and the event stream (call when the window closes)."""
+        self._timer.stop()
+        self.idle.set_seconds(0)
+        if self._watch is not None:
+            self._watch.stop()
+
+    def watching(self) -> bool:
+        """Whether the router's event stream is open (statuses arrive as they change)."""
+        return self._watch is not None and self._watch.live
+
+    # ------------------------------------------------------------------ events
+
+    def _start_watch(self) -> None:
+        if self._watch is not None:
+            self._watch.stop()
+            self._watch.deleteLater()
+        try:
+            models = self._registry.router_models()
+        except client.BackendError as exc:
+            log.info("no model events: %s", exc.message)
+            self._watch = None
+            return
+        self._watch = ModelWatch(models, self)
+        self._watch.arrived.connect(self._on_model_event)
+        self._watch.live_changed.connect(lambda _live: self._adjust_poll())
+        self._watch.start()
+
+    @Slot(object)
+    def _on_model_event(self, event: ModelEvent) -> None:
+        self.model_event.emit(event)
+        if not self._statuses.apply(event):
+            self._poll_soon()
+            return
+        self._update_items()
+        self._adjust_poll()
+
+    # ------------------------------------------------------------------ results
+
+    def _arrived(self, seq: int) -> bool:
+        """Whether a listing numbered `seq` is news (none newer arrived); ends polling at the last."""
+        if seq == self._poll_seq:
+            self._polling = False
+        if seq < self._listed_seq:
+            return False
+        self._listed_seq = seq
+        return True
+
+    def _on_listed(
+        self, infos: list[ModelInfo], errors: dict[str, str], *, seq: int, full: bool
+    ) -> None:
+        if not self._arrived(seq):
+            return
+        self._problem = (
+            "Could not list the models of "
+            + "; ".join(f"{source}: {message}" for source, message in errors.items())
+            if errors
+            else ""
+        )
+        self._statuses.listed(infos, seq=seq, full=full)
+        listed = self._statuses.infos
+        if not self._current and listed:
+            # Prefer the default, then a model already in memory: the first reply starts at once.
+            loaded = [i for i, info in listed.items() if info.status == "loaded"]
+            if self._default in listed:
+                self._current = self._default
+            else:
+                self._current = (loaded or list(listed))[0]
+            self._fill()
+            self.model_changed.emit(self._current)
+        else:
+            self._fill()
+        self._adjust_poll()
+        self.models_listed.emit(self.models())
+
+    def _on_list_failed(self, message: str, *, seq: int) -> None:
+        if not self._arrived(seq):
+            return
+        self._problem = f"Could not list the models: {message}"
+        self._retry = self.refresh
+        self._show_state()
+
+    def _on_load_sent(self, model_id: str) -> None:
+        self._statuses.load_sent(model_id, self._poll_seq)
+        self._poll_soon()
+
+    def _on_load_failed(self, model_id: str, message: str) -> None:
+        self._statuses.load_failed(model_id, message)
+        self._update_items()
+        self._poll_soon()
+
+    def _fail(self, message: str, retry: Callable[[], None] | None) -> None:
+        self._problem = message
+        self._retry = retry
+        self._show_state()
+
+    def _poll_soon(self) -> None:
+        QTimer.singleShot(0, self, self.poll)
+
+    def _adjust_poll(self) -> None:
+        loading = self._statuses.busy()
+        if self.watching():
+            interval = self._poll_ms * (1 if loading else WATCHED_POLL_FACTOR)
+        else:
+            interval = LOADING_POLL_MS if loading else self._poll_ms
+        if self._timer.interval() != interval:
+            self._timer.setInterval(interval)
+
+    # ------------------------------------------------------------------ display
+
+    def _label(self, model_id: str) -> str:
+        glyph = GLYPHS.get(self.status(model_id), "")
+        return f"{glyph} {model_id}" if glyph else model_id
+
+    def _tooltip(self, model_id: str) -> str:
+        return model_tooltip(
+            model_id,
+            self.status(model_id),
+            self.error(model_id),
+            self._statuses.infos.get(model_id),
+            default=model_id == self._default,
+        )
+
+    def _fill(self) -> None:
+        """Make the combo's items match the listed models, keeping the current one selected."""
+        wanted = wanted_ids(self._statuses.infos, self._current)
+        present = [
+            self.combo.itemData(i) for i in range(self.combo.count()) if self.combo.itemData(i)
+        ]
+        self._filling = True
+        try:
+            if present != wanted:
+                self.combo.clear()
+                router_done = False
+                for model_id in wanted:
+                    info = self._statuses.infos.get(model_id)
+                    if info is not None and info.provider and not router_done:
+                        router_done = True
+                        if self.combo.count():
+                            self.combo.insertSeparator(self.combo.count())
+                    self.combo.addItem(self._label(model_id), model_id)
+            self.combo.setCurrentIndex(self.combo.findData(self._current))
+        finally:
+            self._filling = False
+        self._update_items()
+
+    def _update_items(self) -> None:
+        for index in range(self.combo.count()):
+            model_id = self.combo.itemData(index)
+            if not model_id:
+                continue
+            self.combo.setItemText(index, self._label(model_id))
+            self.combo.setItemData(
+                index, plain.tooltip(self._tooltip(model_id)), Qt.ItemDataRole.ToolTipRole
+            )
+        self._show_state()
+
+    def _show_state(self) -> None:
+        model_id = self._current
+        status = self.status(model_id) if model_id else "unknown"
+        info = self._statuses.infos.get(model_id)
+        manageable = (
+            bool(model_id) and info is not None and not info.provider and (info.status != "unknown")
+        )
+        self.load_button.setVisible(manageable and status in ("unloaded", "failed"))
+        self.unload_button.setVisible(manageable and status in ("loaded", "sleeping"))
+        self.busy.setVisible(status in IN_PROGRESS)
+        progress = self.progress(model_id) if model_id else None
+        if progress is None:
+            self.busy.setRange(0, 0)  # no percentage reported: a busy bar, not a lie
+        else:
+            self.busy.setRange(0, 100)
+            self.busy.setValue(round(progress * 100))
+        self.star.setVisible(bool(model_id))
+        starred = bool(model_id) and model_id == self._default
+        self.star.setChecked(starred)
+        self.star.setText("★" if starred else "☆")
+        self.star.setToolTip(
+            "The default model for new chats (click to clear)"
+            if starred
+            else "Make this the default model for new chats"
+        )
+        text, retry = "", None
+        if status in IN_PROGRESS:
+            # The model's name is beside it, in the list; the tooltip names it.
+            text = progress_text(status, progress)
+        elif status == "failed":
+            text = f"{model_id} failed to load: {self.error(model_id)}"
+            retry = self._retry_current
+        elif self._problem:
+            text = self._problem
+            retry = self._retry or self.refresh
+        self._retry = retry
+        # One line beside the combo (a log's reason has several); the tooltip has them all.
+        plain.set_text(self.status_label, " ".join(text.split("\n")))
+        whole = progress_text(status, progress, model_id) if status in IN_PROGRESS else text
+        self.status_label.setToolTip(plain.tooltip(whole))
+        self.status_label.setVisible(bool(text))
+        self.retry_button.setVisible(retry is not None)
+        word = STATUS_WORDS.get(status, "")
+        self.combo.setAccessibleDescription(f"{model_id}: {word}" if word else model_id)
+
+    def _retry_current(self) -> None:
+        self.load(self._current)
+
+    # ------------------------------------------------------------------ slots
+
+    @Slot(int)
+    def _on_chosen(self, index: int) -> None:
+        if self._filling or index < 0:
+            return
+        model_id = self.combo.itemData(index)
+        if model_id:
+            self.choose(str(model_id))
+
+    @Slot()
+    def _on_retry(self) -> None:
+        retry, self._retry = self._retry, None
+        self._problem = ""
+        if retry is not None:
+            retry()
+        self._show_state()
+
+    @Slot(bool)
+    def _on_star(self, checked: bool) -> None:
+        self._default = self._current if checked else ""
+        self._update_items()
+        self.default_changed.emit(self._default)
