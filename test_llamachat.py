@@ -546,7 +546,7 @@ class TestConfig:
 
 
 class TestDb:
-    """`llamachat.db`: the history store."""
+    """`llamachat.history.store`: the history store."""
 
     def test_history_sessions_create_get_rename_and_settings(self, tmp_path: Path) -> None:
 
@@ -986,7 +986,7 @@ class TestDb:
         path = tmp_path / "h.db"
         script = (
             "import os, sys\n"
-            "from llamachat.db import History\n"
+            "from llamachat.history.store import History\n"
             "h = History(sys.argv[1])\n"
             "sid = h.create_session('chat')\n"
             "h.add_message(sid, 'user', 'tell a story')\n"
@@ -1009,7 +1009,7 @@ class TestDb:
 
 
 class TestHistoryTree:
-    """`llamachat.db` as a tree: versions, branches, the active path, forks, tree export."""
+    """`llamachat.history.store` as a tree: versions, branches, the active path, forks, tree export."""
 
     def _chat(self, history: History) -> tuple[int, int, int]:
         """A session with one question and one reply: (session, question, reply)."""
@@ -3395,7 +3395,7 @@ class TestScriptedRouter:
 
 
 class TestSearch:
-    """`llamachat.search`: SearXNG web search."""
+    """`llamachat.tools.web_search`: SearXNG web search."""
 
     def test_search_lists_top_results_compactly_deduplicated_and_capped(self, searx) -> None:
         from llamachat.tools import web_search
@@ -3474,7 +3474,7 @@ class TestSearch:
 
 
 class TestBackend:
-    """`llamachat.backend`: streaming replies."""
+    """`llamachat.router.client`: streaming replies."""
 
     def test_backend_request_meeting_a_closed_kept_alive_connection_is_sent_again(
         self,
@@ -4195,7 +4195,7 @@ class TestTools:
 
 
 class TestModels:
-    """`llamachat.models`: the router's model list and management."""
+    """`llamachat.router.models`: the router's model list and management."""
 
     def test_models_lists_status_aliases_and_modalities(self) -> None:
         from llamachat.router import models
@@ -4872,7 +4872,7 @@ class TestRouter:
 
 
 class TestProviders:
-    """`llamachat.providers`: external OpenAI-compatible services."""
+    """`llamachat.router.providers`: external OpenAI-compatible services."""
 
     def test_providers_route_prefixed_ids_with_their_key_and_list_models(self, monkeypatch) -> None:
         from llamachat import config
@@ -4946,7 +4946,7 @@ class TestProviders:
 
 
 class TestServer:
-    """`llamachat.server`: the real llama-server, managed and supervised."""
+    """`llamachat.router.server`: the real llama-server, managed and supervised."""
 
     @pytest.mark.real_router
     def test_real_router_lists_models_with_status(self, real_router) -> None:
@@ -5162,7 +5162,7 @@ class TestServer:
             "import sys, time\n"
             "from pathlib import Path\n"
             "from llamachat.config import Config\n"
-            "from llamachat.server import ManagedServer\n"
+            "from llamachat.router.server import ManagedServer\n"
             "server = ManagedServer(Config(models_dir=Path(sys.argv[1])))\n"
             "server.start()\n"
             "assert server.wait_ready(60)\n"
@@ -5270,7 +5270,7 @@ class TestServer:
                 "import sys\n"
                 "from pathlib import Path\n"
                 "from llamachat.config import Config\n"
-                "from llamachat.server import ensure_router\n"
+                "from llamachat.router.server import ensure_router\n"
                 "cfg = Config(router_url=sys.argv[1], llama_server=sys.argv[2],"
                 " models_dir=Path(sys.argv[3]))\n"
                 "url, server = ensure_router(cfg)\n"
@@ -5427,7 +5427,7 @@ class TestServer:
 
 
 class TestConversationView:
-    """`llamachat.ui.conversation` and `ui.markdown`: the streamed, rendered conversation."""
+    """`llamachat.ui.views.messages` and `ui.markdown`: the streamed, rendered conversation."""
 
     def test_markdown_fence_with_blank_lines_inside_stays_one_block(self) -> None:
         text = "Intro line.\n\n```python\na = 1\n\n\nb = 2\n```\n\nAfter the code.\n"
@@ -6810,8 +6810,8 @@ class TestFaults:
             client.close()
         code = (
             "import sys; from pathlib import Path\n"
-            "from llamachat.backend import Client\n"
-            "from llamachat.server import managed_key\n"
+            "from llamachat.router.client import Client\n"
+            "from llamachat.router.server import managed_key\n"
             "key = managed_key(sys.argv[1], lock_path=Path(sys.argv[2]))\n"
             "c = Client(sys.argv[1], api_key=key)\n"
             "print(isinstance(c.request_json('GET', '/props', root=True), dict))\n"
@@ -6829,8 +6829,8 @@ class TestFaults:
         # server starts) sends the key once the lock appears: the key is looked up per request.
         early = (
             "import shutil, sys; from pathlib import Path\n"
-            "from llamachat.backend import BackendError, Client\n"
-            "from llamachat.server import default_lock_path\n"
+            "from llamachat.router.client import BackendError, Client\n"
+            "from llamachat.router.server import default_lock_path\n"
             "c = Client(sys.argv[1])\n"
             "try:\n"
             "    c.request_json('GET', '/props', root=True); print('no key needed?')\n"
@@ -9295,7 +9295,7 @@ class TestChatWindow:
 
 
 class TestController:
-    """`llamachat.ui.controller`: one controller for a conversation."""
+    """`llamachat.ui.chat.session`: one controller for a conversation."""
 
     @pytest.mark.parametrize(
         ("answer", "status", "content"),
@@ -9349,7 +9349,7 @@ class TestController:
         """The conversation and its reply import no widgets: a window is only their viewer."""
 
         code = (
-            "import sys, llamachat.ui.controller\n"
+            "import sys, llamachat.ui.chat.session\n"
             "print(','.join(sorted(m for m in sys.modules if m.startswith("
             "('PySide6.QtWidgets', 'PySide6.QtGui')))))\n"
         )
@@ -10685,7 +10685,7 @@ class TestPlainText:
 
 
 class TestMcp:
-    """`llamachat.mcp_tools` and the MCP panel: real MCP servers in the tool loop."""
+    """`llamachat.tools.mcp` and the MCP panel: real MCP servers in the tool loop."""
 
     def test_mcp_servers_config_errors_name_file_line_and_key(self, tmp_path: Path) -> None:
         """A bad [[mcp_servers]] table is refused with the file, the line and the key."""

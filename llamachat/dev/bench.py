@@ -625,7 +625,7 @@ tree = int(sys.argv[4])
 from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QApplication, QWidget
 from llamachat.config import Config
-from llamachat.db import History
+from llamachat.history.store import History
 from llamachat.ui import ChatWindow
 from llamachat.ui.app import App
 

@@ -711,7 +711,7 @@ import sys
 from pathlib import Path
 from PySide6.QtWidgets import QApplication
 from llamachat.config import Config
-from llamachat.db import History
+from llamachat.history.store import History
 from llamachat.ui import ChatWindow
 from llamachat.ui.app import App
 

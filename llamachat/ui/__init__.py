@@ -1,7 +1,7 @@
 """The PySide6 layer of llamachat: the chat window and its parts.
 
 `ChatWindow` is imported on first use, so importing a leaf module such as
-`llamachat.ui.markdown` does not pull in the whole window.
+`llamachat.ui.views.markdown` does not pull in the whole window.
 """
 
 from __future__ import annotations
