@@ -87,7 +87,7 @@ import llamachat
 from llamachat import __version__, cli, config, context, qt_platform, skills, tools, turn
 from llamachat.__main__ import _act, find_router, load_or_create_config, main
 from llamachat.config import Config, ProviderConfig
-from llamachat.dev import bench_skills
+from llamachat.dev import bench_skills, structure
 from llamachat.dev.bench_render import sample_tokens
 from llamachat.dev.scripted_router import Model, Reply, ScriptedRouter, ToolCall
 from llamachat.dev.skill_corpus import CORPUS
@@ -262,10 +262,9 @@ class TestLayering:
     def test_core_modules_import_without_qt(self) -> None:
         """The core is Qt-free: importing it in a fresh interpreter loads no PySide6."""
 
-        # Every top-level module is core; of the development tools only the scripted router is.
-        package = Path(__file__).parent / "llamachat"
+        # Every module outside ui/ is core; of the development tools only the scripted router is.
         core = sorted(
-            "llamachat." + path.stem for path in package.glob("*.py") if path.stem != "__init__"
+            name for name in structure.product_modules() if not name.startswith("llamachat.ui")
         ) + ["llamachat.dev.scripted_router"]
         code = (
             "import sys, importlib\n"
@@ -278,6 +277,29 @@ class TestLayering:
         ).stdout.strip()
         assert core, "no core modules found"
         assert out == "", f"core modules pulled in Qt: {out}"
+
+    def test_structure_has_no_import_cycles_and_no_oversized_module_or_class(self) -> None:
+        """The house keeps its rooms: no import cycle (type-checking imports included), at
+        most 15 files directly in ui/, no module over 800 lines, no class over 400."""
+        shape = structure.measure()
+        assert "llamachat.router.client" in shape.module_lines, "the measure found no modules"
+        assert any(cls.endswith(".ChatWindow") for cls in shape.class_lines)
+        assert shape.problems() == []
+
+    def test_structure_measure_finds_a_cycle_and_a_long_module(self, tmp_path: Path) -> None:
+        """The structure check is not blind: a two-module cycle and a long file are reported."""
+        package = tmp_path / "llamachat"
+        (package / "ui").mkdir(parents=True)
+        (package / "__init__.py").write_text("")
+        (package / "ui" / "__init__.py").write_text("")
+        (package / "a.py").write_text("from llamachat import b\n")
+        (package / "b.py").write_text(
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from llamachat.a import x\n"
+            + "pass\n" * 900
+        )
+        problems = structure.measure(package).problems()
+        assert "import cycle among: llamachat.a, llamachat.b" in problems
+        assert any(p.startswith("llamachat.b: 90") for p in problems)
 
     def test_no_two_exception_classes_share_a_name(self) -> None:
         """Every exception class of the package has a name of its own (an `except X` is unambiguous)."""
