@@ -6492,6 +6492,44 @@ class TestChrome:
         (root / "alpha" / "SKILL.md").unlink()
         qtbot.waitUntil(lambda: panel.skill_names() == ["delta", "omega"], timeout=5000)
 
+    def test_sidebar_import_runs_in_the_background_with_progress_and_cancel(
+        self, qtbot, tmp_path: Path
+    ) -> None:
+        """The menu's import reads and writes off the GUI thread: the new chat, titled
+        "(imported)", opens at the top of the list; Cancel in its progress dialog adds nothing."""
+
+        history = _chrome_history(tmp_path)
+        sid = history.create_session("chat")
+        history.add_message(sid, "user", "Name three rivers")
+        history.add_message(history.create_session("chat"), "user", "A newer chat")
+        sidebar = SessionSidebar(history)
+        qtbot.addWidget(sidebar)
+        sidebar.export_session(sid, tmp_path / "rivers.json", "json")
+        with qtbot.waitSignal(sidebar.session_activated) as opened:
+            sidebar.start_import(tmp_path / "rivers.json")
+            assert sidebar.import_progress is not None
+            assert not sidebar.import_action.isEnabled()
+        new_id = opened.args[0]
+        assert sidebar.session_ids()[0] == new_id and sidebar.current() == new_id
+        assert sidebar.model.data(sidebar.model.index(0)) == "Name three rivers (imported)"
+        assert sidebar.notice_text() == "Imported rivers.json."
+        assert sidebar.import_action.isEnabled() and sidebar.import_progress is None
+
+        big = _good_export()
+        big["messages"] = [
+            {"role": "user", "content": f"message {n}", "created_at": 1.0} for n in range(5000)
+        ]
+        (tmp_path / "big.json").write_text(json.dumps(big), encoding="utf-8")
+        sidebar.start_import(tmp_path / "big.json")
+        sidebar.import_progress.findChild(QPushButton).click()  # its Cancel
+        qtbot.waitUntil(lambda: "cancelled" in sidebar.notice_text())
+        assert sidebar.notice_text() == "Import of big.json cancelled; nothing was added."
+        assert history.count_sessions() == 3 and len(sidebar.session_ids()) == 3
+        raw = sqlite3.connect(history.path)
+        assert raw.execute("SELECT count(*) FROM sessions").fetchone()[0] == 3
+        raw.close()
+        history.close()
+
 
 class TestFaults:
     """Faults injected into real parts."""
