@@ -258,7 +258,7 @@ def read_import(
         data = _parse(text, max_message_chars, on_progress or (lambda _share: None))
     except json.JSONDecodeError as exc:
         raise HistoryError(f"cannot import {source}: it is not JSON ({exc})") from None
-    del text
+    del text  # the file's text is not needed while the messages are checked
     return validate_import(data)
 
 
@@ -280,7 +280,7 @@ def _parse(text: str, max_chars: int, on_progress: Callable[[float], None]) -> d
             raise json.JSONDecodeError(f"Expecting '{char}'", text, at)
         return _SPACE.match(text, at + 1).end()  # type: ignore[union-attr]
 
-    if not text.lstrip(" \t\n\r").startswith("{"):
+    if not text.startswith("{", _SPACE.match(text).end()):  # type: ignore[union-attr]
         raise HistoryError(f"cannot import: not a llamachat session (no format '{EXPORT_FORMAT}')")
     data: dict[str, Any] = {}
     at = expect(0, "{")
