@@ -91,7 +91,14 @@ from llamachat.dev import bench_skills, structure
 from llamachat.dev.bench_render import sample_tokens
 from llamachat.dev.scripted_router import Model, Reply, ScriptedRouter, ToolCall
 from llamachat.dev.skill_corpus import CORPUS
-from llamachat.history.store import MIGRATIONS, History, HistoryError, HistoryUnavailable
+from llamachat.history.store import (
+    MIGRATIONS,
+    History,
+    HistoryError,
+    HistoryUnavailable,
+    ImportCancelled,
+    import_file,
+)
 from llamachat.prompts import DEFAULT_NAME, DEFAULT_TEXT, PromptError, Prompts
 from llamachat.router import client as backend
 from llamachat.router.client import Client, ServerError
@@ -215,6 +222,7 @@ from llamachat.dev.pytest_plugin import (
     _models_folder,
     _models_router,
     _need,
+    _nested,
     _oneshots,
     _outside_text_places,
     _pdf_skill,
@@ -1028,6 +1036,115 @@ class TestDb:
             "plan",
             "streaming",
         )
+
+    @pytest.mark.parametrize(
+        ("change", "words"),
+        [
+            (lambda d: d["session"].update(params={"temperature": "hot"}), "params.temperature"),
+            (lambda d: d["session"].update(params={"seed": [1]}), "session.params.seed"),
+            (lambda d: d["session"].update(params={"top_p": float("nan")}), "params.top_p"),
+            (lambda d: d["session"].update(updated_at=float("inf")), "session.updated_at"),
+            (lambda d: d["messages"][0].update(created_at=float("nan")), "messages[1].created_at"),
+            (lambda d: d["messages"][0].update(created_at=-5), "messages[1].created_at"),
+            (lambda d: d["messages"][0].update(usage={"t": float("nan")}), "messages[1].usage"),
+            (lambda d: d["messages"][0].update(tool_calls=_nested(100)), "messages[1].tool_calls"),
+            (
+                lambda d: d["messages"][0].update(timings={"a": _nested(200_000)}),
+                "messages[1].timings nests",
+            ),
+        ],
+    )
+    def test_history_import_refuses_non_finite_numbers_deep_values_and_bad_params(
+        self, tmp_path: Path, change, words: str
+    ) -> None:
+        """Every field is checked before anything is written: parameters against their
+        table, times and numbers finite, free-form values at most 32 deep."""
+
+        history = History(tmp_path / "h.db")
+        data = _good_export()
+        change(data)
+        with pytest.raises(HistoryError, match=re.escape(words)):
+            history.import_json(data)
+        assert history.count_sessions() == 0
+
+    def test_history_import_file_names_deep_nesting_nan_and_an_oversized_message(
+        self, tmp_path: Path
+    ) -> None:
+        """What json.loads turned into a RecursionError or a NaN, and a message over the
+        size limit, each refuse the file with the field named; nothing is added."""
+
+        db = tmp_path / "h.db"
+        History(db).close()
+        good = json.dumps(_good_export())
+        cases = {
+            "[" * 200_000 + "]" * 200_000: "not a llamachat session",
+            good.replace('"content": "hi"', '"content": ' + "[" * 200_000 + "]" * 200_000): (
+                "messages[1] nests lists or objects too deeply"
+            ),
+            good.replace('"created_at": 1.0}]', '"created_at": NaN}]'): "messages[1].created_at",
+            good.replace("}]", '}, {"role": "user", "content": "' + "x" * 2000 + '"}]'): (
+                "messages[2] is 2,031 characters long; the limit is 1,000 per message"
+            ),
+            good + " {}": "it is not JSON",
+        }
+        for number, (text, words) in enumerate(cases.items()):
+            source = tmp_path / f"{number}.json"
+            source.write_text(text, encoding="utf-8")
+            with pytest.raises(HistoryError, match=re.escape(words)):
+                import_file(db, source, max_message_chars=1000)
+        with History(db) as history:
+            assert history.count_sessions() == 0
+
+    def test_history_import_file_is_marked_imported_and_listed_first_with_its_dates(
+        self, tmp_path: Path
+    ) -> None:
+        """A user's import is titled "(imported)" and goes to the top of the list; its
+        messages and its creation keep the dates they had."""
+
+        history = History(tmp_path / "h.db")
+        old = history.create_session("chat")
+        history.add_message(old, "user", "Old question")
+        history.add_message(history.create_session("chat"), "user", "Newer question")
+        exported = history.export_json(old)
+        source = tmp_path / "old.json"
+        source.write_text(json.dumps(exported), encoding="utf-8")
+        new_id = import_file(history.path, source)
+        first = history.list_sessions()[0]
+        assert (first["id"], first["title"]) == (new_id, "Old question (imported)")
+        assert first["created_at"] == exported["session"]["created_at"]
+        assert [m["created_at"] for m in history.messages(new_id)] == [
+            m["created_at"] for m in exported["messages"]
+        ]
+
+    def test_history_import_file_cancelled_between_batches_keeps_nothing(
+        self, tmp_path: Path
+    ) -> None:
+        """Cancel (the progress callback raising) after messages were written removes the
+        hidden session and its messages; progress rose until then."""
+
+        history = History(tmp_path / "h.db")
+        data = _good_export()
+        data["messages"] = [
+            {"role": "user", "content": f"message {n}", "created_at": 1.0} for n in range(2500)
+        ]
+        source = tmp_path / "big.json"
+        source.write_text(json.dumps(data), encoding="utf-8")
+        seen: list[float] = []
+
+        def progress(share: float) -> None:
+            seen.append(share)
+            if share > 0.5:
+                raise ImportCancelled
+
+        with pytest.raises(ImportCancelled):
+            import_file(history.path, source, on_progress=progress)
+        assert seen == sorted(seen) and seen[-1] > 0.5
+        assert history.count_sessions() == 0
+        raw = sqlite3.connect(history.path)
+        assert raw.execute("SELECT count(*) FROM sessions").fetchone()[0] == 0
+        assert raw.execute("SELECT count(*) FROM messages").fetchone()[0] == 0
+        raw.close()
+        assert import_file(history.path, source) and history.count_sessions() == 1
 
 
 class TestHistoryTree:
@@ -6396,6 +6513,44 @@ class TestChrome:
         qtbot.waitUntil(lambda: "omega" in panel.skill_names(), timeout=5000)
         (root / "alpha" / "SKILL.md").unlink()
         qtbot.waitUntil(lambda: panel.skill_names() == ["delta", "omega"], timeout=5000)
+
+    def test_sidebar_import_runs_in_the_background_with_progress_and_cancel(
+        self, qtbot, tmp_path: Path
+    ) -> None:
+        """The menu's import reads and writes off the GUI thread: the new chat, titled
+        "(imported)", opens at the top of the list; Cancel in its progress dialog adds nothing."""
+
+        history = _chrome_history(tmp_path)
+        sid = history.create_session("chat")
+        history.add_message(sid, "user", "Name three rivers")
+        history.add_message(history.create_session("chat"), "user", "A newer chat")
+        sidebar = SessionSidebar(history)
+        qtbot.addWidget(sidebar)
+        sidebar.export_session(sid, tmp_path / "rivers.json", "json")
+        with qtbot.waitSignal(sidebar.session_activated) as opened:
+            sidebar.start_import(tmp_path / "rivers.json")
+            assert sidebar.import_progress is not None
+            assert not sidebar.import_action.isEnabled()
+        new_id = opened.args[0]
+        assert sidebar.session_ids()[0] == new_id and sidebar.current() == new_id
+        assert sidebar.model.data(sidebar.model.index(0)) == "Name three rivers (imported)"
+        assert sidebar.notice_text() == "Imported rivers.json."
+        assert sidebar.import_action.isEnabled() and sidebar.import_progress is None
+
+        big = _good_export()
+        big["messages"] = [
+            {"role": "user", "content": f"message {n}", "created_at": 1.0} for n in range(5000)
+        ]
+        (tmp_path / "big.json").write_text(json.dumps(big), encoding="utf-8")
+        sidebar.start_import(tmp_path / "big.json")
+        sidebar.import_progress.findChild(QPushButton).click()  # its Cancel
+        qtbot.waitUntil(lambda: "cancelled" in sidebar.notice_text())
+        assert sidebar.notice_text() == "Import of big.json cancelled; nothing was added."
+        assert history.count_sessions() == 3 and len(sidebar.session_ids()) == 3
+        raw = sqlite3.connect(history.path)
+        assert raw.execute("SELECT count(*) FROM sessions").fetchone()[0] == 3
+        raw.close()
+        history.close()
 
 
 class TestFaults:

@@ -1,11 +1,27 @@
-"""Sessions as files: a Markdown document to read, a versioned JSON export and its import."""
+"""Sessions as files: a Markdown document to read, a versioned JSON export, and its import.
+
+An import is read and checked whole before anything is written (`read_import` from a
+file, `validate_import` from parsed JSON): every field's type, finite numbers and times,
+how deep free-form values nest, the parameters against `params.PARAMS`, and from a file
+the size of each message. A mistake raises HistoryError naming the field. `add_import`
+then writes it, at once or in batches that a callback can stop (nothing is kept then).
+"""
 
 from __future__ import annotations
 
 import json
+import logging
+import math
+import re
+import sqlite3
 import time
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
 
+from llamachat import params as params_module
+from llamachat.history import file
 from llamachat.history.rows import (
     _INSERT_MESSAGE,
     _MESSAGE_COLUMNS,
@@ -18,28 +34,55 @@ from llamachat.history.rows import (
     MessageRow,
     NewMessage,
     NewSession,
+    SessionRow,
     _decode,
     _message_row,
     _stored,
+    transaction,
 )
 
-if TYPE_CHECKING:
-    from llamachat.history.store import History
+log = logging.getLogger(__name__)
 
 EXPORT_FORMAT = "llamachat-session"
 # 1: one list of messages, a single path. 2: every message has an "id" and a "parent"
 # (null for a first question) and the session names its "active" leaf: the whole tree.
 EXPORT_VERSION = 2
+# A message larger than this in the file is refused, not cut: two of the largest images
+# the composer attaches (20 MB each, in base64) fit, a runaway 100 MB text does not.
+MAX_MESSAGE_CHARS = 64_000_000
+# Free-form values (tool calls, attachments, figures) nest no deeper than this.
+MAX_DEPTH = 32
+# Messages written per transaction by a batched import: a few tens of milliseconds,
+# so the window's own saves wait no longer than that.
+IMPORT_BATCH = 1000
+# Times must be seconds from 1970 up to the end of year 9999 (what time.localtime shows).
+_LAST_TIME = 253402300799.0
+_SPACE = re.compile(r"[ \t\n\r]*")
 
 
-def export_markdown(history: History, session_id: int) -> str:
-    """The session as a Markdown document a person can read."""
-    session = history._require(session_id)
+class ImportCancelled(Exception):
+    """An import stopped on request (raised by its progress callback); nothing was kept."""
+
+
+@dataclass
+class Imported:
+    """A checked import: the session, its parameters, its messages, each message's parent
+    (an index into the messages, None for a first question) and the active leaf's index."""
+
+    session: NewSession
+    params: dict[str, Any]
+    messages: list[NewMessage]
+    parents: list[int | None]
+    active: int | None
+
+
+def export_markdown(session: SessionRow, messages: list[MessageRow]) -> str:
+    """A session and the messages of its active path as a Markdown document a person can read."""
     stamp = time.strftime("%Y-%m-%d %H:%M", time.localtime(session["created_at"]))
     facts = [session["mode"], stamp] + ([session["model"]] if session["model"] else [])
     parts = [f"# {session['title'] or 'Untitled'}", "*" + " · ".join(facts) + "*"]
     headers = {"user": "You", "assistant": "Assistant", "system": "System", "tool": "Tool"}
-    for message in history.messages(session_id):
+    for message in messages:
         header = headers.get(message["role"], message["role"])
         if message["role"] == "assistant" and message["model"]:
             header += f" ({message['model']})"
@@ -65,14 +108,18 @@ def export_markdown(history: History, session_id: int) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def export_json(history: History, session_id: int) -> dict[str, Any]:
-    """The session as a versioned JSON-ready dict that import_json reads back: every
-    message of every branch, each with an "id" and its "parent", and the "active" leaf."""
-    session: dict[str, Any] = {k: v for k, v in history._require(session_id).items() if k != "id"}
-    rows = history._read(
+def export_json(
+    conn: sqlite3.Connection, source: SessionRow, params: dict[str, Any]
+) -> dict[str, Any]:
+    """The session `source` with its `params` as a versioned JSON-ready dict that
+    validate_import reads back: every message of every branch, each with an "id" and
+    its "parent", and the "active" leaf."""
+    session_id = source["id"]
+    session: dict[str, Any] = {k: v for k, v in source.items() if k != "id"}
+    rows = conn.execute(
         f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? ORDER BY id",
         (session_id,),
-    )
+    ).fetchall()
     # Ids in the file count from 1, so they say nothing about the database they came from.
     local: dict[int, int] = {}
     messages = []
@@ -88,9 +135,9 @@ def export_json(history: History, session_id: int) -> dict[str, Any]:
                 **_stored(message),
             }
         )
-    active = history._read("SELECT active_leaf FROM sessions WHERE id = ?", (session_id,))
+    active = conn.execute("SELECT active_leaf FROM sessions WHERE id = ?", (session_id,)).fetchall()
     session["active"] = local.get(active[0][0]) if active and active[0][0] else None
-    session["params"] = history.session_params(session_id)
+    session["params"] = params
     return {
         "format": EXPORT_FORMAT,
         "version": EXPORT_VERSION,
@@ -99,44 +146,196 @@ def export_json(history: History, session_id: int) -> dict[str, Any]:
     }
 
 
-def import_json(history: History, data: dict[str, Any]) -> int:
-    """Add a session exported by export_json (either version), under a new id; its id.
+def add_import(
+    conn: sqlite3.Connection,
+    path: Path,
+    imported: Imported,
+    *,
+    mark: bool = False,
+    on_batch: Callable[[int], None] | None = None,
+) -> int:
+    """Write a checked import into the history `conn` (the file at `path`) under a new id;
+    its id.
 
-    Nothing is imported unless all of it can be: a file with a mistake raises
-    HistoryError naming the field.
+    `mark` makes it a user's import: "(imported)" ends its title and it goes to the top
+    of the list (its messages keep their dates). Without `on_batch` it is one transaction.
+    With it, messages go in IMPORT_BATCH at a time with the session hidden until the
+    last, and `on_batch(messages written)` after each; if that raises, what was written
+    is removed and the exception passes on.
     """
-    session, messages, parents, active = _validate_import(data)
-    params = data["session"].get("params") or {}
-    if not isinstance(params, dict):
-        raise HistoryError("cannot import: session.params must be an object")
-    with history._transaction() as conn:
-        cursor = conn.execute(
-            "INSERT INTO sessions (mode, title, model, prompt_name, prompt_custom, skills,"
-            " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                session["mode"],
-                session["title"],
-                session["model"],
-                session["prompt_name"],
-                session["prompt_custom"],
-                json.dumps(session["skills"]),
-                session["created_at"],
-                session["updated_at"],
-            ),
+    ids: list[int] = []
+    with transaction(conn, path):
+        session_id = _add_session(conn, imported, mark=mark, hidden=on_batch is not None)
+        if on_batch is None:
+            _add_messages(conn, session_id, imported, ids, len(imported.messages))
+            return session_id
+    try:
+        while True:
+            with transaction(conn, path):
+                _add_messages(conn, session_id, imported, ids, IMPORT_BATCH)
+            if len(ids) == len(imported.messages):
+                return session_id
+            on_batch(len(ids))
+    except BaseException:
+        try:
+            with transaction(conn, path):
+                file.purge(conn, "id = ?", (session_id,))
+        except HistoryError as exc:
+            # Hidden as deleted: a later start purges it.
+            log.warning("an unfinished import stays hidden until a later start: %s", exc)
+        raise
+
+
+def _add_session(conn: sqlite3.Connection, imported: Imported, *, mark: bool, hidden: bool) -> int:
+    session = imported.session
+    now = time.time()
+    title = f"{session['title'] or 'Untitled'} (imported)" if mark else session["title"]
+    cursor = conn.execute(
+        "INSERT INTO sessions (mode, title, model, prompt_name, prompt_custom, skills,"
+        " created_at, updated_at, deleted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            session["mode"],
+            title,
+            session["model"],
+            session["prompt_name"],
+            session["prompt_custom"],
+            json.dumps(session["skills"]),
+            session["created_at"],
+            now if mark else session["updated_at"],
+            now if hidden else None,
+        ),
+    )
+    session_id = int(cursor.lastrowid)  # type: ignore[arg-type]
+    if imported.params:
+        conn.execute(
+            "INSERT INTO session_params (session_id, params) VALUES (?, ?)",
+            (session_id, json.dumps(imported.params)),
         )
-        session_id = int(cursor.lastrowid)  # type: ignore[arg-type]
-        ids: list[int] = []
-        for message, parent in zip(messages, parents, strict=True):
-            row = _message_row(session_id, None if parent is None else ids[parent], message)
-            ids.append(int(conn.execute(_INSERT_MESSAGE, row).lastrowid))  # type: ignore[arg-type]
-        leaf = ids[active] if active is not None else (ids[-1] if ids else None)
-        conn.execute("UPDATE sessions SET active_leaf = ? WHERE id = ?", (leaf, session_id))
-        if params:
-            conn.execute(
-                "INSERT INTO session_params (session_id, params) VALUES (?, ?)",
-                (session_id, json.dumps(params)),
-            )
     return session_id
+
+
+def _add_messages(
+    conn: sqlite3.Connection, session_id: int, imported: Imported, ids: list[int], count: int
+) -> None:
+    """Write the next `count` messages after the `ids` written (extending them); after the
+    last, set the active leaf and show the session."""
+    start = len(ids)
+    for message, parent in zip(
+        imported.messages[start : start + count],
+        imported.parents[start : start + count],
+        strict=True,
+    ):
+        row = _message_row(session_id, None if parent is None else ids[parent], message)
+        ids.append(int(conn.execute(_INSERT_MESSAGE, row).lastrowid))  # type: ignore[arg-type]
+    if len(ids) == len(imported.messages):
+        active = imported.active
+        leaf = ids[active] if active is not None else (ids[-1] if ids else None)
+        conn.execute(
+            "UPDATE sessions SET active_leaf = ?, deleted_at = NULL WHERE id = ?",
+            (leaf, session_id),
+        )
+
+
+def read_import(
+    source: Path,
+    *,
+    max_message_chars: int = MAX_MESSAGE_CHARS,
+    on_progress: Callable[[float], None] | None = None,
+) -> Imported:
+    """The checked import of the JSON export at `source`; `on_progress(share read)` is
+    called as messages are read (raising there stops the reading).
+
+    Each message is decoded on its own, so one too large is refused by its number and
+    size, and one nested too deeply is named instead of exhausting the stack.
+    """
+    try:
+        text = Path(source).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise HistoryError(f"cannot read {source}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise HistoryError(f"cannot import {source}: it is not UTF-8 text ({exc})") from None
+    try:
+        data = _parse(text, max_message_chars, on_progress or (lambda _share: None))
+    except json.JSONDecodeError as exc:
+        raise HistoryError(f"cannot import {source}: it is not JSON ({exc})") from None
+    del text  # the file's text is not needed while the messages are checked
+    return validate_import(data)
+
+
+def _parse(text: str, max_chars: int, on_progress: Callable[[float], None]) -> dict[str, Any]:
+    """The top-level object of an export, its "messages" decoded one by one."""
+    decoder = json.JSONDecoder()
+
+    def value(at: int, where: str) -> tuple[Any, int]:
+        try:
+            return decoder.raw_decode(text, at)
+        except RecursionError:
+            raise HistoryError(
+                f"cannot import: {where} nests lists or objects too deeply"
+            ) from None
+
+    def expect(at: int, char: str) -> int:
+        at = _SPACE.match(text, at).end()  # type: ignore[union-attr]
+        if not text.startswith(char, at):
+            raise json.JSONDecodeError(f"Expecting '{char}'", text, at)
+        return _SPACE.match(text, at + 1).end()  # type: ignore[union-attr]
+
+    if not text.startswith("{", _SPACE.match(text).end()):  # type: ignore[union-attr]
+        raise HistoryError(f"cannot import: not a llamachat session (no format '{EXPORT_FORMAT}')")
+    data: dict[str, Any] = {}
+    at = expect(0, "{")
+    while not text.startswith("}", at):
+        if data:
+            at = expect(at, ",")
+        if not text.startswith('"', at):
+            raise json.JSONDecodeError("Expecting property name in double quotes", text, at)
+        key, at = decoder.raw_decode(text, at)
+        at = expect(at, ":")
+        if key != "messages" or not text.startswith("[", at):
+            data[key], at = value(at, key)
+            at = _SPACE.match(text, at).end()  # type: ignore[union-attr]
+            continue
+        messages: list[Any] = []
+        at = expect(at, "[")
+        while not text.startswith("]", at):
+            if messages:
+                at = expect(at, ",")
+            where = f"messages[{len(messages) + 1}]"
+            start = at
+            item, at = value(at, where)
+            if at - start > max_chars:
+                raise HistoryError(
+                    f"cannot import: {where} is {at - start:,} characters long; the limit "
+                    f"is {max_chars:,} per message"
+                )
+            messages.append(item)
+            on_progress(at / len(text))
+            at = _SPACE.match(text, at).end()  # type: ignore[union-attr]
+            if at >= len(text):
+                raise json.JSONDecodeError("Expecting ']'", text, at)
+        data[key] = messages
+        at = _SPACE.match(text, at + 1).end()  # type: ignore[union-attr]
+        if at >= len(text):
+            raise json.JSONDecodeError("Expecting '}'", text, at)
+    if text[at + 1 :].strip(" \t\n\r"):
+        raise json.JSONDecodeError("Extra data", text, at + 1)
+    return data
+
+
+def _free_form(value: object, where: str) -> None:
+    """Refuse a free-form value nested deeper than MAX_DEPTH or holding NaN or infinity."""
+    pending: list[tuple[object, int]] = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            raise HistoryError(f"cannot import: {where} holds a number that is not finite ({item})")
+        if isinstance(item, (dict, list)):
+            if depth > MAX_DEPTH:
+                raise HistoryError(
+                    f"cannot import: {where} nests lists or objects more than {MAX_DEPTH} deep"
+                )
+            children = item.values() if isinstance(item, dict) else item
+            pending.extend((child, depth + 1) for child in children)
 
 
 def _fields(
@@ -151,15 +350,19 @@ def _fields(
             value = now
         if value is None or not isinstance(value, kind) or isinstance(value, bool):
             raise HistoryError(f"cannot import: {where}.{key} is missing or has the wrong type")
+        if isinstance(value, (int, float)) and not 0 <= value <= _LAST_TIME:
+            # NaN fails this too: SQLite would store it as NULL.
+            raise HistoryError(
+                f"cannot import: {where}.{key} must be a time in seconds since 1970, got {value}"
+            )
+        if isinstance(value, (dict, list)):
+            _free_form(value, f"{where}.{key}")
         out[key] = value
     return out
 
 
-def _validate_import(
-    data: object,
-) -> tuple[NewSession, list[NewMessage], list[int | None], int | None]:
-    """The session, its messages, each message's parent (an index into the messages, None
-    for a first question) and the active leaf's index, from an export of either version."""
+def validate_import(data: object) -> Imported:
+    """The checked import of an export of either version, already parsed from JSON."""
     if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
         raise HistoryError(f"cannot import: not a llamachat session (no format '{EXPORT_FORMAT}')")
     version = data.get("version")
@@ -176,6 +379,12 @@ def _validate_import(
         raise HistoryError(f"cannot import: session.mode must be one of {', '.join(MODES)}")
     if not all(isinstance(name, str) for name in session["skills"]):
         raise HistoryError("cannot import: session.skills must be a list of names")
+    params = data["session"].get("params") or {}
+    if not isinstance(params, dict):
+        raise HistoryError("cannot import: session.params must be an object")
+    wrong = params_module.problem(params, "session.params")
+    if wrong:
+        raise HistoryError(f"cannot import: {wrong}")
     raw_messages = data.get("messages")
     if not isinstance(raw_messages, list):
         raise HistoryError("cannot import: messages must be a list")
@@ -214,7 +423,7 @@ def _validate_import(
         if leaf is not None and (not _is_int(leaf) or leaf not in places):
             raise HistoryError("cannot import: session.active must be null or a message's id")
         active = None if leaf is None else places[leaf]
-    return cast(NewSession, session), messages, parents, active
+    return Imported(cast(NewSession, session), params, messages, parents, active)
 
 
 def _is_int(value: object) -> bool:

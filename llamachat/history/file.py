@@ -1,5 +1,5 @@
 """The history's SQLite file: opening and checking it, its schema and migrations, moving
-a damaged file aside and salvaging what it still holds. db.py describes the policy.
+a damaged file aside and salvaging what it still holds. store.py describes the policy.
 """
 
 from __future__ import annotations
@@ -9,12 +9,8 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from llamachat.history.rows import HistoryError, _primary_code, _unavailable
-
-if TYPE_CHECKING:
-    from llamachat.history.store import History
 
 log = logging.getLogger(__name__)
 
@@ -216,8 +212,9 @@ def _refuse_foreign(conn: sqlite3.Connection, path: Path) -> None:
         )
 
 
-def salvage(history: History, source: Path) -> int:
-    """Copy every session and message still readable in the damaged `source`; messages copied.
+def salvage(conn: sqlite3.Connection, source: Path) -> int:
+    """Copy into `conn` (in the caller's transaction) every session and message still
+    readable in the damaged `source`; how many messages.
 
     SQLite's `.recover` is not in Python's sqlite3, so rows are read in rowid blocks,
     and a block that fails is read row by row: a damaged page costs its own rows only.
@@ -235,58 +232,73 @@ def salvage(history: History, source: Path) -> int:
     orphans: int | None = None
     messages = 0
     try:
-        with history._transaction() as conn:
-            known = _LEGACY_COLUMNS["sessions"]
-            columns = [c for c in names["sessions"] if c in known or c in ("id", "active_leaf")]
-            for row in _readable_rows(old, "sessions", columns) if "id" in columns else ():
-                try:
-                    conn.execute(
-                        f"INSERT INTO sessions ({', '.join(columns)}) VALUES "
-                        f"({', '.join('?' * len(columns))})",
-                        row,
+        known = _LEGACY_COLUMNS["sessions"]
+        columns = [c for c in names["sessions"] if c in known or c in ("id", "active_leaf")]
+        for row in _readable_rows(old, "sessions", columns) if "id" in columns else ():
+            try:
+                conn.execute(
+                    f"INSERT INTO sessions ({', '.join(columns)}) VALUES "
+                    f"({', '.join('?' * len(columns))})",
+                    row,
+                )
+            except sqlite3.IntegrityError:
+                continue
+            sessions.add(row[columns.index("id")])
+        known = _LEGACY_COLUMNS["messages"]
+        columns = [
+            c for c in names["messages"] if c in known or c in ("id", "session_id", "parent_id")
+        ]
+        if "session_id" not in columns or "role" not in names["messages"]:
+            columns = []
+        else:
+            columns.append("role")
+        for row in _readable_rows(old, "messages", columns) if columns else ():
+            values = list(row)
+            at = columns.index("session_id")
+            if values[at] not in sessions:
+                if orphans is None:
+                    orphans = int(
+                        conn.execute(
+                            "INSERT INTO sessions (title, created_at, updated_at)"
+                            " VALUES ('Recovered messages', ?, ?)",
+                            (time.time(), time.time()),
+                        ).lastrowid  # type: ignore[arg-type]
                     )
-                except sqlite3.IntegrityError:
-                    continue
-                sessions.add(row[columns.index("id")])
-            known = _LEGACY_COLUMNS["messages"]
-            columns = [
-                c for c in names["messages"] if c in known or c in ("id", "session_id", "parent_id")
-            ]
-            if "session_id" not in columns or "role" not in names["messages"]:
-                columns = []
-            else:
-                columns.append("role")
-            for row in _readable_rows(old, "messages", columns) if columns else ():
-                values = list(row)
-                at = columns.index("session_id")
-                if values[at] not in sessions:
-                    if orphans is None:
-                        orphans = int(
-                            conn.execute(
-                                "INSERT INTO sessions (title, created_at, updated_at)"
-                                " VALUES ('Recovered messages', ?, ?)",
-                                (time.time(), time.time()),
-                            ).lastrowid  # type: ignore[arg-type]
-                        )
-                    values[at] = orphans
-                try:
-                    conn.execute(
-                        f"INSERT INTO messages ({', '.join(columns)}) VALUES "
-                        f"({', '.join('?' * len(columns))})",
-                        values,
-                    )
-                except sqlite3.IntegrityError:
-                    continue
-                messages += 1
-            # A damaged page cost some messages their parent: they follow the one
-            # written before them (a file from before trees gets each session as a path).
-            relink = _REPAIR if "parent_id" in names["messages"] else _CHAIN
-            for statement in _statements(relink):
-                conn.execute(statement)
+                values[at] = orphans
+            try:
+                conn.execute(
+                    f"INSERT INTO messages ({', '.join(columns)}) VALUES "
+                    f"({', '.join('?' * len(columns))})",
+                    values,
+                )
+            except sqlite3.IntegrityError:
+                continue
+            messages += 1
+        # A damaged page cost some messages their parent: they follow the one
+        # written before them (a file from before trees gets each session as a path).
+        relink = _REPAIR if "parent_id" in names["messages"] else _CHAIN
+        for statement in _statements(relink):
+            conn.execute(statement)
     finally:
         old.close()
     log.warning("salvaged %d sessions and %d messages from %s", len(sessions), messages, source)
     return messages
+
+
+def purge(conn: sqlite3.Connection, where: str, params: tuple) -> int:
+    """Remove the sessions matching `where` with their messages and full-text rows, in the
+    caller's transaction; how many sessions."""
+    # Explicit, because a pre-versioned messages table may lack ON DELETE CASCADE.
+    conn.execute(
+        f"DELETE FROM messages WHERE session_id IN (SELECT id FROM sessions WHERE {where})",
+        params,
+    )
+    purged = conn.execute(f"DELETE FROM sessions WHERE {where}", params).rowcount
+    if purged:
+        # The full-text index keeps a deleted row's words in older segments until
+        # they are merged; merging them all drops the words for good.
+        conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('optimize')")
+    return purged
 
 
 def _check_size(conn: sqlite3.Connection, path: Path) -> None:

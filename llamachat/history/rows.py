@@ -1,11 +1,13 @@
 """What the history's modules share: the rows History returns, their columns and JSON
-coding, and the errors (described in db.py, which re-exports them).
+coding, the errors (described in store.py, which re-exports them) and the transaction.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypedDict, cast
 
@@ -151,6 +153,21 @@ def _unavailable(path: Path, exc: sqlite3.Error, doing: str) -> HistoryUnavailab
         f"cannot {doing} the history database {path}: {exc}; {advice}",
         code=getattr(exc, "sqlite_errorname", "") or "",
     )
+
+
+@contextmanager
+def transaction(conn: sqlite3.Connection, path: Path) -> Iterator[sqlite3.Connection]:
+    """One write transaction on `conn` (the history at `path`): committed whole or not at all."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+    except sqlite3.Error as exc:
+        raise _unavailable(path, exc, "save to") from None
 
 
 # How a column's stored value becomes a row's: JSON of a list or a dict, or a timestamp.

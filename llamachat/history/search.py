@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+import sqlite3
+from typing import cast
 
 from llamachat.history.rows import _SESSION_COLUMNS, SearchHit, SessionRow, _decode
-
-if TYPE_CHECKING:
-    from llamachat.history.store import History
 
 
 def _fts_query(text: str) -> str:
@@ -22,7 +20,7 @@ def _like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def search(history: History, query: str, *, limit: int = 50) -> list[SearchHit]:
+def search(conn: sqlite3.Connection, query: str, *, limit: int = 50) -> list[SearchHit]:
     """Live sessions matching every word of `query`, with a snippet of the best message.
 
     Sessions whose title holds every word come first (newest first; their snippet
@@ -36,24 +34,24 @@ def search(history: History, query: str, *, limit: int = 50) -> list[SearchHit]:
     like = " AND ".join(["title LIKE ? ESCAPE '\\'"] * len(words))
     titled: list[SearchHit] = [
         {**cast(SessionRow, _decode(row)), "snippet": ""}
-        for row in history._read(
+        for row in conn.execute(
             f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE deleted_at IS NULL AND {like}"
             " ORDER BY updated_at DESC, id DESC LIMIT ?",
             (*(f"%{_like_escape(word)}%" for word in words), limit),
-        )
+        ).fetchall()
     ]
-    found = _search_messages(history, match, limit)
+    found = _search_messages(conn, match, limit)
     snippets = {session["id"]: session["snippet"] for session in found}
     for session in titled:
         session["snippet"] = snippets.pop(session["id"], "")
     return (titled + [s for s in found if s["id"] in snippets])[:limit]
 
 
-def _search_messages(history: History, match: str, limit: int) -> list[SearchHit]:
+def _search_messages(conn: sqlite3.Connection, match: str, limit: int) -> list[SearchHit]:
     """Live sessions with a message matching the FTS `match`, best first, with a snippet."""
     # FTS5 refuses snippet() beside a window function, so the best message per
     # session is chosen first and only those few are given a snippet.
-    best = history._read(
+    best = conn.execute(
         "WITH hits AS MATERIALIZED ("
         "  SELECT m.id AS message_id, m.session_id AS session_id, messages_fts.rank AS rank"
         "  FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid"
@@ -64,22 +62,25 @@ def _search_messages(history: History, match: str, limit: int) -> list[SearchHit
         "  FROM hits JOIN sessions s ON s.id = hits.session_id WHERE s.deleted_at IS NULL)"
         " WHERE place = 1 ORDER BY rank LIMIT ?",
         (match, limit),
-    )
+    ).fetchall()
     if not best:
         return []
     ids = [row["message_id"] for row in best]
     marks = ", ".join("?" * len(ids))
     snippets = {
         row[0]: row[1]
-        for row in history._read(
+        for row in conn.execute(
             "SELECT rowid, snippet(messages_fts, -1, '', '', '…', 16) FROM messages_fts"
             f" WHERE messages_fts MATCH ? AND rowid IN ({marks})",
             (match, *ids),
-        )
+        ).fetchall()
     }
     results: list[SearchHit] = []
     for row in best:
-        session = history.get_session(row["session_id"])
+        session = conn.execute(
+            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (row["session_id"],)
+        ).fetchone()
         if session is not None:
-            results.append({**session, "snippet": snippets.get(row["message_id"], "")})
+            hit = cast(SessionRow, _decode(session))
+            results.append({**hit, "snippet": snippets.get(row["message_id"], "")})
     return results

@@ -23,10 +23,12 @@ The schema is versioned with `PRAGMA user_version`; `MIGRATIONS` is append-only,
 N-th entry moves a database from version N to N+1. Databases written before versioning
 (the seed's schema, user_version 0 with tables present) first gain any missing column.
 
-`History` is the one interface; its larger parts are plain functions it calls, given
-the History: db_file (opening, migrating, salvaging the file), db_tree (versions,
-branches, forks), db_search and db_export. db_rows holds the row types, their coding
-and the errors, which this module re-exports.
+`History` is the one interface; its larger parts are plain functions it calls with its
+connection and plain values (none of them knows History): `file` (opening, migrating,
+salvaging, purging), `tree` (adding messages, versions, branches, forks), `search` and
+`export` (Markdown, JSON, the checked import). `rows` holds the row types, their coding,
+the errors (re-exported here) and the transaction. `import_file` imports a JSON export
+over a connection of its own, for a worker thread.
 """
 
 from __future__ import annotations
@@ -35,18 +37,21 @@ import json
 import logging
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal, Self, cast
 
 from llamachat.history import export, file, search, tree
-from llamachat.history.export import EXPORT_FORMAT, EXPORT_VERSION
+from llamachat.history.export import (
+    EXPORT_FORMAT,
+    EXPORT_VERSION,
+    MAX_MESSAGE_CHARS,
+    ImportCancelled,
+    Imported,
+)
 from llamachat.history.file import MIGRATIONS, _Corrupt
 from llamachat.history.rows import (
-    _INSERT_MESSAGE,
-    _MESSAGE_COLUMNS,
-    _MESSAGE_KEYS,
     _SESSION_COLUMNS,
     MODES,
     ROLES,
@@ -59,15 +64,17 @@ from llamachat.history.rows import (
     SearchHit,
     SessionRow,
     _decode,
-    _message_row,
     _unavailable,
+    transaction,
 )
+from llamachat.history.tree import TITLE_CHARS
 
-# What callers import from here, several of them defined in the db_* modules History uses.
+# What callers import from here, several of them defined in the modules History uses.
 __all__ = [
     "BUSY_TIMEOUT_S",
     "EXPORT_FORMAT",
     "EXPORT_VERSION",
+    "MAX_MESSAGE_CHARS",
     "MIGRATIONS",
     "MODES",
     "PURGE_AFTER_S",
@@ -77,11 +84,14 @@ __all__ = [
     "History",
     "HistoryError",
     "HistoryUnavailable",
+    "ImportCancelled",
+    "Imported",
     "MessageRow",
     "NewMessage",
     "NewSession",
     "SearchHit",
     "SessionRow",
+    "import_file",
 ]
 
 log = logging.getLogger(__name__)
@@ -91,13 +101,49 @@ BUSY_TIMEOUT_S = 5.0
 # seconds; the margin keeps a second llamachat process (`ask --print`) from purging a
 # chat the window still offers to restore.
 PURGE_AFTER_S = 600.0
+# The share of an import's progress that reading the file takes (writing is the rest:
+# 200,000 messages read in about a second and are written in about eight).
+_READ_SHARE = 0.1
 
-TITLE_CHARS = 80
 
+def import_file(
+    db_path: Path,
+    source: Path,
+    *,
+    max_message_chars: int = MAX_MESSAGE_CHARS,
+    on_progress: Callable[[float], None] | None = None,
+) -> int:
+    """Import the JSON export at `source` into the history at `db_path` as a user's import
+    (titled "(imported)", at the top of the list); the new session's id.
 
-def _title_from(content: str) -> str:
-    first = next((line.strip() for line in content.splitlines() if line.strip()), "")
-    return first if len(first) <= TITLE_CHARS else first[: TITLE_CHARS - 1].rstrip() + "…"
+    It opens a connection of its own, so it can run on a worker thread while the window's
+    History stays on the GUI thread. `on_progress(share done)` is called as it goes; if it
+    raises (ImportCancelled), nothing of the import is kept and the exception passes on.
+    """
+    report = on_progress or (lambda _share: None)
+    imported = export.read_import(
+        source,
+        max_message_chars=max_message_chars,
+        on_progress=lambda share: report(share * _READ_SHARE),
+    )
+    total = max(len(imported.messages), 1)
+    try:
+        conn = file.connect(Path(db_path), BUSY_TIMEOUT_S)
+    except _Corrupt as exc:
+        raise HistoryError(
+            f"cannot import into the history database {db_path}: it is damaged ({exc}); "
+            "restart llamachat to set it aside"
+        ) from None
+    try:
+        return export.add_import(
+            conn,
+            Path(db_path),
+            imported,
+            mark=True,
+            on_batch=lambda done: report(_READ_SHARE + (1 - _READ_SHARE) * done / total),
+        )
+    finally:
+        conn.close()
 
 
 class History:
@@ -129,7 +175,8 @@ class History:
                 "history %s is damaged (%s); moved to %s", self.path, exc, self.recovered_from
             )
             self._conn = file.connect(self.path, BUSY_TIMEOUT_S)
-            self.salvaged = file.salvage(self, self.recovered_from)
+            with self._transaction() as conn:
+                self.salvaged = file.salvage(conn, self.recovered_from)
         # A chat deleted in an earlier run can no longer be undone (the undo offer lives
         # only as long as the window that made it): it goes for good now.
         self.purge_deleted(older_than=PURGE_AFTER_S)
@@ -137,16 +184,16 @@ class History:
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         self._paths.clear()
+        with transaction(self._conn, self.path) as conn:
+            yield conn
+
+    @contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        """The connection for a helper's reads; SQLite's failures become HistoryUnavailable."""
         try:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
+            yield self._conn
         except sqlite3.Error as exc:
-            raise _unavailable(self.path, exc, "save to") from None
+            raise _unavailable(self.path, exc, "read") from None
 
     def _write(self, sql: str, params: tuple = ()) -> sqlite3.Cursor:
         self._paths.clear()
@@ -158,15 +205,6 @@ class History:
     def _read(self, sql: str, params: tuple = ()) -> list[sqlite3.Row]:
         try:
             return self._conn.execute(sql, params).fetchall()
-        except sqlite3.Error as exc:
-            raise _unavailable(self.path, exc, "read") from None
-
-    def _read_values(self, sql: str, params: tuple = ()) -> list[tuple]:
-        """As _read, rows as plain tuples: a quarter of the cost for a long chat's rows."""
-        try:
-            cursor = self._conn.cursor()
-            cursor.row_factory = None
-            return cursor.execute(sql, params).fetchall()
         except sqlite3.Error as exc:
             raise _unavailable(self.path, exc, "read") from None
 
@@ -297,16 +335,7 @@ class History:
             where += " AND deleted_at <= ?"
             params = (time.time() - older_than,)
         with self._transaction() as conn:
-            # Explicit, because a pre-versioned messages table may lack ON DELETE CASCADE.
-            conn.execute(
-                f"DELETE FROM messages WHERE session_id IN (SELECT id FROM sessions WHERE {where})",
-                params,
-            )
-            purged = conn.execute(f"DELETE FROM sessions WHERE {where}", params).rowcount
-            if purged:
-                # The full-text index keeps a deleted row's words in older segments until
-                # they are merged; merging them all drops the words for good.
-                conn.execute("INSERT INTO messages_fts (messages_fts) VALUES ('optimize')")
+            purged = file.purge(conn, where, params)
         if purged:
             # The freed pages are zeroed (secure_delete), but the WAL still holds their
             # old versions until it is checkpointed and cut back.
@@ -361,85 +390,18 @@ class History:
         )
         if cached is not None:
             leaf, path = cached
-            row = self._message(message_id)
+            with self._reading() as conn:
+                row = tree.message(conn, message_id)
             if row["parent_id"] == leaf:
                 # The new active leaf ends the path it was added to.
                 self._paths[session_id] = (message_id, [*path, row])
         return message_id
 
-    def _message(self, message_id: int) -> MessageRow:
-        """One message as a path holds it, its versions (siblings) with it."""
-        [values] = self._read_values(
-            f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE id = ?", (message_id,)
-        )
-        row = cast(MessageRow, _decode(dict(zip(_MESSAGE_KEYS, values))))
-        siblings = [
-            sibling
-            for (sibling,) in self._read_values(
-                "SELECT id FROM messages WHERE session_id = ? AND parent_id IS ? ORDER BY id",
-                (row["session_id"], row["parent_id"]),
-            )
-        ]
-        row["versions"] = siblings if len(siblings) > 1 else []
-        return row
-
     def _insert_message(
         self, session_id: int, message: NewMessage, parent: int | None | Literal["active"]
     ) -> int:
         with self._transaction() as conn:
-            session = conn.execute(
-                "SELECT title, active_leaf FROM sessions WHERE id = ?", (session_id,)
-            ).fetchone()
-            if session is None:
-                raise HistoryError(f"no session {session_id} in the history")
-            parent_id = session["active_leaf"] if parent == "active" else parent
-            if (
-                parent_id is not None
-                and conn.execute(
-                    "SELECT 1 FROM messages WHERE id = ? AND session_id = ?",
-                    (parent_id, session_id),
-                ).fetchone()
-                is None
-            ):
-                raise HistoryError(f"no message {parent_id} in session {session_id}")
-            cursor = conn.execute(_INSERT_MESSAGE, _message_row(session_id, parent_id, message))
-            message_id = int(cursor.lastrowid)  # type: ignore[arg-type]
-            conn.execute(
-                "UPDATE sessions SET updated_at = max(updated_at, ?), active_leaf = ? WHERE id = ?",
-                (message["created_at"], message_id, session_id),
-            )
-            if message["role"] == "user":
-                self._follow_first_question(conn, session_id, session["title"], message_id)
-            return message_id
-
-    @staticmethod
-    def _follow_first_question(
-        conn: sqlite3.Connection, session_id: int, title: str, message_id: int
-    ) -> None:
-        """Name the chat after its first question, or after a new version of it unless the
-        user named the chat (a title taken from an earlier version is automatic too)."""
-        row = conn.execute(
-            "SELECT parent_id, content FROM messages WHERE id = ?", (message_id,)
-        ).fetchone()
-        if title:
-            earlier = conn.execute(
-                "SELECT content FROM messages WHERE session_id = ? AND role = 'user' AND id != ?"
-                " AND parent_id IS ?",
-                (session_id, message_id, row["parent_id"]),
-            ).fetchall()
-            if all(_title_from(other[0]) != title for other in earlier):
-                return
-            asked_before = conn.execute(
-                "WITH RECURSIVE up(id) AS (SELECT ? UNION ALL SELECT m.parent_id FROM messages m"
-                " JOIN up ON m.id = up.id WHERE m.parent_id IS NOT NULL)"
-                " SELECT 1 FROM messages WHERE id IN (SELECT id FROM up) AND role = 'user'",
-                (row["parent_id"],),
-            ).fetchone()
-            if asked_before is not None:
-                return
-        conn.execute(
-            "UPDATE sessions SET title = ? WHERE id = ?", (_title_from(row["content"]), session_id)
-        )
+            return tree.insert_message(conn, session_id, message, parent)
 
     def update_message(
         self,
@@ -479,7 +441,8 @@ class History:
             f"UPDATE messages SET {assignments} WHERE id = ?", (*changes.values(), message_id)
         )
         for session_id, path, index in holding:
-            path[index] = self._message(message_id)
+            with self._reading() as conn:
+                path[index] = tree.message(conn, message_id)
             self._paths[session_id] = (path[-1]["id"], path)
 
     def messages(self, session_id: int) -> list[MessageRow]:
@@ -498,7 +461,8 @@ class History:
             self._paths.clear()
         cached = self._paths.get(session_id)
         if cached is None or cached[0] != leaf:
-            cached = self._paths[session_id] = (leaf, tree.path_to(self, session_id, leaf))
+            with self._reading() as conn:
+                cached = self._paths[session_id] = (leaf, tree.path_to(conn, session_id, leaf))
         # Copies: what a caller does with its rows never reaches the next caller's.
         return [cast(MessageRow, {**row, "versions": list(row["versions"])}) for row in cached[1]]
 
@@ -513,17 +477,21 @@ class History:
         Below `message_id` the path follows the newest reply at each step, so switching
         to a version shows it with everything that followed it.
         """
-        return tree.select_version(self, session_id, message_id)
+        with self._transaction() as conn:
+            return tree.select_version(conn, session_id, message_id)
 
     def delete_branch(self, message_id: int) -> None:
         """Delete a message and every message that follows it, on all branches (a failed
         reply that a retry replaces). The active path then ends at its parent."""
-        tree.delete_branch(self, message_id)
+        with self._transaction() as conn:
+            tree.delete_branch(conn, message_id)
 
     def fork(self, session_id: int, message_id: int) -> int:
         """A new chat holding the active path up to `message_id`, with the session's
         model, prompt, skills and parameters; its id."""
-        return tree.fork(self, session_id, message_id)
+        source, path = self._require(session_id), self.messages(session_id)
+        with self._transaction() as conn:
+            return tree.fork(conn, session_id, source, path, message_id)
 
     # ------------------------------------------------------------------ search
 
@@ -534,18 +502,21 @@ class History:
         is '' when no message matches), then those with a message matching every word
         as a prefix, best first.
         """
-        return search.search(self, query, limit=limit)
+        with self._reading() as conn:
+            return search.search(conn, query, limit=limit)
 
     # ------------------------------------------------------------------ export / import
 
     def export_markdown(self, session_id: int) -> str:
         """The session as a Markdown document a person can read."""
-        return export.export_markdown(self, session_id)
+        return export.export_markdown(self._require(session_id), self.messages(session_id))
 
     def export_json(self, session_id: int) -> dict[str, Any]:
         """The session as a versioned JSON-ready dict that import_json reads back: every
         message of every branch, each with an "id" and its "parent", and the "active" leaf."""
-        return export.export_json(self, session_id)
+        source, params = self._require(session_id), self.session_params(session_id)
+        with self._reading() as conn:
+            return export.export_json(conn, source, params)
 
     def import_json(self, data: dict[str, Any]) -> int:
         """Add a session exported by export_json (either version), under a new id; its id.
@@ -553,7 +524,8 @@ class History:
         Nothing is imported unless all of it can be: a file with a mistake raises
         HistoryError naming the field.
         """
-        return export.import_json(self, data)
+        self._paths.clear()
+        return export.add_import(self._conn, self.path, export.validate_import(data))
 
     def _require(self, session_id: int) -> SessionRow:
         session = self.get_session(session_id)

@@ -9,9 +9,12 @@ match, each with a snippet shown as plain text and the matched words marked
 bar that appears under the list. The highlighted row is always the chat the window
 shows (`set_current`), whatever the list does meanwhile.
 
-Everything here runs on the GUI thread, which owns the History's connection.
+Everything here runs on the GUI thread, which owns the History's connection, except
+the import the menu starts (`start_import`): it reads, checks and writes the file on a
+worker thread over a connection of its own (`store.import_file`), with a progress
+dialog whose Cancel keeps nothing of it.
 
-Errors: `export_session` and `import_file` raise `db.HistoryError` (a file that
+Errors: `export_session` and `import_file` raise `store.HistoryError` (a file that
 cannot be read or written is reported as one, naming the file); the menu actions
 catch it and show its message in the sidebar's notice bar.
 """
@@ -22,8 +25,10 @@ import html
 import json
 import logging
 import re
+import threading
 import time
 import unicodedata
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +63,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QListView,
     QMenu,
+    QProgressDialog,
     QPushButton,
     QStyle,
     QStyledItemDelegate,
@@ -67,8 +73,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from llamachat.history.store import History, HistoryError, SessionRow
+from llamachat.history.store import (
+    History,
+    HistoryError,
+    ImportCancelled,
+    SessionRow,
+    import_file,
+)
 from llamachat.ui import plain
+from llamachat.ui.tasks import run_in_background
 from llamachat.ui.views.markdown import plain_text
 
 log = logging.getLogger(__name__)
@@ -326,6 +339,8 @@ class SessionSidebar(QWidget):
     new_chat_requested = Signal()
     session_deleted = Signal(int)
     session_renamed = Signal(int, str)
+    # An import's progress in percent, emitted from its worker thread (queued to this one).
+    _import_progress = Signal(int)
 
     def __init__(
         self,
@@ -340,6 +355,7 @@ class SessionSidebar(QWidget):
         self.model = SessionListModel(history, page_size=page_size, mode=mode)
         self._current: int | None = None
         self._deleted: list[int] = []
+        self.import_progress: QProgressDialog | None = None
         self._build()
         self.model.reload()
 
@@ -514,16 +530,58 @@ class SessionSidebar(QWidget):
             raise HistoryError(f"cannot write {path}: {exc.strerror or exc}") from None
 
     def import_file(self, path: Path) -> int:
-        """Add a session from a JSON export; returns its new id."""
-        try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise HistoryError(f"cannot read {path}: {exc.strerror or exc}") from None
-        except ValueError as exc:
-            raise HistoryError(f"cannot import {path}: it is not JSON ({exc})") from None
-        session_id = self.history.import_json(data)
+        """Add a session from a JSON export, titled "(imported)", at the top; its new id."""
+        session_id = import_file(self.history.path, Path(path))
         self.refresh()
         return session_id
+
+    def start_import(self, path: Path) -> None:
+        """Import a JSON export on a worker thread with a progress dialog (`import_progress`)
+        whose Cancel keeps nothing; then open the new chat, or say why it was refused."""
+        path = Path(path)
+        cancelled = threading.Event()
+        dialog = QProgressDialog(f"Importing {path.name}…", "Cancel", 0, 100, self)
+        dialog.setWindowTitle("Import chat")
+        dialog.setMinimumDuration(300)
+        dialog.setAutoClose(False)
+        dialog.canceled.connect(cancelled.set)
+        self._import_progress.connect(dialog.setValue)
+        self.import_progress = dialog
+        self.import_action.setEnabled(False)
+        shown = [-1]
+
+        def on_progress(share: float) -> None:
+            if cancelled.is_set():
+                raise ImportCancelled
+            percent = int(share * 100)
+            if percent != shown[0]:  # one signal per percent, not per message
+                shown[0] = percent
+                self._import_progress.emit(percent)
+
+        def done(future: Future) -> None:
+            self._import_progress.disconnect(dialog.setValue)
+            dialog.close()
+            dialog.deleteLater()
+            self.import_progress = None
+            self.import_action.setEnabled(True)
+            try:
+                session_id = future.result()
+            except ImportCancelled:
+                self.show_notice(f"Import of {path.name} cancelled; nothing was added.")
+                return
+            except HistoryError as exc:
+                self.show_notice(str(exc))
+                return
+            self.refresh()
+            self.show_notice(f"Imported {path.name}.")
+            self._current = session_id
+            self._select_current()
+            self.session_activated.emit(session_id)
+
+        db_path = self.history.path
+        run_in_background(
+            lambda: import_file(db_path, path, on_progress=on_progress), done, receiver=self
+        )
 
     def session_ids(self) -> list[int]:
         """The ids of the rows loaded in the list, top to bottom."""
@@ -650,14 +708,5 @@ class SessionSidebar(QWidget):
         path, _ = QFileDialog.getOpenFileName(
             self, "Import chat", str(Path.home()), "llamachat JSON (*.json)"
         )
-        if not path:
-            return
-        try:
-            session_id = self.import_file(Path(path))
-        except HistoryError as exc:
-            self.show_notice(str(exc))
-            return
-        self.show_notice(f"Imported {Path(path).name}.")
-        self._current = session_id
-        self._select_current()
-        self.session_activated.emit(session_id)
+        if path:
+            self.start_import(Path(path))
