@@ -39,7 +39,7 @@ from __future__ import annotations
 import logging
 
 from PySide6.QtCore import Qt, Signal, Slot
-from PySide6.QtGui import QCloseEvent, QGuiApplication
+from PySide6.QtGui import QCloseEvent, QGuiApplication, QShortcut
 from PySide6.QtWidgets import (
     QFrame,
     QLayout,
@@ -252,8 +252,41 @@ class ChatWindow(QMainWindow):
         self.splitter = _lay_out(self)
 
         self.web_search.offer()
-        self._shortcuts = menus.install(self)
+        self._shortcuts = self._install_menus()
         self.composer.editor.setFocus()
+
+    def _install_menus(self) -> list[QShortcut]:
+        router = self.router_guide
+        commands = menus.Commands(
+            new_chat=self.new_session,
+            search_sessions=self.sidebar.focus_search,
+            stop=self.stop,
+            focus_composer=self.focus_composer,
+            copy_last_reply=self.copy_last_reply,
+            switch_model=self.model_picker.open_popup,
+            settings=self.open_settings,
+            shortcuts=self.show_shortcuts,
+            quit=self.quit_requested.emit,
+            import_mcp_servers=self.import_mcp_servers,
+            close=self.close,
+            mcp_servers=self.open_mcp_panel,
+            edit_presets=self.preset_picker.edit_presets,
+        )
+        actions = menus.Actions(
+            import_chats=self.sidebar.import_action,
+            settings=self.top_bar.settings_action,
+            router=[
+                router.server_log_action,
+                router.add_model_action,
+                router.get_model_action,
+                router.delete_model_action,
+                router.model_options_action,
+            ],
+            web_search=self.web_search.action,
+            skills=self.top_bar.skills_action,
+            about=router.about_action,
+        )
+        return menus.install(self, commands, actions)
 
     # ------------------------------------------------------------------ public seams
 
