@@ -25,10 +25,10 @@ built by `menus.install` from the window's commands.
 Sending, Stop, Retry, Edit, the loaded skills and the streaming reply are the
 conversation's (`session.Conversation`, shared with the quick window): the window
 forwards what the user does and shows what it signals; the accessors both windows
-answer (session, model, streaming, skills) are `seams.ConversationSeams`'. A reply is saved as it
-streams (`reply.ReplyStream`): the user message first, then an assistant row with
-status "streaming" that a one-second timer rewrites, so a crash loses at most a
-second of text; the final save marks it "complete", "stopped" or "error".
+answer (session, model, streaming, skills) are `seams.ConversationSeams`'. A reply is
+saved as it streams (`reply.ReplyStream`): the user message first, then an assistant
+row with status "streaming" that a one-second timer rewrites, so a crash loses at
+most a second of text; the final save marks it "complete", "stopped" or "error".
 
 Errors: none of its own. Backend failures are shown inline on the reply with a
 Retry; a model list that cannot be fetched is shown beside the model picker;
