@@ -1,50 +1,78 @@
 """The chat window's menu bar (File, Chat, Help) and its keyboard shortcuts.
 
-`install(window)` builds both from the window's commands, in one place because they
-are tied: a menu item shows its key after a tab while the window's QShortcuts own
-every key (a key bound twice, to an action and a shortcut, is ambiguous and never
-fires). Raises nothing.
+`install(window, commands, actions)` builds both, in one place because they are tied:
+a menu item shows its key after a tab while the window's QShortcuts own every key (a
+key bound twice, to an action and a shortcut, is ambiguous and never fires). The
+window hands over what the menus call (`Commands`) and the actions its parts own
+(`Actions`); this module knows nothing else of it. Raises nothing.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 from PySide6.QtGui import QAction, QShortcut
+from PySide6.QtWidgets import QMainWindow
 
 from llamachat.ui import shortcuts
 
-if TYPE_CHECKING:
-    from llamachat.ui.window import ChatWindow
 
-log = logging.getLogger(__name__)
+@dataclass(frozen=True)
+class Commands:
+    """What the menu items and keys call; the first nine are keyboard shortcuts too."""
+
+    new_chat: Callable[[], object]
+    search_sessions: Callable[[], object]
+    stop: Callable[[], object]
+    focus_composer: Callable[[], object]
+    copy_last_reply: Callable[[], object]
+    switch_model: Callable[[], object]
+    settings: Callable[[], object]
+    shortcuts: Callable[[], object]
+    quit: Callable[[], object]
+    import_mcp_servers: Callable[[], object]
+    close: Callable[[], object]
+    mcp_servers: Callable[[], object]
+    edit_presets: Callable[[], object]
 
 
-def install(window: ChatWindow) -> list[QShortcut]:
-    """Give the chat window its menus and its keyboard shortcuts; returns the shortcuts."""
-    _build_menus(window)
+@dataclass(frozen=True)
+class Actions:
+    """The actions the window's parts own, placed in the menus as they are."""
+
+    import_chats: QAction
+    settings: QAction
+    router: list[QAction]  # server log, add, get, delete, options: File, after MCP import
+    web_search: QAction
+    skills: QAction
+    about: QAction
+
+
+def install(window: QMainWindow, commands: Commands, actions: Actions) -> list[QShortcut]:
+    """Give the window its menus and its keyboard shortcuts; returns the shortcuts."""
+    _build_menus(window, commands, actions)
     return shortcuts.install(
         window,
         {
-            "new_chat": window.new_session,
-            "search_sessions": window.sidebar.focus_search,
-            "stop": window.stop,
-            "focus_composer": window.focus_composer,
-            "copy_last_reply": window.copy_last_reply,
-            "switch_model": window.model_picker.open_popup,
-            "settings": window.open_settings,
-            "shortcuts": window.show_shortcuts,
-            "quit": window.quit_requested.emit,
+            "new_chat": commands.new_chat,
+            "search_sessions": commands.search_sessions,
+            "stop": commands.stop,
+            "focus_composer": commands.focus_composer,
+            "copy_last_reply": commands.copy_last_reply,
+            "switch_model": commands.switch_model,
+            "settings": commands.settings,
+            "shortcuts": commands.shortcuts,
+            "quit": commands.quit,
         },
     )
 
 
-def _action(text: str, window: ChatWindow, slot: Callable[[], object]) -> QAction:
+def _action(text: str, window: QMainWindow, slot: Callable[[], object]) -> QAction:
     """A new action of the window's that calls `slot` when triggered."""
     action = QAction(text, window)
-    action.triggered.connect(slot)
+    # A lambda: `triggered` passes `checked`, which none of the commands takes.
+    action.triggered.connect(lambda: slot())
     return action
 
 
@@ -54,53 +82,39 @@ def _keyed(action: QAction, name: str) -> QAction:
     return action
 
 
-def _build_menus(window: ChatWindow) -> None:
-    top, router = window.top_bar, window.router_guide
+def _build_menus(window: QMainWindow, commands: Commands, actions: Actions) -> None:
     menus = window.menuBar()
     file_menu = menus.addMenu("&File")
-    file_menu.addAction(_keyed(_action("New chat", window, window.new_session), "new_chat"))
-    file_menu.addAction(window.sidebar.import_action)
+    file_menu.addAction(_keyed(_action("New chat", window, commands.new_chat), "new_chat"))
+    file_menu.addAction(actions.import_chats)
     file_menu.addSeparator()
-    file_menu.addAction(_keyed(top.settings_action, "settings"))
-    file_menu.addAction(_action("Import MCP servers…", window, window.import_mcp_servers))
-    file_menu.addAction(router.server_log_action)
-    file_menu.addAction(router.add_model_action)
-    file_menu.addAction(router.get_model_action)
-    file_menu.addAction(router.delete_model_action)
-    file_menu.addAction(router.model_options_action)
+    file_menu.addAction(_keyed(actions.settings, "settings"))
+    file_menu.addAction(_action("Import MCP servers…", window, commands.import_mcp_servers))
+    for action in actions.router:
+        file_menu.addAction(action)
     file_menu.addSeparator()
-    file_menu.addAction(_action("Close window", window, window.close))
-    quit_action = _action("Quit", window, lambda: window.quit_requested.emit())
-    file_menu.addAction(_keyed(quit_action, "quit"))
+    file_menu.addAction(_action("Close window", window, commands.close))
+    file_menu.addAction(_keyed(_action("Quit", window, commands.quit), "quit"))
 
     chat_menu = menus.addMenu("&Chat")
     chat_menu.addAction(
-        _keyed(
-            _action("Search chats", window, window.sidebar.focus_search),
-            "search_sessions",
-        )
+        _keyed(_action("Search chats", window, commands.search_sessions), "search_sessions")
     )
     chat_menu.addAction(
-        _keyed(
-            _action("Choose model", window, window.model_picker.open_popup),
-            "switch_model",
-        )
+        _keyed(_action("Choose model", window, commands.switch_model), "switch_model")
     )
     chat_menu.addAction(
-        _keyed(
-            _action("Copy last reply", window, window.copy_last_reply),
-            "copy_last_reply",
-        )
+        _keyed(_action("Copy last reply", window, commands.copy_last_reply), "copy_last_reply")
     )
-    chat_menu.addAction(_keyed(_action("Stop reply", window, window.stop), "stop"))
+    chat_menu.addAction(_keyed(_action("Stop reply", window, commands.stop), "stop"))
     chat_menu.addSeparator()
-    chat_menu.addAction(window.web_search.action)
-    chat_menu.addAction(top.skills_action)
-    chat_menu.addAction(_action("MCP servers…", window, window.open_mcp_panel))
-    chat_menu.addAction(_action("Edit prompt presets…", window, window.preset_picker.edit_presets))
+    chat_menu.addAction(actions.web_search)
+    chat_menu.addAction(actions.skills)
+    chat_menu.addAction(_action("MCP servers…", window, commands.mcp_servers))
+    chat_menu.addAction(_action("Edit prompt presets…", window, commands.edit_presets))
 
     help_menu = menus.addMenu("&Help")
     help_menu.addAction(
-        _keyed(_action("Keyboard shortcuts", window, window.show_shortcuts), "shortcuts")
+        _keyed(_action("Keyboard shortcuts", window, commands.shortcuts), "shortcuts")
     )
-    help_menu.addAction(router.about_action)
+    help_menu.addAction(actions.about)

@@ -9,7 +9,8 @@ hands it to the chat window through `continue_requested`.
 
 Each question is a new session of mode "oneshot", saved as it streams like a chat
 (the reply row is rewritten at most once a second); asking, Stop, Retry and the
-skills are the conversation's (`controller.Conversation` in one-shot mode). Skills
+skills are the conversation's (`session.Conversation` in one-shot mode; the
+accessors shared with the chat window are `seams.ConversationSeams`'). Skills
 named in the question (`/name`, a whole-word mention) and skills the model loads
 apply to that one reply: they show as chips while it streams and are dropped when it
 ends; the session's `skills` stay empty.
@@ -45,21 +46,21 @@ from PySide6.QtWidgets import QHBoxLayout, QPushButton, QVBoxLayout, QWidget
 from llamachat import turn
 from llamachat.config import Config
 from llamachat.context import Overflow
-from llamachat.history.store import History, HistoryError
+from llamachat.history.store import HistoryError
 from llamachat.router import providers
 from llamachat.router.client import BackendError
 from llamachat.router.models import ModelInfo
-from llamachat.skills import SkillStore
 from llamachat.ui import plain, tasks
 from llamachat.ui.app import FAILED, PENDING, READY, App, RouterState
 from llamachat.ui.chat import session
 from llamachat.ui.chat.reply import ReplyStream
+from llamachat.ui.chat.seams import ConversationSeams
 from llamachat.ui.chat.session import Conversation
 from llamachat.ui.chat.worker import collect_garbage_on_gui_thread
 from llamachat.ui.first_run import event_text
 from llamachat.ui.models.picker import list_models
 from llamachat.ui.views.chips import SkillChips
-from llamachat.ui.views.composer import Attachment, Composer
+from llamachat.ui.views.composer import Composer
 from llamachat.ui.views.messages import ConversationView
 
 log = logging.getLogger(__name__)
@@ -70,7 +71,7 @@ ANSWER_HEIGHT = 360
 EDGE = 8
 
 
-class QuickWindow(QWidget):
+class QuickWindow(ConversationSeams, QWidget):
     """A compact always-on-top window that asks one question and streams the answer."""
 
     continue_requested = Signal(object, str)
@@ -91,7 +92,7 @@ class QuickWindow(QWidget):
         )
         collect_garbage_on_gui_thread()
         # The model the settings name, to see when a config_changed names another.
-        self._configured = self._model
+        self._configured = self.chat.model
         self._models: dict[str, ModelInfo] = {}
         self._listing: Future | None = None
         self._waiting = False
@@ -109,7 +110,7 @@ class QuickWindow(QWidget):
         app.server_event.connect(self._on_server_event)
         if app.router.status in (PENDING, FAILED):
             self._on_router_changed(app.router)
-        if not self._model:
+        if not self.chat.model:
             self.refresh_models()
 
     # ------------------------------------------------------------------ building
@@ -180,54 +181,12 @@ class QuickWindow(QWidget):
         hide.activated.connect(self.dismiss)
 
     # ------------------------------------------------------------------ public seams
-
-    @property
-    def cfg(self) -> Config:
-        """The configuration in effect: the App's (never a copy of it)."""
-        return self.app.config
-
-    @property
-    def history(self) -> History:
-        """The chat history: the App's."""
-        return self.app.history
-
-    @property
-    def _registry(self) -> providers.Registry:
-        return self.app.registry
-
-    @property
-    def session_id(self) -> int | None:
-        """The one-shot session shown, or None before the first question."""
-        return self.chat.session_id
-
-    @property
-    def _model(self) -> str:
-        return self.chat.model
-
-    @property
-    def _skills(self) -> SkillStore | None:
-        return self.chat.store
-
-    def current_model(self) -> str:
-        """The model that answers ('' while none is known)."""
-        return self._model
-
-    def is_streaming(self) -> bool:
-        """True while an answer streams."""
-        return self.chat.is_streaming()
+    # (the session, model, streaming state and skills: `ConversationSeams`, from `chat`)
 
     def running_workers(self) -> int:
         """Worker threads not yet ended, a model listing under way included."""
         listing = self._listing is not None and not self._listing.done()
-        return self.chat.threads.running() + int(listing)
-
-    def loaded_skills(self) -> list[str]:
-        """The skills shown as chips: waiting for the next question, or used by this answer."""
-        return self.chat.loaded_skills()
-
-    def load_skill(self, name: str) -> bool:
-        """Use a skill for the next question (or this answer); True when it was not in use."""
-        return self.chat.load_skill(name)
+        return super().running_workers() + int(listing)
 
     def show_notice(self, text: str) -> None:
         """Say something in the window (an error, what to do next); '' clears it."""
@@ -347,11 +306,7 @@ class QuickWindow(QWidget):
             return
         if self.composer.is_empty():
             return
-        attachments = [item.to_dict() for item in self.composer.attachments()]
-        outcome = self.chat.submit(self.composer.text(), attachments)
-        if outcome in (session.SENT, session.HELD):
-            self.composer.clear()
-        elif outcome == session.NO_MODEL:
+        if self._submit_draft() == session.NO_MODEL:
             if self._awaiting_router or self._listing is not None:
                 self._waiting = True
                 # While the router is awaited, the notice already says what for.
@@ -380,14 +335,7 @@ class QuickWindow(QWidget):
     @Slot(object)
     def edit_message(self, message_id: object) -> None:
         """Put the question back in the box: sending it asks again as a new question."""
-        question = self.chat.edit(message_id)
-        if question is None:
-            return
-        self.composer.set_text(question["content"])
-        self.composer.set_attachments(
-            [Attachment.from_dict(item) for item in question.get("attachments") or []]
-        )
-        self.composer.editor.setFocus()
+        self._put_back(self.chat.edit(message_id))
 
     @Slot()
     def dismiss(self) -> None:
@@ -463,16 +411,16 @@ class QuickWindow(QWidget):
     # ------------------------------------------------------------------ models
 
     def _refresh_skill_names(self) -> None:
-        if self._skills is not None:
-            self.composer.offer_skills(self._skills)
+        if self.chat.store is not None:
+            self.composer.offer_skills(self.chat.store)
 
     def _show_model(self) -> None:
-        self.model_label.setText(self._model or "no model yet")
+        model = self.chat.model
+        self.model_label.setText(model or "no model yet")
         # Its context size is asked for now, so the check before a send knows it.
-        self.chat.context.set_model(self._model)
+        self.chat.context.set_model(model)
         self.composer.set_model(
-            self._model,
-            images=self._model in self._models and self._models[self._model].accepts_images,
+            model, images=model in self._models and self._models[model].accepts_images
         )
 
     def _on_models_listed(self, listing: Future, future: Future) -> None:
@@ -486,11 +434,11 @@ class QuickWindow(QWidget):
             self.show_notice(f"Could not list the models: {exc.message or exc}")
             return
         self._models = {info.id: info for info in infos}
-        if not self._model:
+        if not self.chat.model:
             self.chat.model = turn.pick_model(self.cfg, infos)
         self._show_model()
         waiting, self._waiting = self._waiting, False
-        if not self._model:
+        if not self.chat.model:
             reason = errors.get(providers.ROUTER, "") if errors else ""
             self.show_notice(reason or turn.no_model_message(self.cfg))
             return

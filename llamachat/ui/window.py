@@ -13,20 +13,22 @@ looked for or started, when none could be had, and while it offers no models, th
 getting-started panel (`first_run.FirstRunPanel`) sits above the conversation and
 says what to do.
 
-The window lays these out and keeps the sessions; its other jobs have their own
-owners: the router's state, the models folder and the server log are the
+The window lays these out; its other jobs have their own owners: starting, opening
+and forking chats (with the title, prompt and meter that follow the open one) are
+`ChatSessions`'; the router's state, the models folder and the server log are the
 `router_guide.RouterGuide`'s; the skills panel, chips and the composer's skill names
 are `chat_skills.ChatSkills`'; the chosen model (applied to the chat, the composer and
-the meter) and the default star are `model_choice.ModelChoice`'s; a message too long
+the meter) and the default star are `models.choice.ModelChoice`'s; a message too long
 for the context is `overflow.OverflowGuide`'s; the menus and keyboard shortcuts are
-built by `menus.install`.
+built by `menus.install` from the window's commands.
 
 Sending, Stop, Retry, Edit, the loaded skills and the streaming reply are the
-conversation's (`controller.Conversation`, shared with the quick window): the window
-forwards what the user does and shows what it signals. A reply is saved as it
-streams (`reply.ReplyStream`): the user message first, then an assistant row with
-status "streaming" that a one-second timer rewrites, so a crash loses at most a
-second of text; the final save marks it "complete", "stopped" or "error".
+conversation's (`session.Conversation`, shared with the quick window): the window
+forwards what the user does and shows what it signals; the accessors both windows
+answer (session, model, streaming, skills) are `seams.ConversationSeams`'. A reply is
+saved as it streams (`reply.ReplyStream`): the user message first, then an assistant
+row with status "streaming" that a one-second timer rewrites, so a crash loses at
+most a second of text; the final save marks it "complete", "stopped" or "error".
 
 Errors: none of its own. Backend failures are shown inline on the reply with a
 Retry; a model list that cannot be fetched is shown beside the model picker;
@@ -37,9 +39,10 @@ cannot be written) go to the status bar.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
-from PySide6.QtCore import Qt, Signal, Slot
-from PySide6.QtGui import QCloseEvent, QGuiApplication
+from PySide6.QtCore import QObject, Qt, Signal, Slot
+from PySide6.QtGui import QCloseEvent, QGuiApplication, QShortcut
 from PySide6.QtWidgets import (
     QFrame,
     QLayout,
@@ -52,12 +55,13 @@ from PySide6.QtWidgets import (
 
 from llamachat import prompts
 from llamachat.config import Config
-from llamachat.history.store import History, HistoryError, MessageRow
+from llamachat.history.store import HistoryError, MessageRow
 from llamachat.router.models import ModelInfo
 from llamachat.ui import first_run, menus, plain, shortcuts, tasks
 from llamachat.ui.app import App
-from llamachat.ui.chat import session as controller
+from llamachat.ui.chat import session
 from llamachat.ui.chat.reply import ReplyStream
+from llamachat.ui.chat.seams import ConversationSeams
 from llamachat.ui.chat.session import Conversation
 from llamachat.ui.chat.worker import collect_garbage_on_gui_thread
 from llamachat.ui.mcp_panel import McpPanel, choose_and_import
@@ -68,7 +72,7 @@ from llamachat.ui.settings import SettingsDialog
 from llamachat.ui.skills.chat_skills import ChatSkills
 from llamachat.ui.views import markdown
 from llamachat.ui.views.chips import SkillChips, SkillSuggestions
-from llamachat.ui.views.composer import Attachment, Composer
+from llamachat.ui.views.composer import Composer
 from llamachat.ui.views.messages import ConversationView
 from llamachat.ui.views.meter import ContextMeter
 from llamachat.ui.views.notice import STATUS_MS, NoticeBar
@@ -84,7 +88,7 @@ log = logging.getLogger(__name__)
 SIDEBAR_WIDTH = 260
 
 
-class ChatWindow(QMainWindow):
+class ChatWindow(ConversationSeams, QMainWindow):
     """The main chat window, built from the App (configuration, history, router)."""
 
     session_changed = Signal(object)
@@ -123,7 +127,7 @@ class ChatWindow(QMainWindow):
         self.router_guide.start()
 
         self.new_session()
-        self.model_choice.apply(self._model)
+        self.model_choice.apply(self.chat.model)
         self.skills.refresh_names()
         if self.history.recovered_from is not None:
             kept = (
@@ -152,7 +156,6 @@ class ChatWindow(QMainWindow):
             self.app.registry, current=self.cfg.default_model, default_model=self.cfg.default_model
         )
         self.preset_picker = PresetPicker(self._prompts)
-        self.preset_picker.preset_changed.connect(self._on_preset_changed)
         self.preset_picker.system_text_changed.connect(self._on_system_text_changed)
 
         self.web_search = SearchToggle(self.app, self.chat, parent=self)
@@ -241,48 +244,36 @@ class ChatWindow(QMainWindow):
         self.model_choice.listed.connect(self.models_listed)
 
         self.sidebar = SessionSidebar(self.history, mode="chat")
-        self.sidebar.session_activated.connect(self.open_session)
         self.sidebar.new_chat_requested.connect(self.new_session)
-        self.sidebar.session_deleted.connect(self._on_session_deleted)
-        self.sidebar.session_renamed.connect(self._on_session_renamed)
         self.session_changed.connect(self.sidebar.set_current)
         self.sidebar.setMinimumWidth(180)
         self.sidebar.list_view.setStyleSheet("QListView::item { padding: 5px 6px; }")
 
+        self.sessions = ChatSessions(
+            self.chat,
+            view=self.conversation,
+            presets=self.preset_picker,
+            meter=self.meter,
+            choice=self.model_choice,
+            sidebar=self.sidebar,
+            stop=self.stop,
+            parent=self,
+        )
+        self.sessions.status.connect(self.show_status)
+        self.sessions.problem.connect(self.show_problem)
+        self.sessions.title_changed.connect(
+            lambda title: self.setWindowTitle(f"{title} — llamachat")
+        )
+
         self.splitter = _lay_out(self)
 
         self.web_search.offer()
-        self._shortcuts = menus.install(self)
+        self._shortcuts = _install_menus(self)
         self.composer.editor.setFocus()
 
     # ------------------------------------------------------------------ public seams
 
-    @property
-    def cfg(self) -> Config:
-        """The configuration in effect: the App's (never a copy of it)."""
-        return self.app.config
-
-    @property
-    def history(self) -> History:
-        """The chat history: the App's."""
-        return self.app.history
-
-    @property
-    def session_id(self) -> int | None:
-        """The open session's id; None until the first message of a new chat is sent."""
-        return self.chat.session_id
-
-    @property
-    def _model(self) -> str:
-        return self.chat.model
-
-    def is_streaming(self) -> bool:
-        """True while a reply streams."""
-        return self.chat.is_streaming()
-
-    def running_workers(self) -> int:
-        """Worker threads not yet ended (a stopped stream may still be closing its socket)."""
-        return self.chat.threads.running()
+    # (the session, model, streaming state and skills: `ConversationSeams`, from `chat`)
 
     def show_status(self, text: str, timeout: int = STATUS_MS) -> None:
         """Say something in the status bar (timeout in ms; 0 keeps it)."""
@@ -295,52 +286,15 @@ class ChatWindow(QMainWindow):
 
     def new_session(self) -> None:
         """Start an empty chat: no messages, no loaded skills; created on the first send."""
-        if self.chat.is_streaming():
-            self.stop()
-        self.chat.new_session()
-        # A custom prompt belongs to the chat it was written for; the preset carries over.
-        self.preset_picker.set_session_prompt(self.preset_picker.current_name())
-        self.conversation.clear()
-        self.meter.set_used(0)
-        self._update_title()
+        self.sessions.new()
 
     def open_session(self, session_id: int) -> bool:
         """Show a stored chat with its model and loaded skills; False when it does not exist."""
-        if self.chat.is_streaming():
-            self.stop()
-        opened = self.chat.open_session(session_id)
-        if opened is None:
-            self.show_status(f"Chat {session_id} no longer exists.")
-            return False
-        session, messages = opened
-        self.preset_picker.set_session_prompt(
-            session.get("prompt_name") or "", session.get("prompt_custom") or ""
-        )
-        if missing := self.chat.missing_skills():
-            self.show_status(
-                f"Skills of this chat no longer found: {', '.join(missing)}. "
-                "The model does not get them; click a chip to remove it.",
-                timeout=0,
-            )
-        self.conversation.load_messages(messages)
-        if session.get("model"):
-            self.model_choice.apply(session["model"])
-        self._show_usage(messages)
-        self._update_title()
-        return True
+        return self.sessions.open(session_id)
 
     def fork(self, message_id: object) -> bool:
         """Open a new chat holding this chat up to `message_id` ("New chat from here")."""
-        new_id = self.chat.fork(message_id)
-        if new_id is None or not self.open_session(new_id):
-            return False
-        self.sidebar.refresh()
-        self.show_status("A new chat from here: the earlier chat is unchanged.")
-        return True
-
-    def current_model(self) -> str:
-        """The id of the model new replies come from ('' when none is known yet)."""
-        return self._model
+        return self.sessions.fork(message_id)
 
     def set_model(self, model_id: str) -> None:
         """Answer with `model_id` from now on (remembered on the open chat)."""
@@ -398,14 +352,6 @@ class ChatWindow(QMainWindow):
         if said:
             self.show_status(said)
 
-    def loaded_skills(self) -> list[str]:
-        """The skills loaded for this chat, in load order."""
-        return self.chat.loaded_skills()
-
-    def load_skill(self, name: str) -> bool:
-        """Load a skill into the chat's system message; True when it was not loaded before."""
-        return self.chat.load_skill(name)
-
     def request_messages(self) -> list[dict]:
         """The messages of the next request: the system message, then the chat so far."""
         return self.chat.next_turn().messages()
@@ -430,11 +376,10 @@ class ChatWindow(QMainWindow):
             self.composer.clear()
             self.skills.open_panel()
             return
-        outcome = self.chat.submit(typed, [item.to_dict() for item in attachments])
-        if outcome == controller.NO_MODEL:
+        outcome = self._submit_draft()
+        if outcome == session.NO_MODEL:
             self.show_status("No model to answer: pick one in the Model list.")
-        elif outcome in (controller.SENT, controller.HELD):
-            self.composer.clear()
+        elif outcome in (session.SENT, session.HELD):
             self.overflow.hide()
 
     @Slot()
@@ -455,21 +400,14 @@ class ChatWindow(QMainWindow):
         """Put a sent message back in the composer; sending replaces it and what followed."""
         if self.chat.is_streaming():
             self.stop()
-        message = self.chat.edit(message_id)
-        if message is None:
-            return
-        self.composer.set_text(message["content"])
-        self.composer.set_attachments(
-            [Attachment.from_dict(item) for item in message.get("attachments") or []]
-        )
-        self.composer.editor.setFocus()
+        self._put_back(self.chat.edit(message_id))
 
     # ------------------------------------------------------------------ conversation events
 
     def _follow_conversation(self) -> None:
         chat = self.chat
         chat.session_changed.connect(self.session_changed)
-        chat.message_added.connect(self._on_message_added)
+        chat.message_added.connect(self.conversation.append_message)
         chat.messages_reset.connect(self.conversation.load_messages)
         chat.versions_changed.connect(self.conversation.set_versions)
         chat.reply_started.connect(self._on_reply_started)
@@ -486,13 +424,6 @@ class ChatWindow(QMainWindow):
             self.show_status(text, timeout)
 
     @Slot(object)
-    def _on_message_added(self, message: dict) -> None:
-        # The new chat's title (or the chat's new place at the top) shows at once.
-        self.sidebar.refresh()
-        self.conversation.append_message(message)
-        self._update_title()
-
-    @Slot(object)
     def _on_reply_started(self, reply: ReplyStream) -> None:
         reply.attach(self.conversation.append_message(reply.row()))
         self.composer.set_streaming(True)
@@ -502,46 +433,11 @@ class ChatWindow(QMainWindow):
     @Slot(str, str)
     def _on_reply_ended(self, status: str, error: str) -> None:
         self.composer.set_streaming(False)
-        self.sidebar.refresh()
         self.streaming_changed.emit(False)
-
-    def _update_title(self) -> None:
-        session = self.history.get_session(self.session_id) if self.session_id else None
-        title = (session["title"] if session else "") or "New chat"
-        self.setWindowTitle(f"{title} — llamachat")
-
-    def _show_usage(self, messages: list[MessageRow]) -> None:
-        """Put the context use of a chat's last reply on the meter."""
-        for message in reversed(messages):
-            if message["role"] == "assistant" and (message.get("usage") or message.get("timings")):
-                self.meter.set_used(0)
-                self.meter.update_from_stats(
-                    {"usage": message.get("usage") or {}, "timings": message.get("timings") or {}}
-                )
-                return
-        self.meter.set_used(0)
-
-    @Slot(str, str)
-    def _on_preset_changed(self, name: str, custom: str) -> None:
-        if self.session_id is not None:
-            try:
-                self.history.set_prompt(self.session_id, name, custom)
-            except HistoryError as exc:
-                self.show_problem(f"The chat's prompt could not be saved: {exc}")
 
     @Slot(str)
     def _on_system_text_changed(self, text: str) -> None:
         self.chat.system_text_changed()
-
-    @Slot(int)
-    def _on_session_deleted(self, session_id: int) -> None:
-        if session_id == self.session_id:
-            self.new_session()
-
-    @Slot(int, str)
-    def _on_session_renamed(self, session_id: int, _title: str) -> None:
-        if session_id == self.session_id:
-            self._update_title()
 
     # ------------------------------------------------------------------ settings
 
@@ -561,6 +457,163 @@ class ChatWindow(QMainWindow):
             log.warning("a worker thread did not end within 10 s of closing the window")
         self.model_picker.shutdown()
         super().closeEvent(event)
+
+
+class ChatSessions(QObject):
+    """The chat a window shows: starting, opening and forking one, and what follows the open
+    one (its prompt preset, its messages, its model, its context use and its title)."""
+
+    status = Signal(str, int)  # text, how long to show it in ms (0 keeps it)
+    problem = Signal(str)
+    title_changed = Signal(str)  # the open chat's title ("New chat" before it has one)
+
+    def __init__(
+        self,
+        chat: Conversation,
+        *,
+        view: ConversationView,
+        presets: PresetPicker,
+        meter: ContextMeter,
+        choice: ModelChoice,
+        sidebar: SessionSidebar,
+        stop: Callable[[], None],
+        parent: QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self._chat = chat
+        self._view = view
+        self._presets = presets
+        self._meter = meter
+        self._choice = choice
+        self._sidebar = sidebar
+        # The window's Stop, which says so in the status bar.
+        self._stop = stop
+        presets.preset_changed.connect(self._on_preset_changed)
+        sidebar.session_activated.connect(self.open)
+        sidebar.session_deleted.connect(self._on_session_deleted)
+        sidebar.session_renamed.connect(self._on_session_renamed)
+        # The new chat's title (or the chat's new place at the top) shows at once.
+        chat.message_added.connect(self._on_message_added)
+        chat.reply_ended.connect(lambda _status, _error: sidebar.refresh())
+
+    def new(self) -> None:
+        """Start an empty chat: no messages, no loaded skills; created on the first send."""
+        if self._chat.is_streaming():
+            self._stop()
+        self._chat.new_session()
+        # A custom prompt belongs to the chat it was written for; the preset carries over.
+        self._presets.set_session_prompt(self._presets.current_name())
+        self._view.clear()
+        self._meter.set_used(0)
+        self._show_title()
+
+    def open(self, session_id: int) -> bool:
+        """Show a stored chat with its model and loaded skills; False when it does not exist."""
+        if self._chat.is_streaming():
+            self._stop()
+        opened = self._chat.open_session(session_id)
+        if opened is None:
+            self.status.emit(f"Chat {session_id} no longer exists.", STATUS_MS)
+            return False
+        session, messages = opened
+        self._presets.set_session_prompt(
+            session.get("prompt_name") or "", session.get("prompt_custom") or ""
+        )
+        if missing := self._chat.missing_skills():
+            self.status.emit(
+                f"Skills of this chat no longer found: {', '.join(missing)}. "
+                "The model does not get them; click a chip to remove it.",
+                0,
+            )
+        self._view.load_messages(messages)
+        if session.get("model"):
+            self._choice.apply(session["model"])
+        self._show_usage(messages)
+        self._show_title()
+        return True
+
+    def fork(self, message_id: object) -> bool:
+        """Open a new chat holding this chat up to `message_id` ("New chat from here")."""
+        new_id = self._chat.fork(message_id)
+        if new_id is None or not self.open(new_id):
+            return False
+        self._sidebar.refresh()
+        self.status.emit("A new chat from here: the earlier chat is unchanged.", STATUS_MS)
+        return True
+
+    def _show_title(self) -> None:
+        session_id = self._chat.session_id
+        session = self._chat.history.get_session(session_id) if session_id else None
+        self.title_changed.emit((session["title"] if session else "") or "New chat")
+
+    def _show_usage(self, messages: list[MessageRow]) -> None:
+        """Put the context use of a chat's last reply on the meter."""
+        self._meter.set_used(0)
+        for message in reversed(messages):
+            if message["role"] == "assistant" and (message.get("usage") or message.get("timings")):
+                self._meter.update_from_stats(
+                    {"usage": message.get("usage") or {}, "timings": message.get("timings") or {}}
+                )
+                return
+
+    @Slot(object)
+    def _on_message_added(self, _message: dict) -> None:
+        self._sidebar.refresh()
+        self._show_title()
+
+    @Slot(str, str)
+    def _on_preset_changed(self, name: str, custom: str) -> None:
+        session_id = self._chat.session_id
+        if session_id is not None:
+            try:
+                self._chat.history.set_prompt(session_id, name, custom)
+            except HistoryError as exc:
+                self.problem.emit(f"The chat's prompt could not be saved: {exc}")
+
+    @Slot(int)
+    def _on_session_deleted(self, session_id: int) -> None:
+        if session_id == self._chat.session_id:
+            self.new()
+
+    @Slot(int, str)
+    def _on_session_renamed(self, session_id: int, _title: str) -> None:
+        if session_id == self._chat.session_id:
+            self._show_title()
+
+
+def _install_menus(window: ChatWindow) -> list[QShortcut]:
+    """Give the window its menus and keyboard shortcuts, from its commands and its parts' actions."""
+    router = window.router_guide
+    commands = menus.Commands(
+        new_chat=window.new_session,
+        search_sessions=window.sidebar.focus_search,
+        stop=window.stop,
+        focus_composer=window.focus_composer,
+        copy_last_reply=window.copy_last_reply,
+        switch_model=window.model_picker.open_popup,
+        settings=window.open_settings,
+        shortcuts=window.show_shortcuts,
+        quit=window.quit_requested.emit,
+        import_mcp_servers=window.import_mcp_servers,
+        close=window.close,
+        mcp_servers=window.open_mcp_panel,
+        edit_presets=window.preset_picker.edit_presets,
+    )
+    actions = menus.Actions(
+        import_chats=window.sidebar.import_action,
+        settings=window.top_bar.settings_action,
+        router=[
+            router.server_log_action,
+            router.add_model_action,
+            router.get_model_action,
+            router.delete_model_action,
+            router.model_options_action,
+        ],
+        web_search=window.web_search.action,
+        skills=window.top_bar.skills_action,
+        about=router.about_action,
+    )
+    return menus.install(window, commands, actions)
 
 
 def _lay_out(window: ChatWindow) -> QSplitter:

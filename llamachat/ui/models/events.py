@@ -4,7 +4,8 @@ Also here, the picker's helpers around those events: `with_event` and `keep_prog
 (a status update and a listing that has no progress), `FailureReasons` (why a load
 failed, read once from the managed server's log), `ModelStatuses` (what the picker
 knows of each model, from listings, events and its own loads) and `IdleUnload`
-(unloading idle models on routers that cannot sleep).
+(unloading idle models on routers that cannot sleep, told which are loaded and how
+to unload one).
 
 `ModelWatch(source)` reads the stream on a daemon task of the runner (`tasks`), so
 the GUI thread never waits on it, and emits each `models.ModelEvent` as `arrived` on
@@ -24,7 +25,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import shiboken6
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
@@ -32,9 +33,6 @@ from PySide6.QtCore import QObject, QTimer, Signal, Slot
 from llamachat.router import client
 from llamachat.router.models import IN_PROGRESS, ModelEvent, ModelInfo
 from llamachat.ui import tasks
-
-if TYPE_CHECKING:
-    from llamachat.ui.models.picker import ModelPicker
 
 log = logging.getLogger(__name__)
 
@@ -278,11 +276,20 @@ class ModelStatuses:
 
 
 class IdleUnload(QObject):
-    """Unloads the picker's loaded router models after `seconds` without activity."""
+    """Unloads the loaded router models after `seconds` without activity.
 
-    def __init__(self, picker: ModelPicker) -> None:
-        super().__init__(picker)
-        self._picker = picker
+    `loaded()` names the router models in memory now; `unload(model_id)` asks for one to go.
+    """
+
+    def __init__(
+        self,
+        loaded: Callable[[], list[str]],
+        unload: Callable[[str], object],
+        parent: QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self._loaded = loaded
+        self._unload = unload
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.timeout.connect(self._on_idle)
@@ -305,7 +312,7 @@ class IdleUnload(QObject):
 
     @Slot()
     def _on_idle(self) -> None:
-        loaded = [m.id for m in self._picker.models() if not m.provider and m.status == "loaded"]
+        loaded = self._loaded()
         log.info("idle for %g s: unloading %s", self.seconds(), loaded)
         for model_id in loaded:
-            self._picker.unload(model_id)
+            self._unload(model_id)

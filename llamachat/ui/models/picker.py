@@ -10,12 +10,12 @@ default for new chats (`default_changed`, the window writes the config).
 Every HTTP call runs on the task runner (`tasks`), so the window never waits for
 the server, and a load the router holds open until the model is in memory does not
 hold up the statuses meanwhile. A listing that arrives after a newer one is dropped.
-Statuses come from the router's event stream (`model_events.ModelWatch`) as they
+Statuses come from the router's event stream (`events.ModelWatch`) as they
 change; polls only list models (`GET /v1/models`, which never starts a load), often
 on a router without the stream and seldom as a safety net on one with it. Listings,
-events and the picker's own loads are merged in `model_events.ModelStatuses`.
+events and the picker's own loads are merged in `events.ModelStatuses`; the combo's items are `ModelCombo`'s.
 
-Errors: none raised. Server and network failures (`backend.BackendError`) are
+Errors: none raised. Server and network failures (`client.BackendError`) are
 shown beside the combo with a Retry.
 """
 
@@ -164,6 +164,110 @@ class _ElidedLabel(plain.Label):
         )
 
 
+class ModelCombo(QComboBox):
+    """The picker's list of models, each labelled with its status glyph, its tooltip the rest."""
+
+    chosen = Signal(str)  # the person picked this model (never emitted by a refill)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setAccessibleName("Model")
+        self.setToolTip("The model that answers")
+        self.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self._filling = False
+        self.currentIndexChanged.connect(self._on_index)
+
+    def show_models(self, statuses: ModelStatuses, current: str, default: str) -> None:
+        """Make the items match the listed models, keeping `current` selected."""
+        wanted = wanted_ids(statuses.infos, current)
+        present = [self.itemData(i) for i in range(self.count()) if self.itemData(i)]
+        self._filling = True
+        try:
+            if present != wanted:
+                self.clear()
+                router_done = False
+                for model_id in wanted:
+                    info = statuses.infos.get(model_id)
+                    if info is not None and info.provider and not router_done:
+                        router_done = True
+                        if self.count():
+                            self.insertSeparator(self.count())
+                    self.addItem(_label(model_id, statuses.status(model_id)), model_id)
+            self.setCurrentIndex(self.findData(current))
+        finally:
+            self._filling = False
+        self.show_statuses(statuses, default)
+
+    def show_statuses(self, statuses: ModelStatuses, default: str) -> None:
+        """Give each item its model's status glyph and tooltip (`default` is the starred one)."""
+        for index in range(self.count()):
+            model_id = self.itemData(index)
+            if not model_id:
+                continue
+            status = statuses.status(model_id)
+            self.setItemText(index, _label(model_id, status))
+            tooltip = model_tooltip(
+                model_id,
+                status,
+                statuses.error(model_id),
+                statuses.infos.get(model_id),
+                default=model_id == default,
+            )
+            self.setItemData(index, plain.tooltip(tooltip), Qt.ItemDataRole.ToolTipRole)
+
+    @Slot(int)
+    def _on_index(self, index: int) -> None:
+        if self._filling or index < 0:
+            return
+        model_id = self.itemData(index)
+        if model_id:
+            self.chosen.emit(str(model_id))
+
+
+class _DefaultStar(QToolButton):
+    """The star beside the combo: filled when the chosen model is the default for new chats."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setCheckable(True)
+        self.setAccessibleName("Default model")
+
+    def show_starred(self, starred: bool) -> None:
+        """Fill the star or not; its tooltip says what a click does."""
+        self.setChecked(starred)
+        self.setText("★" if starred else "☆")
+        self.setToolTip(
+            "The default model for new chats (click to clear)"
+            if starred
+            else "Make this the default model for new chats"
+        )
+
+
+class _LoadBar(QProgressBar):
+    """A load's or download's progress: a percentage when the router reports one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setAccessibleName("Model loading")
+        self.setRange(0, 0)
+        self.setMaximumHeight(12)
+        self.setTextVisible(False)
+
+    def show_progress(self, progress: float | None) -> None:
+        """Show `progress` (0..1), or a busy bar when none is reported."""
+        if progress is None:
+            self.setRange(0, 0)  # no percentage reported: a busy bar, not a lie
+        else:
+            self.setRange(0, 100)
+            self.setValue(round(progress * 100))
+
+
+def _label(model_id: str, status: str) -> str:
+    """A model's item text: its status glyph, then its id."""
+    glyph = GLYPHS.get(status, "")
+    return f"{glyph} {model_id}" if glyph else model_id
+
+
 class ModelPicker(QWidget):
     """A model combo with statuses, load/eject, a default star and a Retry for failures."""
 
@@ -189,11 +293,14 @@ class ModelPicker(QWidget):
         self._problem = ""  # a failed listing or unload, shown with a Retry
         self._poll_seq = 0
         self._polling = False
-        self._filling = False
         self._retry: Callable[[], None] | None = None
         self._listed_seq = 0
         self._watch: ModelWatch | None = None
-        self.idle = IdleUnload(self)
+        self.idle = IdleUnload(
+            lambda: [m.id for m in self.models() if not m.provider and m.status == "loaded"],
+            self.unload,
+            self,
+        )
         """Unloads the router's models after an idle time, for routers that cannot sleep."""
         self._build()
         self._timer = QTimer(self)
@@ -207,11 +314,8 @@ class ModelPicker(QWidget):
         self._timer.start()
 
     def _build(self) -> None:
-        self.combo = QComboBox()
-        self.combo.setAccessibleName("Model")
-        self.combo.setToolTip("The model that answers")
-        self.combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
-        self.combo.currentIndexChanged.connect(self._on_chosen)
+        self.combo = ModelCombo()
+        self.combo.chosen.connect(self.choose)
 
         self.load_button = QToolButton()
         self.load_button.setText("Load")
@@ -225,18 +329,12 @@ class ModelPicker(QWidget):
         self.unload_button.setToolTip("Eject: unload the model and free its memory")
         self.unload_button.clicked.connect(lambda: self.unload(self._current))
 
-        self.star = QToolButton()
-        self.star.setCheckable(True)
-        self.star.setAccessibleName("Default model")
+        self.star = _DefaultStar()
         self.star.clicked.connect(self._on_star)
 
-        self.busy = QProgressBar()
-        self.busy.setAccessibleName("Model loading")
-        self.busy.setRange(0, 0)
+        self.busy = _LoadBar()
         # About as wide as the Load button it replaces while loading: the bar does not jump.
         self.busy.setFixedWidth(self.load_button.sizeHint().width())
-        self.busy.setMaximumHeight(12)
-        self.busy.setTextVisible(False)
 
         self.status_label = _ElidedLabel()
         self.status_label.setAccessibleName("Model status")
@@ -500,51 +598,13 @@ class ModelPicker(QWidget):
 
     # ------------------------------------------------------------------ display
 
-    def _label(self, model_id: str) -> str:
-        glyph = GLYPHS.get(self.status(model_id), "")
-        return f"{glyph} {model_id}" if glyph else model_id
-
-    def _tooltip(self, model_id: str) -> str:
-        return model_tooltip(
-            model_id,
-            self.status(model_id),
-            self.error(model_id),
-            self._statuses.infos.get(model_id),
-            default=model_id == self._default,
-        )
-
     def _fill(self) -> None:
         """Make the combo's items match the listed models, keeping the current one selected."""
-        wanted = wanted_ids(self._statuses.infos, self._current)
-        present = [
-            self.combo.itemData(i) for i in range(self.combo.count()) if self.combo.itemData(i)
-        ]
-        self._filling = True
-        try:
-            if present != wanted:
-                self.combo.clear()
-                router_done = False
-                for model_id in wanted:
-                    info = self._statuses.infos.get(model_id)
-                    if info is not None and info.provider and not router_done:
-                        router_done = True
-                        if self.combo.count():
-                            self.combo.insertSeparator(self.combo.count())
-                    self.combo.addItem(self._label(model_id), model_id)
-            self.combo.setCurrentIndex(self.combo.findData(self._current))
-        finally:
-            self._filling = False
-        self._update_items()
+        self.combo.show_models(self._statuses, self._current, self._default)
+        self._show_state()
 
     def _update_items(self) -> None:
-        for index in range(self.combo.count()):
-            model_id = self.combo.itemData(index)
-            if not model_id:
-                continue
-            self.combo.setItemText(index, self._label(model_id))
-            self.combo.setItemData(
-                index, plain.tooltip(self._tooltip(model_id)), Qt.ItemDataRole.ToolTipRole
-            )
+        self.combo.show_statuses(self._statuses, self._default)
         self._show_state()
 
     def _show_state(self) -> None:
@@ -558,20 +618,9 @@ class ModelPicker(QWidget):
         self.unload_button.setVisible(manageable and status in ("loaded", "sleeping"))
         self.busy.setVisible(status in IN_PROGRESS)
         progress = self.progress(model_id) if model_id else None
-        if progress is None:
-            self.busy.setRange(0, 0)  # no percentage reported: a busy bar, not a lie
-        else:
-            self.busy.setRange(0, 100)
-            self.busy.setValue(round(progress * 100))
+        self.busy.show_progress(progress)
         self.star.setVisible(bool(model_id))
-        starred = bool(model_id) and model_id == self._default
-        self.star.setChecked(starred)
-        self.star.setText("★" if starred else "☆")
-        self.star.setToolTip(
-            "The default model for new chats (click to clear)"
-            if starred
-            else "Make this the default model for new chats"
-        )
+        self.star.show_starred(bool(model_id) and model_id == self._default)
         text, retry = "", None
         if status in IN_PROGRESS:
             # The model's name is beside it, in the list; the tooltip names it.
@@ -596,14 +645,6 @@ class ModelPicker(QWidget):
         self.load(self._current)
 
     # ------------------------------------------------------------------ slots
-
-    @Slot(int)
-    def _on_chosen(self, index: int) -> None:
-        if self._filling or index < 0:
-            return
-        model_id = self.combo.itemData(index)
-        if model_id:
-            self.choose(str(model_id))
 
     @Slot()
     def _on_retry(self) -> None:
