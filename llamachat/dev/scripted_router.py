@@ -37,6 +37,12 @@ chunks (`die_after`), silence after N chunks until `router.release()` or `close(
 Models carry a status that load/unload change; a `Model(fail_exit_code=1)` fails to load.
 `events=False` answers 404 on /models/sse, as routers before it did.
 
+Prompt reading can cost time as on real hardware: with `prompt_ms_per_token` each request
+spends that long per prompt token it does not find in the cache before its first chunk,
+one request at a time per model (llama.cpp's slot), and the cache is what the last request
+read. A request with `max_tokens: 0` (a prompt-cache warm-up) is answered as llama.cpp
+answers it, one token cut at the length limit, without taking a scripted reply.
+
 Chunks are serialised before the first byte is written and, when no delay or fault
 applies, sent in one write, so tens of thousands of tokens stream in well under a second.
 Qt-free; standard library only. `ScriptedRouter` raises nothing of its own: a broken
@@ -197,6 +203,7 @@ class ScriptedRouter:
     `load_delay`: seconds a load stays "loading" before "loaded" (or failed).
     `router=False` behaves like a plain llama-server: no status, no load/unload.
     `api_key`: when set, every endpoint but /health wants `Authorization: Bearer <key>`.
+    `prompt_ms_per_token`: milliseconds each uncached prompt token costs (0: free).
     """
 
     def __init__(
@@ -208,6 +215,7 @@ class ScriptedRouter:
         api_key: str | None = None,
         events: bool = True,
         downloads: dict[str, Download] | None = None,
+        prompt_ms_per_token: float = 0.0,
     ) -> None:
         self.models: dict[str, Model] = {
             m.id: m for m in (models if models is not None else [Model("test-model", "loaded")])
@@ -215,6 +223,9 @@ class ScriptedRouter:
         self.load_delay = load_delay
         self.is_router = router
         self.has_events = router and events
+        self.prompt_ms_per_token = prompt_ms_per_token
+        # One slot per model: a request reads its prompt while holding the model's slot.
+        self._slots: dict[str, threading.Lock] = {}
         self.downloads: dict[str, Download] = dict(downloads or {})
         """References POST /models can download; any other well-formed one "finishes"
         without a model, as llama-server does for a repository that does not exist."""
@@ -718,7 +729,12 @@ class _Handler(BaseHTTPRequestHandler):
         model = self._resolve(str(body.get("model") or ""), autoload)
         if model is None:
             return
-        reply = router._next_reply(body)
+        warm_up = body.get("max_tokens") == 0 or body.get("n_predict") == 0
+        reply = (
+            Reply(content=["Hello"], finish_reason="length")
+            if warm_up
+            else router._next_reply(body)
+        )
         if reply.body is not None:
             data = reply.body.encode() if isinstance(reply.body, str) else reply.body
             try:
@@ -732,14 +748,22 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send_json(reply.status, {"error": {"code": reply.status, **error}})
         tokens = _TOKEN.findall(render(body.get("messages") or [], body.get("tools")))
         with router._lock:
-            previous = router._prompts.get(model.id, [])
-            cached = next(
-                (n for n, (a, b) in enumerate(zip(tokens, previous)) if a != b),
-                min(len(tokens), len(previous)),
-            )
-            # llama.cpp always evaluates the last prompt token again.
-            cached = min(cached, max(len(tokens) - 1, 0))
-            router._prompts[model.id] = tokens
+            slot = router._slots.setdefault(model.id, threading.Lock())
+        with slot:
+            with router._lock:
+                previous = router._prompts.get(model.id, [])
+                cached = next(
+                    (n for n, (a, b) in enumerate(zip(tokens, previous)) if a != b),
+                    min(len(tokens), len(previous)),
+                )
+                # llama.cpp always evaluates the last prompt token again.
+                cached = min(cached, max(len(tokens) - 1, 0))
+                router._prompts[model.id] = tokens
+            # Like llama.cpp, the prompt is read to its end even if the client has left.
+            if router.prompt_ms_per_token and router._closed.wait(
+                (len(tokens) - cached) * router.prompt_ms_per_token / 1000
+            ):
+                return self._die()
         frames = _Stream(
             reply,
             str(body.get("model")),
@@ -1034,8 +1058,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m llamachat.dev.scripted_router")
     parser.add_argument("--model", default="test-model", help="the one model it serves")
     parser.add_argument("--n-ctx", type=int, default=4096, help="that model's context size")
+    parser.add_argument(
+        "--prompt-ms-per-token", type=float, default=0.0, help="cost of each uncached prompt token"
+    )
     args = parser.parse_args(argv)
-    with ScriptedRouter([Model(args.model, "loaded", n_ctx=args.n_ctx)]) as router:
+    models = [Model(args.model, "loaded", n_ctx=args.n_ctx)]
+    with ScriptedRouter(models, prompt_ms_per_token=args.prompt_ms_per_token) as router:
         print(router.url, flush=True)
         for line in sys.stdin:
             if not line.strip():
