@@ -7643,6 +7643,31 @@ class TestCli:
         assert done.stdout == "echo: hi\n"
         assert done.stderr.endswith("QT=")
 
+    def test_cli_print_sends_the_turn_the_builder_makes_byte_for_byte(
+        self, router, tmp_path
+    ) -> None:
+        """`ask --print` sends the one builder's Turn as built: skills, tools, parameters and
+        llama.cpp's progress fields, byte for byte."""
+
+        path = _quick_config_file(tmp_path, router.url)
+        done = _llamachat(path, "ask", "--print", "/weather will it rain?")
+        assert done.returncode == 0, done.stderr
+        sent = router.chat_requests()[-1]
+        cfg = config.load(path)
+        client = Client(router.url)
+        n_ctx, _trained = Models(client).context_limits(sent.json["model"])
+        client.close()
+        expected = turn.oneshot_turn(
+            cfg,
+            model=sent.json["model"],
+            text="will it rain?",
+            names=["weather"],
+            store=turn.skill_store(cfg),
+            n_ctx=n_ctx,
+        )
+        assert expected.params["return_progress"] is True and expected.tools
+        assert sent.body == httpx.Request("POST", router.url, json=expected.body()).content
+
 
 class TestQtPlatform:
     """`llamachat.qt_platform`: a bare Linux without Qt's libraries."""
@@ -9469,6 +9494,44 @@ class TestChatWindow:
         assert main(["--config", str(bad)]) == 2
         err = capsys.readouterr().err
         assert f"{bad}, line 1" in err and "theme" in err
+
+    def test_window_sends_the_turn_the_meter_counted_byte_for_byte(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """The request on the wire is the Turn the meter counted (a skill, the tools, the
+        chat's parameters, llama.cpp's fields), byte for byte; a retry sends the Turn the
+        same builder gives for that point of the chat."""
+
+        window, history = chat_window()
+        chat, watch = window.chat, window.chat.context
+        chat.set_params({"temperature": 0.25})
+        chat.load_skill("weather")
+        window.composer.set_text("Will it rain?")
+
+        def counted() -> bool:
+            request = watch.request()
+            return (
+                request is not None
+                and "skill:weather" in [part.name for part in request.system]
+                and watch.breakdown().exact
+                and watch.breakdown().get("user") > 0
+            )
+
+        qtbot.waitUntil(counted)
+        request = watch.request()
+        assert request is not None and request.tools
+        assert request.params["temperature"] == 0.25 and request.params["return_progress"]
+        window.send()
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10_000)
+        sent = router.chat_requests()[-1]
+        assert sent.body == httpx.Request("POST", router.url, json=request.body()).content
+
+        reply = history.messages(window.session_id)[-1]
+        assert chat.retry(reply["id"])
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10_000)
+        again = chat.next_turn(before=reply["id"])
+        assert router.chat_requests()[-1].body == sent.body
+        assert sent.body == httpx.Request("POST", router.url, json=again.body()).content
 
 
 class TestController:

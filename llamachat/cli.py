@@ -234,6 +234,7 @@ def run(
 
     managed = None
     registry: providers.Registry | None = None
+    hub: mcp.Hub | None = None
     try:
         if cfg.manage_server:
             # Starts llamachat's own server when nothing answers (stopped again at exit),
@@ -252,21 +253,32 @@ def run(
             raise AskError(turn.no_model_message(cfg))
         client, wire_model = registry.client_for(model)
         n_ctx, _trained = Models(client).context_limits(wire_model)
+        # The MCP servers start first: their tools are part of the request, as built.
+        hub, extra = _mcp_tools(cfg, args, err)
         request = turn.oneshot_turn(
-            cfg, model=model, text=text, names=question.skills, store=store, n_ctx=n_ctx
+            cfg,
+            model=model,
+            text=text,
+            names=question.skills,
+            store=store,
+            n_ctx=n_ctx,
+            extra_tools=[tool.schema for tool in extra if tool.schema],
+            router=wire_model == model,
         )
         tokenizer = context.Tokenizer(client, wire_model)
         overflow = context.check(request, tokenizer, n_ctx, cfg.reply_reserve, exact=True)
         if overflow is not None:
             _say(f"{overflow.message()}\n{overflow.details()}", err)
             return EXIT_USAGE
-        return _stream(registry, request, text, cfg, args, out, err)
+        return _stream(registry, request, extra, text, cfg, args, out, err)
     except (AskError, backend.BackendError, server.ManagedServerError) as exc:
         _say(getattr(exc, "message", None) or exc, err)
         return EXIT_FAILED
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     finally:
+        if hub is not None:
+            hub.close()
         if registry is not None:
             registry.close()
         if managed is not None:
@@ -297,6 +309,7 @@ def _mcp_tools(
 def _stream(
     registry: providers.Registry,
     request: turn.Turn,
+    extra: list[mcp.McpTool],
     text: str,
     cfg: Config,
     args: argparse.Namespace,
@@ -314,16 +327,7 @@ def _stream(
     # In a terminal the reasoning gets a line of its own. The answer always ends with a
     # line break, as a command's output does (a shell prompt or `>> file` follows it).
     err_tty = _isatty(err)
-    hub, extra = _mcp_tools(cfg, args, err)
-    stream = client.stream_chat(
-        wire_model,
-        request.messages(),
-        search_cfg=request.search_cfg,
-        skills_cfg=request.skills_cfg,
-        params=dict(request.params),
-        extra_tools=extra,
-        extra_rounds=cfg.max_searches,
-    )
+    stream = client.stream_chat(wire_model, request=request, extra_tools=extra)
     try:
         for kind, value in stream:
             if kind == "content":
@@ -354,8 +358,6 @@ def _stream(
             os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
     finally:
         stream.close()
-        if hub is not None:
-            hub.close()
         record.update(
             content,
             reasoning,

@@ -9,12 +9,16 @@ so the three cannot drift apart. A `Turn` is made of named parts:
     history          the earlier messages, replayed (replies give their answer only)
     user             the question's typed text
     attachment:<f>   each file attached to the question, in order
-    tools            the tools offered to the model (web_search, load_skill, read_skill_file)
+    tools            the tools offered to the model: the built-in ones (web_search,
+                     load_skill, read_skill_file), then any extra (MCP) ones
 
 `Turn.messages()` joins them into the wire messages: one system message (the first
 three kinds, byte-identical from turn to turn for the same inputs, which is what lets
 llama.cpp reuse its prompt cache), the history, then the user message. `Turn.parts()`
-lists them one by one, so each can be measured on its own.
+lists them one by one, so each can be measured on its own. `Turn.body()` is the whole
+request as `Client.stream_chat` sends it (messages, tools, sampling and reasoning
+parameters, and llama.cpp's progress fields for its router): the meter counts that same
+`Turn`, and nothing is added to it on the way out but later tool rounds.
 
 Also here, because all three callers need them: parsing a typed question (`/name`
 commands and skill mentions), picking the model, the tool offers (`search_config`,
@@ -25,6 +29,7 @@ Qt-free: nothing here imports PySide6.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -34,6 +39,7 @@ from typing import Any
 
 from llamachat import params, prompts, skills, tools
 from llamachat.config import Config
+from llamachat.router import client as backend
 from llamachat.router.models import ModelInfo
 from llamachat.tools import web_search
 from llamachat.tools.skill_tools import SkillsConfig
@@ -60,7 +66,7 @@ class Part:
 
 @dataclass(frozen=True)
 class Turn:
-    """The next request: its parts, the model that answers and the tools it is offered."""
+    """The next request, whole: what `body()` gives is what is sent, as built."""
 
     model: str
     system: tuple[Part, ...] = ()
@@ -68,9 +74,14 @@ class Turn:
     question: tuple[Part, ...] = ()
     search_cfg: SearchConfig | None = None
     skills_cfg: SkillsConfig | None = None
+    """The settings the built-in tools offered run with."""
     tools: tuple[dict, ...] = ()
+    """The schemas of the tools offered: the built-in ones, then the extra (MCP) ones."""
     params: Mapping[str, Any] = field(default_factory=dict)
-    """Request body fields besides the messages (sampling; `params.request_fields`)."""
+    """Request body fields besides the messages and tools: sampling and reasoning
+    (`params.request_fields`), and llama.cpp's progress fields for its router."""
+    max_rounds: int = 0
+    """How many rounds may call tools (0: none is offered)."""
 
     def parts(self) -> list[Part]:
         """Every part of the request in wire order, each with its name."""
@@ -94,6 +105,21 @@ class Turn:
         if self.question:
             out.append({"role": "user", "content": _content(self.question)})
         return out
+
+    def body(self, model: str | None = None) -> dict[str, Any]:
+        """The request's JSON body as sent, naming `model` (default: the turn's; a
+        provider knows its models by other names)."""
+        return backend.request_body(
+            self.model if model is None else model, self.messages(), self.tools, self.params
+        )
+
+    def offering(self, extra: Sequence[dict], rounds: int) -> Turn:
+        """This turn with more extra tools (an MCP server that came up after it was built),
+        callable for `rounds` rounds; the turn itself when it offers them already."""
+        tools = offered_schemas(self.tools, extra)
+        if tools == self.tools:
+            return self
+        return dataclasses.replace(self, tools=tools, max_rounds=max(self.max_rounds, rounds))
 
 
 def system_parts(
@@ -131,6 +157,8 @@ def build_turn(
     preset: str = "",
     chat_params: Mapping[str, Any] | None = None,
     n_ctx: int | None = None,
+    extra_tools: Sequence[dict] = (),
+    router: bool = True,
 ) -> Turn:
     """The turn that asks `model` about a conversation, as History stores it.
 
@@ -138,8 +166,10 @@ def build_turn(
     message at the end is the question, the rest is replayed. `images` says whether
     the model reads images (else they are named, not sent). `search_on` offers web
     search (default: the configuration's `search_enabled`); `store` offers load_skill,
-    its catalog within its share of the model's context `n_ctx` when that is known.
-    The request parameters are the config's for `model` and `preset`, then `chat_params`.
+    its catalog within its share of the model's context `n_ctx` when that is known;
+    `extra_tools` are the schemas of more tools (MCP's) offered after the built-in ones.
+    The request parameters are the config's for `model` and `preset`, then `chat_params`,
+    plus llama.cpp's progress fields when the request goes to its `router` (not a provider).
     """
     search_on = cfg.search_enabled if search_on is None else search_on
     rows = list(messages)
@@ -152,6 +182,8 @@ def build_turn(
     search_cfg = search_config(cfg, on=search_on)
     loaded = tuple(p.name.removeprefix("skill:") for p in system if p.name.startswith("skill:"))
     skills_cfg = skills_config(cfg, store, loaded=loaded, n_ctx=n_ctx)
+    tools = offered_schemas(tool_schemas(search_cfg, skills_cfg), extra_tools)
+    fields = request_params(cfg, model=model, preset=preset, chat=chat_params or {})
     return Turn(
         model=model,
         system=tuple(system),
@@ -159,8 +191,9 @@ def build_turn(
         question=question,
         search_cfg=search_cfg,
         skills_cfg=skills_cfg,
-        tools=tool_schemas(search_cfg, skills_cfg),
-        params=request_params(cfg, model=model, preset=preset, chat=chat_params or {}),
+        tools=tools,
+        params={**backend.LLAMA_PARAMS, **fields} if router else fields,
+        max_rounds=cfg.max_searches if tools else 0,
     )
 
 
@@ -184,9 +217,12 @@ def oneshot_turn(
     store: skills.SkillStore | None = None,
     images: bool = False,
     n_ctx: int | None = None,
+    extra_tools: Sequence[dict] = (),
+    router: bool = True,
 ) -> Turn:
     """A one-shot question (the quick window, `ask --print`): the Default preset, the
-    configuration's web search, the skills `names` for this answer only, no history."""
+    configuration's web search, the skills `names` for this answer only, no history;
+    the rest as `build_turn`."""
     system = system_parts(preset_text(cfg), search_on=cfg.search_enabled, store=store, names=names)
     question = {"role": "user", "content": text, "attachments": list(attachments)}
     return build_turn(
@@ -197,6 +233,8 @@ def oneshot_turn(
         images=images,
         store=store,
         n_ctx=n_ctx,
+        extra_tools=extra_tools,
+        router=router,
     )
 
 
@@ -448,3 +486,18 @@ def tool_schemas(
     """The tools these offers put in a request's first round, as the model reads them."""
     offer, _rounds = tools.offered(search_cfg, skills_cfg)
     return tuple(tool.schema for tool in offer if tool.schema)
+
+
+def offered_schemas(builtin: Sequence[dict], extra: Sequence[dict]) -> tuple[dict, ...]:
+    """The `builtin` tools' schemas, then those of `extra` not offered yet, in their order.
+
+    A built-in tool wins a clash of names, as `tools.offered` decides when they run.
+    """
+    names = {schema.get("function", {}).get("name") for schema in builtin}
+    out = list(builtin)
+    for schema in extra:
+        name = schema.get("function", {}).get("name")
+        if name not in names:
+            names.add(name)
+            out.append(schema)
+    return tuple(out)

@@ -164,6 +164,8 @@ class RecordedRequest:
     finished: float = 0.0
     """`time.monotonic()` when the request line arrived and when the answer's last byte went
     out (the clock every process on the machine shares)."""
+    body: bytes = b""
+    """The request's body, byte for byte."""
 
 
 def _pieces(value: str | Sequence[str]) -> list[str]:
@@ -482,6 +484,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _read_json(self) -> Any:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
+        self._body = raw
         if not raw:
             return None
         try:
@@ -505,6 +508,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _dispatch(self, method: str) -> None:
         parts = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+        self._body = b""
         body = self._read_json() if method == "POST" else None
         self._recorded = RecordedRequest(
             method,
@@ -514,6 +518,7 @@ class _Handler(BaseHTTPRequestHandler):
             query,
             self.client_address[:2],
             received=self._arrived,
+            body=self._body,
         )
         # Counted as the request becomes visible, so a release() sent by anyone who has seen
         # it (or read any of its reply) always frees this reply's stall.

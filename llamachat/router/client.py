@@ -37,10 +37,10 @@ import ssl
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
+from typing import Any, Protocol
 
 import httpcore
 import httpx
@@ -70,6 +70,46 @@ LLAMA_PARAMS = {"return_progress": True, "timings_per_token": True}
 
 StreamEvent = tuple[str, object]
 """One item stream_chat yields: (kind, piece), e.g. ("content", "Hel")."""
+
+
+def request_body(
+    model: str, messages: list[dict], tools: Sequence[dict], params: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The JSON body of one round of a chat request, as it is sent (no `tools`: none offered)."""
+    payload: dict[str, Any] = dict(params or {})
+    payload.update(
+        model=model, messages=messages, stream=True, stream_options={"include_usage": True}
+    )
+    if tools:
+        payload["tools"] = list(tools)
+    return payload
+
+
+class ChatRequest(Protocol):
+    """A request built whole before it is sent (`turn.Turn`), as `stream_chat` reads it."""
+
+    @property
+    def tools(self) -> tuple[dict, ...]:
+        """The schemas of the tools offered in the first round."""
+
+    @property
+    def params(self) -> Mapping[str, Any]:
+        """The body fields besides the messages and tools."""
+
+    @property
+    def max_rounds(self) -> int:
+        """How many rounds may call tools."""
+
+    @property
+    def search_cfg(self) -> SearchConfig | None:
+        """The web search tool's settings, when it is offered."""
+
+    @property
+    def skills_cfg(self) -> SkillsConfig | None:
+        """The skill tools' settings, when they are offered."""
+
+    def messages(self) -> list[dict]:
+        """The wire messages."""
 
 
 class BackendError(Exception):
@@ -782,7 +822,7 @@ class Client:
     def stream_chat(
         self,
         model: str,
-        messages: list[dict],
+        messages: Sequence[dict] = (),
         search_cfg: SearchConfig | None = None,
         skills_cfg: SkillsConfig | None = None,
         *,
@@ -794,13 +834,18 @@ class Client:
         extra_tools: Sequence[Tool] = (),
         extra_rounds: int = 2,
         before_read: Callable[[], None] | None = None,
+        request: ChatRequest | None = None,
     ) -> Generator[StreamEvent, None, None]:
         """Stream one assistant turn as (kind, piece) events, running tools as asked.
 
-        The tools offered are `tools` when given (called for up to `max_rounds` rounds,
-        default 2), else the ones `search_cfg` and `skills_cfg` turn on (`tools.offered`)
-        plus `extra_tools` (an MCP server's, for `extra_rounds` rounds; the built-in tools
-        win a clash of names).
+        With `request` (a `turn.Turn`), that request is sent as built: its messages,
+        tools, parameters and round cap; `extra_tools` run the tools it offers beyond
+        the built-in ones (an MCP server's), and only later tool rounds are appended.
+        Without it, the request is `messages` and `params`; the tools offered are `tools`
+        when given (called for up to `max_rounds` rounds, default 2), else the ones
+        `search_cfg` and `skills_cfg` turn on (`tools.offered`) plus `extra_tools` (for
+        `extra_rounds` rounds; the built-in tools win a clash of names), and today's
+        date goes into the system message while web search is offered.
         Closing the generator, or setting `cancel`, closes the HTTP response at once so
         the server stops generating; no stats event follows a cancel. `sent` is set once
         the first request has been written to the socket, long before its answer's first
@@ -810,7 +855,17 @@ class Client:
         is read a few tokens at a time. The caller's `messages` list and dicts are never
         modified.
         """
-        if tools is None:
+        first: list[dict] | None = None
+        if request is not None:
+            # Only the extra tools the request offers can be called (others are unknown).
+            names = {schema.get("function", {}).get("name") for schema in request.tools}
+            extra = [t for t in extra_tools if t.name in names]
+            offer, _rounds = offered(
+                request.search_cfg, request.skills_cfg, self._search_client, extra
+            )
+            rounds, first = request.max_rounds, list(request.tools)
+            convo, params = request.messages(), dict(request.params)
+        elif tools is None:
             offer, rounds = offered(
                 search_cfg, skills_cfg, self._search_client, extra_tools, extra_rounds
             )
@@ -819,16 +874,22 @@ class Client:
         if max_rounds is not None:
             rounds = max_rounds
         rounds = rounds if offer else 0
-        convo = [dict(m) for m in messages]
-        if any(t.name == web_search.TOOL_NAME for t in offer):
-            convo = _with_date_note(convo)
+        if request is None:
+            convo = [dict(m) for m in messages]
+            if any(t.name == web_search.TOOL_NAME for t in offer):
+                convo = _with_date_note(convo)
         last: _Round | None = None
         for number in range(rounds + 1):
             state = _Round()
             offering = number < rounds
             # Per round: a tool may come on mid-turn (read_skill_file once a skill with
-            # files is loaded); an empty schema is a tool not offered yet.
-            schemas = [t.schema for t in offer if t.schema]
+            # files is loaded); an empty schema is a tool not offered yet. A built
+            # request's first round offers its tools as built.
+            schemas = (
+                first
+                if number == 0 and first is not None
+                else [t.schema for t in offer if t.schema]
+            )
             yield from self._stream_round(
                 model,
                 convo,
@@ -882,13 +943,8 @@ class Client:
         sent: threading.Event | None = None,
         before_read: Callable[[], None] | None = None,
     ) -> Iterator[StreamEvent]:
-        payload: dict[str, Any] = dict(params or {})
+        payload = request_body(model, convo, tools or [], params)
         state.per_token = bool(payload.get("timings_per_token"))
-        payload.update(
-            model=model, messages=convo, stream=True, stream_options={"include_usage": True}
-        )
-        if tools:
-            payload["tools"] = tools
         url = self.api_base + "/chat/completions"
         if cancel is not None and cancel.is_set():
             state.cancelled = True

@@ -111,7 +111,7 @@ class App(QObject):
         )
         self._apply_theme()
         # MCP servers' tools and the consent asked for them (started lazily, see McpHost).
-        self.mcp = McpHost(self)
+        self.mcp = McpHost(self, parent=self)
 
     # ------------------------------------------------------------------ state
 

@@ -1,9 +1,10 @@
 """The next request's size for one conversation, counted off the GUI thread and kept current.
 
-`ContextWatch(conversation)` follows the conversation (a message sent, a reply ended or
-stopped, a skill loaded or unloaded, another chat opened) and the composer (`set_draft`):
-it measures the request the next send would make (`context.measure`), part by part, and
-emits `changed` whenever what the meter shows moved. While a reply streams the total is
+`ContextWatch(builder, is_streaming=...)` is told by its conversation what changed (the
+earlier parts: `base_changed`, a reply: `reply_started` / `reply_ended`, the router:
+`router_changed`) and follows the composer (`set_draft`): it measures the request the
+next send would make, the very `turn.Turn` its `builder.TurnBuilder` builds for sending
+(`context.measure`), part by part, and emits `changed` whenever what the meter shows moved. While a reply streams the total is
 the reply's own figures: the prompt llama.cpp reports plus the tokens so far.
 
 A keystroke costs no request and no pass over the history: the earlier parts are
@@ -24,19 +25,16 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from llamachat import context, turn
 from llamachat.context import Overflow
 from llamachat.router.models import Models
-from llamachat.tools.mcp import READY
 from llamachat.ui import tasks
-
-if TYPE_CHECKING:
-    from llamachat.ui.chat.reply import ReplyStream
-    from llamachat.ui.chat.session import Conversation
+from llamachat.ui.chat.builder import TurnBuilder
+from llamachat.ui.chat.reply import ReplyStream
 
 log = logging.getLogger(__name__)
 
@@ -61,9 +59,17 @@ class ContextWatch(QObject):
 
     changed = Signal()
 
-    def __init__(self, conversation: Conversation) -> None:
-        super().__init__(conversation)
-        self._chat = conversation
+    def __init__(
+        self,
+        builder: TurnBuilder,
+        *,
+        is_streaming: Callable[[], bool],
+        parent: QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self._builder = builder
+        self._state = builder.state
+        self._is_streaming = is_streaming
         self._tokenizers: dict[tuple[int, str], context.Tokenizer] = {}
         self._model = ""
         self._n_ctx: int | None = None
@@ -99,16 +105,6 @@ class ContextWatch(QObject):
         self._live_due.setSingleShot(True)
         self._live_due.setInterval(LIVE_LATE_MS)
         self._live_due.timeout.connect(self._show_live)
-        # Another chat shown: measured once its messages are painted (first paint first).
-        conversation.session_changed.connect(lambda _id: self._on_base_changed(SHOWN_MS))
-        conversation.messages_reset.connect(lambda _rows: self._on_base_changed(SHOWN_MS))
-        conversation.skills_changed.connect(lambda _names: self._on_base_changed())
-        conversation.store_changed.connect(lambda _store: self._on_base_changed())
-        conversation.reply_started.connect(self._on_reply_started)
-        conversation.reply_ended.connect(self._on_reply_ended)
-        conversation.app.router_changed.connect(self._on_router_changed)
-        # An MCP server that came up (or went) changes the tools offered.
-        conversation.app.mcp.changed.connect(lambda: self._on_base_changed(SHOWN_MS))
 
     # ------------------------------------------------------------------ reading
 
@@ -127,8 +123,8 @@ class ContextWatch(QObject):
     def reserve(self) -> int:
         """The tokens kept free for the reply."""
         if self._n_ctx is None:
-            return self._chat.cfg.reply_reserve
-        return context.reserve_for(self._n_ctx, self._chat.cfg.reply_reserve)
+            return self._builder.config().reply_reserve
+        return context.reserve_for(self._n_ctx, self._builder.config().reply_reserve)
 
     def breakdown(self) -> context.Breakdown:
         """The next request part by part: the earlier parts, then the draft, then the template."""
@@ -143,6 +139,14 @@ class ContextWatch(QObject):
         parts.append(("template", template))
         return context.Breakdown(tuple(parts), self._base.exact and question.exact)
 
+    def request(self) -> turn.Turn | None:
+        """The request the counts are of, the draft as its question (None: no model yet)."""
+        base, (text, attachments) = self._base_turn, self._draft
+        if base is None or not (text or attachments):
+            return base
+        question = turn.user_parts(text, list(attachments), images=self._images())
+        return dataclasses.replace(base, question=question)
+
     def live(self) -> int | None:
         """While a reply streams: the tokens in the context so far (prompt + reply)."""
         return self._live
@@ -153,8 +157,8 @@ class ContextWatch(QObject):
         From the counts known (estimates for the rest), on the GUI thread; the skills the
         message just loaded are in it. Nothing is rebuilt unless the earlier parts changed.
         """
-        if self._chat.model != self._model:
-            self.set_model(self._chat.model)
+        if self._state.model != self._model:
+            self.set_model(self._state.model)
         if self._n_ctx is None or not self._model:
             return None
         if self._refresh_due.isActive():
@@ -201,7 +205,7 @@ class ContextWatch(QObject):
 
     def refresh(self) -> None:
         """Measure the earlier parts again (after they changed), counting in the background."""
-        if self._closed or self._chat.is_streaming():
+        if self._closed or self._is_streaming():
             return  # the reply's own figures are shown; its end measures again
         self._generation += 1
         generation = self._generation
@@ -210,16 +214,10 @@ class ContextWatch(QObject):
             self.changed.emit()
             return
         try:
-            request = self._chat.next_turn(self._model)
+            request = self._builder.draft_turn(self._model, self._n_ctx)
         except Exception:
             log.exception("cannot build the next request to measure it")
             return
-        if self._chat.mode == "oneshot":
-            # The stored question is the last answer's; the next one is the draft.
-            request = dataclasses.replace(request, question=())
-        mcp = self._mcp_schemas()
-        if mcp:
-            request = dataclasses.replace(request, tools=request.tools + mcp)
         # The last user message of a chat not answered yet is the question: kept in "base".
         self._base_turn = request
         tokenizer = self._tokenizer()
@@ -234,27 +232,13 @@ class ContextWatch(QObject):
 
     # ------------------------------------------------------------------ internals
 
-    def _mcp_schemas(self) -> tuple[dict, ...]:
-        """The MCP tools a reply would be offered now, as far as the servers are up."""
-        cfg = self._chat.cfg
-        if not any(server.enabled for server in cfg.mcp_servers):
-            return ()
-        enabled = {server.name for server in cfg.mcp_servers if server.enabled}
-        return tuple(
-            info.schema
-            for state in self._chat.app.mcp.states()
-            if state.name in enabled and state.status == READY
-            for info in state.tools
-            if info.schema and not info.problem and info.name not in cfg.mcp_disabled_tools
-        )
-
     def quick_tokens(self, text: str) -> int:
         """What `text` costs the selected model: its count if the server counted it, else an
         estimate calibrated on what it did count. Never sends a request."""
         return self._tokenizer().quick(text)
 
     def _tokenizer(self) -> context.Tokenizer:
-        client, name = self._chat.app.registry.client_for(self._model)
+        client, name = self._builder.client_for(self._model)
         key = (id(client), name)
         tokenizer = self._tokenizers.get(key)
         if tokenizer is None:
@@ -262,7 +246,7 @@ class ContextWatch(QObject):
         return tokenizer
 
     def _images(self) -> bool:
-        return self._chat._images(self._model)
+        return self._builder.images(self._model)
 
     def _question_parts(self) -> tuple[turn.Part, ...]:
         text, attachments = self._draft
@@ -278,7 +262,7 @@ class ContextWatch(QObject):
         model = self._model
         if not model:
             return
-        client, name = self._chat.app.registry.client_for(model)
+        client, name = self._builder.client_for(model)
         tasks.run_in_background(
             lambda: Models(client).context_limits(name),
             lambda future: self._on_size(model, future),
@@ -335,15 +319,17 @@ class ContextWatch(QObject):
             lambda: context.measure_parts(parts, tokenizer, exact=True), done, receiver=self
         )
 
-    def _on_base_changed(self, delay_ms: int = 0) -> None:
+    def base_changed(self, delay_ms: int = 0) -> None:
+        """The earlier parts changed (another chat shown: `SHOWN_MS`): measured again."""
         self._retries = 0
-        if self._chat.model and self._chat.model != self._model:
-            self.set_model(self._chat.model)
+        if self._state.model and self._state.model != self._model:
+            self.set_model(self._state.model)
         elif not self._refresh_due.isActive() or delay_ms < self._refresh_due.remainingTime():
             self._refresh_due.start(delay_ms)
 
     @Slot(object)
-    def _on_reply_started(self, reply: ReplyStream) -> None:
+    def reply_started(self, reply: ReplyStream) -> None:
+        """A reply streams: its own figures are shown until it ends."""
         self._live = None
         self._size_asked_live = False
         reply.progress.connect(self._on_progress)
@@ -403,7 +389,8 @@ class ContextWatch(QObject):
             tokenizer.learn(chars, prompt - template)
 
     @Slot(str, str)
-    def _on_reply_ended(self, _status: str, _error: str) -> None:
+    def reply_ended(self, _status: str = "", _error: str = "") -> None:
+        """The reply ended: the earlier parts now hold it."""
         self._live = None
         # A reply proves the model is loaded: its size and tokenizer answer now.
         if self._n_ctx is None:
@@ -411,7 +398,8 @@ class ContextWatch(QObject):
         self._refresh_due.start()
 
     @Slot(object)
-    def _on_router_changed(self, _state: object) -> None:
+    def router_changed(self, _state: object = None) -> None:
+        """Another router: its tokenizers and the model's size are asked for again."""
         self._tokenizers.clear()
         self._n_ctx = self._trained = None
         self._ask_size()

@@ -7,21 +7,19 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from PySide6.QtCore import QObject, Qt, Signal, Slot
+from PySide6.QtCore import QObject, Qt, Signal, SignalInstance, Slot
 from PySide6.QtWidgets import (
     QApplication,
     QMessageBox,
 )
 
 from llamachat import config
+from llamachat.config import Config
 from llamachat.tools import mcp
 from llamachat.tools.base import Tool
 from llamachat.ui.views.meter import estimate_tokens
-
-if TYPE_CHECKING:
-    from llamachat.ui.app import App
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +35,25 @@ ARGUMENTS_SHOWN = 2000
 def schema_tokens(info: mcp.ToolInfo) -> int:
     """Tokens one tool's schema costs in every request (the one place it is counted)."""
     return estimate_tokens(mcp.schema_text(info)) if info.schema else 0
+
+
+class Settings(Protocol):
+    """What the host needs of the App: the configuration, its signal, and its writer."""
+
+    @property
+    def config(self) -> Config:
+        """The configuration in effect."""
+
+    @property
+    def file_config(self) -> Config:
+        """What config.toml says."""
+
+    @property
+    def config_changed(self) -> SignalInstance:
+        """Emitted with the Config now in effect."""
+
+    def save_settings(self, values: dict[str, object]) -> Config:
+        """Write `values` to config.toml and apply them."""
 
 
 @dataclass
@@ -59,8 +76,8 @@ class McpHost(QObject):
     _asked = Signal(object)
     _withdrawn = Signal(object)
 
-    def __init__(self, app: App) -> None:
-        super().__init__(app)
+    def __init__(self, app: Settings, parent: QObject | None = None) -> None:
+        super().__init__(parent)
         self._app = app
         self._hub: mcp.Hub | None = None
         self._lock = threading.Lock()
@@ -84,6 +101,20 @@ class McpHost(QObject):
     def states(self) -> list[mcp.ServerState]:
         """Every configured server as it stands."""
         return self._hub.states() if self._hub is not None else []
+
+    def ready_schemas(self) -> tuple[dict, ...]:
+        """The schemas of the MCP tools a reply is offered now, as far as the servers are up."""
+        cfg = self._app.config
+        enabled = {server.name for server in cfg.mcp_servers if server.enabled}
+        if not enabled:
+            return ()
+        return tuple(
+            info.schema
+            for state in self.states()
+            if state.name in enabled and state.status == mcp.READY
+            for info in state.tools
+            if info.schema and not info.problem and info.name not in cfg.mcp_disabled_tools
+        )
 
     def tool_source(
         self, chat: object

@@ -1,10 +1,10 @@
-"""What a conversation sends: each request, built with `turn`, and the reply streaming back.
+"""What a conversation sends: its questions saved, each request sent, the reply streaming back.
 
-`Outbox(conversation, ...)` builds the next request from the conversation's saved
-messages and state (`next_turn`) and starts its reply (`start`, a `reply.ReplyStream`
-on the conversation's worker threads). In chat mode the system message is cached,
-byte-identical from turn to turn (what lets llama.cpp reuse its prompt cache), until
-`forget_system` says what goes into it changed.
+`Outbox(builder, app, threads, ...)` saves a typed question (`save_question`: a new
+session when needed, or a new version of an edited message), sends the request its
+`builder.TurnBuilder` builds (`start`, a `reply.ReplyStream` on the conversation's worker
+threads), and keeps the replies. It reads the conversation's `ChatState` through the
+builder and never its owner.
 
 A reply History could not take when it ended (a full disk) is kept with its text and
 saved again before the next request (`save_unsaved`): the model is never given a
@@ -12,11 +12,12 @@ conversation other than the one on screen. A reply a crash left "streaming" is m
 "stopped" when its session opens, or failed with a Retry when nothing of it had come
 (`settled_messages`).
 
-Signals, which the conversation passes on as its own: `started` (the reply), the
-reply's `search_started`, `skill_loaded` and `stats`; when it ends, `over` first (it is
-no longer the current reply), then `messages_reset` (a retry that gave no text: the
-earlier reply is shown again) or `versions_changed` (Regenerate added one), then
-`ended` (status, error); `notice` says what went wrong (or was saved after all).
+Signals, which the conversation passes on as its own: `session_changed` (a question
+saved into a new session), `started` (the reply), the reply's `search_started`,
+`skill_loaded` and `stats`; when it ends, `over` first (it is no longer the current
+reply), then `messages_reset` (a retry that gave no text: the earlier reply is shown
+again) or `versions_changed` (Regenerate added one), then `ended` (status, error);
+`notice` says what went wrong (or was saved after all).
 Errors: none raised; a reply whose row cannot be saved is not sent, and a notice says so.
 """
 
@@ -24,16 +25,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Literal
 
 from PySide6.QtCore import QObject, Signal, Slot
 
-from llamachat import turn
+from llamachat import prompts
 from llamachat.history.store import HistoryError, MessageRow
+from llamachat.ui.chat.builder import ONESHOT, TurnBuilder
 from llamachat.ui.chat.reply import ReplyStream
-
-if TYPE_CHECKING:
-    from llamachat.ui.chat.session import Conversation
+from llamachat.ui.chat.state import AppState
+from llamachat.ui.chat.worker import WorkerThreads
 
 log = logging.getLogger(__name__)
 
@@ -42,8 +43,9 @@ CLOSED_EARLY = "llamachat closed before this reply began."
 
 
 class Outbox(QObject):
-    """Builds a conversation's requests and keeps its replies until History has them."""
+    """Saves a conversation's questions, sends its requests, keeps its replies till saved."""
 
+    session_changed = Signal(object)  # the new session's id
     started = Signal(object)  # the ReplyStream: attach a view before returning
     search_started = Signal(str)
     skill_loaded = Signal(str)
@@ -56,91 +58,74 @@ class Outbox(QObject):
 
     def __init__(
         self,
-        conversation: Conversation,
+        builder: TurnBuilder,
+        app: AppState,
+        threads: WorkerThreads,
         *,
-        preset: Callable[[], str],
-        prompt: Callable[[], tuple[str, str]],
-        images: Callable[[str], bool],
+        context_size: Callable[[], int | None],
+        parent: QObject | None = None,
     ) -> None:
-        super().__init__(conversation)
-        self._chat = conversation
-        self._preset = preset
-        self._prompt = prompt
-        self._images = images
+        super().__init__(parent)
+        self._builder = builder
+        self._state = builder.state
+        self._app = app
+        self._threads = threads
+        self._context_size = context_size
         self.reply: ReplyStream | None = None
         """The reply streaming now (None: none is)."""
         # Ended replies History could not take yet, kept with their text until it can.
         self._unsaved: list[ReplyStream] = []
-        self._system_cache: tuple[turn.Part, ...] | None = None
-        # The missing skills the cached system message was built without.
-        self._cached_missing: list[str] = []
-        self._cached_preset = ""
 
-    # ------------------------------------------------------------------ requests
+    # ------------------------------------------------------------------ questions
 
-    def forget_system(self) -> None:
-        """What goes into the system message changed: the next request builds it again."""
-        self._system_cache = None
+    def save_question(self, text: str, attachments: list[dict], *, edit_from: int | None) -> dict:
+        """Save the user's message (a new session when needed) and return its row.
 
-    def system_message(self) -> str:
-        """The system message the next request starts with (chat mode's, cached)."""
-        return turn.join_system(self._system_parts())
-
-    def next_turn(self, model: str, *, before: int | None = None) -> turn.Turn:
-        """The next request to `model`, from the saved messages.
-
-        `before` leaves out that message and those after it (a retry's earlier reply).
+        `edit_from` (chat mode): the message it is a new version of. Raises HistoryError.
         """
-        chat = self._chat
-        session_id = chat.session_id
-        stored = chat.history.messages(session_id) if session_id is not None else []
-        if before is not None:
-            stored = [row for row in stored if row["id"] < before]
-        if chat.mode == "oneshot":
-            question = next((row for row in stored if row["role"] == "user"), None)
-            return turn.oneshot_turn(
-                chat.cfg,
-                model=model,
-                text=(question["content"] if question else "") or "",
-                attachments=(question["attachments"] if question else []) or [],
-                names=chat.loaded_skills(),
-                store=chat.store,
-                images=self._images(model),
-                n_ctx=chat.context.context_size(),
+        state, history = self._state, self._app.history
+        model = state.model
+        if state.mode == ONESHOT or state.session_id is None:
+            name, custom = (
+                (prompts.DEFAULT_NAME, "") if state.mode == ONESHOT else self._builder.prompt()
             )
-        return turn.build_turn(
-            chat.cfg,
-            model=model,
-            system=self._system_parts(),
-            messages=stored,
-            images=self._images(model),
-            store=chat.store,
-            search_on=chat.search_on,
-            preset=self._prompt()[0],
-            chat_params=chat.params(),
-            n_ctx=chat.context.context_size(),
+            session_id = history.create_session(
+                state.mode, model, prompt_name=name, prompt_custom=custom
+            )
+            state.session_id = session_id
+            if state.mode != ONESHOT and state.loaded:
+                history.set_skills(session_id, state.loaded)
+            if state.mode != ONESHOT and state.params:
+                history.set_session_params(session_id, state.params)
+            self.session_changed.emit(session_id)
+        else:
+            session_id = state.session_id
+        parent: int | None | Literal["active"] = "active"
+        versions: list[int] = []
+        if edit_from is not None and state.mode != ONESHOT:
+            # The edit is a new version of the message: the old one stays a branch.
+            path = history.messages(session_id)
+            at = next((n for n, m in enumerate(path) if m["id"] == edit_from), None)
+            if at is not None:
+                parent = path[at]["parent_id"]
+                versions = path[at]["versions"] or [path[at]["id"]]
+                self.messages_reset.emit(path[:at])
+        message_id = history.add_message(
+            session_id, "user", text, attachments=attachments, model=model, parent=parent
         )
-
-    def _system_parts(self) -> tuple[turn.Part, ...]:
-        # Built once per preset, search toggle and set of loaded skills: the same bytes
-        # turn after turn are what lets llama.cpp reuse its prompt cache. A skill that
-        # left the disk or came back changes it too (the missing ones are left out).
-        # The preset's text is compared too: the meter builds the request early (a new
-        # chat, before its window has reset the preset), so a change must not go unseen.
-        chat = self._chat
-        missing = chat.missing_skills()
-        preset = self._preset()
-        if (
-            self._system_cache is None
-            or missing != self._cached_missing
-            or preset != self._cached_preset
-        ):
-            self._cached_missing = missing
-            self._cached_preset = preset
-            self._system_cache = turn.system_parts(
-                preset, search_on=chat.search_on, store=chat.store, names=chat.loaded_skills()
-            )
-        return self._system_cache
+        return {
+            "id": message_id,
+            "session_id": session_id,
+            "parent_id": None if parent == "active" else parent,
+            "role": "user",
+            "content": text,
+            "reasoning": "",
+            "attachments": attachments,
+            "model": model,
+            "status": "complete",
+            "error": "",
+            "versions": [*versions, message_id] if versions else [],
+        }
 
     # ------------------------------------------------------------------ replies
 
@@ -158,23 +143,20 @@ class Outbox(QObject):
         the reply's events are queued to this thread, so none arrives before its view
         is attached.
         """
-        chat = self._chat
-        assert chat.session_id is not None
-        request = self.next_turn(model, before=replaces)
+        session_id = self._state.session_id
+        assert session_id is not None
+        request = self._builder.next_turn(model, before=replaces, n_ctx=self._context_size())
         try:
             reply = ReplyStream(
-                chat.history,
-                chat.app.registry,
-                session_id=chat.session_id,
+                self._app.history,
+                self._app.registry,
+                session_id=session_id,
                 model=model,
-                messages=request.messages(),
-                search_cfg=request.search_cfg,
-                skills_cfg=request.skills_cfg,
-                params=dict(request.params),
+                request=request,
                 replaces=replaces,
-                tool_source=chat.app.mcp.tool_source(chat.session_id),
+                tool_source=self._app.mcp.tool_source(session_id),
                 keep_replaced=keep_replaced,
-                parent=chat,
+                parent=self,
             )
         except HistoryError as exc:
             show()
@@ -187,7 +169,7 @@ class Outbox(QObject):
         reply.saved.connect(self._on_saved)
         reply.ended.connect(self._on_reply_ended)
         self.reply = reply
-        reply.start(chat.threads)
+        reply.start(self._threads)
         show()
         self.started.emit(reply)
         return True
@@ -230,7 +212,7 @@ class Outbox(QObject):
         One with text is "stopped" (its text kept, Regenerate offered); one that had
         nothing yet is an "error" with a Retry, not an empty "Stopped" reply.
         """
-        history = self._chat.history
+        history = self._app.history
         messages = history.messages(session_id)
         for message in messages:
             if message["status"] == "streaming":
@@ -260,7 +242,7 @@ class Outbox(QObject):
         if reply is not None and not reply.is_saved():
             self._unsaved.append(reply)
         self.over.emit()
-        history, session_id = self._chat.history, self._chat.session_id
+        history, session_id = self._app.history, self._state.session_id
         if reply is not None and reply.kept_earlier and session_id is not None:
             self.messages_reset.emit(history.messages(session_id))
             self.notice.emit(
@@ -276,8 +258,8 @@ class Outbox(QObject):
 
     def _announce_versions(self, message_id: int) -> None:
         """Tell the views how many versions the reply that just ended has (Regenerate adds one)."""
-        session_id = self._chat.session_id
-        path = self._chat.history.messages(session_id) if session_id is not None else []
+        session_id = self._state.session_id
+        path = self._app.history.messages(session_id) if session_id is not None else []
         last = path[-1] if path else None
         if last is not None and last["id"] == message_id and last["versions"]:
             self.versions_changed.emit(message_id, last["versions"])

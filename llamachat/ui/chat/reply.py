@@ -27,14 +27,14 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from llamachat.history.store import History, HistoryError
-from llamachat.router import client as backend
 from llamachat.router import providers
-from llamachat.tools import SearchConfig, SkillsConfig
+from llamachat.turn import Turn
 from llamachat.ui.chat.worker import StreamWorker, ToolSource, WorkerThreads
 
 if TYPE_CHECKING:
@@ -69,10 +69,8 @@ class ReplyStream(QObject):
         *,
         session_id: int,
         model: str,
-        messages: list[dict],
-        search_cfg: SearchConfig | None = None,
-        skills_cfg: SkillsConfig | None = None,
-        params: dict | None = None,
+        request: Turn | None = None,
+        messages: Sequence[dict] = (),
         replaces: int | None = None,
         tool_source: ToolSource | None = None,
         keep_replaced: bool = False,
@@ -100,16 +98,9 @@ class ReplyStream(QObject):
             else "active"
         )
         client, wire_model = registry.client_for(model)
+        # The request as built (`turn`), or a bare list of messages.
         self._worker = StreamWorker(
-            client,
-            wire_model,
-            messages,
-            search_cfg=search_cfg,
-            skills_cfg=skills_cfg,
-            # A provider's model is renamed on the way; only llama.cpp's router takes LLAMA_PARAMS.
-            params={**(backend.LLAMA_PARAMS if wire_model == model else {}), **(params or {})}
-            or None,
-            tool_source=tool_source,
+            client, wire_model, request or messages, tool_source=tool_source
         )
         self._worker.content.connect(self._on_content)
         self._worker.reasoning.connect(self._on_reasoning)
@@ -181,6 +172,10 @@ class ReplyStream(QObject):
             except HistoryError as exc:
                 # Tried again with each save; the view says so once text is at stake.
                 log.warning("reply row not added: %s", exc)
+
+    def request(self) -> Turn:
+        """The request as it went out (an MCP server that came up meanwhile adds its tools)."""
+        return self._worker.request
 
     def request_sent(self) -> bool:
         """True once the reply's request has been written to the server."""

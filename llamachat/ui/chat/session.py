@@ -1,8 +1,10 @@
 """One conversation's actions and state, shared by the chat window and the quick window.
 
-`Conversation(app, mode=...)` owns the open session, the loaded skills, the edit
-state and its `outbox` (`outbox.Outbox`), which builds every request with `turn`
-and streams its reply (`reply.ReplyStream`). Windows forward what the user does (`submit`, `stop`, `retry`, `edit`,
+`Conversation(app, mode=...)` owns the open session, the loaded skills and the edit
+state (its `state.ChatState`, which it alone writes) and hands them to its helpers:
+`builder` (`builder.TurnBuilder`, every request built whole with `turn`), `outbox`
+(`outbox.Outbox`: saves the question, sends the request, streams its reply) and
+`context` (`context_watch.ContextWatch`, the meter's count of that same request). Windows forward what the user does (`submit`, `stop`, `retry`, `edit`,
 `load_skill`, `unload_skill`, `new_session`, `open_session`) and turn its signals
 into widgets: `message_added` (show a sent message), `messages_reset` (show these
 rows instead), `versions_changed` (a message gained a version), `reply_started`
@@ -33,21 +35,18 @@ Errors: none raised. History failures become a `notice` and the action is not do
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal
 
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
-from llamachat import params, prompts, turn
+from llamachat import prompts, turn
 from llamachat.config import Config
 from llamachat.history.store import History, HistoryError, MessageRow, SessionRow
 from llamachat.skills import SkillStore
-from llamachat.ui.chat.context_watch import ContextWatch
+from llamachat.ui.chat.builder import TurnBuilder
+from llamachat.ui.chat.context_watch import SHOWN_MS, ContextWatch
 from llamachat.ui.chat.outbox import Outbox
+from llamachat.ui.chat.state import AppState, ChatState
 from llamachat.ui.chat.worker import WorkerThreads
-
-if TYPE_CHECKING:
-    # The App's module shows dialogs; the conversation only reads its state and signals.
-    from llamachat.ui.app import App
 
 CHAT = "chat"
 ONESHOT = "oneshot"
@@ -82,7 +81,7 @@ class Conversation(QObject):
 
     def __init__(
         self,
-        app: App,
+        app: AppState,
         *,
         mode: str = CHAT,
         model: str = "",
@@ -96,37 +95,55 @@ class Conversation(QObject):
             raise ValueError(f"mode must be {CHAT!r} or {ONESHOT!r}, got {mode!r}")
         self.app = app
         self.mode = mode
-        self.model = model
-        # What the window knows and the conversation asks when it builds a request.
-        self._preset = preset or (lambda: "")
-        self._prompt = prompt or (lambda: (prompts.DEFAULT_NAME, ""))
-        self._images = images or (lambda _model: False)
         self.threads = WorkerThreads(self)
         cfg = app.config
-        self.store: SkillStore | None = turn.skill_store(cfg)
+        self.state = ChatState(
+            mode, model, search_on=cfg.search_enabled, store=turn.skill_store(cfg)
+        )
         self._skills_from = (cfg.skill_roots(), cfg.skills_enabled)
-        self.search_on = cfg.search_enabled
-        self._session_id: int | None = None
-        self._loaded: list[str] = []
         # One-shot: the skills the question asked for, which a retry asks for again.
         self._asked: list[str] = []
-        # The request parameters this chat overrides (params.PARAMS names).
-        self._params: dict = {}
         self._edit_from: int | None = None
-        # Builds the requests (the system message cached) and keeps the replies.
-        self.outbox = Outbox(self, preset=self._preset, prompt=self._prompt, images=self._images)
-        self.outbox.started.connect(self.reply_started)
-        self.outbox.search_started.connect(self._on_search_started)
-        self.outbox.skill_loaded.connect(self._on_skill_loaded)
-        self.outbox.stats.connect(self.stats)
-        self.outbox.over.connect(self._on_reply_over)
-        self.outbox.messages_reset.connect(self.messages_reset)
-        self.outbox.versions_changed.connect(self.versions_changed)
-        self.outbox.ended.connect(self.reply_ended)
-        self.outbox.notice.connect(self.notice)
-        app.config_changed.connect(self._on_config_changed)
+        # What the window knows and the conversation asks when it builds a request.
+        self.builder = TurnBuilder(
+            app,
+            self.state,
+            preset=preset or (lambda: ""),
+            prompt=prompt or (lambda: (prompts.DEFAULT_NAME, "")),
+            images=images or (lambda _model: False),
+        )
         # The next request's size, for the meter and the check before each send.
-        self.context = ContextWatch(self)
+        self.context = ContextWatch(self.builder, is_streaming=self.is_streaming, parent=self)
+        # Saves the questions, sends the requests and keeps the replies.
+        self.outbox = Outbox(
+            self.builder, app, self.threads, context_size=self.context.context_size, parent=self
+        )
+        outbox = self.outbox
+        for theirs, ours in (
+            (outbox.session_changed, self.session_changed),
+            (outbox.started, self.reply_started),
+            (outbox.stats, self.stats),
+            (outbox.messages_reset, self.messages_reset),
+            (outbox.versions_changed, self.versions_changed),
+            (outbox.ended, self.reply_ended),
+            (outbox.notice, self.notice),
+        ):
+            theirs.connect(ours)
+        outbox.search_started.connect(self._on_search_started)
+        outbox.skill_loaded.connect(self._on_skill_loaded)
+        outbox.over.connect(self._on_reply_over)
+        app.config_changed.connect(self._on_config_changed)
+        # What changes the next request: another chat shown is measured after its first paint.
+        watch = self.context
+        self.session_changed.connect(lambda _id: watch.base_changed(SHOWN_MS))
+        self.messages_reset.connect(lambda _rows: watch.base_changed(SHOWN_MS))
+        self.skills_changed.connect(lambda _names: watch.base_changed())
+        self.store_changed.connect(lambda _store: watch.base_changed())
+        self.reply_started.connect(watch.reply_started)
+        self.reply_ended.connect(watch.reply_ended)
+        app.router_changed.connect(watch.router_changed)
+        # An MCP server that came up (or went) changes the tools offered.
+        app.mcp.changed.connect(lambda: watch.base_changed(SHOWN_MS))
 
     # ------------------------------------------------------------------ state
 
@@ -141,9 +158,28 @@ class Conversation(QObject):
         return self.app.config
 
     @property
+    def model(self) -> str:
+        """The model that answers the next question."""
+        return self.state.model
+
+    @model.setter
+    def model(self, model: str) -> None:
+        self.state.model = model
+
+    @property
+    def store(self) -> SkillStore | None:
+        """The skills of the configured folders (None: skills off)."""
+        return self.state.store
+
+    @property
+    def search_on(self) -> bool:
+        """Whether the model is offered web search."""
+        return self.state.search_on
+
+    @property
     def session_id(self) -> int | None:
         """The open session's id; None until the first message of a new chat is sent."""
-        return self._session_id
+        return self.state.session_id
 
     def is_streaming(self) -> bool:
         """True while a reply streams."""
@@ -151,31 +187,31 @@ class Conversation(QObject):
 
     def loaded_skills(self) -> list[str]:
         """The skills in effect, in load order (one-shot: for the next or the current answer)."""
-        return list(self._loaded)
+        return list(self.state.loaded)
 
     def missing_skills(self) -> list[str]:
         """The loaded skills no longer on disk, in load order (the model does not get them)."""
-        return [name for name in self._loaded if not self._is_loadable(name)]
+        return self.builder.missing_skills()
 
     def set_search_on(self, on: bool) -> None:
         """Offer the model web search or not (chat mode; one-shot follows the config)."""
-        if on != self.search_on:
-            self.search_on = on
-            self.outbox.forget_system()
+        if on != self.state.search_on:
+            self.state.search_on = on
+            self.builder.forget_system()
 
     def system_text_changed(self) -> None:
         """The preset's text changed: the next request builds its system message again."""
-        self.outbox.forget_system()
+        self.builder.forget_system()
 
     # ------------------------------------------------------------------ sessions
 
     def new_session(self) -> None:
         """Start an empty conversation: no messages, no skills; saved on the first send."""
         self.stop()
-        self._session_id = None
+        self.state.session_id = None
         self._edit_from = None
         self._set_loaded([], persist=False)
-        self._params = {}
+        self.state.params = {}
         self.session_changed.emit(None)
 
     def open_session(self, session_id: int) -> tuple[SessionRow, list[MessageRow]] | None:
@@ -184,11 +220,11 @@ class Conversation(QObject):
         if session is None:
             return None
         self.stop()
-        self._session_id = session_id
+        self.state.session_id = session_id
         self._edit_from = None
         # A skill gone from disk stays listed (as missing) until the user removes it.
         self._set_loaded(list(session.get("skills") or []), persist=False)
-        self._params = self.history.session_params(session_id)
+        self.state.params = self.history.session_params(session_id)
         messages = self.outbox.settled_messages(session_id)
         self.session_changed.emit(session_id)
         return session, messages
@@ -196,55 +232,48 @@ class Conversation(QObject):
     def leave_session(self) -> None:
         """Let go of the session without touching it (one-shot: it went on to the chat)."""
         self.stop()
-        self._session_id = None
+        self.state.session_id = None
         self._set_loaded([], persist=False)
-        self._params = {}
+        self.state.params = {}
 
     # ------------------------------------------------------------------ parameters
 
     def params(self) -> dict:
         """The request parameters this chat overrides (its own, not the config's defaults)."""
-        return dict(self._params)
+        return dict(self.state.params)
 
     def default_params(self, model: str | None = None) -> dict:
         """The parameters the config gives `model` (default: the chat's) and the chat's preset."""
-        model = self.model if model is None else model
-        return params.effective(
-            self.cfg.model_params,
-            self.cfg.preset_params,
-            model=model,
-            preset=self._prompt()[0],
-            chat={},
-        )
+        return self.builder.default_params(self.model if model is None else model)
 
     def set_params(self, values: dict) -> None:
         """Override request parameters for this chat from the next request on (saved with it)."""
-        self._params = {k: v for k, v in values.items() if v is not None}
-        if self._session_id is not None:
-            self.history.set_session_params(self._session_id, self._params)
+        self.state.params = {k: v for k, v in values.items() if v is not None}
+        if self.state.session_id is not None:
+            self.history.set_session_params(self.state.session_id, self.state.params)
 
     # ------------------------------------------------------------------ skills
 
     def load_skill(self, name: str) -> bool:
         """Load a skill into the system message; True when it was not loaded before."""
-        if self.store is None or name in self._loaded or self.store.load(name) is None:
+        if self.store is None or name in self.state.loaded or self.store.load(name) is None:
             return False
-        self._set_loaded([*self._loaded, name])
+        self._set_loaded([*self.state.loaded, name])
         return True
 
     def unload_skill(self, name: str) -> bool:
         """Drop a skill from the system message; True when it was loaded."""
-        if name not in self._loaded:
+        if name not in self.state.loaded:
             return False
-        self._set_loaded([n for n in self._loaded if n != name])
+        self._set_loaded([n for n in self.state.loaded if n != name])
         return True
 
     def _set_loaded(self, names: list[str], *, persist: bool = True) -> None:
-        self._loaded = list(names)
-        self.outbox.forget_system()
-        if persist and self.mode == CHAT and self._session_id is not None:
+        self.state.loaded = list(names)
+        self.builder.forget_system()
+        if persist and self.mode == CHAT and self.state.session_id is not None:
             try:
-                self.history.set_skills(self._session_id, self._loaded)
+                self.history.set_skills(self.state.session_id, self.state.loaded)
             except HistoryError as exc:
                 self.notice.emit(f"The chat's skills could not be saved: {exc}", 0)
         self.skills_changed.emit(self.loaded_skills())
@@ -254,9 +283,6 @@ class Conversation(QObject):
         if self.store is None:
             return [], {}
         return self.store.user_names(), self.store.descriptions()
-
-    def _is_loadable(self, name: str) -> bool:
-        return self.store is not None and self.store.load(name) is not None
 
     # ------------------------------------------------------------------ sending
 
@@ -278,14 +304,15 @@ class Conversation(QObject):
             text, self.store, always=self.cfg.skill_mentions, refresh=False
         )
         loaded = [name for name in question.skills if self.load_skill(name)]
-        suggested = [name for name in question.suggested if name not in self._loaded]
+        suggested = [name for name in question.suggested if name not in self.state.loaded]
         if not question.text.strip() and not attachments:
             self._recheck_skills(offered)
             self.skills_suggested.emit(suggested)
             if self.mode == ONESHOT:
-                if self._loaded:
+                if self.state.loaded:
                     self.notice.emit(
-                        f"Skill {', '.join(self._loaded)} will be used for the next question.", 0
+                        f"Skill {', '.join(self.state.loaded)} will be used for the next question.",
+                        0,
                     )
             elif question.commands:
                 self.notice.emit(
@@ -308,11 +335,14 @@ class Conversation(QObject):
         if overflow is not None:
             self.too_big.emit(overflow)
             return TOO_BIG
+        edit_from, self._edit_from = self._edit_from, None
         try:
-            row = self._add_question(question.text, attachments)
+            row = self.outbox.save_question(question.text, attachments, edit_from=edit_from)
         except HistoryError as exc:
             self.notice.emit(f"Not sent: the message could not be saved. {exc}", 0)
             return NOT_SENT
+        if self.mode == ONESHOT:
+            self._asked = list(self.state.loaded)
         self.outbox.start(self.model, show=lambda: self.message_added.emit(row))
         # After the message: a new chat's session_changed, which clears them, comes first.
         self.skills_suggested.emit(suggested)
@@ -333,57 +363,6 @@ class Conversation(QObject):
         if self._offered_skills() != offered:
             self.store_changed.emit(self.store)
 
-    def _add_question(self, text: str, attachments: list[dict]) -> dict:
-        """Save the user's message (a new session when needed) and return its row."""
-        model = self.model
-        if self.mode == ONESHOT:
-            session_id = self.history.create_session(
-                ONESHOT, model, prompt_name=prompts.DEFAULT_NAME
-            )
-            self._session_id = session_id
-            self._asked = list(self._loaded)
-            self.session_changed.emit(session_id)
-        elif self._session_id is None:
-            name, custom = self._prompt()
-            session_id = self.history.create_session(
-                CHAT, model, prompt_name=name, prompt_custom=custom
-            )
-            self._session_id = session_id
-            if self._loaded:
-                self.history.set_skills(session_id, self._loaded)
-            if self._params:
-                self.history.set_session_params(session_id, self._params)
-            self.session_changed.emit(session_id)
-        else:
-            session_id = self._session_id
-        parent: int | None | Literal["active"] = "active"
-        versions: list[int] = []
-        if self._edit_from is not None and self.mode == CHAT:
-            # The edit is a new version of the message: the old one stays a branch.
-            path = self.history.messages(session_id)
-            at = next((n for n, m in enumerate(path) if m["id"] == self._edit_from), None)
-            self._edit_from = None
-            if at is not None:
-                parent = path[at]["parent_id"]
-                versions = path[at]["versions"] or [path[at]["id"]]
-                self.messages_reset.emit(path[:at])
-        message_id = self.history.add_message(
-            session_id, "user", text, attachments=attachments, model=model, parent=parent
-        )
-        return {
-            "id": message_id,
-            "session_id": session_id,
-            "parent_id": None if parent == "active" else parent,
-            "role": "user",
-            "content": text,
-            "reasoning": "",
-            "attachments": attachments,
-            "model": model,
-            "status": "complete",
-            "error": "",
-            "versions": [*versions, message_id] if versions else [],
-        }
-
     def stop(self) -> bool:
         """Stop the reply now, keeping what arrived ("stopped"); True when one was streaming.
 
@@ -402,10 +381,10 @@ class Conversation(QObject):
         A complete reply stays as an earlier version; a failed or stopped one (and
         what followed it) is replaced.
         """
-        if self._session_id is None or not isinstance(message_id, int):
+        if self.session_id is None or not isinstance(message_id, int):
             return False
         self.stop()
-        rows = self.history.messages(self._session_id)
+        rows = self.history.messages(self.session_id)
         if not any(row["id"] == message_id for row in rows):
             return False
         if self.mode == ONESHOT:
@@ -433,12 +412,12 @@ class Conversation(QObject):
         In chat mode, sending next adds the new text as another version of it (the old
         one and its replies stay a branch); a one-shot question is asked again as a new one.
         """
-        if self._session_id is None:
+        if self.session_id is None:
             return None
         if self.mode == ONESHOT and self.is_streaming():
             return None
         message = next(
-            (m for m in self.history.messages(self._session_id) if m["id"] == message_id), None
+            (m for m in self.history.messages(self.session_id) if m["id"] == message_id), None
         )
         if message is None or message["role"] != "user":
             return None
@@ -454,13 +433,13 @@ class Conversation(QObject):
 
     def show_version(self, message_id: object) -> bool:
         """Show (and send from now on) the path through this version of a message."""
-        if self._session_id is None or not isinstance(message_id, int):
+        if self.session_id is None or not isinstance(message_id, int):
             return False
         if self.is_streaming():
             self.notice.emit("Wait for the reply to finish, or stop it, to switch versions.", 8000)
             return False
         try:
-            path = self.history.select_version(self._session_id, message_id)
+            path = self.history.select_version(self.session_id, message_id)
         except HistoryError as exc:
             self.notice.emit(f"That version could not be shown: {exc}", 0)
             return False
@@ -470,10 +449,10 @@ class Conversation(QObject):
 
     def fork(self, message_id: object) -> int | None:
         """A new chat with this chat's path up to `message_id`, its skills and prompt; its id."""
-        if self._session_id is None or not isinstance(message_id, int):
+        if self.session_id is None or not isinstance(message_id, int):
             return None
         try:
-            return self.history.fork(self._session_id, message_id)
+            return self.history.fork(self.session_id, message_id)
         except HistoryError as exc:
             self.notice.emit(f"The new chat could not be made: {exc}", 0)
             return None
@@ -496,14 +475,15 @@ class Conversation(QObject):
 
     def system_message(self) -> str:
         """The system message the next request starts with (chat mode's, cached)."""
-        return self.outbox.system_message()
+        return self.builder.system_message()
 
     def next_turn(self, model: str | None = None, *, before: int | None = None) -> turn.Turn:
-        """The next request to `model` (default: the conversation's), from the saved messages.
+        """The next request to `model` (default: the conversation's), whole as it is sent.
 
         `before` leaves out that message and those after it (a retry's earlier reply).
         """
-        return self.outbox.next_turn(self.model if model is None else model, before=before)
+        model = self.model if model is None else model
+        return self.builder.next_turn(model, before=before, n_ctx=self.context.context_size())
 
     # ------------------------------------------------------------------ reply events
 
@@ -532,8 +512,9 @@ class Conversation(QObject):
         skills_from = (cfg.skill_roots(), cfg.skills_enabled)
         if skills_from != self._skills_from:
             self._skills_from = skills_from
-            self.store = turn.skill_store(cfg)
-            self._set_loaded([name for name in self._loaded if self._is_loadable(name)])
+            self.state.store = store = turn.skill_store(cfg)
+            loaded = self.state.loaded
+            self._set_loaded([n for n in loaded if store is not None and store.load(n)])
             self.store_changed.emit(self.store)
         # The system message's date note and max_searches are read from cfg at each send.
-        self.outbox.forget_system()
+        self.builder.forget_system()

@@ -30,8 +30,8 @@ from PySide6.QtCore import (
 )
 
 from llamachat.router import client as backend
-from llamachat.tools import SearchConfig, SkillsConfig
 from llamachat.tools.base import Tool
+from llamachat.turn import Turn
 
 ToolSource = Callable[[threading.Event], tuple[Sequence[Tool], int]]
 """Called in the worker thread before the first round: more tools (MCP) and their rounds."""
@@ -134,21 +134,17 @@ class StreamWorker(QObject):
         self,
         client: backend.Client,
         model: str,
-        messages: list[dict],
+        request: Turn | Sequence[dict],
         *,
-        search_cfg: SearchConfig | None = None,
-        skills_cfg: SkillsConfig | None = None,
-        params: dict | None = None,
         tool_source: ToolSource | None = None,
     ) -> None:
         super().__init__()
         self._client = client
         self._tool_source = tool_source
         self._model = model
-        self._messages = messages
-        self._search_cfg = search_cfg
-        self._skills_cfg = skills_cfg
-        self._params = params
+        # A bare list of messages is a request of those messages alone.
+        self.request = request if isinstance(request, Turn) else Turn(model, history=tuple(request))
+        """The request sent, as built (set in the worker thread before it is sent)."""
         self._cancel = threading.Event()
         self._sent = threading.Event()
         self._lock = threading.Lock()
@@ -237,18 +233,16 @@ class StreamWorker(QObject):
     def run(self) -> None:
         """Stream the reply, posting each event for the GUI thread; runs in the worker thread."""
         try:
-            # Here, off the GUI thread: MCP servers may still be starting.
-            extra, rounds = self._tool_source(self._cancel) if self._tool_source else ((), 2)
+            # Here, off the GUI thread: MCP servers may still be starting. One that came up
+            # after the request was built (this turn started it) adds its tools to it.
+            extra, rounds = self._tool_source(self._cancel) if self._tool_source else ((), 0)
+            self.request = self.request.offering([t.schema for t in extra if t.schema], rounds)
             stream = self._client.stream_chat(
                 self._model,
-                self._messages,
-                search_cfg=self._search_cfg,
-                skills_cfg=self._skills_cfg,
+                request=self.request,
                 cancel=self._cancel,
-                params=self._params,
                 sent=self._sent,
                 extra_tools=extra,
-                extra_rounds=rounds,
                 before_read=self._before_read,
             )
             try:

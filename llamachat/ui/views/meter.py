@@ -39,9 +39,6 @@ _NO_MAXIMUM = (1 << 24) - 1
 
 log = logging.getLogger(__name__)
 
-# Tokens per character of a draft not yet tokenized: generous for English prose and
-# code, so the warning comes a little early rather than too late.
-TOKENS_PER_CHAR = 0.3
 WARNING_COLOR = QColor("#c0392b")
 NEAR_COLOR = QColor("#d68910")
 # The share of the context past which the meter turns amber.
@@ -72,7 +69,7 @@ def used_tokens(stats: dict) -> int | None:
 
 def estimate_tokens(text: str) -> int:
     """A quick token estimate for text not sent yet."""
-    return round(len(text) * TOKENS_PER_CHAR)
+    return round(len(text) * context.TOKENS_PER_CHAR)
 
 
 class ContextMeter(QWidget):

@@ -1,0 +1,153 @@
+"""One conversation's next request, built whole with `turn` for sending and for the meter.
+
+`TurnBuilder(app, state, ...)` builds the `turn.Turn` the conversation's next send would
+make (`next_turn`), from its saved messages and `ChatState`: the system message, the
+history, the question, every tool offered (the built-in ones and the MCP tools of the
+servers that are up), the parameters. The reply sends that Turn as built, and the
+context meter counts the same Turn (`draft_turn`, with the draft for a question): the
+two cannot drift apart. In chat mode the system message is cached, byte-identical from
+turn to turn (what lets llama.cpp reuse its prompt cache), until `forget_system` says
+what goes into it changed.
+
+Qt-free but for the App's protocol; reads History, so it runs on the GUI thread.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from llamachat import params, turn
+from llamachat.config import Config
+from llamachat.router import client as backend
+from llamachat.ui.chat.state import AppState, ChatState
+
+ONESHOT = "oneshot"
+
+
+class TurnBuilder:
+    """Builds a conversation's requests from its state; caches its system message."""
+
+    def __init__(
+        self,
+        app: AppState,
+        state: ChatState,
+        *,
+        preset: Callable[[], str],
+        prompt: Callable[[], tuple[str, str]],
+        images: Callable[[str], bool],
+    ) -> None:
+        self._app = app
+        self.state = state
+        self.preset = preset
+        """The preset's text, as the window shows it."""
+        self.prompt = prompt
+        """The preset's name and custom text, as the window shows it."""
+        self.images = images
+        """Whether a model reads images."""
+        self._system_cache: tuple[turn.Part, ...] | None = None
+        # The missing skills and the preset text the cached system message was built with.
+        self._cached_missing: list[str] = []
+        self._cached_preset = ""
+
+    def config(self) -> Config:
+        """The configuration in effect (the App's)."""
+        return self._app.config
+
+    def client_for(self, model: str) -> tuple[backend.Client, str]:
+        """The client serving `model` and the name that server knows it by."""
+        return self._app.registry.client_for(model)
+
+    def missing_skills(self) -> list[str]:
+        """The loaded skills no longer on disk, in load order (the model does not get them)."""
+        store = self.state.store
+        return [n for n in self.state.loaded if store is None or store.load(n) is None]
+
+    def default_params(self, model: str) -> dict:
+        """The parameters the config gives `model` and the chat's preset."""
+        cfg = self.config()
+        return params.effective(
+            cfg.model_params, cfg.preset_params, model=model, preset=self.prompt()[0], chat={}
+        )
+
+    def forget_system(self) -> None:
+        """What goes into the system message changed: the next request builds it again."""
+        self._system_cache = None
+
+    def system_message(self) -> str:
+        """The system message the next request starts with (chat mode's, cached)."""
+        return turn.join_system(self._system_parts())
+
+    def next_turn(
+        self, model: str, *, before: int | None = None, n_ctx: int | None = None
+    ) -> turn.Turn:
+        """The next request to `model`, from the saved messages, whole as it is sent.
+
+        `before` leaves out that message and those after it (a retry's earlier reply);
+        `n_ctx`, the model's context size, bounds the skills catalog.
+        """
+        state, cfg = self.state, self.config()
+        history = self._app.history
+        stored = history.messages(state.session_id) if state.session_id is not None else []
+        if before is not None:
+            stored = [row for row in stored if row["id"] < before]
+        # A provider's model is renamed on the way; only llama.cpp's router takes its fields.
+        router = self.client_for(model)[1] == model
+        mcp = self._app.mcp.ready_schemas()
+        if state.mode == ONESHOT:
+            question = next((row for row in stored if row["role"] == "user"), None)
+            return turn.oneshot_turn(
+                cfg,
+                model=model,
+                text=(question["content"] if question else "") or "",
+                attachments=(question["attachments"] if question else []) or [],
+                names=list(state.loaded),
+                store=state.store,
+                images=self.images(model),
+                n_ctx=n_ctx,
+                extra_tools=mcp,
+                router=router,
+            )
+        return turn.build_turn(
+            cfg,
+            model=model,
+            system=self._system_parts(),
+            messages=stored,
+            images=self.images(model),
+            store=state.store,
+            search_on=state.search_on,
+            preset=self.prompt()[0],
+            chat_params=state.params,
+            n_ctx=n_ctx,
+            extra_tools=mcp,
+            router=router,
+        )
+
+    def draft_turn(self, model: str, n_ctx: int | None) -> turn.Turn:
+        """What the next send makes but the draft, for the meter: one-shot, without the
+        stored question (the last answer's; the next one is the draft)."""
+        request = self.next_turn(model, n_ctx=n_ctx)
+        if self.state.mode == ONESHOT:
+            request = dataclasses.replace(request, question=())
+        return request
+
+    def _system_parts(self) -> tuple[turn.Part, ...]:
+        # Built once per preset, search toggle and set of loaded skills: the same bytes
+        # turn after turn are what lets llama.cpp reuse its prompt cache. A skill that
+        # left the disk or came back changes it too (the missing ones are left out).
+        # The preset's text is compared too: the meter builds the request early (a new
+        # chat, before its window has reset the preset), so a change must not go unseen.
+        missing = self.missing_skills()
+        preset = self.preset()
+        if (
+            self._system_cache is None
+            or missing != self._cached_missing
+            or preset != self._cached_preset
+        ):
+            self._cached_missing = missing
+            self._cached_preset = preset
+            state = self.state
+            self._system_cache = turn.system_parts(
+                preset, search_on=state.search_on, store=state.store, names=list(state.loaded)
+            )
+        return self._system_cache

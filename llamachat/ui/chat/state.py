@@ -1,0 +1,81 @@
+"""What a conversation's parts share: its own state, and what they need of the App.
+
+`ChatState` is one conversation as it stands (mode, model, session, loaded skills, its
+parameters, web search, the skills store): its `Conversation` writes it, and the helpers
+it hands it to (`builder.TurnBuilder`, `outbox.Outbox`, `context_watch.ContextWatch`)
+read it, so none of them reaches back into the conversation.
+
+`AppState` is the little of `app.App` they use (the App stays the one owner of the
+configuration and the router and says when they change); `McpTools`, the little of
+`mcp_host.McpHost`. Both are protocols, so nothing here imports the App's module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from PySide6.QtCore import SignalInstance
+
+from llamachat.config import Config
+from llamachat.history.store import History
+from llamachat.router import providers
+from llamachat.skills import SkillStore
+from llamachat.ui.chat.worker import ToolSource
+
+
+@dataclass
+class ChatState:
+    """One conversation as it stands; written by its Conversation only."""
+
+    mode: str
+    model: str = ""
+    session_id: int | None = None
+    loaded: list[str] = field(default_factory=list)
+    """The skills in effect, in load order."""
+    params: dict = field(default_factory=dict)
+    """The request parameters this chat overrides (params.PARAMS names)."""
+    search_on: bool = False
+    store: SkillStore | None = None
+
+
+class McpTools(Protocol):
+    """The MCP tools a conversation's requests offer (`McpHost`)."""
+
+    @property
+    def changed(self) -> SignalInstance:
+        """A server's state or tools changed."""
+
+    def tool_source(self, chat: object) -> ToolSource | None:
+        """What a reply's worker calls for its MCP tools, or None with no server."""
+
+    def ready_schemas(self) -> tuple[dict, ...]:
+        """The schemas of the MCP tools offered now, as far as the servers are up."""
+
+
+class AppState(Protocol):
+    """What a conversation needs of the App: its state, and the signals that it changed."""
+
+    @property
+    def config(self) -> Config:
+        """The configuration in effect."""
+
+    @property
+    def history(self) -> History:
+        """The chat history."""
+
+    @property
+    def registry(self) -> providers.Registry:
+        """The clients of the router and the providers."""
+
+    @property
+    def mcp(self) -> McpTools:
+        """The MCP servers' tools."""
+
+    @property
+    def config_changed(self) -> SignalInstance:
+        """Emitted with the Config now in effect."""
+
+    @property
+    def router_changed(self) -> SignalInstance:
+        """Emitted with the router's state now."""
