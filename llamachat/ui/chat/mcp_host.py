@@ -16,9 +16,9 @@ from PySide6.QtWidgets import (
 )
 
 from llamachat import config
+from llamachat.tokens import estimate_tokens
 from llamachat.tools import mcp
 from llamachat.tools.base import Tool
-from llamachat.ui.views.meter import estimate_tokens
 
 if TYPE_CHECKING:
     from llamachat.ui.app import App

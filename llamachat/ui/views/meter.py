@@ -28,6 +28,7 @@ from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QWidget
 from llamachat import context
 from llamachat.router import client as backend
 from llamachat.router.models import Models
+from llamachat.tokens import estimate_tokens
 from llamachat.ui import plain
 from llamachat.ui.tasks import call_in_background
 
@@ -39,9 +40,6 @@ _NO_MAXIMUM = (1 << 24) - 1
 
 log = logging.getLogger(__name__)
 
-# Tokens per character of a draft not yet tokenized: generous for English prose and
-# code, so the warning comes a little early rather than too late.
-TOKENS_PER_CHAR = 0.3
 WARNING_COLOR = QColor("#c0392b")
 NEAR_COLOR = QColor("#d68910")
 # The share of the context past which the meter turns amber.
@@ -68,11 +66,6 @@ def used_tokens(stats: dict) -> int | None:
     parts = [timings.get(key) for key in ("cache_n", "prompt_n", "predicted_n")]
     counted = [part for part in parts if isinstance(part, int)]
     return sum(counted) if counted else None
-
-
-def estimate_tokens(text: str) -> int:
-    """A quick token estimate for text not sent yet."""
-    return round(len(text) * TOKENS_PER_CHAR)
 
 
 class ContextMeter(QWidget):
