@@ -6,10 +6,12 @@ import difflib
 import math
 import os
 import re
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
+from llamachat import params
 from llamachat.config.keys import (
     KEY,
     MCP_NAME,
@@ -77,6 +79,53 @@ def _line_of(text: str, key: str | None, *, table: str | None = None, index: int
     return None
 
 
+# A TOML key, maybe dotted and quoted: `m`, `model_params."a.b"`, `m . top_p`.
+_KEY_PART = r"""(?:[A-Za-z0-9_-]+|"(?:[^"\\]|\\.)*"|'[^']*')"""
+_DOTTED = rf"{_KEY_PART}(?:\s*\.\s*{_KEY_PART})*"
+_HEADER_KEYS = re.compile(rf"^\s*\[\s*({_DOTTED})\s*\]")
+_ASSIGNED_KEYS = re.compile(rf"^\s*({_DOTTED})\s*=")
+
+
+def _line_of_path(text: str, wanted: tuple[str, ...]) -> int | None:
+    """The line that sets the nested key `wanted`, else the line of its nearest enclosing key.
+
+    Finds `[a.b]` + `c = ...`, `[a]` + `b.c = ...`, `[a]` + `b = { c = ... }` and
+    `a = { b = ... }` alike; None when nothing on the way is on a line of its own.
+    """
+    table: tuple[str, ...] = ()
+    best: int | None = None
+    best_depth = 0
+    for number, line in enumerate(text.splitlines(), start=1):
+        header = _HEADER_KEYS.match(line)
+        if header:
+            table = found = _key_parts(header.group(1))
+        elif TABLE_HEADER.match(line):
+            table = found = ()  # an [[array table]]: nothing of `wanted` is inside
+        else:
+            assigned = _ASSIGNED_KEYS.match(line)
+            if not assigned:
+                continue
+            found = table + _key_parts(assigned.group(1))
+        if found and wanted[: len(found)] == found and len(found) > best_depth:
+            best, best_depth = number, len(found)
+            if best_depth == len(wanted):
+                break
+    return best
+
+
+def _key_parts(dotted: str) -> tuple[str, ...]:
+    """The names in a dotted TOML key, unquoted as TOML reads them (() if it is not one)."""
+    try:
+        data: object = tomllib.loads(f"{dotted} = 0")
+    except tomllib.TOMLDecodeError:
+        return ()
+    parts: list[str] = []
+    while isinstance(data, dict) and len(data) == 1:
+        ((name, data),) = data.items()
+        parts.append(name)
+    return tuple(parts)
+
+
 def _check_type(value: object, kind: Kind, name: str) -> str | None:
     # bool is an int in Python but never a valid number here: `max_searches = true` is a typo.
     if not isinstance(value, kind.types) or (isinstance(value, bool) and bool not in kind.types):
@@ -121,6 +170,27 @@ def _folder_problem(folder: Path, *, writable: bool) -> str | None:
     return None
 
 
+def _file_problem(file: Path) -> str | None:
+    """Why `file` cannot be made or written as a file, or None."""
+    try:
+        if file.is_dir():
+            return f"{file} is a folder, not a file"
+    except OSError as exc:
+        return f"{file} cannot be reached: {exc.strerror or exc}"
+    return _folder_problem(file.parent, writable=True)
+
+
+def _holds_nul(value: object) -> bool:
+    """Whether a string in `value` (a string, list or table, at any depth) holds a NUL."""
+    if isinstance(value, str):
+        return "\0" in value
+    if isinstance(value, dict):
+        return any(_holds_nul(k) or _holds_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_holds_nul(item) for item in value)
+    return False
+
+
 def resolve_path(value: str, config_path: Path) -> Path:
     resolved = Path(value).expanduser()
     # A desktop program's working folder is arbitrary, so the config file's folder
@@ -142,6 +212,9 @@ def check_data(data: dict[str, Any], text: str, path: Path) -> None:
         problem = _check_type(value, spec.kind, key)
         if problem:
             fail(problem, key, line)
+        if _holds_nul(value):
+            # No path, name or argument can hold one: os and subprocess calls would raise.
+            fail(f"{key} holds a NUL byte (\\u0000); remove it", key, line)
         problem = spec.check(value) if spec.check else None
         if problem:
             fail(problem, key, line)
@@ -149,10 +222,31 @@ def check_data(data: dict[str, Any], text: str, path: Path) -> None:
             problem = _folder_problem(resolve_path(value, path), writable=spec.folder_writable)
             if problem:
                 fail(f"{key}: {problem}", key, line)
+        if spec.file_writable and value:
+            problem = _file_problem(resolve_path(value, path))
+            if problem:
+                fail(f"{key}: {problem}", key, line)
+        if key in ("model_params", "preset_params"):
+            _check_param_tables(value, text, key, fail)
         if key == "providers":
             _check_providers(value, text, fail)
         if key == "mcp_servers":
             check_mcp_servers(value, text, fail)
+
+
+def _check_param_tables(
+    tables: dict[str, Any], text: str, key: str, fail: Callable[[str, str, int | None], NoReturn]
+) -> None:
+    """Check each parameter of each [key.<name>] table, failing with that parameter's line."""
+    for name, values in tables.items():
+        where = f"{key}.{name}"
+        if not isinstance(values, dict):
+            message = f"{where} must be a table of parameters, got {_type_name(values)}"
+            fail(message, where, _line_of_path(text, (key, name)))
+        for param, value in values.items():
+            problem = params.problem({param: value}, where)
+            if problem:
+                fail(problem, f"{where}.{param}", _line_of_path(text, (key, name, param)))
 
 
 def _check_providers(

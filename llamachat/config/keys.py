@@ -16,8 +16,6 @@ from urllib.parse import urlsplit
 import httpx
 import tomlkit
 
-from llamachat import params
-
 APP_NAME = "llamachat"
 
 THEMES = ("system", "light", "dark")
@@ -88,6 +86,18 @@ def _theme(value: Any) -> str | None:
     return None if value in THEMES else f"theme must be one of {', '.join(THEMES)}; got '{value}'"
 
 
+FONT_SIZES = (6, 72)
+"""The font sizes the conversation may be set to, in points (0 also: the system's size)."""
+
+
+def _font_size(value: int) -> str | None:
+    # A huge size makes Qt draw every glyph as an empty box: the view looks blank.
+    low, high = FONT_SIZES
+    if value == 0 or low <= value <= high:
+        return None
+    return f"font_size must be 0 (the system's size) or from {low} to {high} points, got {value}"
+
+
 def _idle_timeout(value: Any) -> str | None:
     # NaN compares false with everything, so `<= 0` alone would let it through and
     # silently turn stall detection off; infinity would do the same.
@@ -115,6 +125,9 @@ class Key:
     # A folder checked at load: True when llamachat must be able to write there (it
     # writes prompt presets; it only reads a models folder that exists).
     folder_writable: bool | None = None
+    # A file llamachat writes (the history database), checked at load: not a folder,
+    # and in a folder that exists or can be made, writable.
+    file_writable: bool = False
 
     def text(self) -> str:
         """The key's block in the default configuration file."""
@@ -128,13 +141,6 @@ class Key:
 
 def _toml(value: object) -> str:
     return tomlkit.item(value).as_string()
-
-
-def _param_tables(name: str) -> Callable[[Any], str | None]:
-    def check(value: Any) -> str | None:
-        return params.tables_problem(value, name)
-
-    return check
 
 
 KEYS: tuple[Key, ...] = (
@@ -242,6 +248,7 @@ KEYS: tuple[Key, ...] = (
         "The conversation history database. Empty: history.db in the user data folder\n"
         "(~/.local/share/llamachat on Linux).",
         example="~/.local/share/llamachat/history.db",
+        file_writable=True,
     ),
     Key(
         "prompts_dir",
@@ -263,8 +270,9 @@ KEYS: tuple[Key, ...] = (
         "font_size",
         0,
         _INT,
-        "Font size in points for the conversation. 0: the system's size.",
-        check=_no_less_than_zero("font_size"),
+        f"Font size in points for the conversation, {FONT_SIZES[0]} to {FONT_SIZES[1]}. "
+        "0: the system's size.",
+        check=_font_size,
     ),
     Key(
         "idle_timeout",
@@ -373,7 +381,6 @@ KEYS: tuple[Key, ...] = (
         "[model_params.Qwen3-8B-Q4_K_M]\n"
         "temperature = 0.6\n"
         "top_p = 0.95",
-        check=_param_tables("model_params"),
     ),
     Key(
         "preset_params",
@@ -383,7 +390,6 @@ KEYS: tuple[Key, ...] = (
         "\n"
         "[preset_params.Coder]\n"
         "temperature = 0.2",
-        check=_param_tables("preset_params"),
     ),
     Key(
         "mcp_servers",
