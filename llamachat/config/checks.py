@@ -171,13 +171,17 @@ def _folder_problem(folder: Path, *, writable: bool) -> str | None:
 
 
 def _file_problem(file: Path) -> str | None:
-    """Why `file` cannot be made or written as a file, or None."""
+    """Why `file` cannot be a file: it is a folder, or its folder cannot be (made); or None.
+
+    Whether an existing folder may be written is left to the program that opens the
+    file (History says so, naming the file), as a read-only folder can still be read.
+    """
     try:
         if file.is_dir():
             return f"{file} is a folder, not a file"
     except OSError as exc:
         return f"{file} cannot be reached: {exc.strerror or exc}"
-    return _folder_problem(file.parent, writable=True)
+    return _folder_problem(file.parent, writable=False)
 
 
 def _holds_nul(value: object) -> bool:

@@ -125,8 +125,8 @@ class Key:
     # A folder checked at load: True when llamachat must be able to write there (it
     # writes prompt presets; it only reads a models folder that exists).
     folder_writable: bool | None = None
-    # A file llamachat writes (the history database), checked at load: not a folder,
-    # and in a folder that exists or can be made, writable.
+    # A file llamachat keeps (the history database), checked at load: not a folder,
+    # and in a folder that exists or can be made.
     file_writable: bool = False
 
     def text(self) -> str:
