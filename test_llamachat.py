@@ -574,6 +574,88 @@ class TestConfig:
         assert cfg.providers[0].base_url == "https://api.example.org/v1"
         assert "secret" not in repr(config.load(cfg.path))
 
+    @pytest.mark.parametrize(
+        ("text", "key"),
+        [
+            ('skills_dir = "skills\\u0000x"\n', "skills_dir"),
+            ('prompts_dir = "prompts\\u0000x"\n', "prompts_dir"),
+            ('history_path = "history\\u0000.db"\n', "history_path"),
+            ('skills_dirs = ["ok", "more\\u0000x"]\n', "skills_dirs"),
+            ('models_preset = "preset\\u0000.ini"\n', "models_preset"),
+        ],
+    )
+    def test_config_nul_byte_in_a_path_exits_2_naming_file_line_and_key(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, key: str
+    ) -> None:
+        """A NUL byte no file name can hold: a ConfigError (exit 2, also for `ask --print`)."""
+        path = _write_config(tmp_path, "# comment\n" + text)
+        error = _config_error(path)
+        assert (error.path, error.line, error.key) == (path, 2, key)
+        assert "NUL" in error.message
+        assert main(["--config", str(path), "ask", "--print", "hi"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"llamachat: {path}, line 2: {key}") and "Traceback" not in err
+
+    @pytest.mark.parametrize(
+        ("value", "says"),
+        [("a-file/history.db", "is a file, not a folder"), ("a-folder", "is a folder")],
+    )
+    def test_config_history_path_that_cannot_be_a_database_exits_2_naming_the_line(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str, says: str
+    ) -> None:
+        """history_path under a file, or naming a folder: a ConfigError, checked by every command."""
+        (tmp_path / "a-file").write_text("not a folder\n", encoding="utf-8")
+        (tmp_path / "a-folder").mkdir()
+        text = (
+            f'manage_server = false\nrouter_url = "http://127.0.0.1:9"\nhistory_path = "{value}"\n'
+        )
+        path = _write_config(tmp_path, text)
+        error = _config_error(path)
+        assert (error.path, error.line, error.key) == (path, 3, "history_path")
+        assert says in error.message
+        assert main(["--config", str(path), "ask", "--print", "hi"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"llamachat: {path}, line 3: history_path") and says in err
+
+    @pytest.mark.parametrize(
+        ("text", "key", "line"),
+        [
+            ('[model_params.m]\ntemperature = "hot"\n', "model_params.m.temperature", 3),
+            (
+                '[model_params."a.b"]\ntop_p = 0.9\n\n[preset_params.Coder]\nseed = [1]\n',
+                "preset_params.Coder.seed",
+                6,
+            ),
+            ("[model_params]\nm = { top_k = 1.5 }\n", "model_params.m.top_k", 3),
+            ('model_params = { m = { colour = "red" } }\n', "model_params.m.colour", 2),
+            ('[model_params]\nm.min_p = "low"\n', "model_params.m.min_p", 3),
+        ],
+    )
+    def test_config_bad_model_params_name_the_line(
+        self, tmp_path: Path, text: str, key: str, line: int
+    ) -> None:
+        """A bad value in a [model_params.<model>] table: the error has its line and full key."""
+        path = _write_config(tmp_path, "# comment\n" + text)
+        error = _config_error(path)
+        assert (error.key, error.line) == (key, line)
+        assert str(error).startswith(f"{path}, line {line}: ") and key in str(error)
+
+    @pytest.mark.parametrize("size", [1, 5, 73, 100000])
+    def test_config_font_size_out_of_range_is_refused(self, tmp_path: Path, size: int) -> None:
+        """font_size is 0 (the system's) or 6 to 72 points, in the file and through Settings."""
+        from llamachat import config
+
+        error = _config_error(_write_config(tmp_path, f"\nfont_size = {size}\n"))
+        assert (error.key, error.line) == ("font_size", 2)
+        assert "0 (the system's size) or from 6 to 72" in error.message
+        for fine in (0, 6, 72):
+            assert config.load(_write_config(tmp_path, f"font_size = {fine}\n")).font_size == fine
+        path = _write_config(tmp_path, "# mine\nfont_size = 12\n")
+        with pytest.raises(config.ConfigError) as caught:
+            config.update_file(path, {"font_size": size})
+        assert caught.value.key == "font_size"
+        assert path.read_text(encoding="utf-8") == "# mine\nfont_size = 12\n"
+
 
 class TestDb:
     """`llamachat.history.store`: the history store."""
@@ -7575,14 +7657,13 @@ class TestCli:
     def test_cli_print_history_that_cannot_be_saved_still_prints_the_answer(
         self, router, tmp_path
     ) -> None:
-        """A history that cannot be opened costs a warning, never the answer."""
+        """A history that cannot be opened costs a warning, never the answer. (A history_path
+        under a file is a config error; a link to such a place fails only at opening.)"""
 
         blocker = tmp_path / "not-a-folder"
         blocker.write_text("a file where the history's folder should be")
         config = _quick_config_file(tmp_path, router.url)
-        config.write_text(
-            config.read_text().replace(str(tmp_path / "history.db"), str(blocker / "history.db"))
-        )
+        (tmp_path / "history.db").symlink_to(blocker / "history.db")
         router.script(Reply(content=["still ", "here"]))
         done = _llamachat(config, "ask", "--print", "hello")
         assert (done.returncode, done.stdout) == (0, "still here\n")

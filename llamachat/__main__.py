@@ -121,12 +121,7 @@ def load_or_create_config(path: Path | None = None) -> config.Config:
             raise config.ConfigError(
                 f"cannot create the configuration: {blocker} is a file, not a folder", path=path
             )
-        try:
-            config.write_default(path)
-        except OSError as exc:
-            raise config.ConfigError(
-                f"cannot create the configuration: {exc.strerror or exc}", path=path
-            ) from None
+        config.write_default(path)
     return config.load(path)
 
 

@@ -33,13 +33,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from llamachat.router import client as backend
+from llamachat.tokens import TOKENS_PER_CHAR
 from llamachat.turn import Part, Turn
 
 log = logging.getLogger(__name__)
 
-# Tokens per character before anything was counted: generous for English prose and code,
-# so an estimate warns a little early rather than too late.
-TOKENS_PER_CHAR = 0.3
 # What an image costs when the server cannot say (llama.cpp's vision encoders: 256-1024).
 IMAGE_TOKENS = 768
 # A template's cost per message, and around the whole prompt, when the server cannot say.

@@ -88,17 +88,6 @@ def problem(values: object, where: str) -> str | None:
     return None
 
 
-def tables_problem(tables: object, key: str) -> str | None:
-    """What is wrong with a `model_params` / `preset_params` table of tables, or None."""
-    if not isinstance(tables, Mapping):
-        return f"{key} must be a table"
-    for name, values in tables.items():
-        found = problem(values, f"{key}.{name}")
-        if found:
-            return found
-    return None
-
-
 def effective(
     model_params: Mapping[str, Mapping[str, Any]],
     preset_params: Mapping[str, Mapping[str, Any]],

@@ -41,6 +41,7 @@ from llamachat import params, prompts, skills, tools
 from llamachat.config import Config
 from llamachat.router import client as backend
 from llamachat.router.models import ModelInfo
+from llamachat.tokens import chars_for_tokens
 from llamachat.tools import web_search
 from llamachat.tools.skill_tools import SkillsConfig
 from llamachat.tools.web_search import SearchConfig
@@ -476,8 +477,7 @@ def skills_catalog_budget(cfg: Config, n_ctx: int | None) -> int | None:
     """The skills catalog's characters: `skills_catalog_share` of the context (None: unknown)."""
     if not n_ctx:
         return None
-    # Tokens to characters at a conservative 0.3 tokens a character (context.TOKENS_PER_CHAR).
-    return int(n_ctx * cfg.skills_catalog_share / 0.3)
+    return chars_for_tokens(n_ctx * cfg.skills_catalog_share)
 
 
 def tool_schemas(

@@ -17,9 +17,9 @@ from PySide6.QtWidgets import (
 
 from llamachat import config
 from llamachat.config import Config
+from llamachat.tokens import estimate_tokens
 from llamachat.tools import mcp
 from llamachat.tools.base import Tool
-from llamachat.ui.views.meter import estimate_tokens
 
 log = logging.getLogger(__name__)
 

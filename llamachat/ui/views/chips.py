@@ -16,8 +16,8 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QWidget
 
 from llamachat import skills
+from llamachat.tokens import estimate_tokens
 from llamachat.ui import plain
-from llamachat.ui.views.meter import estimate_tokens
 
 log = logging.getLogger(__name__)
 

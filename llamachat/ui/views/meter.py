@@ -28,6 +28,7 @@ from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QWidget
 from llamachat import context
 from llamachat.router import client as backend
 from llamachat.router.models import Models
+from llamachat.tokens import estimate_tokens
 from llamachat.ui import plain
 from llamachat.ui.tasks import call_in_background
 
@@ -65,11 +66,6 @@ def used_tokens(stats: dict) -> int | None:
     parts = [timings.get(key) for key in ("cache_n", "prompt_n", "predicted_n")]
     counted = [part for part in parts if isinstance(part, int)]
     return sum(counted) if counted else None
-
-
-def estimate_tokens(text: str) -> int:
-    """A quick token estimate for text not sent yet."""
-    return round(len(text) * context.TOKENS_PER_CHAR)
 
 
 class ContextMeter(QWidget):

