@@ -136,6 +136,7 @@ from llamachat.ui.theme import apply_theme
 from llamachat.ui.tray import Tray
 from llamachat.ui.views import chips as skills_chips
 from llamachat.ui.views.composer import AttachmentError, file_attachment
+from llamachat.ui.views.document import DocumentWriter as _DocumentWriter
 from llamachat.ui.views.figures import ReadingProgress
 from llamachat.ui.views.markdown import (
     BREAK,
@@ -146,7 +147,7 @@ from llamachat.ui.views.markdown import (
     break_text_runs,
     render_markdown,
 )
-from llamachat.ui.views.messages import MessageView, _DocumentWriter, open_link
+from llamachat.ui.views.message import MessageView, open_link
 from llamachat.ui.views.meter import ContextMeter
 from llamachat.ui.views.overflow import OverflowPanel, raised_context
 from llamachat.ui.views.presets import CUSTOM_LABEL, PresetPicker
@@ -10922,7 +10923,7 @@ class TestMcp:
         """The model calls an MCP tool: consent is asked, the result reaches the next round,
         the reply shows the call collapsed and History keeps it; the chat does not ask twice."""
 
-        from llamachat.ui.views.messages import MessageView
+        from llamachat.ui.views.message import MessageView
 
         window, history = _mcp_window(chat_window, router, tmp_path, _mcp_time_toml())
         call = ToolCall("time_get_current_time", '{"timezone": "Etc/UTC"}', id="t1")
