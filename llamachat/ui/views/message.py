@@ -146,6 +146,7 @@ class MessageView(QFrame):
         self._markdown = StreamingMarkdown(palette=palette)
         self._streaming = False
         self._regenerate_allowed = False
+        self._fork_allowed = False
         self._answer_started = False
         self._final_status = ""
         # When a reply began streaming: a stopped one shows how long it ran.
@@ -243,8 +244,8 @@ class MessageView(QFrame):
         content = message.get("content") or ""
         if status == "streaming":
             self._streaming = True
-            if content:
-                self.append_content(content)
+            self.append_content(content)
+            self._update_actions()
         else:
             if content:
                 self._answer_started = True
@@ -270,9 +271,11 @@ class MessageView(QFrame):
         self._answer_started = True
         self._markdown.append(text)
         self._write(self._markdown.flush())
-        if first and self._reasoning is not None:
-            # The answer has started: the thinking is done, fold it away.
-            self._reasoning.set_expanded(False)
+        if first:
+            self._update_actions()
+            if self._reasoning is not None:
+                # The answer has started: the thinking is done, fold it away.
+                self._reasoning.set_expanded(False)
 
     def append_reasoning(self, text: str) -> None:
         """Add streamed reasoning to the panel shown apart (expanded while thinking)."""
@@ -452,7 +455,8 @@ class MessageView(QFrame):
 
     def set_fork_allowed(self, allowed: bool) -> None:
         """Offer "New chat from here" (in the chat window; a quick answer has no chat to fork)."""
-        self._more.set_allowed(allowed)
+        self._fork_allowed = allowed
+        self._update_actions()
 
     def more_actions(self) -> list[str]:
         """The texts of the "More actions" menu ([] when it is not offered)."""
@@ -470,9 +474,11 @@ class MessageView(QFrame):
     # ------------------------------------------------------------ internals
 
     def _update_actions(self) -> None:
+        # A reply offers its actions once it has text: none while the prompt is read.
+        has_text = self.role == "user" or self._answer_started
+        self._more.set_allowed(self._fork_allowed and has_text)
         if self.role == "assistant":
-            # Nothing to copy in a reply that ended before any text came.
-            self._copy.setVisible(self._streaming or self._answer_started)
+            self._copy.setVisible(has_text)
             self._regenerate.setVisible(
                 self._regenerate_allowed and not self._streaming and self._final_status != "error"
             )
