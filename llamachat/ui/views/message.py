@@ -42,7 +42,7 @@ from PySide6.QtWidgets import (
 
 from llamachat.ui import plain, shortcuts
 from llamachat.ui.views.document import DocumentWriter, TextView
-from llamachat.ui.views.figures import ReadingProgress, figures
+from llamachat.ui.views.figures import ReadingProgress, figures, reading_speed
 from llamachat.ui.views.markdown import (
     COPY_SCHEME,
     LIGHT,
@@ -142,6 +142,11 @@ class MessageView(QFrame):
         super().__init__(parent)
         self.message_id: int | None = message.get("id")
         self.role: str = message.get("role", "assistant")
+        self.model = str(message.get("model") or "")
+        # Prompt tokens a second: what earlier replies measured (for the reading's estimate),
+        # and what this one's figures say.
+        self.reading_speed: float | None = None
+        self.measured_speed: float | None = None
         self._palette = palette
         self._markdown = StreamingMarkdown(palette=palette)
         self._streaming = False
@@ -316,6 +321,7 @@ class MessageView(QFrame):
         """Show the reply's figures: "38.2 tok/s · 412 tokens · 1.2 s · 1,024 prompt, 900 cached"
         (the prompt's, the speeds and the time to the first token in the tooltip)."""
         text, tip = figures(usage or {}, timings or {})
+        self.measured_speed = reading_speed(timings or {})
         self._stats.setText(text)
         self._stats.setToolTip(plain.tooltip(tip) if tip else "")
         self._stats.setVisible(bool(text))
@@ -324,10 +330,11 @@ class MessageView(QFrame):
         """Show llama.cpp's prompt progress under the reply (None: the reading is over)."""
         if progress is None:
             if self._reading is not None:
+                self._reading.stop()
                 self._reading.hide()
             return
         if self._reading is None:
-            self._reading = ReadingProgress(self)
+            self._reading = ReadingProgress(self, speed=self.reading_speed)
             # Just above the status row: where the answer will start.
             self._layout.insertWidget(self._layout.indexOf(self._body) + 1, self._reading)
         self._reading.show_progress(progress)
@@ -339,12 +346,16 @@ class MessageView(QFrame):
             self._write(self._markdown.finish(), final=True)
             self._set_ended()
         if status == "stopped":
-            self._status.setText("Stopped")
+            reading = self._reading
+            if reading is not None and (self._answer_started or reading.read_all()):
+                reading = None
+            self._status.setText("Stopped while reading the prompt" if reading else "Stopped")
             self._status.setStyleSheet("")
             self._status.setForegroundRole(QPalette.ColorRole.PlaceholderText)
             if not self._stats.text():
-                # The server sends its figures at the end, which a stopped reply never reaches.
-                self._stats.setText(self._stopped_figures())
+                # The server sends its figures at the end, which a stopped reply never reaches:
+                # what it last reported of the reading, or what came of the reply.
+                self._stats.setText(reading.stopped_text() if reading else self._stopped_figures())
                 self._stats.setVisible(bool(self._stats.text()))
         elif status == "error":
             plain.set_text(self._status, error or "The reply failed.")

@@ -20,6 +20,7 @@ from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtGui import QFont, QPalette
 from PySide6.QtWidgets import QFrame, QScrollArea, QWidget
 
+from llamachat.ui.views.figures import reading_speed
 from llamachat.ui.views.markdown import DARK, LIGHT, Palette
 from llamachat.ui.views.message import MessageView, is_dark
 
@@ -178,6 +179,8 @@ class ConversationView(QScrollArea):
     def append_message(self, message: dict) -> MessageView:
         """Add a message at the end (a streaming reply when its status is "streaming")."""
         view = self._add(message)
+        if message.get("status") == "streaming":
+            view.reading_speed = self._reading_speed(view.model)
         self._update_regenerate()
         if self._follow:
             self.scroll_to_bottom()
@@ -237,6 +240,17 @@ class ConversationView(QScrollArea):
         for view in self._views:
             if view.message_id == message_id:
                 view.set_versions(versions)
+
+    def _reading_speed(self, model: str) -> float | None:
+        """How fast `model` read its last prompt in this chat (None when it is not known)."""
+        for view in reversed(self._views):
+            if view.measured_speed and view.model == model:
+                return view.measured_speed
+        for message in reversed(self._unloaded):
+            speed = reading_speed(message.get("timings") or {})
+            if speed and message.get("model") == model:
+                return speed
+        return None
 
     def _add(self, message: Mapping[str, Any]) -> MessageView:
         view = self._build(message)
