@@ -9404,6 +9404,32 @@ class TestChatWindow:
         assert copy.isVisible() and reply.more_actions() == ["New chat from here"]
         window.stop()
 
+    def test_window_message_being_edited_is_highlighted_until_sent_or_cancelled(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """Edit marks the message in the conversation; Stop (leaving editing) or sending the
+        edit clears the mark (issue 30, item 10)."""
+
+        window, _history = chat_window()
+        router.script(Reply(content="Dolly."))
+        _send(qtbot, window, "Name a llama.")
+        question = window.conversation.views()[0]
+        assert not question.is_editing()
+        qtbot.mouseClick(_button(question, "Edit message"), Qt.MouseButton.LeftButton)
+        assert question.is_editing() and question.accessibleDescription() == "Being edited"
+        assert not window.conversation.views()[1].is_editing()
+        window.stop()
+        assert not question.is_editing()
+
+        qtbot.mouseClick(_button(question, "Edit message"), Qt.MouseButton.LeftButton)
+        assert question.is_editing()
+        router.script(Reply(content="Alpaca."))
+        window.composer.set_text("Name an alpaca.")
+        window.send()
+        qtbot.waitUntil(lambda: not window.is_streaming())
+        assert [v.content() for v in window.conversation.views()] == ["Name an alpaca.", "Alpaca."]
+        assert not any(view.is_editing() for view in window.conversation.views())
+
 
 class TestController:
     """`llamachat.ui.chat.session`: one controller for a conversation."""

@@ -472,6 +472,7 @@ class ChatWindow(QMainWindow):
         chat.message_added.connect(self._on_message_added)
         chat.messages_reset.connect(self.conversation.load_messages)
         chat.versions_changed.connect(self.conversation.set_versions)
+        chat.editing.connect(self.conversation.set_editing)
         chat.reply_started.connect(self._on_reply_started)
         chat.reply_ended.connect(self._on_reply_ended)
         chat.stats.connect(self.meter.update_from_stats)

@@ -79,6 +79,7 @@ class Conversation(QObject):
     stats = Signal(object)
     notice = Signal(str, int)  # text, how long to show it in ms (0 keeps it)
     too_big = Signal(object)  # a context_watch.Overflow: the message was not sent
+    editing = Signal(object)  # the id of the message being edited (None: no longer editing)
 
     def __init__(
         self,
@@ -112,7 +113,7 @@ class Conversation(QObject):
         self._asked: list[str] = []
         # The request parameters this chat overrides (params.PARAMS names).
         self._params: dict = {}
-        self._edit_from: int | None = None
+        self._edit_from: int | None = None  # set through _set_edit_from
         # Builds the requests (the system message cached) and keeps the replies.
         self.outbox = Outbox(self, preset=self._preset, prompt=self._prompt, images=self._images)
         self.outbox.started.connect(self.reply_started)
@@ -167,13 +168,18 @@ class Conversation(QObject):
         """The preset's text changed: the next request builds its system message again."""
         self.outbox.forget_system()
 
+    def _set_edit_from(self, message_id: int | None) -> None:
+        if message_id != self._edit_from:
+            self._edit_from = message_id
+            self.editing.emit(message_id)
+
     # ------------------------------------------------------------------ sessions
 
     def new_session(self) -> None:
         """Start an empty conversation: no messages, no skills; saved on the first send."""
         self.stop()
         self._session_id = None
-        self._edit_from = None
+        self._set_edit_from(None)
         self._set_loaded([], persist=False)
         self._params = {}
         self.session_changed.emit(None)
@@ -185,7 +191,7 @@ class Conversation(QObject):
             return None
         self.stop()
         self._session_id = session_id
-        self._edit_from = None
+        self._set_edit_from(None)
         # A skill gone from disk stays listed (as missing) until the user removes it.
         self._set_loaded(list(session.get("skills") or []), persist=False)
         self._params = self.history.session_params(session_id)
@@ -362,7 +368,7 @@ class Conversation(QObject):
             # The edit is a new version of the message: the old one stays a branch.
             path = self.history.messages(session_id)
             at = next((n for n, m in enumerate(path) if m["id"] == self._edit_from), None)
-            self._edit_from = None
+            self._set_edit_from(None)
             if at is not None:
                 parent = path[at]["parent_id"]
                 versions = path[at]["versions"] or [path[at]["id"]]
@@ -392,7 +398,7 @@ class Conversation(QObject):
         if self.outbox.stop():
             return True
         if self._edit_from is not None:
-            self._edit_from = None
+            self._set_edit_from(None)
             self.notice.emit("No longer editing: sending adds a new message.", 8000)
         return False
 
@@ -444,7 +450,7 @@ class Conversation(QObject):
             return None
         if self.mode == CHAT:
             self.stop()
-            self._edit_from = message["id"]
+            self._set_edit_from(message["id"])
             self.notice.emit(
                 "Editing: sending makes a new version of this message; the old one stays "
                 "(‹ › on the message switches).",
@@ -464,7 +470,7 @@ class Conversation(QObject):
         except HistoryError as exc:
             self.notice.emit(f"That version could not be shown: {exc}", 0)
             return False
-        self._edit_from = None
+        self._set_edit_from(None)
         self.messages_reset.emit(path)
         return True
 

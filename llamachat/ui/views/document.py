@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from PySide6.QtCore import QMimeData, QSize, Qt
+from PySide6.QtCore import QMimeData, QSize, Qt, QTimer
 from PySide6.QtGui import (
     QFont,
     QTextBlockFormat,
@@ -26,6 +26,12 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QFrame, QSizePolicy, QTextBrowser, QWidget
 
 from llamachat.ui.views.markdown import BREAK, Update
+
+# A code block's link confirms a copy for a moment; both texts are as long, so the
+# document's positions stay where the streaming writer expects them.
+COPY_LINK = "Copy code"
+COPIED_LINK = "✓ Copied!"
+COPIED_MS = 1500
 
 # Seeds a fragment so Qt keeps its first block's format: insertHtml merges the
 # first block of a fragment into the block at the cursor and drops its format.
@@ -107,6 +113,11 @@ class TextView(QTextBrowser):
         if selected.hasHtml():
             mime.setHtml(selected.html().replace(BREAK, ""))
         return mime
+
+    def show_copied(self, href: str) -> None:
+        """Have the "Copy code" link to `href` say it copied, for a moment."""
+        self.set_link_text(href, COPY_LINK, COPIED_LINK)
+        QTimer.singleShot(COPIED_MS, self, lambda: self.set_link_text(href, COPIED_LINK, COPY_LINK))
 
     def set_link_text(self, href: str, old: str, new: str) -> None:
         """Replace the text of the link to `href` reading `old` (a "Copy code" link)."""

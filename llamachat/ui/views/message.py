@@ -18,13 +18,14 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from PySide6.QtCore import QEvent, Qt, QTimer, QUrl, Signal
+from PySide6.QtCore import QEvent, Qt, QUrl, Signal
 from PySide6.QtGui import (
     QColor,
     QDesktopServices,
     QGuiApplication,
     QPainter,
     QPalette,
+    QPen,
     QShortcut,
     QTextCursor,
     QTextDocument,
@@ -55,11 +56,7 @@ from llamachat.ui.views.tool_call import ToolCallView
 
 log = logging.getLogger(__name__)
 
-# A code block's link confirms a copy for a moment; both texts are as long, so the
-# document's positions stay where the streaming writer expects them.
-COPY_LINK = "Copy code"
-COPIED_LINK = "✓ Copied!"
-COPIED_MS = 1500
+EDIT_OUTLINE = 2  # px: the outline of the message being edited
 
 
 def is_dark(palette: QPalette) -> bool:
@@ -125,6 +122,59 @@ def _search_label(
     return label
 
 
+def _status_rows(view: QWidget, layout: QVBoxLayout, retry: QToolButton) -> tuple[QLabel, QLabel]:
+    """Add the status line (with `retry` beside it) and the "not saved" line, both hidden."""
+    row = QHBoxLayout()
+    row.setContentsMargins(0, 0, 0, 0)
+    status = plain.Label("", view)
+    status.setAccessibleName("Status")
+    status.setWordWrap(True)
+    status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    row.addWidget(status, 1)
+    row.addWidget(retry)
+    layout.addLayout(row)
+    # The text carries a database error: shown as it is, never read as markup.
+    unsaved = plain.Label("", view)
+    unsaved.setAccessibleName("Not saved")
+    unsaved.setWordWrap(True)
+    unsaved.setStyleSheet("color: #d1242f;")
+    layout.addWidget(unsaved)
+    for widget in (status, retry, unsaved):
+        widget.hide()
+    return status, unsaved
+
+
+def _paint_card(view: QWidget, editing: bool) -> None:
+    """A tinted rounded bubble (a question's card), outlined in the highlight colour while
+    the message is being edited."""
+    palette = view.palette()
+    painter = QPainter(view)
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+    if editing:
+        painter.setPen(QPen(palette.color(QPalette.ColorRole.Highlight), EDIT_OUTLINE))
+    else:
+        painter.setPen(Qt.PenStyle.NoPen)
+    painter.setBrush(
+        _blend(
+            palette.color(QPalette.ColorRole.Base),
+            palette.color(QPalette.ColorRole.Highlight),
+            0.16 if is_dark(palette) else 0.10,
+        )
+    )
+    inset = EDIT_OUTLINE // 2 if editing else 0
+    painter.drawRoundedRect(view.rect().adjusted(inset, inset, -1 - inset, -1 - inset), 12, 12)
+    painter.end()
+
+
+def _stopped_figures(content: str, began: float | None) -> str:
+    """What a stopped reply produced: its words, and how long it ran when known."""
+    words = len(content.split())
+    parts = [f"{words:,} word{'' if words == 1 else 's'}"] if words else []
+    if began is not None:
+        parts.append(f"{time.monotonic() - began:.1f} s")
+    return " · ".join(parts)
+
+
 class MessageView(QFrame):
     """One message: its text, reasoning, searches, status, stats and actions."""
 
@@ -152,6 +202,7 @@ class MessageView(QFrame):
         self._streaming = False
         self._regenerate_allowed = False
         self._fork_allowed = False
+        self._editing = False
         self._answer_started = False
         self._final_status = ""
         # When a reply began streaming: a stopped one shows how long it ran.
@@ -185,28 +236,10 @@ class MessageView(QFrame):
             note.setAccessibleName("Attachments")
             note.setForegroundRole(QPalette.ColorRole.PlaceholderText)
             layout.addWidget(note)
-
-        status_row = QHBoxLayout()
-        status_row.setContentsMargins(0, 0, 0, 0)
-        self._status = plain.Label("", self)
-        self._status.setAccessibleName("Status")
-        self._status.setWordWrap(True)
-        self._status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self._status.hide()
         self._retry = _button(
             self, "Retry", "Retry", lambda: self.retry_requested.emit(self.message_id)
         )
-        self._retry.hide()
-        status_row.addWidget(self._status, 1)
-        status_row.addWidget(self._retry)
-        layout.addLayout(status_row)
-        # The text carries a database error: shown as it is, never read as markup.
-        self._unsaved = plain.Label("", self)
-        self._unsaved.setAccessibleName("Not saved")
-        self._unsaved.setWordWrap(True)
-        self._unsaved.setStyleSheet("color: #d1242f;")
-        self._unsaved.hide()
-        layout.addWidget(self._unsaved)
+        self._status, self._unsaved = _status_rows(self, layout, self._retry)
 
         footer = QHBoxLayout()
         footer.setContentsMargins(0, 0, 0, 0)
@@ -355,7 +388,11 @@ class MessageView(QFrame):
             if not self._stats.text():
                 # The server sends its figures at the end, which a stopped reply never reaches:
                 # what it last reported of the reading, or what came of the reply.
-                self._stats.setText(reading.stopped_text() if reading else self._stopped_figures())
+                self._stats.setText(
+                    reading.stopped_text()
+                    if reading
+                    else _stopped_figures(self.content(), self._began)
+                )
                 self._stats.setVisible(bool(self._stats.text()))
         elif status == "error":
             plain.set_text(self._status, error or "The reply failed.")
@@ -365,14 +402,6 @@ class MessageView(QFrame):
         # One way to ask again: Retry beside an error, Regenerate under any other reply.
         self._retry.setVisible(status == "error" and self.role == "assistant")
         self._update_actions()
-
-    def _stopped_figures(self) -> str:
-        """What a stopped reply produced: its words, and how long it ran when known."""
-        words = len(self.content().split())
-        parts = [f"{words:,} word{'' if words == 1 else 's'}"] if words else []
-        if self._began is not None:
-            parts.append(f"{time.monotonic() - self._began:.1f} s")
-        return " · ".join(parts)
 
     def set_unsaved(self, error: str) -> None:
         """Mark the reply as not saved because of `error` ('' once it is saved)."""
@@ -477,6 +506,17 @@ class MessageView(QFrame):
         """Run the "More actions" entry reading `text` (as a click on it would)."""
         self._more.trigger(text)
 
+    def set_editing(self, editing: bool) -> None:
+        """Mark the message as the one being edited (a highlighted outline)."""
+        if editing != self._editing:
+            self._editing = editing
+            self.setAccessibleDescription("Being edited" if editing else "")
+            self.update()
+
+    def is_editing(self) -> bool:
+        """True while the message is marked as being edited."""
+        return self._editing
+
     def set_regenerate_allowed(self, allowed: bool) -> None:
         """Offer "Regenerate" (the conversation allows it on its last reply only)."""
         self._regenerate_allowed = allowed
@@ -513,11 +553,7 @@ class MessageView(QFrame):
             except ValueError:
                 log.warning("bad copy link %r", url.toString())
                 return
-            href = url.toString()
-            self._body.set_link_text(href, COPY_LINK, COPIED_LINK)
-            QTimer.singleShot(
-                COPIED_MS, self, lambda: self._body.set_link_text(href, COPIED_LINK, COPY_LINK)
-            )
+            self._body.show_copied(url.toString())
             return
         open_link(url)
 
@@ -540,21 +576,9 @@ class MessageView(QFrame):
         return handled
 
     def paintEvent(self, event) -> None:
-        """Draw the card: a tinted rounded bubble for the user's messages."""
+        """Draw the card of the user's messages."""
         if self.role == "user":
-            palette = self.palette()
-            painter = QPainter(self)
-            painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-            painter.setPen(Qt.PenStyle.NoPen)
-            painter.setBrush(
-                _blend(
-                    palette.color(QPalette.ColorRole.Base),
-                    palette.color(QPalette.ColorRole.Highlight),
-                    0.16 if is_dark(palette) else 0.10,
-                )
-            )
-            painter.drawRoundedRect(self.rect().adjusted(0, 0, -1, -1), 12, 12)
-            painter.end()
+            _paint_card(self, self._editing)
         super().paintEvent(event)
 
 

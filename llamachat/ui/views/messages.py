@@ -130,6 +130,7 @@ class ConversationView(QScrollArea):
         self._unloaded: list[Mapping[str, Any]] = []
         self._follow = True
         self._adjusting = False
+        self._editing: int | None = None
         bar = self.verticalScrollBar()
         bar.rangeChanged.connect(self._on_range_changed)
         bar.valueChanged.connect(self._on_scrolled)
@@ -233,6 +234,8 @@ class ConversationView(QScrollArea):
         view.fork_requested.connect(self.fork_requested)
         if self._forks:
             view.set_fork_allowed(True)
+        if self._editing is not None and view.message_id == self._editing:
+            view.set_editing(True)
         return view
 
     def set_versions(self, message_id: int, versions: list[int]) -> None:
@@ -240,6 +243,12 @@ class ConversationView(QScrollArea):
         for view in self._views:
             if view.message_id == message_id:
                 view.set_versions(versions)
+
+    def set_editing(self, message_id: object) -> None:
+        """Mark the message being edited (None: no message is)."""
+        self._editing = message_id if isinstance(message_id, int) else None
+        for view in self._views:
+            view.set_editing(self._editing is not None and view.message_id == self._editing)
 
     def _reading_speed(self, model: str) -> float | None:
         """How fast `model` read its last prompt in this chat (None when it is not known)."""
