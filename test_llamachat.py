@@ -143,6 +143,7 @@ from llamachat.ui.theme import apply_theme
 from llamachat.ui.tray import Tray
 from llamachat.ui.views import chips as skills_chips
 from llamachat.ui.views.composer import AttachmentError, file_attachment
+from llamachat.ui.views.document import DocumentWriter as _DocumentWriter
 from llamachat.ui.views.figures import ReadingProgress
 from llamachat.ui.views.markdown import (
     BREAK,
@@ -153,7 +154,7 @@ from llamachat.ui.views.markdown import (
     break_text_runs,
     render_markdown,
 )
-from llamachat.ui.views.messages import MessageView, _DocumentWriter, open_link
+from llamachat.ui.views.message import MessageView, open_link
 from llamachat.ui.views.meter import ContextMeter
 from llamachat.ui.views.overflow import OverflowPanel, raised_context
 from llamachat.ui.views.presets import CUSTOM_LABEL, PresetPicker
@@ -6061,6 +6062,90 @@ class TestConversationView:
         qtbot.waitUntil(lambda: "and the end" in reply.text_document().toPlainText())
         qtbot.waitUntil(lambda: bar.value() == bar.maximum())
 
+    def test_conversation_reading_progress_moves_by_the_estimate_between_reports(
+        self, qtbot
+    ) -> None:
+        """The server reports once a batch: between reports the bar moves at the reading speed
+        (earlier replies', then this reading's), never past one batch on, never back; the
+        time taken and the time left show beside the server's count (issue 30, item 4)."""
+
+        now = [100.0]
+        reading = ReadingProgress(speed=100.0, clock=lambda: now[0])
+        qtbot.addWidget(reading)
+        reading.show_progress({"total": 5000, "cache": 0, "processed": 0, "time_ms": 0})
+        assert reading.bar.value() == 0 and reading.timing.text() == "0 s · about 50 s left"
+        now[0] = 102.0
+        reading.refresh()
+        assert reading.bar.value() == 200 and reading.label.text() == "Reading 0 of 5,000 tokens"
+        assert reading.timing.text() == "2 s · about 48 s left"
+        now[0] = 104.0
+        reading.show_progress({"total": 5000, "cache": 0, "processed": 512, "time_ms": 4000})
+        assert reading.bar.value() == 512 and reading.speed() == 128.0
+        now[0] = 114.0
+        reading.refresh()
+        assert reading.bar.value() == 1024  # 512 + 1,280 estimated, held at one batch on
+        assert reading.timing.text() == "14 s · about 31 s left"
+        reading.show_progress({"total": 5000, "cache": 0, "processed": 1000, "time_ms": 15000})
+        assert (
+            reading.bar.value() == 1024 and reading.label.text() == "Reading 1,000 of 5,000 tokens"
+        )
+        now[0] = 130.0
+        reading.show_progress({"total": 5000, "cache": 0, "processed": 5000, "time_ms": 30000})
+        assert reading.bar.value() == 5000 and reading.timing.text() == "30 s"
+
+        live = ReadingProgress(speed=1_000_000.0)
+        qtbot.addWidget(live)
+        live.show_progress({"total": 100_000, "cache": 0, "processed": 0, "time_ms": 0})
+        qtbot.waitUntil(lambda: live.bar.value() == 99_999)  # the timer; the end is the server's
+
+    def test_conversation_reading_bar_shows_empty_in_the_dark_theme(
+        self, conversation_view, qtbot
+    ) -> None:
+        """At 0% the bar's groove stands out from the conversation's dark background."""
+
+        conversation_view.setPalette(theme.palette_for("dark"))
+        reply = conversation_view.append_message(
+            {"id": 1, "role": "assistant", "status": "streaming"}
+        )
+        reply.set_progress({"total": 5694, "cache": 0, "processed": 0, "time_ms": 0})
+        reading = reply.findChild(ReadingProgress)
+        qtbot.waitUntil(reading.isVisible)
+        image = reading.bar.grab().toImage()
+        groove = image.pixelColor(image.width() // 2, image.height() // 2)
+        base = conversation_view.palette().color(QPalette.ColorRole.Base)
+        assert reading.bar.value() == 0 and groove.lightness() - base.lightness() >= 20
+
+    def test_conversation_reply_stopped_while_reading_says_what_was_read(
+        self, conversation_view
+    ) -> None:
+        """Stop before the prompt was read: the reply says so, with the server's last count
+        (or the server's own figures when it sent some)."""
+
+        reply = conversation_view.append_message(
+            {"id": 1, "role": "assistant", "status": "streaming"}
+        )
+        reply.set_progress({"total": 5694, "cache": 52, "processed": 2100, "time_ms": 9000})
+        reply.finish()
+        reply.set_progress(None)
+        reply.set_status("stopped")
+        assert reply._status.text() == "Stopped while reading the prompt"
+        assert (
+            _by_name(reply, QLabel, "Reply statistics")
+            .text()
+            .startswith("2,100 of 5,694 prompt tokens read · ")
+        )
+
+        told = conversation_view.append_message(
+            {"id": 2, "role": "assistant", "status": "streaming"}
+        )
+        told.set_progress({"total": 5694, "cache": 52, "processed": 2100, "time_ms": 9000})
+        told.finish()
+        told.set_progress(None)
+        told.set_stats({}, {"prompt_n": 2048, "cache_n": 52, "prompt_ms": 9000.0})
+        told.set_status("stopped")
+        assert told._status.text() == "Stopped while reading the prompt"
+        assert _by_name(told, QLabel, "Reply statistics").text() == "2,100 prompt, 52 cached"
+
 
 class TestChrome:
     """The chat window's chrome: picker, presets, sidebar, meter, panels."""
@@ -9614,6 +9699,58 @@ class TestChatWindow:
         assert router.chat_requests()[-1].body == sent.body
         assert sent.body == httpx.Request("POST", router.url, json=again.body()).content
 
+    def test_window_reply_offers_copy_and_more_only_once_it_has_text(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """While the prompt is read the reply is empty: no Copy and no ⋯ under it until text
+        comes (issue 30, item 9); a reply stopped before any text offers neither."""
+
+        window, _history = chat_window()
+        router.script(Reply(content="Answer.", stall_after=0))
+        window.composer.set_text("read this")
+        window.send()
+        reply = window.conversation.last_assistant()
+        qtbot.waitUntil(lambda: reply.findChild(ReadingProgress) is not None)
+        copy = _button(reply, "Copy reply")
+        assert reply.isVisible() and not copy.isVisible() and reply.more_actions() == []
+        window.stop()
+        assert not copy.isVisible() and reply.more_actions() == []
+
+        router.script(Reply(content=["Hello ", "there."], stall_after=2))
+        window.composer.set_text("again")
+        window.send()
+        reply = window.conversation.last_assistant()
+        qtbot.waitUntil(lambda: reply.content() == "Hello ")
+        copy = _button(reply, "Copy reply")
+        assert copy.isVisible() and reply.more_actions() == ["New chat from here"]
+        window.stop()
+
+    def test_window_message_being_edited_is_highlighted_until_sent_or_cancelled(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """Edit marks the message in the conversation; Stop (leaving editing) or sending the
+        edit clears the mark (issue 30, item 10)."""
+
+        window, _history = chat_window()
+        router.script(Reply(content="Dolly."))
+        _send(qtbot, window, "Name a llama.")
+        question = window.conversation.views()[0]
+        assert not question.is_editing()
+        qtbot.mouseClick(_button(question, "Edit message"), Qt.MouseButton.LeftButton)
+        assert question.is_editing() and question.accessibleDescription() == "Being edited"
+        assert not window.conversation.views()[1].is_editing()
+        window.stop()
+        assert not question.is_editing()
+
+        qtbot.mouseClick(_button(question, "Edit message"), Qt.MouseButton.LeftButton)
+        assert question.is_editing()
+        router.script(Reply(content="Alpaca."))
+        window.composer.set_text("Name an alpaca.")
+        window.send()
+        qtbot.waitUntil(lambda: not window.is_streaming())
+        assert [v.content() for v in window.conversation.views()] == ["Name an alpaca.", "Alpaca."]
+        assert not any(view.is_editing() for view in window.conversation.views())
+
 
 class TestController:
     """`llamachat.ui.chat.session`: one controller for a conversation."""
@@ -11243,7 +11380,7 @@ class TestMcp:
         """The model calls an MCP tool: consent is asked, the result reaches the next round,
         the reply shows the call collapsed and History keeps it; the chat does not ask twice."""
 
-        from llamachat.ui.views.messages import MessageView
+        from llamachat.ui.views.message import MessageView
 
         window, history = _mcp_window(chat_window, router, tmp_path, _mcp_time_toml())
         call = ToolCall("time_get_current_time", '{"timezone": "Etc/UTC"}', id="t1")

@@ -27,7 +27,8 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QApplication
 
-from llamachat.ui.views.messages import ConversationView, MessageView
+from llamachat.ui.views.message import MessageView
+from llamachat.ui.views.messages import ConversationView
 
 WIDTH, HEIGHT = 900, 700
 FLATNESS_TOKENS_PER_RENDER = 12

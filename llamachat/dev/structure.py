@@ -87,10 +87,10 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     stack: list[str] = []
     on_stack: set[str] = set()
     groups: list[list[str]] = []
-    for root in graph:
+    for root, children_of_root in graph.items():
         if root in index:
             continue
-        work = [(root, iter(sorted(graph[root])))]
+        work = [(root, iter(sorted(children_of_root)))]
         index[root] = low[root] = len(index)
         stack.append(root)
         on_stack.add(root)

@@ -27,6 +27,8 @@ from llamachat.config import THEMES
 log = logging.getLogger(__name__)
 
 STYLE = "Fusion"
+# How far a progress bar's groove goes from Base towards the text colour.
+GROOVE_SHADE = 0.18
 
 _DARK = {
     QPalette.ColorRole.Window: "#2b2b2e",
@@ -70,6 +72,21 @@ def palette_for(scheme: str) -> QPalette:
     for role, color in _DARK_DISABLED.items():
         palette.setColor(QPalette.ColorGroup.Disabled, role, QColor(color))
     return palette
+
+
+def progress_groove(palette: QPalette) -> QColor:
+    """The colour of a progress bar's empty part: visible on Base, in both themes.
+
+    Fusion fills the groove with Base and outlines it a shade darker than Window,
+    which on the dark palette is Base again: an empty bar did not show at all.
+    """
+    base = palette.color(QPalette.ColorRole.Base)
+    text = palette.color(QPalette.ColorRole.Text)
+    return QColor(
+        round(base.red() + (text.red() - base.red()) * GROOVE_SHADE),
+        round(base.green() + (text.green() - base.green()) * GROOVE_SHADE),
+        round(base.blue() + (text.blue() - base.blue()) * GROOVE_SHADE),
+    )
 
 
 def system_scheme(app: QGuiApplication) -> str:

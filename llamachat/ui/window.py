@@ -410,6 +410,7 @@ class ChatWindow(ConversationSeams, QMainWindow):
         chat.message_added.connect(self.conversation.append_message)
         chat.messages_reset.connect(self.conversation.load_messages)
         chat.versions_changed.connect(self.conversation.set_versions)
+        chat.editing.connect(self.conversation.set_editing)
         chat.reply_started.connect(self._on_reply_started)
         chat.reply_ended.connect(self._on_reply_ended)
         chat.stats.connect(self.meter.update_from_stats)

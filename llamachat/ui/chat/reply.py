@@ -39,7 +39,7 @@ from llamachat.ui.chat.worker import StreamWorker, ToolSource, WorkerThreads
 
 if TYPE_CHECKING:
     # Only a window attaches a view: the reply itself loads no widget module.
-    from llamachat.ui.views.messages import MessageView
+    from llamachat.ui.views.message import MessageView
 
 log = logging.getLogger(__name__)
 

@@ -78,6 +78,7 @@ class Conversation(QObject):
     stats = Signal(object)
     notice = Signal(str, int)  # text, how long to show it in ms (0 keeps it)
     too_big = Signal(object)  # a context_watch.Overflow: the message was not sent
+    editing = Signal(object)  # the id of the message being edited (None: no longer editing)
 
     def __init__(
         self,
@@ -203,13 +204,18 @@ class Conversation(QObject):
         """The preset's text changed: the next request builds its system message again."""
         self.builder.forget_system()
 
+    def _set_edit_from(self, message_id: int | None) -> None:
+        if message_id != self._edit_from:
+            self._edit_from = message_id
+            self.editing.emit(message_id)
+
     # ------------------------------------------------------------------ sessions
 
     def new_session(self) -> None:
         """Start an empty conversation: no messages, no skills; saved on the first send."""
         self.stop()
         self.state.session_id = None
-        self._edit_from = None
+        self._set_edit_from(None)
         self._set_loaded([], persist=False)
         self.state.params = {}
         self.session_changed.emit(None)
@@ -221,7 +227,7 @@ class Conversation(QObject):
             return None
         self.stop()
         self.state.session_id = session_id
-        self._edit_from = None
+        self._set_edit_from(None)
         # A skill gone from disk stays listed (as missing) until the user removes it.
         self._set_loaded(list(session.get("skills") or []), persist=False)
         self.state.params = self.history.session_params(session_id)
@@ -335,7 +341,8 @@ class Conversation(QObject):
         if overflow is not None:
             self.too_big.emit(overflow)
             return TOO_BIG
-        edit_from, self._edit_from = self._edit_from, None
+        edit_from = self._edit_from
+        self._set_edit_from(None)
         try:
             row = self.outbox.save_question(question.text, attachments, edit_from=edit_from)
         except HistoryError as exc:
@@ -371,7 +378,7 @@ class Conversation(QObject):
         if self.outbox.stop():
             return True
         if self._edit_from is not None:
-            self._edit_from = None
+            self._set_edit_from(None)
             self.notice.emit("No longer editing: sending adds a new message.", 8000)
         return False
 
@@ -423,7 +430,7 @@ class Conversation(QObject):
             return None
         if self.mode == CHAT:
             self.stop()
-            self._edit_from = message["id"]
+            self._set_edit_from(message["id"])
             self.notice.emit(
                 "Editing: sending makes a new version of this message; the old one stays "
                 "(‹ › on the message switches).",
@@ -443,7 +450,7 @@ class Conversation(QObject):
         except HistoryError as exc:
             self.notice.emit(f"That version could not be shown: {exc}", 0)
             return False
-        self._edit_from = None
+        self._set_edit_from(None)
         self.messages_reset.emit(path)
         return True
 

@@ -4,16 +4,26 @@ The figures are the server's `usage` and `timings` as History keeps them, plus `
 the time to the first token llamachat measured itself (a model load included).
 `figures(usage, timings)` gives the compact line ("38.2 tok/s · 412 tokens · 1.2 s ·
 1,024 prompt, 900 cached") and the tooltip with the rest; `ReadingProgress` shows
-llama.cpp's prompt progress ("Reading 3,120 of 9,004 tokens (5,884 from cache)").
+llama.cpp's prompt progress ("Reading 3,120 of 9,004 tokens (5,884 from cache)"), the
+time it has taken and an estimate of the time left, moving the bar between reports.
 
 Errors: none; missing figures are left out.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from PySide6.QtCore import QEvent, QTimer
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QWidget
 
-from llamachat.ui import plain
+from llamachat.ui import plain, theme
+
+# How often the bar moves by the estimate while the server reads.
+TICK_MS = 250
 
 
 def _number(value: object) -> float | None:
@@ -78,27 +88,141 @@ def progress_text(progress: dict) -> str:
     return text + (f" ({cache:,} from cache)" if cache else "")
 
 
-class ReadingProgress(QWidget):
-    """The prompt being read: a bar and the words, until the first token arrives."""
+def duration(seconds: float) -> str:
+    """ "12 s", "2 min 05 s"."""
+    seconds = max(0, round(seconds))
+    return f"{seconds} s" if seconds < 60 else f"{seconds // 60} min {seconds % 60:02d} s"
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+
+def reading_speed(timings: Mapping[str, Any]) -> float | None:
+    """The prompt tokens a second a reply's timings measured (None when they do not say)."""
+    read = _number(timings.get("prompt_n"))
+    speed = _number(timings.get("prompt_per_second"))
+    return speed if read and speed else None
+
+
+class ReadingProgress(QWidget):
+    """The prompt being read: a bar, the server's count and the time, until the first token.
+
+    llama.cpp reports once per batch, which can take half a minute on a long prompt.
+    Between reports a timer moves the bar by an estimate: the reading speed this
+    reading measured so far, or before its first batch `speed` (what earlier replies
+    measured). The estimate never passes where the next report can plausibly be (one
+    batch on, short of the end) and the bar never goes back; the words say only what
+    the server reported.
+    """
+
+    def __init__(
+        self,
+        parent: QWidget | None = None,
+        *,
+        speed: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         super().__init__(parent)
         self.setAccessibleName("Reading the prompt")
+        self._speed_before = speed
+        self._clock = clock
+        self._started: float | None = None
+        self._reported_at = 0.0
+        # total, cache, processed, time_ms of the last report; the largest step between two.
+        self._report = (0, 0, 0, 0.0)
+        self._batch = 0
         self.bar = QProgressBar(self)
         self.bar.setAccessibleName("Prompt read")
         self.bar.setTextVisible(False)
         self.bar.setMaximumHeight(8)
         self.bar.setMaximumWidth(220)
         self.label = plain.Label("", self)
+        self.timing = plain.Label("", self)
+        self.timing.setAccessibleName("Reading time")
+        self.timing.setForegroundRole(QPalette.ColorRole.PlaceholderText)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.bar)
-        layout.addWidget(self.label, 1)
+        layout.addWidget(self.label)
+        layout.addWidget(self.timing, 1)
+        self._timer = QTimer(self)
+        self._timer.setInterval(TICK_MS)
+        self._timer.timeout.connect(self.refresh)
+        self._follow_palette()
 
     def show_progress(self, progress: dict) -> None:
         """Show one prompt_progress chunk."""
+        now = self._clock()
         total = int(_number(progress.get("total")) or 0)
-        processed = int(_number(progress.get("processed")) or 0)
+        cache = int(_number(progress.get("cache")) or 0)
+        processed = min(int(_number(progress.get("processed")) or 0), total)
+        time_ms = _number(progress.get("time_ms")) or 0.0
+        if self._started is None:
+            # The server says how long it has been reading; the first report comes late.
+            self._started = now - time_ms / 1000
+        else:
+            self._batch = max(self._batch, processed - self._report[2])
+        self._report = (total, cache, processed, time_ms)
+        self._reported_at = now
         self.bar.setRange(0, max(total, 1))
-        self.bar.setValue(min(processed, max(total, 1)))
         self.label.setText(progress_text(progress))
+        if processed < total:
+            self._timer.start()
+        else:
+            self._timer.stop()
+        self.refresh()
+
+    def speed(self) -> float | None:
+        """Prompt tokens a second: this reading's once it read a batch, else earlier replies'."""
+        _total, cache, processed, time_ms = self._report
+        if processed > cache and time_ms > 0:
+            return (processed - cache) / (time_ms / 1000)
+        return self._speed_before
+
+    def estimate(self) -> int:
+        """How many tokens the server has likely read by now."""
+        total, _cache, processed, _time_ms = self._report
+        speed = self.speed()
+        if processed >= total or not speed:
+            return processed
+        guess = processed + speed * (self._clock() - self._reported_at)
+        # Not past the next report (one batch on, once a step was seen), nor the end.
+        ceiling = min(processed + self._batch if self._batch else total, total - 1)
+        return max(processed, int(min(guess, ceiling)))
+
+    def refresh(self) -> None:
+        """Move the bar to the estimate (never back) and show the time (the timer calls it)."""
+        total, _cache, _processed, _time_ms = self._report
+        self.bar.setValue(max(self.bar.value(), self.estimate()))
+        text = duration(self.elapsed())
+        speed = self.speed()
+        if self._timer.isActive() and speed:
+            text += f" · about {duration((total - self.bar.value()) / speed)} left"
+        self.timing.setText(text)
+
+    def elapsed(self) -> float:
+        """Seconds since the server began reading."""
+        return 0.0 if self._started is None else self._clock() - self._started
+
+    def stop(self) -> None:
+        """The reading is over (the answer began, or Stop): the estimate stops."""
+        self._timer.stop()
+        self.refresh()
+
+    def read_all(self) -> bool:
+        """True once the server reported the whole prompt read."""
+        total, _cache, processed, _time_ms = self._report
+        return processed >= total
+
+    def stopped_text(self) -> str:
+        """What a reading stopped half-way had done, as the server last reported it."""
+        total, _cache, processed, _time_ms = self._report
+        return f"{processed:,} of {total:,} prompt tokens read · {duration(self.elapsed())}"
+
+    def changeEvent(self, event: QEvent) -> None:
+        """Follow a theme switch (the empty bar's colour)."""
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            self._follow_palette()
+
+    def _follow_palette(self) -> None:
+        palette = QPalette(self.bar.palette())
+        palette.setColor(QPalette.ColorRole.Base, theme.progress_groove(self.palette()))
+        self.bar.setPalette(palette)
