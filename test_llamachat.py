@@ -94,25 +94,13 @@ from llamachat.dev.skill_corpus import CORPUS
 from llamachat.history.store import MIGRATIONS, History, HistoryError, HistoryUnavailable
 from llamachat.prompts import DEFAULT_NAME, DEFAULT_TEXT, PromptError, Prompts
 from llamachat.router import client as backend
+from llamachat.router.binary import find_binary, launch_environment, wheel_binary
 from llamachat.router.client import Client, ServerError
+from llamachat.router.errors import ModelFileError, RouterUnavailable, ServerLocked, ServerNotFound
+from llamachat.router.lock import default_lock_path
+from llamachat.router.model_files import add_model_file, reload_models, set_preset_context
 from llamachat.router.models import ModelInfo, Models
-from llamachat.router.server import (
-    ManagedServer,
-    ModelFileError,
-    RotatingLog,
-    RouterUnavailable,
-    ServerLocked,
-    ServerNotFound,
-    add_model_file,
-    default_lock_path,
-    ensure_router,
-    find_binary,
-    free_port,
-    launch_environment,
-    reload_models,
-    set_preset_context,
-    wheel_binary,
-)
+from llamachat.router.server import ManagedServer, RotatingLog, ensure_router, free_port
 from llamachat.skills import SkillStore, system_part
 from llamachat.ui import ChatWindow, instance, tasks, theme
 from llamachat.ui.app import CONFIGURED, READY, ExceptionHook
@@ -4701,7 +4689,7 @@ class TestRouter:
     def test_router_finds_the_single_llama_binary_and_passes_host_and_port(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        from llamachat.router.server import binary_version
+        from llamachat.router.binary import binary_version
 
         folder = tmp_path / "bin"
         folder.mkdir()
@@ -4761,8 +4749,9 @@ class TestRouter:
             folder.mkdir()
             return folder
 
-        from llamachat.router import server as server_module
-        from llamachat.router.server import config_suffix, default_log_path, managed_key
+        from llamachat.router import lock as server_module
+        from llamachat.router.lock import config_suffix, managed_key
+        from llamachat.router.server import default_log_path
 
         if find_binary(Config()) is None:
             _need("no llama-server binary: pip install 'llamachat[server]'")
@@ -4799,7 +4788,7 @@ class TestRouter:
                 managed.stop()
 
     def test_router_preset_options_are_written_read_and_removed(self, tmp_path: Path) -> None:
-        from llamachat.router.server import preset_options
+        from llamachat.router.model_files import preset_options
 
         preset = tmp_path / "preset.ini"
         preset.write_text("[m]\nmodel = /m/m.gguf\nctx-size = 4096\n")
@@ -6811,7 +6800,7 @@ class TestFaults:
         code = (
             "import sys; from pathlib import Path\n"
             "from llamachat.router.client import Client\n"
-            "from llamachat.router.server import managed_key\n"
+            "from llamachat.router.lock import managed_key\n"
             "key = managed_key(sys.argv[1], lock_path=Path(sys.argv[2]))\n"
             "c = Client(sys.argv[1], api_key=key)\n"
             "print(isinstance(c.request_json('GET', '/props', root=True), dict))\n"
@@ -6830,7 +6819,7 @@ class TestFaults:
         early = (
             "import shutil, sys; from pathlib import Path\n"
             "from llamachat.router.client import BackendError, Client\n"
-            "from llamachat.router.server import default_lock_path\n"
+            "from llamachat.router.lock import default_lock_path\n"
             "c = Client(sys.argv[1])\n"
             "try:\n"
             "    c.request_json('GET', '/props', root=True); print('no key needed?')\n"
