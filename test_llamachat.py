@@ -101,25 +101,13 @@ from llamachat.history.store import (
 )
 from llamachat.prompts import DEFAULT_NAME, DEFAULT_TEXT, PromptError, Prompts
 from llamachat.router import client as backend
+from llamachat.router.binary import find_binary, launch_environment, wheel_binary
 from llamachat.router.client import Client, ServerError
+from llamachat.router.errors import ModelFileError, RouterUnavailable, ServerLocked, ServerNotFound
+from llamachat.router.lock import default_lock_path
+from llamachat.router.model_files import add_model_file, reload_models, set_preset_context
 from llamachat.router.models import ModelInfo, Models
-from llamachat.router.server import (
-    ManagedServer,
-    ModelFileError,
-    RotatingLog,
-    RouterUnavailable,
-    ServerLocked,
-    ServerNotFound,
-    add_model_file,
-    default_lock_path,
-    ensure_router,
-    find_binary,
-    free_port,
-    launch_environment,
-    reload_models,
-    set_preset_context,
-    wheel_binary,
-)
+from llamachat.router.server import ManagedServer, RotatingLog, ensure_router, free_port
 from llamachat.skills import SkillStore, system_part
 from llamachat.ui import ChatWindow, instance, tasks, theme
 from llamachat.ui.app import CONFIGURED, READY, ExceptionHook
@@ -197,6 +185,7 @@ from llamachat.dev.pytest_plugin import (
     _fault_file_bytes,
     _fault_health_server,
     _fault_history_with_chat,
+    _fault_raw_router,
     _fault_row,
     _fault_start,
     _fault_status_label,
@@ -4064,6 +4053,38 @@ class TestBackend:
         assert router.chat_requests()[0].path == "/v1/chat/completions"
         client.close()
 
+    def test_backend_an_error_web_page_shows_its_status_and_title_and_logs_the_page(
+        self, router, caplog
+    ) -> None:
+        """A proxy's 502 page: the error is the status and the page's title (else its first
+        line of text), not its HTML; the whole page goes to the log, the key masked."""
+        key = "sk-page-secret-0123456789"
+        filler = "x" * 5000
+        page = (
+            "<!DOCTYPE html>\n<html><head><meta charset=utf-8>"
+            f"<title>502 Bad Gateway &amp; more</title><style>{filler}</style></head>"
+            f"<body><h1>Bad Gateway</h1><p>upstream said {key}</p><p>the end</p></body></html>"
+        )
+        untitled = "<html><body>\n<h1>Internal <b>Server</b> Error</h1><p>details</p></body></html>"
+        router.script(Reply(status=502, body=page), Reply(status=500, body=untitled))
+        client = backend.Client(router.url, api_key=key)
+        seen = []
+        try:
+            for _ in range(2):
+                with pytest.raises(ServerError) as caught:
+                    list(client.stream_chat("test-model", _user()))
+                seen.append((caught.value.status, caught.value.message))
+        finally:
+            client.close()
+        url = router.url + "/v1/chat/completions"
+        assert seen == [
+            (502, f"{url} answered HTTP 502 with an error page: 502 Bad Gateway & more"),
+            (500, f"{url} answered HTTP 500 with an error page: Internal Server Error"),
+        ]
+        logged = caplog.text
+        assert filler in logged and "<p>the end</p>" in logged and "details" in logged
+        assert key not in logged
+
 
 class TestTools:
     """`llamachat.tools` and the tool loop of `backend`."""
@@ -4923,7 +4944,7 @@ class TestRouter:
     def test_router_finds_the_single_llama_binary_and_passes_host_and_port(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        from llamachat.router.server import binary_version
+        from llamachat.router.binary import binary_version
 
         folder = tmp_path / "bin"
         folder.mkdir()
@@ -4983,8 +5004,9 @@ class TestRouter:
             folder.mkdir()
             return folder
 
-        from llamachat.router import server as server_module
-        from llamachat.router.server import config_suffix, default_log_path, managed_key
+        from llamachat.router import lock as server_module
+        from llamachat.router.lock import config_suffix, managed_key
+        from llamachat.router.server import default_log_path
 
         if find_binary(Config()) is None:
             _need("no llama-server binary: pip install 'llamachat[server]'")
@@ -5021,7 +5043,7 @@ class TestRouter:
                 managed.stop()
 
     def test_router_preset_options_are_written_read_and_removed(self, tmp_path: Path) -> None:
-        from llamachat.router.server import preset_options
+        from llamachat.router.model_files import preset_options
 
         preset = tmp_path / "preset.ini"
         preset.write_text("[m]\nmodel = /m/m.gguf\nctx-size = 4096\n")
@@ -7155,7 +7177,7 @@ class TestFaults:
         code = (
             "import sys; from pathlib import Path\n"
             "from llamachat.router.client import Client\n"
-            "from llamachat.router.server import managed_key\n"
+            "from llamachat.router.lock import managed_key\n"
             "key = managed_key(sys.argv[1], lock_path=Path(sys.argv[2]))\n"
             "c = Client(sys.argv[1], api_key=key)\n"
             "print(isinstance(c.request_json('GET', '/props', root=True), dict))\n"
@@ -7174,7 +7196,7 @@ class TestFaults:
         early = (
             "import shutil, sys; from pathlib import Path\n"
             "from llamachat.router.client import BackendError, Client\n"
-            "from llamachat.router.server import default_lock_path\n"
+            "from llamachat.router.lock import default_lock_path\n"
             "c = Client(sys.argv[1])\n"
             "try:\n"
             "    c.request_json('GET', '/props', root=True); print('no key needed?')\n"
@@ -7613,6 +7635,47 @@ class TestFaults:
             assert [r[0] for r in rows] == [fresh]
         finally:
             reopened.close()
+
+    def test_fault_a_router_that_never_begins_the_reply_but_answers_status_checks_is_a_hang(
+        self,
+    ) -> None:
+        """The chat request is taken and its headers never come, while /models (the model
+        loaded, not loading) and /props answer: the reply ends once idle_timeout passes."""
+        never = threading.Event()
+        with _fault_raw_router(lambda handler: never.wait(30)) as url:
+            try:
+                pieces, error = _fault_stream_outcome(url, idle_timeout=0.3, limit=10)
+            finally:
+                never.set()
+        assert pieces == [] and isinstance(error, backend.StallError), error
+        assert error.error_type == "hung" and url in error.message
+        assert "not loading the model" in error.message and "idle_timeout" in error.message
+
+    def test_fault_a_redirect_elsewhere_is_not_followed_and_says_where_it_points(self) -> None:
+        """A 307 to another host: the request is not sent there, and the error says it was
+        redirected and where to (credentials and the key masked), not that the server crashed."""
+        key = "sk-0123456789-qwertzuiop"
+        location = f"https://bob:hunter2-pass@elsewhere.example:8443/v1/chat/completions?key={key}"
+
+        def redirect(handler) -> None:
+            handler.send_response(307)
+            handler.send_header("Location", location)
+            handler.send_header("Content-Length", "0")
+            handler.end_headers()
+
+        with _fault_raw_router(redirect) as url:
+            client = backend.Client(url, api_key=key)
+            try:
+                with pytest.raises(backend.ServerError) as caught:
+                    list(client.stream_chat("test-model", _user()))
+            finally:
+                client.close()
+        error = caught.value
+        assert error.status == 307 and error.error_type == "redirect"
+        assert "redirected" in error.message and "crashed" not in error.message
+        where = "https://bob:***@elsewhere.example:8443/v1/chat/completions?key=***"
+        assert where in error.message, error.message
+        assert key not in error.message and "hunter2" not in error.message
 
 
 class TestCli:

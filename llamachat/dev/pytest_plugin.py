@@ -10,6 +10,7 @@ drive the real widgets. `test_llamachat.py` holds the tests, one class per modul
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import http.server
 import json
 import os
@@ -789,6 +790,38 @@ def _fault_stream_outcome(url: str, *, idle_timeout: float, limit: float = 30.0)
     finally:
         client.close()
         pool.shutdown(wait=False)
+
+
+@contextlib.contextmanager
+def _fault_raw_router(chat):
+    """A router of our own making: GET answers /models (test-model loaded) and /props; each
+    POST has its body read, then goes to `chat(handler)`. Yields the URL."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            listing = {"data": [{"id": "test-model", "status": {"value": "loaded"}}]}
+            body = json.dumps(listing if "/models" in self.path else {}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            chat(self)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def _fault_health_server(folder: Path) -> Path:

