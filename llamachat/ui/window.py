@@ -146,7 +146,7 @@ class ChatWindow(QMainWindow):
         main_layout = self.layout()  # a QMainWindow always has its own
         if main_layout is not None:
             main_layout.setSizeConstraint(QLayout.SizeConstraint.SetNoConstraint)
-        self.setMinimumSize(640, 420)
+        self.setMinimumSize(720, 480)
 
         self.model_picker = ModelPicker(
             self.app.registry, current=self.cfg.default_model, default_model=self.cfg.default_model
@@ -351,7 +351,8 @@ class ChatWindow(QMainWindow):
         return self.model_choice.models()
 
     def focus_composer(self) -> None:
-        """Put the cursor in the message box."""
+        """Make this window active and put the cursor in its message box (also as a dialog closes)."""
+        self.activateWindow()
         self.composer.editor.setFocus(Qt.FocusReason.ShortcutFocusReason)
 
     def copy_last_reply(self) -> str:
@@ -369,6 +370,7 @@ class ChatWindow(QMainWindow):
         """Open Help > Keyboard shortcuts."""
         dialog = shortcuts.ShortcutsDialog(parent=self)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.finished.connect(self.focus_composer)
         dialog.open()
         return dialog
 
@@ -389,6 +391,7 @@ class ChatWindow(QMainWindow):
         """Open the MCP servers panel: states, tools and their token budget."""
         panel = McpPanel(self.app, context_size=self.meter.context_size, parent=self)
         panel.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        panel.finished.connect(self.focus_composer)
         panel.show()
         return panel
 
@@ -594,6 +597,7 @@ def _lay_out(window: ChatWindow) -> QSplitter:
     splitter.addWidget(window.sidebar)
     splitter.addWidget(chat)
     splitter.setCollapsible(1, False)
+    chat.setMinimumWidth(520)  # room for the reply figures: the sidebar narrows first
     splitter.setStretchFactor(0, 0)
     splitter.setStretchFactor(1, 1)
     splitter.setSizes([SIDEBAR_WIDTH, max(400, window.width() - SIDEBAR_WIDTH)])
