@@ -146,7 +146,7 @@ class ChatWindow(QMainWindow):
         main_layout = self.layout()  # a QMainWindow always has its own
         if main_layout is not None:
             main_layout.setSizeConstraint(QLayout.SizeConstraint.SetNoConstraint)
-        self.setMinimumSize(720, 480)
+        self.setMinimumSize(800, 480)
 
         self.model_picker = ModelPicker(
             self.app.registry, current=self.cfg.default_model, default_model=self.cfg.default_model
@@ -597,7 +597,7 @@ def _lay_out(window: ChatWindow) -> QSplitter:
     splitter.addWidget(window.sidebar)
     splitter.addWidget(chat)
     splitter.setCollapsible(1, False)
-    chat.setMinimumWidth(520)  # room for the reply figures: the sidebar narrows first
+    chat.setMinimumWidth(600)  # room for the reply figures: the sidebar narrows first
     splitter.setStretchFactor(0, 0)
     splitter.setStretchFactor(1, 1)
     splitter.setSizes([SIDEBAR_WIDTH, max(400, window.width() - SIDEBAR_WIDTH)])

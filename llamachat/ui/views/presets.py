@@ -161,6 +161,7 @@ class PresetPicker(QWidget):
         editor = PresetEditor(self.prompts, current=self._name, parent=self)
         editor.renamed.connect(self._on_renamed)
         editor.finished.connect(lambda _: self.reload())
+        editor.finished.connect(self._back_to_window)
         editor.open()
         return editor
 
@@ -168,10 +169,16 @@ class PresetPicker(QWidget):
         """Open the editor of this chat's custom prompt."""
         dialog = CustomPromptDialog(self._custom or self.system_text(), parent=self)
         dialog.accepted.connect(lambda: self.set_custom(dialog.text()))
+        dialog.finished.connect(self._back_to_window)
         dialog.open()
         return dialog
 
     # ------------------------------------------------------------------ internals
+
+    @Slot()
+    def _back_to_window(self) -> None:
+        # A closed dialog leaves no window active without a window manager: keys went nowhere.
+        self.window().activateWindow()
 
     def _emit(self) -> None:
         self._last_text = self.system_text()

@@ -4,7 +4,7 @@
 made, and owns the two commands beside them, each an action (also in the window's
 menus) and a tool button: Skills, enabled only while skills are on, and Settings.
 In a narrow window the bar keeps the model's name whole: the Prompt picker wraps to
-a second row, and the three command buttons fold into a "⋯" menu of the same
+a second row, and the three command buttons fold into a "»" menu of the same
 actions when their row has no room for them. It only shows and emits; the window
 acts. Raises nothing.
 """
@@ -82,7 +82,8 @@ class TopBar(QFrame):
 
         # The folded commands: the same actions, so checks and enabled states follow.
         self.more_button = QToolButton()
-        self.more_button.setText("⋯")
+        # Not "⋯": that is the Prompt picker's menu, right beside it.
+        self.more_button.setText("»")
         self.more_button.setAccessibleName("More commands")
         self.more_button.setToolTip("Web search, Skills, Settings")
         self.more_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
@@ -142,7 +143,7 @@ class TopBar(QFrame):
         return self._rows.direction() == QBoxLayout.Direction.TopToBottom
 
     def is_folded(self) -> bool:
-        """True when the command buttons are folded into the "⋯" menu."""
+        """True when the command buttons are folded into the "»" menu."""
         return self.commands.isHidden()
 
     def resizeEvent(self, event: QResizeEvent) -> None:
