@@ -49,6 +49,8 @@ from PySide6.QtCore import (
     QObject,
     QPoint,
     QPointF,
+    QRect,
+    QSize,
     Qt,
     QThread,
     QTimer,
@@ -145,6 +147,7 @@ from llamachat.ui.views.markdown import (
 from llamachat.ui.views.message import MessageView, open_link
 from llamachat.ui.views.meter import ContextMeter
 from llamachat.ui.views.overflow import OverflowPanel, raised_context
+from llamachat.ui.views.popup import above
 from llamachat.ui.views.presets import CUSTOM_LABEL, PresetPicker
 from llamachat.ui.views.sidebar import SessionSidebar, marked_html
 
@@ -6484,6 +6487,7 @@ class TestChrome:
         editor.editor.insertPlainText("Yo ho ho.")
         with qtbot.waitSignal(picker.system_text_changed) as changed:
             editor.reject()
+            editor.unsaved.button(QMessageBox.StandardButton.Save).click()
         assert changed.args == ["Yo ho ho."]
         assert picker.names() == ["Corsair", "Default"]
 
@@ -6740,6 +6744,66 @@ class TestChrome:
         assert raw.execute("SELECT count(*) FROM sessions").fetchone()[0] == 3
         raw.close()
         history.close()
+
+    @offscreen_limits
+    def test_shortcuts_dialog_shows_every_row_without_scrolling(self, qtbot) -> None:
+
+        dialog = ShortcutsDialog()
+        qtbot.addWidget(dialog)
+        dialog.show()
+        qtbot.waitExposed(dialog)
+        table = dialog.table
+        assert table.verticalScrollBar().maximum() == 0
+        assert table.horizontalScrollBar().maximum() == 0
+        viewport = table.viewport().rect()
+        for row, (keys, action) in enumerate(dialog.rows()):
+            for column, text in enumerate((keys, action)):
+                cell = table.visualRect(table.model().index(row, column))
+                assert viewport.contains(cell), f"row {text!r} is not all in view"
+                assert cell.width() >= table.fontMetrics().horizontalAdvance(text), text
+        shown = [keys for keys, _action in dialog.rows()]
+        for keys in ("Enter", "Shift+Enter", "/", "Alt+Left", "Alt+Right"):
+            native = QKeySequence(keys).toString(QKeySequence.SequenceFormat.NativeText)
+            assert native in shown
+
+    @offscreen_dialogs
+    def test_presets_editor_asks_before_closing_with_unsaved_edits(
+        self, qtbot, tmp_path: Path
+    ) -> None:
+
+        store = Prompts(tmp_path / "prompts")
+        store.ensure_default()
+        store.save("Pirate", "Talk like a pirate.")
+        picker = PresetPicker(store)
+        qtbot.addWidget(picker)
+        editor = picker.edit_presets()
+        editor.select("Pirate")
+        editor.editor.selectAll()
+        editor.editor.insertPlainText("Arr.")
+        editor.reject()
+        assert editor.isVisible() and editor.unsaved is not None
+        assert editor.unsaved.text() == "The preset “Pirate” has changes that are not saved."
+        editor.unsaved.button(QMessageBox.StandardButton.Cancel).click()
+        assert editor.isVisible() and editor.unsaved is None
+        assert store.get("Pirate") == "Talk like a pirate."
+        assert editor.editor.toPlainText() == "Arr."
+        editor.reject()
+        editor.unsaved.button(QMessageBox.StandardButton.Discard).click()
+        assert not editor.isVisible()
+        assert store.get("Pirate") == "Talk like a pirate."
+
+        editor = picker.edit_presets()
+        editor.select("Pirate")
+        editor.editor.selectAll()
+        editor.editor.insertPlainText("Yo ho.")
+        editor.reject()
+        editor.unsaved.button(QMessageBox.StandardButton.Save).click()
+        assert not editor.isVisible() and store.get("Pirate") == "Yo ho."
+
+        editor = picker.edit_presets()
+        editor.select("Pirate")
+        editor.reject()
+        assert editor.unsaved is None and not editor.isVisible()
 
 
 class TestFaults:
@@ -10785,6 +10849,98 @@ class TestWindowChrome:
         ):
             shown = [w for w in window.findChildren(QWidget) if w.accessibleName() == name]
             assert [w for w in shown if w.isVisible()], f"no visible widget named {name!r}"
+
+    @offscreen_popup
+    def test_chrome_window_top_bar_at_the_least_size_keeps_the_model_name_and_buttons_whole(
+        self, router, chat_window, qtbot
+    ) -> None:
+
+        name = "SmolLM2-360M-Instruct-Q8_0"
+        _chrome_models(router, Model(name, "loaded"))
+        window, _history = chat_window(default_model=name)
+        qtbot.waitUntil(lambda: window.model_picker.combo.currentData() == name, timeout=5000)
+        bar = window.top_bar
+        window.resize(1180, 800)
+        qtbot.waitUntil(lambda: not bar.is_wrapped() and not bar.is_folded())
+        window.resize(window.minimumSize())
+        qtbot.waitUntil(lambda: window.width() == window.minimumWidth())
+        combo = window.model_picker.combo
+        qtbot.waitUntil(lambda: bar.is_wrapped() or bar.is_folded())
+        # The layout follows the wrap or fold at its next pass.
+        qtbot.waitUntil(lambda: combo.width() >= combo.sizeHint().width())
+        assert combo.width() >= combo.fontMetrics().horizontalAdvance(name)
+        inside = bar.rect()
+        for button in bar.findChildren(QToolButton):
+            if button.isVisible():
+                assert button.width() >= button.sizeHint().width(), button.text()
+                assert inside.contains(QRect(button.mapTo(bar, QPoint(0, 0)), button.size()))
+        # Folded or not, every command is there: as a button, or in the "»" menu.
+        if bar.is_folded():
+            menu = bar.more_button.menu()
+            shown = [a.text().partition("\t")[0] for a in menu.actions()]  # after it: the keys
+            assert shown == ["Web search", "Skills…", "Settings…"]
+        else:
+            assert bar.settings_button.isVisible() and bar.skills_button.isVisible()
+        window.resize(1000, 700)
+        qtbot.waitUntil(lambda: not bar.is_wrapped())
+
+    def test_chrome_popup_opens_above_its_anchor_within_the_screen(self) -> None:
+
+        screen = QRect(0, 0, 1600, 1000)
+        size = QSize(300, 200)
+        assert above(QRect(100, 700, 400, 60), size, screen) == QPoint(100, 500)
+        # No room above, more below: under the anchor.
+        assert above(QRect(100, 50, 400, 60), size, screen) == QPoint(100, 110)
+        # Kept inside the screen at its right and bottom edges.
+        assert above(QRect(1500, 900, 80, 20), size, screen) == QPoint(1300, 700)
+        assert above(QRect(100, 950, 80, 50), QSize(300, 1200), screen) == QPoint(100, 0)
+
+    @offscreen_popup
+    def test_chrome_window_skill_list_and_parameters_open_upward_on_screen(
+        self, chat_window, qtbot
+    ) -> None:
+
+        window, _history = chat_window()
+        window.resize(720, 560)
+        screen = window.screen().availableGeometry()
+        editor = _by_name(window, QPlainTextEdit, "Message")
+        popup = window.composer.completer.popup()
+        qtbot.keyClicks(editor, "/")
+        qtbot.waitUntil(popup.isVisible, timeout=2000)
+        top = editor.mapToGlobal(QPoint(0, 0)).y()
+        shown = QRect(popup.mapToGlobal(QPoint(0, 0)), popup.size())
+        assert shown.bottom() < top and screen.contains(shown)
+        assert shown.left() == editor.mapToGlobal(QPoint(0, 0)).x()
+        qtbot.keyClick(editor, Qt.Key.Key_Escape)
+
+        button = window.chat_params.button
+        menu = button.menu()
+        # Where the tool button puts its menu: under itself.
+        menu.popup(button.mapToGlobal(button.rect().bottomLeft()))
+        qtbot.waitUntil(menu.isVisible)
+        shown = menu.geometry()
+        assert shown.bottom() < button.mapToGlobal(QPoint(0, 0)).y()
+        assert screen.contains(shown)
+        menu.hide()
+
+    @offscreen_popup
+    def test_chrome_window_gets_the_focus_back_when_a_dialog_closes(
+        self, chat_window, qtbot
+    ) -> None:
+
+        window, _history = chat_window()
+        to_composer = (window.show_shortcuts, window.open_mcp_panel)
+        for open_dialog in (*to_composer, window.open_settings, window.preset_picker.edit_presets):
+            window.activateWindow()
+            qtbot.waitUntil(window.isActiveWindow)
+            window.sidebar.search_field.setFocus()
+            dialog = open_dialog()
+            dialog.activateWindow()
+            qtbot.waitUntil(dialog.isActiveWindow)
+            dialog.reject()
+            qtbot.waitUntil(window.isActiveWindow)
+            if open_dialog in to_composer:
+                qtbot.waitUntil(window.composer.editor.hasFocus)
 
 
 class TestApp:

@@ -157,6 +157,16 @@ class SettingsDialog(QDialog):
         self.accept()
         return True
 
+    def done(self, result: int) -> None:
+        """Close, and make the window that opened the dialog active again.
+
+        Without a window manager nothing else would: the keys (Ctrl+N) went nowhere.
+        """
+        super().done(result)
+        parent = self.parentWidget()
+        if parent is not None:
+            parent.window().activateWindow()
+
     def _write(self, changed: dict[str, object]) -> Config:
         if changed or not self.path.exists():
             config.update_file(self.path, changed)

@@ -2,7 +2,8 @@
 
 `SHORTCUTS` maps each action to its keys; `install(window, handlers)` creates the
 QShortcuts for the actions the window handles, and `ShortcutsDialog` (Help >
-Shortcuts) lists the same table, so the help can never disagree with the keys.
+Shortcuts) lists the same table, so the help can never disagree with the keys. The
+dialog is as big as the table, so every row shows without scrolling.
 
 Errors: `install` raises `KeyError` for a handler whose action is not in the table.
 """
@@ -49,6 +50,10 @@ class Shortcut:
 
 
 SHORTCUTS: tuple[Shortcut, ...] = (
+    # The message box's own keys (`composer.MessageEdit`): listed, never installed.
+    Shortcut("send", ("Enter",), "Send the message"),
+    Shortcut("new_line", ("Shift+Enter",), "Start a new line in the message"),
+    Shortcut("skill_list", ("/",), "List the skills (at the start of a word in the message)"),
     Shortcut("new_chat", ("Ctrl+N",), "Start a new chat"),
     Shortcut("search_sessions", ("Ctrl+K", "Ctrl+F"), "Search past chats"),
     Shortcut("stop", ("Esc",), "Stop the reply being written"),
@@ -92,17 +97,36 @@ class ShortcutsDialog(QDialog):
         self.table.verticalHeader().hide()
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setWordWrap(False)
         self.table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
         for row, shortcut in enumerate(SHORTCUTS):
             self.table.setItem(row, 0, QTableWidgetItem(shortcut.shown()))
             self.table.setItem(row, 1, QTableWidgetItem(shortcut.description))
-        self.table.resizeColumnToContents(0)
+        self.table.resizeColumnsToContents()
+        self.table.resizeRowsToContents()
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
         layout.addWidget(self.table)
         layout.addWidget(buttons)
-        self.resize(460, 340)
+        self._fit_table()
+
+    def _fit_table(self) -> None:
+        """Make the table as big as its rows and columns (within the screen), not scrolled."""
+        table = self.table
+        frame = 2 * table.frameWidth()
+        width = frame + sum(table.columnWidth(c) for c in range(table.columnCount()))
+        height = (
+            frame
+            + table.horizontalHeader().sizeHint().height()
+            + sum(table.rowHeight(r) for r in range(table.rowCount()))
+        )
+        screen = self.screen().availableGeometry()
+        # A huge font on a small screen still gets a dialog that fits, scrolled then.
+        table.setMinimumSize(
+            min(width, screen.width() * 9 // 10), min(height, screen.height() * 3 // 4)
+        )
+        self.adjustSize()
 
     def rows(self) -> list[tuple[str, str]]:
         """The (keys, action) rows as shown."""

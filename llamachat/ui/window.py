@@ -150,7 +150,7 @@ class ChatWindow(ConversationSeams, QMainWindow):
         main_layout = self.layout()  # a QMainWindow always has its own
         if main_layout is not None:
             main_layout.setSizeConstraint(QLayout.SizeConstraint.SetNoConstraint)
-        self.setMinimumSize(640, 420)
+        self.setMinimumSize(800, 480)
 
         self.model_picker = ModelPicker(
             self.app.registry, current=self.cfg.default_model, default_model=self.cfg.default_model
@@ -305,7 +305,8 @@ class ChatWindow(ConversationSeams, QMainWindow):
         return self.model_choice.models()
 
     def focus_composer(self) -> None:
-        """Put the cursor in the message box."""
+        """Make this window active and put the cursor in its message box (also as a dialog closes)."""
+        self.activateWindow()
         self.composer.editor.setFocus(Qt.FocusReason.ShortcutFocusReason)
 
     def copy_last_reply(self) -> str:
@@ -323,6 +324,7 @@ class ChatWindow(ConversationSeams, QMainWindow):
         """Open Help > Keyboard shortcuts."""
         dialog = shortcuts.ShortcutsDialog(parent=self)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.finished.connect(self.focus_composer)
         dialog.open()
         return dialog
 
@@ -343,6 +345,7 @@ class ChatWindow(ConversationSeams, QMainWindow):
         """Open the MCP servers panel: states, tools and their token budget."""
         panel = McpPanel(self.app, context_size=self.meter.context_size, parent=self)
         panel.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        panel.finished.connect(self.focus_composer)
         panel.show()
         return panel
 
@@ -648,6 +651,7 @@ def _lay_out(window: ChatWindow) -> QSplitter:
     splitter.addWidget(window.sidebar)
     splitter.addWidget(chat)
     splitter.setCollapsible(1, False)
+    chat.setMinimumWidth(600)  # room for the reply figures: the sidebar narrows first
     splitter.setStretchFactor(0, 0)
     splitter.setStretchFactor(1, 1)
     splitter.setSizes([SIDEBAR_WIDTH, max(400, window.width() - SIDEBAR_WIDTH)])

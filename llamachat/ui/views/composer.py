@@ -1,7 +1,7 @@
 """The message composer: a multi-line editor with attachments and `/skill` completion.
 
 Enter sends, Shift+Enter starts a new line. `/` at the start of a word lists the
-skills, as wide as the message box: Esc closes the list, and Enter on a `/name`
+skills above the message box, as wide as it: Esc closes the list, and Enter on a `/name`
 typed out in full sends at once (on a partial one it completes the name first).
 Files come in by the attach button,
 drag and drop, or paste: images become `image_url` data URIs (only for models
@@ -51,6 +51,7 @@ from llamachat.skills import SkillStore
 from llamachat.turn import Attachment
 from llamachat.ui import plain
 from llamachat.ui.views.chips import ChipRow
+from llamachat.ui.views.popup import place_above
 
 log = logging.getLogger(__name__)
 
@@ -297,10 +298,12 @@ class MessageEdit(QPlainTextEdit):
         if self._completer.completionCount() == 0:
             popup.hide()
             return
-        # As wide as the message box, under the cursor's line: the descriptions are cut
-        # there (whole in each row's tooltip) rather than spread across the screen.
+        # As wide as the message box: the descriptions are cut there (whole in each row's
+        # tooltip) rather than spread across the screen. Above the box, not below: the
+        # box is at the bottom of the window and a list under it would spill past it.
         line = self.cursorRect()
         self._completer.complete(QRect(0, line.top(), self.width(), line.height()))
+        place_above(popup, self)
 
     @Slot(str)
     def _insert_completion(self, name: str) -> None:

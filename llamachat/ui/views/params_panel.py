@@ -1,7 +1,7 @@
 """The per-chat request parameters: a ⚙ button in the status bar and its compact panel.
 
 `ChatParams(chat)` gives `button` (⚙ in the status bar, with the number of values the
-chat sets; its menu holds `panel`): one row per
+chat sets; its menu, opening upward, holds `panel`): one row per
 `params.PARAMS` entry, each at "default" until the user sets it. "default" means the
 config's value for the model and preset (shown in the row's tooltip) or, when the
 config has none, the server's. A change is the chat's override from the next request
@@ -22,7 +22,6 @@ from PySide6.QtWidgets import (
     QDoubleSpinBox,
     QFormLayout,
     QFrame,
-    QMenu,
     QPushButton,
     QSpinBox,
     QToolButton,
@@ -34,6 +33,7 @@ from PySide6.QtWidgets import (
 from llamachat.params import PARAMS, Param
 from llamachat.ui import plain
 from llamachat.ui.chat.session import Conversation
+from llamachat.ui.views.popup import UpwardMenu
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +131,8 @@ class ChatParams(QObject):
             "for this chat, from the next message on (the model is not reloaded)"
         )
         self.button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
-        menu = QMenu(self.button)
+        # Upward: the button sits at the bottom of the window, the panel is tall.
+        menu = UpwardMenu(self.button)
         holder = QWidgetAction(menu)
         holder.setDefaultWidget(self.panel)
         menu.addAction(holder)

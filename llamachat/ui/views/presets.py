@@ -5,7 +5,8 @@ in the prompts folder, plus "Custom prompt for this chat…" for a prompt that
 belongs to one session only. It emits `preset_changed(name, custom_text)` (what
 `History.set_prompt` stores) and `system_text_changed(text)` (what the system
 message now starts with). `PresetEditor` creates, edits, renames and deletes the
-preset files through `prompts.Prompts`.
+preset files through `prompts.Prompts`; closing it with unsaved edits asks whether to
+save them, discard them or stay (switching to another preset saves them).
 
 Errors: none raised. A preset that cannot be read or written (`prompts.PromptError`)
 is said in the dialog or the picker's tooltip, and the last good text is kept.
@@ -25,6 +26,7 @@ from PySide6.QtWidgets import (
     QListWidget,
     QListWidgetItem,
     QMenu,
+    QMessageBox,
     QPlainTextEdit,
     QPushButton,
     QToolButton,
@@ -159,6 +161,7 @@ class PresetPicker(QWidget):
         editor = PresetEditor(self.prompts, current=self._name, parent=self)
         editor.renamed.connect(self._on_renamed)
         editor.finished.connect(lambda _: self.reload())
+        editor.finished.connect(self._back_to_window)
         editor.open()
         return editor
 
@@ -166,10 +169,16 @@ class PresetPicker(QWidget):
         """Open the editor of this chat's custom prompt."""
         dialog = CustomPromptDialog(self._custom or self.system_text(), parent=self)
         dialog.accepted.connect(lambda: self.set_custom(dialog.text()))
+        dialog.finished.connect(self._back_to_window)
         dialog.open()
         return dialog
 
     # ------------------------------------------------------------------ internals
+
+    @Slot()
+    def _back_to_window(self) -> None:
+        # A closed dialog leaves no window active without a window manager: keys went nowhere.
+        self.window().activateWindow()
 
     def _emit(self) -> None:
         self._last_text = self.system_text()
@@ -226,6 +235,8 @@ class PresetEditor(QDialog):
         super().__init__(parent)
         self.prompts = prompts
         self._shown = ""
+        self.unsaved: QMessageBox | None = None
+        """The question asked on closing with unsaved edits, while it is open."""
         self.setWindowTitle("Prompt presets")
         self.setAccessibleName("Prompt presets")
         self.resize(720, 460)
@@ -330,12 +341,45 @@ class PresetEditor(QDialog):
         return True
 
     def done(self, result: int) -> None:
-        """Save the shown preset's edits on the way out."""
-        if self.editor.document().isModified():
-            self.save()
+        """Close, but first ask what to do with unsaved edits (Save, Discard or Cancel)."""
+        if self._shown and self.editor.document().isModified():
+            self._ask_unsaved(result)
+            return
         super().done(result)
 
     # ------------------------------------------------------------------ internals
+
+    def _ask_unsaved(self, result: int) -> None:
+        """Open the Save / Discard / Cancel question; its answer closes the editor or not."""
+        if self.unsaved is not None:
+            return  # already asking
+        buttons = QMessageBox.StandardButton
+        box = plain.message_box(
+            self,
+            QMessageBox.Icon.Question,
+            "Unsaved changes",
+            f"The preset “{self._shown}” has changes that are not saved.",
+            buttons.Save | buttons.Discard | buttons.Cancel,
+        )
+        box.setAccessibleName("Unsaved changes")
+        box.setDefaultButton(buttons.Save)
+        box.setEscapeButton(buttons.Cancel)
+        box.finished.connect(lambda _: self._on_unsaved_answer(box, result))
+        self.unsaved = box
+        box.open()
+
+    def _on_unsaved_answer(self, box: QMessageBox, result: int) -> None:
+        self.unsaved = None
+        box.deleteLater()
+        answer = box.standardButton(box.clickedButton())
+        if answer == QMessageBox.StandardButton.Save:
+            if not self.save():
+                return  # the reason is shown; the edits stay to be saved again or discarded
+        elif answer == QMessageBox.StandardButton.Discard:
+            self.editor.document().setModified(False)
+        else:
+            return
+        super().done(result)
 
     def _fill(self, current: str) -> None:
         try:
