@@ -309,17 +309,8 @@ class Client:
             listed = self.request_json("GET", "/models", timeout=timeout)
         except BackendError:
             return False
-        entries = listed.get("data") if isinstance(listed, dict) else None
-        for entry in entries if isinstance(entries, list) else ():
-            if not isinstance(entry, dict):
-                continue
-            if model != entry.get("id") and model not in (entry.get("aliases") or ()):
-                continue
-            status = entry.get("status")
-            value = status.get("value") if isinstance(status, dict) else status
-            # A sleeping model is loaded again for the request.
-            return value in ("loading", "downloading", "sleeping")
-        return False
+        # A sleeping model is loaded again for the request.
+        return _listed_status(listed, model) in ("loading", "downloading", "sleeping")
 
     def _check_key(self) -> None:
         if self._key_problem:
@@ -363,29 +354,22 @@ class Client:
         is read a few tokens at a time. The caller's `messages` list and dicts are never
         modified.
         """
-        first: list[dict] | None = None
         if request is not None:
-            # Only the extra tools the request offers can be called (others are unknown).
-            names = {schema.get("function", {}).get("name") for schema in request.tools}
-            extra = [t for t in extra_tools if t.name in names]
-            offer, _rounds = offered(
-                request.search_cfg, request.skills_cfg, self._search_client, extra
-            )
-            rounds, first = request.max_rounds, list(request.tools)
+            offer, rounds, first = _request_offer(request, extra_tools, self._search_client)
             convo, params = request.messages(), dict(request.params)
-        elif tools is None:
-            offer, rounds = offered(
-                search_cfg, skills_cfg, self._search_client, extra_tools, extra_rounds
-            )
         else:
-            offer, rounds = list(tools), 2
+            if tools is None:
+                offer, rounds = offered(
+                    search_cfg, skills_cfg, self._search_client, extra_tools, extra_rounds
+                )
+            else:
+                offer, rounds = list(tools), 2
+            first, convo = None, [dict(m) for m in messages]
+            if any(t.name == web_search.TOOL_NAME for t in offer):
+                convo = _with_date_note(convo)
         if max_rounds is not None:
             rounds = max_rounds
         rounds = rounds if offer else 0
-        if request is None:
-            convo = [dict(m) for m in messages]
-            if any(t.name == web_search.TOOL_NAME for t in offer):
-                convo = _with_date_note(convo)
         last: Round | None = None
         for number in range(rounds + 1):
             state = Round()
@@ -554,6 +538,31 @@ class Client:
         # httpx and h11 quote the request's headers in some errors (an illegal header
         # value is shown whole), so the key is masked here as in every server error.
         return self._without_key(request_failure(exc, url, self.base_url))
+
+
+def _listed_status(listed: object, model: str) -> object:
+    """The status a `GET /models` answer gives `model` (by id or alias); None if unlisted."""
+    entries = listed.get("data") if isinstance(listed, dict) else None
+    for entry in entries if isinstance(entries, list) else ():
+        if isinstance(entry, dict) and (
+            model == entry.get("id") or model in (entry.get("aliases") or ())
+        ):
+            status = entry.get("status")
+            return status.get("value") if isinstance(status, dict) else status
+    return None
+
+
+def _request_offer(
+    request: ChatRequest, extra_tools: Sequence[Tool], search_client: Callable[[], httpx.Client]
+) -> tuple[list[Tool], int, list[dict]]:
+    """The tools a built request can call, its round cap, and the schemas it offers first.
+
+    Only the extra tools the request offers can be called (others are unknown to it).
+    """
+    names = {schema.get("function", {}).get("name") for schema in request.tools}
+    extra = [t for t in extra_tools if t.name in names]
+    offer, _rounds = offered(request.search_cfg, request.skills_cfg, search_client, extra)
+    return offer, request.max_rounds, list(request.tools)
 
 
 def _tool_message(call_id: str, content: str) -> dict:
