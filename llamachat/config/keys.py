@@ -278,8 +278,9 @@ KEYS: tuple[Key, ...] = (
         "idle_timeout",
         120.0,
         _NUMBER,
-        "Seconds without a byte from the server in the middle of a reply before\n"
-        "llamachat gives up on it and says so.",
+        "Seconds without a byte from the server in the middle of a reply, or\n"
+        "before a reply begins while its model is not loading, before llamachat\n"
+        "gives up on it and says so.",
         check=_idle_timeout,
     ),
     Key(
