@@ -11147,6 +11147,46 @@ class TestMcp:
         assert view.details().count("<img") == 3
         assert view.button.text() == f"Ran {HOSTILE}"
 
+    def test_mcp_secrets_a_server_prints_are_masked_in_the_panel_and_its_log(
+        self, chat_window, router, qtbot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A server printing its env_vars token and the router's key on stderr: the panel
+        and mcp-<name>.log show *** for both, never the values."""
+
+        from llamachat import config as config_module
+
+        token, router_key = "mcp-tok-Qw3rTy9UiOp2", "rk-Zx8cVb7nMl6kJh5g"
+        monkeypatch.setenv("TEST_MCP_TOKEN", token)
+        monkeypatch.setenv("TEST_ROUTER_KEY", router_key)
+        path = tmp_path / "config.toml"
+        path.write_text(
+            _mcp_faulty_toml(
+                "leak",
+                env_vars='{ LEAK_TOKEN = "TEST_MCP_TOKEN" }',
+                env=f'{{ LEAK_ROUTER = "{router_key}" }}',
+            ),
+            encoding="utf-8",
+        )
+        cfg = config_module.load(path)
+        window, _history = chat_window(
+            path=path, mcp_servers=cfg.mcp_servers, router_api_key_env="TEST_ROUTER_KEY"
+        )
+        panel = window.open_mcp_panel()
+        item = panel.tree.topLevelItem(0)
+        panel.tree.setCurrentItem(item)
+        panel.restart_button.click()
+        qtbot.waitUntil(lambda: panel.tree.topLevelItem(0).text(1) == "failed", timeout=30000)
+        item = panel.tree.topLevelItem(0)
+        shown = [item.text(2)] + [item.child(i).text(2) for i in range(item.childCount())]
+        assert "auth failed: LEAK_TOKEN=*** was refused" in shown
+        assert "auth failed: LEAK_ROUTER=*** was refused" in shown
+        log_path = window.app.mcp.states()[0].log_path
+        logged = log_path.read_text(encoding="utf-8")
+        assert "LEAK_TOKEN=*** was refused" in logged
+        assert token[:8] not in logged and router_key[:8] not in logged
+        assert not any(token[:8] in text or router_key[:8] in text for text in shown)
+        panel.close()
+
 
 # Token streams where appending words as plain text is easy to get wrong: a delimiter
 # whose meaning the next character decides, spaces that end a paragraph, an entity or a

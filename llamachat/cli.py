@@ -290,7 +290,7 @@ def _mcp_tools(
         _say(f"not run: {name} (pass --allow-tools to let the model run MCP tools)", err)
         return mcp.DENY
 
-    hub = mcp.Hub(cfg.mcp_servers)
+    hub = mcp.Hub(cfg.mcp_servers, secrets=mcp.config_secrets(cfg))
     return hub, hub.turn_tools(consent=consent, disabled=cfg.mcp_disabled_tools)
 
 

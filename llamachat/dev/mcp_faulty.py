@@ -11,6 +11,8 @@ MODE is one of:
     listchange   `add_tool` adds a tool `extra` and sends tools/list_changed
     image        `picture` answers a small PNG and a line of text
     stderr       writes lines to stderr, then exits before answering anything
+    leak         writes the values of its LEAK_* variables to stderr (as a failing
+                 auth does), then exits before answering anything
     http PORT    a Streamable HTTP server on 127.0.0.1:PORT/mcp; `header` answers the
                  value of the request header named
 
@@ -129,6 +131,11 @@ def main() -> None:
             time.sleep(3600)
     if mode == "stderr":
         sys.stderr.write("fatal: the database is locked\n")
+        sys.exit(2)
+    if mode == "leak":
+        for name, value in sorted(os.environ.items()):
+            if name.startswith("LEAK_"):
+                sys.stderr.write(f"auth failed: {name}={value} was refused\n")
         sys.exit(2)
     if mode == "http":
         build(mode).run("streamable-http", port=int(sys.argv[2]))

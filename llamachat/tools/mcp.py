@@ -19,6 +19,11 @@ for llama-server) before it execs the configured command, so no server outlives
 llamachat, even one killed with SIGKILL. Its stderr goes to a rotating log per server
 (`server.RotatingLog`) in llamachat's log folder.
 
+Secrets: what a server says (stderr, failures, tool descriptions) is shown in the panel
+and written to logs with every configured secret masked (`Hub.mask`): the router's and
+the providers' keys (`config_secrets`, given as `secrets`) and every server's env_vars
+and header values.
+
 Errors: nothing here raises into the tool loop. `McpTool.run` turns a denial, a
 timeout, a dead server and a tool error into a tool result the model reads; `call`
 raises `McpError` (str(): a sentence) for `McpTool` to convert.
@@ -43,7 +48,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from llamachat.config import McpServerConfig
+from llamachat.config import Config, McpServerConfig
+from llamachat.router.client import mask_secret
 from llamachat.router.server import RotatingLog, default_log_path
 from llamachat.tools.base import Tool, ToolError, ToolResult, json_arguments
 
@@ -61,6 +67,8 @@ START_WAIT = 10.0
 BACKOFF_FIRST = 1.0
 BACKOFF_CAP = 60.0
 STDERR_LINES = 12
+# A stderr "line" longer than this is logged in pieces of this size.
+STDERR_LINE_CAP = 65536
 
 # The OpenAI tools API accepts these names only.
 _TOOL_NAME = re.compile(r"[^A-Za-z0-9_-]")
@@ -94,6 +102,21 @@ except OSError as exc:
     sys.stderr.write(f"cannot start {sys.argv[1]}: {exc.strerror or exc}\\n")
     sys.exit(127)
 """
+
+
+def config_secrets(cfg: Config) -> tuple[str, ...]:
+    """The router's and the providers' keys that are set: what a Hub's `secrets` should be."""
+    keys = [cfg.api_key(), *(provider.api_key() for provider in cfg.providers)]
+    return tuple(key for key in keys if key)
+
+
+def _server_secrets(cfg: McpServerConfig) -> list[str]:
+    """The secret values a server is given: its env_vars' values and its headers' values."""
+    environment = cfg.environment()
+    return [
+        *(environment.get(name, "") for name, _variable in cfg.env_vars),
+        *cfg.headers().values(),
+    ]
 
 
 class McpError(Exception):
@@ -151,8 +174,11 @@ class Hub:
         start_timeout: float = START_TIMEOUT,
         start_wait: float = START_WAIT,
         on_change: Callable[[], None] | None = None,
+        secrets: Sequence[str] = (),
     ) -> None:
         self._log_dir = log_dir or default_log_path().parent
+        # Masked in everything servers say, beside the servers' own (config_secrets).
+        self.secrets = tuple(secrets)
         self.start_timeout = start_timeout
         self.start_wait = start_wait
         # Called from the loop thread whenever a state changes; the GUI posts it to its thread.
@@ -184,6 +210,14 @@ class Hub:
                         RotatingLog(self._log_dir / f"mcp-{name}.log"),
                     )
         self._changed()
+
+    def mask(self, text: str) -> str:
+        """`text` with every configured secret masked (what a server says, before it is shown)."""
+        with self._lock:
+            configs = [server.cfg for server in self._servers.values()]
+        for secret in (*self.secrets, *(s for cfg in configs for s in _server_secrets(cfg))):
+            text = mask_secret(text, secret)
+        return text
 
     def start(self) -> None:
         """Start the servers marked `autostart` now, without waiting for them."""
@@ -321,6 +355,7 @@ class Hub:
         delay = min(BACKOFF_CAP, BACKOFF_FIRST * 2 ** (server.failures - 1))
         server.retry_at = time.monotonic() + delay
         tail = tuple(server.stderr)[-STDERR_LINES:]
+        error = self.mask(error)
         log.warning("MCP server %s failed: %s", server.cfg.name, error)
         self._set(server, status=FAILED, error=error, stderr=tail)
 
@@ -374,7 +409,8 @@ class Hub:
                 read, write = streams[0], streams[1]
 
                 async def on_message(message: Any) -> None:
-                    log.debug("MCP %s says %r", cfg.name, message)
+                    if log.isEnabledFor(logging.DEBUG):
+                        log.debug("MCP %s says %s", cfg.name, self.mask(repr(message)))
                     if getattr(message, "method", "") == "notifications/tools/list_changed":
                         asyncio.get_running_loop().create_task(self._refresh(server))
 
@@ -443,6 +479,13 @@ class Hub:
         os.set_blocking(read_fd, False)
         pending = bytearray()
 
+        def keep(lines: Sequence[bytes | bytearray]) -> None:
+            # Whole lines are masked (a secret split over two reads is still found),
+            # then written to the log and kept for the panel.
+            masked = [self.mask(line.decode("utf-8", "replace")) for line in lines]
+            server.log.write("".join(f"{line}\n" for line in masked).encode())
+            server.stderr.extend(line for line in masked if line)
+
         def on_readable() -> None:
             try:
                 data = os.read(read_fd, 65536)
@@ -452,12 +495,15 @@ class Hub:
                 data = b""
             if not data:
                 asyncio.get_running_loop().remove_reader(read_fd)
+                keep([bytes(pending)] if pending else [])
+                pending.clear()
                 return
-            server.log.write(data)
             pending.extend(data)
             *lines, rest = pending.split(b"\n")
-            pending[:] = rest[-4096:]
-            server.stderr.extend(line.decode("utf-8", "replace") for line in lines if line)
+            if len(rest) > STDERR_LINE_CAP:
+                lines, rest = [*lines, rest], bytearray()
+            pending[:] = rest
+            keep(lines)
 
         asyncio.get_running_loop().add_reader(read_fd, on_readable)
         server.log.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting\n".encode())
@@ -650,7 +696,8 @@ class McpTool(Tool):
             result = self.hub.call(self.info, parsed, self._timeout)
         except McpError as exc:
             status = "timeout" if "did not answer within" in str(exc) else "error"
-            text = f"error: {exc}. Carry on without it, and tell the user if the answer needed it."
+            # The server's own error message may repeat a secret it was given.
+            text = f"error: {self.hub.mask(str(exc))}. Carry on without it, and tell the user if the answer needed it."
             record.update(status=status, result=text)
             return ToolResult(text, [("mcp_done", record)])
         content = result_content(result)

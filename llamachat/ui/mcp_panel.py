@@ -142,7 +142,9 @@ class McpPanel(QDialog):
         row.addWidget(buttons)
         layout.addLayout(row)
         self._host.changed.connect(self.refresh)
-        app.config_changed.connect(self.refresh)
+        # Queued: a toggle saves the config from inside the tree's itemChanged, and
+        # rebuilding the tree there would delete the item Qt is still emitting for.
+        app.config_changed.connect(self.refresh, Qt.ConnectionType.QueuedConnection)
         self.refresh()
 
     @Slot()
@@ -154,6 +156,9 @@ class McpPanel(QDialog):
         total = 0
         states = self._host.states()
         for state in states:
+            # A tool's description is the server's text: its secrets are masked (the
+            # state's error and stderr lines are already).
+            mask = self._host.hub().mask
             item = QTreeWidgetItem([state.name, state.status, state.error])
             item.setData(0, Qt.ItemDataRole.UserRole, ("server", state.name))
             self.tree.addTopLevelItem(item)
@@ -163,7 +168,7 @@ class McpPanel(QDialog):
                     [
                         info.name,
                         f"{cost:,} tokens" if not info.problem else "not offered",
-                        info.problem or info.description.splitlines()[0]
+                        info.problem or mask(info.description.splitlines()[0])
                         if (info.problem or info.description)
                         else "",
                     ]

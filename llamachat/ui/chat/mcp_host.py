@@ -78,7 +78,10 @@ class McpHost(QObject):
     def hub(self) -> mcp.Hub:
         """The hub, made on first use."""
         if self._hub is None:
-            self._hub = mcp.Hub(self._app.config.mcp_servers, on_change=self._posted.emit)
+            cfg = self._app.config
+            self._hub = mcp.Hub(
+                cfg.mcp_servers, on_change=self._posted.emit, secrets=mcp.config_secrets(cfg)
+            )
         return self._hub
 
     def states(self) -> list[mcp.ServerState]:
@@ -203,4 +206,5 @@ class McpHost(QObject):
     @Slot(object)
     def _on_config_changed(self, cfg: config.Config) -> None:
         if self._hub is not None or cfg.mcp_servers:
+            self.hub().secrets = mcp.config_secrets(cfg)
             self.hub().configure(cfg.mcp_servers)
