@@ -7466,6 +7466,68 @@ class TestCli:
         assert done.stdout == "echo: hi\n"
         assert done.stderr.endswith("QT=")
 
+    def test_cli_print_to_a_terminal_shows_control_characters_and_raw_keeps_them(
+        self, router, tmp_path
+    ) -> None:
+        """OSC 52, OSC 0, CSI 2J, BEL and NUL from the model, even cut between pieces, reach
+        a terminal as visible symbols (answer and reasoning); --raw and a pipe get them as sent."""
+
+        import pty
+        import tty
+
+        from llamachat.cli import visible_controls
+
+        config = _quick_config_file(tmp_path, router.url)
+        answer = ["Done \x1b]52;c;cm0gLXJmIH4=", "\x07 \x1b]0;pwned\x07", "\x1b[2J\x00\tok\n"]
+        thought = ["think \x1b]0;t", "itle\x07\x1b[2J\x00"]
+        hostile = "".join(answer)
+
+        def on_terminal(*args: str) -> tuple[bytes, bytes]:
+            masters, slaves = zip(*(pty.openpty() for _ in range(2)), strict=True)
+            for slave in slaves:
+                tty.setraw(slave)  # no \n -> \r\n: the bytes as the program wrote them
+            router.script(Reply(reasoning=thought, content=answer))
+            process = subprocess.Popen(
+                [sys.executable, "-m", "llamachat", "--config", str(config), "ask", "--print"]
+                + list(args),
+                stdin=subprocess.DEVNULL,
+                stdout=slaves[0],
+                stderr=slaves[1],
+                env={**os.environ, "QT_QPA_PLATFORM": "offscreen"},
+            )
+            for slave in slaves:
+                os.close(slave)
+            assert process.wait(60) == 0
+            read = []
+            for master in masters:
+                chunks = []
+                while True:
+                    try:
+                        chunk = os.read(master, 65536)
+                    except OSError:  # EIO: the terminal's other end is closed and drained
+                        break
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                os.close(master)
+                read.append(b"".join(chunks))
+            return read[0], read[1]
+
+        out, err = on_terminal("why?")
+        assert out.decode() == visible_controls(hostile)
+        assert err.decode().startswith(visible_controls("".join(thought)))
+        for control in (b"\x1b", b"\x07", b"\x00"):
+            assert control not in out and control not in err
+        assert "\t" in out.decode() and "\u241b]52;c;" in out.decode()
+
+        out, err = on_terminal("--raw", "why?")
+        assert out.decode() == hostile and err.decode().startswith("".join(thought))
+
+        router.script(Reply(reasoning=thought, content=answer))
+        piped = _llamachat(config, "ask", "--print", "why?")
+        assert (piped.returncode, piped.stdout) == (0, hostile), piped.stderr
+        assert piped.stderr == "".join(thought)
+
 
 class TestQtPlatform:
     """`llamachat.qt_platform`: a bare Linux without Qt's libraries."""
