@@ -11249,6 +11249,25 @@ class TestMcp:
         assert not any(token[:8] in text or router_key[:8] in text for text in shown)
         panel.close()
 
+    def test_mcp_garbage_on_a_servers_stdout_is_one_line_in_its_log_not_a_traceback(
+        self, router, tmp_path: Path
+    ) -> None:
+        """A server writing non-JSON and invalid JSON-RPC on stdout: `ask --print` still runs
+        its tool, stderr has no traceback, and the server's log has one line for each."""
+
+        config = _quick_config_file(tmp_path, router.url, _mcp_faulty_toml("garbage"))
+        call = ToolCall("garbage_echo", '{"text": "still works"}')
+        router.script(Reply(tool_calls=[call]), Reply(content="fine"))
+        done = _llamachat(config, "ask", "--print", "--allow-tools", "--no-reasoning", "echo?")
+        assert (done.returncode, done.stdout) == (0, "fine\n"), done.stderr
+        assert done.stderr == ""
+        assert router.chat_requests()[-1].json["messages"][-1]["content"] == "still works"
+        log_path = tmp_path / "home/.local/state/llamachat/log/mcp-garbage.log"
+        notes = [line for line in log_path.read_text().splitlines() if "Failed to parse" in line]
+        assert len(notes) == 2
+        assert "Invalid JSON" in notes[0] and "Server starting..." in notes[0]
+        assert "JSONRPCRequest.id" in notes[1]
+
 
 # Token streams where appending words as plain text is easy to get wrong: a delimiter
 # whose meaning the next character decides, spaces that end a paragraph, an entity or a

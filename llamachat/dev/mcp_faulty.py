@@ -11,6 +11,7 @@ MODE is one of:
     listchange   `add_tool` adds a tool `extra` and sends tools/list_changed
     image        `picture` answers a small PNG and a line of text
     stderr       writes lines to stderr, then exits before answering anything
+    garbage      writes lines that are not JSON-RPC to stdout before it serves
     leak         writes the values of its LEAK_* variables to stderr (as a failing
                  auth does), then exits before answering anything
     http PORT    a Streamable HTTP server on 127.0.0.1:PORT/mcp; `header` answers the
@@ -137,6 +138,9 @@ def main() -> None:
             if name.startswith("LEAK_"):
                 sys.stderr.write(f"auth failed: {name}={value} was refused\n")
         sys.exit(2)
+    if mode == "garbage":
+        os.write(1, b"Server starting... \x1b[32mOK\x1b[0m\n")
+        os.write(1, b'{"jsonrpc": "2.0", "method": 5, "id": [1]}\n')
     if mode == "http":
         build(mode).run("streamable-http", port=int(sys.argv[2]))
         return

@@ -17,7 +17,9 @@ Child processes: each stdio server is started through a tiny launcher that asks 
 kernel to SIGKILL it when the hub's thread dies (PR_SET_PDEATHSIG, as server.py does
 for llama-server) before it execs the configured command, so no server outlives
 llamachat, even one killed with SIGKILL. Its stderr goes to a rotating log per server
-(`server.RotatingLog`) in llamachat's log folder.
+(`server.RotatingLog`) in llamachat's log folder, and so does one line for each thing
+the SDK complains of (garbage or invalid JSON-RPC on the server's stdout), which would
+otherwise be a traceback on llamachat's stderr.
 
 Secrets: what a server says (stderr, failures, tool descriptions) is shown in the panel
 and written to logs with every configured secret masked (`Hub.mask`): the router's and
@@ -35,6 +37,7 @@ import asyncio
 import base64
 import collections
 import contextlib
+import contextvars
 import json
 import logging
 import os
@@ -69,6 +72,8 @@ BACKOFF_CAP = 60.0
 STDERR_LINES = 12
 # A stderr "line" longer than this is logged in pieces of this size.
 STDERR_LINE_CAP = 65536
+# Characters of one line llamachat writes to a server's log about it.
+NOTE_CAP = 500
 
 # The OpenAI tools API accepts these names only.
 _TOOL_NAME = re.compile(r"[^A-Za-z0-9_-]")
@@ -117,6 +122,47 @@ def _server_secrets(cfg: McpServerConfig) -> list[str]:
         *(environment.get(name, "") for name, _variable in cfg.env_vars),
         *cfg.headers().values(),
     ]
+
+
+# The note-taker of the server whose session the current task serves: the tasks the SDK
+# spawns inherit it, so its complaints about that server reach that server's log.
+_NOTE: contextvars.ContextVar[Callable[[str], None]] = contextvars.ContextVar("mcp_note")
+# The SDK's loggers that complain about what a server sent ("client" is its session's).
+_SDK_LOGGERS = (
+    "mcp.client.stdio",
+    "mcp.client.streamable_http",
+    "mcp.shared.dispatcher",
+    "mcp.shared.jsonrpc_dispatcher",
+    "client",
+)
+
+
+class _ToServerLog(logging.Filter):
+    """Turns an SDK record about one of our servers into one line of that server's log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        note = _NOTE.get(None)
+        if note is None:
+            return True
+        line = record.getMessage()
+        exc = record.exc_info[1] if record.exc_info else None
+        errors = getattr(exc, "errors", None)
+        if callable(errors) and errors():
+            # Pydantic's first complaint and what it was about (the whole line when the
+            # server wrote no JSON at all), quoted.
+            first = errors()[0]
+            where = ".".join(str(part) for part in first.get("loc", ()))
+            line += f": {where or 'the message'}: {first.get('msg', '')}"
+            line += f" (got {first.get('input')!r:.200})"
+        elif exc is not None:
+            line += f": {_reason(exc)}"
+        note(line)
+        return False
+
+
+_TO_SERVER_LOG = _ToServerLog()
+for _name in _SDK_LOGGERS:
+    logging.getLogger(_name).addFilter(_TO_SERVER_LOG)
 
 
 class McpError(Exception):
@@ -398,6 +444,7 @@ class Hub:
 
         cfg = server.cfg
         reader_fd = -1
+        _NOTE.set(lambda line: self._note(server, line))
         try:
             async with contextlib.AsyncExitStack() as stack:
                 if cfg.command:
@@ -508,6 +555,11 @@ class Hub:
         asyncio.get_running_loop().add_reader(read_fd, on_readable)
         server.log.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting\n".encode())
         return read_fd, os.fdopen(write_fd, "w")
+
+    def _note(self, server: _Server, line: str) -> None:
+        """One line of llamachat's own about `server` in its log (masked, one line)."""
+        text = " ".join(self.mask(line).split())[:NOTE_CAP]
+        server.log.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} {text}\n".encode())
 
     async def _list(self, server: _Server) -> None:
         listed = await server.session.list_tools()
