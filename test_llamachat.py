@@ -11268,6 +11268,62 @@ class TestMcp:
         assert "Invalid JSON" in notes[0] and "Server starting..." in notes[0]
         assert "JSONRPCRequest.id" in notes[1]
 
+    def test_mcp_server_children_end_on_close_and_on_sigkill_of_llamachat(
+        self, mcp_hub, tmp_path: Path
+    ) -> None:
+        """What a server starts (`sleep &`, `sh -c`) ends when the hub closes, and when the
+        process holding the hub is killed with SIGKILL."""
+
+        def spawned(log_path: Path) -> list[int]:
+            def found() -> list[int]:
+                text = log_path.read_text(encoding="utf-8") if log_path.exists() else ""
+                lines = [line for line in text.splitlines() if line.startswith("spawned ")]
+                return [int(pid) for pid in lines[-1].split()[1:]] if lines else []
+
+            return _wait_for(found, 30, "the server to say what it spawned")
+
+        def alive(pid: int) -> bool:
+            try:
+                return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+            except FileNotFoundError:
+                return False
+
+        hub, _cfg = mcp_hub(_mcp_faulty_toml("spawner"))
+        assert hub.turn_tools(consent=_mcp_allow)
+        pids = spawned(hub.states()[0].log_path)
+        assert len(pids) == 2 and all(alive(pid) for pid in pids)
+        hub.close()
+        _wait_for(lambda: not any(alive(pid) for pid in pids), 15, "the children to end on close")
+
+        script = tmp_path / "host.py"
+        script.write_text(
+            "import sys, time\n"
+            "from pathlib import Path\n"
+            "from llamachat.config import McpServerConfig\n"
+            "from llamachat.tools import mcp as mcp_tools\n"
+            "hub = mcp_tools.Hub([McpServerConfig('spawner', command=sys.executable,"
+            " args=['-m', 'llamachat.dev.mcp_faulty', 'spawner'])], log_dir=Path(sys.argv[1]))\n"
+            "assert hub.turn_tools(consent=lambda n, a: 'once')\n"
+            "print('ready', flush=True)\n"
+            "time.sleep(600)\n",
+            encoding="utf-8",
+        )
+        host = subprocess.Popen(
+            [sys.executable, str(script), str(tmp_path / "host-logs")],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert host.stdout.readline().strip() == "ready"
+            pids = spawned(tmp_path / "host-logs" / "mcp-spawner.log")
+            assert all(alive(pid) for pid in pids)
+            host.kill()
+            host.wait(10)
+            _wait_for(lambda: not any(alive(pid) for pid in pids), 15, "the children to end")
+        finally:
+            host.kill()
+            host.wait(10)
+
 
 # Token streams where appending words as plain text is easy to get wrong: a delimiter
 # whose meaning the next character decides, spaces that end a paragraph, an entity or a

@@ -13,12 +13,13 @@ connection breaks mid-call) is shown as failed with the last lines of its stderr
 and started again at a later call, after a backoff that doubles per failure. A
 server that hangs at start-up only costs a turn `start_wait` seconds.
 
-Child processes: each stdio server is started through a tiny launcher that asks the
-kernel to SIGKILL it when the hub's thread dies (PR_SET_PDEATHSIG, as server.py does
-for llama-server) before it execs the configured command, so no server outlives
-llamachat, even one killed with SIGKILL. Its stderr goes to a rotating log per server
-(`server.RotatingLog`) in llamachat's log folder, and so does one line for each thing
-the SDK complains of (garbage or invalid JSON-RPC on the server's stdout), which would
+Child processes: each stdio server is started through a tiny launcher that leads the
+server's own process group and asks the kernel to signal it when the hub's thread dies
+(PR_SET_PDEATHSIG, as server.py does for llama-server); it forks the configured command
+and kills the whole group when the server exits or llamachat dies, so neither a server
+nor anything it started outlives llamachat, even one killed with SIGKILL. Its stderr
+goes to a rotating log per server (`server.RotatingLog`) in llamachat's log folder, and
+so does one line for each thing the SDK complains of (garbage or invalid JSON-RPC on the server's stdout), which would
 otherwise be a traceback on llamachat's stderr.
 
 Secrets: what a server says (stderr, failures, tool descriptions) is shown in the panel
@@ -92,20 +93,36 @@ STARTING = "starting"
 READY = "ready"
 FAILED = "failed"
 
-# Run by the launcher interpreter before it becomes the server: only os, ctypes and signal.
+# Run by the launcher interpreter: only os, ctypes and signal. It leads the server's own
+# process group and stays as the server's parent: when the server exits, or llamachat
+# dies (even by SIGKILL: PR_SET_PDEATHSIG sends it SIGUSR1), it kills the whole group,
+# so what the server started (`sleep &`, `sh -c ...`) ends with it.
 _LAUNCH = """\
 import ctypes, ctypes.util, os, signal, sys
 parent = int(os.environ.pop("LLAMACHAT_MCP_PARENT", "0"))
+if os.getpgid(0) != os.getpid():
+    os.setpgid(0, 0)
+def end_group(*_):
+    os.killpg(0, signal.SIGKILL)
+signal.signal(signal.SIGUSR1, end_group)
 name = ctypes.util.find_library("c")
-if name and sys.platform.startswith("linux"):
-    ctypes.CDLL(name, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
+libc = ctypes.CDLL(name, use_errno=True) if name and sys.platform.startswith("linux") else None
+if libc is not None:
+    libc.prctl(1, signal.SIGUSR1, 0, 0, 0)
 if parent and os.getppid() != parent:
-    sys.exit(1)
-try:
-    os.execvp(sys.argv[1], sys.argv[1:])
-except OSError as exc:
-    sys.stderr.write(f"cannot start {sys.argv[1]}: {exc.strerror or exc}\\n")
-    sys.exit(127)
+    end_group()
+pid = os.fork()
+if pid == 0:
+    signal.signal(signal.SIGUSR1, signal.SIG_DFL)
+    if libc is not None:
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)
+    try:
+        os.execvp(sys.argv[1], sys.argv[1:])
+    except OSError as exc:
+        sys.stderr.write(f"cannot start {sys.argv[1]}: {exc.strerror or exc}\\n")
+        os._exit(127)
+os.waitpid(pid, 0)
+end_group()
 """
 
 
