@@ -11324,6 +11324,43 @@ class TestMcp:
             host.kill()
             host.wait(10)
 
+    def test_mcp_window_says_it_waits_for_a_hung_server_skip_goes_on_and_no_second_wait(
+        self, chat_window, router, qtbot, tmp_path: Path
+    ) -> None:
+        """A server that never answers `initialize`: the send shows "Waiting for MCP server
+        hang…" with Skip; Skip sends at once; that chat does not wait for it again until
+        it is restarted."""
+
+        from PySide6.QtWidgets import QLabel, QPushButton
+
+        window, _history = _mcp_window(chat_window, router, tmp_path, _mcp_faulty_toml("hang"))
+        host = window.app.mcp
+
+        def send_and_skip(text: str) -> None:
+            _type(qtbot, window, text)
+            window.send()
+            qtbot.waitUntil(lambda: host.wait_notice is not None, timeout=5000)
+            notice = host.wait_notice
+            assert "Waiting for MCP server hang…" in [x.text() for x in notice.findChildren(QLabel)]
+            started = time.monotonic()
+            notice.findChild(QPushButton).click()
+            qtbot.waitUntil(lambda: not window.is_streaming(), timeout=30000)
+            assert time.monotonic() - started < 5 and host.wait_notice is None
+
+        router.script(Reply(content="without it"))
+        send_and_skip("hello")
+        offered = router.chat_requests()[-1].json.get("tools", [])
+        assert not any(t["function"]["name"].startswith("hang_") for t in offered)
+
+        router.script(Reply(content="at once"))
+        started = time.monotonic()
+        _send(qtbot, window, "again")
+        assert time.monotonic() - started < 5 and host.wait_notice is None
+
+        host.restart("hang")
+        router.script(Reply(content="waited again"))
+        send_and_skip("after the restart")
+
 
 # Token streams where appending words as plain text is easy to get wrong: a delimiter
 # whose meaning the next character decides, spaces that end a paragraph, an entity or a

@@ -47,7 +47,7 @@ import shutil
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -313,22 +313,32 @@ class Hub:
         consent: Consent,
         disabled: Sequence[str] = (),
         cancel: threading.Event | None = None,
+        skip: threading.Event | None = None,
+        no_wait: Collection[str] = (),
+        on_wait: Callable[[list[str]], None] | None = None,
     ) -> list[McpTool]:
         """The tools of every enabled server for one turn, starting those not started yet.
 
         Waits at most `start_wait` seconds for servers still starting (a hung one is left
-        behind, still trying); `disabled` tools are left out.
+        behind, still trying), but not for those named in `no_wait`, and no longer once
+        `skip` is set; `on_wait` is called first with the names waited for, when there
+        are any. `disabled` tools are left out.
         """
         with self._lock:
             servers = [s for s in self._servers.values() if s.cfg.enabled]
         for server in servers:
             if server.state.status in (IDLE, FAILED) and time.monotonic() >= server.retry_at:
                 self._begin(server)
+        waited = [s for s in servers if s.state.status == STARTING and s.cfg.name not in no_wait]
+        if waited and on_wait is not None:
+            on_wait([server.cfg.name for server in waited])
         deadline = time.monotonic() + self.start_wait
-        for server in servers:
+        for server in waited:
             while server.state.status == STARTING and time.monotonic() < deadline:
                 if cancel is not None and cancel.is_set():
                     return []
+                if skip is not None and skip.is_set():
+                    break
                 server.ready.wait(0.05)
         tools: list[McpTool] = []
         for server in servers:

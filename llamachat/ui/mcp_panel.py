@@ -227,7 +227,7 @@ class McpPanel(QDialog):
         if item is None:
             self._say("Select a server first.")
             return
-        self._host.hub().restart(item.text(0))
+        self._host.restart(item.text(0))
 
     @Slot()
     def _on_import(self) -> None:
