@@ -3,7 +3,9 @@
 `McpHost(app)` (one per App, `app.mcp`) owns the `mcp_tools.Hub` (made when the first
 server is configured), follows Settings (`config_changed`) and re-emits the hub's
 state changes on the GUI thread (`changed`). `tool_source(chat)` is what a reply's
-worker calls, in its own thread, for the MCP tools of one turn.
+worker calls, in its own thread, for the MCP tools of one turn; while it waits for
+servers still starting, the chat window's status bar says so with Skip, and a server
+that did not start is not waited for again in that chat until it is restarted.
 
 Consent: the first call of a tool in a chat asks, in a message box on the GUI
 thread: Allow once (this chat), Always allow this tool (saved in
