@@ -7961,6 +7961,68 @@ class TestCli:
         assert expected.params["return_progress"] is True and expected.tools
         assert sent.body == httpx.Request("POST", router.url, json=expected.body()).content
 
+    def test_cli_print_to_a_terminal_shows_control_characters_and_raw_keeps_them(
+        self, router, tmp_path
+    ) -> None:
+        """OSC 52, OSC 0, CSI 2J, BEL and NUL from the model, even cut between pieces, reach
+        a terminal as visible symbols (answer and reasoning); --raw and a pipe get them as sent."""
+
+        import pty
+        import tty
+
+        from llamachat.cli import visible_controls
+
+        config = _quick_config_file(tmp_path, router.url)
+        answer = ["Done \x1b]52;c;cm0gLXJmIH4=", "\x07 \x1b]0;pwned\x07", "\x1b[2J\x00\tok\n"]
+        thought = ["think \x1b]0;t", "itle\x07\x1b[2J\x00"]
+        hostile = "".join(answer)
+
+        def on_terminal(*args: str) -> tuple[bytes, bytes]:
+            masters, slaves = zip(*(pty.openpty() for _ in range(2)), strict=True)
+            for slave in slaves:
+                tty.setraw(slave)  # no \n -> \r\n: the bytes as the program wrote them
+            router.script(Reply(reasoning=thought, content=answer))
+            process = subprocess.Popen(
+                [sys.executable, "-m", "llamachat", "--config", str(config), "ask", "--print"]
+                + list(args),
+                stdin=subprocess.DEVNULL,
+                stdout=slaves[0],
+                stderr=slaves[1],
+                env={**os.environ, "QT_QPA_PLATFORM": "offscreen"},
+            )
+            for slave in slaves:
+                os.close(slave)
+            assert process.wait(60) == 0
+            read = []
+            for master in masters:
+                chunks = []
+                while True:
+                    try:
+                        chunk = os.read(master, 65536)
+                    except OSError:  # EIO: the terminal's other end is closed and drained
+                        break
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                os.close(master)
+                read.append(b"".join(chunks))
+            return read[0], read[1]
+
+        out, err = on_terminal("why?")
+        assert out.decode() == visible_controls(hostile)
+        assert err.decode().startswith(visible_controls("".join(thought)))
+        for control in (b"\x1b", b"\x07", b"\x00"):
+            assert control not in out and control not in err
+        assert "\t" in out.decode() and "\u241b]52;c;" in out.decode()
+
+        out, err = on_terminal("--raw", "why?")
+        assert out.decode() == hostile and err.decode().startswith("".join(thought))
+
+        router.script(Reply(reasoning=thought, content=answer))
+        piped = _llamachat(config, "ask", "--print", "why?")
+        assert (piped.returncode, piped.stdout) == (0, hostile), piped.stderr
+        assert piped.stderr == "".join(thought)
+
 
 class TestQtPlatform:
     """`llamachat.qt_platform`: a bare Linux without Qt's libraries."""
@@ -10472,8 +10534,14 @@ class TestWindowChrome:
         qtbot.waitUntil(lambda: "broken" in _combo_ids(picker.combo))
         picker.combo.setCurrentIndex(picker.combo.findData("broken"))
         qtbot.waitUntil(lambda: picker.status("broken") == "failed", timeout=10_000)
-        assert picker.status_label.text() == (
-            "broken failed to load: model 'broken' failed to load (exit code 1)"
+        # The router's status event can say "failed" before the load request's own answer
+        # (which names the model) arrives: the label shows the event's words until then.
+        qtbot.waitUntil(
+            lambda: (
+                picker.status_label.text()
+                == "broken failed to load: model 'broken' failed to load (exit code 1)"
+            ),
+            timeout=10_000,
         )
         assert picker.combo.itemText(picker.combo.findData("broken")) == "⚠ broken"
         retry = _by_name(window, QToolButton, "Retry model")
@@ -11823,6 +11891,158 @@ class TestMcp:
         assert view.body.textFormat() == Qt.TextFormat.PlainText
         assert view.details().count("<img") == 3
         assert view.button.text() == f"Ran {HOSTILE}"
+
+    def test_mcp_secrets_a_server_prints_are_masked_in_the_panel_and_its_log(
+        self, chat_window, router, qtbot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A server printing its env_vars token and the router's key on stderr: the panel
+        and mcp-<name>.log show *** for both, never the values."""
+
+        from llamachat import config as config_module
+
+        token, router_key = "mcp-tok-Qw3rTy9UiOp2", "rk-Zx8cVb7nMl6kJh5g"
+        monkeypatch.setenv("TEST_MCP_TOKEN", token)
+        monkeypatch.setenv("TEST_ROUTER_KEY", router_key)
+        path = tmp_path / "config.toml"
+        path.write_text(
+            _mcp_faulty_toml(
+                "leak",
+                env_vars='{ LEAK_TOKEN = "TEST_MCP_TOKEN" }',
+                env=f'{{ LEAK_ROUTER = "{router_key}" }}',
+            ),
+            encoding="utf-8",
+        )
+        cfg = config_module.load(path)
+        window, _history = chat_window(
+            path=path, mcp_servers=cfg.mcp_servers, router_api_key_env="TEST_ROUTER_KEY"
+        )
+        panel = window.open_mcp_panel()
+        item = panel.tree.topLevelItem(0)
+        panel.tree.setCurrentItem(item)
+        panel.restart_button.click()
+        qtbot.waitUntil(lambda: panel.tree.topLevelItem(0).text(1) == "failed", timeout=30000)
+        item = panel.tree.topLevelItem(0)
+        shown = [item.text(2)] + [item.child(i).text(2) for i in range(item.childCount())]
+        assert "auth failed: LEAK_TOKEN=*** was refused" in shown
+        assert "auth failed: LEAK_ROUTER=*** was refused" in shown
+        log_path = window.app.mcp.states()[0].log_path
+        logged = log_path.read_text(encoding="utf-8")
+        assert "LEAK_TOKEN=*** was refused" in logged
+        assert token[:8] not in logged and router_key[:8] not in logged
+        assert not any(token[:8] in text or router_key[:8] in text for text in shown)
+        panel.close()
+
+    def test_mcp_garbage_on_a_servers_stdout_is_one_line_in_its_log_not_a_traceback(
+        self, router, tmp_path: Path
+    ) -> None:
+        """A server writing non-JSON and invalid JSON-RPC on stdout: `ask --print` still runs
+        its tool, stderr has no traceback, and the server's log has one line for each."""
+
+        config = _quick_config_file(tmp_path, router.url, _mcp_faulty_toml("garbage"))
+        call = ToolCall("garbage_echo", '{"text": "still works"}')
+        router.script(Reply(tool_calls=[call]), Reply(content="fine"))
+        done = _llamachat(config, "ask", "--print", "--allow-tools", "--no-reasoning", "echo?")
+        assert (done.returncode, done.stdout) == (0, "fine\n"), done.stderr
+        assert done.stderr == ""
+        assert router.chat_requests()[-1].json["messages"][-1]["content"] == "still works"
+        log_path = tmp_path / "home/.local/state/llamachat/log/mcp-garbage.log"
+        notes = [line for line in log_path.read_text().splitlines() if "Failed to parse" in line]
+        assert len(notes) == 2
+        assert "Invalid JSON" in notes[0] and "Server starting..." in notes[0]
+        assert "JSONRPCRequest.id" in notes[1]
+
+    def test_mcp_server_children_end_on_close_and_on_sigkill_of_llamachat(
+        self, mcp_hub, tmp_path: Path
+    ) -> None:
+        """What a server starts (`sleep &`, `sh -c`) ends when the hub closes, and when the
+        process holding the hub is killed with SIGKILL."""
+
+        def spawned(log_path: Path) -> list[int]:
+            def found() -> list[int]:
+                text = log_path.read_text(encoding="utf-8") if log_path.exists() else ""
+                lines = [line for line in text.splitlines() if line.startswith("spawned ")]
+                return [int(pid) for pid in lines[-1].split()[1:]] if lines else []
+
+            return _wait_for(found, 30, "the server to say what it spawned")
+
+        def alive(pid: int) -> bool:
+            try:
+                return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+            except FileNotFoundError:
+                return False
+
+        hub, _cfg = mcp_hub(_mcp_faulty_toml("spawner"))
+        assert hub.turn_tools(consent=_mcp_allow)
+        pids = spawned(hub.states()[0].log_path)
+        assert len(pids) == 2 and all(alive(pid) for pid in pids)
+        hub.close()
+        _wait_for(lambda: not any(alive(pid) for pid in pids), 15, "the children to end on close")
+
+        script = tmp_path / "host.py"
+        script.write_text(
+            "import sys, time\n"
+            "from pathlib import Path\n"
+            "from llamachat.config import McpServerConfig\n"
+            "from llamachat.tools import mcp as mcp_tools\n"
+            "hub = mcp_tools.Hub([McpServerConfig('spawner', command=sys.executable,"
+            " args=['-m', 'llamachat.dev.mcp_faulty', 'spawner'])], log_dir=Path(sys.argv[1]))\n"
+            "assert hub.turn_tools(consent=lambda n, a: 'once')\n"
+            "print('ready', flush=True)\n"
+            "time.sleep(600)\n",
+            encoding="utf-8",
+        )
+        host = subprocess.Popen(
+            [sys.executable, str(script), str(tmp_path / "host-logs")],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert host.stdout.readline().strip() == "ready"
+            pids = spawned(tmp_path / "host-logs" / "mcp-spawner.log")
+            assert all(alive(pid) for pid in pids)
+            host.kill()
+            host.wait(10)
+            _wait_for(lambda: not any(alive(pid) for pid in pids), 15, "the children to end")
+        finally:
+            host.kill()
+            host.wait(10)
+
+    def test_mcp_window_says_it_waits_for_a_hung_server_skip_goes_on_and_no_second_wait(
+        self, chat_window, router, qtbot, tmp_path: Path
+    ) -> None:
+        """A server that never answers `initialize`: the send shows "Waiting for MCP server
+        hang…" with Skip; Skip sends at once; that chat does not wait for it again until
+        it is restarted."""
+
+        from PySide6.QtWidgets import QLabel, QPushButton
+
+        window, _history = _mcp_window(chat_window, router, tmp_path, _mcp_faulty_toml("hang"))
+        host = window.app.mcp
+
+        def send_and_skip(text: str) -> None:
+            _type(qtbot, window, text)
+            window.send()
+            qtbot.waitUntil(lambda: host.wait_notice is not None, timeout=5000)
+            notice = host.wait_notice
+            assert "Waiting for MCP server hang…" in [x.text() for x in notice.findChildren(QLabel)]
+            started = time.monotonic()
+            notice.findChild(QPushButton).click()
+            qtbot.waitUntil(lambda: not window.is_streaming(), timeout=30000)
+            assert time.monotonic() - started < 5 and host.wait_notice is None
+
+        router.script(Reply(content="without it"))
+        send_and_skip("hello")
+        offered = router.chat_requests()[-1].json.get("tools", [])
+        assert not any(t["function"]["name"].startswith("hang_") for t in offered)
+
+        router.script(Reply(content="at once"))
+        started = time.monotonic()
+        _send(qtbot, window, "again")
+        assert time.monotonic() - started < 5 and host.wait_notice is None
+
+        host.restart("hang")
+        router.script(Reply(content="waited again"))
+        send_and_skip("after the restart")
 
 
 # Token streams where appending words as plain text is easy to get wrong: a delimiter

@@ -59,6 +59,22 @@ def terminal_safe(text: str) -> str:
     return _CONTROLS.sub("", _ESCAPES.sub("", text))
 
 
+# The model's own text keeps every character, but a terminal acts on control characters
+# (ESC starts OSC 52 clipboard writes, retitling and screen clears; BEL rings; NUL): each
+# is shown as a visible symbol instead, one for one, so a sequence cut between two
+# pieces of the stream is neutralized too. Line breaks and tabs stay.
+_VISIBLE = {
+    **{code: chr(0x2400 + code) for code in range(0x20) if code not in (0x09, 0x0A)},
+    0x7F: "\u2421",
+    **{code: f"\\x{code:02x}" for code in range(0x80, 0xA0)},
+}
+
+
+def visible_controls(text: str) -> str:
+    """`text` with control characters (but line breaks and tabs) as visible symbols."""
+    return text.translate(_VISIBLE)
+
+
 def _say(message: object, err: TextIO) -> None:
     """Print a llamachat message (never model output) on `err`, safe for a terminal."""
     print(f"llamachat: {terminal_safe(str(message))}", file=err)
@@ -128,6 +144,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--no-reasoning", action="store_true", help="hide the model's reasoning (else on stderr)"
+    )
+    parser.add_argument(
+        "--raw",
+        action="store_true",
+        help="write the model's text as sent, control characters too (else, to a terminal,"
+        " they are shown as visible symbols)",
     )
     parser.add_argument(
         "--allow-tools",
@@ -302,7 +324,7 @@ def _mcp_tools(
         _say(f"not run: {name} (pass --allow-tools to let the model run MCP tools)", err)
         return mcp.DENY
 
-    hub = mcp.Hub(cfg.mcp_servers)
+    hub = mcp.Hub(cfg.mcp_servers, secrets=mcp.config_secrets(cfg))
     return hub, hub.turn_tools(consent=consent, disabled=cfg.mcp_disabled_tools)
 
 
@@ -327,6 +349,9 @@ def _stream(
     # In a terminal the reasoning gets a line of its own. The answer always ends with a
     # line break, as a command's output does (a shell prompt or `>> file` follows it).
     err_tty = _isatty(err)
+    raw = getattr(args, "raw", False)
+    answer_text = visible_controls if _isatty(out) and not raw else str
+    reasoning_text = visible_controls if err_tty and not raw else str
     stream = client.stream_chat(wire_model, request=request, extra_tools=extra)
     try:
         for kind, value in stream:
@@ -334,12 +359,12 @@ def _stream(
                 if reasoning and not content and err_tty and not args.no_reasoning:
                     err.write("\n\n")
                 content.append(str(value))
-                out.write(str(value))
+                out.write(answer_text(str(value)))
                 out.flush()
             elif kind == "reasoning":
                 reasoning.append(str(value))
                 if not args.no_reasoning:
-                    err.write(str(value))
+                    err.write(reasoning_text(str(value)))
                     err.flush()
             elif kind == "stats" and isinstance(value, dict):
                 stats = value

@@ -11,6 +11,11 @@ MODE is one of:
     listchange   `add_tool` adds a tool `extra` and sends tools/list_changed
     image        `picture` answers a small PNG and a line of text
     stderr       writes lines to stderr, then exits before answering anything
+    garbage      writes lines that are not JSON-RPC to stdout before it serves
+    spawner      starts `sleep 600 &` (orphaned at once) and `sh -c 'sleep 600'` (its
+                 child), writes "spawned PID PID" to stderr, then serves
+    leak         writes the values of its LEAK_* variables to stderr (as a failing
+                 auth does), then exits before answering anything
     http PORT    a Streamable HTTP server on 127.0.0.1:PORT/mcp; `header` answers the
                  value of the request header named
 
@@ -130,6 +135,32 @@ def main() -> None:
     if mode == "stderr":
         sys.stderr.write("fatal: the database is locked\n")
         sys.exit(2)
+    if mode == "leak":
+        for name, value in sorted(os.environ.items()):
+            if name.startswith("LEAK_"):
+                sys.stderr.write(f"auth failed: {name}={value} was refused\n")
+        sys.exit(2)
+    if mode == "garbage":
+        os.write(1, b"Server starting... \x1b[32mOK\x1b[0m\n")
+        os.write(1, b'{"jsonrpc": "2.0", "method": 5, "id": [1]}\n')
+    if mode == "spawner":
+        import subprocess
+
+        # Neither holds the server's stdio: they must not keep its pipes open.
+        orphan = subprocess.run(
+            ["sh", "-c", "sleep 600 >/dev/null 2>&1 & echo $!"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            check=True,
+        )
+        child = subprocess.Popen(
+            ["sh", "-c", "sleep 600"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        sys.stderr.write(f"spawned {int(orphan.stdout)} {child.pid}\n")
+        sys.stderr.flush()
     if mode == "http":
         build(mode).run("streamable-http", port=int(sys.argv[2]))
         return

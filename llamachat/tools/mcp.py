@@ -13,11 +13,19 @@ connection breaks mid-call) is shown as failed with the last lines of its stderr
 and started again at a later call, after a backoff that doubles per failure. A
 server that hangs at start-up only costs a turn `start_wait` seconds.
 
-Child processes: each stdio server is started through a tiny launcher that asks the
-kernel to SIGKILL it when the hub's thread dies (PR_SET_PDEATHSIG, as server.py does
-for llama-server) before it execs the configured command, so no server outlives
-llamachat, even one killed with SIGKILL. Its stderr goes to a rotating log per server
-(`server.RotatingLog`) in llamachat's log folder.
+Child processes: each stdio server is started through a tiny launcher that leads the
+server's own process group and asks the kernel to signal it when the hub's thread dies
+(PR_SET_PDEATHSIG, as server.py does for llama-server); it forks the configured command
+and kills the whole group when the server exits or llamachat dies, so neither a server
+nor anything it started outlives llamachat, even one killed with SIGKILL. Its stderr
+goes to a rotating log per server (`server.RotatingLog`) in llamachat's log folder, and
+so does one line for each thing the SDK complains of (garbage or invalid JSON-RPC on the server's stdout), which would
+otherwise be a traceback on llamachat's stderr.
+
+Secrets: what a server says (stderr, failures, tool descriptions) is shown in the panel
+and written to logs with every configured secret masked (`Hub.mask`): the router's and
+the providers' keys (`config_secrets`, given as `secrets`) and every server's env_vars
+and header values.
 
 Errors: nothing here raises into the tool loop. `McpTool.run` turns a denial, a
 timeout, a dead server and a tool error into a tool result the model reads; `call`
@@ -30,6 +38,7 @@ import asyncio
 import base64
 import collections
 import contextlib
+import contextvars
 import json
 import logging
 import os
@@ -38,12 +47,13 @@ import shutil
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from llamachat.config import McpServerConfig
+from llamachat.config import Config, McpServerConfig
+from llamachat.router.client import mask_secret
 from llamachat.router.server import RotatingLog, default_log_path
 from llamachat.tools.base import Tool, ToolError, ToolResult, json_arguments
 
@@ -61,6 +71,10 @@ START_WAIT = 10.0
 BACKOFF_FIRST = 1.0
 BACKOFF_CAP = 60.0
 STDERR_LINES = 12
+# A stderr "line" longer than this is logged in pieces of this size.
+STDERR_LINE_CAP = 65536
+# Characters of one line llamachat writes to a server's log about it.
+NOTE_CAP = 500
 
 # The OpenAI tools API accepts these names only.
 _TOOL_NAME = re.compile(r"[^A-Za-z0-9_-]")
@@ -79,21 +93,93 @@ STARTING = "starting"
 READY = "ready"
 FAILED = "failed"
 
-# Run by the launcher interpreter before it becomes the server: only os, ctypes and signal.
+# Run by the launcher interpreter: only os, ctypes and signal. It leads the server's own
+# process group and stays as the server's parent: when the server exits, or llamachat
+# dies (even by SIGKILL: PR_SET_PDEATHSIG sends it SIGUSR1), it kills the whole group,
+# so what the server started (`sleep &`, `sh -c ...`) ends with it.
 _LAUNCH = """\
 import ctypes, ctypes.util, os, signal, sys
 parent = int(os.environ.pop("LLAMACHAT_MCP_PARENT", "0"))
+if os.getpgid(0) != os.getpid():
+    os.setpgid(0, 0)
+def end_group(*_):
+    os.killpg(0, signal.SIGKILL)
+signal.signal(signal.SIGUSR1, end_group)
 name = ctypes.util.find_library("c")
-if name and sys.platform.startswith("linux"):
-    ctypes.CDLL(name, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
+libc = ctypes.CDLL(name, use_errno=True) if name and sys.platform.startswith("linux") else None
+if libc is not None:
+    libc.prctl(1, signal.SIGUSR1, 0, 0, 0)
 if parent and os.getppid() != parent:
-    sys.exit(1)
-try:
-    os.execvp(sys.argv[1], sys.argv[1:])
-except OSError as exc:
-    sys.stderr.write(f"cannot start {sys.argv[1]}: {exc.strerror or exc}\\n")
-    sys.exit(127)
+    end_group()
+pid = os.fork()
+if pid == 0:
+    signal.signal(signal.SIGUSR1, signal.SIG_DFL)
+    if libc is not None:
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)
+    try:
+        os.execvp(sys.argv[1], sys.argv[1:])
+    except OSError as exc:
+        sys.stderr.write(f"cannot start {sys.argv[1]}: {exc.strerror or exc}\\n")
+        os._exit(127)
+os.waitpid(pid, 0)
+end_group()
 """
+
+
+def config_secrets(cfg: Config) -> tuple[str, ...]:
+    """The router's and the providers' keys that are set: what a Hub's `secrets` should be."""
+    keys = [cfg.api_key(), *(provider.api_key() for provider in cfg.providers)]
+    return tuple(key for key in keys if key)
+
+
+def _server_secrets(cfg: McpServerConfig) -> list[str]:
+    """The secret values a server is given: its env_vars' values and its headers' values."""
+    environment = cfg.environment()
+    return [
+        *(environment.get(name, "") for name, _variable in cfg.env_vars),
+        *cfg.headers().values(),
+    ]
+
+
+# The note-taker of the server whose session the current task serves: the tasks the SDK
+# spawns inherit it, so its complaints about that server reach that server's log.
+_NOTE: contextvars.ContextVar[Callable[[str], None]] = contextvars.ContextVar("mcp_note")
+# The SDK's loggers that complain about what a server sent ("client" is its session's).
+_SDK_LOGGERS = (
+    "mcp.client.stdio",
+    "mcp.client.streamable_http",
+    "mcp.shared.dispatcher",
+    "mcp.shared.jsonrpc_dispatcher",
+    "client",
+)
+
+
+class _ToServerLog(logging.Filter):
+    """Turns an SDK record about one of our servers into one line of that server's log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        note = _NOTE.get(None)
+        if note is None:
+            return True
+        line = record.getMessage()
+        exc = record.exc_info[1] if record.exc_info else None
+        errors = getattr(exc, "errors", None)
+        if callable(errors) and errors():
+            # Pydantic's first complaint and what it was about (the whole line when the
+            # server wrote no JSON at all), quoted.
+            first = errors()[0]
+            where = ".".join(str(part) for part in first.get("loc", ()))
+            line += f": {where or 'the message'}: {first.get('msg', '')}"
+            line += f" (got {first.get('input')!r:.200})"
+        elif exc is not None:
+            line += f": {_reason(exc)}"
+        note(line)
+        return False
+
+
+_TO_SERVER_LOG = _ToServerLog()
+for _name in _SDK_LOGGERS:
+    logging.getLogger(_name).addFilter(_TO_SERVER_LOG)
 
 
 class McpError(Exception):
@@ -151,8 +237,11 @@ class Hub:
         start_timeout: float = START_TIMEOUT,
         start_wait: float = START_WAIT,
         on_change: Callable[[], None] | None = None,
+        secrets: Sequence[str] = (),
     ) -> None:
         self._log_dir = log_dir or default_log_path().parent
+        # Masked in everything servers say, beside the servers' own (config_secrets).
+        self.secrets = tuple(secrets)
         self.start_timeout = start_timeout
         self.start_wait = start_wait
         # Called from the loop thread whenever a state changes; the GUI posts it to its thread.
@@ -185,6 +274,14 @@ class Hub:
                     )
         self._changed()
 
+    def mask(self, text: str) -> str:
+        """`text` with every configured secret masked (what a server says, before it is shown)."""
+        with self._lock:
+            configs = [server.cfg for server in self._servers.values()]
+        for secret in (*self.secrets, *(s for cfg in configs for s in _server_secrets(cfg))):
+            text = mask_secret(text, secret)
+        return text
+
     def start(self) -> None:
         """Start the servers marked `autostart` now, without waiting for them."""
         with self._lock:
@@ -216,22 +313,32 @@ class Hub:
         consent: Consent,
         disabled: Sequence[str] = (),
         cancel: threading.Event | None = None,
+        skip: threading.Event | None = None,
+        no_wait: Collection[str] = (),
+        on_wait: Callable[[list[str]], None] | None = None,
     ) -> list[McpTool]:
         """The tools of every enabled server for one turn, starting those not started yet.
 
         Waits at most `start_wait` seconds for servers still starting (a hung one is left
-        behind, still trying); `disabled` tools are left out.
+        behind, still trying), but not for those named in `no_wait`, and no longer once
+        `skip` is set; `on_wait` is called first with the names waited for, when there
+        are any. `disabled` tools are left out.
         """
         with self._lock:
             servers = [s for s in self._servers.values() if s.cfg.enabled]
         for server in servers:
             if server.state.status in (IDLE, FAILED) and time.monotonic() >= server.retry_at:
                 self._begin(server)
+        waited = [s for s in servers if s.state.status == STARTING and s.cfg.name not in no_wait]
+        if waited and on_wait is not None:
+            on_wait([server.cfg.name for server in waited])
         deadline = time.monotonic() + self.start_wait
-        for server in servers:
+        for server in waited:
             while server.state.status == STARTING and time.monotonic() < deadline:
                 if cancel is not None and cancel.is_set():
                     return []
+                if skip is not None and skip.is_set():
+                    break
                 server.ready.wait(0.05)
         tools: list[McpTool] = []
         for server in servers:
@@ -321,6 +428,7 @@ class Hub:
         delay = min(BACKOFF_CAP, BACKOFF_FIRST * 2 ** (server.failures - 1))
         server.retry_at = time.monotonic() + delay
         tail = tuple(server.stderr)[-STDERR_LINES:]
+        error = self.mask(error)
         log.warning("MCP server %s failed: %s", server.cfg.name, error)
         self._set(server, status=FAILED, error=error, stderr=tail)
 
@@ -363,6 +471,7 @@ class Hub:
 
         cfg = server.cfg
         reader_fd = -1
+        _NOTE.set(lambda line: self._note(server, line))
         try:
             async with contextlib.AsyncExitStack() as stack:
                 if cfg.command:
@@ -374,7 +483,8 @@ class Hub:
                 read, write = streams[0], streams[1]
 
                 async def on_message(message: Any) -> None:
-                    log.debug("MCP %s says %r", cfg.name, message)
+                    if log.isEnabledFor(logging.DEBUG):
+                        log.debug("MCP %s says %s", cfg.name, self.mask(repr(message)))
                     if getattr(message, "method", "") == "notifications/tools/list_changed":
                         asyncio.get_running_loop().create_task(self._refresh(server))
 
@@ -443,6 +553,13 @@ class Hub:
         os.set_blocking(read_fd, False)
         pending = bytearray()
 
+        def keep(lines: Sequence[bytes | bytearray]) -> None:
+            # Whole lines are masked (a secret split over two reads is still found),
+            # then written to the log and kept for the panel.
+            masked = [self.mask(line.decode("utf-8", "replace")) for line in lines]
+            server.log.write("".join(f"{line}\n" for line in masked).encode())
+            server.stderr.extend(line for line in masked if line)
+
         def on_readable() -> None:
             try:
                 data = os.read(read_fd, 65536)
@@ -452,16 +569,24 @@ class Hub:
                 data = b""
             if not data:
                 asyncio.get_running_loop().remove_reader(read_fd)
+                keep([bytes(pending)] if pending else [])
+                pending.clear()
                 return
-            server.log.write(data)
             pending.extend(data)
             *lines, rest = pending.split(b"\n")
-            pending[:] = rest[-4096:]
-            server.stderr.extend(line.decode("utf-8", "replace") for line in lines if line)
+            if len(rest) > STDERR_LINE_CAP:
+                lines, rest = [*lines, rest], bytearray()
+            pending[:] = rest
+            keep(lines)
 
         asyncio.get_running_loop().add_reader(read_fd, on_readable)
         server.log.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting\n".encode())
         return read_fd, os.fdopen(write_fd, "w")
+
+    def _note(self, server: _Server, line: str) -> None:
+        """One line of llamachat's own about `server` in its log (masked, one line)."""
+        text = " ".join(self.mask(line).split())[:NOTE_CAP]
+        server.log.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} {text}\n".encode())
 
     async def _list(self, server: _Server) -> None:
         listed = await server.session.list_tools()
@@ -650,7 +775,8 @@ class McpTool(Tool):
             result = self.hub.call(self.info, parsed, self._timeout)
         except McpError as exc:
             status = "timeout" if "did not answer within" in str(exc) else "error"
-            text = f"error: {exc}. Carry on without it, and tell the user if the answer needed it."
+            # The server's own error message may repeat a secret it was given.
+            text = f"error: {self.hub.mask(str(exc))}. Carry on without it, and tell the user if the answer needed it."
             record.update(status=status, result=text)
             return ToolResult(text, [("mcp_done", record)])
         content = result_content(result)

@@ -3,7 +3,9 @@
 `McpHost(app)` (one per App, `app.mcp`) owns the `mcp_tools.Hub` (made when the first
 server is configured), follows Settings (`config_changed`) and re-emits the hub's
 state changes on the GUI thread (`changed`). `tool_source(chat)` is what a reply's
-worker calls, in its own thread, for the MCP tools of one turn.
+worker calls, in its own thread, for the MCP tools of one turn; while it waits for
+servers still starting, the chat window's status bar says so with Skip, and a server
+that did not start is not waited for again in that chat until it is restarted.
 
 Consent: the first call of a tool in a chat asks, in a message box on the GUI
 thread: Allow once (this chat), Always allow this tool (saved in
@@ -142,7 +144,9 @@ class McpPanel(QDialog):
         row.addWidget(buttons)
         layout.addLayout(row)
         self._host.changed.connect(self.refresh)
-        app.config_changed.connect(self.refresh)
+        # Queued: a toggle saves the config from inside the tree's itemChanged, and
+        # rebuilding the tree there would delete the item Qt is still emitting for.
+        app.config_changed.connect(self.refresh, Qt.ConnectionType.QueuedConnection)
         self.refresh()
 
     @Slot()
@@ -154,6 +158,9 @@ class McpPanel(QDialog):
         total = 0
         states = self._host.states()
         for state in states:
+            # A tool's description is the server's text: its secrets are masked (the
+            # state's error and stderr lines are already).
+            mask = self._host.hub().mask
             item = QTreeWidgetItem([state.name, state.status, state.error])
             item.setData(0, Qt.ItemDataRole.UserRole, ("server", state.name))
             self.tree.addTopLevelItem(item)
@@ -163,7 +170,7 @@ class McpPanel(QDialog):
                     [
                         info.name,
                         f"{cost:,} tokens" if not info.problem else "not offered",
-                        info.problem or info.description.splitlines()[0]
+                        info.problem or mask(info.description.splitlines()[0])
                         if (info.problem or info.description)
                         else "",
                     ]
@@ -222,7 +229,7 @@ class McpPanel(QDialog):
         if item is None:
             self._say("Select a server first.")
             return
-        self._host.hub().restart(item.text(0))
+        self._host.restart(item.text(0))
 
     @Slot()
     def _on_import(self) -> None:

@@ -12,7 +12,11 @@ from typing import Protocol
 from PySide6.QtCore import QObject, Qt, Signal, SignalInstance, Slot
 from PySide6.QtWidgets import (
     QApplication,
+    QHBoxLayout,
+    QMainWindow,
     QMessageBox,
+    QPushButton,
+    QWidget,
 )
 
 from llamachat import config
@@ -20,6 +24,7 @@ from llamachat.config import Config
 from llamachat.tokens import estimate_tokens
 from llamachat.tools import mcp
 from llamachat.tools.base import Tool
+from llamachat.ui import plain
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +80,8 @@ class McpHost(QObject):
     _posted = Signal()
     _asked = Signal(object)
     _withdrawn = Signal(object)
+    _wait_started = Signal(object, object, object)  # chat, server names, its Skip event
+    _wait_ended = Signal(object)  # the Skip event
 
     def __init__(self, app: Settings, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -85,6 +92,14 @@ class McpHost(QObject):
         self._allowed: dict[object, set[str]] = {}
         self.consent_box: QMessageBox | None = None
         self._open: dict[int, tuple[_Question, QMessageBox]] = {}
+        # Per chat, the servers that did not start while a send waited (they failed, hung
+        # or were skipped): that chat does not wait for them again until they are restarted.
+        self._no_wait: dict[object, set[str]] = {}
+        # "Waiting for MCP server X" with Skip, in the chat window's status bar, per wait.
+        self.wait_notice: QWidget | None = None
+        self._notices: dict[int, QWidget] = {}
+        self._wait_started.connect(self._on_wait_started, Qt.ConnectionType.QueuedConnection)
+        self._wait_ended.connect(self._on_wait_ended, Qt.ConnectionType.QueuedConnection)
         self._posted.connect(self.changed, Qt.ConnectionType.QueuedConnection)
         self._asked.connect(self._on_asked, Qt.ConnectionType.QueuedConnection)
         self._withdrawn.connect(self._on_withdrawn, Qt.ConnectionType.QueuedConnection)
@@ -95,7 +110,10 @@ class McpHost(QObject):
     def hub(self) -> mcp.Hub:
         """The hub, made on first use."""
         if self._hub is None:
-            self._hub = mcp.Hub(self._app.config.mcp_servers, on_change=self._posted.emit)
+            cfg = self._app.config
+            self._hub = mcp.Hub(
+                cfg.mcp_servers, on_change=self._posted.emit, secrets=mcp.config_secrets(cfg)
+            )
         return self._hub
 
     def states(self) -> list[mcp.ServerState]:
@@ -129,10 +147,40 @@ class McpHost(QObject):
             def consent(name: str, arguments: str) -> str:
                 return self.ask(chat, name, arguments, cancel)
 
-            tools = hub.turn_tools(consent=consent, disabled=cfg.mcp_disabled_tools, cancel=cancel)
+            skip = threading.Event()
+            waited: list[str] = []
+
+            def on_wait(names: list[str]) -> None:
+                waited.extend(names)
+                self._wait_started.emit(chat, names, skip)
+
+            with self._lock:
+                no_wait = set(self._no_wait.get(chat, ()))
+            try:
+                tools = hub.turn_tools(
+                    consent=consent,
+                    disabled=cfg.mcp_disabled_tools,
+                    cancel=cancel,
+                    skip=skip,
+                    no_wait=no_wait,
+                    on_wait=on_wait,
+                )
+            finally:
+                if waited:
+                    self._wait_ended.emit(skip)
+            ready = {state.name for state in hub.states() if state.status == mcp.READY}
+            with self._lock:
+                self._no_wait.setdefault(chat, set()).update(set(waited) - ready)
             return tools, cfg.max_searches
 
         return source
+
+    def restart(self, name: str) -> None:
+        """Start server `name` again now (the panel's): every chat waits for it again."""
+        with self._lock:
+            for names in self._no_wait.values():
+                names.discard(name)
+        self.hub().restart(name)
 
     def ask(self, chat: object, name: str, arguments: str, cancel: threading.Event) -> str:
         """Consent for one call; blocks the calling (worker) thread, never the GUI's."""
@@ -159,6 +207,10 @@ class McpHost(QObject):
             box.close()
         self._open.clear()
         self.consent_box = None
+        for notice in self._notices.values():
+            notice.deleteLater()
+        self._notices.clear()
+        self.wait_notice = None
         if self._hub is not None:
             self._hub.on_change = None
             self._hub.close()
@@ -214,6 +266,47 @@ class McpHost(QObject):
         box.show()
         self.asked.emit(question.name)
 
+    @Slot(object, object, object)
+    def _on_wait_started(self, chat: object, names: list[str], skip: threading.Event) -> None:
+        window = next(
+            (
+                widget
+                for widget in QApplication.topLevelWidgets()
+                if isinstance(widget, QMainWindow) and getattr(widget, "session_id", None) == chat
+            ),
+            QApplication.activeWindow(),
+        )
+        if not isinstance(window, QMainWindow):
+            return
+        notice = QWidget(window)
+        notice.setAccessibleName("Waiting for MCP servers")
+        row = QHBoxLayout(notice)
+        row.setContentsMargins(0, 0, 0, 0)
+        server = "server" if len(names) == 1 else "servers"
+        row.addWidget(plain.Label(f"Waiting for MCP {server} {', '.join(names)}…", notice))
+        button = QPushButton("Skip", notice)
+        button.setToolTip("Send now without their tools")
+
+        def on_skip() -> None:
+            skip.set()
+            self._on_wait_ended(skip)
+
+        button.clicked.connect(on_skip)
+        row.addWidget(button)
+        window.statusBar().addPermanentWidget(notice)
+        self._notices[id(skip)] = notice
+        self.wait_notice = notice
+
+    @Slot(object)
+    def _on_wait_ended(self, skip: threading.Event) -> None:
+        notice = self._notices.pop(id(skip), None)
+        if notice is None:
+            return
+        notice.hide()
+        notice.deleteLater()
+        if self.wait_notice is notice:
+            self.wait_notice = None
+
     @Slot(object)
     def _on_withdrawn(self, question: _Question) -> None:
         entry = self._open.pop(id(question), None)
@@ -234,4 +327,5 @@ class McpHost(QObject):
     @Slot(object)
     def _on_config_changed(self, cfg: config.Config) -> None:
         if self._hub is not None or cfg.mcp_servers:
+            self.hub().secrets = mcp.config_secrets(cfg)
             self.hub().configure(cfg.mcp_servers)
