@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import html
 import http.server
 import json
 import os
@@ -1399,7 +1400,11 @@ class _HostileServer:
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def _answer(self) -> None:
-                body = f"<html><body>{HOSTILE}</body></html>".encode()
+                # The title holds it escaped, as a page's title text would be: an error page
+                # is shown by its title, unescaped, which must still reach Qt as text.
+                title = html.escape(HOSTILE)
+                body = f"<html><head><title>{title}</title></head><body>{HOSTILE}</body></html>"
+                body = body.encode()
                 self.send_response(502)
                 self.send_header("Content-Type", "text/html")
                 self.send_header("Content-Length", str(len(body)))
