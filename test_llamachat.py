@@ -2144,7 +2144,8 @@ class TestContext:
         is loaded the meter knows its size and the request offers no tools."""
 
         models = Models(Client(real_router.url))
-        models.load(SMOL_ID)
+        if _status(real_router.url, SMOL_ID) != "loaded":
+            models.load(SMOL_ID)
         assert models.wait_until_loaded(SMOL_ID, timeout=60).status == "loaded"
         assert models.takes_tools(SMOL_ID) is False
         window, _history = chat_window(url=real_router.url, default_model=SMOL_ID)

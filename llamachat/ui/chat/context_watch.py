@@ -331,11 +331,9 @@ class ContextWatch(QObject):
                 self._loaded(info.id)
 
     def _loaded(self, model: str) -> None:
-        if self._n_ctx is None and model and model in (self._model, self._wire_name()):
+        names = (self._model, self._builder.client_for(self._model)[1]) if self._model else ()
+        if self._n_ctx is None and model in names:
             self._ask_size()
-
-    def _wire_name(self) -> str:
-        return self._builder.client_for(self._model)[1] if self._model else ""
 
     def _on_counted(self, generation: int, future) -> None:
         if generation != self._generation:
