@@ -563,8 +563,11 @@ class MessageView(QFrame):
             self._regenerate.setVisible(
                 self._regenerate_allowed and not self._streaming and self._final_status != "error"
             )
-            # Continue goes on with the last reply only: the request ends with it.
-            self._continue.setVisible(self._regenerate_allowed and self.is_cut())
+            # Continue goes on with a chat's last reply only (the request ends with it): in
+            # the chat window, which forks too; a quick answer is asked again instead.
+            self._continue.setVisible(
+                self._regenerate_allowed and self._fork_allowed and self.is_cut()
+            )
 
     def _add_reasoning(self, text: str) -> _Reasoning:
         if self._reasoning is None:
