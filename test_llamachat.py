@@ -2056,6 +2056,97 @@ class TestContext:
         assert window.overflow.isVisible() and window.composer.text() == long
         assert window.session_id is None and history.list_sessions() == []
 
+    def test_context_a_skill_the_message_loads_is_counted_before_send_and_retry(
+        self, chat_window, router, qtbot, tmp_path
+    ) -> None:
+        """A skill loaded by the message itself (its estimate fits, its count does not) is
+        counted by the server before the send: refused with the panel, and so is a Retry."""
+
+        router.models["test-model"].n_ctx = 2048
+        # One token a character for the scripted tokenizer: the estimate is a third of it.
+        _write_skill(
+            tmp_path / "skills",
+            "big-skill",
+            "---\nname: big-skill\ndescription: Big.\n---\n" + "a." * 900 + "\n",
+        )
+        window, history = chat_window()
+        watch = window.chat.context
+        qtbot.waitUntil(lambda: watch.context_size() == 2048 and watch.breakdown().exact)
+        _send(qtbot, window, "hello")
+        reply_id = history.messages(window.session_id)[-1]["id"]
+        asked = len(router.chat_requests())
+
+        window.composer.set_text("/big-skill say hello")
+        window.send()
+        assert window.overflow.isVisible()
+        unload = [b.text() for b in window.overflow.findChildren(QPushButton)]
+        assert any(text.startswith("Unload big-skill (−1,8") for text in unload), unload
+        assert len(router.chat_requests()) == asked
+        assert window.loaded_skills() == ["big-skill"]
+
+        window.overflow.hide()
+        window.retry(reply_id)
+        assert window.overflow.isVisible() and not window.is_streaming()
+        assert len(router.chat_requests()) == asked
+        assert history.messages(window.session_id)[-1]["id"] == reply_id
+
+    def test_context_size_is_asked_as_soon_as_the_model_loads(self, chat_window, qtbot) -> None:
+        """A model not loaded has no size; loading it (not a send) brings the size at once."""
+
+        with ScriptedRouter([Model("test-model", n_ctx=4096)]) as cold:
+            window, _history = chat_window(url=cold.url)
+            qtbot.waitUntil(lambda: tasks.manager().running() == 0)
+            assert window.meter.context_size() is None
+            Models(Client(cold.url)).load("test-model")
+            qtbot.waitUntil(lambda: window.meter.context_size() == 4096, timeout=10_000)
+            assert cold.chat_requests() == []
+
+    def test_context_model_that_cannot_take_tools_is_sent_none_and_told(
+        self, chat_window, router, qtbot, tmp_path
+    ) -> None:
+        """`/props` says the template takes no tools: the Turn has none (MCP's neither, once
+        its server is up), the meter counts none and says why, the panels say so."""
+
+        router.models["test-model"].tools = False
+        window, _history = _mcp_window(chat_window, router, tmp_path, _mcp_time_toml())
+        watch = window.chat.context
+        qtbot.waitUntil(lambda: not watch.takes_tools() and watch.breakdown().exact)
+        assert window.chat.next_turn().tools == ()
+        assert watch.breakdown().get("tools") == 0
+        assert "tools: none sent (this model's chat template cannot take tools)" in (
+            window.meter.toolTip()
+        )
+        _send(qtbot, window, "What time is it?")
+        qtbot.waitUntil(lambda: window.app.mcp.ready_schemas() != (), timeout=30_000)
+        _send(qtbot, window, "And now?")
+        for request in router.chat_requests():
+            assert "tools" not in request.json
+        assert window.chat.next_turn().tools == ()
+        mcp_panel = window.open_mcp_panel()
+        assert "None of these tools is sent" in mcp_panel.total.text()
+        skills_panel = window.skills.open_panel()
+        assert skills_panel is not None and skills_panel.tools_label.isVisible()
+        assert "no skill tools" in skills_panel.tools_label.text()
+
+    @pytest.mark.real_router
+    def test_context_real_router_smollm2_is_sent_no_tools(
+        self, chat_window, real_router, qtbot
+    ) -> None:
+        """llama-server says SmolLM2's template takes no tools (chat_template_caps): once it
+        is loaded the meter knows its size and the request offers no tools."""
+
+        models = Models(Client(real_router.url))
+        if _status(real_router.url, SMOL_ID) != "loaded":
+            models.load(SMOL_ID)
+        assert models.wait_until_loaded(SMOL_ID, timeout=60).status == "loaded"
+        assert models.takes_tools(SMOL_ID) is False
+        window, _history = chat_window(url=real_router.url, default_model=SMOL_ID)
+        watch = window.chat.context
+        qtbot.waitUntil(lambda: watch.context_size() == 2048 and not watch.takes_tools())
+        assert window.chat.next_turn().tools == ()
+        qtbot.waitUntil(lambda: watch.breakdown().exact, timeout=30_000)
+        assert watch.breakdown().get("tools") == 0
+
 
 class TestSkills:
     """`llamachat.skills`: discovery, parsing, the catalog, loading."""
@@ -9939,6 +10030,41 @@ class TestChatWindow:
         qtbot.waitUntil(lambda: not window.is_streaming())
         assert [v.content() for v in window.conversation.views()] == ["Name an alpaca.", "Alpaca."]
         assert not any(view.is_editing() for view in window.conversation.views())
+
+    def test_length_cut_reply_is_marked_and_continue_goes_on_in_the_same_reply(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """finish_reason "length": the reply says it was cut and offers Continue, which sends
+        the chat with the reply last (a prefill) and adds what comes to the same reply and
+        row; llama.cpp's echo of the prefilled text is dropped."""
+
+        window, history = chat_window()
+        router.script(Reply(content=["One, two,"], finish_reason="length"))
+        _send(qtbot, window, "Count to five.")
+        view = window.conversation.last_assistant()
+        assert view.is_cut()
+        status = _by_name(view, QLabel, "Status")
+        assert status.text() == "Cut at the length limit"
+        cont = _by_name(view, QToolButton, "Continue reply")
+        row = history.messages(window.session_id)[-1]
+        assert row["timings"]["finish_reason"] == "length"
+
+        # llama.cpp streams the prefilled text back first, then the new text.
+        router.script(Reply(content=["One, two, ", "three, four, five."]))
+        qtbot.mouseClick(cont, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10_000)
+        sent = router.chat_requests()[-1].json["messages"]
+        assert sent[-1] == {"role": "assistant", "content": "One, two,"}
+        rows = history.messages(window.session_id)
+        assert [r["role"] for r in rows] == ["user", "assistant"]
+        assert rows[-1]["id"] == row["id"]
+        assert rows[-1]["content"] == "One, two, three, four, five."
+        assert rows[-1]["status"] == "complete"
+        assert "finish_reason" not in rows[-1]["timings"]
+        view = window.conversation.last_assistant()
+        assert view.content() == "One, two, three, four, five." and not view.is_cut()
+        shown = [label.text() for label in view.findChildren(QLabel) if label.isVisible()]
+        assert "Cut at the length limit" not in shown
 
 
 class TestController:

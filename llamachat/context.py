@@ -45,6 +45,8 @@ MESSAGE_TOKENS = 5
 PROMPT_TOKENS = 3
 # Earlier messages are counted this many at a time (one request each).
 HISTORY_CHUNK = 64
+# Why a model is sent no tools (its server's `/props`), as the meter and the panels say it.
+NO_TOOLS = "this model's chat template cannot take tools"
 
 # The parts a breakdown lists, in the meter's words.
 LABELS = {

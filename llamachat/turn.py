@@ -83,6 +83,8 @@ class Turn:
     (`params.request_fields`), and llama.cpp's progress fields for its router."""
     max_rounds: int = 0
     """How many rounds may call tools (0: none is offered)."""
+    takes_tools: bool = True
+    """False: the model's chat template cannot take tools; none is offered, now or later."""
 
     def parts(self) -> list[Part]:
         """Every part of the request in wire order, each with its name."""
@@ -116,9 +118,10 @@ class Turn:
 
     def offering(self, extra: Sequence[dict], rounds: int) -> Turn:
         """This turn with more extra tools (an MCP server that came up after it was built),
-        callable for `rounds` rounds; the turn itself when it offers them already."""
+        callable for `rounds` rounds; the turn itself when it offers them already, or when
+        its model cannot take tools."""
         tools = offered_schemas(self.tools, extra)
-        if tools == self.tools:
+        if tools == self.tools or not self.takes_tools:
             return self
         return dataclasses.replace(self, tools=tools, max_rounds=max(self.max_rounds, rounds))
 
@@ -160,6 +163,7 @@ def build_turn(
     n_ctx: int | None = None,
     extra_tools: Sequence[dict] = (),
     router: bool = True,
+    takes_tools: bool = True,
 ) -> Turn:
     """The turn that asks `model` about a conversation, as History stores it.
 
@@ -171,8 +175,9 @@ def build_turn(
     `extra_tools` are the schemas of more tools (MCP's) offered after the built-in ones.
     The request parameters are the config's for `model` and `preset`, then `chat_params`,
     plus llama.cpp's progress fields when the request goes to its `router` (not a provider).
+    A model whose template cannot take tools (`takes_tools` False) is offered none.
     """
-    search_on = cfg.search_enabled if search_on is None else search_on
+    search_on = (cfg.search_enabled if search_on is None else search_on) and takes_tools
     rows = list(messages)
     question: tuple[Part, ...] = ()
     if rows and rows[-1].get("role") == "user":
@@ -182,8 +187,10 @@ def build_turn(
         )
     search_cfg = search_config(cfg, on=search_on)
     loaded = tuple(p.name.removeprefix("skill:") for p in system if p.name.startswith("skill:"))
-    skills_cfg = skills_config(cfg, store, loaded=loaded, n_ctx=n_ctx)
-    tools = offered_schemas(tool_schemas(search_cfg, skills_cfg), extra_tools)
+    skills_cfg = skills_config(cfg, store, loaded=loaded, n_ctx=n_ctx) if takes_tools else None
+    tools = (
+        offered_schemas(tool_schemas(search_cfg, skills_cfg), extra_tools) if takes_tools else ()
+    )
     fields = request_params(cfg, model=model, preset=preset, chat=chat_params or {})
     return Turn(
         model=model,
@@ -195,6 +202,7 @@ def build_turn(
         tools=tools,
         params={**backend.LLAMA_PARAMS, **fields} if router else fields,
         max_rounds=cfg.max_searches if tools else 0,
+        takes_tools=takes_tools,
     )
 
 
@@ -220,11 +228,13 @@ def oneshot_turn(
     n_ctx: int | None = None,
     extra_tools: Sequence[dict] = (),
     router: bool = True,
+    takes_tools: bool = True,
 ) -> Turn:
     """A one-shot question (the quick window, `ask --print`): the Default preset, the
     configuration's web search, the skills `names` for this answer only, no history;
     the rest as `build_turn`."""
-    system = system_parts(preset_text(cfg), search_on=cfg.search_enabled, store=store, names=names)
+    search_on = cfg.search_enabled and takes_tools
+    system = system_parts(preset_text(cfg), search_on=search_on, store=store, names=names)
     question = {"role": "user", "content": text, "attachments": list(attachments)}
     return build_turn(
         cfg,
@@ -236,6 +246,7 @@ def oneshot_turn(
         n_ctx=n_ctx,
         extra_tools=extra_tools,
         router=router,
+        takes_tools=takes_tools,
     )
 
 

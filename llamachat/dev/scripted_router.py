@@ -136,6 +136,8 @@ class Model:
     failed: bool = False
     removable: bool = False
     """Downloaded into the router's cache: DELETE /models may remove it."""
+    tools: bool = True
+    """Its chat template takes tools (`/props` chat_template_caps.supports_tools)."""
 
 
 @dataclass
@@ -670,6 +672,10 @@ class _Handler(BaseHTTPRequestHandler):
                 "total_slots": 1,
                 "model_path": f"/models/{model.id}.gguf",
                 "modalities": {"vision": "image" in model.modalities},
+                "chat_template_caps": {
+                    "supports_tools": model.tools,
+                    "supports_tool_calls": model.tools,
+                },
                 "is_sleeping": False,
             },
         )

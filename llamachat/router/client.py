@@ -352,7 +352,8 @@ class Client:
         before each read from a reply's socket, once the events of the read before have
         been yielded: a window hands them on there, and may wait, so that a slow stream
         is read a few tokens at a time. The caller's `messages` list and dicts are never
-        modified.
+        modified. A reply cut at the length limit (`finish_reason` "length") ends with a
+        ("cut", "length") event before its stats.
         """
         if request is not None:
             offer, rounds, first = _request_offer(request, extra_tools, self._search_client)
@@ -417,6 +418,9 @@ class Client:
                 results[-1]["content"] += "\n\n" + skills.NO_MORE_TOOLS
             convo.extend(results)
         if last is not None:
+            if last.finish_reason == "length":
+                # Cut by max_tokens or a full context: the reply is not whole.
+                yield ("cut", last.finish_reason)
             yield (
                 "stats",
                 {"usage": last.usage, "timings": last.timings, "model": last.model or model},

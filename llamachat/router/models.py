@@ -313,16 +313,27 @@ class Models:
 
     def context_size(self, model: str) -> int | None:
         """The model's context size in tokens, or None when unknown or not loaded."""
+        settings = self._props(model).get("default_generation_settings")
+        n_ctx = settings.get("n_ctx") if isinstance(settings, dict) else None
+        return n_ctx if isinstance(n_ctx, int) and n_ctx > 0 else None
+
+    def takes_tools(self, model: str) -> bool | None:
+        """Whether the model's chat template takes tools (`chat_template_caps.supports_tools`);
+        None when the server does not say (not loaded, or not llama.cpp)."""
+        caps = self._props(model).get("chat_template_caps")
+        takes = caps.get("supports_tools") if isinstance(caps, dict) else None
+        return takes if isinstance(takes, bool) else None
+
+    def _props(self, model: str) -> dict:
+        """The loaded model's `/props` ({} when it is not loaded or the server has none)."""
         try:
             props = self.client.request_json(
                 "GET", "/props", root=True, params={"model": model, "autoload": "false"}
             )
         except backend.ServerError as exc:
-            log.debug("no context size for %s: %s", model, exc)
-            return None
-        settings = props.get("default_generation_settings") if isinstance(props, dict) else None
-        n_ctx = settings.get("n_ctx") if isinstance(settings, dict) else None
-        return n_ctx if isinstance(n_ctx, int) and n_ctx > 0 else None
+            log.debug("no properties for %s: %s", model, exc)
+            return {}
+        return props if isinstance(props, dict) else {}
 
     def context_limits(self, model: str) -> tuple[int | None, int | None]:
         """The model's context size and the size it was trained for (None each when unknown).

@@ -44,6 +44,7 @@ from PySide6.QtWidgets import (
 )
 
 from llamachat import config
+from llamachat.context import NO_TOOLS
 from llamachat.tools import mcp
 from llamachat.ui import plain
 
@@ -105,12 +106,15 @@ class McpPanel(QDialog):
         app: App,
         *,
         context_size: Callable[[], int | None] = lambda: None,
+        takes_tools: Callable[[], bool] = lambda: True,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
         self._app = app
         self._host: McpHost = app.mcp
         self._context_size = context_size
+        # False: the chat's model is sent no tools at all.
+        self._takes_tools = takes_tools
         self.setWindowTitle("MCP servers")
         self.setAccessibleName("MCP servers")
         self.resize(760, 460)
@@ -190,6 +194,10 @@ class McpPanel(QDialog):
                 "No MCP servers are configured: add [[mcp_servers]] tables to config.toml "
                 "or import an mcp.json."
             )
+            return
+        if not self._takes_tools():
+            self.total.setText(f"None of these tools is sent to the chat's model: {NO_TOOLS}.")
+            self.total.setStyleSheet("")
             return
         n_ctx = self._context_size()
         text = f"Enabled tools cost {total:,} tokens in every request"

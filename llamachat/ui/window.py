@@ -169,6 +169,7 @@ class ChatWindow(ConversationSeams, QMainWindow):
         self.conversation.set_font_size(self.cfg.font_size)
         self.conversation.retry_requested.connect(self.retry)
         self.conversation.regenerate_requested.connect(self.retry)
+        self.conversation.continue_requested.connect(self.chat.continue_reply)
         self.conversation.edit_requested.connect(self.edit_message)
         self.conversation.version_requested.connect(self.chat.show_version)
         self.conversation.fork_requested.connect(self.fork)
@@ -343,7 +344,12 @@ class ChatWindow(ConversationSeams, QMainWindow):
 
     def open_mcp_panel(self) -> McpPanel:
         """Open the MCP servers panel: states, tools and their token budget."""
-        panel = McpPanel(self.app, context_size=self.meter.context_size, parent=self)
+        panel = McpPanel(
+            self.app,
+            context_size=self.meter.context_size,
+            takes_tools=self.chat.context.takes_tools,
+            parent=self,
+        )
         panel.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         panel.finished.connect(self.focus_composer)
         panel.show()

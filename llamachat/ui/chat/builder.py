@@ -49,6 +49,8 @@ class TurnBuilder:
         # The missing skills and the preset text the cached system message was built with.
         self._cached_missing: list[str] = []
         self._cached_preset = ""
+        # The models whose chat template the server says cannot take tools.
+        self._no_tools: set[str] = set()
 
     def config(self) -> Config:
         """The configuration in effect (the App's)."""
@@ -62,6 +64,20 @@ class TurnBuilder:
         """The loaded skills no longer on disk, in load order (the model does not get them)."""
         store = self.state.store
         return [n for n in self.state.loaded if store is None or store.load(n) is None]
+
+    def takes_tools(self, model: str) -> bool:
+        """Whether `model` is offered tools: unless its server said its template takes none."""
+        return model not in self._no_tools
+
+    def set_takes_tools(self, model: str, takes: bool) -> bool:
+        """What `model`'s server says of tools (`Models.takes_tools`); True when it changed."""
+        if takes == self.takes_tools(model):
+            return False
+        if takes:
+            self._no_tools.discard(model)
+        else:
+            self._no_tools.add(model)
+        return True
 
     def default_params(self, model: str) -> dict:
         """The parameters the config gives `model` and the chat's preset."""
@@ -107,6 +123,7 @@ class TurnBuilder:
                 n_ctx=n_ctx,
                 extra_tools=mcp,
                 router=router,
+                takes_tools=self.takes_tools(model),
             )
         return turn.build_turn(
             cfg,
@@ -121,6 +138,7 @@ class TurnBuilder:
             n_ctx=n_ctx,
             extra_tools=mcp,
             router=router,
+            takes_tools=self.takes_tools(model),
         )
 
     def draft_turn(self, model: str, n_ctx: int | None) -> turn.Turn:

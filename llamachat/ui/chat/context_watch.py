@@ -11,8 +11,15 @@ A keystroke costs no request and no pass over the history: the earlier parts are
 measured once per change of them (in the background, with the server's tokenizer) and
 kept; the draft is estimated at once and counted exactly after a pause in typing.
 
-`check(text, attachments)` is the test before a send: the `Overflow` that says what does
-not fit (with each way out), or None.
+`check(text, attachments)` is the test before a send, `check_turn(request)` before a
+retry: the `Overflow` that says what does not fit (with each way out), or None. A part
+of the system message not counted yet (a skill the message itself just loaded) is
+counted by the server then, on the GUI thread (one `/tokenize`): a check never passes
+on an estimate of it.
+
+The model's size is asked for when it is picked and again as soon as it is loaded
+(`model_event`, `models_listed`), with what `/props` says of tools: a model whose
+template cannot take tools is sent none (`TurnBuilder.set_takes_tools`).
 
 Threads: counting runs on `tasks.run_in_background`; results come back on the GUI thread,
 where every other method runs.
@@ -31,7 +38,7 @@ from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from llamachat import context, turn
 from llamachat.context import Overflow
-from llamachat.router.models import Models
+from llamachat.router.models import ModelEvent, ModelInfo, Models
 from llamachat.ui import tasks
 from llamachat.ui.chat.builder import TurnBuilder
 from llamachat.ui.chat.reply import ReplyStream
@@ -164,14 +171,44 @@ class ContextWatch(QObject):
         if self._refresh_due.isActive():
             self._refresh_due.stop()
             self.refresh()
+        tokenizer = self._tokenizer()
+        if self._base_turn is not None and self._count_system(self._base_turn):
+            self._base = context.measure(self._base_turn, tokenizer)
         parts = turn.user_parts(text, attachments, images=self._images())
-        question = context.measure_parts(parts, self._tokenizer())
-        breakdown = self._compose(question)
+        question = context.measure_parts(parts, tokenizer)
+        return self._verdict(self._compose(question))
+
+    def check_turn(self, request: turn.Turn) -> Overflow | None:
+        """Whether `request` (a retry's, built whole) would overflow the context: the
+        Overflow, or None (also when its model is not the one counted for)."""
+        if self._state.model != self._model:
+            self.set_model(self._state.model)
+        if self._n_ctx is None or request.model != self._model:
+            return None
+        self._count_system(request)
+        return self._verdict(context.measure(request, self._tokenizer()))
+
+    def _verdict(self, breakdown: context.Breakdown) -> Overflow | None:
+        assert self._n_ctx is not None
         reserve = self.reserve()
         if context.fits(breakdown, self._n_ctx, reserve):
             self._sent = breakdown
             return None
         return Overflow(self._model, breakdown, self._n_ctx, reserve, self._trained)
+
+    def _count_system(self, request: turn.Turn) -> bool:
+        """Count the system message's parts the server has not counted yet (a skill the
+        message loaded: an estimate let an 8,062-token skill through an 8,192 context);
+        True when any was. Sends requests on this thread, one per new part."""
+        tokenizer = self._tokenizer()
+        new = [part.text for part in request.system if tokenizer.cached(part.text) is None]
+        for text in new:
+            tokenizer.count(text)
+        return bool(new)
+
+    def takes_tools(self) -> bool:
+        """Whether the model is offered tools (False: its server says its template takes none)."""
+        return self._builder.takes_tools(self._model)
 
     # ------------------------------------------------------------------ what changes
 
@@ -263,21 +300,40 @@ class ContextWatch(QObject):
         if not model:
             return
         client, name = self._builder.client_for(model)
-        tasks.run_in_background(
-            lambda: Models(client).context_limits(name),
-            lambda future: self._on_size(model, future),
-            receiver=self,
-        )
+
+        def ask() -> tuple[tuple[int | None, int | None], bool | None]:
+            models = Models(client)
+            return models.context_limits(name), models.takes_tools(name)
+
+        tasks.run_in_background(ask, lambda future: self._on_size(model, future), receiver=self)
 
     def _on_size(self, model: str, future) -> None:
         if model != self._model:
             return
         try:
-            self._n_ctx, self._trained = future.result()
+            (self._n_ctx, self._trained), takes = future.result()
         except Exception as exc:  # noqa: BLE001 - no size: the meter says so
             log.info("no context size for %s: %s", model, exc)
             return
+        if takes is not None and self._builder.set_takes_tools(model, takes):
+            self.base_changed()  # the tools offered changed
         self.changed.emit()
+
+    def model_event(self, event: ModelEvent) -> None:
+        """A router's model event: the model just loaded tells its size at once."""
+        if event.kind == "status" and event.status == "loaded":
+            self._loaded(event.model)
+
+    def models_listed(self, infos: list[ModelInfo]) -> None:
+        """A listing (routers without events): a loaded model whose size is unknown tells it."""
+        for info in infos:
+            if info.status == "loaded":
+                self._loaded(info.id)
+
+    def _loaded(self, model: str) -> None:
+        names = (self._model, self._builder.client_for(self._model)[1]) if self._model else ()
+        if self._n_ctx is None and model in names:
+            self._ask_size()
 
     def _on_counted(self, generation: int, future) -> None:
         if generation != self._generation:

@@ -135,9 +135,12 @@ class Outbox(QObject):
         *,
         replaces: int | None = None,
         keep_replaced: bool = False,
+        continues: MessageRow | None = None,
         show: Callable[[], None] = lambda: None,
     ) -> bool:
         """Send the request to `model`, then `show()` what the window must show before the reply.
+
+        `continues`: the last reply's row, which the reply goes on with (`continue_reply`).
 
         The request goes out first and the window builds its views while it travels:
         the reply's events are queued to this thread, so none arrives before its view
@@ -156,6 +159,7 @@ class Outbox(QObject):
                 replaces=replaces,
                 tool_source=self._app.mcp.tool_source(session_id),
                 keep_replaced=keep_replaced,
+                continues=continues,
                 parent=self,
             )
         except HistoryError as exc:
@@ -173,6 +177,18 @@ class Outbox(QObject):
         show()
         self.started.emit(reply)
         return True
+
+    def continue_reply(self, model: str, message_id: object) -> bool:
+        """Go on with the reply `message_id`, the last of the chat, in that same reply: the
+        request is the chat so far, ending with it (what llama.cpp continues)."""
+        session_id = self._state.session_id
+        path = self._app.history.messages(session_id) if session_id is not None else []
+        last = path[-1] if path else None
+        if last is None or last["id"] != message_id or last["role"] != "assistant":
+            return False
+        if self._state.mode == ONESHOT:
+            return False  # a one-shot request is its question alone
+        return self.start(model, continues=last, show=lambda: self.messages_reset.emit(path[:-1]))
 
     def stop(self) -> bool:
         """Stop the reply now, keeping what arrived ("stopped"); True when one was streaming."""

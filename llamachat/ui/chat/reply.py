@@ -17,6 +17,13 @@ then is the new row added beside it, as another version of the reply
 what followed it are deleted). An attempt that ends with no answer text keeps the
 earlier reply as the one shown (`kept_earlier`).
 
+A reply the length limit cut (max tokens, or a full context) says so in its figures
+(`finish_reason` "length" in its timings), and Continue goes on with it (`continues`,
+its row): the request ends with the reply as its last assistant message, which
+llama.cpp goes on from (a prefill), and what comes is added to the reply's own text
+and row. llama.cpp streams the prefilled text back before the new text; that echo is
+dropped.
+
 A new reply's row is added as soon as its request is on the wire (`start`), not
 before: the disk is not on the way to the server. Errors: a row that cannot be added
 then is tried again at each save; a save that fails is reported through
@@ -27,7 +34,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
@@ -74,6 +81,7 @@ class ReplyStream(QObject):
         replaces: int | None = None,
         tool_source: ToolSource | None = None,
         keep_replaced: bool = False,
+        continues: Mapping | None = None,
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
@@ -109,6 +117,7 @@ class ReplyStream(QObject):
         self._worker.skill_loaded.connect(self._on_skill_loaded)
         self._worker.tool_finished.connect(self._on_tool_finished)
         self._worker.stats.connect(self._on_stats)
+        self._worker.cut.connect(self._on_cut)
         self._worker.progress.connect(self._on_progress)
         self._worker.timings.connect(self._on_timings)
         self._worker.failed.connect(self._on_failed)
@@ -121,6 +130,15 @@ class ReplyStream(QObject):
         self._tool_calls: list[dict] = []
         self._usage: dict = {}
         self._timings: dict = {}
+        self._cut = False
+        # Continue: the reply goes on in its own row, after what it has.
+        self._echo = _Echo("")
+        if continues is not None:
+            self.message_id = continues["id"]
+            self._content = [continues.get("content") or ""]
+            self._reasoning = [continues.get("reasoning") or ""]
+            self._tool_calls = list(continues.get("tool_calls") or [])
+            self._echo = _Echo(self._content[0])
         # When the request left, and how long the first token took (ms; None until it came).
         self._sent = time.monotonic()
         self._ttft_ms: float | None = None
@@ -165,7 +183,7 @@ class ReplyStream(QObject):
         threads.start(self._worker)
         self._save_timer.start()
         self._worker.wait_sent(SEND_WAIT_MS / 1000)
-        if self._replaces is None:
+        if self._replaces is None and self.message_id is None:
             # The reply's row, while the server reads the request rather than before.
             try:
                 self._add_row()
@@ -205,6 +223,8 @@ class ReplyStream(QObject):
         timings = dict(self._timings)
         if self._ttft_ms is not None:
             timings["ttft_ms"] = round(self._ttft_ms, 1)
+        if self._cut:
+            timings["finish_reason"] = "length"
         return dict(self._usage), timings
 
     def _first_token(self) -> None:
@@ -234,6 +254,9 @@ class ReplyStream(QObject):
         if not self._ended:
             if self._ttft_ms is None or self._reading:
                 self._first_token()
+            text = self._echo.past(text)
+            if not text:
+                return
             self._content.append(text)
             self._dirty = True
             if self.view is not None:
@@ -285,6 +308,11 @@ class ReplyStream(QObject):
             if self.view is not None:
                 self.view.set_stats(*self.figures())
             self.stats.emit(stats)
+
+    @Slot(str)
+    def _on_cut(self, _reason: str) -> None:
+        if not self._ended:
+            self._cut = True
 
     @Slot(str, object)
     def _on_failed(self, message: str, error: object) -> None:
@@ -397,6 +425,27 @@ class ReplyStream(QObject):
         else:
             # Kept, with its text, until a save goes through (the timer retries each second).
             self._save_timer.start()
+
+
+class _Echo:
+    """Drops the prefilled text a server streams back first when a reply is continued."""
+
+    def __init__(self, prefill: str) -> None:
+        self._prefill = prefill
+        self._held = ""
+        self._done = not prefill
+
+    def past(self, piece: str) -> str:
+        """What of `piece` is new text: '' while it may still be the echo."""
+        if self._done:
+            return piece
+        held = self._held + piece
+        if len(held) < len(self._prefill) and self._prefill.startswith(held):
+            self._held = held
+            return ""
+        self._done = True
+        # A server that does not echo sends only the new text: kept whole.
+        return held.removeprefix(self._prefill)
 
 
 def stored_call(record: dict, index: int) -> dict:

@@ -403,7 +403,7 @@ class Conversation(QObject):
         if not model:
             self.notice.emit("No model to answer: pick one in the Model list.", 8000)
             return False
-        if not self.save_unsaved():
+        if not self.save_unsaved() or not self._fits(self.next_turn(model, before=message_id)):
             return False
         target = next(row for row in rows if row["id"] == message_id)
         return self.outbox.start(
@@ -412,6 +412,19 @@ class Conversation(QObject):
             keep_replaced=target["status"] == "complete",
             show=lambda: self.messages_reset.emit([row for row in rows if row["id"] < message_id]),
         )
+
+    def continue_reply(self, message_id: object) -> bool:
+        """Go on with the last reply, cut at the length limit, in that same reply."""
+        if self.is_streaming() or not self.model or not self.save_unsaved():
+            return False
+        return self._fits(self.next_turn()) and self.outbox.continue_reply(self.model, message_id)
+
+    def _fits(self, request: turn.Turn) -> bool:
+        """Whether `request` fits the context; when not, `too_big` says so."""
+        overflow = self.context.check_turn(request)
+        if overflow is not None:
+            self.too_big.emit(overflow)
+        return overflow is None
 
     def edit(self, message_id: object) -> MessageRow | None:
         """The sent message to put back in the composer (None when there is none).

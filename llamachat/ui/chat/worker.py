@@ -123,6 +123,7 @@ class StreamWorker(QObject):
     progress = Signal(object)
     timings = Signal(object)
     tool_finished = Signal(object)
+    cut = Signal(str)  # the finish reason of a reply the length limit cut ("length")
     stats = Signal(object)
     failed = Signal(str, object)
     finished = Signal()
@@ -305,6 +306,7 @@ _SIGNALS = {
     "timings": "timings",
     # An MCP tool's call, shown collapsed and saved with the reply.
     "mcp_done": "tool_finished",
+    "cut": "cut",
     "stats": "stats",
     "failed": "failed",
 }

@@ -58,6 +58,8 @@ class ModelChoice(QObject):
         picker.model_changed.connect(self.set_model)
         picker.models_listed.connect(self._on_models_listed)
         picker.default_changed.connect(self._on_default_changed)
+        # A model just loaded tells the meter its size at once, not at the first send.
+        picker.model_event.connect(chat.context.model_event)
         # A reply is activity: the idle unload (routers that cannot sleep) waits again.
         chat.reply_started.connect(lambda _reply: picker.idle.note_activity())
         chat.reply_ended.connect(lambda _status, _error: picker.idle.note_activity())
@@ -93,6 +95,7 @@ class ModelChoice(QObject):
     @Slot(list)
     def _on_models_listed(self, infos: list) -> None:
         self._models = {info.id: info for info in infos}
+        self._chat.context.models_listed(infos)
         # The modalities may have arrived only now (a chat's model listed after it opened).
         model = self._chat.model
         self._composer.set_model(model, images=self.reads_images(model))

@@ -100,6 +100,7 @@ class ChatSkills(QObject):
                 self._app.config, self._chat.context.context_size()
             ),
             mentions=lambda: self._app.config.skill_mentions,
+            takes_tools=self._chat.context.takes_tools,
             parent=self._window,
         )
         panel.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)

@@ -43,6 +43,7 @@ from PySide6.QtWidgets import (
 )
 
 from llamachat import skills
+from llamachat.context import NO_TOOLS
 from llamachat.skills import SkillStore
 from llamachat.ui import plain
 
@@ -144,10 +145,13 @@ class SkillsPanel(QDialog):
         watcher: SkillsWatcher | None = None,
         catalog_budget: Callable[[], int | None] | None = None,
         mentions: Callable[[], Iterable[str]] | None = None,
+        takes_tools: Callable[[], bool] = lambda: True,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
         self.store = store
+        # False: the chat's model is sent no tools, the skill tools neither.
+        self._takes_tools = takes_tools
         self._loaded_names = loaded_names
         # The characters the model's catalog may take (its share of the context), or None.
         self._catalog_budget = catalog_budget
@@ -217,6 +221,13 @@ class SkillsPanel(QDialog):
         self.message.setWordWrap(True)
         self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.message.hide()
+        self.tools_label = plain.Label(
+            "The chat's model is offered no skill tools (load_skill, read_skill_file): "
+            f"{NO_TOOLS}. The skills you load still go into its system message."
+        )
+        self.tools_label.setAccessibleName("Skill tools")
+        self.tools_label.setWordWrap(True)
+        self.tools_label.hide()
         self.roots_label = plain.Label()
         self.roots_label.setWordWrap(True)
         self.roots_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -241,6 +252,7 @@ class SkillsPanel(QDialog):
 
         layout = QVBoxLayout(self)
         layout.addWidget(self.roots_label)
+        layout.addWidget(self.tools_label)
         layout.addWidget(self.tree, 3)
         layout.addWidget(self.left_out_label)
         layout.addWidget(self.problems_label)
@@ -290,6 +302,7 @@ class SkillsPanel(QDialog):
         selected = self._selected()
         loaded = set(self._loaded_names())
         mentioned = set(self._mentions()) if self._mentions is not None else set()
+        self.tools_label.setVisible(not self._takes_tools())
         self.roots_label.setText(
             "Skills are read from (the first folder wins a name they share): "
             + ", ".join(_home_relative(root) for root in self.store.roots())

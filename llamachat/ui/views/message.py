@@ -57,6 +57,7 @@ from llamachat.ui.views.tool_call import ToolCallView
 log = logging.getLogger(__name__)
 
 EDIT_OUTLINE = 2  # px: the outline of the message being edited
+CUT_TEXT = "Cut at the length limit"
 
 
 def is_dark(palette: QPalette) -> bool:
@@ -122,8 +123,10 @@ def _search_label(
     return label
 
 
-def _status_rows(view: QWidget, layout: QVBoxLayout, retry: QToolButton) -> tuple[QLabel, QLabel]:
-    """Add the status line (with `retry` beside it) and the "not saved" line, both hidden."""
+def _status_rows(
+    view: QWidget, layout: QVBoxLayout, *buttons: QToolButton
+) -> tuple[QLabel, QLabel]:
+    """Add the status line (with `buttons` beside it) and the "not saved" line, all hidden."""
     row = QHBoxLayout()
     row.setContentsMargins(0, 0, 0, 0)
     status = plain.Label("", view)
@@ -131,7 +134,8 @@ def _status_rows(view: QWidget, layout: QVBoxLayout, retry: QToolButton) -> tupl
     status.setWordWrap(True)
     status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
     row.addWidget(status, 1)
-    row.addWidget(retry)
+    for button in buttons:
+        row.addWidget(button)
     layout.addLayout(row)
     # The text carries a database error: shown as it is, never read as markup.
     unsaved = plain.Label("", view)
@@ -139,7 +143,7 @@ def _status_rows(view: QWidget, layout: QVBoxLayout, retry: QToolButton) -> tupl
     unsaved.setWordWrap(True)
     unsaved.setStyleSheet("color: #d1242f;")
     layout.addWidget(unsaved)
-    for widget in (status, retry, unsaved):
+    for widget in (status, *buttons, unsaved):
         widget.hide()
     return status, unsaved
 
@@ -180,6 +184,7 @@ class MessageView(QFrame):
 
     retry_requested = Signal(object)
     regenerate_requested = Signal(object)
+    continue_requested = Signal(object)  # go on with this reply, cut at the length limit
     edit_requested = Signal(object)
     version_requested = Signal(object)  # the id of the version of this message to show
     fork_requested = Signal(object)  # "New chat from here" on this message
@@ -205,6 +210,8 @@ class MessageView(QFrame):
         self._editing = False
         self._answer_started = False
         self._final_status = ""
+        # Cut at the length limit (max tokens or a full context): its figures say so.
+        self._cut = False
         # When a reply began streaming: a stopped one shows how long it ran.
         self._began = time.monotonic() if message.get("status") == "streaming" else None
         self.render_count = 0
@@ -239,7 +246,13 @@ class MessageView(QFrame):
         self._retry = _button(
             self, "Retry", "Retry", lambda: self.retry_requested.emit(self.message_id)
         )
-        self._status, self._unsaved = _status_rows(self, layout, self._retry)
+        self._continue = _button(
+            self,
+            "Continue",
+            "Continue reply",
+            lambda: self.continue_requested.emit(self.message_id),
+        )
+        self._status, self._unsaved = _status_rows(self, layout, self._retry, self._continue)
 
         footer = QHBoxLayout()
         footer.setContentsMargins(0, 0, 0, 0)
@@ -358,6 +371,12 @@ class MessageView(QFrame):
         self._stats.setText(text)
         self._stats.setToolTip(plain.tooltip(tip) if tip else "")
         self._stats.setVisible(bool(text))
+        self._cut = (timings or {}).get("finish_reason") == "length"
+        self._show_cut()
+
+    def is_cut(self) -> bool:
+        """True for a whole reply the length limit cut (it shows "Cut at the length limit")."""
+        return self._cut and self._final_status == "complete"
 
     def set_progress(self, progress: dict | None) -> None:
         """Show llama.cpp's prompt progress under the reply (None: the reading is over)."""
@@ -401,6 +420,17 @@ class MessageView(QFrame):
         self._status.setVisible(status in ("stopped", "error"))
         # One way to ask again: Retry beside an error, Regenerate under any other reply.
         self._retry.setVisible(status == "error" and self.role == "assistant")
+        self._show_cut()
+        self._update_actions()
+
+    def _show_cut(self) -> None:
+        if self._final_status != "complete":
+            return
+        if self._cut:
+            self._status.setText(CUT_TEXT)
+            self._status.setStyleSheet("")
+            self._status.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        self._status.setVisible(self._cut)
         self._update_actions()
 
     def set_unsaved(self, error: str) -> None:
@@ -532,6 +562,11 @@ class MessageView(QFrame):
             self._copy.setVisible(has_text)
             self._regenerate.setVisible(
                 self._regenerate_allowed and not self._streaming and self._final_status != "error"
+            )
+            # Continue goes on with a chat's last reply only (the request ends with it): in
+            # the chat window, which forks too; a quick answer is asked again instead.
+            self._continue.setVisible(
+                self._regenerate_allowed and self._fork_allowed and self.is_cut()
             )
 
     def _add_reasoning(self, text: str) -> _Reasoning:

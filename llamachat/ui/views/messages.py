@@ -111,6 +111,7 @@ class ConversationView(QScrollArea):
 
     retry_requested = Signal(object)
     regenerate_requested = Signal(object)
+    continue_requested = Signal(object)
     edit_requested = Signal(object)
     version_requested = Signal(object)
     fork_requested = Signal(object)
@@ -229,6 +230,7 @@ class ConversationView(QScrollArea):
         view = MessageView(message, palette=self._palette(), parent=self._column)
         view.retry_requested.connect(self.retry_requested)
         view.regenerate_requested.connect(self.regenerate_requested)
+        view.continue_requested.connect(self.continue_requested)
         view.edit_requested.connect(self.edit_requested)
         view.version_requested.connect(self.version_requested)
         view.fork_requested.connect(self.fork_requested)

@@ -245,6 +245,8 @@ class ContextMeter(QWidget):
             lines += [
                 f"  {context.label(name)}: {tokens:,}" for name, tokens in breakdown.parts if tokens
             ]
+            if not watch.takes_tools():
+                lines.append(f"  tools: none sent ({context.NO_TOOLS})")
             lines.append(f"  reply reserve: {reserve:,}")
             if not breakdown.exact:
                 lines.append("(~ estimated: the server has not counted every part yet)")
