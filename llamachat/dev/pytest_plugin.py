@@ -1403,8 +1403,8 @@ class _HostileServer:
                 # The title holds it escaped, as a page's title text would be: an error page
                 # is shown by its title, unescaped, which must still reach Qt as text.
                 title = html.escape(HOSTILE)
-                body = f"<html><head><title>{title}</title></head><body>{HOSTILE}</body></html>"
-                body = body.encode()
+                page = f"<html><head><title>{title}</title></head><body>{HOSTILE}</body></html>"
+                body = page.encode()
                 self.send_response(502)
                 self.send_header("Content-Type", "text/html")
                 self.send_header("Content-Length", str(len(body)))
