@@ -50,6 +50,7 @@ HISTORY_CHUNK = 64
 LABELS = {
     "system": "system prompt",
     "date": "today's date",
+    "summary": "summary of earlier messages",
     "history": "earlier messages",
     "user": "message",
     "tools": "tools",
