@@ -49,8 +49,8 @@ points under a few headings. Do not answer or continue the conversation: only su
 PIECE_NOTE = "This is part {n} of {total} of a longer conversation: summarize this part only."
 FOCUS_NOTE = "Pay particular attention to: {focus}"
 TEXT_NOTE = (
-    "This time the text is a document the user attached to a question, not a "
-    "conversation: keep what the question needs. The question: {focus}"
+    "This time the text is a document given with a question, not a conversation: "
+    "keep what a question about it needs."
 )
 
 # The transcript's speakers, as the summarizing model reads them.
@@ -226,8 +226,8 @@ def instructions(focus: str = "", *, text: bool = False, notes: Sequence[str] = 
     """The system message of a summarizing request: the fixed prompt, then its notes."""
     lines = [SUMMARY_PROMPT, *notes]
     if text:
-        lines.append(TEXT_NOTE.format(focus=focus))
-    elif focus.strip():
+        lines.append(TEXT_NOTE)
+    if focus.strip():
         lines.append(FOCUS_NOTE.format(focus=focus.strip()))
     return "\n\n".join(lines)
 

@@ -77,11 +77,11 @@ from llamachat.ui.views.messages import ConversationView
 from llamachat.ui.views.meter import ContextMeter
 from llamachat.ui.views.notice import STATUS_MS, NoticeBar
 from llamachat.ui.views.overflow import OverflowGuide, OverflowPanel
-from llamachat.ui.views.summary import TrimMarker
 from llamachat.ui.views.params_panel import ChatParams
 from llamachat.ui.views.presets import PresetPicker
 from llamachat.ui.views.search_toggle import SearchToggle
 from llamachat.ui.views.sidebar import SessionSidebar
+from llamachat.ui.views.summary import TrimMarker
 from llamachat.ui.views.top_bar import TopBar
 
 log = logging.getLogger(__name__)

@@ -111,6 +111,12 @@ class Compaction(QObject):
                 return COMPACTING
         if policy == compact.ASK:
             self.too_big.emit(overflow)
+        elif self._state.mode == ONESHOT and policy != compact.REFUSE:
+            self.notice.emit(
+                f"{overflow.message()} A quick question has no earlier messages to "
+                f"{policy}: shorten it, or ask it in a chat window.",
+                0,
+            )
         else:
             self.notice.emit(f"{overflow.message()} (context_overflow is “{policy}”.)", 0)
         return REFUSED
@@ -139,9 +145,7 @@ class Compaction(QObject):
         if compact.is_summary(row):
             return self._context.quick_tokens(turn.summary_text(row.get("content") or ""))
         wire = turn.replay([row], images=False)
-        return sum(
-            self._context.quick_tokens(str(m["content"])) + MESSAGE_TOKENS for m in wire
-        )
+        return sum(self._context.quick_tokens(str(m["content"])) + MESSAGE_TOKENS for m in wire)
 
     # ------------------------------------------------------------------ compacting
 
@@ -200,8 +204,15 @@ class Compaction(QObject):
             ask = compact.ask_model(
                 client, wire, router=wire == model, cancel=cancel, on_text=on_text
             )
+            # Counted by the server's tokenizer where it can (one short request a message),
+            # so that pieces are as large as the context allows.
             return compact.summarize(
-                entries, ask, budget=budget, cost=tokenizer.quick, focus=focus, on_piece=on_piece
+                entries,
+                ask,
+                budget=budget,
+                cost=lambda text: tokenizer.count(text)[0],
+                focus=focus,
+                on_piece=on_piece,
             )
 
         session_id = state.session_id

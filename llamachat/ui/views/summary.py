@@ -137,7 +137,7 @@ class SummaryView(MessageView):
 
 
 class TrimMarker(plain.Label):
-    """"N earlier messages not sent": above the composer while the requests leave them out."""
+    """ "N earlier messages not sent": above the composer while the requests leave them out."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__("", parent)
