@@ -2123,7 +2123,16 @@ class TestContext:
         count = compact.trim_count(rows[1:], 6, lambda row: cost[row["content"]])
         assert count == 2  # q1 and its reply: the request starts at a question
         assert compact.trim_count(rows[1:], 31, lambda row: cost[row["content"]]) is None
-        assert compact.trim_text("a\nb\nc\n", 1, len) == ("[2 earlier lines not sent]\nc\n", 2)
+        lines = "a\nb\nc\n"
+        assert compact.trim_text(lines, 1, lambda _line: 20) == (
+            "[1 earlier line not sent]\nb\nc\n",
+            1,
+        )
+        assert compact.trim_text(lines, 20, lambda _line: 20) == (
+            "[2 earlier lines not sent]\nc\n",
+            2,
+        )
+        assert compact.trim_text(lines, 60, lambda _line: 20) is None
 
     def test_compact_summarizes_a_60000_token_history_in_pieces_within_a_small_context(
         self, router
@@ -7966,7 +7975,7 @@ class TestCli:
             code, _out, err = ask(*flags)
             assert code == 2 and "Not sent" in err and not router.chat_requests()
 
-        code, out, err = ask("--overflow", "trim")
+        code, _out, err = ask("--overflow", "trim")
         assert code == 0, err
         sent = router.chat_requests()[-1].json
         question = sent["messages"][-1]["content"]

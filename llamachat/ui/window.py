@@ -609,7 +609,7 @@ def _install_menus(window: ChatWindow) -> list[QShortcut]:
         close=window.close,
         mcp_servers=window.open_mcp_panel,
         edit_presets=window.preset_picker.edit_presets,
-        compact_chat=window.chat.compact,
+        compact_chat=window.chat.compaction.compact,
     )
     actions = menus.Actions(
         import_chats=window.sidebar.import_action,

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from typing import Any
 
@@ -71,9 +71,12 @@ class Compaction(QObject):
         builder: TurnBuilder,
         app: AppState,
         context: ContextWatch,
+        *,
+        is_streaming: Callable[[], bool],
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
+        self._is_streaming = is_streaming
         self._builder = builder
         self._state = builder.state
         self._app = app
@@ -161,6 +164,9 @@ class Compaction(QObject):
         state, history = self._state, self._app.history
         if self.running():
             self.notice.emit("The chat is being compacted already.", 8000)
+            return False
+        if self._is_streaming():
+            self.notice.emit("Wait for the reply to finish, or stop it, to compact the chat.", 8000)
             return False
         if state.mode == ONESHOT or state.session_id is None or not state.model:
             self.notice.emit("Nothing to compact: the chat has no earlier messages.", 8000)

@@ -122,6 +122,10 @@ class Conversation(QObject):
         self.outbox = Outbox(
             self.builder, app, self.threads, context_size=self.context.context_size, parent=self
         )
+        # What a message too long for the context makes happen, and compacting the chat.
+        self.compaction = compaction = Compaction(
+            self.builder, app, self.context, is_streaming=self.is_streaming, parent=self
+        )
         outbox = self.outbox
         for theirs, ours in (
             (outbox.session_changed, self.session_changed),
@@ -131,12 +135,6 @@ class Conversation(QObject):
             (outbox.versions_changed, self.versions_changed),
             (outbox.ended, self.reply_ended),
             (outbox.notice, self.notice),
-        ):
-            theirs.connect(ours)
-        # What a message too long for the context makes happen, and compacting the chat.
-        self.compaction = Compaction(self.builder, app, self.context, parent=self)
-        compaction = self.compaction
-        for theirs, ours in (
             (compaction.messages_reset, self.messages_reset),
             (compaction.notice, self.notice),
             (compaction.too_big, self.too_big),
@@ -395,24 +393,9 @@ class Conversation(QObject):
 
     @Slot(str, object)
     def _send_compacted(self, text: str, attachments: list[dict]) -> None:
-        """The chat was compacted for this question: send it, unless it still does not fit."""
-        if self.is_streaming() or not self.save_unsaved():
+        """The chat was compacted for this question: send it now (it may still not fit)."""
+        if self.submit(text, attachments) not in (SENT, COMPACTING):
             self.returned.emit({"content": text, "attachments": attachments})
-            return
-        overflow = self.context.check(text, attachments)
-        if overflow is not None:
-            self.too_big.emit(overflow)
-            self.returned.emit({"content": text, "attachments": attachments})
-            return
-        if self._send(text, attachments) != SENT:
-            self.returned.emit({"content": text, "attachments": attachments})
-
-    def compact(self, focus: str = "") -> bool:
-        """Summarize the earlier messages into a new branch of the chat (Chat > Compact chat)."""
-        if self.is_streaming():
-            self.notice.emit("Wait for the reply to finish, or stop it, to compact the chat.", 8000)
-            return False
-        return self.compaction.compact(focus)
 
     def _recheck_skills(self, offered: tuple[list[str], dict[str, str]]) -> None:
         """Re-check every SKILL.md; say so when what a `/` completer offers changed."""

@@ -163,7 +163,7 @@ class OverflowGuide(QObject):
 
     @Slot()
     def _compact(self) -> None:
-        self._send_after = self._chat.compact()
+        self._send_after = self._chat.compaction.compact()
 
     @Slot(str, str)
     def _on_compacted(self, status: str, _error: str) -> None:
