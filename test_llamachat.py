@@ -86,12 +86,12 @@ from PySide6.QtWidgets import (
 )
 
 import llamachat
-from llamachat import __version__, cli, config, context, qt_platform, skills, tools, turn
+from llamachat import __version__, cli, compact, config, context, qt_platform, skills, tools, turn
 from llamachat.__main__ import _act, find_router, load_or_create_config, main
 from llamachat.config import Config, ProviderConfig
 from llamachat.dev import bench_skills, structure
 from llamachat.dev.bench_render import sample_tokens
-from llamachat.dev.scripted_router import Model, Reply, ScriptedRouter, ToolCall
+from llamachat.dev.scripted_router import Model, Reply, ScriptedRouter, ToolCall, render
 from llamachat.dev.skill_corpus import CORPUS
 from llamachat.history.store import (
     MIGRATIONS,
@@ -150,6 +150,7 @@ from llamachat.ui.views.overflow import OverflowPanel, raised_context
 from llamachat.ui.views.popup import above
 from llamachat.ui.views.presets import CUSTOM_LABEL, PresetPicker
 from llamachat.ui.views.sidebar import SessionSidebar, marked_html
+from llamachat.ui.views.summary import SummaryView
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -205,6 +206,7 @@ from llamachat.dev.pytest_plugin import (
     _instance_cfg,
     _live_group_members,
     _llamachat,
+    _long_chat,
     _longest_unbroken_run,
     _mcp_allow,
     _mcp_answer,
@@ -218,9 +220,11 @@ from llamachat.dev.pytest_plugin import (
     _nested,
     _oneshots,
     _outside_text_places,
+    _overflow_buttons,
     _pdf_skill,
     _png,
     _problem_for,
+    _prompt_tokens,
     _put_skill,
     _quick_ask,
     _quick_config_file,
@@ -1489,6 +1493,31 @@ class TestHistoryTree:
         assert [m["content"] for m in history.messages(1)][-2:] == ["c", "d"]
         assert [hit["id"] for hit in history.search("b")] == [1]
 
+    def test_history_add_branch_makes_a_new_root_version_and_keeps_the_original_path(
+        self, tmp_path: Path
+    ) -> None:
+        """`add_branch` writes a compacted chat's summary and kept messages as a new branch
+        from the root in one go: the active path, the original path one version away."""
+
+        with History(tmp_path / "h.db") as history:
+            session = history.create_session("chat", "m")
+            first = history.add_message(session, "user", "first question")
+            history.add_message(session, "assistant", "first answer")
+            original = history.messages(session)
+            row = {
+                k: v
+                for k, v in original[-1].items()
+                if k not in ("id", "session_id", "parent_id", "versions")
+            }
+            summary = {**row, "role": "system", "content": "summary", "usage": {"summary_of": 1}}
+            ids = history.add_branch(session, [summary, row])  # type: ignore[list-item]
+            path = history.messages(session)
+            assert [m["id"] for m in path] == ids and path[0]["parent_id"] is None
+            assert path[0]["versions"] == [first, ids[0]] and path[0]["usage"] == {"summary_of": 1}
+            assert history.get_session(session)["title"] == "first question"  # type: ignore[index]
+            back = history.select_version(session, first)
+            assert [m["id"] for m in back] == [m["id"] for m in original]
+
 
 class TestPrompts:
     """`llamachat.prompts`: system prompt presets."""
@@ -2146,6 +2175,86 @@ class TestContext:
         assert window.chat.next_turn().tools == ()
         qtbot.waitUntil(lambda: watch.breakdown().exact, timeout=30_000)
         assert watch.breakdown().get("tools") == 0
+
+    def test_compact_split_keeps_the_last_exchanges_and_trim_leaves_whole_exchanges_out(
+        self,
+    ) -> None:
+        """`compact.split` summarizes all but the last `keep` exchanges (an earlier summary's
+        count carries on); `trim_count` leaves out whole exchanges, the fewest that make room."""
+
+        rows = [
+            {"role": "system", "content": "old", "usage": {"summary_of": 10}},
+            {"role": "user", "content": "q1"},
+            {"role": "assistant", "content": "a1"},
+            {"role": "user", "content": "q2"},
+            {"role": "assistant", "content": "a2"},
+            {"role": "user", "content": "q3"},
+            {"role": "assistant", "content": "a3"},
+        ]
+        cut = compact.split(rows, 2)
+        assert [r["content"] for r in cut.kept] == ["q2", "a2", "q3", "a3"]
+        assert cut.count() == 12 and compact.summary_title(cut.count()).endswith(
+            "12 earlier messages"
+        )
+        assert compact.split(rows, 3).earlier == compact.split(rows, 5).earlier == ()
+        assert compact.transcript(cut.earlier) == [
+            "Summary of what came before:\nold",
+            "User: q1",
+            "Assistant: a1",
+        ]
+        cost = {"old": 0, "q1": 5, "a1": 5, "q2": 5, "a2": 5, "q3": 5, "a3": 5}
+        count = compact.trim_count(rows[1:], 6, lambda row: cost[row["content"]])
+        assert count == 2  # q1 and its reply: the request starts at a question
+        assert compact.trim_count(rows[1:], 31, lambda row: cost[row["content"]]) is None
+        lines = "a\nb\nc\n"
+        assert compact.trim_text(lines, 1, lambda _line: 20) == (
+            "[1 earlier line not sent]\nb\nc\n",
+            1,
+        )
+        assert compact.trim_text(lines, 20, lambda _line: 20) == (
+            "[2 earlier lines not sent]\nc\n",
+            2,
+        )
+        assert compact.trim_text(lines, 60, lambda _line: 20) is None
+
+    def test_compact_summarizes_a_60000_token_history_in_pieces_within_a_small_context(
+        self, router
+    ) -> None:
+        """A 60,000-token history against a 2,048-token context: every summarizing request
+        fits the context with its answer, the history is summarized in pieces, then the
+        pieces' summaries in one last request, with the fixed prompt and the focus."""
+
+        router.models["test-model"].n_ctx = 2048
+        rows: list[dict] = []
+        for n in range(100):
+            rows.append({"role": "user", "content": f"question {n} " + "alpha beta " * 200})
+            rows.append({"role": "assistant", "content": f"answer {n} " + "gamma " * 198})
+        words = sum(len(re.findall(r"\w+|[^\w\s]", r["content"])) for r in rows)
+        assert words >= 60_000
+        router.script(*[Reply(content=f"Part {n} said little.") for n in range(400)])
+        client = Client(router.url)
+        tokenizer = context.Tokenizer(client, "test-model")
+        budget = compact.Budget.for_context(2048, tokenizer.quick(compact.instructions("API")))
+        seen: list[tuple[int, int]] = []
+        summary = compact.summarize(
+            compact.transcript(rows),
+            compact.ask_model(client, "test-model"),
+            budget=budget,
+            cost=tokenizer.quick,
+            focus="API",
+            on_piece=lambda n, total: seen.append((n, total)),
+        )
+        client.close()
+        requests = [r.json for r in router.chat_requests()]
+        assert summary.startswith("Part ") and len(requests) == len(seen) > 2
+        assert seen[-1] == (1, 1) and seen[0][1] == len(requests) - 1
+        for body in requests:
+            tokens = len(re.findall(r"\w+|[^\w\s]", render(body["messages"])))
+            assert tokens + body["max_tokens"] <= 2048, tokens
+            assert body["messages"][0]["content"].startswith(compact.SUMMARY_PROMPT)
+            assert "Pay particular attention to: API" in body["messages"][0]["content"]
+        assert "part 1 of" in requests[0]["messages"][0]["content"]
+        assert requests[-1]["messages"][1]["content"].count("said little") == len(requests) - 1
 
 
 class TestSkills:
@@ -8114,6 +8223,61 @@ class TestCli:
         assert (piped.returncode, piped.stdout) == (0, hostile), piped.stderr
         assert piped.stderr == "".join(thought)
 
+    def test_cli_print_overflow_compacts_or_trims_the_input_or_refuses(
+        self, router, tmp_path
+    ) -> None:
+        """`ask --print --overflow`: a piped input too long for the context is summarized in
+        pieces (the question its focus) or loses its first lines (said on stderr), and the
+        request fits; refuse (and the default "ask": nobody to ask) sends nothing, exit 2."""
+
+        router.models["test-model"].n_ctx = 2048
+        cfg = Config(
+            router_url=router.url,
+            default_model="test-model",
+            history_path=tmp_path / "history.db",
+            prompts_dir=tmp_path / "prompts",
+            skills_dir=tmp_path / "skills",
+            search_enabled=False,
+        )
+        piped = tmp_path / "input.txt"
+        piped.write_text("".join(f"line {n} " + "word " * 20 + "\n" for n in range(300)))
+        parser = argparse.ArgumentParser()
+        cli.add_arguments(parser)
+
+        def ask(*flags: str) -> tuple[int, str, str]:
+            out, err = io.StringIO(), io.StringIO()
+            with piped.open(encoding="utf-8") as stdin:
+                args = parser.parse_args(["--print", *flags, "what", "is", "this?"])
+                code = cli.run(args, cfg, stdin=stdin, stdout=out, stderr=err)
+            return code, out.getvalue(), err.getvalue()
+
+        for flags in ((), ("--overflow", "refuse")):
+            code, _out, err = ask(*flags)
+            assert code == 2 and "Not sent" in err and not router.chat_requests()
+
+        code, _out, err = ask("--overflow", "trim")
+        assert code == 0, err
+        sent = router.chat_requests()[-1].json
+        question = sent["messages"][-1]["content"]
+        assert "earlier lines not sent]" in question and "line 299 " in question
+        assert "line 0 " not in question and "of the input not sent" in err
+        assert _prompt_tokens(sent) <= 2048 - 512
+
+        before = len(router.chat_requests())
+        router.script(*[Reply(content="Lines about words.") for _ in range(20)])
+        code, _out, err = ask("--overflow", "compact")
+        assert code == 0, err
+        requests = [r.json for r in router.chat_requests()[before:]]
+        assert len(requests) > 2 and "compacting the input: part 2 of" in err
+        summarizing, asked = requests[:-1], requests[-1]
+        assert all(
+            r["messages"][0]["content"].startswith(compact.SUMMARY_PROMPT) for r in summarizing
+        )
+        assert all(r["messages"][0]["content"].endswith("what is this?") for r in summarizing)
+        assert asked["messages"][-1]["content"].startswith("what is this?")
+        assert "Lines about words." in asked["messages"][-1]["content"]
+        assert all(_prompt_tokens(r) + r.get("max_tokens", 512) <= 2048 for r in requests)
+
 
 class TestQtPlatform:
     """`llamachat.qt_platform`: a bare Linux without Qt's libraries."""
@@ -10065,6 +10229,172 @@ class TestChatWindow:
         assert view.content() == "One, two, three, four, five." and not view.is_cut()
         shown = [label.text() for label in view.findChildren(QLabel) if label.isVisible()]
         assert "Cut at the length limit" not in shown
+
+    def test_compact_and_send_makes_a_branch_that_fits_and_keeps_every_original_message(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """ "Compact and send" (the panel's first way out): the model summarizes all but the
+        last two exchanges; a new branch holds the summary block, the kept messages and the
+        question, and fits; the original path is the other version, found and exported."""
+
+        router.models["test-model"].n_ctx = 2048
+        window, history = chat_window()
+        session_id = _long_chat(history, 6, 150)
+        original = history.messages(session_id)
+        window.open_session(session_id)
+        qtbot.waitUntil(lambda: window.meter.context_size() == 2048)
+        window.composer.set_text("and now?")
+        window.send()
+        assert window.overflow.isVisible() and not router.chat_requests()
+        assert _overflow_buttons(window.overflow)[0] == "Compact and send"
+        router.script(Reply(content="Six questions about alpha."), Reply(content="Now this."))
+        qtbot.mouseClick(
+            _by_name(window.overflow, QPushButton, "Compact and send"), Qt.MouseButton.LeftButton
+        )
+        qtbot.waitUntil(lambda: len(router.chat_requests()) == 2 and not window.is_streaming())
+        summarizing, sent = (r.json for r in router.chat_requests())
+        assert summarizing["messages"][0]["content"].startswith(compact.SUMMARY_PROMPT)
+        assert "question 3 " in summarizing["messages"][1]["content"]
+        assert "question 4 " not in summarizing["messages"][1]["content"]
+
+        path = history.messages(session_id)
+        assert [m["role"] for m in path] == ["system", *["user", "assistant"] * 3]
+        assert path[0]["content"] == "Six questions about alpha."
+        assert path[0]["versions"] == [original[0]["id"], path[0]["id"]]
+        assert [m["content"] for m in path[1:5]] == [m["content"] for m in original[8:]]
+        assert [m["content"] for m in path[5:]] == ["and now?", "Now this."]
+        assert window.composer.text() == "" and not window.overflow.isVisible()
+        assert sent["messages"][0]["content"].endswith(turn.summary_text(path[0]["content"]))
+        assert [m["role"] for m in sent["messages"]] == [
+            "system",
+            *["user", "assistant"] * 2,
+            "user",
+        ]
+        assert _prompt_tokens(sent) + window.chat.context.reserve() <= 2048
+        qtbot.waitUntil(lambda: window.chat.context.breakdown().get("summary") > 0)
+
+        block = window.conversation.views()[0]
+        assert isinstance(block, SummaryView) and block.version_text() == "2/2"
+        assert block.title.text() == "Summary of 8 earlier messages"
+        assert not block.is_expanded()
+        block.toggle.click()
+        assert block.is_expanded()
+        block.edit_button.click()
+        block.editor.setPlainText("Edited summary.")
+        block.save_button.click()
+        assert history.messages(session_id)[0]["content"] == "Edited summary."
+        assert window.chat.next_turn().messages()[0]["content"].endswith("Edited summary.")
+
+        assert history.search("question 0")[0]["id"] == session_id
+        assert len(history.export_json(session_id)["messages"]) == 12 + 7
+        window.chat.show_version(original[0]["id"])
+        assert [m["id"] for m in history.messages(session_id)] == [m["id"] for m in original]
+
+    def test_compact_policy_compacts_by_itself_and_slash_compact_takes_a_focus(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """context_overflow = "compact": a message that does not fit compacts the chat, then
+        goes; `/compact <focus>` compacts again with the focus in the instructions."""
+
+        router.models["test-model"].n_ctx = 2048
+        window, history = chat_window(context_overflow="compact")
+        session_id = _long_chat(history, 6, 150)
+        window.open_session(session_id)
+        qtbot.waitUntil(lambda: window.meter.context_size() == 2048)
+        router.script(Reply(content="Summary one."), Reply(content="Answered."))
+        _send(qtbot, window, "and now?")
+        qtbot.waitUntil(lambda: len(router.chat_requests()) == 2 and not window.is_streaming())
+        assert not window.overflow.isVisible()
+        assert history.messages(session_id)[-1]["content"] == "Answered."
+        assert history.messages(session_id)[0]["content"] == "Summary one."
+
+        router.script(Reply(content="Summary two."))
+        _send(qtbot, window, "/compact keep the API decisions")
+        qtbot.waitUntil(lambda: len(router.chat_requests()) == 3)
+        qtbot.waitUntil(lambda: history.messages(session_id)[0]["content"] == "Summary two.")
+        instructions = router.chat_requests()[-1].json["messages"][0]["content"]
+        assert instructions.endswith("Pay particular attention to: keep the API decisions")
+        path = history.messages(session_id)
+        assert len(path[0]["versions"]) == 3 and compact.summarized(path[0]) == 10
+        assert window.conversation.views()[0].title.text() == "Summary of 10 earlier messages"
+
+    def test_trim_policy_leaves_the_oldest_messages_out_of_the_request_with_a_marker(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """context_overflow = "trim": the oldest exchanges are not sent (the request really
+        lacks them and fits), "N earlier messages not sent" shows, the chat keeps them all."""
+
+        router.models["test-model"].n_ctx = 2048
+        window, history = chat_window(context_overflow="trim")
+        session_id = _long_chat(history, 6, 150)
+        window.open_session(session_id)
+        qtbot.waitUntil(lambda: window.meter.context_size() == 2048)
+        _send(qtbot, window, "and now?")
+        sent = router.chat_requests()[-1].json
+        contents = [str(m["content"]) for m in sent["messages"]]
+        left_out = window.chat.state.trimmed
+        assert left_out >= 2 and left_out % 2 == 0
+        assert not any(
+            text.startswith(f"question {n} ") for text in contents for n in range(left_out // 2)
+        )
+        assert contents[1].startswith(f"question {left_out // 2} ") and contents[-1] == "and now?"
+        assert _prompt_tokens(sent) + window.chat.context.reserve() <= 2048
+        assert window.trim_marker.isVisible()
+        assert window.trim_marker.text().startswith(f"{left_out} earlier messages not sent")
+        assert len(history.messages(session_id)) == 12 + 2
+
+        window.new_session()
+        assert window.chat.state.trimmed == 0 and not window.trim_marker.isVisible()
+
+    def test_refuse_policy_and_the_chats_own_policy_in_its_parameters(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """context_overflow = "refuse": nothing is sent, no panel, the reason stays shown; the
+        chat's own choice in ⚙ wins over the config's, is saved with it and never sent."""
+
+        router.models["test-model"].n_ctx = 2048
+        window, history = chat_window(context_overflow="refuse")
+        session_id = _long_chat(history, 6, 150)
+        window.open_session(session_id)
+        qtbot.waitUntil(lambda: window.meter.context_size() == 2048)
+        window.composer.set_text("and now?")
+        window.send()
+        assert not router.chat_requests() and not window.overflow.isVisible()
+        assert window.composer.text() == "and now?"
+        assert "“refuse”" in window.problem_bar.text()
+
+        combo = window.chat_params.panel.editors[compact.CHAT_KEY]
+        combo.setCurrentText("trim")
+        assert history.session_params(session_id) == {compact.CHAT_KEY: "trim"}
+        window.send()
+        sent = router.chat_requests()[-1].json
+        assert window.chat.state.trimmed > 0 and compact.CHAT_KEY not in sent
+
+    def test_compacting_stops_with_the_chat_as_it_was_and_the_message_back(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """Stop while the summary streams: nothing changes in the chat, the question is back
+        in the composer."""
+
+        router.models["test-model"].n_ctx = 2048
+        window, history = chat_window(context_overflow="compact")
+        session_id = _long_chat(history, 6, 150)
+        original = history.messages(session_id)
+        window.open_session(session_id)
+        qtbot.waitUntil(lambda: window.meter.context_size() == 2048)
+        router.script(Reply(content=["Sum", "mary"], stall_after=1))
+        window.composer.set_text("and now?")
+        window.send()
+        assert window.chat.compaction.running() and window.composer.text() == ""
+        qtbot.waitUntil(
+            lambda: (
+                "Compacting: summarizing 8 earlier messages" in window.statusBar().currentMessage()
+            )
+        )
+        window.stop()
+        qtbot.waitUntil(lambda: not window.chat.compaction.running())
+        assert history.messages(session_id) == original
+        assert window.composer.text() == "and now?"
 
 
 class TestController:

@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
-from llamachat import context, prompts, turn
+from llamachat import compact, context, prompts, turn
 from llamachat.config import Config
 from llamachat.history.store import History, HistoryError
 from llamachat.router import client as backend
@@ -152,6 +152,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         " they are shown as visible symbols)",
     )
     parser.add_argument(
+        "--overflow",
+        choices=(compact.COMPACT, compact.TRIM, compact.REFUSE),
+        default=None,
+        help="a question too long for the model's context: summarize its input in pieces,"
+        " leave out the input's first lines, or refuse (default: context_overflow; 'ask'"
+        " refuses, nobody can be asked here)",
+    )
+    parser.add_argument(
         "--allow-tools",
         action="store_true",
         help="let the model run MCP tools without asking (else only the always-allowed ones)",
@@ -242,7 +250,8 @@ def run(
             names = ", ".join(question.suggested)
             loads = " ".join(f"/{name}" for name in question.suggested)
             _say(f"mentioned, not loaded: skill {names} (add {loads} to load it)", err)
-        text = with_input(question.text, read_piped(stdin))
+        piped = read_piped(stdin)
+        text = with_input(question.text, piped)
         if not text.strip():
             if question.commands:
                 raise AskError(
@@ -277,20 +286,32 @@ def run(
         n_ctx, _trained = Models(client).context_limits(wire_model)
         # The MCP servers start first: their tools are part of the request, as built.
         hub, extra = _mcp_tools(cfg, args, err)
-        request = turn.oneshot_turn(
-            cfg,
-            model=model,
-            text=text,
-            names=question.skills,
-            store=store,
-            n_ctx=n_ctx,
-            extra_tools=[tool.schema for tool in extra if tool.schema],
-            router=wire_model == model,
-        )
+
+        def build(text: str) -> turn.Turn:
+            return turn.oneshot_turn(
+                cfg,
+                model=model,
+                text=text,
+                names=question.skills,
+                store=store,
+                n_ctx=n_ctx,
+                extra_tools=[tool.schema for tool in extra if tool.schema],
+                router=wire_model == model,
+            )
+
+        request = build(text)
         tokenizer = context.Tokenizer(client, wire_model)
         overflow = context.check(request, tokenizer, n_ctx, cfg.reply_reserve, exact=True)
+        policy = getattr(args, "overflow", None) or cfg.context_overflow
+        if overflow is not None and policy in (compact.COMPACT, compact.TRIM):
+            fitted = _fit(policy, overflow, question.text, piped, client, tokenizer, err)
+            if fitted is not None:
+                text, request = fitted, build(fitted)
+                overflow = context.check(request, tokenizer, n_ctx, cfg.reply_reserve, exact=True)
         if overflow is not None:
             _say(f"{overflow.message()}\n{overflow.details()}", err)
+            if policy not in (compact.COMPACT, compact.TRIM):
+                _say("--overflow compact or trim makes it fit (the input summarized or cut)", err)
             return EXIT_USAGE
         return _stream(registry, request, extra, text, cfg, args, out, err)
     except (AskError, backend.BackendError, server.ManagedServerError) as exc:
@@ -305,6 +326,52 @@ def run(
             registry.close()
         if managed is not None:
             managed.stop()
+
+
+def _fit(
+    policy: str,
+    overflow: context.Overflow,
+    typed: str,
+    piped: str,
+    client: backend.Client,
+    tokenizer: context.Tokenizer,
+    err: TextIO,
+) -> str | None:
+    """The question made to fit by `policy`: its input (piped, else the question itself)
+    summarized in pieces with the question as the focus, or without its first lines;
+    None when it cannot be. Says on stderr what was done.
+
+    `tokenizer` counted the question: its estimates are calibrated on it, so a line's
+    cost is known without a request per line.
+    """
+    material = piped or typed
+    # The question typed is the focus of its input's summary; a long question is its own.
+    focus = typed if piped else ""
+    if policy == compact.TRIM:
+        trimmed = compact.trim_text(material, overflow.excess, tokenizer.quick)
+        if trimmed is None:
+            return None
+        material, lines = trimmed
+        _say(f"{lines:,} earlier line{'' if lines == 1 else 's'} of the input not sent", err)
+        return with_input(typed, material) if piped else material
+    try:
+        budget = compact.Budget.for_context(
+            overflow.n_ctx, tokenizer.quick(compact.instructions(focus, text=True))
+        )
+        summary = compact.summarize(
+            material.splitlines(keepends=True),
+            compact.ask_model(client, tokenizer.model),
+            budget=budget,
+            cost=tokenizer.quick,
+            focus=focus,
+            text=True,
+            on_piece=lambda n, total: _say(f"compacting the input: part {n} of {total}", err),
+        )
+    except (compact.CompactError, backend.BackendError) as exc:
+        _say(f"the input could not be compacted: {getattr(exc, 'message', None) or exc}", err)
+        return None
+    note = f"(The input, {len(material):,} characters, summarized to fit the context.)"
+    return with_input(typed, f"{note}\n{summary}") if piped else f"{note}\n{summary}"
 
 
 def _mcp_tools(

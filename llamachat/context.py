@@ -52,6 +52,7 @@ NO_TOOLS = "this model's chat template cannot take tools"
 LABELS = {
     "system": "system prompt",
     "date": "today's date",
+    "summary": "summary of earlier messages",
     "history": "earlier messages",
     "user": "message",
     "tools": "tools",

@@ -6,6 +6,7 @@ so the three cannot drift apart. A `Turn` is made of named parts:
     system           the prompt preset's text
     date             today's date (only while web search is offered)
     skill:<name>     each loaded skill, in load order
+    summary          a compacted chat's summary of its earlier messages (`compact`)
     history          the earlier messages, replayed (replies give their answer only)
     user             the question's typed text
     attachment:<f>   each file attached to the question, in order
@@ -13,7 +14,7 @@ so the three cannot drift apart. A `Turn` is made of named parts:
                      load_skill, read_skill_file), then any extra (MCP) ones
 
 `Turn.messages()` joins them into the wire messages: one system message (the first
-three kinds, byte-identical from turn to turn for the same inputs, which is what lets
+four kinds, byte-identical from turn to turn for the same inputs, which is what lets
 llama.cpp reuse its prompt cache), the history, then the user message. `Turn.parts()`
 lists them one by one, so each can be measured on its own. `Turn.body()` is the whole
 request as `Client.stream_chat` sends it (messages, tools, sampling and reasoning
@@ -179,6 +180,10 @@ def build_turn(
     """
     search_on = (cfg.search_enabled if search_on is None else search_on) and takes_tools
     rows = list(messages)
+    if rows and rows[0].get("role") == "system":
+        # A compacted chat starts with the summary of what came before (`compact`): the
+        # end of the system message, a part of its own, so the roles still alternate.
+        system = (*system, Part("summary", summary_text(rows.pop(0).get("content") or "")))
     question: tuple[Part, ...] = ()
     if rows and rows[-1].get("role") == "user":
         last = rows.pop()
@@ -204,6 +209,11 @@ def build_turn(
         max_rounds=cfg.max_searches if tools else 0,
         takes_tools=takes_tools,
     )
+
+
+def summary_text(summary: str) -> str:
+    """A compaction's summary as the model reads it, in the system message."""
+    return f"Summary of the earlier conversation:\n\n{summary}"
 
 
 def request_params(

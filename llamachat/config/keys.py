@@ -73,6 +73,16 @@ def _no_less_than_zero(name: str) -> Callable[[Any], str | None]:
     return check
 
 
+OVERFLOW_POLICIES = ("ask", "compact", "trim", "refuse")
+"""What `context_overflow` may say (`compact.POLICIES`)."""
+
+
+def _overflow(value: Any) -> str | None:
+    if value in OVERFLOW_POLICIES:
+        return None
+    return f"context_overflow must be one of {', '.join(OVERFLOW_POLICIES)}; got '{value}'"
+
+
 def _url(name: str, *, optional: bool = False) -> Callable[[Any], str | None]:
     def check(value: Any) -> str | None:
         if (optional and not value) or is_url(value):
@@ -203,6 +213,30 @@ KEYS: tuple[Key, ...] = (
         "Tokens kept free in the model's context for the reply (at most a quarter of\n"
         "the context). A message that leaves less room is not sent; llamachat says why.",
         check=_no_less_than_zero("reply_reserve"),
+    ),
+    Key(
+        "context_overflow",
+        "ask",
+        _STR,
+        'A message that does not fit the model\'s context: "ask" (offer the ways out),\n'
+        '"compact" (summarize the earlier messages into a new branch of the chat, then\n'
+        'send), "trim" (leave the oldest messages out of the request, not out of the\n'
+        'chat) or "refuse". A chat may choose its own in its parameters.',
+        check=_overflow,
+    ),
+    Key(
+        "compact_model",
+        "",
+        _STR,
+        "The model that writes a compacted chat's summary. Empty: the chat's model.",
+        example="Qwen3-4B-Q4_K_M",
+    ),
+    Key(
+        "compact_keep",
+        2,
+        _INT,
+        "Compacting keeps this many of the last exchanges (question and reply) as they are.",
+        check=_no_less_than_zero("compact_keep"),
     ),
     Key(
         "skills_catalog_share",

@@ -103,6 +103,9 @@ class Config:
     search_url: str = _default("search_url")
     max_searches: int = _default("max_searches")
     reply_reserve: int = _default("reply_reserve")
+    context_overflow: str = _default("context_overflow")
+    compact_model: str = _default("compact_model")
+    compact_keep: int = _default("compact_keep")
     skills_catalog_share: float = _default("skills_catalog_share")
     skills_enabled: bool = _default("skills_enabled")
     skills_dir: Path = field(default_factory=lambda: Path(_default("skills_dir")).expanduser())
@@ -206,6 +209,9 @@ def _build(data: dict[str, Any], path: Path) -> Config:
         search_url=v["search_url"].rstrip("/"),
         max_searches=v["max_searches"],
         reply_reserve=v["reply_reserve"],
+        context_overflow=v["context_overflow"],
+        compact_model=v["compact_model"],
+        compact_keep=v["compact_keep"],
         skills_catalog_share=float(v["skills_catalog_share"]),
         skills_enabled=v["skills_enabled"],
         skills_dir=folder("skills_dir", Path(str(DEFAULTS["skills_dir"])).expanduser()),

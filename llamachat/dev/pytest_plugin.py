@@ -50,7 +50,7 @@ from PySide6.QtWidgets import (
 
 from llamachat import skills, tools
 from llamachat.config import Config
-from llamachat.dev.scripted_router import Model, ScriptedRouter
+from llamachat.dev.scripted_router import Model, ScriptedRouter, render
 from llamachat.history.store import History, MessageRow, SessionRow
 from llamachat.router import client as backend
 from llamachat.router import providers as providers_module
@@ -559,6 +559,29 @@ def _stream_markdown(text: str, *, step: int = 1) -> tuple[StreamingMarkdown, li
         updates.append(md.flush())
     updates.append(md.finish())
     return md, updates
+
+
+def _long_chat(history: History, exchanges: int, words: int) -> int:
+    """A chat of `exchanges` questions and replies of `words` words each; its id."""
+
+    session_id = history.create_session("chat", "test-model")
+    for n in range(exchanges):
+        history.add_message(session_id, "user", f"question {n} " + "alpha " * words)
+        history.add_message(session_id, "assistant", f"answer {n} " + "beta " * words)
+    return session_id
+
+
+def _overflow_buttons(panel) -> list[str]:
+    """The texts of the over-context panel's buttons, in their order."""
+
+    items = (panel.buttons.itemAt(n).widget() for n in range(panel.buttons.count()))
+    return [w.text() for w in items if w is not None]
+
+
+def _prompt_tokens(body: dict) -> int:
+    """The tokens of a recorded chat request's prompt, as the scripted router reads it."""
+
+    return len(re.findall(r"\w+|[^\w\s]", render(body["messages"], body.get("tools"))))
 
 
 def _longest_unbroken_run(text: str) -> int:

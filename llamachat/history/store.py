@@ -480,6 +480,15 @@ class History:
         with self._transaction() as conn:
             return tree.select_version(conn, session_id, message_id)
 
+    def add_branch(self, session_id: int, messages: list[NewMessage]) -> list[int]:
+        """Add `messages` in one transaction as a new branch from the root, the active path
+        from now on (a compacted chat: the original path stays another version); their ids."""
+        for message in messages:
+            if message["role"] not in ROLES or message["status"] not in STATUSES:
+                raise ValueError(f"not a message History stores: {message['role']!r}")
+        with self._transaction() as conn:
+            return tree.insert_branch(conn, session_id, messages)
+
     def delete_branch(self, message_id: int) -> None:
         """Delete a message and every message that follows it, on all branches (a failed
         reply that a retry replaces). The active path then ends at its parent."""

@@ -1,5 +1,5 @@
 """The conversation as a tree: adding a message (and naming the chat after its first
-question), the path to a leaf with each message's versions, switching to another
+question) or a branch of messages, the path to a leaf with each message's versions, switching to another
 version, deleting a branch, forking a path into a chat of its own.
 
 Each function takes the connection; those that write expect the caller's transaction.
@@ -79,6 +79,18 @@ def insert_message(
     if message["role"] == "user":
         _follow_first_question(conn, session_id, session["title"], message_id)
     return message_id
+
+
+def insert_branch(
+    conn: sqlite3.Connection, session_id: int, messages: list[NewMessage]
+) -> list[int]:
+    """Add `messages` as a new branch from the root, each following the one before, and
+    make its last one the active leaf (a compacted chat: its first message is another
+    version of the session's first one); their ids."""
+    ids: list[int] = []
+    for message in messages:
+        ids.append(insert_message(conn, session_id, message, ids[-1] if ids else None))
+    return ids
 
 
 def _follow_first_question(

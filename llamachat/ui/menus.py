@@ -35,6 +35,7 @@ class Commands:
     close: Callable[[], object]
     mcp_servers: Callable[[], object]
     edit_presets: Callable[[], object]
+    compact_chat: Callable[[], object]
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,7 @@ def _build_menus(window: QMainWindow, commands: Commands, actions: Actions) -> N
         _keyed(_action("Copy last reply", window, commands.copy_last_reply), "copy_last_reply")
     )
     chat_menu.addAction(_keyed(_action("Stop reply", window, commands.stop), "stop"))
+    chat_menu.addAction(_action("Compact chat", window, commands.compact_chat))
     chat_menu.addSeparator()
     chat_menu.addAction(actions.web_search)
     chat_menu.addAction(actions.skills)

@@ -81,6 +81,7 @@ from llamachat.ui.views.params_panel import ChatParams
 from llamachat.ui.views.presets import PresetPicker
 from llamachat.ui.views.search_toggle import SearchToggle
 from llamachat.ui.views.sidebar import SessionSidebar
+from llamachat.ui.views.summary import TrimMarker
 from llamachat.ui.views.top_bar import TopBar
 
 log = logging.getLogger(__name__)
@@ -223,6 +224,9 @@ class ChatWindow(ConversationSeams, QMainWindow):
         )
         self.overflow_guide.status.connect(self.show_status)
         self.overflow_guide.problem.connect(self.show_problem)
+        self.overflow_guide.send_requested.connect(self.send)
+        self.trim_marker = TrimMarker()
+        self.chat.compaction.trimmed.connect(self.trim_marker.set_count)
         # Beside the meter: the top bar has no room left at 900 px for a long model name.
         self.statusBar().addPermanentWidget(self.chat_params.button)
         self.statusBar().addPermanentWidget(self.meter)
@@ -424,6 +428,12 @@ class ChatWindow(ConversationSeams, QMainWindow):
         chat.reply_ended.connect(self._on_reply_ended)
         chat.stats.connect(self.meter.update_from_stats)
         chat.notice.connect(self._on_notice)
+        chat.returned.connect(self._put_back_unsent)
+        compaction = chat.compaction
+        compaction.started.connect(lambda: self.composer.set_streaming(True))
+        compaction.ended.connect(lambda _status, _error: self.composer.set_streaming(False))
+        compaction.progress.connect(lambda text: self.show_status(text, STATUS_MS))
+        self.conversation.summary_edited.connect(compaction.edit_summary)
 
     @Slot(str, int)
     def _on_notice(self, text: str, timeout: int) -> None:
@@ -608,6 +618,7 @@ def _install_menus(window: ChatWindow) -> list[QShortcut]:
         close=window.close,
         mcp_servers=window.open_mcp_panel,
         edit_presets=window.preset_picker.edit_presets,
+        compact_chat=window.chat.compaction.compact,
     )
     actions = menus.Actions(
         import_chats=window.sidebar.import_action,
@@ -634,6 +645,7 @@ def _lay_out(window: ChatWindow) -> QSplitter:
     body = QVBoxLayout()
     body.setContentsMargins(10, 4, 10, 6)
     body.addWidget(window.overflow)
+    body.addWidget(window.trim_marker)
     body.addWidget(window.skill_chips)
     body.addWidget(window.skill_suggestions)
     body.addWidget(window.composer)

@@ -105,6 +105,8 @@ class TurnBuilder:
         state, cfg = self.state, self.config()
         history = self._app.history
         stored = history.messages(state.session_id) if state.session_id is not None else []
+        # Left out of the request, never out of the chat: the oldest messages, when trimmed.
+        stored = stored[state.trimmed :] if state.mode != ONESHOT else stored
         if before is not None:
             stored = [row for row in stored if row["id"] < before]
         # A provider's model is renamed on the way; only llama.cpp's router takes its fields.

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from llamachat.config import Config
 from llamachat.history.store import History, MessageRow
 from llamachat.turn import Attachment
-from llamachat.ui.chat.session import HELD, SENT, Conversation
+from llamachat.ui.chat.session import COMPACTING, HELD, SENT, Conversation
 
 if TYPE_CHECKING:
     from llamachat.ui.views.composer import Composer
@@ -66,13 +66,19 @@ class ConversationSeams:
     def _submit_draft(self) -> str:
         """Hand the composer's message to the conversation; what it did (`session.SENT`...).
 
-        The composer is cleared once the conversation took the message (SENT, HELD).
+        The composer is cleared once the conversation took the message (SENT, HELD, or
+        COMPACTING: a question that is not sent after all is `returned`).
         """
         attachments = [item.to_dict() for item in self.composer.attachments()]
         outcome = self.chat.submit(self.composer.text(), attachments)
-        if outcome in (SENT, HELD):
+        if outcome in (SENT, HELD, COMPACTING):
             self.composer.clear()
         return outcome
+
+    def _put_back_unsent(self, message: dict) -> None:
+        """Put back a question held for compacting and not sent, unless the user typed anew."""
+        if self.composer.is_empty():
+            self._put_back(message)  # type: ignore[arg-type]
 
     def _put_back(self, message: MessageRow | None) -> None:
         """Put a sent message (its text and attachments) back in the composer to edit."""

@@ -43,6 +43,7 @@ from llamachat.config import Config
 from llamachat.history.store import History, HistoryError, MessageRow, SessionRow
 from llamachat.skills import SkillStore
 from llamachat.ui.chat.builder import TurnBuilder
+from llamachat.ui.chat.compaction import COMPACTING, SEND, Compaction
 from llamachat.ui.chat.context_watch import SHOWN_MS, ContextWatch
 from llamachat.ui.chat.outbox import Outbox
 from llamachat.ui.chat.state import AppState, ChatState
@@ -59,6 +60,7 @@ NO_MODEL = "no_model"  # no model to answer (the window says what to do)
 NOT_SENT = "not_sent"  # History could not take it; a notice said why
 EMPTY = "empty"  # nothing to send
 TOO_BIG = "too_big"  # it would overflow the model's context; `too_big` said so, nothing sent
+# COMPACTING (from compaction): held while the chat is compacted, then sent (or `returned`).
 
 
 class Conversation(QObject):
@@ -79,6 +81,7 @@ class Conversation(QObject):
     notice = Signal(str, int)  # text, how long to show it in ms (0 keeps it)
     too_big = Signal(object)  # a context_watch.Overflow: the message was not sent
     editing = Signal(object)  # the id of the message being edited (None: no longer editing)
+    returned = Signal(object)  # a question held for compacting, not sent: content, attachments
 
     def __init__(
         self,
@@ -119,6 +122,10 @@ class Conversation(QObject):
         self.outbox = Outbox(
             self.builder, app, self.threads, context_size=self.context.context_size, parent=self
         )
+        # What a message too long for the context makes happen, and compacting the chat.
+        self.compaction = compaction = Compaction(
+            self.builder, app, self.context, is_streaming=self.is_streaming, parent=self
+        )
         outbox = self.outbox
         for theirs, ours in (
             (outbox.session_changed, self.session_changed),
@@ -128,8 +135,14 @@ class Conversation(QObject):
             (outbox.versions_changed, self.versions_changed),
             (outbox.ended, self.reply_ended),
             (outbox.notice, self.notice),
+            (compaction.messages_reset, self.messages_reset),
+            (compaction.notice, self.notice),
+            (compaction.too_big, self.too_big),
+            (compaction.returned, self.returned),
         ):
             theirs.connect(ours)
+        compaction.send.connect(self._send_compacted)
+        self.session_changed.connect(lambda _id: compaction.reset())
         outbox.search_started.connect(self._on_search_started)
         outbox.skill_loaded.connect(self._on_skill_loaded)
         outbox.over.connect(self._on_reply_over)
@@ -295,10 +308,13 @@ class Conversation(QObject):
     def submit(self, text: str, attachments: list[dict] | None = None) -> str:
         """Send a typed message (loading the skills it names); what was done (SENT, HELD...)."""
         attachments = list(attachments or [])
-        if self.is_streaming():
+        if self.is_streaming() or self.compaction.running():
             return BUSY
         if not text.strip() and not attachments:
             return EMPTY
+        command, _, focus = text.strip().partition(" ")
+        if command == "/compact" and not attachments and self.mode == CHAT:
+            return HELD if self.compaction.compact(focus.strip()) else NOT_SENT
         # Before the request leaves, only the skills folders are looked at (a skill added
         # or removed: a few stat calls); every SKILL.md (500 of them cost ~2.5 ms) is
         # re-checked once it has left. A loaded skill's own file is checked as it is
@@ -339,18 +355,16 @@ class Conversation(QObject):
             return NOT_SENT
         overflow = self.context.check(question.text, attachments)
         if overflow is not None:
-            self.too_big.emit(overflow)
-            return TOO_BIG
-        edit_from = self._edit_from
-        self._set_edit_from(None)
-        try:
-            row = self.outbox.save_question(question.text, attachments, edit_from=edit_from)
-        except HistoryError as exc:
-            self.notice.emit(f"Not sent: the message could not be saved. {exc}", 0)
-            return NOT_SENT
-        if self.mode == ONESHOT:
-            self._asked = list(self.state.loaded)
-        self.outbox.start(self.model, show=lambda: self.message_added.emit(row))
+            held = self.compaction.overflowed(
+                overflow, question.text, attachments, edit_from=self._edit_from
+            )
+            if held == COMPACTING:
+                self._set_edit_from(None)
+            if held != SEND:
+                return held
+        outcome = self._send(question.text, attachments)
+        if outcome != SENT:
+            return outcome
         # After the message: a new chat's session_changed, which clears them, comes first.
         self.skills_suggested.emit(suggested)
         if suggested and self.mode == ONESHOT:
@@ -362,6 +376,26 @@ class Conversation(QObject):
                 8000,
             )
         return SENT
+
+    def _send(self, text: str, attachments: list[dict]) -> str:
+        """Save the question and start its reply (the context was checked); SENT or NOT_SENT."""
+        edit_from = self._edit_from
+        self._set_edit_from(None)
+        try:
+            row = self.outbox.save_question(text, attachments, edit_from=edit_from)
+        except HistoryError as exc:
+            self.notice.emit(f"Not sent: the message could not be saved. {exc}", 0)
+            return NOT_SENT
+        if self.mode == ONESHOT:
+            self._asked = list(self.state.loaded)
+        self.outbox.start(self.model, show=lambda: self.message_added.emit(row))
+        return SENT
+
+    @Slot(str, object)
+    def _send_compacted(self, text: str, attachments: list[dict]) -> None:
+        """The chat was compacted for this question: send it now (it may still not fit)."""
+        if self.submit(text, attachments) not in (SENT, COMPACTING):
+            self.returned.emit({"content": text, "attachments": attachments})
 
     def _recheck_skills(self, offered: tuple[list[str], dict[str, str]]) -> None:
         """Re-check every SKILL.md; say so when what a `/` completer offers changed."""
@@ -375,7 +409,7 @@ class Conversation(QObject):
 
         With no reply, it leaves editing (sending adds a new message again).
         """
-        if self.outbox.stop():
+        if self.outbox.stop() or self.compaction.stop():
             return True
         if self._edit_from is not None:
             self._set_edit_from(None)

@@ -37,6 +37,8 @@ class ChatState:
     """The request parameters this chat overrides (params.PARAMS names)."""
     search_on: bool = False
     store: SkillStore | None = None
+    trimmed: int = 0
+    """How many of the oldest messages the requests leave out (`context_overflow = "trim"`)."""
 
 
 class McpTools(Protocol):

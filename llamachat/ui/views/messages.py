@@ -23,6 +23,7 @@ from PySide6.QtWidgets import QFrame, QScrollArea, QWidget
 from llamachat.ui.views.figures import reading_speed
 from llamachat.ui.views.markdown import DARK, LIGHT, Palette
 from llamachat.ui.views.message import MessageView, is_dark
+from llamachat.ui.views.summary import SummaryView
 
 INITIAL_MIN_MESSAGES = 6
 INITIAL_MIN_CHARS = 6000
@@ -33,7 +34,7 @@ TOP_MARGIN = 12
 BOTTOM_MARGIN = 12
 SPACING = 10
 PAGE_DELAY_MS = 30
-SHOWN_ROLES = ("user", "assistant")
+SHOWN_ROLES = ("system", "user", "assistant")  # "system": a compacted chat's summary
 
 
 class _Column(QWidget):
@@ -115,6 +116,7 @@ class ConversationView(QScrollArea):
     edit_requested = Signal(object)
     version_requested = Signal(object)
     fork_requested = Signal(object)
+    summary_edited = Signal(object, str)  # a compacted chat's summary saved edited: id, text
 
     def __init__(self, parent: QWidget | None = None, *, forks: bool = False) -> None:
         super().__init__(parent)
@@ -227,7 +229,12 @@ class ConversationView(QScrollArea):
         return DARK if is_dark(self.palette()) else LIGHT
 
     def _build(self, message: Mapping[str, Any]) -> MessageView:
-        view = MessageView(message, palette=self._palette(), parent=self._column)
+        if message.get("role") == "system":
+            summary = SummaryView(message, palette=self._palette(), parent=self._column)
+            summary.summary_edited.connect(self.summary_edited)
+            view: MessageView = summary
+        else:
+            view = MessageView(message, palette=self._palette(), parent=self._column)
         view.retry_requested.connect(self.retry_requested)
         view.regenerate_requested.connect(self.regenerate_requested)
         view.continue_requested.connect(self.continue_requested)

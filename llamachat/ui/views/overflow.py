@@ -2,7 +2,8 @@
 
 `OverflowPanel` (accessible name "Message too long") says how many tokens the message
 needs, how many the context holds and how many are kept for the reply, and offers one
-button per way out: unload a skill (with what it costs), remove an attachment, start a
+button per way out: compact the chat and send (the earlier messages summarized into a
+new branch of it, `compaction.Compaction`), unload a skill (with what it costs), remove an attachment, start a
 new chat with this message, and, for the server llamachat manages, raise the model's
 context (up to the size it was trained for). It only emits what the user chose;
 `OverflowGuide` does it for the chat window, and measures the draft as it is typed.
@@ -48,6 +49,7 @@ def raised_context(overflow: Overflow) -> int | None:
 class OverflowPanel(QFrame):
     """The refusal of a message too long for the context, and its one-click ways out."""
 
+    compact = Signal()
     unload_skill = Signal(str)
     remove_attachment = Signal(str)
     new_chat = Signal()
@@ -80,6 +82,8 @@ class OverflowPanel(QFrame):
         if overflow.trained:
             lines.append(f"{overflow.model} was trained for up to {overflow.trained:,} tokens.")
         self.text.setText("\n".join(lines))
+        if overflow.breakdown.get("history"):
+            self._button("Compact and send", self.compact.emit)
         for name, tokens in overflow.breakdown.parts:
             kind, _, rest = name.partition(":")
             if kind == "skill" and rest:
@@ -117,13 +121,16 @@ class OverflowGuide(QObject):
     """The chat window's side of a message too long: the draft measured as it is typed, the
     panel shown when the conversation refuses one, and the way out the user took done.
 
-    "New chat with this message" is the panel's `new_chat`, for the window to connect.
+    "New chat with this message" is the panel's `new_chat`, for the window to connect;
+    once "Compact and send" compacted the chat, `send_requested` asks it to send the
+    message (still in the composer) again.
     """
 
     # A status-bar line (timeout in ms).
     status = Signal(str, int)
     # A problem the user must act on, shown whole until dismissed.
     problem = Signal(str)
+    send_requested = Signal()
 
     def __init__(
         self,
@@ -144,12 +151,25 @@ class OverflowGuide(QObject):
         panel.unload_skill.connect(chat.unload_skill)
         panel.remove_attachment.connect(composer.remove_attachment)
         panel.raise_context.connect(self._raise_context)
+        panel.compact.connect(self._compact)
         chat.too_big.connect(self._on_too_big)
+        chat.compaction.ended.connect(self._on_compacted)
+        self._send_after = False
 
     @Slot()
     def _on_draft_changed(self) -> None:
         attachments = [item.to_dict() for item in self._composer.attachments()]
         self._chat.context.set_draft(self._composer.text(), attachments)
+
+    @Slot()
+    def _compact(self) -> None:
+        self._send_after = self._chat.compaction.compact()
+
+    @Slot(str, str)
+    def _on_compacted(self, status: str, _error: str) -> None:
+        send, self._send_after = self._send_after, False
+        if send and status == "complete":
+            self.send_requested.emit()
 
     @Slot(object)
     def _on_too_big(self, overflow: Overflow) -> None:

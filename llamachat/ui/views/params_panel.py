@@ -2,9 +2,10 @@
 
 `ChatParams(chat)` gives `button` (⚙ in the status bar, with the number of values the
 chat sets; its menu, opening upward, holds `panel`): one row per
-`params.PARAMS` entry, each at "default" until the user sets it. "default" means the
-config's value for the model and preset (shown in the row's tooltip) or, when the
-config has none, the server's. A change is the chat's override from the next request
+`params.PARAMS` entry, each at "default" until the user sets it, then what a message too
+long for the context makes happen in this chat (`compact.CHAT_KEY`, never sent).
+"default" means the config's value for the model and preset (shown in the row's tooltip)
+or, when the config has none, the server's. A change is the chat's override from the next request
 on, saved with the chat (`Conversation.set_params`); Reset clears them. Nothing here
 reloads a model: llama-server takes these per request.
 
@@ -30,6 +31,7 @@ from PySide6.QtWidgets import (
     QWidgetAction,
 )
 
+from llamachat import compact
 from llamachat.params import PARAMS, Param
 from llamachat.ui import plain
 from llamachat.ui.chat.session import Conversation
@@ -54,6 +56,16 @@ class ParamsPanel(QFrame):
             editor.setAccessibleName(param.label)
             self.editors[param.name] = editor
             form.addRow(param.label, editor)
+        # Not a request parameter: the chat's own context_overflow policy.
+        overflow = QComboBox()
+        overflow.addItems([DEFAULT_TEXT, *compact.POLICIES])
+        overflow.setAccessibleName("When the context fills")
+        overflow.setToolTip(
+            "A message too long for the context: ask, compact the earlier messages, "
+            "trim the oldest out of the request, or refuse"
+        )
+        self.editors[compact.CHAT_KEY] = overflow
+        form.addRow("When the context fills", overflow)
         self.reset_button = QPushButton("Reset to defaults")
         self.reset_button.setAutoDefault(False)
         layout = QVBoxLayout(self)
@@ -64,6 +76,9 @@ class ParamsPanel(QFrame):
     def values(self) -> dict[str, Any]:
         """The parameters set in the panel (those at "default" left out)."""
         out: dict[str, Any] = {}
+        overflow = self.editors[compact.CHAT_KEY]
+        if isinstance(overflow, QComboBox) and overflow.currentIndex() > 0:
+            out[compact.CHAT_KEY] = overflow.currentText()
         for param in PARAMS:
             editor = self.editors[param.name]
             if isinstance(editor, QComboBox):
@@ -76,6 +91,11 @@ class ParamsPanel(QFrame):
 
     def show_values(self, values: dict[str, Any], defaults: dict[str, Any]) -> None:
         """Show the chat's `values`, the rest at "default" with `defaults` in their tooltips."""
+        overflow = self.editors[compact.CHAT_KEY]
+        if isinstance(overflow, QComboBox):
+            overflow.blockSignals(True)
+            overflow.setCurrentIndex(max(overflow.findText(str(values.get(compact.CHAT_KEY))), 0))
+            overflow.blockSignals(False)
         for param in PARAMS:
             editor = self.editors[param.name]
             editor.blockSignals(True)
