@@ -10048,6 +10048,34 @@ class TestBranches:
         assert window.conversation.last_assistant().version_text() == ""
         assert history.message_count(window.session_id) == 2
 
+    def test_regenerate_after_stop_keeps_the_stopped_reply_as_a_version(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """A stopped reply with text is a version like any other: Regenerate adds `2/2`,
+        and ‹ shows the stopped text, still in History."""
+
+        window, history = chat_window()
+        router.script(Reply(content=["Half ", "an ", "answer"], stall_after=2))
+        window.composer.set_text("Tell me")
+        window.send()
+        qtbot.waitUntil(lambda: window.conversation.last_assistant().content() == "Half ")
+        window.stop()
+        router.release()
+        stopped = window.conversation.last_assistant()
+        router.script(Reply(content="Whole answer."))
+        qtbot.mouseClick(_button(stopped, "Regenerate"), Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
+        qtbot.waitUntil(lambda: self._texts(window) == ["Tell me", "Whole answer."])
+        reply = window.conversation.last_assistant()
+        qtbot.waitUntil(lambda: reply.version_text() == "2/2")
+        rows = history._conn.execute(
+            "SELECT content, status FROM messages WHERE role = 'assistant' ORDER BY id"
+        ).fetchall()
+        assert [tuple(row) for row in rows] == [("Half ", "stopped"), ("Whole answer.", "complete")]
+        qtbot.mouseClick(_button(reply, "Previous version"), Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: self._texts(window) == ["Tell me", "Half "])
+        assert window.conversation.last_assistant().version_text() == "1/2"
+
     def test_edits_are_branches_switched_with_alt_arrows(self, chat_window, router, qtbot) -> None:
         """Editing a question twice gives `3/3` on it; Alt+Left in the message shows the
         second branch with its own reply; the first branch is still there."""

@@ -13,8 +13,9 @@ its view "not saved", and tries again every second until a save goes through
 A retry (`replaces`, the id of the reply it answers again) leaves the earlier reply
 in History until the new one has answer text (reasoning alone is not enough): only
 then is the new row added beside it, as another version of the reply
-(`keep_replaced`, Regenerate) or in its place (a failed or stopped reply: it and
-what followed it are deleted). An attempt that ends with no answer text keeps the
+(`keep_replaced`, Regenerate of a complete reply or a stopped one with text) or in
+its place (a failed reply, or one stopped before any text: it and what followed it
+are deleted). An attempt that ends with no answer text keeps the
 earlier reply as the one shown (`kept_earlier`).
 
 A new reply's row is added as soon as its request is on the wire (`start`), not
