@@ -1229,6 +1229,35 @@ class TestDb:
         raw.close()
         assert import_file(history.path, source) and history.count_sessions() == 1
 
+    def test_history_keeps_one_draft_per_chat_and_the_new_chats_across_opens(
+        self, tmp_path: Path
+    ) -> None:
+        """A draft per session and one for the new chat (None), kept across opens; ''
+        forgets it; purging a chat purges its draft; a version-3 file gains the table."""
+
+        path = tmp_path / "h.db"
+        with History(path) as history:
+            sid = history.create_session("chat")
+            assert history.draft(sid) == "" and history.draft(None) == ""
+            history.set_draft(sid, "half a thought")
+            history.set_draft(None, "for a new chat")
+            history.set_draft(sid, "a whole thought")
+        with History(path) as history:
+            assert history.draft(sid) == "a whole thought"
+            assert history.draft(None) == "for a new chat"
+            history.set_draft(None, "")
+            assert history.draft(None) == ""
+            history.delete_session(sid)
+            history.purge_deleted([sid])
+            assert history.draft(sid) == ""
+        raw = sqlite3.connect(path)
+        raw.execute("DROP TABLE drafts")
+        raw.execute("PRAGMA user_version = 3")
+        raw.close()
+        with History(path) as history:
+            history.set_draft(None, "after the migration")
+            assert history.draft(None) == "after the migration"
+
 
 class TestHistoryTree:
     """`llamachat.history.store` as a tree: versions, branches, the active path, forks, tree export."""
@@ -9750,6 +9779,101 @@ class TestChatWindow:
         qtbot.waitUntil(lambda: not window.is_streaming())
         assert [v.content() for v in window.conversation.views()] == ["Name an alpaca.", "Alpaca."]
         assert not any(view.is_editing() for view in window.conversation.views())
+
+    def test_window_draft_stays_with_its_chat_survives_quit_and_sending_clears_it(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """Text typed in chat A does not follow into chat B; each chat (the new one too)
+        gets its own back after a restart; sending clears the draft (issue 30, item 2)."""
+
+        window, history = chat_window()
+        first = history.create_session("chat", "test-model", prompt_name="Default")
+        history.add_message(first, "user", "A question")
+        second = history.create_session("chat", "test-model", prompt_name="Default")
+        history.add_message(second, "user", "B question")
+        window.sidebar.refresh()
+        assert window.open_session(first)
+        window.composer.set_text("half-typed for A")
+        assert window.open_session(second)
+        assert window.composer.text() == ""
+        window.composer.set_text("for B")
+        assert window.open_session(first)
+        assert window.composer.text() == "half-typed for A"
+        window.new_session()
+        assert window.composer.text() == ""
+        window.composer.set_text("a new chat's draft")
+        window.close()
+
+        window, _ = chat_window(history=history)
+        assert window.composer.text() == "a new chat's draft"
+        assert window.open_session(second)
+        assert window.composer.text() == "for B"
+        assert window.open_session(first)
+        assert window.composer.text() == "half-typed for A"
+        router.script(Reply(content="Sent."))
+        window.send()
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
+        qtbot.waitUntil(lambda: history.draft(first) == "", timeout=5000)
+        assert history.draft(second) == "for B" and history.draft(None) == "a new chat's draft"
+
+        # The new chat's first message makes its session: the draft goes with the message.
+        window.new_session()
+        assert window.composer.text() == "a new chat's draft"
+        window.send()
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
+        qtbot.waitUntil(lambda: history.draft(None) == "", timeout=5000)
+        assert history.draft(window.session_id) == ""
+        window.new_session()
+        assert window.composer.text() == ""
+
+    def test_window_search_hit_opens_the_version_holding_it_scrolled_to_and_marked(
+        self, chat_window, qtbot
+    ) -> None:
+        """A hit in version 1/2 of a reply opens 1/2 (not the newer 2/2 the chat last
+        showed), scrolled so the match is on screen, its word marked (issue 30, item 3)."""
+
+        window, history = chat_window()
+        window.resize(900, 500)
+        session = history.create_session("chat", "test-model", prompt_name="Default")
+        question = history.add_message(session, "user", "Name a llama.")
+        filler = "".join(f"Line {n} of a long answer.\n\n" for n in range(120))
+        history.add_message(
+            session, "assistant", f"{filler}Call it Zebracorn, then.\n\n{filler}", parent=question
+        )
+        history.add_message(session, "assistant", "Dolly.", parent=question)
+        history.add_message(session, "user", "Why?")
+        window.sidebar.refresh()
+        assert window.open_session(session)
+        assert window.conversation.views()[1].version_text() == "2/2"
+        window.open_session(history.create_session("chat", "test-model"))
+
+        window.sidebar.search("zebracorn")
+        assert window.sidebar.model.rowCount() == 1
+        rect = window.sidebar.list_view.visualRect(window.sidebar.model.index(0))
+        qtbot.mouseClick(
+            window.sidebar.list_view.viewport(), Qt.MouseButton.LeftButton, pos=rect.center()
+        )
+        qtbot.waitUntil(lambda: window.session_id == session)
+        qtbot.waitUntil(lambda: len(window.conversation.views()) == 2)
+        reply = window.conversation.views()[1]
+        assert reply.version_text() == "1/2" and "Zebracorn" in reply.content()
+        body = next(
+            b for b in reply.findChildren(QTextBrowser) if b.document() is reply.text_document()
+        )
+        marks = body.extraSelections()
+        assert [mark.cursor.selectedText() for mark in marks] == ["Zebracorn"]
+        cursor = marks[0].cursor
+        bar = window.conversation.verticalScrollBar()
+        height = window.conversation.viewport().height()
+
+        def on_screen() -> bool:
+            corner = body.cursorRect(cursor).topLeft()
+            top = body.mapTo(window.conversation.widget(), corner).y()
+            return bar.value() <= top <= bar.value() + height - 20
+
+        qtbot.waitUntil(lambda: body.height() >= body.document().size().height())
+        qtbot.waitUntil(on_screen)
+        assert reply.geometry().bottom() > 3000  # laid out whole: the match is mid-message
 
 
 class TestController:
