@@ -138,16 +138,17 @@ class ReplyStream(QObject):
         self._save_timer.timeout.connect(self._on_save_due)
 
     def row(self) -> dict:
-        """The reply as a History row, to build its view from."""
+        """The reply as a History row, to build its view from (or to save elsewhere)."""
         return {
             "id": self.message_id,
             "session_id": self.session_id,
             "role": "assistant",
             "content": "".join(self._content),
             "reasoning": "".join(self._reasoning),
+            "tool_calls": list(self._tool_calls),
             "model": self.model,
-            "status": "streaming",
-            "error": "",
+            "status": self._status,
+            "error": self._error if self._ended else "",
         }
 
     def attach(self, view: MessageView) -> None:
