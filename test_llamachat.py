@@ -9943,9 +9943,14 @@ class TestChatWindow:
             assert "Write a lot" in text and "kept early then word " in text
             assert text.rstrip().endswith("the very end.")
         finally:
+            history._conn.execute("PRAGMA max_page_count = 1073741823")  # room again
             running.shutdown()
-            history._conn.execute("PRAGMA max_page_count = 1073741823")
-            history.close()
+        # The reply is kept till History takes it, even after the window went.
+        qtbot.waitUntil(
+            lambda: history.messages(session)[-1]["content"].endswith("the very end."),
+            timeout=5000,
+        )
+        history.close()
 
 
 class TestController:
