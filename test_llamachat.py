@@ -1225,6 +1225,35 @@ class TestDb:
         raw.close()
         assert import_file(history.path, source) and history.count_sessions() == 1
 
+    def test_history_keeps_one_draft_per_chat_and_the_new_chats_across_opens(
+        self, tmp_path: Path
+    ) -> None:
+        """A draft per session and one for the new chat (None), kept across opens; ''
+        forgets it; purging a chat purges its draft; a version-3 file gains the table."""
+
+        path = tmp_path / "h.db"
+        with History(path) as history:
+            sid = history.create_session("chat")
+            assert history.draft(sid) == "" and history.draft(None) == ""
+            history.set_draft(sid, "half a thought")
+            history.set_draft(None, "for a new chat")
+            history.set_draft(sid, "a whole thought")
+        with History(path) as history:
+            assert history.draft(sid) == "a whole thought"
+            assert history.draft(None) == "for a new chat"
+            history.set_draft(None, "")
+            assert history.draft(None) == ""
+            history.delete_session(sid)
+            history.purge_deleted([sid])
+            assert history.draft(sid) == ""
+        raw = sqlite3.connect(path)
+        raw.execute("DROP TABLE drafts")
+        raw.execute("PRAGMA user_version = 3")
+        raw.close()
+        with History(path) as history:
+            history.set_draft(None, "after the migration")
+            assert history.draft(None) == "after the migration"
+
 
 class TestHistoryTree:
     """`llamachat.history.store` as a tree: versions, branches, the active path, forks, tree export."""
@@ -10396,6 +10425,178 @@ class TestChatWindow:
         assert history.messages(session_id) == original
         assert window.composer.text() == "and now?"
 
+    def test_window_draft_stays_with_its_chat_survives_quit_and_sending_clears_it(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """Text typed in chat A does not follow into chat B; each chat (the new one too)
+        gets its own back after a restart; sending clears the draft (issue 30, item 2)."""
+
+        window, history = chat_window()
+        first = history.create_session("chat", "test-model", prompt_name="Default")
+        history.add_message(first, "user", "A question")
+        second = history.create_session("chat", "test-model", prompt_name="Default")
+        history.add_message(second, "user", "B question")
+        window.sidebar.refresh()
+        assert window.open_session(first)
+        window.composer.set_text("half-typed for A")
+        assert window.open_session(second)
+        assert window.composer.text() == ""
+        window.composer.set_text("for B")
+        assert window.open_session(first)
+        assert window.composer.text() == "half-typed for A"
+        window.new_session()
+        assert window.composer.text() == ""
+        window.composer.set_text("a new chat's draft")
+        window.close()
+
+        window, _ = chat_window(history=history)
+        assert window.composer.text() == "a new chat's draft"
+        assert window.open_session(second)
+        assert window.composer.text() == "for B"
+        assert window.open_session(first)
+        assert window.composer.text() == "half-typed for A"
+        router.script(Reply(content="Sent."))
+        window.send()
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
+        qtbot.waitUntil(lambda: history.draft(first) == "", timeout=5000)
+        assert history.draft(second) == "for B" and history.draft(None) == "a new chat's draft"
+
+        # The new chat's first message makes its session: the draft goes with the message.
+        window.new_session()
+        assert window.composer.text() == "a new chat's draft"
+        window.send()
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
+        qtbot.waitUntil(lambda: history.draft(None) == "", timeout=5000)
+        assert history.draft(window.session_id) == ""
+        window.new_session()
+        assert window.composer.text() == ""
+
+    def test_window_search_hit_opens_the_version_holding_it_scrolled_to_and_marked(
+        self, chat_window, qtbot
+    ) -> None:
+        """A hit in version 1/2 of a reply opens 1/2 (not the newer 2/2 the chat last
+        showed), scrolled so the match is on screen, its word marked (issue 30, item 3)."""
+
+        window, history = chat_window()
+        window.resize(900, 500)
+        session = history.create_session("chat", "test-model", prompt_name="Default")
+        question = history.add_message(session, "user", "Name a llama.")
+        filler = "".join(f"Line {n} of a long answer.\n\n" for n in range(120))
+        history.add_message(
+            session, "assistant", f"{filler}Call it Zebracorn, then.\n\n{filler}", parent=question
+        )
+        history.add_message(session, "assistant", "Dolly.", parent=question)
+        history.add_message(session, "user", "Why?")
+        window.sidebar.refresh()
+        assert window.open_session(session)
+        assert window.conversation.views()[1].version_text() == "2/2"
+        window.open_session(history.create_session("chat", "test-model"))
+
+        window.sidebar.search("zebracorn")
+        assert window.sidebar.model.rowCount() == 1
+        rect = window.sidebar.list_view.visualRect(window.sidebar.model.index(0))
+        qtbot.mouseClick(
+            window.sidebar.list_view.viewport(), Qt.MouseButton.LeftButton, pos=rect.center()
+        )
+        qtbot.waitUntil(lambda: window.session_id == session)
+        qtbot.waitUntil(lambda: len(window.conversation.views()) == 2)
+        reply = window.conversation.views()[1]
+        assert reply.version_text() == "1/2" and "Zebracorn" in reply.content()
+        body = next(
+            b for b in reply.findChildren(QTextBrowser) if b.document() is reply.text_document()
+        )
+        marks = body.extraSelections()
+        assert [mark.cursor.selectedText() for mark in marks] == ["Zebracorn"]
+        cursor = marks[0].cursor
+        bar = window.conversation.verticalScrollBar()
+        height = window.conversation.viewport().height()
+
+        def on_screen() -> bool:
+            corner = body.cursorRect(cursor).topLeft()
+            top = body.mapTo(window.conversation.widget(), corner).y()
+            return bar.value() <= top <= bar.value() + height - 20
+
+        qtbot.waitUntil(lambda: body.height() >= body.document().size().height())
+        qtbot.waitUntil(on_screen)
+        assert reply.geometry().bottom() > 3000  # laid out whole: the match is mid-message
+
+    def test_window_quit_with_an_unsaved_reply_asks_and_saves_it_as_a_file(
+        self, router, qtbot, tmp_path
+    ) -> None:
+        """History full: a reply marked "Not saved yet" is not lost by File > Quit. Quit
+        tries once more, then asks: Cancel keeps llamachat running; Save as… writes the
+        chat with the whole reply as Markdown, then quits (issue 29, item 2)."""
+
+        router.models["test-model"].n_ctx = 32768
+        history = History(tmp_path / "history.db")
+        running = RunningInstance(_app(_instance_cfg(router, tmp_path), history), tray=False)
+        ended: list[bool] = []
+        running.finished.connect(lambda: ended.append(True))
+        try:
+            window = running.show_chat()
+            qtbot.waitUntil(lambda: bool(window.models()), timeout=5000)
+            tail = ["word " * 2000, "the very end."]
+            router.script(Reply(content=["kept ", "early ", "then ", *tail], stall_after=3))
+            window.composer.set_text("Write a lot")
+            window.send()
+            session = window.session_id
+            qtbot.waitUntil(
+                lambda: history.messages(session)[-1]["content"] == "kept early ", timeout=5000
+            )
+            pages = history._conn.execute("PRAGMA page_count").fetchone()[0]
+            history._conn.execute(f"PRAGMA max_page_count = {pages}")  # the disk is full
+            router.release()
+            qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
+            assert "Not saved" in window.conversation.last_assistant().unsaved_text()
+
+            said: list[str] = []
+
+            def answer(*steps) -> None:
+                def poll() -> None:
+                    dialog = QApplication.activeModalWidget()
+                    if dialog is None:
+                        QTimer.singleShot(20, poll)
+                        return
+                    steps[0](dialog)
+                    if len(steps) > 1:
+                        answer(*steps[1:])
+
+                QTimer.singleShot(0, poll)
+
+            def click(text: str):
+                def press(box) -> None:
+                    said.append(box.text())
+                    next(b for b in box.buttons() if b.text() == text).click()
+
+                return press
+
+            answer(click("Cancel"))
+            window.quit_requested.emit()
+            assert not ended and window.isVisible()
+            assert "could not be saved" in said[0] and "Quitting loses it" in said[0]
+
+            saved = tmp_path / "saved.md"
+
+            def choose(dialog) -> None:
+                dialog.selectFile(str(saved))
+                dialog.accept()
+
+            answer(click("Save as…"), choose)
+            window.quit_requested.emit()
+            assert ended == [True]
+            text = saved.read_text(encoding="utf-8")
+            assert "Write a lot" in text and "kept early then word " in text
+            assert text.rstrip().endswith("the very end.")
+        finally:
+            history._conn.execute("PRAGMA max_page_count = 1073741823")  # room again
+            running.shutdown()
+        # The reply is kept till History takes it, even after the window went.
+        qtbot.waitUntil(
+            lambda: history.messages(session)[-1]["content"].endswith("the very end."),
+            timeout=5000,
+        )
+        history.close()
+
 
 class TestController:
     """`llamachat.ui.chat.session`: one controller for a conversation."""
@@ -10692,6 +10893,34 @@ class TestBranches:
         qtbot.waitUntil(lambda: self._texts(window) == ["Hello", "Hi."])
         assert window.conversation.last_assistant().version_text() == ""
         assert history.message_count(window.session_id) == 2
+
+    def test_regenerate_after_stop_keeps_the_stopped_reply_as_a_version(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """A stopped reply with text is a version like any other: Regenerate adds `2/2`,
+        and ‹ shows the stopped text, still in History."""
+
+        window, history = chat_window()
+        router.script(Reply(content=["Half ", "an ", "answer"], stall_after=2))
+        window.composer.set_text("Tell me")
+        window.send()
+        qtbot.waitUntil(lambda: window.conversation.last_assistant().content() == "Half ")
+        window.stop()
+        router.release()
+        stopped = window.conversation.last_assistant()
+        router.script(Reply(content="Whole answer."))
+        qtbot.mouseClick(_button(stopped, "Regenerate"), Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
+        qtbot.waitUntil(lambda: self._texts(window) == ["Tell me", "Whole answer."])
+        reply = window.conversation.last_assistant()
+        qtbot.waitUntil(lambda: reply.version_text() == "2/2")
+        rows = history._conn.execute(
+            "SELECT content, status FROM messages WHERE role = 'assistant' ORDER BY id"
+        ).fetchall()
+        assert [tuple(row) for row in rows] == [("Half ", "stopped"), ("Whole answer.", "complete")]
+        qtbot.mouseClick(_button(reply, "Previous version"), Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: self._texts(window) == ["Tell me", "Half "])
+        assert window.conversation.last_assistant().version_text() == "1/2"
 
     def test_edits_are_branches_switched_with_alt_arrows(self, chat_window, router, qtbot) -> None:
         """Editing a question twice gives `3/3` on it; Alt+Left in the message shows the

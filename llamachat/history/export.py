@@ -108,6 +108,17 @@ def export_markdown(session: SessionRow, messages: list[MessageRow]) -> str:
     return "\n\n".join(parts) + "\n"
 
 
+def export_path_json(session: SessionRow, messages: list[MessageRow]) -> dict[str, Any]:
+    """A session with the messages of one path (given, not read) as a version-1 export
+    that validate_import reads back: what is on screen when History cannot be read from."""
+    return {
+        "format": EXPORT_FORMAT,
+        "version": 1,
+        "session": {key: session[key] for key in _SESSION_FIELDS},  # type: ignore[literal-required]
+        "messages": [_stored(message) for message in messages],
+    }
+
+
 def export_json(
     conn: sqlite3.Connection, source: SessionRow, params: dict[str, Any]
 ) -> dict[str, Any]:

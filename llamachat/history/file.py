@@ -111,6 +111,18 @@ MIGRATIONS: list[str] = [
         DELETE FROM session_params WHERE session_id = old.id;
     END;
     """,
+    # 4: what the user typed in a chat and has not sent yet, by session (0: the new chat
+    # that has no session yet).
+    """
+    CREATE TABLE IF NOT EXISTS drafts (
+        session_id INTEGER PRIMARY KEY,
+        text       TEXT NOT NULL DEFAULT '',
+        updated_at REAL NOT NULL
+    );
+    CREATE TRIGGER IF NOT EXISTS drafts_purged AFTER DELETE ON sessions BEGIN
+        DELETE FROM drafts WHERE session_id = old.id;
+    END;
+    """,
 ]
 
 # Columns a pre-versioned table may lack, with the definitions ALTER TABLE can add

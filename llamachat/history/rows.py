@@ -54,6 +54,8 @@ class SearchHit(SessionRow):
     """A session found by History.search, with a snippet of its best matching message."""
 
     snippet: str
+    message_id: int | None
+    """The best matching message (None: only the title matched)."""
 
 
 class NewMessage(TypedDict):

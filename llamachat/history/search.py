@@ -24,8 +24,8 @@ def search(conn: sqlite3.Connection, query: str, *, limit: int = 50) -> list[Sea
     """Live sessions matching every word of `query`, with a snippet of the best message.
 
     Sessions whose title holds every word come first (newest first; their snippet
-    is '' when no message matches), then those with a message matching every word
-    as a prefix, best first.
+    is '' and their message_id None when no message matches), then those with a
+    message matching every word as a prefix, best first.
     """
     match = _fts_query(query)
     if not match:
@@ -33,7 +33,7 @@ def search(conn: sqlite3.Connection, query: str, *, limit: int = 50) -> list[Sea
     words = query.replace("\x00", " ").split()
     like = " AND ".join(["title LIKE ? ESCAPE '\\'"] * len(words))
     titled: list[SearchHit] = [
-        {**cast(SessionRow, _decode(row)), "snippet": ""}
+        {**cast(SessionRow, _decode(row)), "snippet": "", "message_id": None}
         for row in conn.execute(
             f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE deleted_at IS NULL AND {like}"
             " ORDER BY updated_at DESC, id DESC LIMIT ?",
@@ -41,10 +41,11 @@ def search(conn: sqlite3.Connection, query: str, *, limit: int = 50) -> list[Sea
         ).fetchall()
     ]
     found = _search_messages(conn, match, limit)
-    snippets = {session["id"]: session["snippet"] for session in found}
+    best = {session["id"]: session for session in found}
     for session in titled:
-        session["snippet"] = snippets.pop(session["id"], "")
-    return (titled + [s for s in found if s["id"] in snippets])[:limit]
+        if (hit := best.pop(session["id"], None)) is not None:
+            session["snippet"], session["message_id"] = hit["snippet"], hit["message_id"]
+    return (titled + [s for s in found if s["id"] in best])[:limit]
 
 
 def _search_messages(conn: sqlite3.Connection, match: str, limit: int) -> list[SearchHit]:
@@ -82,5 +83,11 @@ def _search_messages(conn: sqlite3.Connection, match: str, limit: int) -> list[S
         ).fetchone()
         if session is not None:
             hit = cast(SessionRow, _decode(session))
-            results.append({**hit, "snippet": snippets.get(row["message_id"], "")})
+            results.append(
+                {
+                    **hit,
+                    "snippet": snippets.get(row["message_id"], ""),
+                    "message_id": row["message_id"],
+                }
+            )
     return results

@@ -42,7 +42,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal, Self, cast
 
-from llamachat.history import export, file, search, tree
+from llamachat.history import drafts, export, file, search, tree
 from llamachat.history.export import (
     EXPORT_FORMAT,
     EXPORT_VERSION,
@@ -306,6 +306,15 @@ class History:
             " ON CONFLICT (session_id) DO UPDATE SET params = excluded.params",
             (session_id, json.dumps(values)),
         )
+
+    def draft(self, session_id: int | None) -> str:
+        """The text typed in a chat and not sent yet ('' when none; None: the new chat)."""
+        return drafts.read(self._conn, self.path, session_id)
+
+    def set_draft(self, session_id: int | None, text: str) -> None:
+        """Keep `text` as the chat's unsent draft (None: the new chat); '' forgets it."""
+        # Not through _write: a draft changes no path, so the cached paths stay.
+        drafts.write(self._conn, self.path, session_id, text)
 
     def delete_session(self, session_id: int) -> None:
         """Hide a session from the list and search; undelete_session brings it back."""

@@ -36,6 +36,7 @@ from llamachat.history.store import History
 from llamachat.ui.app import App
 from llamachat.ui.quick import QuickWindow
 from llamachat.ui.tray import Tray
+from llamachat.ui.views.unsaved import confirm_quit
 from llamachat.ui.window import ChatWindow
 
 log = logging.getLogger(__name__)
@@ -283,7 +284,15 @@ class RunningInstance(QObject):
         return quick
 
     def quit(self) -> None:
-        """Close every window (saving streaming replies) and end the instance."""
+        """Close every window (saving streaming replies) and end the instance.
+
+        A reply History could not save is tried once more; if it still cannot be, the
+        user is asked first (Save as…, Quit anyway, Cancel: nothing happens then).
+        """
+        windows = [window for window in (self._chat, self._quick) if window is not None]
+        parent = self._chat if self._chat is not None and self._chat.isVisible() else None
+        if not confirm_quit(parent, [window.chat for window in windows]):
+            return
         self.shutdown()
         self._end()
 

@@ -60,6 +60,7 @@ from llamachat.router.models import ModelInfo
 from llamachat.ui import first_run, menus, plain, shortcuts, tasks
 from llamachat.ui.app import App
 from llamachat.ui.chat import session
+from llamachat.ui.chat.drafts import Drafts
 from llamachat.ui.chat.reply import ReplyStream
 from llamachat.ui.chat.seams import ConversationSeams
 from llamachat.ui.chat.session import Conversation
@@ -217,8 +218,8 @@ class ChatWindow(ConversationSeams, QMainWindow):
         # After the choice is applied: the panel shows the defaults of the model now chosen.
         self.model_picker.model_changed.connect(self.chat_params.refresh)
         self.overflow = OverflowPanel()
-        # new_session leaves the composer alone: the message is still there to send.
-        self.overflow.new_chat.connect(self.new_session)
+        # The message goes along to the new chat, still there to send.
+        self.overflow.new_chat.connect(self._new_chat_with_message)
         self.overflow_guide = OverflowGuide(
             self.app, self.chat, composer=self.composer, panel=self.overflow, parent=self
         )
@@ -254,9 +255,12 @@ class ChatWindow(ConversationSeams, QMainWindow):
         self.sidebar.setMinimumWidth(180)
         self.sidebar.list_view.setStyleSheet("QListView::item { padding: 5px 6px; }")
 
+        self.drafts = Drafts(self.history, self.composer, self.chat, parent=self)
+        self.drafts.status.connect(self.show_status)
         self.sessions = ChatSessions(
             self.chat,
             view=self.conversation,
+            drafts=self.drafts,
             presets=self.preset_picker,
             meter=self.meter,
             choice=self.model_choice,
@@ -292,6 +296,10 @@ class ChatWindow(ConversationSeams, QMainWindow):
     def new_session(self) -> None:
         """Start an empty chat: no messages, no loaded skills; created on the first send."""
         self.sessions.new()
+
+    @Slot()
+    def _new_chat_with_message(self) -> None:
+        self.sessions.new(carry=True)
 
     def open_session(self, session_id: int) -> bool:
         """Show a stored chat with its model and loaded skills; False when it does not exist."""
@@ -470,7 +478,8 @@ class ChatWindow(ConversationSeams, QMainWindow):
     # ------------------------------------------------------------------ closing
 
     def closeEvent(self, event: QCloseEvent) -> None:
-        """Save a streaming reply as stopped and let the worker threads end."""
+        """Save the draft and a streaming reply (as stopped); let the worker threads end."""
+        self.drafts.save()
         self.stop()
         self.chat.close()
         if not self.chat.threads.wait_all(10_000):
@@ -492,6 +501,7 @@ class ChatSessions(QObject):
         chat: Conversation,
         *,
         view: ConversationView,
+        drafts: Drafts,
         presets: PresetPicker,
         meter: ContextMeter,
         choice: ModelChoice,
@@ -502,6 +512,7 @@ class ChatSessions(QObject):
         super().__init__(parent)
         self._chat = chat
         self._view = view
+        self._drafts = drafts
         self._presets = presets
         self._meter = meter
         self._choice = choice
@@ -510,17 +521,23 @@ class ChatSessions(QObject):
         self._stop = stop
         presets.preset_changed.connect(self._on_preset_changed)
         sidebar.session_activated.connect(self.open)
+        sidebar.match_requested.connect(self.show_match)
         sidebar.session_deleted.connect(self._on_session_deleted)
         sidebar.session_renamed.connect(self._on_session_renamed)
         # The new chat's title (or the chat's new place at the top) shows at once.
         chat.message_added.connect(self._on_message_added)
         chat.reply_ended.connect(lambda _status, _error: sidebar.refresh())
 
-    def new(self) -> None:
-        """Start an empty chat: no messages, no loaded skills; created on the first send."""
+    def new(self, *, carry: bool = False) -> None:
+        """Start an empty chat: no messages, no loaded skills; created on the first send.
+
+        The composer shows the new chat's draft, or with `carry` keeps what it holds.
+        """
         if self._chat.is_streaming():
             self._stop()
+        self._drafts.leave(carry=carry)
         self._chat.new_session()
+        self._drafts.show(None, carry=carry)
         # A custom prompt belongs to the chat it was written for; the preset carries over.
         self._presets.set_session_prompt(self._presets.current_name())
         self._view.clear()
@@ -531,10 +548,12 @@ class ChatSessions(QObject):
         """Show a stored chat with its model and loaded skills; False when it does not exist."""
         if self._chat.is_streaming():
             self._stop()
+        self._drafts.leave()
         opened = self._chat.open_session(session_id)
         if opened is None:
             self.status.emit(f"Chat {session_id} no longer exists.", STATUS_MS)
             return False
+        self._drafts.show(session_id)
         session, messages = opened
         self._presets.set_session_prompt(
             session.get("prompt_name") or "", session.get("prompt_custom") or ""
@@ -551,6 +570,17 @@ class ChatSessions(QObject):
         self._show_usage(messages)
         self._show_title()
         return True
+
+    def show_match(self, message_id: int, query: str) -> None:
+        """Show the open chat's message `message_id` (a search hit), on the branch that holds
+        it, scrolled to with `query`'s words marked."""
+        session_id = self._chat.session_id
+        if session_id is None:
+            return
+        on_path = any(m["id"] == message_id for m in self._chat.history.messages(session_id))
+        # Another branch: its path is shown (and chosen, as ‹ › would).
+        if on_path or self._chat.show_version(message_id):
+            self._view.show_match(message_id, query)
 
     def fork(self, message_id: object) -> bool:
         """Open a new chat holding this chat up to `message_id` ("New chat from here")."""

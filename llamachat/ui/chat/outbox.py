@@ -214,6 +214,12 @@ class Outbox(QObject):
         )
         return False
 
+    def unsaved(self) -> list[ReplyStream]:
+        """Try once more to save the replies History could not take; those still not saved."""
+        for reply in list(self._unsaved):
+            reply.save()
+        return list(self._unsaved)
+
     def close(self) -> None:
         """Try once more to save the replies History could not take (the chat is closing)."""
         for reply in list(self._unsaved):

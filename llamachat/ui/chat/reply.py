@@ -13,8 +13,9 @@ its view "not saved", and tries again every second until a save goes through
 A retry (`replaces`, the id of the reply it answers again) leaves the earlier reply
 in History until the new one has answer text (reasoning alone is not enough): only
 then is the new row added beside it, as another version of the reply
-(`keep_replaced`, Regenerate) or in its place (a failed or stopped reply: it and
-what followed it are deleted). An attempt that ends with no answer text keeps the
+(`keep_replaced`, Regenerate of a complete reply or a stopped one with text) or in
+its place (a failed reply, or one stopped before any text: it and what followed it
+are deleted). An attempt that ends with no answer text keeps the
 earlier reply as the one shown (`kept_earlier`).
 
 A reply the length limit cut (max tokens, or a full context) says so in its figures
@@ -155,16 +156,17 @@ class ReplyStream(QObject):
         self._save_timer.timeout.connect(self._on_save_due)
 
     def row(self) -> dict:
-        """The reply as a History row, to build its view from."""
+        """The reply as a History row, to build its view from (or to save elsewhere)."""
         return {
             "id": self.message_id,
             "session_id": self.session_id,
             "role": "assistant",
             "content": "".join(self._content),
             "reasoning": "".join(self._reasoning),
+            "tool_calls": list(self._tool_calls),
             "model": self.model,
-            "status": "streaming",
-            "error": "",
+            "status": self._status,
+            "error": self._error if self._ended else "",
         }
 
     def attach(self, view: MessageView) -> None:

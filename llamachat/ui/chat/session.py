@@ -419,8 +419,8 @@ class Conversation(QObject):
     def retry(self, message_id: object) -> bool:
         """Ask again for a reply; once the new one has text it is shown in its place.
 
-        A complete reply stays as an earlier version; a failed or stopped one (and
-        what followed it) is replaced.
+        A complete reply, or a stopped one with text, stays as an earlier version; a
+        failed one, or one stopped before any text (and what followed it), is replaced.
         """
         if self.session_id is None or not isinstance(message_id, int):
             return False
@@ -443,7 +443,8 @@ class Conversation(QObject):
         return self.outbox.start(
             model,
             replaces=message_id,
-            keep_replaced=target["status"] == "complete",
+            keep_replaced=target["status"] == "complete"
+            or (target["status"] == "stopped" and bool(target["content"])),
             show=lambda: self.messages_reset.emit([row for row in rows if row["id"] < message_id]),
         )
 

@@ -16,13 +16,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from PySide6.QtCore import QEvent, Qt, QTimer, Signal
-from PySide6.QtGui import QFont, QPalette
-from PySide6.QtWidgets import QFrame, QScrollArea, QWidget
+from PySide6.QtCore import QEvent, QPoint, Qt, QTimer, Signal
+from PySide6.QtGui import QFont, QPalette, QTextCharFormat, QTextCursor
+from PySide6.QtWidgets import QFrame, QScrollArea, QTextEdit, QWidget
 
+from llamachat.ui.views.document import TextView
 from llamachat.ui.views.figures import reading_speed
 from llamachat.ui.views.markdown import DARK, LIGHT, Palette
 from llamachat.ui.views.message import MessageView, is_dark
+from llamachat.ui.views.sidebar import matches
 from llamachat.ui.views.summary import SummaryView
 
 INITIAL_MIN_MESSAGES = 6
@@ -132,6 +134,8 @@ class ConversationView(QScrollArea):
         self._views = self._column.views
         self._unloaded: list[Mapping[str, Any]] = []
         self._follow = True
+        # A search hit shown (`show_match`): its view, and how far below its top it is.
+        self._anchor: tuple[MessageView, int] | None = None
         self._adjusting = False
         self._editing: int | None = None
         bar = self.verticalScrollBar()
@@ -157,6 +161,7 @@ class ConversationView(QScrollArea):
         self._column.remove_all()
         self._unloaded = []
         self._follow = True
+        self._anchor = None
 
     def load_messages(self, messages: Sequence[Mapping[str, Any]]) -> None:
         """Show a session's messages: the last screenful now, older ones as the user scrolls up."""
@@ -208,7 +213,22 @@ class ConversationView(QScrollArea):
     def scroll_to_bottom(self) -> None:
         """Jump to the newest message and follow the stream again."""
         self._follow = True
+        self._anchor = None
         self._set_scroll(self.verticalScrollBar().maximum())
+
+    def show_match(self, message_id: int, query: str) -> bool:
+        """Scroll to message `message_id` with the words of `query` in it marked (a search
+        hit); False when the conversation does not hold it."""
+        while not any(view.message_id == message_id for view in self._views):
+            if not self.load_older():
+                return False
+        view = next(view for view in self._views if view.message_id == message_id)
+        self._follow = False
+        # Kept in view while the message is laid out (a long one grows for a while),
+        # until the user scrolls.
+        self._anchor = (view, _mark_matches(view, query))
+        self._scroll_to_anchor()
+        return True
 
     def load_older(self) -> int:
         """Build the next page of older messages above the others; return how many were added."""
@@ -288,10 +308,18 @@ class ConversationView(QScrollArea):
         finally:
             self._adjusting = False
 
+    def _scroll_to_anchor(self) -> None:
+        if self._anchor is not None:
+            view, below_top = self._anchor
+            # The match a third of the way down, with what leads to it above.
+            self._set_scroll(view.y() + below_top - self.viewport().height() // 3)
+
     def _on_height_changed(self, view: MessageView, moved: int) -> None:
         bar = self.verticalScrollBar()
         if self._follow:
             self._set_scroll(bar.maximum())
+        elif self._anchor is not None:
+            self._scroll_to_anchor()
         elif view.geometry().bottom() - moved < bar.value():
             # A message above the screen changed height: keep what is on screen in place.
             self._set_scroll(bar.value() + moved)
@@ -299,6 +327,8 @@ class ConversationView(QScrollArea):
     def _on_range_changed(self, _minimum: int, maximum: int) -> None:
         if self._follow:
             self._set_scroll(maximum)
+        elif self._anchor is not None:
+            self._scroll_to_anchor()
         self._want_older()
 
     def _want_older(self) -> None:
@@ -317,6 +347,7 @@ class ConversationView(QScrollArea):
     def _on_scrolled(self, value: int) -> None:
         if self._adjusting:
             return
+        self._anchor = None
         self._follow = value >= self.verticalScrollBar().maximum() - 4
         self._want_older()
 
@@ -339,3 +370,28 @@ class ConversationView(QScrollArea):
             if self._follow:
                 self._set_scroll(self.verticalScrollBar().maximum())
         return super().viewportEvent(event)
+
+
+def _mark_matches(view: MessageView, query: str) -> int:
+    """Mark the words of `query` in the view's text; how far below its top the first one is."""
+    document = view.text_document()
+    body = next((b for b in view.findChildren(TextView) if b.document() is document), None)
+    if body is None:
+        return 0
+    mark = QTextCharFormat()
+    mark.setBackground(view.palette().color(QPalette.ColorRole.Highlight))
+    mark.setForeground(view.palette().color(QPalette.ColorRole.HighlightedText))
+    selections = []
+    for start, end in matches(document.toPlainText(), query):
+        selection = QTextEdit.ExtraSelection()
+        selection.cursor = QTextCursor(document)
+        selection.cursor.setPosition(start)
+        selection.cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
+        selection.format = mark
+        selections.append(selection)
+    body.setExtraSelections(selections)
+    if not selections:
+        return 0
+    # In the document, not the body: the body may not be as tall as its document yet.
+    in_document = body.cursorRect(selections[0].cursor).top() + body.verticalScrollBar().value()
+    return body.mapTo(view, QPoint(0, 0)).y() + in_document

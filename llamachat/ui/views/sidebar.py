@@ -336,6 +336,8 @@ class SessionSidebar(QWidget):
     """The list of past chats with search, a New chat button and per-chat actions."""
 
     session_activated = Signal(int)
+    # A search hit was opened: the message that matched, and the query (after session_activated).
+    match_requested = Signal(int, str)
     new_chat_requested = Signal()
     session_deleted = Signal(int)
     session_renamed = Signal(int, str)
@@ -661,10 +663,12 @@ class SessionSidebar(QWidget):
             return
         session_id = self.model.session_id(index.row())
         # Platforms that activate on a single click send clicked and activated both.
-        if session_id == self._current:
-            return
-        self._current = session_id
-        self.session_activated.emit(session_id)
+        if session_id != self._current:
+            self._current = session_id
+            self.session_activated.emit(session_id)
+        message_id = self.model.session(index.row()).get("message_id")
+        if self.model.query() and isinstance(message_id, int):
+            self.match_requested.emit(message_id, self.model.query())
 
     @Slot()
     def _on_delete_selected(self) -> None:

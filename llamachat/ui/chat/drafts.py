@@ -1,0 +1,116 @@
+"""Each chat's draft: what is typed in the composer stays with the chat it was typed in.
+
+`Drafts(history, composer, chat)` saves the composer's text as the open chat's draft
+a moment after typing stops (`SAVE_DELAY_MS`: never on each key), and at once when
+the window switches chats (`leave`) or closes (`save`); `show` puts the draft of the
+chat opened next into the composer. The new chat keeps its draft too (History's
+session 0), so it survives a quit; once its first message is sent, the session made
+for it takes over and the new chat's draft is forgotten. Attachments waiting in the
+composer stay with their chat as well, for as long as the window is open (they are
+not saved). Sending clears the composer, which clears the draft.
+
+Errors: none raised; a draft History cannot take is logged and said once (`status`).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from llamachat.history.store import History, HistoryError
+
+if TYPE_CHECKING:
+    from llamachat.ui.chat.session import Conversation
+    from llamachat.ui.views.composer import Attachment, Composer
+
+log = logging.getLogger(__name__)
+
+# Typing pauses this long before the draft is saved: one write per pause, not per key.
+SAVE_DELAY_MS = 800
+
+
+class Drafts(QObject):
+    """Keeps the composer's text (and attachments) with the chat they were typed in."""
+
+    status = Signal(str, int)  # text, how long to show it in ms
+
+    def __init__(
+        self,
+        history: History,
+        composer: Composer,
+        chat: Conversation,
+        *,
+        parent: QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self._history = history
+        self._composer = composer
+        self._chat = chat
+        # The chat whose draft the composer holds, and its text as History has it.
+        self._shown: int | None = chat.session_id
+        self._saved = ""
+        self._attachments: dict[int | None, list[Attachment]] = {}
+        self._failed = False
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(SAVE_DELAY_MS)
+        self._timer.timeout.connect(self.save)
+        composer.editor.textChanged.connect(self._timer.start)
+
+    def save(self) -> None:
+        """Save the composer's text as its chat's draft now ('' forgets the draft)."""
+        self._timer.stop()
+        session_id = self._chat.session_id
+        if session_id != self._shown:
+            # Only sending changes the session under the composer: the new chat got a
+            # session for its first message, and what it had typed was that message.
+            if self._shown is None:
+                self._write(None, "")
+            self._shown, self._saved = session_id, ""
+        text = self._composer.text()
+        if text != self._saved and self._write(session_id, text):
+            self._saved = text
+
+    def leave(self, *, carry: bool = False) -> None:
+        """The window is about to show another chat: save this one's draft.
+
+        `carry`: the text goes along to the next chat instead (it is no longer this one's).
+        """
+        self.save()
+        if carry:
+            self._write(self._shown, "")
+        else:
+            self._attachments[self._shown] = self._composer.attachments()
+
+    def show(self, session_id: int | None, *, carry: bool = False) -> None:
+        """The window shows `session_id` now (None: a new chat): put its draft in the composer.
+
+        `carry`: keep the composer as it is, its text now this chat's draft.
+        """
+        self._shown, self._saved = session_id, ""
+        if carry:
+            self.save()
+            return
+        try:
+            text = self._history.draft(session_id)
+        except HistoryError as exc:
+            log.warning("the draft of chat %s could not be read: %s", session_id, exc)
+            text = ""
+        self._composer.set_text(text)
+        self._composer.set_attachments(self._attachments.pop(session_id, []))
+        self._timer.stop()
+        self._saved = text
+
+    def _write(self, session_id: int | None, text: str) -> bool:
+        try:
+            self._history.set_draft(session_id, text)
+        except HistoryError as exc:
+            log.warning("the draft of chat %s could not be saved: %s", session_id, exc)
+            if not self._failed:
+                self._failed = True
+                self.status.emit(f"The draft could not be saved: {exc}", 8000)
+            return False
+        self._failed = False
+        return True
