@@ -148,6 +148,39 @@ def _status_rows(
     return status, unsaved
 
 
+def _footer(view: QWidget, layout: QVBoxLayout) -> tuple[QHBoxLayout, QLabel]:
+    """Add the row under a message: its figures (hidden until set), then room for buttons."""
+    footer = QHBoxLayout()
+    footer.setContentsMargins(0, 0, 0, 0)
+    footer.setSpacing(2)
+    stats = plain.Label("", view)
+    stats.setAccessibleName("Reply statistics")
+    stats.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+    stats.hide()
+    footer.addWidget(stats)
+    footer.addStretch(1)
+    layout.addLayout(footer)
+    return footer, stats
+
+
+def _set_quiet(label: QLabel, text: str) -> None:
+    """Show `text` (ours, never markup) in the muted colour of a note; hidden when empty."""
+    label.setText(text)
+    label.setStyleSheet("")
+    label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+    label.setVisible(bool(text))
+
+
+def _fresh_render(
+    text: str, body: TextView, palette: Palette
+) -> tuple[StreamingMarkdown, DocumentWriter]:
+    """`text` parsed anew for `palette`, and a writer on `body`'s emptied document."""
+    markdown = StreamingMarkdown(palette=palette)
+    markdown.append(text)
+    body.document().clear()
+    return markdown, DocumentWriter(body.document())
+
+
 def _paint_card(view: QWidget, editing: bool) -> None:
     """A tinted rounded bubble (a question's card), outlined in the highlight colour while
     the message is being edited."""
@@ -226,7 +259,7 @@ class MessageView(QFrame):
 
         self._reasoning: _Reasoning | None = None
         self._reasoning_body: TextView | None = None  # the panel's text, once there is one
-        self._searches: QVBoxLayout | None = None
+        self._activity: QVBoxLayout | None = None
         self._reading: ReadingProgress | None = None
         self._layout = layout
 
@@ -254,15 +287,7 @@ class MessageView(QFrame):
         )
         self._status, self._unsaved = _status_rows(self, layout, self._retry, self._continue)
 
-        footer = QHBoxLayout()
-        footer.setContentsMargins(0, 0, 0, 0)
-        footer.setSpacing(2)
-        self._stats = plain.Label("", self)
-        self._stats.setAccessibleName("Reply statistics")
-        self._stats.setForegroundRole(QPalette.ColorRole.PlaceholderText)
-        self._stats.hide()
-        footer.addWidget(self._stats)
-        footer.addStretch(1)
+        footer, self._stats = _footer(self, layout)
         if mine:
             self._edit = _button(
                 self, "Edit", "Edit message", lambda: self.edit_requested.emit(self.message_id)
@@ -279,7 +304,6 @@ class MessageView(QFrame):
             self._regenerate.hide()
             footer.addWidget(self._copy)
             footer.addWidget(self._regenerate)
-        layout.addLayout(footer)
         self._footer = footer
         # Built when first needed: most messages have one version and no fork button.
         self._version_switch = _VersionSwitch(self, footer)
@@ -337,11 +361,11 @@ class MessageView(QFrame):
 
     def _add_activity(self, widget: QWidget) -> None:
         """Show `widget` in the layout above the text (searches and tool calls)."""
-        if self._searches is None:
-            self._searches = QVBoxLayout()
-            self._searches.setSpacing(2)
-            self._layout.insertLayout(self._layout.indexOf(self._body), self._searches)
-        self._searches.addWidget(widget)
+        if self._activity is None:
+            self._activity = QVBoxLayout()
+            self._activity.setSpacing(2)
+            self._layout.insertLayout(self._layout.indexOf(self._body), self._activity)
+        self._activity.addWidget(widget)
         # Now, not at the event loop's next turn (what a layout does for a child added to
         # a shown widget): a click on it right away must reach it.
         widget.show()
@@ -361,7 +385,9 @@ class MessageView(QFrame):
     ) -> None:
         """Show a tool call inline: a web search's query and its results as links, or its
         error; another tool's call (`title`, e.g. "Read skill file") and short result."""
-        self._add_activity(_search_label(self, query, results, error, title))
+        self._add_activity(
+            _search_label(self, query, results, error, title),
+        )
 
     def set_stats(self, usage: dict, timings: dict) -> None:
         """Show the reply's figures: "38.2 tok/s · 412 tokens · 1.2 s · 1,024 prompt, 900 cached"
@@ -401,18 +427,14 @@ class MessageView(QFrame):
             reading = self._reading
             if reading is not None and (self._answer_started or reading.read_all()):
                 reading = None
-            self._status.setText("Stopped while reading the prompt" if reading else "Stopped")
-            self._status.setStyleSheet("")
-            self._status.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+            _set_quiet(self._status, "Stopped while reading the prompt" if reading else "Stopped")
             if not self._stats.text():
                 # The server sends its figures at the end, which a stopped reply never reaches:
                 # what it last reported of the reading, or what came of the reply.
-                self._stats.setText(
-                    reading.stopped_text()
-                    if reading
-                    else _stopped_figures(self.content(), self._began)
+                figures_now = reading.stopped_text() if reading else None
+                _set_quiet(
+                    self._stats, figures_now or _stopped_figures(self.content(), self._began)
                 )
-                self._stats.setVisible(bool(self._stats.text()))
         elif status == "error":
             plain.set_text(self._status, error or "The reply failed.")
             self._status.setStyleSheet("color: #d1242f;")
@@ -427,9 +449,7 @@ class MessageView(QFrame):
         if self._final_status != "complete":
             return
         if self._cut:
-            self._status.setText(CUT_TEXT)
-            self._status.setStyleSheet("")
-            self._status.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+            _set_quiet(self._status, CUT_TEXT)
         self._status.setVisible(self._cut)
         self._update_actions()
 
@@ -484,11 +504,6 @@ class MessageView(QFrame):
         """Whether the reasoning panel is open; None when there is no reasoning."""
         return None if self._reasoning_body is None else not self._reasoning_body.isHidden()
 
-    def set_reasoning_expanded(self, expanded: bool) -> None:
-        """Open or close the reasoning panel (what the panel's toggle does)."""
-        if self._reasoning is not None:
-            self._reasoning.set_expanded(expanded)
-
     def text_document(self) -> QTextDocument:
         """The rendered reply document (for copying as rich text and for tests)."""
         return self._body.document()
@@ -504,11 +519,7 @@ class MessageView(QFrame):
         self._palette = palette
         if self._reasoning_body is not None:
             _mute(self._reasoning_body, palette)
-        text = self._markdown.text()
-        self._markdown = StreamingMarkdown(palette=palette)
-        self._markdown.append(text)
-        self._body.document().clear()
-        self._writer = DocumentWriter(self._body.document())
+        self._markdown, self._writer = _fresh_render(self._markdown.text(), self._body, palette)
         # Finished text renders as finished; a reply still streaming keeps an open tail.
         if self._streaming:
             self._write(self._markdown.flush())
