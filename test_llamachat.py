@@ -149,7 +149,8 @@ from llamachat.ui.views.meter import ContextMeter
 from llamachat.ui.views.overflow import OverflowPanel, raised_context
 from llamachat.ui.views.popup import above
 from llamachat.ui.views.presets import CUSTOM_LABEL, PresetPicker
-from llamachat.ui.views.sidebar import SessionSidebar, marked_html
+from llamachat.ui.views.session_list import marked_html
+from llamachat.ui.views.sidebar import SessionSidebar
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -1220,6 +1221,100 @@ class TestDb:
         assert raw.execute("SELECT count(*) FROM messages").fetchone()[0] == 0
         raw.close()
         assert import_file(history.path, source) and history.count_sessions() == 1
+
+    def test_a_database_of_schema_three_gains_pins_and_keeps_its_chats(
+        self, tmp_path: Path
+    ) -> None:
+        """Today's released schema (3) opens with every chat unpinned; a pinned chat then
+        stays above newer ones, and unpinning puts it back in its place."""
+
+        path = tmp_path / "old.db"
+        conn = sqlite3.connect(path)
+        for script in MIGRATIONS[:3]:
+            conn.executescript(script)
+        conn.execute("PRAGMA user_version = 3")
+        for sid, updated in ((1, 100.0), (2, 200.0), (3, 300.0)):
+            conn.execute(
+                "INSERT INTO sessions (id, title, created_at, updated_at) VALUES (?, ?, 0, ?)",
+                (sid, f"chat {sid}", updated),
+            )
+        conn.execute(
+            "INSERT INTO messages (session_id, role, content, created_at) VALUES (1, 'user', 'hi', 0)"
+        )
+        conn.commit()
+        conn.close()
+
+        with History(path) as history:
+            assert [s["id"] for s in history.list_sessions()] == [3, 2, 1]
+            assert [s["pinned"] for s in history.list_sessions()] == [0, 0, 0]
+            assert history.messages(1)[0]["content"] == "hi"
+            history.set_pinned(1, True)
+            assert [s["id"] for s in history.list_sessions()] == [1, 3, 2]
+            assert history.get_session(1)["pinned"] == 1
+            assert "pinned" not in history.export_json(1)["session"]
+            assert history.get_session(1)["project_id"] is None and history.projects.listed() == []
+            history.set_pinned(1, False)
+            assert [s["id"] for s in history.list_sessions()] == [3, 2, 1]
+        conn = sqlite3.connect(path)
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+        conn.close()
+
+    def test_projects_group_chats_keep_defaults_and_travel_by_name_in_exports(
+        self, tmp_path: Path
+    ) -> None:
+
+        history = History(tmp_path / "h.db")
+        work = history.projects.create("  Work   notes ")
+        assert [p["name"] for p in history.projects.listed()] == ["Work notes"]
+        with pytest.raises(HistoryError, match="already a project"):
+            history.projects.create("work NOTES")
+        history.projects.update(
+            work,
+            prompt_name="Terse",
+            model="qwen",
+            skills=["pdf"],
+            params={"temperature": 0.2},
+            collapsed=True,
+        )
+        with pytest.raises(HistoryError, match="temperature"):
+            history.projects.update(work, params={"temperature": "hot"})
+        project = history.projects.get(work)
+        assert project is not None
+        assert (project["prompt_name"], project["model"], project["skills"]) == (
+            "Terse",
+            "qwen",
+            ["pdf"],
+        )
+        assert project["params"] == {"temperature": 0.2} and project["collapsed"] is True
+        loose = history.create_session("chat")
+        inside = history.create_session("chat", "qwen", project_id=work)
+        history.add_message(inside, "user", "quarterly figures")
+        assert [s["id"] for s in history.list_sessions(project=work)] == [inside]
+        assert [s["id"] for s in history.list_sessions(project=None)] == [loose]
+        assert history.count_sessions(project=work) == 1 and history.count_sessions() == 2
+        forked = history.fork(inside, history.messages(inside)[0]["id"])
+        assert history.get_session(forked)["project_id"] == work
+
+        exported = history.export_json(inside)
+        assert exported["session"]["project"] == "Work notes"
+        assert "project_id" not in exported["session"]
+        other = History(tmp_path / "other.db")
+        copy = other.import_json(exported)
+        (made,) = other.projects.listed()
+        assert made["name"] == "Work notes" and other.get_session(copy)["project_id"] == made["id"]
+        assert other.export_json(copy) == exported
+        # A second import joins the project of that name instead of making another.
+        assert other.get_session(other.import_json(exported))["project_id"] == made["id"]
+        bad = {**exported, "session": {**exported["session"], "project": 5}}
+        with pytest.raises(HistoryError, match="session.project"):
+            other.import_json(bad)
+        assert len(other.projects.listed()) == 1 and other.count_sessions() == 2
+
+        history.projects.delete(work)
+        assert history.projects.listed() == [] and history.get_session(inside)["project_id"] is None
+        assert history.count_sessions(project=None) == 3
+        history.close()
+        other.close()
 
 
 class TestHistoryTree:
@@ -6804,6 +6899,35 @@ class TestChrome:
         editor.select("Pirate")
         editor.reject()
         assert editor.unsaved is None and not editor.isVisible()
+
+    def test_sidebar_pins_a_chat_to_the_top_from_its_menu(self, qtbot, tmp_path: Path) -> None:
+
+        history = _chrome_history(tmp_path)
+        ids = []
+        for text in ("oldest", "middle", "newest"):
+            ids.append(history.create_session("chat"))
+            history.add_message(ids[-1], "user", text)
+        sidebar = SessionSidebar(history)
+        qtbot.addWidget(sidebar)
+        assert sidebar.session_ids() == [ids[2], ids[1], ids[0]]
+        menu = sidebar.session_menu(ids[0])
+        pin = next(a for a in menu.actions() if a.text() == "Pin to top")
+        pin.trigger()
+        menu.close()
+        assert sidebar.session_ids() == [ids[0], ids[2], ids[1]]
+        row = sidebar.model.index(0)
+        assert row.data(Qt.ItemDataRole.DecorationRole) is not None
+        assert "Pinned" in row.data(Qt.ItemDataRole.ToolTipRole)
+        assert sidebar.model.index(1).data(Qt.ItemDataRole.DecorationRole) is None
+        # A newer message elsewhere does not move a chat above the pinned one.
+        history.add_message(ids[1], "user", "still below")
+        sidebar.refresh()
+        assert sidebar.session_ids() == [ids[0], ids[1], ids[2]]
+        menu = sidebar.session_menu(ids[0])
+        next(a for a in menu.actions() if a.text() == "Unpin").trigger()
+        menu.close()
+        assert sidebar.session_ids() == [ids[1], ids[2], ids[0]]
+        history.close()
 
 
 class TestFaults:
