@@ -149,7 +149,7 @@ from llamachat.ui.views.meter import ContextMeter
 from llamachat.ui.views.overflow import OverflowPanel, raised_context
 from llamachat.ui.views.popup import above
 from llamachat.ui.views.presets import CUSTOM_LABEL, PresetPicker
-from llamachat.ui.views.session_list import marked_html
+from llamachat.ui.views.session_list import SessionListModel, marked_html
 from llamachat.ui.views.sidebar import SessionSidebar
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -6929,6 +6929,72 @@ class TestChrome:
         assert sidebar.session_ids() == [ids[1], ids[2], ids[0]]
         history.close()
 
+    def test_sidebar_groups_chats_by_project_folds_them_and_moves_a_chat_by_menu(
+        self, qtbot, tmp_path: Path
+    ) -> None:
+
+        history = _chrome_history(tmp_path)
+        ids = []
+        for text in ("alpha", "beta", "gamma"):
+            ids.append(history.create_session("chat"))
+            history.add_message(ids[-1], "user", text)
+        work = history.projects.create("Work")
+        sidebar = SessionSidebar(history)
+        qtbot.addWidget(sidebar)
+        shown = lambda: [  # noqa: E731
+            sidebar.model.index(r).data() for r in range(sidebar.model.rowCount())
+        ]
+        assert shown() == ["▾ Work", "gamma", "beta", "alpha"]
+        menu = sidebar.session_menu(ids[0])
+        moves = next(a.menu() for a in menu.actions() if a.text() == "Move to project")
+        next(a for a in moves.actions() if a.text() == "Work").trigger()
+        assert shown() == ["▾ Work", "alpha", "gamma", "beta"]
+        assert history.get_session(ids[0])["project_id"] == work
+        # A click on the header folds the project (remembered), another unfolds it.
+        view = sidebar.list_view
+        sidebar.resize(300, 400)
+        sidebar.show()
+        qtbot.waitExposed(sidebar)
+        qtbot.mouseClick(
+            view.viewport(),
+            Qt.MouseButton.LeftButton,
+            pos=view.visualRect(sidebar.model.index(0)).center(),
+        )
+        assert shown() == ["▸ Work", "gamma", "beta"]
+        assert history.projects.get(work)["collapsed"] is True
+        assert sidebar.session_ids() == [ids[2], ids[1]]
+        qtbot.mouseClick(
+            view.viewport(),
+            Qt.MouseButton.LeftButton,
+            pos=view.visualRect(sidebar.model.index(0)).center(),
+        )
+        assert shown() == ["▾ Work", "alpha", "gamma", "beta"]
+        menu = sidebar.session_menu(ids[0])
+        moves = next(a.menu() for a in menu.actions() if a.text() == "Move to project")
+        assert [a.text() for a in moves.actions() if a.text()] == [
+            "New project…",
+            "Out of the project",
+        ]
+        next(a for a in moves.actions() if a.text() == "Out of the project").trigger()
+        assert shown() == ["▾ Work", "gamma", "beta", "alpha"]
+        # The project's dialog edits its name and defaults.
+        dialog = sidebar.edit_project(work)
+        dialog.name.setText("Job")
+        dialog.skills.setText("pdf, weather")
+        dialog.params.editors["temperature"].setValue(0.5)
+        dialog.accept()
+        saved = history.projects.get(work)
+        assert (saved["name"], saved["skills"], saved["params"]) == (
+            "Job",
+            ["pdf", "weather"],
+            {"temperature": 0.5},
+        )
+        assert shown()[0] == "▾ Job"
+        menu = sidebar.project_menu(work)
+        next(a for a in menu.actions() if a.text().startswith("Delete project")).trigger()
+        assert shown() == ["gamma", "beta", "alpha"] and history.count_sessions() == 3
+        history.close()
+
 
 class TestFaults:
     """Faults injected into real parts."""
@@ -10063,6 +10129,46 @@ class TestChatWindow:
         qtbot.waitUntil(lambda: not window.is_streaming())
         assert [v.content() for v in window.conversation.views()] == ["Name an alpaca.", "Alpaca."]
         assert not any(view.is_editing() for view in window.conversation.views())
+
+    def test_window_new_chat_in_a_project_takes_its_defaults_and_is_saved_in_it(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """A project's header menu starts a chat with the project's preset, model, skills
+        and parameters; its first message saves it into the project, under the header."""
+
+        window, history = chat_window()
+        project = history.projects.create("Finances")
+        history.projects.update(
+            project,
+            model="test-model",
+            prompt_name="Terse",
+            skills=["finance-cli"],
+            params={"temperature": 0.1},
+        )
+        window.model_choice.apply("")
+        window.sidebar.refresh()
+        header = window.sidebar.model.index(0)
+        assert header.data() == "▾ Finances" and window.sidebar.session_ids() == []
+        menu = window.sidebar.project_menu(project)
+        next(a for a in menu.actions() if a.text() == "New chat in this project").trigger()
+        assert window.chat.loaded_skills() == ["finance-cli"]
+        assert window.chat.params() == {"temperature": 0.1}
+        assert window.current_model() == "test-model"
+        assert window.preset_picker.current_name() == "Terse"
+        router.script(Reply(content="Budget it."))
+        _send(qtbot, window, "How do I budget?")
+        assert history.get_session(window.session_id)["project_id"] == project
+        sent = router.chat_requests()[-1].json
+        assert sent["model"] == "test-model" and sent["temperature"] == 0.1
+        assert "finance-cli" in sent["messages"][0]["content"]
+        assert window.sidebar.model.session_id(1) == window.session_id
+        assert window.sidebar.model.index(1).data(SessionListModel.DepthRole) == 1
+        # A plain new chat afterwards is in no project and has none of its defaults.
+        window.new_session()
+        assert window.chat.loaded_skills() == [] and window.chat.params() == {}
+        router.script(Reply(content="Hi."))
+        _send(qtbot, window, "Hello")
+        assert history.get_session(window.session_id)["project_id"] is None
 
 
 class TestController:

@@ -79,6 +79,7 @@ from llamachat.ui.views.notice import STATUS_MS, NoticeBar
 from llamachat.ui.views.overflow import OverflowGuide, OverflowPanel
 from llamachat.ui.views.params_panel import ChatParams
 from llamachat.ui.views.presets import PresetPicker
+from llamachat.ui.views.projects import ProjectChoices
 from llamachat.ui.views.search_toggle import SearchToggle
 from llamachat.ui.views.sidebar import SessionSidebar
 from llamachat.ui.views.top_bar import TopBar
@@ -245,6 +246,11 @@ class ChatWindow(ConversationSeams, QMainWindow):
 
         self.sidebar = SessionSidebar(self.history, mode="chat")
         self.sidebar.new_chat_requested.connect(self.new_session)
+        self.sidebar.project_choices = lambda: ProjectChoices(
+            self.preset_picker.names(),
+            [info.id for info in self.model_picker.models()],
+            self.chat.store.names() if self.chat.store else [],
+        )
         self.session_changed.connect(self.sidebar.set_current)
         self.sidebar.setMinimumWidth(180)
         self.sidebar.list_view.setStyleSheet("QListView::item { padding: 5px 6px; }")
@@ -494,19 +500,26 @@ class ChatSessions(QObject):
         self._stop = stop
         presets.preset_changed.connect(self._on_preset_changed)
         sidebar.session_activated.connect(self.open)
+        sidebar.new_chat_in_project.connect(self.new)
         sidebar.session_deleted.connect(self._on_session_deleted)
         sidebar.session_renamed.connect(self._on_session_renamed)
         # The new chat's title (or the chat's new place at the top) shows at once.
         chat.message_added.connect(self._on_message_added)
         chat.reply_ended.connect(lambda _status, _error: sidebar.refresh())
 
-    def new(self) -> None:
-        """Start an empty chat: no messages, no loaded skills; created on the first send."""
+    def new(self, project_id: int | None = None) -> None:
+        """Start an empty chat: no messages, no loaded skills; created on the first send.
+        In a project, it starts with the project's prompt, model, skills and parameters."""
         if self._chat.is_streaming():
             self._stop()
-        self._chat.new_session()
+        project = self._chat.history.projects.get(project_id) if project_id else None
+        self._chat.new_session(project)
         # A custom prompt belongs to the chat it was written for; the preset carries over.
-        self._presets.set_session_prompt(self._presets.current_name())
+        self._presets.set_session_prompt(
+            (project and project["prompt_name"]) or self._presets.current_name()
+        )
+        if project and project["model"]:
+            self._choice.apply(project["model"])
         self._view.clear()
         self._meter.set_used(0)
         self._show_title()

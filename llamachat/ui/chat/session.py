@@ -40,7 +40,7 @@ from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from llamachat import prompts, turn
 from llamachat.config import Config
-from llamachat.history.store import History, HistoryError, MessageRow, SessionRow
+from llamachat.history.store import History, HistoryError, MessageRow, ProjectRow, SessionRow
 from llamachat.skills import SkillStore
 from llamachat.ui.chat.builder import TurnBuilder
 from llamachat.ui.chat.context_watch import SHOWN_MS, ContextWatch
@@ -211,13 +211,17 @@ class Conversation(QObject):
 
     # ------------------------------------------------------------------ sessions
 
-    def new_session(self) -> None:
-        """Start an empty conversation: no messages, no skills; saved on the first send."""
+    def new_session(self, project: ProjectRow | None = None) -> None:
+        """Start an empty conversation, saved on the first send: no messages, and no skills
+        or parameters but those of its `project` (the window applies its prompt and model)."""
         self.stop()
         self.state.session_id = None
+        self.state.project_id = project["id"] if project else None
         self._set_edit_from(None)
-        self._set_loaded([], persist=False)
-        self.state.params = {}
+        store = self.store
+        skills = [n for n in project["skills"] if store and store.load(n)] if project else []
+        self._set_loaded(skills, persist=False)
+        self.state.params = dict(project["params"]) if project else {}
         self.session_changed.emit(None)
 
     def open_session(self, session_id: int) -> tuple[SessionRow, list[MessageRow]] | None:

@@ -37,6 +37,8 @@ class ChatState:
     """The request parameters this chat overrides (params.PARAMS names)."""
     search_on: bool = False
     store: SkillStore | None = None
+    project_id: int | None = None
+    """The project a new chat is saved into (None: none)."""
 
 
 class McpTools(Protocol):

@@ -2,7 +2,8 @@
 
 `SessionListModel` reads sessions a page at a time (`canFetchMore`/`fetchMore`) as the
 list scrolls, so ten thousand sessions open as fast as ten, or holds the hits of a
-search; pinned chats come first, marked with `pin_icon`. `SearchHitDelegate` draws a
+search; projects come first, each a header (click: fold) over its chats, then the
+chats in no project; pinned chats lead their group, marked with `pin_icon`. `SearchHitDelegate` draws a
 hit as its title and a snippet with the matched words marked, outside text escaped.
 GUI thread only; History's errors pass through (`setData` and `set_pinned` write).
 """
@@ -19,6 +20,7 @@ from typing import Any
 from PySide6.QtCore import QAbstractListModel, QModelIndex, QPersistentModelIndex, QSize, Qt, Signal
 from PySide6.QtGui import (
     QAbstractTextDocumentLayout,
+    QFont,
     QIcon,
     QPainter,
     QPalette,
@@ -28,7 +30,7 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QApplication, QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
-from llamachat.history.store import History, SessionRow
+from llamachat.history.store import History, ProjectRow, SessionRow
 from llamachat.ui import plain
 from llamachat.ui.views.markdown import plain_text
 
@@ -99,9 +101,11 @@ def pin_icon() -> QIcon:
 
 
 class SessionListModel(QAbstractListModel):
-    """Sessions newest first, fetched a page at a time; or the hits of a search."""
+    """Projects (each a header, then its chats unless folded), then the chats in no
+    project, newest first and fetched a page at a time; or the hits of a search."""
 
     SessionIdRole = Qt.ItemDataRole.UserRole + 1
+    DepthRole = Qt.ItemDataRole.UserRole + 2  # 1 for a chat shown under its project
     renamed = Signal(int, str)
 
     def __init__(
@@ -111,6 +115,8 @@ class SessionListModel(QAbstractListModel):
         self._history = history
         self._page_size = page_size
         self._mode = mode
+        # The projects' rows: a header (session None), then its chats when unfolded.
+        self._top: list[tuple[ProjectRow, SessionRow | None]] = []
         self._rows: list[SessionRow] = []
         self._total = 0
         self._query = ""
@@ -124,13 +130,21 @@ class SessionListModel(QAbstractListModel):
     def reload(self, *, at_least: int = 0) -> None:
         """Read the list again from the database, keeping at least `at_least` rows loaded."""
         self.beginResetModel()
+        self._top = []
         if self._query:
             self._rows = list(self._history.search(self._query, limit=SEARCH_LIMIT))
             self._total = len(self._rows)
         else:
-            self._total = self._history.count_sessions()
-            size = max(self._page_size, at_least)
-            self._rows = self._history.list_sessions(limit=size, mode=self._mode)
+            for project in self._history.projects.listed():
+                self._top.append((project, None))
+                if not project["collapsed"]:
+                    chats = self._history.list_sessions(
+                        limit=-1, mode=self._mode, project=project["id"]
+                    )
+                    self._top.extend((project, chat) for chat in chats)
+            self._total = self._history.count_sessions(project=None)
+            size = max(self._page_size, at_least - len(self._top))
+            self._rows = self._history.list_sessions(limit=size, mode=self._mode, project=None)
         self.endResetModel()
 
     def set_query(self, query: str) -> None:
@@ -138,25 +152,40 @@ class SessionListModel(QAbstractListModel):
         self._query = query.strip()
         self.reload()
 
-    def session_id(self, row: int) -> int:
-        """The id of the session in `row`."""
-        return int(self._rows[row]["id"])
+    def session(self, row: int) -> SessionRow | None:
+        """The session dict in `row` (None: a project's header)."""
+        if row < len(self._top):
+            return self._top[row][1]
+        return self._rows[row - len(self._top)]
 
-    def session(self, row: int) -> SessionRow:
-        """The session dict in `row`."""
-        return self._rows[row]
+    def session_id(self, row: int) -> int | None:
+        """The id of the session in `row` (None: a project's header)."""
+        session = self.session(row)
+        return None if session is None else int(session["id"])
+
+    def project(self, row: int) -> ProjectRow | None:
+        """The project whose header or chat `row` is (None: a chat in no project)."""
+        return self._top[row][0] if row < len(self._top) else None
 
     def row_of(self, session_id: int) -> int:
         """The row showing `session_id`, or -1 when it is not loaded."""
-        for row, session in enumerate(self._rows):
-            if session["id"] == session_id:
+        for row in range(self.rowCount()):
+            if self.session_id(row) == session_id:
                 return row
         return -1
 
     def set_pinned(self, session_id: int, pinned: bool) -> None:
-        """Pin a chat to the top of the list, or unpin it; raises HistoryError."""
+        """Pin a chat to the top of the list (or of its project), or unpin it; raises
+        HistoryError."""
         self._history.set_pinned(session_id, pinned)
         self.reload(at_least=self.rowCount())
+
+    def toggle(self, project_id: int) -> None:
+        """Fold a project's chats under its header, or unfold them (remembered)."""
+        project = self._history.projects.get(project_id)
+        if project is not None:
+            self._history.projects.update(project_id, collapsed=not project["collapsed"])
+            self.reload(at_least=self.rowCount())
 
     def remove(self, session_id: int) -> None:
         """Drop a session's row (after it was deleted) without reloading the list."""
@@ -164,15 +193,18 @@ class SessionListModel(QAbstractListModel):
         if row < 0:
             return
         self.beginRemoveRows(QModelIndex(), row, row)
-        del self._rows[row]
-        self._total -= 1
+        if row < len(self._top):
+            del self._top[row]
+        else:
+            del self._rows[row - len(self._top)]
+            self._total -= 1
         self.endRemoveRows()
 
     # ------------------------------------------------------------------ Qt model
 
     def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008
         """Rows loaded so far."""
-        return 0 if parent.isValid() else len(self._rows)
+        return 0 if parent.isValid() else len(self._top) + len(self._rows)
 
     def canFetchMore(self, parent: _Index) -> bool:
         """Whether more sessions wait in the database (browsing only)."""
@@ -183,20 +215,23 @@ class SessionListModel(QAbstractListModel):
         if not self.canFetchMore(parent):
             return
         page = self._history.list_sessions(
-            limit=self._page_size, offset=len(self._rows), mode=self._mode
+            limit=self._page_size, offset=len(self._rows), mode=self._mode, project=None
         )
         if not page:
             self._total = len(self._rows)  # sessions were deleted meanwhile
             return
-        self.beginInsertRows(QModelIndex(), len(self._rows), len(self._rows) + len(page) - 1)
+        start = self.rowCount()
+        self.beginInsertRows(QModelIndex(), start, start + len(page) - 1)
         self._rows.extend(page)
         self.endInsertRows()
 
     def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        """A session's title (and search snippet), tooltip and id."""
-        if not index.isValid() or not 0 <= index.row() < len(self._rows):
+        """A session's title (and search snippet), tooltip and id; a project's name."""
+        if not index.isValid() or not 0 <= index.row() < self.rowCount():
             return None
-        session = self._rows[index.row()]
+        session = self.session(index.row())
+        if session is None:
+            return self._header(self._top[index.row()][0], role)
         title = session["title"] or UNTITLED
         if role == Qt.ItemDataRole.DisplayRole:
             snippet = snippet_text(str(session.get("snippet") or ""), self._query)
@@ -215,12 +250,30 @@ class SessionListModel(QAbstractListModel):
             return pin_icon()
         if role == self.SessionIdRole:
             return session["id"]
+        if role == self.DepthRole:
+            return 1 if index.row() < len(self._top) else 0
+        return None
+
+    def _header(self, project: ProjectRow, role: int) -> Any:
+        if role == Qt.ItemDataRole.DisplayRole:
+            return f"{'▸' if project['collapsed'] else '▾'} {project['name']}"
+        if role == Qt.ItemDataRole.FontRole:
+            font = QFont()
+            font.setBold(True)
+            return font
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return plain.tooltip(
+                f"Project {project['name']}: click to fold or unfold; its menu starts a "
+                "new chat with the project's defaults"
+            )
         return None
 
     def flags(self, index: _Index) -> Qt.ItemFlag:
-        """Sessions can be selected and renamed in place."""
+        """Sessions can be selected and renamed in place; a project's header is clicked."""
         if not index.isValid():
             return Qt.ItemFlag.NoItemFlags
+        if self.session(index.row()) is None:
+            return Qt.ItemFlag.ItemIsEnabled
         return super().flags(index) | Qt.ItemFlag.ItemIsEditable
 
     def setData(self, index: _Index, value: Any, role: int = Qt.ItemDataRole.EditRole) -> bool:
@@ -228,9 +281,9 @@ class SessionListModel(QAbstractListModel):
         if role != Qt.ItemDataRole.EditRole or not index.isValid():
             return False
         title = str(value).strip()
-        if not title:
+        session = self.session(index.row())
+        if not title or session is None:
             return False
-        session = self._rows[index.row()]
         self._history.rename_session(session["id"], title)
         session["title"] = title
         self.dataChanged.emit(index, index)
@@ -252,6 +305,10 @@ class SearchHitDelegate(QStyledItemDelegate):
         """Draw the row; a search hit through a document of ours, outside text escaped."""
         query = self._query(index)
         if not query:
+            if index.data(SessionListModel.DepthRole):
+                # A project's chat sits a step in from its header.
+                option = QStyleOptionViewItem(option)
+                option.rect.setLeft(option.rect.left() + option.fontMetrics.height())
             super().paint(painter, option, index)
             return
         opt = QStyleOptionViewItem(option)

@@ -62,6 +62,14 @@ from llamachat.history.store import (
 )
 from llamachat.ui import plain
 from llamachat.ui.views.chat_import import ChatImporter
+from llamachat.ui.views.projects import (
+    ProjectChoices,
+    ProjectDialog,
+    edit_project,
+    move_menu,
+    new_project,
+    project_menu,
+)
 from llamachat.ui.views.session_list import (
     PAGE_SIZE,
     UNTITLED,
@@ -83,6 +91,7 @@ class SessionSidebar(QWidget):
     new_chat_requested = Signal()
     session_deleted = Signal(int)
     session_renamed = Signal(int, str)
+    new_chat_in_project = Signal(int)  # a project's id: start a chat with its defaults
 
     def __init__(
         self,
@@ -97,6 +106,8 @@ class SessionSidebar(QWidget):
         self.model = SessionListModel(history, page_size=page_size, mode=mode)
         self._current: int | None = None
         self._deleted: list[int] = []
+        self.project_choices: Callable[[], ProjectChoices] = ProjectChoices
+        """What a project's defaults are chosen from (the window's presets, models, skills)."""
         self._build()
         self.model.reload()
 
@@ -126,6 +137,7 @@ class SessionSidebar(QWidget):
         more.setAccessibleName("More session actions")
         more.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         menu = QMenu(more)
+        menu.addAction("New project…", lambda: self._act(lambda: new_project(self, self.history)))
         menu.addAction(self.import_action)
         more.setMenu(menu)
 
@@ -239,11 +251,27 @@ class SessionSidebar(QWidget):
         self._act(lambda: self.model.set_pinned(session_id, pinned))
 
     def _act(self, action: Callable[[], object]) -> None:
-        """Do a menu's `action`; a history that refuses it is said in the notice bar."""
+        """Do a menu's `action`, then show the list as it is; a refusal goes to the notice bar."""
         try:
             action()
         except HistoryError as exc:
             self.show_notice(str(exc))
+        self.refresh()
+
+    def project_menu(self, project_id: int) -> QMenu:
+        """The menu of a project's header, not yet shown."""
+        return project_menu(
+            self,
+            self.history,
+            project_id,
+            lambda: self.new_chat_in_project.emit(project_id),
+            lambda: self.edit_project(project_id),
+            self._act,
+        )
+
+    def edit_project(self, project_id: int) -> ProjectDialog | None:
+        """Open the dialog of a project's name and defaults; OK saves them."""
+        return edit_project(self, self.history, project_id, self.project_choices(), self._act)
 
     def delete_session(self, session_id: int) -> None:
         """Hide a session (soft delete) and offer Undo in the notice bar."""
@@ -309,7 +337,8 @@ class SessionSidebar(QWidget):
 
     def session_ids(self) -> list[int]:
         """The ids of the rows loaded in the list, top to bottom."""
-        return [self.model.session_id(row) for row in range(self.model.rowCount())]
+        ids = (self.model.session_id(row) for row in range(self.model.rowCount()))
+        return [session_id for session_id in ids if session_id is not None]
 
     # ------------------------------------------------------------------ notice bar
 
@@ -384,6 +413,10 @@ class SessionSidebar(QWidget):
         if not index.isValid():
             return
         session_id = self.model.session_id(index.row())
+        project = self.model.project(index.row())
+        if session_id is None and project is not None:
+            self._act(lambda: self.model.toggle(project["id"]))
+            return
         # Platforms that activate on a single click send clicked and activated both.
         if session_id == self._current:
             return
@@ -393,8 +426,9 @@ class SessionSidebar(QWidget):
     @Slot()
     def _on_delete_selected(self) -> None:
         index = self.list_view.currentIndex()
-        if index.isValid():
-            self.delete_session(self.model.session_id(index.row()))
+        session_id = self.model.session_id(index.row()) if index.isValid() else None
+        if session_id is not None:
+            self.delete_session(session_id)
 
     def session_menu(self, session_id: int | None) -> QMenu:
         """The menu of a chat in the list (None: of the list itself), not yet shown."""
@@ -406,11 +440,14 @@ class SessionSidebar(QWidget):
                 "Rename",
                 lambda: self.list_view.edit(self.model.index(self.model.row_of(session_id))),
             )
-            pinned = bool(self.model.session(row).get("pinned"))
+            session = self.model.session(row)
+            pinned = bool(session and session["pinned"])
             menu.addAction(
                 "Unpin" if pinned else "Pin to top",
                 lambda: self.set_pinned(session_id, not pinned),
             )
+            project = session["project_id"] if session else None
+            move_menu(menu, self.history, session_id, project, self._act)
             menu.addAction("Delete", lambda: self.delete_session(session_id))
             menu.addSeparator()
             menu.addAction("Export as Markdown…", lambda: self._on_export(session_id, "markdown"))
@@ -423,7 +460,11 @@ class SessionSidebar(QWidget):
     def _on_context_menu(self, pos: QPoint) -> None:
         index = self.list_view.indexAt(pos)
         session_id = self.model.session_id(index.row()) if index.isValid() else None
-        menu = self.session_menu(session_id)
+        project = self.model.project(index.row()) if index.isValid() else None
+        if session_id is None and project is not None:
+            menu = self.project_menu(project["id"])
+        else:
+            menu = self.session_menu(session_id)
         menu.exec(self.list_view.viewport().mapToGlobal(pos))
         menu.deleteLater()
 
