@@ -82,6 +82,7 @@ from llamachat.ui.views.presets import PresetPicker
 from llamachat.ui.views.projects import ProjectChoices
 from llamachat.ui.views.search_toggle import SearchToggle
 from llamachat.ui.views.sidebar import SessionSidebar
+from llamachat.ui.views.temporary import TemporaryBar, TemporaryChats
 from llamachat.ui.views.top_bar import TopBar
 
 log = logging.getLogger(__name__)
@@ -251,7 +252,10 @@ class ChatWindow(ConversationSeams, QMainWindow):
             [info.id for info in self.model_picker.models()],
             self.chat.store.names() if self.chat.store else [],
         )
-        self.session_changed.connect(self.sidebar.set_current)
+        # A temporary chat is none of the list's: its ids are those of its memory database.
+        self.session_changed.connect(
+            lambda sid: self.sidebar.set_current(None if self.chat.scratch else sid)
+        )
         self.sidebar.setMinimumWidth(180)
         self.sidebar.list_view.setStyleSheet("QListView::item { padding: 5px 6px; }")
 
@@ -265,6 +269,15 @@ class ChatWindow(ConversationSeams, QMainWindow):
             stop=self.stop,
             parent=self,
         )
+        self.temporary_bar = TemporaryBar()
+        self.temporary = TemporaryChats(
+            self.chat,
+            self.temporary_bar,
+            open_chat=self.sessions.open,
+            new_chat=self.sessions.new,
+            parent=self,
+        )
+        self.sessions.may_leave = self.temporary.may_leave
         self.sessions.status.connect(self.show_status)
         self.sessions.problem.connect(self.show_problem)
         self.sessions.title_changed.connect(
@@ -460,7 +473,9 @@ class ChatWindow(ConversationSeams, QMainWindow):
     # ------------------------------------------------------------------ closing
 
     def closeEvent(self, event: QCloseEvent) -> None:
-        """Save a streaming reply as stopped and let the worker threads end."""
+        """Save a streaming reply as stopped and let the worker threads end; a temporary
+        chat with content is kept or discarded as the user says."""
+        self.temporary.may_leave(closing=True)
         self.stop()
         self.chat.close()
         if not self.chat.threads.wait_all(10_000):
@@ -498,6 +513,8 @@ class ChatSessions(QObject):
         self._sidebar = sidebar
         # The window's Stop, which says so in the status bar.
         self._stop = stop
+        self.may_leave: Callable[[], bool] = lambda: True
+        """Asked before the open chat is left (a temporary chat's question)."""
         presets.preset_changed.connect(self._on_preset_changed)
         sidebar.session_activated.connect(self.open)
         sidebar.new_chat_in_project.connect(self.new)
@@ -510,6 +527,8 @@ class ChatSessions(QObject):
     def new(self, project_id: int | None = None) -> None:
         """Start an empty chat: no messages, no loaded skills; created on the first send.
         In a project, it starts with the project's prompt, model, skills and parameters."""
+        if not self.may_leave():
+            return
         if self._chat.is_streaming():
             self._stop()
         project = self._chat.history.projects.get(project_id) if project_id else None
@@ -525,7 +544,10 @@ class ChatSessions(QObject):
         self._show_title()
 
     def open(self, session_id: int) -> bool:
-        """Show a stored chat with its model and loaded skills; False when it does not exist."""
+        """Show a stored chat with its model and loaded skills; False when it does not exist
+        (or the user chose to stay in a temporary chat)."""
+        if not self.may_leave():
+            return False
         if self._chat.is_streaming():
             self._stop()
         opened = self._chat.open_session(session_id)
@@ -589,7 +611,7 @@ class ChatSessions(QObject):
 
     @Slot(int)
     def _on_session_deleted(self, session_id: int) -> None:
-        if session_id == self._chat.session_id:
+        if session_id == self._chat.session_id and self._chat.scratch is None:
             self.new()
 
     @Slot(int, str)
@@ -603,6 +625,7 @@ def _install_menus(window: ChatWindow) -> list[QShortcut]:
     router = window.router_guide
     commands = menus.Commands(
         new_chat=window.new_session,
+        new_temporary_chat=window.temporary.start,
         search_sessions=window.sidebar.focus_search,
         stop=window.stop,
         focus_composer=window.focus_composer,
@@ -656,6 +679,7 @@ def _lay_out(window: ChatWindow) -> QSplitter:
     problem_row = QVBoxLayout()
     problem_row.setContentsMargins(10, 6, 10, 0)
     problem_row.addWidget(window.problem_bar)
+    problem_row.addWidget(window.temporary_bar)
     layout.addLayout(problem_row)
     layout.addWidget(window.conversation, 1)
     layout.addLayout(body)
