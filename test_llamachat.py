@@ -149,7 +149,8 @@ from llamachat.ui.views.meter import ContextMeter
 from llamachat.ui.views.overflow import OverflowPanel, raised_context
 from llamachat.ui.views.popup import above
 from llamachat.ui.views.presets import CUSTOM_LABEL, PresetPicker
-from llamachat.ui.views.sidebar import SessionSidebar, marked_html
+from llamachat.ui.views.session_list import SessionListModel, marked_html
+from llamachat.ui.views.sidebar import SessionSidebar
 from llamachat.ui.views.summary import SummaryView
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -1246,13 +1247,110 @@ class TestDb:
             history.delete_session(sid)
             history.purge_deleted([sid])
             assert history.draft(sid) == ""
-        raw = sqlite3.connect(path)
-        raw.execute("DROP TABLE drafts")
+        # A database of schema 3 (before drafts) gains them.
+        old = tmp_path / "schema3.db"
+        raw = sqlite3.connect(old)
+        for script in MIGRATIONS[:3]:
+            raw.executescript(script)
         raw.execute("PRAGMA user_version = 3")
         raw.close()
-        with History(path) as history:
+        with History(old) as history:
             history.set_draft(None, "after the migration")
             assert history.draft(None) == "after the migration"
+
+    def test_a_database_of_schema_three_gains_pins_and_keeps_its_chats(
+        self, tmp_path: Path
+    ) -> None:
+        """Today's released schema (3) opens with every chat unpinned; a pinned chat then
+        stays above newer ones, and unpinning puts it back in its place."""
+
+        path = tmp_path / "old.db"
+        conn = sqlite3.connect(path)
+        for script in MIGRATIONS[:3]:
+            conn.executescript(script)
+        conn.execute("PRAGMA user_version = 3")
+        for sid, updated in ((1, 100.0), (2, 200.0), (3, 300.0)):
+            conn.execute(
+                "INSERT INTO sessions (id, title, created_at, updated_at) VALUES (?, ?, 0, ?)",
+                (sid, f"chat {sid}", updated),
+            )
+        conn.execute(
+            "INSERT INTO messages (session_id, role, content, created_at) VALUES (1, 'user', 'hi', 0)"
+        )
+        conn.commit()
+        conn.close()
+
+        with History(path) as history:
+            assert [s["id"] for s in history.list_sessions()] == [3, 2, 1]
+            assert [s["pinned"] for s in history.list_sessions()] == [0, 0, 0]
+            assert history.messages(1)[0]["content"] == "hi"
+            history.set_pinned(1, True)
+            assert [s["id"] for s in history.list_sessions()] == [1, 3, 2]
+            assert history.get_session(1)["pinned"] == 1
+            assert "pinned" not in history.export_json(1)["session"]
+            assert history.get_session(1)["project_id"] is None and history.projects.listed() == []
+            history.set_pinned(1, False)
+            assert [s["id"] for s in history.list_sessions()] == [3, 2, 1]
+        conn = sqlite3.connect(path)
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+        conn.close()
+
+    def test_projects_group_chats_keep_defaults_and_travel_by_name_in_exports(
+        self, tmp_path: Path
+    ) -> None:
+
+        history = History(tmp_path / "h.db")
+        work = history.projects.create("  Work   notes ")
+        assert [p["name"] for p in history.projects.listed()] == ["Work notes"]
+        with pytest.raises(HistoryError, match="already a project"):
+            history.projects.create("work NOTES")
+        history.projects.update(
+            work,
+            prompt_name="Terse",
+            model="qwen",
+            skills=["pdf"],
+            params={"temperature": 0.2},
+            collapsed=True,
+        )
+        with pytest.raises(HistoryError, match="temperature"):
+            history.projects.update(work, params={"temperature": "hot"})
+        project = history.projects.get(work)
+        assert project is not None
+        assert (project["prompt_name"], project["model"], project["skills"]) == (
+            "Terse",
+            "qwen",
+            ["pdf"],
+        )
+        assert project["params"] == {"temperature": 0.2} and project["collapsed"] is True
+        loose = history.create_session("chat")
+        inside = history.create_session("chat", "qwen", project_id=work)
+        history.add_message(inside, "user", "quarterly figures")
+        assert [s["id"] for s in history.list_sessions(project=work)] == [inside]
+        assert [s["id"] for s in history.list_sessions(project=None)] == [loose]
+        assert history.count_sessions(project=work) == 1 and history.count_sessions() == 2
+        forked = history.fork(inside, history.messages(inside)[0]["id"])
+        assert history.get_session(forked)["project_id"] == work
+
+        exported = history.export_json(inside)
+        assert exported["session"]["project"] == "Work notes"
+        assert "project_id" not in exported["session"]
+        other = History(tmp_path / "other.db")
+        copy = other.import_json(exported)
+        (made,) = other.projects.listed()
+        assert made["name"] == "Work notes" and other.get_session(copy)["project_id"] == made["id"]
+        assert other.export_json(copy) == exported
+        # A second import joins the project of that name instead of making another.
+        assert other.get_session(other.import_json(exported))["project_id"] == made["id"]
+        bad = {**exported, "session": {**exported["session"], "project": 5}}
+        with pytest.raises(HistoryError, match="session.project"):
+            other.import_json(bad)
+        assert len(other.projects.listed()) == 1 and other.count_sessions() == 2
+
+        history.projects.delete(work)
+        assert history.projects.listed() == [] and history.get_session(inside)["project_id"] is None
+        assert history.count_sessions(project=None) == 3
+        history.close()
+        other.close()
 
 
 class TestHistoryTree:
@@ -7034,6 +7132,99 @@ class TestChrome:
         editor.reject()
         assert editor.unsaved is None and not editor.isVisible()
 
+    def test_sidebar_pins_a_chat_to_the_top_from_its_menu(self, qtbot, tmp_path: Path) -> None:
+
+        history = _chrome_history(tmp_path)
+        ids = []
+        for text in ("oldest", "middle", "newest"):
+            ids.append(history.create_session("chat"))
+            history.add_message(ids[-1], "user", text)
+        sidebar = SessionSidebar(history)
+        qtbot.addWidget(sidebar)
+        assert sidebar.session_ids() == [ids[2], ids[1], ids[0]]
+        menu = sidebar.session_menu(ids[0])
+        pin = next(a for a in menu.actions() if a.text() == "Pin to top")
+        pin.trigger()
+        menu.close()
+        assert sidebar.session_ids() == [ids[0], ids[2], ids[1]]
+        row = sidebar.model.index(0)
+        assert row.data(Qt.ItemDataRole.DecorationRole) is not None
+        assert "Pinned" in row.data(Qt.ItemDataRole.ToolTipRole)
+        assert sidebar.model.index(1).data(Qt.ItemDataRole.DecorationRole) is None
+        # A newer message elsewhere does not move a chat above the pinned one.
+        history.add_message(ids[1], "user", "still below")
+        sidebar.refresh()
+        assert sidebar.session_ids() == [ids[0], ids[1], ids[2]]
+        menu = sidebar.session_menu(ids[0])
+        next(a for a in menu.actions() if a.text() == "Unpin").trigger()
+        menu.close()
+        assert sidebar.session_ids() == [ids[1], ids[2], ids[0]]
+        history.close()
+
+    def test_sidebar_groups_chats_by_project_folds_them_and_moves_a_chat_by_menu(
+        self, qtbot, tmp_path: Path
+    ) -> None:
+
+        history = _chrome_history(tmp_path)
+        ids = []
+        for text in ("alpha", "beta", "gamma"):
+            ids.append(history.create_session("chat"))
+            history.add_message(ids[-1], "user", text)
+        work = history.projects.create("Work")
+        sidebar = SessionSidebar(history)
+        qtbot.addWidget(sidebar)
+        shown = lambda: [sidebar.model.index(r).data() for r in range(sidebar.model.rowCount())]
+        assert shown() == ["▾ Work", "gamma", "beta", "alpha"]
+        menu = sidebar.session_menu(ids[0])
+        moves = next(a.menu() for a in menu.actions() if a.text() == "Move to project")
+        next(a for a in moves.actions() if a.text() == "Work").trigger()
+        assert shown() == ["▾ Work", "alpha", "gamma", "beta"]
+        assert history.get_session(ids[0])["project_id"] == work
+        # A click on the header folds the project (remembered), another unfolds it.
+        view = sidebar.list_view
+        sidebar.resize(300, 400)
+        sidebar.show()
+        qtbot.waitExposed(sidebar)
+        qtbot.mouseClick(
+            view.viewport(),
+            Qt.MouseButton.LeftButton,
+            pos=view.visualRect(sidebar.model.index(0)).center(),
+        )
+        assert shown() == ["▸ Work", "gamma", "beta"]
+        assert history.projects.get(work)["collapsed"] is True
+        assert sidebar.session_ids() == [ids[2], ids[1]]
+        qtbot.mouseClick(
+            view.viewport(),
+            Qt.MouseButton.LeftButton,
+            pos=view.visualRect(sidebar.model.index(0)).center(),
+        )
+        assert shown() == ["▾ Work", "alpha", "gamma", "beta"]
+        menu = sidebar.session_menu(ids[0])
+        moves = next(a.menu() for a in menu.actions() if a.text() == "Move to project")
+        assert [a.text() for a in moves.actions() if a.text()] == [
+            "New project…",
+            "Out of the project",
+        ]
+        next(a for a in moves.actions() if a.text() == "Out of the project").trigger()
+        assert shown() == ["▾ Work", "gamma", "beta", "alpha"]
+        # The project's dialog edits its name and defaults.
+        dialog = sidebar.edit_project(work)
+        dialog.name.setText("Job")
+        dialog.skills.setText("pdf, weather")
+        dialog.params.editors["temperature"].setValue(0.5)
+        dialog.accept()
+        saved = history.projects.get(work)
+        assert (saved["name"], saved["skills"], saved["params"]) == (
+            "Job",
+            ["pdf", "weather"],
+            {"temperature": 0.5},
+        )
+        assert shown()[0] == "▾ Job"
+        menu = sidebar.project_menu(work)
+        next(a for a in menu.actions() if a.text().startswith("Delete project")).trigger()
+        assert shown() == ["gamma", "beta", "alpha"] and history.count_sessions() == 3
+        history.close()
+
 
 class TestFaults:
     """Faults injected into real parts."""
@@ -10596,6 +10787,115 @@ class TestChatWindow:
             timeout=5000,
         )
         history.close()
+
+    def test_window_new_chat_in_a_project_takes_its_defaults_and_is_saved_in_it(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """A project's header menu starts a chat with the project's preset, model, skills
+        and parameters; its first message saves it into the project, under the header."""
+
+        window, history = chat_window()
+        project = history.projects.create("Finances")
+        history.projects.update(
+            project,
+            model="test-model",
+            prompt_name="Terse",
+            skills=["finance-cli"],
+            params={"temperature": 0.1},
+        )
+        window.model_choice.apply("")
+        window.sidebar.refresh()
+        header = window.sidebar.model.index(0)
+        assert header.data() == "▾ Finances" and window.sidebar.session_ids() == []
+        menu = window.sidebar.project_menu(project)
+        next(a for a in menu.actions() if a.text() == "New chat in this project").trigger()
+        assert window.chat.loaded_skills() == ["finance-cli"]
+        assert window.chat.params() == {"temperature": 0.1}
+        assert window.current_model() == "test-model"
+        assert window.preset_picker.current_name() == "Terse"
+        router.script(Reply(content="Budget it."))
+        _send(qtbot, window, "How do I budget?")
+        assert history.get_session(window.session_id)["project_id"] == project
+        sent = router.chat_requests()[-1].json
+        assert sent["model"] == "test-model" and sent["temperature"] == 0.1
+        assert "finance-cli" in sent["messages"][0]["content"]
+        assert window.sidebar.model.session_id(1) == window.session_id
+        assert window.sidebar.model.index(1).data(SessionListModel.DepthRole) == 1
+        # A plain new chat afterwards is in no project and has none of its defaults.
+        window.new_session()
+        assert window.chat.loaded_skills() == [] and window.chat.params() == {}
+        router.script(Reply(content="Hi."))
+        _send(qtbot, window, "Hello")
+        assert history.get_session(window.session_id)["project_id"] is None
+
+    def test_window_temporary_chat_is_never_written_until_kept(
+        self, chat_window, router, qtbot, tmp_path
+    ) -> None:
+        """Ctrl+Shift+N starts a temporary chat: the bar says so, nothing reaches the
+        history file (its replies, versions included, live in memory), and Keep this chat
+        saves it whole as an ordinary chat."""
+
+        window, history = chat_window()
+        qtbot.keyClick(
+            window,
+            Qt.Key.Key_N,
+            Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier,
+        )
+        assert window.temporary_bar.isVisible() and window.chat.scratch is not None
+        router.script(Reply(content="A first answer."), Reply(content="zebra-quartz answer."))
+        _send(qtbot, window, "Tell me the secret-walrus word.")
+        window.retry(window.conversation.views()[1].message_id)
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=30000)
+        assert history.count_sessions() == 0 and window.sidebar.session_ids() == []
+        assert window.sidebar.current() is None
+        on_disk = b"".join(p.read_bytes() for p in tmp_path.glob("history.db*"))
+        assert b"secret-walrus" not in on_disk and b"zebra-quartz" not in on_disk
+        qtbot.mouseClick(window.temporary_bar.keep_button, Qt.MouseButton.LeftButton)
+        assert not window.temporary_bar.isVisible() and window.chat.scratch is None
+        [kept] = window.sidebar.session_ids()
+        assert window.session_id == kept and window.sidebar.current() == kept
+        path = history.messages(kept)
+        assert [m["content"] for m in path] == [
+            "Tell me the secret-walrus word.",
+            "zebra-quartz answer.",
+        ]
+        assert len(path[1]["versions"]) == 2
+        # Kept, it is an ordinary chat: the next reply is saved as any other.
+        router.script(Reply(content="More."))
+        _send(qtbot, window, "And more?")
+        assert [m["content"] for m in history.messages(kept)][-1] == "More."
+
+    def test_window_leaving_a_temporary_chat_asks_and_discards_it(
+        self, chat_window, router, qtbot
+    ) -> None:
+
+        window, history = chat_window()
+        asked: list[bool] = []
+        answers = ["cancel", "discard", "discard"]
+
+        def ask(closing: bool) -> str:
+            asked.append(closing)
+            return answers.pop(0)
+
+        window.temporary.ask = ask
+        # Nothing sent yet: leaving asks nothing.
+        window.temporary.start()
+        window.new_session()
+        assert asked == [] and not window.temporary_bar.isVisible()
+        window.temporary.start()
+        router.script(Reply(content="Gone soon."))
+        _send(qtbot, window, "Forget this.")
+        window.new_session()  # cancelled: still the temporary chat
+        assert asked == [False] and window.chat.scratch is not None
+        assert [v.content() for v in window.conversation.views()] == ["Forget this.", "Gone soon."]
+        window.new_session()
+        assert asked == [False, False] and window.chat.scratch is None
+        assert window.conversation.views() == [] and history.count_sessions() == 0
+        window.temporary.start()
+        router.script(Reply(content="Also gone."))
+        _send(qtbot, window, "And this.")
+        window.close()
+        assert asked == [False, False, True] and history.count_sessions() == 0
 
 
 class TestController:

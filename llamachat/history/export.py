@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from llamachat import params as params_module
-from llamachat.history import file
+from llamachat.history import file, projects
 from llamachat.history.rows import (
     _INSERT_MESSAGE,
     _MESSAGE_COLUMNS,
@@ -55,6 +55,7 @@ MAX_DEPTH = 32
 # Messages written per transaction by a batched import: a few tens of milliseconds,
 # so the window's own saves wait no longer than that.
 IMPORT_BATCH = 1000
+MAX_PROJECT_NAME = 200
 # Times must be seconds from 1970 up to the end of year 9999 (what time.localtime shows).
 _LAST_TIME = 253402300799.0
 _SPACE = re.compile(r"[ \t\n\r]*")
@@ -67,13 +68,15 @@ class ImportCancelled(Exception):
 @dataclass
 class Imported:
     """A checked import: the session, its parameters, its messages, each message's parent
-    (an index into the messages, None for a first question) and the active leaf's index."""
+    (an index into the messages, None for a first question), the active leaf's index and
+    the name of its project ('' for none; made when this history has none of that name)."""
 
     session: NewSession
     params: dict[str, Any]
     messages: list[NewMessage]
     parents: list[int | None]
     active: int | None
+    project: str = ""
 
 
 def export_markdown(session: SessionRow, messages: list[MessageRow]) -> str:
@@ -126,7 +129,14 @@ def export_json(
     validate_import reads back: every message of every branch, each with an "id" and
     its "parent", and the "active" leaf."""
     session_id = source["id"]
-    session: dict[str, Any] = {k: v for k, v in source.items() if k != "id"}
+    # Pinning is where a chat sits in this history's list, not part of the chat; its
+    # project goes by name, which means something in another history too.
+    session: dict[str, Any] = {
+        k: v for k, v in source.items() if k not in ("id", "pinned", "project_id")
+    }
+    project = projects.get(conn, source["project_id"]) if source["project_id"] else None
+    if project is not None:
+        session["project"] = project["name"]
     rows = conn.execute(
         f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? ORDER BY id",
         (session_id,),
@@ -217,6 +227,10 @@ def _add_session(conn: sqlite3.Connection, imported: Imported, *, mark: bool, hi
         ),
     )
     session_id = int(cursor.lastrowid)  # type: ignore[arg-type]
+    if imported.project:
+        project = projects.by_name(conn, imported.project)
+        project_id = project["id"] if project else projects.create(conn, imported.project)
+        conn.execute("UPDATE sessions SET project_id = ? WHERE id = ?", (project_id, session_id))
     if imported.params:
         conn.execute(
             "INSERT INTO session_params (session_id, params) VALUES (?, ?)",
@@ -396,6 +410,12 @@ def validate_import(data: object) -> Imported:
     wrong = params_module.problem(params, "session.params")
     if wrong:
         raise HistoryError(f"cannot import: {wrong}")
+    project = data["session"].get("project") or ""
+    if not isinstance(project, str) or len(project) > MAX_PROJECT_NAME:
+        raise HistoryError(
+            f"cannot import: session.project must be a name of at most {MAX_PROJECT_NAME} "
+            "characters"
+        )
     raw_messages = data.get("messages")
     if not isinstance(raw_messages, list):
         raise HistoryError("cannot import: messages must be a list")
@@ -434,7 +454,9 @@ def validate_import(data: object) -> Imported:
         if leaf is not None and (not _is_int(leaf) or leaf not in places):
             raise HistoryError("cannot import: session.active must be null or a message's id")
         active = None if leaf is None else places[leaf]
-    return Imported(cast(NewSession, session), params, messages, parents, active)
+    return Imported(
+        cast(NewSession, session), params, messages, parents, active, " ".join(project.split())
+    )
 
 
 def _is_int(value: object) -> bool:

@@ -123,6 +123,31 @@ MIGRATIONS: list[str] = [
         DELETE FROM drafts WHERE session_id = old.id;
     END;
     """,
+    # 5: pinned chats, listed above the others.
+    """
+    ALTER TABLE sessions ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX IF NOT EXISTS sessions_live_by_pin
+        ON sessions (pinned, updated_at) WHERE deleted_at IS NULL;
+    """,
+    # 6: projects, named groups of chats with the defaults a new chat in one starts with.
+    """
+    CREATE TABLE IF NOT EXISTS projects (
+        id            INTEGER PRIMARY KEY,
+        name          TEXT NOT NULL,
+        prompt_name   TEXT NOT NULL DEFAULT '',
+        prompt_custom TEXT NOT NULL DEFAULT '',
+        model         TEXT NOT NULL DEFAULT '',
+        skills        TEXT NOT NULL DEFAULT '[]',
+        params        TEXT NOT NULL DEFAULT '{}',
+        collapsed     INTEGER NOT NULL DEFAULT 0,
+        created_at    REAL NOT NULL
+    );
+    CREATE UNIQUE INDEX IF NOT EXISTS projects_by_name ON projects (name COLLATE NOCASE);
+    ALTER TABLE sessions ADD COLUMN project_id INTEGER
+        REFERENCES projects (id) ON DELETE SET NULL;
+    CREATE INDEX IF NOT EXISTS sessions_by_project
+        ON sessions (project_id, pinned, updated_at) WHERE deleted_at IS NULL;
+    """,
 ]
 
 # Columns a pre-versioned table may lack, with the definitions ALTER TABLE can add
@@ -245,7 +270,9 @@ def salvage(conn: sqlite3.Connection, source: Path) -> int:
     messages = 0
     try:
         known = _LEGACY_COLUMNS["sessions"]
-        columns = [c for c in names["sessions"] if c in known or c in ("id", "active_leaf")]
+        columns = [
+            c for c in names["sessions"] if c in known or c in ("id", "active_leaf", "pinned")
+        ]
         for row in _readable_rows(old, "sessions", columns) if "id" in columns else ():
             try:
                 conn.execute(

@@ -16,7 +16,8 @@ ROLES = ("user", "assistant", "system", "tool")
 STATUSES = ("complete", "streaming", "stopped", "error")
 
 _SESSION_COLUMNS = (
-    "id, mode, title, model, prompt_name, prompt_custom, skills, created_at, updated_at"
+    "id, mode, title, model, prompt_name, prompt_custom, skills, created_at, updated_at, pinned,"
+    " project_id"
 )
 _MESSAGE_COLUMNS = (
     "id, session_id, parent_id, role, content, reasoning, tool_calls, attachments, model, "
@@ -45,9 +46,12 @@ class NewSession(TypedDict):
 
 
 class SessionRow(NewSession):
-    """A session as History returns it."""
+    """A session as History returns it; `pinned` (0 or 1) keeps it at the top of the list,
+    `project_id` is the project it belongs to (None: none)."""
 
     id: int
+    pinned: int
+    project_id: int | None
 
 
 class SearchHit(SessionRow):
@@ -179,7 +183,7 @@ _COLUMN_TYPES: dict[str, type] = {
     "created_at": float,
     "updated_at": float,
 }
-_IDS = frozenset({"id", "session_id", "parent_id"})
+_IDS = frozenset({"id", "session_id", "parent_id", "project_id"})
 
 
 _MESSAGE_KEYS = tuple(name.strip() for name in _MESSAGE_COLUMNS.split(","))

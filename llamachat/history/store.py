@@ -51,6 +51,7 @@ from llamachat.history.export import (
     Imported,
 )
 from llamachat.history.file import MIGRATIONS, _Corrupt
+from llamachat.history.projects import ProjectRow, Projects
 from llamachat.history.rows import (
     _SESSION_COLUMNS,
     MODES,
@@ -89,6 +90,7 @@ __all__ = [
     "MessageRow",
     "NewMessage",
     "NewSession",
+    "ProjectRow",
     "SearchHit",
     "SessionRow",
     "import_file",
@@ -146,6 +148,18 @@ def import_file(
         conn.close()
 
 
+def _live(mode: str | None, project: int | None | Literal["any"]) -> tuple[str, tuple]:
+    """The WHERE clause (and its values) of the live sessions of `mode` in `project`."""
+    where, params = "deleted_at IS NULL", cast(tuple, ())
+    if mode:
+        where, params = where + " AND mode = ?", (mode,)
+    if project is None:
+        where += " AND project_id IS NULL"
+    elif project != "any":
+        where, params = where + " AND project_id = ?", (*params, project)
+    return where, params
+
+
 class History:
     """The conversation store: sessions, messages, search, export and import."""
 
@@ -167,6 +181,7 @@ class History:
                 f"{exc.strerror or exc}"
             ) from None
         self.salvaged = 0
+        self.projects = Projects(self._transaction, self._reading)  # groups of chats
         try:
             self._conn = file.connect(self.path, BUSY_TIMEOUT_S)
         except _Corrupt as exc:
@@ -228,15 +243,16 @@ class History:
         title: str = "",
         prompt_name: str = "",
         prompt_custom: str = "",
+        project_id: int | None = None,
     ) -> int:
-        """Start a session and return its id."""
+        """Start a session (in project `project_id`, when given) and return its id."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         now = time.time()
         cursor = self._write(
             "INSERT INTO sessions (mode, title, model, prompt_name, prompt_custom, created_at,"
-            " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (mode, title, model, prompt_name, prompt_custom, now, now),
+            " updated_at, project_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (mode, title, model, prompt_name, prompt_custom, now, now, project_id),
         )
         return int(cursor.lastrowid)  # type: ignore[arg-type]
 
@@ -246,25 +262,37 @@ class History:
         return cast(SessionRow, _decode(rows[0])) if rows else None
 
     def list_sessions(
-        self, *, limit: int = 100, offset: int = 0, mode: str | None = None
+        self,
+        *,
+        limit: int = 100,
+        offset: int = 0,
+        mode: str | None = None,
+        project: int | None | Literal["any"] = "any",
     ) -> list[SessionRow]:
-        """One page of live sessions, most recently updated first."""
-        where = "deleted_at IS NULL" + (" AND mode = ?" if mode else "")
-        params = ((mode,) if mode else ()) + (limit, offset)
+        """One page of live sessions, pinned ones first, then most recently updated first;
+        `project`: only that project's (None: only those in none)."""
+        where, params = _live(mode, project)
         rows = self._read(
             f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE {where}"
-            " ORDER BY updated_at DESC, id DESC LIMIT ? OFFSET ?",
-            params,
+            " ORDER BY pinned DESC, updated_at DESC, id DESC LIMIT ? OFFSET ?",
+            (*params, limit, offset),
         )
         return [cast(SessionRow, _decode(row)) for row in rows]
 
-    def count_sessions(self) -> int:
-        """How many live (not deleted) sessions there are."""
-        return int(self._read("SELECT count(*) FROM sessions WHERE deleted_at IS NULL")[0][0])
+    def count_sessions(
+        self, *, mode: str | None = None, project: int | None | Literal["any"] = "any"
+    ) -> int:
+        """How many live (not deleted) sessions there are (of `mode`, in `project`)."""
+        where, params = _live(mode, project)
+        return int(self._read(f"SELECT count(*) FROM sessions WHERE {where}", params)[0][0])
 
     def rename_session(self, session_id: int, title: str) -> None:
         """Set a session's title."""
         self._write("UPDATE sessions SET title = ? WHERE id = ?", (title, session_id))
+
+    def set_pinned(self, session_id: int, pinned: bool) -> None:
+        """Pin a session to the top of the list, or unpin it."""
+        self._write("UPDATE sessions SET pinned = ? WHERE id = ?", (int(pinned), session_id))
 
     def set_model(self, session_id: int, model: str) -> None:
         """Record the model a session uses."""

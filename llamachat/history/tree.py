@@ -209,7 +209,7 @@ def fork(
     message_id: int,
 ) -> int:
     """A new chat holding `path` (the active path of `source`, session `session_id`) up
-    to `message_id`, with the session's model, prompt, skills and parameters; its id."""
+    to `message_id`, with the session's model, prompt, skills, parameters and project; its id."""
     upto = next((n for n, m in enumerate(path) if m["id"] == message_id), None)
     if upto is None:
         raise HistoryError(f"no message {message_id} on the path of session {session_id}")
@@ -218,7 +218,7 @@ def fork(
     new_id = int(
         conn.execute(
             "INSERT INTO sessions (mode, title, model, prompt_name, prompt_custom,"
-            " skills, created_at, updated_at) VALUES ('chat', ?, ?, ?, ?, ?, ?, ?)",
+            " skills, created_at, updated_at, project_id) VALUES ('chat', ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 title,
                 source["model"],
@@ -227,6 +227,7 @@ def fork(
                 json.dumps(source["skills"]),
                 now,
                 now,
+                source["project_id"],
             ),
         ).lastrowid  # type: ignore[arg-type]
     )

@@ -20,9 +20,10 @@ from llamachat.ui import shortcuts
 
 @dataclass(frozen=True)
 class Commands:
-    """What the menu items and keys call; the first nine are keyboard shortcuts too."""
+    """What the menu items and keys call; the first ten are keyboard shortcuts too."""
 
     new_chat: Callable[[], object]
+    new_temporary_chat: Callable[[], object]
     search_sessions: Callable[[], object]
     stop: Callable[[], object]
     focus_composer: Callable[[], object]
@@ -57,6 +58,7 @@ def install(window: QMainWindow, commands: Commands, actions: Actions) -> list[Q
         window,
         {
             "new_chat": commands.new_chat,
+            "new_temporary_chat": commands.new_temporary_chat,
             "search_sessions": commands.search_sessions,
             "stop": commands.stop,
             "focus_composer": commands.focus_composer,
@@ -87,6 +89,12 @@ def _build_menus(window: QMainWindow, commands: Commands, actions: Actions) -> N
     menus = window.menuBar()
     file_menu = menus.addMenu("&File")
     file_menu.addAction(_keyed(_action("New chat", window, commands.new_chat), "new_chat"))
+    file_menu.addAction(
+        _keyed(
+            _action("New temporary chat", window, commands.new_temporary_chat),
+            "new_temporary_chat",
+        )
+    )
     file_menu.addAction(actions.import_chats)
     file_menu.addSeparator()
     file_menu.addAction(_keyed(actions.settings, "settings"))

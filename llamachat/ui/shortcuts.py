@@ -55,6 +55,9 @@ SHORTCUTS: tuple[Shortcut, ...] = (
     Shortcut("new_line", ("Shift+Enter",), "Start a new line in the message"),
     Shortcut("skill_list", ("/",), "List the skills (at the start of a word in the message)"),
     Shortcut("new_chat", ("Ctrl+N",), "Start a new chat"),
+    Shortcut(
+        "new_temporary_chat", ("Ctrl+Shift+N",), "Start a temporary chat (kept only if you say so)"
+    ),
     Shortcut("search_sessions", ("Ctrl+K", "Ctrl+F"), "Search past chats"),
     Shortcut("stop", ("Esc",), "Stop the reply being written"),
     Shortcut("focus_composer", ("Ctrl+L",), "Go to the message box"),

@@ -80,9 +80,11 @@ from llamachat.ui.views.notice import STATUS_MS, NoticeBar
 from llamachat.ui.views.overflow import OverflowGuide, OverflowPanel
 from llamachat.ui.views.params_panel import ChatParams
 from llamachat.ui.views.presets import PresetPicker
+from llamachat.ui.views.projects import ProjectChoices
 from llamachat.ui.views.search_toggle import SearchToggle
 from llamachat.ui.views.sidebar import SessionSidebar
 from llamachat.ui.views.summary import TrimMarker
+from llamachat.ui.views.temporary import TemporaryBar, TemporaryChats
 from llamachat.ui.views.top_bar import TopBar
 
 log = logging.getLogger(__name__)
@@ -251,7 +253,15 @@ class ChatWindow(ConversationSeams, QMainWindow):
 
         self.sidebar = SessionSidebar(self.history, mode="chat")
         self.sidebar.new_chat_requested.connect(self.new_session)
-        self.session_changed.connect(self.sidebar.set_current)
+        self.sidebar.project_choices = lambda: ProjectChoices(
+            self.preset_picker.names(),
+            [info.id for info in self.model_picker.models()],
+            self.chat.store.names() if self.chat.store else [],
+        )
+        # A temporary chat is none of the list's: its ids are those of its memory database.
+        self.session_changed.connect(
+            lambda sid: self.sidebar.set_current(None if self.chat.scratch else sid)
+        )
         self.sidebar.setMinimumWidth(180)
         self.sidebar.list_view.setStyleSheet("QListView::item { padding: 5px 6px; }")
 
@@ -268,6 +278,15 @@ class ChatWindow(ConversationSeams, QMainWindow):
             stop=self.stop,
             parent=self,
         )
+        self.temporary_bar = TemporaryBar()
+        self.temporary = TemporaryChats(
+            self.chat,
+            self.temporary_bar,
+            open_chat=self.sessions.open,
+            new_chat=self.sessions.new,
+            parent=self,
+        )
+        self.sessions.may_leave = self.temporary.may_leave
         self.sessions.status.connect(self.show_status)
         self.sessions.problem.connect(self.show_problem)
         self.sessions.title_changed.connect(
@@ -478,7 +497,9 @@ class ChatWindow(ConversationSeams, QMainWindow):
     # ------------------------------------------------------------------ closing
 
     def closeEvent(self, event: QCloseEvent) -> None:
-        """Save the draft and a streaming reply (as stopped); let the worker threads end."""
+        """Save the draft and a streaming reply (as stopped) and let the worker threads end;
+        a temporary chat with content is kept or discarded as the user says."""
+        self.temporary.may_leave(closing=True)
         self.drafts.save()
         self.stop()
         self.chat.close()
@@ -519,33 +540,47 @@ class ChatSessions(QObject):
         self._sidebar = sidebar
         # The window's Stop, which says so in the status bar.
         self._stop = stop
+        self.may_leave: Callable[[], bool] = lambda: True
+        """Asked before the open chat is left (a temporary chat's question)."""
         presets.preset_changed.connect(self._on_preset_changed)
         sidebar.session_activated.connect(self.open)
         sidebar.match_requested.connect(self.show_match)
+        sidebar.new_chat_in_project.connect(self.new)
         sidebar.session_deleted.connect(self._on_session_deleted)
         sidebar.session_renamed.connect(self._on_session_renamed)
         # The new chat's title (or the chat's new place at the top) shows at once.
         chat.message_added.connect(self._on_message_added)
         chat.reply_ended.connect(lambda _status, _error: sidebar.refresh())
 
-    def new(self, *, carry: bool = False) -> None:
+    def new(self, project_id: int | None = None, *, carry: bool = False) -> None:
         """Start an empty chat: no messages, no loaded skills; created on the first send.
+        In a project, it starts with the project's prompt, model, skills and parameters.
 
         The composer shows the new chat's draft, or with `carry` keeps what it holds.
         """
+        if not self.may_leave():
+            return
         if self._chat.is_streaming():
             self._stop()
         self._drafts.leave(carry=carry)
-        self._chat.new_session()
+        project = self._chat.history.projects.get(project_id) if project_id else None
+        self._chat.new_session(project)
         self._drafts.show(None, carry=carry)
         # A custom prompt belongs to the chat it was written for; the preset carries over.
-        self._presets.set_session_prompt(self._presets.current_name())
+        self._presets.set_session_prompt(
+            (project and project["prompt_name"]) or self._presets.current_name()
+        )
+        if project and project["model"]:
+            self._choice.apply(project["model"])
         self._view.clear()
         self._meter.set_used(0)
         self._show_title()
 
     def open(self, session_id: int) -> bool:
-        """Show a stored chat with its model and loaded skills; False when it does not exist."""
+        """Show a stored chat with its model and loaded skills; False when it does not exist
+        (or the user chose to stay in a temporary chat)."""
+        if not self.may_leave():
+            return False
         if self._chat.is_streaming():
             self._stop()
         self._drafts.leave()
@@ -622,7 +657,7 @@ class ChatSessions(QObject):
 
     @Slot(int)
     def _on_session_deleted(self, session_id: int) -> None:
-        if session_id == self._chat.session_id:
+        if session_id == self._chat.session_id and self._chat.scratch is None:
             self.new()
 
     @Slot(int, str)
@@ -636,6 +671,7 @@ def _install_menus(window: ChatWindow) -> list[QShortcut]:
     router = window.router_guide
     commands = menus.Commands(
         new_chat=window.new_session,
+        new_temporary_chat=window.temporary.start,
         search_sessions=window.sidebar.focus_search,
         stop=window.stop,
         focus_composer=window.focus_composer,
@@ -691,6 +727,7 @@ def _lay_out(window: ChatWindow) -> QSplitter:
     problem_row = QVBoxLayout()
     problem_row.setContentsMargins(10, 6, 10, 0)
     problem_row.addWidget(window.problem_bar)
+    problem_row.addWidget(window.temporary_bar)
     layout.addLayout(problem_row)
     layout.addWidget(window.conversation, 1)
     layout.addLayout(body)

@@ -90,7 +90,11 @@ class Outbox(QObject):
                 (prompts.DEFAULT_NAME, "") if state.mode == ONESHOT else self._builder.prompt()
             )
             session_id = history.create_session(
-                state.mode, model, prompt_name=name, prompt_custom=custom
+                state.mode,
+                model,
+                prompt_name=name,
+                prompt_custom=custom,
+                project_id=state.project_id,
             )
             state.session_id = session_id
             if state.mode != ONESHOT and state.loaded:

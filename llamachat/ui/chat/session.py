@@ -40,13 +40,15 @@ from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from llamachat import prompts, turn
 from llamachat.config import Config
-from llamachat.history.store import History, HistoryError, MessageRow, SessionRow
+from llamachat.history.store import History, HistoryError, MessageRow, ProjectRow, SessionRow
 from llamachat.skills import SkillStore
+from llamachat.ui.chat import temporary
 from llamachat.ui.chat.builder import TurnBuilder
 from llamachat.ui.chat.compaction import COMPACTING, SEND, Compaction
 from llamachat.ui.chat.context_watch import SHOWN_MS, ContextWatch
 from llamachat.ui.chat.outbox import Outbox
 from llamachat.ui.chat.state import AppState, ChatState
+from llamachat.ui.chat.temporary import ConversationApp
 from llamachat.ui.chat.worker import WorkerThreads
 
 CHAT = "chat"
@@ -67,6 +69,7 @@ class Conversation(QObject):
     """A conversation's session, skills, edit state and reply, driven by a window (or a test)."""
 
     session_changed = Signal(object)  # the session id now (None: a chat not saved yet)
+    temporary_changed = Signal(bool)  # a temporary chat began (True) or ended
     message_added = Signal(object)  # the user message just saved (a History row)
     messages_reset = Signal(object)  # the rows to show instead of what is shown
     versions_changed = Signal(int, list)  # a message shown, the ids of all its versions
@@ -108,9 +111,13 @@ class Conversation(QObject):
         # One-shot: the skills the question asked for, which a retry asks for again.
         self._asked: list[str] = []
         self._edit_from: int | None = None
+        self.scratch: History | None = None
+        """A temporary chat's history, in memory (None: the chat is saved in the App's)."""
+        # The helpers read and write the conversation's history, whichever it is.
+        helpers_app = ConversationApp(app, lambda: self.history)
         # What the window knows and the conversation asks when it builds a request.
         self.builder = TurnBuilder(
-            app,
+            helpers_app,
             self.state,
             preset=preset or (lambda: ""),
             prompt=prompt or (lambda: (prompts.DEFAULT_NAME, "")),
@@ -120,7 +127,11 @@ class Conversation(QObject):
         self.context = ContextWatch(self.builder, is_streaming=self.is_streaming, parent=self)
         # Saves the questions, sends the requests and keeps the replies.
         self.outbox = Outbox(
-            self.builder, app, self.threads, context_size=self.context.context_size, parent=self
+            self.builder,
+            helpers_app,
+            self.threads,
+            context_size=self.context.context_size,
+            parent=self,
         )
         # What a message too long for the context makes happen, and compacting the chat.
         self.compaction = compaction = Compaction(
@@ -163,8 +174,8 @@ class Conversation(QObject):
 
     @property
     def history(self) -> History:
-        """The chat history: the App's."""
-        return self.app.history
+        """The chat history: the App's, or a temporary chat's in memory."""
+        return self.app.history if self.scratch is None else self.scratch
 
     @property
     def cfg(self) -> Config:
@@ -224,13 +235,18 @@ class Conversation(QObject):
 
     # ------------------------------------------------------------------ sessions
 
-    def new_session(self) -> None:
-        """Start an empty conversation: no messages, no skills; saved on the first send."""
+    def new_session(self, project: ProjectRow | None = None) -> None:
+        """Start an empty conversation, saved on the first send: no messages, and no skills
+        or parameters but those of its `project` (the window applies its prompt and model)."""
         self.stop()
+        self.discard_temporary()
         self.state.session_id = None
+        self.state.project_id = project["id"] if project else None
         self._set_edit_from(None)
-        self._set_loaded([], persist=False)
-        self.state.params = {}
+        store = self.store
+        skills = [n for n in project["skills"] if store and store.load(n)] if project else []
+        self._set_loaded(skills, persist=False)
+        self.state.params = dict(project["params"]) if project else {}
         self.session_changed.emit(None)
 
     def open_session(self, session_id: int) -> tuple[SessionRow, list[MessageRow]] | None:
@@ -239,6 +255,7 @@ class Conversation(QObject):
         if session is None:
             return None
         self.stop()
+        self.discard_temporary()
         self.state.session_id = session_id
         self._set_edit_from(None)
         # A skill gone from disk stays listed (as missing) until the user removes it.
@@ -247,6 +264,19 @@ class Conversation(QObject):
         messages = self.outbox.settled_messages(session_id)
         self.session_changed.emit(session_id)
         return session, messages
+
+    def start_temporary(self) -> None:
+        """Start a temporary chat, saved in memory only (`temporary.keep` copies it out)."""
+        self.new_session()
+        self.scratch = temporary.scratch_history()
+        self.temporary_changed.emit(True)
+
+    def discard_temporary(self) -> None:
+        """End the temporary chat without keeping it (its messages stay on screen)."""
+        # Dropped, not closed: a reply that was stopped may still save its end into it.
+        if self.scratch is not None:
+            self.scratch = None
+            self.temporary_changed.emit(False)
 
     def leave_session(self) -> None:
         """Let go of the session without touching it (one-shot: it went on to the chat)."""

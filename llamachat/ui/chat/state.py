@@ -39,6 +39,8 @@ class ChatState:
     store: SkillStore | None = None
     trimmed: int = 0
     """How many of the oldest messages the requests leave out (`context_overflow = "trim"`)."""
+    project_id: int | None = None
+    """The project a new chat is saved into (None: none)."""
 
 
 class McpTools(Protocol):

@@ -79,7 +79,7 @@ class ModelChoice(QObject):
         self.apply(model_id)
         session_id = self._chat.session_id
         if session_id is not None and model_id:
-            self._app.history.set_model(session_id, model_id)
+            self._chat.history.set_model(session_id, model_id)
 
     def apply(self, model_id: str) -> None:
         """Answer with `model_id` from now on, without touching the open chat's record."""

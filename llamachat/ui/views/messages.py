@@ -24,7 +24,7 @@ from llamachat.ui.views.document import TextView
 from llamachat.ui.views.figures import reading_speed
 from llamachat.ui.views.markdown import DARK, LIGHT, Palette
 from llamachat.ui.views.message import MessageView, is_dark
-from llamachat.ui.views.sidebar import matches
+from llamachat.ui.views.session_list import matches
 from llamachat.ui.views.summary import SummaryView
 
 INITIAL_MIN_MESSAGES = 6

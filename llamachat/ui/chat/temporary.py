@@ -1,0 +1,73 @@
+"""Temporary chats: a conversation whose questions and replies never reach the history file.
+
+A temporary chat is saved exactly as any other (the outbox saves the question, the reply
+stream saves the reply as it streams), only into a History of its own in memory
+(SQLite ":memory:", the same History class), so every part that reads or writes "the
+history" works unchanged. `ConversationApp` is the App as a conversation's helpers see
+it: its `history` is the conversation's, the App's or that in-memory one. Keeping the
+chat copies it, every version included, into the App's history through the JSON export
+and import (`keep`); leaving it drops the memory database with everything in it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import SignalInstance
+
+from llamachat.config import Config
+from llamachat.history.store import History
+from llamachat.router import providers
+from llamachat.ui.chat.state import AppState, McpTools
+
+MEMORY = ":memory:"
+
+
+def scratch_history() -> History:
+    """A History in memory for one temporary chat: gone when closed."""
+    return History(MEMORY)
+
+
+def keep(scratch: History, session_id: int, history: History) -> int:
+    """Copy the chat `session_id` of `scratch` into `history` (every version, its
+    parameters and its project); the id it has there. Raises HistoryError."""
+    return history.import_json(scratch.export_json(session_id))
+
+
+class ConversationApp:
+    """The App as a conversation's helpers see it (an `AppState`): the App's own state,
+    but the conversation's history (`history()`, which a temporary chat changes)."""
+
+    def __init__(self, app: AppState, history: Callable[[], History]) -> None:
+        self._app = app
+        self._history = history
+
+    @property
+    def config(self) -> Config:
+        """The configuration in effect."""
+        return self._app.config
+
+    @property
+    def history(self) -> History:
+        """The conversation's history: the App's, or a temporary chat's in memory."""
+        return self._history()
+
+    @property
+    def registry(self) -> providers.Registry:
+        """The clients of the router and the providers."""
+        return self._app.registry
+
+    @property
+    def mcp(self) -> McpTools:
+        """The MCP servers' tools."""
+        return self._app.mcp
+
+    @property
+    def config_changed(self) -> SignalInstance:
+        """Emitted with the Config now in effect."""
+        return self._app.config_changed
+
+    @property
+    def router_changed(self) -> SignalInstance:
+        """Emitted with the router's state now."""
+        return self._app.router_changed

@@ -1,0 +1,89 @@
+"""Importing chats from a file in the background, for the sidebar (`sidebar.SessionSidebar`).
+
+`ChatImporter(history)` owns the Import menu action; `start(path)` reads, checks and
+writes the file on a worker thread over a connection of its own (`store.import_file`),
+with a progress dialog (`progress`) whose Cancel keeps nothing of it. It says how it
+ended with `imported(session id, file name)` or `refused(why)`; it raises nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QFileDialog, QProgressDialog, QWidget
+
+from llamachat.history.store import History, HistoryError, ImportCancelled, import_file
+from llamachat.ui.tasks import run_in_background
+
+
+class ChatImporter(QObject):
+    """The Import action and the background import it starts, one at a time."""
+
+    imported = Signal(int, str)  # the new chat's id, the file's name
+    refused = Signal(str)  # why nothing was imported (cancelled, a bad file)
+    # An import's progress in percent, emitted from its worker thread (queued to this one).
+    _progress = Signal(int)
+
+    def __init__(self, history: History, parent: QWidget) -> None:
+        super().__init__(parent)
+        self._history = history
+        self._parent = parent
+        self.progress: QProgressDialog | None = None
+        """The progress dialog of the import under way (None: none is)."""
+        self.action = QAction("Import chat from JSON…", parent)
+        self.action.triggered.connect(self._choose)
+
+    def start(self, path: Path) -> None:
+        """Import `path` on a worker thread with a progress dialog whose Cancel keeps nothing."""
+        path = Path(path)
+        cancelled = threading.Event()
+        dialog = QProgressDialog(f"Importing {path.name}…", "Cancel", 0, 100, self._parent)
+        dialog.setWindowTitle("Import chat")
+        dialog.setMinimumDuration(300)
+        dialog.setAutoClose(False)
+        dialog.canceled.connect(cancelled.set)
+        self._progress.connect(dialog.setValue)
+        self.progress = dialog
+        self.action.setEnabled(False)
+        shown = [-1]
+
+        def on_progress(share: float) -> None:
+            if cancelled.is_set():
+                raise ImportCancelled
+            percent = int(share * 100)
+            if percent != shown[0]:  # one signal per percent, not per message
+                shown[0] = percent
+                self._progress.emit(percent)
+
+        def done(future: Future) -> None:
+            self._progress.disconnect(dialog.setValue)
+            dialog.close()
+            dialog.deleteLater()
+            self.progress = None
+            self.action.setEnabled(True)
+            try:
+                session_id = future.result()
+            except ImportCancelled:
+                self.refused.emit(f"Import of {path.name} cancelled; nothing was added.")
+                return
+            except HistoryError as exc:
+                self.refused.emit(str(exc))
+                return
+            self.imported.emit(session_id, path.name)
+
+        db_path = self._history.path
+        run_in_background(
+            lambda: import_file(db_path, path, on_progress=on_progress), done, receiver=self
+        )
+
+    @Slot()
+    def _choose(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self._parent, "Import chat", str(Path.home()), "llamachat JSON (*.json)"
+        )
+        if path:
+            self.start(Path(path))

@@ -1,0 +1,357 @@
+"""The sessions list's model and its rows' drawing, for the sidebar (`sidebar.SessionSidebar`).
+
+`SessionListModel` reads sessions a page at a time (`canFetchMore`/`fetchMore`) as the
+list scrolls, so ten thousand sessions open as fast as ten, or holds the hits of a
+search; projects come first, each a header (click: fold) over its chats, then the
+chats in no project; pinned chats lead their group, marked with `pin_icon`. `SearchHitDelegate` draws a
+hit as its title and a snippet with the matched words marked, outside text escaped.
+GUI thread only; History's errors pass through (`setData` and `set_pinned` write).
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import re
+import time
+import unicodedata
+from typing import Any
+
+from PySide6.QtCore import QAbstractListModel, QModelIndex, QPersistentModelIndex, QSize, Qt, Signal
+from PySide6.QtGui import (
+    QAbstractTextDocumentLayout,
+    QFont,
+    QIcon,
+    QPainter,
+    QPalette,
+    QPen,
+    QPixmap,
+    QTextDocument,
+)
+from PySide6.QtWidgets import QApplication, QStyle, QStyledItemDelegate, QStyleOptionViewItem
+
+from llamachat.history.store import History, ProjectRow, SessionRow
+from llamachat.ui import plain
+from llamachat.ui.views.markdown import plain_text
+
+PAGE_SIZE = 200
+SEARCH_LIMIT = 200
+UNTITLED = "Untitled chat"
+# A snippet starts at most this many characters before its first marked word.
+SNIPPET_LEAD = 24
+SNIPPET_LINES = 2
+
+_Index = QModelIndex | QPersistentModelIndex
+
+
+def _fold(text: str) -> str:
+    """`text` lower-cased without accents, one character for each of `text`'s."""
+    return "".join(unicodedata.normalize("NFD", c)[0].lower()[:1] or c for c in text)
+
+
+def matches(text: str, query: str) -> list[tuple[int, int]]:
+    """The (start, end) spans of `text` holding a word of `query`, ignoring case and accents."""
+    words = [re.escape(_fold(word)) for word in query.split()]
+    if not words:
+        return []
+    pattern = re.compile("|".join(sorted(words, key=len, reverse=True)))
+    return [m.span() for m in pattern.finditer(_fold(text)) if m.end() > m.start()]
+
+
+def snippet_text(snippet: str, query: str) -> str:
+    """A search snippet as one line of plain text, starting shortly before its first match."""
+    text = plain_text(snippet)
+    found = matches(text, query)
+    if found and found[0][0] > SNIPPET_LEAD:
+        start = text.rfind(" ", 0, found[0][0] - SNIPPET_LEAD // 2) + 1
+        if start > 0:
+            text = "…" + text[start:].lstrip("…")
+    return text
+
+
+def marked_html(text: str, query: str, style: str) -> str:
+    """`text` escaped for HTML of ours, each match of `query` in a span styled `style`."""
+    parts: list[str] = []
+    done = 0
+    for start, end in matches(text, query):
+        if start < done:
+            continue
+        parts.append(html.escape(text[done:start]))
+        parts.append(f'<span style="{style}">{html.escape(text[start:end])}</span>')
+        done = end
+    parts.append(html.escape(text[done:]))
+    return "".join(parts)
+
+
+@functools.cache
+def pin_icon() -> QIcon:
+    """A small drawn pin (no emoji font needed): a pinned chat's mark in the list."""
+    pixmap = QPixmap(16, 16)
+    pixmap.fill(Qt.GlobalColor.transparent)
+    painter = QPainter(pixmap)
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+    color = QApplication.palette().color(QPalette.ColorRole.Highlight)
+    painter.setPen(QPen(color, 2))
+    painter.drawLine(8, 8, 8, 15)
+    painter.setPen(Qt.PenStyle.NoPen)
+    painter.setBrush(color)
+    painter.drawEllipse(3, 1, 10, 9)
+    painter.end()
+    return QIcon(pixmap)
+
+
+class SessionListModel(QAbstractListModel):
+    """Projects (each a header, then its chats unless folded), then the chats in no
+    project, newest first and fetched a page at a time; or the hits of a search."""
+
+    SessionIdRole = Qt.ItemDataRole.UserRole + 1
+    DepthRole = Qt.ItemDataRole.UserRole + 2  # 1 for a chat shown under its project
+    renamed = Signal(int, str)
+
+    def __init__(
+        self, history: History, *, page_size: int = PAGE_SIZE, mode: str | None = None
+    ) -> None:
+        super().__init__()
+        self._history = history
+        self._page_size = page_size
+        self._mode = mode
+        # The projects' rows: a header (session None), then its chats when unfolded.
+        self._top: list[tuple[ProjectRow, SessionRow | None]] = []
+        self._rows: list[SessionRow] = []
+        self._total = 0
+        self._query = ""
+
+    # ------------------------------------------------------------------ queries
+
+    def query(self) -> str:
+        """The search shown ('' when browsing)."""
+        return self._query
+
+    def reload(self, *, at_least: int = 0) -> None:
+        """Read the list again from the database, keeping at least `at_least` rows loaded."""
+        self.beginResetModel()
+        self._top = []
+        if self._query:
+            self._rows = list(self._history.search(self._query, limit=SEARCH_LIMIT))
+            self._total = len(self._rows)
+        else:
+            for project in self._history.projects.listed():
+                self._top.append((project, None))
+                if not project["collapsed"]:
+                    chats = self._history.list_sessions(
+                        limit=-1, mode=self._mode, project=project["id"]
+                    )
+                    self._top.extend((project, chat) for chat in chats)
+            self._total = self._history.count_sessions(project=None)
+            size = max(self._page_size, at_least - len(self._top))
+            self._rows = self._history.list_sessions(limit=size, mode=self._mode, project=None)
+        self.endResetModel()
+
+    def set_query(self, query: str) -> None:
+        """Show the sessions matching `query`, or every session when it is blank."""
+        self._query = query.strip()
+        self.reload()
+
+    def session(self, row: int) -> SessionRow | None:
+        """The session dict in `row` (None: a project's header)."""
+        if row < len(self._top):
+            return self._top[row][1]
+        return self._rows[row - len(self._top)]
+
+    def session_id(self, row: int) -> int | None:
+        """The id of the session in `row` (None: a project's header)."""
+        session = self.session(row)
+        return None if session is None else int(session["id"])
+
+    def project(self, row: int) -> ProjectRow | None:
+        """The project whose header or chat `row` is (None: a chat in no project)."""
+        return self._top[row][0] if row < len(self._top) else None
+
+    def row_of(self, session_id: int) -> int:
+        """The row showing `session_id`, or -1 when it is not loaded."""
+        for row in range(self.rowCount()):
+            if self.session_id(row) == session_id:
+                return row
+        return -1
+
+    def set_pinned(self, session_id: int, pinned: bool) -> None:
+        """Pin a chat to the top of the list (or of its project), or unpin it; raises
+        HistoryError."""
+        self._history.set_pinned(session_id, pinned)
+        self.reload(at_least=self.rowCount())
+
+    def toggle(self, project_id: int) -> None:
+        """Fold a project's chats under its header, or unfold them (remembered)."""
+        project = self._history.projects.get(project_id)
+        if project is not None:
+            self._history.projects.update(project_id, collapsed=not project["collapsed"])
+            self.reload(at_least=self.rowCount())
+
+    def remove(self, session_id: int) -> None:
+        """Drop a session's row (after it was deleted) without reloading the list."""
+        row = self.row_of(session_id)
+        if row < 0:
+            return
+        self.beginRemoveRows(QModelIndex(), row, row)
+        if row < len(self._top):
+            del self._top[row]
+        else:
+            del self._rows[row - len(self._top)]
+            self._total -= 1
+        self.endRemoveRows()
+
+    # ------------------------------------------------------------------ Qt model
+
+    def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: B008
+        """Rows loaded so far."""
+        return 0 if parent.isValid() else len(self._top) + len(self._rows)
+
+    def canFetchMore(self, parent: _Index) -> bool:
+        """Whether more sessions wait in the database (browsing only)."""
+        return not parent.isValid() and not self._query and len(self._rows) < self._total
+
+    def fetchMore(self, parent: _Index) -> None:
+        """Load the next page of sessions."""
+        if not self.canFetchMore(parent):
+            return
+        page = self._history.list_sessions(
+            limit=self._page_size, offset=len(self._rows), mode=self._mode, project=None
+        )
+        if not page:
+            self._total = len(self._rows)  # sessions were deleted meanwhile
+            return
+        start = self.rowCount()
+        self.beginInsertRows(QModelIndex(), start, start + len(page) - 1)
+        self._rows.extend(page)
+        self.endInsertRows()
+
+    def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        """A session's title (and search snippet), tooltip and id; a project's name."""
+        if not index.isValid() or not 0 <= index.row() < self.rowCount():
+            return None
+        session = self.session(index.row())
+        if session is None:
+            return self._header(self._top[index.row()][0], role)
+        title = session["title"] or UNTITLED
+        if role == Qt.ItemDataRole.DisplayRole:
+            snippet = snippet_text(str(session.get("snippet") or ""), self._query)
+            return f"{title}\n{snippet}" if snippet else title
+        if role == Qt.ItemDataRole.EditRole:
+            return session["title"]
+        if role in (Qt.ItemDataRole.ToolTipRole, Qt.ItemDataRole.AccessibleDescriptionRole):
+            stamp = time.strftime("%Y-%m-%d %H:%M", time.localtime(session["updated_at"]))
+            facts = ["Pinned"] if session.get("pinned") else []
+            facts.append(f"Last message {stamp}")
+            if session.get("model"):
+                facts.append(f"Model {session['model']}")
+            text = f"{title}\n" + " · ".join(facts)
+            return plain.tooltip(text) if role == Qt.ItemDataRole.ToolTipRole else text
+        if role == Qt.ItemDataRole.DecorationRole and session.get("pinned"):
+            return pin_icon()
+        if role == self.SessionIdRole:
+            return session["id"]
+        if role == self.DepthRole:
+            return 1 if index.row() < len(self._top) else 0
+        return None
+
+    def _header(self, project: ProjectRow, role: int) -> Any:
+        if role == Qt.ItemDataRole.DisplayRole:
+            return f"{'▸' if project['collapsed'] else '▾'} {project['name']}"
+        if role == Qt.ItemDataRole.FontRole:
+            font = QFont()
+            font.setBold(True)
+            return font
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return plain.tooltip(
+                f"Project {project['name']}: click to fold or unfold; its menu starts a "
+                "new chat with the project's defaults"
+            )
+        return None
+
+    def flags(self, index: _Index) -> Qt.ItemFlag:
+        """Sessions can be selected and renamed in place; a project's header is clicked."""
+        if not index.isValid():
+            return Qt.ItemFlag.NoItemFlags
+        if self.session(index.row()) is None:
+            return Qt.ItemFlag.ItemIsEnabled
+        return super().flags(index) | Qt.ItemFlag.ItemIsEditable
+
+    def setData(self, index: _Index, value: Any, role: int = Qt.ItemDataRole.EditRole) -> bool:
+        """Rename a session from the in-place editor."""
+        if role != Qt.ItemDataRole.EditRole or not index.isValid():
+            return False
+        title = str(value).strip()
+        session = self.session(index.row())
+        if not title or session is None:
+            return False
+        self._history.rename_session(session["id"], title)
+        session["title"] = title
+        self.dataChanged.emit(index, index)
+        self.renamed.emit(session["id"], title)
+        return True
+
+
+class SearchHitDelegate(QStyledItemDelegate):
+    """Draws a search hit as its title and two lines of snippet, the matched words marked.
+
+    Rows of the plain list (no search) are drawn as Qt draws them.
+    """
+
+    def _query(self, index: _Index) -> str:
+        model = index.model()
+        return model.query() if isinstance(model, SessionListModel) else ""
+
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: _Index) -> None:
+        """Draw the row; a search hit through a document of ours, outside text escaped."""
+        query = self._query(index)
+        if not query:
+            if index.data(SessionListModel.DepthRole):
+                # A project's chat sits a step in from its header.
+                option = QStyleOptionViewItem(option)
+                option.rect.setLeft(option.rect.left() + option.fontMetrics.height())
+            super().paint(painter, option, index)
+            return
+        opt = QStyleOptionViewItem(option)
+        self.initStyleOption(opt, index)
+        # The option's copy has its line breaks turned into U+2028: read the model's text.
+        text, opt.text = str(index.data(Qt.ItemDataRole.DisplayRole) or ""), ""
+        widget = opt.widget
+        style = widget.style() if widget is not None else QApplication.style()
+        style.drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, widget)
+        rect = style.subElementRect(QStyle.SubElement.SE_ItemViewItemText, opt, widget)
+        selected = bool(opt.state & QStyle.StateFlag.State_Selected)
+        palette = opt.palette
+        if selected:
+            mark = "font-weight:bold; text-decoration:underline"
+            ink = palette.color(QPalette.ColorRole.HighlightedText)
+        else:
+            back = palette.color(QPalette.ColorRole.Highlight).name()
+            front = palette.color(QPalette.ColorRole.HighlightedText).name()
+            mark = f"font-weight:bold; background-color:{back}; color:{front}"
+            ink = palette.color(QPalette.ColorRole.Text)
+        title, _, snippet = text.partition("\n")
+        title = opt.fontMetrics.elidedText(title, Qt.TextElideMode.ElideRight, rect.width())
+        document = QTextDocument()
+        document.setDocumentMargin(0)
+        document.setDefaultFont(opt.font)
+        document.setTextWidth(rect.width())
+        document.setHtml(
+            f'<p style="margin:0; white-space:pre">{marked_html(title, query, mark)}</p>'
+            f'<p style="margin:0">{marked_html(snippet, query, mark)}</p>'
+        )
+        context = QAbstractTextDocumentLayout.PaintContext()
+        context.palette.setColor(QPalette.ColorRole.Text, ink)
+        painter.save()
+        painter.translate(rect.topLeft())
+        painter.setClipRect(0, 0, rect.width(), rect.height())
+        document.documentLayout().draw(painter, context)
+        painter.restore()
+
+    def sizeHint(self, option: QStyleOptionViewItem, index: _Index) -> QSize:
+        """A search hit is a title and two snippet lines high; no row is wider than the view."""
+        size = super().sizeHint(option, index)
+        if self._query(index) and "\n" in str(index.data()):
+            # Qt sized the title and one snippet line.
+            size.setHeight(size.height() + (SNIPPET_LINES - 1) * option.fontMetrics.lineSpacing())
+        # Long titles are elided to the view's width instead of widening the list.
+        return QSize(1, size.height())
