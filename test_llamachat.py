@@ -12190,3 +12190,101 @@ class TestPerformance:
             assert chat.submit("Hi") == controller.SENT
         assert chat.store.descriptions()["weather"].startswith("Rain")
         qtbot.waitUntil(lambda: not chat.is_streaming(), timeout=10000)
+
+
+class TestLibrary:
+    """Chat with your files: text extraction, the index in library.db, search_documents."""
+
+    def test_index_reads_every_kind_and_lists_the_skipped_with_why(self, tmp_path: Path) -> None:
+        """PDFs by page, Markdown and HTML by heading, code as text; an encrypted, a broken
+        and an unknown file are listed as skipped with the reason; hidden files are not."""
+        from llamachat.dev.pytest_plugin import _library_folder
+        from llamachat.library.store import LibraryStore
+
+        root = _library_folder(tmp_path / "docs")
+        store = LibraryStore(tmp_path / "library.db")
+        library = store.attach(7, root)
+        report = store.index(library)
+
+        assert (report.indexed, report.skipped) == (7, 3)
+        files = {row.path.relative_to(root).as_posix(): row for row in store.files(library)}
+        assert sorted(files) == [
+            "broken.pdf", "locked.pdf", "notes/llamas.md", "page.html", "photo.png",
+            "report.pdf", "tool.py",
+        ]  # fmt: skip
+        assert files["locked.pdf"].skipped == "encrypted (a password is needed)"
+        assert files["broken.pdf"].skipped.startswith("unreadable PDF (")
+        assert files["photo.png"].skipped == "not a type llamachat reads (.png)"
+        assert files["report.pdf"].passages == 2 and files["report.pdf"].skipped == ""
+
+        [hit] = store.search("zebra revenue", 7, limit=1)
+        assert (hit.path, hit.page) == (root / "report.pdf", 2)
+        assert "42 million" in hit.text
+        [hit] = store.search("What do llamas eat?", 7, limit=1)
+        assert (hit.path.name, hit.page, hit.heading) == ("llamas.md", None, "Llamas")
+        [hit] = store.search("alpacas fleece", 7)
+        assert (hit.heading, hit.text) == ("Alpacas", "Alpacas have fluffy fleece.")
+        assert store.search("scriptword", 7) == []
+        assert store.search("ostrich_speed", 7)[0].path == root / "tool.py"
+        assert store.search("zebra", 8) == []  # another chat's libraries are not searched
+        [row] = store.libraries(7)
+        assert (row.root, row.files, row.skipped) == (root, 7, 3)
+        store.close()
+
+    def test_reindex_reads_only_changed_files_and_forgets_removed_ones(
+        self, tmp_path: Path
+    ) -> None:
+        """Unchanged files (same size and mtime) are not read again; an edited file is,
+        a new one is added, a deleted one leaves the index."""
+        from llamachat.dev.pytest_plugin import _library_folder
+        from llamachat.library.store import LibraryStore
+
+        root = _library_folder(tmp_path / "docs")
+        store = LibraryStore(tmp_path / "library.db")
+        library = store.attach(1, root)
+        store.index(library)
+        again = store.index(library)
+        assert (again.indexed, again.unchanged, again.removed) == (0, 7, 0)
+
+        (root / "notes" / "llamas.md").write_text("# Llamas\nLlamas now eat camel cakes.\n")
+        (root / "new.txt").write_text("Vicunas are wild.")
+        (root / "tool.py").unlink()
+        report = store.index(library)
+        assert (report.indexed, report.unchanged, report.removed) == (2, 5, 1)
+        assert store.search("camel", 1)[0].path.name == "llamas.md"
+        assert store.search("grass", 1) == []
+        assert store.search("vicunas", 1)[0].path.name == "new.txt"
+        assert store.search("ostrich_speed", 1) == []
+
+        store.remove(library)
+        assert store.libraries(1) == [] and store.search("vicunas", 1) == []
+        store.close()
+
+    def test_huge_and_non_utf8_files_are_skipped_and_listed(self, tmp_path: Path) -> None:
+        """A text file over the limit and one that is not UTF-8 are listed, not indexed."""
+        from llamachat.library import extract
+        from llamachat.library.store import LibraryStore
+
+        root = tmp_path / "docs"
+        root.mkdir()
+        (root / "huge.txt").write_bytes(b"word " * (extract.MAX_TEXT_BYTES // 5 + 1))
+        (root / "latin.txt").write_bytes("caf\xe9".encode("latin-1"))
+        store = LibraryStore(tmp_path / "library.db")
+        library = store.attach(1, root)
+        store.index(library)
+        why = {row.path.name: row.skipped for row in store.files(library)}
+        assert why == {
+            "huge.txt": "too large (8.0 MB; the limit is 8.0 MB)",
+            "latin.txt": "not UTF-8 text",
+        }
+        store.close()
+
+    def test_split_keeps_passages_near_the_target_length(self) -> None:
+        """Paragraphs are joined up to the target, a long one is cut at words."""
+        from llamachat.library.extract import split
+
+        text = "\n\n".join(f"Paragraph {n} " + "word " * 50 for n in range(20))
+        pieces = split(text, 600)
+        assert all(len(piece) <= 600 for piece in pieces)
+        assert "".join(pieces).count("Paragraph") == 20
+        assert split("x" * 1500, 600) == ["x" * 600, "x" * 600, "x" * 300]
