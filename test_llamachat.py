@@ -12354,3 +12354,61 @@ class TestLibrary:
         with pytest.raises(tools.ToolError):
             tool.run('{"query": ""}')
         assert tool.run('{"query": "zebra"}').text.startswith("No passage")
+
+    def test_window_folder_dropped_on_a_new_chat_is_indexed_and_searched_by_the_model(
+        self, chat_window, router, qtbot, tmp_path: Path
+    ) -> None:
+        """A folder dropped on the composer of an unsaved chat is attached with its first
+        message, indexed off the GUI thread with a progress bar, offered to the model as
+        search_documents, its sources shown as file links (names as plain text), and the
+        Libraries panel lists its files, the skipped ones with why."""
+        from llamachat.dev.pytest_plugin import _library_folder
+        from llamachat.ui.library.panel import LibrariesPanel
+
+        root = _library_folder(tmp_path / "docs <b>x</b>")
+        window, history = chat_window()
+        progress: list[tuple[int, int]] = []
+        window.app.libraries.progress.connect(
+            lambda done, total, _name: progress.append((done, total))
+        )
+        data = QMimeData()
+        data.setUrls([QUrl.fromLocalFile(str(root))])
+        window.composer.editor.insertFromMimeData(data)
+        assert window.composer.attachments() == []
+        assert "Library added with your first message" in window.statusBar().currentMessage()
+
+        router.script(Reply(content="Attached."))
+        _send(qtbot, window, "Here are my documents.")
+        qtbot.waitUntil(lambda: not window.app.libraries.busy(), timeout=20000)
+        assert progress[-1] == (0, 0) and (7, 7) in progress
+        [first] = (r.json for r in router.chat_requests())
+        assert "search_documents" in [t["function"]["name"] for t in first["tools"]]
+
+        router.script(
+            Reply(tool_calls=[ToolCall("search_documents", '{"query": "zebra revenue"}')]),
+            Reply(content="42 million, says report.pdf page 2."),
+        )
+        _send(qtbot, window, "How did the zebra division do?")
+        result = router.chat_requests()[-1].json["messages"][-1]
+        assert result["role"] == "tool" and "42 million" in result["content"]
+        [row] = window.app.libraries.libraries(window.session_id)
+        assert (row.root, row.files, row.skipped) == (root.resolve(), 7, 3)
+        [results] = [
+            label
+            for label in window.conversation.last_assistant().findChildren(QLabel)
+            if label.accessibleName() == "Searched documents"
+        ]
+        assert ">report.pdf, page 2</a>" in results.text()
+        assert (root.resolve() / "report.pdf").as_uri() in results.text()
+
+        window.libraries.open_panel()
+        panel = window.libraries.panel
+        assert isinstance(panel, LibrariesPanel)
+        top = panel.tree.topLevelItem(0)
+        assert top.text(0) == str(root.resolve())
+        skipped = {top.child(n).text(0): top.child(n).text(3) for n in range(top.childCount())}
+        assert skipped["locked.pdf"] == "encrypted (a password is needed)"
+        assert skipped["photo.png"] == "not a type llamachat reads (.png)"
+        panel.remove_button.click()
+        assert window.app.libraries.libraries(window.session_id) == []
+        panel.close()

@@ -121,6 +121,7 @@ class TurnBuilder:
             n_ctx=n_ctx,
             extra_tools=mcp,
             router=router,
+            library=self._app.libraries.config_for(state.session_id, cfg.max_searches),
         )
 
     def draft_turn(self, model: str, n_ctx: int | None) -> turn.Turn:

@@ -22,6 +22,7 @@ from llamachat.history.store import History
 from llamachat.router import providers
 from llamachat.skills import SkillStore
 from llamachat.ui.chat.worker import ToolSource
+from llamachat.ui.library.host import LibraryHost
 
 
 @dataclass
@@ -71,6 +72,10 @@ class AppState(Protocol):
     @property
     def mcp(self) -> McpTools:
         """The MCP servers' tools."""
+
+    @property
+    def libraries(self) -> LibraryHost:
+        """The folders attached to chats as libraries."""
 
     @property
     def config_changed(self) -> SignalInstance:
