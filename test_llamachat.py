@@ -12366,7 +12366,7 @@ class TestLibrary:
         from llamachat.ui.library.panel import LibrariesPanel
 
         root = _library_folder(tmp_path / "docs <b>x</b>")
-        window, history = chat_window()
+        window, _history = chat_window()
         progress: list[tuple[int, int]] = []
         window.app.libraries.progress.connect(
             lambda done, total, _name: progress.append((done, total))

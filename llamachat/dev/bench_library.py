@@ -63,13 +63,13 @@ def write_pdfs(folder: Path, pages: int, seed: int = 1) -> list[Path]:
 
 
 def write_texts(folder: Path, passages: int, seed: int = 2) -> None:
-    """Text files holding about `passages` passages (paragraphs of ~180 words), 1,000 a file."""
+    """Text files holding about `passages` passages (paragraphs of ~140 words), 1,000 a file."""
     rng = random.Random(seed)
     words, weights = vocabulary()
     folder.mkdir(parents=True, exist_ok=True)
     for start in range(0, passages, 1000):
         count = min(1000, passages - start)
-        paragraphs = [_text(rng, words, weights, 180) for _ in range(count)]
+        paragraphs = [_text(rng, words, weights, 140) for _ in range(count)]
         (folder / f"notes-{start // 1000:03}.txt").write_text("\n\n".join(paragraphs))
 
 

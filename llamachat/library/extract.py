@@ -14,6 +14,7 @@ from __future__ import annotations
 import html.parser
 import logging
 import re
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -158,6 +159,9 @@ def _pdf(path: Path) -> list[Passage]:
         passages: list[Passage] = []
         for number, page in enumerate(reader.pages, 1):
             passages.extend(_sections([("", page.extract_text() or "")], page=number))
+            # Lets the GUI thread take the GIL between pages: indexing runs beside the
+            # window, and pypdf would otherwise hold it for most of every switch interval.
+            time.sleep(0)
     except Skipped:
         raise
     except (DependencyError, FileNotDecryptedError):

@@ -318,6 +318,7 @@ class LibraryStore:
             report.indexed += 1
             report.skipped += bool(why)
             report.passages += len(passages)
+            time.sleep(0)  # the GIL for the GUI thread between files (see extract._pdf)
             if time.monotonic() - committed > COMMIT_SECONDS:
                 self._db.commit()
                 committed = time.monotonic()
