@@ -13175,3 +13175,254 @@ class TestPerformance:
             assert chat.submit("Hi") == controller.SENT
         assert chat.store.descriptions()["weather"].startswith("Rain")
         qtbot.waitUntil(lambda: not chat.is_streaming(), timeout=10000)
+
+
+class TestLibrary:
+    """Chat with your files: text extraction, the index in library.db, search_documents."""
+
+    def test_index_reads_every_kind_and_lists_the_skipped_with_why(self, tmp_path: Path) -> None:
+        """PDFs by page, Markdown and HTML by heading, code as text; an encrypted, a broken
+        and an unknown file are listed as skipped with the reason; hidden files are not."""
+        from llamachat.dev.pytest_plugin import _library_folder
+        from llamachat.library.store import LibraryStore
+
+        root = _library_folder(tmp_path / "docs")
+        store = LibraryStore(tmp_path / "library.db")
+        library = store.attach(7, root)
+        report = store.index(library)
+
+        assert (report.indexed, report.skipped) == (7, 3)
+        files = {row.path.relative_to(root).as_posix(): row for row in store.files(library)}
+        assert sorted(files) == [
+            "broken.pdf", "locked.pdf", "notes/llamas.md", "page.html", "photo.png",
+            "report.pdf", "tool.py",
+        ]  # fmt: skip
+        assert files["locked.pdf"].skipped == "encrypted (a password is needed)"
+        assert files["broken.pdf"].skipped.startswith("unreadable PDF (")
+        assert files["photo.png"].skipped == "not a type llamachat reads (.png)"
+        assert files["report.pdf"].passages == 2 and files["report.pdf"].skipped == ""
+
+        [hit] = store.search("zebra revenue", 7, limit=1)
+        assert (hit.path, hit.page) == (root / "report.pdf", 2)
+        assert "42 million" in hit.text
+        [hit] = store.search("What do llamas eat?", 7, limit=1)
+        assert (hit.path.name, hit.page, hit.heading) == ("llamas.md", None, "Llamas")
+        [hit] = store.search("alpacas fleece", 7)
+        assert (hit.heading, hit.text) == ("Alpacas", "Alpacas have fluffy fleece.")
+        assert store.search("scriptword", 7) == []
+        assert store.search("ostrich_speed", 7)[0].path == root / "tool.py"
+        assert store.search("zebra", 8) == []  # another chat's libraries are not searched
+        [row] = store.libraries(7)
+        assert (row.root, row.files, row.skipped) == (root, 7, 3)
+        store.close()
+
+    def test_reindex_reads_only_changed_files_and_forgets_removed_ones(
+        self, tmp_path: Path
+    ) -> None:
+        """Unchanged files (same size and mtime) are not read again; an edited file is,
+        a new one is added, a deleted one leaves the index."""
+        from llamachat.dev.pytest_plugin import _library_folder
+        from llamachat.library.store import LibraryStore
+
+        root = _library_folder(tmp_path / "docs")
+        store = LibraryStore(tmp_path / "library.db")
+        library = store.attach(1, root)
+        store.index(library)
+        again = store.index(library)
+        assert (again.indexed, again.unchanged, again.removed) == (0, 7, 0)
+
+        (root / "notes" / "llamas.md").write_text("# Llamas\nLlamas now eat camel cakes.\n")
+        (root / "new.txt").write_text("Vicunas are wild.")
+        (root / "tool.py").unlink()
+        report = store.index(library)
+        assert (report.indexed, report.unchanged, report.removed) == (2, 5, 1)
+        assert store.search("camel", 1)[0].path.name == "llamas.md"
+        assert store.search("grass", 1) == []
+        assert store.search("vicunas", 1)[0].path.name == "new.txt"
+        assert store.search("ostrich_speed", 1) == []
+
+        store.remove(library)
+        assert store.libraries(1) == [] and store.search("vicunas", 1) == []
+        store.close()
+
+    def test_huge_and_non_utf8_files_are_skipped_and_listed(self, tmp_path: Path) -> None:
+        """A text file over the limit and one that is not UTF-8 are listed, not indexed."""
+        from llamachat.library import extract
+        from llamachat.library.store import LibraryStore
+
+        root = tmp_path / "docs"
+        root.mkdir()
+        (root / "huge.txt").write_bytes(b"word " * (extract.MAX_TEXT_BYTES // 5 + 1))
+        (root / "latin.txt").write_bytes("caf\xe9".encode("latin-1"))
+        store = LibraryStore(tmp_path / "library.db")
+        library = store.attach(1, root)
+        store.index(library)
+        why = {row.path.name: row.skipped for row in store.files(library)}
+        assert why == {
+            "huge.txt": "too large (8.0 MB; the limit is 8.0 MB)",
+            "latin.txt": "not UTF-8 text",
+        }
+        store.close()
+
+    def test_split_keeps_passages_near_the_target_length(self) -> None:
+        """Paragraphs are joined up to the target, a long one is cut at words."""
+        from llamachat.library.extract import split
+
+        text = "\n\n".join(f"Paragraph {n} " + "word " * 50 for n in range(20))
+        pieces = split(text, 600)
+        assert all(len(piece) <= 600 for piece in pieces)
+        assert "".join(pieces).count("Paragraph") == 20
+        assert split("x" * 1500, 600) == ["x" * 600, "x" * 600, "x" * 300]
+
+    def test_search_documents_call_through_the_router_reads_passages_with_file_and_page(
+        self, router, tmp_path: Path
+    ) -> None:
+        """A built Turn with a library offers search_documents; the model's call is answered
+        with the best passages (file, page), bounded, and the sources come as file links."""
+        from llamachat.dev.pytest_plugin import _library_folder
+        from llamachat.library.store import LibraryStore
+        from llamachat.tools import documents
+
+        root = _library_folder(tmp_path / "docs")
+        db = tmp_path / "library.db"
+        store = LibraryStore(db)
+        store.index(store.attach(5, root))
+        store.close()
+        library = documents.LibraryConfig(db, 5)
+        request = turn.build_turn(
+            Config(),
+            model="test-model",
+            system=(),
+            messages=[{"role": "user", "content": "How did the zebra division do?"}],
+            library=library,
+        )
+        assert [t["function"]["name"] for t in request.tools] == ["search_documents"]
+        assert request.parts()[-1].name == "tools"  # the meter counts what it adds
+        router.script(
+            Reply(tool_calls=[ToolCall("search_documents", '{"query": "zebra revenue"}', id="d1")]),
+            Reply(content="It rose to 42 million (report.pdf, page 2)."),
+        )
+        client = Client(router.url)
+        try:
+            events = list(client.stream_chat("test-model", request=request))
+        finally:
+            client.close()
+
+        first, second = (r.json for r in router.chat_requests())
+        assert first["tools"] == [documents.TOOL_SCHEMA]
+        result = second["messages"][-1]
+        assert result["tool_call_id"] == "d1"
+        assert result["content"].startswith('Passages from the attached documents for "zebra')
+        assert "[1] report.pdf, page 2 — " in result["content"]
+        assert "42 million" in result["content"]
+        [done] = [value for kind, value in events if kind == "search_done"]
+        assert done["title"] == "Searched documents" and done["query"] == "zebra revenue"
+        assert done["results"][0]["title"] == "report.pdf, page 2"
+        assert done["results"][0]["url"] == (root / "report.pdf").as_uri()
+        # Without a library the tool is not offered.
+        plain = turn.build_turn(Config(), model="m", system=(), messages=[])
+        assert plain.tools == ()
+
+    def test_search_documents_result_is_bounded_and_says_when_nothing_matched(
+        self, tmp_path: Path
+    ) -> None:
+        """Five long passages stay within RESULT_CHARS; no match is a sentence, not silence."""
+        from llamachat.library.store import Hit
+        from llamachat.tools import documents
+
+        hits = [Hit(tmp_path / f"f{n}.txt", None, "", "long " * 5000, -1.0) for n in range(5)]
+        text = documents.result_text("long", hits)
+        assert len(text) <= documents.RESULT_CHARS + 200
+        assert text.count("…") == 5
+        assert "No passage" in documents.result_text("zebra", [])
+        tool = documents.SearchDocuments(documents.LibraryConfig(tmp_path / "library.db", 1))
+        with pytest.raises(tools.ToolError):
+            tool.run('{"query": ""}')
+        assert tool.run('{"query": "zebra"}').text.startswith("No passage")
+
+    def test_window_folder_dropped_on_a_new_chat_is_indexed_and_searched_by_the_model(
+        self, chat_window, router, qtbot, tmp_path: Path
+    ) -> None:
+        """A folder dropped on the composer of an unsaved chat is attached with its first
+        message, indexed off the GUI thread with a progress bar, offered to the model as
+        search_documents, its sources shown as file links (names as plain text), and the
+        Libraries panel lists its files, the skipped ones with why."""
+        from llamachat.dev.pytest_plugin import _library_folder
+        from llamachat.ui.library.panel import LibrariesPanel
+
+        root = _library_folder(tmp_path / "docs <b>x</b>")
+        window, _history = chat_window()
+        progress: list[tuple[int, int]] = []
+        window.app.libraries.progress.connect(
+            lambda done, total, _name: progress.append((done, total))
+        )
+        data = QMimeData()
+        data.setUrls([QUrl.fromLocalFile(str(root))])
+        window.composer.editor.insertFromMimeData(data)
+        assert window.composer.attachments() == []
+        assert "Library added with your first message" in window.statusBar().currentMessage()
+
+        router.script(Reply(content="Attached."))
+        _send(qtbot, window, "Here are my documents.")
+        qtbot.waitUntil(lambda: not window.app.libraries.busy(), timeout=20000)
+        assert progress[-1] == (0, 0) and (7, 7) in progress
+        [first] = (r.json for r in router.chat_requests())
+        assert "search_documents" in [t["function"]["name"] for t in first["tools"]]
+
+        router.script(
+            Reply(tool_calls=[ToolCall("search_documents", '{"query": "zebra revenue"}')]),
+            Reply(content="42 million, says report.pdf page 2."),
+        )
+        _send(qtbot, window, "How did the zebra division do?")
+        result = router.chat_requests()[-1].json["messages"][-1]
+        assert result["role"] == "tool" and "42 million" in result["content"]
+        [row] = window.app.libraries.libraries(window.session_id)
+        assert (row.root, row.files, row.skipped) == (root.resolve(), 7, 3)
+        [results] = [
+            label
+            for label in window.conversation.last_assistant().findChildren(QLabel)
+            if label.accessibleName() == "Searched documents"
+        ]
+        assert ">report.pdf, page 2</a>" in results.text()
+        assert (root.resolve() / "report.pdf").as_uri() in results.text()
+
+        window.libraries.open_panel()
+        panel = window.libraries.panel
+        assert isinstance(panel, LibrariesPanel)
+        top = panel.tree.topLevelItem(0)
+        assert top.text(0) == str(root.resolve())
+        skipped = {top.child(n).text(0): top.child(n).text(3) for n in range(top.childCount())}
+        assert skipped["locked.pdf"] == "encrypted (a password is needed)"
+        assert skipped["photo.png"] == "not a type llamachat reads (.png)"
+        panel.remove_button.click()
+        assert window.app.libraries.libraries(window.session_id) == []
+        panel.close()
+
+    def test_window_temporary_chat_neither_takes_nor_searches_a_library(
+        self, chat_window, router, qtbot, tmp_path: Path
+    ) -> None:
+        """A temporary chat's session ids are an in-memory database's: a saved chat with the
+        same id keeps its library to itself, and a folder added in the temporary chat is
+        refused with a word, not attached to that saved chat."""
+        from llamachat.dev.pytest_plugin import _library_folder
+
+        root = _library_folder(tmp_path / "docs")
+        window, _history = chat_window()
+        window.libraries.add_folders([root])
+        router.script(Reply(content="Saved."))
+        _send(qtbot, window, "A saved chat with a library.")
+        saved = window.session_id
+        qtbot.waitUntil(lambda: not window.app.libraries.busy(), timeout=20000)
+        assert window.app.libraries.libraries(saved)
+
+        window.chat.start_temporary()
+        router.script(Reply(content="Temporary."), Reply(content="Again."))
+        _send(qtbot, window, "A temporary question.")
+        assert window.chat.state.session_id == saved  # the memory database counts from 1 too
+        assert "search_documents" not in json.dumps(router.chat_requests()[-1].json)
+        window.libraries.add_folders([root])
+        assert "temporary chat has no libraries" in window.statusBar().currentMessage()
+        _send(qtbot, window, "And again.")
+        assert "search_documents" not in json.dumps(router.chat_requests()[-1].json)
+        assert len(window.app.libraries.libraries(saved)) == 1
+        window.chat.discard_temporary()

@@ -11,7 +11,7 @@ so the three cannot drift apart. A `Turn` is made of named parts:
     user             the question's typed text
     attachment:<f>   each file attached to the question, in order
     tools            the tools offered to the model: the built-in ones (web_search,
-                     load_skill, read_skill_file), then any extra (MCP) ones
+                     load_skill, read_skill_file, search_documents), then any extra (MCP) ones
 
 `Turn.messages()` joins them into the wire messages: one system message (the first
 four kinds, byte-identical from turn to turn for the same inputs, which is what lets
@@ -44,6 +44,7 @@ from llamachat.router import client as backend
 from llamachat.router.models import ModelInfo
 from llamachat.tokens import chars_for_tokens
 from llamachat.tools import web_search
+from llamachat.tools.documents import LibraryConfig
 from llamachat.tools.skill_tools import SkillsConfig
 from llamachat.tools.web_search import SearchConfig
 
@@ -76,6 +77,7 @@ class Turn:
     question: tuple[Part, ...] = ()
     search_cfg: SearchConfig | None = None
     skills_cfg: SkillsConfig | None = None
+    library_cfg: LibraryConfig | None = None
     """The settings the built-in tools offered run with."""
     tools: tuple[dict, ...] = ()
     """The schemas of the tools offered: the built-in ones, then the extra (MCP) ones."""
@@ -165,6 +167,7 @@ def build_turn(
     extra_tools: Sequence[dict] = (),
     router: bool = True,
     takes_tools: bool = True,
+    library: LibraryConfig | None = None,
 ) -> Turn:
     """The turn that asks `model` about a conversation, as History stores it.
 
@@ -177,6 +180,7 @@ def build_turn(
     The request parameters are the config's for `model` and `preset`, then `chat_params`,
     plus llama.cpp's progress fields when the request goes to its `router` (not a provider).
     A model whose template cannot take tools (`takes_tools` False) is offered none.
+    `library` offers search_documents over the chat's attached libraries.
     """
     search_on = (cfg.search_enabled if search_on is None else search_on) and takes_tools
     rows = list(messages)
@@ -194,7 +198,9 @@ def build_turn(
     loaded = tuple(p.name.removeprefix("skill:") for p in system if p.name.startswith("skill:"))
     skills_cfg = skills_config(cfg, store, loaded=loaded, n_ctx=n_ctx) if takes_tools else None
     tools = (
-        offered_schemas(tool_schemas(search_cfg, skills_cfg), extra_tools) if takes_tools else ()
+        offered_schemas(tool_schemas(search_cfg, skills_cfg, library), extra_tools)
+        if takes_tools
+        else ()
     )
     fields = request_params(cfg, model=model, preset=preset, chat=chat_params or {})
     return Turn(
@@ -204,6 +210,7 @@ def build_turn(
         question=question,
         search_cfg=search_cfg,
         skills_cfg=skills_cfg,
+        library_cfg=library if takes_tools else None,
         tools=tools,
         params={**backend.LLAMA_PARAMS, **fields} if router else fields,
         max_rounds=cfg.max_searches if tools else 0,
@@ -502,10 +509,12 @@ def skills_catalog_budget(cfg: Config, n_ctx: int | None) -> int | None:
 
 
 def tool_schemas(
-    search_cfg: SearchConfig | None, skills_cfg: SkillsConfig | None
+    search_cfg: SearchConfig | None,
+    skills_cfg: SkillsConfig | None,
+    library_cfg: LibraryConfig | None = None,
 ) -> tuple[dict, ...]:
     """The tools these offers put in a request's first round, as the model reads them."""
-    offer, _rounds = tools.offered(search_cfg, skills_cfg)
+    offer, _rounds = tools.offered(search_cfg, skills_cfg, library_cfg=library_cfg)
     return tuple(tool.schema for tool in offer if tool.schema)
 
 

@@ -1586,3 +1586,44 @@ def _completions(window) -> list[str]:
 
     model = window.composer.completer.model()
     return [model.index(row, 0).data(Qt.ItemDataRole.UserRole) for row in range(model.rowCount())]
+
+
+def _library_pdf(path: Path, pages: list[str], *, password: str = "") -> Path:
+    """A real text PDF at `path`, one page per text (encrypted with `password` if given)."""
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_font("helvetica", size=11)
+    for text in pages:
+        pdf.add_page()
+        pdf.multi_cell(0, 5, text)
+    if password:
+        pdf.set_encryption(owner_password=password, user_password=password)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pdf.output(str(path))
+    return path
+
+
+def _library_folder(root: Path) -> Path:
+    """A folder of documents of every kind the library reads, and some it skips."""
+    _library_pdf(
+        root / "report.pdf",
+        [
+            "Page one is about the company history.",
+            "The quarterly revenue of the zebra division rose to 42 million.",
+        ],
+    )
+    _library_pdf(root / "locked.pdf", ["A secret plan."], password="hunter2")
+    (root / "broken.pdf").write_bytes(b"%PDF-1.4 not really a pdf")
+    (root / "notes").mkdir()
+    (root / "notes" / "llamas.md").write_text(
+        "# Animals\nIntro.\n\n## Llamas\nLlamas eat grass and hay in the Andes.\n"
+    )
+    (root / "page.html").write_text(
+        "<html><script>var hidden = 'scriptword';</script>"
+        "<h1>Alpacas</h1><p>Alpacas have <b>fluffy</b> fleece.</p></html>"
+    )
+    (root / "tool.py").write_text("def ostrich_speed():\n    return 70\n")
+    (root / "photo.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\0")
+    (root / ".hidden.txt").write_text("never indexed")
+    return root

@@ -58,6 +58,7 @@ from llamachat.router.stream import (
 from llamachat.router.transport import ManagedKey, SocketTracker, Transport, Watchdog
 from llamachat.tools import web_search
 from llamachat.tools.base import Tool, answer
+from llamachat.tools.documents import LibraryConfig
 from llamachat.tools.offer import offered
 from llamachat.tools.skill_tools import SkillsConfig
 from llamachat.tools.web_search import SearchConfig
@@ -125,6 +126,10 @@ class ChatRequest(Protocol):
     @property
     def skills_cfg(self) -> SkillsConfig | None:
         """The skill tools' settings, when they are offered."""
+
+    @property
+    def library_cfg(self) -> LibraryConfig | None:
+        """The chat's libraries, when search_documents is offered."""
 
     def messages(self) -> list[dict]:
         """The wire messages."""
@@ -565,7 +570,13 @@ def _request_offer(
     """
     names = {schema.get("function", {}).get("name") for schema in request.tools}
     extra = [t for t in extra_tools if t.name in names]
-    offer, _rounds = offered(request.search_cfg, request.skills_cfg, search_client, extra)
+    offer, _rounds = offered(
+        request.search_cfg,
+        request.skills_cfg,
+        search_client,
+        extra,
+        library_cfg=request.library_cfg,
+    )
     return offer, request.max_rounds, list(request.tools)
 
 

@@ -9,9 +9,11 @@ from typing import TYPE_CHECKING
 import httpx
 
 if TYPE_CHECKING:
+    from llamachat.tools.documents import LibraryConfig
     from llamachat.tools.skill_tools import SkillsConfig
     from llamachat.tools.web_search import SearchConfig
 from llamachat.tools.base import Tool
+from llamachat.tools.documents import SearchDocuments
 from llamachat.tools.skill_tools import LoadSkill, ReadSkillFile
 from llamachat.tools.web_search import WebSearch
 
@@ -24,6 +26,7 @@ def offered(
     http: Callable[[], httpx.Client] | None = None,
     extra: Sequence[Tool] = (),
     extra_rounds: int = 0,
+    library_cfg: LibraryConfig | None = None,
 ) -> tuple[list[Tool], int]:
     """The app's tools that these settings turn on, and how many rounds may call them.
 
@@ -31,7 +34,7 @@ def offered(
     (without it, a fresh client per search). A tool whose `schema` is empty is not
     offered in a round (read_skill_file until a loaded skill has files). `extra` are
     more tools (an MCP server's), callable for `extra_rounds` rounds; a built-in tool
-    wins a clash of names.
+    wins a clash of names. `library_cfg` offers search_documents over a chat's libraries.
     """
     registered: list[tuple[Tool, int]] = []
     if search_cfg is not None and search_cfg.enabled and search_cfg.url:
@@ -49,6 +52,8 @@ def offered(
             registered.append((skill_tool, skills_cfg.max_searches))
         if skill_tool.schema or reader.schema:
             registered.append((reader, skills_cfg.max_searches))
+    if library_cfg is not None:
+        registered.append((SearchDocuments(library_cfg), library_cfg.max_searches))
     builtin = {tool.name for tool, _cap in registered}
     for tool in extra:
         if tool.name in builtin:

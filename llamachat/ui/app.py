@@ -38,11 +38,13 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 from llamachat import config
 from llamachat.config import Config, ConfigError
 from llamachat.history.store import History, HistoryError
+from llamachat.library.store import default_path as library_path
 from llamachat.router import client, providers
 from llamachat.router.server import ManagedServerError
 from llamachat.ui import plain, tasks
 from llamachat.ui.chat.mcp_host import McpHost
 from llamachat.ui.first_run import event_text
+from llamachat.ui.library.host import LibraryHost
 from llamachat.ui.theme import apply_theme
 
 if TYPE_CHECKING:
@@ -112,6 +114,8 @@ class App(QObject):
         self._apply_theme()
         # MCP servers' tools and the consent asked for them (started lazily, see McpHost).
         self.mcp = McpHost(self, parent=self)
+        # Folders attached to chats as libraries, indexed in the background.
+        self.libraries = LibraryHost(library_path(cfg.history_path), parent=self)
 
     # ------------------------------------------------------------------ state
 
@@ -239,6 +243,7 @@ class App(QObject):
 
     def close(self) -> None:
         """Let background calls end, close the registries, and put back the excepthook."""
+        self.libraries.close()
         if not tasks.manager().wait(10.0):
             log.warning("a background call did not end within 10 s of closing")
         for registry in (*self._old_registries, self._registry):

@@ -65,6 +65,7 @@ from llamachat.ui.chat.reply import ReplyStream
 from llamachat.ui.chat.seams import ConversationSeams
 from llamachat.ui.chat.session import Conversation
 from llamachat.ui.chat.worker import collect_garbage_on_gui_thread
+from llamachat.ui.library.chat_libraries import ChatLibraries
 from llamachat.ui.mcp_panel import McpPanel, choose_and_import
 from llamachat.ui.models.choice import ModelChoice
 from llamachat.ui.models.picker import ModelPicker
@@ -189,6 +190,10 @@ class ChatWindow(ConversationSeams, QMainWindow):
         self.composer.submitted.connect(self.send)
         self.composer.stop_requested.connect(self.stop)
         self.composer.notice.connect(self.show_status)
+        self.libraries = ChatLibraries(
+            self.app, self.chat, composer=self.composer, status_bar=self.statusBar(), parent=self
+        )
+        self.libraries.status.connect(self.show_status)
         self.skills = ChatSkills(
             self.app,
             self.chat,

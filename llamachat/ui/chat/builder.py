@@ -141,6 +141,9 @@ class TurnBuilder:
             extra_tools=mcp,
             router=router,
             takes_tools=self.takes_tools(model),
+            library=None
+            if state.temporary
+            else self._app.libraries.config_for(state.session_id, cfg.max_searches),
         )
 
     def draft_turn(self, model: str, n_ctx: int | None) -> turn.Turn:

@@ -269,6 +269,7 @@ class Conversation(QObject):
         """Start a temporary chat, saved in memory only (`temporary.keep` copies it out)."""
         self.new_session()
         self.scratch = temporary.scratch_history()
+        self.state.temporary = True
         self.temporary_changed.emit(True)
 
     def discard_temporary(self) -> None:
@@ -276,6 +277,7 @@ class Conversation(QObject):
         # Dropped, not closed: a reply that was stopped may still save its end into it.
         if self.scratch is not None:
             self.scratch = None
+            self.state.temporary = False
             self.temporary_changed.emit(False)
 
     def leave_session(self) -> None:

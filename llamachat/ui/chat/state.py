@@ -22,6 +22,7 @@ from llamachat.history.store import History
 from llamachat.router import providers
 from llamachat.skills import SkillStore
 from llamachat.ui.chat.worker import ToolSource
+from llamachat.ui.library.host import LibraryHost
 
 
 @dataclass
@@ -41,6 +42,8 @@ class ChatState:
     """How many of the oldest messages the requests leave out (`context_overflow = "trim"`)."""
     project_id: int | None = None
     """The project a new chat is saved into (None: none)."""
+    temporary: bool = False
+    """A temporary chat: its session ids are a memory database's, which nothing else keys by."""
 
 
 class McpTools(Protocol):
@@ -75,6 +78,10 @@ class AppState(Protocol):
     @property
     def mcp(self) -> McpTools:
         """The MCP servers' tools."""
+
+    @property
+    def libraries(self) -> LibraryHost:
+        """The folders attached to chats as libraries."""
 
     @property
     def config_changed(self) -> SignalInstance:

@@ -19,6 +19,7 @@ from llamachat.config import Config
 from llamachat.history.store import History
 from llamachat.router import providers
 from llamachat.ui.chat.state import AppState, McpTools
+from llamachat.ui.library.host import LibraryHost
 
 MEMORY = ":memory:"
 
@@ -61,6 +62,11 @@ class ConversationApp:
     def mcp(self) -> McpTools:
         """The MCP servers' tools."""
         return self._app.mcp
+
+    @property
+    def libraries(self) -> LibraryHost:
+        """The folders attached to chats as libraries."""
+        return self._app.libraries
 
     @property
     def config_changed(self) -> SignalInstance:

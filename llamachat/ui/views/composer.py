@@ -145,6 +145,7 @@ class MessageEdit(QPlainTextEdit):
 
     submit = Signal()
     files_received = Signal(list)
+    folders_received = Signal(list)
     image_received = Signal(QImage)
     long_text_received = Signal(str)
 
@@ -250,7 +251,11 @@ class MessageEdit(QPlainTextEdit):
         """Paste and drop: files and images become attachments, a huge text too."""
         paths = [Path(url.toLocalFile()) for url in source.urls() if url.isLocalFile()]
         if paths:
-            self.files_received.emit(paths)
+            folders = [path for path in paths if path.is_dir()]
+            if folders:
+                self.folders_received.emit(folders)
+            if len(folders) < len(paths):
+                self.files_received.emit([path for path in paths if not path.is_dir()])
             return
         if source.hasImage():
             image = source.imageData()
@@ -323,12 +328,15 @@ class Composer(QWidget):
     stop_requested = Signal()
     notice = Signal(str)
     attachments_changed = Signal()
+    # Folders dropped while `takes_folders` (the chat window attaches them as libraries).
+    folders_dropped = Signal(list)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._attachments: list[Attachment] = []
         self._images = False
         self._model = ""
+        self.takes_folders = False
 
         self.editor = MessageEdit(self)
 
@@ -377,8 +385,9 @@ class Composer(QWidget):
         self.editor.submit.connect(self.submitted)
         self.send_button.clicked.connect(self.submitted)
         self.stop_button.clicked.connect(self.stop_requested)
-        self.attach_button.clicked.connect(self._on_attach_clicked)
+        self.attach_button.clicked.connect(self.choose_files)
         self.editor.files_received.connect(self.add_files)
+        self.editor.folders_received.connect(self._on_folders_received)
         self.editor.image_received.connect(self._on_image_received)
         self.editor.long_text_received.connect(self._on_long_text_received)
         self.attachment_chips.remove_requested.connect(self._on_remove_attachment)
@@ -468,9 +477,17 @@ class Composer(QWidget):
         )
 
     @Slot()
-    def _on_attach_clicked(self) -> None:
+    def choose_files(self) -> None:
+        """Ask for files to attach."""
         paths, _ = QFileDialog.getOpenFileNames(self, "Attach files")
         self.add_files([Path(p) for p in paths])
+
+    @Slot(list)
+    def _on_folders_received(self, folders: list) -> None:
+        if self.takes_folders:
+            self.folders_dropped.emit(folders)
+        else:
+            self.add_files(folders)  # each is refused, saying it is a folder
 
     @Slot(QImage)
     def _on_image_received(self, image: QImage) -> None:

@@ -73,9 +73,10 @@ def _blend(a: QColor, b: QColor, amount: float) -> QColor:
     )
 
 
-def open_link(url: QUrl) -> bool:
-    """Open a link from model text in the browser, but only http and https ones."""
-    if url.scheme() in ("http", "https"):
+def open_link(url: QUrl, *, local: bool = False) -> bool:
+    """Open a link from model text in the browser, but only http and https ones; a `local`
+    one (a document search's source, which llamachat made) opens its file."""
+    if url.scheme() in ("http", "https") or (local and url.isLocalFile()):
         return QDesktopServices.openUrl(url)
     log.info("ignored link with scheme %r", url.scheme())
     return False
@@ -112,13 +113,15 @@ def _search_label(
         url = str(result.get("url", ""))
         name = str(result.get("title") or url)
         lines.append(f'{number}. <a href="{plain.markup(url)}">{plain.markup(name)}</a>')
+    # The sources of a document search are files of the user's, as the results say.
+    files = {str(result.get("url", "")) for result in results if result.get("path")}
     label = QLabel("<br>".join(lines), parent)
     label.setTextFormat(Qt.TextFormat.RichText)
     label.setWordWrap(True)
     label.setAccessibleName("Search results" if title == "Searched" else title)
     label.setTextInteractionFlags(Qt.TextInteractionFlag.TextBrowserInteraction)
     label.setOpenExternalLinks(False)
-    label.linkActivated.connect(lambda link: open_link(QUrl(link)))
+    label.linkActivated.connect(lambda link: open_link(QUrl(link), local=link in files))
     label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
     return label
 

@@ -1,0 +1,6 @@
+"""Chat with your files: folders attached to a chat, their text indexed for the model to search.
+
+`extract` reads a file's text into passages (file, page, heading); `store` keeps the
+index in its own SQLite file (library.db) with FTS5 and answers searches. The model
+reaches it through the `search_documents` tool (`tools.documents`). Qt-free.
+"""

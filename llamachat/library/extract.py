@@ -1,0 +1,244 @@
+"""Text out of a file, split into passages with their page and heading.
+
+`extract(path)` reads one file by its suffix: PDF (through `pypdf`, page by page),
+Markdown (headings tracked), HTML (text outside scripts and styles, headings tracked),
+plain text and source code. It returns the file's `Passage`s, or raises `Skipped`
+whose str() says, for the Libraries panel, why the file was left out (a type
+llamachat does not read, a file too large, encrypted, unreadable or not UTF-8).
+
+Qt-free.
+"""
+
+from __future__ import annotations
+
+import html.parser
+import logging
+import re
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+PASSAGE_CHARS = 1200
+"""A passage's target length: about 300 tokens, a few paragraphs, small enough that five
+of them leave the model's context room to answer."""
+
+MAX_TEXT_BYTES = 8 * 1024 * 1024
+MAX_PDF_BYTES = 200 * 1024 * 1024
+
+MARKDOWN = frozenset({".md", ".markdown", ".mdown", ".mkd"})
+HTML = frozenset({".html", ".htm", ".xhtml"})
+PLAIN = frozenset({".txt", ".text", ".rst", ".adoc", ".org", ".tex", ".log", ".csv", ".tsv"})
+CODE = frozenset(
+    {
+        ".py", ".pyi", ".js", ".mjs", ".ts", ".tsx", ".jsx", ".c", ".h", ".cc", ".cpp",
+        ".hpp", ".cxx", ".rs", ".go", ".java", ".kt", ".kts", ".scala", ".swift", ".m",
+        ".rb", ".php", ".pl", ".lua", ".r", ".jl", ".hs", ".ml", ".cs", ".fs", ".dart",
+        ".sh", ".bash", ".zsh", ".fish", ".ps1", ".bat", ".sql", ".css", ".scss", ".less",
+        ".json", ".toml", ".yaml", ".yml", ".ini", ".cfg", ".conf", ".xml", ".cmake",
+        ".gradle", ".proto", ".graphql", ".vue", ".svelte", ".el", ".clj", ".ex", ".exs",
+        ".erl", ".zig", ".nim", ".v", ".vhdl", ".asm", ".s",
+    }
+)  # fmt: skip
+NAMED = frozenset({"makefile", "dockerfile", "readme", "license", "copying", "changelog"})
+PDF = ".pdf"
+
+
+class Skipped(Exception):
+    """A file that is not indexed; str() says why, in words for the Libraries panel."""
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A piece of a file's text: `page` (1-based, PDFs; else None) and its `heading`."""
+
+    text: str
+    page: int | None = None
+    heading: str = ""
+
+
+def readable(path: Path) -> bool:
+    """Whether the file's type is one llamachat extracts text from."""
+    suffix = path.suffix.lower()
+    return (
+        suffix == PDF
+        or suffix in MARKDOWN | HTML | PLAIN | CODE
+        or (not suffix and path.name.lower() in NAMED)
+    )
+
+
+def extract(path: Path, size: int) -> list[Passage]:
+    """The passages of the file at `path` (of `size` bytes); raises Skipped."""
+    if not readable(path):
+        kind = path.suffix.lower() or "no extension"
+        raise Skipped(f"not a type llamachat reads ({kind})")
+    suffix = path.suffix.lower()
+    limit = MAX_PDF_BYTES if suffix == PDF else MAX_TEXT_BYTES
+    if size > limit:
+        raise Skipped(f"too large ({_mb(size)}; the limit is {_mb(limit)})")
+    if suffix == PDF:
+        return _pdf(path)
+    text = _text(path)
+    if suffix in MARKDOWN:
+        return list(_sections(_markdown_sections(text)))
+    if suffix in HTML:
+        parser = _HtmlText()
+        parser.feed(text)
+        parser.close()
+        return list(_sections(parser.sections()))
+    return list(_sections([("", text)]))
+
+
+def split(text: str, limit: int = PASSAGE_CHARS) -> list[str]:
+    """`text` cut into pieces of about `limit` characters, at paragraphs, then lines, then words."""
+    pieces: list[str] = []
+    current = ""
+    for block in _blocks(text, limit):
+        if current and len(current) + len(block) + 2 > limit:
+            pieces.append(current)
+            current = ""
+        current = f"{current}\n\n{block}" if current else block
+    if current:
+        pieces.append(current)
+    return pieces
+
+
+def _blocks(text: str, limit: int) -> Iterator[str]:
+    """The paragraphs of `text`, each no longer than `limit` (long ones cut at lines or words)."""
+    for paragraph in re.split(r"\n\s*\n", text):
+        paragraph = paragraph.strip()
+        if not paragraph:
+            continue
+        if len(paragraph) <= limit:
+            yield paragraph
+            continue
+        line_piece = ""
+        for word in re.split(r"(?<=\n)|(?<= )", paragraph):
+            if len(line_piece) + len(word) > limit and line_piece:
+                yield line_piece.strip()
+                line_piece = ""
+            # A single "word" longer than the limit (minified code, base64) is cut hard.
+            while len(word) > limit:
+                yield word[:limit]
+                word = word[limit:]
+            line_piece += word
+        if line_piece.strip():
+            yield line_piece.strip()
+
+
+def _sections(sections: Iterable[tuple[str, str]], page: int | None = None) -> Iterator[Passage]:
+    for heading, body in sections:
+        for piece in split(body):
+            yield Passage(piece, page, heading)
+
+
+def _text(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise Skipped(f"cannot be read ({exc.strerror or exc})") from None
+    if b"\0" in data[:8192]:
+        raise Skipped("binary, not text")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise Skipped("not UTF-8 text") from None
+
+
+def _pdf(path: Path) -> list[Passage]:
+    # Imported here: pypdf takes a while to import and only PDFs need it.
+    import pypdf
+    from pypdf.errors import DependencyError, FileNotDecryptedError
+
+    try:
+        reader = pypdf.PdfReader(path)
+        if reader.is_encrypted and not reader.decrypt(""):
+            raise Skipped("encrypted (a password is needed)")
+        passages: list[Passage] = []
+        for number, page in enumerate(reader.pages, 1):
+            passages.extend(_sections([("", page.extract_text() or "")], page=number))
+            # Lets the GUI thread take the GIL between pages: indexing runs beside the
+            # window, and pypdf would otherwise hold it for most of every switch interval.
+            time.sleep(0)
+    except Skipped:
+        raise
+    except (DependencyError, FileNotDecryptedError):
+        raise Skipped("encrypted (cannot be decrypted)") from None
+    except Exception as exc:  # noqa: BLE001 - the file is listed as skipped, with why
+        # pypdf raises many kinds on a broken file; the panel names the file and the reason.
+        log.info("cannot read the PDF %s: %s", path, exc)
+        raise Skipped(f"unreadable PDF ({type(exc).__name__}: {exc})") from None
+    if not passages:
+        raise Skipped("no text (a scanned PDF needs OCR)")
+    return passages
+
+
+_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
+
+
+def _markdown_sections(text: str) -> list[tuple[str, str]]:
+    """(heading, body) pairs; code fences are not read as headings."""
+    sections: list[tuple[str, str]] = []
+    heading, fenced = "", False
+    lines: list[str] = []
+    for line in text.splitlines():
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        match = None if fenced else _HEADING.match(line)
+        if match:
+            sections.append((heading, "\n".join(lines)))
+            heading, lines = match.group(2), []
+        else:
+            lines.append(line)
+    sections.append((heading, "\n".join(lines)))
+    return sections
+
+
+class _HtmlText(html.parser.HTMLParser):
+    """The text of an HTML page by heading, skipping scripts and styles."""
+
+    _SKIP = frozenset({"script", "style", "noscript", "template", "svg"})
+    _BLOCK = frozenset({"p", "div", "br", "li", "tr", "section", "article", "pre", "table"})
+    _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self._parts: list[tuple[str, list[str]]] = [("", [])]
+        self._skipping = 0
+        self._heading: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in self._SKIP:
+            self._skipping += 1
+        elif tag in self._HEADINGS:
+            self._heading = []
+        elif tag in self._BLOCK:
+            self._parts[-1][1].append("\n\n")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in self._SKIP:
+            self._skipping = max(0, self._skipping - 1)
+        elif tag in self._HEADINGS and self._heading is not None:
+            title = " ".join("".join(self._heading).split())
+            self._parts.append((title, []))
+            self._heading = None
+        elif tag in self._BLOCK:
+            self._parts[-1][1].append("\n\n")
+
+    def handle_data(self, data: str) -> None:
+        if self._skipping:
+            return
+        if self._heading is not None:
+            self._heading.append(data)
+        else:
+            self._parts[-1][1].append(data)
+
+    def sections(self) -> list[tuple[str, str]]:
+        """(heading, text) pairs in page order."""
+        return [(heading, "".join(chunks)) for heading, chunks in self._parts]
+
+
+def _mb(size: int) -> str:
+    return f"{size / (1024 * 1024):.1f} MB"

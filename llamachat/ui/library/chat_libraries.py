@@ -1,0 +1,117 @@
+"""The chat window's libraries: Attach > Add folder as library, dropped folders, the
+progress bar while indexing, and the Libraries panel.
+
+A folder added to a chat not saved yet waits for its first message (when the chat gets
+its session id), then is attached; the request of that message offers search_documents.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QFileDialog, QMenu, QProgressBar, QStatusBar, QWidget
+
+from llamachat.ui.app import App
+from llamachat.ui.chat.session import Conversation
+from llamachat.ui.library.panel import LibrariesPanel
+from llamachat.ui.views.composer import Composer
+
+
+class ChatLibraries(QObject):
+    """Adds folders to the window's chat as libraries and shows their indexing."""
+
+    status = Signal(str)  # a status-bar line
+
+    def __init__(
+        self,
+        app: App,
+        chat: Conversation,
+        *,
+        composer: Composer,
+        status_bar: QStatusBar,
+        parent: QWidget,
+    ) -> None:
+        super().__init__(parent)
+        self._host = app.libraries
+        self._chat = chat
+        self._window = parent
+        self._pending: list[Path] = []
+        self.panel: LibrariesPanel | None = None
+        self.progress = QProgressBar()
+        self.progress.setAccessibleName("Indexing documents")
+        self.progress.setMaximumWidth(180)
+        self.progress.setVisible(False)
+        status_bar.addPermanentWidget(self.progress)
+        menu = QMenu(composer.attach_button)
+        menu.addAction("Files…", composer.choose_files)
+        self.add_action = QAction("Add folder as library…", self)
+        self.add_action.triggered.connect(self.choose_folder)
+        menu.addAction(self.add_action)
+        self.panel_action = QAction("Libraries…", self)
+        self.panel_action.triggered.connect(self.open_panel)
+        menu.addAction(self.panel_action)
+        composer.attach_button.setMenu(menu)
+        composer.takes_folders = True
+        composer.folders_dropped.connect(self.add_folders)
+        chat.session_changed.connect(self._on_session_changed)
+        self._host.progress.connect(self._on_progress)
+        self._host.changed.connect(self._on_changed)
+        self._host.failed.connect(self.status)
+
+    @Slot()
+    def choose_folder(self) -> None:
+        """Ask for a folder and add it to the chat as a library."""
+        folder = QFileDialog.getExistingDirectory(self._window, "Add folder as library")
+        if folder:
+            self.add_folders([Path(folder)])
+
+    @Slot(list)
+    def add_folders(self, folders: list) -> None:
+        """Attach `folders` to the chat (once it is saved) and index them."""
+        if self._chat.state.temporary:
+            self.status.emit("A temporary chat has no libraries: keep the chat first.")
+            return
+        session_id = self._chat.state.session_id
+        for folder in folders:
+            if session_id is None:
+                self._pending.append(Path(folder))
+            else:
+                self._host.attach(session_id, Path(folder))
+        names = ", ".join(Path(folder).name for folder in folders)
+        when = " with your first message" if session_id is None else ""
+        self.status.emit(f"Library added{when}: {names}. The model can search it.")
+
+    @Slot()
+    def open_panel(self) -> None:
+        """Show the Libraries panel for the chat."""
+        if self.panel is None:
+            self.panel = LibrariesPanel(self._host, self._chat.state.session_id, self._window)
+            self.panel.add_requested.connect(self.choose_folder)
+        self.panel.set_session(self._chat.state.session_id)
+        self.panel.show()
+        self.panel.raise_()
+
+    @Slot(object)
+    def _on_session_changed(self, session_id: object) -> None:
+        pending, self._pending = self._pending, []
+        # A chat just saved for its first message has none yet; another chat opened
+        # does not take the folders added to the unsaved one.
+        if isinstance(session_id, int) and not self._chat.history.messages(session_id):
+            for folder in pending:
+                self._host.attach(session_id, folder)
+        if self.panel is not None:
+            self.panel.set_session(session_id if isinstance(session_id, int) else None)
+
+    @Slot(int, int, str)
+    def _on_progress(self, done: int, total: int, name: str) -> None:
+        self.progress.setVisible(total > 0)
+        self.progress.setRange(0, max(total, 1))
+        self.progress.setValue(done)
+        self.progress.setToolTip(f"Indexing {name}" if name else "Indexing")
+
+    @Slot()
+    def _on_changed(self) -> None:
+        # search_documents is offered or not: the meter counts the request again.
+        self._chat.context.base_changed()

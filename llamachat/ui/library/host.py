@@ -1,0 +1,222 @@
+"""The App's libraries: which chats have one, indexing off the GUI thread, folders followed.
+
+`LibraryHost(path)` is the one owner of library.db for the GUI. It never keeps a
+connection: each call opens one in the thread it runs on (the GUI thread for the short
+reads and writes of attaching and listing, a background task for indexing), so no SQLite
+connection crosses threads. Indexing runs one library at a time through `tasks`;
+`progress` says how far it got, `changed` that what the panel lists changed. Attached
+folders are followed while the app runs: a folder's change (QFileSystemWatcher) or a
+re-scan every `RESCAN_MS` re-indexes, which reads only the files that changed.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TypeVar
+
+from PySide6.QtCore import QFileSystemWatcher, QObject, QTimer, Signal, Slot
+
+from llamachat.library.store import FileRow, LibraryError, LibraryRow, LibraryStore, walk
+from llamachat.tools.documents import LibraryConfig
+from llamachat.ui import tasks
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+RESCAN_MS = 60_000
+"""How often attached folders are looked at again (an edit in place changes no folder)."""
+SETTLE_MS = 1000
+"""How long a folder must stay quiet after a change before it is indexed again."""
+MAX_WATCHED_DIRS = 512
+
+
+class LibraryHost(QObject):
+    """The libraries of every chat: attach, index in the background, follow, remove."""
+
+    changed = Signal()  # a library was attached, removed or indexed
+    progress = Signal(int, int, str)  # files done, files in all, the file now (0, 0: idle)
+    failed = Signal(str)  # library.db could not be used: what to tell the user
+
+    def __init__(self, path: Path, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.path = path
+        # The chats with a library, read once (the builder asks at every request it builds).
+        self._sessions: set[int] | None = None
+        self._queue: list[int] = []
+        self._running: tuple[int, Future] | None = None
+        # Removed while indexed: its run's failure (its rows are gone) is no news.
+        self._removed: set[int] = set()
+        self._cancel = threading.Event()
+        self._watcher = QFileSystemWatcher(self)
+        self._watcher.directoryChanged.connect(self._on_folder_changed)
+        self._settle = QTimer(self, singleShot=True, interval=SETTLE_MS)
+        self._settle.timeout.connect(self.reindex_all)
+        self._rescan = QTimer(self, interval=RESCAN_MS)
+        self._rescan.timeout.connect(self.reindex_all)
+
+    @contextmanager
+    def _store(self) -> Iterator[LibraryStore]:
+        store = LibraryStore(self.path)
+        try:
+            yield store
+        finally:
+            store.close()
+
+    # ------------------------------------------------------------------ reading
+
+    def config_for(self, session_id: int | None, max_searches: int) -> LibraryConfig | None:
+        """What offers search_documents to the chat `session_id`; None without a library."""
+        if session_id is None:
+            return None
+        if self._sessions is None:
+            self._sessions = set()
+            # No file yet: no library anywhere, and none is made just to find that out.
+            if self.path.exists():
+                rows = self.libraries()
+                self._sessions = {row.session_id for row in rows}
+                self._follow(rows)
+        if session_id not in self._sessions:
+            return None
+        return LibraryConfig(self.path, session_id, max_searches)
+
+    def libraries(self, session_id: int | None = None) -> list[LibraryRow]:
+        """The chat's libraries (None: every chat's) with their counts."""
+        empty: list[LibraryRow] = []
+        return self._read(lambda store: store.libraries(session_id), empty)
+
+    def files(self, library_id: int) -> list[FileRow]:
+        """A library's files, the skipped ones with why."""
+        empty: list[FileRow] = []
+        return self._read(lambda store: store.files(library_id), empty)
+
+    def busy(self) -> bool:
+        """Whether an indexing run is going on or waiting."""
+        return self._running is not None or bool(self._queue)
+
+    def _read(self, call: Callable[[LibraryStore], T], default: T) -> T:
+        try:
+            with self._store() as store:
+                return call(store)
+        except (LibraryError, sqlite3.Error, OSError) as exc:
+            self.failed.emit(f"The libraries file cannot be used: {exc}")
+            return default
+
+    # ------------------------------------------------------------------ changing
+
+    def attach(self, session_id: int, folder: Path) -> None:
+        """Attach `folder` (or a file) to the chat and index it in the background."""
+        self.config_for(session_id, 0)  # the known chats are read first
+        library_id = self._read(lambda store: store.attach(session_id, folder), None)
+        if library_id is None:
+            return
+        assert self._sessions is not None
+        self._sessions.add(session_id)
+        self._follow(self.libraries(session_id))
+        self.changed.emit()
+        self.reindex(library_id)
+
+    def remove(self, library_id: int, session_id: int) -> None:
+        """Forget a library (its files are left alone)."""
+        if library_id in self._queue:
+            self._queue.remove(library_id)
+        self._removed.add(library_id)
+        self._read(lambda store: store.remove(library_id), None)
+        if self._sessions is not None and not self.libraries(session_id):
+            self._sessions.discard(session_id)
+        self.changed.emit()
+
+    def reindex(self, library_id: int) -> None:
+        """Bring a library's index up to date in the background (changed files only)."""
+        if library_id not in self._queue:
+            self._queue.append(library_id)
+        self._next()
+
+    @Slot()
+    def reindex_all(self) -> None:
+        """Re-index every attached library (what changed on disk since)."""
+        if self._sessions:
+            for row in self.libraries():
+                self.reindex(row.id)
+
+    def close(self) -> None:
+        """Stop indexing soon (what is indexed so far is kept) and stop following folders."""
+        self._queue.clear()
+        self._cancel.set()
+        self._rescan.stop()
+        self._settle.stop()
+
+    # ------------------------------------------------------------------ indexing
+
+    def _next(self) -> None:
+        if self._running is not None or not self._queue or self._cancel.is_set():
+            return
+        library_id = self._queue.pop(0)
+        path, cancel = self.path, self._cancel
+
+        shown = [0.0]
+
+        def report(done: int, total: int, name: str) -> None:
+            # At most ten a second: a re-scan of many unchanged files is quick.
+            now = time.monotonic()
+            if now - shown[0] >= 0.1 or done == total:
+                shown[0] = now
+                tasks.run_on_main(lambda: self.progress.emit(done, total, name))
+
+        def run() -> object:
+            # Its own connection, in the task's thread.
+            store = LibraryStore(path)
+            try:
+                return store.index(library_id, report, cancel)
+            finally:
+                store.close()
+
+        future = tasks.run_in_background(run, self._on_indexed, receiver=self)
+        self._running = (library_id, future)
+
+    def _on_indexed(self, future: Future) -> None:
+        library_id = self._running[0] if self._running is not None else None
+        self._running = None
+        try:
+            future.result()
+        except (LibraryError, sqlite3.Error, OSError) as exc:
+            if library_id not in self._removed:
+                self.failed.emit(f"A library could not be indexed: {exc}")
+        if not self._queue:
+            self.progress.emit(0, 0, "")
+        self.changed.emit()
+        self._next()
+
+    # ------------------------------------------------------------------ following
+
+    def _follow(self, rows: list[LibraryRow]) -> None:
+        folders = [str(folder) for row in rows for folder in _folders(row.root)]
+        have = set(self._watcher.directories())
+        new = [folder for folder in folders if folder not in have]
+        room = MAX_WATCHED_DIRS - len(have)
+        if new and room > 0:
+            self._watcher.addPaths(new[:room])
+        if not self._rescan.isActive():
+            self._rescan.start()
+
+    @Slot(str)
+    def _on_folder_changed(self, _folder: str) -> None:
+        self._settle.start()
+
+
+def _folders(root: Path) -> list[Path]:
+    """The folders to watch for a library: its root and the folders under it."""
+    if not root.is_dir():
+        return [root.parent] if root.parent.is_dir() else []
+    found = {root}
+    for path in walk(root):
+        found.add(path.parent)
+        if len(found) >= MAX_WATCHED_DIRS:
+            break
+    return sorted(found)

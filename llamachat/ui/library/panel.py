@@ -1,0 +1,141 @@
+"""The Libraries panel: a chat's libraries, their files, sizes, passages, what was skipped
+and why, with Add folder, Re-index and Remove. File names are shown as plain text."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from llamachat.library.store import LibraryRow
+from llamachat.ui.library.host import LibraryHost
+
+
+def size_text(size: int) -> str:
+    """A file size for people: bytes, KB or MB."""
+    if size < 1024:
+        return f"{size} bytes"
+    if size < 1024 * 1024:
+        return f"{size / 1024:.0f} KB"
+    return f"{size / (1024 * 1024):.1f} MB"
+
+
+class LibrariesPanel(QDialog):
+    """A chat's libraries and their files; re-index or remove one, or add a folder."""
+
+    add_requested = Signal()
+
+    def __init__(self, host: LibraryHost, session_id: int | None, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._host = host
+        self.session_id = session_id
+        self.setWindowTitle("Libraries")
+        self.resize(720, 480)
+        self.summary = QLabel(self)
+        self.summary.setTextFormat(Qt.TextFormat.PlainText)
+        self.tree = QTreeWidget(self)
+        self.tree.setAccessibleName("Libraries")
+        self.tree.setHeaderLabels(["File", "Size", "Passages", "Skipped because"])
+        self.tree.setColumnWidth(0, 320)
+        self.progress = QProgressBar(self)
+        self.progress.setVisible(False)
+        self.add_button = QPushButton("Add folder…", self)
+        self.reindex_button = QPushButton("Re-index", self)
+        self.remove_button = QPushButton("Remove", self)
+        row = QHBoxLayout()
+        for button in (self.add_button, self.reindex_button, self.remove_button):
+            row.addWidget(button)
+        row.addStretch(1)
+        close = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
+        close.rejected.connect(self.reject)
+        row.addWidget(close)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.summary)
+        layout.addWidget(self.tree, 1)
+        layout.addWidget(self.progress)
+        layout.addLayout(row)
+        self.add_button.clicked.connect(self.add_requested)
+        self.reindex_button.clicked.connect(self._on_reindex)
+        self.remove_button.clicked.connect(self._on_remove)
+        host.changed.connect(self.refresh)
+        host.progress.connect(self._on_progress)
+        self.refresh()
+
+    def set_session(self, session_id: int | None) -> None:
+        """Show another chat's libraries."""
+        self.session_id = session_id
+        self.refresh()
+
+    @Slot()
+    def refresh(self) -> None:
+        """List the chat's libraries and their files again."""
+        rows = self._host.libraries(self.session_id) if self.session_id is not None else []
+        self.tree.clear()
+        for library in rows:
+            top = QTreeWidgetItem(
+                [str(library.root), "", f"{library.passages:,}", f"{library.skipped} skipped"]
+            )
+            top.setData(0, Qt.ItemDataRole.UserRole, library.id)
+            for file in self._host.files(library.id):
+                name = (
+                    file.path.relative_to(library.root).as_posix()
+                    if file.path != library.root
+                    else file.path.name
+                )
+                QTreeWidgetItem(
+                    top, [name, size_text(file.size), f"{file.passages:,}", file.skipped]
+                )
+            self.tree.addTopLevelItem(top)
+            top.setExpanded(True)
+        self.summary.setText(_summary(rows))
+        has = bool(rows)
+        self.reindex_button.setEnabled(has)
+        self.remove_button.setEnabled(has)
+
+    def _selected(self) -> int | None:
+        item = self.tree.currentItem() or self.tree.topLevelItem(0)
+        while item is not None and item.parent() is not None:
+            item = item.parent()
+        return item.data(0, Qt.ItemDataRole.UserRole) if item is not None else None
+
+    @Slot()
+    def _on_reindex(self) -> None:
+        library_id = self._selected()
+        if library_id is not None:
+            self._host.reindex(library_id)
+
+    @Slot()
+    def _on_remove(self) -> None:
+        library_id = self._selected()
+        if library_id is not None and self.session_id is not None:
+            self._host.remove(library_id, self.session_id)
+
+    @Slot(int, int, str)
+    def _on_progress(self, done: int, total: int, name: str) -> None:
+        self.progress.setVisible(total > 0)
+        self.progress.setRange(0, max(total, 1))
+        self.progress.setValue(done)
+        self.progress.setFormat(f"%v of %m files {name}" if name else "%v of %m files")
+
+
+def _summary(rows: list[LibraryRow]) -> str:
+    if not rows:
+        return "No library in this chat: Add folder… attaches one (or drop a folder on the message box)."
+    files = sum(row.files for row in rows)
+    passages = sum(row.passages for row in rows)
+    skipped = sum(row.skipped for row in rows)
+    return (
+        f"{len(rows)} folder{'s' if len(rows) != 1 else ''}, {files:,} files, "
+        f"{passages:,} passages, {skipped:,} skipped. The model searches them with "
+        "search_documents."
+    )
