@@ -13416,13 +13416,16 @@ class TestLibrary:
         assert window.app.libraries.libraries(saved)
 
         window.chat.start_temporary()
-        router.script(Reply(content="Temporary."), Reply(content="Again."))
-        _send(qtbot, window, "A temporary question.")
-        assert window.chat.state.session_id == saved  # the memory database counts from 1 too
-        assert "search_documents" not in json.dumps(router.chat_requests()[-1].json)
-        window.libraries.add_folders([root])
-        assert "temporary chat has no libraries" in window.statusBar().currentMessage()
-        _send(qtbot, window, "And again.")
-        assert "search_documents" not in json.dumps(router.chat_requests()[-1].json)
-        assert len(window.app.libraries.libraries(saved)) == 1
-        window.chat.discard_temporary()
+        try:
+            router.script(Reply(content="Temporary."), Reply(content="Again."))
+            _send(qtbot, window, "A temporary question.")
+            assert window.chat.state.session_id == saved  # a memory database counts from 1 too
+            assert "search_documents" not in json.dumps(router.chat_requests()[-1].json)
+            window.libraries.add_folders([root])
+            assert "temporary chat has no libraries" in window.statusBar().currentMessage()
+            _send(qtbot, window, "And again.")
+            assert "search_documents" not in json.dumps(router.chat_requests()[-1].json)
+            assert len(window.app.libraries.libraries(saved)) == 1
+        finally:
+            # Closing a temporary chat with messages asks first: nobody would answer.
+            window.chat.discard_temporary()
