@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import QObject, QTimer, Signal, Slot
+from PySide6.QtCore import QObject, Signal, Slot
 
 from llamachat import prompts, turn
 from llamachat.config import Config
@@ -45,6 +45,7 @@ from llamachat.skills import SkillStore
 from llamachat.ui.chat.builder import TurnBuilder
 from llamachat.ui.chat.context_watch import SHOWN_MS, ContextWatch
 from llamachat.ui.chat.outbox import Outbox
+from llamachat.ui.chat.skill_loader import SkillLoader
 from llamachat.ui.chat.state import AppState, ChatState
 from llamachat.ui.chat.worker import WorkerThreads
 
@@ -101,9 +102,6 @@ class Conversation(QObject):
         self.state = ChatState(
             mode, model, search_on=cfg.search_enabled, store=turn.skill_store(cfg)
         )
-        self._skills_from = (cfg.skill_roots(), cfg.skills_enabled)
-        # One-shot: the skills the question asked for, which a retry asks for again.
-        self._asked: list[str] = []
         self._edit_from: int | None = None
         # What the window knows and the conversation asks when it builds a request.
         self.builder = TurnBuilder(
@@ -112,6 +110,17 @@ class Conversation(QObject):
             preset=preset or (lambda: ""),
             prompt=prompt or (lambda: (prompts.DEFAULT_NAME, "")),
             images=images or (lambda _model: False),
+        )
+        self.skills = SkillLoader(
+            self.state,
+            cfg,
+            history=lambda: app.history,
+            forget_system=self.builder.forget_system,
+            changed=self.skills_changed.emit,
+            store_changed=self.store_changed.emit,
+            suggested=self.skills_suggested.emit,
+            notice=self.notice.emit,
+            parent=self,
         )
         # The next request's size, for the meter and the check before each send.
         self.context = ContextWatch(self.builder, is_streaming=self.is_streaming, parent=self)
@@ -131,8 +140,8 @@ class Conversation(QObject):
         ):
             theirs.connect(ours)
         outbox.search_started.connect(self._on_search_started)
-        outbox.skill_loaded.connect(self._on_skill_loaded)
-        outbox.over.connect(self._on_reply_over)
+        outbox.skill_loaded.connect(self.skills.model_loaded)
+        outbox.over.connect(self.skills.reply_over)
         app.config_changed.connect(self._on_config_changed)
         # What changes the next request: another chat shown is measured after its first paint.
         watch = self.context
@@ -216,7 +225,7 @@ class Conversation(QObject):
         self.stop()
         self.state.session_id = None
         self._set_edit_from(None)
-        self._set_loaded([], persist=False)
+        self.skills.set_loaded([], persist=False)
         self.state.params = {}
         self.session_changed.emit(None)
 
@@ -229,7 +238,7 @@ class Conversation(QObject):
         self.state.session_id = session_id
         self._set_edit_from(None)
         # A skill gone from disk stays listed (as missing) until the user removes it.
-        self._set_loaded(list(session.get("skills") or []), persist=False)
+        self.skills.set_loaded(list(session.get("skills") or []), persist=False)
         self.state.params = self.history.session_params(session_id)
         messages = self.outbox.settled_messages(session_id)
         self.session_changed.emit(session_id)
@@ -239,7 +248,7 @@ class Conversation(QObject):
         """Let go of the session without touching it (one-shot: it went on to the chat)."""
         self.stop()
         self.state.session_id = None
-        self._set_loaded([], persist=False)
+        self.skills.set_loaded([], persist=False)
         self.state.params = {}
 
     # ------------------------------------------------------------------ parameters
@@ -262,33 +271,11 @@ class Conversation(QObject):
 
     def load_skill(self, name: str) -> bool:
         """Load a skill into the system message; True when it was not loaded before."""
-        if self.store is None or name in self.state.loaded or self.store.load(name) is None:
-            return False
-        self._set_loaded([*self.state.loaded, name])
-        return True
+        return self.skills.load(name)
 
     def unload_skill(self, name: str) -> bool:
         """Drop a skill from the system message; True when it was loaded."""
-        if name not in self.state.loaded:
-            return False
-        self._set_loaded([n for n in self.state.loaded if n != name])
-        return True
-
-    def _set_loaded(self, names: list[str], *, persist: bool = True) -> None:
-        self.state.loaded = list(names)
-        self.builder.forget_system()
-        if persist and self.mode == CHAT and self.state.session_id is not None:
-            try:
-                self.history.set_skills(self.state.session_id, self.state.loaded)
-            except HistoryError as exc:
-                self.notice.emit(f"The chat's skills could not be saved: {exc}", 0)
-        self.skills_changed.emit(self.loaded_skills())
-
-    def _offered_skills(self) -> tuple[list[str], dict[str, str]]:
-        """What a `/` completer offers: the user's skill names and descriptions."""
-        if self.store is None:
-            return [], {}
-        return self.store.user_names(), self.store.descriptions()
+        return self.skills.unload(name)
 
     # ------------------------------------------------------------------ sending
 
@@ -299,40 +286,11 @@ class Conversation(QObject):
             return BUSY
         if not text.strip() and not attachments:
             return EMPTY
-        # Before the request leaves, only the skills folders are looked at (a skill added
-        # or removed: a few stat calls); every SKILL.md (500 of them cost ~2.5 ms) is
-        # re-checked once it has left. A loaded skill's own file is checked as it is
-        # loaded into the request, so the model never gets an old text.
-        offered = self._offered_skills()
-        if self.store is not None:
-            self.store.refresh(files=False)
-        question = turn.parse_question(
-            text, self.store, always=self.cfg.skill_mentions, refresh=False
-        )
-        loaded = [name for name in question.skills if self.load_skill(name)]
-        suggested = [name for name in question.suggested if name not in self.state.loaded]
+        question = self.skills.take(text, self.cfg.skill_mentions)
         if not question.text.strip() and not attachments:
-            self._recheck_skills(offered)
-            self.skills_suggested.emit(suggested)
-            if self.mode == ONESHOT:
-                if self.state.loaded:
-                    self.notice.emit(
-                        f"Skill {', '.join(self.state.loaded)} will be used for the next question.",
-                        0,
-                    )
-            elif question.commands:
-                self.notice.emit(
-                    f"Skill {', '.join(question.commands)} loaded; nothing was sent.", 8000
-                )
+            self.skills.held(question)
             return HELD
-        if self.mode == CHAT:
-            if loaded:
-                self.notice.emit(f"Loaded skill {', '.join(loaded)}.", 8000)
-            elif question.commands:
-                self.notice.emit(f"Already loaded: {', '.join(question.commands)}.", 8000)
-        # After the request left (or when none leaves): the window's completer is rebuilt
-        # only when what it offers changed on disk.
-        QTimer.singleShot(0, self, lambda: self._recheck_skills(offered))
+        self.skills.sending(question)
         if not self.model:
             return NO_MODEL
         if not self.save_unsaved():
@@ -348,27 +306,10 @@ class Conversation(QObject):
         except HistoryError as exc:
             self.notice.emit(f"Not sent: the message could not be saved. {exc}", 0)
             return NOT_SENT
-        if self.mode == ONESHOT:
-            self._asked = list(self.state.loaded)
+        self.skills.asked()
         self.outbox.start(self.model, show=lambda: self.message_added.emit(row))
-        # After the message: a new chat's session_changed, which clears them, comes first.
-        self.skills_suggested.emit(suggested)
-        if suggested and self.mode == ONESHOT:
-            # The quick window has no suggestion chips: say how to use the skill instead.
-            commands = " ".join(f"/{name}" for name in suggested)
-            self.notice.emit(
-                f"Mentioned, not loaded: skill {', '.join(suggested)} (add {commands} to "
-                "the question to use it).",
-                8000,
-            )
+        self.skills.sent()
         return SENT
-
-    def _recheck_skills(self, offered: tuple[list[str], dict[str, str]]) -> None:
-        """Re-check every SKILL.md; say so when what a `/` completer offers changed."""
-        if self.store is not None:
-            self.store.refresh()
-        if self._offered_skills() != offered:
-            self.store_changed.emit(self.store)
 
     def stop(self) -> bool:
         """Stop the reply now, keeping what arrived ("stopped"); True when one was streaming.
@@ -397,7 +338,7 @@ class Conversation(QObject):
         if self.mode == ONESHOT:
             question = next((row for row in rows if row["role"] == "user"), None)
             model = (question["model"] if question else "") or self.model
-            self._set_loaded(self._asked)
+            self.skills.ask_again()
         else:
             model = self.model
         if not model:
@@ -499,29 +440,10 @@ class Conversation(QObject):
         if self.mode == CHAT:
             self.notice.emit(f"Searching the web for “{query}”…", 8000)
 
-    @Slot(str)
-    def _on_skill_loaded(self, name: str) -> None:
-        # One-shot: the chips show it; the answer's notice line stays for problems.
-        if self.load_skill(name) and self.mode == CHAT:
-            self.notice.emit(f"The model loaded skill {name}.", 8000)
-
-    @Slot()
-    def _on_reply_over(self) -> None:
-        if self.mode == ONESHOT:
-            # The skills served this answer only.
-            self._set_loaded([], persist=False)
-
     # ------------------------------------------------------------------ history and config
 
     @Slot(object)
     def _on_config_changed(self, cfg: Config) -> None:
-        """Follow the skills folders of settings saved in any window."""
-        skills_from = (cfg.skill_roots(), cfg.skills_enabled)
-        if skills_from != self._skills_from:
-            self._skills_from = skills_from
-            self.state.store = store = turn.skill_store(cfg)
-            loaded = self.state.loaded
-            self._set_loaded([n for n in loaded if store is not None and store.load(n)])
-            self.store_changed.emit(self.store)
+        self.skills.follow(cfg)
         # The system message's date note and max_searches are read from cfg at each send.
         self.builder.forget_system()
