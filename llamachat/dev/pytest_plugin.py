@@ -726,7 +726,7 @@ from llamachat.ui.app import App
 root = Path(sys.argv[2])
 app = QApplication(sys.argv[:1])
 cfg = Config(router_url=sys.argv[1], default_model="test-model", history_path=root / "history.db",
-             prompts_dir=root / "prompts", skills_dir=root / "skills")
+             prompts_dir=root / "prompts", skills_dir=root / "skills", warm_cache=False)
 history = History(cfg.history_path)
 window = ChatWindow(App(cfg, history))
 window.show()
@@ -878,7 +878,7 @@ def _quick_config_file(tmp_path: Path, url: str, extra: str = "") -> Path:
     _quick_skills(tmp_path)
     path = tmp_path / "config.toml"
     path.write_text(
-        f'router_url = "{url}"\nmanage_server = false\n'
+        f'router_url = "{url}"\nmanage_server = false\nwarm_cache = false\n'
         f'history_path = "{tmp_path / "history.db"}"\n'
         f'prompts_dir = "{tmp_path / "prompts"}"\n'
         f'skills_dir = "{tmp_path / "skills"}"\n' + extra,
@@ -938,6 +938,7 @@ def quick(qtbot, router, tmp_path):
             "history_path": tmp_path / "history.db",
             "prompts_dir": tmp_path / "prompts",
             "manage_server": False,
+            "warm_cache": False,
             **options,
         }
         window = QuickWindow(_app(Config(**values), history))
@@ -961,7 +962,7 @@ def _instance_cfg(router, tmp_path: Path, **options) -> Config:
         manage_server=False,
         history_path=tmp_path / "history.db",
         prompts_dir=tmp_path / "prompts",
-        **options,
+        **{"warm_cache": False, **options},
     )
 
 
@@ -1045,6 +1046,7 @@ def _firstrun_cfg(tmp_path: Path, **options):
         "prompts_dir": tmp_path / "prompts",
         "skills_dir": tmp_path / "skills",
         "models_dir": tmp_path / "models",
+        "warm_cache": False,
         **options,
     }
     return Config(**values)
@@ -1162,6 +1164,7 @@ def chat_window(qtbot, router, tmp_path):
             "skills_dir": skills_root,
             "history_path": tmp_path / "history.db",
             "prompts_dir": tmp_path / "prompts",
+            "warm_cache": False,
             **options,
         }
         cfg = Config(**values)
@@ -1243,7 +1246,7 @@ def conversation(qtbot, router, tmp_path):
             history_path=tmp_path / "history.db",
             prompts_dir=tmp_path / "prompts",
             manage_server=False,
-            **options.pop("cfg", {}),
+            **{"warm_cache": False, **options.pop("cfg", {})},
         )
         app = _app(cfg, history)
         chat = Conversation(app, model="test-model", **options)
@@ -1305,6 +1308,7 @@ def _app_cfg_file(router, tmp_path: Path) -> Config:
             "manage_server": False,
             "history_path": str(tmp_path / "history.db"),
             "prompts_dir": str(tmp_path / "prompts"),
+            "warm_cache": False,
         },
     )
     return config.load(path)
@@ -1455,7 +1459,8 @@ def _mcp_window(chat_window, router, tmp_path: Path, servers: str, extra: str = 
 
     path = tmp_path / "config.toml"
     path.write_text(
-        f'router_url = "{router.url}"\ndefault_model = "test-model"\n{extra}\n{servers}',
+        f'router_url = "{router.url}"\ndefault_model = "test-model"\nwarm_cache = false\n'
+        f"{extra}\n{servers}",
         encoding="utf-8",
     )
     cfg = config_module.load(path)

@@ -835,6 +835,7 @@ class Client:
         extra_rounds: int = 2,
         before_read: Callable[[], None] | None = None,
         request: ChatRequest | None = None,
+        query: Mapping[str, str] | None = None,
     ) -> Generator[StreamEvent, None, None]:
         """Stream one assistant turn as (kind, piece) events, running tools as asked.
 
@@ -852,8 +853,8 @@ class Client:
         event (a router may load a model first). `before_read` is called in this thread
         before each read from a reply's socket, once the events of the read before have
         been yielded: a window hands them on there, and may wait, so that a slow stream
-        is read a few tokens at a time. The caller's `messages` list and dicts are never
-        modified.
+        is read a few tokens at a time. `query` goes on the request's URL (a warm-up's
+        `autoload=false`). The caller's `messages` list and dicts are never modified.
         """
         first: list[dict] | None = None
         if request is not None:
@@ -899,6 +900,7 @@ class Client:
                 state,
                 sent,
                 before_read,
+                query,
             )
             last = state
             if state.cancelled:
@@ -942,6 +944,7 @@ class Client:
         state: _Round,
         sent: threading.Event | None = None,
         before_read: Callable[[], None] | None = None,
+        query: Mapping[str, str] | None = None,
     ) -> Iterator[StreamEvent]:
         payload = request_body(model, convo, tools or [], params)
         state.per_token = bool(payload.get("timings_per_token"))
@@ -950,7 +953,7 @@ class Client:
             state.cancelled = True
             return
         self._check_key()
-        request = self._http.build_request("POST", url, json=payload)
+        request = self._http.build_request("POST", url, json=payload, params=query)
         thread = threading.get_ident()
         watchdog = _Watchdog(
             lambda: self._sockets.socket_of(thread),

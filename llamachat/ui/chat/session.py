@@ -47,6 +47,7 @@ from llamachat.ui.chat.context_watch import SHOWN_MS, ContextWatch
 from llamachat.ui.chat.outbox import Outbox
 from llamachat.ui.chat.skill_loader import SkillLoader
 from llamachat.ui.chat.state import AppState, ChatState
+from llamachat.ui.chat.warmup import Warmer
 from llamachat.ui.chat.worker import WorkerThreads
 
 CHAT = "chat"
@@ -90,6 +91,7 @@ class Conversation(QObject):
         preset: Callable[[], str] | None = None,
         prompt: Callable[[], tuple[str, str]] | None = None,
         images: Callable[[str], bool] | None = None,
+        model_status: Callable[[str], str] | None = None,
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
@@ -102,7 +104,6 @@ class Conversation(QObject):
         self.state = ChatState(
             mode, model, search_on=cfg.search_enabled, store=turn.skill_store(cfg)
         )
-        self._edit_from: int | None = None
         # What the window knows and the conversation asks when it builds a request.
         self.builder = TurnBuilder(
             app,
@@ -124,9 +125,13 @@ class Conversation(QObject):
         )
         # The next request's size, for the meter and the check before each send.
         self.context = ContextWatch(self.builder, is_streaming=self.is_streaming, parent=self)
-        # Saves the questions, sends the requests and keeps the replies.
+        # Keeps the server's prompt cache holding the next request (`warmup`).
+        self.warmer = warm = Warmer(
+            self.builder, self.is_streaming, self.context.context_size, model_status, parent=self
+        )
+        # Saves the questions, sends the requests (after a warm-up they share), keeps the replies.
         self.outbox = Outbox(
-            self.builder, app, self.threads, context_size=self.context.context_size, parent=self
+            self.builder, app, self.threads, self.context.context_size, warm.send_after, self
         )
         outbox = self.outbox
         for theirs, ours in (
@@ -154,6 +159,9 @@ class Conversation(QObject):
         app.router_changed.connect(watch.router_changed)
         # An MCP server that came up (or went) changes the tools offered.
         app.mcp.changed.connect(lambda: watch.base_changed(SHOWN_MS))
+        # What changes where the next request starts: warmed again.
+        warm.follow(self.session_changed, self.messages_reset, self.skills_changed, self.editing)
+        warm.follow(app.mcp.changed, self.reply_ended)
 
     # ------------------------------------------------------------------ state
 
@@ -174,7 +182,9 @@ class Conversation(QObject):
 
     @model.setter
     def model(self, model: str) -> None:
-        self.state.model = model
+        if model != self.state.model:
+            self.state.model = model
+            self.warmer.trigger()
 
     @property
     def store(self) -> SkillStore | None:
@@ -214,8 +224,8 @@ class Conversation(QObject):
         self.builder.forget_system()
 
     def _set_edit_from(self, message_id: int | None) -> None:
-        if message_id != self._edit_from:
-            self._edit_from = message_id
+        if message_id != self.state.editing:
+            self.state.editing = message_id
             self.editing.emit(message_id)
 
     # ------------------------------------------------------------------ sessions
@@ -299,7 +309,7 @@ class Conversation(QObject):
         if overflow is not None:
             self.too_big.emit(overflow)
             return TOO_BIG
-        edit_from = self._edit_from
+        edit_from = self.state.editing
         self._set_edit_from(None)
         try:
             row = self.outbox.save_question(question.text, attachments, edit_from=edit_from)
@@ -316,9 +326,11 @@ class Conversation(QObject):
 
         With no reply, it leaves editing (sending adds a new message again).
         """
-        if self.outbox.stop():
+        stopped = self.outbox.stop()
+        self.warmer.cancel()
+        if stopped:
             return True
-        if self._edit_from is not None:
+        if self.state.editing is not None:
             self._set_edit_from(None)
             self.notice.emit("No longer editing: sending adds a new message.", 8000)
         return False
@@ -416,6 +428,7 @@ class Conversation(QObject):
     def close(self) -> None:
         """Stop the reply and try once more to save the replies History could not take."""
         self.stop()
+        self.warmer.close()
         self.context.close()
         self.outbox.close()
 

@@ -37,6 +37,8 @@ class ChatState:
     """The request parameters this chat overrides (params.PARAMS names)."""
     search_on: bool = False
     store: SkillStore | None = None
+    editing: int | None = None
+    """The message being edited: the next send makes a new version of it."""
 
 
 class McpTools(Protocol):
