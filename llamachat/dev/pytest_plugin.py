@@ -1200,6 +1200,22 @@ def _by_name(root, cls, name: str):
     return found[0]
 
 
+def _warmups(router) -> list:
+    """The prompt-cache warm-ups the scripted router received (max_tokens 0), in order."""
+
+    return [r for r in router.chat_requests() if r.json.get("max_tokens") == 0]
+
+
+def _llama_chat(history, exchanges: int = 20) -> int:
+    """A stored chat of `exchanges` questions and answers about llamas; its id."""
+
+    session = history.create_session("chat", "test-model", prompt_name="Default")
+    for n in range(exchanges):
+        history.add_message(session, "user", f"Question {n}: what do llamas eat in winter?")
+        history.add_message(session, "assistant", f"Answer {n}: " + "hay and grass " * 12)
+    return session
+
+
 def _type(qtbot, window, text: str) -> None:
     """Type `text` into the composer as a user would, Shift+Enter between lines."""
 

@@ -179,8 +179,8 @@ class Warmer(QObject):
         return self._held
 
     def busy(self) -> bool:
-        """Whether a warm-up is in flight."""
-        return self._cancel is not None
+        """Whether a warm-up is in flight or due."""
+        return self._cancel is not None or self._due.isActive() or self._pause.isActive()
 
     # ------------------------------------------------------------------ internals
 
