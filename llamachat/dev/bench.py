@@ -28,6 +28,12 @@ a process of its own (as llama-server would):
    history search and one sidebar page over 10,000 sessions;
 10. counting: a keystroke in a 5,000-message chat with 10 skills loaded, on the GUI thread
    (`bench_context.run`: the context meter's counts are cached, nothing is re-tokenized).
+11. warm cache (`ui.chat.warmup`): reopen a 20,000-token chat on the scripted router with
+   llama.cpp-like prompt cost (0.4 ms per uncached token), type for 10 s, send: Send to
+   the first token, warm and cold; the warm-ups and CPU a minute of typing costs; and
+   what the model's own load_skill makes the follow-up round and the next turn re-read.
+   With the real router (in the prompt-cache run above): reopen a ~2,500-token chat of
+   the loaded model, type, send: the prompt tokens the server reads after Send.
 
 ``--smoke`` uses small sizes (the CI run, well under a minute). ``--json`` prints the
 figures as JSON instead of the table.
@@ -78,10 +84,12 @@ class Sizes:
     sends: int
     live_tokens: int
     slow_tokens: int
+    warm_tokens: int
+    typing_s: float
 
 
-FULL = Sizes(20_000, 4_000, 100_000, 5_000, 500, 200, 10_000, 24, 40, 5_000, 200)
-SMOKE = Sizes(2_000, 400, 5_000, 500, 50, 30, 1_000, 8, 5, 300, 20)
+FULL = Sizes(20_000, 4_000, 100_000, 5_000, 500, 200, 10_000, 24, 40, 5_000, 200, 20_000, 10.0)
+SMOKE = Sizes(2_000, 400, 5_000, 500, 50, 30, 1_000, 8, 5, 300, 20, 2_000, 1.0)
 
 LIVE_RATE = 1_000
 """Tokens a second of the stream the event-loop stalls are measured on (a fast local model)."""
@@ -162,7 +170,8 @@ def _window(url: str, folder: Path, *, model: str = MODEL, **options: object) ->
         history_path=folder / "history.db",
         prompts_dir=folder / "prompts",
         skills_dir=folder / "skills",
-        **options,  # type: ignore[arg-type]
+        # The cache warm-up only where it is measured: the other figures time lone requests.
+        **{"warm_cache": False, **options},  # type: ignore[arg-type]
     )
     history = History(cfg.history_path)
     state = App(cfg, history)
@@ -612,6 +621,150 @@ def bench_prompt_cache(model_file: Path | None, max_tokens: int) -> Figure:
     )
 
 
+# ---------------------------------------------------------------- 3b. the cache kept warm
+
+WARM_PROMPT_MS = 0.4
+"""What an uncached prompt token costs the scripted router in the warm-cache figure."""
+
+
+def _chat_of(history, model: str, tokens: int, *, words: int = 12) -> int:
+    """A stored chat of about `tokens` tokens (the scripted router's count); its id."""
+    from llamachat import prompts
+
+    session = history.create_session("chat", model, prompt_name=prompts.DEFAULT_NAME)
+    n = 0
+    while n * (4 * words + 20) < tokens:
+        question = f"Question {n}: " + " ".join(f"llama{n}x{i}" for i in range(words)) + "?"
+        answer = f"Answer {n}: " + " ".join(f"wool{i} and hay{n}." for i in range(words))
+        history.add_message(session, "user", question)
+        history.add_message(session, "assistant", answer, model=model)
+        n += 1
+    return session
+
+
+def _type_for(
+    window, seconds: float, text: str = "And what do alpacas eat in the winter? "
+) -> None:
+    """Type into the composer for `seconds`, a key every ~120 ms with a pause now and then."""
+    from PySide6.QtCore import QEventLoop
+
+    editor = window.composer.editor
+    started = time.monotonic()
+    n = 0
+    while time.monotonic() - started < seconds:
+        editor.insertPlainText(text[n % len(text)])
+        n += 1
+        rest = 1.2 if n % 25 == 0 else 0.12  # a pause to think, now and then
+        deadline = time.monotonic() + rest
+        while time.monotonic() < deadline:
+            _app().processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 20)
+            time.sleep(0.005)
+
+
+def _send_to_first_token(window, timeout: float) -> float:
+    """Press Send; seconds until the reply's first text is shown."""
+    window.composer.editor.insertPlainText("?")
+    started = time.perf_counter()
+    window.send()
+    _wait(
+        lambda: (view := window.conversation.last_assistant()) is not None and view.content(),
+        timeout,
+        "the first token",
+    )
+    first = time.perf_counter() - started
+    _wait(lambda: not window.is_streaming(), timeout, "the reply's end")
+    return first
+
+
+def bench_warm(tokens: int, typing_s: float) -> list[Figure]:
+    """Reopen a long chat, type, send: Send to first token with the cache warmed and cold."""
+    from llamachat.dev.scripted_router import ScriptedRouter
+
+    results: dict[bool, dict] = {}
+    for warm in (False, True):
+        with (
+            tempfile.TemporaryDirectory(prefix="llamachat-bench-") as tmp,
+            ScriptedRouter(prompt_ms_per_token=WARM_PROMPT_MS) as router,
+        ):
+            folder = Path(tmp)
+            with _window(router.url, folder, warm_cache=warm) as (window, history):
+                session = _chat_of(history, MODEL, tokens)
+                _wait(lambda: not window.chat.warmer.busy(), 60, "the empty chat's warm-up")
+                window.open_session(session)
+                cpu = time.process_time()
+                _type_for(window, typing_s)
+                cpu = time.process_time() - cpu
+                first = _send_to_first_token(window, 120)
+                warmups = [r for r in router.chat_requests() if r.json.get("max_tokens") == 0]
+                timings = history.messages(session)[-1]["timings"]
+                results[warm] = {
+                    "first_token_s": first,
+                    "typing_cpu_s": cpu,
+                    "warmups_while_typing": len(warmups) - 1,  # less the empty chat's
+                    "prompt_n": timings.get("prompt_n"),
+                    "cache_n": timings.get("cache_n"),
+                }
+    warmed, cold = results[True], results[False]
+    per_minute = 60 / typing_s
+    cpu_extra = (warmed["typing_cpu_s"] - cold["typing_cpu_s"]) * per_minute
+    return [
+        Figure(
+            f"warm cache: Send to first token, {tokens:,}-token chat reopened "
+            f"({WARM_PROMPT_MS} ms/token)",
+            f"{warmed['first_token_s']:.2f} s (cold {cold['first_token_s']:.2f} s; read after "
+            f"Send {warmed['prompt_n']} vs {cold['prompt_n']} tokens)",
+            "<= 0.3 s",
+            warmed["first_token_s"] <= 0.3,
+            {"warm": warmed, "cold": cold},
+        ),
+        Figure(
+            "warm cache: cost of a minute of typing",
+            f"{warmed['warmups_while_typing'] * per_minute:.0f} warm-ups, "
+            f"CPU {warmed['typing_cpu_s'] * per_minute:.2f} s (off: "
+            f"{cold['typing_cpu_s'] * per_minute:.2f} s; difference {cpu_extra:+.2f} s)",
+            "no request storm",
+            warmed["warmups_while_typing"] * per_minute <= 6,
+        ),
+        bench_skill_reread(tokens),
+    ]
+
+
+def bench_skill_reread(tokens: int) -> Figure:
+    """What the model's own load_skill mid-reply makes the next requests re-read."""
+    from llamachat.dev.scripted_router import Reply, ScriptedRouter, ToolCall
+
+    with (
+        tempfile.TemporaryDirectory(prefix="llamachat-bench-") as tmp,
+        ScriptedRouter() as router,
+    ):
+        folder = Path(tmp)
+        skill = folder / "skills" / "terse"
+        skill.mkdir(parents=True)
+        (skill / "SKILL.md").write_text(
+            "---\nname: terse\ndescription: Answer briefly.\n---\nAnswer in one short line.\n"
+        )
+        with _window(router.url, folder) as (window, history):
+            session = _chat_of(history, MODEL, tokens)
+            window.open_session(session)
+            router.script(
+                Reply(tool_calls=[ToolCall("load_skill", '{"name": "terse"}')]),
+                Reply(content="Short."),
+            )
+            _send_and_wait(window, "Be brief from now on.")
+            follow_up = history.messages(session)[-1]["timings"]
+            _send_and_wait(window, "And llamas?")
+            next_turn = history.messages(session)[-1]["timings"]
+    prompt = follow_up["cache_n"] + follow_up["prompt_n"]
+    return Figure(
+        "model's load_skill mid-reply: tokens re-read by the follow-up round / the next turn",
+        f"{follow_up['prompt_n']} of {prompt} / {next_turn['prompt_n']} of "
+        f"{next_turn['cache_n'] + next_turn['prompt_n']} (the skill joins the system message)",
+        "information",
+        None,
+        {"follow_up": follow_up, "next_turn": next_turn},
+    )
+
+
 # ---------------------------------------------------------------- 4. cold start, open, RSS
 
 # Runs in a fresh interpreter: argv = wall-clock launch time, config values as JSON, session id.
@@ -906,6 +1059,7 @@ def run(sizes: Sizes, *, model_file: Path | None = None) -> list[Figure]:
         bench_flatness(sizes.flat_tokens, sizes.history_tokens),
         bench_stream(sizes.stream_tokens),
         bench_prompt_cache(model_file, sizes.cache_max_tokens),
+        *bench_warm(sizes.warm_tokens, sizes.typing_s),
         *bench_cold_start(sizes.open_messages),
         bench_skills(sizes.skills, sizes.skill_sends),
         *bench_history(sizes.sessions),

@@ -146,7 +146,8 @@ class Warmer(QObject):
     def send_after(self, request: turn.Turn, go: Callable[[], None]) -> None:
         """Call `go()` to send `request`: once the warm-up in flight ended when it shares
         that warm-up's prefix (what it read is kept), else now (the warm-up is cancelled)."""
-        self._held = None
+        # The request takes the warmed slot over: what was warmed before is not held any more.
+        self._held = self._last_body = None
         self.changed.emit()
         if self._cancel is not None and prefix(request) == self._flight:
             self._due.stop()
