@@ -50,6 +50,7 @@ import json
 import math
 import os
 import platform
+import re
 import resource
 import sqlite3
 import statistics
@@ -90,9 +91,9 @@ class Sizes:
 
 
 FULL = Sizes(
-    20_000, 4_000, 100_000, 5_000, 500, 200, 10_000, 24, 40, 5_000, 200, 20_000, 10.0, 1_700
+    20_000, 4_000, 100_000, 5_000, 500, 200, 10_000, 24, 40, 5_000, 200, 20_000, 10.0, 2_000
 )
-SMOKE = Sizes(2_000, 400, 5_000, 500, 50, 30, 1_000, 8, 5, 300, 20, 2_000, 1.0, 200)
+SMOKE = Sizes(2_000, 400, 5_000, 500, 50, 30, 1_000, 8, 5, 300, 20, 2_000, 1.0, 300)
 
 LIVE_RATE = 1_000
 """Tokens a second of the stream the event-loop stalls are measured on (a fast local model)."""
@@ -544,7 +545,7 @@ def _turn(client, model: str, messages: list[dict], max_tokens: int) -> tuple[st
 
 
 def bench_prompt_cache(
-    model_file: Path | None, max_tokens: int, warm_tokens: int = 1_700
+    model_file: Path | None, max_tokens: int, warm_tokens: int = 2_000
 ) -> list[Figure]:
     """Prompt tokens the real router re-processes on turn 2 against the tokens turn 2 added."""
     from llamachat import prompts
@@ -656,7 +657,11 @@ def _real_send_after_typing(url: str, root: Path, model: str, warm: int, tokens:
     reply's timings (a chat of its own each time, so neither finds the other cached)."""
     folder = root / f"warm{warm}"
     folder.mkdir()
-    with _window(url, folder, model=model, warm_cache=bool(warm)) as (window, history):
+    short = {model: {"max_tokens": 24}}  # the reading is measured, not the answer
+    with _window(url, folder, model=model, warm_cache=bool(warm), model_params=short) as (
+        window,
+        history,
+    ):
         session = _chat_of(history, model, tokens, topic="alpaca" if warm else "llama")
         window.open_session(session)
         _type_for(window, 3.0)
@@ -671,17 +676,31 @@ WARM_PROMPT_MS = 0.4
 """What an uncached prompt token costs the scripted router in the warm-cache figure."""
 
 
+_FILLER = (
+    "the herd walks up the hill in the morning and eats fresh grass while the farmer "
+    "counts every animal near the old stone barn before the rain comes down again"
+)
+
+
 def _chat_of(history, model: str, tokens: int, *, words: int = 12, topic: str = "llama") -> int:
-    """A stored chat of about `tokens` tokens (the scripted router's count) on `topic`; its id."""
+    """A stored chat of about `tokens` tokens on `topic`; its id.
+
+    Plain English words, so the scripted router's count and a real tokenizer's are close.
+    """
     from llamachat import prompts
 
     session = history.create_session("chat", model, prompt_name=prompts.DEFAULT_NAME)
-    n = 0
-    while n * (7 * words + 6) < tokens:  # what an exchange costs the scripted tokenizer
-        question = f"Question {n}: " + " ".join(f"{topic}{n}x{i}" for i in range(words)) + "?"
-        answer = f"Answer {n}: " + " ".join(f"wool{i} and hay{n}." for i in range(words))
+    filler = _FILLER.split()
+    n = counted = 0
+    while counted < tokens:
+        start = n * words
+        text = " ".join(filler[(start + i) % len(filler)] for i in range(words))
+        question = f"Question {n} about the {topic}: {text}?"
+        answer = f"Answer {n}: {text}, and the {topic} is fine."
         history.add_message(session, "user", question)
         history.add_message(session, "assistant", answer, model=model)
+        # Words and punctuation, as the scripted router counts, plus its template's tokens.
+        counted += len(re.findall(r"\w+|[^\w\s]", question + answer)) + 24
         n += 1
     return session
 
