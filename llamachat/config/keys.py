@@ -367,6 +367,20 @@ KEYS: tuple[Key, ...] = (
         check=_no_less_than_zero("sleep_idle_seconds"),
     ),
     Key(
+        "warm_cache",
+        True,
+        _BOOL,
+        "While a chat is open and its model is loaded, have the server read the chat\n"
+        "so far ahead of the next message (a request for prompt processing only), so\n"
+        "that a reply starts at once. Never loads a model; one warm-up at a time.",
+    ),
+    Key(
+        "warm_cache_providers",
+        False,
+        _BOOL,
+        "Warm the prompt cache of providers' models too (they may bill for it).",
+    ),
+    Key(
         "mcp_config",
         "",
         _STR,

@@ -123,6 +123,8 @@ class Config:
     idle_timeout: float = _default("idle_timeout")
     font_size: int = _default("font_size")
     sleep_idle_seconds: int = _default("sleep_idle_seconds")
+    warm_cache: bool = _default("warm_cache")
+    warm_cache_providers: bool = _default("warm_cache_providers")
     model_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     preset_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     mcp_servers: tuple[McpServerConfig, ...] = ()
@@ -237,6 +239,8 @@ def _build(data: dict[str, Any], path: Path) -> Config:
         idle_timeout=float(v["idle_timeout"]),
         font_size=v["font_size"],
         sleep_idle_seconds=v["sleep_idle_seconds"],
+        warm_cache=v["warm_cache"],
+        warm_cache_providers=v["warm_cache_providers"],
         model_params={k: dict(t) for k, t in v["model_params"].items()},
         preset_params={k: dict(t) for k, t in v["preset_params"].items()},
         mcp_servers=_mcp_servers(v, path),

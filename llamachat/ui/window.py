@@ -119,6 +119,7 @@ class ChatWindow(ConversationSeams, QMainWindow):
             preset=lambda: self.preset_picker.system_text(),
             prompt=lambda: (self.preset_picker.current_name(), self.preset_picker.custom_text()),
             images=lambda model: self.model_choice.reads_images(model),
+            model_status=lambda model: self.model_picker.status(model),
             parent=self,
         )
         collect_garbage_on_gui_thread()
@@ -210,6 +211,12 @@ class ChatWindow(ConversationSeams, QMainWindow):
         # Only as wide as its bar and figures, so it sits at the status bar's right end.
         self.meter.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Preferred)
         self.meter.follow(self.chat.context)
+        self.meter.follow_cache(self.chat.warmer)
+        # The cache warm-up follows the typing and the model's loads.
+        warmer = self.chat.warmer
+        self.composer.editor.textChanged.connect(lambda: warmer.draft_changed(self.composer.text()))
+        self.model_picker.model_event.connect(warmer.statuses_changed)
+        self.model_picker.models_listed.connect(warmer.statuses_changed)
         # The picker's choice goes to the chat, the composer and the meter.
         self.model_choice = ModelChoice(
             self.app,

@@ -5,7 +5,8 @@ make (`next_turn`), from its saved messages and `ChatState`: the system message,
 history, the question, every tool offered (the built-in ones and the MCP tools of the
 servers that are up), the parameters. The reply sends that Turn as built, and the
 context meter counts the same Turn (`draft_turn`, with the draft for a question): the
-two cannot drift apart. In chat mode the system message is cached, byte-identical from
+two cannot drift apart. `warm_turn` is that request up to where the next message starts,
+which the cache warm-up sends. In chat mode the system message is cached, byte-identical from
 turn to turn (what lets llama.cpp reuse its prompt cache), until `forget_system` says
 what goes into it changed.
 
@@ -153,6 +154,28 @@ class TurnBuilder:
         if self.state.mode == ONESHOT:
             request = dataclasses.replace(request, question=())
         return request
+
+    def warm_turn(self, model: str, n_ctx: int | None) -> turn.Turn:
+        """The request the next message would make, up to where that message starts, for
+        the server to read ahead (`warmup`): an empty question and `max_tokens` 0.
+
+        While a message is edited, the next send replaces it and what follows it.
+        """
+        editing = self.state.editing
+        if editing is None:
+            request = self.draft_turn(model, n_ctx)
+        else:
+            request = self.next_turn(model, before=editing, n_ctx=n_ctx)
+        history = request.history
+        if request.question:
+            # A question left unanswered (its reply failed): the next message follows it.
+            history += (request.messages()[-1],)
+        return dataclasses.replace(
+            request,
+            history=history,
+            question=(turn.Part("user", ""),),
+            params={**request.params, "max_tokens": 0},
+        )
 
     def _system_parts(self) -> tuple[turn.Part, ...]:
         # Built once per preset, search toggle and set of loaded skills: the same bytes

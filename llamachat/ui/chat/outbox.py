@@ -3,7 +3,8 @@
 `Outbox(builder, app, threads, ...)` saves a typed question (`save_question`: a new
 session when needed, or a new version of an edited message), sends the request its
 `builder.TurnBuilder` builds (`start`, a `reply.ReplyStream` on the conversation's worker
-threads), and keeps the replies. It reads the conversation's `ChatState` through the
+threads; `send` may hold it until a cache warm-up it shares a prefix with ended), and
+keeps the replies. It reads the conversation's `ChatState` through the
 builder and never its owner.
 
 A reply History could not take when it ended (a full disk) is kept with its text and
@@ -31,6 +32,7 @@ from PySide6.QtCore import QObject, Signal, Slot
 
 from llamachat import prompts
 from llamachat.history.store import HistoryError, MessageRow
+from llamachat.turn import Turn
 from llamachat.ui.chat.builder import ONESHOT, TurnBuilder
 from llamachat.ui.chat.reply import ReplyStream
 from llamachat.ui.chat.state import AppState
@@ -61,8 +63,8 @@ class Outbox(QObject):
         builder: TurnBuilder,
         app: AppState,
         threads: WorkerThreads,
-        *,
         context_size: Callable[[], int | None],
+        send: Callable[[Turn, Callable[[], None]], None] | None = None,
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
@@ -71,6 +73,9 @@ class Outbox(QObject):
         self._app = app
         self._threads = threads
         self._context_size = context_size
+        # How a request goes out: `send(request, go)` calls go() at once, or once a cache
+        # warm-up sharing its prefix ended (`warmup.Warmer.send_after`).
+        self._send = send or (lambda _request, go: go())
         self.reply: ReplyStream | None = None
         """The reply streaming now (None: none is)."""
         # Ended replies History could not take yet, kept with their text until it can.
@@ -177,7 +182,7 @@ class Outbox(QObject):
         reply.saved.connect(self._on_saved)
         reply.ended.connect(self._on_reply_ended)
         self.reply = reply
-        reply.start(self._threads)
+        self._send(request, lambda: self._go(reply))
         show()
         self.started.emit(reply)
         return True
@@ -193,6 +198,10 @@ class Outbox(QObject):
         if self._state.mode == ONESHOT:
             return False  # a one-shot request is its question alone
         return self.start(model, continues=last, show=lambda: self.messages_reset.emit(path[:-1]))
+
+    def _go(self, reply: ReplyStream) -> None:
+        if self.reply is reply:  # not stopped while it waited for a warm-up
+            reply.start(self._threads)
 
     def stop(self) -> bool:
         """Stop the reply now, keeping what arrived ("stopped"); True when one was streaming."""

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import QObject, QTimer, Signal, Slot
+from PySide6.QtCore import QObject, Signal, Slot
 
 from llamachat import prompts, turn
 from llamachat.config import Config
@@ -47,8 +47,10 @@ from llamachat.ui.chat.builder import TurnBuilder
 from llamachat.ui.chat.compaction import COMPACTING, SEND, Compaction
 from llamachat.ui.chat.context_watch import SHOWN_MS, ContextWatch
 from llamachat.ui.chat.outbox import Outbox
+from llamachat.ui.chat.skill_loader import SkillLoader
 from llamachat.ui.chat.state import AppState, ChatState
 from llamachat.ui.chat.temporary import ConversationApp
+from llamachat.ui.chat.warmup import Warmer
 from llamachat.ui.chat.worker import WorkerThreads
 
 CHAT = "chat"
@@ -95,6 +97,7 @@ class Conversation(QObject):
         preset: Callable[[], str] | None = None,
         prompt: Callable[[], tuple[str, str]] | None = None,
         images: Callable[[str], bool] | None = None,
+        model_status: Callable[[str], str] | None = None,
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
@@ -107,10 +110,6 @@ class Conversation(QObject):
         self.state = ChatState(
             mode, model, search_on=cfg.search_enabled, store=turn.skill_store(cfg)
         )
-        self._skills_from = (cfg.skill_roots(), cfg.skills_enabled)
-        # One-shot: the skills the question asked for, which a retry asks for again.
-        self._asked: list[str] = []
-        self._edit_from: int | None = None
         self.scratch: History | None = None
         """A temporary chat's history, in memory (None: the chat is saved in the App's)."""
         # The helpers read and write the conversation's history, whichever it is.
@@ -123,15 +122,31 @@ class Conversation(QObject):
             prompt=prompt or (lambda: (prompts.DEFAULT_NAME, "")),
             images=images or (lambda _model: False),
         )
+        self.skills = SkillLoader(
+            self.state,
+            cfg,
+            history=lambda: self.history,
+            forget_system=self.builder.forget_system,
+            changed=self.skills_changed.emit,
+            store_changed=self.store_changed.emit,
+            suggested=self.skills_suggested.emit,
+            notice=self.notice.emit,
+            parent=self,
+        )
         # The next request's size, for the meter and the check before each send.
         self.context = ContextWatch(self.builder, is_streaming=self.is_streaming, parent=self)
-        # Saves the questions, sends the requests and keeps the replies.
+        # Keeps the server's prompt cache holding the next request (`warmup`).
+        self.warmer = warm = Warmer(
+            self.builder, self.is_streaming, self.context.context_size, model_status, parent=self
+        )
+        # Saves the questions, sends the requests (after a warm-up they share), keeps the replies.
         self.outbox = Outbox(
             self.builder,
             helpers_app,
             self.threads,
-            context_size=self.context.context_size,
-            parent=self,
+            self.context.context_size,
+            warm.send_after,
+            self,
         )
         # What a message too long for the context makes happen, and compacting the chat.
         self.compaction = compaction = Compaction(
@@ -155,8 +170,8 @@ class Conversation(QObject):
         compaction.send.connect(self._send_compacted)
         self.session_changed.connect(lambda _id: compaction.reset())
         outbox.search_started.connect(self._on_search_started)
-        outbox.skill_loaded.connect(self._on_skill_loaded)
-        outbox.over.connect(self._on_reply_over)
+        outbox.skill_loaded.connect(self.skills.model_loaded)
+        outbox.over.connect(self.skills.reply_over)
         app.config_changed.connect(self._on_config_changed)
         # What changes the next request: another chat shown is measured after its first paint.
         watch = self.context
@@ -169,6 +184,9 @@ class Conversation(QObject):
         app.router_changed.connect(watch.router_changed)
         # An MCP server that came up (or went) changes the tools offered.
         app.mcp.changed.connect(lambda: watch.base_changed(SHOWN_MS))
+        # What changes where the next request starts: warmed again.
+        warm.follow(self.session_changed, self.messages_reset, self.skills_changed, self.editing)
+        warm.follow(app.mcp.changed, self.reply_ended)
 
     # ------------------------------------------------------------------ state
 
@@ -189,7 +207,9 @@ class Conversation(QObject):
 
     @model.setter
     def model(self, model: str) -> None:
-        self.state.model = model
+        if model != self.state.model:
+            self.state.model = model
+            self.warmer.trigger()
 
     @property
     def store(self) -> SkillStore | None:
@@ -229,8 +249,8 @@ class Conversation(QObject):
         self.builder.forget_system()
 
     def _set_edit_from(self, message_id: int | None) -> None:
-        if message_id != self._edit_from:
-            self._edit_from = message_id
+        if message_id != self.state.editing:
+            self.state.editing = message_id
             self.editing.emit(message_id)
 
     # ------------------------------------------------------------------ sessions
@@ -245,7 +265,7 @@ class Conversation(QObject):
         self._set_edit_from(None)
         store = self.store
         skills = [n for n in project["skills"] if store and store.load(n)] if project else []
-        self._set_loaded(skills, persist=False)
+        self.skills.set_loaded(skills, persist=False)
         self.state.params = dict(project["params"]) if project else {}
         self.session_changed.emit(None)
 
@@ -259,7 +279,7 @@ class Conversation(QObject):
         self.state.session_id = session_id
         self._set_edit_from(None)
         # A skill gone from disk stays listed (as missing) until the user removes it.
-        self._set_loaded(list(session.get("skills") or []), persist=False)
+        self.skills.set_loaded(list(session.get("skills") or []), persist=False)
         self.state.params = self.history.session_params(session_id)
         messages = self.outbox.settled_messages(session_id)
         self.session_changed.emit(session_id)
@@ -284,7 +304,7 @@ class Conversation(QObject):
         """Let go of the session without touching it (one-shot: it went on to the chat)."""
         self.stop()
         self.state.session_id = None
-        self._set_loaded([], persist=False)
+        self.skills.set_loaded([], persist=False)
         self.state.params = {}
 
     # ------------------------------------------------------------------ parameters
@@ -307,33 +327,11 @@ class Conversation(QObject):
 
     def load_skill(self, name: str) -> bool:
         """Load a skill into the system message; True when it was not loaded before."""
-        if self.store is None or name in self.state.loaded or self.store.load(name) is None:
-            return False
-        self._set_loaded([*self.state.loaded, name])
-        return True
+        return self.skills.load(name)
 
     def unload_skill(self, name: str) -> bool:
         """Drop a skill from the system message; True when it was loaded."""
-        if name not in self.state.loaded:
-            return False
-        self._set_loaded([n for n in self.state.loaded if n != name])
-        return True
-
-    def _set_loaded(self, names: list[str], *, persist: bool = True) -> None:
-        self.state.loaded = list(names)
-        self.builder.forget_system()
-        if persist and self.mode == CHAT and self.state.session_id is not None:
-            try:
-                self.history.set_skills(self.state.session_id, self.state.loaded)
-            except HistoryError as exc:
-                self.notice.emit(f"The chat's skills could not be saved: {exc}", 0)
-        self.skills_changed.emit(self.loaded_skills())
-
-    def _offered_skills(self) -> tuple[list[str], dict[str, str]]:
-        """What a `/` completer offers: the user's skill names and descriptions."""
-        if self.store is None:
-            return [], {}
-        return self.store.user_names(), self.store.descriptions()
+        return self.skills.unload(name)
 
     # ------------------------------------------------------------------ sending
 
@@ -347,40 +345,11 @@ class Conversation(QObject):
         command, _, focus = text.strip().partition(" ")
         if command == "/compact" and not attachments and self.mode == CHAT:
             return HELD if self.compaction.compact(focus.strip()) else NOT_SENT
-        # Before the request leaves, only the skills folders are looked at (a skill added
-        # or removed: a few stat calls); every SKILL.md (500 of them cost ~2.5 ms) is
-        # re-checked once it has left. A loaded skill's own file is checked as it is
-        # loaded into the request, so the model never gets an old text.
-        offered = self._offered_skills()
-        if self.store is not None:
-            self.store.refresh(files=False)
-        question = turn.parse_question(
-            text, self.store, always=self.cfg.skill_mentions, refresh=False
-        )
-        loaded = [name for name in question.skills if self.load_skill(name)]
-        suggested = [name for name in question.suggested if name not in self.state.loaded]
+        question = self.skills.take(text, self.cfg.skill_mentions)
         if not question.text.strip() and not attachments:
-            self._recheck_skills(offered)
-            self.skills_suggested.emit(suggested)
-            if self.mode == ONESHOT:
-                if self.state.loaded:
-                    self.notice.emit(
-                        f"Skill {', '.join(self.state.loaded)} will be used for the next question.",
-                        0,
-                    )
-            elif question.commands:
-                self.notice.emit(
-                    f"Skill {', '.join(question.commands)} loaded; nothing was sent.", 8000
-                )
+            self.skills.held(question)
             return HELD
-        if self.mode == CHAT:
-            if loaded:
-                self.notice.emit(f"Loaded skill {', '.join(loaded)}.", 8000)
-            elif question.commands:
-                self.notice.emit(f"Already loaded: {', '.join(question.commands)}.", 8000)
-        # After the request left (or when none leaves): the window's completer is rebuilt
-        # only when what it offers changed on disk.
-        QTimer.singleShot(0, self, lambda: self._recheck_skills(offered))
+        self.skills.sending(question)
         if not self.model:
             return NO_MODEL
         if not self.save_unsaved():
@@ -388,38 +357,27 @@ class Conversation(QObject):
         overflow = self.context.check(question.text, attachments)
         if overflow is not None:
             held = self.compaction.overflowed(
-                overflow, question.text, attachments, edit_from=self._edit_from
+                overflow, question.text, attachments, edit_from=self.state.editing
             )
             if held == COMPACTING:
                 self._set_edit_from(None)
             if held != SEND:
                 return held
         outcome = self._send(question.text, attachments)
-        if outcome != SENT:
-            return outcome
-        # After the message: a new chat's session_changed, which clears them, comes first.
-        self.skills_suggested.emit(suggested)
-        if suggested and self.mode == ONESHOT:
-            # The quick window has no suggestion chips: say how to use the skill instead.
-            commands = " ".join(f"/{name}" for name in suggested)
-            self.notice.emit(
-                f"Mentioned, not loaded: skill {', '.join(suggested)} (add {commands} to "
-                "the question to use it).",
-                8000,
-            )
-        return SENT
+        if outcome == SENT:
+            self.skills.sent()
+        return outcome
 
     def _send(self, text: str, attachments: list[dict]) -> str:
         """Save the question and start its reply (the context was checked); SENT or NOT_SENT."""
-        edit_from = self._edit_from
+        edit_from = self.state.editing
         self._set_edit_from(None)
         try:
             row = self.outbox.save_question(text, attachments, edit_from=edit_from)
         except HistoryError as exc:
             self.notice.emit(f"Not sent: the message could not be saved. {exc}", 0)
             return NOT_SENT
-        if self.mode == ONESHOT:
-            self._asked = list(self.state.loaded)
+        self.skills.asked()
         self.outbox.start(self.model, show=lambda: self.message_added.emit(row))
         return SENT
 
@@ -429,21 +387,16 @@ class Conversation(QObject):
         if self.submit(text, attachments) not in (SENT, COMPACTING):
             self.returned.emit({"content": text, "attachments": attachments})
 
-    def _recheck_skills(self, offered: tuple[list[str], dict[str, str]]) -> None:
-        """Re-check every SKILL.md; say so when what a `/` completer offers changed."""
-        if self.store is not None:
-            self.store.refresh()
-        if self._offered_skills() != offered:
-            self.store_changed.emit(self.store)
-
     def stop(self) -> bool:
         """Stop the reply now, keeping what arrived ("stopped"); True when one was streaming.
 
         With no reply, it leaves editing (sending adds a new message again).
         """
-        if self.outbox.stop() or self.compaction.stop():
+        stopped = self.outbox.stop() or self.compaction.stop()
+        self.warmer.cancel()
+        if stopped:
             return True
-        if self._edit_from is not None:
+        if self.state.editing is not None:
             self._set_edit_from(None)
             self.notice.emit("No longer editing: sending adds a new message.", 8000)
         return False
@@ -463,7 +416,7 @@ class Conversation(QObject):
         if self.mode == ONESHOT:
             question = next((row for row in rows if row["role"] == "user"), None)
             model = (question["model"] if question else "") or self.model
-            self._set_loaded(self._asked)
+            self.skills.ask_again()
         else:
             model = self.model
         if not model:
@@ -555,6 +508,7 @@ class Conversation(QObject):
     def close(self) -> None:
         """Stop the reply and try once more to save the replies History could not take."""
         self.stop()
+        self.warmer.close()
         self.context.close()
         self.outbox.close()
 
@@ -579,29 +533,10 @@ class Conversation(QObject):
         if self.mode == CHAT:
             self.notice.emit(f"Searching the web for “{query}”…", 8000)
 
-    @Slot(str)
-    def _on_skill_loaded(self, name: str) -> None:
-        # One-shot: the chips show it; the answer's notice line stays for problems.
-        if self.load_skill(name) and self.mode == CHAT:
-            self.notice.emit(f"The model loaded skill {name}.", 8000)
-
-    @Slot()
-    def _on_reply_over(self) -> None:
-        if self.mode == ONESHOT:
-            # The skills served this answer only.
-            self._set_loaded([], persist=False)
-
     # ------------------------------------------------------------------ history and config
 
     @Slot(object)
     def _on_config_changed(self, cfg: Config) -> None:
-        """Follow the skills folders of settings saved in any window."""
-        skills_from = (cfg.skill_roots(), cfg.skills_enabled)
-        if skills_from != self._skills_from:
-            self._skills_from = skills_from
-            self.state.store = store = turn.skill_store(cfg)
-            loaded = self.state.loaded
-            self._set_loaded([n for n in loaded if store is not None and store.load(n)])
-            self.store_changed.emit(self.store)
+        self.skills.follow(cfg)
         # The system message's date note and max_searches are read from cfg at each send.
         self.builder.forget_system()

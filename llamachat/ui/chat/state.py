@@ -44,6 +44,8 @@ class ChatState:
     """The project a new chat is saved into (None: none)."""
     temporary: bool = False
     """A temporary chat: its session ids are a memory database's, which nothing else keys by."""
+    editing: int | None = None
+    """The message being edited: the next send makes a new version of it."""
 
 
 class McpTools(Protocol):

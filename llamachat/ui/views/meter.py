@@ -4,7 +4,8 @@
 model's context in use. Following a conversation's `ContextWatch` (`follow`), it shows
 the next request as it stands, counted part by part (system prompt, each skill, earlier
 messages, the message being written, each attachment, tools, the chat template), live
-while a reply streams, with the breakdown and the reply reserve in its tooltip; amber
+while a reply streams, with the breakdown, the reply reserve and how much of it the
+server already holds (`follow_cache`: the cache warm-up's figures) in its tooltip; amber
 when the request and the reserve near the context size, red over it.
 On its own it shows the tokens the last reply used of the model's context size. The size comes from the server's
 `/props` with `autoload=false` (`models.Models.context_size`), fetched in the
@@ -34,6 +35,7 @@ from llamachat.ui.tasks import call_in_background
 
 if TYPE_CHECKING:
     from llamachat.ui.chat.context_watch import ContextWatch
+    from llamachat.ui.chat.warmup import Warmer
 
 # Qt's QWIDGETSIZE_MAX, which PySide6 does not export: no maximum size.
 _NO_MAXIMUM = (1 << 24) - 1
@@ -84,6 +86,7 @@ class ContextMeter(QWidget):
         self._used = 0
         self._draft = 0
         self._watch: ContextWatch | None = None
+        self._warmer: Warmer | None = None
         self._live_shown = False
         self.state = "ok"  # "ok", "near" or "over": what the colour says
         self.setAccessibleName("Context meter")
@@ -119,6 +122,13 @@ class ContextMeter(QWidget):
         self._watch = watch
         watch.changed.connect(self._on_watch_changed)
         self._on_watch_changed()
+
+    def follow_cache(self, warmer: Warmer) -> None:
+        """Say in the tooltip how much of the next request the server holds (`warmer`'s figures)."""
+        self._warmer = warmer
+        warmer.changed.connect(self._on_watch_changed)
+        if self._watch is not None:
+            self._on_watch_changed()
 
     def set_model(self, model_id: str) -> None:
         """Show `model_id`'s context; its size is asked for in the background."""
@@ -248,6 +258,9 @@ class ContextMeter(QWidget):
             if not watch.takes_tools():
                 lines.append(f"  tools: none sent ({context.NO_TOOLS})")
             lines.append(f"  reply reserve: {reserve:,}")
+            held = self._warmer.in_cache() if self._warmer is not None else None
+            if held is not None:
+                lines.append(f"in cache: {min(held, used):,} of {used:,} tokens")
             if not breakdown.exact:
                 lines.append("(~ estimated: the server has not counted every part yet)")
         if self.state == "over":

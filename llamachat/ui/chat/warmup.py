@@ -1,0 +1,275 @@
+"""The prompt cache kept warm: the server reads a chat ahead of the next message.
+
+On local hardware the wait before a reply's first token is mostly the model reading the
+chat (prompt processing). llama.cpp keeps a chat's prefix cached while its model stays
+loaded, but the cache goes cold when llamachat restarts, a model (re)loads, a skill is
+loaded (the system message changes), a message is edited or a version switched.
+`Warmer(builder, ...)` sends, while a chat is open and its model loaded, the request the
+next message would make up to where that message starts (`TurnBuilder.warm_turn`: an
+empty question, `max_tokens` 0, so the server reads the prompt and generates one token).
+By the time the person presses Enter only the new message is left to read.
+
+Triggers, each debounced into one warm-up: `trigger` (its conversation: another chat
+shown, its messages reset by an edit or a version switch, its skills or tools changed,
+another model chosen, a reply finished), `draft_changed` (the window's composer: the
+first keystroke at once, then each pause in typing) and `statuses_changed` (the window's
+model list: a model finished loading). A warm-up whose body equals the last one warmed
+is not sent, so fast typing makes no request at all after the first.
+
+Rules: a warm-up never loads a model (`?autoload=false` on each, and a model whose
+status is known must show "loaded"); never a provider's model unless
+`warm_cache_providers`; one at a time and none while a reply streams; `cancel` (Stop)
+and `close` (quit) close its connection.
+
+Send (`send_after`): llama.cpp goes on reading a prompt whose client left, and a request
+sent meanwhile goes to another slot and reads everything again, competing for the CPU.
+So a request that shares the in-flight warm-up's prefix waits for it to end, the
+earliest the server could answer anyway, and then reads only the new message. This is
+done on the client rather than by pinning `id_slot`: it works with any server and needs
+no slot bookkeeping. A request that shares no prefix (another model, an edited history)
+cancels the warm-up and goes at once.
+
+Figures: `in_cache()`, the tokens of the request the server holds, from the last
+warm-up's own timings (cache_n + prompt_n), for the meter; `warmups`, how many were sent.
+
+Threads: a warm-up streams on a daemon task of `tasks`; its end comes back on the GUI
+thread, where everything else runs. Errors: none raised; a warm-up that fails (the
+model unloaded meanwhile) is logged and forgotten.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+
+from PySide6.QtCore import QObject, QTimer, Signal, SignalInstance, Slot
+
+from llamachat import turn
+from llamachat.router import client as backend
+from llamachat.ui import tasks
+from llamachat.ui.chat.builder import TurnBuilder
+
+log = logging.getLogger(__name__)
+
+# A burst of changes (a chat opening: its session, messages and skills) makes one warm-up.
+SOON_MS = 50
+# A pause in typing this long warms what changed meanwhile.
+PAUSE_MS = 1000
+
+
+def prefix(request: turn.Turn) -> tuple:
+    """What a request shares with the warm-up before it: all but its question."""
+    return (request.model, request.system_message(), request.history, request.tools)
+
+
+class Warmer(QObject):
+    """Keeps the server's prompt cache holding a conversation's next request."""
+
+    changed = Signal()  # in_cache() changed
+
+    def __init__(
+        self,
+        builder: TurnBuilder,
+        is_streaming: Callable[[], bool],
+        context_size: Callable[[], int | None],
+        model_status: Callable[[str], str] | None = None,
+        parent: QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self._builder = builder
+        self._state = builder.state
+        self._is_streaming = is_streaming
+        self._context_size = context_size
+        # None: no status known (a window without a model list); autoload=false guards.
+        self._model_status = model_status
+        self._seen = ("", "")  # the model and the status last seen
+        self._typing = False
+        self._closed = False
+        # The warm-up in flight: its cancel event and prefix; sends waiting for it to end.
+        self._cancel: threading.Event | None = None
+        self._flight: tuple | None = None
+        self._waiting: list[Callable[[], None]] = []
+        self._again = False  # something changed while one was in flight
+        self._last_body: dict | None = None
+        self._held: int | None = None
+        self.warmups = 0
+        """How many warm-ups were sent."""
+        self._due = QTimer(self)
+        self._due.setSingleShot(True)
+        self._due.timeout.connect(self._warm)
+        self._pause = QTimer(self)
+        self._pause.setSingleShot(True)
+        self._pause.setInterval(PAUSE_MS)
+        self._pause.timeout.connect(self.trigger)
+
+    # ------------------------------------------------------------------ triggers
+
+    @Slot()
+    def trigger(self, delay_ms: int = SOON_MS) -> None:
+        """What the next request starts with may have changed: warm it soon."""
+        if self._closed or not self._builder.config().warm_cache:
+            return
+        if not self._due.isActive() or delay_ms < self._due.remainingTime():
+            self._due.start(delay_ms)
+
+    def follow(self, *signals: SignalInstance) -> None:
+        """Warm again after each of these signals (a reply's end: unless it was stopped)."""
+        for signal in signals:
+            signal.connect(self._on_signal)
+
+    def _on_signal(self, *args: object) -> None:
+        if args[:1] != ("stopped",):
+            self.trigger()
+
+    def draft_changed(self, text: str) -> None:
+        """The composer's text: the first keystroke warms at once, then each pause."""
+        typing = bool(text)
+        first, self._typing = typing and not self._typing, typing
+        if first:
+            self.trigger()
+        elif typing:
+            self._pause.start()
+
+    @Slot(object)
+    def statuses_changed(self, _what: object = None) -> None:
+        """The models' statuses may have changed: a model that finished loading is warmed."""
+        model = self._state.model
+        status = self._status(model)
+        if status == "loaded" and self._seen != (model, "loaded"):
+            self.trigger()
+        self._seen = (model, status)
+
+    # ------------------------------------------------------------------ sending
+
+    def send_after(self, request: turn.Turn, go: Callable[[], None]) -> None:
+        """Call `go()` to send `request`: once the warm-up in flight ended when it shares
+        that warm-up's prefix (what it read is kept), else now (the warm-up is cancelled)."""
+        # The request takes the warmed slot over: what was warmed before is not held any more.
+        self._held = self._last_body = None
+        self.changed.emit()
+        if self._cancel is not None and prefix(request) == self._flight:
+            self._due.stop()
+            self._pause.stop()
+            self._waiting.append(go)
+            return
+        self.cancel()
+        go()
+
+    def cancel(self) -> None:
+        """Stop: close the warm-up's connection (the server may finish its read) and wait
+        for no trigger due."""
+        self._due.stop()
+        self._pause.stop()
+        self._again = False
+        if self._cancel is not None:
+            self._cancel.set()
+            self._cancel = self._flight = None
+            self._last_body = None
+        self._release()
+
+    def close(self) -> None:
+        """Quit: cancel the warm-up and send none again."""
+        self._closed = True
+        self.cancel()
+
+    def in_cache(self) -> int | None:
+        """The tokens the server holds of the next request, from the last warm-up's figures
+        (None: not known, or something changed since)."""
+        return self._held
+
+    def busy(self) -> bool:
+        """Whether a warm-up is in flight or due."""
+        return self._cancel is not None or self._due.isActive() or self._pause.isActive()
+
+    # ------------------------------------------------------------------ internals
+
+    def _status(self, model: str) -> str:
+        return self._model_status(model) if self._model_status is not None else "loaded"
+
+    @Slot()
+    def _warm(self) -> None:
+        cfg = self._builder.config()
+        if self._closed or not cfg.warm_cache or self._is_streaming():
+            return
+        if self._cancel is not None:
+            self._again = True  # one at a time: this one follows
+            return
+        model = self._state.model
+        if not model:
+            return
+        client, name = self._builder.client_for(model)
+        provider = name != model
+        if provider and not cfg.warm_cache_providers:
+            return
+        if not provider and self._status(model) != "loaded":
+            return  # never a load: warmed once it finished loading
+        try:
+            request = self._builder.warm_turn(model, self._context_size())
+        except Exception:
+            log.exception("cannot build the warm-up request")
+            return
+        body = request.body(name)
+        if body == self._last_body:
+            return
+        self._last_body = body
+        if self._held is not None:
+            self._held = None
+            self.changed.emit()
+        cancel = self._cancel = threading.Event()
+        self._flight = prefix(request)
+        query = None if provider else {"autoload": "false"}
+        self.warmups += 1
+        tasks.run_in_background(
+            lambda: _read(client, name, request, cancel, query),
+            lambda future: self._on_done(cancel, future),
+            receiver=self,
+            daemon=True,
+        )
+
+    def _on_done(self, cancel: threading.Event, future: Future) -> None:
+        if cancel.is_set():
+            return  # cancelled: `cancel` has let go of it
+        self._cancel = self._flight = None
+        try:
+            timings = future.result().get("timings") or {}
+        except Exception as exc:  # noqa: BLE001 - a warm-up is only ever a head start
+            log.info("cache warm-up failed: %s", exc)
+            timings = {}
+        held = sum(
+            value for key in ("cache_n", "prompt_n") if isinstance(value := timings.get(key), int)
+        )
+        if held:
+            self._held = held
+            self.changed.emit()
+        else:
+            self._last_body = None  # not warmed: the next trigger tries again
+        self._release()
+        if self._again:
+            self._again = False
+            self.trigger()
+
+    def _release(self) -> None:
+        waiting, self._waiting = self._waiting, []
+        for go in waiting:
+            go()
+
+
+def _read(
+    client: backend.Client,
+    model: str,
+    request: turn.Turn,
+    cancel: threading.Event,
+    query: Mapping[str, str] | None,
+) -> dict:
+    """Send a warm-up and read it to its end (a worker thread); its stats ({}: cancelled)."""
+    stats: dict = {}
+    stream = client.stream_chat(model, request=request, cancel=cancel, query=query)
+    try:
+        for kind, value in stream:
+            if kind == "stats" and isinstance(value, dict):
+                stats = value
+    finally:
+        stream.close()
+    return stats
