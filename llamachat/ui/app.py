@@ -42,6 +42,7 @@ from llamachat.router import client, providers
 from llamachat.router.server import ManagedServerError
 from llamachat.ui import plain, tasks
 from llamachat.ui.chat.mcp_host import McpHost
+from llamachat.ui.desktop import entry
 from llamachat.ui.first_run import event_text
 from llamachat.ui.theme import apply_theme
 
@@ -169,6 +170,8 @@ class App(QObject):
         self.config_changed.emit(self._config)
         if replace_registry:
             self.router_changed.emit(self._router)
+        if new.autostart != old.autostart:
+            entry.set_autostart(entry.launcher(new.path), new.autostart)
 
     def _effective(self) -> Config:
         return dataclasses.replace(
