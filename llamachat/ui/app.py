@@ -105,6 +105,7 @@ class App(QObject):
         self._old_registries: list[providers.Registry] = []
         self._config = cfg
         self._hook: ExceptionHook | None = None
+        self.shortcut_note = ""
         # Built here, on the GUI thread, before any task may be started from elsewhere.
         tasks.manager()
         self._server_event_posted.connect(
@@ -135,6 +136,10 @@ class App(QObject):
     def registry(self) -> providers.Registry:
         """The router and providers every window talks to now."""
         return self._registry
+
+    def set_shortcut_note(self, text: str) -> None:
+        """Keep how the quick ask shortcut stands (`shortcut_note`), for Settings to show."""
+        self.shortcut_note = text
 
     def managed_server(self) -> ManagedServer | None:
         """The llama-server llamachat started (None when it uses a router already running)."""
