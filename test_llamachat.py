@@ -63,6 +63,7 @@ from PySide6.QtGui import (
     QDragEnterEvent,
     QDropEvent,
     QGuiApplication,
+    QImage,
     QKeySequence,
     QPalette,
     QTextCursor,
@@ -8500,6 +8501,79 @@ class TestCli:
         assert "Lines about words." in asked["messages"][-1]["content"]
         assert all(_prompt_tokens(r) + r.get("max_tokens", 512) <= 2048 for r in requests)
 
+    def test_install_desktop_writes_the_entry_icon_and_autostart_and_uninstall_removes_all(
+        self, tmp_path, capsys, monkeypatch
+    ) -> None:
+        """--install-desktop writes a valid menu entry (New chat, Quick ask), the icon as SVG
+        and PNGs, and with autostart = true a login entry, all under $XDG_DATA_HOME /
+        $XDG_CONFIG_HOME; --uninstall-desktop leaves nothing behind."""
+        from llamachat.ui.desktop import entry
+
+        data, settings = tmp_path / "data", tmp_path / "settings"
+        monkeypatch.setenv("XDG_DATA_HOME", str(data))
+        monkeypatch.setenv("XDG_CONFIG_HOME", str(settings))
+        path = tmp_path / "my config.toml"
+        path.write_text("autostart = true\n")
+        assert main(["--config", str(path), "--install-desktop"]) == 0
+        program = entry.launcher()[0]
+        assert Path(program).is_absolute() and os.access(program, os.X_OK)
+        run = f'{program} --config "{path}"'
+        menu = data / "applications" / "llamachat.desktop"
+        assert menu.read_text() == (
+            "[Desktop Entry]\n"
+            "Type=Application\n"
+            "Version=1.4\n"
+            "Name=llamachat\n"
+            "GenericName=Local AI chat\n"
+            "Comment=Chat with the models you run yourself with llama.cpp\n"
+            "Icon=llamachat\n"
+            f"Exec={run}\n"
+            "Terminal=false\n"
+            "StartupNotify=true\n"
+            "Categories=Utility;\n"
+            "Keywords=llama;llama.cpp;LLM;AI;assistant;\n"
+            "Actions=new-chat;quick-ask;\n"
+            "\n"
+            "[Desktop Action new-chat]\n"
+            "Name=New chat\n"
+            f"Exec={run} --new-chat\n"
+            "\n"
+            "[Desktop Action quick-ask]\n"
+            "Name=Quick ask\n"
+            f"Exec={run} ask\n"
+        )
+        login = settings / "autostart" / "llamachat.desktop"
+        assert f"Exec={run} --background\n" in login.read_text()
+        validate = shutil.which("desktop-file-validate")
+        if validate:  # Debian's desktop-file-utils, where installed
+            for written in (menu, login):
+                done = subprocess.run(
+                    [validate, str(written)], capture_output=True, text=True, check=False
+                )
+                assert (done.returncode, done.stdout) == (0, ""), done.stdout
+        theme = data / "icons" / "hicolor"
+        assert (theme / "scalable/apps/llamachat.svg").read_bytes() == entry.icon.SVG.read_bytes()
+        for size in entry.icon.PNG_SIZES:
+            picture = QImage(str(theme / f"{size}x{size}/apps/llamachat.png"))
+            assert (picture.width(), picture.height()) == (size, size)
+        assert str(menu) in capsys.readouterr().out
+
+        assert main(["--config", str(path), "--uninstall-desktop"]) == 0
+        assert list(data.rglob("*")) == []
+        assert not (settings / "autostart").exists()
+        assert main(["--config", str(path), "--uninstall-desktop"]) == 0
+        assert "nothing to remove" in capsys.readouterr().out
+
+    def test_desktop_exec_line_quotes_as_the_specification_says(self) -> None:
+        """An Exec argument with reserved characters is quoted, its \\ " ` $ escaped, % doubled,
+        and the value's backslashes escaped once more; a plain argument stays bare."""
+        from llamachat.ui.desktop.entry import exec_line
+
+        assert exec_line(["/opt/llamachat/llamachat", "ask"]) == "/opt/llamachat/llamachat ask"
+        assert exec_line(["/opt/llama chat/llamachat", "--config", 'a"b$c\\d%e', "50%"]) == (
+            '"/opt/llama chat/llamachat" --config "a\\\\"b\\\\$c\\\\\\\\d%%e" 50%%'
+        )
+
 
 class TestQtPlatform:
     """`llamachat.qt_platform`: a bare Linux without Qt's libraries."""
@@ -9025,6 +9099,110 @@ class TestTray:
         finally:
             history.close()
 
+    def test_quick_ask_shortcut_through_the_portal_binds_activates_and_reports_conflicts(
+        self, qtbot, session_bus, tmp_path
+    ) -> None:
+        """On a bus with the GlobalShortcuts portal, quick_ask_shortcut is asked for as the
+        preferred trigger and a press activates quick ask; a key the desktop gives away, or one
+        of the chat window's keys, is reported; with no portal (offscreen) Settings' note says
+        how to bind `llamachat ask` by hand."""
+        from llamachat.dev.fake_portal import FakePortal
+        from llamachat.ui.desktop.hotkey import QuickAskShortcut
+
+        portal = FakePortal(session_bus, taken=("CTRL+ALT+k",))
+        shortcut = QuickAskShortcut(bus=session_bus)
+        try:
+            shortcut.apply("Ctrl+Alt+Space")
+            qtbot.waitUntil(lambda: shortcut.status.startswith("Quick ask: "))
+            assert shortcut.status.startswith("Quick ask: Ctrl+Alt+space (the desktop's")
+            [(_session, [(shortcut_id, wanted)], _parent, _options)] = [
+                body for method, body in portal.requests if method == "BindShortcuts"
+            ]
+            assert shortcut_id == "quick-ask"
+            assert wanted["preferred_trigger"] == ("s", "CTRL+ALT+space")
+            with qtbot.waitSignal(shortcut.activated, timeout=5000):
+                portal.press("quick-ask")
+
+            shortcut.apply("Ctrl+Alt+K")
+            qtbot.waitUntil(lambda: shortcut.status.startswith("The desktop did not bind"))
+            assert "Ctrl+Alt+K (another shortcut has it" in shortcut.status
+
+            shortcut.apply("Ctrl+N")
+            assert shortcut.status == (
+                "Ctrl+N is the chat window's key for “Start a new chat”: choose another."
+            )
+        finally:
+            shortcut.release()
+            portal.close()
+        nowhere = QuickAskShortcut(bus=f"unix:path={tmp_path / 'no-bus'}")
+        nowhere.apply("Ctrl+Alt+J")
+        qtbot.waitUntil(lambda: nowhere.status.startswith("This desktop offers no global"))
+        assert "`llamachat ask`" in nowhere.status
+        nowhere.release()
+
+    def test_quick_ask_shortcut_x11_grab_fires_on_the_key_and_reports_a_taken_key(
+        self, qtbot, monkeypatch
+    ) -> None:
+        """Without a portal on X11 the key is grabbed on the root window: a press (sent through
+        XTest) activates it, and a key another client holds is reported as taken."""
+        import ctypes
+        import ctypes.util
+
+        from llamachat.ui.desktop.x11 import GrabError, X11Grab
+
+        xvfb, xtst = shutil.which("Xvfb"), ctypes.util.find_library("Xtst")
+        if xvfb is None or xtst is None:
+            pytest.skip("needs Xvfb and libXtst (Debian: xvfb, libxtst6)")
+        read, write = os.pipe()
+        server = subprocess.Popen(
+            [xvfb, "-displayfd", str(write), "-nolisten", "tcp"],
+            pass_fds=(write,),
+            stderr=subprocess.DEVNULL,
+        )
+        os.close(write)
+        try:
+            with os.fdopen(read) as number:
+                monkeypatch.setenv("DISPLAY", f":{number.readline().strip()}")
+            grab = X11Grab("Ctrl+Alt+Space")
+            with pytest.raises(GrabError, match="Ctrl.Alt.Space is taken by another program"):
+                X11Grab("Ctrl+Alt+Space")
+            x, test = ctypes.CDLL(ctypes.util.find_library("X11")), ctypes.CDLL(xtst)
+            x.XOpenDisplay.restype = ctypes.c_void_p
+            display = ctypes.c_void_p(x.XOpenDisplay(None))
+
+            def key(name: bytes, down: int) -> None:
+                code = x.XKeysymToKeycode(display, ctypes.c_ulong(x.XStringToKeysym(name)))
+                test.XTestFakeKeyEvent(display, code, down, 0)
+
+            with qtbot.waitSignal(grab.activated, timeout=5000):
+                for down, names in (
+                    (1, (b"Control_L", b"Alt_L", b"space")),
+                    (0, (b"space", b"Alt_L", b"Control_L")),
+                ):
+                    for name in names:
+                        key(name, down)
+                x.XFlush(display)
+            grab.close()
+            x.XCloseDisplay(display)
+        finally:
+            server.terminate()
+            server.wait(timeout=10)
+
+    def test_settings_shows_how_the_quick_ask_shortcut_stands_and_saves_it(
+        self, qtbot, tmp_path
+    ) -> None:
+        """Settings shows the shortcut's note and saves a new key and autostart to the file."""
+        path = tmp_path / "config.toml"
+        path.write_text("")
+        dialog = SettingsDialog(config.load(path), shortcut_note="Ctrl+N is taken")
+        qtbot.addWidget(dialog)
+        assert dialog.shortcut_note.text() == "Ctrl+N is taken"
+        assert dialog.quick_ask_shortcut.keySequence() == QKeySequence("Ctrl+Alt+Space")
+        dialog.quick_ask_shortcut.setKeySequence(QKeySequence("Meta+Shift+A"))
+        dialog.autostart.setChecked(True)
+        assert dialog.save() is True
+        assert path.read_text() == 'quick_ask_shortcut = "Meta+Shift+A"\nautostart = true\n'
+
 
 class TestInstance:
     """`llamachat.ui.instance`: one llamachat per user."""
@@ -9212,6 +9390,29 @@ class TestInstance:
             _wait_for(lambda: _answered(tmp_path / "history.db", "are you there"), 30, "the answer")
         finally:
             _stop(first)
+
+    @quick_offscreen
+    def test_instance_background_opens_no_window_and_new_chat_opens_an_empty_chat(
+        self, router, qtbot, tmp_path
+    ) -> None:
+        """`--background` (the autostart entry) shows no window; `--new-chat` (the menu entry's
+        "New chat") shows the chat window on a new, empty chat."""
+
+        cfg = _instance_cfg(router, tmp_path)
+        history = History(cfg.history_path)
+        running = RunningInstance(_app(cfg, history), tray=False)
+        try:
+            _act(running, payload(["--background"], "/"))
+            assert running.chat_window() is None and not running.quick_window().isVisible()
+            old = history.create_session("chat", title="Old")
+            running.show_chat().open_session(old)
+            assert running.chat_window().session_id == old
+            _act(running, payload(["--new-chat"], "/"))
+            chat = running.chat_window()
+            assert chat.isVisible() and chat.session_id is None
+        finally:
+            running.shutdown()
+            history.close()
 
 
 class TestFirstRun:
@@ -12393,6 +12594,23 @@ class TestApp:
                     dialog.close()
                 state.close()
         assert sys.excepthook == before
+
+    def test_app_autostart_setting_writes_and_removes_the_login_entry(
+        self, router, qtbot, tmp_path
+    ) -> None:
+        """Saving autostart = true writes $XDG_CONFIG_HOME/autostart/llamachat.desktop (starting
+        llamachat in the background with this config); saving false removes it."""
+        cfg = _app_cfg_file(router, tmp_path)
+        login = Path(os.environ["XDG_CONFIG_HOME"]) / "autostart" / "llamachat.desktop"
+        with History(cfg.history_path) as history:
+            state = _app(cfg, history)
+            try:
+                state.save_settings({"autostart": True})
+                assert f"--config {cfg.path} --background\n" in login.read_text()
+                state.save_settings({"autostart": False})
+                assert not login.exists() and not login.parent.exists()
+            finally:
+                state.close()
 
 
 class TestPlainText:

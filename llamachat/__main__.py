@@ -3,6 +3,8 @@
     llamachat [--config PATH] [--version]      open the chat window
     llamachat ask ["question"]                 the quick window (asking at once when given)
     llamachat ask --print "question"           the answer on stdout, no window (llamachat.cli)
+    llamachat --install-desktop                the menu entry and icon (ui.desktop.entry);
+    llamachat --uninstall-desktop              and their removal
 
 One llamachat runs per user and configuration (`ui.instance`): a later `llamachat`
 or `llamachat ask` hands its arguments, working folder and piped stdin to the running
@@ -65,6 +67,30 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"llamachat {__version__}")
     parser.add_argument("--debug", action="store_true", help="log debugging detail to stderr")
+    parser.add_argument(
+        "--new-chat", action="store_true", help="open the chat window on a new chat"
+    )
+    parser.add_argument(
+        "--background",
+        action="store_true",
+        help="start with no window: the tray icon and the quick ask shortcut (used at login)",
+    )
+    parser.add_argument(
+        "--install-desktop",
+        dest="run",
+        action="store_const",
+        const=_install_desktop,
+        default=argparse.SUPPRESS,
+        help="add llamachat to the applications menu (and to login, with autostart = true)",
+    )
+    parser.add_argument(
+        "--uninstall-desktop",
+        dest="run",
+        action="store_const",
+        const=_uninstall_desktop,
+        default=argparse.SUPPRESS,
+        help="remove what --install-desktop added",
+    )
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
     ask = commands.add_parser(
         "ask",
@@ -156,6 +182,32 @@ def _run_ask(args: argparse.Namespace, cfg: config.Config) -> int:
     return _run_gui(args, cfg)
 
 
+def _install_desktop(args: argparse.Namespace, cfg: config.Config) -> int:
+    """`llamachat --install-desktop`: write the menu entry, the icon and maybe autostart."""
+    from llamachat.ui.desktop import entry
+
+    try:
+        written = entry.install(entry.launcher(cfg.path), autostart=cfg.autostart)
+    except OSError as exc:
+        print(f"llamachat: cannot install the desktop entry: {exc}", file=sys.stderr)
+        return 1
+    print("\n".join(str(path) for path in written))
+    return 0
+
+
+def _uninstall_desktop(args: argparse.Namespace, cfg: config.Config) -> int:
+    """`llamachat --uninstall-desktop`: remove what --install-desktop wrote."""
+    from llamachat.ui.desktop import entry
+
+    try:
+        removed = entry.uninstall()
+    except OSError as exc:
+        print(f"llamachat: cannot remove the desktop entry: {exc}", file=sys.stderr)
+        return 1
+    print("\n".join(str(path) for path in removed) or "nothing to remove")
+    return 0
+
+
 def _run_gui(args: argparse.Namespace, cfg: config.Config) -> int:
     """Hand the arguments to the running llamachat, or become it and run Qt's event loop."""
     from PySide6.QtCore import Qt, QTimer
@@ -164,6 +216,7 @@ def _run_gui(args: argparse.Namespace, cfg: config.Config) -> int:
     from llamachat.history.store import History, HistoryError
     from llamachat.ui import instance, plain
     from llamachat.ui.app import App
+    from llamachat.ui.desktop.icon import app_icon
 
     try:
         piped = cli.read_piped() if getattr(args, "run", None) is _run_ask else ""
@@ -183,6 +236,7 @@ def _run_gui(args: argparse.Namespace, cfg: config.Config) -> int:
     app.setApplicationName("llamachat")
     app.setApplicationVersion(__version__)
     QApplication.setDesktopFileName("llamachat")
+    QApplication.setWindowIcon(app_icon())
     # The running instance decides when to end: with a tray it outlives its windows.
     QApplication.setQuitOnLastWindowClosed(False)
     # A desktop logout sends SIGTERM: end like Quit does, so replies are saved, a
@@ -246,7 +300,10 @@ def _act(running: RunningInstance, message: dict) -> None:
         log.warning("ignored a hand-over with a bad command line: %r", message.get("argv"))
         return
     if getattr(args, "run", None) is not _run_ask:
-        running.show_chat()
+        if args.new_chat:
+            running.show_chat().new_session()
+        elif not args.background:
+            running.show_chat()
         return
     typed = " ".join(args.question)
     text = cli.with_input(typed, str(message.get("stdin") or ""))

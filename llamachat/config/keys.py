@@ -92,6 +92,19 @@ def _url(name: str, *, optional: bool = False) -> Callable[[Any], str | None]:
     return check
 
 
+# Modifiers then one key ("Ctrl+Alt+Space"), or a function key alone ("F12").
+_SHORTCUT = re.compile(r"(((Ctrl|Alt|Shift|Meta)\+)+[^+\s]+|((Ctrl|Alt|Shift|Meta)\+)*F\d{1,2})")
+
+
+def _shortcut(value: str) -> str | None:
+    if not value or _SHORTCUT.fullmatch(value):
+        return None
+    return (
+        'quick_ask_shortcut must be modifiers and a key, like "Ctrl+Alt+Space" (or a'
+        f" function key), or empty for none; got '{value}'"
+    )
+
+
 def _theme(value: Any) -> str | None:
     return None if value in THEMES else f"theme must be one of {', '.join(THEMES)}; got '{value}'"
 
@@ -183,6 +196,23 @@ KEYS: tuple[Key, ...] = (
         _STR,
         "The model for the one-shot quick window. Empty: the same as default_model.",
         example="Qwen3-4B-Q4_K_M",
+    ),
+    Key(
+        "quick_ask_shortcut",
+        "Ctrl+Alt+Space",
+        _STR,
+        "The desktop-wide shortcut that opens the quick window, through the desktop's\n"
+        "global shortcuts portal, else a key grab on X11 (Settings says which, and\n"
+        "what is in the way). Empty: none; bind `llamachat ask` in the desktop's own\n"
+        "keyboard settings instead.",
+        check=_shortcut,
+    ),
+    Key(
+        "autostart",
+        False,
+        _BOOL,
+        "Start llamachat at login, in the background: the tray icon and the quick ask\n"
+        "shortcut, no window (an entry in ~/.config/autostart).",
     ),
     Key(
         "search_enabled",

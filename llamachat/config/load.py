@@ -99,6 +99,8 @@ class Config:
     router_api_key_env: str = _default("router_api_key_env")
     default_model: str = _default("default_model")
     oneshot_model: str = _default("oneshot_model")
+    quick_ask_shortcut: str = _default("quick_ask_shortcut")
+    autostart: bool = _default("autostart")
     search_enabled: bool = _default("search_enabled")
     search_url: str = _default("search_url")
     max_searches: int = _default("max_searches")
@@ -207,6 +209,8 @@ def _build(data: dict[str, Any], path: Path) -> Config:
         router_api_key_env=v["router_api_key_env"],
         default_model=v["default_model"],
         oneshot_model=v["oneshot_model"],
+        quick_ask_shortcut=v["quick_ask_shortcut"],
+        autostart=v["autostart"],
         search_enabled=v["search_enabled"],
         search_url=v["search_url"].rstrip("/"),
         max_searches=v["max_searches"],

@@ -43,6 +43,7 @@ from llamachat.router import client, providers
 from llamachat.router.server import ManagedServerError
 from llamachat.ui import plain, tasks
 from llamachat.ui.chat.mcp_host import McpHost
+from llamachat.ui.desktop import entry
 from llamachat.ui.first_run import event_text
 from llamachat.ui.library.host import LibraryHost
 from llamachat.ui.theme import apply_theme
@@ -106,6 +107,7 @@ class App(QObject):
         self._old_registries: list[providers.Registry] = []
         self._config = cfg
         self._hook: ExceptionHook | None = None
+        self.shortcut_note = ""
         # Built here, on the GUI thread, before any task may be started from elsewhere.
         tasks.manager()
         self._server_event_posted.connect(
@@ -138,6 +140,10 @@ class App(QObject):
     def registry(self) -> providers.Registry:
         """The router and providers every window talks to now."""
         return self._registry
+
+    def set_shortcut_note(self, text: str) -> None:
+        """Keep how the quick ask shortcut stands (`shortcut_note`), for Settings to show."""
+        self.shortcut_note = text
 
     def managed_server(self) -> ManagedServer | None:
         """The llama-server llamachat started (None when it uses a router already running)."""
@@ -173,6 +179,8 @@ class App(QObject):
         self.config_changed.emit(self._config)
         if replace_registry:
             self.router_changed.emit(self._router)
+        if new.autostart != old.autostart:
+            entry.set_autostart(entry.launcher(new.path), new.autostart)
 
     def _effective(self) -> Config:
         return dataclasses.replace(

@@ -32,8 +32,10 @@ from pathlib import Path
 from PySide6.QtCore import QDeadlineTimer, QEvent, QObject, QStandardPaths, QTimer, Signal, Slot
 from PySide6.QtNetwork import QAbstractSocket, QLocalServer, QLocalSocket
 
+from llamachat.config import Config
 from llamachat.history.store import History
 from llamachat.ui.app import App
+from llamachat.ui.desktop.hotkey import QuickAskShortcut
 from llamachat.ui.quick import QuickWindow
 from llamachat.ui.tray import Tray
 from llamachat.ui.views.unsaved import confirm_quit
@@ -233,6 +235,13 @@ class RunningInstance(QObject):
             self.tray.quick_requested.connect(lambda: self.ask(""))
             self.tray.open_requested.connect(self.show_chat)
             self.tray.quit_requested.connect(self.quit)
+        # The desktop-wide key for quick ask, with the tray (tests without one skip D-Bus).
+        self.shortcut = QuickAskShortcut(parent=self) if tray else None
+        if self.shortcut is not None:
+            self.shortcut.activated.connect(lambda: self.ask(""))
+            self.shortcut.changed.connect(app.set_shortcut_note)
+            app.config_changed.connect(self._apply_shortcut)
+            self._apply_shortcut(app.config)
 
     @property
     def history(self) -> History:
@@ -314,6 +323,8 @@ class RunningInstance(QObject):
             self._chat.close()
         if self.tray is not None:
             self.tray.hide()
+        if self.shortcut is not None:
+            self.shortcut.release()
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         """Notice a window closing or hiding: drop a closed chat window, maybe end."""
@@ -332,6 +343,11 @@ class RunningInstance(QObject):
         quick_shown = self._quick is not None and self._quick.isVisible()
         if self._chat is None and not quick_shown and not self.has_tray():
             self._end()
+
+    @Slot(object)
+    def _apply_shortcut(self, cfg: Config) -> None:
+        if self.shortcut is not None and not self._shut:
+            self.shortcut.apply(cfg.quick_ask_shortcut)
 
     @Slot(object, str)
     def _on_continue(self, session_id: object, draft: str) -> None:

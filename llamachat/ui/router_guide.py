@@ -39,6 +39,7 @@ from llamachat.router.models import ModelInfo
 from llamachat.router.server import is_loopback
 from llamachat.ui import first_run, plain, tasks
 from llamachat.ui.app import FAILED, PENDING, READY, App, RouterState
+from llamachat.ui.desktop.icon import app_icon
 from llamachat.ui.models.download import GetModelDialog, delete_model
 from llamachat.ui.models.options import ModelOptionsDialog
 from llamachat.ui.models.picker import ModelPicker
@@ -204,6 +205,7 @@ class RouterGuide(QObject):
 
         def show(text: str) -> None:
             box = plain.message_box(self._window, QMessageBox.Icon.Information, "About", text)
+            box.setIconPixmap(app_icon().pixmap(64, 64))
             self.about_box = box
             box.show()
 

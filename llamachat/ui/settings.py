@@ -2,7 +2,8 @@
 
 `SettingsDialog(cfg)` (accessible name "Settings") edits the router URL, the name
 of the API key's environment variable, the search URL, the skills folders, the
-default model and the theme. Save writes only the keys the user changed, through
+default model, the theme, the quick ask shortcut (`shortcut_note`: how it stands) and
+autostart. Save writes only the keys the user changed, through
 `store` (the App's `save_settings`, which applies them in every window; by default
 `config.update_file` alone), which keeps the user's comments and layout and refuses
 a file that would not load; the refusal's message is shown in the dialog and
@@ -19,11 +20,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import Signal, Slot
+from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QDialog,
     QDialogButtonBox,
     QFormLayout,
+    QKeySequenceEdit,
     QLineEdit,
     QPlainTextEdit,
     QVBoxLayout,
@@ -33,6 +37,7 @@ from PySide6.QtWidgets import (
 from llamachat import config
 from llamachat.config import Config, ConfigError
 from llamachat.ui import plain
+from llamachat.ui.desktop import hotkey
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +63,7 @@ class SettingsDialog(QDialog):
         *,
         models: list[str] | None = None,
         store: Callable[[dict[str, object]], Config] | None = None,
+        shortcut_note: str = "",
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
@@ -66,7 +72,7 @@ class SettingsDialog(QDialog):
         self.path = cfg.path if cfg.path is not None else config.default_path()
         self.setWindowTitle("Settings")
         self.setAccessibleName("Settings")
-        self.resize(620, 420)
+        self.resize(620, 500)
 
         self.router_url = QLineEdit(cfg.router_url)
         self.router_url.setAccessibleName("Router URL")
@@ -92,6 +98,17 @@ class SettingsDialog(QDialog):
         for value, label in THEME_LABELS.items():
             self.theme.addItem(label, value)
         self.theme.setCurrentIndex(max(0, self.theme.findData(cfg.theme)))
+        self.quick_ask_shortcut = QKeySequenceEdit(QKeySequence(cfg.quick_ask_shortcut))
+        self.quick_ask_shortcut.setAccessibleName("Quick ask shortcut")
+        self.quick_ask_shortcut.setMaximumSequenceLength(1)
+        self.quick_ask_shortcut.setClearButtonEnabled(True)
+        # How the desktop-wide key stands (bound, in conflict, or how to bind it by hand).
+        self.shortcut_note = plain.Label(shortcut_note or hotkey.NOTE)
+        self.shortcut_note.setAccessibleName("Quick ask shortcut note")
+        self.shortcut_note.setWordWrap(True)
+        self.autostart = QCheckBox("Start in the background at login (tray and quick ask)")
+        self.autostart.setAccessibleName("Start at login")
+        self.autostart.setChecked(cfg.autostart)
 
         form = QFormLayout()
         form.addRow("&Router URL:", self.router_url)
@@ -101,6 +118,9 @@ class SettingsDialog(QDialog):
         form.addRow("&More skills folders:", self.skills_dirs)
         form.addRow("&Default model:", self.default_model)
         form.addRow("&Theme:", self.theme)
+        form.addRow("&Quick ask shortcut:", self.quick_ask_shortcut)
+        form.addRow("", self.shortcut_note)
+        form.addRow("", self.autostart)
 
         where = plain.Label(f"Saved to {self.path}; comments in the file are kept.")
         where.setWordWrap(True)
@@ -134,6 +154,10 @@ class SettingsDialog(QDialog):
             "skills_dirs": [line for line in extra if line],
             "default_model": self.default_model.currentText().strip(),
             "theme": str(self.theme.currentData()),
+            "quick_ask_shortcut": self.quick_ask_shortcut.keySequence().toString(
+                QKeySequence.SequenceFormat.PortableText
+            ),
+            "autostart": self.autostart.isChecked(),
         }
 
     def error(self) -> str:

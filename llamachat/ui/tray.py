@@ -9,33 +9,13 @@ from __future__ import annotations
 
 import logging
 
-from PySide6.QtCore import QObject, QRectF, Qt, Signal, SignalInstance, Slot
-from PySide6.QtGui import QAction, QColor, QFont, QIcon, QPainter, QPixmap
+from PySide6.QtCore import QObject, Signal, SignalInstance, Slot
+from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
+from llamachat.ui.desktop.icon import app_icon
+
 log = logging.getLogger(__name__)
-
-
-def app_icon() -> QIcon:
-    """llamachat's icon, drawn (the package ships no image files)."""
-    icon = QIcon()
-    for size in (16, 22, 32, 48, 64):
-        pixmap = QPixmap(size, size)
-        pixmap.fill(Qt.GlobalColor.transparent)
-        painter = QPainter(pixmap)
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        painter.setPen(Qt.PenStyle.NoPen)
-        painter.setBrush(QColor("#2f6fde"))
-        painter.drawRoundedRect(QRectF(0, 0, size, size), size / 5, size / 5)
-        font = QFont()
-        font.setBold(True)
-        font.setPixelSize(max(8, int(size * 0.62)))
-        painter.setFont(font)
-        painter.setPen(QColor("white"))
-        painter.drawText(QRectF(0, 0, size, size), Qt.AlignmentFlag.AlignCenter, "L")
-        painter.end()
-        icon.addPixmap(pixmap)
-    return icon
 
 
 class Tray(QObject):

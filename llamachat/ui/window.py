@@ -378,6 +378,7 @@ class ChatWindow(ConversationSeams, QMainWindow):
             self.app.file_config,
             models=[info.id for info in self.model_picker.models()],
             store=self.app.save_settings,
+            shortcut_note=self.app.shortcut_note,
             parent=self,
         )
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
