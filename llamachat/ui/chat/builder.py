@@ -21,9 +21,7 @@ from collections.abc import Callable
 from llamachat import params, turn
 from llamachat.config import Config
 from llamachat.router import client as backend
-from llamachat.ui.chat.state import AppState, ChatState
-
-ONESHOT = "oneshot"
+from llamachat.ui.chat.state import ONESHOT, AppState, ChatState
 
 
 class TurnBuilder:

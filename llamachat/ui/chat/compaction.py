@@ -39,9 +39,9 @@ from llamachat.history.store import HistoryError, NewMessage
 from llamachat.router import client as backend
 from llamachat.router.models import Models
 from llamachat.ui import tasks
-from llamachat.ui.chat.builder import ONESHOT, TurnBuilder
+from llamachat.ui.chat.builder import TurnBuilder
 from llamachat.ui.chat.context_watch import ContextWatch
-from llamachat.ui.chat.state import AppState
+from llamachat.ui.chat.state import ONESHOT, AppState
 
 # What `overflowed` did with a message that does not fit (session.TOO_BIG is REFUSED).
 SEND = "send"  # room was made (trimmed): send it now

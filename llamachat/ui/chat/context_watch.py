@@ -32,9 +32,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from PySide6.QtCore import QObject, QTimer, Signal, Slot
+from PySide6.QtCore import QObject, QTimer, Signal, SignalInstance, Slot
 
 from llamachat import context, turn
 from llamachat.context import Overflow
@@ -374,6 +374,14 @@ class ContextWatch(QObject):
         tasks.run_in_background(
             lambda: context.measure_parts(parts, tokenizer, exact=True), done, receiver=self
         )
+
+    def follow(self, *, shown: Sequence[SignalInstance], changed: Sequence[SignalInstance]) -> None:
+        """Measure again after each of `changed`, and a moment after each of `shown` (another
+        chat or the tools on screen: measured after its first paint)."""
+        for signal in shown:
+            signal.connect(lambda *_args: self.base_changed(SHOWN_MS))
+        for signal in changed:
+            signal.connect(lambda *_args: self.base_changed())
 
     def base_changed(self, delay_ms: int = 0) -> None:
         """The earlier parts changed (another chat shown: `SHOWN_MS`): measured again."""

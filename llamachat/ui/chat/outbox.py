@@ -33,9 +33,9 @@ from PySide6.QtCore import QObject, Signal, Slot
 from llamachat import prompts
 from llamachat.history.store import HistoryError, MessageRow
 from llamachat.turn import Turn
-from llamachat.ui.chat.builder import ONESHOT, TurnBuilder
+from llamachat.ui.chat.builder import TurnBuilder
 from llamachat.ui.chat.reply import ReplyStream
-from llamachat.ui.chat.state import AppState
+from llamachat.ui.chat.state import ONESHOT, AppState
 from llamachat.ui.chat.worker import WorkerThreads
 
 log = logging.getLogger(__name__)

@@ -42,19 +42,16 @@ from llamachat import prompts, turn
 from llamachat.config import Config
 from llamachat.history.store import History, HistoryError, MessageRow, ProjectRow, SessionRow
 from llamachat.skills import SkillStore
-from llamachat.ui.chat import temporary
 from llamachat.ui.chat.builder import TurnBuilder
 from llamachat.ui.chat.compaction import COMPACTING, SEND, Compaction
-from llamachat.ui.chat.context_watch import SHOWN_MS, ContextWatch
+from llamachat.ui.chat.context_watch import ContextWatch
 from llamachat.ui.chat.outbox import Outbox
 from llamachat.ui.chat.skill_loader import SkillLoader
-from llamachat.ui.chat.state import AppState, ChatState
-from llamachat.ui.chat.temporary import ConversationApp
+from llamachat.ui.chat.state import CHAT, ONESHOT, AppState, ChatState
+from llamachat.ui.chat.temporary import ConversationApp, TemporaryChat
+from llamachat.ui.chat.versions import Versions
 from llamachat.ui.chat.warmup import Warmer
 from llamachat.ui.chat.worker import WorkerThreads
-
-CHAT = "chat"
-ONESHOT = "oneshot"
 
 # What `submit` did with a draft; the window clears its composer after SENT and HELD.
 SENT = "sent"  # the message was saved and its reply started
@@ -110,8 +107,8 @@ class Conversation(QObject):
         self.state = ChatState(
             mode, model, search_on=cfg.search_enabled, store=turn.skill_store(cfg)
         )
-        self.scratch: History | None = None
-        """A temporary chat's history, in memory (None: the chat is saved in the App's)."""
+        self.temporary = TemporaryChat(self.state, parent=self)
+        self.temporary.changed.connect(self.temporary_changed)
         # The helpers read and write the conversation's history, whichever it is.
         helpers_app = ConversationApp(app, lambda: self.history)
         # What the window knows and the conversation asks when it builds a request.
@@ -132,6 +129,16 @@ class Conversation(QObject):
             suggested=self.skills_suggested.emit,
             notice=self.notice.emit,
             parent=self,
+        )
+        # Editing a message, switching versions, forking.
+        self.versions = Versions(
+            self.state,
+            history=lambda: self.history,
+            stop=self.stop,
+            is_streaming=self.is_streaming,
+            editing=self.editing.emit,
+            reset=self.messages_reset.emit,
+            notice=self.notice.emit,
         )
         # The next request's size, for the meter and the check before each send.
         self.context = ContextWatch(self.builder, is_streaming=self.is_streaming, parent=self)
@@ -173,17 +180,15 @@ class Conversation(QObject):
         outbox.skill_loaded.connect(self.skills.model_loaded)
         outbox.over.connect(self.skills.reply_over)
         app.config_changed.connect(self._on_config_changed)
-        # What changes the next request: another chat shown is measured after its first paint.
+        # What changes the next request (an MCP server that came up or went: its tools).
         watch = self.context
-        self.session_changed.connect(lambda _id: watch.base_changed(SHOWN_MS))
-        self.messages_reset.connect(lambda _rows: watch.base_changed(SHOWN_MS))
-        self.skills_changed.connect(lambda _names: watch.base_changed())
-        self.store_changed.connect(lambda _store: watch.base_changed())
+        watch.follow(
+            shown=(self.session_changed, self.messages_reset, app.mcp.changed),
+            changed=(self.skills_changed, self.store_changed),
+        )
         self.reply_started.connect(watch.reply_started)
         self.reply_ended.connect(watch.reply_ended)
         app.router_changed.connect(watch.router_changed)
-        # An MCP server that came up (or went) changes the tools offered.
-        app.mcp.changed.connect(lambda: watch.base_changed(SHOWN_MS))
         # What changes where the next request starts: warmed again.
         warm.follow(self.session_changed, self.messages_reset, self.skills_changed, self.editing)
         warm.follow(app.mcp.changed, self.reply_ended)
@@ -193,7 +198,12 @@ class Conversation(QObject):
     @property
     def history(self) -> History:
         """The chat history: the App's, or a temporary chat's in memory."""
-        return self.app.history if self.scratch is None else self.scratch
+        return self.scratch or self.app.history
+
+    @property
+    def scratch(self) -> History | None:
+        """A temporary chat's history, in memory (None: the chat is saved in the App's)."""
+        return self.temporary.scratch
 
     @property
     def cfg(self) -> Config:
@@ -248,11 +258,6 @@ class Conversation(QObject):
         """The preset's text changed: the next request builds its system message again."""
         self.builder.forget_system()
 
-    def _set_edit_from(self, message_id: int | None) -> None:
-        if message_id != self.state.editing:
-            self.state.editing = message_id
-            self.editing.emit(message_id)
-
     # ------------------------------------------------------------------ sessions
 
     def new_session(self, project: ProjectRow | None = None) -> None:
@@ -262,7 +267,7 @@ class Conversation(QObject):
         self.discard_temporary()
         self.state.session_id = None
         self.state.project_id = project["id"] if project else None
-        self._set_edit_from(None)
+        self.versions.set_editing(None)
         store = self.store
         skills = [n for n in project["skills"] if store and store.load(n)] if project else []
         self.skills.set_loaded(skills, persist=False)
@@ -277,7 +282,7 @@ class Conversation(QObject):
         self.stop()
         self.discard_temporary()
         self.state.session_id = session_id
-        self._set_edit_from(None)
+        self.versions.set_editing(None)
         # A skill gone from disk stays listed (as missing) until the user removes it.
         self.skills.set_loaded(list(session.get("skills") or []), persist=False)
         self.state.params = self.history.session_params(session_id)
@@ -288,17 +293,11 @@ class Conversation(QObject):
     def start_temporary(self) -> None:
         """Start a temporary chat, saved in memory only (`temporary.keep` copies it out)."""
         self.new_session()
-        self.scratch = temporary.scratch_history()
-        self.state.temporary = True
-        self.temporary_changed.emit(True)
+        self.temporary.start()
 
     def discard_temporary(self) -> None:
         """End the temporary chat without keeping it (its messages stay on screen)."""
-        # Dropped, not closed: a reply that was stopped may still save its end into it.
-        if self.scratch is not None:
-            self.scratch = None
-            self.state.temporary = False
-            self.temporary_changed.emit(False)
+        self.temporary.discard()
 
     def leave_session(self) -> None:
         """Let go of the session without touching it (one-shot: it went on to the chat)."""
@@ -360,7 +359,7 @@ class Conversation(QObject):
                 overflow, question.text, attachments, edit_from=self.state.editing
             )
             if held == COMPACTING:
-                self._set_edit_from(None)
+                self.versions.set_editing(None)
             if held != SEND:
                 return held
         outcome = self._send(question.text, attachments)
@@ -371,7 +370,7 @@ class Conversation(QObject):
     def _send(self, text: str, attachments: list[dict]) -> str:
         """Save the question and start its reply (the context was checked); SENT or NOT_SENT."""
         edit_from = self.state.editing
-        self._set_edit_from(None)
+        self.versions.set_editing(None)
         try:
             row = self.outbox.save_question(text, attachments, edit_from=edit_from)
         except HistoryError as exc:
@@ -397,7 +396,7 @@ class Conversation(QObject):
         if stopped:
             return True
         if self.state.editing is not None:
-            self._set_edit_from(None)
+            self.versions.set_editing(None)
             self.notice.emit("No longer editing: sending adds a new message.", 8000)
         return False
 
@@ -447,55 +446,16 @@ class Conversation(QObject):
         return overflow is None
 
     def edit(self, message_id: object) -> MessageRow | None:
-        """The sent message to put back in the composer (None when there is none).
-
-        In chat mode, sending next adds the new text as another version of it (the old
-        one and its replies stay a branch); a one-shot question is asked again as a new one.
-        """
-        if self.session_id is None:
-            return None
-        if self.mode == ONESHOT and self.is_streaming():
-            return None
-        message = next(
-            (m for m in self.history.messages(self.session_id) if m["id"] == message_id), None
-        )
-        if message is None or message["role"] != "user":
-            return None
-        if self.mode == CHAT:
-            self.stop()
-            self._set_edit_from(message["id"])
-            self.notice.emit(
-                "Editing: sending makes a new version of this message; the old one stays "
-                "(‹ › on the message switches).",
-                8000,
-            )
-        return message
+        """The sent message to put back in the composer (None when there is none)."""
+        return self.versions.edit(message_id)
 
     def show_version(self, message_id: object) -> bool:
         """Show (and send from now on) the path through this version of a message."""
-        if self.session_id is None or not isinstance(message_id, int):
-            return False
-        if self.is_streaming():
-            self.notice.emit("Wait for the reply to finish, or stop it, to switch versions.", 8000)
-            return False
-        try:
-            path = self.history.select_version(self.session_id, message_id)
-        except HistoryError as exc:
-            self.notice.emit(f"That version could not be shown: {exc}", 0)
-            return False
-        self._set_edit_from(None)
-        self.messages_reset.emit(path)
-        return True
+        return self.versions.show(message_id)
 
     def fork(self, message_id: object) -> int | None:
         """A new chat with this chat's path up to `message_id`, its skills and prompt; its id."""
-        if self.session_id is None or not isinstance(message_id, int):
-            return None
-        try:
-            return self.history.fork(self.session_id, message_id)
-        except HistoryError as exc:
-            self.notice.emit(f"The new chat could not be made: {exc}", 0)
-            return None
+        return self.versions.fork(message_id)
 
     def save_unsaved(self) -> bool:
         """Save the replies History could not take yet; True when none is left behind.

@@ -20,10 +20,7 @@ from llamachat import turn
 from llamachat.config import Config
 from llamachat.history.store import History, HistoryError
 from llamachat.skills import SkillStore
-from llamachat.ui.chat.state import ChatState
-
-CHAT = "chat"
-ONESHOT = "oneshot"
+from llamachat.ui.chat.state import CHAT, ONESHOT, ChatState
 
 # What a `/` completer offers: the user's skill names and their descriptions.
 Offered = tuple[list[str], dict[str, str]]

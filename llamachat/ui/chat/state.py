@@ -24,6 +24,10 @@ from llamachat.skills import SkillStore
 from llamachat.ui.chat.worker import ToolSource
 from llamachat.ui.library.host import LibraryHost
 
+# A conversation's modes: a chat with history, or one question and its answer.
+CHAT = "chat"
+ONESHOT = "oneshot"
+
 
 @dataclass
 class ChatState:

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import SignalInstance
+from PySide6.QtCore import QObject, Signal, SignalInstance
 
 from llamachat.config import Config
 from llamachat.history.store import History
 from llamachat.router import providers
-from llamachat.ui.chat.state import AppState, McpTools
+from llamachat.ui.chat.state import AppState, ChatState, McpTools
 from llamachat.ui.library.host import LibraryHost
 
 MEMORY = ":memory:"
@@ -33,6 +33,31 @@ def keep(scratch: History, session_id: int, history: History) -> int:
     """Copy the chat `session_id` of `scratch` into `history` (every version, its
     parameters and its project); the id it has there. Raises HistoryError."""
     return history.import_json(scratch.export_json(session_id))
+
+
+class TemporaryChat(QObject):
+    """Whether the conversation is a temporary chat, and its history in memory while it is."""
+
+    changed = Signal(bool)  # a temporary chat began (True) or ended
+
+    def __init__(self, state: ChatState, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._state = state
+        self.scratch: History | None = None
+
+    def start(self) -> None:
+        """From now on the chat is saved in memory only (`keep` copies it out)."""
+        self.scratch = scratch_history()
+        self._state.temporary = True
+        self.changed.emit(True)
+
+    def discard(self) -> None:
+        """End the temporary chat without keeping it."""
+        # Dropped, not closed: a reply that was stopped may still save its end into it.
+        if self.scratch is not None:
+            self.scratch = None
+            self._state.temporary = False
+            self.changed.emit(False)
 
 
 class ConversationApp:
