@@ -6,8 +6,9 @@ files on disk, real Qt widgets under QT_QPA_PLATFORM=offscreen. Every test runs
 with HOME and the XDG folders pointed at its own temporary directory, so nothing
 here reads or writes the developer's own configuration, history or skills.
 
-One class per module of the package (`TestConfig`, `TestDb`, ... `TestChatWindow`),
-in the order of its layers. The fixtures and helpers live in the pytest plugin
+One class per module or feature area of the package, named after it (`TestConfig`,
+`TestHistory`, `TestClient`, ... `TestSidebar`, `TestChatWindow`), in the order of its
+layers: a behaviour's tests sit with the code that owns it, its faults included. The fixtures and helpers live in the pytest plugin
 `llamachat.dev.pytest_plugin`, which pyproject.toml loads.
 """
 
@@ -657,9 +658,236 @@ class TestConfig:
         assert caught.value.key == "font_size"
         assert path.read_text(encoding="utf-8") == "# mine\nfont_size = 12\n"
 
+    @pytest.mark.parametrize(
+        ("text", "line", "key", "says"),
+        [
+            pytest.param('theme = "dark"\nrouter_url = \n', 2, None, "", id="syntax"),
+            pytest.param('\n\nmax_searches = "two"\n', 3, "max_searches", "integer", id="type"),
+            pytest.param(
+                'router_ulr = "http://127.0.0.1:8080"\n',
+                1,
+                "router_ulr",
+                "router_url",
+                id="unknown-key",
+            ),
+            pytest.param("idle_timeout = -1\n", 1, "idle_timeout", "", id="bad-value"),
+            pytest.param(
+                '[[providers]]\nname = "remote"\nbase_url = 5\n',
+                3,
+                "base_url",
+                "",
+                id="provider-type",
+            ),
+            pytest.param('server_args = ["-c", 4096]\n', 1, "server_args", "", id="list-item-type"),
+            pytest.param(b'theme = "dark\xff\xfe"\n', None, None, "", id="not-utf8"),
+            pytest.param(None, None, None, "", id="unreadable"),
+        ],
+    )
+    def test_fault_bad_config_through_the_cli_exits_2_naming_file_line_and_key(
+        self, tmp_path: Path, text, line, key, says
+    ) -> None:
+        """`llamachat --config bad.toml`: exit 2, the file (and line and key) named, no traceback."""
+        path = tmp_path / "bad.toml"
+        if text is None:
+            path.mkdir()  # a path that cannot be read as a file, even by root
+        else:
+            _fault_write_config(path, text)
+        done = _fault_cli(path, tmp_path)
+        assert done.returncode == 2, (done.returncode, done.stderr)
+        assert "Traceback" not in done.stderr
+        assert done.stderr.startswith(f"llamachat: {path}")
+        if line is not None:
+            assert f"{path}, line {line}" in done.stderr
+        if key is not None:
+            assert key in done.stderr
+        assert says in done.stderr
+        assert len(done.stderr.strip().splitlines()) <= 3
 
-class TestDb:
-    """`llamachat.history.store`: the history store."""
+    @pytest.mark.parametrize(
+        ("text", "key", "says"),
+        [
+            pytest.param('router_url = "http://[::1"\n', "router_url", "valid URL", id="bad-ipv6"),
+            pytest.param(
+                'router_url = "http://127.0.0.1:99999"\n', "router_url", "valid URL", id="bad-port"
+            ),
+            pytest.param("idle_timeout = nan\n", "idle_timeout", "got nan", id="nan"),
+            pytest.param("idle_timeout = inf\n", "idle_timeout", "got inf", id="inf"),
+            pytest.param('prompts_dir = "a-file"\n', "prompts_dir", "is a file", id="prompts-file"),
+            pytest.param('models_dir = "a-file"\n', "models_dir", "is a file", id="models-file"),
+            pytest.param(
+                'models_dir = "a-file/models"\n',
+                "models_dir",
+                "cannot be made",
+                id="models-under-file",
+            ),
+            pytest.param(
+                'prompts_dir = "a-file/p"\n',
+                "prompts_dir",
+                "cannot be made",
+                id="prompts-under-file",
+            ),
+        ],
+    )
+    def test_fault_bad_urls_numbers_and_folders_exit_2_naming_file_line_and_key(
+        self, tmp_path: Path, text: str, key: str, says: str
+    ) -> None:
+        """A URL no parser takes, a NaN timeout, folders that are files: exit 2 naming the file,
+        line and key, never a traceback or a window that crashes (or silently never times out).
+        (Tests run as root, which writes anywhere: an unwritable folder is not tested here.)"""
+        (tmp_path / "a-file").write_text("not a folder\n", encoding="utf-8")
+        path = _fault_write_config(tmp_path / "bad.toml", "# comment\n" + text)
+        done = _fault_cli(path, tmp_path)
+        assert done.returncode == 2, (done.returncode, done.stderr)
+        assert "Traceback" not in done.stderr
+        assert done.stderr.startswith(f"llamachat: {path}, line 2: {key}"), done.stderr
+        assert says in done.stderr
+
+    def test_fault_config_path_under_a_file_exits_2_naming_it(self, tmp_path: Path) -> None:
+        """`--config a-file/config.toml`: the part of the path that is a file is named, exit 2.
+        (Root enters any folder, so a folder without permissions cannot be tested here; a path
+        through a file fails the same way, with ENOTDIR instead of EACCES.)"""
+        blocker = tmp_path / "a-file"
+        blocker.write_text("", encoding="utf-8")
+        done = _fault_cli(blocker / "config.toml", tmp_path)
+        assert done.returncode == 2, (done.returncode, done.stderr)
+        assert "Traceback" not in done.stderr
+        assert f"{blocker} is a file" in done.stderr
+
+
+class TestSettings:
+    """`llamachat.ui.settings` and `config.file`: the Settings dialog, saved in place."""
+
+    @offscreen_dialogs
+    def test_chrome_window_settings_round_trip_keeps_comments_and_applies(
+        self, router, qtbot, tmp_path
+    ) -> None:
+        """Ctrl+, opens Settings; saving keeps the file's comments, switches the theme and shows
+        the web search toggle; the star writes the default model into the same file."""
+
+        from llamachat import config
+
+        path = tmp_path / "config.toml"
+        path.write_text(
+            config.DEFAULT_TEXT.replace(
+                'router_url = "http://127.0.0.1:8080"',
+                f'router_url = "{router.url}"  # the box under my desk',
+            )
+            + f'\nhistory_path = "{tmp_path / "history.db"}"\n'
+            + f'prompts_dir = "{tmp_path / "prompts"}"\n'
+            + "# My own note, at the end.\n",
+            encoding="utf-8",
+        )
+        cfg = config.load(path)
+        history = History(cfg.history_path)
+        window = ChatWindow(_app(cfg, history))
+        qtbot.addWidget(window)
+        window.show()
+        try:
+            qtbot.waitUntil(lambda: bool(window.models()))
+            assert not window.web_search.button.isVisible()
+            qtbot.keyClick(window, Qt.Key.Key_Comma, Qt.KeyboardModifier.ControlModifier)
+            dialog = _by_name(window, QDialog, "Settings")
+            assert dialog.router_url.text() == router.url
+            dialog.theme.setCurrentIndex(dialog.theme.findData("dark"))
+            dialog.search_url.setText("http://127.0.0.1:9")
+            assert dialog.save()
+            text = path.read_text(encoding="utf-8")
+            assert f'router_url = "{router.url}"  # the box under my desk' in text
+            assert text.endswith("# My own note, at the end.\n")
+            assert 'theme = "dark"' in text and 'search_url = "http://127.0.0.1:9"' in text
+            assert window.cfg.theme == "dark" and window.cfg.router_url == router.url
+            window_colour = QApplication.palette().color(QPalette.ColorRole.Window).name()
+            assert window_colour == "#2b2b2e"
+            assert window.web_search.button.isVisible() and window.web_search.is_on()
+
+            picker = window.model_picker
+            qtbot.mouseClick(picker.star, Qt.MouseButton.LeftButton)
+            assert picker.default_model() == "test-model"
+            text = path.read_text(encoding="utf-8")
+            assert 'default_model = "test-model"' in text
+            assert text.endswith("# My own note, at the end.\n")
+            assert config.load(path).default_model == "test-model"
+            _send(qtbot, window, "still talking")
+            assert history.messages(window.session_id)[-1]["content"] == "echo: still talking"
+        finally:
+            window.close()
+            history.close()
+            apply_theme(QApplication.instance(), "light")
+
+    def test_settings_update_file_keeps_comments_and_uncomments_default_lines(
+        self, tmp_path: Path
+    ) -> None:
+        from llamachat import config
+
+        path = tmp_path / "config.toml"
+        config.update_file(path, {"router_api_key_env": "MY_KEY", "theme": "dark"})
+        text = path.read_text(encoding="utf-8")
+        assert text == config.DEFAULT_TEXT.replace(
+            '# router_api_key_env = "LLAMA_API_KEY"', 'router_api_key_env = "MY_KEY"'
+        ).replace('theme = "system"', 'theme = "dark"')
+        with pytest.raises(config.ConfigError, match="max_searches must be 0 or more") as caught:
+            config.update_file(path, {"max_searches": -1})
+        assert caught.value.path == path
+        assert path.read_text(encoding="utf-8") == text
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["config.toml", "home"]
+
+    def test_settings_round_trip_keeps_the_users_comments(self, qtbot, tmp_path: Path) -> None:
+        from llamachat import config
+
+        path = tmp_path / "config.toml"
+        original = (
+            config.DEFAULT_TEXT.replace(
+                'router_url = "http://127.0.0.1:8080"',
+                'router_url = "http://127.0.0.1:8080"  # the box under my desk',
+            )
+            + "\n# My own note, at the end.\n"
+        )
+        path.write_text(original, encoding="utf-8")
+        dialog = SettingsDialog(config.load(path))
+        qtbot.addWidget(dialog)
+        dialog.router_url.setText("http://10.0.0.5:8080")
+        dialog.api_key_env.setText("MY_KEY")
+        dialog.search_url.setText("http://127.0.0.1:8888")
+        dialog.skills_dirs.setPlainText("~/team-skills\n")
+        dialog.default_model.setCurrentText("qwen")
+        dialog.theme.setCurrentIndex(dialog.theme.findData("dark"))
+        with qtbot.waitSignal(dialog.saved) as saved:
+            assert dialog.save() is True
+        text = path.read_text(encoding="utf-8")
+        assert 'router_url = "http://10.0.0.5:8080"  # the box under my desk' in text
+        assert text.endswith("\n# My own note, at the end.\n")
+        changed = (
+            "router_url",
+            "# router_api_key_env",
+            "# search_url",
+            "# skills_dirs",
+            "# default_model",
+            "theme",
+        )
+        kept = [line for line in original.splitlines() if not line.startswith(changed)]
+        assert [line for line in text.splitlines() if line in kept] == kept
+        new = saved.args[0]
+        assert new == config.load(path)
+        assert (
+            new.router_url,
+            new.router_api_key_env,
+            new.search_url,
+            new.default_model,
+            new.theme,
+        ) == ("http://10.0.0.5:8080", "MY_KEY", "http://127.0.0.1:8888", "qwen", "dark")
+        assert new.skills_dirs == (Path.home() / "team-skills",)
+
+        bad = SettingsDialog(new)
+        qtbot.addWidget(bad)
+        bad.router_url.setText("ftp://elsewhere")
+        assert bad.save() is False
+        assert "router_url must start with http:// or https://" in bad.error()
+        assert bad.error_label.isVisibleTo(bad)
+        assert path.read_text(encoding="utf-8") == text
+
+
+class TestHistory:
+    """`llamachat.history`: the history store, its file, its faults (damage, full disk, read-only)."""
 
     def test_history_sessions_create_get_rename_and_settings(self, tmp_path: Path) -> None:
 
@@ -1354,6 +1582,223 @@ class TestDb:
         assert history.count_sessions(project=None) == 3
         history.close()
         other.close()
+
+    def test_fault_ten_megabyte_single_delta_arrives_whole_in_client_window_and_history(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """One 10 MB delta: the client yields it as one piece; the window shows and saves it."""
+
+        big = _fault_big_text(10)
+        router.script(Reply(content=[big]))
+        client = Client(router.url)
+        try:
+            pieces = [
+                value
+                for kind, value in client.stream_chat(
+                    "test-model", [{"role": "user", "content": "x"}]
+                )
+                if kind == "content"
+            ]
+        finally:
+            client.close()
+        assert len(pieces) == 1 and pieces[0] == big
+
+        window, history = chat_window()
+        router.script(Reply(content=[big]))
+        _fault_start(qtbot, window, "big")
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=120000)
+        row = _fault_row(history, window)
+        assert row["status"] == "complete" and row["content"] == big
+        assert window.conversation.last_assistant().content() == big
+
+    @pytest.mark.parametrize("kind", ["garbage", "truncated", "scribbled"])
+    def test_fault_damaged_history_is_moved_aside_and_the_window_says_so(
+        self, chat_window, router, qtbot, tmp_path: Path, kind: str
+    ) -> None:
+        """A damaged history.db: the window says where it went, keeps it byte for byte, starts fresh."""
+
+        path = tmp_path / "history.db"
+        _fault_damage(path, kind)
+        damaged = path.read_bytes()
+
+        history = History(path)
+        assert history.recovered_from is not None
+        assert history.recovered_from.read_bytes() == damaged
+        window, _ = chat_window(history=history)
+        status = window.problem_bar.text()
+        assert "damaged" in status and str(history.recovered_from) in status
+        _send(qtbot, window, "fresh start")
+        assert [m["content"] for m in history.messages(window.session_id)] == [
+            "fresh start",
+            "echo: fresh start",
+        ]
+        assert window.problem_bar.text() == status
+        # What could still be read was salvaged into the fresh file, beside the new chat.
+        assert history.count_sessions() == (2 if history.salvaged else 1)
+        assert (history.salvaged > 0) == (kind == "scribbled")
+
+    def test_fault_one_damaged_page_costs_only_its_rows_the_rest_is_salvaged(
+        self, tmp_path: Path
+    ) -> None:
+        """A page of messages scribbled over: the file is set aside untouched, and every session
+        and message still readable is copied into the fresh history, searchable again."""
+
+        path = tmp_path / "history.db"
+        with History(path) as history:
+            for n in range(200):
+                session = history.create_session("chat", title=f"chat {n:03d}")
+                history.add_message(session, "user", f"marker{n:03d}q " + "filler words " * 60)
+                history.add_message(session, "assistant", f"marker{n:03d}a " + "answer words " * 60)
+        data = bytearray(path.read_bytes())
+        page = 4096
+        hit = data.find(b"marker100q")
+        assert hit > 0
+        start = hit // page * page
+        data[start : start + page] = b"\xa5" * page
+        path.write_bytes(bytes(data))
+
+        history = History(path)
+        try:
+            assert history.recovered_from is not None
+            assert history.recovered_from.read_bytes() == bytes(data)
+            assert 380 <= history.salvaged < 400
+            assert history.count_sessions() == 200
+            assert [s["title"] for s in history.search("marker150a")] == ["chat 150"]
+            assert history.search("marker100q") == []
+            history.add_message(history.create_session("chat"), "user", "still writable")
+        finally:
+            history.close()
+
+    def test_fault_an_unrelated_sqlite_file_is_refused_not_taken_over(self, tmp_path: Path) -> None:
+        """history_path pointing at another program's SQLite file: a HistoryError that says so;
+        the file is left byte for byte, nothing is moved aside or migrated."""
+
+        path = tmp_path / "places.sqlite"
+        with sqlite3.connect(path) as conn:
+            conn.execute("CREATE TABLE moz_places (id INTEGER PRIMARY KEY, url TEXT)")
+            conn.execute("INSERT INTO moz_places (url) VALUES ('https://example.org')")
+        conn.close()
+        before = path.read_bytes()
+        with pytest.raises(HistoryError) as caught:
+            History(path)
+        assert "not a llamachat history" in str(caught.value) and "moz_places" in str(caught.value)
+        assert str(path) in str(caught.value)
+        assert path.read_bytes() == before
+        assert [p.name for p in tmp_path.iterdir() if p.name.startswith("places")] == [
+            "places.sqlite"
+        ]
+
+    def test_fault_sqlite_errors_split_into_the_environment_and_bugs(
+        self, tmp_path: Path, monkeypatch
+    ) -> None:
+        """A database another program locks is the environment's fault: HistoryUnavailable with
+        SQLite's code and what to do. Using a closed history is a bug: the sqlite3 error itself."""
+
+        from llamachat.history import store as db
+
+        monkeypatch.setattr(db, "BUSY_TIMEOUT_S", 0.05)
+        path = tmp_path / "history.db"
+        history = History(path)
+        session = history.create_session("chat")
+        locker = sqlite3.connect(path, isolation_level=None)
+        locker.execute("BEGIN EXCLUSIVE")
+        try:
+            with pytest.raises(HistoryUnavailable) as caught:
+                history.add_message(session, "user", "blocked")
+        finally:
+            locker.execute("ROLLBACK")
+            locker.close()
+        assert caught.value.code == "SQLITE_BUSY"
+        assert str(path) in str(caught.value) and "close that program" in str(caught.value)
+        history.add_message(session, "user", "goes through now")
+        history.close()
+        with pytest.raises(sqlite3.ProgrammingError) as bug:
+            history.messages(session)
+        assert not isinstance(bug.value, HistoryError)
+
+    def test_fault_read_only_data_folder_is_a_clear_message_and_nothing_is_moved(
+        self, tmp_path: Path, make_unwritable
+    ) -> None:
+        """An existing history in a folder that refuses writes: exit 1 naming the file, data kept."""
+        data = tmp_path / "data"
+        data.mkdir()
+        _fault_history_with_chat(data / "history.db", 4)
+        before = sorted(p.name for p in data.iterdir())
+        original = (data / "history.db").read_bytes()
+        make_unwritable(data)
+        config = _fault_write_config(
+            tmp_path / "config.toml",
+            f'history_path = "{data / "history.db"}"\nrouter_url = "http://127.0.0.1:9"\n'
+            "manage_server = false\n",
+        )
+        done = _fault_cli(config, tmp_path)
+        assert done.returncode == 1, done.stderr
+        assert str(data / "history.db") in done.stderr and "writable" in done.stderr
+        assert "Traceback" not in done.stderr
+        assert sorted(p.name for p in data.iterdir()) == before
+        assert (data / "history.db").read_bytes() == original
+
+    def test_fault_deleted_chat_is_purged_from_the_file_when_undo_ends(
+        self, qtbot, tmp_path: Path
+    ) -> None:
+        """A chat deleted in the sidebar can be undone while the notice shows; once the notice
+        goes, its messages and full-text rows are gone from the file, not just hidden."""
+
+        path = tmp_path / "history.db"
+        history = History(path)
+        keep = history.create_session("chat")
+        history.add_message(keep, "user", "keepsake marmalade")
+        gone = history.create_session("chat")
+        history.add_message(gone, "user", "zanzibarquokka secret plans")
+        history.add_message(gone, "assistant", "zanzibarquokka noted")
+        sidebar = SessionSidebar(history)
+        qtbot.addWidget(sidebar)
+        sidebar.delete_session(gone)
+        assert sidebar.undo_delete() == gone  # still restorable while Undo is offered
+        sidebar.delete_session(gone)
+        # The notice bar closing (its timer, or the user) ends the undo window.
+        close = [
+            b for b in sidebar.findChildren(QAbstractButton) if b.accessibleName() == "Close notice"
+        ]
+        close[0].click()
+        assert sidebar.undo_delete() is None
+        assert history.get_session(gone) is None and history.message_count(gone) == 0
+        assert history.search("zanzibarquokka") == []
+        history.close()
+        data = _fault_file_bytes(path)
+        assert b"marmalade" in data
+        assert b"zanzibarquokka" not in data
+
+    def test_fault_chat_deleted_in_an_earlier_run_is_purged_at_start(self, tmp_path: Path) -> None:
+        """A deleted chat the last run never purged (quit with Undo still offered) is purged when
+        the history next opens, once older than the undo margin; a fresh deletion is kept."""
+
+        from llamachat.history import store as db
+
+        path = tmp_path / "history.db"
+        history = History(path)
+        old = history.create_session("chat")
+        history.add_message(old, "user", "oldquokkaword")
+        fresh = history.create_session("chat")
+        history.add_message(fresh, "user", "freshquokkaword")
+        history.delete_session(old)
+        history.delete_session(fresh)
+        history.close()
+        with sqlite3.connect(path) as conn:
+            conn.execute(
+                "UPDATE sessions SET deleted_at = deleted_at - ? WHERE id = ?",
+                (db.PURGE_AFTER_S + 1, old),
+            )
+        conn.close()
+        History(path).close()
+        data = _fault_file_bytes(path)
+        assert b"oldquokkaword" not in data
+        reopened = History(path)
+        try:
+            rows = reopened._read("SELECT id FROM sessions")
+            assert [r[0] for r in rows] == [fresh]
+        finally:
+            reopened.close()
 
 
 class TestHistoryTree:
@@ -3229,6 +3674,61 @@ class TestSkills:
         }
         assert result["catalog_chars"] > 0
 
+    # Typing `/` pops the skill completer up, which the offscreen platform cannot raise.
+    @pytest.mark.qt_log_ignore(r"This plugin does not support (raise\(\)|grabbing the keyboard)")
+    def test_fault_broken_skills_folder_and_a_50_mb_skill_leave_the_window_working(
+        self, chat_window, router, qtbot, tmp_path: Path
+    ) -> None:
+        """Every kind of broken skill plus a 50 MB SKILL.md: the window builds, good skills load,
+        the huge one is cut to 64 KB in the prompt, and the panel lists each problem by path."""
+
+        root = tmp_path / "broken-skills"
+        _put_skill(root, "good-one", _skill_md("good-one", "A good skill.", "Be good.\n"))
+        huge = _put_skill(root, "huge", _skill_md("huge", "Fifty megabytes.", "Start here.\n"))
+        with huge.open("ab") as f:
+            chunk = b"Reference material nobody should paste whole into a prompt.\n" * 16384
+            while f.tell() < 50 * 1024 * 1024:
+                f.write(chunk)
+        broken = [
+            _put_skill(root, "no-frontmatter", "# Just markdown\n"),
+            _put_skill(root, "no-name", "---\ndescription: Nameless.\n---\nBody\n"),
+            _put_skill(root, "bad-yaml", _skill_md("bad-yaml", extra="metadata:\n  a: 1\n b: 2\n")),
+            _put_skill(root, "mismatch", _skill_md("other-name")),
+            _put_skill(root, "Bad_Slug", _skill_md("Bad_Slug")),
+            _put_skill(root, "unclosed", "---\nname: unclosed\ndescription: Open.\n"),
+            _put_skill(root, "utf-sixteen", _skill_md("utf-sixteen").encode("utf-16")),
+            _put_skill(root, "binary", os.urandom(4096)),
+            _put_skill(root, "empty", b""),
+        ]
+        as_folder = root / "is-a-folder" / "SKILL.md"
+        as_folder.mkdir(parents=True)
+        dangling = root / "dangling" / "SKILL.md"
+        dangling.parent.mkdir()
+        dangling.symlink_to(tmp_path / "nowhere.md")
+        loop = root / "loop" / "SKILL.md"
+        loop.parent.mkdir()
+        loop.symlink_to(loop)
+        broken += [as_folder, dangling, loop]
+
+        # Room in the context for the 64 KB the huge skill is cut to.
+        router.models["test-model"].n_ctx = 131072
+        window, _history = chat_window(skills_dir=root)
+        _send(qtbot, window, "/good-one hello")
+        _send(qtbot, window, "/huge check this")
+        assert window.loaded_skills() == ["good-one", "huge"]
+        system = router.chat_requests()[-1].json["messages"][0]["content"]
+        assert "[skill: good-one]\nBe good." in system
+        assert "[skill: huge]\nStart here." in system
+        assert len(system.encode()) < skills.BODY_MAX + 4096
+
+        panel = SkillsPanel(skills.SkillStore(root), window.loaded_skills, import_dir=root)
+        qtbot.addWidget(panel)
+        # Without a name, and with a name its folder does not have: loaded, with a warning.
+        assert sorted(panel.skill_names()) == ["good-one", "huge", "no-name", "other-name"]
+        problems = "\n".join(panel.problem_texts())
+        for path in broken:
+            assert str(path) in problems, path
+
 
 class TestSkillsFirstTime:
     """Skills that work the first time (issue 16): discovery, resources, lenient parsing,
@@ -3938,8 +4438,8 @@ class TestScriptedRouter:
             assert ok.status_code == 200
 
 
-class TestSearch:
-    """`llamachat.tools.web_search`: SearXNG web search."""
+class TestWebSearch:
+    """`llamachat.tools.web_search`: SearXNG web search, the tool and its toggle."""
 
     def test_search_lists_top_results_compactly_deduplicated_and_capped(self, searx) -> None:
         from llamachat.tools import web_search
@@ -4016,9 +4516,29 @@ class TestSearch:
             with pytest.raises(ValueError):
                 web_search.parse_query(bad)
 
+    def test_chrome_window_web_search_toggle_offers_the_tool_and_date_note(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """Turning Web search off drops the web_search tool and the date note from requests."""
 
-class TestBackend:
-    """`llamachat.router.client`: streaming replies."""
+        window, _history = chat_window(search_url="http://127.0.0.1:9")
+        toggle = _by_name(window, QToolButton, "Web search")
+        assert toggle.isChecked()
+        _send(qtbot, window, "one")
+        first = router.chat_requests()[-1].json
+        assert "Today's date is" in first["messages"][0]["content"]
+        assert "web_search" in [t["function"]["name"] for t in first.get("tools", [])]
+
+        qtbot.mouseClick(toggle, Qt.MouseButton.LeftButton)
+        assert not window.web_search.is_on()
+        _send(qtbot, window, "two")
+        second = router.chat_requests()[-1].json
+        assert "Today's date is" not in second["messages"][0]["content"]
+        assert "web_search" not in [t["function"]["name"] for t in second.get("tools", [])]
+
+
+class TestClient:
+    """`llamachat.router.client`: streaming replies, and the faults of a server mid-reply."""
 
     def test_backend_request_meeting_a_closed_kept_alive_connection_is_sent_again(
         self,
@@ -4417,6 +4937,218 @@ class TestBackend:
         logged = caplog.text
         assert filler in logged and "<p>the end</p>" in logged and "details" in logged
         assert key not in logged
+
+    def test_fault_router_killed_mid_reply_keeps_partial_error_and_retry_recovers(
+        self, chat_window, qtbot
+    ) -> None:
+        """The router dies mid-reply: text kept as 'error' with Retry; Retry on a live router works."""
+
+        doomed = ScriptedRouter()
+        window, history = chat_window(url=doomed.url)
+        doomed.script(Reply(content=["kept ", "text ", "never ", "sent"], stall_after=3))
+        _fault_start(qtbot, window, "Tell me")
+        qtbot.waitUntil(lambda: window.conversation.last_assistant().content() == "kept text ")
+        doomed.close()  # the router process is gone: its sockets close mid-body
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
+
+        failed = _fault_row(history, window)
+        assert (failed["content"], failed["status"]) == ("kept text ", "error")
+        assert "ended before it was complete" in failed["error"] or "broke" in failed["error"]
+        view = window.conversation.last_assistant()
+        assert failed["error"] in _fault_status_label(view)
+
+        # Retry while nothing listens: a clear message naming the URL, still no crash, and the
+        # earlier text stays (the attempt produced none to replace it).
+        qtbot.mouseClick(_by_name(view, QAbstractButton, "Retry"), Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
+        kept = _fault_row(history, window)
+        assert (kept["content"], kept["status"]) == ("kept text ", "error")
+        said = window.problem_bar.text()  # a notice that stays: the user must act on it
+        assert doomed.url in said and "router_url" in said
+        assert window.conversation.last_assistant().content() == "kept text "
+
+        with ScriptedRouter() as revived:
+            revived.script(Reply(content="Back again."))
+            window.app.use_router(revived.url)
+            view = window.conversation.last_assistant()
+            qtbot.mouseClick(_by_name(view, QAbstractButton, "Retry"), Qt.MouseButton.LeftButton)
+            qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
+            rows = history.messages(window.session_id)
+            assert [(m["role"], m["content"], m["status"]) for m in rows] == [
+                ("user", "Tell me", "complete"),
+                ("assistant", "Back again.", "complete"),
+            ]
+            window.close()
+
+    def test_fault_stalled_router_is_stopped_by_the_user_or_ended_by_idle_timeout(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """Headers then silence: Stop ends it at once; else cfg.idle_timeout ends it with a message."""
+
+        window, history = chat_window(idle_timeout=0.5)
+        router.script(Reply(content=["first ", "lost"], stall_after=2))
+        _fault_start(qtbot, window, "stall")
+        qtbot.waitUntil(lambda: window.conversation.last_assistant().content() == "first ")
+        qtbot.mouseClick(_by_name(window, QAbstractButton, "Stop"), Qt.MouseButton.LeftButton)
+        assert not window.is_streaming()
+        assert (_fault_row(history, window)["content"], _fault_row(history, window)["status"]) == (
+            "first ",
+            "stopped",
+        )
+        qtbot.waitUntil(lambda: router.disconnects == 1, timeout=5000)
+
+        # Nothing at all after the headers, and nobody presses Stop.
+        router.script(Reply(content=["never"], stall_after=0))
+        _fault_start(qtbot, window, "stall again")
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
+        row = _fault_row(history, window)
+        assert (row["content"], row["status"]) == ("", "error")
+        assert "sent nothing for 0.5 s" in row["error"] and "idle_timeout" in row["error"]
+        assert row["error"] in _fault_status_label(window.conversation.last_assistant())
+        router.release()
+
+    @pytest.mark.parametrize(
+        ("raw", "says"),
+        [
+            pytest.param([_OK_CHUNK, b"data: {not json\n\n"], "not JSON", id="invalid-json"),
+            pytest.param(
+                [_OK_CHUNK, b"data: [1, 2, 3]\n\n"], "unexpected chunk", id="json-not-object"
+            ),
+            pytest.param(
+                [_OK_CHUNK, b"<html>502 Bad Gateway</html>\n\n"],
+                "not an event stream",
+                id="html-in-stream",
+            ),
+            pytest.param(
+                [_OK_CHUNK, b"\x00\xff\xfe\x80garbage\n\n"],
+                "not an event stream",
+                id="binary-garbage",
+            ),
+            pytest.param([_OK_CHUNK], "ended before it was complete", id="no-finish"),
+            pytest.param(
+                [_OK_CHUNK, b"data: " + b"x" * (64 * 1024 * 1024 + 16)],
+                "longer than",
+                id="oversized-line",
+            ),
+        ],
+    )
+    def test_fault_garbage_sse_ends_the_reply_with_a_message_and_the_window_goes_on(
+        self, chat_window, router, qtbot, raw, says
+    ) -> None:
+        """Broken streams: the text before the damage is kept, the reply says what broke."""
+
+        window, history = chat_window()
+        router.script(Reply(raw=raw))
+        _send(qtbot, window, "garbage please")
+        row = _fault_row(history, window)
+        assert (row["content"], row["status"]) == ("ok ", "error")
+        assert says in row["error"]
+        assert len(row["error"]) < 400, "the message quotes a whole garbage line"
+        assert row["error"] in _fault_status_label(window.conversation.last_assistant())
+
+        _send(qtbot, window, "still there?")
+        row = _fault_row(history, window)
+        assert (row["content"], row["status"]) == ("echo: still there?", "complete")
+
+    def test_fault_a_socket_that_accepts_and_never_answers_is_a_hang_not_a_wait(
+        self,
+        tmp_path: Path,
+    ) -> None:
+        """Something takes the connection and never says a byte: the reply ends with a message
+        once idle_timeout passes and a status check gets no answer either."""
+
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)  # the kernel accepts; nobody ever reads or answers
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        try:
+            pieces, error = _fault_stream_outcome(url, idle_timeout=0.3)
+        finally:
+            listener.close()
+        assert pieces == []
+        assert isinstance(error, backend.StallError) and error.error_type == "hung"
+        assert url in error.message and "stopped or stuck" in error.message
+
+    def test_fault_a_stopped_router_process_is_a_hang(self, tmp_path: Path) -> None:
+        """A router process that got SIGSTOP mid-conversation: the next reply ends with a message
+        instead of waiting forever; once it runs again, replies work."""
+        import signal
+
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "llamachat.dev.scripted_router"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            url = proc.stdout.readline().strip()
+            assert _fault_stream_outcome(url, idle_timeout=0.3) == (["echo: ", "hi"], None)
+            os.kill(proc.pid, signal.SIGSTOP)
+            try:
+                pieces, error = _fault_stream_outcome(url, idle_timeout=0.3)
+            finally:
+                os.kill(proc.pid, signal.SIGCONT)
+            assert pieces == [] and isinstance(error, backend.StallError), error
+            assert error.error_type == "hung"
+            assert _fault_stream_outcome(url, idle_timeout=0.3) == (["echo: ", "hi"], None)
+        finally:
+            proc.kill()
+            proc.wait()
+            proc.stdout.close()
+            proc.stdin.close()
+
+    def test_fault_a_model_loading_longer_than_idle_timeout_is_waited_for(self) -> None:
+        """The router takes many idle_timeouts to load the model before it answers: the model
+        status says `loading`, so the reply waits and arrives."""
+
+        with ScriptedRouter([Model("test-model", "unloaded")], load_delay=1.5) as slow:
+            slow.script(Reply(content=["loaded ", "at last"]))
+            pieces, error = _fault_stream_outcome(slow.url, idle_timeout=0.2)
+            assert (pieces, error) == (["loaded ", "at last"], None)
+            assert slow.status("test-model") == "loaded"
+            # The wait was checked on, not merely outlasted.
+            assert any(r.path.endswith("/models") for r in slow.requests)
+
+    def test_fault_a_router_that_never_begins_the_reply_but_answers_status_checks_is_a_hang(
+        self,
+    ) -> None:
+        """The chat request is taken and its headers never come, while /models (the model
+        loaded, not loading) and /props answer: the reply ends once idle_timeout passes."""
+        never = threading.Event()
+        with _fault_raw_router(lambda handler: never.wait(30)) as url:
+            try:
+                pieces, error = _fault_stream_outcome(url, idle_timeout=0.3, limit=10)
+            finally:
+                never.set()
+        assert pieces == [] and isinstance(error, backend.StallError), error
+        assert error.error_type == "hung" and url in error.message
+        assert "not loading the model" in error.message and "idle_timeout" in error.message
+
+    def test_fault_a_redirect_elsewhere_is_not_followed_and_says_where_it_points(self) -> None:
+        """A 307 to another host: the request is not sent there, and the error says it was
+        redirected and where to (credentials and the key masked), not that the server crashed."""
+        key = "sk-0123456789-qwertzuiop"
+        location = f"https://bob:hunter2-pass@elsewhere.example:8443/v1/chat/completions?key={key}"
+
+        def redirect(handler) -> None:
+            handler.send_response(307)
+            handler.send_header("Location", location)
+            handler.send_header("Content-Length", "0")
+            handler.end_headers()
+
+        with _fault_raw_router(redirect) as url:
+            client = backend.Client(url, api_key=key)
+            try:
+                with pytest.raises(backend.ServerError) as caught:
+                    list(client.stream_chat("test-model", _user()))
+            finally:
+                client.close()
+        error = caught.value
+        assert error.status == 307 and error.error_type == "redirect"
+        assert "redirected" in error.message and "crashed" not in error.message
+        where = "https://bob:***@elsewhere.example:8443/v1/chat/completions?key=***"
+        assert where in error.message, error.message
+        assert key not in error.message and "hunter2" not in error.message
 
 
 class TestTools:
@@ -5522,6 +6254,171 @@ class TestProviders:
             reg.close()
 
 
+class TestSecrets:
+    """API keys and other secrets: masked wherever text is shown, logged or saved (`router.keys`)."""
+
+    def test_fault_api_keys_never_reach_the_database_the_logs_or_any_message(
+        self, chat_window, qtbot, tmp_path: Path, monkeypatch, caplog
+    ) -> None:
+        """Router and provider keys from the environment: a chat with failures, a server that
+        echoes the key in its error, an unreachable router; the keys appear nowhere."""
+
+        router_key = "sk-router-" + "R7x9kQ" * 6
+        provider_key = "sk-remote-" + "P3q5mZ" * 6
+        monkeypatch.setenv("LLAMACHAT_FAULT_ROUTER_KEY", router_key)
+        monkeypatch.setenv("LLAMACHAT_FAULT_REMOTE_KEY", provider_key)
+        caplog.set_level(logging.DEBUG)
+        shown: list[str] = []
+        with (
+            ScriptedRouter(api_key=router_key) as keyed,
+            ScriptedRouter(api_key=provider_key) as remote,
+        ):
+            window, history = chat_window(
+                url=keyed.url,
+                router_api_key_env="LLAMACHAT_FAULT_ROUTER_KEY",
+                providers=(
+                    ProviderConfig(
+                        "remote", remote.url, "LLAMACHAT_FAULT_REMOTE_KEY", ("test-model",)
+                    ),
+                ),
+            )
+            window.statusBar().messageChanged.connect(shown.append)
+            keyed.script(
+                Reply(content="Fine."),
+                Reply(status=500, error={"message": "failed to allocate KV cache"}),
+                Reply(content=["part "], error_after=1),
+            )
+            _send(qtbot, window, "one")
+            _send(qtbot, window, "two")
+            _send(qtbot, window, "three")
+            assert [m["status"] for m in history.messages(window.session_id)][1::2] == [
+                "complete",
+                "error",
+                "error",
+            ]
+            window.set_model("remote/test-model")
+            remote.script(
+                Reply(content="Remote fine."),
+                # Some gateways quote the key they were given in their error.
+                Reply(
+                    status=401,
+                    error={
+                        "message": f"Incorrect API key provided: {provider_key}",
+                        "type": "invalid_request_error",
+                    },
+                ),
+                Reply(
+                    content=["half "],
+                    error_after=1,
+                    error={"message": f"upstream rejected key {provider_key}"},
+                ),
+            )
+            _send(qtbot, window, "four")
+            _send(qtbot, window, "five")
+            _send(qtbot, window, "six")
+            assert keyed.chat_requests()[0].headers["authorization"] == f"Bearer {router_key}"
+            assert remote.chat_requests()[0].headers["authorization"] == f"Bearer {provider_key}"
+            window.set_model("test-model")
+            window.app.use_router("http://127.0.0.1:9")
+            _send(qtbot, window, "seven")
+
+            rows = history.messages(window.session_id)
+            assert [m["status"] for m in rows][1::2] == [
+                "complete",
+                "error",
+                "error",
+                "complete",
+                "error",
+                "error",
+                "error",
+            ]
+            errors = [m["error"] for m in rows if m["error"]]
+            widgets = [w.text() for w in window.findChildren(QLabel)]
+            widgets += [w.toPlainText() for w in window.findChildren(QTextBrowser)]
+            window.close()
+        history.close()
+        files = b"".join(
+            p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("history.db")
+        )
+        for key in (router_key, provider_key):
+            assert key.encode() not in files
+            assert key not in caplog.text
+            for text in [*errors, *shown, *widgets]:
+                assert key not in text, text
+        assert any("Incorrect API key provided" in e for e in errors)
+
+    @pytest.mark.parametrize(
+        ("value", "sent"),
+        [
+            pytest.param("sk-win-" + "W4k8pT" * 5 + "\r", True, id="trailing-cr"),
+            pytest.param("\n sk-win-" + "W4k8pT" * 5 + "\r\n", True, id="surrounding-whitespace"),
+            pytest.param(
+                "sk-win-" + "W4k8pT" * 3 + "\x01" + "W4k8pT" * 2, False, id="inner-control"
+            ),
+            pytest.param("sk-win-" + "W4k8pT" * 3 + "é" + "W4k8pT" * 2, False, id="non-ascii"),
+        ],
+    )
+    def test_fault_api_key_with_whitespace_or_control_characters_never_leaks(
+        self, chat_window, qtbot, tmp_path: Path, monkeypatch, caplog, value: str, sent: bool
+    ) -> None:
+        """A key read with a Windows line ending is stripped and works; a key no header can
+        carry fails the reply with a message naming its variable; the key shows nowhere."""
+
+        key = value.strip()
+        monkeypatch.setenv("LLAMACHAT_FAULT_WIN_KEY", value)
+        caplog.set_level(logging.DEBUG)
+        with ScriptedRouter(api_key=key) as keyed:
+            keyed.script(Reply(content="Keyed answer."))
+            window, history = chat_window(
+                url=keyed.url, router_api_key_env="LLAMACHAT_FAULT_WIN_KEY", listed=sent
+            )
+            _send(qtbot, window, "hello")
+            row = _fault_row(history, window)
+            if sent:
+                assert (row["content"], row["status"]) == ("Keyed answer.", "complete")
+                assert keyed.chat_requests()[0].headers["authorization"] == f"Bearer {key}"
+            else:
+                assert row["status"] == "error"
+                assert "LLAMACHAT_FAULT_WIN_KEY" in row["error"]
+                assert keyed.chat_requests() == []
+            widgets = [w.text() for w in window.findChildren(QLabel)]
+            widgets += [w.toPlainText() for w in window.findChildren(QTextBrowser)]
+            window.close()
+        history.close()
+        files = b"".join(
+            p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("history.db")
+        )
+        for piece in (key[:12], key[-12:]):
+            assert piece.encode() not in files
+            assert piece not in caplog.text
+            for text in [row["error"], *widgets]:
+                assert piece not in text, text
+
+    def test_fault_api_key_pieces_in_any_quoting_are_masked_in_server_errors(self) -> None:
+        """A server that quotes part of the key, JSON-escaped or cut short: no 8-character piece
+        of the key survives in the error the user reads."""
+
+        key = 'sk-q/uo"te-' + "Z9m2Lx" * 5
+        with ScriptedRouter(api_key=key) as keyed:
+            keyed.script(
+                Reply(
+                    status=401,
+                    body=f'{{"error": {{"message": "bad key {key[:14]}... '
+                    f'(full: {json.dumps(key)[1:-1]})"}}}}',
+                ),
+            )
+            client = backend.Client(keyed.url, api_key=key, api_key_env="K")
+            try:
+                with pytest.raises(backend.ServerError) as caught:
+                    list(client.stream_chat("test-model", [{"role": "user", "content": "hi"}]))
+            finally:
+                client.close()
+        message = caught.value.message
+        assert "bad key ***" in message
+        for start in range(len(key) - 7):
+            assert key[start : start + 8] not in message, message
+
+
 class TestServer:
     """`llamachat.router.server`: the real llama-server, managed and supervised."""
 
@@ -6002,9 +6899,147 @@ class TestServer:
         assert placed == models / parts[0].name
         assert sorted(p.name for p in models.iterdir()) == [p.name for p in parts]
 
+    def test_fault_a_hung_managed_server_is_restarted_like_a_dead_one(self, tmp_path: Path) -> None:
+        """The managed server gets SIGSTOP: its /health checks go unanswered, the supervisor
+        says it hung, and a new server takes its place as after a crash."""
+        import signal
 
-class TestConversationView:
-    """`llamachat.ui.views.messages` and `ui.markdown`: the streamed, rendered conversation."""
+        fake = _fault_health_server(tmp_path / "bin")
+        cfg = Config(llama_server=str(fake), models_dir=tmp_path / "models")
+        kinds: list[str] = []
+        server = ManagedServer(
+            cfg,
+            log_path=tmp_path / "server.log",
+            lock_path=tmp_path / "server.lock",
+            on_event=lambda kind, _message: kinds.append(kind),
+        )
+        server.health_interval, server.health_misses = 0.2, 2
+        server.start()
+        try:
+            assert server.wait_ready(30)
+            first = server.pid
+            assert first is not None
+            os.kill(first, signal.SIGSTOP)
+            deadline = time.monotonic() + 30
+            while not (server.is_running() and server.pid not in (None, first)):
+                assert time.monotonic() < deadline, kinds
+                time.sleep(0.05)
+            assert "hung" in kinds and kinds[-1] == "ready"
+            assert kinds.index("hung") < kinds.index("restarting")
+        finally:
+            server.stop()
+        assert server.pid is None
+
+    @pytest.mark.real_router
+    def test_fault_managed_server_wants_its_random_key_everywhere_but_health(
+        self, real_router
+    ) -> None:
+        """The llama-server llamachat starts refuses other local programs and web pages: every
+        endpoint but /health wants a random key, which llamachat's clients (in this process, or
+        a second llamachat reading the 0600 lock file) send, and which no command line or log
+        shows."""
+
+        server, url = real_router.server, real_router.url
+        key = server.api_key
+        assert len(key) >= 32 and server.host == "127.0.0.1"
+        assert httpx.get(f"{url}/health").status_code == 200
+        chat = {"model": SMOL_ID, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1}
+        assert httpx.post(f"{url}/v1/chat/completions", json=chat).status_code == 401
+        assert httpx.get(f"{url}/props").status_code == 401
+        wrong = {"Authorization": "Bearer not-the-key"}
+        assert httpx.get(f"{url}/props", headers=wrong).status_code == 401
+
+        client = Client(url)  # no key configured: the managed server's is found
+        try:
+            assert isinstance(client.request_json("GET", "/props", root=True), dict)
+        finally:
+            client.close()
+        code = (
+            "import sys; from pathlib import Path\n"
+            "from llamachat.router.client import Client\n"
+            "from llamachat.router.lock import managed_key\n"
+            "key = managed_key(sys.argv[1], lock_path=Path(sys.argv[2]))\n"
+            "c = Client(sys.argv[1], api_key=key)\n"
+            "print(isinstance(c.request_json('GET', '/props', root=True), dict))\n"
+        )
+        second = subprocess.run(
+            [sys.executable, "-c", code, url, str(server.lock_path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert second.stdout.strip() == "True", second.stderr
+
+        # A client made before the server's lock exists (the window lists models while the
+        # server starts) sends the key once the lock appears: the key is looked up per request.
+        early = (
+            "import shutil, sys; from pathlib import Path\n"
+            "from llamachat.router.client import BackendError, Client\n"
+            "from llamachat.router.lock import default_lock_path\n"
+            "c = Client(sys.argv[1])\n"
+            "try:\n"
+            "    c.request_json('GET', '/props', root=True); print('no key needed?')\n"
+            "except BackendError as exc:\n"
+            "    print(exc.status)\n"
+            "shutil.copy(sys.argv[2], default_lock_path())\n"
+            "print(isinstance(c.request_json('GET', '/props', root=True), dict))\n"
+        )
+        runtime = Path(str(server.lock_path) + ".runtime")
+        runtime.mkdir(mode=0o700)
+        late = subprocess.run(
+            [sys.executable, "-c", early, url, str(server.lock_path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            env={**os.environ, "XDG_RUNTIME_DIR": str(runtime)},
+        )
+        assert late.stdout.split() == ["401", "True"], late.stdout + late.stderr
+
+        assert stat.S_IMODE(server.lock_path.stat().st_mode) == 0o600
+        assert key not in " ".join(server.command())
+        assert key.encode() not in Path(f"/proc/{server.pid}/cmdline").read_bytes()
+        assert key not in server.log_path.read_text(encoding="utf-8", errors="replace")
+
+    @offscreen_dialogs
+    def test_chrome_window_server_log_and_events_of_a_managed_server(
+        self, chat_window, qtbot, tmp_path
+    ) -> None:
+        """A managed server's log tail opens from File > Server log…; its events, sent from
+        another thread, reach the status bar."""
+
+        window, _history = chat_window()
+        assert not window.router_guide.server_log_action.isVisible()
+        server = ManagedServer(
+            Config(), port=1, log_path=tmp_path / "server.log", lock_path=tmp_path / "server.lock"
+        )
+        server.log_file.write(b"main: loading model\nmain: server is listening on 127.0.0.1\n")
+        try:
+            window.app.use_router(window.cfg.router_url, server=server)
+            assert window.router_guide.server_log_action.isVisible()
+            window.router_guide.server_log_action.trigger()
+            [dialog] = [w for w in window.findChildren(ServerLogDialog) if w.isVisible()]
+            assert "server is listening" in dialog.text.toPlainText()
+            server.log_file.write(b"slot 0: prompt done\n")
+            dialog.refresh()
+            assert dialog.text.toPlainText().endswith("slot 0: prompt done\n")
+            dialog.close()
+            sender = threading.Thread(
+                target=window.app.post_server_event,
+                args=("restarted", "restarted after it stopped"),
+            )
+            sender.start()
+            sender.join()
+            qtbot.waitUntil(
+                lambda: "restarted after it stopped" in window.statusBar().currentMessage()
+            )
+        finally:
+            server.log_file.close()
+
+
+class TestMessages:
+    """`llamachat.ui.views.messages` and `views.markdown`: the streamed, rendered conversation."""
 
     def test_markdown_fence_with_blank_lines_inside_stays_one_block(self) -> None:
         text = "Intro line.\n\n```python\na = 1\n\n\nb = 2\n```\n\nAfter the code.\n"
@@ -6502,79 +7537,8 @@ class TestConversationView:
         assert _by_name(told, QLabel, "Reply statistics").text() == "2,100 prompt, 52 cached"
 
 
-class TestChrome:
-    """The chat window's chrome: picker, presets, sidebar, meter, panels."""
-
-    def test_settings_update_file_keeps_comments_and_uncomments_default_lines(
-        self, tmp_path: Path
-    ) -> None:
-        from llamachat import config
-
-        path = tmp_path / "config.toml"
-        config.update_file(path, {"router_api_key_env": "MY_KEY", "theme": "dark"})
-        text = path.read_text(encoding="utf-8")
-        assert text == config.DEFAULT_TEXT.replace(
-            '# router_api_key_env = "LLAMA_API_KEY"', 'router_api_key_env = "MY_KEY"'
-        ).replace('theme = "system"', 'theme = "dark"')
-        with pytest.raises(config.ConfigError, match="max_searches must be 0 or more") as caught:
-            config.update_file(path, {"max_searches": -1})
-        assert caught.value.path == path
-        assert path.read_text(encoding="utf-8") == text
-        assert sorted(p.name for p in tmp_path.iterdir()) == ["config.toml", "home"]
-
-    def test_settings_round_trip_keeps_the_users_comments(self, qtbot, tmp_path: Path) -> None:
-        from llamachat import config
-
-        path = tmp_path / "config.toml"
-        original = (
-            config.DEFAULT_TEXT.replace(
-                'router_url = "http://127.0.0.1:8080"',
-                'router_url = "http://127.0.0.1:8080"  # the box under my desk',
-            )
-            + "\n# My own note, at the end.\n"
-        )
-        path.write_text(original, encoding="utf-8")
-        dialog = SettingsDialog(config.load(path))
-        qtbot.addWidget(dialog)
-        dialog.router_url.setText("http://10.0.0.5:8080")
-        dialog.api_key_env.setText("MY_KEY")
-        dialog.search_url.setText("http://127.0.0.1:8888")
-        dialog.skills_dirs.setPlainText("~/team-skills\n")
-        dialog.default_model.setCurrentText("qwen")
-        dialog.theme.setCurrentIndex(dialog.theme.findData("dark"))
-        with qtbot.waitSignal(dialog.saved) as saved:
-            assert dialog.save() is True
-        text = path.read_text(encoding="utf-8")
-        assert 'router_url = "http://10.0.0.5:8080"  # the box under my desk' in text
-        assert text.endswith("\n# My own note, at the end.\n")
-        changed = (
-            "router_url",
-            "# router_api_key_env",
-            "# search_url",
-            "# skills_dirs",
-            "# default_model",
-            "theme",
-        )
-        kept = [line for line in original.splitlines() if not line.startswith(changed)]
-        assert [line for line in text.splitlines() if line in kept] == kept
-        new = saved.args[0]
-        assert new == config.load(path)
-        assert (
-            new.router_url,
-            new.router_api_key_env,
-            new.search_url,
-            new.default_model,
-            new.theme,
-        ) == ("http://10.0.0.5:8080", "MY_KEY", "http://127.0.0.1:8888", "qwen", "dark")
-        assert new.skills_dirs == (Path.home() / "team-skills",)
-
-        bad = SettingsDialog(new)
-        qtbot.addWidget(bad)
-        bad.router_url.setText("ftp://elsewhere")
-        assert bad.save() is False
-        assert "router_url must start with http:// or https://" in bad.error()
-        assert bad.error_label.isVisibleTo(bad)
-        assert path.read_text(encoding="utf-8") == text
+class TestTheme:
+    """`llamachat.ui.theme`: light and dark palettes."""
 
     def test_theme_apply_sets_fusion_with_light_dark_or_the_systems_palette(self, qapp) -> None:
 
@@ -6595,6 +7559,32 @@ class TestChrome:
             qapp.styleHints().unsetColorScheme()
             qapp.setStyle(style)
             qapp.setPalette(palette)
+
+
+class TestShortcuts:
+    """`llamachat.ui.shortcuts`: one table of keys, installed and listed (F1)."""
+
+    @offscreen_dialogs
+    def test_chrome_window_shortcuts_copy_reply_focus_and_help(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """Ctrl+Shift+C copies the last reply, Ctrl+L focuses the composer, F1 lists the keys."""
+
+        window, _history = chat_window()
+        _send(qtbot, window, "copy this")
+        window.sidebar.focus_search()
+        control_shift = Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier
+        qtbot.keyClick(window, Qt.Key.Key_C, control_shift)
+        assert QApplication.clipboard().text() == "echo: copy this"
+        qtbot.keyClick(window, Qt.Key.Key_L, Qt.KeyboardModifier.ControlModifier)
+        assert window.composer.editor.hasFocus()
+        qtbot.keyClick(window, Qt.Key.Key_F1)
+        dialog = _by_name(window, QDialog, "Keyboard shortcuts")
+        rows = {action: keys for keys, action in dialog.rows()}
+        assert (
+            rows["Start a new chat"] == "Ctrl+N" and rows["Stop the reply being written"] == "Esc"
+        )
+        dialog.close()
 
     @offscreen_limits
     def test_shortcuts_table_is_installed_and_listed_in_the_help(self, qtbot) -> None:
@@ -6638,6 +7628,245 @@ class TestChrome:
             + " or "
             + QKeySequence("Ctrl+F").toString(QKeySequence.SequenceFormat.NativeText)
         )
+
+    @offscreen_limits
+    def test_shortcuts_dialog_shows_every_row_without_scrolling(self, qtbot) -> None:
+
+        dialog = ShortcutsDialog()
+        qtbot.addWidget(dialog)
+        dialog.show()
+        qtbot.waitExposed(dialog)
+        table = dialog.table
+        assert table.verticalScrollBar().maximum() == 0
+        assert table.horizontalScrollBar().maximum() == 0
+        viewport = table.viewport().rect()
+        for row, (keys, action) in enumerate(dialog.rows()):
+            for column, text in enumerate((keys, action)):
+                cell = table.visualRect(table.model().index(row, column))
+                assert viewport.contains(cell), f"row {text!r} is not all in view"
+                assert cell.width() >= table.fontMetrics().horizontalAdvance(text), text
+        shown = [keys for keys, _action in dialog.rows()]
+        for keys in ("Enter", "Shift+Enter", "/", "Alt+Left", "Alt+Right"):
+            native = QKeySequence(keys).toString(QKeySequence.SequenceFormat.NativeText)
+            assert native in shown
+
+
+class TestSidebar:
+    """`llamachat.ui.views.sidebar`: past chats, search, rename, delete, import and export."""
+
+    def test_chrome_window_search_finds_titles_shows_plain_marked_snippets_or_no_matches(
+        self, chat_window, qtbot, tmp_path
+    ) -> None:
+        """Search finds a renamed chat by its title; snippets are plain text (no Markdown
+        marks), the matched words are marked on screen, and a search without hits says so."""
+
+        history = History(tmp_path / "history.db")
+        renamed = history.create_session("chat", "test-model")
+        history.add_message(renamed, "user", "something else")
+        history.rename_session(renamed, "Alpaca shearing")
+        talked = history.create_session("chat", "test-model")
+        asked = "tell me about the fibre of camelids, in some detail, with sources and examples"
+        history.add_message(talked, "user", asked)
+        history.add_message(
+            talked, "assistant", "# Fibre\nThe **alpaca** gives `wool`, see [this](http://x)."
+        )
+        window, _ = chat_window(history=history)
+        window.resize(900, 600)
+        window.sidebar.search("alpaca")
+        assert window.sidebar.session_ids() == [renamed, talked]
+        rows = [window.sidebar.model.data(window.sidebar.model.index(r)) for r in range(2)]
+        assert rows[0] == "Alpaca shearing"
+        assert rows[1] == asked + "\nFibre The alpaca gives wool, see this."
+        assert not window.sidebar.no_matches.isVisible()
+        assert marked_html("<b>Alpaca</b> alpacas", "alpaca", "X") == (
+            '&lt;b&gt;<span style="X">Alpaca</span>&lt;/b&gt; <span style="X">alpaca</span>s'
+        )
+
+        # Nothing is selected (a new chat is shown): any highlight colour is a marked word.
+        highlight = window.sidebar.list_view.palette().color(QPalette.ColorRole.Highlight).rgb()
+
+        def marked_pixels(row: int | None = None, *, below_title: bool = False) -> int:
+            view = window.sidebar.list_view
+            image = view.viewport().grab().toImage()
+            area = view.viewport().rect()
+            if row is not None:
+                area = view.visualRect(window.sidebar.model.index(row))
+            if below_title:
+                area.setTop(area.top() + area.height() // 3)
+            return sum(
+                image.pixel(x, y) == highlight
+                for x in range(area.left(), area.right(), 2)
+                for y in range(area.top(), area.bottom())
+            )
+
+        assert _highlighted(window) == []
+        # The title hit is marked in its title, the other in its snippet's line.
+        assert marked_pixels(0) > 0 and marked_pixels(1, below_title=True) > 0
+        window.sidebar.search("")
+        assert marked_pixels() == 0
+
+        window.sidebar.search("zzyzx")
+        assert window.sidebar.session_ids() == []
+        assert window.sidebar.no_matches.isVisible()
+        assert window.sidebar.no_matches.text() == "No matches"
+        window.sidebar.search("")
+        assert not window.sidebar.no_matches.isVisible()
+
+    def test_chrome_window_title_follows_renames_and_edits_of_an_automatic_title(
+        self, chat_window, qtbot
+    ) -> None:
+        """Renaming the open chat retitles the window at once; editing the first question
+        renames a chat titled automatically, and no longer once the user renamed it."""
+        window, history = chat_window()
+        _send(qtbot, window, "Wher do llamas live")
+        assert window.windowTitle() == "Wher do llamas live — llamachat"
+        first = history.messages(window.session_id)[0]["id"]
+        window.conversation.edit_requested.emit(first)
+        window.composer.set_text("Where do llamas live")
+        window.send()
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
+        assert window.windowTitle() == "Where do llamas live — llamachat"
+        model = window.sidebar.model
+        assert model.data(model.index(model.row_of(window.session_id))) == "Where do llamas live"
+
+        assert model.setData(model.index(model.row_of(window.session_id)), "Llamas")
+        assert window.windowTitle() == "Llamas — llamachat"
+        first = history.messages(window.session_id)[0]["id"]
+        window.conversation.edit_requested.emit(first)
+        window.composer.set_text("Where do alpacas live")
+        window.send()
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
+        assert window.windowTitle() == "Llamas — llamachat"
+        window.sidebar.rename_session(window.session_id, "Camelids")
+        assert window.windowTitle() == "Camelids — llamachat"
+
+    @offscreen_dialogs
+    def test_chrome_window_sidebar_highlights_the_shown_chat_whatever_happens(
+        self, chat_window, qtbot, tmp_path
+    ) -> None:
+        """Deleting another chat, right-clicking one, or starting a new chat leaves the
+        highlight on the chat shown (none for a new chat, so Delete deletes nothing)."""
+
+        history = History(tmp_path / "history.db")
+        ids = []
+        for text in ("first", "second", "third", "fourth"):
+            ids.append(history.create_session("chat", "test-model"))
+            history.add_message(ids[-1], "user", text)
+        window, _ = chat_window(history=history)
+        _click_session(qtbot, window, ids[1])
+        assert window.session_id == ids[1] and _highlighted(window) == [ids[1], ids[1]]
+
+        window.sidebar.delete_session(ids[2])
+        assert window.session_id == ids[1] and _highlighted(window) == [ids[1], ids[1]]
+        window.sidebar.delete_session(ids[0])
+        assert _highlighted(window) == [ids[1], ids[1]]
+
+        view = window.sidebar.list_view
+        menus: list[str] = []
+
+        def close_menu() -> None:
+            menu = QApplication.activePopupWidget()
+            if menu is None:
+                QTimer.singleShot(10, close_menu)
+                return
+            menus.append(type(menu).__name__)
+            menu.close()
+
+        close_menu()
+        row = window.sidebar.model.row_of(ids[3])
+        where = view.visualRect(window.sidebar.model.index(row)).center()
+        # As the platform does it: the button press, then a context menu event.
+        qtbot.mousePress(view.viewport(), Qt.MouseButton.RightButton, pos=where)
+        QApplication.sendEvent(
+            view.viewport(),
+            QContextMenuEvent(
+                QContextMenuEvent.Reason.Mouse, where, view.viewport().mapToGlobal(where)
+            ),
+        )
+        qtbot.mouseRelease(view.viewport(), Qt.MouseButton.RightButton, pos=where)
+        qtbot.waitUntil(lambda: menus == ["QMenu"])
+        assert window.session_id == ids[1] and _highlighted(window) == [ids[1], ids[1]]
+
+        window.new_session()
+        assert _highlighted(window) == []
+        view.setFocus()
+        qtbot.keyClick(view, Qt.Key.Key_Delete)
+        assert sorted(window.sidebar.session_ids()) == [ids[1], ids[3]]
+
+    @offscreen_dialogs
+    def test_chrome_window_search_finds_old_session_and_opening_restores_it(
+        self, chat_window, router, qtbot, tmp_path
+    ) -> None:
+        """Sidebar search finds an old chat's message; opening it restores messages, model,
+        prompt and loaded skills."""
+
+        _chrome_models(router, Model("other", "loaded"))
+        window, _history = chat_window()
+        Prompts(tmp_path / "prompts").save("Pirate", "Answer like a pirate.")
+        window.preset_picker.reload()
+        qtbot.waitUntil(lambda: "other" in _combo_ids(window.model_picker.combo))
+        window.model_picker.combo.setCurrentIndex(window.model_picker.combo.findData("other"))
+        window.preset_picker.combo.setCurrentIndex(window.preset_picker.combo.findData("Pirate"))
+        _send(qtbot, window, "/weather where do aardvarks live")
+        old = window.session_id
+        qtbot.keyClick(window, Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier)
+        assert window.session_id is None and window.conversation.views() == []
+        assert window.loaded_skills() == []
+        window.model_picker.combo.setCurrentIndex(window.model_picker.combo.findData("test-model"))
+        window.preset_picker.combo.setCurrentIndex(window.preset_picker.combo.findData("Default"))
+        _send(qtbot, window, "something else entirely")
+        assert window.sidebar.session_ids() == [window.session_id, old]
+
+        # Offscreen, the hidden `/` completion popup stays the active window: take it back.
+        window.activateWindow()
+        qtbot.waitUntil(lambda: QApplication.activeWindow() is window)
+        qtbot.keyClick(window.composer.editor, Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier)
+        web_search = _by_name(window, QLineEdit, "Search sessions")
+        assert web_search.hasFocus()
+        qtbot.keyClicks(web_search, "aardvarks")
+        qtbot.waitUntil(lambda: window.sidebar.session_ids() == [old])
+        _click_session(qtbot, window, old)
+        assert window.session_id == old
+        assert [(v.role, v.content()) for v in window.conversation.views()] == [
+            ("user", "where do aardvarks live"),
+            ("assistant", "echo: where do aardvarks live"),
+        ]
+        assert window.current_model() == "other"
+        assert window.model_picker.combo.currentData() == "other"
+        assert window.preset_picker.current_name() == "Pirate"
+        assert window.loaded_skills() == ["weather"] and window.skill_chips.skills() == ["weather"]
+        _send(qtbot, window, "and in winter?")
+        sent = router.chat_requests()[-1].json
+        assert sent["model"] == "other"
+        assert sent["messages"][0]["content"].startswith("Answer like a pirate.")
+        assert "[skill: weather]" in sent["messages"][0]["content"]
+
+    def test_chrome_window_delete_and_undo_in_the_sidebar(self, chat_window, router, qtbot) -> None:
+        """Deleting the open chat starts a new one; Undo brings the chat back to the list."""
+
+        window, history = chat_window()
+        _send(qtbot, window, "keep me")
+        kept = window.session_id
+        window.new_session()
+        _send(qtbot, window, "delete me")
+        doomed = window.session_id
+        assert window.sidebar.session_ids() == [doomed, kept]
+
+        window.sidebar.list_view.setFocus()
+        window.sidebar.list_view.setCurrentIndex(
+            window.sidebar.model.index(window.sidebar.model.row_of(doomed))
+        )
+        qtbot.keyClick(window.sidebar.list_view, Qt.Key.Key_Delete)
+        assert window.sidebar.session_ids() == [kept]
+        assert window.session_id is None and window.conversation.views() == []
+        assert [s["id"] for s in history.list_sessions()] == [kept]
+        assert "delete me" in window.sidebar.notice_text()
+
+        qtbot.mouseClick(_by_name(window, QPushButton, "Undo delete"), Qt.MouseButton.LeftButton)
+        assert window.sidebar.session_ids() == [doomed, kept]
+        _click_session(qtbot, window, doomed)
+        assert window.session_id == doomed
+        assert window.conversation.views()[0].content() == "delete me"
 
     @offscreen_limits
     def test_sidebar_pages_ten_thousand_sessions_as_the_list_scrolls(
@@ -6759,6 +7988,179 @@ class TestChrome:
         assert history.count_sessions() == 2
         history.close()
 
+    def test_sidebar_import_runs_in_the_background_with_progress_and_cancel(
+        self, qtbot, tmp_path: Path
+    ) -> None:
+        """The menu's import reads and writes off the GUI thread: the new chat, titled
+        "(imported)", opens at the top of the list; Cancel in its progress dialog adds nothing."""
+
+        history = _chrome_history(tmp_path)
+        sid = history.create_session("chat")
+        history.add_message(sid, "user", "Name three rivers")
+        history.add_message(history.create_session("chat"), "user", "A newer chat")
+        sidebar = SessionSidebar(history)
+        qtbot.addWidget(sidebar)
+        sidebar.export_session(sid, tmp_path / "rivers.json", "json")
+        with qtbot.waitSignal(sidebar.session_activated) as opened:
+            sidebar.start_import(tmp_path / "rivers.json")
+            assert sidebar.import_progress is not None
+            assert not sidebar.import_action.isEnabled()
+        new_id = opened.args[0]
+        assert sidebar.session_ids()[0] == new_id and sidebar.current() == new_id
+        assert sidebar.model.data(sidebar.model.index(0)) == "Name three rivers (imported)"
+        assert sidebar.notice_text() == "Imported rivers.json."
+        assert sidebar.import_action.isEnabled() and sidebar.import_progress is None
+
+        big = _good_export()
+        big["messages"] = [
+            {"role": "user", "content": f"message {n}", "created_at": 1.0} for n in range(5000)
+        ]
+        (tmp_path / "big.json").write_text(json.dumps(big), encoding="utf-8")
+        sidebar.start_import(tmp_path / "big.json")
+        sidebar.import_progress.findChild(QPushButton).click()  # its Cancel
+        qtbot.waitUntil(lambda: "cancelled" in sidebar.notice_text())
+        assert sidebar.notice_text() == "Import of big.json cancelled; nothing was added."
+        assert history.count_sessions() == 3 and len(sidebar.session_ids()) == 3
+        raw = sqlite3.connect(history.path)
+        assert raw.execute("SELECT count(*) FROM sessions").fetchone()[0] == 3
+        raw.close()
+        history.close()
+
+    def test_sidebar_pins_a_chat_to_the_top_from_its_menu(self, qtbot, tmp_path: Path) -> None:
+
+        history = _chrome_history(tmp_path)
+        ids = []
+        for text in ("oldest", "middle", "newest"):
+            ids.append(history.create_session("chat"))
+            history.add_message(ids[-1], "user", text)
+        sidebar = SessionSidebar(history)
+        qtbot.addWidget(sidebar)
+        assert sidebar.session_ids() == [ids[2], ids[1], ids[0]]
+        menu = sidebar.session_menu(ids[0])
+        pin = next(a for a in menu.actions() if a.text() == "Pin to top")
+        pin.trigger()
+        menu.close()
+        assert sidebar.session_ids() == [ids[0], ids[2], ids[1]]
+        row = sidebar.model.index(0)
+        assert row.data(Qt.ItemDataRole.DecorationRole) is not None
+        assert "Pinned" in row.data(Qt.ItemDataRole.ToolTipRole)
+        assert sidebar.model.index(1).data(Qt.ItemDataRole.DecorationRole) is None
+        # A newer message elsewhere does not move a chat above the pinned one.
+        history.add_message(ids[1], "user", "still below")
+        sidebar.refresh()
+        assert sidebar.session_ids() == [ids[0], ids[1], ids[2]]
+        menu = sidebar.session_menu(ids[0])
+        next(a for a in menu.actions() if a.text() == "Unpin").trigger()
+        menu.close()
+        assert sidebar.session_ids() == [ids[1], ids[2], ids[0]]
+        history.close()
+
+    def test_sidebar_groups_chats_by_project_folds_them_and_moves_a_chat_by_menu(
+        self, qtbot, tmp_path: Path
+    ) -> None:
+
+        history = _chrome_history(tmp_path)
+        ids = []
+        for text in ("alpha", "beta", "gamma"):
+            ids.append(history.create_session("chat"))
+            history.add_message(ids[-1], "user", text)
+        work = history.projects.create("Work")
+        sidebar = SessionSidebar(history)
+        qtbot.addWidget(sidebar)
+        shown = lambda: [sidebar.model.index(r).data() for r in range(sidebar.model.rowCount())]
+        assert shown() == ["▾ Work", "gamma", "beta", "alpha"]
+        menu = sidebar.session_menu(ids[0])
+        moves = next(a.menu() for a in menu.actions() if a.text() == "Move to project")
+        next(a for a in moves.actions() if a.text() == "Work").trigger()
+        assert shown() == ["▾ Work", "alpha", "gamma", "beta"]
+        assert history.get_session(ids[0])["project_id"] == work
+        # A click on the header folds the project (remembered), another unfolds it.
+        view = sidebar.list_view
+        sidebar.resize(300, 400)
+        sidebar.show()
+        qtbot.waitExposed(sidebar)
+        qtbot.mouseClick(
+            view.viewport(),
+            Qt.MouseButton.LeftButton,
+            pos=view.visualRect(sidebar.model.index(0)).center(),
+        )
+        assert shown() == ["▸ Work", "gamma", "beta"]
+        assert history.projects.get(work)["collapsed"] is True
+        assert sidebar.session_ids() == [ids[2], ids[1]]
+        qtbot.mouseClick(
+            view.viewport(),
+            Qt.MouseButton.LeftButton,
+            pos=view.visualRect(sidebar.model.index(0)).center(),
+        )
+        assert shown() == ["▾ Work", "alpha", "gamma", "beta"]
+        menu = sidebar.session_menu(ids[0])
+        moves = next(a.menu() for a in menu.actions() if a.text() == "Move to project")
+        assert [a.text() for a in moves.actions() if a.text()] == [
+            "New project…",
+            "Out of the project",
+        ]
+        next(a for a in moves.actions() if a.text() == "Out of the project").trigger()
+        assert shown() == ["▾ Work", "gamma", "beta", "alpha"]
+        # The project's dialog edits its name and defaults.
+        dialog = sidebar.edit_project(work)
+        dialog.name.setText("Job")
+        dialog.skills.setText("pdf, weather")
+        dialog.params.editors["temperature"].setValue(0.5)
+        dialog.accept()
+        saved = history.projects.get(work)
+        assert (saved["name"], saved["skills"], saved["params"]) == (
+            "Job",
+            ["pdf", "weather"],
+            {"temperature": 0.5},
+        )
+        assert shown()[0] == "▾ Job"
+        menu = sidebar.project_menu(work)
+        next(a for a in menu.actions() if a.text().startswith("Delete project")).trigger()
+        assert shown() == ["gamma", "beta", "alpha"] and history.count_sessions() == 3
+        history.close()
+
+
+class TestPresets:
+    """`llamachat.ui.views.presets`: system prompt presets, their picker and editor."""
+
+    def test_chrome_window_preset_switch_changes_the_system_message_sent(
+        self, chat_window, router, qtbot, tmp_path
+    ) -> None:
+        """Choosing a preset (or a custom prompt) changes the system message the router receives."""
+
+        window, history = chat_window()
+        Prompts(tmp_path / "prompts").save("Pirate", "Answer like a pirate.")
+        window.preset_picker.reload()
+        presets = window.preset_picker.combo
+        assert presets.accessibleName() == "Prompt preset"
+        _send(qtbot, window, "first")
+        assert (
+            router.chat_requests()[-1]
+            .json["messages"][0]["content"]
+            .startswith("You are a helpful assistant.")
+        )
+
+        presets.setCurrentIndex(presets.findData("Pirate"))
+        _send(qtbot, window, "second")
+        system = router.chat_requests()[-1].json["messages"][0]
+        assert system == {"role": "system", "content": "Answer like a pirate."}
+        assert history.get_session(window.session_id)["prompt_name"] == "Pirate"
+
+        window.preset_picker.set_custom("Only answer in haiku.")
+        _send(qtbot, window, "third")
+        assert router.chat_requests()[-1].json["messages"][0]["content"] == "Only answer in haiku."
+        session = history.get_session(window.session_id)
+        assert (session["prompt_name"], session["prompt_custom"]) == (
+            "Pirate",
+            "Only answer in haiku.",
+        )
+
+        window.new_session()
+        assert window.preset_picker.custom_text() == ""
+        _send(qtbot, window, "fresh")
+        assert router.chat_requests()[-1].json["messages"][0]["content"] == "Answer like a pirate."
+        assert history.get_session(window.session_id)["prompt_name"] == "Pirate"
+
     def test_presets_switch_emits_the_new_system_text_and_custom_prompt(
         self, qtbot, tmp_path: Path
     ) -> None:
@@ -6821,6 +8223,105 @@ class TestChrome:
         assert changed.args == ["Yo ho ho."]
         assert picker.names() == ["Corsair", "Default"]
 
+    @offscreen_dialogs
+    def test_presets_editor_asks_before_closing_with_unsaved_edits(
+        self, qtbot, tmp_path: Path
+    ) -> None:
+
+        store = Prompts(tmp_path / "prompts")
+        store.ensure_default()
+        store.save("Pirate", "Talk like a pirate.")
+        picker = PresetPicker(store)
+        qtbot.addWidget(picker)
+        editor = picker.edit_presets()
+        editor.select("Pirate")
+        editor.editor.selectAll()
+        editor.editor.insertPlainText("Arr.")
+        editor.reject()
+        assert editor.isVisible() and editor.unsaved is not None
+        assert editor.unsaved.text() == "The preset “Pirate” has changes that are not saved."
+        editor.unsaved.button(QMessageBox.StandardButton.Cancel).click()
+        assert editor.isVisible() and editor.unsaved is None
+        assert store.get("Pirate") == "Talk like a pirate."
+        assert editor.editor.toPlainText() == "Arr."
+        editor.reject()
+        editor.unsaved.button(QMessageBox.StandardButton.Discard).click()
+        assert not editor.isVisible()
+        assert store.get("Pirate") == "Talk like a pirate."
+
+        editor = picker.edit_presets()
+        editor.select("Pirate")
+        editor.editor.selectAll()
+        editor.editor.insertPlainText("Yo ho.")
+        editor.reject()
+        editor.unsaved.button(QMessageBox.StandardButton.Save).click()
+        assert not editor.isVisible() and store.get("Pirate") == "Yo ho."
+
+        editor = picker.edit_presets()
+        editor.select("Pirate")
+        editor.reject()
+        assert editor.unsaved is None and not editor.isVisible()
+
+
+class TestMeter:
+    """`llamachat.ui.views.meter`: the context meter."""
+
+    def test_chrome_window_meter_shows_context_use_after_a_reply(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """The meter shows the next request's tokens of the model's context (the chat so far,
+        counted by the server); new and reopened chats show their own."""
+
+        window, _history = chat_window()
+        meter = window.meter
+        qtbot.waitUntil(lambda: meter.context_size() == 4096)
+        qtbot.waitUntil(lambda: window.chat.context.breakdown().exact)
+        empty = meter.used()
+        router.script(Reply(content="A short answer."))
+        _send(qtbot, window, "measure me")
+        first = window.session_id
+        qtbot.waitUntil(lambda: window.chat.context.breakdown().exact)
+        used = meter.used()
+        assert used > empty
+        assert meter.label.text() == f"{used:,} / 4,096"
+        assert "test-model" in meter.toolTip() and "earlier messages" in meter.toolTip()
+        window.composer.set_text("x " * 14_000)
+        assert meter.will_overflow() and meter.state == "over"
+        window.composer.clear()
+
+        window.new_session()
+        qtbot.waitUntil(lambda: meter.used() == empty)
+        window.open_session(first)
+        qtbot.waitUntil(lambda: meter.used() == used)
+
+    @offscreen_popup
+    def test_chrome_window_skill_list_and_parameters_open_upward_on_screen(
+        self, chat_window, qtbot
+    ) -> None:
+
+        window, _history = chat_window()
+        window.resize(720, 560)
+        screen = window.screen().availableGeometry()
+        editor = _by_name(window, QPlainTextEdit, "Message")
+        popup = window.composer.completer.popup()
+        qtbot.keyClicks(editor, "/")
+        qtbot.waitUntil(popup.isVisible, timeout=2000)
+        top = editor.mapToGlobal(QPoint(0, 0)).y()
+        shown = QRect(popup.mapToGlobal(QPoint(0, 0)), popup.size())
+        assert shown.bottom() < top and screen.contains(shown)
+        assert shown.left() == editor.mapToGlobal(QPoint(0, 0)).x()
+        qtbot.keyClick(editor, Qt.Key.Key_Escape)
+
+        button = window.chat_params.button
+        menu = button.menu()
+        # Where the tool button puts its menu: under itself.
+        menu.popup(button.mapToGlobal(button.rect().bottomLeft()))
+        qtbot.waitUntil(menu.isVisible)
+        shown = menu.geometry()
+        assert shown.bottom() < button.mapToGlobal(QPoint(0, 0)).y()
+        assert screen.contains(shown)
+        menu.hide()
+
     def test_meter_shows_usage_of_the_models_context_and_warns_before_overflow(
         self,
         qtbot,
@@ -6854,6 +8355,73 @@ class TestChrome:
             ]
             assert r.status("smol") == "unloaded"
             registry.close()
+
+
+class TestModelPicker:
+    """`llamachat.ui.models`: the model picker, its statuses and loads."""
+
+    def test_chrome_window_model_statuses_shown_and_load_driven_from_picker(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """The window's picker shows each model's status; choosing an unloaded one loads it."""
+
+        _chrome_models(router, Model("smol", "unloaded", modalities=("text", "image")))
+        router.load_delay = 0.4
+        window, history = chat_window()
+        combo = window.model_picker.combo
+        qtbot.waitUntil(lambda: _combo_ids(combo) == ["test-model", "smol"])
+        assert [combo.itemText(i) for i in range(2)] == ["● test-model", "○ smol"]
+        assert window.current_model() == "test-model"
+        assert not any(q.path == "/models/load" for q in router.requests)
+
+        combo.setCurrentIndex(combo.findData("smol"))
+        assert window.current_model() == "smol"
+        assert window.meter.model() == "smol"
+        assert window.model_picker.status("smol") == "loading"
+        assert window.model_picker.status_label.text() == "Loading…"
+        assert window.model_picker.status_label.toolTip() == "Loading smol…"
+        qtbot.waitUntil(lambda: window.model_picker.status("smol") == "loaded", timeout=10_000)
+        assert combo.itemText(combo.findData("smol")) == "● smol"
+        # Counting the meter's tokens never loads a model: only the picker does.
+        counting = ("/tokenize", "/apply-template")
+        assert [
+            (q.path, q.json)
+            for q in router.requests
+            if q.method == "POST" and q.path not in counting
+        ] == [("/models/load", {"model": "smol"})]
+        assert all(
+            q.query.get("autoload") == "false" for q in router.requests if q.path in counting
+        )
+        _send(qtbot, window, "hello")
+        assert router.chat_requests()[-1].json["model"] == "smol"
+        assert history.get_session(window.session_id)["model"] == "smol"
+
+    def test_chrome_window_failed_load_shows_servers_message_and_retry_loads(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """A load that fails shows the server's message beside the picker; Retry loads again."""
+
+        _chrome_models(router, Model("broken", fail_exit_code=1))
+        window, _history = chat_window()
+        picker = window.model_picker
+        qtbot.waitUntil(lambda: "broken" in _combo_ids(picker.combo))
+        picker.combo.setCurrentIndex(picker.combo.findData("broken"))
+        qtbot.waitUntil(lambda: picker.status("broken") == "failed", timeout=10_000)
+        # The router's status event can say "failed" before the load request's own answer
+        # (which names the model) arrives: the label shows the event's words until then.
+        qtbot.waitUntil(
+            lambda: (
+                picker.status_label.text()
+                == "broken failed to load: model 'broken' failed to load (exit code 1)"
+            ),
+            timeout=10_000,
+        )
+        assert picker.combo.itemText(picker.combo.findData("broken")) == "⚠ broken"
+        retry = _by_name(window, QToolButton, "Retry model")
+        router.models["broken"].fail_exit_code = None
+        qtbot.mouseClick(retry, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: picker.status("broken") == "loaded", timeout=10_000)
+        assert picker.status_label.isHidden() and picker.retry_button.isHidden()
 
     def test_model_picker_shows_statuses_and_loads_a_chosen_model(self, qtbot) -> None:
 
@@ -6951,6 +8519,83 @@ class TestChrome:
         picker.shutdown()
         registry.close()
 
+
+class TestSkillsPanel:
+    """`llamachat.ui.skills`: the skills panel, chips and the skills folder watcher."""
+
+    @offscreen_dialogs
+    def test_chrome_window_skills_panel_imports_good_and_bad_folders_into_a_new_skills_dir(
+        self, chat_window, router, qtbot, tmp_path
+    ) -> None:
+        """With no skills folder yet, `/skills` opens the panel; a good folder imports and works at
+        once, a bad one is refused with its reason."""
+
+        fresh = tmp_path / "fresh-skills"
+        window, _history = chat_window(skills_dir=fresh)
+        assert not window.cfg.skills_enabled
+        good = tmp_path / "incoming" / "haiku"
+        good.mkdir(parents=True)
+        (good / "SKILL.md").write_text(
+            "---\nname: haiku\ndescription: Write answers as haiku.\n---\nThree lines: 5, 7, 5.\n",
+            encoding="utf-8",
+        )
+        bad = tmp_path / "incoming-bad" / "Bad Name"
+        bad.mkdir(parents=True)
+        (bad / "SKILL.md").write_text("no front matter at all\n", encoding="utf-8")
+
+        _type(qtbot, window, "/skills")
+        qtbot.keyClick(window.composer.editor, Qt.Key.Key_Return)
+        panel = _by_name(window, QDialog, "Skills")
+        assert router.chat_requests() == [] and window.composer.text() == ""
+        assert panel.skill_names() == []
+
+        assert panel.import_folder(good) == [fresh / "haiku"]
+        assert panel.message_text().startswith("Imported: haiku")
+        assert panel.skill_names() == ["haiku"]
+        assert panel.import_folder(bad.parent) == []
+        assert "Not imported:" in panel.message_text() and "Bad Name" in panel.message_text()
+        assert sorted(p.name for p in fresh.iterdir()) == ["haiku"]
+        assert panel.import_folder(good) == []
+        assert "already" in panel.message_text()
+
+        panel.tree.setCurrentItem(panel.tree.topLevelItem(0))
+        qtbot.mouseClick(_by_name(panel, QPushButton, "Load skill"), Qt.MouseButton.LeftButton)
+        assert window.loaded_skills() == ["haiku"]
+        assert panel.tree.topLevelItem(0).text(4) == "loaded"
+        panel.close()
+        _send(qtbot, window, "tell me about autumn")
+        sent = router.chat_requests()[-1].json
+        assert sent["messages"][0]["content"].endswith("[skill: haiku]\nThree lines: 5, 7, 5.")
+        assert any(t["function"]["name"] == "load_skill" for t in sent.get("tools", []))
+
+    @offscreen_dialogs
+    def test_chrome_window_skill_written_to_disk_appears_without_restart(
+        self, chat_window, router, qtbot, tmp_path
+    ) -> None:
+        """A SKILL.md written while the window is open reaches the `/` completion and the panel."""
+
+        window, _history = chat_window()
+        completions = window.composer.completer.model()
+
+        def offered() -> list[str]:
+            return [
+                completions.index(row, 0).data(Qt.ItemDataRole.UserRole)
+                for row in range(completions.rowCount())
+            ]
+
+        assert offered() == ["finance-cli", "skills", "weather"]
+        panel = window.skills.open_panel()
+        _write_skill(
+            tmp_path / "skills",
+            "gardening",
+            "---\nname: gardening\ndescription: When to plant what.\n---\nPlant after frost.\n",
+        )
+        qtbot.waitUntil(lambda: "gardening" in offered(), timeout=5000)
+        qtbot.waitUntil(lambda: "gardening" in panel.skill_names(), timeout=5000)
+        panel.close()
+        _send(qtbot, window, "/gardening tomatoes?")
+        assert window.loaded_skills() == ["gardening"]
+
     def test_skill_chips_are_kept_when_only_their_counts_change(self, qtbot) -> None:
         """A count that comes in updates the chips' tooltips; the buttons stay (one may be
         under the pointer), and a changed list builds them again."""
@@ -7036,1133 +8681,6 @@ class TestChrome:
         qtbot.waitUntil(lambda: "omega" in panel.skill_names(), timeout=5000)
         (root / "alpha" / "SKILL.md").unlink()
         qtbot.waitUntil(lambda: panel.skill_names() == ["delta", "omega"], timeout=5000)
-
-    def test_sidebar_import_runs_in_the_background_with_progress_and_cancel(
-        self, qtbot, tmp_path: Path
-    ) -> None:
-        """The menu's import reads and writes off the GUI thread: the new chat, titled
-        "(imported)", opens at the top of the list; Cancel in its progress dialog adds nothing."""
-
-        history = _chrome_history(tmp_path)
-        sid = history.create_session("chat")
-        history.add_message(sid, "user", "Name three rivers")
-        history.add_message(history.create_session("chat"), "user", "A newer chat")
-        sidebar = SessionSidebar(history)
-        qtbot.addWidget(sidebar)
-        sidebar.export_session(sid, tmp_path / "rivers.json", "json")
-        with qtbot.waitSignal(sidebar.session_activated) as opened:
-            sidebar.start_import(tmp_path / "rivers.json")
-            assert sidebar.import_progress is not None
-            assert not sidebar.import_action.isEnabled()
-        new_id = opened.args[0]
-        assert sidebar.session_ids()[0] == new_id and sidebar.current() == new_id
-        assert sidebar.model.data(sidebar.model.index(0)) == "Name three rivers (imported)"
-        assert sidebar.notice_text() == "Imported rivers.json."
-        assert sidebar.import_action.isEnabled() and sidebar.import_progress is None
-
-        big = _good_export()
-        big["messages"] = [
-            {"role": "user", "content": f"message {n}", "created_at": 1.0} for n in range(5000)
-        ]
-        (tmp_path / "big.json").write_text(json.dumps(big), encoding="utf-8")
-        sidebar.start_import(tmp_path / "big.json")
-        sidebar.import_progress.findChild(QPushButton).click()  # its Cancel
-        qtbot.waitUntil(lambda: "cancelled" in sidebar.notice_text())
-        assert sidebar.notice_text() == "Import of big.json cancelled; nothing was added."
-        assert history.count_sessions() == 3 and len(sidebar.session_ids()) == 3
-        raw = sqlite3.connect(history.path)
-        assert raw.execute("SELECT count(*) FROM sessions").fetchone()[0] == 3
-        raw.close()
-        history.close()
-
-    @offscreen_limits
-    def test_shortcuts_dialog_shows_every_row_without_scrolling(self, qtbot) -> None:
-
-        dialog = ShortcutsDialog()
-        qtbot.addWidget(dialog)
-        dialog.show()
-        qtbot.waitExposed(dialog)
-        table = dialog.table
-        assert table.verticalScrollBar().maximum() == 0
-        assert table.horizontalScrollBar().maximum() == 0
-        viewport = table.viewport().rect()
-        for row, (keys, action) in enumerate(dialog.rows()):
-            for column, text in enumerate((keys, action)):
-                cell = table.visualRect(table.model().index(row, column))
-                assert viewport.contains(cell), f"row {text!r} is not all in view"
-                assert cell.width() >= table.fontMetrics().horizontalAdvance(text), text
-        shown = [keys for keys, _action in dialog.rows()]
-        for keys in ("Enter", "Shift+Enter", "/", "Alt+Left", "Alt+Right"):
-            native = QKeySequence(keys).toString(QKeySequence.SequenceFormat.NativeText)
-            assert native in shown
-
-    @offscreen_dialogs
-    def test_presets_editor_asks_before_closing_with_unsaved_edits(
-        self, qtbot, tmp_path: Path
-    ) -> None:
-
-        store = Prompts(tmp_path / "prompts")
-        store.ensure_default()
-        store.save("Pirate", "Talk like a pirate.")
-        picker = PresetPicker(store)
-        qtbot.addWidget(picker)
-        editor = picker.edit_presets()
-        editor.select("Pirate")
-        editor.editor.selectAll()
-        editor.editor.insertPlainText("Arr.")
-        editor.reject()
-        assert editor.isVisible() and editor.unsaved is not None
-        assert editor.unsaved.text() == "The preset “Pirate” has changes that are not saved."
-        editor.unsaved.button(QMessageBox.StandardButton.Cancel).click()
-        assert editor.isVisible() and editor.unsaved is None
-        assert store.get("Pirate") == "Talk like a pirate."
-        assert editor.editor.toPlainText() == "Arr."
-        editor.reject()
-        editor.unsaved.button(QMessageBox.StandardButton.Discard).click()
-        assert not editor.isVisible()
-        assert store.get("Pirate") == "Talk like a pirate."
-
-        editor = picker.edit_presets()
-        editor.select("Pirate")
-        editor.editor.selectAll()
-        editor.editor.insertPlainText("Yo ho.")
-        editor.reject()
-        editor.unsaved.button(QMessageBox.StandardButton.Save).click()
-        assert not editor.isVisible() and store.get("Pirate") == "Yo ho."
-
-        editor = picker.edit_presets()
-        editor.select("Pirate")
-        editor.reject()
-        assert editor.unsaved is None and not editor.isVisible()
-
-    def test_sidebar_pins_a_chat_to_the_top_from_its_menu(self, qtbot, tmp_path: Path) -> None:
-
-        history = _chrome_history(tmp_path)
-        ids = []
-        for text in ("oldest", "middle", "newest"):
-            ids.append(history.create_session("chat"))
-            history.add_message(ids[-1], "user", text)
-        sidebar = SessionSidebar(history)
-        qtbot.addWidget(sidebar)
-        assert sidebar.session_ids() == [ids[2], ids[1], ids[0]]
-        menu = sidebar.session_menu(ids[0])
-        pin = next(a for a in menu.actions() if a.text() == "Pin to top")
-        pin.trigger()
-        menu.close()
-        assert sidebar.session_ids() == [ids[0], ids[2], ids[1]]
-        row = sidebar.model.index(0)
-        assert row.data(Qt.ItemDataRole.DecorationRole) is not None
-        assert "Pinned" in row.data(Qt.ItemDataRole.ToolTipRole)
-        assert sidebar.model.index(1).data(Qt.ItemDataRole.DecorationRole) is None
-        # A newer message elsewhere does not move a chat above the pinned one.
-        history.add_message(ids[1], "user", "still below")
-        sidebar.refresh()
-        assert sidebar.session_ids() == [ids[0], ids[1], ids[2]]
-        menu = sidebar.session_menu(ids[0])
-        next(a for a in menu.actions() if a.text() == "Unpin").trigger()
-        menu.close()
-        assert sidebar.session_ids() == [ids[1], ids[2], ids[0]]
-        history.close()
-
-    def test_sidebar_groups_chats_by_project_folds_them_and_moves_a_chat_by_menu(
-        self, qtbot, tmp_path: Path
-    ) -> None:
-
-        history = _chrome_history(tmp_path)
-        ids = []
-        for text in ("alpha", "beta", "gamma"):
-            ids.append(history.create_session("chat"))
-            history.add_message(ids[-1], "user", text)
-        work = history.projects.create("Work")
-        sidebar = SessionSidebar(history)
-        qtbot.addWidget(sidebar)
-        shown = lambda: [sidebar.model.index(r).data() for r in range(sidebar.model.rowCount())]
-        assert shown() == ["▾ Work", "gamma", "beta", "alpha"]
-        menu = sidebar.session_menu(ids[0])
-        moves = next(a.menu() for a in menu.actions() if a.text() == "Move to project")
-        next(a for a in moves.actions() if a.text() == "Work").trigger()
-        assert shown() == ["▾ Work", "alpha", "gamma", "beta"]
-        assert history.get_session(ids[0])["project_id"] == work
-        # A click on the header folds the project (remembered), another unfolds it.
-        view = sidebar.list_view
-        sidebar.resize(300, 400)
-        sidebar.show()
-        qtbot.waitExposed(sidebar)
-        qtbot.mouseClick(
-            view.viewport(),
-            Qt.MouseButton.LeftButton,
-            pos=view.visualRect(sidebar.model.index(0)).center(),
-        )
-        assert shown() == ["▸ Work", "gamma", "beta"]
-        assert history.projects.get(work)["collapsed"] is True
-        assert sidebar.session_ids() == [ids[2], ids[1]]
-        qtbot.mouseClick(
-            view.viewport(),
-            Qt.MouseButton.LeftButton,
-            pos=view.visualRect(sidebar.model.index(0)).center(),
-        )
-        assert shown() == ["▾ Work", "alpha", "gamma", "beta"]
-        menu = sidebar.session_menu(ids[0])
-        moves = next(a.menu() for a in menu.actions() if a.text() == "Move to project")
-        assert [a.text() for a in moves.actions() if a.text()] == [
-            "New project…",
-            "Out of the project",
-        ]
-        next(a for a in moves.actions() if a.text() == "Out of the project").trigger()
-        assert shown() == ["▾ Work", "gamma", "beta", "alpha"]
-        # The project's dialog edits its name and defaults.
-        dialog = sidebar.edit_project(work)
-        dialog.name.setText("Job")
-        dialog.skills.setText("pdf, weather")
-        dialog.params.editors["temperature"].setValue(0.5)
-        dialog.accept()
-        saved = history.projects.get(work)
-        assert (saved["name"], saved["skills"], saved["params"]) == (
-            "Job",
-            ["pdf", "weather"],
-            {"temperature": 0.5},
-        )
-        assert shown()[0] == "▾ Job"
-        menu = sidebar.project_menu(work)
-        next(a for a in menu.actions() if a.text().startswith("Delete project")).trigger()
-        assert shown() == ["gamma", "beta", "alpha"] and history.count_sessions() == 3
-        history.close()
-
-
-class TestFaults:
-    """Faults injected into real parts."""
-
-    def test_fault_router_killed_mid_reply_keeps_partial_error_and_retry_recovers(
-        self, chat_window, qtbot
-    ) -> None:
-        """The router dies mid-reply: text kept as 'error' with Retry; Retry on a live router works."""
-
-        doomed = ScriptedRouter()
-        window, history = chat_window(url=doomed.url)
-        doomed.script(Reply(content=["kept ", "text ", "never ", "sent"], stall_after=3))
-        _fault_start(qtbot, window, "Tell me")
-        qtbot.waitUntil(lambda: window.conversation.last_assistant().content() == "kept text ")
-        doomed.close()  # the router process is gone: its sockets close mid-body
-        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
-
-        failed = _fault_row(history, window)
-        assert (failed["content"], failed["status"]) == ("kept text ", "error")
-        assert "ended before it was complete" in failed["error"] or "broke" in failed["error"]
-        view = window.conversation.last_assistant()
-        assert failed["error"] in _fault_status_label(view)
-
-        # Retry while nothing listens: a clear message naming the URL, still no crash, and the
-        # earlier text stays (the attempt produced none to replace it).
-        qtbot.mouseClick(_by_name(view, QAbstractButton, "Retry"), Qt.MouseButton.LeftButton)
-        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
-        kept = _fault_row(history, window)
-        assert (kept["content"], kept["status"]) == ("kept text ", "error")
-        said = window.problem_bar.text()  # a notice that stays: the user must act on it
-        assert doomed.url in said and "router_url" in said
-        assert window.conversation.last_assistant().content() == "kept text "
-
-        with ScriptedRouter() as revived:
-            revived.script(Reply(content="Back again."))
-            window.app.use_router(revived.url)
-            view = window.conversation.last_assistant()
-            qtbot.mouseClick(_by_name(view, QAbstractButton, "Retry"), Qt.MouseButton.LeftButton)
-            qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
-            rows = history.messages(window.session_id)
-            assert [(m["role"], m["content"], m["status"]) for m in rows] == [
-                ("user", "Tell me", "complete"),
-                ("assistant", "Back again.", "complete"),
-            ]
-            window.close()
-
-    def test_fault_stalled_router_is_stopped_by_the_user_or_ended_by_idle_timeout(
-        self, chat_window, router, qtbot
-    ) -> None:
-        """Headers then silence: Stop ends it at once; else cfg.idle_timeout ends it with a message."""
-
-        window, history = chat_window(idle_timeout=0.5)
-        router.script(Reply(content=["first ", "lost"], stall_after=2))
-        _fault_start(qtbot, window, "stall")
-        qtbot.waitUntil(lambda: window.conversation.last_assistant().content() == "first ")
-        qtbot.mouseClick(_by_name(window, QAbstractButton, "Stop"), Qt.MouseButton.LeftButton)
-        assert not window.is_streaming()
-        assert (_fault_row(history, window)["content"], _fault_row(history, window)["status"]) == (
-            "first ",
-            "stopped",
-        )
-        qtbot.waitUntil(lambda: router.disconnects == 1, timeout=5000)
-
-        # Nothing at all after the headers, and nobody presses Stop.
-        router.script(Reply(content=["never"], stall_after=0))
-        _fault_start(qtbot, window, "stall again")
-        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
-        row = _fault_row(history, window)
-        assert (row["content"], row["status"]) == ("", "error")
-        assert "sent nothing for 0.5 s" in row["error"] and "idle_timeout" in row["error"]
-        assert row["error"] in _fault_status_label(window.conversation.last_assistant())
-        router.release()
-
-    @pytest.mark.parametrize(
-        ("raw", "says"),
-        [
-            pytest.param([_OK_CHUNK, b"data: {not json\n\n"], "not JSON", id="invalid-json"),
-            pytest.param(
-                [_OK_CHUNK, b"data: [1, 2, 3]\n\n"], "unexpected chunk", id="json-not-object"
-            ),
-            pytest.param(
-                [_OK_CHUNK, b"<html>502 Bad Gateway</html>\n\n"],
-                "not an event stream",
-                id="html-in-stream",
-            ),
-            pytest.param(
-                [_OK_CHUNK, b"\x00\xff\xfe\x80garbage\n\n"],
-                "not an event stream",
-                id="binary-garbage",
-            ),
-            pytest.param([_OK_CHUNK], "ended before it was complete", id="no-finish"),
-            pytest.param(
-                [_OK_CHUNK, b"data: " + b"x" * (64 * 1024 * 1024 + 16)],
-                "longer than",
-                id="oversized-line",
-            ),
-        ],
-    )
-    def test_fault_garbage_sse_ends_the_reply_with_a_message_and_the_window_goes_on(
-        self, chat_window, router, qtbot, raw, says
-    ) -> None:
-        """Broken streams: the text before the damage is kept, the reply says what broke."""
-
-        window, history = chat_window()
-        router.script(Reply(raw=raw))
-        _send(qtbot, window, "garbage please")
-        row = _fault_row(history, window)
-        assert (row["content"], row["status"]) == ("ok ", "error")
-        assert says in row["error"]
-        assert len(row["error"]) < 400, "the message quotes a whole garbage line"
-        assert row["error"] in _fault_status_label(window.conversation.last_assistant())
-
-        _send(qtbot, window, "still there?")
-        row = _fault_row(history, window)
-        assert (row["content"], row["status"]) == ("echo: still there?", "complete")
-
-    def test_fault_ten_megabyte_single_delta_arrives_whole_in_client_window_and_history(
-        self, chat_window, router, qtbot
-    ) -> None:
-        """One 10 MB delta: the client yields it as one piece; the window shows and saves it."""
-
-        big = _fault_big_text(10)
-        router.script(Reply(content=[big]))
-        client = Client(router.url)
-        try:
-            pieces = [
-                value
-                for kind, value in client.stream_chat(
-                    "test-model", [{"role": "user", "content": "x"}]
-                )
-                if kind == "content"
-            ]
-        finally:
-            client.close()
-        assert len(pieces) == 1 and pieces[0] == big
-
-        window, history = chat_window()
-        router.script(Reply(content=[big]))
-        _fault_start(qtbot, window, "big")
-        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=120000)
-        row = _fault_row(history, window)
-        assert row["status"] == "complete" and row["content"] == big
-        assert window.conversation.last_assistant().content() == big
-
-    def test_fault_sigkill_mid_reply_keeps_the_reply_up_to_the_last_second(
-        self, router, tmp_path: Path
-    ) -> None:
-        """llamachat SIGKILLed while a reply streams: on reopen the row holds what arrived by
-        a second before the kill (plus scheduling slack), a prefix of the reply; the file is sound."""
-        import signal
-
-        pieces = [f"w{n:04d} " for n in range(9000)]
-        router.script(Reply(content=pieces, delay=0.01))
-        relay = _TimedRelay(int(router.url.rsplit(":", 1)[1]))
-        db = tmp_path / "history.db"
-        env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
-        with (tmp_path / "child.log").open("wb") as log:
-            child = subprocess.Popen(
-                [sys.executable, "-c", _SIGKILL_CHILD, relay.url, str(tmp_path)],
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        try:
-
-            def saved_text() -> str:
-                if not db.exists():
-                    return ""
-                conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-                try:
-                    row = conn.execute(
-                        "SELECT content FROM messages WHERE role = 'assistant' ORDER BY id DESC"
-                    ).fetchone()
-                finally:
-                    conn.close()
-                return row[0] if row else ""
-
-            deadline = time.monotonic() + 90
-            first = None
-            while time.monotonic() < deadline and child.poll() is None:
-                if first is None and relay.content_until(time.monotonic()):
-                    first = time.monotonic()
-                # Two full save periods of streaming, and a save seen on disk.
-                if first is not None and time.monotonic() - first > 2.5 and saved_text():
-                    break
-                time.sleep(0.05)
-            assert child.poll() is None, (tmp_path / "child.log").read_text()
-            assert first is not None, "no reply text reached llamachat"
-            killed_at = time.monotonic()
-            os.kill(child.pid, signal.SIGKILL)
-            child.wait(timeout=30)
-        finally:
-            if child.poll() is None:
-                child.kill()
-                child.wait()
-            relay.close()
-
-        full = "".join(pieces)
-        sent_by_kill = relay.content_until(killed_at)
-        # The window saves at most once a second; half a second more for a busy shared machine.
-        sent_a_second_before = relay.content_until(killed_at - 1.5)
-        with History(db) as history:
-            [session] = history.list_sessions()
-            user, reply = history.messages(session["id"])
-        assert (user["content"], reply["status"]) == ("Tell me a long story", "streaming")
-        text = reply["content"]
-        assert text and full.startswith(text) and sent_by_kill.startswith(text)
-        assert len(text) >= len(sent_a_second_before), (len(text), len(sent_a_second_before))
-        conn = sqlite3.connect(db)
-        try:
-            assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
-        finally:
-            conn.close()
-
-    @pytest.mark.parametrize("kind", ["garbage", "truncated", "scribbled"])
-    def test_fault_damaged_history_is_moved_aside_and_the_window_says_so(
-        self, chat_window, router, qtbot, tmp_path: Path, kind: str
-    ) -> None:
-        """A damaged history.db: the window says where it went, keeps it byte for byte, starts fresh."""
-
-        path = tmp_path / "history.db"
-        _fault_damage(path, kind)
-        damaged = path.read_bytes()
-
-        history = History(path)
-        assert history.recovered_from is not None
-        assert history.recovered_from.read_bytes() == damaged
-        window, _ = chat_window(history=history)
-        status = window.problem_bar.text()
-        assert "damaged" in status and str(history.recovered_from) in status
-        _send(qtbot, window, "fresh start")
-        assert [m["content"] for m in history.messages(window.session_id)] == [
-            "fresh start",
-            "echo: fresh start",
-        ]
-        assert window.problem_bar.text() == status
-        # What could still be read was salvaged into the fresh file, beside the new chat.
-        assert history.count_sessions() == (2 if history.salvaged else 1)
-        assert (history.salvaged > 0) == (kind == "scribbled")
-
-    def test_fault_one_damaged_page_costs_only_its_rows_the_rest_is_salvaged(
-        self, tmp_path: Path
-    ) -> None:
-        """A page of messages scribbled over: the file is set aside untouched, and every session
-        and message still readable is copied into the fresh history, searchable again."""
-
-        path = tmp_path / "history.db"
-        with History(path) as history:
-            for n in range(200):
-                session = history.create_session("chat", title=f"chat {n:03d}")
-                history.add_message(session, "user", f"marker{n:03d}q " + "filler words " * 60)
-                history.add_message(session, "assistant", f"marker{n:03d}a " + "answer words " * 60)
-        data = bytearray(path.read_bytes())
-        page = 4096
-        hit = data.find(b"marker100q")
-        assert hit > 0
-        start = hit // page * page
-        data[start : start + page] = b"\xa5" * page
-        path.write_bytes(bytes(data))
-
-        history = History(path)
-        try:
-            assert history.recovered_from is not None
-            assert history.recovered_from.read_bytes() == bytes(data)
-            assert 380 <= history.salvaged < 400
-            assert history.count_sessions() == 200
-            assert [s["title"] for s in history.search("marker150a")] == ["chat 150"]
-            assert history.search("marker100q") == []
-            history.add_message(history.create_session("chat"), "user", "still writable")
-        finally:
-            history.close()
-
-    def test_fault_an_unrelated_sqlite_file_is_refused_not_taken_over(self, tmp_path: Path) -> None:
-        """history_path pointing at another program's SQLite file: a HistoryError that says so;
-        the file is left byte for byte, nothing is moved aside or migrated."""
-
-        path = tmp_path / "places.sqlite"
-        with sqlite3.connect(path) as conn:
-            conn.execute("CREATE TABLE moz_places (id INTEGER PRIMARY KEY, url TEXT)")
-            conn.execute("INSERT INTO moz_places (url) VALUES ('https://example.org')")
-        conn.close()
-        before = path.read_bytes()
-        with pytest.raises(HistoryError) as caught:
-            History(path)
-        assert "not a llamachat history" in str(caught.value) and "moz_places" in str(caught.value)
-        assert str(path) in str(caught.value)
-        assert path.read_bytes() == before
-        assert [p.name for p in tmp_path.iterdir() if p.name.startswith("places")] == [
-            "places.sqlite"
-        ]
-
-    def test_fault_sqlite_errors_split_into_the_environment_and_bugs(
-        self, tmp_path: Path, monkeypatch
-    ) -> None:
-        """A database another program locks is the environment's fault: HistoryUnavailable with
-        SQLite's code and what to do. Using a closed history is a bug: the sqlite3 error itself."""
-
-        from llamachat.history import store as db
-
-        monkeypatch.setattr(db, "BUSY_TIMEOUT_S", 0.05)
-        path = tmp_path / "history.db"
-        history = History(path)
-        session = history.create_session("chat")
-        locker = sqlite3.connect(path, isolation_level=None)
-        locker.execute("BEGIN EXCLUSIVE")
-        try:
-            with pytest.raises(HistoryUnavailable) as caught:
-                history.add_message(session, "user", "blocked")
-        finally:
-            locker.execute("ROLLBACK")
-            locker.close()
-        assert caught.value.code == "SQLITE_BUSY"
-        assert str(path) in str(caught.value) and "close that program" in str(caught.value)
-        history.add_message(session, "user", "goes through now")
-        history.close()
-        with pytest.raises(sqlite3.ProgrammingError) as bug:
-            history.messages(session)
-        assert not isinstance(bug.value, HistoryError)
-
-    def test_fault_a_socket_that_accepts_and_never_answers_is_a_hang_not_a_wait(
-        self,
-        tmp_path: Path,
-    ) -> None:
-        """Something takes the connection and never says a byte: the reply ends with a message
-        once idle_timeout passes and a status check gets no answer either."""
-
-        listener = socket.socket()
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(8)  # the kernel accepts; nobody ever reads or answers
-        url = f"http://127.0.0.1:{listener.getsockname()[1]}"
-        try:
-            pieces, error = _fault_stream_outcome(url, idle_timeout=0.3)
-        finally:
-            listener.close()
-        assert pieces == []
-        assert isinstance(error, backend.StallError) and error.error_type == "hung"
-        assert url in error.message and "stopped or stuck" in error.message
-
-    def test_fault_a_stopped_router_process_is_a_hang(self, tmp_path: Path) -> None:
-        """A router process that got SIGSTOP mid-conversation: the next reply ends with a message
-        instead of waiting forever; once it runs again, replies work."""
-        import signal
-
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "llamachat.dev.scripted_router"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            url = proc.stdout.readline().strip()
-            assert _fault_stream_outcome(url, idle_timeout=0.3) == (["echo: ", "hi"], None)
-            os.kill(proc.pid, signal.SIGSTOP)
-            try:
-                pieces, error = _fault_stream_outcome(url, idle_timeout=0.3)
-            finally:
-                os.kill(proc.pid, signal.SIGCONT)
-            assert pieces == [] and isinstance(error, backend.StallError), error
-            assert error.error_type == "hung"
-            assert _fault_stream_outcome(url, idle_timeout=0.3) == (["echo: ", "hi"], None)
-        finally:
-            proc.kill()
-            proc.wait()
-            proc.stdout.close()
-            proc.stdin.close()
-
-    def test_fault_a_model_loading_longer_than_idle_timeout_is_waited_for(self) -> None:
-        """The router takes many idle_timeouts to load the model before it answers: the model
-        status says `loading`, so the reply waits and arrives."""
-
-        with ScriptedRouter([Model("test-model", "unloaded")], load_delay=1.5) as slow:
-            slow.script(Reply(content=["loaded ", "at last"]))
-            pieces, error = _fault_stream_outcome(slow.url, idle_timeout=0.2)
-            assert (pieces, error) == (["loaded ", "at last"], None)
-            assert slow.status("test-model") == "loaded"
-            # The wait was checked on, not merely outlasted.
-            assert any(r.path.endswith("/models") for r in slow.requests)
-
-    def test_fault_a_hung_managed_server_is_restarted_like_a_dead_one(self, tmp_path: Path) -> None:
-        """The managed server gets SIGSTOP: its /health checks go unanswered, the supervisor
-        says it hung, and a new server takes its place as after a crash."""
-        import signal
-
-        fake = _fault_health_server(tmp_path / "bin")
-        cfg = Config(llama_server=str(fake), models_dir=tmp_path / "models")
-        kinds: list[str] = []
-        server = ManagedServer(
-            cfg,
-            log_path=tmp_path / "server.log",
-            lock_path=tmp_path / "server.lock",
-            on_event=lambda kind, _message: kinds.append(kind),
-        )
-        server.health_interval, server.health_misses = 0.2, 2
-        server.start()
-        try:
-            assert server.wait_ready(30)
-            first = server.pid
-            assert first is not None
-            os.kill(first, signal.SIGSTOP)
-            deadline = time.monotonic() + 30
-            while not (server.is_running() and server.pid not in (None, first)):
-                assert time.monotonic() < deadline, kinds
-                time.sleep(0.05)
-            assert "hung" in kinds and kinds[-1] == "ready"
-            assert kinds.index("hung") < kinds.index("restarting")
-        finally:
-            server.stop()
-        assert server.pid is None
-
-    @pytest.mark.real_router
-    def test_fault_managed_server_wants_its_random_key_everywhere_but_health(
-        self, real_router
-    ) -> None:
-        """The llama-server llamachat starts refuses other local programs and web pages: every
-        endpoint but /health wants a random key, which llamachat's clients (in this process, or
-        a second llamachat reading the 0600 lock file) send, and which no command line or log
-        shows."""
-
-        server, url = real_router.server, real_router.url
-        key = server.api_key
-        assert len(key) >= 32 and server.host == "127.0.0.1"
-        assert httpx.get(f"{url}/health").status_code == 200
-        chat = {"model": SMOL_ID, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1}
-        assert httpx.post(f"{url}/v1/chat/completions", json=chat).status_code == 401
-        assert httpx.get(f"{url}/props").status_code == 401
-        wrong = {"Authorization": "Bearer not-the-key"}
-        assert httpx.get(f"{url}/props", headers=wrong).status_code == 401
-
-        client = Client(url)  # no key configured: the managed server's is found
-        try:
-            assert isinstance(client.request_json("GET", "/props", root=True), dict)
-        finally:
-            client.close()
-        code = (
-            "import sys; from pathlib import Path\n"
-            "from llamachat.router.client import Client\n"
-            "from llamachat.router.lock import managed_key\n"
-            "key = managed_key(sys.argv[1], lock_path=Path(sys.argv[2]))\n"
-            "c = Client(sys.argv[1], api_key=key)\n"
-            "print(isinstance(c.request_json('GET', '/props', root=True), dict))\n"
-        )
-        second = subprocess.run(
-            [sys.executable, "-c", code, url, str(server.lock_path)],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        assert second.stdout.strip() == "True", second.stderr
-
-        # A client made before the server's lock exists (the window lists models while the
-        # server starts) sends the key once the lock appears: the key is looked up per request.
-        early = (
-            "import shutil, sys; from pathlib import Path\n"
-            "from llamachat.router.client import BackendError, Client\n"
-            "from llamachat.router.lock import default_lock_path\n"
-            "c = Client(sys.argv[1])\n"
-            "try:\n"
-            "    c.request_json('GET', '/props', root=True); print('no key needed?')\n"
-            "except BackendError as exc:\n"
-            "    print(exc.status)\n"
-            "shutil.copy(sys.argv[2], default_lock_path())\n"
-            "print(isinstance(c.request_json('GET', '/props', root=True), dict))\n"
-        )
-        runtime = Path(str(server.lock_path) + ".runtime")
-        runtime.mkdir(mode=0o700)
-        late = subprocess.run(
-            [sys.executable, "-c", early, url, str(server.lock_path)],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-            env={**os.environ, "XDG_RUNTIME_DIR": str(runtime)},
-        )
-        assert late.stdout.split() == ["401", "True"], late.stdout + late.stderr
-
-        assert stat.S_IMODE(server.lock_path.stat().st_mode) == 0o600
-        assert key not in " ".join(server.command())
-        assert key.encode() not in Path(f"/proc/{server.pid}/cmdline").read_bytes()
-        assert key not in server.log_path.read_text(encoding="utf-8", errors="replace")
-
-    def test_fault_read_only_data_folder_is_a_clear_message_and_nothing_is_moved(
-        self, tmp_path: Path, make_unwritable
-    ) -> None:
-        """An existing history in a folder that refuses writes: exit 1 naming the file, data kept."""
-        data = tmp_path / "data"
-        data.mkdir()
-        _fault_history_with_chat(data / "history.db", 4)
-        before = sorted(p.name for p in data.iterdir())
-        original = (data / "history.db").read_bytes()
-        make_unwritable(data)
-        config = _fault_write_config(
-            tmp_path / "config.toml",
-            f'history_path = "{data / "history.db"}"\nrouter_url = "http://127.0.0.1:9"\n'
-            "manage_server = false\n",
-        )
-        done = _fault_cli(config, tmp_path)
-        assert done.returncode == 1, done.stderr
-        assert str(data / "history.db") in done.stderr and "writable" in done.stderr
-        assert "Traceback" not in done.stderr
-        assert sorted(p.name for p in data.iterdir()) == before
-        assert (data / "history.db").read_bytes() == original
-
-    @pytest.mark.parametrize(
-        ("text", "line", "key", "says"),
-        [
-            pytest.param('theme = "dark"\nrouter_url = \n', 2, None, "", id="syntax"),
-            pytest.param('\n\nmax_searches = "two"\n', 3, "max_searches", "integer", id="type"),
-            pytest.param(
-                'router_ulr = "http://127.0.0.1:8080"\n',
-                1,
-                "router_ulr",
-                "router_url",
-                id="unknown-key",
-            ),
-            pytest.param("idle_timeout = -1\n", 1, "idle_timeout", "", id="bad-value"),
-            pytest.param(
-                '[[providers]]\nname = "remote"\nbase_url = 5\n',
-                3,
-                "base_url",
-                "",
-                id="provider-type",
-            ),
-            pytest.param('server_args = ["-c", 4096]\n', 1, "server_args", "", id="list-item-type"),
-            pytest.param(b'theme = "dark\xff\xfe"\n', None, None, "", id="not-utf8"),
-            pytest.param(None, None, None, "", id="unreadable"),
-        ],
-    )
-    def test_fault_bad_config_through_the_cli_exits_2_naming_file_line_and_key(
-        self, tmp_path: Path, text, line, key, says
-    ) -> None:
-        """`llamachat --config bad.toml`: exit 2, the file (and line and key) named, no traceback."""
-        path = tmp_path / "bad.toml"
-        if text is None:
-            path.mkdir()  # a path that cannot be read as a file, even by root
-        else:
-            _fault_write_config(path, text)
-        done = _fault_cli(path, tmp_path)
-        assert done.returncode == 2, (done.returncode, done.stderr)
-        assert "Traceback" not in done.stderr
-        assert done.stderr.startswith(f"llamachat: {path}")
-        if line is not None:
-            assert f"{path}, line {line}" in done.stderr
-        if key is not None:
-            assert key in done.stderr
-        assert says in done.stderr
-        assert len(done.stderr.strip().splitlines()) <= 3
-
-    @pytest.mark.parametrize(
-        ("text", "key", "says"),
-        [
-            pytest.param('router_url = "http://[::1"\n', "router_url", "valid URL", id="bad-ipv6"),
-            pytest.param(
-                'router_url = "http://127.0.0.1:99999"\n', "router_url", "valid URL", id="bad-port"
-            ),
-            pytest.param("idle_timeout = nan\n", "idle_timeout", "got nan", id="nan"),
-            pytest.param("idle_timeout = inf\n", "idle_timeout", "got inf", id="inf"),
-            pytest.param('prompts_dir = "a-file"\n', "prompts_dir", "is a file", id="prompts-file"),
-            pytest.param('models_dir = "a-file"\n', "models_dir", "is a file", id="models-file"),
-            pytest.param(
-                'models_dir = "a-file/models"\n',
-                "models_dir",
-                "cannot be made",
-                id="models-under-file",
-            ),
-            pytest.param(
-                'prompts_dir = "a-file/p"\n',
-                "prompts_dir",
-                "cannot be made",
-                id="prompts-under-file",
-            ),
-        ],
-    )
-    def test_fault_bad_urls_numbers_and_folders_exit_2_naming_file_line_and_key(
-        self, tmp_path: Path, text: str, key: str, says: str
-    ) -> None:
-        """A URL no parser takes, a NaN timeout, folders that are files: exit 2 naming the file,
-        line and key, never a traceback or a window that crashes (or silently never times out).
-        (Tests run as root, which writes anywhere: an unwritable folder is not tested here.)"""
-        (tmp_path / "a-file").write_text("not a folder\n", encoding="utf-8")
-        path = _fault_write_config(tmp_path / "bad.toml", "# comment\n" + text)
-        done = _fault_cli(path, tmp_path)
-        assert done.returncode == 2, (done.returncode, done.stderr)
-        assert "Traceback" not in done.stderr
-        assert done.stderr.startswith(f"llamachat: {path}, line 2: {key}"), done.stderr
-        assert says in done.stderr
-
-    def test_fault_config_path_under_a_file_exits_2_naming_it(self, tmp_path: Path) -> None:
-        """`--config a-file/config.toml`: the part of the path that is a file is named, exit 2.
-        (Root enters any folder, so a folder without permissions cannot be tested here; a path
-        through a file fails the same way, with ENOTDIR instead of EACCES.)"""
-        blocker = tmp_path / "a-file"
-        blocker.write_text("", encoding="utf-8")
-        done = _fault_cli(blocker / "config.toml", tmp_path)
-        assert done.returncode == 2, (done.returncode, done.stderr)
-        assert "Traceback" not in done.stderr
-        assert f"{blocker} is a file" in done.stderr
-
-    # Typing `/` pops the skill completer up, which the offscreen platform cannot raise.
-    @pytest.mark.qt_log_ignore(r"This plugin does not support (raise\(\)|grabbing the keyboard)")
-    def test_fault_broken_skills_folder_and_a_50_mb_skill_leave_the_window_working(
-        self, chat_window, router, qtbot, tmp_path: Path
-    ) -> None:
-        """Every kind of broken skill plus a 50 MB SKILL.md: the window builds, good skills load,
-        the huge one is cut to 64 KB in the prompt, and the panel lists each problem by path."""
-
-        root = tmp_path / "broken-skills"
-        _put_skill(root, "good-one", _skill_md("good-one", "A good skill.", "Be good.\n"))
-        huge = _put_skill(root, "huge", _skill_md("huge", "Fifty megabytes.", "Start here.\n"))
-        with huge.open("ab") as f:
-            chunk = b"Reference material nobody should paste whole into a prompt.\n" * 16384
-            while f.tell() < 50 * 1024 * 1024:
-                f.write(chunk)
-        broken = [
-            _put_skill(root, "no-frontmatter", "# Just markdown\n"),
-            _put_skill(root, "no-name", "---\ndescription: Nameless.\n---\nBody\n"),
-            _put_skill(root, "bad-yaml", _skill_md("bad-yaml", extra="metadata:\n  a: 1\n b: 2\n")),
-            _put_skill(root, "mismatch", _skill_md("other-name")),
-            _put_skill(root, "Bad_Slug", _skill_md("Bad_Slug")),
-            _put_skill(root, "unclosed", "---\nname: unclosed\ndescription: Open.\n"),
-            _put_skill(root, "utf-sixteen", _skill_md("utf-sixteen").encode("utf-16")),
-            _put_skill(root, "binary", os.urandom(4096)),
-            _put_skill(root, "empty", b""),
-        ]
-        as_folder = root / "is-a-folder" / "SKILL.md"
-        as_folder.mkdir(parents=True)
-        dangling = root / "dangling" / "SKILL.md"
-        dangling.parent.mkdir()
-        dangling.symlink_to(tmp_path / "nowhere.md")
-        loop = root / "loop" / "SKILL.md"
-        loop.parent.mkdir()
-        loop.symlink_to(loop)
-        broken += [as_folder, dangling, loop]
-
-        # Room in the context for the 64 KB the huge skill is cut to.
-        router.models["test-model"].n_ctx = 131072
-        window, _history = chat_window(skills_dir=root)
-        _send(qtbot, window, "/good-one hello")
-        _send(qtbot, window, "/huge check this")
-        assert window.loaded_skills() == ["good-one", "huge"]
-        system = router.chat_requests()[-1].json["messages"][0]["content"]
-        assert "[skill: good-one]\nBe good." in system
-        assert "[skill: huge]\nStart here." in system
-        assert len(system.encode()) < skills.BODY_MAX + 4096
-
-        panel = SkillsPanel(skills.SkillStore(root), window.loaded_skills, import_dir=root)
-        qtbot.addWidget(panel)
-        # Without a name, and with a name its folder does not have: loaded, with a warning.
-        assert sorted(panel.skill_names()) == ["good-one", "huge", "no-name", "other-name"]
-        problems = "\n".join(panel.problem_texts())
-        for path in broken:
-            assert str(path) in problems, path
-
-    def test_fault_api_keys_never_reach_the_database_the_logs_or_any_message(
-        self, chat_window, qtbot, tmp_path: Path, monkeypatch, caplog
-    ) -> None:
-        """Router and provider keys from the environment: a chat with failures, a server that
-        echoes the key in its error, an unreachable router; the keys appear nowhere."""
-
-        router_key = "sk-router-" + "R7x9kQ" * 6
-        provider_key = "sk-remote-" + "P3q5mZ" * 6
-        monkeypatch.setenv("LLAMACHAT_FAULT_ROUTER_KEY", router_key)
-        monkeypatch.setenv("LLAMACHAT_FAULT_REMOTE_KEY", provider_key)
-        caplog.set_level(logging.DEBUG)
-        shown: list[str] = []
-        with (
-            ScriptedRouter(api_key=router_key) as keyed,
-            ScriptedRouter(api_key=provider_key) as remote,
-        ):
-            window, history = chat_window(
-                url=keyed.url,
-                router_api_key_env="LLAMACHAT_FAULT_ROUTER_KEY",
-                providers=(
-                    ProviderConfig(
-                        "remote", remote.url, "LLAMACHAT_FAULT_REMOTE_KEY", ("test-model",)
-                    ),
-                ),
-            )
-            window.statusBar().messageChanged.connect(shown.append)
-            keyed.script(
-                Reply(content="Fine."),
-                Reply(status=500, error={"message": "failed to allocate KV cache"}),
-                Reply(content=["part "], error_after=1),
-            )
-            _send(qtbot, window, "one")
-            _send(qtbot, window, "two")
-            _send(qtbot, window, "three")
-            assert [m["status"] for m in history.messages(window.session_id)][1::2] == [
-                "complete",
-                "error",
-                "error",
-            ]
-            window.set_model("remote/test-model")
-            remote.script(
-                Reply(content="Remote fine."),
-                # Some gateways quote the key they were given in their error.
-                Reply(
-                    status=401,
-                    error={
-                        "message": f"Incorrect API key provided: {provider_key}",
-                        "type": "invalid_request_error",
-                    },
-                ),
-                Reply(
-                    content=["half "],
-                    error_after=1,
-                    error={"message": f"upstream rejected key {provider_key}"},
-                ),
-            )
-            _send(qtbot, window, "four")
-            _send(qtbot, window, "five")
-            _send(qtbot, window, "six")
-            assert keyed.chat_requests()[0].headers["authorization"] == f"Bearer {router_key}"
-            assert remote.chat_requests()[0].headers["authorization"] == f"Bearer {provider_key}"
-            window.set_model("test-model")
-            window.app.use_router("http://127.0.0.1:9")
-            _send(qtbot, window, "seven")
-
-            rows = history.messages(window.session_id)
-            assert [m["status"] for m in rows][1::2] == [
-                "complete",
-                "error",
-                "error",
-                "complete",
-                "error",
-                "error",
-                "error",
-            ]
-            errors = [m["error"] for m in rows if m["error"]]
-            widgets = [w.text() for w in window.findChildren(QLabel)]
-            widgets += [w.toPlainText() for w in window.findChildren(QTextBrowser)]
-            window.close()
-        history.close()
-        files = b"".join(
-            p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("history.db")
-        )
-        for key in (router_key, provider_key):
-            assert key.encode() not in files
-            assert key not in caplog.text
-            for text in [*errors, *shown, *widgets]:
-                assert key not in text, text
-        assert any("Incorrect API key provided" in e for e in errors)
-
-    @pytest.mark.parametrize(
-        ("value", "sent"),
-        [
-            pytest.param("sk-win-" + "W4k8pT" * 5 + "\r", True, id="trailing-cr"),
-            pytest.param("\n sk-win-" + "W4k8pT" * 5 + "\r\n", True, id="surrounding-whitespace"),
-            pytest.param(
-                "sk-win-" + "W4k8pT" * 3 + "\x01" + "W4k8pT" * 2, False, id="inner-control"
-            ),
-            pytest.param("sk-win-" + "W4k8pT" * 3 + "é" + "W4k8pT" * 2, False, id="non-ascii"),
-        ],
-    )
-    def test_fault_api_key_with_whitespace_or_control_characters_never_leaks(
-        self, chat_window, qtbot, tmp_path: Path, monkeypatch, caplog, value: str, sent: bool
-    ) -> None:
-        """A key read with a Windows line ending is stripped and works; a key no header can
-        carry fails the reply with a message naming its variable; the key shows nowhere."""
-
-        key = value.strip()
-        monkeypatch.setenv("LLAMACHAT_FAULT_WIN_KEY", value)
-        caplog.set_level(logging.DEBUG)
-        with ScriptedRouter(api_key=key) as keyed:
-            keyed.script(Reply(content="Keyed answer."))
-            window, history = chat_window(
-                url=keyed.url, router_api_key_env="LLAMACHAT_FAULT_WIN_KEY", listed=sent
-            )
-            _send(qtbot, window, "hello")
-            row = _fault_row(history, window)
-            if sent:
-                assert (row["content"], row["status"]) == ("Keyed answer.", "complete")
-                assert keyed.chat_requests()[0].headers["authorization"] == f"Bearer {key}"
-            else:
-                assert row["status"] == "error"
-                assert "LLAMACHAT_FAULT_WIN_KEY" in row["error"]
-                assert keyed.chat_requests() == []
-            widgets = [w.text() for w in window.findChildren(QLabel)]
-            widgets += [w.toPlainText() for w in window.findChildren(QTextBrowser)]
-            window.close()
-        history.close()
-        files = b"".join(
-            p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("history.db")
-        )
-        for piece in (key[:12], key[-12:]):
-            assert piece.encode() not in files
-            assert piece not in caplog.text
-            for text in [row["error"], *widgets]:
-                assert piece not in text, text
-
-    def test_fault_api_key_pieces_in_any_quoting_are_masked_in_server_errors(self) -> None:
-        """A server that quotes part of the key, JSON-escaped or cut short: no 8-character piece
-        of the key survives in the error the user reads."""
-
-        key = 'sk-q/uo"te-' + "Z9m2Lx" * 5
-        with ScriptedRouter(api_key=key) as keyed:
-            keyed.script(
-                Reply(
-                    status=401,
-                    body=f'{{"error": {{"message": "bad key {key[:14]}... '
-                    f'(full: {json.dumps(key)[1:-1]})"}}}}',
-                ),
-            )
-            client = backend.Client(keyed.url, api_key=key, api_key_env="K")
-            try:
-                with pytest.raises(backend.ServerError) as caught:
-                    list(client.stream_chat("test-model", [{"role": "user", "content": "hi"}]))
-            finally:
-                client.close()
-        message = caught.value.message
-        assert "bad key ***" in message
-        for start in range(len(key) - 7):
-            assert key[start : start + 8] not in message, message
-
-    def test_fault_ask_print_strips_terminal_escapes_from_server_errors(
-        self, router, tmp_path
-    ) -> None:
-        """A server error carrying OSC/CSI escape sequences and control characters reaches the
-        terminal as plain text; the model's own answer is still written byte for byte (then the
-        line break every answer ends with)."""
-
-        config = _quick_config_file(tmp_path, router.url)
-        hostile = "\x1b]0;owned\x07\x1b]52;c;cm0gLXJm\x07\x1b[2J\x1b[31mboom\x1b[0m\rover\x9b2J\x00"
-        router.script(Reply(status=500, error={"message": hostile}))
-        done = _llamachat(config, "ask", "--print", "hi")
-        assert done.returncode == 1, done.stderr
-        assert "boom" in done.stderr and "over" in done.stderr
-        assert not any(c in done.stderr for c in "\x1b\x07\r\x00\x9b"), repr(done.stderr)
-
-        router.script(Reply(content=["\x1b[1mbold\x1b[0m"]))
-        done = _llamachat(config, "ask", "--print", "hi")
-        assert (done.returncode, done.stdout) == (0, "\x1b[1mbold\x1b[0m\n")
-
-    def test_fault_deleted_chat_is_purged_from_the_file_when_undo_ends(
-        self, qtbot, tmp_path: Path
-    ) -> None:
-        """A chat deleted in the sidebar can be undone while the notice shows; once the notice
-        goes, its messages and full-text rows are gone from the file, not just hidden."""
-
-        path = tmp_path / "history.db"
-        history = History(path)
-        keep = history.create_session("chat")
-        history.add_message(keep, "user", "keepsake marmalade")
-        gone = history.create_session("chat")
-        history.add_message(gone, "user", "zanzibarquokka secret plans")
-        history.add_message(gone, "assistant", "zanzibarquokka noted")
-        sidebar = SessionSidebar(history)
-        qtbot.addWidget(sidebar)
-        sidebar.delete_session(gone)
-        assert sidebar.undo_delete() == gone  # still restorable while Undo is offered
-        sidebar.delete_session(gone)
-        # The notice bar closing (its timer, or the user) ends the undo window.
-        close = [
-            b for b in sidebar.findChildren(QAbstractButton) if b.accessibleName() == "Close notice"
-        ]
-        close[0].click()
-        assert sidebar.undo_delete() is None
-        assert history.get_session(gone) is None and history.message_count(gone) == 0
-        assert history.search("zanzibarquokka") == []
-        history.close()
-        data = _fault_file_bytes(path)
-        assert b"marmalade" in data
-        assert b"zanzibarquokka" not in data
-
-    def test_fault_chat_deleted_in_an_earlier_run_is_purged_at_start(self, tmp_path: Path) -> None:
-        """A deleted chat the last run never purged (quit with Undo still offered) is purged when
-        the history next opens, once older than the undo margin; a fresh deletion is kept."""
-
-        from llamachat.history import store as db
-
-        path = tmp_path / "history.db"
-        history = History(path)
-        old = history.create_session("chat")
-        history.add_message(old, "user", "oldquokkaword")
-        fresh = history.create_session("chat")
-        history.add_message(fresh, "user", "freshquokkaword")
-        history.delete_session(old)
-        history.delete_session(fresh)
-        history.close()
-        with sqlite3.connect(path) as conn:
-            conn.execute(
-                "UPDATE sessions SET deleted_at = deleted_at - ? WHERE id = ?",
-                (db.PURGE_AFTER_S + 1, old),
-            )
-        conn.close()
-        History(path).close()
-        data = _fault_file_bytes(path)
-        assert b"oldquokkaword" not in data
-        reopened = History(path)
-        try:
-            rows = reopened._read("SELECT id FROM sessions")
-            assert [r[0] for r in rows] == [fresh]
-        finally:
-            reopened.close()
-
-    def test_fault_a_router_that_never_begins_the_reply_but_answers_status_checks_is_a_hang(
-        self,
-    ) -> None:
-        """The chat request is taken and its headers never come, while /models (the model
-        loaded, not loading) and /props answer: the reply ends once idle_timeout passes."""
-        never = threading.Event()
-        with _fault_raw_router(lambda handler: never.wait(30)) as url:
-            try:
-                pieces, error = _fault_stream_outcome(url, idle_timeout=0.3, limit=10)
-            finally:
-                never.set()
-        assert pieces == [] and isinstance(error, backend.StallError), error
-        assert error.error_type == "hung" and url in error.message
-        assert "not loading the model" in error.message and "idle_timeout" in error.message
-
-    def test_fault_a_redirect_elsewhere_is_not_followed_and_says_where_it_points(self) -> None:
-        """A 307 to another host: the request is not sent there, and the error says it was
-        redirected and where to (credentials and the key masked), not that the server crashed."""
-        key = "sk-0123456789-qwertzuiop"
-        location = f"https://bob:hunter2-pass@elsewhere.example:8443/v1/chat/completions?key={key}"
-
-        def redirect(handler) -> None:
-            handler.send_response(307)
-            handler.send_header("Location", location)
-            handler.send_header("Content-Length", "0")
-            handler.end_headers()
-
-        with _fault_raw_router(redirect) as url:
-            client = backend.Client(url, api_key=key)
-            try:
-                with pytest.raises(backend.ServerError) as caught:
-                    list(client.stream_chat("test-model", _user()))
-            finally:
-                client.close()
-        error = caught.value
-        assert error.status == 307 and error.error_type == "redirect"
-        assert "redirected" in error.message and "crashed" not in error.message
-        where = "https://bob:***@elsewhere.example:8443/v1/chat/completions?key=***"
-        assert where in error.message, error.message
-        assert key not in error.message and "hunter2" not in error.message
 
 
 class TestCli:
@@ -8573,6 +9091,25 @@ class TestCli:
         assert exec_line(["/opt/llama chat/llamachat", "--config", 'a"b$c\\d%e', "50%"]) == (
             '"/opt/llama chat/llamachat" --config "a\\\\"b\\\\$c\\\\\\\\d%%e" 50%%'
         )
+
+    def test_fault_ask_print_strips_terminal_escapes_from_server_errors(
+        self, router, tmp_path
+    ) -> None:
+        """A server error carrying OSC/CSI escape sequences and control characters reaches the
+        terminal as plain text; the model's own answer is still written byte for byte (then the
+        line break every answer ends with)."""
+
+        config = _quick_config_file(tmp_path, router.url)
+        hostile = "\x1b]0;owned\x07\x1b]52;c;cm0gLXJm\x07\x1b[2J\x1b[31mboom\x1b[0m\rover\x9b2J\x00"
+        router.script(Reply(status=500, error={"message": hostile}))
+        done = _llamachat(config, "ask", "--print", "hi")
+        assert done.returncode == 1, done.stderr
+        assert "boom" in done.stderr and "over" in done.stderr
+        assert not any(c in done.stderr for c in "\x1b\x07\r\x00\x9b"), repr(done.stderr)
+
+        router.script(Reply(content=["\x1b[1mbold\x1b[0m"]))
+        done = _llamachat(config, "ask", "--print", "hi")
+        assert (done.returncode, done.stdout) == (0, "\x1b[1mbold\x1b[0m\n")
 
 
 class TestQtPlatform:
@@ -11243,9 +11780,140 @@ class TestChatWindow:
         assert router.disconnects == 0
         assert history.messages(session)[-1]["timings"]["prompt_n"] < 15
 
+    def test_chrome_window_layout_holds_for_long_statuses_errors_and_titles(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """A long "Loading …" or error beside the picker is elided (whole in its tooltip) and
+        moves neither the sidebar nor the window's minimum; a long status message is whole in
+        the status bar's tooltip; a long chat title is elided, with no horizontal scrollbar."""
+        from llamachat.ui import plain
 
-class TestController:
-    """`llamachat.ui.chat.session`: one controller for a conversation."""
+        long_id = "an-unusually-long-model-name-for-a-local-model-Q4_K_M-instruct-2025-final"
+        _chrome_models(router, Model(long_id, "unloaded"))
+        router.load_delay = 0.5
+        window, history = chat_window()
+        window.resize(900, 600)
+        picker = window.model_picker
+        qtbot.waitUntil(lambda: long_id in _combo_ids(picker.combo))
+        qtbot.wait(50)
+        sizes = window.splitter.sizes()
+        picker.combo.setCurrentIndex(picker.combo.findData(long_id))
+        assert picker.status_label.text() == "Loading…"
+        assert picker.status_label.toolTip() == f"Loading {long_id}…"
+        qtbot.wait(50)
+        assert window.splitter.sizes() == sizes
+        assert picker.status_label.width() >= picker.status_label.minimumSizeHint().width()
+
+        error = f"{long_id} failed to load: the server explains at length"
+        plain.set_text(picker.status_label, error)
+        qtbot.wait(50)
+        floor = window.minimumSizeHint().width()
+        plain.set_text(picker.status_label, error * 5)
+        qtbot.wait(50)
+        assert window.splitter.sizes() == sizes
+        assert window.minimumSizeHint().width() == floor
+        qtbot.waitUntil(lambda: picker.status(long_id) == "loaded", timeout=10_000)
+
+        error = "The router said: " + "a very long explanation of what went wrong " * 5
+        window.show_status(error, timeout=0)
+        assert window.statusBar().toolTip() == error
+
+        session = history.create_session("chat", "test-model")
+        history.add_message(session, "user", "word " * 60)
+        window.sidebar.refresh()
+        view = window.sidebar.list_view
+        qtbot.wait(50)
+        assert view.horizontalScrollBar().maximum() == 0
+        rect = view.visualRect(window.sidebar.model.index(window.sidebar.model.row_of(session)))
+        assert rect.width() <= view.viewport().width()
+
+    def test_chrome_window_accessible_names_all_present(self, chat_window, qtbot) -> None:
+        """Every piece of the chrome has the accessible name screen readers and tests use."""
+
+        window, _history = chat_window(search_url="http://127.0.0.1:9")
+        for name in (
+            "Model",
+            "Prompt preset",
+            "Sessions",
+            "Search sessions",
+            "New chat",
+            "Context meter",
+            "Skills",
+            "Settings",
+            "Web search",
+            "Message",
+            "Send",
+        ):
+            shown = [w for w in window.findChildren(QWidget) if w.accessibleName() == name]
+            assert [w for w in shown if w.isVisible()], f"no visible widget named {name!r}"
+
+    @offscreen_popup
+    def test_chrome_window_top_bar_at_the_least_size_keeps_the_model_name_and_buttons_whole(
+        self, router, chat_window, qtbot
+    ) -> None:
+
+        name = "SmolLM2-360M-Instruct-Q8_0"
+        _chrome_models(router, Model(name, "loaded"))
+        window, _history = chat_window(default_model=name)
+        qtbot.waitUntil(lambda: window.model_picker.combo.currentData() == name, timeout=5000)
+        bar = window.top_bar
+        window.resize(1180, 800)
+        qtbot.waitUntil(lambda: not bar.is_wrapped() and not bar.is_folded())
+        window.resize(window.minimumSize())
+        qtbot.waitUntil(lambda: window.width() == window.minimumWidth())
+        combo = window.model_picker.combo
+        qtbot.waitUntil(lambda: bar.is_wrapped() or bar.is_folded())
+        # The layout follows the wrap or fold at its next pass.
+        qtbot.waitUntil(lambda: combo.width() >= combo.sizeHint().width())
+        assert combo.width() >= combo.fontMetrics().horizontalAdvance(name)
+        inside = bar.rect()
+        for button in bar.findChildren(QToolButton):
+            if button.isVisible():
+                assert button.width() >= button.sizeHint().width(), button.text()
+                assert inside.contains(QRect(button.mapTo(bar, QPoint(0, 0)), button.size()))
+        # Folded or not, every command is there: as a button, or in the "»" menu.
+        if bar.is_folded():
+            menu = bar.more_button.menu()
+            shown = [a.text().partition("\t")[0] for a in menu.actions()]  # after it: the keys
+            assert shown == ["Web search", "Skills…", "Settings…"]
+        else:
+            assert bar.settings_button.isVisible() and bar.skills_button.isVisible()
+        window.resize(1000, 700)
+        qtbot.waitUntil(lambda: not bar.is_wrapped())
+
+    def test_chrome_popup_opens_above_its_anchor_within_the_screen(self) -> None:
+
+        screen = QRect(0, 0, 1600, 1000)
+        size = QSize(300, 200)
+        assert above(QRect(100, 700, 400, 60), size, screen) == QPoint(100, 500)
+        # No room above, more below: under the anchor.
+        assert above(QRect(100, 50, 400, 60), size, screen) == QPoint(100, 110)
+        # Kept inside the screen at its right and bottom edges.
+        assert above(QRect(1500, 900, 80, 20), size, screen) == QPoint(1300, 700)
+        assert above(QRect(100, 950, 80, 50), QSize(300, 1200), screen) == QPoint(100, 0)
+
+    @offscreen_popup
+    def test_chrome_window_gets_the_focus_back_when_a_dialog_closes(
+        self, chat_window, qtbot
+    ) -> None:
+
+        window, _history = chat_window()
+        to_composer = (window.show_shortcuts, window.open_mcp_panel)
+        for open_dialog in (*to_composer, window.open_settings, window.preset_picker.edit_presets):
+            window.activateWindow()
+            qtbot.waitUntil(window.isActiveWindow)
+            window.sidebar.search_field.setFocus()
+            dialog = open_dialog()
+            dialog.activateWindow()
+            qtbot.waitUntil(dialog.isActiveWindow)
+            dialog.reject()
+            qtbot.waitUntil(window.isActiveWindow)
+            if open_dialog in to_composer:
+                qtbot.waitUntil(window.composer.editor.hasFocus)
+
+
+class TestConversation:
+    """`llamachat.ui.chat`: one conversation's logic (`Conversation`, `Outbox`, `ReplyStream`)."""
 
     @pytest.mark.parametrize(
         ("answer", "status", "content"),
@@ -11479,6 +12147,76 @@ class TestController:
             ("user", "Go on"),
         ]
 
+    def test_fault_sigkill_mid_reply_keeps_the_reply_up_to_the_last_second(
+        self, router, tmp_path: Path
+    ) -> None:
+        """llamachat SIGKILLed while a reply streams: on reopen the row holds what arrived by
+        a second before the kill (plus scheduling slack), a prefix of the reply; the file is sound."""
+        import signal
+
+        pieces = [f"w{n:04d} " for n in range(9000)]
+        router.script(Reply(content=pieces, delay=0.01))
+        relay = _TimedRelay(int(router.url.rsplit(":", 1)[1]))
+        db = tmp_path / "history.db"
+        env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+        with (tmp_path / "child.log").open("wb") as log:
+            child = subprocess.Popen(
+                [sys.executable, "-c", _SIGKILL_CHILD, relay.url, str(tmp_path)],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        try:
+
+            def saved_text() -> str:
+                if not db.exists():
+                    return ""
+                conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+                try:
+                    row = conn.execute(
+                        "SELECT content FROM messages WHERE role = 'assistant' ORDER BY id DESC"
+                    ).fetchone()
+                finally:
+                    conn.close()
+                return row[0] if row else ""
+
+            deadline = time.monotonic() + 90
+            first = None
+            while time.monotonic() < deadline and child.poll() is None:
+                if first is None and relay.content_until(time.monotonic()):
+                    first = time.monotonic()
+                # Two full save periods of streaming, and a save seen on disk.
+                if first is not None and time.monotonic() - first > 2.5 and saved_text():
+                    break
+                time.sleep(0.05)
+            assert child.poll() is None, (tmp_path / "child.log").read_text()
+            assert first is not None, "no reply text reached llamachat"
+            killed_at = time.monotonic()
+            os.kill(child.pid, signal.SIGKILL)
+            child.wait(timeout=30)
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+            relay.close()
+
+        full = "".join(pieces)
+        sent_by_kill = relay.content_until(killed_at)
+        # The window saves at most once a second; half a second more for a busy shared machine.
+        sent_a_second_before = relay.content_until(killed_at - 1.5)
+        with History(db) as history:
+            [session] = history.list_sessions()
+            user, reply = history.messages(session["id"])
+        assert (user["content"], reply["status"]) == ("Tell me a long story", "streaming")
+        text = reply["content"]
+        assert text and full.startswith(text) and sent_by_kill.startswith(text)
+        assert len(text) >= len(sent_a_second_before), (len(text), len(sent_a_second_before))
+        conn = sqlite3.connect(db)
+        try:
+            assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        finally:
+            conn.close()
+
 
 class TestBranches:
     """Reply versions, edit branches and forks in the real chat window."""
@@ -11627,719 +12365,6 @@ class TestBranches:
             "Dolly.",
             "Another?",
         ]
-
-
-class TestWindowChrome:
-    """The chrome, driven in the real window."""
-
-    def test_chrome_window_search_finds_titles_shows_plain_marked_snippets_or_no_matches(
-        self, chat_window, qtbot, tmp_path
-    ) -> None:
-        """Search finds a renamed chat by its title; snippets are plain text (no Markdown
-        marks), the matched words are marked on screen, and a search without hits says so."""
-
-        history = History(tmp_path / "history.db")
-        renamed = history.create_session("chat", "test-model")
-        history.add_message(renamed, "user", "something else")
-        history.rename_session(renamed, "Alpaca shearing")
-        talked = history.create_session("chat", "test-model")
-        asked = "tell me about the fibre of camelids, in some detail, with sources and examples"
-        history.add_message(talked, "user", asked)
-        history.add_message(
-            talked, "assistant", "# Fibre\nThe **alpaca** gives `wool`, see [this](http://x)."
-        )
-        window, _ = chat_window(history=history)
-        window.resize(900, 600)
-        window.sidebar.search("alpaca")
-        assert window.sidebar.session_ids() == [renamed, talked]
-        rows = [window.sidebar.model.data(window.sidebar.model.index(r)) for r in range(2)]
-        assert rows[0] == "Alpaca shearing"
-        assert rows[1] == asked + "\nFibre The alpaca gives wool, see this."
-        assert not window.sidebar.no_matches.isVisible()
-        assert marked_html("<b>Alpaca</b> alpacas", "alpaca", "X") == (
-            '&lt;b&gt;<span style="X">Alpaca</span>&lt;/b&gt; <span style="X">alpaca</span>s'
-        )
-
-        # Nothing is selected (a new chat is shown): any highlight colour is a marked word.
-        highlight = window.sidebar.list_view.palette().color(QPalette.ColorRole.Highlight).rgb()
-
-        def marked_pixels(row: int | None = None, *, below_title: bool = False) -> int:
-            view = window.sidebar.list_view
-            image = view.viewport().grab().toImage()
-            area = view.viewport().rect()
-            if row is not None:
-                area = view.visualRect(window.sidebar.model.index(row))
-            if below_title:
-                area.setTop(area.top() + area.height() // 3)
-            return sum(
-                image.pixel(x, y) == highlight
-                for x in range(area.left(), area.right(), 2)
-                for y in range(area.top(), area.bottom())
-            )
-
-        assert _highlighted(window) == []
-        # The title hit is marked in its title, the other in its snippet's line.
-        assert marked_pixels(0) > 0 and marked_pixels(1, below_title=True) > 0
-        window.sidebar.search("")
-        assert marked_pixels() == 0
-
-        window.sidebar.search("zzyzx")
-        assert window.sidebar.session_ids() == []
-        assert window.sidebar.no_matches.isVisible()
-        assert window.sidebar.no_matches.text() == "No matches"
-        window.sidebar.search("")
-        assert not window.sidebar.no_matches.isVisible()
-
-    def test_chrome_window_title_follows_renames_and_edits_of_an_automatic_title(
-        self, chat_window, qtbot
-    ) -> None:
-        """Renaming the open chat retitles the window at once; editing the first question
-        renames a chat titled automatically, and no longer once the user renamed it."""
-        window, history = chat_window()
-        _send(qtbot, window, "Wher do llamas live")
-        assert window.windowTitle() == "Wher do llamas live — llamachat"
-        first = history.messages(window.session_id)[0]["id"]
-        window.conversation.edit_requested.emit(first)
-        window.composer.set_text("Where do llamas live")
-        window.send()
-        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
-        assert window.windowTitle() == "Where do llamas live — llamachat"
-        model = window.sidebar.model
-        assert model.data(model.index(model.row_of(window.session_id))) == "Where do llamas live"
-
-        assert model.setData(model.index(model.row_of(window.session_id)), "Llamas")
-        assert window.windowTitle() == "Llamas — llamachat"
-        first = history.messages(window.session_id)[0]["id"]
-        window.conversation.edit_requested.emit(first)
-        window.composer.set_text("Where do alpacas live")
-        window.send()
-        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
-        assert window.windowTitle() == "Llamas — llamachat"
-        window.sidebar.rename_session(window.session_id, "Camelids")
-        assert window.windowTitle() == "Camelids — llamachat"
-
-    @offscreen_dialogs
-    def test_chrome_window_sidebar_highlights_the_shown_chat_whatever_happens(
-        self, chat_window, qtbot, tmp_path
-    ) -> None:
-        """Deleting another chat, right-clicking one, or starting a new chat leaves the
-        highlight on the chat shown (none for a new chat, so Delete deletes nothing)."""
-
-        history = History(tmp_path / "history.db")
-        ids = []
-        for text in ("first", "second", "third", "fourth"):
-            ids.append(history.create_session("chat", "test-model"))
-            history.add_message(ids[-1], "user", text)
-        window, _ = chat_window(history=history)
-        _click_session(qtbot, window, ids[1])
-        assert window.session_id == ids[1] and _highlighted(window) == [ids[1], ids[1]]
-
-        window.sidebar.delete_session(ids[2])
-        assert window.session_id == ids[1] and _highlighted(window) == [ids[1], ids[1]]
-        window.sidebar.delete_session(ids[0])
-        assert _highlighted(window) == [ids[1], ids[1]]
-
-        view = window.sidebar.list_view
-        menus: list[str] = []
-
-        def close_menu() -> None:
-            menu = QApplication.activePopupWidget()
-            if menu is None:
-                QTimer.singleShot(10, close_menu)
-                return
-            menus.append(type(menu).__name__)
-            menu.close()
-
-        close_menu()
-        row = window.sidebar.model.row_of(ids[3])
-        where = view.visualRect(window.sidebar.model.index(row)).center()
-        # As the platform does it: the button press, then a context menu event.
-        qtbot.mousePress(view.viewport(), Qt.MouseButton.RightButton, pos=where)
-        QApplication.sendEvent(
-            view.viewport(),
-            QContextMenuEvent(
-                QContextMenuEvent.Reason.Mouse, where, view.viewport().mapToGlobal(where)
-            ),
-        )
-        qtbot.mouseRelease(view.viewport(), Qt.MouseButton.RightButton, pos=where)
-        qtbot.waitUntil(lambda: menus == ["QMenu"])
-        assert window.session_id == ids[1] and _highlighted(window) == [ids[1], ids[1]]
-
-        window.new_session()
-        assert _highlighted(window) == []
-        view.setFocus()
-        qtbot.keyClick(view, Qt.Key.Key_Delete)
-        assert sorted(window.sidebar.session_ids()) == [ids[1], ids[3]]
-
-    def test_chrome_window_model_statuses_shown_and_load_driven_from_picker(
-        self, chat_window, router, qtbot
-    ) -> None:
-        """The window's picker shows each model's status; choosing an unloaded one loads it."""
-
-        _chrome_models(router, Model("smol", "unloaded", modalities=("text", "image")))
-        router.load_delay = 0.4
-        window, history = chat_window()
-        combo = window.model_picker.combo
-        qtbot.waitUntil(lambda: _combo_ids(combo) == ["test-model", "smol"])
-        assert [combo.itemText(i) for i in range(2)] == ["● test-model", "○ smol"]
-        assert window.current_model() == "test-model"
-        assert not any(q.path == "/models/load" for q in router.requests)
-
-        combo.setCurrentIndex(combo.findData("smol"))
-        assert window.current_model() == "smol"
-        assert window.meter.model() == "smol"
-        assert window.model_picker.status("smol") == "loading"
-        assert window.model_picker.status_label.text() == "Loading…"
-        assert window.model_picker.status_label.toolTip() == "Loading smol…"
-        qtbot.waitUntil(lambda: window.model_picker.status("smol") == "loaded", timeout=10_000)
-        assert combo.itemText(combo.findData("smol")) == "● smol"
-        # Counting the meter's tokens never loads a model: only the picker does.
-        counting = ("/tokenize", "/apply-template")
-        assert [
-            (q.path, q.json)
-            for q in router.requests
-            if q.method == "POST" and q.path not in counting
-        ] == [("/models/load", {"model": "smol"})]
-        assert all(
-            q.query.get("autoload") == "false" for q in router.requests if q.path in counting
-        )
-        _send(qtbot, window, "hello")
-        assert router.chat_requests()[-1].json["model"] == "smol"
-        assert history.get_session(window.session_id)["model"] == "smol"
-
-    def test_chrome_window_layout_holds_for_long_statuses_errors_and_titles(
-        self, chat_window, router, qtbot
-    ) -> None:
-        """A long "Loading …" or error beside the picker is elided (whole in its tooltip) and
-        moves neither the sidebar nor the window's minimum; a long status message is whole in
-        the status bar's tooltip; a long chat title is elided, with no horizontal scrollbar."""
-        from llamachat.ui import plain
-
-        long_id = "an-unusually-long-model-name-for-a-local-model-Q4_K_M-instruct-2025-final"
-        _chrome_models(router, Model(long_id, "unloaded"))
-        router.load_delay = 0.5
-        window, history = chat_window()
-        window.resize(900, 600)
-        picker = window.model_picker
-        qtbot.waitUntil(lambda: long_id in _combo_ids(picker.combo))
-        qtbot.wait(50)
-        sizes = window.splitter.sizes()
-        picker.combo.setCurrentIndex(picker.combo.findData(long_id))
-        assert picker.status_label.text() == "Loading…"
-        assert picker.status_label.toolTip() == f"Loading {long_id}…"
-        qtbot.wait(50)
-        assert window.splitter.sizes() == sizes
-        assert picker.status_label.width() >= picker.status_label.minimumSizeHint().width()
-
-        error = f"{long_id} failed to load: the server explains at length"
-        plain.set_text(picker.status_label, error)
-        qtbot.wait(50)
-        floor = window.minimumSizeHint().width()
-        plain.set_text(picker.status_label, error * 5)
-        qtbot.wait(50)
-        assert window.splitter.sizes() == sizes
-        assert window.minimumSizeHint().width() == floor
-        qtbot.waitUntil(lambda: picker.status(long_id) == "loaded", timeout=10_000)
-
-        error = "The router said: " + "a very long explanation of what went wrong " * 5
-        window.show_status(error, timeout=0)
-        assert window.statusBar().toolTip() == error
-
-        session = history.create_session("chat", "test-model")
-        history.add_message(session, "user", "word " * 60)
-        window.sidebar.refresh()
-        view = window.sidebar.list_view
-        qtbot.wait(50)
-        assert view.horizontalScrollBar().maximum() == 0
-        rect = view.visualRect(window.sidebar.model.index(window.sidebar.model.row_of(session)))
-        assert rect.width() <= view.viewport().width()
-
-    def test_chrome_window_failed_load_shows_servers_message_and_retry_loads(
-        self, chat_window, router, qtbot
-    ) -> None:
-        """A load that fails shows the server's message beside the picker; Retry loads again."""
-
-        _chrome_models(router, Model("broken", fail_exit_code=1))
-        window, _history = chat_window()
-        picker = window.model_picker
-        qtbot.waitUntil(lambda: "broken" in _combo_ids(picker.combo))
-        picker.combo.setCurrentIndex(picker.combo.findData("broken"))
-        qtbot.waitUntil(lambda: picker.status("broken") == "failed", timeout=10_000)
-        # The router's status event can say "failed" before the load request's own answer
-        # (which names the model) arrives: the label shows the event's words until then.
-        qtbot.waitUntil(
-            lambda: (
-                picker.status_label.text()
-                == "broken failed to load: model 'broken' failed to load (exit code 1)"
-            ),
-            timeout=10_000,
-        )
-        assert picker.combo.itemText(picker.combo.findData("broken")) == "⚠ broken"
-        retry = _by_name(window, QToolButton, "Retry model")
-        router.models["broken"].fail_exit_code = None
-        qtbot.mouseClick(retry, Qt.MouseButton.LeftButton)
-        qtbot.waitUntil(lambda: picker.status("broken") == "loaded", timeout=10_000)
-        assert picker.status_label.isHidden() and picker.retry_button.isHidden()
-
-    def test_chrome_window_preset_switch_changes_the_system_message_sent(
-        self, chat_window, router, qtbot, tmp_path
-    ) -> None:
-        """Choosing a preset (or a custom prompt) changes the system message the router receives."""
-
-        window, history = chat_window()
-        Prompts(tmp_path / "prompts").save("Pirate", "Answer like a pirate.")
-        window.preset_picker.reload()
-        presets = window.preset_picker.combo
-        assert presets.accessibleName() == "Prompt preset"
-        _send(qtbot, window, "first")
-        assert (
-            router.chat_requests()[-1]
-            .json["messages"][0]["content"]
-            .startswith("You are a helpful assistant.")
-        )
-
-        presets.setCurrentIndex(presets.findData("Pirate"))
-        _send(qtbot, window, "second")
-        system = router.chat_requests()[-1].json["messages"][0]
-        assert system == {"role": "system", "content": "Answer like a pirate."}
-        assert history.get_session(window.session_id)["prompt_name"] == "Pirate"
-
-        window.preset_picker.set_custom("Only answer in haiku.")
-        _send(qtbot, window, "third")
-        assert router.chat_requests()[-1].json["messages"][0]["content"] == "Only answer in haiku."
-        session = history.get_session(window.session_id)
-        assert (session["prompt_name"], session["prompt_custom"]) == (
-            "Pirate",
-            "Only answer in haiku.",
-        )
-
-        window.new_session()
-        assert window.preset_picker.custom_text() == ""
-        _send(qtbot, window, "fresh")
-        assert router.chat_requests()[-1].json["messages"][0]["content"] == "Answer like a pirate."
-        assert history.get_session(window.session_id)["prompt_name"] == "Pirate"
-
-    @offscreen_dialogs
-    def test_chrome_window_search_finds_old_session_and_opening_restores_it(
-        self, chat_window, router, qtbot, tmp_path
-    ) -> None:
-        """Sidebar search finds an old chat's message; opening it restores messages, model,
-        prompt and loaded skills."""
-
-        _chrome_models(router, Model("other", "loaded"))
-        window, _history = chat_window()
-        Prompts(tmp_path / "prompts").save("Pirate", "Answer like a pirate.")
-        window.preset_picker.reload()
-        qtbot.waitUntil(lambda: "other" in _combo_ids(window.model_picker.combo))
-        window.model_picker.combo.setCurrentIndex(window.model_picker.combo.findData("other"))
-        window.preset_picker.combo.setCurrentIndex(window.preset_picker.combo.findData("Pirate"))
-        _send(qtbot, window, "/weather where do aardvarks live")
-        old = window.session_id
-        qtbot.keyClick(window, Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier)
-        assert window.session_id is None and window.conversation.views() == []
-        assert window.loaded_skills() == []
-        window.model_picker.combo.setCurrentIndex(window.model_picker.combo.findData("test-model"))
-        window.preset_picker.combo.setCurrentIndex(window.preset_picker.combo.findData("Default"))
-        _send(qtbot, window, "something else entirely")
-        assert window.sidebar.session_ids() == [window.session_id, old]
-
-        # Offscreen, the hidden `/` completion popup stays the active window: take it back.
-        window.activateWindow()
-        qtbot.waitUntil(lambda: QApplication.activeWindow() is window)
-        qtbot.keyClick(window.composer.editor, Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier)
-        web_search = _by_name(window, QLineEdit, "Search sessions")
-        assert web_search.hasFocus()
-        qtbot.keyClicks(web_search, "aardvarks")
-        qtbot.waitUntil(lambda: window.sidebar.session_ids() == [old])
-        _click_session(qtbot, window, old)
-        assert window.session_id == old
-        assert [(v.role, v.content()) for v in window.conversation.views()] == [
-            ("user", "where do aardvarks live"),
-            ("assistant", "echo: where do aardvarks live"),
-        ]
-        assert window.current_model() == "other"
-        assert window.model_picker.combo.currentData() == "other"
-        assert window.preset_picker.current_name() == "Pirate"
-        assert window.loaded_skills() == ["weather"] and window.skill_chips.skills() == ["weather"]
-        _send(qtbot, window, "and in winter?")
-        sent = router.chat_requests()[-1].json
-        assert sent["model"] == "other"
-        assert sent["messages"][0]["content"].startswith("Answer like a pirate.")
-        assert "[skill: weather]" in sent["messages"][0]["content"]
-
-    def test_chrome_window_delete_and_undo_in_the_sidebar(self, chat_window, router, qtbot) -> None:
-        """Deleting the open chat starts a new one; Undo brings the chat back to the list."""
-
-        window, history = chat_window()
-        _send(qtbot, window, "keep me")
-        kept = window.session_id
-        window.new_session()
-        _send(qtbot, window, "delete me")
-        doomed = window.session_id
-        assert window.sidebar.session_ids() == [doomed, kept]
-
-        window.sidebar.list_view.setFocus()
-        window.sidebar.list_view.setCurrentIndex(
-            window.sidebar.model.index(window.sidebar.model.row_of(doomed))
-        )
-        qtbot.keyClick(window.sidebar.list_view, Qt.Key.Key_Delete)
-        assert window.sidebar.session_ids() == [kept]
-        assert window.session_id is None and window.conversation.views() == []
-        assert [s["id"] for s in history.list_sessions()] == [kept]
-        assert "delete me" in window.sidebar.notice_text()
-
-        qtbot.mouseClick(_by_name(window, QPushButton, "Undo delete"), Qt.MouseButton.LeftButton)
-        assert window.sidebar.session_ids() == [doomed, kept]
-        _click_session(qtbot, window, doomed)
-        assert window.session_id == doomed
-        assert window.conversation.views()[0].content() == "delete me"
-
-    @offscreen_dialogs
-    def test_chrome_window_skills_panel_imports_good_and_bad_folders_into_a_new_skills_dir(
-        self, chat_window, router, qtbot, tmp_path
-    ) -> None:
-        """With no skills folder yet, `/skills` opens the panel; a good folder imports and works at
-        once, a bad one is refused with its reason."""
-
-        fresh = tmp_path / "fresh-skills"
-        window, _history = chat_window(skills_dir=fresh)
-        assert not window.cfg.skills_enabled
-        good = tmp_path / "incoming" / "haiku"
-        good.mkdir(parents=True)
-        (good / "SKILL.md").write_text(
-            "---\nname: haiku\ndescription: Write answers as haiku.\n---\nThree lines: 5, 7, 5.\n",
-            encoding="utf-8",
-        )
-        bad = tmp_path / "incoming-bad" / "Bad Name"
-        bad.mkdir(parents=True)
-        (bad / "SKILL.md").write_text("no front matter at all\n", encoding="utf-8")
-
-        _type(qtbot, window, "/skills")
-        qtbot.keyClick(window.composer.editor, Qt.Key.Key_Return)
-        panel = _by_name(window, QDialog, "Skills")
-        assert router.chat_requests() == [] and window.composer.text() == ""
-        assert panel.skill_names() == []
-
-        assert panel.import_folder(good) == [fresh / "haiku"]
-        assert panel.message_text().startswith("Imported: haiku")
-        assert panel.skill_names() == ["haiku"]
-        assert panel.import_folder(bad.parent) == []
-        assert "Not imported:" in panel.message_text() and "Bad Name" in panel.message_text()
-        assert sorted(p.name for p in fresh.iterdir()) == ["haiku"]
-        assert panel.import_folder(good) == []
-        assert "already" in panel.message_text()
-
-        panel.tree.setCurrentItem(panel.tree.topLevelItem(0))
-        qtbot.mouseClick(_by_name(panel, QPushButton, "Load skill"), Qt.MouseButton.LeftButton)
-        assert window.loaded_skills() == ["haiku"]
-        assert panel.tree.topLevelItem(0).text(4) == "loaded"
-        panel.close()
-        _send(qtbot, window, "tell me about autumn")
-        sent = router.chat_requests()[-1].json
-        assert sent["messages"][0]["content"].endswith("[skill: haiku]\nThree lines: 5, 7, 5.")
-        assert any(t["function"]["name"] == "load_skill" for t in sent.get("tools", []))
-
-    @offscreen_dialogs
-    def test_chrome_window_skill_written_to_disk_appears_without_restart(
-        self, chat_window, router, qtbot, tmp_path
-    ) -> None:
-        """A SKILL.md written while the window is open reaches the `/` completion and the panel."""
-
-        window, _history = chat_window()
-        completions = window.composer.completer.model()
-
-        def offered() -> list[str]:
-            return [
-                completions.index(row, 0).data(Qt.ItemDataRole.UserRole)
-                for row in range(completions.rowCount())
-            ]
-
-        assert offered() == ["finance-cli", "skills", "weather"]
-        panel = window.skills.open_panel()
-        _write_skill(
-            tmp_path / "skills",
-            "gardening",
-            "---\nname: gardening\ndescription: When to plant what.\n---\nPlant after frost.\n",
-        )
-        qtbot.waitUntil(lambda: "gardening" in offered(), timeout=5000)
-        qtbot.waitUntil(lambda: "gardening" in panel.skill_names(), timeout=5000)
-        panel.close()
-        _send(qtbot, window, "/gardening tomatoes?")
-        assert window.loaded_skills() == ["gardening"]
-
-    @offscreen_dialogs
-    def test_chrome_window_settings_round_trip_keeps_comments_and_applies(
-        self, router, qtbot, tmp_path
-    ) -> None:
-        """Ctrl+, opens Settings; saving keeps the file's comments, switches the theme and shows
-        the web search toggle; the star writes the default model into the same file."""
-
-        from llamachat import config
-
-        path = tmp_path / "config.toml"
-        path.write_text(
-            config.DEFAULT_TEXT.replace(
-                'router_url = "http://127.0.0.1:8080"',
-                f'router_url = "{router.url}"  # the box under my desk',
-            )
-            + f'\nhistory_path = "{tmp_path / "history.db"}"\n'
-            + f'prompts_dir = "{tmp_path / "prompts"}"\n'
-            + "# My own note, at the end.\n",
-            encoding="utf-8",
-        )
-        cfg = config.load(path)
-        history = History(cfg.history_path)
-        window = ChatWindow(_app(cfg, history))
-        qtbot.addWidget(window)
-        window.show()
-        try:
-            qtbot.waitUntil(lambda: bool(window.models()))
-            assert not window.web_search.button.isVisible()
-            qtbot.keyClick(window, Qt.Key.Key_Comma, Qt.KeyboardModifier.ControlModifier)
-            dialog = _by_name(window, QDialog, "Settings")
-            assert dialog.router_url.text() == router.url
-            dialog.theme.setCurrentIndex(dialog.theme.findData("dark"))
-            dialog.search_url.setText("http://127.0.0.1:9")
-            assert dialog.save()
-            text = path.read_text(encoding="utf-8")
-            assert f'router_url = "{router.url}"  # the box under my desk' in text
-            assert text.endswith("# My own note, at the end.\n")
-            assert 'theme = "dark"' in text and 'search_url = "http://127.0.0.1:9"' in text
-            assert window.cfg.theme == "dark" and window.cfg.router_url == router.url
-            window_colour = QApplication.palette().color(QPalette.ColorRole.Window).name()
-            assert window_colour == "#2b2b2e"
-            assert window.web_search.button.isVisible() and window.web_search.is_on()
-
-            picker = window.model_picker
-            qtbot.mouseClick(picker.star, Qt.MouseButton.LeftButton)
-            assert picker.default_model() == "test-model"
-            text = path.read_text(encoding="utf-8")
-            assert 'default_model = "test-model"' in text
-            assert text.endswith("# My own note, at the end.\n")
-            assert config.load(path).default_model == "test-model"
-            _send(qtbot, window, "still talking")
-            assert history.messages(window.session_id)[-1]["content"] == "echo: still talking"
-        finally:
-            window.close()
-            history.close()
-            apply_theme(QApplication.instance(), "light")
-
-    def test_chrome_window_web_search_toggle_offers_the_tool_and_date_note(
-        self, chat_window, router, qtbot
-    ) -> None:
-        """Turning Web search off drops the web_search tool and the date note from requests."""
-
-        window, _history = chat_window(search_url="http://127.0.0.1:9")
-        toggle = _by_name(window, QToolButton, "Web search")
-        assert toggle.isChecked()
-        _send(qtbot, window, "one")
-        first = router.chat_requests()[-1].json
-        assert "Today's date is" in first["messages"][0]["content"]
-        assert "web_search" in [t["function"]["name"] for t in first.get("tools", [])]
-
-        qtbot.mouseClick(toggle, Qt.MouseButton.LeftButton)
-        assert not window.web_search.is_on()
-        _send(qtbot, window, "two")
-        second = router.chat_requests()[-1].json
-        assert "Today's date is" not in second["messages"][0]["content"]
-        assert "web_search" not in [t["function"]["name"] for t in second.get("tools", [])]
-
-    def test_chrome_window_meter_shows_context_use_after_a_reply(
-        self, chat_window, router, qtbot
-    ) -> None:
-        """The meter shows the next request's tokens of the model's context (the chat so far,
-        counted by the server); new and reopened chats show their own."""
-
-        window, _history = chat_window()
-        meter = window.meter
-        qtbot.waitUntil(lambda: meter.context_size() == 4096)
-        qtbot.waitUntil(lambda: window.chat.context.breakdown().exact)
-        empty = meter.used()
-        router.script(Reply(content="A short answer."))
-        _send(qtbot, window, "measure me")
-        first = window.session_id
-        qtbot.waitUntil(lambda: window.chat.context.breakdown().exact)
-        used = meter.used()
-        assert used > empty
-        assert meter.label.text() == f"{used:,} / 4,096"
-        assert "test-model" in meter.toolTip() and "earlier messages" in meter.toolTip()
-        window.composer.set_text("x " * 14_000)
-        assert meter.will_overflow() and meter.state == "over"
-        window.composer.clear()
-
-        window.new_session()
-        qtbot.waitUntil(lambda: meter.used() == empty)
-        window.open_session(first)
-        qtbot.waitUntil(lambda: meter.used() == used)
-
-    @offscreen_dialogs
-    def test_chrome_window_shortcuts_copy_reply_focus_and_help(
-        self, chat_window, router, qtbot
-    ) -> None:
-        """Ctrl+Shift+C copies the last reply, Ctrl+L focuses the composer, F1 lists the keys."""
-
-        window, _history = chat_window()
-        _send(qtbot, window, "copy this")
-        window.sidebar.focus_search()
-        control_shift = Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier
-        qtbot.keyClick(window, Qt.Key.Key_C, control_shift)
-        assert QApplication.clipboard().text() == "echo: copy this"
-        qtbot.keyClick(window, Qt.Key.Key_L, Qt.KeyboardModifier.ControlModifier)
-        assert window.composer.editor.hasFocus()
-        qtbot.keyClick(window, Qt.Key.Key_F1)
-        dialog = _by_name(window, QDialog, "Keyboard shortcuts")
-        rows = {action: keys for keys, action in dialog.rows()}
-        assert (
-            rows["Start a new chat"] == "Ctrl+N" and rows["Stop the reply being written"] == "Esc"
-        )
-        dialog.close()
-
-    @offscreen_dialogs
-    def test_chrome_window_server_log_and_events_of_a_managed_server(
-        self, chat_window, qtbot, tmp_path
-    ) -> None:
-        """A managed server's log tail opens from File > Server log…; its events, sent from
-        another thread, reach the status bar."""
-
-        window, _history = chat_window()
-        assert not window.router_guide.server_log_action.isVisible()
-        server = ManagedServer(
-            Config(), port=1, log_path=tmp_path / "server.log", lock_path=tmp_path / "server.lock"
-        )
-        server.log_file.write(b"main: loading model\nmain: server is listening on 127.0.0.1\n")
-        try:
-            window.app.use_router(window.cfg.router_url, server=server)
-            assert window.router_guide.server_log_action.isVisible()
-            window.router_guide.server_log_action.trigger()
-            [dialog] = [w for w in window.findChildren(ServerLogDialog) if w.isVisible()]
-            assert "server is listening" in dialog.text.toPlainText()
-            server.log_file.write(b"slot 0: prompt done\n")
-            dialog.refresh()
-            assert dialog.text.toPlainText().endswith("slot 0: prompt done\n")
-            dialog.close()
-            sender = threading.Thread(
-                target=window.app.post_server_event,
-                args=("restarted", "restarted after it stopped"),
-            )
-            sender.start()
-            sender.join()
-            qtbot.waitUntil(
-                lambda: "restarted after it stopped" in window.statusBar().currentMessage()
-            )
-        finally:
-            server.log_file.close()
-
-    def test_chrome_window_accessible_names_all_present(self, chat_window, qtbot) -> None:
-        """Every piece of the chrome has the accessible name screen readers and tests use."""
-
-        window, _history = chat_window(search_url="http://127.0.0.1:9")
-        for name in (
-            "Model",
-            "Prompt preset",
-            "Sessions",
-            "Search sessions",
-            "New chat",
-            "Context meter",
-            "Skills",
-            "Settings",
-            "Web search",
-            "Message",
-            "Send",
-        ):
-            shown = [w for w in window.findChildren(QWidget) if w.accessibleName() == name]
-            assert [w for w in shown if w.isVisible()], f"no visible widget named {name!r}"
-
-    @offscreen_popup
-    def test_chrome_window_top_bar_at_the_least_size_keeps_the_model_name_and_buttons_whole(
-        self, router, chat_window, qtbot
-    ) -> None:
-
-        name = "SmolLM2-360M-Instruct-Q8_0"
-        _chrome_models(router, Model(name, "loaded"))
-        window, _history = chat_window(default_model=name)
-        qtbot.waitUntil(lambda: window.model_picker.combo.currentData() == name, timeout=5000)
-        bar = window.top_bar
-        window.resize(1180, 800)
-        qtbot.waitUntil(lambda: not bar.is_wrapped() and not bar.is_folded())
-        window.resize(window.minimumSize())
-        qtbot.waitUntil(lambda: window.width() == window.minimumWidth())
-        combo = window.model_picker.combo
-        qtbot.waitUntil(lambda: bar.is_wrapped() or bar.is_folded())
-        # The layout follows the wrap or fold at its next pass.
-        qtbot.waitUntil(lambda: combo.width() >= combo.sizeHint().width())
-        assert combo.width() >= combo.fontMetrics().horizontalAdvance(name)
-        inside = bar.rect()
-        for button in bar.findChildren(QToolButton):
-            if button.isVisible():
-                assert button.width() >= button.sizeHint().width(), button.text()
-                assert inside.contains(QRect(button.mapTo(bar, QPoint(0, 0)), button.size()))
-        # Folded or not, every command is there: as a button, or in the "»" menu.
-        if bar.is_folded():
-            menu = bar.more_button.menu()
-            shown = [a.text().partition("\t")[0] for a in menu.actions()]  # after it: the keys
-            assert shown == ["Web search", "Skills…", "Settings…"]
-        else:
-            assert bar.settings_button.isVisible() and bar.skills_button.isVisible()
-        window.resize(1000, 700)
-        qtbot.waitUntil(lambda: not bar.is_wrapped())
-
-    def test_chrome_popup_opens_above_its_anchor_within_the_screen(self) -> None:
-
-        screen = QRect(0, 0, 1600, 1000)
-        size = QSize(300, 200)
-        assert above(QRect(100, 700, 400, 60), size, screen) == QPoint(100, 500)
-        # No room above, more below: under the anchor.
-        assert above(QRect(100, 50, 400, 60), size, screen) == QPoint(100, 110)
-        # Kept inside the screen at its right and bottom edges.
-        assert above(QRect(1500, 900, 80, 20), size, screen) == QPoint(1300, 700)
-        assert above(QRect(100, 950, 80, 50), QSize(300, 1200), screen) == QPoint(100, 0)
-
-    @offscreen_popup
-    def test_chrome_window_skill_list_and_parameters_open_upward_on_screen(
-        self, chat_window, qtbot
-    ) -> None:
-
-        window, _history = chat_window()
-        window.resize(720, 560)
-        screen = window.screen().availableGeometry()
-        editor = _by_name(window, QPlainTextEdit, "Message")
-        popup = window.composer.completer.popup()
-        qtbot.keyClicks(editor, "/")
-        qtbot.waitUntil(popup.isVisible, timeout=2000)
-        top = editor.mapToGlobal(QPoint(0, 0)).y()
-        shown = QRect(popup.mapToGlobal(QPoint(0, 0)), popup.size())
-        assert shown.bottom() < top and screen.contains(shown)
-        assert shown.left() == editor.mapToGlobal(QPoint(0, 0)).x()
-        qtbot.keyClick(editor, Qt.Key.Key_Escape)
-
-        button = window.chat_params.button
-        menu = button.menu()
-        # Where the tool button puts its menu: under itself.
-        menu.popup(button.mapToGlobal(button.rect().bottomLeft()))
-        qtbot.waitUntil(menu.isVisible)
-        shown = menu.geometry()
-        assert shown.bottom() < button.mapToGlobal(QPoint(0, 0)).y()
-        assert screen.contains(shown)
-        menu.hide()
-
-    @offscreen_popup
-    def test_chrome_window_gets_the_focus_back_when_a_dialog_closes(
-        self, chat_window, qtbot
-    ) -> None:
-
-        window, _history = chat_window()
-        to_composer = (window.show_shortcuts, window.open_mcp_panel)
-        for open_dialog in (*to_composer, window.open_settings, window.preset_picker.edit_presets):
-            window.activateWindow()
-            qtbot.waitUntil(window.isActiveWindow)
-            window.sidebar.search_field.setFocus()
-            dialog = open_dialog()
-            dialog.activateWindow()
-            qtbot.waitUntil(dialog.isActiveWindow)
-            dialog.reject()
-            qtbot.waitUntil(window.isActiveWindow)
-            if open_dialog in to_composer:
-                qtbot.waitUntil(window.composer.editor.hasFocus)
 
 
 class TestApp:
