@@ -10844,6 +10844,9 @@ class TestChatWindow:
         short.setText("short one")
         QApplication.clipboard().setMimeData(short)
         window.composer.editor.paste()
+        # The clipboard owns a QMimeData made here: Qt would delete it at exit, after
+        # Python is gone, and its wrapper's clean-up would crash the test run.
+        QApplication.clipboard().clear()
         assert window.composer.text() == "short one"
 
     def test_composer_drop_of_file_attaches_it(self, chat_window, qtbot, tmp_path) -> None:
