@@ -12734,6 +12734,24 @@ class TestPlainText:
         again.sidebar.delete_session(session_id)
         assert "Sessions notice" in " ".join(_outside_text_places())
 
+    def test_outside_text_in_the_import_progress_shows_as_text(self, qtbot, tmp_path: Path) -> None:
+        """An imported file's name reaches the import progress dialog's label as text."""
+        from llamachat.ui.views.chat_import import ChatImporter
+
+        history = _chrome_history(tmp_path)
+        sid = history.create_session("chat")
+        history.add_message(sid, "user", "hello")
+        sidebar = SessionSidebar(history)
+        qtbot.addWidget(sidebar)
+        hostile = tmp_path / f"{HOSTILE}.json"
+        sidebar.export_session(sid, hostile, "json")
+        assert isinstance(sidebar.importer, ChatImporter)
+        with qtbot.waitSignal(sidebar.session_activated):
+            sidebar.start_import(hostile)
+            sidebar.import_progress.show()
+            assert "Import progress" in " ".join(_outside_text_places())
+        history.close()
+
     @quick_offscreen
     def test_outside_text_in_the_quick_window_shows_as_text(self, quick, router, qtbot) -> None:
         """A failed quick answer shows the server's hostile message as text."""

@@ -13,6 +13,7 @@ from PySide6.QtCore import QObject, Signal, Slot
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QFileDialog, QMenu, QProgressBar, QStatusBar, QWidget
 
+from llamachat.ui import plain
 from llamachat.ui.app import App
 from llamachat.ui.chat.session import Conversation
 from llamachat.ui.library.panel import LibrariesPanel
@@ -109,7 +110,7 @@ class ChatLibraries(QObject):
         self.progress.setVisible(total > 0)
         self.progress.setRange(0, max(total, 1))
         self.progress.setValue(done)
-        self.progress.setToolTip(f"Indexing {name}" if name else "Indexing")
+        self.progress.setToolTip(plain.tooltip(f"Indexing {name}") if name else "Indexing")
 
     @Slot()
     def _on_changed(self) -> None:

@@ -17,6 +17,7 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QFileDialog, QProgressDialog, QWidget
 
 from llamachat.history.store import History, HistoryError, ImportCancelled, import_file
+from llamachat.ui import plain
 from llamachat.ui.tasks import run_in_background
 
 
@@ -41,7 +42,11 @@ class ChatImporter(QObject):
         """Import `path` on a worker thread with a progress dialog whose Cancel keeps nothing."""
         path = Path(path)
         cancelled = threading.Event()
-        dialog = QProgressDialog(f"Importing {path.name}…", "Cancel", 0, 100, self._parent)
+        dialog = QProgressDialog("", "Cancel", 0, 100, self._parent)
+        # The file's name is outside text: its label must not guess rich text.
+        label = plain.Label(f"Importing {path.name}…", dialog)
+        label.setAccessibleName("Import progress")
+        dialog.setLabel(label)
         dialog.setWindowTitle("Import chat")
         dialog.setMinimumDuration(300)
         dialog.setAutoClose(False)

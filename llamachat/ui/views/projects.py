@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from llamachat.history.store import History, ProjectRow
+from llamachat.ui import plain
 from llamachat.ui.views.params_panel import ParamsPanel
 
 # The sidebar's way to run a menu's action: errors said, the list shown again after.
@@ -58,7 +59,9 @@ class ProjectDialog(QDialog):
         self.skills.setAccessibleName("Skills")
         known = ", ".join(choices.skills) or "none found"
         self.skills.setPlaceholderText("skill names, separated by commas")
-        self.skills.setToolTip(f"Loaded at the start of each new chat. Skills: {known}")
+        self.skills.setToolTip(
+            plain.tooltip(f"Loaded at the start of each new chat. Skills: {known}")
+        )
         self.params = ParamsPanel()
         self.params.reset_button.hide()
         self.params.show_values(project["params"], {})
@@ -122,7 +125,10 @@ def move_menu(
     moves = menu.addMenu("Move to project")
     for project in history.projects.listed():
         if project["id"] != current:
-            moves.addAction(project["name"], _mover(history, session_id, project["id"], act))
+            # A name is the user's text, not a mnemonic: "R&D" shows its "&".
+            moves.addAction(
+                project["name"].replace("&", "&&"), _mover(history, session_id, project["id"], act)
+            )
     moves.addSeparator()
 
     def into_new() -> None:
