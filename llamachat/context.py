@@ -235,12 +235,13 @@ class Tokenizer:
 
     # ------------------------------------------------------------------ requests
 
-    def count(self, text: str) -> tuple[int, bool]:
-        """The tokens of `text` and whether the server counted them (else an estimate)."""
+    def count(self, text: str, *, timeout: float = 30.0) -> tuple[int, bool]:
+        """The tokens of `text` and whether the server counted them (else an estimate);
+        a server that has not answered within `timeout` seconds leaves the estimate."""
         known = self.cached(text)
         if known is not None:
             return known, True
-        tokens = self._tokenize(text)
+        tokens = self._tokenize(text, timeout)
         if tokens is None:
             return self.estimate(text), False
         with self._lock:
@@ -289,7 +290,7 @@ class Tokenizer:
             self._tools[key] = cost
         return cost, True
 
-    def _tokenize(self, text: str) -> int | None:
+    def _tokenize(self, text: str, timeout: float = 30.0) -> int | None:
         if not self._can_count or self.client is None:
             return None
         try:
@@ -300,6 +301,7 @@ class Tokenizer:
                 idempotent=True,
                 params={"autoload": "false"},
                 json={"model": self.model, "content": text},
+                timeout=timeout,
             )
         except backend.ServerError as exc:
             if exc.status == 404:

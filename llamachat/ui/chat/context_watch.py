@@ -60,6 +60,10 @@ LIVE_MS = 250
 LIVE_LATE_MS = 1000
 RETRIES = 3
 
+# How long Send waits for the server to count a part it has not counted (a skill the
+# message itself loads) before it goes on with the estimate.
+SEND_COUNT_S = 3.0
+
 
 class ContextWatch(QObject):
     """Keeps the next request's breakdown for a conversation and its model's context size."""
@@ -199,11 +203,13 @@ class ContextWatch(QObject):
     def _count_system(self, request: turn.Turn) -> bool:
         """Count the system message's parts the server has not counted yet (a skill the
         message loaded: an estimate let an 8,062-token skill through an 8,192 context);
-        True when any was. Sends requests on this thread, one per new part."""
+        True when any was. Sends requests on this thread (the GUI's, at Send), one per new
+        part: a /tokenize answers in milliseconds, and a server that does not answer within
+        SEND_COUNT_S leaves the estimate rather than freeze the window."""
         tokenizer = self._tokenizer()
         new = [part.text for part in request.system if tokenizer.cached(part.text) is None]
         for text in new:
-            tokenizer.count(text)
+            tokenizer.count(text, timeout=SEND_COUNT_S)
         return bool(new)
 
     def takes_tools(self) -> bool:
