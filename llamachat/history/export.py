@@ -1,10 +1,11 @@
 """Sessions as files: a Markdown document to read, a versioned JSON export, and its import.
 
 An import is read and checked whole before anything is written (`read_import` from a
-file, `validate_import` from parsed JSON): every field's type, finite numbers and times,
-how deep free-form values nest, the parameters against `params.PARAMS`, and from a file
-the size of each message. A mistake raises HistoryError naming the field. `add_import`
-then writes it, at once or in batches that a callback can stop (nothing is kept then).
+file, `validate_import` from parsed JSON; `importers` reads other apps' exports into the
+same `Imported`): every field's type, finite numbers and times, how deep free-form values
+nest, the parameters against `params.PARAMS`, and from a file the size of each message. A mistake raises HistoryError naming the field. `add_imports`
+then writes one or many, at once or in batches that a callback can stop (nothing is
+kept then).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import math
 import re
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -176,35 +177,104 @@ def add_import(
     on_batch: Callable[[int], None] | None = None,
 ) -> int:
     """Write a checked import into the history `conn` (the file at `path`) under a new id;
-    its id.
+    its id. `add_imports` of this one import."""
+    return add_imports(conn, path, [imported], mark=mark, on_batch=on_batch)[0]
 
-    `mark` makes it a user's import: "(imported)" ends its title and it goes to the top
-    of the list (its messages keep their dates). Without `on_batch` it is one transaction.
-    With it, messages go in IMPORT_BATCH at a time with the session hidden until the
-    last, and `on_batch(messages written)` after each; if that raises, what was written
-    is removed and the exception passes on.
+
+def add_imports(
+    conn: sqlite3.Connection,
+    path: Path,
+    imports: Sequence[Imported],
+    *,
+    mark: bool = False,
+    on_batch: Callable[[int], None] | None = None,
+) -> list[int]:
+    """Write checked imports into the history `conn` (the file at `path`), each under a
+    new id, in their order; their ids.
+
+    `mark` makes them a user's import: "(imported)" ends each title and they go to the
+    top of the list, the last one first (their messages keep their dates). Without
+    `on_batch` it is one transaction. With it, sessions and messages go in IMPORT_BATCH
+    at a time, across sessions, all of them hidden until the last, and `on_batch(messages
+    written)` after each; if that raises, what was written is removed and the exception
+    passes on.
     """
-    ids: list[int] = []
-    with transaction(conn, path):
-        session_id = _add_session(conn, imported, mark=mark, hidden=on_batch is not None)
-        if on_batch is None:
-            _add_messages(conn, session_id, imported, ids, len(imported.messages))
-            return session_id
+    writer = _Writer(conn, imports, mark=mark, hidden=on_batch is not None)
+    if on_batch is None:
+        with transaction(conn, path):
+            writer.write(None)
+        return writer.session_ids
     try:
         while True:
             with transaction(conn, path):
-                _add_messages(conn, session_id, imported, ids, IMPORT_BATCH)
-            if len(ids) == len(imported.messages):
-                return session_id
-            on_batch(len(ids))
+                if writer.write(IMPORT_BATCH):
+                    _each_chunk(conn, "UPDATE sessions SET deleted_at = NULL", writer.session_ids)
+                    return writer.session_ids
+            on_batch(writer.written)
     except BaseException:
         try:
             with transaction(conn, path):
-                file.purge(conn, "id = ?", (session_id,))
+                for chunk in _chunks(writer.session_ids):
+                    file.purge(conn, f"id IN ({', '.join('?' * len(chunk))})", tuple(chunk))
         except HistoryError as exc:
-            # Hidden as deleted: a later start purges it.
+            # Hidden as deleted: a later start purges them.
             log.warning("an unfinished import stays hidden until a later start: %s", exc)
         raise
+
+
+def _each_chunk(conn: sqlite3.Connection, statement: str, ids: list[int]) -> None:
+    """Run `statement` WHERE id IN each chunk of `ids`."""
+    for chunk in _chunks(ids):
+        conn.execute(f"{statement} WHERE id IN ({', '.join('?' * len(chunk))})", chunk)
+
+
+def _chunks(ids: list[int]) -> Iterator[list[int]]:
+    # An SQLite older than 3.32 takes at most 999 values in one statement.
+    for start in range(0, len(ids), 500):
+        yield ids[start : start + 500]
+
+
+class _Writer:
+    """Where a batched import is: the sessions written, the messages of the one under way."""
+
+    def __init__(
+        self, conn: sqlite3.Connection, imports: Sequence[Imported], *, mark: bool, hidden: bool
+    ) -> None:
+        self.conn, self.imports, self.mark, self.hidden = conn, imports, mark, hidden
+        self.session_ids: list[int] = []
+        self.written = 0
+        """Messages written so far, in every session."""
+        self._ids: list[int] = []  # the message ids of the session under way
+
+    def write(self, budget: int | None) -> bool:
+        """Write up to `budget` rows (a session counts as one; None: all); whether all are."""
+        while True:
+            if self._between_sessions():
+                if len(self.session_ids) == len(self.imports):
+                    return True
+                if budget is not None and budget <= 0:
+                    return False
+                imported = self.imports[len(self.session_ids)]
+                self.session_ids.append(
+                    _add_session(self.conn, imported, mark=self.mark, hidden=self.hidden)
+                )
+                self._ids = []
+                budget = None if budget is None else budget - 1
+            imported = self.imports[len(self.session_ids) - 1]
+            left = len(imported.messages) - len(self._ids)
+            count = left if budget is None else min(left, budget)
+            _add_messages(self.conn, self.session_ids[-1], imported, self._ids, count)
+            self.written += count
+            if budget is not None:
+                budget -= count
+                if count < left:
+                    return False
+
+    def _between_sessions(self) -> bool:
+        """Whether no session is under way (none begun, or the last one has all its messages)."""
+        if not self.session_ids:
+            return True
+        return len(self._ids) == len(self.imports[len(self.session_ids) - 1].messages)
 
 
 def _add_session(conn: sqlite3.Connection, imported: Imported, *, mark: bool, hidden: bool) -> int:
@@ -243,7 +313,7 @@ def _add_messages(
     conn: sqlite3.Connection, session_id: int, imported: Imported, ids: list[int], count: int
 ) -> None:
     """Write the next `count` messages after the `ids` written (extending them); after the
-    last, set the active leaf and show the session."""
+    last, set the active leaf."""
     start = len(ids)
     for message, parent in zip(
         imported.messages[start : start + count],
@@ -255,10 +325,7 @@ def _add_messages(
     if len(ids) == len(imported.messages):
         active = imported.active
         leaf = ids[active] if active is not None else (ids[-1] if ids else None)
-        conn.execute(
-            "UPDATE sessions SET active_leaf = ?, deleted_at = NULL WHERE id = ?",
-            (leaf, session_id),
-        )
+        conn.execute("UPDATE sessions SET active_leaf = ? WHERE id = ?", (leaf, session_id))
 
 
 def read_import(
@@ -273,22 +340,29 @@ def read_import(
     Each message is decoded on its own, so one too large is refused by its number and
     size, and one nested too deeply is named instead of exhausting the stack.
     """
+    text = read_text(source)
     try:
-        text = Path(source).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise HistoryError(f"cannot read {source}: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise HistoryError(f"cannot import {source}: it is not UTF-8 text ({exc})") from None
-    try:
-        data = _parse(text, max_message_chars, on_progress or (lambda _share: None))
+        data = parse_object(text, max_message_chars, on_progress or (lambda _share: None))
     except json.JSONDecodeError as exc:
         raise HistoryError(f"cannot import {source}: it is not JSON ({exc})") from None
     del text  # the file's text is not needed while the messages are checked
     return validate_import(data)
 
 
-def _parse(text: str, max_chars: int, on_progress: Callable[[float], None]) -> dict[str, Any]:
-    """The top-level object of an export, its "messages" decoded one by one."""
+def read_text(source: Path) -> str:
+    """The text of the file to import at `source`; HistoryError if it cannot be read as UTF-8."""
+    try:
+        return Path(source).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise HistoryError(f"cannot read {source}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise HistoryError(f"cannot import {source}: it is not UTF-8 text ({exc})") from None
+
+
+def parse_object(text: str, max_chars: int, on_progress: Callable[[float], None]) -> dict[str, Any]:
+    """The top-level JSON object in `text`, its "messages" decoded one by one: each at most
+    `max_chars` long, `on_progress(share of the text read)` after each (JSONDecodeError
+    if it is not JSON, HistoryError naming what is too deep or too long)."""
     decoder = json.JSONDecoder()
 
     def value(at: int, where: str) -> tuple[Any, int]:
@@ -375,15 +449,26 @@ def _fields(
             value = now
         if value is None or not isinstance(value, kind) or isinstance(value, bool):
             raise HistoryError(f"cannot import: {where}.{key} is missing or has the wrong type")
-        if isinstance(value, (int, float)) and not 0 <= value <= _LAST_TIME:
-            # NaN fails this too: SQLite would store it as NULL.
-            raise HistoryError(
-                f"cannot import: {where}.{key} must be a time in seconds since 1970, got {value}"
-            )
+        if isinstance(value, (int, float)):
+            check_time(value, f"{where}.{key}")
         if isinstance(value, (dict, list)):
             _free_form(value, f"{where}.{key}")
         out[key] = value
     return out
+
+
+def check_time(value: object, where: str) -> float:
+    """`value` as a time in seconds since 1970; HistoryError naming `where` if it is not one."""
+    # NaN fails the range too: SQLite would store it as NULL.
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not 0 <= value <= _LAST_TIME
+    ):
+        raise HistoryError(
+            f"cannot import: {where} must be a time in seconds since 1970, got {value}"
+        )
+    return float(value)
 
 
 def validate_import(data: object) -> Imported:

@@ -27,8 +27,9 @@ N-th entry moves a database from version N to N+1. Databases written before vers
 connection and plain values (none of them knows History): `file` (opening, migrating,
 salvaging, purging), `tree` (adding messages, versions, branches, forks), `search` and
 `export` (Markdown, JSON, the checked import). `rows` holds the row types, their coding,
-the errors (re-exported here) and the transaction. `import_file` imports a JSON export
-over a connection of its own, for a worker thread.
+the errors (re-exported here) and the transaction. `import_file` imports a JSON export,
+`import_chats` a file of any format `importers` reads (one chat or thousands), over a
+connection of their own, for a worker thread.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal, Self, cast
 
-from llamachat.history import drafts, export, file, search, tree
+from llamachat.history import drafts, export, file, importers, search, tree
 from llamachat.history.export import (
     EXPORT_FORMAT,
     EXPORT_VERSION,
@@ -93,6 +94,7 @@ __all__ = [
     "ProjectRow",
     "SearchHit",
     "SessionRow",
+    "import_chats",
     "import_file",
 ]
 
@@ -104,7 +106,8 @@ BUSY_TIMEOUT_S = 5.0
 # chat the window still offers to restore.
 PURGE_AFTER_S = 600.0
 # The share of an import's progress that reading the file takes (writing is the rest:
-# 200,000 messages read in about a second and are written in about eight).
+# 200,000 messages read in about a second and are written in about eight; a ChatGPT
+# export is read, converted and checked in about the time it takes to write).
 _READ_SHARE = 0.1
 
 
@@ -128,7 +131,36 @@ def import_file(
         max_message_chars=max_message_chars,
         on_progress=lambda share: report(share * _READ_SHARE),
     )
-    total = max(len(imported.messages), 1)
+    return _write_imports(db_path, [imported], report)[0]
+
+
+def import_chats(
+    db_path: Path,
+    source: Path,
+    *,
+    max_message_chars: int = MAX_MESSAGE_CHARS,
+    on_progress: Callable[[float], None] | None = None,
+) -> list[int]:
+    """Import every chat in `source`, a file of any format `importers.read_chats` reads,
+    as import_file does one; the new sessions' ids, the last one at the top of the list.
+
+    The whole file is checked before anything is written: a mistake anywhere raises
+    HistoryError naming it and adds nothing.
+    """
+    report = on_progress or (lambda _share: None)
+    chats = importers.read_chats(
+        source,
+        max_message_chars=max_message_chars,
+        on_progress=lambda share: report(share * _READ_SHARE),
+    )
+    return _write_imports(db_path, chats, report)
+
+
+def _write_imports(
+    db_path: Path, imports: list[Imported], report: Callable[[float], None]
+) -> list[int]:
+    """Write checked imports as a user's, in batches reported after the reading's share."""
+    total = max(sum(len(imported.messages) for imported in imports), 1)
     try:
         conn = file.connect(Path(db_path), BUSY_TIMEOUT_S)
     except _Corrupt as exc:
@@ -137,10 +169,10 @@ def import_file(
             "restart llamachat to set it aside"
         ) from None
     try:
-        return export.add_import(
+        return export.add_imports(
             conn,
             Path(db_path),
-            imported,
+            imports,
             mark=True,
             on_batch=lambda done: report(_READ_SHARE + (1 - _READ_SHARE) * done / total),
         )
