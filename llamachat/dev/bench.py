@@ -37,6 +37,10 @@ a process of its own (as llama-server would):
    what the model's own load_skill makes the follow-up round and the next turn re-read.
    With the real router (in the prompt-cache run above): reopen a ~2,500-token chat of
    the loaded model, type, send: the prompt tokens the server reads after Send.
+13. import: a ChatGPT `conversations.json` of 2,000 conversations (`dev.chat_exports`, about
+   10 messages each, some regenerated answers) read, checked and written by
+   `store.import_chats`; then the same file through the sidebar's `ChatImporter` (a worker
+   thread, its progress dialog) while a heartbeat measures the event loop's stalls.
 
 ``--smoke`` uses small sizes (the CI run, well under a minute). ``--json`` prints the
 figures as JSON instead of the table.
@@ -93,6 +97,7 @@ class Sizes:
     warm_tokens: int
     typing_s: float
     real_warm_tokens: int
+    import_chats: int
 
 
 FULL = Sizes(
@@ -112,8 +117,9 @@ FULL = Sizes(
     20_000,
     10.0,
     2_000,
+    2_000,
 )
-SMOKE = Sizes(2_000, 400, 5_000, 500, 50, 30, 1_000, 8, 5, 300, 20, 20, 2_000, 2_000, 1.0, 300)
+SMOKE = Sizes(2_000, 400, 5_000, 500, 50, 30, 1_000, 8, 5, 300, 20, 20, 2_000, 2_000, 1.0, 300, 100)
 
 LIVE_RATE = 1_000
 """Tokens a second of the stream the event-loop stalls are measured on (a fast local model)."""
@@ -1178,6 +1184,70 @@ def bench_history(n_sessions: int) -> list[Figure]:
     ]
 
 
+def bench_import(n_chats: int) -> list[Figure]:
+    """A ChatGPT export of `n_chats` conversations imported, alone and through `ChatImporter`."""
+    from PySide6.QtWidgets import QWidget
+
+    from llamachat.dev.chat_exports import chatgpt_export
+    from llamachat.history.store import History, import_chats
+    from llamachat.ui.chat.worker import collect_garbage_on_gui_thread
+    from llamachat.ui.views.chat_import import ChatImporter
+
+    _app()
+    collect_garbage_on_gui_thread()  # as a ChatWindow does: the collector's passes stall it
+    with tempfile.TemporaryDirectory(prefix="llamachat-bench-") as tmp:
+        source = Path(tmp) / "conversations.json"
+        exported = chatgpt_export(n_chats)
+        source.write_text(json.dumps(exported), encoding="utf-8")
+        nodes = sum(len(conversation["mapping"]) for conversation in exported)
+        del exported
+        History(Path(tmp) / "alone.db").close()
+        shares: list[float] = []
+        start = time.perf_counter()
+        ids = import_chats(Path(tmp) / "alone.db", source, on_progress=shares.append)
+        alone_s = time.perf_counter() - start
+        with History(Path(tmp) / "alone.db") as history:
+            if history.count_sessions() != n_chats or len(ids) != n_chats:
+                raise RuntimeError("the import holds the wrong number of chats")
+            messages = sum(len(history.messages(i)) for i in ids[:20])
+
+        history = History(Path(tmp) / "window.db")
+        parent = QWidget()
+        importer = ChatImporter(history, parent)
+        ended: list[str] = []
+        importer.imported.connect(lambda _id, said: ended.append(said))
+        importer.refused.connect(ended.append)
+        heartbeat = _Heartbeat()
+        heartbeat.start()
+        start = time.perf_counter()
+        importer.start(source)
+        _wait(lambda: ended, 300, "the import through ChatImporter")
+        window_s = time.perf_counter() - start
+        heartbeat.stop()
+        if history.count_sessions() != n_chats:
+            raise RuntimeError(f"the window's import did not end well: {ended}")
+        history.close()
+        parent.deleteLater()
+    late = heartbeat.late_ms
+    p99 = _percentile(late, 0.99) if late else 0.0
+    return [
+        Figure(
+            f"import: ChatGPT export of {n_chats:,} conversations (read, check, write)",
+            f"{alone_s:.1f} s ({nodes:,} nodes; {len(shares)} progress steps)",
+            "<= 10 s",
+            alone_s <= 10,
+            {"seconds": alone_s, "nodes": nodes, "messages_in_first_20": messages},
+        ),
+        Figure(
+            "import: the window's event-loop stalls while ChatImporter imports it",
+            f"p99 {p99:.1f} ms, max {max(late, default=0.0):.1f} ms ({window_s:.1f} s)",
+            "p99 <= 16 ms",
+            p99 <= 16,
+            {"p99_ms": p99, "beats": len(late), "seconds": window_s},
+        ),
+    ]
+
+
 # ---------------------------------------------------------------- the suite
 
 
@@ -1195,6 +1265,7 @@ def run(sizes: Sizes, *, model_file: Path | None = None) -> list[Figure]:
         *bench_history(sizes.sessions),
         bench_context(),
         *bench_library(sizes.library_pages, sizes.library_passages),
+        *bench_import(sizes.import_chats),
     ]
     return figures
 

@@ -45,8 +45,6 @@ UNKNOWN = (
     "not a chat export llamachat reads (its own JSON or Markdown export, ChatGPT's "
     "conversations.json, Open WebUI's or llama.cpp web UI's JSON export)"
 )
-# The share of the reading that decoding the JSON takes (converting is the rest).
-_DECODE_SHARE = 0.5
 _SPACE = re.compile(r"[ \t\n\r]*")
 
 # A message left out, with its children passed to its parent: None; reasoning for the
@@ -65,27 +63,27 @@ def read_chats(
     report = on_progress or (lambda _share: None)
     text = export.read_text(source).removeprefix("\ufeff")
     start = text[_SPACE.match(text).end() :][:1]  # type: ignore[union-attr]
+    chats: list[Imported] = []
     if start == "#":
-        chats = [_markdown(text)]
+        chats.append(_markdown(text))
     elif start in ("{", "["):
         try:
-            if start == "{":
-                items = [
-                    export.parse_object(
-                        text, max_message_chars, lambda share: report(share * _DECODE_SHARE)
-                    )
-                ]
+            if start == "[":
+                # Each converted as soon as it is decoded: the decoded conversations are
+                # not all alive at once (fewer objects for the cycle collector to visit).
+                _parse_list(text, lambda item: chats.append(_convert(item, len(chats) + 1)), report)
             else:
-                items = _parse_list(text, lambda share: report(share * _DECODE_SHARE))
+                data = export.parse_object(text, max_message_chars, report)
+                own = data.get("format") == EXPORT_FORMAT
+                # Its own export keeps its own messages, as read_import does.
+                chats.append(export.validate_import(data) if own else _convert(data, 1))
         except json.JSONDecodeError as exc:
             raise HistoryError(f"cannot import {source}: it is not JSON ({exc})") from None
-        del text  # not needed while the chats are converted
-        if start == "{" and items[0].get("format") == EXPORT_FORMAT:
-            chats = [export.validate_import(items[0])]  # its own messages, as read_import does
-        else:
-            chats = _convert_all(items, report)
+        if not chats:
+            raise HistoryError("cannot import: the file holds no conversations")
     else:
         raise HistoryError(f"cannot import {source}: {UNKNOWN}")
+    del text
     for number, chat in enumerate(chats, start=1):
         for place, message in enumerate(chat.messages, start=1):
             size = len(message["content"]) + len(message["reasoning"])
@@ -100,13 +98,15 @@ def read_chats(
     return sorted(chats, key=lambda chat: chat.session["updated_at"])
 
 
-def _parse_list(text: str, on_progress: Callable[[float], None]) -> list[Any]:
-    """The top-level JSON list in `text`, decoded one item at a time."""
+def _parse_list(
+    text: str, on_item: Callable[[Any], None], on_progress: Callable[[float], None]
+) -> None:
+    """Decode the top-level JSON list in `text` one item at a time, handing each to `on_item`."""
     decoder = json.JSONDecoder()
-    items: list[Any] = []
+    count = 0
     at = _SPACE.match(text, _SPACE.match(text).end() + 1).end()  # type: ignore[union-attr]
     while not text.startswith("]", at):
-        if items:
+        if count:
             if not text.startswith(",", at):
                 raise json.JSONDecodeError("Expecting ',' delimiter", text, at)
             at = _SPACE.match(text, at + 1).end()  # type: ignore[union-attr]
@@ -114,40 +114,35 @@ def _parse_list(text: str, on_progress: Callable[[float], None]) -> list[Any]:
             item, at = decoder.raw_decode(text, at)
         except RecursionError:
             raise HistoryError(
-                f"cannot import: conversation {len(items) + 1} nests lists or objects too deeply"
+                f"cannot import: conversation {count + 1} nests lists or objects too deeply"
             ) from None
-        items.append(item)
+        count += 1
+        on_item(item)
         on_progress(at / len(text))
         at = _SPACE.match(text, at).end()  # type: ignore[union-attr]
         if at >= len(text):
             raise json.JSONDecodeError("Expecting ']'", text, at)
     if text[at + 1 :].strip(" \t\n\r"):
         raise json.JSONDecodeError("Extra data", text, at + 1)
-    return items
 
 
-def _convert_all(items: list[Any], report: Callable[[float], None]) -> list[Imported]:
-    if not items:
-        raise HistoryError("cannot import: the file holds no conversations")
-    chats = []
-    for number, item in enumerate(items, start=1):
-        convert = _format_of(item)
-        if convert is None:
-            if len(items) == 1:
-                raise HistoryError(f"cannot import: {UNKNOWN}")
-            raise HistoryError(
-                f"cannot import: conversation {number} is not a conversation of a format "
-                "llamachat reads"
-            )
-        try:
-            chats.append(convert(item))
-        except HistoryError as exc:
-            what = str(exc).removeprefix("cannot import: ")
-            raise HistoryError(
-                f"cannot import: conversation {number}{_quoted(_title_of(item))}: {what}"
-            ) from None
-        report(_DECODE_SHARE + (1 - _DECODE_SHARE) * number / len(items))
-    return chats
+def _convert(item: object, number: int) -> Imported:
+    """The `number`-th conversation of a file, in any format read here, checked."""
+    convert = _format_of(item)
+    if convert is None:
+        if number == 1:
+            raise HistoryError(f"cannot import: {UNKNOWN}")
+        raise HistoryError(
+            f"cannot import: conversation {number} is not a conversation of a format "
+            "llamachat reads"
+        )
+    try:
+        return convert(item)  # type: ignore[arg-type]
+    except HistoryError as exc:
+        what = str(exc).removeprefix("cannot import: ")
+        raise HistoryError(
+            f"cannot import: conversation {number}{_quoted(_title_of(item))}: {what}"
+        ) from None
 
 
 def _format_of(item: object) -> Callable[[dict[str, Any]], Imported] | None:

@@ -105,10 +105,11 @@ BUSY_TIMEOUT_S = 5.0
 # seconds; the margin keeps a second llamachat process (`ask --print`) from purging a
 # chat the window still offers to restore.
 PURGE_AFTER_S = 600.0
-# The share of an import's progress that reading the file takes (writing is the rest:
-# 200,000 messages read in about a second and are written in about eight; a ChatGPT
-# export is read, converted and checked in about the time it takes to write).
+# The share of an import's progress that reading the file takes (writing is the rest):
+# 200,000 messages of our export read in about a second and are written in about eight;
+# another app's export is read, converted and checked in about the time it takes to write.
 _READ_SHARE = 0.1
+_CONVERT_SHARE = 0.5
 
 
 def import_file(
@@ -131,7 +132,7 @@ def import_file(
         max_message_chars=max_message_chars,
         on_progress=lambda share: report(share * _READ_SHARE),
     )
-    return _write_imports(db_path, [imported], report)[0]
+    return _write_imports(db_path, [imported], report, _READ_SHARE)[0]
 
 
 def import_chats(
@@ -151,13 +152,13 @@ def import_chats(
     chats = importers.read_chats(
         source,
         max_message_chars=max_message_chars,
-        on_progress=lambda share: report(share * _READ_SHARE),
+        on_progress=lambda share: report(share * _CONVERT_SHARE),
     )
-    return _write_imports(db_path, chats, report)
+    return _write_imports(db_path, chats, report, _CONVERT_SHARE)
 
 
 def _write_imports(
-    db_path: Path, imports: list[Imported], report: Callable[[float], None]
+    db_path: Path, imports: list[Imported], report: Callable[[float], None], read: float
 ) -> list[int]:
     """Write checked imports as a user's, in batches reported after the reading's share."""
     total = max(sum(len(imported.messages) for imported in imports), 1)
@@ -174,7 +175,7 @@ def _write_imports(
             Path(db_path),
             imports,
             mark=True,
-            on_batch=lambda done: report(_READ_SHARE + (1 - _READ_SHARE) * done / total),
+            on_batch=lambda done: report(read + (1 - read) * done / total),
         )
     finally:
         conn.close()

@@ -1,9 +1,11 @@
 """Importing chats from a file in the background, for the sidebar (`sidebar.SessionSidebar`).
 
 `ChatImporter(history)` owns the Import menu action; `start(path)` reads, checks and
-writes the file on a worker thread over a connection of its own (`store.import_file`),
-with a progress dialog (`progress`) whose Cancel keeps nothing of it. It says how it
-ended with `imported(session id, file name)` or `refused(why)`; it raises nothing.
+writes every chat of the file (any format `history.importers` reads: our JSON or
+Markdown, ChatGPT's, Open WebUI's, llama.cpp web UI's) on a worker thread over a
+connection of its own (`store.import_chats`), with a progress dialog (`progress`) whose
+Cancel keeps nothing of it. It says how it ended with `imported(the chat to open, what
+to say)` or `refused(why)`; it raises nothing.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from PySide6.QtCore import QObject, Signal, Slot
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QFileDialog, QProgressDialog, QWidget
 
-from llamachat.history.store import History, HistoryError, ImportCancelled, import_file
+from llamachat.history.store import History, HistoryError, ImportCancelled, import_chats
 from llamachat.ui import plain
 from llamachat.ui.tasks import run_in_background
 
@@ -24,7 +26,8 @@ from llamachat.ui.tasks import run_in_background
 class ChatImporter(QObject):
     """The Import action and the background import it starts, one at a time."""
 
-    imported = Signal(int, str)  # the new chat's id, the file's name
+    # The chat to open (the newest imported), what to say ("Imported 2,000 chats from …").
+    imported = Signal(int, str)
     refused = Signal(str)  # why nothing was imported (cancelled, a bad file)
     # An import's progress in percent, emitted from its worker thread (queued to this one).
     _progress = Signal(int)
@@ -35,7 +38,7 @@ class ChatImporter(QObject):
         self._parent = parent
         self.progress: QProgressDialog | None = None
         """The progress dialog of the import under way (None: none is)."""
-        self.action = QAction("Import chat from JSON…", parent)
+        self.action = QAction("Import chats…", parent)
         self.action.triggered.connect(self._choose)
 
     def start(self, path: Path) -> None:
@@ -47,7 +50,7 @@ class ChatImporter(QObject):
         label = plain.Label(f"Importing {path.name}…", dialog)
         label.setAccessibleName("Import progress")
         dialog.setLabel(label)
-        dialog.setWindowTitle("Import chat")
+        dialog.setWindowTitle("Import chats")
         dialog.setMinimumDuration(300)
         dialog.setAutoClose(False)
         dialog.canceled.connect(cancelled.set)
@@ -71,24 +74,32 @@ class ChatImporter(QObject):
             self.progress = None
             self.action.setEnabled(True)
             try:
-                session_id = future.result()
+                ids = future.result()
             except ImportCancelled:
                 self.refused.emit(f"Import of {path.name} cancelled; nothing was added.")
                 return
             except HistoryError as exc:
                 self.refused.emit(str(exc))
                 return
-            self.imported.emit(session_id, path.name)
+            said = (
+                f"Imported {path.name}."
+                if len(ids) == 1
+                else f"Imported {len(ids):,} chats from {path.name}."
+            )
+            self.imported.emit(ids[-1], said)
 
         db_path = self._history.path
         run_in_background(
-            lambda: import_file(db_path, path, on_progress=on_progress), done, receiver=self
+            lambda: import_chats(db_path, path, on_progress=on_progress), done, receiver=self
         )
 
     @Slot()
     def _choose(self) -> None:
         path, _ = QFileDialog.getOpenFileName(
-            self._parent, "Import chat", str(Path.home()), "llamachat JSON (*.json)"
+            self._parent,
+            "Import chats",
+            str(Path.home()),
+            "Chat exports (*.json *.md *.markdown);;All files (*)",
         )
         if path:
             self.start(Path(path))

@@ -320,8 +320,8 @@ class SessionSidebar(QWidget):
         return session_id
 
     def start_import(self, path: Path) -> None:
-        """Import a JSON export on a worker thread with a progress dialog (`import_progress`)
-        whose Cancel keeps nothing; then open the new chat, or say why it was refused."""
+        """Import a file of chats on a worker thread with a progress dialog (`import_progress`)
+        whose Cancel keeps nothing; then open the newest chat, or say why it was refused."""
         self.importer.start(path)
 
     @property
@@ -330,9 +330,9 @@ class SessionSidebar(QWidget):
         return self.importer.progress
 
     @Slot(int, str)
-    def _on_imported(self, session_id: int, name: str) -> None:
+    def _on_imported(self, session_id: int, said: str) -> None:
         self.refresh()
-        self.show_notice(f"Imported {name}.")
+        self.show_notice(said)
         self._current = session_id
         self._select_current()
         self.session_activated.emit(session_id)
