@@ -129,7 +129,7 @@ def _parse_list(
 def _convert(item: object, number: int) -> Imported:
     """The `number`-th conversation of a file, in any format read here, checked."""
     convert = _format_of(item)
-    if convert is None:
+    if convert is None or not isinstance(item, dict):
         if number == 1:
             raise HistoryError(f"cannot import: {UNKNOWN}")
         raise HistoryError(
@@ -137,7 +137,7 @@ def _convert(item: object, number: int) -> Imported:
             "llamachat reads"
         )
     try:
-        return convert(item)  # type: ignore[arg-type]
+        return convert(item)
     except HistoryError as exc:
         what = str(exc).removeprefix("cannot import: ")
         raise HistoryError(
@@ -364,11 +364,10 @@ def _chatgpt_text(content: dict[str, Any], kind: str, where: str) -> str:
         if isinstance(part, str):
             texts.append(part)
         elif isinstance(part, dict):
-            kind = part.get("content_type")
-            if kind == "audio_transcription":
+            if part.get("content_type") == "audio_transcription":
                 texts.append(_text(part.get("text"), f"{where}.parts[{number}].text"))
             else:
-                texts.append(_PLACEHOLDERS.get(str(kind), "[file]"))
+                texts.append(_PLACEHOLDERS.get(str(part.get("content_type")), "[file]"))
         elif part is not None:
             raise HistoryError(f"cannot import: {where}.parts[{number}] must be text or an object")
     return "\n\n".join(text for text in texts if text)
@@ -572,8 +571,8 @@ def _markdown_message(body: str, role: str, created: float) -> dict[str, Any]:
         attachments.insert(0, {"kind": "text", "name": attached.group(1), "mime": "", "data": ""})
         paragraphs.pop()
     calls: list[dict[str, Any]] = []
-    while paragraphs and (call := _TOOL_CALL.fullmatch(paragraphs[-1])):
-        function = {"name": call.group(1), "arguments": call.group(2)}
+    while paragraphs and (found := _TOOL_CALL.fullmatch(paragraphs[-1])):
+        function = {"name": found.group(1), "arguments": found.group(2)}
         calls.insert(0, {"type": "function", "function": function})
         paragraphs.pop()
     for number, call in enumerate(calls, start=1):
