@@ -546,7 +546,7 @@ def _markdown(text: str) -> Imported:
             message["model"] = reply_model
         nodes[str(number)] = (str(number - 1) if number > 1 else None, message)
     chat = _imported(title, created, created, nodes, str(len(sections)) if sections else None)
-    chat.session["mode"], chat.session["model"] = mode, model
+    chat.session["mode"], chat.session["model"] = mode, model or chat.session["model"]
     return chat
 
 
