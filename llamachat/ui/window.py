@@ -613,8 +613,8 @@ class ChatSessions(QObject):
                 0,
             )
         self._view.load_messages(messages)
-        if session.get("model"):
-            self._choice.apply(session["model"])
+        if session.get("model") and (note := self._choice.apply_opened(session["model"])):
+            self.status.emit(note, STATUS_MS)
         self._show_usage(messages)
         self._show_title()
         return True

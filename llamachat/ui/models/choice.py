@@ -73,6 +73,19 @@ class ModelChoice(QObject):
         """Whether `model` reads images (as far as its listing says)."""
         return "image" in self._picker.modalities(model)
 
+    def apply_opened(self, model_id: str) -> str:
+        """Apply an opened chat's model; '' or, when the models listed lack it (a chat
+        imported from another app, a model since deleted), a note that the chat goes on
+        with the model in use: a reply from a model that is not there could only fail."""
+        current = self._chat.model
+        if not self._models or model_id in self._models or not current:
+            self.apply(model_id)
+            return ""
+        return (
+            f"This chat was with {model_id}, which the server does not offer: "
+            f"it goes on with {current}."
+        )
+
     @Slot(str)
     def set_model(self, model_id: str) -> None:
         """Answer with `model_id` from now on (remembered on the open chat)."""
