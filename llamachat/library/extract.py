@@ -34,6 +34,8 @@ of them leave the model's context room to answer."""
 PART_SECONDS = 0.2
 """About how long one part of a PDF takes to read: progress a few times a second, and a
 stop asked for between parts waits no longer."""
+PART_PAGES = 50
+"""The most pages in one part: progress also moves through a PDF that reads fast."""
 
 MAX_TEXT_BYTES = 8 * 1024 * 1024
 MAX_PDF_BYTES = 200 * 1024 * 1024
@@ -118,7 +120,8 @@ def extract(
 
 
 def extract_part(path: Path, size: int, first_page: int = 0, seconds: float = PART_SECONDS) -> Part:
-    """A PDF's pages from `first_page` for about `seconds`; any other file whole. Raises Skipped."""
+    """A PDF's pages from `first_page` for about `seconds` (PART_PAGES at most); any other
+    file whole. Raises Skipped."""
     if not readable(path):
         kind = path.suffix.lower() or "no extension"
         raise Skipped(f"not a type llamachat reads ({kind})")
@@ -220,8 +223,8 @@ def _pdf(path: Path, size: int, first: int, seconds: float) -> Part:
         pages = len(reader.pages)
         passages: list[Passage] = []
         deadline = time.monotonic() + seconds
-        page = first
-        while page < pages and (page == first or time.monotonic() < deadline):
+        page, end = first, min(pages, first + PART_PAGES)
+        while page < end and (page == first or time.monotonic() < deadline):
             text = reader.pages[page].extract_text() or ""
             page += 1
             passages.extend(_sections([("", text)], page=page))

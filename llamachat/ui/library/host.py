@@ -228,26 +228,28 @@ class LibraryHost(QObject):
 
 class _Report:
     """An indexing run's progress, from its thread to `emit`, at most every PROGRESS_SECONDS
-    (and always at the end)."""
+    but for the end and a PDF's first part (its page count)."""
 
     def __init__(self, emit: Callable[[int, int, str, int, int], None]) -> None:
         self._emit = emit
         self._shown = 0.0
         self._file = (0, 0, "")
+        self._counted = False  # the file's page count was shown
 
     def files(self, done: int, total: int, name: str) -> None:
         """Files done of `total`, `name` now (a store.Progress)."""
         self._file = (done, total, name)
-        self._show(0, 0, last=done == total)
+        self._counted = False
+        self._show(0, 0, now=done == total)
 
     def pages(self, page: int, pages: int) -> None:
         """Pages read of the PDF now."""
-        self._show(page, pages)
+        self._show(page, pages, now=not self._counted)
+        self._counted = True
 
-    def _show(self, page: int, pages: int, *, last: bool = False) -> None:
-        now = time.monotonic()
-        if last or now - self._shown >= PROGRESS_SECONDS:
-            self._shown = now
+    def _show(self, page: int, pages: int, *, now: bool = False) -> None:
+        if now or time.monotonic() - self._shown >= PROGRESS_SECONDS:
+            self._shown = time.monotonic()
             self._emit(*self._file, page, pages)
 
 
