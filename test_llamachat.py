@@ -13858,6 +13858,172 @@ class TestLibrary:
             # Closing a temporary chat with messages asks first: nobody would answer.
             window.chat.discard_temporary()
 
+    def test_host_shows_the_page_of_a_long_pdf_while_indexing_it(
+        self, qtbot, tmp_path: Path
+    ) -> None:
+        """Indexing a long PDF, the host says the page it got to, not only the files done,
+        and the Libraries panel reads "book.pdf, page N of 120"; idle, the bar is hidden."""
+        from llamachat.dev.pytest_plugin import _library_pdf
+        from llamachat.library import extract
+        from llamachat.ui.library.host import LibraryHost
+        from llamachat.ui.library.panel import LibrariesPanel
+
+        root = tmp_path / "docs"
+        _library_pdf(
+            root / "book.pdf", [f"Page {n} tells of llamas in the Andes." for n in range(120)]
+        )
+        reads: list[tuple[int, int]] = []
+        extract.extract(root / "book.pdf", 1, on_page=lambda *pages: reads.append(pages))
+        assert len(reads) >= 120 // extract.PART_PAGES and reads[-1] == (120, 120)
+        assert [page for page, _pages in reads] == sorted({page for page, _pages in reads})
+
+        host = LibraryHost(tmp_path / "library.db")
+        panel = LibrariesPanel(host, 3)
+        qtbot.addWidget(panel)
+        seen: list[tuple] = []
+        labels: list[str] = []
+
+        def on_progress(*args: object) -> None:
+            seen.append(args)
+            labels.append(panel.progress_label.text())  # the panel's slot ran first
+
+        host.progress.connect(on_progress)
+        host.attach(3, root)
+        qtbot.waitUntil(lambda: not host.busy(), timeout=60000)
+        host.close()
+        pages = [(page, total) for _done, _files, _name, page, total in seen if total]
+        assert pages and {total for _page, total in pages} == {120}
+        assert 0 < pages[0][0] < 120  # the first part of the file
+        assert re.fullmatch(
+            r"0 of 1 files: book\.pdf, page \d+ of 120",
+            labels[seen.index((0, 1, "book.pdf", *pages[0]))],
+        )
+        assert seen[-1] == (0, 0, "", 0, 0)
+        assert panel.progress.isHidden() and panel.progress_label.isHidden()
+        [row] = host.libraries(3)
+        assert row.passages == 120
+
+    def test_host_reads_files_in_a_child_process_that_closing_ends(
+        self, qtbot, tmp_path: Path
+    ) -> None:
+        """The host's indexing reads the files in a child process at a lower CPU priority
+        (pypdf off the window's GIL), with the same result as reading them here; the child
+        ends with the run. Closing the host while a long PDF is read ends the child at once,
+        and that file is not taken as indexed."""
+        import multiprocessing
+
+        from llamachat.dev.pytest_plugin import _library_folder, _library_pdf
+        from llamachat.library import child
+        from llamachat.library.store import LibraryStore
+        from llamachat.ui.library.host import LibraryHost
+
+        def readers() -> list:
+            return [p for p in multiprocessing.active_children() if p.name == "llamachat-reader"]
+
+        root = _library_folder(tmp_path / "docs")
+        here = LibraryStore(tmp_path / "here.db")
+        here.index(here.attach(1, root))
+        host = LibraryHost(tmp_path / "library.db")
+        during: list[int] = []
+        host.progress.connect(lambda *_args: during.extend(p.pid for p in readers()))
+        host.attach(1, root)
+        qtbot.waitUntil(lambda: not host.busy(), timeout=60000)
+        [library] = host.libraries(1)
+        assert host.files(library.id) == here.files(here.attach(1, root))
+        here.close()
+        assert during and os.getpid() not in during
+        assert readers() == []
+
+        long = tmp_path / "long"
+        _library_pdf(long / "long.pdf", ["An alpaca sleeps under the stars."] * 400)
+        reading: list[tuple[int, int]] = []
+
+        def on_progress(_done: int, _files: int, _name: str, page: int, _pages: int) -> None:
+            if page and not reading:
+                [reader] = readers()
+                reading.append((reader.pid, os.getpriority(os.PRIO_PROCESS, reader.pid)))
+                host.close()  # in the middle of the PDF
+
+        host.progress.connect(on_progress)
+        host.attach(1, long)
+        qtbot.waitUntil(lambda: bool(reading) and not host.busy(), timeout=60000)
+        [(pid, niceness)] = reading
+        assert niceness == min(19, os.getpriority(os.PRIO_PROCESS, 0) + child.NICENESS)
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+        assert readers() == []
+        [stopped] = [row for row in host.libraries(1) if row.root == long.resolve()]
+        assert stopped.files == 0  # read again next time, not kept half read
+
+    def test_viewer_command_opens_a_pdf_at_its_page_in_a_known_viewer(
+        self, tmp_path: Path, monkeypatch
+    ) -> None:
+        """The desktop's default PDF application (xdg-mime, its .desktop file's Exec) opens
+        the page when it is a viewer known to take one; another default gets no command
+        (the desktop opens the file); with no default, the first known viewer on PATH does;
+        a file that is not a PDF gets none."""
+        from llamachat.dev.pytest_plugin import _recording_program
+        from llamachat.library.open_at_page import viewer_command
+
+        bin_dir, record = tmp_path / "bin", tmp_path / "args.txt"
+        monkeypatch.setenv("PATH", str(bin_dir))
+        monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "share"))
+        monkeypatch.setenv("XDG_DATA_DIRS", str(tmp_path / "none"))
+        apps = tmp_path / "share" / "applications"
+        apps.mkdir(parents=True)
+        (apps / "org.kde.okular.desktop").write_text(
+            "[Desktop Entry]\nName=Okular\nExec=okular %U\n[Desktop Action new]\nExec=no\n"
+        )
+        (apps / "firefox.desktop").write_text("[Desktop Entry]\nExec=firefox %u\n")
+        for name in ("evince", "okular", "firefox"):
+            _recording_program(bin_dir / name, record)
+        pdf = tmp_path / "q&a #1.pdf"
+
+        _recording_program(bin_dir / "xdg-mime", tmp_path / "asked.txt", "org.kde.okular.desktop")
+        command = viewer_command(pdf, 340)
+        assert command == [str(bin_dir / "okular"), "--page", "340", str(pdf)]
+        subprocess.run(command, check=True)
+        assert record.read_text().splitlines()[1:] == ["--page", "340", str(pdf)]
+        assert (tmp_path / "asked.txt").read_text().split() == [
+            str(bin_dir / "xdg-mime"), "query", "default", "application/pdf",
+        ]  # fmt: skip
+
+        _recording_program(bin_dir / "xdg-mime", tmp_path / "asked.txt", "firefox.desktop")
+        assert viewer_command(pdf, 340) is None
+        (bin_dir / "xdg-mime").unlink()
+        assert viewer_command(pdf, 2) == [str(bin_dir / "evince"), "-i", "2", str(pdf)]
+        assert viewer_command(tmp_path / "notes.txt", 2) is None
+        assert viewer_command(pdf, 0) is None
+
+    def test_document_source_link_opens_the_pdf_at_its_page(
+        self, qtbot, tmp_path: Path, monkeypatch
+    ) -> None:
+        """A document search's source in a reply links to its file with #page=N, its name
+        as text; activating it starts the viewer found for the page, detached."""
+        from llamachat.dev.pytest_plugin import _recording_program
+
+        bin_dir, record = tmp_path / "bin", tmp_path / "args.txt"
+        monkeypatch.setenv("PATH", str(bin_dir))
+        _recording_program(bin_dir / "evince", record)
+        pdf = tmp_path / "docs" / "q&a <b>#1.pdf"
+        view = MessageView({"role": "assistant", "status": "complete", "content": "See it."})
+        qtbot.addWidget(view)
+        view.add_search(
+            "zebra",
+            [{"title": f"{pdf.name}, page 2", "url": pdf.as_uri(), "path": str(pdf), "page": 2}],
+            title="Searched documents",
+        )
+        [label] = [
+            label
+            for label in view.findChildren(QLabel)
+            if label.accessibleName() == "Searched documents"
+        ]
+        assert ">q&amp;a &lt;b&gt;#1.pdf, page 2</a>" in label.text()
+        [href] = re.findall(r'href="([^"]+)"', label.text())
+        assert href == f"{pdf.as_uri()}#page=2"
+        label.linkActivated.emit(href)
+        qtbot.waitUntil(lambda: record.exists() and len(record.read_text().splitlines()) == 4)
+        assert record.read_text().splitlines()[1:] == ["-i", "2", str(pdf)]
 
 class TestImport:
     """Chats imported from other apps' exports and our Markdown (`history.importers`)."""

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import multiprocessing
 import os
 import signal
 import sys
@@ -105,6 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the `llamachat` command; returns the process exit code."""
+    # A frozen build's child process (library.child) starts as this program again: this
+    # runs the child instead, before the command line is read.
+    multiprocessing.freeze_support()
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     try:

@@ -4,8 +4,9 @@ while indexing.
 `run(pages, passages, heartbeat)` writes `pages` pages of text PDF (100 to a file, with
 fpdf2, the test extra's PDF writer) and indexes them with `LibraryStore.index` (FTS only),
 timing it and the process's peak memory; indexes them again through the App's
-`LibraryHost` (a background task, as the window does it) while `heartbeat`, a 1 ms timer
-on the GUI thread, measures the event loop's stalls; then indexes `passages` passages of
+`LibraryHost` (a background task reading the files in a child process, as the window does
+it) while `heartbeat`, a 1 ms timer on the GUI thread, measures the event loop's stalls;
+then indexes `passages` passages of
 text and times `search_documents`' query over them (the words drawn as in English, common
 ones often, most rarely).
 

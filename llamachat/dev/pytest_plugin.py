@@ -1669,3 +1669,16 @@ def _library_folder(root: Path) -> Path:
     (root / "photo.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\0")
     (root / ".hidden.txt").write_text("never indexed")
     return root
+
+
+def _recording_program(path: Path, record: Path, output: str = "") -> Path:
+    """A real executable at `path` that writes its name and arguments, a line each, to
+    `record`, and prints `output` (a fake PDF viewer, or xdg-mime naming a default)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        "#!/bin/sh\n"
+        f"printf '%s\\n' \"$0\" \"$@\" > '{record}'\n"
+        + (f"printf '%s\\n' '{output}'\n" if output else "")
+    )
+    path.chmod(0o755)
+    return path

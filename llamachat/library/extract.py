@@ -6,6 +6,11 @@ plain text and source code. It returns the file's `Passage`s, or raises `Skipped
 whose str() says, for the Libraries panel, why the file was left out (a type
 llamachat does not read, a file too large, encrypted, unreadable or not UTF-8).
 
+It reads a file a `Part` at a time (`extract_part`: a PDF's pages for about
+`PART_SECONDS`, any other file whole), so a caller can say how far a big PDF got, stop
+between parts, and have the parts read elsewhere (the app reads them in a child process,
+`library.child`, to keep pypdf off the window's GIL).
+
 Qt-free.
 """
 
@@ -15,15 +20,22 @@ import html.parser
 import logging
 import re
 import time
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger(__name__)
 
 PASSAGE_CHARS = 1200
 """A passage's target length: about 300 tokens, a few paragraphs, small enough that five
 of them leave the model's context room to answer."""
+
+PART_SECONDS = 0.2
+"""About how long one part of a PDF takes to read: progress a few times a second, and a
+stop asked for between parts waits no longer."""
+PART_PAGES = 50
+"""The most pages in one part: progress also moves through a PDF that reads fast."""
 
 MAX_TEXT_BYTES = 8 * 1024 * 1024
 MAX_PDF_BYTES = 200 * 1024 * 1024
@@ -69,8 +81,47 @@ def readable(path: Path) -> bool:
     )
 
 
-def extract(path: Path, size: int) -> list[Passage]:
-    """The passages of the file at `path` (of `size` bytes); raises Skipped."""
+@dataclass(frozen=True)
+class Part:
+    """What one `extract_part` call read: `pages` is the PDF's page count (None: not a
+    PDF, read whole), `next_page` the 0-based page the next part starts at (None: done)."""
+
+    passages: list[Passage] = field(default_factory=list)
+    pages: int | None = None
+    next_page: int | None = None
+
+
+PartReader = Callable[[Path, int, int], Part]
+"""Reads (path, size, first page) into a Part: `extract_part`, or a child process's."""
+
+
+def extract(
+    path: Path,
+    size: int,
+    read: PartReader | None = None,
+    on_page: Callable[[int, int], None] | None = None,
+) -> list[Passage]:
+    """The passages of the file at `path` (of `size` bytes), read part by part through
+    `read` (`extract_part` here); `on_page(pages read, pages)` after each part of a PDF.
+    Raises Skipped, and whatever `read` or `on_page` raise (to stop it)."""
+    read = read or extract_part
+    passages: list[Passage] = []
+    first: int | None = 0
+    pages: int | None = None
+    while first is not None:
+        part = read(path, size, first)
+        passages.extend(part.passages)
+        first, pages = part.next_page, part.pages
+        if pages is not None and on_page is not None:
+            on_page(pages if first is None else first, pages)
+    if pages is not None and not passages:
+        raise Skipped("no text (a scanned PDF needs OCR)")
+    return passages
+
+
+def extract_part(path: Path, size: int, first_page: int = 0, seconds: float = PART_SECONDS) -> Part:
+    """A PDF's pages from `first_page` for about `seconds` (PART_PAGES at most); any other
+    file whole. Raises Skipped."""
     if not readable(path):
         kind = path.suffix.lower() or "no extension"
         raise Skipped(f"not a type llamachat reads ({kind})")
@@ -79,16 +130,16 @@ def extract(path: Path, size: int) -> list[Passage]:
     if size > limit:
         raise Skipped(f"too large ({_mb(size)}; the limit is {_mb(limit)})")
     if suffix == PDF:
-        return _pdf(path)
+        return _pdf(path, size, first_page, seconds)
     text = _text(path)
     if suffix in MARKDOWN:
-        return list(_sections(_markdown_sections(text)))
+        return Part(list(_sections(_markdown_sections(text))))
     if suffix in HTML:
         parser = _HtmlText()
         parser.feed(text)
         parser.close()
-        return list(_sections(parser.sections()))
-    return list(_sections([("", text)]))
+        return Part(list(_sections(parser.sections())))
+    return Part(list(_sections([("", text)])))
 
 
 def split(text: str, limit: int = PASSAGE_CHARS) -> list[str]:
@@ -147,32 +198,51 @@ def _text(path: Path) -> str:
         raise Skipped("not UTF-8 text") from None
 
 
-def _pdf(path: Path) -> list[Passage]:
+# The PDF being read, kept from one part to the next: opening a 1,000-page PDF again
+# costs a quarter of the pages a part reads.
+_open_pdf: tuple[Path, int, Any] | None = None
+
+
+def _pdf(path: Path, size: int, first: int, seconds: float) -> Part:
+    global _open_pdf
     # Imported here: pypdf takes a while to import and only PDFs need it.
     import pypdf
     from pypdf.errors import DependencyError, FileNotDecryptedError
 
     try:
-        reader = pypdf.PdfReader(path)
-        if reader.is_encrypted and not reader.decrypt(""):
-            raise Skipped("encrypted (a password is needed)")
+        # Taken once: another thread reading another PDF may replace it meanwhile.
+        cached = _open_pdf
+        if cached is not None and first and cached[:2] == (path, size):
+            reader = cached[2]
+        else:
+            _open_pdf = None
+            reader = pypdf.PdfReader(path)
+            if reader.is_encrypted and not reader.decrypt(""):
+                raise Skipped("encrypted (a password is needed)")
+            _open_pdf = (path, size, reader)
+        pages = len(reader.pages)
         passages: list[Passage] = []
-        for number, page in enumerate(reader.pages, 1):
-            passages.extend(_sections([("", page.extract_text() or "")], page=number))
-            # Lets the GUI thread take the GIL between pages: indexing runs beside the
-            # window, and pypdf would otherwise hold it for most of every switch interval.
-            time.sleep(0)
+        deadline = time.monotonic() + seconds
+        page, end = first, min(pages, first + PART_PAGES)
+        while page < end and (page == first or time.monotonic() < deadline):
+            text = reader.pages[page].extract_text() or ""
+            page += 1
+            passages.extend(_sections([("", text)], page=page))
     except Skipped:
+        _open_pdf = None
         raise
     except (DependencyError, FileNotDecryptedError):
+        _open_pdf = None
         raise Skipped("encrypted (cannot be decrypted)") from None
     except Exception as exc:  # noqa: BLE001 - the file is listed as skipped, with why
+        _open_pdf = None
         # pypdf raises many kinds on a broken file; the panel names the file and the reason.
         log.info("cannot read the PDF %s: %s", path, exc)
         raise Skipped(f"unreadable PDF ({type(exc).__name__}: {exc})") from None
-    if not passages:
-        raise Skipped("no text (a scanned PDF needs OCR)")
-    return passages
+    if page >= pages:
+        _open_pdf = None
+        return Part(passages, pages)
+    return Part(passages, pages, page)
 
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")

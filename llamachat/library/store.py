@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from llamachat.library.extract import Skipped, extract
+from llamachat.library.extract import Passage, Skipped, extract
 
 log = logging.getLogger(__name__)
 
@@ -266,9 +266,10 @@ class LibraryStore:
         library_id: int,
         progress: Progress | None = None,
         cancel: threading.Event | None = None,
+        read: Callable[[Path, int], list[Passage]] = extract,
     ) -> IndexReport:
         """Bring a library's index up to date: new and changed files (by size and mtime)
-        are read again, files gone are forgotten. Stops early when `cancel` is set."""
+        are read again (by `read`), files gone are forgotten. Stops early when `cancel` is set."""
         started = time.perf_counter()
         root = self._root(library_id)
         report = IndexReport()
@@ -299,7 +300,7 @@ class LibraryStore:
                 report.unchanged += 1
                 continue
             try:
-                passages = extract(path, stat.st_size)
+                passages = read(path, stat.st_size)
                 why = ""
             except Skipped as exc:
                 passages, why = [], str(exc)

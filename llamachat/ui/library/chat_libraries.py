@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QFileDialog, QMenu, QProgressBar, QStatusBar, QWid
 from llamachat.ui import plain
 from llamachat.ui.app import App
 from llamachat.ui.chat.session import Conversation
-from llamachat.ui.library.panel import LibrariesPanel
+from llamachat.ui.library.panel import LibrariesPanel, progress_text, show_progress
 from llamachat.ui.views.composer import Composer
 
 
@@ -105,12 +105,11 @@ class ChatLibraries(QObject):
         if self.panel is not None:
             self.panel.set_session(session_id if isinstance(session_id, int) else None)
 
-    @Slot(int, int, str)
-    def _on_progress(self, done: int, total: int, name: str) -> None:
-        self.progress.setVisible(total > 0)
-        self.progress.setRange(0, max(total, 1))
-        self.progress.setValue(done)
-        self.progress.setToolTip(plain.tooltip(f"Indexing {name}") if name else "Indexing")
+    @Slot(int, int, str, int, int)
+    def _on_progress(self, done: int, total: int, name: str, page: int, pages: int) -> None:
+        show_progress(self.progress, done, total, page, pages)
+        text = progress_text(done, total, name, page, pages)
+        self.progress.setToolTip(plain.tooltip(f"Indexing: {text}"))
 
     @Slot()
     def _on_changed(self) -> None:

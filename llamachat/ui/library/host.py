@@ -3,8 +3,10 @@
 `LibraryHost(path)` is the one owner of library.db for the GUI. It never keeps a
 connection: each call opens one in the thread it runs on (the GUI thread for the short
 reads and writes of attaching and listing, a background task for indexing), so no SQLite
-connection crosses threads. Indexing runs one library at a time through `tasks`;
-`progress` says how far it got, `changed` that what the panel lists changed. Attached
+connection crosses threads. Indexing runs one library at a time through `tasks`, the
+files read in a child process (`library.child`: pypdf would hold the GIL the window
+needs), which `close()` ends at once; `progress` says how far it got (files, and pages
+of a PDF), `changed` that what the panel lists changed. Attached
 folders are followed while the app runs: a folder's change (QFileSystemWatcher) or a
 re-scan every `RESCAN_MS` re-indexes, which reads only the files that changed.
 """
@@ -23,6 +25,8 @@ from typing import TypeVar
 
 from PySide6.QtCore import QFileSystemWatcher, QObject, QTimer, Signal, Slot
 
+from llamachat.library.child import ChildReader, Stopped
+from llamachat.library.extract import Passage, extract
 from llamachat.library.store import FileRow, LibraryError, LibraryRow, LibraryStore, walk
 from llamachat.tools.documents import LibraryConfig
 from llamachat.ui import tasks
@@ -35,13 +39,17 @@ RESCAN_MS = 60_000
 SETTLE_MS = 1000
 """How long a folder must stay quiet after a change before it is indexed again."""
 MAX_WATCHED_DIRS = 512
+PROGRESS_SECONDS = 0.1
+"""The least time between two progress signals: a re-scan of many unchanged files is quick."""
 
 
 class LibraryHost(QObject):
     """The libraries of every chat: attach, index in the background, follow, remove."""
 
     changed = Signal()  # a library was attached, removed or indexed
-    progress = Signal(int, int, str)  # files done, files in all, the file now (0, 0: idle)
+    # Files done, files in all, the file now (0, 0, "": idle), its pages read and its
+    # pages (0, 0: not a PDF, or not begun).
+    progress = Signal(int, int, str, int, int)
     failed = Signal(str)  # library.db could not be used: what to tell the user
 
     def __init__(self, path: Path, parent: QObject | None = None) -> None:
@@ -51,6 +59,7 @@ class LibraryHost(QObject):
         self._sessions: set[int] | None = None
         self._queue: list[int] = []
         self._running: tuple[int, Future] | None = None
+        self._reader: ChildReader | None = None
         # Removed while indexed: its run's failure (its rows are gone) is no news.
         self._removed: set[int] = set()
         self._cancel = threading.Event()
@@ -149,6 +158,8 @@ class LibraryHost(QObject):
         """Stop indexing soon (what is indexed so far is kept) and stop following folders."""
         self._queue.clear()
         self._cancel.set()
+        if self._reader is not None:
+            self._reader.stop()
         self._rescan.stop()
         self._settle.stop()
 
@@ -159,22 +170,26 @@ class LibraryHost(QObject):
             return
         library_id = self._queue.pop(0)
         path, cancel = self.path, self._cancel
+        reader = self._reader = ChildReader()
+        report = _Report(lambda *args: tasks.run_on_main(lambda: self.progress.emit(*args)))
 
-        shown = [0.0]
+        def read(file: Path, size: int) -> list[Passage]:
+            def on_page(page: int, pages: int) -> None:
+                if cancel.is_set():
+                    raise Stopped
+                report.pages(page, pages)
 
-        def report(done: int, total: int, name: str) -> None:
-            # At most ten a second: a re-scan of many unchanged files is quick.
-            now = time.monotonic()
-            if now - shown[0] >= 0.1 or done == total:
-                shown[0] = now
-                tasks.run_on_main(lambda: self.progress.emit(done, total, name))
+            return extract(file, size, reader.read, on_page)
 
         def run() -> object:
             # Its own connection, in the task's thread.
             store = LibraryStore(path)
             try:
-                return store.index(library_id, report, cancel)
+                return store.index(library_id, report.files, cancel, read)
+            except Stopped:
+                return None  # closing: what was committed stays
             finally:
+                reader.close()
                 store.close()
 
         future = tasks.run_in_background(run, self._on_indexed, receiver=self)
@@ -183,13 +198,14 @@ class LibraryHost(QObject):
     def _on_indexed(self, future: Future) -> None:
         library_id = self._running[0] if self._running is not None else None
         self._running = None
+        self._reader = None
         try:
             future.result()
         except (LibraryError, sqlite3.Error, OSError) as exc:
             if library_id not in self._removed:
                 self.failed.emit(f"A library could not be indexed: {exc}")
         if not self._queue:
-            self.progress.emit(0, 0, "")
+            self.progress.emit(0, 0, "", 0, 0)
         self.changed.emit()
         self._next()
 
@@ -208,6 +224,33 @@ class LibraryHost(QObject):
     @Slot(str)
     def _on_folder_changed(self, _folder: str) -> None:
         self._settle.start()
+
+
+class _Report:
+    """An indexing run's progress, from its thread to `emit`, at most every PROGRESS_SECONDS
+    but for the end and a PDF's first part (its page count)."""
+
+    def __init__(self, emit: Callable[[int, int, str, int, int], None]) -> None:
+        self._emit = emit
+        self._shown = 0.0
+        self._file = (0, 0, "")
+        self._counted = False  # the file's page count was shown
+
+    def files(self, done: int, total: int, name: str) -> None:
+        """Files done of `total`, `name` now (a store.Progress)."""
+        self._file = (done, total, name)
+        self._counted = False
+        self._show(0, 0, now=done == total)
+
+    def pages(self, page: int, pages: int) -> None:
+        """Pages read of the PDF now."""
+        self._show(page, pages, now=not self._counted)
+        self._counted = True
+
+    def _show(self, page: int, pages: int, *, now: bool = False) -> None:
+        if now or time.monotonic() - self._shown >= PROGRESS_SECONDS:
+            self._shown = time.monotonic()
+            self._emit(*self._file, page, pages)
 
 
 def _folders(root: Path) -> list[Path]:

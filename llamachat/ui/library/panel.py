@@ -1,5 +1,6 @@
 """The Libraries panel: a chat's libraries, their files, sizes, passages, what was skipped
-and why, with Add folder, Re-index and Remove. File names are shown as plain text."""
+and why, with Add folder, Re-index and Remove, and how far indexing got (files, and the
+page of a big PDF). File names are shown as plain text."""
 
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ from PySide6.QtWidgets import (
 from llamachat.library.store import LibraryRow
 from llamachat.ui.library.host import LibraryHost
 
+STEPS_PER_FILE = 1000
+"""A progress bar's steps per file: a big PDF's pages move it too."""
+
 
 def size_text(size: int) -> str:
     """A file size for people: bytes, KB or MB."""
@@ -28,6 +32,22 @@ def size_text(size: int) -> str:
     if size < 1024 * 1024:
         return f"{size / 1024:.0f} KB"
     return f"{size / (1024 * 1024):.1f} MB"
+
+
+def progress_text(done: int, total: int, name: str, page: int, pages: int) -> str:
+    """How far indexing got, in words: files done, the file now and the page of a PDF."""
+    text = f"{done:,} of {total:,} files"
+    if name and pages:
+        return f"{text}: {name}, page {page:,} of {pages:,}"
+    return f"{text}: {name}" if name else text
+
+
+def show_progress(bar: QProgressBar, done: int, total: int, page: int, pages: int) -> None:
+    """Set `bar` to files done of `total`, a PDF's pages read counting as part of its file;
+    hidden when idle (total 0)."""
+    bar.setVisible(total > 0)
+    bar.setRange(0, max(total, 1) * STEPS_PER_FILE)
+    bar.setValue(done * STEPS_PER_FILE + (page * STEPS_PER_FILE // pages if pages else 0))
 
 
 class LibrariesPanel(QDialog):
@@ -49,6 +69,11 @@ class LibrariesPanel(QDialog):
         self.tree.setColumnWidth(0, 320)
         self.progress = QProgressBar(self)
         self.progress.setVisible(False)
+        # The file's name goes in a plain-text label: a bar's format reads %v and %m in it.
+        self.progress.setTextVisible(False)
+        self.progress_label = QLabel(self)
+        self.progress_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.progress_label.setVisible(False)
         self.add_button = QPushButton("Add folder…", self)
         self.reindex_button = QPushButton("Re-index", self)
         self.remove_button = QPushButton("Remove", self)
@@ -63,6 +88,7 @@ class LibrariesPanel(QDialog):
         layout.addWidget(self.summary)
         layout.addWidget(self.tree, 1)
         layout.addWidget(self.progress)
+        layout.addWidget(self.progress_label)
         layout.addLayout(row)
         self.add_button.clicked.connect(self.add_requested)
         self.reindex_button.clicked.connect(self._on_reindex)
@@ -120,12 +146,11 @@ class LibrariesPanel(QDialog):
         if library_id is not None and self.session_id is not None:
             self._host.remove(library_id, self.session_id)
 
-    @Slot(int, int, str)
-    def _on_progress(self, done: int, total: int, name: str) -> None:
-        self.progress.setVisible(total > 0)
-        self.progress.setRange(0, max(total, 1))
-        self.progress.setValue(done)
-        self.progress.setFormat(f"%v of %m files {name}" if name else "%v of %m files")
+    @Slot(int, int, str, int, int)
+    def _on_progress(self, done: int, total: int, name: str, page: int, pages: int) -> None:
+        show_progress(self.progress, done, total, page, pages)
+        self.progress_label.setVisible(total > 0)
+        self.progress_label.setText(progress_text(done, total, name, page, pages))
 
 
 def _summary(rows: list[LibraryRow]) -> str:

@@ -42,6 +42,7 @@ from PySide6.QtWidgets import (
 )
 
 from llamachat.ui import plain, shortcuts
+from llamachat.ui.library.sources import open_source, source_link
 from llamachat.ui.views.document import DocumentWriter, TextView
 from llamachat.ui.views.figures import ReadingProgress, figures, reading_speed
 from llamachat.ui.views.markdown import (
@@ -75,8 +76,11 @@ def _blend(a: QColor, b: QColor, amount: float) -> QColor:
 
 def open_link(url: QUrl, *, local: bool = False) -> bool:
     """Open a link from model text in the browser, but only http and https ones; a `local`
-    one (a document search's source, which llamachat made) opens its file."""
-    if url.scheme() in ("http", "https") or (local and url.isLocalFile()):
+    one (a document search's source, which llamachat made) opens its file (at its page)."""
+    if local and url.isLocalFile():
+        open_source(url)
+        return True
+    if url.scheme() in ("http", "https"):
         return QDesktopServices.openUrl(url)
     log.info("ignored link with scheme %r", url.scheme())
     return False
@@ -109,12 +113,15 @@ def _search_label(
     lines = [f"<b>{plain.markup(title)}:</b> {plain.markup(query)}"]
     if error:
         lines.append(f'<span style="color:#d1242f">{plain.markup(error)}</span>')
+    # The sources of a document search are files of the user's, as the results say.
+    files: set[str] = set()
     for number, result in enumerate(results, 1):
         url = str(result.get("url", ""))
         name = str(result.get("title") or url)
+        if result.get("path"):
+            url = source_link(url, result.get("page"))
+            files.add(url)
         lines.append(f'{number}. <a href="{plain.markup(url)}">{plain.markup(name)}</a>')
-    # The sources of a document search are files of the user's, as the results say.
-    files = {str(result.get("url", "")) for result in results if result.get("path")}
     label = QLabel("<br>".join(lines), parent)
     label.setTextFormat(Qt.TextFormat.RichText)
     label.setWordWrap(True)
