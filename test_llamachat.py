@@ -14025,6 +14025,7 @@ class TestLibrary:
         qtbot.waitUntil(lambda: record.exists() and len(record.read_text().splitlines()) == 4)
         assert record.read_text().splitlines()[1:] == ["-i", "2", str(pdf)]
 
+
 class TestImport:
     """Chats imported from other apps' exports and our Markdown (`history.importers`)."""
 
