@@ -8,7 +8,7 @@ one child process instead, started at the first read (spawn: a fresh interpreter
 in the frozen build, through `multiprocessing.freeze_support()` at the top of
 `__main__.main`), at a lower CPU priority, so the window's process comes first when the
 cores are busy. `close()` ends the child; `stop()`, from any thread, ends it at once and
-the read waiting on it raises `Stopped`. The child is a daemon: it also ends with the app.
+the read waiting on it raises `ReadingStopped`. The child is a daemon: it also ends with the app.
 
 Errors: a child that ends by itself during a read (killed, out of memory) skips that
 file (Skipped says so); the next read starts another.
@@ -34,7 +34,7 @@ CLOSE_SECONDS = 5.0
 """How long `close()` waits for the child to end by itself before ending it."""
 
 
-class Stopped(Exception):
+class ReadingStopped(Exception):
     """`ChildReader.stop()` ended the reading: the file being read is not done."""
 
 
@@ -55,7 +55,7 @@ class ChildReader:
             return self._process.pid if self._process is not None else None
 
     def read(self, path: Path, size: int, first_page: int) -> Part:
-        """The part of `path` from `first_page` on, read in the child; raises Skipped or Stopped."""
+        """The part of `path` from `first_page` on, read in the child; raises Skipped or ReadingStopped."""
         conn = self._start()
         try:
             conn.send((path, size, first_page))
@@ -65,7 +65,7 @@ class ChildReader:
                 stopped = self._stopped
             code = self._end()
             if stopped:
-                raise Stopped from None
+                raise ReadingStopped from None
             raise Skipped(f"reading it ended the reader process (exit code {code})") from None
         if isinstance(reply, BaseException):
             raise reply
@@ -73,7 +73,7 @@ class ChildReader:
         return reply
 
     def stop(self) -> None:
-        """End the child now (any thread): the read going on raises Stopped, as do later ones."""
+        """End the child now (any thread): the read going on raises ReadingStopped, as do later ones."""
         with self._lock:
             self._stopped = True
             if self._process is not None:
@@ -93,7 +93,7 @@ class ChildReader:
     def _start(self) -> Connection:
         with self._lock:
             if self._stopped:
-                raise Stopped
+                raise ReadingStopped
             if self._conn is None:
                 context = multiprocessing.get_context("spawn")
                 conn, child_end = context.Pipe()

@@ -25,7 +25,7 @@ from typing import TypeVar
 
 from PySide6.QtCore import QFileSystemWatcher, QObject, QTimer, Signal, Slot
 
-from llamachat.library.child import ChildReader, Stopped
+from llamachat.library.child import ChildReader, ReadingStopped
 from llamachat.library.extract import Passage, extract
 from llamachat.library.store import FileRow, LibraryError, LibraryRow, LibraryStore, walk
 from llamachat.tools.documents import LibraryConfig
@@ -176,7 +176,7 @@ class LibraryHost(QObject):
         def read(file: Path, size: int) -> list[Passage]:
             def on_page(page: int, pages: int) -> None:
                 if cancel.is_set():
-                    raise Stopped
+                    raise ReadingStopped
                 report.pages(page, pages)
 
             return extract(file, size, reader.read, on_page)
@@ -186,7 +186,7 @@ class LibraryHost(QObject):
             store = LibraryStore(path)
             try:
                 return store.index(library_id, report.files, cancel, read)
-            except Stopped:
+            except ReadingStopped:
                 return None  # closing: what was committed stays
             finally:
                 reader.close()
