@@ -12,7 +12,6 @@ re-scan every `RESCAN_MS` re-indexes, which reads only the files that changed.
 from __future__ import annotations
 
 import logging
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -23,7 +22,15 @@ from typing import TypeVar
 
 from PySide6.QtCore import QFileSystemWatcher, QObject, QTimer, Signal, Slot
 
-from llamachat.library.store import FileRow, LibraryError, LibraryRow, LibraryStore, walk
+from llamachat.library.store import (
+    STORE_ERRORS,
+    FileRow,
+    IndexReport,
+    LibraryRow,
+    LibraryStore,
+    walk,
+)
+from llamachat.library.vectors import Embedder
 from llamachat.tools.documents import LibraryConfig
 from llamachat.ui import tasks
 
@@ -44,9 +51,18 @@ class LibraryHost(QObject):
     progress = Signal(int, int, str)  # files done, files in all, the file now (0, 0: idle)
     failed = Signal(str)  # library.db could not be used: what to tell the user
 
-    def __init__(self, path: Path, parent: QObject | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        parent: QObject | None = None,
+        embedder: Callable[[], Embedder | None] = lambda: None,
+    ) -> None:
         super().__init__(parent)
         self.path = path
+        # The embedding model in effect now (None: none is configured).
+        self._embedder = embedder
+        self.vectors_note = ""
+        """Why the last indexing run left passages without vectors ('' when it did not)."""
         # The chats with a library, read once (the builder asks at every request it builds).
         self._sessions: set[int] | None = None
         self._queue: list[int] = []
@@ -84,7 +100,7 @@ class LibraryHost(QObject):
                 self._follow(rows)
         if session_id not in self._sessions:
             return None
-        return LibraryConfig(self.path, session_id, max_searches)
+        return LibraryConfig(self.path, session_id, max_searches, self._embedder())
 
     def libraries(self, session_id: int | None = None) -> list[LibraryRow]:
         """The chat's libraries (None: every chat's) with their counts."""
@@ -104,7 +120,7 @@ class LibraryHost(QObject):
         try:
             with self._store() as store:
                 return call(store)
-        except (LibraryError, sqlite3.Error, OSError) as exc:
+        except STORE_ERRORS as exc:
             self.failed.emit(f"The libraries file cannot be used: {exc}")
             return default
 
@@ -158,7 +174,7 @@ class LibraryHost(QObject):
         if self._running is not None or not self._queue or self._cancel.is_set():
             return
         library_id = self._queue.pop(0)
-        path, cancel = self.path, self._cancel
+        path, cancel, embedder = self.path, self._cancel, self._embedder()
 
         shown = [0.0]
 
@@ -173,7 +189,7 @@ class LibraryHost(QObject):
             # Its own connection, in the task's thread.
             store = LibraryStore(path)
             try:
-                return store.index(library_id, report, cancel)
+                return store.index(library_id, report, cancel, embedder)
             finally:
                 store.close()
 
@@ -184,8 +200,10 @@ class LibraryHost(QObject):
         library_id = self._running[0] if self._running is not None else None
         self._running = None
         try:
-            future.result()
-        except (LibraryError, sqlite3.Error, OSError) as exc:
+            result = future.result()
+            if isinstance(result, IndexReport):
+                self.vectors_note = result.vectors
+        except STORE_ERRORS as exc:
             if library_id not in self._removed:
                 self.failed.emit(f"A library could not be indexed: {exc}")
         if not self._queue:
