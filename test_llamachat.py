@@ -107,7 +107,7 @@ from llamachat.history.store import (
 from llamachat.prompts import DEFAULT_NAME, DEFAULT_TEXT, PromptError, Prompts
 from llamachat.router import client as backend
 from llamachat.router.binary import find_binary, launch_environment, wheel_binary
-from llamachat.router.client import Client, ServerError
+from llamachat.router.client import Client, ServerError, embeddings
 from llamachat.router.errors import ModelFileError, RouterUnavailable, ServerLocked, ServerNotFound
 from llamachat.router.lock import default_lock_path
 from llamachat.router.model_files import add_model_file, reload_models, set_preset_context
@@ -14024,6 +14024,241 @@ class TestLibrary:
         label.linkActivated.emit(href)
         qtbot.waitUntil(lambda: record.exists() and len(record.read_text().splitlines()) == 4)
         assert record.read_text().splitlines()[1:] == ["-i", "2", str(pdf)]
+
+    def test_vectors_find_a_passage_by_meaning_through_the_tool(
+        self, router, tmp_path: Path
+    ) -> None:
+        """With an embedding model, indexing stores a vector per passage from the router's
+        /v1/embeddings (batched), and search_documents finds a passage whose words are not
+        the query's but whose vector is near it; full text alone finds nothing."""
+        from llamachat.dev.pytest_plugin import _embedder
+        from llamachat.library.store import LibraryStore
+        from llamachat.tools import documents
+
+        root = tmp_path / "docs"
+        root.mkdir()
+        (root / "garage.txt").write_text("The automobile needs new tyres before winter.")
+        (root / "kitchen.txt").write_text("Bake the bread for forty minutes.\n\n" * 3)
+        router.synonyms = {"vehicle": "automobile"}
+        db = tmp_path / "library.db"
+        client = Client(router.url)
+        try:
+            embedder = _embedder(client)
+            store = LibraryStore(db)
+            report = store.index(store.attach(3, root), embedder=embedder)
+            assert (report.embedded, report.vectors) == (report.passages, "")
+            assert store.search("vehicle", 3) == []  # no passage holds the word
+            store.close()
+            [sent] = [r.json for r in router.requests if r.path == "/v1/embeddings"][:1]
+            assert sent["model"] == "test-model" and isinstance(sent["input"], list)
+            tool = documents.SearchDocuments(documents.LibraryConfig(db, 3, embedder=embedder))
+            result = tool.run('{"query": "vehicle"}')
+        finally:
+            client.close()
+        assert "[1] garage.txt — " in result.text and "automobile" in result.text
+        [(_kind, event)] = result.events
+        assert event["results"][0]["title"] == "garage.txt"
+
+    def test_fusion_ranks_what_both_rankings_put_forward_first(self, router, tmp_path) -> None:
+        """Reciprocal rank fusion: a passage in both lists beats one first in a single list;
+        a search fuses BM25's list with the vectors' (each one's best is in the answer)."""
+        from llamachat.dev.pytest_plugin import _embedder
+        from llamachat.library.store import LibraryStore
+        from llamachat.library.vectors import fuse
+
+        assert [item for item, _score in fuse([[1, 2, 3], [3, 4]])] == [3, 1, 2, 4]
+        assert [item for item, _score in fuse([[5], []])] == [5]
+        root = tmp_path / "docs"
+        root.mkdir()
+        (root / "words.txt").write_text("Zebra stripes are black and white.")
+        (root / "meaning.txt").write_text("The automobile is parked outside.")
+        (root / "both.txt").write_text("A zebra ran past the automobile.")
+        (root / "none.txt").write_text("Nothing to see in this one at all.")
+        router.synonyms = {"vehicle": "automobile"}
+        client = Client(router.url)
+        try:
+            store = LibraryStore(tmp_path / "library.db")
+            store.index(store.attach(1, root), embedder=_embedder(client))
+            hits = store.search("zebra vehicle", 1, limit=3, embedder=_embedder(client))
+            store.close()
+        finally:
+            client.close()
+        names = [hit.path.name for hit in hits]
+        assert names[0] == "both.txt", names  # second in BM25, first by vector
+        assert {"words.txt", "meaning.txt"} <= set(names)
+        assert hits[0].rank < hits[1].rank  # lower is better, as BM25's
+
+    def test_reindex_embeds_only_changed_files_and_drops_the_vectors_of_removed_ones(
+        self, router, tmp_path: Path
+    ) -> None:
+        """Vectors are incremental like the full text: an edited file's passages are sent
+        again, unchanged files' are not, a removed file's vectors go with it."""
+        from llamachat.dev.pytest_plugin import _embedder
+        from llamachat.library.store import LibraryStore
+
+        root = tmp_path / "docs"
+        root.mkdir()
+        for name in ("a", "b", "c"):
+            (root / f"{name}.txt").write_text(f"File {name} talks about {name}nimals.")
+        client = Client(router.url)
+        try:
+            store = LibraryStore(tmp_path / "library.db")
+            library = store.attach(1, root)
+            assert store.index(library, embedder=_embedder(client)).embedded == 3
+            before = len(router.requests)
+            (root / "a.txt").write_text("File a now talks about aardvarks, at length.")
+            (root / "c.txt").unlink()
+            report = store.index(library, embedder=_embedder(client))
+            sent = [r.json["input"] for r in router.requests[before:] if "embeddings" in r.path]
+            count = store._db.execute("SELECT COUNT(*) FROM passage_vectors").fetchone()[0]
+            store.close()
+        finally:
+            client.close()
+        assert (report.indexed, report.removed, report.embedded) == (1, 1, 1)
+        assert sent == [["File a now talks about aardvarks, at length."]]
+        assert count == 2
+
+    def test_another_embedding_model_embeds_everything_again(self, tmp_path: Path) -> None:
+        """A new embedding_model makes every vector again (another model's vectors are not
+        comparable); a search with the old model's name uses full text only, no vectors."""
+        from llamachat.dev.pytest_plugin import _embedder
+        from llamachat.library.store import LibraryStore
+
+        root = tmp_path / "docs"
+        root.mkdir()
+        (root / "a.txt").write_text("Alpha passage.")
+        (root / "b.txt").write_text("Beta passage.")
+        models = [Model("test-model", "loaded"), Model("embed-b", "loaded")]
+        with ScriptedRouter(models) as router:
+            client = Client(router.url)
+            try:
+                store = LibraryStore(tmp_path / "library.db")
+                library = store.attach(1, root)
+                store.index(library, embedder=_embedder(client, "test-model"))
+                report = store.index(library, embedder=_embedder(client, "embed-b"))
+                row = store._db.execute("SELECT model, dimension FROM vector_model").fetchone()
+                before = len(router.requests)
+                hits = store.search("alpha", 1, embedder=_embedder(client, "test-model"))
+                store.close()
+            finally:
+                client.close()
+        assert (report.indexed, report.embedded) == (0, 2)
+        assert row == ("embed-b", 64)
+        assert [hit.path.name for hit in hits] == ["a.txt"]
+        assert len(router.requests) == before  # no query vector of a model not stored
+
+    def test_router_down_or_refusing_keeps_full_text_and_the_panel_says_why(
+        self, qtbot, tmp_path: Path
+    ) -> None:
+        """Indexing in the background with a router that refuses embeddings (a model not
+        started with --embeddings), then with none answering: the full-text index is made
+        and searched all the same, and the Libraries panel says why there are no vectors."""
+        from llamachat.dev.pytest_plugin import _embedder
+        from llamachat.library.store import LibraryStore
+        from llamachat.ui.library.host import LibraryHost
+        from llamachat.ui.library.panel import LibrariesPanel
+
+        root = tmp_path / "docs"
+        root.mkdir()
+        (root / "zebra.txt").write_text("The zebra division grew.")
+        db = tmp_path / "library.db"
+        with ScriptedRouter([Model("chat-only", "loaded", embeddings=False)]) as router:
+            client = Client(router.url)
+            host = LibraryHost(db, embedder=lambda: _embedder(client, "chat-only"))
+            panel = LibrariesPanel(host, 4)
+            qtbot.addWidget(panel)
+            host.attach(4, root)
+            qtbot.waitUntil(lambda: not host.busy(), timeout=20000)
+            assert "does not support embeddings" in host.vectors_note
+            assert "full text only" in panel.summary.text()
+            assert "does not support embeddings" in panel.summary.text()
+        # The router is gone now: nothing answers.
+        (root / "more.txt").write_text("More zebra news.")
+        host.reindex_all()
+        qtbot.waitUntil(lambda: not host.busy(), timeout=20000)
+        client.close()
+        assert "gave no vectors" in panel.summary.text()
+        store = LibraryStore(db)
+        try:
+            names = {hit.path.name for hit in store.search("zebra", 4)}
+        finally:
+            store.close()
+        assert names == {"zebra.txt", "more.txt"}
+        host.close()
+
+    def test_without_sqlite_vec_the_library_searches_full_text_and_says_so(
+        self, router, tmp_path: Path, monkeypatch
+    ) -> None:
+        """sqlite-vec that will not load leaves the library working on full text, the
+        reason in the report (what the panel shows), never an error."""
+        import sqlean
+        import sqlite_vec
+
+        from llamachat.dev.pytest_plugin import _embedder
+        from llamachat.library.store import LibraryStore
+
+        def refuse(_db: object) -> None:
+            raise sqlean.OperationalError("vec0.so: cannot open shared object file")
+
+        root = tmp_path / "docs"
+        root.mkdir()
+        (root / "zebra.txt").write_text("The zebra division grew.")
+        monkeypatch.setattr(sqlite_vec, "load", refuse)
+        client = Client(router.url)
+        try:
+            store = LibraryStore(tmp_path / "library.db")
+            report = store.index(store.attach(1, root), embedder=_embedder(client))
+            hits = store.search("zebra", 1, embedder=_embedder(client))
+            store.close()
+        finally:
+            client.close()
+        assert not store.vectors
+        assert "sqlite-vec could not be loaded (vec0.so" in report.vectors
+        assert [hit.path.name for hit in hits] == ["zebra.txt"]
+        assert not [r for r in router.requests if "embeddings" in r.path]
+
+    def test_config_embedding_model_key_and_its_check(self, tmp_path: Path) -> None:
+        """embedding_model: off by default, a model name as the router lists it; a name
+        with spaces around it or a control character is refused with the key's name."""
+        assert config.Config().embedding_model == ""
+        cfg = config.load(_write_config(tmp_path, 'embedding_model = "nomic-embed:Q8_0"\n'))
+        assert cfg.embedding_model == "nomic-embed:Q8_0"
+        for bad in ('" nomic"', '"a\\tb"'):
+            error = _config_error(_write_config(tmp_path, f"embedding_model = {bad}\n"))
+            assert error.key == "embedding_model" and "model name" in str(error)
+        assert "# embedding_model = " in config.DEFAULT_TEXT
+
+    @pytest.mark.real_router
+    def test_real_router_embeds_passages_with_smollm2_in_embedding_mode(
+        self, real_router, tmp_path: Path
+    ) -> None:
+        """The real llama-server router, SmolLM2 under a second preset name with
+        `embeddings = true` and mean pooling: /v1/embeddings answers one vector a text,
+        a library is indexed with them and searched by fusion; the chat model refuses."""
+        from llamachat.dev.pytest_plugin import SMOL_EMBED_ID, _embedder
+        from llamachat.library.store import LibraryStore
+
+        root = tmp_path / "docs"
+        root.mkdir()
+        (root / "llamas.txt").write_text("Llamas eat grass and hay in the Andes.")
+        (root / "bread.txt").write_text("Bake the bread for forty minutes.")
+        client = Client(real_router.url)
+        try:
+            got = embeddings(client, SMOL_EMBED_ID, ["a llama", "some bread"], timeout=120)
+            assert [len(v) for v in got] == [576, 576]
+            store = LibraryStore(tmp_path / "library.db")
+            report = store.index(store.attach(1, root), embedder=_embedder(client, SMOL_EMBED_ID))
+            hits = store.search("llamas", 1, embedder=_embedder(client, SMOL_EMBED_ID))
+            row = store._db.execute("SELECT model, dimension FROM vector_model").fetchone()
+            store.close()
+            with pytest.raises(ServerError, match="does not support embeddings"):
+                embeddings(client, SMOL_ID, ["x"], timeout=60)
+            Models(client).unload(SMOL_EMBED_ID)
+        finally:
+            client.close()
+        assert (report.embedded, report.vectors) == (2, "")
+        assert row == (SMOL_EMBED_ID, 576)
+        assert hits[0].path.name == "llamas.txt" and len(hits) == 2
 
 
 class TestImport:

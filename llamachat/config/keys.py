@@ -92,6 +92,16 @@ def _url(name: str, *, optional: bool = False) -> Callable[[Any], str | None]:
     return check
 
 
+def _model_name(name: str) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        # The name goes into request bodies and the library's index as it is written.
+        if value == value.strip() and value.isprintable():
+            return None
+        return f"{name} must be a model name as the router lists it (no spaces around it), got {value!r}"
+
+    return check
+
+
 # Modifiers then one key ("Ctrl+Alt+Space"), or a function key alone ("F12").
 _SHORTCUT = re.compile(r"(((Ctrl|Alt|Shift|Meta)\+)+[^+\s]+|((Ctrl|Alt|Shift|Meta)\+)*F\d{1,2})")
 
@@ -235,6 +245,17 @@ KEYS: tuple[Key, ...] = (
         _INT,
         "Tool rounds (searches and skill loads) the model may use in one reply.",
         check=_no_less_than_zero("max_searches"),
+    ),
+    Key(
+        "embedding_model",
+        "",
+        _STR,
+        "The router's model that turns the passages of attached libraries into vectors\n"
+        "(its /v1/embeddings; a llama-server model started with embeddings = true), so\n"
+        "search_documents also finds passages by meaning, not only by their words.\n"
+        "Empty: full-text search only.",
+        example="nomic-embed-text-v1.5.Q8_0",
+        check=_model_name("embedding_model"),
     ),
     Key(
         "reply_reserve",

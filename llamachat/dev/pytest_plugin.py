@@ -52,9 +52,10 @@ from llamachat import skills, tools
 from llamachat.config import Config
 from llamachat.dev.scripted_router import Model, ScriptedRouter, render
 from llamachat.history.store import History, MessageRow, SessionRow
+from llamachat.library.vectors import Embedder
 from llamachat.router import client as backend
 from llamachat.router import providers as providers_module
-from llamachat.router.client import Client
+from llamachat.router.client import Client, embeddings
 from llamachat.router.models import Models
 from llamachat.router.server import ManagedServer, find_binary, free_port
 from llamachat.skills import SkillStore
@@ -420,6 +421,8 @@ SMOL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 SMOL_ID = "SmolLM2-135M-Instruct.Q4_1"
+SMOL_EMBED_ID = "SmolLM2-embed"
+"""The real router's SmolLM2 in embedding mode (a section of its models preset)."""
 
 
 def _need(reason: str) -> NoReturn:
@@ -559,7 +562,15 @@ def real_router(tmp_path_factory: pytest.TempPathFactory):
     models = _models_folder(root, model)
     # Right magic, garbage after it: listed by the router, fails when loaded.
     (models / "broken.gguf").write_bytes(b"GGUF" + b"\x03\x00garbage" * 4)
-    cfg = Config(models_dir=models, server_args=("--ctx-size", "2048", "-t", "2"))
+    # The same GGUF once more in embedding mode, under its own name (chats are unaffected).
+    preset = root / "models-preset.ini"
+    preset.write_text(
+        f"[{SMOL_EMBED_ID}]\nmodel = {model}\nembeddings = true\npooling = mean\n",
+        encoding="utf-8",
+    )
+    cfg = Config(
+        models_dir=models, models_preset=preset, server_args=("--ctx-size", "2048", "-t", "2")
+    )
     server = ManagedServer(cfg, log_path=root / "llama-server.log", lock_path=root / "server.lock")
     server.start()
     try:
@@ -1644,6 +1655,11 @@ def _library_pdf(path: Path, pages: list[str], *, password: str = "") -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     pdf.output(str(path))
     return path
+
+
+def _embedder(client: Client, model: str = "test-model") -> Embedder:
+    """The libraries' Embedder for `model` through `client`, as the App makes it."""
+    return Embedder(model, lambda texts, timeout: embeddings(client, model, texts, timeout))
 
 
 def _library_folder(root: Path) -> Path:

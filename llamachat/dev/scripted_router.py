@@ -3,7 +3,7 @@
 Tests and the benchmark talk to it exactly as they would to `llama-server` in router
 mode: `GET /v1/models` (and `/models`), `POST /v1/chat/completions` (SSE streaming or
 one JSON answer), `GET /props?model=..`, `POST /models/load`, `POST /models/unload`,
-`POST /tokenize`, `POST /apply-template`, `GET /health`, and the model management of
+`POST /tokenize`, `POST /apply-template`, `POST /v1/embeddings`, `GET /health`, and the model management of
 newer routers: `GET /models/sse` (the events of loads, with stages and progress, and of
 downloads), `POST /models` (download a Hugging Face reference listed in
 `router.downloads`, cancelled by `/models/unload`) and `DELETE /models?model=..` (a
@@ -37,6 +37,12 @@ chunks (`die_after`), silence after N chunks until `router.release()` or `close(
 Models carry a status that load/unload change; a `Model(fail_exit_code=1)` fails to load.
 `events=False` answers 404 on /models/sse, as routers before it did.
 
+Embeddings (`POST /v1/embeddings`, `{"model", "input": [texts]}`) are a hashed bag of
+words: each word of a text (lowercased, mapped through `router.synonyms` first) adds 1
+to one of `EMBEDDING_DIMENSION` places, and the vector is normalised; texts that share
+words, or synonyms, are near. A `Model(embeddings=False)` answers 501 as llama-server
+does for a model not started with `--embeddings`.
+
 Prompt reading can cost time as on real hardware: with `prompt_ms_per_token` each request
 spends that long per prompt token it does not find in the cache before its first chunk,
 one request at a time per model (llama.cpp's slot), and the cache is what the last request
@@ -52,9 +58,11 @@ client connection only ends that one reply (`router.disconnects` counts them).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import itertools
 import json
 import logging
+import math
 import re
 import select
 import socket
@@ -71,6 +79,7 @@ from urllib.parse import parse_qs, urlsplit
 log = logging.getLogger(__name__)
 
 _WORD = re.compile(r"\S+\s*|\s+")
+EMBEDDING_DIMENSION = 64
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 
 
@@ -138,6 +147,8 @@ class Model:
     """Downloaded into the router's cache: DELETE /models may remove it."""
     tools: bool = True
     """Its chat template takes tools (`/props` chat_template_caps.supports_tools)."""
+    embeddings: bool = True
+    """It answers /v1/embeddings (False: 501, as a llama-server without --embeddings)."""
 
 
 @dataclass
@@ -237,6 +248,8 @@ class ScriptedRouter:
         self._cancelled: set[str] = set()
         self.api_key = api_key
         self.requests: list[RecordedRequest] = []
+        self.synonyms: dict[str, str] = {}
+        """Words /v1/embeddings reads as another (its vectors put them in one place)."""
         self.disconnects = 0
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
@@ -393,6 +406,16 @@ class ScriptedRouter:
         )
         return True, ""
 
+    def embedding(self, text: str) -> list[float]:
+        """The vector /v1/embeddings gives `text`: its hashed bag of words, normalised."""
+        vector = [0.0] * EMBEDDING_DIMENSION
+        for word in re.findall(r"\w+", text.lower()):
+            word = self.synonyms.get(word, word)
+            digest = hashlib.blake2b(word.encode(), digest_size=4).digest()
+            vector[int.from_bytes(digest, "big") % EMBEDDING_DIMENSION] += 1.0
+        norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+        return [x / norm for x in vector]
+
     def sleep(self, model_id: str) -> None:
         """Put a loaded model to sleep, as --sleep-idle-seconds does after its idle time."""
         with self._lock:
@@ -539,6 +562,7 @@ class _Handler(BaseHTTPRequestHandler):
             ("GET", "/props"): self._props,
             ("POST", "/tokenize"): self._tokenize,
             ("POST", "/apply-template"): self._apply_template,
+            ("POST", "/v1/embeddings"): self._embeddings,
         }
         if self.router.is_router:
             routes[("POST", "/models/load")] = self._load
@@ -693,6 +717,37 @@ class _Handler(BaseHTTPRequestHandler):
             return
         prompt = render(body.get("messages") or [], body.get("tools"))
         self._send_json(200, {"prompt": prompt})
+
+    def _embeddings(self, body: dict, query: dict) -> None:
+        model = self._resolve(str(body.get("model") or ""), True)
+        if model is None:
+            return
+        if not model.embeddings:
+            return self._error(
+                501,
+                "This server does not support embeddings. Start it with `--embeddings`",
+                "not_supported_error",
+            )
+        texts = body.get("input")
+        texts = [texts] if isinstance(texts, str) else texts
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+            return self._error(
+                400, "input must be a string or a list of strings", "invalid_request_error"
+            )
+        data = [
+            {"object": "embedding", "index": n, "embedding": self.router.embedding(text)}
+            for n, text in enumerate(texts)
+        ]
+        tokens = sum(_count_tokens(text) for text in texts)
+        self._send_json(
+            200,
+            {
+                "model": model.id,
+                "object": "list",
+                "data": data,
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            },
+        )
 
     def _named(self, body: dict) -> Model | None:
         """The model a load or unload names; None after a 404 was sent."""

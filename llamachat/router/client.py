@@ -75,6 +75,7 @@ __all__ = [
     "StreamError",
     "StreamEvent",
     "api_base",
+    "embeddings",
     "key_problem",
     "mask_secret",
     "server_root",
@@ -551,6 +552,32 @@ class Client:
         # httpx and h11 quote the request's headers in some errors (an illegal header
         # value is shown whole), so the key is masked here as in every server error.
         return self._without_key(request_failure(exc, url, self.base_url))
+
+
+def embeddings(
+    client: Client, model: str, texts: Sequence[str], timeout: float = 60.0
+) -> list[list[float]]:
+    """One vector per text from the server's OpenAI-style `POST /v1/embeddings`, in order.
+
+    Raises the BackendError tree (the key masked) when the server fails or refuses (a
+    llama-server model not started with `--embeddings` answers 501), and StreamError when
+    the answer holds no vector for each text.
+    """
+    answer = client.request_json(
+        "POST", "/embeddings", timeout=timeout, json={"model": model, "input": list(texts)}
+    )
+    items = answer.get("data") if isinstance(answer, dict) else None
+    try:
+        ordered = sorted(items or [], key=lambda item: int(item.get("index", 0)))
+        found = [[float(x) for x in item["embedding"]] for item in ordered]
+    except (AttributeError, KeyError, TypeError, ValueError):
+        found = []
+    if len(found) != len(texts):
+        raise StreamError(
+            f"{client.api_base}/embeddings answered without a vector for each of the "
+            f"{len(texts)} texts sent"
+        )
+    return found
 
 
 def _listed_status(listed: object, model: str) -> object:

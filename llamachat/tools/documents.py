@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from llamachat.library.store import Hit, LibraryError, LibraryStore
+from llamachat.library.vectors import Embedder
 from llamachat.tools.base import Tool, ToolError, ToolResult, json_arguments
 
 TOOL_NAME = "search_documents"
@@ -50,6 +51,8 @@ class LibraryConfig:
     """library.db."""
     session_id: int
     max_searches: int = 2
+    embedder: Embedder | None = None
+    """The embedding model that made the library's vectors (None: full text only)."""
 
 
 def source(hit: Hit) -> str:
@@ -76,7 +79,7 @@ def result_text(query: str, hits: list[Hit], limit: int = RESULT_CHARS) -> str:
 
 
 class SearchDocuments(Tool):
-    """`search_documents`: the best passages of the chat's libraries (FTS5, BM25)."""
+    """`search_documents`: the best passages of the chat's libraries (BM25 and vectors)."""
 
     name = TOOL_NAME
     schema = TOOL_SCHEMA
@@ -98,7 +101,7 @@ class SearchDocuments(Tool):
         except LibraryError as exc:
             raise ToolError(str(exc)) from None
         try:
-            hits = store.search(query, self._cfg.session_id, MAX_HITS)
+            hits = store.search(query, self._cfg.session_id, MAX_HITS, self._cfg.embedder)
         finally:
             store.close()
         results = [

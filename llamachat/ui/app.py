@@ -39,6 +39,7 @@ from llamachat import config
 from llamachat.config import Config, ConfigError
 from llamachat.history.store import History, HistoryError
 from llamachat.library.store import default_path as library_path
+from llamachat.library.vectors import Embedder
 from llamachat.router import client, providers
 from llamachat.router.server import ManagedServerError
 from llamachat.ui import plain, tasks
@@ -117,7 +118,9 @@ class App(QObject):
         # MCP servers' tools and the consent asked for them (started lazily, see McpHost).
         self.mcp = McpHost(self, parent=self)
         # Folders attached to chats as libraries, indexed in the background.
-        self.libraries = LibraryHost(library_path(cfg.history_path), parent=self)
+        self.libraries = LibraryHost(
+            library_path(cfg.history_path), parent=self, embedder=self.embedder
+        )
 
     # ------------------------------------------------------------------ state
 
@@ -140,6 +143,16 @@ class App(QObject):
     def registry(self) -> providers.Registry:
         """The router and providers every window talks to now."""
         return self._registry
+
+    def embedder(self) -> Embedder | None:
+        """The libraries' embedding model on the router (None: they search full text only)."""
+        model = self._config.embedding_model
+        if not model:
+            return None
+        router = self._registry.router()
+        return Embedder(
+            model, lambda texts, timeout: client.embeddings(router, model, texts, timeout)
+        )
 
     def set_shortcut_note(self, text: str) -> None:
         """Keep how the quick ask shortcut stands (`shortcut_note`), for Settings to show."""
@@ -176,6 +189,8 @@ class App(QObject):
         self._config = self._effective()
         if new.theme != old.theme:
             self._apply_theme()
+        if new.embedding_model != old.embedding_model:
+            self.libraries.reindex_all()  # the vectors of the new model (or none)
         self.config_changed.emit(self._config)
         if replace_registry:
             self.router_changed.emit(self._router)

@@ -14,7 +14,6 @@ re-scan every `RESCAN_MS` re-indexes, which reads only the files that changed.
 from __future__ import annotations
 
 import logging
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -27,7 +26,15 @@ from PySide6.QtCore import QFileSystemWatcher, QObject, QTimer, Signal, Slot
 
 from llamachat.library.child import ChildReader, ReadingStopped
 from llamachat.library.extract import Passage, extract
-from llamachat.library.store import FileRow, LibraryError, LibraryRow, LibraryStore, walk
+from llamachat.library.store import (
+    STORE_ERRORS,
+    FileRow,
+    IndexReport,
+    LibraryRow,
+    LibraryStore,
+    walk,
+)
+from llamachat.library.vectors import Embedder
 from llamachat.tools.documents import LibraryConfig
 from llamachat.ui import tasks
 
@@ -52,9 +59,18 @@ class LibraryHost(QObject):
     progress = Signal(int, int, str, int, int)
     failed = Signal(str)  # library.db could not be used: what to tell the user
 
-    def __init__(self, path: Path, parent: QObject | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        parent: QObject | None = None,
+        embedder: Callable[[], Embedder | None] = lambda: None,
+    ) -> None:
         super().__init__(parent)
         self.path = path
+        # The embedding model in effect now (None: none is configured).
+        self._embedder = embedder
+        self.vectors_note = ""
+        """Why the last indexing run left passages without vectors ('' when it did not)."""
         # The chats with a library, read once (the builder asks at every request it builds).
         self._sessions: set[int] | None = None
         self._queue: list[int] = []
@@ -93,7 +109,7 @@ class LibraryHost(QObject):
                 self._follow(rows)
         if session_id not in self._sessions:
             return None
-        return LibraryConfig(self.path, session_id, max_searches)
+        return LibraryConfig(self.path, session_id, max_searches, self._embedder())
 
     def libraries(self, session_id: int | None = None) -> list[LibraryRow]:
         """The chat's libraries (None: every chat's) with their counts."""
@@ -113,7 +129,7 @@ class LibraryHost(QObject):
         try:
             with self._store() as store:
                 return call(store)
-        except (LibraryError, sqlite3.Error, OSError) as exc:
+        except STORE_ERRORS as exc:
             self.failed.emit(f"The libraries file cannot be used: {exc}")
             return default
 
@@ -169,7 +185,7 @@ class LibraryHost(QObject):
         if self._running is not None or not self._queue or self._cancel.is_set():
             return
         library_id = self._queue.pop(0)
-        path, cancel = self.path, self._cancel
+        path, cancel, embedder = self.path, self._cancel, self._embedder()
         reader = self._reader = ChildReader()
         report = _Report(lambda *args: tasks.run_on_main(lambda: self.progress.emit(*args)))
 
@@ -185,7 +201,7 @@ class LibraryHost(QObject):
             # Its own connection, in the task's thread.
             store = LibraryStore(path)
             try:
-                return store.index(library_id, report.files, cancel, read)
+                return store.index(library_id, report.files, cancel, read, embedder)
             except ReadingStopped:
                 return None  # closing: what was committed stays
             finally:
@@ -200,8 +216,10 @@ class LibraryHost(QObject):
         self._running = None
         self._reader = None
         try:
-            future.result()
-        except (LibraryError, sqlite3.Error, OSError) as exc:
+            result = future.result()
+            if isinstance(result, IndexReport):
+                self.vectors_note = result.vectors
+        except STORE_ERRORS as exc:
             if library_id not in self._removed:
                 self.failed.emit(f"A library could not be indexed: {exc}")
         if not self._queue:

@@ -123,7 +123,8 @@ class LibrariesPanel(QDialog):
                 )
             self.tree.addTopLevelItem(top)
             top.setExpanded(True)
-        self.summary.setText(_summary(rows))
+        note = self._host.vectors_note
+        self.summary.setText(_summary(rows) + (f"\n{note}" if note else ""))
         has = bool(rows)
         self.reindex_button.setEnabled(has)
         self.remove_button.setEnabled(has)
