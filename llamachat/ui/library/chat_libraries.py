@@ -64,7 +64,11 @@ class ChatLibraries(QObject):
     @Slot()
     def choose_folder(self) -> None:
         """Ask for a folder and add it to the chat as a library."""
-        folder = QFileDialog.getExistingDirectory(self._window, "Add folder as library")
+        # From home, as the other file dialogs: the folder llamachat was started in
+        # (often a desktop launcher's) means nothing to the user.
+        folder = QFileDialog.getExistingDirectory(
+            self._window, "Add folder as library", str(Path.home())
+        )
         if folder:
             self.add_folders([Path(folder)])
 

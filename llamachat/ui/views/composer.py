@@ -479,7 +479,7 @@ class Composer(QWidget):
     @Slot()
     def choose_files(self) -> None:
         """Ask for files to attach."""
-        paths, _ = QFileDialog.getOpenFileNames(self, "Attach files")
+        paths, _ = QFileDialog.getOpenFileNames(self, "Attach files", str(Path.home()))
         self.add_files([Path(p) for p in paths])
 
     @Slot(list)
