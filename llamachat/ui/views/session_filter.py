@@ -67,7 +67,7 @@ class SessionFilters(QObject):
         super().__init__(parent)
         self._history = history
         self._filter = NO_FILTER
-        self.button = QToolButton(parent)
+        self.button = QToolButton()
         self.button.setAccessibleName("Filter chats")
         self.button.setText("Filter")
         self.button.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
@@ -84,7 +84,7 @@ class SessionFilters(QObject):
         self.clear_button.setAccessibleName("Clear filters")
         self.clear_button.setToolTip("Show every chat again")
         self.clear_button.clicked.connect(self.clear)
-        self.bar = QFrame(parent)
+        self.bar = QFrame()
         self.bar.setFrameShape(QFrame.Shape.StyledPanel)
         row = QHBoxLayout(self.bar)
         row.setContentsMargins(6, 2, 2, 2)
