@@ -5,7 +5,7 @@ update; and, under the field while a filter is on, a bar saying what it keeps, w
 `SessionFilters` owns both widgets (`button`, `bar`); the sidebar lays them out and
 passes `changed` on to `SessionListModel.set_filter`. Project and model names are
 outside text: menus get them with `&` doubled (not a mnemonic), the bar as plain text.
-GUI thread only; History's errors reach the caller of the menu's `aboutToShow`.
+GUI thread only; History's errors pass through (the menu reads projects and models as it opens).
 """
 
 from __future__ import annotations
