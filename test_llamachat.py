@@ -95,6 +95,7 @@ from llamachat.dev import bench_skills, structure
 from llamachat.dev.bench_render import sample_tokens
 from llamachat.dev.scripted_router import Model, Reply, ScriptedRouter, ToolCall, render
 from llamachat.dev.skill_corpus import CORPUS
+from llamachat.history.search import SearchFilter, span_start
 from llamachat.history.store import (
     MIGRATIONS,
     History,
@@ -152,7 +153,7 @@ from llamachat.ui.views.meter import ContextMeter
 from llamachat.ui.views.overflow import OverflowPanel, raised_context
 from llamachat.ui.views.popup import above
 from llamachat.ui.views.presets import CUSTOM_LABEL, PresetPicker
-from llamachat.ui.views.session_list import SessionListModel, marked_html
+from llamachat.ui.views.session_list import SESSION_MIME, SessionListModel, marked_html
 from llamachat.ui.views.sidebar import SessionSidebar
 from llamachat.ui.views.summary import SummaryView
 
@@ -1800,6 +1801,75 @@ class TestHistory:
             assert [r[0] for r in rows] == [fresh]
         finally:
             reopened.close()
+
+    def test_search_and_list_keep_to_a_filter_of_project_model_and_last_update(
+        self, tmp_path: Path
+    ) -> None:
+        """A SearchFilter keeps a search (title and message hits) and the plain list to a
+        project or none, a model (the chat's or a message's), a span of last update."""
+
+        path = tmp_path / "history.db"
+        history = History(path)
+        work = history.projects.create("Work")
+        in_work = history.create_session("chat", "qwen", project_id=work)
+        history.add_message(in_work, "user", "alpaca notes")
+        history.add_message(in_work, "assistant", "an alpaca", model="llama")
+        loose = history.create_session("chat", "gemma")
+        history.add_message(loose, "user", "alpaca farm")
+        old = history.create_session("chat", "qwen")
+        history.add_message(old, "user", "alpaca history")
+        titled = history.create_session("chat", "qwen", title="Alpaca plans")
+        with sqlite3.connect(path) as conn:
+            conn.execute(
+                "UPDATE sessions SET updated_at = ? WHERE id = ?", (time.time() - 40 * 86400, old)
+            )
+        conn.close()
+        ids = lambda rows: [row["id"] for row in rows]
+        assert history.models() == ["gemma", "llama", "qwen"]
+        assert ids(history.search("alpaca")) == [titled, loose, in_work, old]
+        assert ids(history.search("alpaca", matching=SearchFilter(project=work))) == [in_work]
+        assert ids(history.search("alpaca", matching=SearchFilter(project=None))) == [
+            titled,
+            loose,
+            old,
+        ]
+        # A message's model counts, as does the chat's.
+        assert ids(history.search("alpaca", matching=SearchFilter(model="llama"))) == [in_work]
+        assert ids(history.search("alpaca", matching=SearchFilter(model="qwen"))) == [
+            titled,
+            in_work,
+            old,
+        ]
+        both = SearchFilter(project=None, model="qwen", updated="month")
+        assert ids(history.search("alpaca", matching=both)) == [titled]
+        assert ids(history.search("plans", matching=SearchFilter(project=work))) == []
+        assert history.search("  ", matching=both) == []
+        # An empty query: the list and its count keep to the filter, newest first.
+        assert ids(history.list_sessions(matching=SearchFilter(model="qwen"))) == [
+            titled,
+            in_work,
+            old,
+        ]
+        assert ids(history.list_sessions(matching=both)) == [titled]
+        assert history.count_sessions(matching=SearchFilter(updated="month")) == 3
+        assert history.count_sessions(matching=SearchFilter(project=None, updated="today")) == 2
+        assert history.list_sessions(matching=SearchFilter(model="nobody")) == []
+        now = time.time()
+        midnight = time.localtime(span_start("today", now))
+        assert (midnight.tm_hour, midnight.tm_min, midnight.tm_yday) == (
+            0,
+            0,
+            time.localtime(now).tm_yday,
+        )
+        assert span_start("week", now) == now - 7 * 86400 and span_start("any") is None
+        with pytest.raises(ValueError, match="updated must be one of"):
+            SearchFilter(updated="fortnight")
+        # The model filter reads the model's messages through an index, not every message.
+        plan = history._read(
+            "EXPLAIN QUERY PLAN SELECT session_id FROM messages WHERE model = ?", ("qwen",)
+        )
+        assert "messages_by_model" in " ".join(str(row[3]) for row in plan)
+        history.close()
 
 
 class TestHistoryTree:
@@ -8118,6 +8188,158 @@ class TestSidebar:
         menu = sidebar.project_menu(work)
         next(a for a in menu.actions() if a.text().startswith("Delete project")).trigger()
         assert shown() == ["gamma", "beta", "alpha"] and history.count_sessions() == 3
+        history.close()
+
+    def test_sidebar_filter_keeps_a_project_model_or_date_flat_says_so_and_clears(
+        self, qtbot, tmp_path: Path
+    ) -> None:
+        """The funnel's menu filters the list and the search by project, model and last
+        update; the chats show flat, a bar says the filter as plain text, Clear ends it."""
+
+        history = _chrome_history(tmp_path)
+        lab = history.projects.create("R&D <b>lab</b>")
+        history.projects.create("Finances")
+        wool = history.create_session("chat", "qwen", project_id=lab)
+        history.add_message(wool, "user", "alpaca wool")
+        history.add_message(wool, "assistant", "sure", model="<i>evil&model</i>")
+        farm = history.create_session("chat", "gemma")
+        history.add_message(farm, "user", "alpaca farm")
+        tax = history.create_session("chat", "qwen")
+        history.add_message(tax, "user", "tax")
+        with sqlite3.connect(history.path) as conn:
+            conn.execute(
+                "UPDATE sessions SET updated_at = ? WHERE id = ?", (time.time() - 40 * 86400, tax)
+            )
+        conn.close()
+        sidebar = SessionSidebar(history)
+        qtbot.addWidget(sidebar)
+        sidebar.resize(280, 400)
+        sidebar.show()
+        qtbot.waitExposed(sidebar)
+        filters = sidebar.filters
+        assert filters.button.accessibleName() == "Filter chats"
+        assert not filters.bar.isVisible() and sidebar.model.rowCount() == 5
+        sidebar.activateWindow()
+        sidebar.search_field.setFocus()
+        qtbot.waitUntil(sidebar.search_field.hasFocus)
+        qtbot.keyClick(sidebar.search_field, Qt.Key.Key_Tab)
+        assert filters.button.hasFocus()  # the next stop after the search field
+
+        def choose(title: str, text: str) -> None:
+            filters.menu.aboutToShow.emit()
+            submenu = next(a.menu() for a in filters.menu.actions() if a.text().startswith(title))
+            next(a for a in submenu.actions() if a.text() == text).trigger()
+
+        filters.menu.aboutToShow.emit()
+        projects = next(a.menu() for a in filters.menu.actions() if a.text() == "Project")
+        assert [a.text() for a in projects.actions() if a.text()] == [
+            "Any project",
+            "No project",
+            "Finances",
+            "R&&D <b>lab</b>",
+        ]
+        choose("Project", "R&&D <b>lab</b>")
+        assert sidebar.session_ids() == [wool] and sidebar.model.rowCount() == 1
+        assert filters.bar.isVisible()
+        assert filters.label.text() == "Project R&D <b>lab</b>"
+        assert filters.label.textFormat() == Qt.TextFormat.PlainText
+        facts = sidebar.model.index(0).data(Qt.ItemDataRole.AccessibleDescriptionRole)
+        assert facts.endswith(" · Project R&D <b>lab</b>")  # flat: which project it is in
+        choose("Model", "<i>evil&&model</i>")
+        assert filters.label.text() == "Project R&D <b>lab</b> · Model <i>evil&model</i>"
+        filters.menu.aboutToShow.emit()
+        assert [a.text() for a in filters.menu.actions()][:2] == [
+            "Project: R&&D <b>lab</b>",
+            "Model: <i>evil&&model</i>",
+        ]
+        # A search keeps to the filter; a filter matching nothing says so.
+        sidebar.search("alpaca")
+        assert sidebar.session_ids() == [wool]
+        sidebar.search("")
+        choose("Project", "No project")
+        assert sidebar.session_ids() == [] and sidebar.no_matches.isVisible()
+        choose("Model", "Any model")
+        assert sidebar.session_ids() == [farm, tax]
+        choose("Last updated", "Last 30 days")
+        assert sidebar.session_ids() == [farm]
+        assert filters.label.text() == "No project · Last 30 days"
+        qtbot.mouseClick(filters.clear_button, Qt.MouseButton.LeftButton)
+        assert not filters.bar.isVisible() and filters.current() == SearchFilter()
+        assert sidebar.model.index(0).data() == "▾ Finances" and sidebar.model.rowCount() == 5
+        history.close()
+
+    def test_sidebar_drag_a_chat_onto_a_project_moves_it_in_or_out_and_keeps_its_pin(
+        self, qtbot, tmp_path: Path
+    ) -> None:
+        """A chat dragged onto a project's header or chat moves into it, onto a chat in no
+        project or the space below out of it; pins stay; other drops are refused."""
+
+        history = _chrome_history(tmp_path)
+        work = history.projects.create("Work")
+        home = history.projects.create("Home")
+        alpha, beta, gamma = (history.create_session("chat", title=t) for t in "abc")
+        history.set_pinned(alpha, True)
+        history.projects.move(beta, home)
+        sidebar = SessionSidebar(history)
+        qtbot.addWidget(sidebar)
+        model = sidebar.model
+        shown = lambda: [model.index(r).data() for r in range(model.rowCount())]
+        assert shown() == ["▾ Home", "b", "▾ Work", "a", "c"]
+        move = Qt.DropAction.MoveAction
+        dragged = model.mimeData([model.index(model.row_of(alpha))])
+        assert dragged.formats() == [SESSION_MIME]
+        assert model.mimeData([model.index(0)]) is None  # a header is not dragged
+        assert model.flags(model.index(0)) & Qt.ItemFlag.ItemIsDropEnabled
+        assert not model.flags(model.index(0)) & Qt.ItemFlag.ItemIsDragEnabled
+        assert model.flags(model.index(3)) & Qt.ItemFlag.ItemIsDragEnabled
+        # Between two rows, another program's text, a chat of another history: no drop.
+        assert not model.canDropMimeData(dragged, move, 3, 0, QModelIndex())
+        text = QMimeData()
+        text.setText(str(alpha))
+        assert not model.canDropMimeData(text, move, -1, 0, model.index(2))
+        foreign = QMimeData()
+        foreign.setData(SESSION_MIME, json.dumps({"history": "/x.db", "ids": [alpha]}).encode())
+        assert not model.canDropMimeData(foreign, move, -1, 0, model.index(2))
+        assert not model.dropMimeData(foreign, move, -1, 0, model.index(2))
+        assert history.get_session(alpha)["project_id"] is None
+        # Onto a project's header: into it, pinned still.
+        assert model.dropMimeData(dragged, move, -1, 0, model.index(2))
+        assert shown() == ["▾ Home", "b", "▾ Work", "a", "c"]
+        assert model.project(3)["id"] == work
+        assert history.get_session(alpha)["project_id"] == work
+        assert history.get_session(alpha)["pinned"] == 1
+        # Where it already is: no drop; onto a chat of another project: into that one.
+        assert not model.canDropMimeData(dragged, move, -1, 0, model.index(2))
+        assert model.dropMimeData(dragged, move, -1, 0, model.index(model.row_of(beta)))
+        assert history.get_session(alpha)["project_id"] == home
+        assert shown() == ["▾ Home", "a", "b", "▾ Work", "c"]
+        # Onto a chat in no project, or the space below the list: out of any project.
+        assert model.dropMimeData(dragged, move, -1, 0, model.index(model.row_of(gamma)))
+        assert history.get_session(alpha)["project_id"] is None
+        beta_drag = model.mimeData([model.index(model.row_of(beta))])
+        assert model.dropMimeData(beta_drag, move, -1, 0, QModelIndex())
+        assert shown() == ["▾ Home", "▾ Work", "a", "c", "b"]
+        # Dropped on the view itself (as a drag ends), onto a header.
+        view = sidebar.list_view
+        sidebar.resize(280, 400)
+        sidebar.show()
+        qtbot.waitExposed(sidebar)
+        assert view.acceptDrops() and view.dragEnabled()
+        at = view.visualRect(model.index(1)).center()
+        buttons, keys = Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier
+        enter = QDragEnterEvent(at, move, dragged, buttons, keys)
+        QApplication.sendEvent(view.viewport(), enter)
+        assert enter.isAccepted()
+        drop = QDropEvent(QPointF(at), move, dragged, buttons, keys)
+        drop.ignore()  # as Qt delivers it: accepted only by who takes it
+        QApplication.sendEvent(view.viewport(), drop)
+        assert drop.isAccepted() and history.get_session(alpha)["project_id"] == work
+        assert shown() == ["▾ Home", "▾ Work", "a", "c", "b"] and model.project(2)["id"] == work
+        # Filtered, the list is flat: nothing is dragged or dropped.
+        sidebar.filters.set_filter(SearchFilter(project=work))
+        assert shown() == ["a"]
+        assert not model.flags(model.index(0)) & Qt.ItemFlag.ItemIsDragEnabled
+        assert not model.canDropMimeData(beta_drag, move, -1, 0, model.index(0))
         history.close()
 
 

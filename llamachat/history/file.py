@@ -148,6 +148,11 @@ MIGRATIONS: list[str] = [
     CREATE INDEX IF NOT EXISTS sessions_by_project
         ON sessions (project_id, pinned, updated_at) WHERE deleted_at IS NULL;
     """,
+    # 7: the models that wrote messages, for filtering chats by model (a scan of every
+    # message otherwise: 0.2 s over 200,000).
+    """
+    CREATE INDEX IF NOT EXISTS messages_by_model ON messages (model, session_id);
+    """,
 ]
 
 # Columns a pre-versioned table may lack, with the definitions ALTER TABLE can add

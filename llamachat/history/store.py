@@ -69,6 +69,7 @@ from llamachat.history.rows import (
     _unavailable,
     transaction,
 )
+from llamachat.history.search import NO_FILTER, SearchFilter
 from llamachat.history.tree import TITLE_CHARS
 
 # What callers import from here, several of them defined in the modules History uses.
@@ -181,8 +182,11 @@ def _write_imports(
         conn.close()
 
 
-def _live(mode: str | None, project: int | None | Literal["any"]) -> tuple[str, tuple]:
-    """The WHERE clause (and its values) of the live sessions of `mode` in `project`."""
+def _live(
+    mode: str | None, project: int | None | Literal["any"], matching: SearchFilter
+) -> tuple[str, tuple]:
+    """The WHERE clause (and its values) of the live sessions of `mode` in `project` that
+    `matching` keeps."""
     where, params = "deleted_at IS NULL", cast(tuple, ())
     if mode:
         where, params = where + " AND mode = ?", (mode,)
@@ -190,7 +194,8 @@ def _live(mode: str | None, project: int | None | Literal["any"]) -> tuple[str, 
         where += " AND project_id IS NULL"
     elif project != "any":
         where, params = where + " AND project_id = ?", (*params, project)
-    return where, params
+    kept, kept_params = matching.sql("sessions")
+    return where + kept, (*params, *kept_params)
 
 
 class History:
@@ -301,10 +306,11 @@ class History:
         offset: int = 0,
         mode: str | None = None,
         project: int | None | Literal["any"] = "any",
+        matching: SearchFilter = NO_FILTER,
     ) -> list[SessionRow]:
         """One page of live sessions, pinned ones first, then most recently updated first;
-        `project`: only that project's (None: only those in none)."""
-        where, params = _live(mode, project)
+        `project`: only that project's (None: only those in none); only those `matching` keeps."""
+        where, params = _live(mode, project, matching)
         rows = self._read(
             f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE {where}"
             " ORDER BY pinned DESC, updated_at DESC, id DESC LIMIT ? OFFSET ?",
@@ -313,10 +319,15 @@ class History:
         return [cast(SessionRow, _decode(row)) for row in rows]
 
     def count_sessions(
-        self, *, mode: str | None = None, project: int | None | Literal["any"] = "any"
+        self,
+        *,
+        mode: str | None = None,
+        project: int | None | Literal["any"] = "any",
+        matching: SearchFilter = NO_FILTER,
     ) -> int:
-        """How many live (not deleted) sessions there are (of `mode`, in `project`)."""
-        where, params = _live(mode, project)
+        """How many live (not deleted) sessions there are (of `mode`, in `project`, kept by
+        `matching`)."""
+        where, params = _live(mode, project, matching)
         return int(self._read(f"SELECT count(*) FROM sessions WHERE {where}", params)[0][0])
 
     def rename_session(self, session_id: int, title: str) -> None:
@@ -574,15 +585,23 @@ class History:
 
     # ------------------------------------------------------------------ search
 
-    def search(self, query: str, *, limit: int = 50) -> list[SearchHit]:
-        """Live sessions matching every word of `query`, with a snippet of the best message.
+    def search(
+        self, query: str, *, limit: int = 50, matching: SearchFilter = NO_FILTER
+    ) -> list[SearchHit]:
+        """Live sessions matching every word of `query`, with a snippet of the best message;
+        only those `matching` keeps (a project, a model, a time of last update).
 
         Sessions whose title holds every word come first (newest first; their snippet
         is '' when no message matches), then those with a message matching every word
         as a prefix, best first.
         """
         with self._reading() as conn:
-            return search.search(conn, query, limit=limit)
+            return search.search(conn, query, limit=limit, matching=matching)
+
+    def models(self) -> list[str]:
+        """The models the live chats were set to or that wrote a message, by name."""
+        with self._reading() as conn:
+            return search.models(conn)
 
     # ------------------------------------------------------------------ export / import
 

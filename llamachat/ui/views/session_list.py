@@ -3,23 +3,38 @@
 `SessionListModel` reads sessions a page at a time (`canFetchMore`/`fetchMore`) as the
 list scrolls, so ten thousand sessions open as fast as ten, or holds the hits of a
 search; projects come first, each a header (click: fold) over its chats, then the
-chats in no project; pinned chats lead their group, marked with `pin_icon`. `SearchHitDelegate` draws a
+chats in no project; pinned chats lead their group, marked with `pin_icon`. A search or
+a filter (`search.SearchFilter`: a project, a model, a time of last update) shows its
+chats flat, without the projects' headers. A chat dragged onto a project's header or one
+of its chats moves into that project; onto a chat in no project or the empty space below
+the list, out of any (`SESSION_MIME` carries the chats' ids). `SearchHitDelegate` draws a
 hit as its title and a snippet with the matched words marked, outside text escaped.
-GUI thread only; History's errors pass through (`setData` and `set_pinned` write).
+GUI thread only; History's errors pass through (`setData` and `set_pinned` write), except
+a drop's, which `move_refused` says.
 """
 
 from __future__ import annotations
 
 import functools
 import html
+import json
 import re
 import time
 import unicodedata
 from typing import Any
 
-from PySide6.QtCore import QAbstractListModel, QModelIndex, QPersistentModelIndex, QSize, Qt, Signal
+from PySide6.QtCore import (
+    QAbstractListModel,
+    QMimeData,
+    QModelIndex,
+    QPersistentModelIndex,
+    QSize,
+    Qt,
+    Signal,
+)
 from PySide6.QtGui import (
     QAbstractTextDocumentLayout,
+    QDropEvent,
     QFont,
     QIcon,
     QPainter,
@@ -28,9 +43,18 @@ from PySide6.QtGui import (
     QPixmap,
     QTextDocument,
 )
-from PySide6.QtWidgets import QApplication, QStyle, QStyledItemDelegate, QStyleOptionViewItem
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QApplication,
+    QListView,
+    QStyle,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
+    QWidget,
+)
 
-from llamachat.history.store import History, ProjectRow, SessionRow
+from llamachat.history.search import NO_FILTER, SearchFilter
+from llamachat.history.store import History, HistoryError, ProjectRow, SessionRow
 from llamachat.ui import plain
 from llamachat.ui.views.markdown import plain_text
 
@@ -40,6 +64,10 @@ UNTITLED = "Untitled chat"
 # A snippet starts at most this many characters before its first marked word.
 SNIPPET_LEAD = 24
 SNIPPET_LINES = 2
+# A drag of chats in the list: their history file and ids, as JSON. Private to llamachat,
+# so a drag from another program is never taken for one; the file, so one from a window
+# over another history is refused.
+SESSION_MIME = "application/x-llamachat-session-ids"
 
 _Index = QModelIndex | QPersistentModelIndex
 
@@ -102,11 +130,13 @@ def pin_icon() -> QIcon:
 
 class SessionListModel(QAbstractListModel):
     """Projects (each a header, then its chats unless folded), then the chats in no
-    project, newest first and fetched a page at a time; or the hits of a search."""
+    project, newest first and fetched a page at a time; or, flat, the hits of a search
+    or the chats a filter keeps."""
 
     SessionIdRole = Qt.ItemDataRole.UserRole + 1
     DepthRole = Qt.ItemDataRole.UserRole + 2  # 1 for a chat shown under its project
     renamed = Signal(int, str)
+    move_refused = Signal(str)  # a drop's move failed: History's message
 
     def __init__(
         self, history: History, *, page_size: int = PAGE_SIZE, mode: str | None = None
@@ -120,6 +150,8 @@ class SessionListModel(QAbstractListModel):
         self._rows: list[SessionRow] = []
         self._total = 0
         self._query = ""
+        self._filter = NO_FILTER
+        self._names: dict[int, str] = {}  # the projects' names, by id
 
     # ------------------------------------------------------------------ queries
 
@@ -127,29 +159,53 @@ class SessionListModel(QAbstractListModel):
         """The search shown ('' when browsing)."""
         return self._query
 
+    def search_filter(self) -> SearchFilter:
+        """The filter the list and the search keep to (NO_FILTER: none)."""
+        return self._filter
+
+    def flat(self) -> bool:
+        """Whether the list shows a search's hits or a filter's chats, without projects."""
+        return bool(self._query) or self._filter.active
+
     def reload(self, *, at_least: int = 0) -> None:
         """Read the list again from the database, keeping at least `at_least` rows loaded."""
         self.beginResetModel()
         self._top = []
+        projects = self._history.projects.listed()
+        self._names = {project["id"]: project["name"] for project in projects}
         if self._query:
-            self._rows = list(self._history.search(self._query, limit=SEARCH_LIMIT))
+            self._rows = list(
+                self._history.search(self._query, limit=SEARCH_LIMIT, matching=self._filter)
+            )
             self._total = len(self._rows)
         else:
-            for project in self._history.projects.listed():
+            for project in projects if not self._filter.active else []:
                 self._top.append((project, None))
                 if not project["collapsed"]:
                     chats = self._history.list_sessions(
                         limit=-1, mode=self._mode, project=project["id"]
                     )
                     self._top.extend((project, chat) for chat in chats)
-            self._total = self._history.count_sessions(project=None)
+            self._total = self._history.count_sessions(**self._page_of())
             size = max(self._page_size, at_least - len(self._top))
-            self._rows = self._history.list_sessions(limit=size, mode=self._mode, project=None)
+            self._rows = self._history.list_sessions(limit=size, **self._page_of())
         self.endResetModel()
+
+    def _page_of(self) -> dict[str, Any]:
+        """What the paged part of the list holds: the chats in no project, or, filtered,
+        every chat the filter keeps."""
+        if self._filter.active:
+            return {"mode": self._mode, "project": "any", "matching": self._filter}
+        return {"mode": self._mode, "project": None}
 
     def set_query(self, query: str) -> None:
         """Show the sessions matching `query`, or every session when it is blank."""
         self._query = query.strip()
+        self.reload()
+
+    def set_filter(self, search_filter: SearchFilter) -> None:
+        """Keep the list and the search to the chats `search_filter` keeps."""
+        self._filter = search_filter
         self.reload()
 
     def session(self, row: int) -> SessionRow | None:
@@ -215,7 +271,7 @@ class SessionListModel(QAbstractListModel):
         if not self.canFetchMore(parent):
             return
         page = self._history.list_sessions(
-            limit=self._page_size, offset=len(self._rows), mode=self._mode, project=None
+            limit=self._page_size, offset=len(self._rows), **self._page_of()
         )
         if not page:
             self._total = len(self._rows)  # sessions were deleted meanwhile
@@ -244,6 +300,9 @@ class SessionListModel(QAbstractListModel):
             facts.append(f"Last message {stamp}")
             if session.get("model"):
                 facts.append(f"Model {session['model']}")
+            project_id = session.get("project_id")
+            if project_id is not None and project_id in self._names:
+                facts.append(f"Project {self._names[project_id]}")
             text = f"{title}\n" + " · ".join(facts)
             return plain.tooltip(text) if role == Qt.ItemDataRole.ToolTipRole else text
         if role == Qt.ItemDataRole.DecorationRole and session.get("pinned"):
@@ -269,12 +328,17 @@ class SessionListModel(QAbstractListModel):
         return None
 
     def flags(self, index: _Index) -> Qt.ItemFlag:
-        """Sessions can be selected and renamed in place; a project's header is clicked."""
+        """Sessions can be selected and renamed in place; a project's header is clicked.
+        Browsing by project, chats are dragged, and dropped on a header, a chat or the
+        empty space below the list (the view asks for the invalid index)."""
+        grouped = Qt.ItemFlag.NoItemFlags if self.flat() else Qt.ItemFlag.ItemIsDropEnabled
         if not index.isValid():
-            return Qt.ItemFlag.NoItemFlags
+            return grouped
         if self.session(index.row()) is None:
-            return Qt.ItemFlag.ItemIsEnabled
-        return super().flags(index) | Qt.ItemFlag.ItemIsEditable
+            return Qt.ItemFlag.ItemIsEnabled | grouped
+        if not self.flat():
+            grouped |= Qt.ItemFlag.ItemIsDragEnabled
+        return super().flags(index) | Qt.ItemFlag.ItemIsEditable | grouped
 
     def setData(self, index: _Index, value: Any, role: int = Qt.ItemDataRole.EditRole) -> bool:
         """Rename a session from the in-place editor."""
@@ -289,6 +353,86 @@ class SessionListModel(QAbstractListModel):
         self.dataChanged.emit(index, index)
         self.renamed.emit(session["id"], title)
         return True
+
+    # ------------------------------------------------------------------ drag and drop
+
+    def mimeTypes(self) -> list[str]:
+        """A drag of chats is their ids, in SESSION_MIME."""
+        return [SESSION_MIME]
+
+    def supportedDropActions(self) -> Qt.DropAction:
+        """A dropped chat moves (into the project dropped on)."""
+        return Qt.DropAction.MoveAction
+
+    def mimeData(self, indexes: list[QModelIndex]) -> QMimeData | None:  # type: ignore[override]
+        """The ids of the chats among `indexes` (None: only headers)."""
+        ids = [self.session_id(index.row()) for index in indexes if index.isValid()]
+        chats = [session_id for session_id in ids if session_id is not None]
+        if not chats:
+            return None
+        data = QMimeData()
+        drag = {"history": str(self._history.path), "ids": chats}
+        data.setData(SESSION_MIME, json.dumps(drag).encode())
+        return data
+
+    def canDropMimeData(
+        self, data: QMimeData, action: Qt.DropAction, row: int, column: int, parent: _Index
+    ) -> bool:
+        """Whether dropping `data` there moves a chat: onto a project's header or chat, a
+        chat in no project or the space below the list, for a chat not already there."""
+        return self._drop(data, row, parent) is not None
+
+    def dropMimeData(
+        self, data: QMimeData, action: Qt.DropAction, row: int, column: int, parent: _Index
+    ) -> bool:
+        """Move the dragged chats into the project dropped on (or out of any), as the Move
+        menu does; pins stay. A refusal is said by `move_refused`."""
+        drop = self._drop(data, row, parent)
+        if drop is None:
+            return False
+        chats, project_id = drop
+        try:
+            for session_id in chats:
+                self._history.projects.move(session_id, project_id)
+        except HistoryError as exc:
+            self.move_refused.emit(str(exc))
+            return False
+        finally:
+            self.reload(at_least=self.rowCount())
+        return True
+
+    def _drop(
+        self, data: QMimeData, row: int, parent: _Index
+    ) -> tuple[list[int], int | None] | None:
+        """The chats a drop at (row, parent) moves and the project they go into (None: out
+        of any); None when it moves nothing (no chats, filtered, between rows)."""
+        if self.flat() or not data.hasFormat(SESSION_MIME):
+            return None
+        if parent.isValid() and 0 <= parent.row() < self.rowCount():
+            project = self.project(parent.row())
+            target = project["id"] if project is not None else None
+        elif row < 0 and not parent.isValid():
+            target = None  # the empty space below the list
+        else:
+            return None  # between two rows: neither one nor the other
+        try:
+            drag = json.loads(bytes(data.data(SESSION_MIME).data()))
+        except ValueError:
+            return None
+        ids = drag.get("ids") if isinstance(drag, dict) else None
+        if (
+            drag.get("history") != str(self._history.path)
+            or not isinstance(ids, list)
+            or not all(type(i) is int for i in ids)
+        ):
+            return None
+        where = {
+            int(session["id"]): session["project_id"]
+            for session in (self.session(r) for r in range(self.rowCount()))
+            if session is not None
+        }
+        chats = [i for i in ids if where.get(i, -1) != target]
+        return (chats, target) if chats else None
 
 
 class SearchHitDelegate(QStyledItemDelegate):
@@ -355,3 +499,20 @@ class SearchHitDelegate(QStyledItemDelegate):
             size.setHeight(size.height() + (SNIPPET_LINES - 1) * option.fontMetrics.lineSpacing())
         # Long titles are elided to the view's width instead of widening the list.
         return QSize(1, size.height())
+
+
+class SessionView(QListView):
+    """The list of chats; a chat dragged onto a project moves into it (`SessionListModel`)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setDragEnabled(True)
+        self.setAcceptDrops(True)
+        self.setDropIndicatorShown(True)
+        self.setDragDropMode(QAbstractItemView.DragDropMode.DragDrop)
+        self.setDefaultDropAction(Qt.DropAction.MoveAction)
+
+    def dropEvent(self, event: QDropEvent) -> None:
+        """Hand every drop to the model: QListView's own, for a drop from itself onto no
+        row, would reorder the rows (moveRow) instead of moving the chat out of its project."""
+        QAbstractItemView.dropEvent(self, event)

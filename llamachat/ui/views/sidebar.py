@@ -4,8 +4,11 @@
 reads them a page at a time as the list scrolls, pinned chats first. Typing in "Search sessions" runs
 `History.search` after a short pause and lists the chats whose title or messages
 match, each with a snippet shown as plain text and the matched words marked
-(`SearchHitDelegate`), or says "No matches". Deleting is soft and undoable from the
-bar that appears under the list. The highlighted row is always the chat the window
+(`SearchHitDelegate`), or says "No matches". The funnel beside the field
+(`session_filter.SessionFilters`) keeps the list and the search to a project, a model or
+a time of last update, shown flat with a bar saying so. A chat dragged onto a project's
+header or chats moves into it, onto the chats in no project out of it (`SessionView`).
+Deleting is soft and undoable from the bar that appears under the list. The highlighted row is always the chat the window
 shows (`set_current`), whatever the list does meanwhile.
 
 Everything here runs on the GUI thread, which owns the History's connection, except
@@ -46,7 +49,6 @@ from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLineEdit,
-    QListView,
     QMenu,
     QProgressDialog,
     QPushButton,
@@ -70,11 +72,13 @@ from llamachat.ui.views.projects import (
     new_project,
     project_menu,
 )
+from llamachat.ui.views.session_filter import SessionFilters
 from llamachat.ui.views.session_list import (
     PAGE_SIZE,
     UNTITLED,
     SearchHitDelegate,
     SessionListModel,
+    SessionView,
 )
 
 log = logging.getLogger(__name__)
@@ -125,6 +129,8 @@ class SessionSidebar(QWidget):
         self._search_timer.timeout.connect(self._run_search)
         self.search_field.textChanged.connect(lambda _: self._search_timer.start())
         self.search_field.returnPressed.connect(self._run_search)
+        self.filters = SessionFilters(self.history, self)
+        self.filters.changed.connect(self.model.set_filter)
 
         self.new_button = QPushButton("New chat")
         self.new_button.setAccessibleName("New chat")
@@ -149,7 +155,7 @@ class SessionSidebar(QWidget):
         self.no_matches.setEnabled(False)
         self.no_matches.hide()
 
-        self.list_view = QListView()
+        self.list_view = SessionView()
         self.list_view.setAccessibleName("Sessions")
         self.list_view.setModel(self.model)
         self.list_view.setItemDelegate(SearchHitDelegate(self.list_view))
@@ -172,6 +178,7 @@ class SessionSidebar(QWidget):
         self.model.modelReset.connect(self._on_model_reset)
         self.model.rowsRemoved.connect(self._select_current)
         self.model.renamed.connect(self._on_renamed)
+        self.model.move_refused.connect(self.show_notice)
 
         self.notice_label = plain.Label()
         self.notice_label.setWordWrap(True)
@@ -202,7 +209,11 @@ class SessionSidebar(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(top)
-        layout.addWidget(self.search_field)
+        searching = QHBoxLayout()
+        searching.addWidget(self.search_field, 1)
+        searching.addWidget(self.filters.button)
+        layout.addLayout(searching)
+        layout.addWidget(self.filters.bar)
         layout.addWidget(self.no_matches)
         layout.addWidget(self.list_view, 1)
         layout.addWidget(self.notice)
@@ -220,7 +231,7 @@ class SessionSidebar(QWidget):
         a chat just created) is read in first, so it is listed and highlighted at once.
         """
         self._current = session_id
-        if session_id is not None and not self.model.query() and self.model.row_of(session_id) < 0:
+        if session_id is not None and not self.model.flat() and self.model.row_of(session_id) < 0:
             self.refresh()
         self._select_current()
 
@@ -382,7 +393,7 @@ class SessionSidebar(QWidget):
     def _on_model_reset(self) -> None:
         # Uniform rows keep 10,000 titles cheap; search hits carry a second line.
         self.list_view.setUniformItemSizes(not self.model.query())
-        self.no_matches.setVisible(bool(self.model.query()) and self.model.rowCount() == 0)
+        self.no_matches.setVisible(self.model.flat() and self.model.rowCount() == 0)
         self._select_current()
 
     @Slot()
