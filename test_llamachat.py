@@ -14408,6 +14408,33 @@ class TestLibrary:
         assert names == {"zebra.txt", "more.txt"}
         host.close()
 
+    def test_libraries_panel_says_the_search_uses_vectors_when_it_does(
+        self, qtbot, router, tmp_path: Path
+    ) -> None:
+        """With vectors made, the panel says the search goes by meaning too and with which
+        model; without an embedding model it says nothing of vectors."""
+        from llamachat.dev.pytest_plugin import _embedder
+        from llamachat.ui.library.host import LibraryHost
+        from llamachat.ui.library.panel import LibrariesPanel
+
+        root = tmp_path / "docs"
+        root.mkdir()
+        (root / "zebra.txt").write_text("The zebra division grew.")
+        client = Client(router.url)
+        embedders = [_embedder(client), None]
+        host = LibraryHost(tmp_path / "library.db", embedder=lambda: embedders[0])
+        panel = LibrariesPanel(host, 4)
+        qtbot.addWidget(panel)
+        host.attach(4, root)
+        qtbot.waitUntil(lambda: not host.busy(), timeout=20000)
+        panel.refresh()
+        assert "by meaning too, with vectors from test-model" in panel.summary.text()
+        embedders.pop(0)
+        panel.refresh()
+        assert "meaning" not in panel.summary.text() and "vectors" not in panel.summary.text()
+        host.close()
+        client.close()
+
     def test_without_sqlite_vec_the_library_searches_full_text_and_says_so(
         self, router, tmp_path: Path, monkeypatch
     ) -> None:

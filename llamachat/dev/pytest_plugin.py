@@ -62,11 +62,21 @@ from llamachat.skills import SkillStore
 from llamachat.ui import ChatWindow
 from llamachat.ui.app import App
 from llamachat.ui.chat.session import Conversation
+from llamachat.ui.chat.worker import collect_garbage_on_gui_thread
 from llamachat.ui.quick import QuickWindow
 from llamachat.ui.views.markdown import StreamingMarkdown, Update
 from llamachat.ui.views.messages import ConversationView
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def garbage_collected_on_gui_thread(qapp) -> None:
+    """Python's cycle collector runs on the GUI thread from the first test on, as in the
+    app (its windows arrange it). Left to a worker thread, it destroys a test's dropped
+    Qt objects there: a QFileSystemWatcher's notifier then floods the log forever
+    ("Invalid socket ..."), hanging a run of the tests that made no window first."""
+    collect_garbage_on_gui_thread()
 
 
 @pytest.fixture(autouse=True)

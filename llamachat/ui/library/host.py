@@ -111,6 +111,11 @@ class LibraryHost(QObject):
             return None
         return LibraryConfig(self.path, session_id, max_searches, self._embedder())
 
+    def embedding_model(self) -> str:
+        """The model whose vectors the search uses too ('' for none: words only)."""
+        embedder = self._embedder()
+        return embedder.model if embedder is not None else ""
+
     def libraries(self, session_id: int | None = None) -> list[LibraryRow]:
         """The chat's libraries (None: every chat's) with their counts."""
         empty: list[LibraryRow] = []

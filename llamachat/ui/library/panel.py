@@ -123,7 +123,10 @@ class LibrariesPanel(QDialog):
                 )
             self.tree.addTopLevelItem(top)
             top.setExpanded(True)
+        # Whoever set embedding_model wants to see it at work (or why it is not).
         note = self._host.vectors_note
+        if rows and not note and (model := self._host.embedding_model()):
+            note = f"It finds passages by meaning too, with vectors from {model}."
         self.summary.setText(_summary(rows) + (f"\n{note}" if note else ""))
         has = bool(rows)
         self.reindex_button.setEnabled(has)
