@@ -239,14 +239,12 @@ class LibraryStore:
                 )
                 self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
                 self._db.commit()
-            elif version == 1 and self.vectors:
-                self._upgrade_vectors()
         except (OSError, *DB_ERRORS) as exc:  # type: ignore[misc]
             raise LibraryError(f"cannot open the library file {path}: {exc}") from exc
 
     def _upgrade_vectors(self) -> None:
-        """Version 1's float vectors kept, each given its bits (without sqlite-vec the file
-        stays at 1 until it loads: only sqlite-vec reads the vectors)."""
+        """Version 1's float vectors kept, each given its bits: done by indexing, in its
+        thread (~8 s for 50,000 vectors); until then a search finds no vector's nearest."""
         self._db.execute("BEGIN IMMEDIATE")  # another connection may be upgrading it
         if self._db.execute("PRAGMA user_version").fetchone()[0] == 1:
             model = self._db.execute("SELECT model, dimension FROM vector_model").fetchone()
@@ -264,10 +262,7 @@ class LibraryStore:
                     ((pid, sid, vectors.coarse(blob), blob) for pid, sid, blob in old),
                 )
                 self._db.execute("DROP TABLE old_vectors")
-            else:  # vectors of no known model: made again by the next indexing
-                self._db.execute("DROP TABLE IF EXISTS passage_vectors")
-                self._db.execute("DELETE FROM embedded_files")
-                self._db.execute("DELETE FROM vector_model")
+            # (Vectors of no model are dropped by `_check_model`.)
             self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         self._db.commit()
 
@@ -455,6 +450,8 @@ class LibraryStore:
         if not self.vectors:
             report.vectors = f"No vectors: {vectors.problem()}; searching uses full text only."
             return
+        if self._db.execute("PRAGMA user_version").fetchone()[0] == 1:
+            self._upgrade_vectors()
         self._check_model(embedder.model, None)
         done = 0
         while cancel is None or not cancel.is_set():
