@@ -14509,6 +14509,120 @@ class TestLibrary:
         assert row == (SMOL_EMBED_ID, 576)
         assert hits[0].path.name == "llamas.txt" and len(hits) == 2
 
+    def test_vectors_bits_first_then_floats_keep_the_exact_nearest_first(
+        self, tmp_path: Path
+    ) -> None:
+        """The vectors' nearest are the 200 nearest by their bits, ranked by cosine on the
+        floats: over 600 passages in clusters (vectors of 100 values, not a multiple of 8),
+        the exact nearest is always first and nearly all of the exact 20 are found."""
+        from llamachat.dev.bench_library import LocalVectors
+        from llamachat.library import vectors
+        from llamachat.library.store import COARSE_CANDIDATES, LibraryStore
+        from llamachat.library.vectors import Embedder
+
+        root = tmp_path / "docs"
+        root.mkdir()
+        for name in range(3):
+            # Over half a passage long each: one passage a paragraph.
+            paragraphs = [f"Passage {name}-{i}: " + "more notes " * 60 for i in range(200)]
+            (root / f"notes-{name}.txt").write_text("\n\n".join(paragraphs))
+        local = LocalVectors(100)
+        embedder = Embedder("local", local.embed)
+        store = LibraryStore(tmp_path / "library.db")
+        report = store.index(store.attach(1, root), embedder=embedder)
+        assert report.embedded == 600 > COARSE_CANDIDATES
+        found = 0
+        try:
+            for n in range(20):
+                query = f"question {n}"
+                near = store._nearest(query, 1, embedder, 20)
+                exact = [
+                    rowid
+                    for (rowid,) in store._db.execute(
+                        "SELECT rowid FROM passage_vectors"
+                        " ORDER BY vec_distance_cosine(embedding, ?) LIMIT 20",
+                        (vectors.pack(local.vector(query)),),
+                    )
+                ]
+                assert near[0] == exact[0], query
+                found += len(set(near) & set(exact))
+            assert store._nearest("question 0", 2, embedder, 20) == []  # another chat's
+        finally:
+            store.close()
+        assert found >= 0.9 * 20 * 20
+
+    def test_a_version_1_library_db_keeps_its_vectors_given_their_bits(
+        self, tmp_path: Path
+    ) -> None:
+        """library.db made before the bits (version 1: float vectors searched by brute
+        force) is converted by the next indexing: every vector kept, nothing sent to the
+        router again, the search finds what it found; a version 1 file whose vectors name
+        no model has them made again."""
+        from llamachat.dev.bench_library import LocalVectors
+        from llamachat.library.store import LibraryStore
+        from llamachat.library.vectors import Embedder
+
+        root = tmp_path / "docs"
+        root.mkdir()
+        for name in ("alpha", "beta", "gamma"):
+            (root / f"{name}.txt").write_text(f"The {name} notes.\n\nMore on {name}.")
+        local = LocalVectors(64)
+        sent: list[str] = []
+
+        def embed(texts: list[str], timeout: float) -> list[list[float]]:
+            sent.extend(texts)
+            return local.embed(texts, timeout)
+
+        embedder = Embedder("local", embed)
+        db = tmp_path / "library.db"
+        store = LibraryStore(db)
+        library = store.attach(1, root)
+        store.index(library, embedder=embedder)
+        before = [hit.text for hit in store.search("beta", 1, limit=6, embedder=embedder)]
+        # Back to version 1's layout, as its LibraryStore made it.
+        rows = store._db.execute(
+            "SELECT rowid, session_id, embedding FROM passage_vectors ORDER BY rowid"
+        ).fetchall()
+        store._db.execute("DROP TABLE passage_vectors")
+        store._db.execute(
+            "CREATE VIRTUAL TABLE passage_vectors USING vec0(session_id INTEGER PARTITION KEY,"
+            " embedding float[64] distance_metric=cosine)"
+        )
+        store._db.executemany(
+            "INSERT INTO passage_vectors (rowid, session_id, embedding) VALUES (?, ?, ?)", rows
+        )
+        store._db.execute("PRAGMA user_version = 1")
+        store._db.commit()
+        store.close()
+
+        store = LibraryStore(db)
+        sent.clear()
+        try:
+            # Indexing converts it (in its thread: the window opens library.db too).
+            report = store.index(library, embedder=embedder)
+            version = store._db.execute("PRAGMA user_version").fetchone()[0]
+            kept = store._db.execute(
+                "SELECT rowid, session_id, embedding FROM passage_vectors ORDER BY rowid"
+            ).fetchall()
+            after = [hit.text for hit in store.search("beta", 1, limit=6, embedder=embedder)]
+        finally:
+            store.close()
+        assert version == 2 and len(rows) == 3
+        assert kept == rows
+        assert after == before
+        assert report.embedded == 0 and sent == ["beta"]  # the query's vector only
+
+        store = LibraryStore(db)
+        store._db.execute("DELETE FROM vector_model")
+        store._db.execute("PRAGMA user_version = 1")
+        store._db.commit()
+        store.close()
+        store = LibraryStore(db)
+        try:
+            assert store.index(library, embedder=embedder).embedded == 3
+        finally:
+            store.close()
+
 
 class TestImport:
     """Chats imported from other apps' exports and our Markdown (`history.importers`)."""

@@ -8,13 +8,17 @@ timing it and the process's peak memory; indexes them again through the App's
 it) while `heartbeat`, a 1 ms timer on the GUI thread, measures the event loop's stalls;
 then indexes `passages` passages of
 text and times `search_documents`' query over them (the words drawn as in English, common
-ones often, most rarely).
+ones often, most rarely); and indexes them again with vectors made here (`LocalVectors`:
+clusters of 576 values, the size SmolLM2 gives; no router, so no HTTP is timed) and times
+the query fused with the vectors' nearest, with the recall of those nearest against an
+exact search.
 
 Errors: none of its own; an indexing run that never ends raises TimeoutError.
 """
 
 from __future__ import annotations
 
+import math
 import random
 import resource
 import statistics
@@ -26,6 +30,11 @@ from typing import Any
 
 PAGES_PER_PDF = 100
 QUERIES = 50
+RECALL_QUERIES = 10
+"""Queries whose vectors' nearest are checked against an exact scan (~0.2 s each)."""
+DIMENSION = 576
+"""The vectors' size in the fused query: SmolLM2-135M's (the tests' model)."""
+CLUSTERS = 300
 
 
 def vocabulary(seed: int = 5, size: int = 20_000) -> tuple[list[str], list[float]]:
@@ -74,6 +83,40 @@ def write_texts(folder: Path, passages: int, seed: int = 2) -> None:
         (folder / f"notes-{start // 1000:03}.txt").write_text("\n\n".join(paragraphs))
 
 
+class LocalVectors:
+    """Deterministic vectors, the bench's embedding model: each text near one of
+    `CLUSTERS` random centres (as passages on one topic are), normalized as llama.cpp's."""
+
+    def __init__(self, dimension: int = DIMENSION, seed: int = 4) -> None:
+        rng = random.Random(seed)
+        self.dimension = dimension
+        self._centres = [[rng.gauss(0, 1) for _ in range(dimension)] for _ in range(CLUSTERS)]
+        # Noise drawn once and turned by a random shift: gauss per value would take minutes.
+        self._noise = [[rng.gauss(0, 1) for _ in range(dimension)] for _ in range(64)]
+        self._known: dict[str, list[float]] = {}
+
+    def vector(self, text: str) -> list[float]:
+        """`text`'s vector: its centre plus noise, both chosen by the text."""
+        rng = random.Random(text)
+        centre = self._centres[rng.randrange(CLUSTERS)]
+        one, two = rng.sample(self._noise, 2)
+        a, b = rng.randrange(self.dimension), rng.randrange(self.dimension)
+        scale = rng.uniform(0.4, 0.9)
+        vector = [
+            c + scale * (x + y) for c, x, y in zip(centre, one[a:] + one[:a], two[b:] + two[:b])
+        ]
+        norm = math.sqrt(sum(x * x for x in vector))
+        return [x / norm for x in vector]
+
+    def remember(self, texts: list[str]) -> None:
+        """Make the vectors of `texts` now, so that `embed` only looks them up."""
+        self._known.update((text, self.vector(text)) for text in texts)
+
+    def embed(self, texts: Any, _timeout: float) -> list[list[float]]:
+        """The Embedder's function: one vector a text."""
+        return [self._known.get(text) or self.vector(text) for text in texts]
+
+
 def _peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -116,25 +159,73 @@ def query_times(db: Path, passages: int) -> dict[str, Any]:
     """Median and p95 of `QUERIES` searches of two or three words over `passages` passages."""
     from llamachat.library.store import LibraryStore
 
-    rng = random.Random(3)
-    words, _weights = vocabulary()
     store = LibraryStore(db)
     times = []
     found = 0
-    # Words people search for are neither the commonest nor the rarest.
-    pool = words[20:2000]
-    for _ in range(QUERIES):
-        query = " ".join(rng.sample(pool, rng.randint(2, 3)))
+    for query in _queries():
         started = time.perf_counter()
         found += len(store.search(query, 1))
         times.append((time.perf_counter() - started) * 1000)
     store.close()
-    times.sort()
+    return {**_spread(times), "hits": found}
+
+
+def fused_times(folder: Path, db: Path, dimension: int = DIMENSION) -> dict[str, Any]:
+    """Index the texts in `folder` with `LocalVectors` of `dimension` values, then the
+    median and p95 of `QUERIES` searches fused with the vectors (the queries' vectors made
+    beforehand), and the recall@20 of the vectors' nearest against an exact scan."""
+    from llamachat.library import vectors
+    from llamachat.library.store import CANDIDATES, LibraryStore
+    from llamachat.library.vectors import Embedder
+
+    local = LocalVectors(dimension)
+    embedder = Embedder("local", local.embed)
+    store = LibraryStore(db)
+    started = time.perf_counter()
+    report = store.index(store.attach(1, folder), embedder=embedder)
+    index_seconds = time.perf_counter() - started
+    # Searched through a connection of its own, as search_documents does.
+    store.close()
+    store = LibraryStore(db)
+    queries = _queries()
+    local.remember(queries)
+    times = []
+    for query in queries:
+        started = time.perf_counter()
+        store.search(query, 1, embedder=embedder)
+        times.append((time.perf_counter() - started) * 1000)
+    found = 0
+    for query in queries[:RECALL_QUERIES]:
+        near = store._nearest(query, 1, embedder, CANDIDATES)
+        exact = store._db.execute(
+            "SELECT rowid FROM passage_vectors ORDER BY vec_distance_cosine(embedding, ?) LIMIT ?",
+            (vectors.pack(local.vector(query)), CANDIDATES),
+        ).fetchall()
+        found += len(set(near) & {rowid for (rowid,) in exact})
+    store.close()
+    return {
+        **_spread(times),
+        "recall_at_20": found / (CANDIDATES * RECALL_QUERIES),
+        "passages": report.embedded,
+        "dimension": dimension,
+        "index_seconds": index_seconds,
+    }
+
+
+def _queries() -> list[str]:
+    rng = random.Random(3)
+    words, _weights = vocabulary()
+    # Words people search for are neither the commonest nor the rarest.
+    pool = words[20:2000]
+    return [" ".join(rng.sample(pool, rng.randint(2, 3))) for _ in range(QUERIES)]
+
+
+def _spread(times: list[float]) -> dict[str, float]:
+    times = sorted(times)
     return {
         "median_ms": statistics.median(times),
         "p95_ms": times[int(len(times) * 0.95) - 1],
         "max_ms": times[-1],
-        "hits": found,
     }
 
 
@@ -157,8 +248,10 @@ def run(
         indexed = store.index(store.attach(1, base / "texts")).passages
         store.close()
         query = query_times(base / "texts.db", indexed)
+        fused = fused_times(base / "texts", base / "vectors.db")
     return {
         "index": index,
         "stalls_ms": stalls,
         "query": {**query, "passages": indexed},
+        "fused": fused,
     }

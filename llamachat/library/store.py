@@ -9,8 +9,9 @@ thread reads, each through its own connection) and holds:
                 its passage count, or why it was skipped
     passages    file, page, heading, text; `passages_fts` indexes them (BM25)
     passage_vectors   with an embedding model: a passage's vector (sqlite-vec, rowid =
-                the passage's id); `vector_model` names the model and its dimension,
-                `embedded_files` the files whose passages all have one
+                the passage's id), its float32 `embedding` and its `coarse` bits (what a
+                search scans first, see `vectors`); `vector_model` names the model and
+                its dimension, `embedded_files` the files whose passages all have one
 
 `index(library_id, embedder=...)` walks the root and re-reads only the files whose size
 or mtime changed (new files included), forgets the files gone, then asks the router for
@@ -104,6 +105,12 @@ QUERY_EMBED_TIMEOUT = 10.0
 """Seconds a search waits for its query's vector before it ranks by full text alone."""
 CANDIDATES = 20
 """How many passages each ranking (BM25, vectors) puts forward to the fusion."""
+COARSE_CANDIDATES = 10 * CANDIDATES
+"""How many passages the vectors' bits put forward to be ranked by their float vectors:
+sqlite-vec's scan for the k nearest costs about k, and 10 x 20 keeps nearly all of the
+exact 20 nearest (see `_nearest`)."""
+SCHEMA_VERSION = 2
+"""library.db's `user_version`: 1 had float vectors only (searched by brute force)."""
 RANK_BUDGET = 8_000
 """The most postings BM25 scores for one query: what keeps a query of common words fast
 (see `_bm25`)."""
@@ -224,15 +231,40 @@ class LibraryStore:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA foreign_keys=ON")
             self._db.execute("PRAGMA synchronous=NORMAL")
-            if self._db.execute("PRAGMA user_version").fetchone()[0] == 0:
+            version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            if version == 0:
                 self._db.executescript(SCHEMA)
                 self._db.execute(
                     "INSERT INTO passages_fts(passages_fts, rank) VALUES ('rank', ?)", (RANK,)
                 )
-                self._db.execute("PRAGMA user_version = 1")
+                self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
                 self._db.commit()
         except (OSError, *DB_ERRORS) as exc:  # type: ignore[misc]
             raise LibraryError(f"cannot open the library file {path}: {exc}") from exc
+
+    def _upgrade_vectors(self) -> None:
+        """Version 1's float vectors kept, each given its bits: done by indexing, in its
+        thread (~8 s for 50,000 vectors); until then a search finds no vector's nearest."""
+        self._db.execute("BEGIN IMMEDIATE")  # another connection may be upgrading it
+        if self._db.execute("PRAGMA user_version").fetchone()[0] == 1:
+            model = self._db.execute("SELECT model, dimension FROM vector_model").fetchone()
+            if model is not None and self._has_vector_table():
+                self._db.execute(
+                    "CREATE TEMP TABLE old_vectors AS"
+                    " SELECT rowid AS id, session_id, embedding FROM passage_vectors"
+                )
+                self._db.execute("DROP TABLE passage_vectors")
+                self._create_vector_table(int(model[1]))
+                old = self._db.execute("SELECT id, session_id, embedding FROM old_vectors")
+                self._db.executemany(
+                    "INSERT INTO passage_vectors (rowid, session_id, coarse, embedding)"
+                    " VALUES (?, ?, vec_quantize_binary(?), ?)",
+                    ((pid, sid, vectors.coarse(blob), blob) for pid, sid, blob in old),
+                )
+                self._db.execute("DROP TABLE old_vectors")
+            # (Vectors of no model are dropped by `_check_model`.)
+            self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        self._db.commit()
 
     def close(self) -> None:
         """Close the connection."""
@@ -418,6 +450,8 @@ class LibraryStore:
         if not self.vectors:
             report.vectors = f"No vectors: {vectors.problem()}; searching uses full text only."
             return
+        if self._db.execute("PRAGMA user_version").fetchone()[0] == 1:
+            self._upgrade_vectors()
         self._check_model(embedder.model, None)
         done = 0
         while cancel is None or not cancel.is_set():
@@ -458,9 +492,14 @@ class LibraryStore:
                 EMBED_TIMEOUT,
             )
             self._check_model(embedder.model, len(got[0]))
+            blobs = [vectors.pack(v) for v in got]
             self._db.executemany(
-                "INSERT INTO passage_vectors (rowid, session_id, embedding) VALUES (?, ?, ?)",
-                [(pid, session_id, vectors.pack(v)) for (pid, _h, _t), v in zip(batch, got)],
+                "INSERT INTO passage_vectors (rowid, session_id, coarse, embedding)"
+                " VALUES (?, ?, vec_quantize_binary(?), ?)",
+                [
+                    (pid, session_id, vectors.coarse(blob), blob)
+                    for (pid, _h, _t), blob in zip(batch, blobs)
+                ],
             )
             time.sleep(0)  # the GIL for the GUI thread between requests
         self._db.execute("INSERT INTO embedded_files (file_id) VALUES (?)", (file_id,))
@@ -480,18 +519,26 @@ class LibraryStore:
             self._db.execute("DELETE FROM embedded_files")
             self._db.execute("DELETE FROM vector_model")
         if dimension is not None:
-            self._db.execute(
-                "CREATE VIRTUAL TABLE passage_vectors USING vec0("
-                f"session_id INTEGER PARTITION KEY, embedding float[{int(dimension)}]"
-                " distance_metric=cosine)"
-            )
+            self._create_vector_table(dimension)
             self._db.execute(
                 "INSERT INTO vector_model (id, model, dimension) VALUES (1, ?, ?)",
                 (model, dimension),
             )
 
+    def _create_vector_table(self, dimension: int) -> None:
+        # The floats are an auxiliary column: stored by rowid, read for the few candidates.
+        self._db.execute(
+            "CREATE VIRTUAL TABLE passage_vectors USING vec0(session_id INTEGER PARTITION KEY,"
+            f" coarse bit[{vectors.bits(dimension)}], +embedding BLOB)"
+        )
+
     def _nearest(self, query: str, session_id: int, embedder: Embedder, count: int) -> list[int]:
-        """The ids of the chat's `count` passages nearest the query's vector ([]: none)."""
+        """The ids of the chat's `count` passages nearest the query's vector ([]: none):
+        the COARSE_CANDIDATES nearest by their bits, ranked by cosine distance.
+
+        A brute-force scan of the float vectors costs ~40 ms over 50,000 passages of 576
+        values; the bits are a 32nd of that, and the candidates' floats set the order.
+        """
         if not self.vectors:
             return []
         row = self._db.execute("SELECT model FROM vector_model").fetchone()
@@ -502,11 +549,13 @@ class LibraryStore:
         except EmbeddingError as exc:
             log.info("searching by full text only: %s", exc)
             return []
+        blob = vectors.pack(vector)
         try:
             rows = self._db.execute(
-                "SELECT rowid FROM passage_vectors WHERE embedding MATCH ? AND k = ?"
-                " AND session_id = ? ORDER BY distance",
-                (vectors.pack(vector), count, session_id),
+                "SELECT rowid FROM (SELECT rowid, embedding FROM passage_vectors"
+                "       WHERE coarse MATCH vec_quantize_binary(?) AND k = ? AND session_id = ?)"
+                " ORDER BY vec_distance_cosine(embedding, ?), rowid LIMIT ?",
+                (vectors.coarse(blob), max(count, COARSE_CANDIDATES), session_id, blob, count),
             ).fetchall()
         except DB_ERRORS as exc:  # a query vector of another length than the stored ones
             log.info("searching by full text only: %s", exc)

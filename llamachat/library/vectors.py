@@ -5,6 +5,12 @@ library.db through sqlean (a drop-in sqlite3 with FTS5 that loads extensions) an
 sqlite-vec into it. When sqlite-vec will not load, the connection still works, without
 vectors: `problem()` says why (logged once), and the libraries search full text only.
 
+The vectors are searched in two steps (`store.LibraryStore._nearest`): the passages whose
+bits (`coarse`: each value's sign, a 32nd of the floats) are nearest the query's by hamming
+distance, then those few ranked by cosine distance on the float vectors kept beside them.
+Cosine, not L2: llama.cpp's router normalizes its vectors, but another may not, and neither
+the signs nor the cosine depend on a vector's length.
+
 `Embedder` is how indexing and search get vectors: the embedding model's name and the
 function that sends texts to the router's `/v1/embeddings` (`router.client.embeddings`).
 `fuse` merges ranked lists by reciprocal rank fusion.
@@ -95,6 +101,17 @@ def _note(why: str) -> None:
 def pack(vector: Sequence[float]) -> bytes:
     """A vector as sqlite-vec's float32 blob."""
     return struct.pack(f"{len(vector)}f", *vector)
+
+
+def coarse(blob: bytes) -> bytes:
+    """A float32 blob padded with zeros to a multiple of 8 values, as `vec_quantize_binary`
+    takes it (a zero is bit 0 in the query and every passage alike: no distance added)."""
+    return blob + bytes(4 * (-(len(blob) // 4) % 8))
+
+
+def bits(dimension: int) -> int:
+    """The length of the `coarse` bits of a vector of `dimension` floats."""
+    return -(-dimension // 8) * 8
 
 
 def fuse(rankings: Iterable[Sequence[int]]) -> list[tuple[int, float]]:
