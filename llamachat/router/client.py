@@ -563,8 +563,14 @@ def embeddings(
     llama-server model not started with `--embeddings` answers 501), and StreamError when
     the answer holds no vector for each text.
     """
+    # Idempotent: the router's proxied answers sometimes close the connection the next
+    # request goes out on ("Server disconnected"); asking again on a fresh one is safe.
     answer = client.request_json(
-        "POST", "/embeddings", timeout=timeout, json={"model": model, "input": list(texts)}
+        "POST",
+        "/embeddings",
+        timeout=timeout,
+        idempotent=True,
+        json={"model": model, "input": list(texts)},
     )
     items = answer.get("data") if isinstance(answer, dict) else None
     try:
