@@ -14929,3 +14929,24 @@ class TestImport:
         places = " ".join(_outside_text_places())
         assert "Sessions notice" in places and "Sessions" in places.replace("Sessions notice", "")
         history.close()
+
+    def test_import_refused_says_why_in_the_sidebar_whole_on_hover(
+        self, qtbot, tmp_path: Path
+    ) -> None:
+        """A bad export imports nothing; the notice names the conversation and field, and
+        its tooltip holds the whole text (a narrow sidebar cuts a long field path)."""
+        from llamachat.dev.chat_exports import chatgpt_export
+
+        exported = chatgpt_export(3)
+        node = list(exported[1]["mapping"].values())[2]
+        node["message"]["create_time"] = "yesterday"
+        history = _chrome_history(tmp_path)
+        sidebar = SessionSidebar(history)
+        qtbot.addWidget(sidebar)
+        sidebar.start_import(self._write(tmp_path, "bad.json", exported))
+        qtbot.waitUntil(lambda: "yesterday" in sidebar.notice_text(), timeout=20000)
+        text = sidebar.notice_text()
+        assert "conversation 2" in text and "create_time" in text
+        assert "create_time" in sidebar.notice_label.toolTip()
+        assert history.count_sessions() == 0
+        history.close()

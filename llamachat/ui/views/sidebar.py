@@ -182,6 +182,7 @@ class SessionSidebar(QWidget):
 
         self.notice_label = plain.Label()
         self.notice_label.setWordWrap(True)
+        self.notice_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.notice_label.setAccessibleName("Sessions notice")
         self.undo_button = QPushButton("Undo")
         self.undo_button.setAccessibleName("Undo delete")
@@ -365,6 +366,9 @@ class SessionSidebar(QWidget):
 
     def _show_notice(self, text: str, *, undo: bool) -> None:
         self.notice_label.setText(text)
+        # A narrow sidebar cuts a long unbroken word (an import's field path): the whole
+        # text stays one hover away.
+        self.notice_label.setToolTip(plain.tooltip(text))
         self.undo_button.setVisible(undo and bool(self._deleted))
         self.notice.show()
         self._notice_timer.start()
