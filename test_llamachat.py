@@ -14048,6 +14048,30 @@ class TestLibrary:
         assert window.app.libraries.libraries(window.session_id) == []
         panel.close()
 
+    def test_window_attach_files_as_library_indexes_just_those_files(
+        self, chat_window, router, qtbot, tmp_path: Path, monkeypatch
+    ) -> None:
+        """Attach > Add files as library…: each chosen file becomes a library of its own
+        (searched by the model, not pasted into the message), indexed and listed."""
+        from PySide6.QtWidgets import QFileDialog
+
+        root = tmp_path / "docs"
+        root.mkdir()
+        (root / "zebra.md").write_text("# Zebra\n\nThe zebra division grew.\n")
+        (root / "other.txt").write_text("Not chosen.")
+        chosen = [str(root / "zebra.md")]
+        monkeypatch.setattr(QFileDialog, "getOpenFileNames", lambda *_a, **_k: (chosen, ""))
+        window, _history = chat_window()
+        menu = window.composer.attach_button.menu()
+        [action] = [a for a in menu.actions() if a.text() == "Add files as library…"]
+        action.trigger()
+        router.script(Reply(content="Noted."))
+        _send(qtbot, window, "Read my notes.")
+        qtbot.waitUntil(lambda: not window.app.libraries.busy(), timeout=20000)
+        [row] = window.app.libraries.libraries(window.session_id)
+        assert (row.root, row.files, row.passages) == ((root / "zebra.md").resolve(), 1, 1)
+        assert not window.composer.attachments()
+
     def test_window_temporary_chat_neither_takes_nor_searches_a_library(
         self, chat_window, router, qtbot, tmp_path: Path
     ) -> None:

@@ -50,6 +50,9 @@ class ChatLibraries(QObject):
         self.add_action = QAction("Add folder as library…", self)
         self.add_action.triggered.connect(self.choose_folder)
         menu.addAction(self.add_action)
+        self.add_files_action = QAction("Add files as library…", self)
+        self.add_files_action.triggered.connect(self.choose_files)
+        menu.addAction(self.add_files_action)
         self.panel_action = QAction("Libraries…", self)
         self.panel_action.triggered.connect(self.open_panel)
         menu.addAction(self.panel_action)
@@ -72,9 +75,18 @@ class ChatLibraries(QObject):
         if folder:
             self.add_folders([Path(folder)])
 
+    @Slot()
+    def choose_files(self) -> None:
+        """Ask for files and add each to the chat as a library (searched, not pasted)."""
+        files, _ = QFileDialog.getOpenFileNames(
+            self._window, "Add files as library", str(Path.home())
+        )
+        if files:
+            self.add_folders([Path(file) for file in files])
+
     @Slot(list)
     def add_folders(self, folders: list) -> None:
-        """Attach `folders` to the chat (once it is saved) and index them."""
+        """Attach `folders` (or single files) to the chat (once it is saved) and index them."""
         if self._chat.state.temporary:
             self.status.emit("A temporary chat has no libraries: keep the chat first.")
             return
