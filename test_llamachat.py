@@ -14583,6 +14583,7 @@ class TestLibrary:
         router again, the search finds what it found; a version 1 file whose vectors name
         no model has them made again."""
         from llamachat.dev.bench_library import LocalVectors
+        from llamachat.library.schema import SCHEMA_VERSION
         from llamachat.library.store import LibraryStore
         from llamachat.library.vectors import Embedder
 
@@ -14631,7 +14632,7 @@ class TestLibrary:
             after = [hit.text for hit in store.search("beta", 1, limit=6, embedder=embedder)]
         finally:
             store.close()
-        assert version == 2 and len(rows) == 3
+        assert version == SCHEMA_VERSION and len(rows) == 3
         assert kept == rows
         assert after == before
         assert report.embedded == 0 and sent == ["beta"]  # the query's vector only
