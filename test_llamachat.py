@@ -14583,6 +14583,7 @@ class TestLibrary:
         router again, the search finds what it found; a version 1 file whose vectors name
         no model has them made again."""
         from llamachat.dev.bench_library import LocalVectors
+        from llamachat.library.schema import SCHEMA_VERSION
         from llamachat.library.store import LibraryStore
         from llamachat.library.vectors import Embedder
 
@@ -14631,7 +14632,7 @@ class TestLibrary:
             after = [hit.text for hit in store.search("beta", 1, limit=6, embedder=embedder)]
         finally:
             store.close()
-        assert version == 2 and len(rows) == 3
+        assert version == SCHEMA_VERSION and len(rows) == 3
         assert kept == rows
         assert after == before
         assert report.embedded == 0 and sent == ["beta"]  # the query's vector only
@@ -14646,6 +14647,174 @@ class TestLibrary:
             assert store.index(library, embedder=embedder).embedded == 3
         finally:
             store.close()
+
+    def test_window_project_library_is_indexed_once_and_searched_by_each_chat_of_it(
+        self, chat_window, router, qtbot, tmp_path: Path, monkeypatch
+    ) -> None:
+        """A folder added in the project's dialog is indexed once, searched by each chat
+        of the project (through the model's tool call) and listed in their Libraries
+        panel as the project's; a chat moved out of the project searches it no more."""
+        from PySide6.QtWidgets import QFileDialog
+
+        from llamachat.dev.pytest_plugin import _library_folder
+
+        root = _library_folder(tmp_path / "docs")
+        monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *_a, **_k: str(root))
+        window, history = chat_window()
+        project = history.projects.create("Work <b>x</b>")
+        window.sidebar.refresh()
+        dialog = window.sidebar.edit_project(project)
+        assert dialog is not None
+        dialog.add_folder_button.click()
+        host = window.app.libraries
+        qtbot.waitUntil(lambda: not host.busy(), timeout=20000)
+        assert [dialog.folders.item(n).text() for n in range(dialog.folders.count())] == [
+            str(root.resolve())
+        ]
+        dialog.reject()
+
+        chats = []
+        for question in ("How did the zebra division do?", "And the zebra revenue?"):
+            menu = window.sidebar.project_menu(project)
+            next(a for a in menu.actions() if a.text() == "New chat in this project").trigger()
+            router.script(
+                Reply(tool_calls=[ToolCall("search_documents", '{"query": "zebra revenue"}')]),
+                Reply(content="42 million."),
+            )
+            _send(qtbot, window, question)
+            result = router.chat_requests()[-1].json["messages"][-1]
+            assert result["role"] == "tool" and "42 million" in result["content"]
+            chats.append(window.session_id)
+        [row] = host.libraries()  # one index for the project, none per chat
+        assert (row.project_id, row.session_id, row.files) == (project, None, 7)
+
+        window.libraries.open_panel()
+        panel = window.libraries.panel
+        assert panel is not None
+        top = panel.tree.topLevelItem(0)
+        assert top.text(0) == f"From project Work <b>x</b>: {root.resolve()}"
+        assert panel.tree.topLevelItemCount() == 1
+        panel.close()
+
+        history.projects.move(chats[1], None)
+        router.script(Reply(content="No documents here."))
+        _send(qtbot, window, "Anything on zebras?")
+        assert "search_documents" not in json.dumps(router.chat_requests()[-1].json)
+        window.open_session(chats[0])
+        router.script(Reply(content="Still searched."))
+        _send(qtbot, window, "Still there?")
+        assert "search_documents" in json.dumps(router.chat_requests()[-1].json["tools"])
+
+    def test_project_dialog_adds_and_removes_a_folder_and_deleting_the_project_forgets_it(
+        self, chat_window, qtbot, tmp_path: Path, monkeypatch
+    ) -> None:
+        """The project dialog's Libraries row adds a folder (indexed) and removes it; a
+        project deleted takes its libraries' index with it, not their files."""
+        from PySide6.QtWidgets import QFileDialog
+
+        from llamachat.dev.pytest_plugin import _library_folder
+        from llamachat.library.store import LibraryStore
+
+        root = _library_folder(tmp_path / "docs")
+        monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *_a, **_k: str(root))
+        window, history = chat_window()
+        host = window.app.libraries
+        project = history.projects.create("Work")
+        window.sidebar.refresh()
+        dialog = window.sidebar.edit_project(project)
+        assert dialog is not None and dialog.folders.count() == 0
+        assert not dialog.remove_folder_button.isEnabled()
+        dialog.add_folder_button.click()
+        qtbot.waitUntil(lambda: not host.busy(), timeout=20000)
+        assert dialog.folders.count() == 1 and dialog.remove_folder_button.isEnabled()
+        dialog.remove_folder_button.click()
+        assert dialog.folders.count() == 0 and host.libraries(project_id=project) == []
+        dialog.reject()
+
+        host.attach_to_project(project, root)
+        qtbot.waitUntil(lambda: not host.busy(), timeout=20000)
+        assert host.config_for(None, 2, project) is not None
+        menu = window.sidebar.project_menu(project)
+        next(a for a in menu.actions() if a.text().startswith("Delete project")).trigger()
+        assert history.projects.get(project) is None
+        assert host.libraries() == [] and host.config_for(None, 2, project) is None
+        store = LibraryStore(host.path)
+        try:
+            assert store._db.execute("SELECT COUNT(*) FROM passages").fetchone()[0] == 0
+        finally:
+            store.close()
+        assert (root / "report.pdf").exists()
+
+    def test_library_db_version_2_keeps_its_chat_libraries_and_vectors_and_takes_projects(
+        self, tmp_path: Path
+    ) -> None:
+        """library.db made before projects (version 2: libraries of chats only) is migrated
+        when opened: the chat's library keeps its id, files and vectors (nothing sent to the
+        router again), and a project's library beside it is searched by the project's chat
+        alone, by words and by vectors."""
+        from llamachat.dev.bench_library import LocalVectors
+        from llamachat.library.schema import SCHEMA_VERSION
+        from llamachat.library.store import LibraryStore
+        from llamachat.library.vectors import Embedder
+
+        chat_docs, project_docs = tmp_path / "chat", tmp_path / "project"
+        for folder, word in ((chat_docs, "alpha"), (project_docs, "omega")):
+            folder.mkdir()
+            (folder / f"{word}.txt").write_text(f"The {word} notes.\n\nMore on {word}.")
+        local = LocalVectors(64)
+        sent: list[str] = []
+
+        def embed(texts: list[str], timeout: float) -> list[list[float]]:
+            sent.extend(texts)
+            return local.embed(texts, timeout)
+
+        embedder = Embedder("local", embed)
+        db = tmp_path / "library.db"
+        store = LibraryStore(db)
+        library = store.attach(1, chat_docs)
+        store.index(library, embedder=embedder)
+        before = [hit.text for hit in store.search("alpha", 1, limit=6, embedder=embedder)]
+        vectors_before = store._db.execute(
+            "SELECT rowid, session_id, embedding FROM passage_vectors ORDER BY rowid"
+        ).fetchall()
+        # Back to version 2's libraries table, as its LibraryStore made it.
+        store._db.execute("PRAGMA foreign_keys=OFF")
+        store._db.executescript(
+            "CREATE TABLE old (id INTEGER PRIMARY KEY, session_id INTEGER NOT NULL,"
+            " root TEXT NOT NULL, indexed_at REAL NOT NULL DEFAULT 0,"
+            " UNIQUE (session_id, root));"
+            "INSERT INTO old SELECT id, session_id, root, indexed_at FROM libraries;"
+            "DROP TABLE libraries; ALTER TABLE old RENAME TO libraries;"
+            "PRAGMA user_version = 2;"
+        )
+        store.close()
+
+        store = LibraryStore(db)
+        sent.clear()
+        try:
+            version = store._db.execute("PRAGMA user_version").fetchone()[0]
+            [row] = store.libraries()
+            assert (row.id, row.session_id, row.project_id, row.files) == (library, 1, None, 1)
+            assert store.index(library, embedder=embedder).embedded == 0
+            assert (
+                store._db.execute(
+                    "SELECT rowid, session_id, embedding FROM passage_vectors ORDER BY rowid"
+                ).fetchall()
+                == vectors_before
+            )
+            after = [hit.text for hit in store.search("alpha", 1, limit=6, embedder=embedder)]
+            store.index(store.attach_to_project(3, project_docs), embedder=embedder)
+            mine = {hit.path.name for hit in store.search("omega", 1, 6, embedder, 3)}
+            others = {hit.path.name for hit in store.search("omega", 2, 6, embedder)}
+            near_mine = store._nearest("omega", 1, embedder, 20, 3)
+            near_others = store._nearest("omega", 2, embedder, 20)
+            passages = store._db.execute("SELECT COUNT(*) FROM passages").fetchone()[0]
+        finally:
+            store.close()
+        assert version == SCHEMA_VERSION and after == before
+        assert "omega.txt" in mine and others == set()
+        # The chat's vectors and its project's, ranked together; none for another chat.
+        assert len(near_mine) == passages == 2 and near_others == []
 
 
 class TestImport:

@@ -1,24 +1,27 @@
 """The libraries' index: one SQLite file of its own (library.db), searched with FTS5 and vectors.
 
-A library is a folder (or a file) attached to a chat, keyed by the history's session id.
+A library is a folder (or a file) attached to a chat (the history's session id) or to a
+project (its project id): a project's is indexed once and searched by each of its chats.
 `LibraryStore(path)` opens the file (WAL, so the indexing thread writes while another
 thread reads, each through its own connection) and holds:
 
-    libraries   id, session_id, root
+    libraries   id, session_id or project_id (one of them), root
     files       each file under a root: its size and mtime (what re-indexing compares),
                 its passage count, or why it was skipped
     passages    file, page, heading, text; `passages_fts` indexes them (BM25)
     passage_vectors   with an embedding model: a passage's vector (sqlite-vec, rowid =
                 the passage's id), its float32 `embedding` and its `coarse` bits (what a
-                search scans first, see `vectors`); `vector_model` names the model and
+                search scans first, see `vectors`), partitioned by the library's owner
+                (in `session_id`: a chat's session id, or minus a project's id, so
+                a chat's vectors from before projects keep their key); `vector_model` names the model and
                 its dimension, `embedded_files` the files whose passages all have one
 
 `index(library_id, embedder=...)` walks the root and re-reads only the files whose size
 or mtime changed (new files included), forgets the files gone, then asks the router for
 the vectors of the files that have none (all of them again when the model or its
 dimension changed); a router that fails leaves the full-text index as it is and says why
-in the report. `search(query, session_id, embedder=...)` gives the best passages of a
-chat's libraries: BM25's best and the vectors' nearest, fused. A store, like any SQLite
+in the report. `search(query, session_id, embedder=..., project_id=...)` gives the best passages
+of a chat's libraries and its project's: BM25's best and the vectors' nearest, fused. A store, like any SQLite
 connection, belongs to the thread that opened it.
 
 Qt-free.
@@ -35,7 +38,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from llamachat.library import vectors
+from llamachat.library import schema, vectors
 from llamachat.library.extract import Passage, Skipped, extract
 from llamachat.library.vectors import DB_ERRORS, Embedder, EmbeddingError
 
@@ -47,55 +50,6 @@ IGNORED_DIRS = frozenset(
 )
 COMMIT_SECONDS = 0.5
 """How often a long indexing run commits: a reader sees progress, and a crash loses little."""
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS libraries (
-    id INTEGER PRIMARY KEY,
-    session_id INTEGER NOT NULL,
-    root TEXT NOT NULL,
-    indexed_at REAL NOT NULL DEFAULT 0,
-    UNIQUE (session_id, root)
-);
-CREATE TABLE IF NOT EXISTS files (
-    id INTEGER PRIMARY KEY,
-    library_id INTEGER NOT NULL REFERENCES libraries(id) ON DELETE CASCADE,
-    path TEXT NOT NULL,
-    size INTEGER NOT NULL,
-    mtime_ns INTEGER NOT NULL,
-    passages INTEGER NOT NULL DEFAULT 0,
-    skipped TEXT NOT NULL DEFAULT '',
-    UNIQUE (library_id, path)
-);
-CREATE TABLE IF NOT EXISTS passages (
-    id INTEGER PRIMARY KEY,
-    file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
-    page INTEGER,
-    heading TEXT NOT NULL DEFAULT '',
-    text TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS passages_file ON passages(file_id);
-CREATE VIRTUAL TABLE IF NOT EXISTS passages_fts USING fts5(
-    text, heading, content='passages', content_rowid='id',
-    tokenize='porter unicode61 remove_diacritics 2'
-);
-CREATE TRIGGER IF NOT EXISTS passages_added AFTER INSERT ON passages BEGIN
-    INSERT INTO passages_fts(rowid, text, heading) VALUES (new.id, new.text, new.heading);
-END;
-CREATE TRIGGER IF NOT EXISTS passages_removed AFTER DELETE ON passages BEGIN
-    INSERT INTO passages_fts(passages_fts, rowid, text, heading)
-        VALUES ('delete', old.id, old.text, old.heading);
-END;
-CREATE TABLE IF NOT EXISTS vector_model (
-    id INTEGER PRIMARY KEY CHECK (id = 1),
-    model TEXT NOT NULL,
-    dimension INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS embedded_files (
-    file_id INTEGER PRIMARY KEY REFERENCES files(id) ON DELETE CASCADE
-);
-"""
-# The heading weighs half the text in BM25 (FTS5's rank, set once per file).
-RANK = "bm25(1.0, 0.5)"
 
 EMBED_BATCH = 32
 """Passages per /v1/embeddings request."""
@@ -109,8 +63,6 @@ COARSE_CANDIDATES = 10 * CANDIDATES
 """How many passages the vectors' bits put forward to be ranked by their float vectors:
 sqlite-vec's scan for the k nearest costs about k, and 10 x 20 keeps nearly all of the
 exact 20 nearest (see `_nearest`)."""
-SCHEMA_VERSION = 2
-"""library.db's `user_version`: 1 had float vectors only (searched by brute force)."""
 RANK_BUDGET = 8_000
 """The most postings BM25 scores for one query: what keeps a query of common words fast
 (see `_bm25`)."""
@@ -130,6 +82,11 @@ STOPWORDS = frozenset(
 )  # fmt: skip
 
 
+_Chat = tuple[int | None, int | None]
+# A chat's session id and its project's id (None: none), and the libraries they search.
+_CHATS = "(l.session_id = ? OR l.project_id = ?)"
+
+
 class LibraryError(Exception):
     """The library file cannot be opened or written; str() says why."""
 
@@ -143,12 +100,15 @@ class LibraryRow:
     """An attached library: its root and what its last indexing found."""
 
     id: int
-    session_id: int
+    session_id: int | None
+    """The chat it is attached to (None: a project's)."""
     root: Path
     files: int
     passages: int
     skipped: int
     indexed_at: float
+    project_id: int | None = None
+    """The project it is attached to (None: a chat's)."""
 
 
 @dataclass(frozen=True)
@@ -233,38 +193,11 @@ class LibraryStore:
             self._db.execute("PRAGMA synchronous=NORMAL")
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
             if version == 0:
-                self._db.executescript(SCHEMA)
-                self._db.execute(
-                    "INSERT INTO passages_fts(passages_fts, rank) VALUES ('rank', ?)", (RANK,)
-                )
-                self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-                self._db.commit()
+                schema.create(self._db)
+            elif version < schema.SCHEMA_VERSION:
+                schema.add_projects(self._db, version)
         except (OSError, *DB_ERRORS) as exc:  # type: ignore[misc]
             raise LibraryError(f"cannot open the library file {path}: {exc}") from exc
-
-    def _upgrade_vectors(self) -> None:
-        """Version 1's float vectors kept, each given its bits: done by indexing, in its
-        thread (~8 s for 50,000 vectors); until then a search finds no vector's nearest."""
-        self._db.execute("BEGIN IMMEDIATE")  # another connection may be upgrading it
-        if self._db.execute("PRAGMA user_version").fetchone()[0] == 1:
-            model = self._db.execute("SELECT model, dimension FROM vector_model").fetchone()
-            if model is not None and self._has_vector_table():
-                self._db.execute(
-                    "CREATE TEMP TABLE old_vectors AS"
-                    " SELECT rowid AS id, session_id, embedding FROM passage_vectors"
-                )
-                self._db.execute("DROP TABLE passage_vectors")
-                self._create_vector_table(int(model[1]))
-                old = self._db.execute("SELECT id, session_id, embedding FROM old_vectors")
-                self._db.executemany(
-                    "INSERT INTO passage_vectors (rowid, session_id, coarse, embedding)"
-                    " VALUES (?, ?, vec_quantize_binary(?), ?)",
-                    ((pid, sid, vectors.coarse(blob), blob) for pid, sid, blob in old),
-                )
-                self._db.execute("DROP TABLE old_vectors")
-            # (Vectors of no model are dropped by `_check_model`.)
-            self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        self._db.commit()
 
     def close(self) -> None:
         """Close the connection."""
@@ -274,16 +207,27 @@ class LibraryStore:
 
     def attach(self, session_id: int, root: Path) -> int:
         """Attach `root` to the chat `session_id` (again: the same library); its id."""
+        return self._attach("session_id", session_id, root)
+
+    def attach_to_project(self, project_id: int, root: Path) -> int:
+        """Attach `root` to the project `project_id`, for each of its chats; its id."""
+        return self._attach("project_id", project_id, root)
+
+    def _attach(self, column: str, key: int, root: Path) -> int:
         root = root.expanduser().resolve()
         with self._db:
             self._db.execute(
-                "INSERT OR IGNORE INTO libraries (session_id, root) VALUES (?, ?)",
-                (session_id, str(root)),
+                f"INSERT OR IGNORE INTO libraries ({column}, root) VALUES (?, ?)", (key, str(root))
             )
         row = self._db.execute(
-            "SELECT id FROM libraries WHERE session_id = ? AND root = ?", (session_id, str(root))
+            f"SELECT id FROM libraries WHERE {column} = ? AND root = ?", (key, str(root))
         ).fetchone()
         return int(row[0])
+
+    def forget_project(self, project_id: int) -> None:
+        """Forget every library of a project (a project deleted)."""
+        for row in self.libraries(project_id=project_id):
+            self.remove(row.id)
 
     def remove(self, library_id: int) -> None:
         """Forget a library and its index (the files themselves are left alone)."""
@@ -293,21 +237,27 @@ class LibraryStore:
                 self._forget(file_id)
             self._db.execute("DELETE FROM libraries WHERE id = ?", (library_id,))
 
-    def libraries(self, session_id: int | None = None) -> list[LibraryRow]:
-        """The libraries of a chat (None: of every chat), oldest first."""
+    def libraries(
+        self, session_id: int | None = None, project_id: int | None = None
+    ) -> list[LibraryRow]:
+        """The libraries of a chat, or of a project (neither: every library), oldest first."""
         where, args = (
-            ("WHERE l.session_id = ?", (session_id,)) if session_id is not None else ("", ())
+            ("WHERE l.session_id = ?", (session_id,))
+            if session_id is not None
+            else ("WHERE l.project_id = ?", (project_id,))
+            if project_id is not None
+            else ("", ())
         )
         rows = self._db.execute(
-            "SELECT l.id, l.session_id, l.root, l.indexed_at, COUNT(f.id),"
+            "SELECT l.id, l.session_id, l.project_id, l.root, l.indexed_at, COUNT(f.id),"
             " COALESCE(SUM(f.passages), 0), COALESCE(SUM(f.skipped != ''), 0)"
             f" FROM libraries l LEFT JOIN files f ON f.library_id = l.id {where}"
             " GROUP BY l.id ORDER BY l.id",
             args,
         ).fetchall()
         return [
-            LibraryRow(int(i), int(s), Path(root), int(n), int(p), int(k), float(at))
-            for i, s, root, at, n, p, k in rows
+            LibraryRow(int(i), s, Path(root), int(n), int(p), int(k), float(at), project)
+            for i, s, project, root, at, n, p, k in rows
         ]
 
     def files(self, library_id: int) -> list[FileRow]:
@@ -331,7 +281,7 @@ class LibraryStore:
 
     def _forget(self, file_id: int) -> None:
         """Delete a file's row, its passages and their vectors (in the open transaction)."""
-        if self._has_vector_table():
+        if schema.has_vector_table(self._db):
             if self.vectors:
                 ids = self._db.execute("SELECT id FROM passages WHERE file_id = ?", (file_id,))
                 self._db.executemany("DELETE FROM passage_vectors WHERE rowid = ?", ids.fetchall())
@@ -341,12 +291,6 @@ class LibraryStore:
                 self._db.execute("DELETE FROM vector_model")
         self._db.execute("DELETE FROM passages WHERE file_id = ?", (file_id,))
         self._db.execute("DELETE FROM files WHERE id = ?", (file_id,))
-
-    def _has_vector_table(self) -> bool:
-        row = self._db.execute(
-            "SELECT 1 FROM sqlite_master WHERE name = 'passage_vectors'"
-        ).fetchone()
-        return row is not None
 
     def _root(self, library_id: int) -> Path:
         row = self._db.execute("SELECT root FROM libraries WHERE id = ?", (library_id,)).fetchone()
@@ -451,12 +395,12 @@ class LibraryStore:
             report.vectors = f"No vectors: {vectors.problem()}; searching uses full text only."
             return
         if self._db.execute("PRAGMA user_version").fetchone()[0] == 1:
-            self._upgrade_vectors()
+            schema.upgrade_vectors(self._db)
         self._check_model(embedder.model, None)
         done = 0
         while cancel is None or not cancel.is_set():
             pending = self._db.execute(
-                "SELECT f.id, f.path, l.session_id FROM files f"
+                "SELECT f.id, f.path, COALESCE(l.session_id, -l.project_id) FROM files f"
                 " JOIN libraries l ON l.id = f.library_id"
                 " WHERE f.library_id = ? AND f.passages > 0"
                 " AND f.id NOT IN (SELECT file_id FROM embedded_files) ORDER BY f.path",
@@ -464,11 +408,11 @@ class LibraryStore:
             ).fetchall()
             if not pending:
                 return
-            file_id, rel, session_id = pending[0]
+            file_id, rel, key = pending[0]
             if progress is not None:
                 progress(done, done + len(pending), f"{rel} (vectors)")
             try:
-                report.embedded += self._embed_file(file_id, session_id, embedder, cancel)
+                report.embedded += self._embed_file(file_id, key, embedder, cancel)
             except EmbeddingError as exc:
                 self._db.rollback()
                 report.vectors = f"{exc}. Searching uses full text only until it works."
@@ -477,7 +421,7 @@ class LibraryStore:
             done += 1
 
     def _embed_file(
-        self, file_id: int, session_id: int, embedder: Embedder, cancel: threading.Event | None
+        self, file_id: int, key: int, embedder: Embedder, cancel: threading.Event | None
     ) -> int:
         rows = self._db.execute(
             "SELECT id, heading, text FROM passages WHERE file_id = ? ORDER BY id", (file_id,)
@@ -497,7 +441,7 @@ class LibraryStore:
                 "INSERT INTO passage_vectors (rowid, session_id, coarse, embedding)"
                 " VALUES (?, ?, vec_quantize_binary(?), ?)",
                 [
-                    (pid, session_id, vectors.coarse(blob), blob)
+                    (pid, key, vectors.coarse(blob), blob)
                     for (pid, _h, _t), blob in zip(batch, blobs)
                 ],
             )
@@ -513,33 +457,38 @@ class LibraryStore:
         same = row is not None and row[0] == model
         if same and (dimension is None or row[1] == dimension):
             return
-        if row is not None or self._has_vector_table():
+        if row is not None or schema.has_vector_table(self._db):
             log.info("library vectors made again: %s -> %s (%s)", row, model, dimension)
             self._db.execute("DROP TABLE IF EXISTS passage_vectors")
             self._db.execute("DELETE FROM embedded_files")
             self._db.execute("DELETE FROM vector_model")
         if dimension is not None:
-            self._create_vector_table(dimension)
+            schema.create_vector_table(self._db, dimension)
             self._db.execute(
                 "INSERT INTO vector_model (id, model, dimension) VALUES (1, ?, ?)",
                 (model, dimension),
             )
 
-    def _create_vector_table(self, dimension: int) -> None:
-        # The floats are an auxiliary column: stored by rowid, read for the few candidates.
-        self._db.execute(
-            "CREATE VIRTUAL TABLE passage_vectors USING vec0(session_id INTEGER PARTITION KEY,"
-            f" coarse bit[{vectors.bits(dimension)}], +embedding BLOB)"
-        )
-
-    def _nearest(self, query: str, session_id: int, embedder: Embedder, count: int) -> list[int]:
-        """The ids of the chat's `count` passages nearest the query's vector ([]: none):
+    def _nearest(
+        self,
+        query: str,
+        session_id: int | None,
+        embedder: Embedder,
+        count: int,
+        project_id: int | None = None,
+    ) -> list[int]:
+        """The ids of the `count` passages of the chat's libraries and its project's
+        nearest the query's vector ([]: none):
         the COARSE_CANDIDATES nearest by their bits, ranked by cosine distance.
 
         A brute-force scan of the float vectors costs ~40 ms over 50,000 passages of 576
         values; the bits are a 32nd of that, and the candidates' floats set the order.
         """
-        if not self.vectors:
+        # The vectors' keys: a chat's session id, a project's id negated (see the top).
+        owners = [session_id] if session_id is not None else []
+        if project_id is not None:
+            owners.append(-project_id)
+        if not self.vectors or not owners:
             return []
         row = self._db.execute("SELECT model FROM vector_model").fetchone()
         if row is None or row[0] != embedder.model:
@@ -550,12 +499,22 @@ class LibraryStore:
             log.info("searching by full text only: %s", exc)
             return []
         blob = vectors.pack(vector)
+        marks = ",".join("?" * len(owners))
         try:
+            # With IN, sqlite-vec finds the k nearest of each partition: the chat's and
+            # its project's candidates are ranked together.
             rows = self._db.execute(
                 "SELECT rowid FROM (SELECT rowid, embedding FROM passage_vectors"
-                "       WHERE coarse MATCH vec_quantize_binary(?) AND k = ? AND session_id = ?)"
+                "       WHERE coarse MATCH vec_quantize_binary(?) AND k = ?"
+                f"      AND session_id IN ({marks}))"
                 " ORDER BY vec_distance_cosine(embedding, ?), rowid LIMIT ?",
-                (vectors.coarse(blob), max(count, COARSE_CANDIDATES), session_id, blob, count),
+                (
+                    vectors.coarse(blob),
+                    max(count, COARSE_CANDIDATES),
+                    *owners,
+                    blob,
+                    count,
+                ),
             ).fetchall()
         except DB_ERRORS as exc:  # a query vector of another length than the stored ones
             log.info("searching by full text only: %s", exc)
@@ -565,12 +524,21 @@ class LibraryStore:
     # ------------------------------------------------------------------ search
 
     def search(
-        self, query: str, session_id: int, limit: int = 5, embedder: Embedder | None = None
+        self,
+        query: str,
+        session_id: int | None,
+        limit: int = 5,
+        embedder: Embedder | None = None,
+        project_id: int | None = None,
     ) -> list[Hit]:
-        """The `limit` passages of the chat's libraries that match `query` best: BM25's
-        best, fused with the nearest by vector when an `embedder` made the vectors."""
-        ranked = self._bm25(query, session_id, CANDIDATES)
-        near = self._nearest(query, session_id, embedder, CANDIDATES) if embedder else []
+        """The `limit` passages of the libraries of the chat and of its project that match
+        `query` best: BM25's best, fused with the nearest by vector when an `embedder`
+        made the vectors."""
+        chat = (session_id, project_id)
+        ranked = self._bm25(query, chat, CANDIDATES)
+        near = (
+            self._nearest(query, session_id, embedder, CANDIDATES, project_id) if embedder else []
+        )
         order = vectors.fuse([ranked, near])[:limit]
         if not order:
             return []
@@ -590,8 +558,9 @@ class LibraryStore:
                 out.append(Hit(path, page, heading, text, -score))
         return out
 
-    def _bm25(self, query: str, session_id: int, count: int) -> list[int]:
-        """The ids of the chat's `count` best passages by BM25, best first.
+    def _bm25(self, query: str, chat: _Chat, count: int) -> list[int]:
+        """The ids of the `count` best passages of the chat's libraries (and its
+        project's) by BM25, best first.
 
         BM25 costs about a microsecond a passage it scores, so a word found in half of
         50,000 passages would cost 25 ms alone. Words are scored rarest first while the
@@ -604,8 +573,8 @@ class LibraryStore:
         span = self._db.execute(
             "SELECT MIN((SELECT MIN(id) FROM passages WHERE file_id = f.id)),"
             " MAX((SELECT MAX(id) FROM passages WHERE file_id = f.id))"
-            " FROM libraries l JOIN files f ON f.library_id = l.id WHERE l.session_id = ?",
-            (session_id,),
+            f" FROM libraries l JOIN files f ON f.library_id = l.id WHERE {_CHATS}",
+            chat,
         ).fetchone()
         if not words or span[0] is None:
             return []
@@ -618,12 +587,12 @@ class LibraryStore:
                 chosen.append(word)
                 work += found[word]
         if chosen or not any(found.values()):
-            return self._ranked(fts_query(chosen), session_id, low, high, count)
+            return self._ranked(fts_query(chosen), chat, low, high, count)
         common = [word for word in words if found[word]]
         ids: list[int] = []
         every = fts_query(common, "AND")
         if len(common) > 1 and self._matches(every, low, high) <= RANK_BUDGET:
-            ids = self._ranked(every, session_id, low, high, count)
+            ids = self._ranked(every, chat, low, high, count)
         if len(ids) < count:
             # The first RANK_BUDGET passages holding a word, ranked.
             match = fts_query(common)
@@ -632,7 +601,7 @@ class LibraryStore:
                 " MATCH ? AND rowid BETWEEN ? AND ? ORDER BY rowid LIMIT ?)",
                 (match, low, high, RANK_BUDGET),
             ).fetchone()[0]
-            more = self._ranked(match, session_id, low, cut, count)
+            more = self._ranked(match, chat, low, cut, count)
             ids += [pid for pid in more if pid not in ids][: count - len(ids)]
         return ids
 
@@ -646,8 +615,9 @@ class LibraryStore:
         ).fetchone()
         return int(row[0])
 
-    def _ranked(self, match: str, session_id: int, low: int, high: int, count: int) -> list[int]:
-        """The chat's `count` best passages for `match` by FTS5's rank (BM25), best first."""
+    def _ranked(self, match: str, chat: _Chat, low: int, high: int, count: int) -> list[int]:
+        """The chat's (and its project's) `count` best passages for `match` by FTS5's rank
+        (BM25), best first."""
         if not match:
             return []
         rows = self._db.execute(
@@ -655,7 +625,7 @@ class LibraryStore:
             "       WHERE passages_fts MATCH ? AND rowid BETWEEN ? AND ?) s"
             " JOIN passages p ON p.id = s.rowid JOIN files f ON f.id = p.file_id"
             " JOIN libraries l ON l.id = f.library_id"
-            " WHERE l.session_id = ? ORDER BY s.rank LIMIT ?",
-            (match, low, high, session_id, count),
+            f" WHERE {_CHATS} ORDER BY s.rank LIMIT ?",
+            (match, low, high, *chat, count),
         ).fetchall()
         return [int(rowid) for (rowid,) in rows]

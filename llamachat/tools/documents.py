@@ -1,6 +1,7 @@
-"""`search_documents`: the model searches the libraries attached to its chat.
+"""`search_documents`: the model searches the libraries attached to its chat and to
+the chat's project.
 
-Offered while a chat has a library (`LibraryConfig`). Each call opens library.db in the
+Offered while a chat or its project has a library (`LibraryConfig`). Each call opens library.db in the
 thread that runs it (a reply's worker; SQLite connections stay in their thread), asks
 `LibraryStore.search` for the best passages, and answers with each passage's file, page
 and heading, cut so the whole result stays under `RESULT_CHARS`. The window shows the
@@ -49,10 +50,13 @@ class LibraryConfig:
 
     path: Path
     """library.db."""
-    session_id: int
+    session_id: int | None
+    """The chat (None: not saved yet, its project's libraries only)."""
     max_searches: int = 2
     embedder: Embedder | None = None
     """The embedding model that made the library's vectors (None: full text only)."""
+    project_id: int | None = None
+    """The chat's project, whose libraries it searches too (None: none)."""
 
 
 def source(hit: Hit) -> str:
@@ -101,7 +105,8 @@ class SearchDocuments(Tool):
         except LibraryError as exc:
             raise ToolError(str(exc)) from None
         try:
-            hits = store.search(query, self._cfg.session_id, MAX_HITS, self._cfg.embedder)
+            cfg = self._cfg
+            hits = store.search(query, cfg.session_id, MAX_HITS, cfg.embedder, cfg.project_id)
         finally:
             store.close()
         results = [

@@ -142,8 +142,17 @@ class TurnBuilder:
             takes_tools=self.takes_tools(model),
             library=None
             if state.temporary
-            else self._app.libraries.config_for(state.session_id, cfg.max_searches),
+            else self._app.libraries.config_for(
+                state.session_id, cfg.max_searches, self._project_id()
+            ),
         )
+
+    def _project_id(self) -> int | None:
+        """The chat's project as the history has it now (it may have moved since opened)."""
+        if self.state.session_id is None:
+            return self.state.project_id
+        session = self._app.history.get_session(self.state.session_id)
+        return session["project_id"] if session is not None else None
 
     def draft_turn(self, model: str, n_ctx: int | None) -> turn.Turn:
         """What the next send makes but the draft, for the meter: one-shot, without the

@@ -104,11 +104,25 @@ class ChatLibraries(QObject):
     def open_panel(self) -> None:
         """Show the Libraries panel for the chat."""
         if self.panel is None:
-            self.panel = LibrariesPanel(self._host, self._chat.state.session_id, self._window)
+            self.panel = LibrariesPanel(
+                self._host, self._chat.state.session_id, self._window, self._project
+            )
             self.panel.add_requested.connect(self.choose_folder)
         self.panel.set_session(self._chat.state.session_id)
         self.panel.show()
         self.panel.raise_()
+
+    def _project(self) -> tuple[int, str] | None:
+        """The chat's project, its id and name (None: none), as the history has it now."""
+        state = self._chat.state
+        if state.temporary:
+            return None
+        project_id = state.project_id
+        if state.session_id is not None:
+            session = self._chat.history.get_session(state.session_id)
+            project_id = session["project_id"] if session is not None else None
+        project = self._chat.history.projects.get(project_id) if project_id else None
+        return (project["id"], project["name"]) if project is not None else None
 
     @Slot(object)
     def _on_session_changed(self, session_id: object) -> None:

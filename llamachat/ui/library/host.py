@@ -1,4 +1,5 @@
-"""The App's libraries: which chats have one, indexing off the GUI thread, folders followed.
+"""The App's libraries: which chats and projects have one, indexing off the GUI thread,
+folders followed.
 
 `LibraryHost(path)` is the one owner of library.db for the GUI. It never keeps a
 connection: each call opens one in the thread it runs on (the GUI thread for the short
@@ -51,7 +52,8 @@ PROGRESS_SECONDS = 0.1
 
 
 class LibraryHost(QObject):
-    """The libraries of every chat: attach, index in the background, follow, remove."""
+    """The libraries of every chat and project: attach, index in the background, follow,
+    remove."""
 
     changed = Signal()  # a library was attached, removed or indexed
     # Files done, files in all, the file now (0, 0, "": idle), its pages read and its
@@ -71,8 +73,10 @@ class LibraryHost(QObject):
         self._embedder = embedder
         self.vectors_note = ""
         """Why the last indexing run left passages without vectors ('' when it did not)."""
-        # The chats with a library, read once (the builder asks at every request it builds).
+        # The chats and the projects with a library, read once (the builder asks at every
+        # request it builds), again after a removal.
         self._sessions: set[int] | None = None
+        self._projects: set[int] = set()
         self._queue: list[int] = []
         self._running: tuple[int, Future] | None = None
         self._reader: ChildReader | None = None
@@ -96,30 +100,39 @@ class LibraryHost(QObject):
 
     # ------------------------------------------------------------------ reading
 
-    def config_for(self, session_id: int | None, max_searches: int) -> LibraryConfig | None:
-        """What offers search_documents to the chat `session_id`; None without a library."""
-        if session_id is None:
+    def config_for(
+        self, session_id: int | None, max_searches: int, project_id: int | None = None
+    ) -> LibraryConfig | None:
+        """What offers search_documents to the chat `session_id` in the project
+        `project_id`; None when neither has a library."""
+        sessions = self._known()
+        if session_id not in sessions and project_id not in self._projects:
             return None
+        return LibraryConfig(self.path, session_id, max_searches, self._embedder(), project_id)
+
+    def _known(self) -> set[int]:
+        """The chats with a library (and `_projects` the projects), read once."""
         if self._sessions is None:
-            self._sessions = set()
+            self._sessions, self._projects = set(), set()
             # No file yet: no library anywhere, and none is made just to find that out.
             if self.path.exists():
                 rows = self.libraries()
-                self._sessions = {row.session_id for row in rows}
+                self._sessions = {row.session_id for row in rows if row.session_id is not None}
+                self._projects = {row.project_id for row in rows if row.project_id is not None}
                 self._follow(rows)
-        if session_id not in self._sessions:
-            return None
-        return LibraryConfig(self.path, session_id, max_searches, self._embedder())
+        return self._sessions
 
     def embedding_model(self) -> str:
         """The model whose vectors the search uses too ('' for none: words only)."""
         embedder = self._embedder()
         return embedder.model if embedder is not None else ""
 
-    def libraries(self, session_id: int | None = None) -> list[LibraryRow]:
-        """The chat's libraries (None: every chat's) with their counts."""
+    def libraries(
+        self, session_id: int | None = None, project_id: int | None = None
+    ) -> list[LibraryRow]:
+        """The chat's libraries, or the project's (neither: every one), with their counts."""
         empty: list[LibraryRow] = []
-        return self._read(lambda store: store.libraries(session_id), empty)
+        return self._read(lambda store: store.libraries(session_id, project_id), empty)
 
     def files(self, library_id: int) -> list[FileRow]:
         """A library's files, the skipped ones with why."""
@@ -142,24 +155,43 @@ class LibraryHost(QObject):
 
     def attach(self, session_id: int, folder: Path) -> None:
         """Attach `folder` (or a file) to the chat and index it in the background."""
-        self.config_for(session_id, 0)  # the known chats are read first
+        sessions = self._known()  # the known chats are read first
         library_id = self._read(lambda store: store.attach(session_id, folder), None)
-        if library_id is None:
-            return
-        assert self._sessions is not None
-        self._sessions.add(session_id)
-        self._follow(self.libraries(session_id))
+        if library_id is not None:
+            sessions.add(session_id)
+            self._attached(library_id, self.libraries(session_id))
+
+    def attach_to_project(self, project_id: int, folder: Path) -> None:
+        """Attach `folder` (or a file) to the project, for each of its chats, and index
+        it in the background (once: its chats share the index)."""
+        self._known()
+        library_id = self._read(lambda store: store.attach_to_project(project_id, folder), None)
+        if library_id is not None:
+            self._projects.add(project_id)
+            self._attached(library_id, self.libraries(project_id=project_id))
+
+    def _attached(self, library_id: int, rows: list[LibraryRow]) -> None:
+        self._follow(rows)
         self.changed.emit()
         self.reindex(library_id)
 
-    def remove(self, library_id: int, session_id: int) -> None:
-        """Forget a library (its files are left alone)."""
-        if library_id in self._queue:
-            self._queue.remove(library_id)
-        self._removed.add(library_id)
-        self._read(lambda store: store.remove(library_id), None)
-        if self._sessions is not None and not self.libraries(session_id):
-            self._sessions.discard(session_id)
+    def remove(self, library_id: int) -> None:
+        """Forget a library, a chat's or a project's (its files are left alone)."""
+        self._forget([library_id], lambda store: store.remove(library_id))
+
+    def forget_project(self, project_id: int) -> None:
+        """Forget the libraries of a project (deleted): their index, not their files."""
+        ids = [row.id for row in self.libraries(project_id=project_id)]
+        if ids:
+            self._forget(ids, lambda store: store.forget_project(project_id))
+
+    def _forget(self, library_ids: list[int], call: Callable[[LibraryStore], None]) -> None:
+        for library_id in library_ids:
+            if library_id in self._queue:
+                self._queue.remove(library_id)
+            self._removed.add(library_id)
+        self._read(call, None)
+        self._sessions = None  # which chats and projects have one: read again when asked
         self.changed.emit()
 
     def reindex(self, library_id: int) -> None:
@@ -171,7 +203,7 @@ class LibraryHost(QObject):
     @Slot()
     def reindex_all(self) -> None:
         """Re-index every attached library (what changed on disk since)."""
-        if self._sessions:
+        if self._sessions or self._projects:
             for row in self.libraries():
                 self.reindex(row.id)
 

@@ -1,8 +1,11 @@
-"""The Libraries panel: a chat's libraries, their files, sizes, passages, what was skipped
-and why, with Add folder, Re-index and Remove, and how far indexing got (files, and the
-page of a big PDF). File names are shown as plain text."""
+"""The Libraries panel: a chat's libraries, and those of its project (marked "From project
+…"), their files, sizes, passages, what was skipped and why, with Add folder, Re-index and
+Remove (a project's library too: it is gone for each chat of the project), and how far
+indexing got (files, and the page of a big PDF). File and project names are plain text."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtWidgets import (
@@ -55,10 +58,19 @@ class LibrariesPanel(QDialog):
 
     add_requested = Signal()
 
-    def __init__(self, host: LibraryHost, session_id: int | None, parent: QWidget | None = None):
+    def __init__(
+        self,
+        host: LibraryHost,
+        session_id: int | None,
+        parent: QWidget | None = None,
+        project: Callable[[], tuple[int, str] | None] = lambda: None,
+    ):
         super().__init__(parent)
         self._host = host
         self.session_id = session_id
+        # The chat's project now, its id and name (None: none): asked at each refresh,
+        # as the chat may be moved while the panel is open.
+        self._project = project
         self.setWindowTitle("Libraries")
         self.resize(720, 480)
         self.summary = QLabel(self)
@@ -106,10 +118,16 @@ class LibrariesPanel(QDialog):
     def refresh(self) -> None:
         """List the chat's libraries and their files again."""
         rows = self._host.libraries(self.session_id) if self.session_id is not None else []
+        project = self._project()
+        if project is not None:
+            rows += self._host.libraries(project_id=project[0])
         self.tree.clear()
         for library in rows:
+            where = str(library.root)
+            if library.project_id is not None and project is not None:
+                where = f"From project {project[1]}: {where}"
             top = QTreeWidgetItem(
-                [str(library.root), "", f"{library.passages:,}", f"{library.skipped} skipped"]
+                [where, "", f"{library.passages:,}", f"{library.skipped} skipped"]
             )
             top.setData(0, Qt.ItemDataRole.UserRole, library.id)
             for file in self._host.files(library.id):
@@ -147,8 +165,8 @@ class LibrariesPanel(QDialog):
     @Slot()
     def _on_remove(self) -> None:
         library_id = self._selected()
-        if library_id is not None and self.session_id is not None:
-            self._host.remove(library_id, self.session_id)
+        if library_id is not None:
+            self._host.remove(library_id)
 
     @Slot(int, int, str, int, int)
     def _on_progress(self, done: int, total: int, name: str, page: int, pages: int) -> None:

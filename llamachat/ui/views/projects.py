@@ -2,7 +2,9 @@
 project", and the dialog that edits a project's name and defaults.
 
 A project's defaults are what a new chat in it starts with: a system prompt preset, a
-model, skills loaded at its start, request parameters (`params_panel.ParamsPanel`).
+model, skills loaded at its start, request parameters (`params_panel.ParamsPanel`); and
+its libraries, folders searched by each of its chats (added and removed at once, not on OK;
+deleting the project forgets them).
 `ProjectChoices` is what the dialog offers (the window's presets, models and skills).
 History's errors reach the caller (the sidebar says them in its notice bar).
 """
@@ -11,21 +13,29 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from PySide6.QtCore import Qt, Slot
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
     QDialogButtonBox,
+    QFileDialog,
     QFormLayout,
+    QHBoxLayout,
     QInputDialog,
     QLineEdit,
+    QListWidget,
+    QListWidgetItem,
     QMenu,
+    QPushButton,
     QVBoxLayout,
     QWidget,
 )
 
 from llamachat.history.store import History, ProjectRow
 from llamachat.ui import plain
+from llamachat.ui.library.host import LibraryHost
 from llamachat.ui.views.params_panel import ParamsPanel
 
 # The sidebar's way to run a menu's action: errors said, the list shown again after.
@@ -45,9 +55,15 @@ class ProjectDialog(QDialog):
     """A project's name and the defaults of a new chat in it."""
 
     def __init__(
-        self, project: ProjectRow, choices: ProjectChoices, parent: QWidget | None = None
+        self,
+        project: ProjectRow,
+        choices: ProjectChoices,
+        parent: QWidget | None = None,
+        libraries: LibraryHost | None = None,
     ) -> None:
         super().__init__(parent)
+        self._project_id = project["id"]
+        self._libraries = libraries
         self.setWindowTitle(f"Project {project['name']}")
         self.name = QLineEdit(project["name"])
         self.name.setAccessibleName("Project name")
@@ -70,6 +86,8 @@ class ProjectDialog(QDialog):
         form.addRow("System prompt", self.preset)
         form.addRow("Model", self.model)
         form.addRow("Skills", self.skills)
+        if libraries is not None:
+            form.addRow("Libraries", self._libraries_row(libraries))
         buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
         )
@@ -79,6 +97,54 @@ class ProjectDialog(QDialog):
         layout.addLayout(form)
         layout.addWidget(self.params)
         layout.addWidget(buttons)
+
+    def _libraries_row(self, libraries: LibraryHost) -> QWidget:
+        """The project's folders, with Add folder… and Remove."""
+        self.folders = QListWidget()
+        self.folders.setAccessibleName("Project libraries")
+        self.folders.setToolTip("Folders searched by each chat of this project.")
+        self.folders.setMaximumHeight(90)
+        self.add_folder_button = QPushButton("Add folder…")
+        self.add_folder_button.clicked.connect(self.choose_folder)
+        self.remove_folder_button = QPushButton("Remove")
+        self.remove_folder_button.clicked.connect(self.remove_folder)
+        buttons = QVBoxLayout()
+        buttons.addWidget(self.add_folder_button)
+        buttons.addWidget(self.remove_folder_button)
+        buttons.addStretch(1)
+        box = QWidget()
+        row = QHBoxLayout(box)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.folders, 1)
+        row.addLayout(buttons)
+        libraries.changed.connect(self.show_folders)
+        self.show_folders()
+        return box
+
+    @Slot()
+    def show_folders(self) -> None:
+        """List the project's libraries again (a QListWidget's text is plain)."""
+        assert self._libraries is not None
+        self.folders.clear()
+        for row in self._libraries.libraries(project_id=self._project_id):
+            item = QListWidgetItem(str(row.root))
+            item.setData(Qt.ItemDataRole.UserRole, row.id)
+            self.folders.addItem(item)
+        self.remove_folder_button.setEnabled(self.folders.count() > 0)
+
+    @Slot()
+    def choose_folder(self) -> None:
+        """Ask for a folder and attach it to the project (indexed in the background)."""
+        folder = QFileDialog.getExistingDirectory(self, "Add folder to project", str(Path.home()))
+        if folder and self._libraries is not None:
+            self._libraries.attach_to_project(self._project_id, Path(folder))
+
+    @Slot()
+    def remove_folder(self) -> None:
+        """Forget the chosen folder (or the first) as the project's library."""
+        item = self.folders.currentItem() or self.folders.item(0)
+        if item is not None and self._libraries is not None:
+            self._libraries.remove(int(item.data(Qt.ItemDataRole.UserRole)))
 
     def changes(self) -> dict:
         """The project's fields as the dialog shows them (for `Projects.update`)."""
@@ -149,14 +215,20 @@ def project_menu(
     new_chat: Callable[[], object],
     edit: Callable[[], object],
     act: _Act,
+    libraries: LibraryHost | None = None,
 ) -> QMenu:
-    """The menu of a project's header: a new chat in it, edit it, delete it."""
+    """The menu of a project's header: a new chat in it, edit it, delete it (and forget
+    its libraries' index)."""
+
+    def delete() -> None:
+        history.projects.delete(project_id)
+        if libraries is not None:
+            libraries.forget_project(project_id)
+
     menu = QMenu(parent)
     menu.addAction("New chat in this project", new_chat)
     menu.addAction("Edit project…", edit)
-    menu.addAction(
-        "Delete project (keeps its chats)", lambda: act(lambda: history.projects.delete(project_id))
-    )
+    menu.addAction("Delete project (keeps its chats)", lambda: act(delete))
     return menu
 
 
@@ -166,12 +238,14 @@ def edit_project(
     project_id: int,
     choices: ProjectChoices,
     act: _Act,
+    libraries: LibraryHost | None = None,
 ) -> ProjectDialog | None:
-    """Open the dialog of a project's name and defaults (OK saves them through `act`)."""
+    """Open the dialog of a project's name, defaults and libraries (OK saves the name and
+    defaults through `act`)."""
     project = history.projects.get(project_id)
     if project is None:
         return None
-    dialog = ProjectDialog(project, choices, parent)
+    dialog = ProjectDialog(project, choices, parent, libraries)
     dialog.accepted.connect(
         lambda: act(lambda: history.projects.update(project_id, **dialog.changes()))
     )

@@ -63,6 +63,7 @@ from llamachat.history.store import (
     import_file,
 )
 from llamachat.ui import plain
+from llamachat.ui.library.host import LibraryHost
 from llamachat.ui.views.chat_import import ChatImporter
 from llamachat.ui.views.projects import (
     ProjectChoices,
@@ -114,6 +115,8 @@ class SessionSidebar(QWidget):
         self._deleted: list[int] = []
         self.project_choices: Callable[[], ProjectChoices] = ProjectChoices
         """What a project's defaults are chosen from (the window's presets, models, skills)."""
+        self.libraries: LibraryHost | None = None
+        """The App's libraries: a project's are edited in its dialog, forgotten with it."""
         self._build()
         self.model.reload()
 
@@ -281,11 +284,13 @@ class SessionSidebar(QWidget):
             lambda: self.new_chat_in_project.emit(project_id),
             lambda: self.edit_project(project_id),
             self._act,
+            self.libraries,
         )
 
     def edit_project(self, project_id: int) -> ProjectDialog | None:
         """Open the dialog of a project's name and defaults; OK saves them."""
-        return edit_project(self, self.history, project_id, self.project_choices(), self._act)
+        choices = self.project_choices()
+        return edit_project(self, self.history, project_id, choices, self._act, self.libraries)
 
     def delete_session(self, session_id: int) -> None:
         """Hide a session (soft delete) and offer Undo in the notice bar."""
