@@ -53,7 +53,12 @@ class ChatImporter(QObject):
         dialog.setWindowTitle("Import chats")
         dialog.setMinimumDuration(300)
         dialog.setAutoClose(False)
-        dialog.canceled.connect(cancelled.set)
+        # Not `cancelled.set`: PySide watches a bound method's object with a weakref that
+        # disconnects when it dies, and the worker's closure can hold the Event's last
+        # reference. Dying there, its disconnect takes Qt's lock and waits for the GIL
+        # while this thread, holding the GIL, waits for that lock in `done` (a deadlock
+        # seen in the bench). The lambda keeps the Event alive with the dialog, on this thread.
+        dialog.canceled.connect(lambda: cancelled.set())
         self._progress.connect(dialog.setValue)
         self.progress = dialog
         self.action.setEnabled(False)
