@@ -14072,6 +14072,44 @@ class TestLibrary:
         assert (row.root, row.files, row.passages) == ((root / "zebra.md").resolve(), 1, 1)
         assert not window.composer.attachments()
 
+    def test_a_chat_deleted_for_good_takes_its_libraries_index_with_it(
+        self, qtbot, tmp_path: Path
+    ) -> None:
+        """Deleting a chat keeps its library while Undo is offered; once the notice goes,
+        its index leaves library.db (its files stay). A chat purged while llamachat was not
+        running loses its libraries' index at the next start; a live chat keeps its own."""
+        from llamachat.ui.library.host import LibraryHost
+
+        root = tmp_path / "docs"
+        root.mkdir()
+        (root / "zebra.txt").write_text("The zebra division grew.")
+        history = _chrome_history(tmp_path)
+        ids = []
+        for text in ("kept", "deleted", "purged"):
+            ids.append(history.create_session("chat"))
+            history.add_message(ids[-1], "user", text)
+        host = LibraryHost(tmp_path / "library.db")
+        for sid in ids:
+            host.attach(sid, root)
+        qtbot.waitUntil(lambda: not host.busy(), timeout=20000)
+        sidebar = SessionSidebar(history)
+        sidebar.libraries = host
+        qtbot.addWidget(sidebar)
+        sidebar.delete_session(ids[1])
+        assert host.libraries(ids[1])  # Undo is still offered
+        [close] = [
+            w for w in sidebar.notice.findChildren(QWidget) if w.accessibleName() == "Close notice"
+        ]
+        close.click()
+        assert host.libraries(ids[1]) == [] and host.libraries(ids[0])
+        history.delete_session(ids[2])
+        history.purge_deleted([ids[2]])
+        host.forget_gone_chats(lambda sid: history.get_session(sid) is not None)
+        assert host.libraries(ids[2]) == [] and host.libraries(ids[0])
+        assert (root / "zebra.txt").exists()
+        host.close()
+        history.close()
+
     def test_window_temporary_chat_neither_takes_nor_searches_a_library(
         self, chat_window, router, qtbot, tmp_path: Path
     ) -> None:

@@ -32,7 +32,7 @@ import traceback
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QObject, Qt, Signal, Slot
+from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from llamachat import config
@@ -89,6 +89,10 @@ def _registry_changed(old: Config, new: Config) -> bool:
     )
 
 
+FORGET_GONE_CHATS_MS = 3000
+"""How long after start the libraries of chats gone from the history are forgotten."""
+
+
 class App(QObject):
     """The configuration, the router's state and the registry, shared by every window."""
 
@@ -120,6 +124,15 @@ class App(QObject):
         # Folders attached to chats as libraries, indexed in the background.
         self.libraries = LibraryHost(
             library_path(cfg.history_path), parent=self, embedder=self.embedder
+        )
+        # Chats purged at start (deleted long ago) or by another copy of llamachat leave
+        # their libraries' index behind: forgotten once the window is up, off start-up.
+        QTimer.singleShot(
+            FORGET_GONE_CHATS_MS,
+            self,
+            lambda: self.libraries.forget_gone_chats(
+                lambda sid: self.history.get_session(sid) is not None
+            ),
         )
 
     # ------------------------------------------------------------------ state

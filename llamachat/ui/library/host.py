@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
 from pathlib import Path
@@ -184,6 +184,24 @@ class LibraryHost(QObject):
         ids = [row.id for row in self.libraries(project_id=project_id)]
         if ids:
             self._forget(ids, lambda store: store.forget_project(project_id))
+
+    def forget_chats(self, session_ids: Iterable[int]) -> None:
+        """Forget the libraries of chats deleted for good: their index, not their files."""
+        gone = set(session_ids)
+        ids = [row.id for row in self.libraries() if row.session_id in gone]
+
+        def remove_all(store: LibraryStore) -> None:
+            for library_id in ids:
+                store.remove(library_id)
+
+        if ids:
+            self._forget(ids, remove_all)
+
+    def forget_gone_chats(self, exists: Callable[[int], bool]) -> None:
+        """Forget the libraries of chats that `exists` says are gone (purged while
+        llamachat was not running, or by a start that purged old deletions)."""
+        if self.path.exists():
+            self.forget_chats(sid for sid in self._known().copy() if not exists(sid))
 
     def _forget(self, library_ids: list[int], call: Callable[[LibraryStore], None]) -> None:
         for library_id in library_ids:

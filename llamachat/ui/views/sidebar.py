@@ -387,6 +387,9 @@ class SessionSidebar(QWidget):
             self.history.purge_deleted(deleted)
         except HistoryError as exc:
             log.warning("deleted chats stay until the next start: %s", exc)
+        else:
+            if self.libraries is not None and deleted:
+                self.libraries.forget_chats(deleted)
         self.notice_label.clear()
 
     # ------------------------------------------------------------------ slots
