@@ -2,9 +2,9 @@
 
 `ChatImporter(history)` owns the Import menu action; `start(path)` reads, checks and
 writes every chat of the file (any format `history.importers` reads: our JSON or
-Markdown, ChatGPT's, Open WebUI's, llama.cpp web UI's) on a worker thread over a
-connection of its own (`store.import_chats`), with a progress dialog (`progress`) whose
-Cancel keeps nothing of it. It says how it ended with `imported(the chat to open, what
+Markdown, ChatGPT's, Open WebUI's, llama.cpp web UI's) in a child process over a
+connection of its own (`import_child.import_in_child`, waited for on a worker thread),
+with a progress dialog (`progress`) whose Cancel keeps nothing of it. It says how it ended with `imported(the chat to open, what
 to say)` or `refused(why)`; it raises nothing.
 """
 
@@ -18,7 +18,8 @@ from PySide6.QtCore import QObject, Signal, Slot
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QFileDialog, QProgressDialog, QWidget
 
-from llamachat.history.store import History, HistoryError, ImportCancelled, import_chats
+from llamachat.history.import_child import import_in_child
+from llamachat.history.store import History, HistoryError, ImportCancelled
 from llamachat.ui import plain
 from llamachat.ui.tasks import run_in_background
 
@@ -94,9 +95,7 @@ class ChatImporter(QObject):
             self.imported.emit(ids[-1], said)
 
         db_path = self._history.path
-        run_in_background(
-            lambda: import_chats(db_path, path, on_progress=on_progress), done, receiver=self
-        )
+        run_in_background(lambda: import_in_child(db_path, path, on_progress), done, receiver=self)
 
     @Slot()
     def _choose(self) -> None:
