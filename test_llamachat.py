@@ -14620,23 +14620,15 @@ class TestLibrary:
         force) is converted by the next indexing: every vector kept, nothing sent to the
         router again, the search finds what it found; a version 1 file whose vectors name
         no model has them made again."""
-        from llamachat.dev.bench_library import LocalVectors
+        from llamachat.dev.pytest_plugin import _recording_embedder
         from llamachat.library.schema import SCHEMA_VERSION
         from llamachat.library.store import LibraryStore
-        from llamachat.library.vectors import Embedder
 
         root = tmp_path / "docs"
         root.mkdir()
         for name in ("alpha", "beta", "gamma"):
             (root / f"{name}.txt").write_text(f"The {name} notes.\n\nMore on {name}.")
-        local = LocalVectors(64)
-        sent: list[str] = []
-
-        def embed(texts: list[str], timeout: float) -> list[list[float]]:
-            sent.extend(texts)
-            return local.embed(texts, timeout)
-
-        embedder = Embedder("local", embed)
+        embedder, sent = _recording_embedder(64)
         db = tmp_path / "library.db"
         store = LibraryStore(db)
         library = store.attach(1, root)
@@ -14790,23 +14782,15 @@ class TestLibrary:
         when opened: the chat's library keeps its id, files and vectors (nothing sent to the
         router again), and a project's library beside it is searched by the project's chat
         alone, by words and by vectors."""
-        from llamachat.dev.bench_library import LocalVectors
+        from llamachat.dev.pytest_plugin import _recording_embedder
         from llamachat.library.schema import SCHEMA_VERSION
         from llamachat.library.store import LibraryStore
-        from llamachat.library.vectors import Embedder
 
         chat_docs, project_docs = tmp_path / "chat", tmp_path / "project"
         for folder, word in ((chat_docs, "alpha"), (project_docs, "omega")):
             folder.mkdir()
             (folder / f"{word}.txt").write_text(f"The {word} notes.\n\nMore on {word}.")
-        local = LocalVectors(64)
-        sent: list[str] = []
-
-        def embed(texts: list[str], timeout: float) -> list[list[float]]:
-            sent.extend(texts)
-            return local.embed(texts, timeout)
-
-        embedder = Embedder("local", embed)
+        embedder, sent = _recording_embedder(64)
         db = tmp_path / "library.db"
         store = LibraryStore(db)
         library = store.attach(1, chat_docs)

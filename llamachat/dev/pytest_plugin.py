@@ -23,6 +23,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -1670,6 +1671,21 @@ def _library_pdf(path: Path, pages: list[str], *, password: str = "") -> Path:
 def _embedder(client: Client, model: str = "test-model") -> Embedder:
     """The libraries' Embedder for `model` through `client`, as the App makes it."""
     return Embedder(model, lambda texts, timeout: embeddings(client, model, texts, timeout))
+
+
+def _recording_embedder(size: int) -> tuple[Embedder, list[str]]:
+    """A local Embedder (`bench_library.LocalVectors`, no router) of `size`-value vectors,
+    and the list of every text it was sent."""
+    from llamachat.dev.bench_library import LocalVectors
+
+    local = LocalVectors(size)
+    sent: list[str] = []
+
+    def embed(texts: Sequence[str], timeout: float) -> list[list[float]]:
+        sent.extend(texts)
+        return local.embed(list(texts), timeout)
+
+    return Embedder("local", embed), sent
 
 
 def _library_folder(root: Path) -> Path:
