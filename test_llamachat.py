@@ -14110,6 +14110,42 @@ class TestLibrary:
         host.close()
         history.close()
 
+    def test_app_forgets_the_libraries_of_chats_purged_while_it_was_not_running(
+        self, qtbot, tmp_path: Path, monkeypatch
+    ) -> None:
+        """Shortly after start, the App forgets the libraries of chats no longer in the
+        history and keeps a live chat's; an App whose history was closed by then (quit)
+        raises nothing."""
+        from llamachat.library.store import default_path
+        from llamachat.ui import app as app_module
+        from llamachat.ui.library.host import LibraryHost
+
+        monkeypatch.setattr(app_module, "FORGET_GONE_CHATS_MS", 0)
+        root = tmp_path / "docs"
+        root.mkdir()
+        (root / "zebra.txt").write_text("The zebra division grew.")
+        history = History(tmp_path / "history.db")
+        live, gone = history.create_session("chat"), history.create_session("chat")
+        history.delete_session(gone)
+        history.purge_deleted([gone])
+        host = LibraryHost(default_path(history.path))
+        host.attach(live, root)
+        host.attach(gone, root)
+        qtbot.waitUntil(lambda: not host.busy(), timeout=20000)
+        host.close()
+        cfg = Config(history_path=history.path, router_url="http://127.0.0.1:9")
+        started = _app(cfg, history)
+        qtbot.waitUntil(lambda: started.libraries.libraries(gone) == [], timeout=5000)
+        assert started.libraries.libraries(live)
+        closed_history = History(tmp_path / "other.db")
+        quitting = _app(Config(history_path=closed_history.path), closed_history)
+        closed_history.close()
+        quitting.libraries.attach(1, root)
+        qtbot.wait(50)  # its timer fires with the history closed: nothing is raised
+        for app in (started, quitting):
+            app.libraries.close()
+        history.close()
+
     def test_window_temporary_chat_neither_takes_nor_searches_a_library(
         self, chat_window, router, qtbot, tmp_path: Path
     ) -> None:

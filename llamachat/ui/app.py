@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import sqlite3
 import sys
 import threading
 import traceback
@@ -127,13 +128,15 @@ class App(QObject):
         )
         # Chats purged at start (deleted long ago) or by another copy of llamachat leave
         # their libraries' index behind: forgotten once the window is up, off start-up.
-        QTimer.singleShot(
-            FORGET_GONE_CHATS_MS,
-            self,
-            lambda: self.libraries.forget_gone_chats(
-                lambda sid: self.history.get_session(sid) is not None
-            ),
-        )
+        QTimer.singleShot(FORGET_GONE_CHATS_MS, self, self._forget_gone_chats)
+
+    @Slot()
+    def _forget_gone_chats(self) -> None:
+        try:
+            self.libraries.forget_gone_chats(lambda sid: self.history.get_session(sid) is not None)
+        except (HistoryError, sqlite3.Error) as exc:
+            # A history closed already (quitting): the next start forgets them.
+            log.info("the libraries of deleted chats are kept for now: %s", exc)
 
     # ------------------------------------------------------------------ state
 
