@@ -1,10 +1,10 @@
 """`search_documents`: the model searches the libraries attached to its chat and to
 the chat's project.
 
-Offered while a chat or its project has a library (`LibraryConfig`). Each call opens library.db in the
-thread that runs it (a reply's worker; SQLite connections stay in their thread), asks
-`LibraryStore.search` for the best passages, and answers with each passage's file, page
-and heading, cut so the whole result stays under `RESULT_CHARS`. The window shows the
+Offered while a chat or its project has a library (`LibraryConfig`). Each call opens
+library.db in the thread that runs it (a reply's worker; SQLite connections stay in their
+thread), asks `LibraryStore.search` for the best passages, and answers with each
+passage's file, page and heading, cut so the whole result stays under `RESULT_CHARS`. The window shows the
 sources as a search's results (``search_done``), each a link to its file.
 """
 

@@ -143,11 +143,11 @@ class TurnBuilder:
             library=None
             if state.temporary
             else self._app.libraries.config_for(
-                state.session_id, cfg.max_searches, self._project_id()
+                state.session_id, cfg.max_searches, self.project_id()
             ),
         )
 
-    def _project_id(self) -> int | None:
+    def project_id(self) -> int | None:
         """The chat's project as the history has it now (it may have moved since opened)."""
         if self.state.session_id is None:
             return self.state.project_id

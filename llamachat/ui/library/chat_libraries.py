@@ -114,13 +114,9 @@ class ChatLibraries(QObject):
 
     def _project(self) -> tuple[int, str] | None:
         """The chat's project, its id and name (None: none), as the history has it now."""
-        state = self._chat.state
-        if state.temporary:
+        if self._chat.state.temporary:
             return None
-        project_id = state.project_id
-        if state.session_id is not None:
-            session = self._chat.history.get_session(state.session_id)
-            project_id = session["project_id"] if session is not None else None
+        project_id = self._chat.builder.project_id()
         project = self._chat.history.projects.get(project_id) if project_id else None
         return (project["id"], project["name"]) if project is not None else None
 
