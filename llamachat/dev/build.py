@@ -47,6 +47,7 @@ PACKAGE = Path(llamachat.__file__).resolve().parent
 # not use: it sends headers_env) that would add 33 MB.
 EXCLUDED = (
     "llamachat.dev",
+    "llamachat.tests",
     "pytest",
     "_pytest",
     "mypy",

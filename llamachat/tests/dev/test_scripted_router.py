@@ -1,0 +1,203 @@
+"""The tests of `llamachat.dev.scripted_router`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+
+from llamachat.dev.scripted_router import Model, Reply, ScriptedRouter, ToolCall
+from llamachat.router import client as backend
+from llamachat.tests.support import sse_objects
+
+
+class TestScriptedRouter:
+    """A scripted stand-in for llama.cpp's router, served over real HTTP on 127.0.0.1."""
+
+    def test_scripted_router_streams_pieces_then_usage_timings_and_done(self, router) -> None:
+
+        router.script(
+            Reply(
+                reasoning=["think ", "hard"],
+                content=["Hel", "lo"],
+                tool_calls=[ToolCall("web_search", '{"query": "abc"}', fragments=3)],
+            )
+        )
+        body = {
+            "model": "test-model",
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "messages": [{"role": "user", "content": "hi there"}],
+        }
+        r = httpx.post(router.url + "/v1/chat/completions", json=body)
+        assert r.headers["content-type"].startswith("text/event-stream")
+        objs = sse_objects(r.text)
+        assert objs[-1] == "[DONE]"
+        deltas = [o["choices"][0]["delta"] for o in objs[:-1] if o["choices"]]
+        assert "".join(d.get("reasoning_content") or "" for d in deltas) == "think hard"
+        assert "".join(d.get("content") or "" for d in deltas) == "Hello"
+        frags = [tc for d in deltas for tc in d.get("tool_calls", [])]
+        assert len(frags) == 3 and frags[0]["function"]["name"] == "web_search"
+        assert all("name" not in f.get("function", {}) for f in frags[1:])
+        assert "".join(f["function"]["arguments"] for f in frags) == '{"query": "abc"}'
+        assert objs[-3]["choices"][0]["finish_reason"] == "tool_calls"
+        usage_chunk = objs[-2]
+        assert usage_chunk["choices"] == []
+        assert usage_chunk["usage"]["completion_tokens"] == 5
+        assert usage_chunk["timings"]["predicted_per_second"] > 0
+
+    def test_scripted_router_echoes_last_user_message_and_records_requests(self, router) -> None:
+
+        body = {
+            "model": "test-model",
+            "stream": False,
+            "messages": [{"role": "user", "content": "ping"}],
+        }
+        r = httpx.post(
+            router.url + "/v1/chat/completions", json=body, headers={"Authorization": "Bearer k"}
+        )
+        assert r.json()["choices"][0]["message"]["content"] == "echo: ping"
+        recorded = router.chat_requests()[-1]
+        assert (recorded.method, recorded.path) == ("POST", "/v1/chat/completions")
+        assert recorded.json == body
+        assert recorded.headers["authorization"] == "Bearer k"
+
+    def test_scripted_router_load_goes_loading_then_loaded_and_unload_resets(self) -> None:
+
+        with ScriptedRouter([Model("a", aliases=("alpha",))], load_delay=0.3) as r:
+            assert httpx.post(r.url + "/models/load", json={"model": "a"}).json() == {
+                "success": True
+            }
+            statuses = {
+                m["id"]: m["status"]["value"] for m in httpx.get(r.url + "/models").json()["data"]
+            }
+            assert statuses == {"a": "loading"}
+            while r.status("a") == "loading":
+                httpx.get(r.url + "/health")
+            assert r.status("a") == "loaded"
+            listed = httpx.get(r.url + "/v1/models").json()["data"][0]
+            assert listed["aliases"] == ["alpha"]
+            assert httpx.post(r.url + "/models/unload", json={"model": "a"}).status_code == 200
+            assert r.status("a") == "unloaded"
+
+    def test_scripted_router_failing_model_reports_failed_with_exit_code(self) -> None:
+
+        with ScriptedRouter([Model("broken", fail_exit_code=3)]) as r:
+            resp = httpx.post(r.url + "/models/load", json={"model": "broken"})
+            assert resp.status_code == 500
+            assert "exit code 3" in resp.json()["error"]["message"]
+            status = httpx.get(r.url + "/models").json()["data"][0]["status"]
+            assert status == {"value": "unloaded", "failed": True, "exit_code": 3}
+
+    def test_scripted_router_props_with_autoload_false_never_loads(self) -> None:
+
+        with ScriptedRouter([Model("a", n_ctx=8192)]) as r:
+            resp = httpx.get(r.url + "/props", params={"model": "a", "autoload": "false"})
+            assert resp.status_code == 400
+            assert r.status("a") == "unloaded"
+            resp = httpx.get(r.url + "/props", params={"model": "a"})
+            assert resp.json()["default_generation_settings"]["n_ctx"] == 8192
+            assert r.status("a") == "loaded"
+
+    def test_scripted_router_http_error_and_mid_stream_error_chunk(self, router) -> None:
+
+        router.script(
+            Reply(
+                status=400,
+                error={
+                    "type": "exceed_context_size_error",
+                    "message": "too big",
+                    "n_prompt_tokens": 9000,
+                    "n_ctx": 4096,
+                },
+            ),
+            Reply(content=["a", "b", "c"], error_after=2, error={"message": "boom"}),
+        )
+        body = {"model": "test-model", "stream": True, "messages": []}
+        resp = httpx.post(router.url + "/v1/chat/completions", json=body)
+        assert resp.status_code == 400
+        assert resp.json()["error"]["n_ctx"] == 4096
+        objs = sse_objects(httpx.post(router.url + "/v1/chat/completions", json=body).text)
+        assert objs[-1] == {"error": {"code": 500, "message": "boom", "type": "server_error"}}
+        assert len(objs) == 3
+
+    def test_scripted_router_die_after_closes_socket_mid_body(self, router) -> None:
+
+        router.script(Reply(content=["x"] * 10, die_after=3))
+        body = {"model": "test-model", "stream": True, "messages": []}
+        with pytest.raises(httpx.RemoteProtocolError):
+            httpx.post(router.url + "/v1/chat/completions", json=body)
+
+    def test_scripted_router_stall_holds_until_released_and_sees_client_leave(self, router) -> None:
+
+        body = {"model": "test-model", "stream": True, "messages": []}
+        router.script(Reply(content=["a", "b"], stall_after=2))
+        with (
+            httpx.Client(timeout=httpx.Timeout(5.0, read=0.3)) as client,
+            pytest.raises(httpx.ReadTimeout),
+        ):
+            client.post(router.url + "/v1/chat/completions", json=body)
+
+        deadline = time.monotonic() + 10
+        while router.disconnects == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert router.disconnects == 1
+
+        router.script(Reply(content=["a", "b"], stall_after=2))
+        with httpx.stream("POST", router.url + "/v1/chat/completions", json=body) as resp:
+            events = (line for line in resp.iter_lines() if line)
+            first_two = [next(events), next(events)]
+            router.release()
+            rest = list(events)
+        assert '"content":"a"' in first_two[1]
+        assert rest[-1] == "data: [DONE]"
+
+    def test_scripted_router_streams_twenty_thousand_tokens_intact(self, router) -> None:
+
+        router.script(Reply.tokens(20_000, word="w "))
+        body = {"model": "test-model", "stream": True, "messages": []}
+        objs = sse_objects(httpx.post(router.url + "/v1/chat/completions", json=body).text)
+        text = "".join(
+            o["choices"][0]["delta"].get("content") or "" for o in objs[:-1] if o["choices"]
+        )
+        assert text == "w " * 20_000
+
+    def test_scripted_router_api_key_guards_all_but_health(self) -> None:
+
+        with ScriptedRouter(api_key="sekrit") as r:
+            assert httpx.get(r.url + "/health").status_code == 200
+            denied = httpx.get(r.url + "/v1/models")
+            assert denied.status_code == 401
+            assert denied.json()["error"]["type"] == "authentication_error"
+            ok = httpx.get(r.url + "/v1/models", headers={"Authorization": "Bearer sekrit"})
+            assert ok.status_code == 200
+
+    def test_scripted_router_runs_as_a_process_of_its_own(self) -> None:
+        """`python -m llamachat.dev.scripted_router` serves replies queued as JSON lines on stdin."""
+
+        process = subprocess.Popen(
+            [sys.executable, "-m", "llamachat.dev.scripted_router"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            url = process.stdout.readline().strip()
+            process.stdin.write(json.dumps({"content": ["from ", "afar"]}) + "\n")
+            process.stdin.flush()
+            assert process.stdout.readline().strip() == "ok"
+            client = backend.Client(url)
+            got = [
+                v
+                for k, v in client.stream_chat("test-model", [{"role": "user", "content": "x"}])
+                if k == "content"
+            ]
+            client.close()
+            assert "".join(got) == "from afar"
+        finally:
+            process.stdin.close()
+            process.wait(timeout=10)

@@ -1,0 +1,155 @@
+"""The tests of `llamachat.router.transport`."""
+
+from __future__ import annotations
+
+import re
+import socket
+import threading
+import time
+
+import pytest
+
+from llamachat.dev.scripted_router import Reply
+from llamachat.router import client as backend
+from llamachat.router.client import Client
+from llamachat.tests.support import raw_router, user_turn
+
+
+class TestTransport:
+    """The client's HTTP plumbing: a connection pool whose sockets can be shut from another thread."""
+
+    def test_backend_request_meeting_a_closed_kept_alive_connection_is_sent_again(
+        self,
+    ) -> None:
+        """A server that closes an idle kept-alive connection without answering the request
+        that met it (as llama-server does): a GET or an idempotent POST goes out again on a
+        fresh connection; any other POST says what happened."""
+
+        body = b'{"ok": true}'
+        answer = (
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+        )
+        listener = socket.create_server(("127.0.0.1", 0))
+        port = listener.getsockname()[1]
+        answered: list[str] = []
+
+        def request_line(conn: socket.socket) -> str:
+            """Read one whole request (its body too); its first line, or '' at EOF."""
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return ""
+                data += chunk
+            head, _, rest = data.partition(b"\r\n\r\n")
+            length = re.search(rb"(?i)content-length: *(\d+)", head)
+            while length and len(rest) < int(length[1]):
+                rest += conn.recv(65536)
+            return head.split(b"\r\n")[0].decode()
+
+        def serve() -> None:
+            # Each connection answers its first request; the next one it reads whole, and
+            # closes without an answer.
+            while True:
+                try:
+                    conn, _ = listener.accept()
+                except OSError:
+                    return
+                with conn:
+                    answered.append(request_line(conn))
+                    conn.sendall(answer)
+                    request_line(conn)
+
+        threading.Thread(target=serve, daemon=True).start()
+        client = Client(f"http://127.0.0.1:{port}", api_key="")
+        try:
+            for method, idempotent in (("GET", None), ("POST", True)):
+                for path in ("/a", "/b"):
+                    assert client.request_json(
+                        method, path, root=True, idempotent=idempotent, json={}
+                    ) == {"ok": True}
+            with pytest.raises(backend.StreamError, match="RemoteProtocolError"):
+                client.request_json("POST", "/c", root=True, json={})
+        finally:
+            client.close()
+            listener.close()
+        # Each /b met the connection /a left, and went out again on a fresh one.
+        assert answered == [
+            "GET /a HTTP/1.1",
+            "GET /b HTTP/1.1",
+            "POST /a HTTP/1.1",
+            "POST /b HTTP/1.1",
+        ]
+
+    def test_backend_reuses_one_connection_across_turns(self, router) -> None:
+
+        client = backend.Client(router.url)
+        for _ in range(3):
+            list(client.stream_chat("test-model", user_turn()))
+        client.close()
+        peers = {r.peer for r in router.chat_requests()}
+        assert len(router.chat_requests()) == 3 and len(peers) == 1
+
+    def test_backend_closing_the_generator_closes_the_response(self, router) -> None:
+
+        router.script(Reply(content=["x"] * 2000, delay=0.01))
+        client = backend.Client(router.url)
+        stream = client.stream_chat("test-model", user_turn())
+        assert next(stream) == ("content", "x")
+        stream.close()
+        deadline = time.monotonic() + 10
+        while router.disconnects == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert router.disconnects == 1
+        client.close()
+
+    def test_fault_a_redirect_elsewhere_is_not_followed_and_says_where_it_points(self) -> None:
+        """A 307 to another host: the request is not sent there, and the error says it was
+        redirected and where to (credentials and the key masked), not that the server crashed."""
+        key = "sk-0123456789-qwertzuiop"
+        location = f"https://bob:hunter2-pass@elsewhere.example:8443/v1/chat/completions?key={key}"
+
+        def redirect(handler) -> None:
+            handler.send_response(307)
+            handler.send_header("Location", location)
+            handler.send_header("Content-Length", "0")
+            handler.end_headers()
+
+        with raw_router(redirect) as url:
+            client = backend.Client(url, api_key=key)
+            try:
+                with pytest.raises(backend.ServerError) as caught:
+                    list(client.stream_chat("test-model", user_turn()))
+            finally:
+                client.close()
+        error = caught.value
+        assert error.status == 307 and error.error_type == "redirect"
+        assert "redirected" in error.message and "crashed" not in error.message
+        where = "https://bob:***@elsewhere.example:8443/v1/chat/completions?key=***"
+        assert where in error.message, error.message
+        assert key not in error.message and "hunter2" not in error.message
+
+    def test_backend_sent_is_set_once_the_request_is_written_before_any_answer(
+        self, router
+    ) -> None:
+        """`stream_chat(sent=...)` says the request is on the wire while the server has not
+        answered yet (a router loading a model), so the window need not wait for more."""
+
+        router.script(Reply(content=["late"], delay=1.0))
+        client = Client(router.url)
+        sent = threading.Event()
+        events: list = []
+        reader = threading.Thread(
+            target=lambda: events.extend(
+                client.stream_chat("test-model", user_turn("hi"), sent=sent)
+            )
+        )
+        reader.start()
+        try:
+            assert sent.wait(10)
+            assert events == []
+        finally:
+            reader.join(30)
+            client.close()
+        assert ("content", "late") in events

@@ -1,0 +1,134 @@
+"""The tests of `llamachat.turn`."""
+
+from __future__ import annotations
+
+from llamachat import turn
+from llamachat.config import Config
+from llamachat.history.store import History
+from llamachat.router.models import ModelInfo
+from llamachat.skills import system_part
+from llamachat.tests.support import turn_skill_store
+
+
+class TestTurn:
+    """One turn: everything a request to the model is built from, for every window and the CLI."""
+
+    def test_turn_system_message_is_preset_date_then_skills_in_load_order_byte_stable(
+        self,
+        tmp_path,
+    ) -> None:
+        """Named system parts: preset, the date note only with search, skills as loaded."""
+        from llamachat.tools import web_search
+
+        store = turn_skill_store(tmp_path)
+        parts = turn.system_parts(
+            "Be brief.", search_on=True, store=store, names=["zeta", "missing", "alpha"]
+        )
+        assert [part.name for part in parts] == ["system", "date", "skill:zeta", "skill:alpha"]
+        text = turn.join_system(parts)
+        assert text == "\n\n".join(
+            [
+                "Be brief.",
+                web_search.date_note(),
+                system_part(store.load("zeta")),
+                system_part(store.load("alpha")),
+            ]
+        )
+        again = turn.system_parts("Be brief.", search_on=True, store=store, names=["zeta", "alpha"])
+        assert turn.join_system(again).encode() == text.encode()
+        assert turn.system_parts("", search_on=False, store=None, names=["zeta"]) == ()
+        plain = turn.join_system(turn.system_parts("P", search_on=False, store=store))
+        assert plain == "P" and web_search.date_note() not in plain
+
+    def test_turn_replays_history_and_names_every_part_of_the_question(self, tmp_path) -> None:
+        """History rows replay (answers only); the last question's text and files are named parts."""
+        from llamachat.tools import web_search
+
+        store = turn_skill_store(tmp_path)
+        cfg = Config(
+            search_url="http://127.0.0.1:9", max_searches=3, skills_dir=tmp_path / "skills"
+        )
+        image = {
+            "kind": "image",
+            "name": "cat.png",
+            "mime": "image/png",
+            "data": "data:image/png;base64,AA==",
+        }
+        notes = {"kind": "text", "name": "notes.py", "mime": "text/x-python", "data": "print(1)\n"}
+        with History(tmp_path / "history.db") as history:
+            session = history.create_session("chat", "m")
+            history.add_message(session, "user", "look", attachments=[image])
+            reply = history.add_message(session, "assistant", "A cat.", model="m")
+            history.update_message(reply, reasoning="It has whiskers.")
+            history.add_message(session, "assistant", "", model="m", status="error")
+            history.add_message(session, "user", "and this?", attachments=[notes])
+            stored = history.messages(session)
+
+        system = turn.system_parts("Be brief.", search_on=True, store=store, names=["alpha"])
+        request = turn.build_turn(cfg, model="m", system=system, messages=stored, store=store)
+        assert [part.name for part in request.parts()] == [
+            "system",
+            "date",
+            "skill:alpha",
+            "history",
+            "user",
+            "attachment:notes.py",
+            "tools",
+        ]
+        assert request.messages() == [
+            {"role": "system", "content": request.system_message()},
+            {
+                "role": "user",
+                "content": "look\n\n[image cat.png not sent: this model does not read images]",
+            },
+            {"role": "assistant", "content": "A cat."},
+            {"role": "user", "content": "and this?\n\nnotes.py:\n```py\nprint(1)\n```"},
+        ]
+        assert (
+            request.search_cfg.url == "http://127.0.0.1:9" and request.search_cfg.max_searches == 3
+        )
+        assert request.skills_cfg.store is store
+        assert [tool["function"]["name"] for tool in request.tools] == [
+            web_search.TOOL_SCHEMA["function"]["name"],
+            "load_skill",
+        ]
+
+        seeing = turn.build_turn(
+            cfg, model="m", system=(), messages=stored[:1], images=True, search_on=False
+        )
+        assert seeing.messages() == [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "look"},
+                    {"type": "image_url", "image_url": {"url": image["data"]}},
+                ],
+            }
+        ]
+        assert (seeing.search_cfg, seeing.skills_cfg, seeing.tools) == (None, None, ())
+
+    def test_turn_parse_question_takes_commands_then_mentions_of_known_skills(
+        self, tmp_path
+    ) -> None:
+        """`/name` commands leave the text, mentions stay in it; unknown names are left alone.
+
+        A one-word mention is only suggested, unless mentions are on for that skill."""
+
+        store = turn_skill_store(tmp_path)
+        question = turn.parse_question("/zeta compare with alpha and /nope", store)
+        assert question == turn.Question(
+            "compare with alpha and /nope", ("zeta",), ("zeta",), ("alpha",)
+        )
+        question = turn.parse_question("/zeta compare with alpha", store, always=["alpha"])
+        assert question == turn.Question("compare with alpha", ("zeta", "alpha"), ("zeta",))
+        assert turn.parse_question("/zeta hi", None) == turn.Question("/zeta hi")
+
+    def test_turn_pick_model_prefers_configured_then_loaded_then_first_listed(self) -> None:
+        """The one-shot model: config, else a model in memory, else the first listed, else ''."""
+
+        listed = [ModelInfo(id="a", status="unloaded"), ModelInfo(id="b", status="loaded")]
+        assert turn.pick_model(Config(oneshot_model="c", default_model="d"), listed) == "c"
+        assert turn.pick_model(Config(default_model="d"), listed) == "d"
+        assert turn.pick_model(Config(), listed) == "b"
+        assert turn.pick_model(Config(), listed[:1]) == "a"
+        assert turn.pick_model(Config(), []) == ""

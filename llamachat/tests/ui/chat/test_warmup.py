@@ -1,0 +1,154 @@
+"""The tests of `llamachat.ui.chat.warmup`."""
+
+from __future__ import annotations
+
+from llamachat.config import ProviderConfig
+from llamachat.dev.scripted_router import Model, Reply, ScriptedRouter
+from llamachat.tests.support import make_llama_chat, send_and_wait, type_message, warmups
+
+
+class TestWarmup:
+    """The prompt cache kept warm: the server reads a chat ahead of the next message."""
+
+    def test_warm_cache_opening_a_chat_warms_it_and_send_reads_only_the_new_message(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """Opening a stored chat whose model is loaded has the server read it ahead: the
+        request the next message makes up to an empty question, max_tokens 0, autoload=false.
+        Send then reads only the new message, and the meter says what the server holds."""
+
+        window, history = chat_window(warm_cache=True)
+        session = make_llama_chat(history)
+        window.open_session(session)
+        expected = [*window.chat.next_turn().messages(), {"role": "user", "content": ""}]
+        qtbot.waitUntil(lambda: any(w.json["messages"] == expected for w in warmups(router)))
+        warm = warmups(router)[-1]
+        assert warm.query == {"autoload": "false"}
+        qtbot.waitUntil(lambda: not window.chat.warmer.busy())
+        held = window.chat.warmer.in_cache()
+        assert held is not None and held > 500
+        qtbot.waitUntil(lambda: "in cache: " in window.meter.toolTip())
+
+        send_and_wait(qtbot, window, "And alpacas?")
+        assert warmups(router)[-1] is warm  # typing changed nothing the next request starts with
+        timings = history.messages(session)[-1]["timings"]
+        assert timings["cache_n"] >= held - 15 and timings["prompt_n"] < 15
+
+    def test_warm_cache_stop_and_quit_cancel_it_and_typing_warms_once(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """Stop closes a warm-up's connection; the first keystroke warms again, and fast
+        typing with pauses adds no request; closing the window cancels the one in flight."""
+
+        router.prompt_ms_per_token = 3.0  # a 1,500-token chat: ~4 s to read
+        window, history = chat_window(warm_cache=True)
+        qtbot.waitUntil(lambda: len(warmups(router)) == 1 and not window.chat.warmer.busy())
+        window.open_session(make_llama_chat(history))
+        qtbot.waitUntil(lambda: len(warmups(router)) == 2)
+        window.stop()
+        assert not window.chat.warmer.busy()
+
+        type_message(qtbot, window, "Tell me")
+        qtbot.waitUntil(lambda: len(warmups(router)) == 3)
+        type_message(qtbot, window, " more about alpacas")
+        qtbot.waitUntil(lambda: not window.chat.warmer.busy(), timeout=20000)
+        assert len(warmups(router)) == 3
+
+        router.prompt_ms_per_token = 50.0
+        window.load_skill("weather")  # the system message changed: all of it is read again
+        qtbot.waitUntil(lambda: len(warmups(router)) == 4)
+        window.close()
+        assert not window.chat.warmer.busy()
+
+    def test_warm_cache_follows_skill_chips_edits_and_version_switches(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """A skill loaded, a message being edited and another version shown each change
+        what the next request starts with: each is warmed, up to where the next message goes."""
+
+        window, history = chat_window(warm_cache=True)
+        router.script(Reply(content="Dolly."))
+        send_and_wait(qtbot, window, "Name a llama.")
+
+        def warmed(test) -> bool:
+            return any(test(w.json["messages"]) for w in warmups(router))
+
+        first = [("user", "Name a llama."), ("assistant", "Dolly."), ("user", "")]
+        qtbot.waitUntil(
+            lambda: warmed(lambda m: [(x["role"], x["content"]) for x in m[1:]] == first)
+        )
+        window.load_skill("weather")  # what a suggestion chip does
+        qtbot.waitUntil(lambda: warmed(lambda m: "weather" in m[0]["content"] and len(m) == 4))
+
+        question = history.messages(window.session_id)[0]["id"]
+        window.edit_message(question)
+        qtbot.waitUntil(lambda: warmed(lambda m: [x["role"] for x in m] == ["system", "user"]))
+        router.script(Reply(content="Alpaca."))
+        window.composer.set_text("Name an alpaca.")
+        window.send()
+        qtbot.waitUntil(lambda: not window.is_streaming())
+        shown = len(warmups(router))
+        assert window.chat.show_version(question)
+        qtbot.waitUntil(
+            lambda: any(
+                [(x["role"], x["content"]) for x in w.json["messages"][1:]] == first
+                for w in warmups(router)[shown:]
+            )
+        )
+
+    def test_warm_cache_never_loads_a_model_and_warms_it_once_loaded(
+        self, chat_window, qtbot
+    ) -> None:
+        """An unloaded model is not warmed (nothing is sent); once it finished loading it is,
+        with autoload=false on the wire."""
+
+        with ScriptedRouter([Model("test-model", "unloaded")]) as cold:
+            window, _history = chat_window(url=cold.url, warm_cache=True)
+            window.chat.warmer.trigger(0)
+            qtbot.waitUntil(lambda: not window.chat.warmer.busy())
+            assert cold.chat_requests() == [] and cold.status("test-model") == "unloaded"
+            window.model_picker.load("test-model")
+            qtbot.waitUntil(lambda: len(warmups(cold)) == 1, timeout=10000)
+            assert warmups(cold)[0].query == {"autoload": "false"}
+            window.close()
+
+    def test_warm_cache_skips_a_providers_model_unless_the_setting_says_so(
+        self, conversation, router, qtbot
+    ) -> None:
+        """A provider bills for what it reads: its models are warmed only with
+        warm_cache_providers (and without the router's autoload query)."""
+
+        cloud = ProviderConfig("cloud", router.url + "/v1")
+        chat, _history = conversation(cfg={"warm_cache": True, "providers": (cloud,)})
+        chat.model = "cloud/test-model"
+        qtbot.waitUntil(lambda: not chat.warmer.busy())
+        assert router.chat_requests() == []
+
+        settings = {"warm_cache": True, "warm_cache_providers": True, "providers": (cloud,)}
+        billed, _history = conversation(cfg=settings)
+        billed.model = "cloud/test-model"
+        qtbot.waitUntil(lambda: len(warmups(router)) == 1 and not billed.warmer.busy())
+        warm = warmups(router)[0]
+        assert warm.json["model"] == "test-model" and warm.query == {}
+
+    def test_warm_cache_send_during_a_warm_up_waits_for_it_and_reads_only_the_message(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """Send while the chat is being read ahead: the warm-up is not cancelled (the server
+        would read it all the same) and the request goes once it ended, reading only the
+        new message."""
+
+        router.prompt_ms_per_token = 2.0
+        window, history = chat_window(warm_cache=True)
+        qtbot.waitUntil(lambda: len(warmups(router)) == 1 and not window.chat.warmer.busy())
+        session = make_llama_chat(history)
+        window.open_session(session)
+        qtbot.waitUntil(lambda: len(warmups(router)) == 2)
+        window.composer.set_text("And alpacas?")
+        window.send()
+        assert window.is_streaming() and window.chat.warmer.busy()
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=20000)
+        warm, sent = warmups(router)[1], router.chat_requests()[-1]
+        assert sent.json.get("max_tokens") != 0 and sent.received >= warm.finished
+        assert router.disconnects == 0
+        assert history.messages(session)[-1]["timings"]["prompt_n"] < 15

@@ -1,0 +1,209 @@
+"""The tests of `llamachat.ui.views.composer`."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl
+from PySide6.QtGui import QDragEnterEvent, QDropEvent
+from PySide6.QtWidgets import QApplication, QPlainTextEdit, QPushButton
+
+from llamachat.dev.scripted_router import Model, ScriptedRouter
+from llamachat.tests.support import offscreen_popup, send_and_wait, visible_widget_named, write_png
+from llamachat.ui.views.composer import AttachmentError, file_attachment
+
+
+class TestComposer:
+    """The message composer: a multi-line editor with attachments and `/skill` completion."""
+
+    @offscreen_popup
+    def test_first_time_completer_is_as_wide_as_the_box_and_esc_closes_it(
+        self, chat_window, router, qtbot
+    ) -> None:
+
+        window, _history = chat_window()
+        # Narrower than the offscreen screen (800 px), which caps a popup's width.
+        window.resize(700, 600)
+        editor = visible_widget_named(window, QPlainTextEdit, "Message")
+        popup = window.composer.completer.popup()
+        qtbot.keyClicks(editor, "/")
+        qtbot.waitUntil(popup.isVisible, timeout=2000)
+        assert popup.width() == editor.width()
+        assert (
+            popup.mapToGlobal(popup.rect().topLeft()).x()
+            == editor.mapToGlobal(editor.rect().topLeft()).x()
+        )
+        qtbot.keyClick(editor, Qt.Key.Key_Escape)
+        assert not popup.isVisible()
+        assert window.composer.text() == "/"
+
+    def test_window_text_file_attachment_is_inlined_as_fenced_block(
+        self, chat_window, router, qtbot, tmp_path
+    ) -> None:
+        """An attached text file is sent inside a fence long enough for its own backticks."""
+
+        window, history = chat_window()
+        source = tmp_path / "notes.md"
+        source.write_text("Use ```code``` here\n", encoding="utf-8")
+        window.composer.add_files([source])
+        assert visible_widget_named(window, QPushButton, "Remove attachment notes.md")
+        send_and_wait(qtbot, window, "Summarise")
+        content = router.chat_requests()[-1].json["messages"][-1]["content"]
+        assert content == "Summarise\n\nnotes.md:\n````md\nUse ```code``` here\n````"
+        assert history.messages(window.session_id)[0]["attachments"][0]["name"] == "notes.md"
+        assert window.composer.attachments() == []
+
+    def test_composer_refuses_image_for_text_only_model(self, chat_window, qtbot, tmp_path) -> None:
+        """An image for a model without vision is not attached, and the status bar says why."""
+        window, _history = chat_window()
+        window.composer.add_files([write_png(tmp_path / "red.png")])
+        assert window.composer.attachments() == []
+        assert "does not read images" in window.statusBar().currentMessage()
+
+    def test_composer_refuses_a_fifo_or_a_folder_at_once_saying_why(
+        self, chat_window, tmp_path
+    ) -> None:
+        """A FIFO (or a folder) is refused with a message; opening it no longer blocks the window."""
+
+        fifo = tmp_path / "notes.txt"
+        os.mkfifo(fifo)
+        outcome: list = []
+
+        def attach() -> None:
+            try:
+                file_attachment(fifo, images=False)
+            except AttachmentError as exc:
+                outcome.append(str(exc))
+
+        # On a thread, so that a blocking open fails this test instead of hanging it.
+        thread = threading.Thread(target=attach, daemon=True)
+        thread.start()
+        thread.join(timeout=10)
+        if thread.is_alive():
+            with open(fifo, "wb"):  # a writer unblocks the stuck open, and the thread ends
+                pass
+            pytest.fail("attaching a FIFO blocked")
+        assert outcome == [
+            "notes.txt is not a regular file (a pipe, socket or device), and only files attach."
+        ]
+
+        window, _history = chat_window()
+        (tmp_path / "folder").mkdir()
+        window.composer.add_files([str(fifo), str(tmp_path / "folder")])
+        assert window.composer.attachments() == []
+        assert "folder is a folder" in window.statusBar().currentMessage()
+
+    def test_composer_sends_image_as_data_uri_to_vision_model(
+        self, chat_window, qtbot, tmp_path
+    ) -> None:
+        """A vision model gets the image as an image_url data URI part next to the text."""
+
+        with ScriptedRouter([Model("eyes", "loaded", modalities=("text", "image"))]) as vision:
+            window, _history = chat_window(url=vision.url, default_model="eyes")
+            window.composer.add_files([write_png(tmp_path / "red.png")])
+            send_and_wait(qtbot, window, "What colour?")
+            text, image = vision.chat_requests()[-1].json["messages"][-1]["content"]
+            assert text == {"type": "text", "text": "What colour?"}
+            assert image["type"] == "image_url"
+            assert image["image_url"]["url"].startswith("data:image/png;base64,iVBOR")
+            window.close()
+
+    def test_composer_long_paste_becomes_attachment(self, chat_window, qtbot) -> None:
+        """Pasting over 4,000 characters makes an attachment chip, not a wall of text; its
+        label counts lines in words ("1 line", "600 lines")."""
+
+        window, _history = chat_window()
+        long_text = "log line\n" * 600
+        mime = QMimeData()
+        mime.setText(long_text)
+        QApplication.clipboard().setMimeData(mime)
+        window.composer.editor.paste()
+        assert window.composer.text() == ""
+        [attachment] = window.composer.attachments()
+        assert attachment.data == long_text
+        assert window.composer.attachment_chips.isVisible()
+        assert visible_widget_named(
+            window, QPushButton, "Remove attachment pasted text (600 lines)"
+        )
+
+        window.composer.set_attachments([])
+        one_line = QMimeData()
+        one_line.setText("x" * 5000)
+        QApplication.clipboard().setMimeData(one_line)
+        window.composer.editor.paste()
+        assert visible_widget_named(window, QPushButton, "Remove attachment pasted text (1 line)")
+        window.composer.set_attachments([])
+
+        short = QMimeData()
+        short.setText("short one")
+        QApplication.clipboard().setMimeData(short)
+        window.composer.editor.paste()
+        # The clipboard owns a QMimeData made here: Qt would delete it at exit, after
+        # Python is gone, and its wrapper's clean-up would crash the test run.
+        QApplication.clipboard().clear()
+        assert window.composer.text() == "short one"
+
+    def test_composer_drop_of_file_attaches_it(self, chat_window, qtbot, tmp_path) -> None:
+        """Dropping a file on the message box attaches it."""
+
+        window, _history = chat_window()
+        source = tmp_path / "data.csv"
+        source.write_text("a,b\n1,2\n", encoding="utf-8")
+        mime = QMimeData()
+        mime.setUrls([QUrl.fromLocalFile(str(source))])
+        viewport = window.composer.editor.viewport()
+        enter = QDragEnterEvent(
+            QPoint(5, 5),
+            Qt.DropAction.CopyAction,
+            mime,
+            Qt.MouseButton.LeftButton,
+            Qt.KeyboardModifier.NoModifier,
+        )
+        QApplication.sendEvent(viewport, enter)
+        assert enter.isAccepted()
+        drop = QDropEvent(
+            QPointF(5, 5),
+            Qt.DropAction.CopyAction,
+            mime,
+            Qt.MouseButton.LeftButton,
+            Qt.KeyboardModifier.NoModifier,
+        )
+        QApplication.sendEvent(viewport, drop)
+        assert [a.name for a in window.composer.attachments()] == ["data.csv"]
+        assert window.composer.text() == ""
+
+    @offscreen_popup
+    def test_composer_slash_completes_user_skill_names_with_descriptions(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """Typing `/` at a word start offers skills with descriptions; Enter picks one, not sends."""
+
+        window, _history = chat_window()
+        editor = window.composer.editor
+        qtbot.keyClicks(editor, "please /wea")
+        popup = window.composer.completer.popup()
+        qtbot.waitUntil(popup.isVisible)
+        shown = popup.model().index(0, 0).data()
+        assert shown.startswith("/weather") and "Forecasts from the weather service." in shown
+        qtbot.keyClick(popup, Qt.Key.Key_Return)
+        assert editor.toPlainText() == "please /weather "
+        assert not popup.isVisible()
+        assert router.chat_requests() == []
+
+        qtbot.keyClicks(editor, "a/b")
+        assert not popup.isVisible()
+
+    def test_composer_grows_with_its_text_then_scrolls(self, chat_window, qtbot) -> None:
+        """The message box starts at three lines, grows with the text, and stops at twelve."""
+        window, _history = chat_window()
+        editor = window.composer.editor
+        start = editor.height()
+        window.composer.set_text("\n".join(["line"] * 6))
+        six = editor.height()
+        window.composer.set_text("\n".join(["line"] * 40))
+        capped = editor.height()
+        window.composer.set_text("\n".join(["line"] * 80))
+        assert start < six < capped == editor.height()
+        assert editor.verticalScrollBar().maximum() > 0

@@ -1,0 +1,92 @@
+"""The tests of `llamachat.ui.views.unsaved`."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication
+
+from llamachat.dev.scripted_router import Reply
+from llamachat.history.store import History
+from llamachat.tests.support import instance_config, make_app
+from llamachat.ui.instance import RunningInstance
+
+
+class TestUnsaved:
+    """Quitting with replies History could not save: try once more, then ask."""
+
+    def test_window_quit_with_an_unsaved_reply_asks_and_saves_it_as_a_file(
+        self, router, qtbot, tmp_path
+    ) -> None:
+        """History full: a reply marked "Not saved yet" is not lost by File > Quit. Quit
+        tries once more, then asks: Cancel keeps llamachat running; Save as… writes the
+        chat with the whole reply as Markdown, then quits (issue 29, item 2)."""
+
+        router.models["test-model"].n_ctx = 32768
+        history = History(tmp_path / "history.db")
+        running = RunningInstance(make_app(instance_config(router, tmp_path), history), tray=False)
+        ended: list[bool] = []
+        running.finished.connect(lambda: ended.append(True))
+        try:
+            window = running.show_chat()
+            qtbot.waitUntil(lambda: bool(window.models()), timeout=5000)
+            tail = ["word " * 2000, "the very end."]
+            router.script(Reply(content=["kept ", "early ", "then ", *tail], stall_after=3))
+            window.composer.set_text("Write a lot")
+            window.send()
+            session = window.session_id
+            qtbot.waitUntil(
+                lambda: history.messages(session)[-1]["content"] == "kept early ", timeout=5000
+            )
+            pages = history._conn.execute("PRAGMA page_count").fetchone()[0]
+            history._conn.execute(f"PRAGMA max_page_count = {pages}")  # the disk is full
+            router.release()
+            qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
+            assert "Not saved" in window.conversation.last_assistant().unsaved_text()
+
+            said: list[str] = []
+
+            def answer(*steps) -> None:
+                def poll() -> None:
+                    dialog = QApplication.activeModalWidget()
+                    if dialog is None:
+                        QTimer.singleShot(20, poll)
+                        return
+                    steps[0](dialog)
+                    if len(steps) > 1:
+                        answer(*steps[1:])
+
+                QTimer.singleShot(0, poll)
+
+            def click(text: str):
+                def press(box) -> None:
+                    said.append(box.text())
+                    next(b for b in box.buttons() if b.text() == text).click()
+
+                return press
+
+            answer(click("Cancel"))
+            window.quit_requested.emit()
+            assert not ended and window.isVisible()
+            assert "could not be saved" in said[0] and "Quitting loses it" in said[0]
+
+            saved = tmp_path / "saved.md"
+
+            def choose(dialog) -> None:
+                dialog.selectFile(str(saved))
+                dialog.accept()
+
+            answer(click("Save as…"), choose)
+            window.quit_requested.emit()
+            assert ended == [True]
+            text = saved.read_text(encoding="utf-8")
+            assert "Write a lot" in text and "kept early then word " in text
+            assert text.rstrip().endswith("the very end.")
+        finally:
+            history._conn.execute("PRAGMA max_page_count = 1073741823")  # room again
+            running.shutdown()
+        # The reply is kept till History takes it, even after the window went.
+        qtbot.waitUntil(
+            lambda: history.messages(session)[-1]["content"].endswith("the very end."),
+            timeout=5000,
+        )
+        history.close()
