@@ -97,7 +97,7 @@ class TestWindowStreaming:
         assert messages[1]["reasoning"] == "Thinking it over."
         assert messages[1]["usage"]["completion_tokens"] == 5
         assert messages[1]["timings"]["predicted_per_second"] == 50.0
-        view = window.conversation.last_assistant()
+        view = window.messages.last_assistant()
         assert view.content() == "Hello there!"
         [stats] = [w for w in view.findChildren(QLabel) if w.accessibleName() == "Reply statistics"]
         assert "50.0 tok/s" in stats.text()
@@ -154,7 +154,7 @@ class TestWindowStreaming:
             searx.server_close()
         [results] = [
             label
-            for label in window.conversation.last_assistant().findChildren(QLabel)
+            for label in window.messages.last_assistant().findChildren(QLabel)
             if label.accessibleName() == "Search results"
         ]
         assert "router mode" in results.text() and "https://example.org/router" in results.text()
@@ -170,7 +170,7 @@ class TestWindowStreaming:
         send_and_wait(qtbot, window, "long")
         assert history.messages(window.session_id)[-1]["content"] == "tok " * 20_000
         assert history.messages(window.session_id)[-1]["status"] == "complete"
-        qtbot.waitUntil(lambda: window.conversation.last_assistant().content() == "tok " * 20_000)
+        qtbot.waitUntil(lambda: window.messages.last_assistant().content() == "tok " * 20_000)
 
 
 class TestHistoryFlow:
@@ -193,7 +193,7 @@ class TestHistoryFlow:
         send_and_wait(qtbot, window, "/weather where do aardvarks live")
         old = window.session_id
         qtbot.keyClick(window, Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier)
-        assert window.session_id is None and window.conversation.views() == []
+        assert window.session_id is None and window.messages.views() == []
         assert window.loaded_skills() == []
         window.model_picker.combo.setCurrentIndex(window.model_picker.combo.findData("test-model"))
         window.preset_picker.combo.setCurrentIndex(window.preset_picker.combo.findData("Default"))
@@ -210,7 +210,7 @@ class TestHistoryFlow:
         qtbot.waitUntil(lambda: window.sidebar.session_ids() == [old])
         click_session(qtbot, window, old)
         assert window.session_id == old
-        assert [(v.role, v.content()) for v in window.conversation.views()] == [
+        assert [(v.role, v.content()) for v in window.messages.views()] == [
             ("user", "where do aardvarks live"),
             ("assistant", "echo: where do aardvarks live"),
         ]
@@ -242,7 +242,7 @@ class TestHistoryFlow:
         history.add_message(session, "user", "Why?")
         window.sidebar.refresh()
         assert window.open_session(session)
-        assert window.conversation.views()[1].version_text() == "2/2"
+        assert window.messages.views()[1].version_text() == "2/2"
         window.open_session(history.create_session("chat", "test-model"))
 
         window.sidebar.search("zebracorn")
@@ -252,8 +252,8 @@ class TestHistoryFlow:
             window.sidebar.list_view.viewport(), Qt.MouseButton.LeftButton, pos=rect.center()
         )
         qtbot.waitUntil(lambda: window.session_id == session)
-        qtbot.waitUntil(lambda: len(window.conversation.views()) == 2)
-        reply = window.conversation.views()[1]
+        qtbot.waitUntil(lambda: len(window.messages.views()) == 2)
+        reply = window.messages.views()[1]
         assert reply.version_text() == "1/2" and "Zebracorn" in reply.content()
         body = next(
             b for b in reply.findChildren(QTextBrowser) if b.document() is reply.text_document()
@@ -261,12 +261,12 @@ class TestHistoryFlow:
         marks = body.extraSelections()
         assert [mark.cursor.selectedText() for mark in marks] == ["Zebracorn"]
         cursor = marks[0].cursor
-        bar = window.conversation.verticalScrollBar()
-        height = window.conversation.viewport().height()
+        bar = window.messages.verticalScrollBar()
+        height = window.messages.viewport().height()
 
         def on_screen() -> bool:
             corner = body.cursorRect(cursor).topLeft()
-            top = body.mapTo(window.conversation.widget(), corner).y()
+            top = body.mapTo(window.messages.widget(), corner).y()
             return bar.value() <= top <= bar.value() + height - 20
 
         qtbot.waitUntil(lambda: body.height() >= body.document().size().height())
@@ -342,7 +342,7 @@ class TestQuickAndPrint:
         window.present()
         router.script(Reply(reasoning=["Hmm."], content=["Four", ", of course."]))
         quick_ask(qtbot, window, "what is 2+2")
-        reply = window.conversation.last_assistant()
+        reply = window.messages.last_assistant()
         assert reply is not None and reply.content() == "Four, of course."
         session = history.get_session(window.session_id)
         assert session["mode"] == "oneshot" and session["skills"] == []
@@ -368,9 +368,7 @@ class TestQuickAndPrint:
         router.script(Reply(content=["Sunny ", "and ", "warm."], stall_after=2))
         quick_ask(qtbot, window, "/weather will it rain", wait=False)
         qtbot.waitUntil(
-            lambda: (
-                window.is_streaming() and window.conversation.last_assistant().content() == "Sunny "
-            )
+            lambda: window.is_streaming() and window.messages.last_assistant().content() == "Sunny "
         )
         quick_widget_named(window, QPushButton, "Unload skill weather")
         router.release()
@@ -554,11 +552,11 @@ class TestSkillsThreeWays:
         assert again.open_session(session_id)
         assert again.loaded_skills() == ["finance-cli"]
         assert again.skill_chips.skills() == ["finance-cli"]
-        assert [v.role for v in again.conversation.views()] == ["user", "assistant"]
+        assert [v.role for v in again.messages.views()] == ["user", "assistant"]
         again.new_session()
         assert again.loaded_skills() == []
         assert not again.skill_chips.isVisible()
-        assert again.conversation.views() == []
+        assert again.messages.views() == []
 
     @offscreen_popup
     def test_window_system_message_is_byte_identical_across_turns(

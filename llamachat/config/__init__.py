@@ -14,7 +14,7 @@ The package, by responsibility:
     load     load(): config.toml -> Config, ProviderConfig, McpServerConfig; mcp.json servers
     file     the one writer of config.toml: update_file, append_tables, write_default
 
-Adding a key means one `Key(...)` entry in keys.py, a Config field, and its
+Adding a key means one `Key(...)` entry in definitions.py, a Config field, and its
 resolution in `load._build()`. The repository's `config.example.toml` is
 `DEFAULT_TEXT` byte for byte (a test holds them together), so the documentation a
 user reads is the file they get.
@@ -23,8 +23,7 @@ Everything public is importable from here (``from llamachat.config import Config
 """
 
 from llamachat.config.checks import ConfigError
-from llamachat.config.file import append_tables, update_file, update_text, write_default
-from llamachat.config.keys import (
+from llamachat.config.definitions import (
     APP_NAME,
     DEFAULT_TEXT,
     DEFAULTS,
@@ -45,6 +44,7 @@ from llamachat.config.load import (
     load,
     mcp_json_servers,
 )
+from llamachat.config.writer import append_tables, update_file, update_text, write_default
 
 __all__ = [
     "APP_NAME",

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from llamachat import params
-from llamachat.config.keys import (
+from llamachat.config.definitions import (
     KEY,
     MCP_NAME,
     MCP_SERVER_TYPES,

@@ -14,7 +14,14 @@ from typing import Any, NoReturn
 import platformdirs
 
 from llamachat.config.checks import ConfigError, check_data, check_mcp_servers, resolve_path
-from llamachat.config.keys import APP_NAME, DEFAULTS, KEY, MCP_SERVER_TYPES, MCP_TIMEOUT, STR_TABLE
+from llamachat.config.definitions import (
+    APP_NAME,
+    DEFAULTS,
+    KEY,
+    MCP_SERVER_TYPES,
+    MCP_TIMEOUT,
+    STR_TABLE,
+)
 
 log = logging.getLogger(__name__)
 

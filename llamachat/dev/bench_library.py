@@ -123,7 +123,7 @@ def _peak_rss_mib() -> float:
 
 def index_pdfs(folder: Path, db: Path) -> dict[str, Any]:
     """Index the PDFs in `folder` in this thread: seconds, passages, peak memory."""
-    from llamachat.library.store import LibraryStore
+    from llamachat.library.index import LibraryStore
 
     before = _peak_rss_mib()
     store = LibraryStore(db)
@@ -157,7 +157,7 @@ def stalls_while_indexing(
 
 def query_times(db: Path, passages: int) -> dict[str, Any]:
     """Median and p95 of `QUERIES` searches of two or three words over `passages` passages."""
-    from llamachat.library.store import LibraryStore
+    from llamachat.library.index import LibraryStore
 
     store = LibraryStore(db)
     times = []
@@ -175,7 +175,7 @@ def fused_times(folder: Path, db: Path, dimension: int = DIMENSION) -> dict[str,
     median and p95 of `QUERIES` searches fused with the vectors (the queries' vectors made
     beforehand), and the recall@20 of the vectors' nearest against an exact scan."""
     from llamachat.library import vectors
-    from llamachat.library.store import CANDIDATES, LibraryStore
+    from llamachat.library.index import CANDIDATES, LibraryStore
     from llamachat.library.vectors import Embedder
 
     local = LocalVectors(dimension)
@@ -236,7 +236,7 @@ def run(
     wait: Callable[[Callable[[], object], float, str], None],
 ) -> dict[str, Any]:
     """Every figure: indexing `pages` PDF pages, stalls meanwhile, a query over `passages`."""
-    from llamachat.library.store import LibraryStore
+    from llamachat.library.index import LibraryStore
 
     with tempfile.TemporaryDirectory(prefix="llamachat-bench-library-") as tmp:
         base = Path(tmp)

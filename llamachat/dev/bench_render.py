@@ -2,7 +2,7 @@
 
 Run ``python -m llamachat.dev.bench_render`` (offscreen by default). Three figures:
 
-- stream: a long reply streamed into a real, shown `ConversationView` in bursts of
+- stream: a long reply streamed into a real, shown `MessagesView` in bursts of
   `BURST_TOKENS` tokens (what the stream worker hands over per frame at ~1,000
   tokens/s), at full speed, next to the time merely concatenating the tokens takes;
 - flatness: the per-token cost of a streamed reply after 100,000 tokens of
@@ -28,7 +28,7 @@ from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QApplication
 
 from llamachat.ui.views.message import MessageView
-from llamachat.ui.views.messages import ConversationView
+from llamachat.ui.views.messages import MessagesView
 
 WIDTH, HEIGHT = 900, 700
 FLATNESS_TOKENS_PER_RENDER = 12
@@ -130,8 +130,8 @@ def _app() -> QApplication:
     return app if isinstance(app, QApplication) else QApplication(sys.argv[:1])
 
 
-def _view() -> ConversationView:
-    view = ConversationView()
+def _view() -> MessagesView:
+    view = MessagesView()
     view.resize(WIDTH, HEIGHT)
     view.show()
     _settle()
@@ -199,7 +199,7 @@ def _history(total_tokens: int, *, per_message: int = 400) -> list[dict]:
     return messages
 
 
-def _stream_cost(view: ConversationView, tokens: list[str]) -> float:
+def _stream_cost(view: MessagesView, tokens: list[str]) -> float:
     app = _app()
     reply = view.append_message({"role": "assistant", "status": "streaming"})
     _settle()

@@ -1,7 +1,7 @@
 """``python -m llamachat.dev.structure``: the package's shape, measured from its source.
 
 The figures the structure keeps to (import cycles, files directly in ``ui/``, the longest
-module and class), read from the code's own imports and definitions without importing it,
+module and class, no two modules with one file name), read from the code's own imports and definitions without importing it,
 so a test and a person see the same numbers. Type-checking imports count as edges: a cycle
 that only mypy follows is still two modules that cannot be read apart.
 """
@@ -31,6 +31,8 @@ class Shape:
     ui_files: list[str]
     module_lines: dict[str, int]
     class_lines: dict[str, int]
+    shared_names: dict[str, list[str]]
+    """File names that more than one module has (`store.py` in three folders), by name."""
 
     def problems(self) -> list[str]:
         """Each way the package is out of shape, as a sentence; empty when it keeps to the limits."""
@@ -46,6 +48,10 @@ class Shape:
             f"class {name}: {lines} lines (at most {MAX_CLASS_LINES})"
             for name, lines in self.class_lines.items()
             if lines > MAX_CLASS_LINES
+        ]
+        found += [
+            f"{len(modules)} modules named {name}: {', '.join(modules)} (a file's name says what it holds)"
+            for name, modules in self.shared_names.items()
         ]
         return found
 
@@ -137,7 +143,12 @@ def measure(package: Path = PACKAGE) -> Shape:
             if isinstance(node, ast.ClassDef) and node.end_lineno is not None:
                 class_lines[f"{name}.{node.name}"] = node.end_lineno - node.lineno + 1
     ui_files = sorted(path.name for path in (package / "ui").glob("*.py"))
-    return Shape(_cycles(graph), ui_files, module_lines, class_lines)
+    by_file_name: dict[str, list[str]] = {}
+    for name, path in modules.items():
+        if path.name not in ("__init__.py", "__main__.py"):
+            by_file_name.setdefault(path.name, []).append(name)
+    shared = {file: names for file, names in sorted(by_file_name.items()) if len(names) > 1}
+    return Shape(_cycles(graph), ui_files, module_lines, class_lines, shared)
 
 
 def main() -> int:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from llamachat import params as params_module
-from llamachat.history import file, projects
+from llamachat.history import database, projects
 from llamachat.history.rows import (
     _INSERT_MESSAGE,
     _MESSAGE_COLUMNS,
@@ -215,7 +215,7 @@ def add_imports(
         try:
             with transaction(conn, path):
                 for chunk in _chunks(writer.session_ids):
-                    file.purge(conn, f"id IN ({', '.join('?' * len(chunk))})", tuple(chunk))
+                    database.purge(conn, f"id IN ({', '.join('?' * len(chunk))})", tuple(chunk))
         except HistoryError as exc:
             # Hidden as deleted: a later start purges them.
             log.warning("an unfinished import stays hidden until a later start: %s", exc)

@@ -43,7 +43,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal, Self, cast
 
-from llamachat.history import drafts, export, file, importers, search, tree
+from llamachat.history import database, drafts, export, importers, search, tree
+from llamachat.history.database import MIGRATIONS, _Corrupt
 from llamachat.history.export import (
     EXPORT_FORMAT,
     EXPORT_VERSION,
@@ -51,7 +52,6 @@ from llamachat.history.export import (
     ImportCancelled,
     Imported,
 )
-from llamachat.history.file import MIGRATIONS, _Corrupt
 from llamachat.history.projects import ProjectRow, Projects
 from llamachat.history.rows import (
     _SESSION_COLUMNS,
@@ -164,7 +164,7 @@ def _write_imports(
     """Write checked imports as a user's, in batches reported after the reading's share."""
     total = max(sum(len(imported.messages) for imported in imports), 1)
     try:
-        conn = file.connect(Path(db_path), BUSY_TIMEOUT_S)
+        conn = database.connect(Path(db_path), BUSY_TIMEOUT_S)
     except _Corrupt as exc:
         raise HistoryError(
             f"cannot import into the history database {db_path}: it is damaged ({exc}); "
@@ -221,15 +221,15 @@ class History:
         self.salvaged = 0
         self.projects = Projects(self._transaction, self._reading)  # groups of chats
         try:
-            self._conn = file.connect(self.path, BUSY_TIMEOUT_S)
+            self._conn = database.connect(self.path, BUSY_TIMEOUT_S)
         except _Corrupt as exc:
-            self.recovered_from = file.move_aside(self.path)
+            self.recovered_from = database.move_aside(self.path)
             log.warning(
                 "history %s is damaged (%s); moved to %s", self.path, exc, self.recovered_from
             )
-            self._conn = file.connect(self.path, BUSY_TIMEOUT_S)
+            self._conn = database.connect(self.path, BUSY_TIMEOUT_S)
             with self._transaction() as conn:
-                self.salvaged = file.salvage(conn, self.recovered_from)
+                self.salvaged = database.salvage(conn, self.recovered_from)
         # A chat deleted in an earlier run can no longer be undone (the undo offer lives
         # only as long as the window that made it): it goes for good now.
         self.purge_deleted(older_than=PURGE_AFTER_S)
@@ -416,7 +416,7 @@ class History:
             where += " AND deleted_at <= ?"
             params = (time.time() - older_than,)
         with self._transaction() as conn:
-            purged = file.purge(conn, where, params)
+            purged = database.purge(conn, where, params)
         if purged:
             # The freed pages are zeroed (secure_delete), but the WAL still holds their
             # old versions until it is checkpointed and cut back.

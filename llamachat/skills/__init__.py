@@ -50,7 +50,7 @@ from llamachat.skills.parse import (
     Skill,
     SkillError,
 )
-from llamachat.skills.store import SkillStore, reported_problems_path
+from llamachat.skills.skill_store import SkillStore, reported_problems_path
 from llamachat.skills.text import (
     CATALOG_CHARS,
     LOAD_SKILL_NAME,

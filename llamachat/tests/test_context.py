@@ -24,7 +24,7 @@ from llamachat.tests.support import (
     subprocess_config_file,
     write_skill,
 )
-from llamachat.ui.skills.panel import SkillsPanel
+from llamachat.ui.skills.skills_panel import SkillsPanel
 from llamachat.ui.views.composer import file_attachment
 
 

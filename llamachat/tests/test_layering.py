@@ -52,3 +52,21 @@ class TestLayering:
         assert "ManagedServerError" in owners and "ServerError" in owners
         clashes = {name: sorted(mods) for name, mods in owners.items() if len(mods) > 1}
         assert clashes == {}
+
+    def test_a_conversations_logic_holds_no_widgets(self) -> None:
+        """`ui/chat` is a conversation's logic: importing all of it loads QtCore, never QtGui or
+        QtWidgets (consent boxes and notices live with the MCP panel in `ui/mcp`)."""
+        chat = sorted(
+            name for name in structure.product_modules() if name.startswith("llamachat.ui.chat.")
+        )
+        code = (
+            "import sys, importlib\n"
+            f"for name in {chat!r}: importlib.import_module(name)\n"
+            "bad = sorted(m for m in sys.modules if m in ('PySide6.QtGui', 'PySide6.QtWidgets'))\n"
+            "print(','.join(bad))\n"
+        )
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        assert len(chat) > 10, chat
+        assert out == "", f"ui/chat pulled in widgets: {out}"

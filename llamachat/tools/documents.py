@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from llamachat.library.store import Hit, LibraryError, LibraryStore
+from llamachat.library.index import Hit, LibraryError, LibraryStore
 from llamachat.library.vectors import Embedder
 from llamachat.tools.base import Tool, ToolError, ToolResult, json_arguments
 

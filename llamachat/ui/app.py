@@ -39,15 +39,15 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 from llamachat import config
 from llamachat.config import Config, ConfigError
 from llamachat.history.store import History, HistoryError
-from llamachat.library.store import default_path as library_path
+from llamachat.library.index import default_path as library_path
 from llamachat.library.vectors import Embedder
 from llamachat.router import client, providers
 from llamachat.router.server import ManagedServerError
 from llamachat.ui import plain, tasks
-from llamachat.ui.chat.mcp_host import McpHost
 from llamachat.ui.desktop import entry
 from llamachat.ui.first_run import event_text
 from llamachat.ui.library.host import LibraryHost
+from llamachat.ui.mcp.mcp_host import McpHost
 from llamachat.ui.theme import apply_theme
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ hands it to the chat window through `continue_requested`.
 
 Each question is a new session of mode "oneshot", saved as it streams like a chat
 (the reply row is rewritten at most once a second); asking, Stop, Retry and the
-skills are the conversation's (`session.Conversation` in one-shot mode; the
+skills are the conversation's (`conversation.Conversation` in one-shot mode; the
 accessors shared with the chat window are `seams.ConversationSeams`'). Skills
 named in the question (`/name`, a whole-word mention) and skills the model loads
 apply to that one reply: they show as chips while it streams and are dropped when it
@@ -52,16 +52,16 @@ from llamachat.router.client import BackendError
 from llamachat.router.models import ModelInfo
 from llamachat.ui import plain, tasks
 from llamachat.ui.app import FAILED, PENDING, READY, App, RouterState
-from llamachat.ui.chat import session
+from llamachat.ui.chat import conversation
+from llamachat.ui.chat.conversation import Conversation
 from llamachat.ui.chat.reply import ReplyStream
 from llamachat.ui.chat.seams import ConversationSeams
-from llamachat.ui.chat.session import Conversation
 from llamachat.ui.chat.worker import collect_garbage_on_gui_thread
 from llamachat.ui.first_run import event_text
 from llamachat.ui.models.picker import list_models
 from llamachat.ui.views.chips import SkillChips
 from llamachat.ui.views.composer import Composer
-from llamachat.ui.views.messages import ConversationView
+from llamachat.ui.views.messages import MessagesView
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ class QuickWindow(ConversationSeams, QWidget):
         # The conversation: the one-shot session, its skills, the answer and its request.
         self.chat = Conversation(
             app,
-            mode=session.ONESHOT,
+            mode=conversation.ONESHOT,
             model=turn.configured_model(cfg),
             images=lambda model: model in self._models and self._models[model].accepts_images,
             parent=self,
@@ -159,15 +159,15 @@ class QuickWindow(ConversationSeams, QWidget):
         )
         self.composer.editor.installEventFilter(self)
 
-        self.conversation = ConversationView(self)
-        self.conversation.setAccessibleName("Answer")
-        self.conversation.set_font_size(self.cfg.font_size)
-        self.conversation.setMinimumHeight(ANSWER_HEIGHT)
-        self.conversation.retry_requested.connect(self.retry)
-        self.conversation.regenerate_requested.connect(self.retry)
-        self.conversation.edit_requested.connect(self.edit_message)
-        self.conversation.version_requested.connect(self.chat.show_version)
-        self.conversation.hide()
+        self.messages = MessagesView(self)
+        self.messages.setAccessibleName("Answer")
+        self.messages.set_font_size(self.cfg.font_size)
+        self.messages.setMinimumHeight(ANSWER_HEIGHT)
+        self.messages.retry_requested.connect(self.retry)
+        self.messages.regenerate_requested.connect(self.retry)
+        self.messages.edit_requested.connect(self.edit_message)
+        self.messages.version_requested.connect(self.chat.show_version)
+        self.messages.hide()
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(10, 8, 10, 8)
@@ -175,7 +175,7 @@ class QuickWindow(ConversationSeams, QWidget):
         layout.addWidget(self.notice)
         layout.addWidget(self.skill_chips)
         layout.addWidget(self.composer)
-        layout.addWidget(self.conversation, 1)
+        layout.addWidget(self.messages, 1)
 
         hide = QShortcut(QKeySequence(Qt.Key.Key_Escape), self)
         hide.activated.connect(self.dismiss)
@@ -271,7 +271,7 @@ class QuickWindow(ConversationSeams, QWidget):
     @Slot(object)
     def _on_config_changed(self, cfg: Config) -> None:
         """Follow settings saved in any window: font, skills folders, the configured model."""
-        self.conversation.set_font_size(cfg.font_size)
+        self.messages.set_font_size(cfg.font_size)
         configured = turn.configured_model(cfg)
         if configured != self._configured:
             # Only a new model in the settings replaces the one in use (`ask --model` too).
@@ -306,7 +306,7 @@ class QuickWindow(ConversationSeams, QWidget):
             return
         if self.composer.is_empty():
             return
-        if self._submit_draft() == session.NO_MODEL:
+        if self._submit_draft() == conversation.NO_MODEL:
             if self._awaiting_router or self._listing is not None:
                 self._waiting = True
                 # While the router is awaited, the notice already says what for.
@@ -357,8 +357,8 @@ class QuickWindow(ConversationSeams, QWidget):
                 return
         self.composer.clear()
         self.chat.leave_session()
-        self.conversation.clear()
-        self.conversation.hide()
+        self.messages.clear()
+        self.messages.hide()
         self.hide()
         self.continue_requested.emit(session_id, draft)
 
@@ -380,8 +380,8 @@ class QuickWindow(ConversationSeams, QWidget):
     def _follow_conversation(self) -> None:
         chat = self.chat
         chat.message_added.connect(self._on_message_added)
-        chat.messages_reset.connect(self.conversation.load_messages)
-        chat.versions_changed.connect(self.conversation.set_versions)
+        chat.messages_reset.connect(self.messages.load_messages)
+        chat.versions_changed.connect(self.messages.set_versions)
         chat.reply_started.connect(self._on_reply_started)
         chat.reply_ended.connect(self._on_reply_ended)
         chat.skills_changed.connect(self.skill_chips.set_skills)
@@ -392,16 +392,16 @@ class QuickWindow(ConversationSeams, QWidget):
     def _on_message_added(self, message: dict) -> None:
         # A one-shot session holds one question: the answer area shows only it.
         self.show_notice("")
-        self.conversation.clear()
-        self.conversation.show()
-        self.conversation.append_message(message)
+        self.messages.clear()
+        self.messages.show()
+        self.messages.append_message(message)
         # Grow to fit the answer, never narrower: adjustSize() would fall to the minimum width.
         self.resize(self.width(), max(self.height(), self.sizeHint().height()))
         self._move_inside(self.frameGeometry())
 
     @Slot(object)
     def _on_reply_started(self, reply: ReplyStream) -> None:
-        reply.attach(self.conversation.append_message(reply.row()))
+        reply.attach(self.messages.append_message(reply.row()))
         self.composer.set_streaming(True)
 
     @Slot(str, str)

@@ -23,7 +23,7 @@ for the context is `overflow.OverflowGuide`'s; the menus and keyboard shortcuts 
 built by `menus.install` from the window's commands.
 
 Sending, Stop, Retry, Edit, the loaded skills and the streaming reply are the
-conversation's (`session.Conversation`, shared with the quick window): the window
+conversation's (`conversation.Conversation`, shared with the quick window): the window
 forwards what the user does and shows what it signals; the accessors both windows
 answer (session, model, streaming, skills) are `seams.ConversationSeams`'. A reply is
 saved as it streams (`reply.ReplyStream`): the user message first, then an assistant
@@ -59,14 +59,14 @@ from llamachat.history.store import HistoryError, MessageRow
 from llamachat.router.models import ModelInfo
 from llamachat.ui import first_run, menus, plain, shortcuts, tasks
 from llamachat.ui.app import App
-from llamachat.ui.chat import session
-from llamachat.ui.chat.drafts import Drafts
+from llamachat.ui.chat import conversation
+from llamachat.ui.chat.composer_drafts import Drafts
+from llamachat.ui.chat.conversation import Conversation
 from llamachat.ui.chat.reply import ReplyStream
 from llamachat.ui.chat.seams import ConversationSeams
-from llamachat.ui.chat.session import Conversation
 from llamachat.ui.chat.worker import collect_garbage_on_gui_thread
 from llamachat.ui.library.chat_libraries import ChatLibraries
-from llamachat.ui.mcp_panel import McpPanel, choose_and_import
+from llamachat.ui.mcp.mcp_panel import McpPanel, choose_and_import
 from llamachat.ui.models.choice import ModelChoice
 from llamachat.ui.models.picker import ModelPicker
 from llamachat.ui.router_guide import RouterGuide
@@ -75,17 +75,17 @@ from llamachat.ui.skills.chat_skills import ChatSkills
 from llamachat.ui.views import markdown
 from llamachat.ui.views.chips import SkillChips, SkillSuggestions
 from llamachat.ui.views.composer import Composer
-from llamachat.ui.views.messages import ConversationView
+from llamachat.ui.views.messages import MessagesView
 from llamachat.ui.views.meter import ContextMeter
 from llamachat.ui.views.notice import STATUS_MS, NoticeBar
 from llamachat.ui.views.overflow import OverflowGuide, OverflowPanel
 from llamachat.ui.views.params_panel import ChatParams
 from llamachat.ui.views.presets import PresetPicker
-from llamachat.ui.views.projects import ProjectChoices
+from llamachat.ui.views.project_menus import ProjectChoices
 from llamachat.ui.views.search_toggle import SearchToggle
 from llamachat.ui.views.sidebar import SessionSidebar
 from llamachat.ui.views.summary import TrimMarker
-from llamachat.ui.views.temporary import TemporaryBar, TemporaryChats
+from llamachat.ui.views.temporary_bar import TemporaryBar, TemporaryChats
 from llamachat.ui.views.top_bar import TopBar
 
 log = logging.getLogger(__name__)
@@ -170,15 +170,15 @@ class ChatWindow(ConversationSeams, QMainWindow):
         self.top_bar = TopBar(self.model_picker, self.preset_picker, self.web_search.button)
         self.top_bar.settings_requested.connect(self.open_settings)
 
-        self.conversation = ConversationView(forks=True)
-        self.conversation.setAccessibleName("Conversation")
-        self.conversation.set_font_size(self.cfg.font_size)
-        self.conversation.retry_requested.connect(self.retry)
-        self.conversation.regenerate_requested.connect(self.retry)
-        self.conversation.continue_requested.connect(self.chat.continue_reply)
-        self.conversation.edit_requested.connect(self.edit_message)
-        self.conversation.version_requested.connect(self.chat.show_version)
-        self.conversation.fork_requested.connect(self.fork)
+        self.messages = MessagesView(forks=True)
+        self.messages.setAccessibleName("Conversation")
+        self.messages.set_font_size(self.cfg.font_size)
+        self.messages.retry_requested.connect(self.retry)
+        self.messages.regenerate_requested.connect(self.retry)
+        self.messages.continue_requested.connect(self.chat.continue_reply)
+        self.messages.edit_requested.connect(self.edit_message)
+        self.messages.version_requested.connect(self.chat.show_version)
+        self.messages.fork_requested.connect(self.fork)
 
         self.first_run_panel = first_run.FirstRunPanel()
         self.first_run_panel.settings_requested.connect(self.open_settings)
@@ -282,7 +282,7 @@ class ChatWindow(ConversationSeams, QMainWindow):
         self.drafts.status.connect(self.show_status)
         self.sessions = ChatSessions(
             self.chat,
-            view=self.conversation,
+            view=self.messages,
             drafts=self.drafts,
             presets=self.preset_picker,
             meter=self.meter,
@@ -356,7 +356,7 @@ class ChatWindow(ConversationSeams, QMainWindow):
 
     def copy_last_reply(self) -> str:
         """Copy the last reply's text to the clipboard; returns it ('' when there is none)."""
-        view = self.conversation.last_assistant()
+        view = self.messages.last_assistant()
         text = view.content() if view is not None else ""
         if not text:
             self.show_status("No reply to copy yet.")
@@ -431,9 +431,9 @@ class ChatWindow(ConversationSeams, QMainWindow):
             self.skills.open_panel()
             return
         outcome = self._submit_draft()
-        if outcome == session.NO_MODEL:
+        if outcome == conversation.NO_MODEL:
             self.show_status("No model to answer: pick one in the Model list.")
-        elif outcome in (session.SENT, session.HELD):
+        elif outcome in (conversation.SENT, conversation.HELD):
             self.overflow.hide()
 
     @Slot()
@@ -461,10 +461,10 @@ class ChatWindow(ConversationSeams, QMainWindow):
     def _follow_conversation(self) -> None:
         chat = self.chat
         chat.session_changed.connect(self.session_changed)
-        chat.message_added.connect(self.conversation.append_message)
-        chat.messages_reset.connect(self.conversation.load_messages)
-        chat.versions_changed.connect(self.conversation.set_versions)
-        chat.editing.connect(self.conversation.set_editing)
+        chat.message_added.connect(self.messages.append_message)
+        chat.messages_reset.connect(self.messages.load_messages)
+        chat.versions_changed.connect(self.messages.set_versions)
+        chat.editing.connect(self.messages.set_editing)
         chat.reply_started.connect(self._on_reply_started)
         chat.reply_ended.connect(self._on_reply_ended)
         chat.stats.connect(self.meter.update_from_stats)
@@ -474,7 +474,7 @@ class ChatWindow(ConversationSeams, QMainWindow):
         compaction.started.connect(lambda: self.composer.set_streaming(True))
         compaction.ended.connect(lambda _status, _error: self.composer.set_streaming(False))
         compaction.progress.connect(lambda text: self.show_status(text, STATUS_MS))
-        self.conversation.summary_edited.connect(compaction.edit_summary)
+        self.messages.summary_edited.connect(compaction.edit_summary)
 
     @Slot(str, int)
     def _on_notice(self, text: str, timeout: int) -> None:
@@ -486,10 +486,10 @@ class ChatWindow(ConversationSeams, QMainWindow):
 
     @Slot(object)
     def _on_reply_started(self, reply: ReplyStream) -> None:
-        reply.attach(self.conversation.append_message(reply.row()))
+        reply.attach(self.messages.append_message(reply.row()))
         self.composer.set_streaming(True)
         self.streaming_changed.emit(True)
-        self.conversation.scroll_to_bottom()
+        self.messages.scroll_to_bottom()
 
     @Slot(str, str)
     def _on_reply_ended(self, status: str, error: str) -> None:
@@ -505,7 +505,7 @@ class ChatWindow(ConversationSeams, QMainWindow):
     @Slot(object)
     def _on_config_changed(self, cfg: Config) -> None:
         """Follow settings saved in any window: font and web search (model: `model_choice`)."""
-        self.conversation.set_font_size(cfg.font_size)
+        self.messages.set_font_size(cfg.font_size)
         self.web_search.follow(cfg)
 
     # ------------------------------------------------------------------ closing
@@ -535,7 +535,7 @@ class ChatSessions(QObject):
         self,
         chat: Conversation,
         *,
-        view: ConversationView,
+        view: MessagesView,
         drafts: Drafts,
         presets: PresetPicker,
         meter: ContextMeter,
@@ -743,7 +743,7 @@ def _lay_out(window: ChatWindow) -> QSplitter:
     problem_row.addWidget(window.problem_bar)
     problem_row.addWidget(window.temporary_bar)
     layout.addLayout(problem_row)
-    layout.addWidget(window.conversation, 1)
+    layout.addWidget(window.messages, 1)
     layout.addLayout(body)
 
     splitter = QSplitter(Qt.Orientation.Horizontal)

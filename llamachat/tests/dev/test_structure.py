@@ -18,7 +18,9 @@ class TestStructure:
         assert any(cls.endswith(".ChatWindow") for cls in shape.class_lines)
         assert shape.problems() == []
 
-    def test_structure_measure_finds_a_cycle_and_a_long_module(self, tmp_path: Path) -> None:
+    def test_structure_measure_finds_a_cycle_a_long_module_and_a_shared_file_name(
+        self, tmp_path: Path
+    ) -> None:
         """The structure check is not blind: a two-module cycle and a long file are reported."""
         package = tmp_path / "llamachat"
         (package / "ui").mkdir(parents=True)
@@ -29,6 +31,13 @@ class TestStructure:
             "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from llamachat.a import x\n"
             + "pass\n" * 900
         )
+        for folder in ("history", "library"):
+            (package / folder).mkdir()
+            (package / folder / "store.py").write_text("")
         problems = structure.measure(package).problems()
         assert "import cycle among: llamachat.a, llamachat.b" in problems
+        assert (
+            "2 modules named store.py: llamachat.history.store, llamachat.library.store"
+            " (a file's name says what it holds)" in problems
+        )
         assert any(p.startswith("llamachat.b: 90") for p in problems)

@@ -11,7 +11,7 @@ class TestExtract:
     def test_huge_and_non_utf8_files_are_skipped_and_listed(self, tmp_path: Path) -> None:
         """A text file over the limit and one that is not UTF-8 are listed, not indexed."""
         from llamachat.library import extract
-        from llamachat.library.store import LibraryStore
+        from llamachat.library.index import LibraryStore
 
         root = tmp_path / "docs"
         root.mkdir()

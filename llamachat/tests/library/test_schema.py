@@ -15,8 +15,8 @@ class TestSchema:
         force) is converted by the next indexing: every vector kept, nothing sent to the
         router again, the search finds what it found; a version 1 file whose vectors name
         no model has them made again."""
+        from llamachat.library.index import LibraryStore
         from llamachat.library.schema import SCHEMA_VERSION
-        from llamachat.library.store import LibraryStore
         from llamachat.tests.support import recording_embedder
 
         root = tmp_path / "docs"
@@ -80,8 +80,8 @@ class TestSchema:
         when opened: the chat's library keeps its id, files and vectors (nothing sent to the
         router again), and a project's library beside it is searched by the project's chat
         alone, by words and by vectors."""
+        from llamachat.library.index import LibraryStore
         from llamachat.library.schema import SCHEMA_VERSION
-        from llamachat.library.store import LibraryStore
         from llamachat.tests.support import recording_embedder
 
         chat_docs, project_docs = tmp_path / "chat", tmp_path / "project"

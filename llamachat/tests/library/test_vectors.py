@@ -21,7 +21,7 @@ class TestVectors:
         """With an embedding model, indexing stores a vector per passage from the router's
         /v1/embeddings (batched), and search_documents finds a passage whose words are not
         the query's but whose vector is near it; full text alone finds nothing."""
-        from llamachat.library.store import LibraryStore
+        from llamachat.library.index import LibraryStore
         from llamachat.tests.support import make_embedder
         from llamachat.tools import documents
 
@@ -52,7 +52,7 @@ class TestVectors:
     def test_fusion_ranks_what_both_rankings_put_forward_first(self, router, tmp_path) -> None:
         """Reciprocal rank fusion: a passage in both lists beats one first in a single list;
         a search fuses BM25's list with the vectors' (each one's best is in the answer)."""
-        from llamachat.library.store import LibraryStore
+        from llamachat.library.index import LibraryStore
         from llamachat.library.vectors import fuse
         from llamachat.tests.support import make_embedder
 
@@ -83,7 +83,7 @@ class TestVectors:
     ) -> None:
         """Vectors are incremental like the full text: an edited file's passages are sent
         again, unchanged files' are not, a removed file's vectors go with it."""
-        from llamachat.library.store import LibraryStore
+        from llamachat.library.index import LibraryStore
         from llamachat.tests.support import make_embedder
 
         root = tmp_path / "docs"
@@ -111,7 +111,7 @@ class TestVectors:
     def test_another_embedding_model_embeds_everything_again(self, tmp_path: Path) -> None:
         """A new embedding_model makes every vector again (another model's vectors are not
         comparable); a search with the old model's name uses full text only, no vectors."""
-        from llamachat.library.store import LibraryStore
+        from llamachat.library.index import LibraryStore
         from llamachat.tests.support import make_embedder
 
         root = tmp_path / "docs"
@@ -145,7 +145,7 @@ class TestVectors:
         import sqlean
         import sqlite_vec
 
-        from llamachat.library.store import LibraryStore
+        from llamachat.library.index import LibraryStore
         from llamachat.tests.support import make_embedder
 
         def refuse(_db: object) -> None:
@@ -175,7 +175,7 @@ class TestVectors:
         """The real llama-server router, SmolLM2 under a second preset name with
         `embeddings = true` and mean pooling: /v1/embeddings answers one vector a text,
         a library is indexed with them and searched by fusion; the chat model refuses."""
-        from llamachat.library.store import LibraryStore
+        from llamachat.library.index import LibraryStore
         from llamachat.tests.support import SMOL_EMBED_ID, make_embedder
 
         root = tmp_path / "docs"
@@ -210,7 +210,7 @@ class TestVectors:
         the exact nearest is always first and nearly all of the exact 20 are found."""
         from llamachat.dev.bench_library import LocalVectors
         from llamachat.library import vectors
-        from llamachat.library.store import COARSE_CANDIDATES, LibraryStore
+        from llamachat.library.index import COARSE_CANDIDATES, LibraryStore
         from llamachat.library.vectors import Embedder
 
         root = tmp_path / "docs"

@@ -20,7 +20,7 @@ class TestDocuments:
     ) -> None:
         """A built Turn with a library offers search_documents; the model's call is answered
         with the best passages (file, page), bounded, and the sources come as file links."""
-        from llamachat.library.store import LibraryStore
+        from llamachat.library.index import LibraryStore
         from llamachat.tests.support import make_library_folder
         from llamachat.tools import documents
 
@@ -68,7 +68,7 @@ class TestDocuments:
         self, tmp_path: Path
     ) -> None:
         """Five long passages stay within RESULT_CHARS; no match is a sentence, not silence."""
-        from llamachat.library.store import Hit
+        from llamachat.library.index import Hit
         from llamachat.tools import documents
 
         hits = [Hit(tmp_path / f"f{n}.txt", None, "", "long " * 5000, -1.0) for n in range(5)]

@@ -15,15 +15,15 @@ from llamachat.tests.support import (
     write_skill,
 )
 from llamachat.ui import ChatWindow
-from llamachat.ui.chat.session import Conversation
-from llamachat.ui.views.messages import ConversationView
+from llamachat.ui.chat.conversation import Conversation
+from llamachat.ui.views.messages import MessagesView
 
 
 @pytest.fixture
-def conversation_view(qtbot):
-    """A shown ConversationView, 800x600."""
+def messages_view(qtbot):
+    """A shown MessagesView, 800x600."""
 
-    view = ConversationView()
+    view = MessagesView()
     qtbot.addWidget(view)
     view.resize(800, 600)
     view.show()

@@ -123,7 +123,7 @@ class TestApp:
         history.add_message(session, "assistant", "Here:\n\n```python\nx = 1\n```\n\nand `y`.")
         window.sidebar.refresh()
         assert window.open_session(session)
-        reply = window.conversation.last_assistant()
+        reply = window.messages.last_assistant()
 
         def sidebar_pixel() -> str:
             view = window.sidebar.list_view.viewport()

@@ -70,7 +70,7 @@ class TestQuick:
         assert window.width() == WIDTH
         quick_ask(qtbot, window, "what is 2+2")
         assert window.width() == WIDTH
-        assert window.height() >= window.conversation.minimumHeight()
+        assert window.height() >= window.messages.minimumHeight()
 
     @quick_offscreen
     def test_quick_uses_a_skills_folder_created_after_it_was_built(
@@ -105,8 +105,7 @@ class TestQuick:
         quick_ask(qtbot, window, "what is my balance", wait=False)
         qtbot.waitUntil(
             lambda: (
-                window.is_streaming()
-                and window.conversation.last_assistant().content() == "Balance "
+                window.is_streaming() and window.messages.last_assistant().content() == "Balance "
             )
         )
         assert window.loaded_skills() == ["finance-cli"]
@@ -117,7 +116,7 @@ class TestQuick:
         assert tool["role"] == "tool" and "finance auth test" in tool["content"]
         assert window.loaded_skills() == [] and not window.skill_chips.isVisible()
         assert history.get_session(window.session_id)["skills"] == []
-        assert window.conversation.last_assistant().content() == "Balance checked."
+        assert window.messages.last_assistant().content() == "Balance checked."
 
     @quick_offscreen
     def test_quick_escape_stops_the_answer_and_hides(self, quick, router, qtbot) -> None:
@@ -129,8 +128,8 @@ class TestQuick:
         quick_ask(qtbot, window, "long one", wait=False)
         qtbot.waitUntil(
             lambda: (
-                window.conversation.last_assistant() is not None
-                and window.conversation.last_assistant().content() == "Partial "
+                window.messages.last_assistant() is not None
+                and window.messages.last_assistant().content() == "Partial "
             )
         )
         qtbot.keyClick(quick_widget_named(window, QPlainTextEdit, "Message"), Qt.Key.Key_Escape)

@@ -31,7 +31,7 @@ class TestWindow:
         router.script(Reply(content=["one ", "two ", "three ", "four"], stall_after=3))
         type_message(qtbot, window, "count")
         qtbot.keyClick(visible_widget_named(window, QPlainTextEdit, "Message"), Qt.Key.Key_Return)
-        qtbot.waitUntil(lambda: window.conversation.last_assistant().content() == "one two ")
+        qtbot.waitUntil(lambda: window.messages.last_assistant().content() == "one two ")
         assert visible_widget_named(window, QPushButton, "Stop")
 
         qtbot.keyClick(window.composer.editor, Qt.Key.Key_Escape)
@@ -40,7 +40,7 @@ class TestWindow:
         reply = history.messages(window.session_id)[-1]
         assert (reply["content"], reply["status"]) == ("one two ", "stopped")
         assert visible_widget_named(window, QPushButton, "Send")
-        view = window.conversation.last_assistant()
+        view = window.messages.last_assistant()
         shown = {b.accessibleName() for b in view.findChildren(QAbstractButton) if b.isVisible()}
         assert "Regenerate" in shown and "Retry" not in shown
         # The figures so far (timings_per_token): what it produced, kept although stopped.

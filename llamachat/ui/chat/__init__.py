@@ -1,6 +1,6 @@
 """One conversation's logic on the GUI side, with no widgets of its own.
 
-`session.Conversation` owns a chat's state and actions for every window; `outbox` builds
+`conversation.Conversation` owns a chat's state and actions for every window; `outbox` builds
 and sends each request; `reply` streams one reply into its History row; `worker` reads the
 stream on a thread; `context_watch` keeps the next request's size counted; `mcp_host`
 owns the MCP servers and asks consent.

@@ -1,6 +1,6 @@
 """A conversation's side of a full context: its policy, compacting into a branch, trimming.
 
-`Compaction(builder, app, context)` belongs to one `session.Conversation`. When a message
+`Compaction(builder, app, context)` belongs to one `conversation.Conversation`. When a message
 does not fit (`overflowed`) it follows the chat's `context_overflow` policy (the chat's
 own, kept with its parameters, else the config's): "ask" hands the `Overflow` to the
 over-context panel (`too_big`), "refuse" only says so, "trim" leaves the oldest

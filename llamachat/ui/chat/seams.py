@@ -1,6 +1,6 @@
 """What the chat window and the quick window say of their conversation, declared once.
 
-Both windows hold a `session.Conversation` as `chat` and a composer as `composer`.
+Both windows hold a `conversation.Conversation` as `chat` and a composer as `composer`.
 `ConversationSeams`, a mixin of both, answers the questions asked of a window (its
 configuration, history, open session, model, streaming state and skills) from that
 conversation, and carries the draft between the composer and it: `_submit_draft` hands
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from llamachat.config import Config
 from llamachat.history.store import History, MessageRow
 from llamachat.turn import Attachment
-from llamachat.ui.chat.session import COMPACTING, HELD, SENT, Conversation
+from llamachat.ui.chat.conversation import COMPACTING, HELD, SENT, Conversation
 
 if TYPE_CHECKING:
     from llamachat.ui.views.composer import Composer
@@ -64,7 +64,7 @@ class ConversationSeams:
         return self.chat.load_skill(name)
 
     def _submit_draft(self) -> str:
-        """Hand the composer's message to the conversation; what it did (`session.SENT`...).
+        """Hand the composer's message to the conversation; what it did (`conversation.SENT`...).
 
         The composer is cleared once the conversation took the message (SENT, HELD, or
         COMPACTING: a question that is not sent after all is `returned`).

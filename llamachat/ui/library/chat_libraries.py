@@ -15,8 +15,8 @@ from PySide6.QtWidgets import QFileDialog, QMenu, QProgressBar, QStatusBar, QWid
 
 from llamachat.ui import plain
 from llamachat.ui.app import App
-from llamachat.ui.chat.session import Conversation
-from llamachat.ui.library.panel import LibrariesPanel, progress_text, show_progress
+from llamachat.ui.chat.conversation import Conversation
+from llamachat.ui.library.libraries_panel import LibrariesPanel, progress_text, show_progress
 from llamachat.ui.views.composer import Composer
 
 

@@ -27,7 +27,7 @@ from PySide6.QtCore import QFileSystemWatcher, QObject, QTimer, Signal, Slot
 
 from llamachat.library.child import ChildReader, ReadingStopped
 from llamachat.library.extract import Passage, extract
-from llamachat.library.store import (
+from llamachat.library.index import (
     STORE_ERRORS,
     FileRow,
     IndexReport,

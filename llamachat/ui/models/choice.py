@@ -22,7 +22,7 @@ from llamachat.ui.views.notice import STATUS_MS
 
 if TYPE_CHECKING:
     from llamachat.ui.app import App
-    from llamachat.ui.chat.session import Conversation
+    from llamachat.ui.chat.conversation import Conversation
     from llamachat.ui.models.picker import ModelPicker
     from llamachat.ui.views.composer import Composer
     from llamachat.ui.views.meter import ContextMeter

@@ -24,8 +24,8 @@ from llamachat import turn
 from llamachat.config import ConfigError
 from llamachat.skills import Skill, SkillStore
 from llamachat.ui.app import App
-from llamachat.ui.chat.session import Conversation
-from llamachat.ui.skills.panel import SkillsPanel, SkillsWatcher
+from llamachat.ui.chat.conversation import Conversation
+from llamachat.ui.skills.skills_panel import SkillsPanel, SkillsWatcher
 from llamachat.ui.views.chips import SkillChips, SkillSuggestions, skill_tokens
 from llamachat.ui.views.composer import Composer
 from llamachat.ui.views.top_bar import TopBar

@@ -4,7 +4,7 @@ Each message is one `message.MessageView` whose text lives in its own QTextDocum
 work on one message never touches the others; `_Column` stacks them without a layout
 manager, so a growing reply moves nothing above it.
 
-Long histories open fast: `ConversationView.load_messages` builds the last
+Long histories open fast: `MessagesView.load_messages` builds the last
 screenful first and adds older messages a page at a time when the user scrolls
 near the top, keeping what is on screen in place.
 
@@ -109,7 +109,7 @@ class _Column(QWidget):
             self.height_changed.emit(view, moved)
 
 
-class ConversationView(QScrollArea):
+class MessagesView(QScrollArea):
     """The conversation: messages in a column, lazy for long histories, following the stream."""
 
     retry_requested = Signal(object)

@@ -30,7 +30,7 @@ from llamachat.ui.views.notice import STATUS_MS
 
 if TYPE_CHECKING:
     from llamachat.ui.app import App
-    from llamachat.ui.chat.session import Conversation
+    from llamachat.ui.chat.conversation import Conversation
     from llamachat.ui.views.composer import Composer
 
 # Context sizes offered when raising one: llama.cpp runs any, these are the usual steps.

@@ -34,7 +34,7 @@ from PySide6.QtWidgets import (
 from llamachat import compact
 from llamachat.params import PARAMS, Param
 from llamachat.ui import plain
-from llamachat.ui.chat.session import Conversation
+from llamachat.ui.chat.conversation import Conversation
 from llamachat.ui.views.popup import UpwardMenu
 
 log = logging.getLogger(__name__)

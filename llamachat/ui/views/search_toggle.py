@@ -19,7 +19,7 @@ from PySide6.QtWidgets import QToolButton
 
 from llamachat.config import Config
 from llamachat.ui.app import App
-from llamachat.ui.chat.session import Conversation
+from llamachat.ui.chat.conversation import Conversation
 
 log = logging.getLogger(__name__)
 

@@ -65,7 +65,7 @@ from llamachat.history.store import (
 from llamachat.ui import plain
 from llamachat.ui.library.host import LibraryHost
 from llamachat.ui.views.chat_import import ChatImporter
-from llamachat.ui.views.projects import (
+from llamachat.ui.views.project_menus import (
     ProjectChoices,
     ProjectDialog,
     edit_project,

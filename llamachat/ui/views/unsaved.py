@@ -21,8 +21,8 @@ from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
 from llamachat.history.export import export_markdown, export_path_json
 from llamachat.history.store import HistoryError, MessageRow, SessionRow
 from llamachat.ui import plain
+from llamachat.ui.chat.conversation import Conversation
 from llamachat.ui.chat.reply import ReplyStream
-from llamachat.ui.chat.session import Conversation
 
 MARKDOWN = "Markdown (*.md)"
 JSON = "llamachat JSON (*.json)"

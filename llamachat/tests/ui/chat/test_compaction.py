@@ -64,7 +64,7 @@ class TestCompaction:
         assert prompt_tokens(sent) + window.chat.context.reserve() <= 2048
         qtbot.waitUntil(lambda: window.chat.context.breakdown().get("summary") > 0)
 
-        block = window.conversation.views()[0]
+        block = window.messages.views()[0]
         assert isinstance(block, SummaryView) and block.version_text() == "2/2"
         assert block.title.text() == "Summary of 8 earlier messages"
         assert not block.is_expanded()
@@ -107,7 +107,7 @@ class TestCompaction:
         assert instructions.endswith("Pay particular attention to: keep the API decisions")
         path = history.messages(session_id)
         assert len(path[0]["versions"]) == 3 and compact.summarized(path[0]) == 10
-        assert window.conversation.views()[0].title.text() == "Summary of 10 earlier messages"
+        assert window.messages.views()[0].title.text() == "Summary of 10 earlier messages"
 
     def test_trim_policy_leaves_the_oldest_messages_out_of_the_request_with_a_marker(
         self, chat_window, router, qtbot

@@ -92,7 +92,7 @@ class TestContextWatch:
         router.script(Reply(content="Answer.", stall_after=0))
         window.composer.set_text("read this")
         window.send()
-        view = window.conversation.last_assistant()
+        view = window.messages.last_assistant()
         qtbot.waitUntil(lambda: view.findChild(ReadingProgress) is not None)
         reading = view.findChild(ReadingProgress)
         # The three chunks may come in more than one frame: the last one read it all.
@@ -122,7 +122,7 @@ class TestContextWatch:
             cold.script(Reply(content=["Once ", "upon ", "a ", "time"], stall_after=2))
             window.composer.set_text("Tell me a story")
             window.send()
-            qtbot.waitUntil(lambda: "Once" in window.conversation.last_assistant().content())
+            qtbot.waitUntil(lambda: "Once" in window.messages.last_assistant().content())
             qtbot.waitUntil(lambda: window.meter.context_size() == 4096)
             assert window.is_streaming() and "/ 4,096" in window.meter.label.text()
             window.stop()
@@ -138,7 +138,7 @@ class TestContextWatch:
         router.script(Reply(content=["one ", "two ", "three ", "four"], stall_after=3))
         window.composer.set_text("second")
         window.send()
-        qtbot.waitUntil(lambda: window.conversation.last_assistant().content() == "one two ")
+        qtbot.waitUntil(lambda: window.messages.last_assistant().content() == "one two ")
         window.stop()
         row = history.messages(window.session_id)[-1]
         assert row["status"] == "stopped"
@@ -148,7 +148,7 @@ class TestContextWatch:
 
         def shown() -> tuple[str, str]:
             label = visible_widget_named(
-                window.conversation.last_assistant(), QLabel, "Reply statistics"
+                window.messages.last_assistant(), QLabel, "Reply statistics"
             )
             return label.text(), label.toolTip()
 

@@ -7,7 +7,7 @@ from PySide6.QtWidgets import QLabel, QToolButton
 
 from llamachat.dev.scripted_router import Reply
 from llamachat.tests.support import send_and_wait, visible_widget_named
-from llamachat.ui.chat import session as controller
+from llamachat.ui.chat import conversation as controller
 
 
 class TestOutbox:
@@ -23,7 +23,7 @@ class TestOutbox:
         window, history = chat_window()
         router.script(Reply(content=["One, two,"], finish_reason="length"))
         send_and_wait(qtbot, window, "Count to five.")
-        view = window.conversation.last_assistant()
+        view = window.messages.last_assistant()
         assert view.is_cut()
         status = visible_widget_named(view, QLabel, "Status")
         assert status.text() == "Cut at the length limit"
@@ -43,7 +43,7 @@ class TestOutbox:
         assert rows[-1]["content"] == "One, two, three, four, five."
         assert rows[-1]["status"] == "complete"
         assert "finish_reason" not in rows[-1]["timings"]
-        view = window.conversation.last_assistant()
+        view = window.messages.last_assistant()
         assert view.content() == "One, two, three, four, five." and not view.is_cut()
         shown = [label.text() for label in view.findChildren(QLabel) if label.isVisible()]
         assert "Cut at the length limit" not in shown

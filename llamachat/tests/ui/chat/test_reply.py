@@ -59,7 +59,7 @@ class TestReply:
         qtbot.waitUntil(lambda: not window.is_streaming(), timeout=120000)
         row = last_saved_message(history, window)
         assert row["status"] == "complete" and row["content"] == big
-        assert window.conversation.last_assistant().content() == big
+        assert window.messages.last_assistant().content() == big
 
     def test_window_saves_streaming_reply_within_a_second(self, chat_window, router, qtbot) -> None:
         """While a reply streams its row holds the text so far with status 'streaming'."""
@@ -87,7 +87,7 @@ class TestReply:
         reply = history.add_message(session, "assistant", "partial te", status="streaming")
         assert window.open_session(session)
         assert history.messages(session)[-1]["status"] == "stopped"
-        view = window.conversation.last_assistant()
+        view = window.messages.last_assistant()
         assert view.content() == "partial te" and not view.is_streaming()
         qtbot.waitUntil(view.isVisible)
         assert visible_widget_named(view, QAbstractButton, "Regenerate")
@@ -111,7 +111,7 @@ class TestReply:
             "error",
             "llamachat closed before this reply began.",
         )
-        view = window.conversation.last_assistant()
+        view = window.messages.last_assistant()
         qtbot.waitUntil(view.isVisible)
         assert row["error"] in reply_label_texts(view)
         assert not [
@@ -202,7 +202,7 @@ class TestReply:
         router.release()
         qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
         whole = "kept early then " + "".join(tail)
-        view = window.conversation.last_assistant()
+        view = window.messages.last_assistant()
         assert view.content() == whole
         assert "Not saved" in view.unsaved_text()
         assert streaming_row()["content"] == "kept early "

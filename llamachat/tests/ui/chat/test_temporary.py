@@ -27,7 +27,7 @@ class TestTemporary:
         assert window.temporary_bar.isVisible() and window.chat.scratch is not None
         router.script(Reply(content="A first answer."), Reply(content="zebra-quartz answer."))
         send_and_wait(qtbot, window, "Tell me the secret-walrus word.")
-        window.retry(window.conversation.views()[1].message_id)
+        window.retry(window.messages.views()[1].message_id)
         qtbot.waitUntil(lambda: not window.is_streaming(), timeout=30000)
         assert history.count_sessions() == 0 and window.sidebar.session_ids() == []
         assert window.sidebar.current() is None
@@ -70,10 +70,10 @@ class TestTemporary:
         send_and_wait(qtbot, window, "Forget this.")
         window.new_session()  # cancelled: still the temporary chat
         assert asked == [False] and window.chat.scratch is not None
-        assert [v.content() for v in window.conversation.views()] == ["Forget this.", "Gone soon."]
+        assert [v.content() for v in window.messages.views()] == ["Forget this.", "Gone soon."]
         window.new_session()
         assert asked == [False, False] and window.chat.scratch is None
-        assert window.conversation.views() == [] and history.count_sessions() == 0
+        assert window.messages.views() == [] and history.count_sessions() == 0
         window.temporary.start()
         router.script(Reply(content="Also gone."))
         send_and_wait(qtbot, window, "And this.")

@@ -21,14 +21,14 @@ from llamachat.tests.support import (
     start_sending,
     visible_widget_named,
 )
-from llamachat.ui.chat import session as controller
+from llamachat.ui.chat import conversation as controller
 
 
 class TestVersions:
     """A conversation's versions: editing a sent message, switching versions, forking."""
 
     def _texts(self, window) -> list[str]:
-        return [view.content() for view in window.conversation.views()]
+        return [view.content() for view in window.messages.views()]
 
     def test_fault_router_killed_mid_reply_keeps_partial_error_and_retry_recovers(
         self, chat_window, qtbot
@@ -39,14 +39,14 @@ class TestVersions:
         window, history = chat_window(url=doomed.url)
         doomed.script(Reply(content=["kept ", "text ", "never ", "sent"], stall_after=3))
         start_sending(qtbot, window, "Tell me")
-        qtbot.waitUntil(lambda: window.conversation.last_assistant().content() == "kept text ")
+        qtbot.waitUntil(lambda: window.messages.last_assistant().content() == "kept text ")
         doomed.close()  # the router process is gone: its sockets close mid-body
         qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
 
         failed = last_saved_message(history, window)
         assert (failed["content"], failed["status"]) == ("kept text ", "error")
         assert "ended before it was complete" in failed["error"] or "broke" in failed["error"]
-        view = window.conversation.last_assistant()
+        view = window.messages.last_assistant()
         assert failed["error"] in reply_label_texts(view)
 
         # Retry while nothing listens: a clear message naming the URL, still no crash, and the
@@ -59,12 +59,12 @@ class TestVersions:
         assert (kept["content"], kept["status"]) == ("kept text ", "error")
         said = window.problem_bar.text()  # a notice that stays: the user must act on it
         assert doomed.url in said and "router_url" in said
-        assert window.conversation.last_assistant().content() == "kept text "
+        assert window.messages.last_assistant().content() == "kept text "
 
         with ScriptedRouter() as revived:
             revived.script(Reply(content="Back again."))
             window.app.use_router(revived.url)
-            view = window.conversation.last_assistant()
+            view = window.messages.last_assistant()
             qtbot.mouseClick(
                 visible_widget_named(view, QAbstractButton, "Retry"), Qt.MouseButton.LeftButton
             )
@@ -77,12 +77,10 @@ class TestVersions:
             window.close()
 
     def test_conversation_stop_and_error_show_marks_and_retry_carries_the_id(
-        self, conversation_view, qtbot
+        self, messages_view, qtbot
     ) -> None:
 
-        reply = conversation_view.append_message(
-            {"id": 7, "role": "assistant", "status": "streaming"}
-        )
+        reply = messages_view.append_message({"id": 7, "role": "assistant", "status": "streaming"})
         reply.append_content("Partial answ")
         reply.set_status("stopped")
         qtbot.waitUntil(reply._status.isVisible)
@@ -95,13 +93,11 @@ class TestVersions:
         )
         stats = reply_button_label(reply, "Reply statistics")
         assert stats.isVisible() and re.fullmatch(r"2 words · \d+\.\d s", stats.text())
-        with qtbot.waitSignal(conversation_view.regenerate_requested) as caught:
+        with qtbot.waitSignal(messages_view.regenerate_requested) as caught:
             qtbot.mouseClick(reply_button(reply, "Regenerate"), Qt.MouseButton.LeftButton)
         assert caught.args == [7]
 
-        failed = conversation_view.append_message(
-            {"id": 8, "role": "assistant", "status": "streaming"}
-        )
+        failed = messages_view.append_message({"id": 8, "role": "assistant", "status": "streaming"})
         failed.set_status("error", "model 'x' failed to load")
         assert failed._status.text() == "model 'x' failed to load"
         assert "d1242f" in failed._status.styleSheet()
@@ -109,23 +105,23 @@ class TestVersions:
             reply_button(failed, "Retry").isVisible()
             and not reply_button(failed, "Regenerate").isVisible()
         )
-        with qtbot.waitSignal(conversation_view.retry_requested) as caught:
+        with qtbot.waitSignal(messages_view.retry_requested) as caught:
             qtbot.mouseClick(reply_button(failed, "Retry"), Qt.MouseButton.LeftButton)
         assert caught.args == [8]
 
         # Reopened, a stopped reply still shows what it produced (no time: it was not timed).
-        conversation_view.load_messages(
+        messages_view.load_messages(
             [{"id": 9, "role": "assistant", "content": "one two three", "status": "stopped"}]
         )
-        [reopened] = conversation_view.views()
+        [reopened] = messages_view.views()
         qtbot.waitUntil(reopened.isVisible)
         assert reply_button_label(reopened, "Reply statistics").text() == "3 words"
 
     def test_conversation_edit_and_regenerate_signals_carry_the_ids(
-        self, conversation_view, qtbot
+        self, messages_view, qtbot
     ) -> None:
 
-        conversation_view.load_messages(
+        messages_view.load_messages(
             [
                 {"id": 1, "role": "user", "content": "hi", "status": "complete"},
                 {"id": 2, "role": "assistant", "content": "hello", "status": "complete"},
@@ -133,17 +129,17 @@ class TestVersions:
                 {"id": 4, "role": "assistant", "content": "sure", "status": "complete"},
             ]
         )
-        views = conversation_view.views()
+        views = messages_view.views()
         assert [v.accessibleName() for v in views] == ["Message from you", "Reply"] * 2
         assert not reply_button(views[1], "Regenerate").isVisible()
-        with qtbot.waitSignal(conversation_view.regenerate_requested) as caught:
+        with qtbot.waitSignal(messages_view.regenerate_requested) as caught:
             qtbot.mouseClick(reply_button(views[3], "Regenerate"), Qt.MouseButton.LeftButton)
         assert caught.args == [4]
-        with qtbot.waitSignal(conversation_view.edit_requested) as caught:
+        with qtbot.waitSignal(messages_view.edit_requested) as caught:
             qtbot.mouseClick(reply_button(views[2], "Edit message"), Qt.MouseButton.LeftButton)
         assert caught.args == [3]
         views[3].set_message_id(40)
-        with qtbot.waitSignal(conversation_view.regenerate_requested) as caught:
+        with qtbot.waitSignal(messages_view.regenerate_requested) as caught:
             qtbot.mouseClick(reply_button(views[3], "Regenerate"), Qt.MouseButton.LeftButton)
         assert caught.args == [40]
 
@@ -158,7 +154,7 @@ class TestVersions:
         router.script(Reply(content=["First."]))
         quick_ask(qtbot, window, "name a colour")
         router.script(Reply(content=["Second."]))
-        answer = window.conversation.last_assistant()
+        answer = window.messages.last_assistant()
         qtbot.mouseClick(
             quick_widget_named(answer, QAbstractButton, "Regenerate"), Qt.MouseButton.LeftButton
         )
@@ -168,7 +164,7 @@ class TestVersions:
             ("assistant", "Second."),
         ]
         assert len(router.chat_requests()) == 2
-        question = window.conversation.views()[0]
+        question = window.messages.views()[0]
         qtbot.mouseClick(
             quick_widget_named(question, QAbstractButton, "Edit message"), Qt.MouseButton.LeftButton
         )
@@ -187,7 +183,7 @@ class TestVersions:
         )
         quick_ask(qtbot, window, "/weather again")
         assert "out of memory" in window.notice.text()
-        reply = window.conversation.last_assistant()
+        reply = window.messages.last_assistant()
         retry = [b for b in reply.findChildren(QToolButton) if b.accessibleName() == "Retry"]
         assert len(retry) == 1
         retry[0].click()
@@ -218,7 +214,7 @@ class TestVersions:
         failed = history.messages(window.session_id)[-1]
         assert (failed["content"], failed["status"]) == ("half a ", "error")
         assert failed["error"]
-        view = window.conversation.last_assistant()
+        view = window.messages.last_assistant()
         assert view.content() == "half a "
 
         qtbot.mouseClick(
@@ -244,7 +240,7 @@ class TestVersions:
         router.script(Reply(content="first answer"), Reply(content="second answer"))
         send_and_wait(qtbot, window, "question")
         reply_id = history.messages(window.session_id)[-1]["id"]
-        window.conversation.regenerate_requested.emit(reply_id)
+        window.messages.regenerate_requested.emit(reply_id)
         qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
         assert [m["content"] for m in history.messages(window.session_id)] == [
             "question",
@@ -252,7 +248,7 @@ class TestVersions:
         ]
 
         user_id = history.messages(window.session_id)[0]["id"]
-        window.conversation.edit_requested.emit(user_id)
+        window.messages.edit_requested.emit(user_id)
         assert window.composer.text() == "question"
         window.composer.set_text("better question")
         window.send()
@@ -269,7 +265,7 @@ class TestVersions:
 
         window, history = chat_window()
         send_and_wait(qtbot, window, "first")
-        window.conversation.edit_requested.emit(history.messages(window.session_id)[0]["id"])
+        window.messages.edit_requested.emit(history.messages(window.session_id)[0]["id"])
         qtbot.keyClick(window.composer.editor, Qt.Key.Key_Escape)
         window.composer.set_text("second")
         window.send()
@@ -290,11 +286,11 @@ class TestVersions:
         window, _history = chat_window()
         router.script(Reply(content="Dolly."))
         send_and_wait(qtbot, window, "Name a llama.")
-        question = window.conversation.views()[0]
+        question = window.messages.views()[0]
         assert not question.is_editing()
         qtbot.mouseClick(reply_button(question, "Edit message"), Qt.MouseButton.LeftButton)
         assert question.is_editing() and question.accessibleDescription() == "Being edited"
-        assert not window.conversation.views()[1].is_editing()
+        assert not window.messages.views()[1].is_editing()
         window.stop()
         assert not question.is_editing()
 
@@ -304,8 +300,8 @@ class TestVersions:
         window.composer.set_text("Name an alpaca.")
         window.send()
         qtbot.waitUntil(lambda: not window.is_streaming())
-        assert [v.content() for v in window.conversation.views()] == ["Name an alpaca.", "Alpaca."]
-        assert not any(view.is_editing() for view in window.conversation.views())
+        assert [v.content() for v in window.messages.views()] == ["Name an alpaca.", "Alpaca."]
+        assert not any(view.is_editing() for view in window.messages.views())
 
     def test_conversation_oneshot_drops_its_skills_after_the_answer_and_retry_asks_them_again(
         self, conversation, router, qtbot
@@ -398,18 +394,16 @@ class TestVersions:
         send_and_wait(qtbot, window, "Name a llama.")
         for text in ("Second.", "Third.", "Fourth."):
             router.script(Reply(content=text))
-            reply = window.conversation.last_assistant()
+            reply = window.messages.last_assistant()
             qtbot.mouseClick(reply_button(reply, "Regenerate"), Qt.MouseButton.LeftButton)
             qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
-            qtbot.waitUntil(
-                lambda text=text: window.conversation.last_assistant().content() == text
-            )
-        reply = window.conversation.last_assistant()
+            qtbot.waitUntil(lambda text=text: window.messages.last_assistant().content() == text)
+        reply = window.messages.last_assistant()
         qtbot.waitUntil(lambda: reply.version_text() == "4/4")
         assert not reply_button(reply, "Next version").isEnabled()
         qtbot.mouseClick(reply_button(reply, "Previous version"), Qt.MouseButton.LeftButton)
         qtbot.waitUntil(lambda: self._texts(window) == ["Name a llama.", "Third."])
-        shown = window.conversation.last_assistant()
+        shown = window.messages.last_assistant()
         assert shown.version_text() == "3/4"
         assert history.message_count(window.session_id) == 5
 
@@ -434,11 +428,11 @@ class TestVersions:
         router.script(Reply(status=500, error={"message": "model crashed"}))
         send_and_wait(qtbot, window, "Hello")
         router.script(Reply(content="Hi."))
-        failed = window.conversation.last_assistant()
+        failed = window.messages.last_assistant()
         qtbot.mouseClick(reply_button(failed, "Retry"), Qt.MouseButton.LeftButton)
         qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
         qtbot.waitUntil(lambda: self._texts(window) == ["Hello", "Hi."])
-        assert window.conversation.last_assistant().version_text() == ""
+        assert window.messages.last_assistant().version_text() == ""
         assert history.message_count(window.session_id) == 2
 
     def test_regenerate_after_stop_keeps_the_stopped_reply_as_a_version(
@@ -451,15 +445,15 @@ class TestVersions:
         router.script(Reply(content=["Half ", "an ", "answer"], stall_after=2))
         window.composer.set_text("Tell me")
         window.send()
-        qtbot.waitUntil(lambda: window.conversation.last_assistant().content() == "Half ")
+        qtbot.waitUntil(lambda: window.messages.last_assistant().content() == "Half ")
         window.stop()
         router.release()
-        stopped = window.conversation.last_assistant()
+        stopped = window.messages.last_assistant()
         router.script(Reply(content="Whole answer."))
         qtbot.mouseClick(reply_button(stopped, "Regenerate"), Qt.MouseButton.LeftButton)
         qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
         qtbot.waitUntil(lambda: self._texts(window) == ["Tell me", "Whole answer."])
-        reply = window.conversation.last_assistant()
+        reply = window.messages.last_assistant()
         qtbot.waitUntil(lambda: reply.version_text() == "2/2")
         rows = history._conn.execute(
             "SELECT content, status FROM messages WHERE role = 'assistant' ORDER BY id"
@@ -467,7 +461,7 @@ class TestVersions:
         assert [tuple(row) for row in rows] == [("Half ", "stopped"), ("Whole answer.", "complete")]
         qtbot.mouseClick(reply_button(reply, "Previous version"), Qt.MouseButton.LeftButton)
         qtbot.waitUntil(lambda: self._texts(window) == ["Tell me", "Half "])
-        assert window.conversation.last_assistant().version_text() == "1/2"
+        assert window.messages.last_assistant().version_text() == "1/2"
 
     def test_edits_are_branches_switched_with_alt_arrows(self, chat_window, router, qtbot) -> None:
         """Editing a question twice gives `3/3` on it; Alt+Left in the message shows the
@@ -478,13 +472,13 @@ class TestVersions:
         send_and_wait(qtbot, window, "Name a llama.")
         for text in ("Name an alpaca.", "Name a vicuna."):
             router.script(Reply(content=f"For: {text}"))
-            question = window.conversation.views()[0]
+            question = window.messages.views()[0]
             qtbot.mouseClick(reply_button(question, "Edit message"), Qt.MouseButton.LeftButton)
             editor = visible_widget_named(window, QPlainTextEdit, "Message")
             editor.selectAll()
             send_and_wait(qtbot, window, text)
         assert self._texts(window) == ["Name a vicuna.", "For: Name a vicuna."]
-        question = window.conversation.views()[0]
+        question = window.messages.views()[0]
         assert question.version_text() == "3/3"
         assert history.get_session(window.session_id)["title"] == "Name a vicuna."
 
@@ -493,8 +487,8 @@ class TestVersions:
         qtbot.waitUntil(body.hasFocus)
         qtbot.keyClick(body, Qt.Key.Key_Left, Qt.KeyboardModifier.AltModifier)
         qtbot.waitUntil(lambda: self._texts(window) == ["Name an alpaca.", "For: Name an alpaca."])
-        assert window.conversation.views()[0].version_text() == "2/3"
-        first = window.conversation.views()[0]
+        assert window.messages.views()[0].version_text() == "2/3"
+        first = window.messages.views()[0]
         qtbot.mouseClick(reply_button(first, "Previous version"), Qt.MouseButton.LeftButton)
         qtbot.waitUntil(lambda: self._texts(window) == ["Name a llama.", "Dolly."])
         assert history.message_count(window.session_id) == 6
@@ -509,7 +503,7 @@ class TestVersions:
         router.script(Reply(content="Because."))
         send_and_wait(qtbot, window, "Why?")
         original = window.session_id
-        reply = window.conversation.views()[1]
+        reply = window.messages.views()[1]
         assert reply.more_actions() == ["New chat from here"]
         reply.trigger_more("New chat from here")
         qtbot.waitUntil(lambda: window.session_id != original)

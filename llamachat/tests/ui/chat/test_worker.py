@@ -41,7 +41,7 @@ class TestWorker:
         window, history = chat_window(idle_timeout=0.5)
         router.script(Reply(content=["first ", "lost"], stall_after=2))
         start_sending(qtbot, window, "stall")
-        qtbot.waitUntil(lambda: window.conversation.last_assistant().content() == "first ")
+        qtbot.waitUntil(lambda: window.messages.last_assistant().content() == "first ")
         qtbot.mouseClick(
             visible_widget_named(window, QAbstractButton, "Stop"), Qt.MouseButton.LeftButton
         )
@@ -62,7 +62,7 @@ class TestWorker:
         row = last_saved_message(history, window)
         assert (row["content"], row["status"]) == ("", "error")
         assert "sent nothing for 0.5 s" in row["error"] and "idle_timeout" in row["error"]
-        assert row["error"] in reply_label_texts(window.conversation.last_assistant())
+        assert row["error"] in reply_label_texts(window.messages.last_assistant())
         router.release()
 
     @pytest.mark.parametrize(
@@ -102,7 +102,7 @@ class TestWorker:
         assert (row["content"], row["status"]) == ("ok ", "error")
         assert says in row["error"]
         assert len(row["error"]) < 400, "the message quotes a whole garbage line"
-        assert row["error"] in reply_label_texts(window.conversation.last_assistant())
+        assert row["error"] in reply_label_texts(window.messages.last_assistant())
 
         send_and_wait(qtbot, window, "still there?")
         row = last_saved_message(history, window)

@@ -26,7 +26,7 @@ class TestChatLibraries:
         search_documents, its sources shown as file links (names as plain text), and the
         Libraries panel lists its files, the skipped ones with why."""
         from llamachat.tests.support import make_library_folder
-        from llamachat.ui.library.panel import LibrariesPanel
+        from llamachat.ui.library.libraries_panel import LibrariesPanel
 
         root = make_library_folder(tmp_path / "docs <b>x</b>")
         window, _history = chat_window()
@@ -58,7 +58,7 @@ class TestChatLibraries:
         assert (row.root, row.files, row.skipped) == (root.resolve(), 7, 3)
         [results] = [
             label
-            for label in window.conversation.last_assistant().findChildren(QLabel)
+            for label in window.messages.last_assistant().findChildren(QLabel)
             if label.accessibleName() == "Searched documents"
         ]
         assert ">report.pdf, page 2</a>" in results.text()
@@ -144,7 +144,7 @@ class TestChatLibraries:
         """Shortly after start, the App forgets the libraries of chats no longer in the
         history and keeps a live chat's; an App whose history was closed by then (quit)
         raises nothing."""
-        from llamachat.library.store import default_path
+        from llamachat.library.index import default_path
         from llamachat.ui import app as app_module
         from llamachat.ui.library.host import LibraryHost
 

@@ -20,7 +20,7 @@ class TestHost:
         from llamachat.library import extract
         from llamachat.tests.support import write_library_pdf
         from llamachat.ui.library.host import LibraryHost
-        from llamachat.ui.library.panel import LibrariesPanel
+        from llamachat.ui.library.libraries_panel import LibrariesPanel
 
         root = tmp_path / "docs"
         write_library_pdf(
@@ -67,7 +67,7 @@ class TestHost:
         import multiprocessing
 
         from llamachat.library import child
-        from llamachat.library.store import LibraryStore
+        from llamachat.library.index import LibraryStore
         from llamachat.tests.support import make_library_folder, write_library_pdf
         from llamachat.ui.library.host import LibraryHost
 

@@ -29,7 +29,7 @@ from llamachat.tests.support import (
     write_pdf_skill,
     write_skill,
 )
-from llamachat.ui.chat import session as controller
+from llamachat.ui.chat import conversation as controller
 from llamachat.ui.views import chips as skills_chips
 
 
@@ -83,10 +83,10 @@ class TestChatSkills:
         qtbot.waitUntil(
             lambda: any(
                 label.isVisible() and label.accessibleName() == "Read skill file"
-                for label in window.conversation.findChildren(QLabel)
+                for label in window.messages.findChildren(QLabel)
             )
         )
-        label = visible_widget_named(window.conversation, QLabel, "Read skill file")
+        label = visible_widget_named(window.messages, QLabel, "Read skill file")
         assert label.text() == "<b>Read skill file:</b> pdf/forms.md, 44 bytes"
         assert label.textFormat() == Qt.TextFormat.RichText
 

@@ -50,31 +50,27 @@ class TestFigures:
         qtbot.waitUntil(lambda: live.bar.value() == 99_999)  # the timer; the end is the server's
 
     def test_conversation_reading_bar_shows_empty_in_the_dark_theme(
-        self, conversation_view, qtbot
+        self, messages_view, qtbot
     ) -> None:
         """At 0% the bar's groove stands out from the conversation's dark background."""
 
-        conversation_view.setPalette(theme.palette_for("dark"))
-        reply = conversation_view.append_message(
-            {"id": 1, "role": "assistant", "status": "streaming"}
-        )
+        messages_view.setPalette(theme.palette_for("dark"))
+        reply = messages_view.append_message({"id": 1, "role": "assistant", "status": "streaming"})
         reply.set_progress({"total": 5694, "cache": 0, "processed": 0, "time_ms": 0})
         reading = reply.findChild(ReadingProgress)
         qtbot.waitUntil(reading.isVisible)
         image = reading.bar.grab().toImage()
         groove = image.pixelColor(image.width() // 2, image.height() // 2)
-        base = conversation_view.palette().color(QPalette.ColorRole.Base)
+        base = messages_view.palette().color(QPalette.ColorRole.Base)
         assert reading.bar.value() == 0 and groove.lightness() - base.lightness() >= 20
 
     def test_conversation_reply_stopped_while_reading_says_what_was_read(
-        self, conversation_view
+        self, messages_view
     ) -> None:
         """Stop before the prompt was read: the reply says so, with the server's last count
         (or the server's own figures when it sent some)."""
 
-        reply = conversation_view.append_message(
-            {"id": 1, "role": "assistant", "status": "streaming"}
-        )
+        reply = messages_view.append_message({"id": 1, "role": "assistant", "status": "streaming"})
         reply.set_progress({"total": 5694, "cache": 52, "processed": 2100, "time_ms": 9000})
         reply.finish()
         reply.set_progress(None)
@@ -86,9 +82,7 @@ class TestFigures:
             .startswith("2,100 of 5,694 prompt tokens read · ")
         )
 
-        told = conversation_view.append_message(
-            {"id": 2, "role": "assistant", "status": "streaming"}
-        )
+        told = messages_view.append_message({"id": 2, "role": "assistant", "status": "streaming"})
         told.set_progress({"total": 5694, "cache": 52, "processed": 2100, "time_ms": 9000})
         told.finish()
         told.set_progress(None)

@@ -20,7 +20,7 @@ class TestMessage:
         router.script(Reply(content="Answer.", stall_after=0))
         window.composer.set_text("read this")
         window.send()
-        reply = window.conversation.last_assistant()
+        reply = window.messages.last_assistant()
         qtbot.waitUntil(lambda: reply.findChild(ReadingProgress) is not None)
         copy = reply_button(reply, "Copy reply")
         assert reply.isVisible() and not copy.isVisible() and reply.more_actions() == []
@@ -30,7 +30,7 @@ class TestMessage:
         router.script(Reply(content=["Hello ", "there."], stall_after=2))
         window.composer.set_text("again")
         window.send()
-        reply = window.conversation.last_assistant()
+        reply = window.messages.last_assistant()
         qtbot.waitUntil(lambda: reply.content() == "Hello ")
         copy = reply_button(reply, "Copy reply")
         assert copy.isVisible() and reply.more_actions() == ["New chat from here"]

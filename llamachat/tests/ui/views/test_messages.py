@@ -15,15 +15,11 @@ from llamachat.ui.views.message import open_link
 class TestMessages:
     """The conversation: a scrolling column of messages, built to stay fast at 100,000 tokens."""
 
-    def test_conversation_streams_20000_tokens_without_crash(
-        self, conversation_view, qtbot
-    ) -> None:
+    def test_conversation_streams_20000_tokens_without_crash(self, messages_view, qtbot) -> None:
         # PySide6 6.12.0 under Python < 3.12 aborted after a few thousand streamed tokens.
 
         tokens = sample_tokens(20_000)
-        reply = conversation_view.append_message(
-            {"id": 1, "role": "assistant", "status": "streaming"}
-        )
+        reply = messages_view.append_message({"id": 1, "role": "assistant", "status": "streaming"})
         for start in range(0, len(tokens), 500):
             # The stream worker hands over a burst per frame.
             with qtbot.waitSignal(reply.rendered, timeout=10_000):
@@ -35,15 +31,15 @@ class TestMessages:
         assert reply.text_document().toPlainText().rstrip().endswith("The last words.")
 
     def test_conversation_one_character_repeated_is_laid_out_with_breaks_and_copied_without(
-        self, conversation_view, qtbot
+        self, messages_view, qtbot
     ) -> None:
         """A degenerate reply (and reasoning) of one character: its layout has break
         opportunities (rendering stays linear), its text and copies are what the model sent."""
 
-        saved = conversation_view.append_message(
+        saved = messages_view.append_message(
             {"id": 1, "role": "assistant", "content": "a" * 200_000, "reasoning": "r" * 50_000}
         )
-        streamed = conversation_view.append_message({"id": 2, "role": "assistant"})
+        streamed = messages_view.append_message({"id": 2, "role": "assistant"})
         for _ in range(100):
             streamed.append_reasoning("t" * 997)
         with qtbot.waitSignal(streamed.rendered, timeout=10_000):
@@ -63,36 +59,34 @@ class TestMessages:
             assert BREAK not in copied.text() and copied.text().strip() == content
             body.setTextCursor(QTextCursor(body.document()))
 
-    def test_conversation_append_renders_the_burst_at_once(self, conversation_view, qtbot) -> None:
-        reply = conversation_view.append_message(
-            {"id": 1, "role": "assistant", "status": "streaming"}
-        )
+    def test_conversation_append_renders_the_burst_at_once(self, messages_view, qtbot) -> None:
+        reply = messages_view.append_message({"id": 1, "role": "assistant", "status": "streaming"})
         burst = "".join(f"word{number} " for number in range(1_000))
         reply.append_content(burst)
         assert reply.render_count == 1
         assert "word999" in reply.text_document().toPlainText()
 
-    def test_conversation_model_html_appears_literally(self, conversation_view, qtbot) -> None:
-        view = conversation_view.append_message(
+    def test_conversation_model_html_appears_literally(self, messages_view, qtbot) -> None:
+        view = messages_view.append_message(
             {"id": 1, "role": "assistant", "content": "Use <b>x</b> here.", "status": "complete"}
         )
         assert "Use <b>x</b> here." in view.text_document().toPlainText()
 
     def test_conversation_streamed_reply_matches_one_shot_render(
-        self, conversation_view, qtbot
+        self, messages_view, qtbot
     ) -> None:
         text = (
             "# Title\n\nA *para* with `code`.\n\n- a\n- b\n\n1. one\n\n2. two\n\n"
             "```python\ndef f(x):\n\n    return x < 1\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n"
             "> quote\n\nend\n"
         )
-        streamed = conversation_view.append_message(
+        streamed = messages_view.append_message(
             {"id": 1, "role": "assistant", "status": "streaming"}
         )
         for char in text:
             streamed.append_content(char)
         streamed.finish()
-        whole = conversation_view.append_message(
+        whole = messages_view.append_message(
             {"id": 2, "role": "assistant", "content": text, "status": "complete"}
         )
 
@@ -106,11 +100,11 @@ class TestMessages:
         assert heading.text() == "Title" and heading.blockFormat().headingLevel() == 1
 
     def test_conversation_copy_code_link_puts_raw_code_on_clipboard(
-        self, conversation_view, qtbot
+        self, messages_view, qtbot
     ) -> None:
 
         code = "print('<hi>' & 1)\n"
-        view = conversation_view.append_message(
+        view = messages_view.append_message(
             {
                 "id": 1,
                 "role": "assistant",
@@ -127,16 +121,14 @@ class TestMessages:
         qtbot.waitUntil(lambda: "Copy code" in view.text_document().toPlainText(), timeout=3000)
         assert "✓ Copied!" not in view.text_document().toPlainText()
 
-    def test_conversation_long_code_lines_wrap_inside_the_reply(
-        self, conversation_view, qtbot
-    ) -> None:
+    def test_conversation_long_code_lines_wrap_inside_the_reply(self, messages_view, qtbot) -> None:
         """A code line longer than the reply is wide wraps (indentation kept), so none of it is
         cut off at the edge; Copy code still copies it as one line."""
 
         line = "result = compute(" + ", ".join(f"argument_{n}" for n in range(40)) + ")"
         code = f"def f():\n    {line}\n"
-        conversation_view.resize(500, 400)
-        view = conversation_view.append_message(
+        messages_view.resize(500, 400)
+        view = messages_view.append_message(
             {
                 "id": 1,
                 "role": "assistant",
@@ -152,12 +144,10 @@ class TestMessages:
         assert QGuiApplication.clipboard().text() == code
 
     def test_conversation_reasoning_collapses_once_the_answer_starts(
-        self, conversation_view, qtbot
+        self, messages_view, qtbot
     ) -> None:
 
-        reply = conversation_view.append_message(
-            {"id": 3, "role": "assistant", "status": "streaming"}
-        )
+        reply = messages_view.append_message({"id": 3, "role": "assistant", "status": "streaming"})
         reply.append_reasoning("Let me think about ")
         reply.append_reasoning("this carefully.")
         qtbot.waitUntil(lambda: reply.reasoning_expanded() is True)
@@ -172,20 +162,20 @@ class TestMessages:
         assert reply.reasoning_expanded() is True
         assert reply.reasoning() == "Let me think about this carefully."
 
-    def test_conversation_links_open_only_for_http_and_https(self, conversation_view) -> None:
+    def test_conversation_links_open_only_for_http_and_https(self, messages_view) -> None:
 
         for url in ("file:///etc/passwd", "javascript:alert(1)", "copy:0", "/tmp/x"):
             assert open_link(QUrl(url)) is False
 
-    def test_conversation_stats_line_shows_speed_tokens_and_time(self, conversation_view) -> None:
-        reply = conversation_view.append_message({"id": 1, "role": "assistant", "content": "ok"})
+    def test_conversation_stats_line_shows_speed_tokens_and_time(self, messages_view) -> None:
+        reply = messages_view.append_message({"id": 1, "role": "assistant", "content": "ok"})
         reply.set_stats(
             {"completion_tokens": 412}, {"predicted_per_second": 38.21, "predicted_ms": 1200.0}
         )
         assert reply._stats.text() == "38.2 tok/s · 412 tokens · 1.2 s"
 
     def test_conversation_5000_messages_show_newest_first_and_load_older_on_scroll(
-        self, conversation_view, qtbot
+        self, messages_view, qtbot
     ) -> None:
         messages = [
             {
@@ -196,38 +186,34 @@ class TestMessages:
             }
             for n in range(1, 5001)
         ]
-        conversation_view.load_messages(messages)
-        built = conversation_view.views()
+        messages_view.load_messages(messages)
+        built = messages_view.views()
         assert len(built) < 50
         assert built[-1].message_id == 5000
         assert "Message number 5000." in built[-1].text_document().toPlainText()
-        bar = conversation_view.verticalScrollBar()
+        bar = messages_view.verticalScrollBar()
         qtbot.waitUntil(lambda: bar.maximum() > 0 and bar.value() == bar.maximum())
-        qtbot.waitUntil(lambda: not conversation_view._page_timer.isActive())
-        before = len(conversation_view.views())
-        oldest = conversation_view.views()[0]
+        qtbot.waitUntil(lambda: not messages_view._page_timer.isActive())
+        before = len(messages_view.views())
+        oldest = messages_view.views()[0]
         bar.setValue(0)
         shown_at = oldest.y() - bar.value()
-        qtbot.waitUntil(lambda: len(conversation_view.views()) > before)
-        qtbot.waitUntil(lambda: not conversation_view._page_timer.isActive())
+        qtbot.waitUntil(lambda: len(messages_view.views()) > before)
+        qtbot.waitUntil(lambda: not messages_view._page_timer.isActive())
         qtbot.wait(200)
         # What the user was looking at stays put while older messages arrive above it.
         assert abs((oldest.y() - bar.value()) - shown_at) <= 2
-        assert conversation_view.views()[0].message_id < oldest.message_id
-        assert conversation_view.unloaded_count() + len(conversation_view.views()) == 5000
+        assert messages_view.views()[0].message_id < oldest.message_id
+        assert messages_view.unloaded_count() + len(messages_view.views()) == 5000
 
     def test_conversation_follows_the_stream_only_while_at_the_bottom(
-        self, conversation_view, qtbot
+        self, messages_view, qtbot
     ) -> None:
         for n in range(30):
-            conversation_view.append_message(
-                {"id": n, "role": "user", "content": f"line {n}\n\nmore"}
-            )
-        bar = conversation_view.verticalScrollBar()
+            messages_view.append_message({"id": n, "role": "user", "content": f"line {n}\n\nmore"})
+        bar = messages_view.verticalScrollBar()
         qtbot.waitUntil(lambda: bar.maximum() > 0 and bar.value() == bar.maximum())
-        reply = conversation_view.append_message(
-            {"id": 99, "role": "assistant", "status": "streaming"}
-        )
+        reply = messages_view.append_message({"id": 99, "role": "assistant", "status": "streaming"})
         reply.append_content("para one\n\npara two\n\npara three\n\n")
         qtbot.waitUntil(lambda: reply.render_count > 0 and bar.value() == bar.maximum())
         bar.setValue(bar.maximum() // 2)
@@ -237,7 +223,7 @@ class TestMessages:
             reply.append_content(f"more text {n}\n\n")
         qtbot.waitUntil(lambda: bar.maximum() > old_max)
         assert bar.value() == held
-        conversation_view.scroll_to_bottom()
+        messages_view.scroll_to_bottom()
         reply.append_content("and the end\n\n")
         qtbot.waitUntil(lambda: "and the end" in reply.text_document().toPlainText())
         qtbot.waitUntil(lambda: bar.value() == bar.maximum())

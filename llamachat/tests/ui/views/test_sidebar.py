@@ -93,7 +93,7 @@ class TestSidebar:
         send_and_wait(qtbot, window, "Wher do llamas live")
         assert window.windowTitle() == "Wher do llamas live — llamachat"
         first = history.messages(window.session_id)[0]["id"]
-        window.conversation.edit_requested.emit(first)
+        window.messages.edit_requested.emit(first)
         window.composer.set_text("Where do llamas live")
         window.send()
         qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
@@ -104,7 +104,7 @@ class TestSidebar:
         assert model.setData(model.index(model.row_of(window.session_id)), "Llamas")
         assert window.windowTitle() == "Llamas — llamachat"
         first = history.messages(window.session_id)[0]["id"]
-        window.conversation.edit_requested.emit(first)
+        window.messages.edit_requested.emit(first)
         window.composer.set_text("Where do alpacas live")
         window.send()
         qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
@@ -182,7 +182,7 @@ class TestSidebar:
         )
         qtbot.keyClick(window.sidebar.list_view, Qt.Key.Key_Delete)
         assert window.sidebar.session_ids() == [kept]
-        assert window.session_id is None and window.conversation.views() == []
+        assert window.session_id is None and window.messages.views() == []
         assert [s["id"] for s in history.list_sessions()] == [kept]
         assert "delete me" in window.sidebar.notice_text()
 
@@ -192,7 +192,7 @@ class TestSidebar:
         assert window.sidebar.session_ids() == [doomed, kept]
         click_session(qtbot, window, doomed)
         assert window.session_id == doomed
-        assert window.conversation.views()[0].content() == "delete me"
+        assert window.messages.views()[0].content() == "delete me"
 
     def test_sidebar_search_finds_a_message_from_an_old_session(
         self, qtbot, tmp_path: Path

@@ -41,7 +41,7 @@ class TestUnsaved:
             history._conn.execute(f"PRAGMA max_page_count = {pages}")  # the disk is full
             router.release()
             qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
-            assert "Not saved" in window.conversation.last_assistant().unsaved_text()
+            assert "Not saved" in window.messages.last_assistant().unsaved_text()
 
             said: list[str] = []
 

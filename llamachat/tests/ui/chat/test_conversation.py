@@ -1,4 +1,4 @@
-"""The tests of `llamachat.ui.chat.session`."""
+"""The tests of `llamachat.ui.chat.conversation`."""
 
 from __future__ import annotations
 
@@ -6,17 +6,17 @@ import subprocess
 import sys
 
 from llamachat.dev.scripted_router import Reply
-from llamachat.ui.chat import session as controller
+from llamachat.ui.chat import conversation as controller
 
 
-class TestSession:
+class TestConversation:
     """One conversation's actions and state, shared by the chat window and the quick window."""
 
     def test_conversation_controller_loads_no_widget_module(self) -> None:
         """The conversation and its reply import no widgets: a window is only their viewer."""
 
         code = (
-            "import sys, llamachat.ui.chat.session\n"
+            "import sys, llamachat.ui.chat.conversation\n"
             "print(','.join(sorted(m for m in sys.modules if m.startswith("
             "('PySide6.QtWidgets', 'PySide6.QtGui')))))\n"
         )

@@ -1,4 +1,4 @@
-"""The tests of `llamachat.config.file`."""
+"""The tests of `llamachat.config.writer`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from llamachat.tests.support import CHECKOUT
 from llamachat.ui.settings import SettingsDialog
 
 
-class TestConfigFile:
+class TestConfigWriter:
     """Writing config.toml: the default file, and settings saved keeping comments."""
 
     def test_config_write_default_writes_exactly_the_example_file(self, tmp_path: Path) -> None:

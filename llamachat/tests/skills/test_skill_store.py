@@ -1,4 +1,4 @@
-"""The tests of `llamachat.skills.store`."""
+"""The tests of `llamachat.skills.skill_store`."""
 
 from __future__ import annotations
 

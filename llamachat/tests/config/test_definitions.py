@@ -1,4 +1,4 @@
-"""The tests of `llamachat.config.keys`."""
+"""The tests of `llamachat.config.definitions`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 from llamachat.tests.support import write_config_file
 
 
-class TestConfigKeys:
+class TestConfigDefinitions:
     """Every configuration key, described once: default, type, value check, comment, example."""
 
     def test_config_example_file_loads_to_the_defaults(self, tmp_path: Path) -> None:

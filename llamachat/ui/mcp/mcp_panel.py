@@ -50,7 +50,7 @@ from llamachat.ui import plain
 
 if TYPE_CHECKING:
     from llamachat.ui.app import App
-from llamachat.ui.chat.mcp_host import TOOL_BUDGET, McpHost, schema_tokens
+from llamachat.ui.mcp.mcp_host import TOOL_BUDGET, McpHost, schema_tokens
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from llamachat.library.store import LibraryRow
+from llamachat.library.index import LibraryRow
 from llamachat.ui.library.host import LibraryHost
 
 STEPS_PER_FILE = 1000

@@ -1,4 +1,4 @@
-"""The tests of `llamachat.ui.library.panel`."""
+"""The tests of `llamachat.ui.library.libraries_panel`."""
 
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ class TestLibraryPanel:
         """Indexing in the background with a router that refuses embeddings (a model not
         started with --embeddings), then with none answering: the full-text index is made
         and searched all the same, and the Libraries panel says why there are no vectors."""
-        from llamachat.library.store import LibraryStore
+        from llamachat.library.index import LibraryStore
         from llamachat.tests.support import make_embedder
         from llamachat.ui.library.host import LibraryHost
-        from llamachat.ui.library.panel import LibrariesPanel
+        from llamachat.ui.library.libraries_panel import LibrariesPanel
 
         root = tmp_path / "docs"
         root.mkdir()
@@ -57,7 +57,7 @@ class TestLibraryPanel:
         model; without an embedding model it says nothing of vectors."""
         from llamachat.tests.support import make_embedder
         from llamachat.ui.library.host import LibraryHost
-        from llamachat.ui.library.panel import LibrariesPanel
+        from llamachat.ui.library.libraries_panel import LibrariesPanel
 
         root = tmp_path / "docs"
         root.mkdir()

@@ -1,17 +1,17 @@
-"""The tests of `llamachat.library.store`."""
+"""The tests of `llamachat.library.index`."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 
-class TestLibraryStore:
+class TestLibraryIndex:
     """The index in library.db: every kind of file read, changed files read again."""
 
     def test_index_reads_every_kind_and_lists_the_skipped_with_why(self, tmp_path: Path) -> None:
         """PDFs by page, Markdown and HTML by heading, code as text; an encrypted, a broken
         and an unknown file are listed as skipped with the reason; hidden files are not."""
-        from llamachat.library.store import LibraryStore
+        from llamachat.library.index import LibraryStore
         from llamachat.tests.support import make_library_folder
 
         root = make_library_folder(tmp_path / "docs")
@@ -49,7 +49,7 @@ class TestLibraryStore:
     ) -> None:
         """Unchanged files (same size and mtime) are not read again; an edited file is,
         a new one is added, a deleted one leaves the index."""
-        from llamachat.library.store import LibraryStore
+        from llamachat.library.index import LibraryStore
         from llamachat.tests.support import make_library_folder
 
         root = make_library_folder(tmp_path / "docs")

@@ -321,7 +321,7 @@ def bench_stream(n_tokens: int) -> Figure:
             window_s = _send_and_wait(window, "go")
             if history.messages(window.session_id)[-1]["content"] != text:
                 raise RuntimeError("the window lost streamed text")
-            shown = window.conversation.last_assistant().content()
+            shown = window.messages.last_assistant().content()
         if shown != text:
             raise RuntimeError("the view lost streamed text")
     ratio = window_s / client_s
@@ -459,9 +459,9 @@ def bench_live(history_tokens: int, live_tokens: int, slow_tokens: int) -> list[
         session = _fill_session(root / "history.db", max(1, history_tokens // 200))
         with _window(router.url, root) as (window, _history):
             window.open_session(session)
-            while window.conversation.load_older():
+            while window.messages.load_older():
                 _app().processEvents()
-            window.conversation.scroll_to_bottom()
+            window.messages.scroll_to_bottom()
             router.script(content="Warm up the window.")
             _send_at(window, "warm up")
             _until_reply_ends(window)
@@ -472,7 +472,7 @@ def bench_live(history_tokens: int, live_tokens: int, slow_tokens: int) -> list[
             _send_at(window, "go fast")
             # From the moment the reply is on its way: send() itself is the first figure's.
             heartbeat.start()
-            view = window.conversation.last_assistant()
+            view = window.messages.last_assistant()
             view.rendered.connect(lambda: shown.append((time.monotonic(), len(view.content()))))
             _until_reply_ends(window)
             heartbeat.stop()
@@ -757,7 +757,7 @@ def _send_to_first_token(window, timeout: float) -> float:
     started = time.perf_counter()
     window.send()
     _wait(
-        lambda: (view := window.conversation.last_assistant()) is not None and view.content(),
+        lambda: (view := window.messages.last_assistant()) is not None and view.content(),
         timeout,
         "the first token",
     )
@@ -931,12 +931,12 @@ shown_at = time.time() - (time.perf_counter() - painted(watch, window))
 rss_shown = rss_kib()
 started = time.perf_counter()
 window.open_session(session)
-opened_ms = (painted(watch, window.conversation.views()[-1]) - started) * 1000
+opened_ms = (painted(watch, window.messages.views()[-1]) - started) * 1000
 rss_open = rss_kib()
-built = len(window.conversation.views())
+built = len(window.messages.views())
 started = time.perf_counter()
 window.open_session(tree)
-tree_ms = (painted(watch, window.conversation.views()[-1]) - started) * 1000
+tree_ms = (painted(watch, window.messages.views()[-1]) - started) * 1000
 print(json.dumps({"cold_start_s": shown_at - launched, "open_ms": opened_ms, "built": built,
                   "open_tree_ms": tree_ms, "rss_shown_kib": rss_shown, "rss_open_kib": rss_open}))
 window.close()

@@ -1,11 +1,11 @@
-"""The tests of `llamachat.ui.chat.drafts`."""
+"""The tests of `llamachat.ui.chat.composer_drafts`."""
 
 from __future__ import annotations
 
 from llamachat.dev.scripted_router import Reply
 
 
-class TestChatDrafts:
+class TestComposerDrafts:
     """Each chat's draft: what is typed in the composer stays with the chat it was typed in."""
 
     def test_window_draft_stays_with_its_chat_survives_quit_and_sending_clears_it(

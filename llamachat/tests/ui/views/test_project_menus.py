@@ -1,4 +1,4 @@
-"""The tests of `llamachat.ui.views.projects`."""
+"""The tests of `llamachat.ui.views.project_menus`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from llamachat.ui.views.session_list import SessionListModel
 from llamachat.ui.views.sidebar import SessionSidebar
 
 
-class TestViewsProjects:
+class TestProjectMenus:
     """Projects in the sidebar: their headers' menus, a chat moved into one, the dialog."""
 
     def test_sidebar_groups_chats_by_project_folds_them_and_moves_a_chat_by_menu(
@@ -126,7 +126,7 @@ class TestViewsProjects:
         project deleted takes its libraries' index with it, not their files."""
         from PySide6.QtWidgets import QFileDialog
 
-        from llamachat.library.store import LibraryStore
+        from llamachat.library.index import LibraryStore
         from llamachat.tests.support import make_library_folder
 
         root = make_library_folder(tmp_path / "docs")

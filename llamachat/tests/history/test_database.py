@@ -1,4 +1,4 @@
-"""The tests of `llamachat.history.file`."""
+"""The tests of `llamachat.history.database`."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from llamachat.tests.support import (
 )
 
 
-class TestHistoryFile:
+class TestDatabase:
     """The history's SQLite file: opened, migrated, damage moved aside, faults named."""
 
     def test_history_is_versioned_in_wal_mode_and_reopens_without_loss(

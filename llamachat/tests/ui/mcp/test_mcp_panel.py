@@ -1,4 +1,4 @@
-"""The tests of `llamachat.ui.mcp_panel`."""
+"""The tests of `llamachat.ui.mcp.mcp_panel`."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import tomlkit
 
 from llamachat.config.checks import TABLE_HEADER, ConfigError
-from llamachat.config.keys import DEFAULT_TEXT
+from llamachat.config.definitions import DEFAULT_TEXT
 from llamachat.config.load import load
 
 log = logging.getLogger(__name__)

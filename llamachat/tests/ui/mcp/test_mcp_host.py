@@ -1,4 +1,4 @@
-"""The tests of `llamachat.ui.chat.mcp_host`."""
+"""The tests of `llamachat.ui.mcp.mcp_host`."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ class TestMcpHost:
         assert tool_message["role"] == "tool" and tool_message["tool_call_id"] == "t1"
         assert json.loads(tool_message["content"])["timezone"] == "Etc/UTC"
 
-        view = window.conversation.last_assistant()
+        view = window.messages.last_assistant()
         [shown] = view.tool_calls()
         assert shown.button.text() == "Ran time_get_current_time"
         assert not shown.body.isVisible()
@@ -80,7 +80,7 @@ class TestMcpHost:
         qtbot.waitUntil(lambda: not window.is_streaming(), timeout=30000)
         denied = router.chat_requests()[-1].json["messages"][-1]
         assert denied["role"] == "tool" and "did not allow" in denied["content"]
-        [shown] = window.conversation.last_assistant().tool_calls()
+        [shown] = window.messages.last_assistant().tool_calls()
         assert shown.button.text() == "Denied: time_get_current_time"
 
         router.script(Reply(tool_calls=[call]), Reply(content="Now I know."))

@@ -22,7 +22,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from llamachat.history.store import History, HistoryError
 
 if TYPE_CHECKING:
-    from llamachat.ui.chat.session import Conversation
+    from llamachat.ui.chat.conversation import Conversation
     from llamachat.ui.views.composer import Attachment, Composer
 
 log = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""The tests of `llamachat.ui.skills.panel`."""
+"""The tests of `llamachat.ui.skills.skills_panel`."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from llamachat.tests.support import (
     write_simple_skill,
     write_skill,
 )
-from llamachat.ui.skills.panel import SkillsPanel, SkillsWatcher
+from llamachat.ui.skills.skills_panel import SkillsPanel, SkillsWatcher
 
 
 class TestSkillsPanel:

@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QMessageBox, QPushButton, QWi
 from llamachat.history.store import HistoryError
 from llamachat.ui import plain
 from llamachat.ui.chat import temporary
-from llamachat.ui.chat.session import Conversation
+from llamachat.ui.chat.conversation import Conversation
 
 KEEP, DISCARD, CANCEL = "keep", "discard", "cancel"
 BAR_TEXT = "Temporary chat: nothing of it is saved to your history unless you keep it."
