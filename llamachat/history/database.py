@@ -153,6 +153,29 @@ MIGRATIONS: list[str] = [
     """
     CREATE INDEX IF NOT EXISTS messages_by_model ON messages (model, session_id);
     """,
+    # 8: a project's id is never given again (a deleted project's id, still held by
+    # another window, must not name the next project made). SQLite adds AUTOINCREMENT
+    # only by making the table again; foreign keys are off while migrating (`_migrate`),
+    # so dropping the old table does not take the chats out of their projects.
+    """
+    CREATE TABLE projects_numbered (
+        id            INTEGER PRIMARY KEY AUTOINCREMENT,
+        name          TEXT NOT NULL,
+        prompt_name   TEXT NOT NULL DEFAULT '',
+        prompt_custom TEXT NOT NULL DEFAULT '',
+        model         TEXT NOT NULL DEFAULT '',
+        skills        TEXT NOT NULL DEFAULT '[]',
+        params        TEXT NOT NULL DEFAULT '{}',
+        collapsed     INTEGER NOT NULL DEFAULT 0,
+        created_at    REAL NOT NULL
+    );
+    INSERT INTO projects_numbered
+        SELECT id, name, prompt_name, prompt_custom, model, skills, params, collapsed,
+            created_at FROM projects;
+    DROP TABLE projects;
+    ALTER TABLE projects_numbered RENAME TO projects;
+    CREATE UNIQUE INDEX projects_by_name ON projects (name COLLATE NOCASE);
+    """,
 ]
 
 # Columns a pre-versioned table may lack, with the definitions ALTER TABLE can add
@@ -386,6 +409,16 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
             f"the history database {path} was written by a newer llamachat "
             f"(schema {version}; this version knows {len(MIGRATIONS)})"
         )
+    # Off while a table is made again (SQLite's way to change a table): dropping the old
+    # one must not fire ON DELETE actions on the rows that refer to it.
+    conn.execute("PRAGMA foreign_keys = OFF")
+    try:
+        _run_migrations(conn, path, version)
+    finally:
+        conn.execute("PRAGMA foreign_keys = ON")
+
+
+def _run_migrations(conn: sqlite3.Connection, path: Path, version: int) -> None:
     for number in range(version, len(MIGRATIONS)):
         conn.execute("BEGIN IMMEDIATE")
         try:
