@@ -398,6 +398,8 @@ class LibraryStore:
             schema.upgrade_vectors(self._db)
         self._check_model(embedder.model, None)
         done = 0
+        # The vectors' length this indexing got first: one that changes is refused.
+        dimension: int | None = None
         while cancel is None or not cancel.is_set():
             pending = self._db.execute(
                 "SELECT f.id, f.path, COALESCE(l.session_id, -l.project_id) FROM files f"
@@ -412,7 +414,8 @@ class LibraryStore:
             if progress is not None:
                 progress(done, done + len(pending), f"{rel} (vectors)")
             try:
-                report.embedded += self._embed_file(file_id, key, embedder, cancel)
+                embedded, dimension = self._embed_file(file_id, key, embedder, cancel, dimension)
+                report.embedded += embedded
             except EmbeddingError as exc:
                 self._db.rollback()
                 report.vectors = f"{exc}. Searching uses full text only until it works."
@@ -421,21 +424,30 @@ class LibraryStore:
             done += 1
 
     def _embed_file(
-        self, file_id: int, key: int, embedder: Embedder, cancel: threading.Event | None
-    ) -> int:
+        self,
+        file_id: int,
+        key: int,
+        embedder: Embedder,
+        cancel: threading.Event | None,
+        dimension: int | None,
+    ) -> tuple[int, int | None]:
+        """Vectors for a file's passages (`dimension` long, when given); how many, and
+        their length."""
         rows = self._db.execute(
             "SELECT id, heading, text FROM passages WHERE file_id = ? ORDER BY id", (file_id,)
         ).fetchall()
         for start in range(0, len(rows), EMBED_BATCH):
             if cancel is not None and cancel.is_set():
                 self._db.rollback()
-                return 0
+                return 0, dimension
             batch = rows[start : start + EMBED_BATCH]
             got = embedder.vectors(
                 [f"{heading}\n{text}" if heading else text for _id, heading, text in batch],
                 EMBED_TIMEOUT,
+                dimension=dimension,
             )
-            self._check_model(embedder.model, len(got[0]))
+            dimension = len(got[0])
+            self._check_model(embedder.model, dimension)
             blobs = [vectors.pack(v) for v in got]
             self._db.executemany(
                 "INSERT INTO passage_vectors (rowid, session_id, coarse, embedding)"
@@ -448,7 +460,7 @@ class LibraryStore:
             time.sleep(0)  # the GIL for the GUI thread between requests
         self._db.execute("INSERT INTO embedded_files (file_id) VALUES (?)", (file_id,))
         self._db.commit()
-        return len(rows)
+        return len(rows), dimension
 
     def _check_model(self, model: str, dimension: int | None) -> None:
         """Drop every vector unless they are `model`'s (and `dimension` long, when given);
