@@ -14,6 +14,10 @@ shown: a temporary chat's goes to its History in memory (its session ids are tha
 database's, and mean other chats in the file), so nothing of it reaches the history
 file; keeping the chat copies its draft with it (`temporary.keep`).
 
+A question held while the chat is compacted (`Compaction.waiting`) left the composer
+but is not sent yet: it stays the chat's draft until its send has begun (the compaction
+ended, the question saved or put back), so a crash meanwhile loses nothing.
+
 Errors: none raised; a draft History cannot take is logged and said once (`status`).
 """
 
@@ -22,7 +26,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
 
 from llamachat.history.store import History, HistoryError
 
@@ -58,12 +62,19 @@ class Drafts(QObject):
         self._saved = ""
         self._attachments: dict[int | None, list[Attachment]] = {}
         self._failed = False
+        # The chat and question a compaction holds: its draft while the composer is empty.
+        self._held: tuple[int | None, str] | None = None
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(SAVE_DELAY_MS)
         self._timer.timeout.connect(self.save)
         composer.editor.textChanged.connect(self._timer.start)
         chat.temporary_changed.connect(self._on_temporary_changed)
+        chat.compaction.started.connect(self._on_compaction_started)
+        # Queued: the question that waited is saved (or put back) first, in the same slot.
+        chat.compaction.ended.connect(
+            self._on_compaction_ended, Qt.ConnectionType.QueuedConnection
+        )
 
     def save(self) -> None:
         """Save the composer's text as its chat's draft now ('' forgets the draft)."""
@@ -76,6 +87,8 @@ class Drafts(QObject):
                 self._write(None, "")
             self._shown, self._saved = session_id, ""
         text = self._composer.text()
+        if not text and self._held is not None and self._held[0] == session_id:
+            text = self._held[1]
         if text != self._saved and self._write(session_id, text):
             self._saved = text
 
@@ -117,6 +130,17 @@ class Drafts(QObject):
         if began:
             self.leave()
             self.show(None)
+
+    def _on_compaction_started(self) -> None:
+        held = self._chat.compaction.waiting()
+        if held:
+            self._held = (self._shown, held)
+            self.save()
+
+    def _on_compaction_ended(self) -> None:
+        if self._held is not None:
+            self._held = None
+            self.save()
 
     def _write(self, session_id: int | None, text: str) -> bool:
         try:
