@@ -5,7 +5,7 @@ file, `validate_import` from parsed JSON; `importers` reads other apps' exports 
 same `Imported`): every field's type, finite numbers and times, how deep free-form values
 nest, the parameters against `params.PARAMS`, and from a file the size of each message. A mistake raises HistoryError naming the field. `add_imports`
 then writes one or many, at once or in batches that a callback can stop (nothing is
-kept then).
+kept then). `write_file` writes an export to a file whole or not at all.
 """
 
 from __future__ import annotations
@@ -13,8 +13,11 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import re
 import sqlite3
+import stat
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -166,6 +169,31 @@ def export_json(
         "session": session,
         "messages": messages,
     }
+
+
+def write_file(path: Path, text: str) -> None:
+    """Write `text` to `path` (UTF-8) whole or not at all: a full disk leaves the file as
+    it was (none, or the old one), never empty or cut. Raises HistoryError."""
+    path = Path(path)
+    temp: Path | None = None
+    try:
+        # Beside the file, so the rename stays on one file system and is one step.
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        temp = Path(name)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        # mkstemp makes the file private: a file replaced keeps its mode, a new one
+        # gets the usual rw-r--r--.
+        os.chmod(temp, stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644)
+        os.replace(temp, path)
+        temp = None
+    except OSError as exc:
+        raise HistoryError(f"cannot write {path}: {exc.strerror or exc}") from None
+    finally:
+        if temp is not None:
+            temp.unlink(missing_ok=True)
 
 
 def add_import(
