@@ -379,8 +379,9 @@ def _check_size(conn: sqlite3.Connection, path: Path) -> None:
         raise _Corrupt(f"file is shorter than its {pages} pages")
 
 
-def move_aside(path: Path) -> Path:
-    """Move the damaged file at `path` (and its WAL) to `<name>.corrupt-<stamp>`; where."""
+def move_aside(path: Path, what: str = "history database") -> Path:
+    """Move the damaged file at `path` (and its WAL) to `<name>.corrupt-<stamp>`; where.
+    `what` names the file in the HistoryError raised when it cannot be moved."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
     target = path.with_name(f"{path.name}.corrupt-{stamp}")
     count = 1
@@ -396,7 +397,7 @@ def move_aside(path: Path) -> Path:
                 side.rename(target.with_name(target.name + suffix))
     except OSError as exc:
         raise HistoryError(
-            f"the history database {path} is damaged and could not be moved "
+            f"the {what} {path} is damaged and could not be moved "
             f"aside: {exc.strerror or exc}"
         ) from None
     return target

@@ -38,6 +38,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from llamachat.history.file import move_aside
+from llamachat.history.rows import HistoryError
 from llamachat.library import schema, vectors
 from llamachat.library.extract import Passage, Skipped, extract
 from llamachat.library.vectors import DB_ERRORS, Embedder, EmbeddingError
@@ -93,6 +95,60 @@ class LibraryError(Exception):
 
 STORE_ERRORS: tuple[type[Exception], ...] = (LibraryError, OSError, *DB_ERRORS)
 """What a LibraryStore call may raise when the file cannot be used."""
+
+# SQLite's primary result codes of a damaged file.
+_DAMAGED = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB
+
+
+def is_damage(exc: BaseException) -> bool:
+    """Whether `exc` (from a LibraryStore) says library.db is damaged (`recover` mends it)."""
+    cause = exc.__cause__ if isinstance(exc, LibraryError) else exc
+    code = getattr(cause, "sqlite_errorcode", None)
+    return isinstance(code, int) and code & 0xFF in _DAMAGED
+
+
+def recover(path: Path) -> Path | None:
+    """Mend a damaged library.db as the history is mended: the file is moved aside to
+    `<name>.corrupt-<stamp>` and a fresh one holds the libraries still listed in it
+    (which folder belongs to which chat or project; their files are read again at the
+    next indexing: the index is only made from them). Where the damaged file went; None
+    when the file is sound (a quick_check: well under a second). Raises LibraryError."""
+    try:
+        db, _vectors = vectors.connect(path, timeout=10)
+    except DB_ERRORS as exc:  # type: ignore[misc]
+        raise LibraryError(f"cannot open the library file {path}: {exc}") from exc
+    rows: list[tuple] = []
+    try:
+        try:
+            if db.execute("PRAGMA quick_check(1)").fetchone()[0] == "ok":
+                return None
+        except DB_ERRORS as exc:  # type: ignore[misc]
+            if not is_damage(exc):
+                raise LibraryError(f"cannot open the library file {path}: {exc}") from exc
+        try:
+            rows = db.execute(
+                "SELECT id, session_id, project_id, root FROM libraries ORDER BY id"
+            ).fetchall()
+        except DB_ERRORS:  # type: ignore[misc]
+            rows = []  # the list itself is unreadable: the folders must be attached again
+    finally:
+        db.close()
+    try:
+        aside = move_aside(path, "library file")
+    except HistoryError as exc:
+        raise LibraryError(str(exc)) from None
+    store = LibraryStore(path)
+    try:
+        with store._db:
+            store._db.executemany(
+                "INSERT OR IGNORE INTO libraries (id, session_id, project_id, root)"
+                " VALUES (?, ?, ?, ?)",
+                rows,
+            )
+    finally:
+        store.close()
+    log.warning("library.db %s was damaged: moved to %s, %d libraries kept", path, aside, len(rows))
+    return aside
 
 
 @dataclass(frozen=True)
