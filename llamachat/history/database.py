@@ -397,8 +397,7 @@ def move_aside(path: Path, what: str = "history database") -> Path:
                 side.rename(target.with_name(target.name + suffix))
     except OSError as exc:
         raise HistoryError(
-            f"the {what} {path} is damaged and could not be moved "
-            f"aside: {exc.strerror or exc}"
+            f"the {what} {path} is damaged and could not be moved aside: {exc.strerror or exc}"
         ) from None
     return target
 

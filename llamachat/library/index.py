@@ -115,21 +115,21 @@ def recover(path: Path) -> Path | None:
     when the file is sound (a quick_check: well under a second). Raises LibraryError."""
     try:
         db, _vectors = vectors.connect(path, timeout=10)
-    except DB_ERRORS as exc:  # type: ignore[misc]
+    except DB_ERRORS as exc:
         raise LibraryError(f"cannot open the library file {path}: {exc}") from exc
     rows: list[tuple] = []
     try:
         try:
             if db.execute("PRAGMA quick_check(1)").fetchone()[0] == "ok":
                 return None
-        except DB_ERRORS as exc:  # type: ignore[misc]
+        except DB_ERRORS as exc:
             if not is_damage(exc):
                 raise LibraryError(f"cannot open the library file {path}: {exc}") from exc
         try:
             rows = db.execute(
                 "SELECT id, session_id, project_id, root FROM libraries ORDER BY id"
             ).fetchall()
-        except DB_ERRORS:  # type: ignore[misc]
+        except DB_ERRORS:
             rows = []  # the list itself is unreadable: the folders must be attached again
     finally:
         db.close()
@@ -452,7 +452,7 @@ class LibraryStore:
             return
         if self._db.execute("PRAGMA user_version").fetchone()[0] == 1:
             schema.upgrade_vectors(self._db)
-        self._check_model(embedder.model, None)
+        schema.keep_vectors_of(self._db, embedder.model, None)
         done = 0
         # The vectors' length this indexing got first: one that changes is refused.
         dimension: int | None = None
@@ -503,7 +503,7 @@ class LibraryStore:
                 dimension=dimension,
             )
             dimension = len(got[0])
-            self._check_model(embedder.model, dimension)
+            schema.keep_vectors_of(self._db, embedder.model, dimension)
             blobs = [vectors.pack(v) for v in got]
             self._db.executemany(
                 "INSERT INTO passage_vectors (rowid, session_id, coarse, embedding)"
@@ -517,25 +517,6 @@ class LibraryStore:
         self._db.execute("INSERT INTO embedded_files (file_id) VALUES (?)", (file_id,))
         self._db.commit()
         return len(rows), dimension
-
-    def _check_model(self, model: str, dimension: int | None) -> None:
-        """Drop every vector unless they are `model`'s (and `dimension` long, when given);
-        with a dimension, make the vector table for them if there is none."""
-        row = self._db.execute("SELECT model, dimension FROM vector_model").fetchone()
-        same = row is not None and row[0] == model
-        if same and (dimension is None or row[1] == dimension):
-            return
-        if row is not None or schema.has_vector_table(self._db):
-            log.info("library vectors made again: %s -> %s (%s)", row, model, dimension)
-            self._db.execute("DROP TABLE IF EXISTS passage_vectors")
-            self._db.execute("DELETE FROM embedded_files")
-            self._db.execute("DELETE FROM vector_model")
-        if dimension is not None:
-            schema.create_vector_table(self._db, dimension)
-            self._db.execute(
-                "INSERT INTO vector_model (id, model, dimension) VALUES (1, ?, ?)",
-                (model, dimension),
-            )
 
     def _nearest(
         self,

@@ -72,9 +72,7 @@ class Drafts(QObject):
         chat.temporary_changed.connect(self._on_temporary_changed)
         chat.compaction.started.connect(self._on_compaction_started)
         # Queued: the question that waited is saved (or put back) first, in the same slot.
-        chat.compaction.ended.connect(
-            self._on_compaction_ended, Qt.ConnectionType.QueuedConnection
-        )
+        chat.compaction.ended.connect(self._on_compaction_ended, Qt.ConnectionType.QueuedConnection)
 
     def save(self) -> None:
         """Save the composer's text as its chat's draft now ('' forgets the draft)."""
