@@ -240,14 +240,28 @@ def add_imports(
                     return writer.session_ids
             on_batch(writer.written)
     except BaseException:
-        try:
-            with transaction(conn, path):
-                for chunk in _chunks(writer.session_ids):
-                    database.purge(conn, f"id IN ({', '.join('?' * len(chunk))})", tuple(chunk))
-        except HistoryError as exc:
-            # Hidden as deleted: a later start purges them.
-            log.warning("an unfinished import stays hidden until a later start: %s", exc)
+        _remove_unfinished(conn, path, writer.session_ids)
         raise
+
+
+def _remove_unfinished(conn: sqlite3.Connection, path: Path, session_ids: list[int]) -> None:
+    """Remove the sessions of an import that did not finish, or have the next open purge
+    them at once when they cannot be removed now (a full disk)."""
+    try:
+        with transaction(conn, path):
+            for chunk in _chunks(session_ids):
+                database.purge(conn, f"id IN ({', '.join('?' * len(chunk))})", tuple(chunk))
+        return
+    except HistoryError as exc:
+        log.warning("an unfinished import could not be removed now: %s", exc)
+    try:
+        # Deleted "in 1970": older than any purge's limit. A write of a few pages, where
+        # the removal writes each message's: it fits in the room the failed batch left.
+        with transaction(conn, path):
+            _each_chunk(conn, "UPDATE sessions SET deleted_at = 0", session_ids)
+    except HistoryError as exc:
+        # Still hidden as deleted: a start PURGE_AFTER_S after the import purges them.
+        log.warning("an unfinished import stays hidden until a later start: %s", exc)
 
 
 def _each_chunk(conn: sqlite3.Connection, statement: str, ids: list[int]) -> None:
