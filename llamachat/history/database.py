@@ -176,6 +176,18 @@ MIGRATIONS: list[str] = [
     ALTER TABLE projects_numbered RENAME TO projects;
     CREATE UNIQUE INDEX projects_by_name ON projects (name COLLATE NOCASE);
     """,
+    # 9: what each chat imported from a file was (a digest of its content), so that
+    # importing the same file again skips the chats already there.
+    """
+    CREATE TABLE IF NOT EXISTS imported (
+        session_id  INTEGER PRIMARY KEY,
+        fingerprint TEXT NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS imported_by_fingerprint ON imported (fingerprint);
+    CREATE TRIGGER IF NOT EXISTS imported_purged AFTER DELETE ON sessions BEGIN
+        DELETE FROM imported WHERE session_id = old.id;
+    END;
+    """,
 ]
 
 # Columns a pre-versioned table may lack, with the definitions ALTER TABLE can add

@@ -10,6 +10,7 @@ kept then). `write_file` writes an export to a file whole or not at all.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
@@ -81,6 +82,39 @@ class Imported:
     parents: list[int | None]
     active: int | None
     project: str = ""
+    fingerprint: str = ""
+    """A digest of the chat's content, kept with a user's import (`fingerprint`)."""
+
+
+def fingerprint(imported: Imported) -> str:
+    """A digest of what a chat of a file holds (its title, its messages and their tree),
+    the same each time the file is read: a chat imported again is known by it."""
+    digest = hashlib.sha256(imported.session["title"].encode())
+    for message, parent in zip(imported.messages, imported.parents, strict=True):
+        digest.update(
+            json.dumps(
+                [message["role"], message["content"], message["reasoning"], parent],
+                ensure_ascii=False,
+            ).encode()
+        )
+    return digest.hexdigest()
+
+
+def already_imported(conn: sqlite3.Connection, fingerprints: Sequence[str]) -> dict[str, int]:
+    """Of `fingerprints`, those of chats imported before and still in the history (not
+    deleted), with the session of each."""
+    found: dict[str, int] = {}
+    unique = list(dict.fromkeys(fingerprints))
+    for start in range(0, len(unique), 500):
+        chunk = unique[start : start + 500]
+        rows = conn.execute(
+            "SELECT i.fingerprint, i.session_id FROM imported i JOIN sessions s"
+            " ON s.id = i.session_id WHERE s.deleted_at IS NULL AND i.fingerprint IN"
+            f" ({', '.join('?' * len(chunk))})",
+            chunk,
+        ).fetchall()
+        found.update((str(row[0]), int(row[1])) for row in rows)
+    return found
 
 
 def export_markdown(session: SessionRow, messages: list[MessageRow]) -> str:
@@ -339,6 +373,11 @@ def _add_session(conn: sqlite3.Connection, imported: Imported, *, mark: bool, hi
         ),
     )
     session_id = int(cursor.lastrowid)  # type: ignore[arg-type]
+    if imported.fingerprint:
+        conn.execute(
+            "INSERT INTO imported (session_id, fingerprint) VALUES (?, ?)",
+            (session_id, imported.fingerprint),
+        )
     if imported.project:
         project = projects.by_name(conn, imported.project)
         project_id = project["id"] if project else projects.create(conn, imported.project)
