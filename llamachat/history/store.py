@@ -88,6 +88,7 @@ __all__ = [
     "HistoryError",
     "HistoryUnavailable",
     "ImportCancelled",
+    "ImportIds",
     "Imported",
     "MessageRow",
     "NewMessage",
@@ -95,7 +96,6 @@ __all__ = [
     "ProjectRow",
     "SearchHit",
     "SessionRow",
-    "ImportIds",
     "import_chats",
     "import_file",
 ]
