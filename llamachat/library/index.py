@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from llamachat.history.file import move_aside
+from llamachat.history.database import move_aside
 from llamachat.history.rows import HistoryError
 from llamachat.library import schema, vectors
 from llamachat.library.extract import Passage, Skipped, extract

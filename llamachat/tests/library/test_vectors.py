@@ -249,7 +249,7 @@ class TestVectorChecks:
     """What the embedding server gives is checked before it is stored."""
 
     def _library(self, tmp_path: Path):
-        from llamachat.library.store import LibraryStore
+        from llamachat.library.index import LibraryStore
 
         root = tmp_path / "docs"
         root.mkdir()

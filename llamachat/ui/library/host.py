@@ -12,7 +12,7 @@ folders are followed while the app runs: a folder's change (QFileSystemWatcher) 
 re-scan every `RESCAN_MS` re-indexes, which reads only the files that changed.
 
 A damaged library.db (checked once at the first use, and whenever SQLite says so) is
-mended as the history is (`store.recover`): moved aside, a fresh file keeping the list
+mended as the history is (`index.recover`): moved aside, a fresh file keeping the list
 of libraries, every library indexed again; `failed` says where the old file went.
 """
 
@@ -166,7 +166,7 @@ class LibraryHost(QObject):
         return default
 
     def _mend(self) -> bool:
-        """Set a damaged library.db aside for a fresh one (`store.recover`) and index every
+        """Set a damaged library.db aside for a fresh one (`index.recover`) and index every
         library again; whether it was damaged and mended."""
         try:
             aside = recover(self.path)

@@ -119,7 +119,7 @@ class TestHostDamagedFile:
         are indexed again; the user is told where the old file went (issue 37, item 11)."""
         import os
 
-        from llamachat.library.store import LibraryStore
+        from llamachat.library.index import LibraryStore
         from llamachat.ui.library.host import LibraryHost
 
         root = tmp_path / "docs"
