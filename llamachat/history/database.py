@@ -153,6 +153,41 @@ MIGRATIONS: list[str] = [
     """
     CREATE INDEX IF NOT EXISTS messages_by_model ON messages (model, session_id);
     """,
+    # 8: a project's id is never given again (a deleted project's id, still held by
+    # another window, must not name the next project made). SQLite adds AUTOINCREMENT
+    # only by making the table again; foreign keys are off while migrating (`_migrate`),
+    # so dropping the old table does not take the chats out of their projects.
+    """
+    CREATE TABLE projects_numbered (
+        id            INTEGER PRIMARY KEY AUTOINCREMENT,
+        name          TEXT NOT NULL,
+        prompt_name   TEXT NOT NULL DEFAULT '',
+        prompt_custom TEXT NOT NULL DEFAULT '',
+        model         TEXT NOT NULL DEFAULT '',
+        skills        TEXT NOT NULL DEFAULT '[]',
+        params        TEXT NOT NULL DEFAULT '{}',
+        collapsed     INTEGER NOT NULL DEFAULT 0,
+        created_at    REAL NOT NULL
+    );
+    INSERT INTO projects_numbered
+        SELECT id, name, prompt_name, prompt_custom, model, skills, params, collapsed,
+            created_at FROM projects;
+    DROP TABLE projects;
+    ALTER TABLE projects_numbered RENAME TO projects;
+    CREATE UNIQUE INDEX projects_by_name ON projects (name COLLATE NOCASE);
+    """,
+    # 9: what each chat imported from a file was (a digest of its content), so that
+    # importing the same file again skips the chats already there.
+    """
+    CREATE TABLE IF NOT EXISTS imported (
+        session_id  INTEGER PRIMARY KEY,
+        fingerprint TEXT NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS imported_by_fingerprint ON imported (fingerprint);
+    CREATE TRIGGER IF NOT EXISTS imported_purged AFTER DELETE ON sessions BEGIN
+        DELETE FROM imported WHERE session_id = old.id;
+    END;
+    """,
 ]
 
 # Columns a pre-versioned table may lack, with the definitions ALTER TABLE can add
@@ -356,8 +391,9 @@ def _check_size(conn: sqlite3.Connection, path: Path) -> None:
         raise _Corrupt(f"file is shorter than its {pages} pages")
 
 
-def move_aside(path: Path) -> Path:
-    """Move the damaged file at `path` (and its WAL) to `<name>.corrupt-<stamp>`; where."""
+def move_aside(path: Path, what: str = "history database") -> Path:
+    """Move the damaged file at `path` (and its WAL) to `<name>.corrupt-<stamp>`; where.
+    `what` names the file in the HistoryError raised when it cannot be moved."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
     target = path.with_name(f"{path.name}.corrupt-{stamp}")
     count = 1
@@ -373,8 +409,7 @@ def move_aside(path: Path) -> Path:
                 side.rename(target.with_name(target.name + suffix))
     except OSError as exc:
         raise HistoryError(
-            f"the history database {path} is damaged and could not be moved "
-            f"aside: {exc.strerror or exc}"
+            f"the {what} {path} is damaged and could not be moved aside: {exc.strerror or exc}"
         ) from None
     return target
 
@@ -386,6 +421,16 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
             f"the history database {path} was written by a newer llamachat "
             f"(schema {version}; this version knows {len(MIGRATIONS)})"
         )
+    # Off while a table is made again (SQLite's way to change a table): dropping the old
+    # one must not fire ON DELETE actions on the rows that refer to it.
+    conn.execute("PRAGMA foreign_keys = OFF")
+    try:
+        _run_migrations(conn, path, version)
+    finally:
+        conn.execute("PRAGMA foreign_keys = ON")
+
+
+def _run_migrations(conn: sqlite3.Connection, path: Path, version: int) -> None:
     for number in range(version, len(MIGRATIONS)):
         conn.execute("BEGIN IMMEDIATE")
         try:

@@ -5,16 +5,20 @@ file, `validate_import` from parsed JSON; `importers` reads other apps' exports 
 same `Imported`): every field's type, finite numbers and times, how deep free-form values
 nest, the parameters against `params.PARAMS`, and from a file the size of each message. A mistake raises HistoryError naming the field. `add_imports`
 then writes one or many, at once or in batches that a callback can stop (nothing is
-kept then).
+kept then). `write_file` writes an export to a file whole or not at all.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
+import os
 import re
 import sqlite3
+import stat
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -78,6 +82,39 @@ class Imported:
     parents: list[int | None]
     active: int | None
     project: str = ""
+    fingerprint: str = ""
+    """A digest of the chat's content, kept with a user's import (`fingerprint`)."""
+
+
+def fingerprint(imported: Imported) -> str:
+    """A digest of what a chat of a file holds (its title, its messages and their tree),
+    the same each time the file is read: a chat imported again is known by it."""
+    digest = hashlib.sha256(imported.session["title"].encode())
+    for message, parent in zip(imported.messages, imported.parents, strict=True):
+        digest.update(
+            json.dumps(
+                [message["role"], message["content"], message["reasoning"], parent],
+                ensure_ascii=False,
+            ).encode()
+        )
+    return digest.hexdigest()
+
+
+def already_imported(conn: sqlite3.Connection, fingerprints: Sequence[str]) -> dict[str, int]:
+    """Of `fingerprints`, those of chats imported before and still in the history (not
+    deleted), with the session of each."""
+    found: dict[str, int] = {}
+    unique = list(dict.fromkeys(fingerprints))
+    for start in range(0, len(unique), 500):
+        chunk = unique[start : start + 500]
+        rows = conn.execute(
+            "SELECT i.fingerprint, i.session_id FROM imported i JOIN sessions s"
+            " ON s.id = i.session_id WHERE s.deleted_at IS NULL AND i.fingerprint IN"
+            f" ({', '.join('?' * len(chunk))})",
+            chunk,
+        ).fetchall()
+        found.update((str(row[0]), int(row[1])) for row in rows)
+    return found
 
 
 def export_markdown(session: SessionRow, messages: list[MessageRow]) -> str:
@@ -168,6 +205,31 @@ def export_json(
     }
 
 
+def write_file(path: Path, text: str) -> None:
+    """Write `text` to `path` (UTF-8) whole or not at all: a full disk leaves the file as
+    it was (none, or the old one), never empty or cut. Raises HistoryError."""
+    path = Path(path)
+    temp: Path | None = None
+    try:
+        # Beside the file, so the rename stays on one file system and is one step.
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        temp = Path(name)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        # mkstemp makes the file private: a file replaced keeps its mode, a new one
+        # gets the usual rw-r--r--.
+        os.chmod(temp, stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644)
+        os.replace(temp, path)
+        temp = None
+    except OSError as exc:
+        raise HistoryError(f"cannot write {path}: {exc.strerror or exc}") from None
+    finally:
+        if temp is not None:
+            temp.unlink(missing_ok=True)
+
+
 def add_import(
     conn: sqlite3.Connection,
     path: Path,
@@ -212,14 +274,28 @@ def add_imports(
                     return writer.session_ids
             on_batch(writer.written)
     except BaseException:
-        try:
-            with transaction(conn, path):
-                for chunk in _chunks(writer.session_ids):
-                    database.purge(conn, f"id IN ({', '.join('?' * len(chunk))})", tuple(chunk))
-        except HistoryError as exc:
-            # Hidden as deleted: a later start purges them.
-            log.warning("an unfinished import stays hidden until a later start: %s", exc)
+        _remove_unfinished(conn, path, writer.session_ids)
         raise
+
+
+def _remove_unfinished(conn: sqlite3.Connection, path: Path, session_ids: list[int]) -> None:
+    """Remove the sessions of an import that did not finish, or have the next open purge
+    them at once when they cannot be removed now (a full disk)."""
+    try:
+        with transaction(conn, path):
+            for chunk in _chunks(session_ids):
+                database.purge(conn, f"id IN ({', '.join('?' * len(chunk))})", tuple(chunk))
+        return
+    except HistoryError as exc:
+        log.warning("an unfinished import could not be removed now: %s", exc)
+    try:
+        # Deleted "in 1970": older than any purge's limit. A write of a few pages, where
+        # the removal writes each message's: it fits in the room the failed batch left.
+        with transaction(conn, path):
+            _each_chunk(conn, "UPDATE sessions SET deleted_at = 0", session_ids)
+    except HistoryError as exc:
+        # Still hidden as deleted: a start PURGE_AFTER_S after the import purges them.
+        log.warning("an unfinished import stays hidden until a later start: %s", exc)
 
 
 def _each_chunk(conn: sqlite3.Connection, statement: str, ids: list[int]) -> None:
@@ -297,6 +373,11 @@ def _add_session(conn: sqlite3.Connection, imported: Imported, *, mark: bool, hi
         ),
     )
     session_id = int(cursor.lastrowid)  # type: ignore[arg-type]
+    if imported.fingerprint:
+        conn.execute(
+            "INSERT INTO imported (session_id, fingerprint) VALUES (?, ?)",
+            (session_id, imported.fingerprint),
+        )
     if imported.project:
         project = projects.by_name(conn, imported.project)
         project_id = project["id"] if project else projects.create(conn, imported.project)

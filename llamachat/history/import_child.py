@@ -26,6 +26,7 @@ from typing import Any
 
 from llamachat.history.export import ImportCancelled
 from llamachat.history.rows import HistoryError
+from llamachat.history.store import ImportIds, import_chats
 
 NICENESS = 10
 """How much lower the child's CPU priority is (POSIX)."""
@@ -33,9 +34,10 @@ END_SECONDS = 5.0
 """How long the child has to end after its answer before it is ended."""
 
 
-def import_in_child(db_path: Path, source: Path, on_progress: Callable[[float], None]) -> list[int]:
+def import_in_child(db_path: Path, source: Path, on_progress: Callable[[float], None]) -> ImportIds:
     """The ids of the chats imported from `source` into the history at `db_path` by a
-    child process, newest last; `on_progress(share done)` may raise ImportCancelled."""
+    child process, newest last (`skipped`: those imported before); `on_progress(share
+    done)` may raise ImportCancelled."""
     context = multiprocessing.get_context("spawn")
     conn, child_end = context.Pipe()
     stop = context.Event()
@@ -64,7 +66,7 @@ def import_in_child(db_path: Path, source: Path, on_progress: Callable[[float], 
                 except ImportCancelled:
                     stop.set()  # the child stops at its next step and removes its writes
             elif kind == "done":
-                return list(value)
+                return ImportIds(value, value.skipped)
             else:
                 raise value
     finally:
@@ -79,8 +81,6 @@ def import_in_child(db_path: Path, source: Path, on_progress: Callable[[float], 
 def _serve(conn: Connection, db_path: Path, source: Path, stop: Any) -> None:
     """The child: import, sending ("progress", share) as it goes, then ("done", ids) or
     ("error", HistoryError or ImportCancelled)."""
-    from llamachat.history.store import import_chats
-
     # The app ends it; Ctrl+C in the terminal reaches the whole process group.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if hasattr(os, "nice"):

@@ -212,6 +212,54 @@ def _key(value: object, where: str) -> str | None:
     raise HistoryError(f"cannot import: {where} must be null or a message's id")
 
 
+def _role(value: object, where: str) -> str:
+    """A message's role: text, and present (a message without one is not left out unsaid)."""
+    if value is None or value == "":
+        raise HistoryError(f"cannot import: {where} is missing")
+    return _text(value, where)
+
+
+def _keys(value: object, where: str) -> list[str | None]:
+    """A node's list of children's ids ([] for none)."""
+    return [_key(item, f"{where}[{n}]") for n, item in enumerate(_list(value, where), start=1)]
+
+
+def _check_links(
+    nodes: dict[str, _Node],
+    children: dict[str, list[str | None]],
+    active: str | None,
+    field: Callable[[str], str],
+    names: tuple[str, str, str],
+) -> None:
+    """Refuse a tree whose links do not hold: a parent, a child or the active message that
+    is not in the conversation, or children that do not name their node as their parent
+    (a cycle among the children). `names`: the parent's, the children's and the active
+    message's fields."""
+    parent_name, children_name, active_name = names
+    for key, (parent, _value) in nodes.items():
+        if parent is not None and parent not in nodes:
+            raise HistoryError(
+                f"cannot import: {field(key)}.{parent_name} is {parent!r}, which is not a "
+                "message of the conversation"
+            )
+    for key, kids in children.items():
+        for kid in kids:
+            if kid is None or kid not in nodes:
+                raise HistoryError(
+                    f"cannot import: {field(key)}.{children_name} names {kid!r}, which is not "
+                    "a message of the conversation"
+                )
+            if nodes[kid][0] != key:
+                raise HistoryError(
+                    f"cannot import: {field(key)}.{children_name} names {kid!r}, whose "
+                    f"{parent_name} is {nodes[kid][0]!r}"
+                )
+    if active is not None and active not in nodes:
+        raise HistoryError(
+            f"cannot import: {active_name} {active!r} is not a message of the conversation"
+        )
+
+
 def _time(value: object, where: str, default: float, *, per_second: int = 1) -> float:
     if value is None:
         return default
@@ -306,20 +354,31 @@ def _chatgpt(item: dict[str, Any]) -> Imported:
     created = _time(item.get("create_time"), "create_time", now)
     updated = _time(item.get("update_time"), "update_time", created)
     nodes: dict[str, _Node] = {}
+    children: dict[str, list[str | None]] = {}
     for key, node in _object(item.get("mapping"), "mapping").items():
         where = f"mapping[{json.dumps(key)}]"
         node = _object(node, where)
         parent = _key(node.get("parent"), f"{where}.parent")
         nodes[key] = (parent, _chatgpt_message(node.get("message"), f"{where}.message", created))
+        children[key] = _keys(node.get("children"), f"{where}.children")
     active = _key(item.get("current_node"), "current_node")
+    _check_links(nodes, children, active, _mapping_field, ("parent", "children", "current_node"))
     return _imported(title, created, updated, nodes, active)
+
+
+def _mapping_field(key: str) -> str:
+    return f"mapping[{json.dumps(key)}]"
+
+
+def _webui_field(key: str) -> str:
+    return f"chat.history.messages[{json.dumps(key)}]"
 
 
 def _chatgpt_message(raw: object, where: str, default_time: float) -> dict[str, Any] | str | None:
     if raw is None:
         return None
     raw = _object(raw, where)
-    role = _text(_object(raw.get("author"), f"{where}.author").get("role"), f"{where}.author.role")
+    role = _role(_object(raw.get("author"), f"{where}.author").get("role"), f"{where}.author.role")
     metadata = _object(raw.get("metadata") or {}, f"{where}.metadata")
     content = _object(raw.get("content"), f"{where}.content")
     kind = _text(content.get("content_type"), f"{where}.content.content_type")
@@ -401,17 +460,22 @@ def _open_webui(item: dict[str, Any]) -> Imported:
             previous = str(number)
         return _imported(title, created, updated, nodes, previous)
     history = _object(chat.get("history"), "chat.history")
+    children: dict[str, list[str | None]] = {}
     for key, raw in _object(history.get("messages"), "chat.history.messages").items():
-        where = f"chat.history.messages[{json.dumps(key)}]"
+        where = _webui_field(key)
         parent = _key(_object(raw, where).get("parentId"), f"{where}.parentId")
         nodes[key] = (parent, _open_webui_message(raw, where, created))
+        children[key] = _keys(raw.get("childrenIds"), f"{where}.childrenIds")
     active = _key(history.get("currentId"), "chat.history.currentId")
+    _check_links(
+        nodes, children, active, _webui_field, ("parentId", "childrenIds", "chat.history.currentId")
+    )
     return _imported(title, created, updated, nodes, active)
 
 
 def _open_webui_message(raw: object, where: str, default_time: float) -> dict[str, Any] | None:
     raw = _object(raw, where)
-    role = _text(raw.get("role"), f"{where}.role")
+    role = _role(raw.get("role"), f"{where}.role")
     content = _text(raw.get("content"), f"{where}.content")
     created = _time(raw.get("timestamp"), f"{where}.timestamp", default_time)
     if role not in ("user", "assistant", "system"):
@@ -458,13 +522,20 @@ def _llama_cpp(item: dict[str, Any]) -> Imported:
         created = _time(raw.get("timestamp"), f"{where}.timestamp", updated, per_second=1000)
         first = min(first, created)
         nodes[key] = (parent, _llama_cpp_message(raw, where, created))
-    return _imported(title, first, updated, nodes, _key(conv.get("currNode"), "conv.currNode"))
+    active = _key(conv.get("currNode"), "conv.currNode")
+    # A parent missing from the file is allowed here: the web UI leaves out the root of
+    # a path it exports.
+    if active is not None and active not in nodes:
+        raise HistoryError(f"cannot import: conv.currNode {active!r} is not a message of the file")
+    return _imported(title, first, updated, nodes, active)
 
 
 def _llama_cpp_message(raw: dict[str, Any], where: str, created: float) -> dict[str, Any] | None:
-    role = _text(raw.get("role"), f"{where}.role")
+    if raw.get("type") == "root":
+        return None  # the tree's root
+    role = _role(raw.get("role"), f"{where}.role")
     content = _text(raw.get("content"), f"{where}.content")
-    if raw.get("type") == "root" or role not in ("user", "assistant", "system"):
+    if role not in ("user", "assistant", "system"):
         return None  # the tree's root, or a tool's result
     reasoning = _text(raw.get("thinking"), f"{where}.thinking")
     found = _THINK.match(content)

@@ -3,7 +3,9 @@
 
 `Projects` is a History's (`History.projects`), over its connection; the functions it
 calls are plain, for the import's own connection too. A project's name is unique
-(ignoring case); deleting a project keeps its chats, in no project.
+(ignoring case); deleting a project keeps its chats, in no project. A project's id is
+never given again (AUTOINCREMENT): a window still holding a deleted project's id cannot
+move a chat into a new project that took it.
 """
 
 from __future__ import annotations
@@ -127,6 +129,16 @@ def delete(conn: sqlite3.Connection, project_id: int) -> None:
     conn.execute("DELETE FROM projects WHERE id = ?", (project_id,))
 
 
+def move(conn: sqlite3.Connection, session_id: int, project_id: int | None) -> None:
+    """Move a chat into a project (None: out of any); raises HistoryError for a project
+    that is gone."""
+    # Asked in the move's transaction: the schema's foreign key would refuse a missing
+    # project too, but as an IntegrityError, a bug's exception, not a message.
+    if project_id is not None and get(conn, project_id) is None:
+        raise HistoryError("the project no longer exists (it was deleted in another window)")
+    conn.execute("UPDATE sessions SET project_id = ? WHERE id = ?", (project_id, session_id))
+
+
 _Connection = Callable[[], AbstractContextManager[sqlite3.Connection]]
 
 
@@ -165,8 +177,7 @@ class Projects:
             delete(conn, project_id)
 
     def move(self, session_id: int, project_id: int | None) -> None:
-        """Move a chat into a project (None: out of any)."""
+        """Move a chat into a project (None: out of any); raises HistoryError when the
+        project is gone (another window deleted it)."""
         with self._writing() as conn:
-            conn.execute(
-                "UPDATE sessions SET project_id = ? WHERE id = ?", (project_id, session_id)
-            )
+            move(conn, session_id, project_id)

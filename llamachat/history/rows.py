@@ -125,7 +125,9 @@ class HistoryError(Exception):
 class HistoryUnavailable(HistoryError):
     """SQLite failed for a reason outside llamachat (disk full, locked, read-only...)."""
 
-    def __init__(self, message: str, *, code: str) -> None:
+    def __init__(self, message: str, *, code: str = "") -> None:
+        # `code` has a default: unpickling (an import's child process sends its error)
+        # calls the class with the message only, then restores `code`.
         super().__init__(message)
         self.code = code
 
@@ -169,7 +171,10 @@ def transaction(conn: sqlite3.Connection, path: Path) -> Iterator[sqlite3.Connec
         try:
             yield conn
         except BaseException:
-            conn.execute("ROLLBACK")
+            # SQLite has rolled back by itself after some failures (a full disk, an I/O
+            # error): a ROLLBACK then fails and would hide the reason.
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
     except sqlite3.Error as exc:

@@ -88,6 +88,7 @@ __all__ = [
     "HistoryError",
     "HistoryUnavailable",
     "ImportCancelled",
+    "ImportIds",
     "Imported",
     "MessageRow",
     "NewMessage",
@@ -142,12 +143,13 @@ def import_chats(
     *,
     max_message_chars: int = MAX_MESSAGE_CHARS,
     on_progress: Callable[[float], None] | None = None,
-) -> list[int]:
+) -> ImportIds:
     """Import every chat in `source`, a file of any format `importers.read_chats` reads,
     as import_file does one; the new sessions' ids, the last one at the top of the list.
 
     The whole file is checked before anything is written: a mistake anywhere raises
-    HistoryError naming it and adds nothing.
+    HistoryError naming it and adds nothing. A chat imported before (the same content,
+    still in the history) is not added again: `skipped` lists those chats' ids.
     """
     report = on_progress or (lambda _share: None)
     chats = importers.read_chats(
@@ -155,14 +157,25 @@ def import_chats(
         max_message_chars=max_message_chars,
         on_progress=lambda share: report(share * _CONVERT_SHARE),
     )
+    for chat in chats:
+        chat.fingerprint = export.fingerprint(chat)
     return _write_imports(db_path, chats, report, _CONVERT_SHARE)
+
+
+class ImportIds(list[int]):
+    """The ids of the chats an import added, newest last, and in `skipped` the ids of
+    those of the file that were imported before (and not added again)."""
+
+    def __init__(self, added: Iterable[int] = (), skipped: Iterable[int] = ()) -> None:
+        super().__init__(added)
+        self.skipped = list(skipped)
 
 
 def _write_imports(
     db_path: Path, imports: list[Imported], report: Callable[[float], None], read: float
-) -> list[int]:
-    """Write checked imports as a user's, in batches reported after the reading's share."""
-    total = max(sum(len(imported.messages) for imported in imports), 1)
+) -> ImportIds:
+    """Write checked imports as a user's, in batches reported after the reading's share;
+    those whose fingerprint a chat in the history has are skipped."""
     try:
         conn = database.connect(Path(db_path), BUSY_TIMEOUT_S)
     except _Corrupt as exc:
@@ -171,13 +184,20 @@ def _write_imports(
             "restart llamachat to set it aside"
         ) from None
     try:
-        return export.add_imports(
+        try:
+            there = export.already_imported(conn, [i.fingerprint for i in imports if i.fingerprint])
+        except sqlite3.Error as exc:
+            raise _unavailable(Path(db_path), exc, "read") from None
+        new = [imported for imported in imports if imported.fingerprint not in there]
+        total = max(sum(len(imported.messages) for imported in new), 1)
+        added = export.add_imports(
             conn,
             Path(db_path),
-            imports,
+            new,
             mark=True,
             on_batch=lambda done: report(read + (1 - read) * done / total),
         )
+        return ImportIds(added, [there[i.fingerprint] for i in imports if i.fingerprint in there])
     finally:
         conn.close()
 

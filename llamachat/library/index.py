@@ -38,6 +38,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from llamachat.history.database import move_aside
+from llamachat.history.rows import HistoryError
 from llamachat.library import schema, vectors
 from llamachat.library.extract import Passage, Skipped, extract
 from llamachat.library.vectors import DB_ERRORS, Embedder, EmbeddingError
@@ -93,6 +95,60 @@ class LibraryError(Exception):
 
 STORE_ERRORS: tuple[type[Exception], ...] = (LibraryError, OSError, *DB_ERRORS)
 """What a LibraryStore call may raise when the file cannot be used."""
+
+# SQLite's primary result codes of a damaged file.
+_DAMAGED = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB
+
+
+def is_damage(exc: BaseException) -> bool:
+    """Whether `exc` (from a LibraryStore) says library.db is damaged (`recover` mends it)."""
+    cause = exc.__cause__ if isinstance(exc, LibraryError) else exc
+    code = getattr(cause, "sqlite_errorcode", None)
+    return isinstance(code, int) and code & 0xFF in _DAMAGED
+
+
+def recover(path: Path) -> Path | None:
+    """Mend a damaged library.db as the history is mended: the file is moved aside to
+    `<name>.corrupt-<stamp>` and a fresh one holds the libraries still listed in it
+    (which folder belongs to which chat or project; their files are read again at the
+    next indexing: the index is only made from them). Where the damaged file went; None
+    when the file is sound (a quick_check: well under a second). Raises LibraryError."""
+    try:
+        db, _vectors = vectors.connect(path, timeout=10)
+    except DB_ERRORS as exc:
+        raise LibraryError(f"cannot open the library file {path}: {exc}") from exc
+    rows: list[tuple] = []
+    try:
+        try:
+            if db.execute("PRAGMA quick_check(1)").fetchone()[0] == "ok":
+                return None
+        except DB_ERRORS as exc:
+            if not is_damage(exc):
+                raise LibraryError(f"cannot open the library file {path}: {exc}") from exc
+        try:
+            rows = db.execute(
+                "SELECT id, session_id, project_id, root FROM libraries ORDER BY id"
+            ).fetchall()
+        except DB_ERRORS:
+            rows = []  # the list itself is unreadable: the folders must be attached again
+    finally:
+        db.close()
+    try:
+        aside = move_aside(path, "library file")
+    except HistoryError as exc:
+        raise LibraryError(str(exc)) from None
+    store = LibraryStore(path)
+    try:
+        with store._db:
+            store._db.executemany(
+                "INSERT OR IGNORE INTO libraries (id, session_id, project_id, root)"
+                " VALUES (?, ?, ?, ?)",
+                rows,
+            )
+    finally:
+        store.close()
+    log.warning("library.db %s was damaged: moved to %s, %d libraries kept", path, aside, len(rows))
+    return aside
 
 
 @dataclass(frozen=True)
@@ -396,8 +452,10 @@ class LibraryStore:
             return
         if self._db.execute("PRAGMA user_version").fetchone()[0] == 1:
             schema.upgrade_vectors(self._db)
-        self._check_model(embedder.model, None)
+        schema.keep_vectors_of(self._db, embedder.model, None)
         done = 0
+        # The vectors' length this indexing got first: one that changes is refused.
+        dimension: int | None = None
         while cancel is None or not cancel.is_set():
             pending = self._db.execute(
                 "SELECT f.id, f.path, COALESCE(l.session_id, -l.project_id) FROM files f"
@@ -412,7 +470,8 @@ class LibraryStore:
             if progress is not None:
                 progress(done, done + len(pending), f"{rel} (vectors)")
             try:
-                report.embedded += self._embed_file(file_id, key, embedder, cancel)
+                embedded, dimension = self._embed_file(file_id, key, embedder, cancel, dimension)
+                report.embedded += embedded
             except EmbeddingError as exc:
                 self._db.rollback()
                 report.vectors = f"{exc}. Searching uses full text only until it works."
@@ -421,21 +480,30 @@ class LibraryStore:
             done += 1
 
     def _embed_file(
-        self, file_id: int, key: int, embedder: Embedder, cancel: threading.Event | None
-    ) -> int:
+        self,
+        file_id: int,
+        key: int,
+        embedder: Embedder,
+        cancel: threading.Event | None,
+        dimension: int | None,
+    ) -> tuple[int, int | None]:
+        """Vectors for a file's passages (`dimension` long, when given); how many, and
+        their length."""
         rows = self._db.execute(
             "SELECT id, heading, text FROM passages WHERE file_id = ? ORDER BY id", (file_id,)
         ).fetchall()
         for start in range(0, len(rows), EMBED_BATCH):
             if cancel is not None and cancel.is_set():
                 self._db.rollback()
-                return 0
+                return 0, dimension
             batch = rows[start : start + EMBED_BATCH]
             got = embedder.vectors(
                 [f"{heading}\n{text}" if heading else text for _id, heading, text in batch],
                 EMBED_TIMEOUT,
+                dimension=dimension,
             )
-            self._check_model(embedder.model, len(got[0]))
+            dimension = len(got[0])
+            schema.keep_vectors_of(self._db, embedder.model, dimension)
             blobs = [vectors.pack(v) for v in got]
             self._db.executemany(
                 "INSERT INTO passage_vectors (rowid, session_id, coarse, embedding)"
@@ -448,26 +516,7 @@ class LibraryStore:
             time.sleep(0)  # the GIL for the GUI thread between requests
         self._db.execute("INSERT INTO embedded_files (file_id) VALUES (?)", (file_id,))
         self._db.commit()
-        return len(rows)
-
-    def _check_model(self, model: str, dimension: int | None) -> None:
-        """Drop every vector unless they are `model`'s (and `dimension` long, when given);
-        with a dimension, make the vector table for them if there is none."""
-        row = self._db.execute("SELECT model, dimension FROM vector_model").fetchone()
-        same = row is not None and row[0] == model
-        if same and (dimension is None or row[1] == dimension):
-            return
-        if row is not None or schema.has_vector_table(self._db):
-            log.info("library vectors made again: %s -> %s (%s)", row, model, dimension)
-            self._db.execute("DROP TABLE IF EXISTS passage_vectors")
-            self._db.execute("DELETE FROM embedded_files")
-            self._db.execute("DELETE FROM vector_model")
-        if dimension is not None:
-            schema.create_vector_table(self._db, dimension)
-            self._db.execute(
-                "INSERT INTO vector_model (id, model, dimension) VALUES (1, ?, ?)",
-                (model, dimension),
-            )
+        return len(rows), dimension
 
     def _nearest(
         self,

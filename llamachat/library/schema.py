@@ -5,9 +5,12 @@ Qt-free.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from llamachat.library import vectors
+
+log = logging.getLogger(__name__)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS libraries (
@@ -142,3 +145,23 @@ def create_vector_table(db: Any, dimension: int) -> None:
         "CREATE VIRTUAL TABLE passage_vectors USING vec0(session_id INTEGER PARTITION KEY,"
         f" coarse bit[{vectors.bits(dimension)}], +embedding BLOB)"
     )
+
+
+def keep_vectors_of(db: Any, model: str, dimension: int | None) -> None:
+    """Drop every vector unless they are `model`'s (and `dimension` long, when given);
+    with a dimension, make the vector table for them if there is none."""
+    row = db.execute("SELECT model, dimension FROM vector_model").fetchone()
+    same = row is not None and row[0] == model
+    if same and (dimension is None or row[1] == dimension):
+        return
+    if row is not None or has_vector_table(db):
+        log.info("library vectors made again: %s -> %s (%s)", row, model, dimension)
+        db.execute("DROP TABLE IF EXISTS passage_vectors")
+        db.execute("DELETE FROM embedded_files")
+        db.execute("DELETE FROM vector_model")
+    if dimension is not None:
+        create_vector_table(db, dimension)
+        db.execute(
+            "INSERT INTO vector_model (id, model, dimension) VALUES (1, ?, ?)",
+            (model, dimension),
+        )

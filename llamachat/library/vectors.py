@@ -21,6 +21,7 @@ Qt-free.
 from __future__ import annotations
 
 import logging
+import math
 import sqlite3
 import struct
 from collections.abc import Callable, Iterable, Sequence
@@ -55,8 +56,12 @@ class Embedder:
     model: str
     embed: Callable[[Sequence[str], float], list[list[float]]]
 
-    def vectors(self, texts: Sequence[str], timeout: float) -> list[list[float]]:
-        """One vector per text, all of one length; EmbeddingError when the router fails."""
+    def vectors(
+        self, texts: Sequence[str], timeout: float, *, dimension: int | None = None
+    ) -> list[list[float]]:
+        """One vector per text, all of one length (`dimension`, when given: the length of
+        the vectors the same indexing got before), every value a finite number;
+        EmbeddingError when the router fails or gives anything else."""
         try:
             got = self.embed(texts, timeout)
         except BackendError as exc:
@@ -67,6 +72,18 @@ class Embedder:
             raise EmbeddingError(
                 f"The router's vectors for {self.model} do not match the texts sent "
                 f"({len(got)} for {len(texts)})"
+            )
+        if dimension is not None and len(got[0]) != dimension:
+            # Taken as a new model, it would drop every vector and start again, forever.
+            raise EmbeddingError(
+                f"The router's vectors for {self.model} changed size between requests "
+                f"({dimension} values, then {len(got[0])})"
+            )
+        if not all(math.isfinite(value) for vector in got for value in vector):
+            # A NaN ranks nowhere (and sorts nowhere): stored, its passage is lost to search.
+            raise EmbeddingError(
+                f"The router's vectors for {self.model} hold values that are not numbers "
+                "(NaN or infinity)"
             )
         return got
 

@@ -79,3 +79,21 @@ def searx():
     server = SearxStandIn()
     yield server
     server.close()
+
+
+@pytest.fixture
+def file_size_limit():
+    """`limit(n)`: files written from now on fail past n bytes (EFBIG, as a full disk
+    fails a write: for real, by the kernel); the limit is lifted after the test."""
+    import resource
+    import signal
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+    def limit(size: int) -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size, hard))
+
+    yield limit
+    resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    signal.signal(signal.SIGXFSZ, handler)

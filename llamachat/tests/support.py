@@ -1469,3 +1469,35 @@ def chat_with_one_exchange(history: History) -> tuple[int, int, int]:
     question = history.add_message(sid, "user", "Name a llama.")
     reply = history.add_message(sid, "assistant", "Dolly.")
     return sid, question, reply
+
+
+def chatgpt_export(chats: int, messages: int, words: int = 40) -> list[dict]:
+    """A ChatGPT conversations.json of `chats` single-path chats of `messages` each."""
+    exported = []
+    for c in range(chats):
+        mapping: dict = {"root": {"parent": None, "children": ["m0"], "message": None}}
+        previous = "root"
+        for n in range(messages):
+            mapping[f"m{n}"] = {
+                "parent": previous,
+                "children": [f"m{n + 1}"] if n + 1 < messages else [],
+                "message": {
+                    "author": {"role": "user" if n % 2 == 0 else "assistant"},
+                    "content": {
+                        "content_type": "text",
+                        "parts": [f"message {n} of chat {c} " + "lorem ipsum " * words],
+                    },
+                    "create_time": 1700000000 + n,
+                },
+            }
+            previous = f"m{n}"
+        exported.append(
+            {
+                "title": f"chat {c}",
+                "create_time": 1700000000,
+                "update_time": 1700000001,
+                "mapping": mapping,
+                "current_node": previous,
+            }
+        )
+    return exported

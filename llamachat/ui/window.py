@@ -278,7 +278,7 @@ class ChatWindow(ConversationSeams, QMainWindow):
         self.sidebar.setMinimumWidth(180)
         self.sidebar.list_view.setStyleSheet("QListView::item { padding: 5px 6px; }")
 
-        self.drafts = Drafts(self.history, self.composer, self.chat, parent=self)
+        self.drafts = Drafts(self.composer, self.chat, parent=self)
         self.drafts.status.connect(self.show_status)
         self.sessions = ChatSessions(
             self.chat,
@@ -297,6 +297,7 @@ class ChatWindow(ConversationSeams, QMainWindow):
             self.temporary_bar,
             open_chat=self.sessions.open,
             new_chat=self.sessions.new,
+            save_draft=self.drafts.save,
             parent=self,
         )
         self.sessions.may_leave = self.temporary.may_leave

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 from pathlib import Path
@@ -243,3 +244,125 @@ class TestImporters:
         assert raw.execute("SELECT count(*) FROM messages").fetchone()[0] == 0
         raw.close()
         history.close()
+
+
+def _chatgpt_node(parent, children, role="user", text="q"):
+    message = None
+    if role is not None:
+        author = {"role": role} if role else {}
+        message = {"author": author, "content": {"content_type": "text", "parts": [text]}}
+    return {"parent": parent, "children": children, "message": message}
+
+
+def _webui(messages: dict, current) -> list[dict]:
+    return [{"title": "Web", "chat": {"history": {"messages": messages, "currentId": current}}}]
+
+
+def _webui_node(parent, children, role="user", text="q"):
+    return {"role": role, "content": text, "parentId": parent, "childrenIds": children}
+
+
+class TestImportLinks:
+    """Every format's tree checked: its links, its roles."""
+
+    @pytest.mark.parametrize(
+        ("data", "named"),
+        [
+            (
+                [
+                    {
+                        "title": "Lone",
+                        "mapping": {
+                            "a": _chatgpt_node(None, ["b"]),
+                            "b": _chatgpt_node("a", [], "assistant", "r"),
+                            "c": _chatgpt_node("gone", [], "assistant", "lone reply"),
+                        },
+                        "current_node": "c",
+                    }
+                ],
+                "mapping[\"c\"].parent is 'gone', which is not a message of the conversation",
+            ),
+            (
+                [
+                    {
+                        "title": "Lone",
+                        "mapping": {"a": _chatgpt_node(None, ["b", "lost"])}
+                        | {"b": _chatgpt_node("a", [], "assistant", "r")},
+                        "current_node": "b",
+                    }
+                ],
+                "mapping[\"a\"].children names 'lost', which is not a message",
+            ),
+            (
+                [
+                    {
+                        "title": "Lone",
+                        "mapping": {"a": _chatgpt_node(None, [])},
+                        "current_node": "elsewhere",
+                    }
+                ],
+                "current_node 'elsewhere' is not a message of the conversation",
+            ),
+            (
+                [
+                    {
+                        "title": "Lone",
+                        "mapping": {"a": _chatgpt_node(None, [], role="")},
+                        "current_node": "a",
+                    }
+                ],
+                'mapping["a"].message.author.role is missing',
+            ),
+            (
+                _webui(
+                    {
+                        "a": _webui_node(None, ["b"]),
+                        "b": _webui_node("a", ["a"], "assistant", "r"),
+                    },
+                    "b",
+                ),
+                "chat.history.messages[\"b\"].childrenIds names 'a', whose parentId is None",
+            ),
+            (
+                _webui({"a": _webui_node("gone", [])}, "a"),
+                "chat.history.messages[\"a\"].parentId is 'gone', which is not a message",
+            ),
+            (
+                _webui({"a": _webui_node(None, [])}, "nope"),
+                "chat.history.currentId 'nope' is not a message of the conversation",
+            ),
+            (
+                _webui({"a": {"content": "no role", "parentId": None}}, "a"),
+                'chat.history.messages["a"].role is missing',
+            ),
+            (
+                [
+                    {
+                        "conv": {"name": "Web UI", "currNode": "9"},
+                        "messages": [{"id": "1", "role": "user", "content": "q", "parent": None}],
+                    }
+                ],
+                "conv.currNode '9' is not a message of the file",
+            ),
+        ],
+    )
+    def test_a_tree_whose_links_do_not_hold_is_refused_naming_the_field(
+        self, tmp_path, data, named
+    ) -> None:
+        """The whole file is checked and a mistake named, in every format: a parent, a
+        child or the current message not in the conversation, children that form a cycle,
+        a message without its role (they imported without a word: a chat opening on a
+        lone reply; issue 37, item 4). Nothing is written."""
+        from llamachat.history.store import import_chats
+
+        source = tmp_path / "export.json"
+        source.write_text(json.dumps(data), encoding="utf-8")
+        History(tmp_path / "h.db").close()
+        with pytest.raises(HistoryError) as refused:
+            import_chats(tmp_path / "h.db", source)
+        assert named in str(refused.value)
+        assert (
+            str(refused.value).startswith("cannot import: conversation 1 ") or "currNode" in named
+        )
+        with History(tmp_path / "h.db") as history:
+            assert history.count_sessions() == 0

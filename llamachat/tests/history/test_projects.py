@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -68,3 +69,58 @@ class TestHistoryProjects:
         assert history.count_sessions(project=None) == 3
         history.close()
         other.close()
+
+    def test_move_into_a_project_another_window_deleted_is_refused_with_a_message(
+        self, tmp_path
+    ) -> None:
+        """A project deleted by another instance: moving a chat into it is a HistoryError
+        the window shows, not sqlite3's IntegrityError (issue 37, item 8)."""
+
+        mine, theirs = History(tmp_path / "h.db"), History(tmp_path / "h.db")
+        chat = mine.create_session("chat", "m")
+        project = mine.projects.create("Taxes")
+        theirs.projects.delete(project)
+        with pytest.raises(HistoryError, match="no longer exists"):
+            mine.projects.move(chat, project)
+        assert mine.get_session(chat)["project_id"] is None
+        mine.close()
+        theirs.close()
+
+    def test_a_project_made_after_one_was_deleted_never_takes_its_id(self, tmp_path) -> None:
+        """AUTOINCREMENT: the newest project deleted, the next one made gets a new id, also
+        in a history whose projects table predates it (the chats keep their project)."""
+
+        path = tmp_path / "h.db"
+        history = History(path)
+        chat = history.create_session("chat", "m")
+        kept = history.projects.create("Kept")
+        history.projects.move(chat, kept)
+        history.projects.delete(history.projects.create("Gone"))
+        assert history.projects.create("New") == kept + 2
+        history.close()
+
+        # The table as schema 7 made it (no AUTOINCREMENT), with its rows and chats.
+        raw = sqlite3.connect(path, isolation_level=None)
+        raw.execute("PRAGMA foreign_keys = OFF")
+        rows = raw.execute("SELECT * FROM projects").fetchall()
+        raw.executescript(
+            "DROP TABLE projects;"
+            "CREATE TABLE projects (id INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+            " prompt_name TEXT NOT NULL DEFAULT '', prompt_custom TEXT NOT NULL DEFAULT '',"
+            " model TEXT NOT NULL DEFAULT '', skills TEXT NOT NULL DEFAULT '[]',"
+            " params TEXT NOT NULL DEFAULT '{}', collapsed INTEGER NOT NULL DEFAULT 0,"
+            " created_at REAL NOT NULL);"
+            "CREATE UNIQUE INDEX projects_by_name ON projects (name COLLATE NOCASE);"
+            "DELETE FROM sqlite_sequence WHERE name = 'projects';"
+            "PRAGMA user_version = 7;"
+        )
+        raw.executemany("INSERT INTO projects VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        raw.close()
+
+        history = History(path)
+        assert history.get_session(chat)["project_id"] == kept
+        assert [p["name"] for p in history.projects.listed()] == ["Kept", "New"]
+        newest = max(p["id"] for p in history.projects.listed())
+        history.projects.delete(newest)
+        assert history.projects.create("Newer") == newest + 1
+        history.close()

@@ -243,3 +243,58 @@ class TestVectors:
         finally:
             store.close()
         assert found >= 0.9 * 20 * 20
+
+
+class TestVectorChecks:
+    """What the embedding server gives is checked before it is stored."""
+
+    def _library(self, tmp_path: Path):
+        from llamachat.library.index import LibraryStore
+
+        root = tmp_path / "docs"
+        root.mkdir()
+        for name in ("alpha", "beta", "gamma"):
+            (root / f"{name}.txt").write_text(f"The {name} notes.\n\nMore on {name}.")
+        store = LibraryStore(tmp_path / "library.db")
+        return store, store.attach(1, root)
+
+    def test_vectors_whose_size_changes_between_requests_stop_the_indexing(self, tmp_path) -> None:
+        """An embedding server whose vectors change length between requests: the indexing
+        stops and says so, it does not take each answer for a new model and start again
+        forever (1,326 requests in 60 s; issue 37, item 5)."""
+        from llamachat.dev.bench_library import LocalVectors
+        from llamachat.library.vectors import Embedder
+
+        sizes = [LocalVectors(64), LocalVectors(32)]
+        calls: list[int] = []
+
+        def embed(texts, timeout):
+            calls.append(len(texts))
+            assert len(calls) < 20, "indexing re-embeds forever"
+            return sizes[len(calls) % 2].embed(list(texts), timeout)
+
+        store, library = self._library(tmp_path)
+        try:
+            report = store.index(library, embedder=Embedder("flaky", embed))
+            stored = store._db.execute("SELECT count(*) FROM embedded_files").fetchone()[0]
+        finally:
+            store.close()
+        assert len(calls) == 2
+        assert "changed size between requests (32 values, then 64)" in report.vectors
+        assert stored == 1  # the first file's vectors are kept; the indexing goes on next time
+
+    def test_nan_vectors_are_refused_not_stored(self, tmp_path) -> None:
+        """Vectors holding NaN are not stored (a NaN ranks nowhere): the report says why."""
+        from llamachat.library.vectors import Embedder
+
+        def embed(texts, timeout):
+            return [[float("nan")] * 8 for _ in texts]
+
+        store, library = self._library(tmp_path)
+        try:
+            report = store.index(library, embedder=Embedder("broken", embed))
+            stored = store._db.execute("SELECT count(*) FROM embedded_files").fetchone()[0]
+        finally:
+            store.close()
+        assert "not numbers (NaN or infinity)" in report.vectors and report.embedded == 0
+        assert stored == 0

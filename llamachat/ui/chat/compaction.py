@@ -57,7 +57,7 @@ class Compaction(QObject):
     """Follows a conversation's overflow policy; compacts it into a new branch."""
 
     started = Signal()
-    progress = Signal(str)  # how far the summary is, as a status line
+    progress = Signal(str)  # how far the summary is, as a status line ('' once it ended)
     ended = Signal(str, str)  # "complete", "stopped" or "error"; the error
     messages_reset = Signal(object)  # the compacted path, to show instead
     send = Signal(str, object)  # the question that waited (text, attachments): send it now
@@ -82,6 +82,8 @@ class Compaction(QObject):
         self._app = app
         self._context = context
         self._cancel: threading.Event | None = None
+        # The question that waits for the summary (None: none does), for the draft.
+        self._question: dict | None = None
         # What the worker has done so far, read by the progress timer (under the lock).
         self._lock = threading.Lock()
         self._done = {"piece": 0, "pieces": 0, "chars": 0}
@@ -100,6 +102,11 @@ class Compaction(QObject):
     def running(self) -> bool:
         """True while a summary is being written."""
         return self._cancel is not None
+
+    def waiting(self) -> str:
+        """The text of the question sent once the summary is written ('' for none): it is
+        still the chat's draft, until its send has begun."""
+        return self._question["content"] if self._cancel and self._question else ""
 
     def overflowed(
         self, overflow: Overflow, text: str, attachments: list[dict], *, edit_from: int | None
@@ -222,6 +229,7 @@ class Compaction(QObject):
             )
 
         session_id = state.session_id
+        self._question = question
         tasks.run_in_background(
             work,
             lambda future: self._on_summary(future, session_id, cut, model, question),
@@ -259,7 +267,9 @@ class Compaction(QObject):
         question: dict | None,
     ) -> None:
         self._cancel = None
+        self._question = None
         self._timer.stop()
+        self.progress.emit("")
         try:
             summary = future.result()
         except compact.Stopped:
@@ -273,6 +283,8 @@ class Compaction(QObject):
             _new_message("system", summary, model, usage={"summary_of": cut.count()}, at=now)
         ]
         branch.extend(_copy(row) for row in cut.kept)
+        if too_long := self._too_long(branch):
+            return self._failed("error", f"The chat could not be compacted: {too_long}", question)
         try:
             history.add_branch(session_id, branch)
         except HistoryError as exc:
@@ -291,6 +303,22 @@ class Compaction(QObject):
         self.ended.emit("complete", "")
         if question is not None:
             self.send.emit(question["content"], question["attachments"])
+
+    def _too_long(self, branch: list[NewMessage]) -> str:
+        """Why the compacted branch would not fit the chat's context either ('' if it fits)."""
+        size = self._context.context_size()
+        if size is None:
+            return ""
+        # A compact_model with a larger context, or a server that ignores max_tokens,
+        # can write a summary as long as the chat it stands for.
+        room = size - self._context.reserve()
+        used = sum(self._cost(message) for message in branch)
+        if used <= room:
+            return ""
+        return (
+            f"the summary and the kept messages take about {used:,} tokens, more than the "
+            f"{room:,} the model's context leaves for them; the chat is as it was"
+        )
 
     def _failed(self, status: str, text: str, question: dict | None) -> None:
         if text:

@@ -1,13 +1,22 @@
 """Each chat's draft: what is typed in the composer stays with the chat it was typed in.
 
-`Drafts(history, composer, chat)` saves the composer's text as the open chat's draft
-a moment after typing stops (`SAVE_DELAY_MS`: never on each key), and at once when
-the window switches chats (`leave`) or closes (`save`); `show` puts the draft of the
-chat opened next into the composer. The new chat keeps its draft too (History's
-session 0), so it survives a quit; once its first message is sent, the session made
-for it takes over and the new chat's draft is forgotten. Attachments waiting in the
-composer stay with their chat as well, for as long as the window is open (they are
-not saved). Sending clears the composer, which clears the draft.
+`Drafts(composer, chat)` saves the composer's text as the open chat's draft a moment
+after typing stops (`SAVE_DELAY_MS`: never on each key), and at once when the window
+switches chats (`leave`) or closes (`save`); `show` puts the draft of the chat opened
+next into the composer. The new chat keeps its draft too (History's session 0), so it
+survives a quit; once its first message is sent, the session made for it takes over and
+the new chat's draft is forgotten. Attachments waiting in the composer stay with their
+chat as well, for as long as the window is open (they are not saved). Sending clears
+the composer, which clears the draft.
+
+A draft is kept in the history of the chat it was typed in, taken when the chat is
+shown: a temporary chat's goes to its History in memory (its session ids are that
+database's, and mean other chats in the file), so nothing of it reaches the history
+file; keeping the chat copies its draft with it (`temporary.keep`).
+
+A question held while the chat is compacted (`Compaction.waiting`) left the composer
+but is not sent yet: it stays the chat's draft until its send has begun (the compaction
+ended, the question saved or put back), so a crash meanwhile loses nothing.
 
 Errors: none raised; a draft History cannot take is logged and said once (`status`).
 """
@@ -17,7 +26,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
 
 from llamachat.history.store import History, HistoryError
 
@@ -38,26 +47,32 @@ class Drafts(QObject):
 
     def __init__(
         self,
-        history: History,
         composer: Composer,
         chat: Conversation,
         *,
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
-        self._history = history
         self._composer = composer
         self._chat = chat
-        # The chat whose draft the composer holds, and its text as History has it.
+        # The chat whose draft the composer holds, the History it is kept in, and its
+        # text as that History has it.
         self._shown: int | None = chat.session_id
+        self._history: History = chat.history
         self._saved = ""
         self._attachments: dict[int | None, list[Attachment]] = {}
         self._failed = False
+        # The chat and question a compaction holds: its draft while the composer is empty.
+        self._held: tuple[int | None, str] | None = None
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(SAVE_DELAY_MS)
         self._timer.timeout.connect(self.save)
         composer.editor.textChanged.connect(self._timer.start)
+        chat.temporary_changed.connect(self._on_temporary_changed)
+        chat.compaction.started.connect(self._on_compaction_started)
+        # Queued: the question that waited is saved (or put back) first, in the same slot.
+        chat.compaction.ended.connect(self._on_compaction_ended, Qt.ConnectionType.QueuedConnection)
 
     def save(self) -> None:
         """Save the composer's text as its chat's draft now ('' forgets the draft)."""
@@ -70,6 +85,8 @@ class Drafts(QObject):
                 self._write(None, "")
             self._shown, self._saved = session_id, ""
         text = self._composer.text()
+        if not text and self._held is not None and self._held[0] == session_id:
+            text = self._held[1]
         if text != self._saved and self._write(session_id, text):
             self._saved = text
 
@@ -81,7 +98,8 @@ class Drafts(QObject):
         self.save()
         if carry:
             self._write(self._shown, "")
-        else:
+        elif self._history is self._chat.app.history:
+            # A temporary chat's attachments end with it (its ids are another database's).
             self._attachments[self._shown] = self._composer.attachments()
 
     def show(self, session_id: int | None, *, carry: bool = False) -> None:
@@ -90,6 +108,7 @@ class Drafts(QObject):
         `carry`: keep the composer as it is, its text now this chat's draft.
         """
         self._shown, self._saved = session_id, ""
+        self._history = self._chat.history
         if carry:
             self.save()
             return
@@ -99,9 +118,27 @@ class Drafts(QObject):
             log.warning("the draft of chat %s could not be read: %s", session_id, exc)
             text = ""
         self._composer.set_text(text)
-        self._composer.set_attachments(self._attachments.pop(session_id, []))
+        temporary = self._history is not self._chat.app.history
+        self._composer.set_attachments([] if temporary else self._attachments.pop(session_id, []))
         self._timer.stop()
         self._saved = text
+
+    def _on_temporary_changed(self, began: bool) -> None:
+        # The new chat shown became a temporary one: from now on its draft is the memory's.
+        if began:
+            self.leave()
+            self.show(None)
+
+    def _on_compaction_started(self) -> None:
+        held = self._chat.compaction.waiting()
+        if held:
+            self._held = (self._shown, held)
+            self.save()
+
+    def _on_compaction_ended(self) -> None:
+        if self._held is not None:
+            self._held = None
+            self.save()
 
     def _write(self, session_id: int | None, text: str) -> bool:
         try:

@@ -31,8 +31,10 @@ def scratch_history() -> History:
 
 def keep(scratch: History, session_id: int, history: History) -> int:
     """Copy the chat `session_id` of `scratch` into `history` (every version, its
-    parameters and its project); the id it has there. Raises HistoryError."""
-    return history.import_json(scratch.export_json(session_id))
+    parameters, its project and its draft); the id it has there. Raises HistoryError."""
+    kept = history.import_json(scratch.export_json(session_id))
+    history.set_draft(kept, scratch.draft(session_id))
+    return kept
 
 
 class TemporaryChat(QObject):

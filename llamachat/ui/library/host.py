@@ -10,6 +10,10 @@ needs), which `close()` ends at once; `progress` says how far it got (files, and
 of a PDF), `changed` that what the panel lists changed. Attached
 folders are followed while the app runs: a folder's change (QFileSystemWatcher) or a
 re-scan every `RESCAN_MS` re-indexes, which reads only the files that changed.
+
+A damaged library.db (checked once at the first use, and whenever SQLite says so) is
+mended as the history is (`index.recover`): moved aside, a fresh file keeping the list
+of libraries, every library indexed again; `failed` says where the old file went.
 """
 
 from __future__ import annotations
@@ -31,8 +35,11 @@ from llamachat.library.index import (
     STORE_ERRORS,
     FileRow,
     IndexReport,
+    LibraryError,
     LibraryRow,
     LibraryStore,
+    is_damage,
+    recover,
     walk,
 )
 from llamachat.library.vectors import Embedder
@@ -89,9 +96,13 @@ class LibraryHost(QObject):
         self._settle.timeout.connect(self.reindex_all)
         self._rescan = QTimer(self, interval=RESCAN_MS)
         self._rescan.timeout.connect(self.reindex_all)
+        self._checked = False  # whether the file was checked for damage this run
 
     @contextmanager
     def _store(self) -> Iterator[LibraryStore]:
+        if not self._checked and self.path.exists():
+            self._checked = True
+            self._mend()
         store = LibraryStore(self.path)
         try:
             yield store
@@ -144,12 +155,38 @@ class LibraryHost(QObject):
         return self._running is not None or bool(self._queue)
 
     def _read(self, call: Callable[[LibraryStore], T], default: T) -> T:
+        for _attempt in range(2):
+            try:
+                with self._store() as store:
+                    return call(store)
+            except STORE_ERRORS as exc:
+                if not (is_damage(exc) and self._mend()):
+                    self.failed.emit(f"The libraries file cannot be used: {exc}")
+                    return default
+        return default
+
+    def _mend(self) -> bool:
+        """Set a damaged library.db aside for a fresh one (`index.recover`) and index every
+        library again; whether it was damaged and mended."""
         try:
-            with self._store() as store:
-                return call(store)
-        except STORE_ERRORS as exc:
+            aside = recover(self.path)
+        except LibraryError as exc:
             self.failed.emit(f"The libraries file cannot be used: {exc}")
-            return default
+            return False
+        if aside is None:
+            return False
+        self.failed.emit(
+            f"The libraries file was damaged: it was moved to {aside.name} and a new one "
+            "made; the libraries are read again."
+        )
+        self._sessions = None
+        QTimer.singleShot(0, self, self._reindex_mended)
+        return True
+
+    @Slot()
+    def _reindex_mended(self) -> None:
+        self._known()
+        self.reindex_all()
 
     # ------------------------------------------------------------------ changing
 
@@ -275,7 +312,9 @@ class LibraryHost(QObject):
             if isinstance(result, IndexReport):
                 self.vectors_note = result.vectors
         except STORE_ERRORS as exc:
-            if library_id not in self._removed:
+            if is_damage(exc):
+                self._mend()  # says what it did, and indexes every library again
+            elif library_id not in self._removed:
                 self.failed.emit(f"A library could not be indexed: {exc}")
         if not self._queue:
             self.progress.emit(0, 0, "", 0, 0)

@@ -4,8 +4,9 @@
 writes every chat of the file (any format `history.importers` reads: our JSON or
 Markdown, ChatGPT's, Open WebUI's, llama.cpp web UI's) in a child process over a
 connection of its own (`import_child.import_in_child`, waited for on a worker thread),
-with a progress dialog (`progress`) whose Cancel keeps nothing of it. It says how it ended with `imported(the chat to open, what
-to say)` or `refused(why)`; it raises nothing.
+with a progress dialog (`progress`) whose Cancel keeps nothing of it. Chats imported
+before (the same file again) are skipped, and said so. It says how it ended with
+`imported(the chat to open, what to say)` or `refused(why)`; it raises nothing.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QFileDialog, QProgressDialog, QWidget
 
 from llamachat.history.import_child import import_in_child
-from llamachat.history.store import History, HistoryError, ImportCancelled
+from llamachat.history.store import History, HistoryError, ImportCancelled, ImportIds
 from llamachat.ui import plain
 from llamachat.ui.tasks import run_in_background
 
@@ -87,12 +88,7 @@ class ChatImporter(QObject):
             except HistoryError as exc:
                 self.refused.emit(str(exc))
                 return
-            said = (
-                f"Imported {path.name}."
-                if len(ids) == 1
-                else f"Imported {len(ids):,} chats from {path.name}."
-            )
-            self.imported.emit(ids[-1], said)
+            self.imported.emit(*_outcome(path.name, ids))
 
         db_path = self._history.path
         run_in_background(lambda: import_in_child(db_path, path, on_progress), done, receiver=self)
@@ -107,3 +103,25 @@ class ChatImporter(QObject):
         )
         if path:
             self.start(Path(path))
+
+
+def _outcome(name: str, ids: ImportIds) -> tuple[int, str]:
+    """The chat to open after an import of the file `name`, and what to say of it."""
+    skipped = len(ids.skipped)
+    if not ids:
+        # Nothing new: the chat imported before opens, and the user learns why.
+        if skipped == 1:
+            return ids.skipped[-1], f"{name} was imported before; it was not added again."
+        return ids.skipped[-1], (
+            f"The {skipped:,} chats of {name} were imported before; none was added again."
+        )
+    said = (
+        f"Imported {name}."
+        if len(ids) == 1 and not skipped
+        else (f"Imported {len(ids):,} chat{'s' if len(ids) > 1 else ''} from {name}.")
+    )
+    if skipped:
+        said += (
+            f" {skipped:,} chat{'s were' if skipped > 1 else ' was'} imported before and skipped."
+        )
+    return ids[-1], said

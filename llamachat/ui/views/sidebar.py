@@ -57,6 +57,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from llamachat.history.export import write_file
 from llamachat.history.store import (
     History,
     HistoryError,
@@ -325,10 +326,7 @@ class SessionSidebar(QWidget):
             text = json.dumps(self.history.export_json(session_id), ensure_ascii=False, indent=2)
         else:
             raise ValueError(f"fmt must be one of {', '.join(FORMATS)}, got {fmt!r}")
-        try:
-            Path(path).write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise HistoryError(f"cannot write {path}: {exc.strerror or exc}") from None
+        write_file(Path(path), text)
 
     def import_file(self, path: Path) -> int:
         """Add a session from a JSON export, titled "(imported)", at the top; its new id."""

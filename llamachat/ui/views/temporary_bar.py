@@ -1,7 +1,7 @@
 """A temporary chat on screen: the bar that says so, with Keep this chat, and the question
 asked before one with content is left (a new chat, another chat opened, the window closed).
 
-`TemporaryChats(chat, bar, open_chat=..., new_chat=...)` follows the conversation (`Conversation.
+`TemporaryChats(chat, bar, open_chat=..., new_chat=..., save_draft=...)` follows the conversation (`Conversation.
 start_temporary`, in memory only: `chat.temporary`). `ask` is how it asks (a message
 box; a test replaces it): "keep", "discard" or "cancel". Raises nothing.
 """
@@ -52,6 +52,7 @@ class TemporaryChats(QObject):
         *,
         open_chat: Callable[[int], object],
         new_chat: Callable[[], object],
+        save_draft: Callable[[], object],
         parent: QWidget,
     ) -> None:
         super().__init__(parent)
@@ -59,6 +60,7 @@ class TemporaryChats(QObject):
         self._bar = bar
         self._open_chat = open_chat
         self._start_chat = new_chat
+        self._save_draft = save_draft
         self._parent = parent
         self.ask: Callable[[bool], str] = self._ask
         """Asked before a temporary chat with content goes (True: no Cancel offered)."""
@@ -97,6 +99,7 @@ class TemporaryChats(QObject):
             chat.discard_temporary()  # nothing sent yet: it simply stops being temporary
             return
         chat.stop()
+        self._save_draft()  # into the chat's memory, so that keeping carries it
         try:
             kept = temporary.keep(chat.scratch, chat.session_id, chat.app.history)
         except HistoryError as exc:

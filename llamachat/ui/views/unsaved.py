@@ -18,7 +18,7 @@ from typing import cast
 
 from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
 
-from llamachat.history.export import export_markdown, export_path_json
+from llamachat.history.export import export_markdown, export_path_json, write_file
 from llamachat.history.store import HistoryError, MessageRow, SessionRow
 from llamachat.ui import plain
 from llamachat.ui.chat.conversation import Conversation
@@ -81,7 +81,7 @@ def _save_as(parent: QWidget | None, unsaved: list[tuple[Conversation, ReplyStre
         )
     else:
         text = "\n".join(export_markdown(session, messages) for session, messages in chats)
-    path.write_text(text, encoding="utf-8")
+    write_file(path, text)
     return True
 
 

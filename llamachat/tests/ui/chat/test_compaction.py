@@ -7,6 +7,7 @@ from PySide6.QtWidgets import QPushButton
 
 from llamachat import compact, turn
 from llamachat.dev.scripted_router import Reply
+from llamachat.history.store import History
 from llamachat.tests.support import (
     make_long_chat,
     overflow_buttons,
@@ -186,3 +187,73 @@ class TestCompaction:
         qtbot.waitUntil(lambda: not window.chat.compaction.running())
         assert history.messages(session_id) == original
         assert window.composer.text() == "and now?"
+
+    def test_a_summary_longer_than_the_context_is_refused_and_the_status_line_ends(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """A summary that, with the kept messages, does not fit the chat's context either
+        (a server ignoring max_tokens) is refused: the chat is as it was, the question
+        back; "Compacting… (Stop ends it)" leaves the status bar (issue 37, items 6, 11)."""
+        router.models["test-model"].n_ctx = 2048
+        window, history = chat_window(context_overflow="compact")
+        session_id = make_long_chat(history, 6, 150)
+        original = history.messages(session_id)
+        window.open_session(session_id)
+        qtbot.waitUntil(lambda: window.meter.context_size() == 2048)
+        router.script(Reply(content=" ".join(f"point{n}" for n in range(3000))))
+        window.composer.set_text("and now?")
+        window.send()
+        qtbot.waitUntil(lambda: not window.chat.compaction.running())
+        assert history.messages(session_id) == original
+        assert "the summary and the kept messages take about" in window.problem_bar.text()
+        assert window.composer.text() == "and now?"
+        assert "Compacting" not in window.statusBar().currentMessage()
+        assert len(router.chat_requests()) == 1
+
+    def test_a_failed_compaction_takes_its_progress_out_of_the_status_bar(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """The summarizing request fails: "Compacting… (Stop ends it)" does not stay in the
+        status bar, the failure is said (issue 37, item 11)."""
+        router.models["test-model"].n_ctx = 2048
+        window, history = chat_window(context_overflow="compact")
+        session_id = make_long_chat(history, 6, 150)
+        window.open_session(session_id)
+        qtbot.waitUntil(lambda: window.meter.context_size() == 2048)
+        router.script(Reply(status=500, error={"message": "out of memory"}))
+        window.composer.set_text("and now?")
+        window.send()
+        qtbot.waitUntil(lambda: not window.chat.compaction.running())
+        assert "could not be compacted" in window.problem_bar.text()
+        assert "Compacting" not in window.statusBar().currentMessage()
+
+    def test_the_question_waiting_for_a_compaction_stays_the_chats_draft(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """While the chat is compacted, the question that waits is still the chat's draft
+        in the history file (a kill -9 then loses nothing); once it is sent, it is not."""
+        router.models["test-model"].n_ctx = 2048
+        window, history = chat_window(context_overflow="compact")
+        sent, stopped = make_long_chat(history, 6, 150), make_long_chat(history, 6, 150)
+        window.open_session(sent)
+        qtbot.waitUntil(lambda: window.meter.context_size() == 2048)
+        router.script(Reply(content="Summary."), Reply(content="Answered."))
+        window.composer.set_text("the-sent-question")
+        window.send()
+        qtbot.waitUntil(lambda: history.messages(sent)[-1]["content"] == "Answered.")
+        assert history.messages(sent)[-2]["content"] == "the-sent-question"
+        qtbot.waitUntil(lambda: history.draft(sent) == "")
+
+        window.open_session(stopped)
+        router.script(Reply(content=["Sum", "mary"], stall_after=1))
+        window.composer.set_text("the-waiting-question")
+        window.send()
+        assert window.chat.compaction.running() and window.composer.text() == ""
+        window.drafts.save()  # the pause after the composer emptied
+        # What a process started after a kill -9 reads from the file.
+        with History(history.path) as after_a_kill:
+            assert after_a_kill.draft(stopped) == "the-waiting-question"
+        window.stop()
+        qtbot.waitUntil(lambda: not window.chat.compaction.running())
+        assert window.composer.text() == "the-waiting-question"
+        assert history.draft(stopped) == "the-waiting-question"

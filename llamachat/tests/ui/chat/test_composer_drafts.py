@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from PySide6.QtCore import Qt
+
 from llamachat.dev.scripted_router import Reply
+from llamachat.tests.support import send_and_wait
 
 
 class TestComposerDrafts:
@@ -53,3 +56,46 @@ class TestComposerDrafts:
         assert history.draft(window.session_id) == ""
         window.new_session()
         assert window.composer.text() == ""
+
+    def test_temporary_chats_draft_stays_in_memory_and_keep_carries_it(
+        self, chat_window, router, qtbot, tmp_path
+    ) -> None:
+        """A temporary chat's unsent text never reaches the history file (not under the
+        oldest chat's id, whose draft stays its own); Keep carries it to the kept chat."""
+
+        window, history = chat_window()
+        oldest = history.create_session("chat", "test-model", prompt_name="Default")
+        history.add_message(oldest, "user", "An old question")
+        history.set_draft(oldest, "the oldest chat's own draft")
+        window.sidebar.refresh()
+        window.temporary.ask = lambda _closing: "discard"
+        for leave in ("discard", "keep", "close"):
+            qtbot.keyClick(
+                window,
+                Qt.Key.Key_N,
+                Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier,
+            )
+            assert window.chat.scratch is not None and window.composer.text() == ""
+            router.script(Reply(content="Noted."))
+            send_and_wait(qtbot, window, "A temporary question")
+            window.composer.set_text(f"unsent-walrus {leave}")
+            window.drafts.save()  # as the pause after typing does
+            assert history.draft(oldest) == "the oldest chat's own draft"
+            assert history.draft(None) == ""
+            on_disk = b"".join(p.read_bytes() for p in tmp_path.glob("history.db*"))
+            assert f"unsent-walrus {leave}".encode() not in on_disk
+            if leave == "discard":
+                assert window.open_session(oldest)
+                assert window.composer.text() == "the oldest chat's own draft"
+            elif leave == "keep":
+                qtbot.mouseClick(window.temporary_bar.keep_button, Qt.MouseButton.LeftButton)
+                kept = window.session_id
+                assert kept != oldest and window.chat.scratch is None
+                assert window.composer.text() == "unsent-walrus keep"
+                assert history.draft(kept) == "unsent-walrus keep"
+                assert window.open_session(oldest)
+            else:
+                window.close()
+        assert history.draft(oldest) == "the oldest chat's own draft"
+        on_disk = b"".join(p.read_bytes() for p in tmp_path.glob("history.db*"))
+        assert b"unsent-walrus discard" not in on_disk and b"unsent-walrus close" not in on_disk

@@ -108,3 +108,52 @@ class TestHost:
         assert readers() == []
         [stopped] = [row for row in host.libraries(1) if row.root == long.resolve()]
         assert stopped.files == 0  # read again next time, not kept half read
+
+
+class TestHostDamagedFile:
+    """A damaged library.db, mended."""
+
+    def test_a_damaged_library_file_is_moved_aside_and_made_again(self, qtbot, tmp_path) -> None:
+        """library.db damaged (pages scribbled over): as history.db, it is moved aside to
+        library.db.corrupt-<stamp>, a new one keeps the list of libraries, and their files
+        are indexed again; the user is told where the old file went (issue 37, item 11)."""
+        import os
+
+        from llamachat.library.index import LibraryStore
+        from llamachat.ui.library.host import LibraryHost
+
+        root = tmp_path / "docs"
+        root.mkdir()
+        for n in range(60):
+            (root / f"note{n}.txt").write_text(
+                "\n\n".join(f"Note {n}, part {p}: the zebra-{n} facts." for p in range(40))
+            )
+        db = tmp_path / "library.db"
+        store = LibraryStore(db)
+        store.index(store.attach(1, root))
+        [indexed] = store.libraries(1)
+        passages = indexed.passages
+        store._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        store.close()
+        scribbled = bytearray(db.read_bytes())
+        page = 4096
+        for start in range(8 * page, len(scribbled) - page, 3 * page):
+            scribbled[start : start + page] = os.urandom(page)
+        db.write_bytes(bytes(scribbled))
+
+        host = LibraryHost(db)
+        said: list[str] = []
+        host.failed.connect(said.append)
+        [row] = host.libraries(1)
+        assert row.root == root.resolve()
+        [aside] = tmp_path.glob("library.db.corrupt-*")
+        assert said == [
+            (
+                f"The libraries file was damaged: it was moved to {aside.name} and a new "
+                "one made; the libraries are read again."
+            )
+        ]
+        qtbot.waitUntil(lambda: host.libraries(1)[0].passages == passages, timeout=60000)
+        qtbot.waitUntil(lambda: not host.busy(), timeout=60000)
+        host.close()
+        assert said[1:] == []

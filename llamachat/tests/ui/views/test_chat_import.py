@@ -8,8 +8,10 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QPushButton
 
+from llamachat.history.store import History
 from llamachat.tests.support import (
     HOSTILE,
+    chatgpt_export,
     good_export,
     history_with_sessions,
     outside_text_places,
@@ -163,4 +165,72 @@ class TestChatImport:
         assert "conversation 2" in text and "create_time" in text
         assert "create_time" in sidebar.notice_label.toolTip()
         assert history.count_sessions() == 0
+        history.close()
+
+
+class TestChatImportFaults:
+    """Imports on a disk that fills, and a file imported again."""
+
+    def test_an_import_that_fills_the_disk_is_refused_with_the_reason_and_leaves_nothing(
+        self, qtbot, tmp_path, file_size_limit
+    ) -> None:
+        """The disk fills during an import (files stop growing, for real): the progress
+        dialog ends with the reason (no TypeError from the child's error), and the rows
+        written so far do not stay in the file (issue 37, item 4)."""
+
+        history = history_with_sessions(tmp_path)
+        history.add_message(history.create_session("chat"), "user", "Mine")
+        source = tmp_path / "conversations.json"
+        source.write_text(json.dumps(chatgpt_export(3, 4000)), encoding="utf-8")
+        sidebar = SessionSidebar(history)
+        qtbot.addWidget(sidebar)
+        file_size_limit(3_000_000)
+        with qtbot.waitSignal(sidebar.importer.refused, timeout=60000) as refused:
+            sidebar.start_import(source)
+        file_size_limit(-1)  # RLIM_INFINITY: space again
+        assert refused.args[0].startswith("cannot save to the history database")
+        assert sidebar.import_progress is None and sidebar.import_action.isEnabled()
+        history.close()
+        # What the next start finds: the import's rows are gone.
+        with History(tmp_path / "history.db") as after:
+            assert after.count_sessions() == 1
+        raw = sqlite3.connect(tmp_path / "history.db")
+        assert raw.execute("SELECT count(*) FROM messages").fetchone()[0] == 1
+        raw.close()
+
+    def test_importing_the_same_file_again_skips_the_chats_already_there_and_says_so(
+        self, qtbot, tmp_path
+    ) -> None:
+        """The same export imported twice: the second time adds nothing and says so (it
+        made duplicates without a word); a file with one chat more adds that one only; a
+        chat the user deleted is imported again (issue 37, item 4)."""
+
+        history = history_with_sessions(tmp_path)
+        sidebar = SessionSidebar(history)
+        qtbot.addWidget(sidebar)
+        source = tmp_path / "conversations.json"
+        source.write_text(json.dumps(chatgpt_export(3, 4, words=2)), encoding="utf-8")
+
+        def run(expected: str) -> int:
+            with qtbot.waitSignal(sidebar.importer.imported, timeout=30000) as done:
+                sidebar.start_import(source)
+            assert done.args[1] == expected
+            return done.args[0]
+
+        run("Imported 3 chats from conversations.json.")
+        first = set(sidebar.session_ids())
+        opened = run(
+            "The 3 chats of conversations.json were imported before; none was added again."
+        )
+        assert set(sidebar.session_ids()) == first and opened in first
+        source.write_text(json.dumps(chatgpt_export(4, 4, words=2)), encoding="utf-8")
+        newest = run(
+            "Imported 1 chat from conversations.json. 3 chats were imported before and skipped."
+        )
+        assert newest not in first and history.count_sessions() == 4
+        history.delete_session(newest)
+        again = run(
+            "Imported 1 chat from conversations.json. 3 chats were imported before and skipped."
+        )
+        assert again != newest and history.count_sessions() == 4
         history.close()

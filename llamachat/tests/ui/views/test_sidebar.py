@@ -316,3 +316,28 @@ class TestSidebar:
         menu.close()
         assert sidebar.session_ids() == [ids[1], ids[2], ids[0]]
         history.close()
+
+
+class TestSidebarExportFaults:
+    """An export on a disk that fills."""
+
+    def test_an_export_that_fails_part_way_leaves_no_file_or_the_old_one(
+        self, qtbot, tmp_path, file_size_limit
+    ) -> None:
+        """Export (and the quit dialog's Save as, the same writer) on a disk that fills:
+        a HistoryError saying so, and no 0-byte or cut file left (issue 37, item 11)."""
+        history = History(tmp_path / "h.db")
+        chat = history.create_session("chat", "m", title="Long")
+        history.add_message(chat, "user", "word " * 400_000)
+        sidebar = SessionSidebar(history)
+        qtbot.addWidget(sidebar)
+        old = tmp_path / "old.md"
+        old.write_text("the old export", encoding="utf-8")
+        file_size_limit(1_000_000)
+        for target in (tmp_path / "new.md", old):
+            with pytest.raises(HistoryError, match="cannot write"):
+                sidebar.export_session(chat, target, "markdown")
+        assert not (tmp_path / "new.md").exists()
+        assert old.read_text(encoding="utf-8") == "the old export"
+        assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")) == []
+        history.close()
