@@ -32,7 +32,7 @@ from typing import Any
 import sqlean
 import sqlite_vec
 
-from llamachat.router.errors import BackendError
+from llamachat.errors import BackendError
 
 log = logging.getLogger(__name__)
 

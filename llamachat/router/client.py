@@ -13,12 +13,12 @@ call answered (failures included, as tool results the model reads, `tools.answer
 the request is sent again; one final round offers no tools, so the model answers.
 Reading the answer is `stream`'s work, the sockets and their watchdog `transport`'s.
 
-Errors: the `BackendError` tree of `errors` (RouterUnreachable, ServerError, StreamError,
+Errors: the `BackendError` tree of `llamachat.errors` (RouterUnreachable, ServerError, StreamError,
 StallError), raised by `Client` methods and by the `stream_chat` generator, and
 importable from here too.
 
 The API key only ever travels in the Authorization header: no message, log line or
-exception here contains it (`keys.mask_secret` hides it, or any 8-character piece of it,
+exception here contains it (`api_keys.mask_secret` hides it, or any 8-character piece of it,
 in any quoting, from every error message). A key that no header can carry (non-ASCII,
 control characters) fails each request with a BackendError naming its variable.
 """
@@ -34,7 +34,7 @@ from typing import Any, Protocol
 import httpx
 
 from llamachat import skills
-from llamachat.router.errors import (
+from llamachat.errors import (
     BackendError,
     RouterUnreachable,
     ServerError,
@@ -43,7 +43,7 @@ from llamachat.router.errors import (
     request_failure,
     without_key,
 )
-from llamachat.router.keys import key_problem, mask_secret
+from llamachat.api_keys import key_problem, mask_secret
 from llamachat.router.stream import (
     Call,
     Round,

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from llamachat.router.errors import (
+from llamachat.errors import (
     BackendError,
     StreamError,
     redirect_error,

@@ -18,7 +18,7 @@ server's own process group and asks the kernel to signal it when the hub's threa
 (PR_SET_PDEATHSIG, as server.py does for llama-server); it forks the configured command
 and kills the whole group when the server exits or llamachat dies, so neither a server
 nor anything it started outlives llamachat, even one killed with SIGKILL. Its stderr
-goes to a rotating log per server (`server.RotatingLog`) in llamachat's log folder, and
+goes to a rotating log per server (`logs.RotatingLog`) in llamachat's log folder, and
 so does one line for each thing the SDK complains of (garbage or invalid JSON-RPC on the server's stdout), which would
 otherwise be a traceback on llamachat's stderr.
 
@@ -53,8 +53,9 @@ from pathlib import Path
 from typing import Any
 
 from llamachat.config import Config, McpServerConfig
-from llamachat.router.client import mask_secret
-from llamachat.router.server import RotatingLog, default_log_path
+from llamachat.api_keys import mask_secret
+from llamachat import logs
+from llamachat.logs import RotatingLog
 from llamachat.tools.base import Tool, ToolError, ToolResult, json_arguments
 
 log = logging.getLogger(__name__)
@@ -239,7 +240,7 @@ class Hub:
         on_change: Callable[[], None] | None = None,
         secrets: Sequence[str] = (),
     ) -> None:
-        self._log_dir = log_dir or default_log_path().parent
+        self._log_dir = log_dir or logs.log_dir()
         # Masked in everything servers say, beside the servers' own (config_secrets).
         self.secrets = tuple(secrets)
         self.start_timeout = start_timeout

@@ -8,7 +8,7 @@ import pytest
 
 from llamachat.config import Config
 from llamachat.router.binary import find_binary, launch_environment, wheel_binary
-from llamachat.router.errors import ServerNotFound
+from llamachat.errors import ServerNotFound
 from llamachat.router.server import ManagedServer, ensure_router, free_port
 from llamachat.tests.support import fake_llama_server
 

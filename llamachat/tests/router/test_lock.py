@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from llamachat.config import Config
-from llamachat.router.errors import ServerLocked
+from llamachat.errors import ServerLocked
 from llamachat.router.server import ManagedServer, free_port
 from llamachat.tests.support import fake_llama_server, real_assets, smol_models_folder
 

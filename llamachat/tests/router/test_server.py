@@ -18,9 +18,9 @@ from llamachat import config
 from llamachat.config import Config
 from llamachat.router.binary import find_binary
 from llamachat.router.client import Client
-from llamachat.router.errors import RouterUnavailable
+from llamachat.errors import RouterUnavailable
 from llamachat.router.lock import default_lock_path
-from llamachat.router.server import ManagedServer, RotatingLog, ensure_router, free_port
+from llamachat.router.server import ManagedServer, ensure_router, free_port
 from llamachat.tests.support import (
     SMOL_ID,
     fake_llama_server,
@@ -273,24 +273,6 @@ class TestServer:
         assert url in raised.value.message
         assert "manage_server" in raised.value.message
         assert not marker.exists()
-
-    def test_server_log_rotates_at_size_cap_and_keeps_a_few_old_logs(self, tmp_path: Path) -> None:
-
-        logs = tmp_path / "logs"
-        log_file = RotatingLog(logs / "llama-server.log", max_bytes=100, backups=2)
-        for n in range(10):
-            log_file.write(f"line {n:02d} ".encode() + b"x" * 30 + b"\n")
-        log_file.close()
-
-        files = sorted(p.name for p in logs.iterdir())
-        assert files == ["llama-server.log", "llama-server.log.1", "llama-server.log.2"]
-        assert all((logs / name).stat().st_size <= 100 for name in files)
-        assert log_file.tail().splitlines()[-1].startswith("line 09")
-        assert (logs / "llama-server.log.1").read_text().startswith("line 06")
-
-        log_file.rotate()
-        assert not log_file.path.exists()
-        assert log_file.backup_paths()[0].read_text().splitlines()[-1].startswith("line 09")
 
     def test_fault_a_hung_managed_server_is_restarted_like_a_dead_one(self, tmp_path: Path) -> None:
         """The managed server gets SIGSTOP: its /health checks go unanswered, the supervisor

@@ -1,4 +1,6 @@
-"""What can go wrong talking to a server, and running one: the router package's exceptions.
+"""What can go wrong talking to a server, and running one: the router's exceptions.
+
+Here, outside `router/`, because the libraries' embeddings (`library.vectors`) meet them too.
 
 Errors, two trees. Raised by `client.Client` methods and its `stream_chat` generator
 (and by `models` and `providers`, which talk through a Client):
@@ -22,7 +24,7 @@ Raised by `server`, `binary` and `model_files` (llamachat's own llama-server):
     ├── RouterUnavailable       nothing answers at router_url and llamachat may not start one
     └── ModelFileError          a file offered to the models folder is not a usable GGUF
 
-Every message is a sentence for the user, with the API key masked (`keys.mask_secret`).
+Every message is a sentence for the user, with the API key masked (`api_keys.mask_secret`).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ import urllib.parse
 
 import httpx
 
-from llamachat.router.keys import mask_secret
+from llamachat.api_keys import mask_secret
 
 log = logging.getLogger(__name__)
 

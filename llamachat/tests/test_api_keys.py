@@ -1,4 +1,4 @@
-"""The tests of `llamachat.router.keys`."""
+"""The tests of `llamachat.api_keys`."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from llamachat.router import client as backend
 from llamachat.tests.support import last_saved_message, send_and_wait
 
 
-class TestRouterKeys:
+class TestApiKeys:
     """API keys and other secrets: masked wherever text is shown, logged or saved."""
 
     def test_fault_api_keys_never_reach_the_database_the_logs_or_any_message(
