@@ -295,7 +295,7 @@ def run(
                 names=question.skills,
                 store=store,
                 n_ctx=n_ctx,
-                extra_tools=[tool.schema for tool in extra if tool.schema],
+                extra_tools=extra,
                 router=wire_model == model,
             )
 
@@ -313,7 +313,7 @@ def run(
             if policy not in (compact.COMPACT, compact.TRIM):
                 _say("--overflow compact or trim makes it fit (the input summarized or cut)", err)
             return EXIT_USAGE
-        return _stream(registry, request, extra, text, cfg, args, out, err)
+        return _stream(registry, request, text, cfg, args, out, err)
     except (AskError, backend.BackendError, server.ManagedServerError) as exc:
         _say(getattr(exc, "message", None) or exc, err)
         return EXIT_FAILED
@@ -398,7 +398,6 @@ def _mcp_tools(
 def _stream(
     registry: providers.Registry,
     request: turn.Turn,
-    extra: list[mcp.McpTool],
     text: str,
     cfg: Config,
     args: argparse.Namespace,
@@ -419,7 +418,7 @@ def _stream(
     raw = getattr(args, "raw", False)
     answer_text = visible_controls if _isatty(out) and not raw else str
     reasoning_text = visible_controls if err_tty and not raw else str
-    stream = client.stream_chat(wire_model, request=request, extra_tools=extra)
+    stream = client.stream_chat(request, model=wire_model)
     try:
         for kind, value in stream:
             if kind == "content":

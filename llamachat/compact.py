@@ -247,10 +247,15 @@ def ask_model(
     """
 
     def ask(system: str, material: str, max_tokens: int) -> str:
-        messages = [{"role": "system", "content": system}, {"role": "user", "content": material}]
-        params = {**(backend.LLAMA_PARAMS if router else {}), "max_tokens": max_tokens}
+        # A turn of its own: the instructions and the material, no tools.
+        request = turn.Turn(
+            model,
+            system=(turn.Part("system", system),),
+            question=(turn.Part("user", material),),
+            params={**(backend.LLAMA_PARAMS if router else {}), "max_tokens": max_tokens},
+        )
         out: list[str] = []
-        stream = client.stream_chat(model, messages, cancel=cancel, params=params, tools=[])
+        stream = client.stream_chat(request, cancel=cancel)
         try:
             for kind, value in stream:
                 if kind == "content":

@@ -10,8 +10,8 @@ so the three cannot drift apart. A `Turn` is made of named parts:
     history          the earlier messages, replayed (replies give their answer only)
     user             the question's typed text
     attachment:<f>   each file attached to the question, in order
-    tools            the tools offered to the model: the built-in ones (web_search,
-                     load_skill, read_skill_file, search_documents), then any extra (MCP) ones
+    tools            the tools offered to the model, as objects that run their calls: the
+                     built-in ones (`tools.offer.BUILTIN`), then any extra (MCP) ones
 
 `Turn.messages()` joins them into the wire messages: one system message (the first
 four kinds, byte-identical from turn to turn for the same inputs, which is what lets
@@ -19,11 +19,11 @@ llama.cpp reuse its prompt cache), the history, then the user message. `Turn.par
 lists them one by one, so each can be measured on its own. `Turn.body()` is the whole
 request as `Client.stream_chat` sends it (messages, tools, sampling and reasoning
 parameters, and llama.cpp's progress fields for its router): the meter counts that same
-`Turn`, and nothing is added to it on the way out but later tool rounds.
+`Turn`, and nothing is added to it on the way out but later tool rounds. The one change a
+built turn may see before it is sent is `joined`: the MCP tools of its send (below).
 
 Also here, because all three callers need them: parsing a typed question (`/name`
-commands and skill mentions), picking the model, the tool offers (`search_config`,
-`skills_config`) and the skills store (`skill_store`).
+commands and skill mentions), picking the model and the skills store (`skill_store`).
 
 Qt-free: nothing here imports PySide6.
 """
@@ -38,15 +38,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llamachat import params, prompts, skills, tools
+from llamachat import params, prompts, skills
 from llamachat.config import Config
 from llamachat.router import client as backend
 from llamachat.router.models import ModelInfo
-from llamachat.tokens import chars_for_tokens
-from llamachat.tools import web_search
-from llamachat.tools.documents import LibraryConfig
-from llamachat.tools.skill_tools import SkillsConfig
-from llamachat.tools.web_search import SearchConfig
+from llamachat.tools import Inputs, LibraryConfig, Tool, web_search
+from llamachat.tools.offer import joined as join_tools
+from llamachat.tools.offer import offered
 
 log = logging.getLogger(__name__)
 
@@ -69,18 +67,21 @@ class Part:
 
 @dataclass(frozen=True)
 class Turn:
-    """The next request, whole: what `body()` gives is what is sent, as built."""
+    """The next request, whole: what `body()` gives is what is sent, as built.
+
+    A turn is sent once: its tools keep what that send's calls did (a skill loaded). What
+    its first round offers (`offer`) is taken from them when the turn is made.
+    """
 
     model: str
     system: tuple[Part, ...] = ()
     history: tuple[dict, ...] = ()
     question: tuple[Part, ...] = ()
-    search_cfg: SearchConfig | None = None
-    skills_cfg: SkillsConfig | None = None
-    library_cfg: LibraryConfig | None = None
-    """The settings the built-in tools offered run with."""
-    tools: tuple[dict, ...] = ()
-    """The schemas of the tools offered: the built-in ones, then the extra (MCP) ones."""
+    tools: tuple[Tool, ...] = field(default=(), compare=False)
+    """The tools the model may call, looked up by name: the built-in ones, then the extra
+    (MCP) ones. One with an empty schema is not offered yet (read_skill_file)."""
+    offer: tuple[dict, ...] = field(init=False)
+    """The schemas the first round offers: those of `tools`, as the turn was made."""
     params: Mapping[str, Any] = field(default_factory=dict)
     """Request body fields besides the messages and tools: sampling and reasoning
     (`params.request_fields`), and llama.cpp's progress fields for its router."""
@@ -89,14 +90,17 @@ class Turn:
     takes_tools: bool = True
     """False: the model's chat template cannot take tools; none is offered, now or later."""
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "offer", tuple(t.schema for t in self.tools if t.schema))
+
     def parts(self) -> list[Part]:
         """Every part of the request in wire order, each with its name."""
         out = list(self.system)
         if self.history:
             out.append(Part("history", items=self.history))
         out.extend(self.question)
-        if self.tools:
-            out.append(Part("tools", items=self.tools))
+        if self.offer:
+            out.append(Part("tools", items=self.offer))
         return out
 
     def system_message(self) -> str:
@@ -116,16 +120,23 @@ class Turn:
         """The request's JSON body as sent, naming `model` (default: the turn's; a
         provider knows its models by other names)."""
         return backend.request_body(
-            self.model if model is None else model, self.messages(), self.tools, self.params
+            self.model if model is None else model, self.messages(), self.offer, self.params
         )
 
-    def offering(self, extra: Sequence[dict], rounds: int) -> Turn:
-        """This turn with more extra tools (an MCP server that came up after it was built),
-        callable for `rounds` rounds; the turn itself when it offers them already, or when
-        its model cannot take tools."""
-        tools = offered_schemas(self.tools, extra)
-        if tools == self.tools or not self.takes_tools:
+    def joined(self, extra: Sequence[Tool], rounds: int) -> Turn:
+        """This turn with the MCP tools of its send, called for up to `rounds` rounds.
+
+        The one rule for MCP tools: a turn is built with those of the servers up then (for
+        the meter); its send (a reply's worker, before the request leaves) gets those of
+        every server, the ones still starting waited for, bound to that send (its consent,
+        its Stop), and they take the place of every tool of their kind here, after the
+        built-in ones (which keep their names). The turn itself when there is nothing to
+        join or its model cannot take tools.
+        """
+        if not self.takes_tools or not extra:
             return self
+        kinds = {type(tool) for tool in extra}
+        tools = join_tools([t for t in self.tools if type(t) not in kinds], extra)
         return dataclasses.replace(self, tools=tools, max_rounds=max(self.max_rounds, rounds))
 
 
@@ -164,7 +175,7 @@ def build_turn(
     preset: str = "",
     chat_params: Mapping[str, Any] | None = None,
     n_ctx: int | None = None,
-    extra_tools: Sequence[dict] = (),
+    extra_tools: Sequence[Tool] = (),
     router: bool = True,
     takes_tools: bool = True,
     library: LibraryConfig | None = None,
@@ -176,13 +187,13 @@ def build_turn(
     the model reads images (else they are named, not sent). `search_on` offers web
     search (default: the configuration's `search_enabled`); `store` offers load_skill,
     its catalog within its share of the model's context `n_ctx` when that is known;
-    `extra_tools` are the schemas of more tools (MCP's) offered after the built-in ones.
+    `extra_tools` are more tools (MCP's) offered after the built-in ones (`tools.offered`).
     The request parameters are the config's for `model` and `preset`, then `chat_params`,
     plus llama.cpp's progress fields when the request goes to its `router` (not a provider).
     A model whose template cannot take tools (`takes_tools` False) is offered none.
     `library` offers search_documents over the chat's attached libraries.
     """
-    search_on = (cfg.search_enabled if search_on is None else search_on) and takes_tools
+    search_on = cfg.search_enabled if search_on is None else search_on
     rows = list(messages)
     if rows and rows[0].get("role") == "system":
         # A compacted chat starts with the summary of what came before (`compact`): the
@@ -194,26 +205,25 @@ def build_turn(
         question = user_parts(
             last.get("content") or "", last.get("attachments") or [], images=images
         )
-    search_cfg = search_config(cfg, on=search_on)
     loaded = tuple(p.name.removeprefix("skill:") for p in system if p.name.startswith("skill:"))
-    skills_cfg = skills_config(cfg, store, loaded=loaded, n_ctx=n_ctx) if takes_tools else None
-    tools = (
-        offered_schemas(tool_schemas(search_cfg, skills_cfg, library), extra_tools)
-        if takes_tools
-        else ()
+    inputs = Inputs(
+        cfg,
+        switches={"search_enabled": search_on},
+        store=store,
+        loaded=loaded,
+        n_ctx=n_ctx,
+        library=library,
     )
+    tools = offered(inputs, extra_tools) if takes_tools else ()
     fields = request_params(cfg, model=model, preset=preset, chat=chat_params or {})
     return Turn(
         model=model,
         system=tuple(system),
         history=tuple(replay(rows, images=images)),
         question=question,
-        search_cfg=search_cfg,
-        skills_cfg=skills_cfg,
-        library_cfg=library if takes_tools else None,
         tools=tools,
         params={**backend.LLAMA_PARAMS, **fields} if router else fields,
-        max_rounds=cfg.max_searches if tools else 0,
+        max_rounds=cfg.max_searches if any(tool.schema for tool in tools) else 0,
         takes_tools=takes_tools,
     )
 
@@ -243,7 +253,7 @@ def oneshot_turn(
     store: skills.SkillStore | None = None,
     images: bool = False,
     n_ctx: int | None = None,
-    extra_tools: Sequence[dict] = (),
+    extra_tools: Sequence[Tool] = (),
     router: bool = True,
     takes_tools: bool = True,
 ) -> Turn:
@@ -455,7 +465,7 @@ def no_model_message(cfg: Config) -> str:
     )
 
 
-# ---------------------------------------------------------------- skills and tools
+# ---------------------------------------------------------------- skills
 
 
 def skill_store(cfg: Config) -> skills.SkillStore | None:
@@ -469,65 +479,3 @@ def skill_store(cfg: Config) -> skills.SkillStore | None:
     if not cfg.skills_enabled and any(root.is_dir() for root in roots):
         return None
     return skills.SkillStore(list(roots))
-
-
-def search_config(cfg: Config, *, on: bool | None = None) -> SearchConfig | None:
-    """Web search for the tool loop, or None when it is off (`on`, default: the config's)."""
-    if not (cfg.search_enabled if on is None else on):
-        return None
-    return SearchConfig(enabled=True, url=cfg.search_url, max_searches=cfg.max_searches)
-
-
-def skills_config(
-    cfg: Config,
-    store: skills.SkillStore | None,
-    *,
-    loaded: Sequence[str] = (),
-    n_ctx: int | None = None,
-) -> SkillsConfig | None:
-    """The model's skill tools (`load_skill`, and `read_skill_file` for the `loaded`
-    skills' files), or None when they offer nothing.
-
-    With the model's context size `n_ctx`, the catalog gets `skills_catalog_budget`.
-    """
-    if store is None or (store.tool_schema() is None and not loaded):
-        return None
-    return SkillsConfig(
-        enabled=True,
-        store=store,
-        max_searches=cfg.max_searches,
-        loaded=tuple(loaded),
-        catalog_chars=skills_catalog_budget(cfg, n_ctx),
-    )
-
-
-def skills_catalog_budget(cfg: Config, n_ctx: int | None) -> int | None:
-    """The skills catalog's characters: `skills_catalog_share` of the context (None: unknown)."""
-    if not n_ctx:
-        return None
-    return chars_for_tokens(n_ctx * cfg.skills_catalog_share)
-
-
-def tool_schemas(
-    search_cfg: SearchConfig | None,
-    skills_cfg: SkillsConfig | None,
-    library_cfg: LibraryConfig | None = None,
-) -> tuple[dict, ...]:
-    """The tools these offers put in a request's first round, as the model reads them."""
-    offer, _rounds = tools.offered(search_cfg, skills_cfg, library_cfg=library_cfg)
-    return tuple(tool.schema for tool in offer if tool.schema)
-
-
-def offered_schemas(builtin: Sequence[dict], extra: Sequence[dict]) -> tuple[dict, ...]:
-    """The `builtin` tools' schemas, then those of `extra` not offered yet, in their order.
-
-    A built-in tool wins a clash of names, as `tools.offered` decides when they run.
-    """
-    names = {schema.get("function", {}).get("name") for schema in builtin}
-    out = list(builtin)
-    for schema in extra:
-        name = schema.get("function", {}).get("name")
-        if name not in names:
-            names.add(name)
-            out.append(schema)
-    return tuple(out)

@@ -296,6 +296,7 @@ def bench_stream(n_tokens: int) -> Figure:
     """Send-to-finished through the real window over the bare client, for one long reply."""
     from llamachat.dev import bench_render
     from llamachat.router.client import Client
+    from llamachat.turn import Turn
 
     tokens = bench_render.sample_tokens(n_tokens)
     text = "".join(tokens)
@@ -306,7 +307,9 @@ def bench_stream(n_tokens: int) -> Figure:
             started = time.perf_counter()
             got = [
                 str(piece)
-                for kind, piece in client.stream_chat(MODEL, [{"role": "user", "content": "go"}])
+                for kind, piece in client.stream_chat(
+                    Turn(MODEL, history=({"role": "user", "content": "go"},))
+                )
                 if kind == "content"
             ]
             client_s = time.perf_counter() - started
@@ -559,11 +562,14 @@ def _model_path(option: str | None) -> Path | None:
 
 
 def _turn(client, model: str, messages: list[dict], max_tokens: int) -> tuple[str, dict]:
+    from llamachat.turn import Turn
+
     pieces: list[str] = []
     stats: dict = {}
-    for kind, value in client.stream_chat(
-        model, messages, params={"max_tokens": max_tokens, "temperature": 0}
-    ):
+    request = Turn(
+        model, history=tuple(messages), params={"max_tokens": max_tokens, "temperature": 0}
+    )
+    for kind, value in client.stream_chat(request):
         if kind == "content":
             pieces.append(str(value))
         elif kind == "stats" and isinstance(value, dict):

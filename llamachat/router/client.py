@@ -6,11 +6,13 @@ around each web search, `skill_loaded` for each skill the model loads, `tool_don
 each skill file it reads), `progress` while llama.cpp reads the prompt (its
 `prompt_progress`: total, cache, processed, time_ms, when the request asks
 `return_progress`), `timings` whenever a chunk carries the figures so far
-(`timings_per_token`), and one final `stats` event. With tools on (`tools.Tool`,
-looked up by name) it runs the tool loop: up to a round cap, rounds offer the tools (a
-tool with an empty schema sits a round out); a round that ends in tool calls gets every
-call answered (failures included, as tool results the model reads, `tools.answer`) and
-the request is sent again; one final round offers no tools, so the model answers.
+(`timings_per_token`), and one final `stats` event. It sends one kind of request, built
+whole before (`turn.Turn`): its first round is the turn's `body()`, byte for byte. With
+tools on the turn (`tools.Tool`, looked up there by name, their settings unknown here) it
+runs the tool loop: up to the turn's round cap, rounds offer the tools (a tool with an
+empty schema sits a round out); a round that ends in tool calls gets every call answered
+(failures included, as tool results the model reads, `tools.answer`) and the request is
+sent again; one final round offers no tools, so the model answers.
 Reading the answer is `stream`'s work, the sockets and their watchdog `transport`'s.
 
 Errors: the `BackendError` tree of `llamachat.errors` (RouterUnreachable, ServerError, StreamError,
@@ -56,12 +58,7 @@ from llamachat.router.stream import (
     whole_reply,
 )
 from llamachat.router.transport import ManagedKey, SocketTracker, Transport, Watchdog
-from llamachat.tools import web_search
 from llamachat.tools.base import Tool, answer
-from llamachat.tools.documents import LibraryConfig
-from llamachat.tools.offer import offered
-from llamachat.tools.skill_tools import SkillsConfig
-from llamachat.tools.web_search import SearchConfig
 
 # What callers import from here, the errors and helpers of the modules it uses included.
 __all__ = [
@@ -109,7 +106,15 @@ class ChatRequest(Protocol):
     """A request built whole before it is sent (`turn.Turn`), as `stream_chat` reads it."""
 
     @property
-    def tools(self) -> tuple[dict, ...]:
+    def model(self) -> str:
+        """The model asked."""
+
+    @property
+    def tools(self) -> tuple[Tool, ...]:
+        """The tools the model may call, looked up by name."""
+
+    @property
+    def offer(self) -> tuple[dict, ...]:
         """The schemas of the tools offered in the first round."""
 
     @property
@@ -119,18 +124,6 @@ class ChatRequest(Protocol):
     @property
     def max_rounds(self) -> int:
         """How many rounds may call tools."""
-
-    @property
-    def search_cfg(self) -> SearchConfig | None:
-        """The web search tool's settings, when it is offered."""
-
-    @property
-    def skills_cfg(self) -> SkillsConfig | None:
-        """The skill tools' settings, when they are offered."""
-
-    @property
-    def library_cfg(self) -> LibraryConfig | None:
-        """The chat's libraries, when search_documents is offered."""
 
     def messages(self) -> list[dict]:
         """The wire messages."""
@@ -201,23 +194,14 @@ class Client:
                 connect=connect_timeout, read=read_timeout, write=connect_timeout * 6, pool=None
             ),
         )
-        self._search_http: httpx.Client | None = None
 
     def _learn_key(self, key: str) -> None:
         # The managed server's key, sent by ManagedKey: error messages mask it too.
         self._api_key = key
 
-    def _search_client(self) -> httpx.Client:
-        # Made at the first search, not on the way to the first request.
-        if self._search_http is None:
-            self._search_http = httpx.Client()
-        return self._search_http
-
     def close(self) -> None:
         """Close the pooled connections."""
         self._http.close()
-        if self._search_http is not None:
-            self._search_http.close()
 
     # ------------------------------------------------------------------ plain requests
 
@@ -326,32 +310,19 @@ class Client:
 
     def stream_chat(
         self,
-        model: str,
-        messages: Sequence[dict] = (),
-        search_cfg: SearchConfig | None = None,
-        skills_cfg: SkillsConfig | None = None,
+        request: ChatRequest,
         *,
+        model: str | None = None,
         cancel: threading.Event | None = None,
-        params: dict | None = None,
-        tools: Sequence[Tool] | None = None,
-        max_rounds: int | None = None,
         sent: threading.Event | None = None,
-        extra_tools: Sequence[Tool] = (),
-        extra_rounds: int = 2,
         before_read: Callable[[], None] | None = None,
-        request: ChatRequest | None = None,
         query: Mapping[str, str] | None = None,
     ) -> Generator[StreamEvent, None, None]:
-        """Stream one assistant turn as (kind, piece) events, running tools as asked.
+        """Stream one assistant turn as (kind, piece) events, running its tools as asked.
 
-        With `request` (a `turn.Turn`), that request is sent as built: its messages,
-        tools, parameters and round cap; `extra_tools` run the tools it offers beyond
-        the built-in ones (an MCP server's), and only later tool rounds are appended.
-        Without it, the request is `messages` and `params`; the tools offered are `tools`
-        when given (called for up to `max_rounds` rounds, default 2), else the ones
-        `search_cfg` and `skills_cfg` turn on (`tools.offered`) plus `extra_tools` (for
-        `extra_rounds` rounds; the built-in tools win a clash of names), and today's
-        date goes into the system message while web search is offered.
+        `request` (a `turn.Turn`) is sent as built: its messages, tools, parameters and
+        round cap; only later tool rounds are appended. `model` is the name this server
+        knows the turn's model by (a provider's may differ; default: the turn's).
         Closing the generator, or setting `cancel`, closes the HTTP response at once so
         the server stops generating; no stats event follows a cancel. `sent` is set once
         the first request has been written to the socket, long before its answer's first
@@ -359,38 +330,21 @@ class Client:
         before each read from a reply's socket, once the events of the read before have
         been yielded: a window hands them on there, and may wait, so that a slow stream
         is read a few tokens at a time. `query` goes on the request's URL (a warm-up's
-        `autoload=false`). The caller's `messages` list and dicts are never modified. A reply
-        cut at the length limit (`finish_reason` "length") ends with a ("cut", "length") event
-        before its stats.
+        `autoload=false`). A reply cut at the length limit (`finish_reason` "length") ends
+        with a ("cut", "length") event before its stats.
         """
-        if request is not None:
-            offer, rounds, first = _request_offer(request, extra_tools, self._search_client)
-            convo, params = request.messages(), dict(request.params)
-        else:
-            if tools is None:
-                offer, rounds = offered(
-                    search_cfg, skills_cfg, self._search_client, extra_tools, extra_rounds
-                )
-            else:
-                offer, rounds = list(tools), 2
-            first, convo = None, [dict(m) for m in messages]
-            if any(t.name == web_search.TOOL_NAME for t in offer):
-                convo = _with_date_note(convo)
-        if max_rounds is not None:
-            rounds = max_rounds
-        rounds = rounds if offer else 0
+        model = request.model if model is None else model
+        tools = request.tools
+        convo, params = request.messages(), dict(request.params)
+        rounds = request.max_rounds if request.offer else 0
         last: Round | None = None
         for number in range(rounds + 1):
             state = Round()
             offering = number < rounds
             # Per round: a tool may come on mid-turn (read_skill_file once a skill with
-            # files is loaded); an empty schema is a tool not offered yet. A built
-            # request's first round offers its tools as built.
-            schemas = (
-                first
-                if number == 0 and first is not None
-                else [t.schema for t in offer if t.schema]
-            )
+            # files is loaded); an empty schema is a tool not offered yet. The first
+            # round offers the tools as the turn was built.
+            schemas = list(request.offer) if number == 0 else [t.schema for t in tools if t.schema]
             yield from self._stream_round(
                 model,
                 convo,
@@ -414,7 +368,7 @@ class Client:
             convo.append(_assistant_message(state, calls))
             results: list[dict] = []
             for call in calls:
-                announced, result = answer(offer, call.name, call.arguments)
+                announced, result = answer(tools, call.name, call.arguments)
                 yield from announced
                 yield from result.events
                 results.append(_tool_message(call.id, result.text))
@@ -598,25 +552,6 @@ def _listed_status(listed: object, model: str) -> object:
     return None
 
 
-def _request_offer(
-    request: ChatRequest, extra_tools: Sequence[Tool], search_client: Callable[[], httpx.Client]
-) -> tuple[list[Tool], int, list[dict]]:
-    """The tools a built request can call, its round cap, and the schemas it offers first.
-
-    Only the extra tools the request offers can be called (others are unknown to it).
-    """
-    names = {schema.get("function", {}).get("name") for schema in request.tools}
-    extra = [t for t in extra_tools if t.name in names]
-    offer, _rounds = offered(
-        request.search_cfg,
-        request.skills_cfg,
-        search_client,
-        extra,
-        library_cfg=request.library_cfg,
-    )
-    return offer, request.max_rounds, list(request.tools)
-
-
 def _tool_message(call_id: str, content: str) -> dict:
     return {"role": "tool", "tool_call_id": call_id, "content": content}
 
@@ -653,15 +588,3 @@ def _is_json_object(text: str) -> bool:
         return isinstance(json.loads(text), dict)
     except ValueError:
         return False
-
-
-def _with_date_note(convo: list[dict]) -> list[dict]:
-    """Put today's date into the system prompt once (a new system message if none)."""
-    note = web_search.date_note()
-    if convo and convo[0].get("role") == "system":
-        text = convo[0].get("content")
-        if isinstance(text, str):
-            if note not in text:
-                convo[0] = {**convo[0], "content": f"{text}\n\n{note}" if text else note}
-            return convo
-    return [{"role": "system", "content": note}, *convo]

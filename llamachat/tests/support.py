@@ -51,6 +51,8 @@ from llamachat.router.client import Client, embeddings
 from llamachat.router.models import Models
 from llamachat.router.server import ManagedServer, find_binary, free_port
 from llamachat.skills import SkillStore
+from llamachat.tools import Tool
+from llamachat.turn import Turn
 from llamachat.ui.app import App
 from llamachat.ui.views.markdown import StreamingMarkdown, Update
 
@@ -236,19 +238,37 @@ class SearxStandIn:
         self._server.server_close()
 
 
+def turn_of(
+    messages: Sequence[dict],
+    *,
+    model: str = "test-model",
+    tools: Sequence[Tool] = (),
+    rounds: int = 2,
+    params: dict | None = None,
+) -> Turn:
+    """A turn of `messages` as they are, with `tools` called for up to `rounds` rounds."""
+    return Turn(
+        model,
+        history=tuple(messages),
+        tools=tuple(tools),
+        params=dict(params or {}),
+        max_rounds=rounds if tools else 0,
+    )
+
+
 def stream_events(url: str, body: dict, **kwargs):
-    """Everything stream_chat yields for one turn against `url`."""
+    """Everything stream_chat yields for one turn against `url`: its `messages`, with the
+    `tools` given called for up to `rounds` rounds."""
 
     client = backend.Client(url, **kwargs)
     try:
-        return list(
-            client.stream_chat(
-                body.get("model", "test-model"),
-                body["messages"],
-                body.get("search"),
-                body.get("skills"),
-            )
+        request = turn_of(
+            body["messages"],
+            model=body.get("model", "test-model"),
+            tools=body.get("tools", ()),
+            rounds=body.get("rounds", 2),
         )
+        return list(client.stream_chat(request))
     finally:
         client.close()
 
@@ -257,9 +277,9 @@ def user_turn(text: str = "hi") -> list[dict]:
     return [{"role": "user", "content": text}]
 
 
-def search_config(searx, n: int = 2):
-
-    return tools.SearchConfig(enabled=True, url=searx.url, max_searches=n, timeout=2.0)
+def web_search_tool(searx):
+    """The web_search tool over the `searx` fixture's server."""
+    return tools.WebSearch(searx.url, timeout=2.0)
 
 
 def finance_skill_store(tmp_path: Path):
@@ -309,7 +329,7 @@ def stream_events_offering(url: str, offered: list, rounds: int | None = None) -
 
     client = backend.Client(url)
     try:
-        return list(client.stream_chat("test-model", user_turn(), tools=offered, max_rounds=rounds))
+        return list(client.stream_chat(turn_of(user_turn(), tools=offered, rounds=rounds or 2)))
     finally:
         client.close()
 
@@ -417,7 +437,7 @@ def stream_reply(url: str, model: str, messages: list[dict], **params) -> tuple[
     pieces: list[str] = []
     stats: dict = {}
     try:
-        for kind, value in client.stream_chat(model, messages, params=params):
+        for kind, value in client.stream_chat(turn_of(messages, model=model, params=params)):
             if kind == "content":
                 assert isinstance(value, str)
                 pieces.append(value)
@@ -702,9 +722,7 @@ def stream_outcome(url: str, *, idle_timeout: float, limit: float = 30.0):
     def consume():
         pieces: list = []
         try:
-            for kind, value in client.stream_chat(
-                "test-model", [{"role": "user", "content": "hi"}]
-            ):
+            for kind, value in client.stream_chat(turn_of(user_turn())):
                 if kind == "content":
                     pieces.append(value)
         except backend.BackendError as exc:
@@ -1313,7 +1331,7 @@ def streamed_content(router, qtbot, reply) -> list[tuple[float, str]]:
 
     router.script(reply)
     client = backend.Client(router.url)
-    worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}])
+    worker = StreamWorker(client, "test-model", turn_of(user_turn("x")))
     pieces: list[tuple[float, str]] = []
     worker.content.connect(lambda text: pieces.append((time.monotonic(), text)))
     threads = WorkerThreads()

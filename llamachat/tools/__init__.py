@@ -2,24 +2,28 @@
 
 `base` holds the one small interface (`Tool`, `ToolResult`, `ToolError`) and `answer`,
 which turns every call into a result the model reads; `web_search`, `skill_tools`,
-`documents` (search_documents) and `mcp` are the tools; `offer.offered` decides which of them a request offers. This
-package re-exports the names a caller needs, so `tools.Tool` and `tools.offered` work.
+`documents` (search_documents) and `mcp` are the tools; `inputs` is what a turn's
+built-in tools are made from, and `offer` lists the built-in tools once (`BUILTIN`) and
+makes a turn's (`offered`). This package re-exports the names a caller needs, so
+`tools.Tool` and `tools.offered` work.
 """
 
 from llamachat.tools.base import Event, Tool, ToolError, ToolResult, answer, json_arguments
-from llamachat.tools.documents import LibraryConfig, SearchDocuments
-from llamachat.tools.offer import offered
-from llamachat.tools.skill_tools import LoadSkill, ReadSkillFile, SkillsConfig
-from llamachat.tools.web_search import SearchConfig, WebSearch
+from llamachat.tools.documents import SearchDocuments
+from llamachat.tools.inputs import Inputs, LibraryConfig
+from llamachat.tools.offer import BUILTIN, Builtin, offered
+from llamachat.tools.skill_tools import LoadSkill, ReadSkillFile
+from llamachat.tools.web_search import WebSearch
 
 __all__ = [
+    "BUILTIN",
+    "Builtin",
     "Event",
+    "Inputs",
     "LibraryConfig",
     "LoadSkill",
     "ReadSkillFile",
-    "SearchConfig",
     "SearchDocuments",
-    "SkillsConfig",
     "Tool",
     "ToolError",
     "ToolResult",

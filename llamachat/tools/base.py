@@ -5,10 +5,10 @@ offered this round) and `run(arguments) -> ToolResult`: the text the model reads
 the stream events the window shows (``search_done``, ``skill_loaded``, and ``tool_done``,
 any other tool's call and short result, shown as a search is). A tool may also
 `announce` a call before it runs (``search_start``), so the window can say what is being
-waited for. `backend.Client.stream_chat` looks tools up by name and knows nothing else
-about them: adding a tool is one `Tool` subclass and one line in `offered` (or a
-`tools=` list passed to `stream_chat`). The app's tools: `web_search`, `load_skill`
-and `read_skill_file`.
+waited for. A turn holds its tools (`turn.Turn.tools`); `backend.Client.stream_chat` looks
+them up there by name and knows nothing else about them: adding a built-in tool is its
+module (a `Tool` and a `make`), one line in `offer.BUILTIN` and its config key. A tool may
+keep what its calls did (the skills loaded) for the rest of its turn: a turn is sent once.
 
 Errors: a tool raises `ToolError` for a failure the model should read (bad arguments,
 an unknown skill); `answer` turns that, an unknown tool name and any other exception

@@ -1,7 +1,8 @@
 """`search_documents`: the model searches the libraries attached to its chat and to
 the chat's project.
 
-Offered while a chat or its project has a library (`LibraryConfig`). Each call opens
+Offered while a chat or its project has a library (`inputs.LibraryConfig`); `make` is its
+entry in the built-in tools (`offer.BUILTIN`). Each call opens
 library.db in the thread that runs it (a reply's worker; SQLite connections stay in their
 thread), asks `LibraryStore.search` for the best passages, and answers with each
 passage's file, page and heading, cut so the whole result stays under `RESULT_CHARS`. The window shows the
@@ -10,12 +11,9 @@ sources as a search's results (``search_done``), each a link to its file.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
-
 from llamachat.library.index import Hit, LibraryError, LibraryStore
-from llamachat.library.vectors import Embedder
 from llamachat.tools.base import Tool, ToolError, ToolResult, json_arguments
+from llamachat.tools.inputs import Inputs, LibraryConfig
 
 TOOL_NAME = "search_documents"
 TITLE = "Searched documents"
@@ -42,21 +40,6 @@ TOOL_SCHEMA: dict = {
         },
     },
 }
-
-
-@dataclass(frozen=True)
-class LibraryConfig:
-    """What stream_chat needs to offer and run search_documents: the chat's libraries."""
-
-    path: Path
-    """library.db."""
-    session_id: int | None
-    """The chat (None: not saved yet, its project's libraries only)."""
-    max_searches: int = 2
-    embedder: Embedder | None = None
-    """The embedding model that made the library's vectors (None: full text only)."""
-    project_id: int | None = None
-    """The chat's project, whose libraries it searches too (None: none)."""
 
 
 def source(hit: Hit) -> str:
@@ -120,3 +103,8 @@ class SearchDocuments(Tool):
         ]
         event = {"title": TITLE, "query": query, "results": results, "error": ""}
         return ToolResult(result_text(query, hits), [("search_done", event)])
+
+
+def make(inputs: Inputs) -> list[Tool]:
+    """The turn's search_documents tool, while the chat or its project has a library."""
+    return [SearchDocuments(inputs.library)] if inputs.library is not None else []

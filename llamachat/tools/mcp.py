@@ -348,7 +348,7 @@ class Hub:
             for info in server.state.tools:
                 if info.problem or info.name in disabled:
                     continue
-                tools.append(McpTool(self, info, server.cfg.timeout, consent, cancel))
+                tools.append(McpTool(self, info, server.cfg.timeout, consent))
         return tools
 
     def call(self, tool: ToolInfo, arguments: dict, timeout: float) -> Any:
@@ -732,21 +732,13 @@ def capped(text: str, cap: int = RESULT_CAP) -> str:
 class McpTool(Tool):
     """One tool of an MCP server, as the tool loop calls it (asks consent first)."""
 
-    def __init__(
-        self,
-        hub: Hub,
-        info: ToolInfo,
-        timeout: float,
-        consent: Consent,
-        cancel: threading.Event | None = None,
-    ) -> None:
+    def __init__(self, hub: Hub, info: ToolInfo, timeout: float, consent: Consent) -> None:
         self.hub = hub
         self.info = info
         self.name = info.name
         self.schema = info.schema
         self._timeout = timeout
         self._consent = consent
-        self._cancel = cancel
 
     def run(self, arguments: str) -> ToolResult:
         """Ask consent, call the server, and return what it said (capped) with a ``mcp_done``."""

@@ -1,12 +1,19 @@
-"""The skill tools: `load_skill` puts a skill's instructions into the conversation, `read_skill_file` reads its other files."""
+"""The skill tools: `load_skill` puts a skill's instructions into the conversation, `read_skill_file` reads its other files.
+
+`make` is their entry in the built-in tools (`offer.BUILTIN`): on while there is a skills
+store (`turn.skill_store` reads `skills_enabled`). The two share the turn's loaded skills:
+a skill load_skill loads can have its files read in the same reply.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from llamachat import skills
+from llamachat.config import Config
+from llamachat.tokens import chars_for_tokens
 from llamachat.tools.base import Tool, ToolError, ToolResult, json_arguments
+from llamachat.tools.inputs import Inputs
 
 
 class LoadSkill(Tool):
@@ -104,15 +111,27 @@ class ReadSkillFile(Tool):
         return ToolResult(text, [("tool_done", event)])
 
 
-@dataclass
-class SkillsConfig:
-    """What stream_chat needs to offer and run skill loading."""
+def catalog_budget(cfg: Config, n_ctx: int | None) -> int | None:
+    """The skills catalog's characters: `skills_catalog_share` of the context (None: unknown)."""
+    if not n_ctx:
+        return None
+    return chars_for_tokens(n_ctx * cfg.skills_catalog_share)
 
-    enabled: bool = False
-    store: skills.SkillStore | None = None
-    max_searches: int = 2
-    # The skills already in the conversation: load_skill answers "already loaded" for
-    # them, and read_skill_file reads their files.
-    loaded: tuple[str, ...] = ()
-    # The catalog's budget in characters (a share of the model's context); None: uncapped.
-    catalog_chars: int | None = None
+
+def make(inputs: Inputs) -> list[Tool]:
+    """The turn's skill tools: load_skill while there is a skill to load, read_skill_file
+    too (offered once a loaded skill has files); none without a store."""
+    store = inputs.store
+    if store is None:
+        return []
+    loaded = set(inputs.loaded)
+    reader = ReadSkillFile(store, loaded)
+    loader = LoadSkill(
+        store,
+        loaded,
+        on_load=reader.refresh,
+        catalog_chars=catalog_budget(inputs.cfg, inputs.n_ctx),
+    )
+    if not (loader.schema or reader.schema):
+        return []
+    return [loader, reader] if loader.schema else [reader]

@@ -8,7 +8,8 @@ failure is a tool *result*: the model asked and is waiting for an answer.
     SearchError   the search did not produce results (timeout, connection, HTTP status,
                   a body that is not SearXNG JSON); str() is the reason in plain words
 
-`date_note()` gives today's date at day granularity for the system prompt, so the prompt
+`make` is its entry in the built-in tools (`offer.BUILTIN`, key `search_enabled`): the
+tool, when a `search_url` is set. `date_note()` gives today's date at day granularity for the system prompt, so the prompt
 prefix stays byte-identical all day and llama.cpp's prompt cache keeps working.
 """
 
@@ -18,12 +19,11 @@ import datetime as dt
 import json
 import logging
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
 
 import httpx
 
 from llamachat.tools.base import Event, Tool, ToolError, ToolResult
+from llamachat.tools.inputs import Inputs
 
 log = logging.getLogger(__name__)
 
@@ -160,9 +160,9 @@ class WebSearch(Tool):
     name = TOOL_NAME
     schema = TOOL_SCHEMA
 
-    def __init__(self, cfg: SearchConfig, http: Callable[[], httpx.Client] | None = None) -> None:
-        self._cfg = cfg
-        self._http = http
+    def __init__(self, url: str, *, timeout: float = 10.0) -> None:
+        self._url = url
+        self._timeout = timeout
 
     def _query(self, arguments: str) -> str:
         try:
@@ -181,12 +181,8 @@ class WebSearch(Tool):
         """Search; a search that fails is a result too, with the reason shown and read."""
         query = self._query(arguments)
         try:
-            found = search(
-                self._cfg.url,
-                query,
-                timeout=self._cfg.timeout,
-                client=self._http() if self._http is not None else None,
-            )
+            # A client of its own per search: a turn makes one or two, seconds apart.
+            found = search(self._url, query, timeout=self._timeout)
         except SearchError as exc:
             log.info("web search failed: %s", exc)
             return ToolResult(
@@ -199,11 +195,6 @@ class WebSearch(Tool):
         )
 
 
-@dataclass
-class SearchConfig:
-    """What stream_chat needs to offer and run web search."""
-
-    enabled: bool = False
-    url: str = ""
-    max_searches: int = 2
-    timeout: float = 10.0
+def make(inputs: Inputs) -> list[Tool]:
+    """The turn's web_search tool, when the config names a search engine."""
+    return [WebSearch(inputs.cfg.search_url)] if inputs.cfg.search_url else []

@@ -110,7 +110,7 @@ class TurnBuilder:
             stored = [row for row in stored if row["id"] < before]
         # A provider's model is renamed on the way; only llama.cpp's router takes its fields.
         router = self.client_for(model)[1] == model
-        mcp = self._app.mcp.ready_schemas()
+        mcp = self._app.mcp.ready_tools(state.session_id)
         if state.mode == ONESHOT:
             question = next((row for row in stored if row["role"] == "user"), None)
             return turn.oneshot_turn(
@@ -142,9 +142,7 @@ class TurnBuilder:
             takes_tools=self.takes_tools(model),
             library=None
             if state.temporary
-            else self._app.libraries.config_for(
-                state.session_id, cfg.max_searches, self.project_id()
-            ),
+            else self._app.libraries.config_for(state.session_id, self.project_id()),
         )
 
     def project_id(self) -> int | None:

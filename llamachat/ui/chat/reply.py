@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal
 
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
@@ -77,8 +77,7 @@ class ReplyStream(QObject):
         *,
         session_id: int,
         model: str,
-        request: Turn | None = None,
-        messages: Sequence[dict] = (),
+        request: Turn,
         replaces: int | None = None,
         tool_source: ToolSource | None = None,
         keep_replaced: bool = False,
@@ -107,10 +106,7 @@ class ReplyStream(QObject):
             else "active"
         )
         client, wire_model = registry.client_for(model)
-        # The request as built (`turn`), or a bare list of messages.
-        self._worker = StreamWorker(
-            client, wire_model, request or messages, tool_source=tool_source
-        )
+        self._worker = StreamWorker(client, wire_model, request, tool_source=tool_source)
         self._worker.content.connect(self._on_content)
         self._worker.reasoning.connect(self._on_reasoning)
         self._worker.search_started.connect(self._on_search_started)

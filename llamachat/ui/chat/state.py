@@ -21,6 +21,7 @@ from llamachat.config import Config
 from llamachat.history.store import History
 from llamachat.router import providers
 from llamachat.skills import SkillStore
+from llamachat.tools.base import Tool
 from llamachat.ui.chat.worker import ToolSource
 from llamachat.ui.library.host import LibraryHost
 
@@ -62,8 +63,8 @@ class McpTools(Protocol):
     def tool_source(self, chat: object) -> ToolSource | None:
         """What a reply's worker calls for its MCP tools, or None with no server."""
 
-    def ready_schemas(self) -> tuple[dict, ...]:
-        """The schemas of the MCP tools offered now, as far as the servers are up."""
+    def ready_tools(self, chat: object) -> tuple[Tool, ...]:
+        """The MCP tools a request of `chat` offers now, as far as the servers are up."""
 
 
 class AppState(Protocol):

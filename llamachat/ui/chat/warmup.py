@@ -61,7 +61,7 @@ PAUSE_MS = 1000
 
 def prefix(request: turn.Turn) -> tuple:
     """What a request shares with the warm-up before it: all but its question."""
-    return (request.model, request.system_message(), request.history, request.tools)
+    return (request.model, request.system_message(), request.history, request.offer)
 
 
 class Warmer(QObject):
@@ -265,7 +265,7 @@ def _read(
 ) -> dict:
     """Send a warm-up and read it to its end (a worker thread); its stats ({}: cancelled)."""
     stats: dict = {}
-    stream = client.stream_chat(model, request=request, cancel=cancel, query=query)
+    stream = client.stream_chat(request, model=model, cancel=cancel, query=query)
     try:
         for kind, value in stream:
             if kind == "stats" and isinstance(value, dict):

@@ -34,7 +34,7 @@ from llamachat.tools.base import Tool
 from llamachat.turn import Turn
 
 ToolSource = Callable[[threading.Event], tuple[Sequence[Tool], int]]
-"""Called in the worker thread before the first round: more tools (MCP) and their rounds."""
+"""Called in the worker thread before the first round: the send's MCP tools and their rounds."""
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +135,7 @@ class StreamWorker(QObject):
         self,
         client: backend.Client,
         model: str,
-        request: Turn | Sequence[dict],
+        request: Turn,
         *,
         tool_source: ToolSource | None = None,
     ) -> None:
@@ -143,9 +143,8 @@ class StreamWorker(QObject):
         self._client = client
         self._tool_source = tool_source
         self._model = model
-        # A bare list of messages is a request of those messages alone.
-        self.request = request if isinstance(request, Turn) else Turn(model, history=tuple(request))
-        """The request sent, as built (set in the worker thread before it is sent)."""
+        self.request = request
+        """The request sent, as built (its send's MCP tools joined in the worker thread)."""
         self._cancel = threading.Event()
         self._sent = threading.Event()
         self._lock = threading.Lock()
@@ -234,16 +233,15 @@ class StreamWorker(QObject):
     def run(self) -> None:
         """Stream the reply, posting each event for the GUI thread; runs in the worker thread."""
         try:
-            # Here, off the GUI thread: MCP servers may still be starting. One that came up
-            # after the request was built (this turn started it) adds its tools to it.
+            # Here, off the GUI thread: MCP servers may still be starting. The send's MCP
+            # tools (bound to its consent and its Stop) join the request (`Turn.joined`).
             extra, rounds = self._tool_source(self._cancel) if self._tool_source else ((), 0)
-            self.request = self.request.offering([t.schema for t in extra if t.schema], rounds)
+            self.request = self.request.joined(extra, rounds)
             stream = self._client.stream_chat(
-                self._model,
-                request=self.request,
+                self.request,
+                model=self._model,
                 cancel=self._cancel,
                 sent=self._sent,
-                extra_tools=extra,
                 before_read=self._before_read,
             )
             try:

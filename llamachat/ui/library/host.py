@@ -43,7 +43,7 @@ from llamachat.library.index import (
     walk,
 )
 from llamachat.library.vectors import Embedder
-from llamachat.tools.documents import LibraryConfig
+from llamachat.tools.inputs import LibraryConfig
 from llamachat.ui import tasks
 
 log = logging.getLogger(__name__)
@@ -112,14 +112,14 @@ class LibraryHost(QObject):
     # ------------------------------------------------------------------ reading
 
     def config_for(
-        self, session_id: int | None, max_searches: int, project_id: int | None = None
+        self, session_id: int | None, project_id: int | None = None
     ) -> LibraryConfig | None:
         """What offers search_documents to the chat `session_id` in the project
         `project_id`; None when neither has a library."""
         sessions = self._known()
         if session_id not in sessions and project_id not in self._projects:
             return None
-        return LibraryConfig(self.path, session_id, max_searches, self._embedder(), project_id)
+        return LibraryConfig(self.path, session_id, self._embedder(), project_id)
 
     def _known(self) -> set[int]:
         """The chats with a library (and `_projects` the projects), read once."""

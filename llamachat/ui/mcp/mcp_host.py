@@ -120,16 +120,26 @@ class McpHost(QObject):
         """Every configured server as it stands."""
         return self._hub.states() if self._hub is not None else []
 
-    def ready_schemas(self) -> tuple[dict, ...]:
-        """The schemas of the MCP tools a reply is offered now, as far as the servers are up."""
+    def ready_tools(self, chat: object) -> tuple[Tool, ...]:
+        """The MCP tools a request of `chat` offers now, as far as the servers are up.
+
+        A reply's send gets its own in their place, bound to its Stop (`tool_source`,
+        `Turn.joined`); these are what the meter counts and a warm-up offers.
+        """
         cfg = self._app.config
-        enabled = {server.name for server in cfg.mcp_servers if server.enabled}
-        if not enabled:
+        servers = {server.name: server for server in cfg.mcp_servers if server.enabled}
+        hub = self._hub
+        if not servers or hub is None:
             return ()
+        never = threading.Event()
+
+        def consent(name: str, arguments: str) -> str:
+            return self.ask(chat, name, arguments, never)
+
         return tuple(
-            info.schema
-            for state in self.states()
-            if state.name in enabled and state.status == mcp.READY
+            mcp.McpTool(hub, info, servers[state.name].timeout, consent)
+            for state in hub.states()
+            if state.name in servers and state.status == mcp.READY
             for info in state.tools
             if info.schema and not info.problem and info.name not in cfg.mcp_disabled_tools
         )
@@ -137,7 +147,8 @@ class McpHost(QObject):
     def tool_source(
         self, chat: object
     ) -> Callable[[threading.Event], tuple[Sequence[Tool], int]] | None:
-        """What a reply's worker calls for this turn's MCP tools, or None with no server."""
+        """What a reply's worker calls for its send's MCP tools (those of every server, the
+        ones still starting waited for a while), or None with no server."""
         cfg = self._app.config
         if not any(server.enabled for server in cfg.mcp_servers):
             return None

@@ -20,7 +20,7 @@ import logging
 from PySide6.QtCore import QObject, Qt, Signal, Slot
 from PySide6.QtWidgets import QWidget
 
-from llamachat import turn
+from llamachat.tools import skill_tools
 from llamachat.config import ConfigError
 from llamachat.skills import Skill, SkillStore
 from llamachat.ui.app import App
@@ -96,7 +96,7 @@ class ChatSkills(QObject):
             self._chat.loaded_skills,
             import_dir=self._app.config.skills_dir,
             watcher=self._watcher,
-            catalog_budget=lambda: turn.skills_catalog_budget(
+            catalog_budget=lambda: skill_tools.catalog_budget(
                 self._app.config, self._chat.context.context_size()
             ),
             mentions=lambda: self._app.config.skill_mentions,
