@@ -51,7 +51,7 @@ from llamachat.router.client import Client, embeddings
 from llamachat.router.models import Models
 from llamachat.router.server import ManagedServer, find_binary, free_port
 from llamachat.skills import SkillStore
-from llamachat.tools import Tool
+from llamachat.tools import Tool, skill_tools
 from llamachat.turn import Turn
 from llamachat.ui.app import App
 from llamachat.ui.views.markdown import StreamingMarkdown, Update
@@ -280,6 +280,11 @@ def user_turn(text: str = "hi") -> list[dict]:
 def web_search_tool(searx):
     """The web_search tool over the `searx` fixture's server."""
     return tools.WebSearch(searx.url, timeout=2.0)
+
+
+def skill_tools_of(store: SkillStore | None, loaded: Sequence[str] = ()) -> list[Tool]:
+    """The skill tools a turn gets from `store` with the skills `loaded` (as build_turn makes them)."""
+    return list(skill_tools.make(tools.Inputs(Config(), store=store, loaded=tuple(loaded))))
 
 
 def finance_skill_store(tmp_path: Path):

@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QLabel, QTextBrowser
 from llamachat.config import ProviderConfig
 from llamachat.dev.scripted_router import Reply, ScriptedRouter
 from llamachat.router import client as backend
-from llamachat.tests.support import last_saved_message, send_and_wait
+from llamachat.tests.support import last_saved_message, send_and_wait, turn_of
 
 
 class TestApiKeys:
@@ -171,7 +171,7 @@ class TestApiKeys:
             client = backend.Client(keyed.url, api_key=key, api_key_env="K")
             try:
                 with pytest.raises(backend.ServerError) as caught:
-                    list(client.stream_chat("test-model", [{"role": "user", "content": "hi"}]))
+                    list(client.stream_chat(turn_of([{"role": "user", "content": "hi"}])))
             finally:
                 client.close()
         message = caught.value.message

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import re
 
-from llamachat import compact, context
+import httpx
+
+from llamachat import compact, context, turn
 from llamachat.dev.scripted_router import Reply, render
-from llamachat.router.client import Client
+from llamachat.router.client import LLAMA_PARAMS, Client
 
 
 class TestCompact:
@@ -91,3 +93,24 @@ class TestCompact:
             assert "Pay particular attention to: API" in body["messages"][0]["content"]
         assert "part 1 of" in requests[0]["messages"][0]["content"]
         assert requests[-1]["messages"][1]["content"].count("said little") == len(requests) - 1
+
+    def test_compact_a_summary_is_asked_with_a_turn_sent_as_built(self, router) -> None:
+        """Compaction sends a `Turn` like every other request: its instructions as the system
+        message, the material as the question, no tools; the bytes on the wire are its body."""
+
+        router.script(Reply(content="- the user likes tea"))
+        client = Client(router.url)
+        try:
+            summary = compact.ask_model(client, "test-model")("Summarize.", "User: tea", 128)
+        finally:
+            client.close()
+        assert summary == "- the user likes tea"
+        [sent] = router.chat_requests()
+        expected = turn.Turn(
+            "test-model",
+            system=(turn.Part("system", "Summarize."),),
+            question=(turn.Part("user", "User: tea"),),
+            params={**LLAMA_PARAMS, "max_tokens": 128},
+        )
+        assert sent.body == httpx.Request("POST", router.url, json=expected.body()).content
+        assert "tools" not in sent.json

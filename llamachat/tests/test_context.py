@@ -8,7 +8,6 @@ import pytest
 
 from llamachat import context, turn
 from llamachat.config import Config
-from llamachat.router import client as backend
 from llamachat.router.client import Client
 from llamachat.router.models import Models
 from llamachat.skills import SkillStore
@@ -24,6 +23,7 @@ from llamachat.tests.support import (
     subprocess_config_file,
     write_skill,
 )
+from llamachat.tools import skill_tools
 from llamachat.ui.skills.skills_panel import SkillsPanel
 from llamachat.ui.views.composer import file_attachment
 
@@ -147,8 +147,8 @@ class TestContext:
 
         cfg = Config(skills_dir=root)
         turned = turn.build_turn(cfg, model="m", system=(), n_ctx=2048, store=store)
-        assert turn.skills_catalog_budget(cfg, 2048) == int(2048 * 0.02 / 0.3)
-        assert turned.skills_cfg is not None and turned.skills_cfg.catalog_chars == 136
+        assert skill_tools.catalog_budget(cfg, 2048) == int(2048 * 0.02 / 0.3) == 136
+        assert turned.offer == (store.tool_schema(max_chars=136),)
         panel = SkillsPanel(store, list, import_dir=root, catalog_budget=lambda: 60)
         qtbot.addWidget(panel)
         assert panel.left_out() == left and panel.left_out_label.isVisibleTo(panel)
@@ -191,17 +191,13 @@ class TestContext:
             window.chat.next_turn(),
             question=turn.user_parts(window.composer.text(), [], images=False),
         )
-        events = list(
-            client.stream_chat(
-                SMOL_ID,
-                request.messages(),
-                params={**backend.LLAMA_PARAMS, "max_tokens": 2, "tools": list(request.tools)},
-            )
-        )
+        # Two tokens: the prompt is read whole, and no tool call can be finished.
+        brief = dataclasses.replace(request, params={**request.params, "max_tokens": 2})
+        events = list(client.stream_chat(brief))
         client.close()
         timings = next(value for kind, value in events if kind == "stats")["timings"]
         read = timings["prompt_n"] + timings["cache_n"]
-        offered = [tool["function"]["name"] for tool in request.tools]
+        offered = [tool["function"]["name"] for tool in request.offer]
         assert abs(counted - read) <= 0.02 * read, (
             counted,
             read,

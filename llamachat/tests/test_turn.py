@@ -8,6 +8,18 @@ from llamachat.history.store import History
 from llamachat.router.models import ModelInfo
 from llamachat.skills import system_part
 from llamachat.tests.support import turn_skill_store
+from llamachat.tools import Tool, ToolResult
+
+
+class Remote(Tool):
+    """A stand-in for an MCP server's tool: a kind of tool the turn's send brings."""
+
+    def __init__(self, name: str, description: str = "") -> None:
+        self.name = name
+        self.schema = {"type": "function", "function": {"name": name, "description": description}}
+
+    def run(self, arguments: str) -> ToolResult:
+        return ToolResult(self.name)
 
 
 class TestTurn:
@@ -84,14 +96,13 @@ class TestTurn:
             {"role": "assistant", "content": "A cat."},
             {"role": "user", "content": "and this?\n\nnotes.py:\n```py\nprint(1)\n```"},
         ]
-        assert (
-            request.search_cfg.url == "http://127.0.0.1:9" and request.search_cfg.max_searches == 3
-        )
-        assert request.skills_cfg.store is store
-        assert [tool["function"]["name"] for tool in request.tools] == [
-            web_search.TOOL_SCHEMA["function"]["name"],
+        assert request.max_rounds == 3
+        assert [tool.name for tool in request.tools] == [
+            web_search.TOOL_NAME,
             "load_skill",
+            "read_skill_file",  # offered once a loaded skill has files
         ]
+        assert request.offer == (web_search.TOOL_SCHEMA, store.tool_schema())
 
         seeing = turn.build_turn(
             cfg, model="m", system=(), messages=stored[:1], images=True, search_on=False
@@ -105,7 +116,7 @@ class TestTurn:
                 ],
             }
         ]
-        assert (seeing.search_cfg, seeing.skills_cfg, seeing.tools) == (None, None, ())
+        assert (seeing.tools, seeing.offer, seeing.max_rounds) == ((), (), 0)
 
     def test_turn_parse_question_takes_commands_then_mentions_of_known_skills(
         self, tmp_path
@@ -132,3 +143,24 @@ class TestTurn:
         assert turn.pick_model(Config(), listed) == "b"
         assert turn.pick_model(Config(), listed[:1]) == "a"
         assert turn.pick_model(Config(), []) == ""
+
+    def test_turn_a_sends_mcp_tools_take_the_place_of_the_turns_by_one_rule(self) -> None:
+        """`Turn.joined`: the send's tools replace every tool of their kind the turn was built
+        with, after the built-in ones; a name a built-in tool has stays the built-in's; the
+        round cap covers them; a model that takes no tools is offered none."""
+
+        cfg = Config(search_url="http://127.0.0.1:9", max_searches=3)
+        built = turn.build_turn(
+            cfg, model="m", system=(), messages=[], extra_tools=[Remote("a", "as built")]
+        )
+        assert [t.name for t in built.tools] == ["web_search", "a"]
+        late = [Remote("a", "the send's"), Remote("web_search"), Remote("b")]
+        sent = built.joined(late, 3)
+        assert [t.name for t in sent.tools] == ["web_search", "a", "b"]
+        assert sent.tools[1] is late[0] and sent.offer[1]["function"]["description"] == "the send's"
+        assert sent.body()["tools"] == list(sent.offer) and sent.max_rounds == 3
+        assert built.joined([], 3) is built
+        bare = turn.build_turn(Config(), model="m", system=(), messages=[])
+        assert bare.max_rounds == 0 and bare.joined([Remote("b")], 2).max_rounds == 2
+        mute = turn.build_turn(cfg, model="m", system=(), messages=[], takes_tools=False)
+        assert mute.tools == () and mute.joined(late, 3) is mute

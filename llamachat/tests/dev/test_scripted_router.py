@@ -12,7 +12,7 @@ import pytest
 
 from llamachat.dev.scripted_router import Model, Reply, ScriptedRouter, ToolCall
 from llamachat.router import client as backend
-from llamachat.tests.support import sse_objects
+from llamachat.tests.support import sse_objects, turn_of
 
 
 class TestScriptedRouter:
@@ -193,7 +193,7 @@ class TestScriptedRouter:
             client = backend.Client(url)
             got = [
                 v
-                for k, v in client.stream_chat("test-model", [{"role": "user", "content": "x"}])
+                for k, v in client.stream_chat(turn_of([{"role": "user", "content": "x"}]))
                 if k == "content"
             ]
             client.close()

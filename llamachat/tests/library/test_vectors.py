@@ -23,7 +23,7 @@ class TestVectors:
         the query's but whose vector is near it; full text alone finds nothing."""
         from llamachat.library.index import LibraryStore
         from llamachat.tests.support import make_embedder
-        from llamachat.tools import documents
+        from llamachat.tools import LibraryConfig, documents
 
         root = tmp_path / "docs"
         root.mkdir()
@@ -41,7 +41,7 @@ class TestVectors:
             store.close()
             [sent] = [r.json for r in router.requests if r.path == "/v1/embeddings"][:1]
             assert sent["model"] == "test-model" and isinstance(sent["input"], list)
-            tool = documents.SearchDocuments(documents.LibraryConfig(db, 3, embedder=embedder))
+            tool = documents.SearchDocuments(LibraryConfig(db, 3, embedder=embedder))
             result = tool.run('{"query": "vehicle"}')
         finally:
             client.close()

@@ -18,10 +18,12 @@ from llamachat.router.client import Client, ServerError
 from llamachat.tests.support import (
     SMOL_ID,
     finance_skill_store,
-    search_config,
     stream_events,
     stream_reply,
+    skill_tools_of,
+    turn_of,
     user_turn,
+    web_search_tool,
     wait_for,
 )
 
@@ -111,7 +113,7 @@ class TestClient:
         cancel = threading.Event()
         client = backend.Client(router.url, idle_timeout=None)
         got = []
-        for event in client.stream_chat("test-model", user_turn(), cancel=cancel):
+        for event in client.stream_chat(turn_of(user_turn()), cancel=cancel):
             got.append(event)
             if event == ("content", "b"):
                 cancel.set()
@@ -125,7 +127,7 @@ class TestClient:
             client = backend.Client(r.url)
             timer = threading.Timer(0.2, cancel.set)
             timer.start()
-            events = list(client.stream_chat("huge", user_turn(), cancel=cancel))
+            events = list(client.stream_chat(turn_of(user_turn(), model="huge"), cancel=cancel))
             # The reply cannot exist before the load ends: returning now proves the wait
             # for the response headers itself was cut short.
             assert events == []
@@ -136,7 +138,7 @@ class TestClient:
 
         client = backend.Client(router.url + "/v1/")
         assert client.api_base == router.url + "/v1" and client.root == router.url
-        events = list(client.stream_chat("test-model", user_turn("v1")))
+        events = list(client.stream_chat(turn_of(user_turn("v1"))))
         assert events[0] == ("content", "echo: ")
         assert router.chat_requests()[0].path == "/v1/chat/completions"
         client.close()
@@ -160,7 +162,7 @@ class TestClient:
         try:
             for _ in range(2):
                 with pytest.raises(ServerError) as caught:
-                    list(client.stream_chat("test-model", user_turn()))
+                    list(client.stream_chat(turn_of(user_turn())))
                 seen.append((caught.value.status, caught.value.message))
         finally:
             client.close()
@@ -210,7 +212,7 @@ class TestClient:
             Reply(content="done"),
         )
         events = stream_events(
-            router.url, {"messages": user_turn(), "search": search_config(searx)}
+            router.url, {"messages": user_turn(), "tools": [web_search_tool(searx)]}
         )
         assert [p for k, p in events if k == "search_start"] == ["first", "second"]
         second = router.chat_requests()[1].json["messages"]
@@ -239,7 +241,7 @@ class TestClient:
             Reply(content="ok"),
         )
         events = stream_events(
-            router.url, {"messages": user_turn(), "search": search_config(searx)}
+            router.url, {"messages": user_turn(), "tools": [web_search_tool(searx)]}
         )
         assert ("content", "ok") in events
         assert not any(k == "search_start" for k, _ in events)
@@ -264,7 +266,7 @@ class TestClient:
             ),
             Reply(content="done"),
         )
-        stream_events(router.url, {"messages": user_turn(), "search": search_config(searx)})
+        stream_events(router.url, {"messages": user_turn(), "tools": [web_search_tool(searx)]})
         assistant = router.chat_requests()[1].json["messages"][-2]
         assert assistant["reasoning_content"] == "I should search."
         assert assistant["content"] == "Let me look."
@@ -276,7 +278,7 @@ class TestClient:
         router.script(
             Reply(tool_calls=[ToolCall("web_search", '{"query": "q"}')]), Reply(content="done")
         )
-        stream_events(router.url, {"messages": messages, "search": search_config(searx)})
+        stream_events(router.url, {"messages": messages, "tools": [web_search_tool(searx)]})
         assert messages == before
         assert len(router.chat_requests()[1].json["messages"]) == 4
 
@@ -297,8 +299,8 @@ class TestClient:
             router.url,
             {
                 "messages": user_turn(),
-                "search": search_config(searx, 1),
-                "skills": tools.SkillsConfig(enabled=True, store=store, max_searches=1),
+                "tools": [web_search_tool(searx), *skill_tools_of(store)],
+                "rounds": 1,
             },
         )
         assert [k for k, _ in events][:3] == ["skill_loaded", "search_start", "search_done"]
@@ -362,12 +364,12 @@ class TestClient:
         client = Client(real_router.url)
         received = 0
         try:
-            stream = client.stream_chat(
-                SMOL_ID,
+            request = turn_of(
                 [{"role": "user", "content": "Write a very long story about a dragon."}],
-                cancel=cancel,
+                model=SMOL_ID,
                 params={"max_tokens": 1500, "ignore_eos": True},
             )
+            stream = client.stream_chat(request, cancel=cancel)
             for kind, _value in stream:
                 if kind == "content":
                     received += 1

@@ -6,7 +6,7 @@ import socket
 
 from llamachat.dev.scripted_router import Model, ScriptedRouter
 from llamachat.router import client as backend
-from llamachat.tests.support import user_turn
+from llamachat.tests.support import turn_of, user_turn
 
 
 class TestProviders:
@@ -44,13 +44,13 @@ class TestProviders:
             assert reg.errors == {}
             client, model = reg.client_for("cloud/gpt-x")
             assert model == "gpt-x"
-            events = list(client.stream_chat(model, user_turn("yo")))
+            events = list(client.stream_chat(turn_of(user_turn("yo"), model=model)))
             assert events[0] == ("content", "echo: ")
             assert p.chat_requests()[0].headers["authorization"] == "Bearer prov-secret-1"
             assert p.chat_requests()[0].json["model"] == "gpt-x"
             client, model = reg.client_for("ggml-org/gemma:Q4")
             assert model == "ggml-org/gemma:Q4" and client is reg.router()
-            list(client.stream_chat(model, user_turn()))
+            list(client.stream_chat(turn_of(user_turn(), model=model)))
             assert r.chat_requests()[0].headers["authorization"] == "Bearer router-secret-2"
             assert reg.client_for("cloud/gpt-y")[0] is reg.client_for("cloud/gpt-x")[0]
             reg.close()

@@ -16,10 +16,11 @@ from llamachat.dev.scripted_router import Model, Reply, ScriptedRouter
 from llamachat.router import client as backend
 from llamachat.tests.support import (
     raw_router,
-    search_config,
     stream_events,
     stream_outcome,
+    turn_of,
     user_turn,
+    web_search_tool,
 )
 
 
@@ -100,7 +101,7 @@ class TestStream:
         client = backend.Client(router.url)
         got = []
         with pytest.raises(backend.StreamError) as info:
-            got.extend(client.stream_chat("test-model", user_turn()))
+            got.extend(client.stream_chat(turn_of(user_turn())))
         assert info.value.message == "slot crashed"
         assert info.value.error_type == "server_error"
         assert got == [("content", "a")]
@@ -112,7 +113,7 @@ class TestStream:
         client = backend.Client(router.url, idle_timeout=0.3)
         got = []
         with pytest.raises(backend.StallError, match="sent nothing for 0.3 s"):
-            got.extend(client.stream_chat("test-model", user_turn()))
+            got.extend(client.stream_chat(turn_of(user_turn())))
         assert got == [("content", "a")]
         client.close()
 
@@ -137,7 +138,7 @@ class TestStream:
         client = backend.Client(router.url)
         got = []
         with pytest.raises(backend.StreamError, match="ended before it was complete"):
-            got.extend(client.stream_chat("test-model", user_turn()))
+            got.extend(client.stream_chat(turn_of(user_turn())))
         assert got == [("content", "half")]
         client.close()
 
@@ -192,7 +193,7 @@ class TestStream:
         }
         router.script(Reply(body=json.dumps(whole)), Reply(content=["fine"]))
         events = stream_events(
-            router.url, {"messages": user_turn(), "search": search_config(searx)}
+            router.url, {"messages": user_turn(), "tools": [web_search_tool(searx)]}
         )
         assert events[:2] == [("reasoning", "hm"), ("search_start", "q")]
         assert ("content", "fine") in events

@@ -12,7 +12,7 @@ import pytest
 from llamachat.dev.scripted_router import Reply
 from llamachat.router import client as backend
 from llamachat.router.client import Client
-from llamachat.tests.support import raw_router, user_turn
+from llamachat.tests.support import raw_router, turn_of, user_turn
 
 
 class TestTransport:
@@ -86,7 +86,7 @@ class TestTransport:
 
         client = backend.Client(router.url)
         for _ in range(3):
-            list(client.stream_chat("test-model", user_turn()))
+            list(client.stream_chat(turn_of(user_turn())))
         client.close()
         peers = {r.peer for r in router.chat_requests()}
         assert len(router.chat_requests()) == 3 and len(peers) == 1
@@ -95,7 +95,7 @@ class TestTransport:
 
         router.script(Reply(content=["x"] * 2000, delay=0.01))
         client = backend.Client(router.url)
-        stream = client.stream_chat("test-model", user_turn())
+        stream = client.stream_chat(turn_of(user_turn()))
         assert next(stream) == ("content", "x")
         stream.close()
         deadline = time.monotonic() + 10
@@ -120,7 +120,7 @@ class TestTransport:
             client = backend.Client(url, api_key=key)
             try:
                 with pytest.raises(backend.ServerError) as caught:
-                    list(client.stream_chat("test-model", user_turn()))
+                    list(client.stream_chat(turn_of(user_turn())))
             finally:
                 client.close()
         error = caught.value
@@ -142,7 +142,7 @@ class TestTransport:
         events: list = []
         reader = threading.Thread(
             target=lambda: events.extend(
-                client.stream_chat("test-model", user_turn("hi"), sent=sent)
+                client.stream_chat(turn_of(user_turn("hi")), sent=sent)
             )
         )
         reader.start()

@@ -34,11 +34,16 @@ class TestSkillsStore:
         cfg = Config(skills_dir=tmp_path / "later")
         assert not cfg.skills_enabled
         store = turn.skill_store(cfg)
-        assert store is not None and turn.skills_config(cfg, store) is None
+
+        def offered() -> list[str]:
+            request = turn.build_turn(cfg, model="m", system=(), store=store)
+            return [schema["function"]["name"] for schema in request.offer]
+
+        assert store is not None and offered() == []
         (tmp_path / "later" / "zeta").mkdir(parents=True)
         (tmp_path / "later" / "zeta" / "SKILL.md").write_text(TURN_SKILL_ZETA, encoding="utf-8")
         assert turn.parse_question("/zeta hi", store).skills == ("zeta",)
-        assert turn.skills_config(cfg, store).store is store
+        assert offered() == ["load_skill"]
         off = Config(skills_dir=tmp_path / "later", skills_enabled=False)
         assert turn.skill_store(off) is None
 

@@ -29,7 +29,7 @@ class TestDocuments:
         store = LibraryStore(db)
         store.index(store.attach(5, root))
         store.close()
-        library = documents.LibraryConfig(db, 5)
+        library = tools.LibraryConfig(db, 5)
         request = turn.build_turn(
             Config(),
             model="test-model",
@@ -37,7 +37,7 @@ class TestDocuments:
             messages=[{"role": "user", "content": "How did the zebra division do?"}],
             library=library,
         )
-        assert [t["function"]["name"] for t in request.tools] == ["search_documents"]
+        assert [t.name for t in request.tools] == ["search_documents"]
         assert request.parts()[-1].name == "tools"  # the meter counts what it adds
         router.script(
             Reply(tool_calls=[ToolCall("search_documents", '{"query": "zebra revenue"}', id="d1")]),
@@ -45,7 +45,7 @@ class TestDocuments:
         )
         client = Client(router.url)
         try:
-            events = list(client.stream_chat("test-model", request=request))
+            events = list(client.stream_chat(request))
         finally:
             client.close()
 
@@ -76,7 +76,7 @@ class TestDocuments:
         assert len(text) <= documents.RESULT_CHARS + 200
         assert text.count("…") == 5
         assert "No passage" in documents.result_text("zebra", [])
-        tool = documents.SearchDocuments(documents.LibraryConfig(tmp_path / "library.db", 1))
+        tool = documents.SearchDocuments(tools.LibraryConfig(tmp_path / "library.db", 1))
         with pytest.raises(tools.ToolError):
             tool.run('{"query": ""}')
         assert tool.run('{"query": "zebra"}').text.startswith("No passage")

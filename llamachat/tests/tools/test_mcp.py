@@ -21,6 +21,7 @@ from llamachat.tests.support import (
     refuses_connections,
     run_llamachat,
     subprocess_config_file,
+    turn_of,
     user_turn,
     wait_for,
     write_config_file,
@@ -272,7 +273,7 @@ class TestMcp:
         )
         client = Client(router.url)
         started = time.monotonic()
-        events = list(client.stream_chat("test-model", user_turn("sleep"), extra_tools=tools))
+        events = list(client.stream_chat(turn_of(user_turn("sleep"), tools=tools)))
         client.close()
         assert time.monotonic() - started < 10
         assert "".join(v for k, v in events if k == "content") == "It took too long."

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from llamachat import tools, turn
-from llamachat.config import Config
+from llamachat import tools
 from llamachat.dev.scripted_router import Reply, ToolCall
 from llamachat.skills import SkillStore
 from llamachat.tests.support import (
     finance_skill_store,
     put_skill,
     skill_md,
+    skill_tools_of,
     stream_events,
     user_turn,
     write_pdf_skill,
@@ -40,8 +40,9 @@ class TestSkillTools:
             ),
             Reply(content="The fields are in the XFA."),
         )
-        cfg = tools.SkillsConfig(enabled=True, store=store, max_searches=2)
-        events = stream_events(router.url, {"messages": user_turn(), "skills": cfg})
+        events = stream_events(
+            router.url, {"messages": user_turn(), "tools": skill_tools_of(store), "rounds": 2}
+        )
 
         first, second, third = (r.json for r in router.chat_requests())
         assert [t["function"]["name"] for t in first["tools"]] == ["load_skill"]
@@ -63,10 +64,10 @@ class TestSkillTools:
         ]
         # Loaded in the system message already: offered from the first round; a skill
         # without files offers nothing to read.
-        _offer, _rounds = tools.offered(None, turn.skills_config(Config(), store, loaded=["pdf"]))
-        assert [t.name for t in _offer if t.schema] == ["load_skill", "read_skill_file"]
-        _offer, _rounds = tools.offered(None, turn.skills_config(Config(), store, loaded=["plain"]))
-        assert [t.name for t in _offer if t.schema] == ["load_skill"]
+        offer = skill_tools_of(store, loaded=["pdf"])
+        assert [t.name for t in offer if t.schema] == ["load_skill", "read_skill_file"]
+        offer = skill_tools_of(store, loaded=["plain"])
+        assert [t.name for t in offer if t.schema] == ["load_skill"]
 
     def test_first_time_read_skill_file_refuses_skills_not_loaded_as_a_result(
         self, tmp_path: Path
@@ -75,7 +76,7 @@ class TestSkillTools:
         model reads, never an exception."""
 
         store = SkillStore(write_pdf_skill(tmp_path / "skills").parent)
-        offer, _rounds = tools.offered(None, turn.skills_config(Config(), store, loaded=["pdf"]))
+        offer = skill_tools_of(store, loaded=["pdf"])
         _announced, result = tools.answer(offer, "read_skill_file", '{"skill": "x", "path": "a"}')
         assert result.text == (
             "error: the skill x is not loaded; files can be read from the loaded skills only (pdf)."
@@ -102,17 +103,15 @@ class TestSkillTools:
             Reply(tool_calls=[ToolCall("load_skill", '{"name": "finance-cli"}', id="c")]),
             Reply(content="ok"),
         )
-        loaded = tools.SkillsConfig(
-            enabled=True, store=store, max_searches=2, loaded=("finance-cli",)
-        )
-        events = stream_events(router.url, {"messages": user_turn(), "skills": loaded})
+        loaded = skill_tools_of(store, loaded=["finance-cli"])
+        events = stream_events(router.url, {"messages": user_turn(), "tools": loaded})
         assert ("skill_loaded", "finance-cli") not in events
         answer = router.chat_requests()[1].json["messages"][-1]["content"]
         assert answer.startswith("The skill finance-cli is already loaded")
         assert "Run `finance auth test` first." not in answer
 
-        fresh = tools.SkillsConfig(enabled=True, store=store, max_searches=2)
-        events = stream_events(router.url, {"messages": user_turn(), "skills": fresh})
+        fresh = skill_tools_of(store)
+        events = stream_events(router.url, {"messages": user_turn(), "tools": fresh})
         assert events.count(("skill_loaded", "finance-cli")) == 1
         convo = router.chat_requests()[-1].json["messages"]
         results = [m["content"] for m in convo if m["role"] == "tool"]
@@ -128,8 +127,9 @@ class TestSkillTools:
             Reply(tool_calls=[ToolCall("load_skill", '{"name": "finance-cli"}', id="k1")]),
             Reply(content="Done."),
         )
-        cfg = tools.SkillsConfig(enabled=True, store=store, max_searches=1)
-        events = stream_events(router.url, {"messages": user_turn(), "skills": cfg})
+        events = stream_events(
+            router.url, {"messages": user_turn(), "tools": skill_tools_of(store), "rounds": 1}
+        )
         assert events[0] == ("skill_loaded", "finance-cli")
         assert ("content", "Done.") in events
         first, second = (r.json for r in router.chat_requests())
@@ -153,8 +153,8 @@ class TestSkillTools:
             ),
             Reply(content="ok"),
         )
-        cfg = tools.SkillsConfig(enabled=True, store=finance_skill_store(tmp_path), max_searches=2)
-        events = stream_events(router.url, {"messages": user_turn(), "skills": cfg})
+        offer = skill_tools_of(finance_skill_store(tmp_path))
+        events = stream_events(router.url, {"messages": user_turn(), "tools": offer})
         assert not any(k == "skill_loaded" for k, _ in events)
         unknown, malformed = router.chat_requests()[1].json["messages"][-2:]
         assert unknown["tool_call_id"] == "k2"
@@ -163,9 +163,8 @@ class TestSkillTools:
         assert malformed["tool_call_id"] == "k3"
         assert malformed["content"].startswith("error: the load_skill arguments were not valid")
 
-    def test_backend_skills_config_without_store_offers_nothing(self, router) -> None:
+    def test_backend_skills_without_store_offer_nothing(self, router) -> None:
 
-        stream_events(
-            router.url, {"messages": user_turn(), "skills": tools.SkillsConfig(enabled=True)}
-        )
+        assert skill_tools_of(None) == []
+        stream_events(router.url, {"messages": user_turn(), "tools": skill_tools_of(None)})
         assert "tools" not in router.chat_requests()[0].json

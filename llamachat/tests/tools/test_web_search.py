@@ -5,11 +5,14 @@ from __future__ import annotations
 import datetime as dt
 import socket
 
+import httpx
 import pytest
 
-from llamachat import skills, tools
+from llamachat import skills, tools, turn
+from llamachat.config import Config
 from llamachat.dev.scripted_router import Reply, ToolCall
-from llamachat.tests.support import search_config, stream_events, user_turn
+from llamachat.router.client import Client
+from llamachat.tests.support import stream_events, user_turn, web_search_tool
 
 
 class TestWebSearch:
@@ -98,7 +101,7 @@ class TestWebSearch:
             Reply(content="Here you go."),
         )
         events = stream_events(
-            router.url, {"messages": user_turn(), "search": search_config(searx)}
+            router.url, {"messages": user_turn(), "tools": [web_search_tool(searx)]}
         )
         kinds = [k for k, _ in events]
         assert kinds == ["search_start", "search_done", "content", "content", "content", "stats"]
@@ -134,7 +137,7 @@ class TestWebSearch:
             Reply(content="never asked"),
         )
         events = stream_events(
-            router.url, {"messages": user_turn(), "search": search_config(searx, 2)}
+            router.url, {"messages": user_turn(), "tools": [web_search_tool(searx)], "rounds": 2}
         )
         requests = [r.json for r in router.chat_requests()]
         assert len(requests) == 3
@@ -163,8 +166,10 @@ class TestWebSearch:
             Reply(tool_calls=[ToolCall("web_search", '{"query": "q"}', id="s1")]),
             Reply(content=["answered anyway"]),
         )
-        cfg = tools.SearchConfig(enabled=True, url=searx.url, max_searches=1, timeout=0.3)
-        events = stream_events(router.url, {"messages": user_turn(), "search": cfg})
+        search = tools.WebSearch(searx.url, timeout=0.3)
+        events = stream_events(
+            router.url, {"messages": user_turn(), "tools": [search], "rounds": 1}
+        )
         done = dict(events)["search_done"]
         assert reason in done["error"] and done["results"] == []
         assert ("content", "answered anyway") in events
@@ -180,40 +185,52 @@ class TestWebSearch:
             Reply(tool_calls=[ToolCall("web_search", '{"query": "zzz"}')]), Reply(content="nothing")
         )
         events = stream_events(
-            router.url, {"messages": user_turn(), "search": search_config(searx)}
+            router.url, {"messages": user_turn(), "tools": [web_search_tool(searx)]}
         )
         assert dict(events)["search_done"] == {"query": "zzz", "results": [], "error": ""}
         tool = router.chat_requests()[1].json["messages"][-1]
         assert tool["content"].startswith('No results for "zzz".')
 
-    def test_backend_search_puts_todays_date_in_the_system_prompt_once(self, router, searx) -> None:
+    def test_backend_search_date_is_a_part_of_the_turn_and_the_client_adds_none(
+        self, router, searx
+    ) -> None:
+        """Today's date is in the system message a turn is built with while web search is on,
+        once; the client sends the turn as built and puts no date in one built without."""
         from llamachat.tools import web_search
 
         note = web_search.date_note()
-        stream_events(
-            router.url,
-            {
-                "messages": [{"role": "system", "content": "Be brief."}, *user_turn()],
-                "search": search_config(searx),
-            },
+        cfg = Config(search_url=searx.url)
+        system = turn.system_parts("Be brief.", search_on=True, store=None)
+        dated = turn.build_turn(cfg, model="test-model", system=system, messages=user_turn())
+        assert dated.system_message() == f"Be brief.\n\n{note}"
+        bare = turn.Turn(
+            "test-model", history=tuple(user_turn()), tools=dated.tools, max_rounds=1
         )
-        stream_events(
-            router.url,
-            {
-                "messages": [{"role": "system", "content": f"Be brief.\n\n{note}"}, *user_turn()],
-                "search": search_config(searx),
-            },
-        )
-        stream_events(router.url, {"messages": user_turn(), "search": search_config(searx)})
-        stream_events(router.url, {"messages": user_turn()})
-        first, second, third, plain = (r.json["messages"] for r in router.chat_requests())
-        assert first[0]["content"] == f"Be brief.\n\n{note}"
-        assert second[0]["content"] == first[0]["content"]
-        assert third[0] == {"role": "system", "content": note}
-        assert plain[0]["role"] == "user"
+        for request in (dated, bare):
+            client = Client(router.url)
+            try:
+                list(client.stream_chat(request))
+            finally:
+                client.close()
+        first, second = router.chat_requests()
+        assert first.body == httpx.Request("POST", router.url, json=dated.body()).content
+        assert second.json["messages"] == user_turn() and second.json["tools"]
 
     def test_backend_disabled_search_offers_no_tools_and_runs_no_loop(self, router, searx) -> None:
+        """Web search off (the config's key, or the chat's toggle): no tool, no loop."""
 
-        cfg = tools.SearchConfig(enabled=False, url=searx.url)
-        stream_events(router.url, {"messages": user_turn(), "search": cfg})
-        assert "tools" not in router.chat_requests()[0].json
+        off = Config(search_url=searx.url, search_enabled=False)
+        toggled = Config(search_url=searx.url)
+        for request in (
+            turn.build_turn(off, model="test-model", system=(), messages=user_turn()),
+            turn.build_turn(
+                toggled, model="test-model", system=(), messages=user_turn(), search_on=False
+            ),
+        ):
+            assert request.tools == () and request.max_rounds == 0
+            client = Client(router.url)
+            try:
+                list(client.stream_chat(request))
+            finally:
+                client.close()
+        assert all("tools" not in sent.json for sent in router.chat_requests())

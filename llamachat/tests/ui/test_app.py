@@ -58,9 +58,9 @@ class TestApp:
 
             quick = running.quick_window()
             assert quick.cfg.theme == "dark" and quick.current_model() == "test-model"
-            web_search = turn.search_config(quick.cfg)
-            assert web_search is not None and web_search.max_searches == 2
-            assert web_search.url == "http://127.0.0.1:9"
+            asked = turn.oneshot_turn(quick.cfg, model="test-model", text="hi")
+            assert [schema["function"]["name"] for schema in asked.offer] == ["web_search"]
+            assert asked.max_rounds == 2 and quick.cfg.search_url == "http://127.0.0.1:9"
             window_colour = QApplication.palette().color(QPalette.ColorRole.Window).name()
             assert window_colour == "#2b2b2e"
             assert not [d for d in reopened.findChildren(QDialog) if d.isVisible()]

@@ -253,7 +253,7 @@ class TestContextWatch:
             window.meter.toolTip()
         )
         send_and_wait(qtbot, window, "What time is it?")
-        qtbot.waitUntil(lambda: window.app.mcp.ready_schemas() != (), timeout=30_000)
+        qtbot.waitUntil(lambda: window.app.mcp.ready_tools(None) != (), timeout=30_000)
         send_and_wait(qtbot, window, "And now?")
         for request in router.chat_requests():
             assert "tools" not in request.json

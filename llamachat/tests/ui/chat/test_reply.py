@@ -23,7 +23,9 @@ from llamachat.tests.support import (
     last_saved_message,
     reply_label_texts,
     start_sending,
+    turn_of,
     type_message,
+    user_turn,
     visible_widget_named,
 )
 from llamachat.ui.chat.reply import ReplyStream
@@ -44,9 +46,7 @@ class TestReply:
         try:
             pieces = [
                 value
-                for kind, value in client.stream_chat(
-                    "test-model", [{"role": "user", "content": "x"}]
-                )
+                for kind, value in client.stream_chat(turn_of(user_turn("x")))
                 if kind == "content"
             ]
         finally:
@@ -162,7 +162,7 @@ class TestReply:
             window.app.registry,
             session_id=session,
             model="test-model",
-            messages=[{"role": "user", "content": "hi"}],
+            request=turn_of(user_turn()),
         )
         ended: list[str] = []
         reply.ended.connect(lambda outcome, _error: ended.append(outcome))

@@ -19,6 +19,8 @@ from llamachat.tests.support import (
     send_and_wait,
     start_sending,
     streamed_content,
+    turn_of,
+    user_turn,
     visible_widget_named,
 )
 from llamachat.ui.chat.worker import (
@@ -113,7 +115,7 @@ class TestWorker:
 
         router.script(Reply(reasoning=["hm"], content=["a", "b"]))
         client = backend.Client(router.url)
-        worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}])
+        worker = StreamWorker(client, "test-model", turn_of(user_turn("x")))
         events: list = []
         worker.reasoning.connect(lambda t: events.append(("reasoning", t)))
         worker.content.connect(lambda t: events.append(("content", t)))
@@ -143,7 +145,7 @@ class TestWorker:
 
         router.script(Reply(content=["first ", "never"], stall_after=2))
         client = backend.Client(router.url)
-        worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}])
+        worker = StreamWorker(client, "test-model", turn_of(user_turn("x")))
         received: list = []
         failures: list = []
         worker.content.connect(received.append)
@@ -162,7 +164,7 @@ class TestWorker:
 
         router.script(Reply(status=503, error={"message": "loading model"}))
         client = backend.Client(router.url)
-        worker = StreamWorker(client, "test-model", [{"role": "user", "content": "x"}])
+        worker = StreamWorker(client, "test-model", turn_of(user_turn("x")))
         failures: list = []
         worker.failed.connect(lambda m, e: failures.append((m, e)))
         threads = WorkerThreads()

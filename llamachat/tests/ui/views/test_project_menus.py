@@ -147,11 +147,11 @@ class TestProjectMenus:
 
         host.attach_to_project(project, root)
         qtbot.waitUntil(lambda: not host.busy(), timeout=20000)
-        assert host.config_for(None, 2, project) is not None
+        assert host.config_for(None, project) is not None
         menu = window.sidebar.project_menu(project)
         next(a for a in menu.actions() if a.text().startswith("Delete project")).trigger()
         assert history.projects.get(project) is None
-        assert host.libraries() == [] and host.config_for(None, 2, project) is None
+        assert host.libraries() == [] and host.config_for(None, project) is None
         store = LibraryStore(host.path)
         try:
             assert store._db.execute("SELECT COUNT(*) FROM passages").fetchone()[0] == 0
