@@ -299,7 +299,7 @@ def finance_skill_store(tmp_path: Path):
 
 
 def clock_tool(*, broken: bool = False):
-    """A test-only third tool, registered with nothing but a `tools=` list."""
+    """A test-only third tool, offered by being among a Turn's tools."""
 
     class Clock(tools.Tool):
         name = "clock"
