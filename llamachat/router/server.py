@@ -86,6 +86,8 @@ LOG_MAX_BYTES = 5 * 1024 * 1024
 LOG_BACKUPS = 3
 READY_TIMEOUT = 60.0
 STOP_TIMEOUT = 5.0
+# How long llama-server's first SIGTERM is given before the second (see ManagedServer._kill).
+TERM_GRACE = 1.0
 BACKOFF_FIRST = 0.5
 BACKOFF_MAX = 30.0
 # A server that stayed up this long is healthy again: the next crash restarts it at once.
@@ -158,12 +160,8 @@ class RotatingLog:
         )
         return [p for p in candidates if p.exists()]
 
-    def rotate(self) -> None:
-        """Start a fresh file; the current one becomes ``<name>.1`` and the oldest is dropped."""
-        with self._lock:
-            self._rotate_locked()
-
     def _rotate_locked(self) -> None:
+        # The current file becomes <name>.1 and the oldest is dropped.
         if self._fh is not None:
             self._fh.close()
             self._fh = None
@@ -420,7 +418,8 @@ class ManagedServer:
             raise
         # Asked now, off the GUI thread, so Help > About and the log view find it known.
         threading.Thread(target=binary_version, args=(self._binary,), daemon=True).start()
-        self.log_file.rotate()
+        # No rotation at start: the previous run's output stays readable after a restart of
+        # llamachat (each start writes a "==== llamachat <time>" line); only size rolls over.
         self._stop.clear()
         self._done.clear()
         # The supervisor thread spawns every child: PR_SET_PDEATHSIG fires when the *thread*
@@ -604,14 +603,26 @@ class ManagedServer:
 
     @staticmethod
     def _kill(proc: subprocess.Popen[bytes], timeout: float) -> None:
-        if proc.poll() is None:
+        """Stop the group: SIGTERM, a second SIGTERM after a grace, SIGKILL after `timeout`.
+
+        llama-server's first SIGTERM lets the requests in flight finish (a reply being
+        generated, a warm-up) and only then exits, which may take minutes; its second one
+        ends it at once ("Received second interrupt, terminating immediately"), the router
+        and the model servers alike. An idle server exits on the first within ~0.1 s.
+        """
+        deadline = time.monotonic() + timeout
+        for grace in (min(TERM_GRACE, timeout), None):
+            if proc.poll() is not None:
+                break
             _kill_group(proc.pid, signal.SIGTERM)
             # A stopped (hung) process acts on SIGTERM only once it runs again.
             _kill_group(proc.pid, signal.SIGCONT)
+            wait = deadline - time.monotonic() if grace is None else grace
             try:
-                proc.wait(timeout)
+                proc.wait(max(wait, 0.0))
             except subprocess.TimeoutExpired:
-                log.warning("llama-server (pid %s) ignored SIGTERM; killing it", proc.pid)
+                if grace is None:
+                    log.warning("llama-server (pid %s) ignored SIGTERM; killing it", proc.pid)
         # Whatever is left in the group (the router, or per-model servers) is killed outright.
         _kill_group(proc.pid, signal.SIGKILL)
         proc.wait()

@@ -1,0 +1,200 @@
+"""Tests of branch h-server, waiting for the test split to find their modules."""
+
+from __future__ import annotations
+
+import logging
+import re
+import socket
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from llamachat.config import Config
+from llamachat.dev.pytest_plugin import (
+    SMOL_ID,
+    _live_group_members,
+    _models_folder,
+    _real_assets,
+    _wait_for,
+)
+from llamachat.router import client as backend
+from llamachat.router.client import Client
+from llamachat.router.server import ManagedServer
+
+
+def _request_line(conn: socket.socket) -> str:
+    """Read one whole request (its body too); its first line, or '' at EOF."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return ""
+        data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    length = re.search(rb"(?i)content-length: *(\d+)", head)
+    while length and len(rest) < int(length[1]):
+        rest += conn.recv(65536)
+    return head.split(b"\r\n")[0].decode()
+
+
+class _ClosingServer:
+    """An HTTP server on 127.0.0.1 whose connections each answer `answers` requests, then read
+    one more whole and close without a byte of answer (as llama-server's router now and then
+    does with a kept-alive connection)."""
+
+    def __init__(self, answer: bytes, *, answers: int = 1) -> None:
+        self.answer = answer
+        self.answers = answers
+        self.answered: list[str] = []
+        self.unanswered: list[str] = []
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            with conn:
+                for _ in range(self.answers):
+                    self.answered.append(_request_line(conn))
+                    conn.sendall(self.answer)
+                self.unanswered.append(_request_line(conn))
+
+    def close(self) -> None:
+        """Stop accepting connections."""
+        self.listener.close()
+
+
+def _json_answer(body: bytes) -> bytes:
+    return (
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+    )
+
+
+class TestClientResend:
+    """`llamachat.router.client`: a request that met a connection the server closed."""
+
+    def test_backend_request_meeting_a_closed_kept_alive_connection_is_sent_again(self) -> None:
+        """A server that closes a kept-alive connection without answering the request that met
+        it (as llama-server does): the request, a POST too, goes out again on a fresh
+        connection; one closed unanswered on a fresh connection is an error, not resent."""
+        server = _ClosingServer(_json_answer(b'{"ok": true}'))
+        client = Client(server.url, api_key="")
+        try:
+            for method in ("GET", "POST"):
+                for path in ("/a", "/b"):
+                    assert client.request_json(method, path, root=True, json={}) == {"ok": True}
+        finally:
+            client.close()
+        # Each request after the first met the connection the one before left, and went out
+        # again on a fresh one.
+        assert server.answered == [
+            "GET /a HTTP/1.1",
+            "GET /b HTTP/1.1",
+            "POST /a HTTP/1.1",
+            "POST /b HTTP/1.1",
+        ]
+        assert server.unanswered[:3] == ["GET /b HTTP/1.1", "POST /a HTTP/1.1", "POST /b HTTP/1.1"]
+        server.close()
+
+        never = _ClosingServer(b"", answers=0)
+        client = Client(never.url, api_key="")
+        try:
+            with pytest.raises(backend.StreamError, match="RemoteProtocolError"):
+                client.request_json("POST", "/c", root=True, json={})
+        finally:
+            client.close()
+            never.close()
+        assert never.unanswered == ["POST /c HTTP/1.1"], "a fresh connection's failure is final"
+
+    def test_backend_chat_meeting_a_closed_kept_alive_connection_is_sent_again(self) -> None:
+        """A chat request that goes out on a kept-alive connection the server closes without a
+        byte of answer is sent once more, and its reply streams."""
+        chunk = b'data: {"choices":[{"delta":{"content":"Hi"},"finish_reason":"stop"}]}\n\n'
+        body = chunk + b"data: [DONE]\n\n"
+        server = _ClosingServer(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+            b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+        )
+        client = Client(server.url, api_key="")
+        try:
+            for _ in range(2):
+                events = list(client.stream_chat("m", [{"role": "user", "content": "hello"}]))
+                assert ("content", "Hi") in events
+        finally:
+            client.close()
+            server.close()
+        assert server.answered == ["POST /v1/chat/completions HTTP/1.1"] * 2
+        assert server.unanswered[0] == "POST /v1/chat/completions HTTP/1.1"
+
+
+class TestManagedServerStop:
+    """`llamachat.router.server`: the log of a restarted llamachat, and stopping the server."""
+
+    @pytest.mark.real_router
+    def test_server_stops_at_once_with_a_reply_in_flight(self, tmp_path: Path, caplog) -> None:
+        """llama-server lets a first SIGTERM wait for the requests in flight (a reply being
+        written); stop() ends it within a second or two all the same, with no process left
+        and no "ignored SIGTERM"."""
+        _binary, model = _real_assets()
+        cfg = Config(models_dir=_models_folder(tmp_path, model), server_args=("-t", "1"))
+        server = ManagedServer(cfg, log_path=tmp_path / "log", lock_path=tmp_path / "lock")
+        server.start()
+        outcome: list[object] = []
+        try:
+            assert server.wait_ready(60), server.log_file.tail()
+            client = Client(server.url)
+
+            def long_reply() -> None:
+                try:
+                    for kind, _piece in client.stream_chat(
+                        SMOL_ID,
+                        [{"role": "user", "content": "Write a very long story."}],
+                        params={"max_tokens": 4000, "ignore_eos": True},
+                    ):
+                        if kind == "content" and not outcome:
+                            outcome.append("streaming")
+                except backend.BackendError as exc:
+                    outcome.append(exc)
+
+            thread = threading.Thread(target=long_reply, daemon=True)
+            thread.start()
+            _wait_for(lambda: outcome, 60, "the reply to begin")
+            pid = server.pid
+            assert pid is not None
+            caplog.set_level(logging.WARNING, logger="llamachat.router.server")
+            started = time.monotonic()
+        finally:
+            server.stop()
+        took = time.monotonic() - started
+        thread.join(10)
+        client.close()
+        assert took < 3.0, f"stop() took {took:.1f} s"
+        assert "ignored SIGTERM" not in caplog.text
+        _wait_for(lambda: not _live_group_members(pid), 5, "the model server to end too")
+
+    @pytest.mark.real_router
+    def test_server_log_keeps_the_previous_runs_output(self, tmp_path: Path) -> None:
+        """A second start appends to the log (the first run's output stays); only size rolls
+        it over."""
+        _binary, model = _real_assets()
+        cfg = Config(models_dir=_models_folder(tmp_path, model))
+        for _run in range(2):
+            server = ManagedServer(cfg, log_path=tmp_path / "log", lock_path=tmp_path / "lock")
+            server.start()
+            try:
+                assert server.wait_ready(60), server.log_file.tail()
+                assert httpx.get(f"{server.url}/health").status_code == 200
+            finally:
+                server.stop()
+        text = (tmp_path / "log").read_text()
+        assert text.count("==== llamachat ") == 2
+        assert text.count("listening on http://127.0.0.1") == 2
+        assert not (tmp_path / "log.1").exists()
