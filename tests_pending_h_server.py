@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import re
 import socket
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -16,6 +18,9 @@ from llamachat.config import Config
 from llamachat.dev.pytest_plugin import (
     SMOL_ID,
     _live_group_members,
+    _mcp_allow,
+    _mcp_faulty_toml,
+    _mcp_window,
     _models_folder,
     _real_assets,
     _wait_for,
@@ -72,9 +77,9 @@ class _ClosingServer:
 
 
 def _json_answer(body: bytes) -> bytes:
-    return (
-        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-        b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+    return b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (
+        len(body),
+        body,
     )
 
 
@@ -198,3 +203,94 @@ class TestManagedServerStop:
         assert text.count("==== llamachat ") == 2
         assert text.count("listening on http://127.0.0.1") == 2
         assert not (tmp_path / "log.1").exists()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _spawned(log_path: Path) -> list[int]:
+    """The pids a faulty MCP server said it spawned ("spawned PID PID" in its log)."""
+
+    def found() -> list[int]:
+        text = log_path.read_text(encoding="utf-8") if log_path.exists() else ""
+        lines = [line for line in text.splitlines() if line.startswith("spawned ")]
+        return [int(pid) for pid in lines[-1].split()[1:]] if lines else []
+
+    return _wait_for(found, 30, "the server to say what it spawned")
+
+
+class TestMcpFaults:
+    """`llamachat.tools.mcp` and `mcp_stdio`: servers that misbehave."""
+
+    def test_mcp_server_writing_non_utf8_on_stdout_fails_saying_why(self, mcp_hub) -> None:
+        """A server whose stdout is not UTF-8 is failed at once with the bytes it wrote, in its
+        state (the panel's) and its log; a turn does not wait start_wait for it."""
+        hub, _cfg = mcp_hub(_mcp_faulty_toml("latin1"), start_wait=20)
+        started = time.monotonic()
+        assert hub.turn_tools(consent=_mcp_allow) == []
+        assert time.monotonic() - started < 10
+        [state] = hub.states()
+        assert state.status == "failed"
+        assert "not UTF-8 on its stdout" in state.error and "d\\xe9marr\\xe9" in state.error
+        logged = state.log_path.read_text(encoding="utf-8")
+        assert "not UTF-8 on its stdout (b'Serveur d\\xe9marr\\xe9" in logged
+
+    def test_mcp_panel_says_a_non_utf8_server_failed_and_why(
+        self, chat_window, router, qtbot, tmp_path: Path
+    ) -> None:
+        """The MCP panel shows the server as failed with the reason, not "starting"."""
+        window, _history = _mcp_window(chat_window, router, tmp_path, _mcp_faulty_toml("latin1"))
+        panel = window.open_mcp_panel()
+        item = panel.tree.topLevelItem(0)
+        panel.tree.setCurrentItem(item)
+        panel.restart_button.click()
+        qtbot.waitUntil(lambda: panel.tree.topLevelItem(0).text(1) == "failed", timeout=20000)
+        assert "not UTF-8 on its stdout" in panel.tree.topLevelItem(0).text(2)
+        panel.close()
+
+    def test_mcp_server_setsid_children_end_on_close_and_on_sigkill_of_llamachat(
+        self, mcp_hub, tmp_path: Path
+    ) -> None:
+        """What a server starts in a session of its own (`setsid`, out of its process group;
+        orphaned or its child) ends when the hub closes, and when llamachat is SIGKILLed."""
+        hub, _cfg = mcp_hub(_mcp_faulty_toml("setsid"))
+        assert hub.turn_tools(consent=_mcp_allow)
+        pids = _spawned(hub.states()[0].log_path)
+        assert len(pids) == 2 and all(_alive(pid) for pid in pids)
+        hub.close()
+        _wait_for(lambda: not any(_alive(pid) for pid in pids), 15, "the children to end on close")
+
+        script = tmp_path / "host.py"
+        script.write_text(
+            "import sys, time\n"
+            "from pathlib import Path\n"
+            "from llamachat.config import McpServerConfig\n"
+            "from llamachat.tools import mcp as mcp_tools\n"
+            "hub = mcp_tools.Hub([McpServerConfig('setsid', command=sys.executable,"
+            " args=['-m', 'llamachat.dev.mcp_faulty', 'setsid'])], log_dir=Path(sys.argv[1]))\n"
+            "assert hub.turn_tools(consent=lambda n, a: 'once')\n"
+            "print('ready', flush=True)\n"
+            "time.sleep(600)\n",
+            encoding="utf-8",
+        )
+        host = subprocess.Popen(
+            [sys.executable, str(script), str(tmp_path / "host-logs")],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert host.stdout is not None and host.stdout.readline().strip() == "ready"
+            pids = _spawned(tmp_path / "host-logs" / "mcp-setsid.log")
+            assert all(_alive(pid) for pid in pids)
+            host.kill()
+            host.wait(10)
+            _wait_for(lambda: not any(_alive(pid) for pid in pids), 15, "the children to end")
+        finally:
+            host.kill()
+            host.wait(10)
+            if host.stdout is not None:
+                host.stdout.close()
