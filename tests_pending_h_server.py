@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import re
 import socket
 import subprocess
@@ -13,10 +14,15 @@ from pathlib import Path
 
 import httpx
 import pytest
+from PySide6.QtCore import Qt
 
 from llamachat.config import Config
 from llamachat.dev.pytest_plugin import (
     SMOL_ID,
+    _app,
+    _firstrun_button,
+    _firstrun_buttons,
+    _firstrun_cfg,
     _live_group_members,
     _mcp_allow,
     _mcp_faulty_toml,
@@ -25,9 +31,12 @@ from llamachat.dev.pytest_plugin import (
     _real_assets,
     _wait_for,
 )
+from llamachat.dev.scripted_router import ScriptedRouter
+from llamachat.history.store import History
 from llamachat.router import client as backend
 from llamachat.router.client import Client
 from llamachat.router.server import ManagedServer
+from llamachat.ui.instance import RunningInstance
 
 
 def _request_line(conn: socket.socket) -> str:
@@ -294,3 +303,48 @@ class TestMcpFaults:
             host.wait(10)
             if host.stdout is not None:
                 host.stdout.close()
+
+
+class TestFirstRunOwnServer:
+    """`llamachat.ui.first_run`, `router_guide` and `router.port_owner`: a router not ours."""
+
+    @pytest.mark.real_router
+    def test_firstrun_empty_router_not_ours_says_whose_and_starts_ours_beside_it(
+        self, qtbot, tmp_path: Path
+    ) -> None:
+        """A router already at router_url that llamachat did not start and that lists no
+        models: the panel says whose it is (program and pid), and "Start llamachat's own
+        server" starts llamachat's llama-server on a free port, whose models are listed."""
+        _binary, model = _real_assets()
+        with ScriptedRouter(models=[]) as other:
+            cfg = _firstrun_cfg(
+                tmp_path, router_url=other.url, models_dir=_models_folder(tmp_path, model)
+            )
+            history = History(cfg.history_path)
+            running = RunningInstance(_app(cfg, history), tray=False)
+            try:
+                chat = running.show_chat()
+                running.app.use_router(other.url)
+                panel = chat.first_run_panel
+                qtbot.waitUntil(lambda: f"(pid {os.getpid()})" in panel.text.text())
+                text = panel.text.text()
+                assert f"The llama.cpp router at {other.url} lists no models" in text
+                assert "it is not llamachat's: python" in text
+                assert _firstrun_buttons(chat) == {"Check again", "Start llamachat's own server"}
+
+                qtbot.mouseClick(
+                    _firstrun_button(chat, "Start llamachat's own server"),
+                    Qt.MouseButton.LeftButton,
+                )
+                qtbot.waitUntil(lambda: running.app.managed_server() is not None, timeout=60000)
+                managed = running.app.managed_server()
+                assert managed is not None and managed.url != other.url
+                assert running.app.router.url == managed.url
+                qtbot.waitUntil(lambda: SMOL_ID in [m.id for m in chat.models()], timeout=30000)
+                assert panel.state() == "hidden"
+            finally:
+                running.shutdown()
+                managed = running.app.managed_server()
+                if managed is not None:
+                    managed.stop()
+                history.close()

@@ -636,13 +636,15 @@ def ensure_router(
     *,
     on_event: EventCallback | None = None,
     ready_timeout: float = READY_TIMEOUT,
+    beside: bool = False,
 ) -> tuple[str, ManagedServer | None]:
     """The router URL to talk to, and the ManagedServer when llamachat had to start one.
 
-    A router that answers at cfg.router_url is used and never touched.
+    A router that answers at cfg.router_url is used and never touched; with `beside`
+    (the user asked for llamachat's own), llamachat's server starts on a free port instead.
     """
     url = cfg.router_url.rstrip("/")
-    state = _probe(url)
+    state = "taken" if beside else _probe(url)
     if state == "answers":
         return url, None
     if not cfg.manage_server:
