@@ -21,7 +21,7 @@ from llamachat.router.lock import is_loopback, managed_key
 
 _LISTEN = "0A"
 # Characters of a command line quoted at most.
-COMMAND_CAP = 300
+COMMAND_CAP = 160
 
 
 @dataclass(frozen=True)
