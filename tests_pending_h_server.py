@@ -31,7 +31,7 @@ from llamachat.dev.pytest_plugin import (
     _real_assets,
     _wait_for,
 )
-from llamachat.dev.scripted_router import ScriptedRouter
+from llamachat.dev.scripted_router import Model, ScriptedRouter
 from llamachat.history.store import History
 from llamachat.router import client as backend
 from llamachat.router.client import Client
@@ -147,6 +147,31 @@ class TestClientResend:
             server.close()
         assert server.answered == ["POST /v1/chat/completions HTTP/1.1"] * 2
         assert server.unanswered[0] == "POST /v1/chat/completions HTTP/1.1"
+
+
+class TestClientResendNotAfterCancel:
+    """`llamachat.router.client`: a cancel is not a closed connection."""
+
+    def test_backend_cancel_on_a_reused_connection_is_not_sent_again(self) -> None:
+        """A cancel while the router loads the model, on a kept-alive connection: the shut
+        socket is not taken for one the server closed, and nothing goes out again."""
+        with ScriptedRouter([Model("huge")], load_delay=60) as r:
+            client = Client(r.url)
+            assert client.request_json("GET", "/models")
+            cancel = threading.Event()
+            outcome: list[object] = []
+
+            def chat() -> None:
+                outcome.append(list(client.stream_chat("huge", [], cancel=cancel)))
+
+            thread = threading.Thread(target=chat, daemon=True)
+            thread.start()
+            _wait_for(lambda: r.status("huge") == "loading", 10, "the load to begin")
+            cancel.set()
+            thread.join(5)
+            assert outcome == [[]], "the chat was sent again after the cancel"
+            assert len(r.chat_requests()) <= 1
+            client.close()
 
 
 class TestManagedServerStop:

@@ -251,7 +251,9 @@ class Client:
         except ValueError:
             raise StreamError(f"{url} did not answer with JSON") from None
 
-    def _send(self, request: httpx.Request, *, stream: bool = False) -> httpx.Response:
+    def _send(
+        self, request: httpx.Request, *, stream: bool = False, watchdog: Watchdog | None = None
+    ) -> httpx.Response:
         """Send `request`; once more when the reused connection it went out on closed with
         not one byte of answer.
 
@@ -260,11 +262,13 @@ class Client:
         goes out on it. The server has answered nothing, so sending again is safe, POSTs too;
         the closed connection is dropped, as is every pooled one the server closed, so it
         goes out on a fresh one. A connection closed unanswered on its first request is the
-        server's fault, and reported.
+        server's fault, and reported; one that `watchdog` shut (a cancel, a hang) is ours.
         """
         try:
             return self._http.send(request, stream=stream)
         except httpx.RemoteProtocolError:
+            if watchdog is not None and watchdog.reason:
+                raise
             if not self._sockets.unanswered_on_reused(threading.get_ident()):
                 raise
             log.debug(
@@ -481,7 +485,7 @@ class Client:
             self._sockets.before_read[thread] = before_read
         try:
             try:
-                response = self._send(request, stream=True)
+                response = self._send(request, stream=True, watchdog=watchdog)
             except httpx.HTTPError as exc:
                 if watchdog.reason == "cancelled":
                     state.cancelled = True
