@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import stat
@@ -16,6 +17,7 @@ import pytest
 
 from llamachat import config
 from llamachat.config import Config
+from llamachat.router import client as backend
 from llamachat.router.binary import find_binary
 from llamachat.router.client import Client
 from llamachat.router.errors import RouterUnavailable
@@ -287,10 +289,68 @@ class TestServer:
         assert all((logs / name).stat().st_size <= 100 for name in files)
         assert log_file.tail().splitlines()[-1].startswith("line 09")
         assert (logs / "llama-server.log.1").read_text().startswith("line 06")
+        assert log_file.backup_paths()[0] == logs / "llama-server.log.1"
 
-        log_file.rotate()
-        assert not log_file.path.exists()
-        assert log_file.backup_paths()[0].read_text().splitlines()[-1].startswith("line 09")
+    @pytest.mark.real_router
+    def test_server_stops_at_once_with_a_reply_in_flight(self, tmp_path: Path, caplog) -> None:
+        """llama-server lets a first SIGTERM wait for the requests in flight (a reply being
+        written); stop() ends it within a second or two all the same, with no process left
+        and no "ignored SIGTERM"."""
+        _binary, model = real_assets()
+        cfg = Config(models_dir=smol_models_folder(tmp_path, model), server_args=("-t", "1"))
+        server = ManagedServer(cfg, log_path=tmp_path / "log", lock_path=tmp_path / "lock")
+        server.start()
+        outcome: list[object] = []
+        try:
+            assert server.wait_ready(60), server.log_file.tail()
+            client = Client(server.url)
+
+            def long_reply() -> None:
+                try:
+                    for kind, _piece in client.stream_chat(
+                        SMOL_ID,
+                        [{"role": "user", "content": "Write a very long story."}],
+                        params={"max_tokens": 4000, "ignore_eos": True},
+                    ):
+                        if kind == "content" and not outcome:
+                            outcome.append("streaming")
+                except backend.BackendError as exc:
+                    outcome.append(exc)
+
+            thread = threading.Thread(target=long_reply, daemon=True)
+            thread.start()
+            wait_for(lambda: outcome, 60, "the reply to begin")
+            pid = server.pid
+            assert pid is not None
+            caplog.set_level(logging.WARNING, logger="llamachat.router.server")
+            started = time.monotonic()
+        finally:
+            server.stop()
+        took = time.monotonic() - started
+        thread.join(10)
+        client.close()
+        assert took < 3.0, f"stop() took {took:.1f} s"
+        assert "ignored SIGTERM" not in caplog.text
+        wait_for(lambda: not live_group_members(pid), 5, "the model server to end too")
+
+    @pytest.mark.real_router
+    def test_server_log_keeps_the_previous_runs_output(self, tmp_path: Path) -> None:
+        """A second start appends to the log (the first run's output stays); only size rolls
+        it over."""
+        _binary, model = real_assets()
+        cfg = Config(models_dir=smol_models_folder(tmp_path, model))
+        for _run in range(2):
+            server = ManagedServer(cfg, log_path=tmp_path / "log", lock_path=tmp_path / "lock")
+            server.start()
+            try:
+                assert server.wait_ready(60), server.log_file.tail()
+                assert httpx.get(f"{server.url}/health").status_code == 200
+            finally:
+                server.stop()
+        text = (tmp_path / "log").read_text()
+        assert text.count("==== llamachat ") == 2
+        assert text.count("listening on http://127.0.0.1") == 2
+        assert not (tmp_path / "log.1").exists()
 
     def test_fault_a_hung_managed_server_is_restarted_like_a_dead_one(self, tmp_path: Path) -> None:
         """The managed server gets SIGSTOP: its /health checks go unanswered, the supervisor
