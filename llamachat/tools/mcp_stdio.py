@@ -93,7 +93,9 @@ if pid == 0:
     except OSError as exc:
         sys.stderr.write(f"cannot start {sys.argv[1]}: {exc.strerror or exc}\\n")
         os._exit(127)
-os.waitpid(pid, 0)
+# Orphans the server leaves are this process's children now: reaped as they end.
+while os.waitpid(-1, 0)[0] != pid:
+    pass
 end_group()
 """
 
