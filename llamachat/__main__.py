@@ -315,46 +315,8 @@ def _act(running: RunningInstance, message: dict) -> None:
 
 
 def find_router(state: App) -> Future:
-    """Find the router, or start llamachat's own, in the background; `state` is told how.
-
-    The windows hear a managed server's events as they happen, then `use_router`
-    (with the server llamachat started) or `router_failed`.
-    """
-    from llamachat.ui import tasks
-
-    cfg = state.config
-
-    def on_router(future: Future) -> None:
-        try:
-            url, server, error = future.result()
-        except Exception as exc:
-            # A bug: the windows say the router is not coming, the excepthook shows why.
-            state.router_failed(f"Finding the router failed: {type(exc).__name__}: {exc}")
-            raise
-        if error:
-            state.router_failed(error)
-        else:
-            state.use_router(url, server=server)
-
-    # Finding or starting the router can take a minute (a first start loads the
-    # binary); the windows are usable meanwhile. A daemon thread, because a start
-    # still under way when the user quits must not hold the process open.
-    return tasks.run_in_background(
-        lambda: _find_router(cfg, on_event=state.post_server_event), on_router, daemon=True
-    )
-
-
-def _find_router(
-    cfg: config.Config, *, on_event: Callable[[str, str], None] | None = None
-) -> tuple[str, object, str]:
-    """The router to use, the server llamachat started for it (or None), and any error text."""
-    from llamachat.router import server
-
-    try:
-        url, started = server.ensure_router(cfg, on_event=on_event)
-    except server.ManagedServerError as exc:
-        return "", None, exc.message
-    return url, started, ""
+    """Find the router, or start llamachat's own, in the background (`App.find_router`)."""
+    return state.find_router()
 
 
 if __name__ == "__main__":

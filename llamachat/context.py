@@ -298,7 +298,6 @@ class Tokenizer:
                 "POST",
                 "/tokenize",
                 root=True,
-                idempotent=True,
                 params={"autoload": "false"},
                 json={"model": self.model, "content": text},
                 timeout=timeout,
@@ -326,7 +325,6 @@ class Tokenizer:
                 "POST",
                 "/apply-template",
                 root=True,
-                idempotent=True,
                 params={"autoload": "false"},
                 json=body,
             )

@@ -41,12 +41,8 @@ class RotatingLog:
         )
         return [p for p in candidates if p.exists()]
 
-    def rotate(self) -> None:
-        """Start a fresh file; the current one becomes ``<name>.1`` and the oldest is dropped."""
-        with self._lock:
-            self._rotate_locked()
-
     def _rotate_locked(self) -> None:
+        # The current file becomes <name>.1 and the oldest is dropped.
         if self._fh is not None:
             self._fh.close()
             self._fh = None

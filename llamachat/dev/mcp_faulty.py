@@ -12,8 +12,12 @@ MODE is one of:
     image        `picture` answers a small PNG and a line of text
     stderr       writes lines to stderr, then exits before answering anything
     garbage      writes lines that are not JSON-RPC to stdout before it serves
+    latin1       writes a line in Latin-1, not UTF-8, to stdout before it serves
     spawner      starts `sleep 600 &` (orphaned at once) and `sh -c 'sleep 600'` (its
                  child), writes "spawned PID PID" to stderr, then serves
+    setsid       starts two `sleep 600` in sessions of their own (out of the server's
+                 process group, as a daemon puts itself): one orphaned at once, one its
+                 child; writes "spawned PID PID" to stderr, then serves
     leak         writes the values of its LEAK_* variables to stderr (as a failing
                  auth does), then exits before answering anything
     http PORT    a Streamable HTTP server on 127.0.0.1:PORT/mcp; `header` answers the
@@ -143,6 +147,8 @@ def main() -> None:
     if mode == "garbage":
         os.write(1, b"Server starting... \x1b[32mOK\x1b[0m\n")
         os.write(1, b'{"jsonrpc": "2.0", "method": 5, "id": [1]}\n')
+    if mode == "latin1":
+        os.write(1, "Serveur démarré\n".encode("latin-1"))
     if mode == "spawner":
         import subprocess
 
@@ -159,6 +165,29 @@ def main() -> None:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
+        sys.stderr.write(f"spawned {int(orphan.stdout)} {child.pid}\n")
+        sys.stderr.flush()
+    if mode == "setsid":
+        import subprocess
+
+        quiet: dict[str, Any] = {
+            "stdin": subprocess.DEVNULL,
+            "stdout": subprocess.DEVNULL,
+            "stderr": subprocess.DEVNULL,
+        }
+        # A child that starts `sleep` in a session of its own and exits: the sleep is orphaned.
+        starter = (
+            "import subprocess as s; d = s.DEVNULL\n"
+            "print(s.Popen(['sleep', '600'], start_new_session=True, stdin=d, stdout=d,"
+            " stderr=d).pid)"
+        )
+        orphan = subprocess.run(
+            [sys.executable, "-c", starter],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            check=True,
+        )
+        child = subprocess.Popen(["sleep", "600"], start_new_session=True, **quiet)
         sys.stderr.write(f"spawned {int(orphan.stdout)} {child.pid}\n")
         sys.stderr.flush()
     if mode == "http":

@@ -36,6 +36,7 @@ from typing import Any, Protocol
 import httpx
 
 from llamachat import skills
+from llamachat.api_keys import key_problem, mask_secret
 from llamachat.errors import (
     BackendError,
     RouterUnreachable,
@@ -45,7 +46,6 @@ from llamachat.errors import (
     request_failure,
     without_key,
 )
-from llamachat.api_keys import key_problem, mask_secret
 from llamachat.router.stream import (
     Call,
     Round,
@@ -212,36 +212,21 @@ class Client:
         *,
         root: bool = False,
         timeout: float | None = 30.0,
-        idempotent: bool | None = None,
         **kwargs: Any,
     ) -> Any:
-        """Send one request to `api_base + path` (or `root + path`) and return its JSON.
-
-        An `idempotent` request (by default a GET) is sent once more when the server closed
-        the connection it went out on without answering.
-        """
+        """Send one request to `api_base + path` (or `root + path`) and return its JSON."""
         url = (self.root if root else self.api_base) + path
         self._check_key()
-        if idempotent is None:
-            idempotent = method == "GET"
-        attempts = 2 if idempotent else 1
-        for attempt in range(attempts):
-            try:
-                response = self._http.request(
-                    method,
-                    url,
-                    timeout=httpx.Timeout(timeout, connect=self._http.timeout.connect),
-                    **kwargs,
-                )
-                break
-            except httpx.RemoteProtocolError as exc:
-                # llama-server now and then closes a connection (an idle kept-alive one, a
-                # proxied answer's) just as a request goes out on it; a fresh one answers.
-                if attempt + 1 == attempts:
-                    raise self._failure(exc, url) from None
-                log.debug("%s %s met a closed connection; sending it again", method, url)
-            except httpx.HTTPError as exc:
-                raise self._failure(exc, url) from None
+        request = self._http.build_request(
+            method,
+            url,
+            timeout=httpx.Timeout(timeout, connect=self._http.timeout.connect),
+            **kwargs,
+        )
+        try:
+            response = self._send(request)
+        except httpx.HTTPError as exc:
+            raise self._failure(exc, url) from None
         refused = refusal(response, url, self._api_key)
         if refused is not None:
             raise refused
@@ -249,6 +234,31 @@ class Client:
             return response.json()
         except ValueError:
             raise StreamError(f"{url} did not answer with JSON") from None
+
+    def _send(
+        self, request: httpx.Request, *, stream: bool = False, watchdog: Watchdog | None = None
+    ) -> httpx.Response:
+        """Send `request`; once more when the reused connection it went out on closed with
+        not one byte of answer.
+
+        llama-server (the router more than a model's server) now and then closes a kept-alive
+        connection, an idle one or the one a proxied answer came on, just as the next request
+        goes out on it. The server has answered nothing, so sending again is safe, POSTs too;
+        the closed connection is dropped, as is every pooled one the server closed, so it
+        goes out on a fresh one. A connection closed unanswered on its first request is the
+        server's fault, and reported; one that `watchdog` shut (a cancel, a hang) is ours.
+        """
+        try:
+            return self._http.send(request, stream=stream)
+        except httpx.RemoteProtocolError:
+            if watchdog is not None and watchdog.reason:
+                raise
+            if not self._sockets.unanswered_on_reused(threading.get_ident()):
+                raise
+            log.debug(
+                "%s %s met a closed connection; sending it again", request.method, request.url
+            )
+        return self._http.send(request, stream=stream)
 
     def stream_events(
         self,
@@ -429,7 +439,7 @@ class Client:
             self._sockets.before_read[thread] = before_read
         try:
             try:
-                response = self._http.send(request, stream=True)
+                response = self._send(request, stream=True, watchdog=watchdog)
             except httpx.HTTPError as exc:
                 if watchdog.reason == "cancelled":
                     state.cancelled = True
@@ -517,14 +527,8 @@ def embeddings(
     llama-server model not started with `--embeddings` answers 501), and StreamError when
     the answer holds no vector for each text.
     """
-    # Idempotent: the router's proxied answers sometimes close the connection the next
-    # request goes out on ("Server disconnected"); asking again on a fresh one is safe.
     answer = client.request_json(
-        "POST",
-        "/embeddings",
-        timeout=timeout,
-        idempotent=True,
-        json={"model": model, "input": list(texts)},
+        "POST", "/embeddings", timeout=timeout, json={"model": model, "input": list(texts)}
     )
     items = answer.get("data") if isinstance(answer, dict) else None
     try:

@@ -20,8 +20,8 @@ from pathlib import Path
 import httpx
 import platformdirs
 
-from llamachat.errors import ManagedServerError, ModelFileError, RouterUnavailable
 from llamachat.api_keys import key_problem, mask_secret
+from llamachat.errors import ManagedServerError, ModelFileError, RouterUnavailable
 from llamachat.router.lock import is_loopback, managed_key
 
 log = logging.getLogger(__name__)

@@ -40,6 +40,13 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from llamachat.errors import (
+    ManagedServerError,
+    RouterUnavailable,
+    ServerLocked,
+    ServerNotFound,
+    ServerStartError,
+)
 from llamachat.logs import RotatingLog, log_dir
 from llamachat.router.binary import (
     binary_version,
@@ -48,13 +55,6 @@ from llamachat.router.binary import (
     launch_prefix,
     not_found_message,
     supports_option,
-)
-from llamachat.errors import (
-    ManagedServerError,
-    RouterUnavailable,
-    ServerLocked,
-    ServerNotFound,
-    ServerStartError,
 )
 from llamachat.router.lock import ServerLock, config_suffix, default_lock_path, is_loopback
 from llamachat.router.model_files import default_preset_path
@@ -84,6 +84,8 @@ log = logging.getLogger(__name__)
 
 READY_TIMEOUT = 60.0
 STOP_TIMEOUT = 5.0
+# How long llama-server's first SIGTERM is given before the second (see ManagedServer._kill).
+TERM_GRACE = 1.0
 BACKOFF_FIRST = 0.5
 BACKOFF_MAX = 30.0
 # A server that stayed up this long is healthy again: the next crash restarts it at once.
@@ -342,7 +344,8 @@ class ManagedServer:
             raise
         # Asked now, off the GUI thread, so Help > About and the log view find it known.
         threading.Thread(target=binary_version, args=(self._binary,), daemon=True).start()
-        self.log_file.rotate()
+        # No rotation at start: the previous run's output stays readable after a restart of
+        # llamachat (each start writes a "==== llamachat <time>" line); only size rolls over.
         self._stop.clear()
         self._done.clear()
         # The supervisor thread spawns every child: PR_SET_PDEATHSIG fires when the *thread*
@@ -526,14 +529,26 @@ class ManagedServer:
 
     @staticmethod
     def _kill(proc: subprocess.Popen[bytes], timeout: float) -> None:
-        if proc.poll() is None:
+        """Stop the group: SIGTERM, a second SIGTERM after a grace, SIGKILL after `timeout`.
+
+        llama-server's first SIGTERM lets the requests in flight finish (a reply being
+        generated, a warm-up) and only then exits, which may take minutes; its second one
+        ends it at once ("Received second interrupt, terminating immediately"), the router
+        and the model servers alike. An idle server exits on the first within ~0.1 s.
+        """
+        deadline = time.monotonic() + timeout
+        for grace in (min(TERM_GRACE, timeout), None):
+            if proc.poll() is not None:
+                break
             _kill_group(proc.pid, signal.SIGTERM)
             # A stopped (hung) process acts on SIGTERM only once it runs again.
             _kill_group(proc.pid, signal.SIGCONT)
+            wait = deadline - time.monotonic() if grace is None else grace
             try:
-                proc.wait(timeout)
+                proc.wait(max(wait, 0.0))
             except subprocess.TimeoutExpired:
-                log.warning("llama-server (pid %s) ignored SIGTERM; killing it", proc.pid)
+                if grace is None:
+                    log.warning("llama-server (pid %s) ignored SIGTERM; killing it", proc.pid)
         # Whatever is left in the group (the router, or per-model servers) is killed outright.
         _kill_group(proc.pid, signal.SIGKILL)
         proc.wait()
@@ -547,13 +562,15 @@ def ensure_router(
     *,
     on_event: EventCallback | None = None,
     ready_timeout: float = READY_TIMEOUT,
+    beside: bool = False,
 ) -> tuple[str, ManagedServer | None]:
     """The router URL to talk to, and the ManagedServer when llamachat had to start one.
 
-    A router that answers at cfg.router_url is used and never touched.
+    A router that answers at cfg.router_url is used and never touched; with `beside`
+    (the user asked for llamachat's own), llamachat's server starts on a free port instead.
     """
     url = cfg.router_url.rstrip("/")
-    state = _probe(url)
+    state = "taken" if beside else _probe(url)
     if state == "answers":
         return url, None
     if not cfg.manage_server:

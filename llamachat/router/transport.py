@@ -44,6 +44,10 @@ class SocketTracker(httpcore.NetworkBackend):
         self.on_sent: dict[int, Callable[[], None]] = {}
         # Called before each read a thread makes, for as long as it is set.
         self.before_read: dict[int, Callable[[], None]] = {}
+        # Per thread, of the request it sent last: whether it went out on a connection that
+        # had answered before (a reused one), and whether a byte of its answer came back.
+        self._reused: dict[int, bool] = {}
+        self._answered: dict[int, bool] = {}
 
     def connect_tcp(
         self,
@@ -82,13 +86,29 @@ class SocketTracker(httpcore.NetworkBackend):
         """The socket `thread_id` last sent a request on."""
         return self._writers.get(thread_id)
 
+    def unanswered_on_reused(self, thread_id: int) -> bool:
+        """Whether `thread_id`'s last request went out on a reused connection and not one
+        byte of its answer came back: the server closed the connection as it went out, and
+        the request is safe to send once more (as browsers do)."""
+        return self._reused.get(thread_id, False) and not self._answered.get(thread_id, False)
+
 
 class _TrackedStream(httpcore.NetworkStream):
     def __init__(self, stream: httpcore.NetworkStream, tracker: SocketTracker) -> None:
         self._stream = stream
         self._tracker = tracker
+        # HTTP/1.1 without pipelining: a write after a read begins the next request.
+        self._between_requests = True
+        self._has_answered = False
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        data = self._read(max_bytes, timeout)
+        if data:
+            self._between_requests = self._has_answered = True
+            self._tracker._answered[threading.get_ident()] = True
+        return data
+
+    def _read(self, max_bytes: int, timeout: float | None) -> bytes:
         tracker = self._tracker
         if tracker.on_sent or tracker.before_read:
             thread = threading.get_ident()
@@ -101,7 +121,12 @@ class _TrackedStream(httpcore.NetworkStream):
         return self._stream.read(max_bytes, timeout)
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._tracker._writers[threading.get_ident()] = self._stream.get_extra_info("socket")
+        thread = threading.get_ident()
+        if self._between_requests:
+            self._between_requests = False
+            self._tracker._reused[thread] = self._has_answered
+            self._tracker._answered[thread] = False
+        self._tracker._writers[thread] = self._stream.get_extra_info("socket")
         self._stream.write(buffer, timeout)
 
     def close(self) -> None:

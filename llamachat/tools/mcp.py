@@ -13,11 +13,9 @@ connection breaks mid-call) is shown as failed with the last lines of its stderr
 and started again at a later call, after a backoff that doubles per failure. A
 server that hangs at start-up only costs a turn `start_wait` seconds.
 
-Child processes: each stdio server is started through a tiny launcher that leads the
-server's own process group and asks the kernel to signal it when the hub's thread dies
-(PR_SET_PDEATHSIG, as server.py does for llama-server); it forks the configured command
-and kills the whole group when the server exits or llamachat dies, so neither a server
-nor anything it started outlives llamachat, even one killed with SIGKILL. Its stderr
+Child processes: each stdio server is started through `mcp_stdio`'s launcher, so neither
+a server nor anything it started outlives llamachat, even one killed with SIGKILL. A server
+whose stdout is not UTF-8 fails, saying which bytes it wrote. Its stderr
 goes to a rotating log per server (`logs.RotatingLog`) in llamachat's log folder, and
 so does one line for each thing the SDK complains of (garbage or invalid JSON-RPC on the server's stdout), which would
 otherwise be a traceback on llamachat's stderr.
@@ -43,8 +41,6 @@ import json
 import logging
 import os
 import re
-import shutil
-import sys
 import threading
 import time
 from collections.abc import Callable, Collection, Sequence
@@ -52,10 +48,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from llamachat.config import Config, McpServerConfig
-from llamachat.api_keys import mask_secret
 from llamachat import logs
+from llamachat.api_keys import mask_secret
+from llamachat.config import Config, McpServerConfig
 from llamachat.logs import RotatingLog
+from llamachat.tools import mcp_stdio
 from llamachat.tools.base import Tool, ToolError, ToolResult, json_arguments
 
 log = logging.getLogger(__name__)
@@ -93,38 +90,6 @@ IDLE = "not started"
 STARTING = "starting"
 READY = "ready"
 FAILED = "failed"
-
-# Run by the launcher interpreter: only os, ctypes and signal. It leads the server's own
-# process group and stays as the server's parent: when the server exits, or llamachat
-# dies (even by SIGKILL: PR_SET_PDEATHSIG sends it SIGUSR1), it kills the whole group,
-# so what the server started (`sleep &`, `sh -c ...`) ends with it.
-_LAUNCH = """\
-import ctypes, ctypes.util, os, signal, sys
-parent = int(os.environ.pop("LLAMACHAT_MCP_PARENT", "0"))
-if os.getpgid(0) != os.getpid():
-    os.setpgid(0, 0)
-def end_group(*_):
-    os.killpg(0, signal.SIGKILL)
-signal.signal(signal.SIGUSR1, end_group)
-name = ctypes.util.find_library("c")
-libc = ctypes.CDLL(name, use_errno=True) if name and sys.platform.startswith("linux") else None
-if libc is not None:
-    libc.prctl(1, signal.SIGUSR1, 0, 0, 0)
-if parent and os.getppid() != parent:
-    end_group()
-pid = os.fork()
-if pid == 0:
-    signal.signal(signal.SIGUSR1, signal.SIG_DFL)
-    if libc is not None:
-        libc.prctl(1, signal.SIGKILL, 0, 0, 0)
-    try:
-        os.execvp(sys.argv[1], sys.argv[1:])
-    except OSError as exc:
-        sys.stderr.write(f"cannot start {sys.argv[1]}: {exc.strerror or exc}\\n")
-        os._exit(127)
-os.waitpid(pid, 0)
-end_group()
-"""
 
 
 def config_secrets(cfg: Config) -> tuple[str, ...]:
@@ -472,13 +437,29 @@ class Hub:
 
         cfg = server.cfg
         reader_fd = -1
+        bad_output: list[str] = []
+        owner = asyncio.current_task()
+        assert owner is not None
+
+        def on_bad_output(sample: bytes) -> None:
+            # The SDK reads on, so the session is ended here, with the reason.
+            if not bad_output:
+                bad_output.append(
+                    f"it wrote bytes that are not UTF-8 on its stdout ({sample!r}); MCP over "
+                    "stdio is UTF-8 JSON, one message a line"
+                )
+                self._note(server, bad_output[0])
+                asyncio.get_running_loop().call_soon(owner.cancel)
+
         _NOTE.set(lambda line: self._note(server, line))
+        mcp_stdio.BAD_OUTPUT.set(on_bad_output)
         try:
             async with contextlib.AsyncExitStack() as stack:
                 if cfg.command:
                     reader_fd, errlog = self._stderr_pipe(server)
                     stack.callback(errlog.close)
-                    streams = await stack.enter_async_context(self._stdio(cfg, errlog))
+                    client = mcp_stdio.stdio_client(cfg, errlog, McpError)
+                    streams = await stack.enter_async_context(client)
                 else:
                     streams = await stack.enter_async_context(self._http(cfg))
                 read, write = streams[0], streams[1]
@@ -505,7 +486,10 @@ class Hub:
                 self._set(server, status=IDLE)
         except asyncio.CancelledError:
             server.session = None
-            raise
+            if not bad_output:
+                raise
+            owner.uncancel()
+            self._failed(server, bad_output[0])
         except BaseException as exc:  # noqa: BLE001 - the SDK raises groups; each is a failure
             server.session = None
             if server.state.status != FAILED:
@@ -522,22 +506,6 @@ class Hub:
                     os.close(reader_fd)
             if not started.done():
                 started.set_result(None)
-
-    def _stdio(self, cfg: McpServerConfig, errlog: Any) -> Any:
-        from mcp import StdioServerParameters
-        from mcp.client.stdio import stdio_client
-
-        env = {**cfg.environment(), "LLAMACHAT_MCP_PARENT": str(os.getpid())}
-        path = env.get("PATH") or os.environ.get("PATH")
-        if shutil.which(cfg.command, path=path) is None:
-            raise McpError(f"the command '{cfg.command}' was not found")
-        params = StdioServerParameters(
-            command=sys.executable,
-            args=["-I", "-c", _LAUNCH, cfg.command, *cfg.args],
-            env=env,
-            cwd=cfg.cwd,
-        )
-        return stdio_client(params, errlog=errlog)
 
     def _http(self, cfg: McpServerConfig) -> Any:
         from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client

@@ -30,6 +30,7 @@ import sqlite3
 import sys
 import threading
 import traceback
+from concurrent.futures import Future
 from types import TracebackType
 from typing import TYPE_CHECKING
 
@@ -173,6 +174,43 @@ class App(QObject):
     def set_shortcut_note(self, text: str) -> None:
         """Keep how the quick ask shortcut stands (`shortcut_note`), for Settings to show."""
         self.shortcut_note = text
+
+    def find_router(self, *, beside: bool = False) -> Future:
+        """Find the router, or start llamachat's own, in the background; windows are told how.
+
+        They hear a managed server's events as they happen, then `use_router` (with the
+        server llamachat started) or `router_failed`. With `beside`, llamachat's own starts
+        on a free port even though a router answers at router_url (the user asked for it).
+        """
+        from llamachat.router import server
+
+        cfg = self.config
+
+        def find() -> tuple[str, ManagedServer | None, str]:
+            try:
+                url, started = server.ensure_router(
+                    cfg, on_event=self.post_server_event, beside=beside
+                )
+            except server.ManagedServerError as exc:
+                return "", None, exc.message
+            return url, started, ""
+
+        def on_router(future: Future) -> None:
+            try:
+                url, started, error = future.result()
+            except Exception as exc:
+                # A bug: the windows say the router is not coming, the excepthook shows why.
+                self.router_failed(f"Finding the router failed: {type(exc).__name__}: {exc}")
+                raise
+            if error:
+                self.router_failed(error)
+            else:
+                self.use_router(url, server=started)
+
+        # Finding or starting the router can take a minute (a first start loads the
+        # binary); the windows are usable meanwhile. A daemon thread, because a start
+        # still under way when the user quits must not hold the process open.
+        return tasks.run_in_background(find, on_router, daemon=True)
 
     def managed_server(self) -> ManagedServer | None:
         """The llama-server llamachat started (None when it uses a router already running)."""

@@ -9,7 +9,8 @@ leaving the rest of the window usable (past chats can be read meanwhile):
   llama-server says exactly how to get one), Settings and, for a managed server, its log;
 - "empty": the router answers but offers no models: where GGUF files go, with
   "Open models folder" and "Add GGUF file…" for llamachat's own server, and "Check
-  again" to make the router re-scan its folder.
+  again" to make the router re-scan its folder; for a router llamachat did not start,
+  whose it is and "Start llamachat's own server" (on a free port, beside it).
 
 The panel only shows and emits requests; the window acts on them. The blocking parts
 (`add_model`, `rescan`) are plain functions for a worker thread. `PendingRouter` is the
@@ -125,6 +126,7 @@ class FirstRunPanel(QFrame):
     check_requested = Signal()
     settings_requested = Signal()
     log_requested = Signal()
+    own_server_requested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -134,7 +136,7 @@ class FirstRunPanel(QFrame):
         self.setBackgroundRole(QPalette.ColorRole.Base)
         self.setAutoFillBackground(True)
         self._state = "hidden"
-        self._target: tuple[Path | None, str] | None = None
+        self._target: tuple[Path | None, str, str, bool] | None = None
         self._build()
         self.hide()
 
@@ -179,6 +181,7 @@ class FirstRunPanel(QFrame):
         self.check_button = self._button("Check again", self.check_requested)
         self.settings_button = self._button("Settings…", self.settings_requested)
         self.log_button = self._button("Server log…", self.log_requested)
+        self.own_button = self._button("Start llamachat's own server", self.own_server_requested)
         self.add_button.setDefault(True)
 
         buttons = QHBoxLayout()
@@ -187,6 +190,7 @@ class FirstRunPanel(QFrame):
             self.add_button,
             self.open_button,
             self.check_button,
+            self.own_button,
             self.settings_button,
             self.log_button,
         ):
@@ -244,15 +248,20 @@ class FirstRunPanel(QFrame):
             buttons=(self.settings_button, *((self.log_button,) if has_log else ())),
         )
 
-    def show_empty(self, *, models_dir: Path | None, url: str) -> None:
+    def show_empty(
+        self, *, models_dir: Path | None, url: str, owner: str = "", offer_own: bool = False
+    ) -> None:
         """The router at `url` offers no models; `models_dir` when llamachat runs the server.
 
-        Showing the same state again keeps what the panel says meanwhile (a file being
-        added, the last problem): the model list is polled every few seconds.
+        For a router llamachat did not start, `owner` says whose it is (`port_owner`), and
+        `offer_own` offers to start llamachat's own server beside it. Showing the same
+        state again keeps what the panel says meanwhile (a file being added, the last
+        problem): the model list is polled every few seconds.
         """
-        if self._state == "empty" and self._target == (models_dir, url):
+        target = (models_dir, url, owner, offer_own)
+        if self._state == "empty" and self._target == target:
             return
-        self._target = (models_dir, url)
+        self._target = target
         buttons: tuple[QPushButton, ...]
         if models_dir is not None:
             text = (
@@ -262,12 +271,19 @@ class FirstRunPanel(QFrame):
             )
             buttons = (self.add_button, self.open_button, self.check_button)
         else:
+            whose = f" ({owner})" if owner else ""
             text = (
-                f"The llama.cpp router at {url} lists no models. Put GGUF model files in "
-                "the folder its --models-dir option names (or list them in its "
+                f"The llama.cpp router at {url} lists no models{whose}. Put GGUF model files "
+                "in the folder its --models-dir option names (or list them in its "
                 "--models-preset file), then check again."
             )
             buttons = (self.check_button,)
+            if offer_own:
+                text += (
+                    " Or start llamachat's own llama-server on a free port, beside it: it "
+                    "serves llamachat's models folder."
+                )
+                buttons = (self.check_button, self.own_button)
         self._show(
             "empty",
             title="No models yet",
@@ -321,6 +337,7 @@ class FirstRunPanel(QFrame):
             self.open_button,
             self.add_button,
             self.check_button,
+            self.own_button,
             self.settings_button,
             self.log_button,
         ):

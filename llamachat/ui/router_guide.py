@@ -17,6 +17,7 @@ when it is shown, else as a problem; a router that cannot be had is the panel's
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -36,6 +37,7 @@ from PySide6.QtWidgets import (
 from llamachat import __version__
 from llamachat.router import providers
 from llamachat.router.models import ModelInfo
+from llamachat.router.port_owner import router_owner
 from llamachat.router.server import is_loopback
 from llamachat.ui import first_run, plain, tasks
 from llamachat.ui.app import FAILED, PENDING, READY, App, RouterState
@@ -135,6 +137,9 @@ class RouterGuide(QObject):
         panel.add_file_requested.connect(self.choose_model_file)
         panel.check_requested.connect(self.check_models)
         panel.log_requested.connect(self.show_server_log)
+        panel.own_server_requested.connect(self.start_own_server)
+        # Whose the router at a URL llamachat did not start is (port_owner), once asked.
+        self._owners: dict[str, str] = {}
         # Offered in the File menu once llamachat runs the server itself.
         self.server_log_action = QAction("Server log…", self)
         self.server_log_action.triggered.connect(self.show_server_log)
@@ -356,7 +361,33 @@ class RouterGuide(QObject):
             self._show_empty()
 
     def _show_empty(self) -> None:
-        self.panel.show_empty(models_dir=self.models_folder(), url=self._app.config.router_url)
+        url = self._app.config.router_url
+        if self._server is not None:
+            self.panel.show_empty(models_dir=self.models_folder(), url=url)
+            return
+        if url not in self._owners:
+            # Read from /proc (some milliseconds): asked once, off the GUI thread.
+            self._owners[url] = ""
+            call_in_background(self, lambda: router_owner(url), self._on_owner_found(url))
+        self.panel.show_empty(
+            models_dir=None,
+            url=url,
+            owner=self._owners[url],
+            offer_own=self._app.config.manage_server,
+        )
+
+    def _on_owner_found(self, url: str) -> Callable[[str], None]:
+        def found(owner: str) -> None:
+            self._owners[url] = owner
+            if self.panel.state() == "empty" and self._server is None:
+                self._show_empty()
+
+        return found
+
+    def start_own_server(self) -> None:
+        """Start llamachat's own llama-server on a free port and use it (the panel's offer)."""
+        self._app.router_pending("Starting llamachat's own llama-server on a free port…")
+        self._app.find_router(beside=True)
 
     # ------------------------------------------------------------------ the models folder
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from llamachat.config import Config
-from llamachat.router.binary import find_binary, launch_environment, wheel_binary
 from llamachat.errors import ServerNotFound
+from llamachat.router.binary import find_binary, launch_environment, wheel_binary
 from llamachat.router.server import ManagedServer, ensure_router, free_port
 from llamachat.tests.support import fake_llama_server
 

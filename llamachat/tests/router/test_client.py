@@ -11,20 +11,20 @@ import threading
 import httpx
 import pytest
 
-from llamachat import skills, tools
+from llamachat import skills
 from llamachat.dev.scripted_router import Model, Reply, ScriptedRouter, ToolCall
 from llamachat.router import client as backend
 from llamachat.router.client import Client, ServerError
 from llamachat.tests.support import (
     SMOL_ID,
     finance_skill_store,
+    skill_tools_of,
     stream_events,
     stream_reply,
-    skill_tools_of,
     turn_of,
     user_turn,
-    web_search_tool,
     wait_for,
+    web_search_tool,
 )
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from llamachat.config import Config
-from llamachat.router.binary import find_binary
 from llamachat.errors import ModelFileError
+from llamachat.router.binary import find_binary
 from llamachat.router.model_files import add_model_file, reload_models, set_preset_context
 from llamachat.router.server import ManagedServer
 from llamachat.tests.support import (

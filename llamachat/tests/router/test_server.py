@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import stat
@@ -16,9 +17,10 @@ import pytest
 
 from llamachat import config
 from llamachat.config import Config
+from llamachat.errors import RouterUnavailable
+from llamachat.router import client as backend
 from llamachat.router.binary import find_binary
 from llamachat.router.client import Client
-from llamachat.errors import RouterUnavailable
 from llamachat.router.lock import default_lock_path
 from llamachat.router.server import ManagedServer, ensure_router, free_port
 from llamachat.tests.support import (
@@ -31,6 +33,8 @@ from llamachat.tests.support import (
     skip_or_fail,
     smol_models_folder,
     stream_reply,
+    turn_of,
+    user_turn,
     wait_for,
     write_config_file,
 )
@@ -273,6 +277,69 @@ class TestServer:
         assert url in raised.value.message
         assert "manage_server" in raised.value.message
         assert not marker.exists()
+
+    @pytest.mark.real_router
+    def test_server_stops_at_once_with_a_reply_in_flight(self, tmp_path: Path, caplog) -> None:
+        """llama-server lets a first SIGTERM wait for the requests in flight (a reply being
+        written); stop() ends it within a second or two all the same, with no process left
+        and no "ignored SIGTERM"."""
+        _binary, model = real_assets()
+        cfg = Config(models_dir=smol_models_folder(tmp_path, model), server_args=("-t", "1"))
+        server = ManagedServer(cfg, log_path=tmp_path / "log", lock_path=tmp_path / "lock")
+        server.start()
+        outcome: list[object] = []
+        try:
+            assert server.wait_ready(60), server.log_file.tail()
+            client = Client(server.url)
+
+            def long_reply() -> None:
+                try:
+                    for kind, _piece in client.stream_chat(
+                        turn_of(
+                            user_turn("Write a very long story."),
+                            model=SMOL_ID,
+                            params={"max_tokens": 4000, "ignore_eos": True},
+                        )
+                    ):
+                        if kind == "content" and not outcome:
+                            outcome.append("streaming")
+                except backend.BackendError as exc:
+                    outcome.append(exc)
+
+            thread = threading.Thread(target=long_reply, daemon=True)
+            thread.start()
+            wait_for(lambda: outcome, 60, "the reply to begin")
+            pid = server.pid
+            assert pid is not None
+            caplog.set_level(logging.WARNING, logger="llamachat.router.server")
+            started = time.monotonic()
+        finally:
+            server.stop()
+        took = time.monotonic() - started
+        thread.join(10)
+        client.close()
+        assert took < 3.0, f"stop() took {took:.1f} s"
+        assert "ignored SIGTERM" not in caplog.text
+        wait_for(lambda: not live_group_members(pid), 5, "the model server to end too")
+
+    @pytest.mark.real_router
+    def test_server_log_keeps_the_previous_runs_output(self, tmp_path: Path) -> None:
+        """A second start appends to the log (the first run's output stays); only size rolls
+        it over."""
+        _binary, model = real_assets()
+        cfg = Config(models_dir=smol_models_folder(tmp_path, model))
+        for _run in range(2):
+            server = ManagedServer(cfg, log_path=tmp_path / "log", lock_path=tmp_path / "lock")
+            server.start()
+            try:
+                assert server.wait_ready(60), server.log_file.tail()
+                assert httpx.get(f"{server.url}/health").status_code == 200
+            finally:
+                server.stop()
+        text = (tmp_path / "log").read_text()
+        assert text.count("==== llamachat ") == 2
+        assert text.count("listening on http://127.0.0.1") == 2
+        assert not (tmp_path / "log.1").exists()
 
     def test_fault_a_hung_managed_server_is_restarted_like_a_dead_one(self, tmp_path: Path) -> None:
         """The managed server gets SIGSTOP: its /health checks go unanswered, the supervisor

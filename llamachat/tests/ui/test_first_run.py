@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 from PySide6.QtCore import QObject, Qt, QUrl, Slot
 from PySide6.QtGui import QDesktopServices
@@ -21,6 +24,7 @@ from llamachat.tests.support import (
     getting_started_buttons,
     make_app,
     real_assets,
+    smol_models_folder,
     unstarted_server,
 )
 from llamachat.ui.instance import RunningInstance
@@ -98,7 +102,10 @@ class TestFirstRun:
             qtbot.waitUntil(lambda: panel.state() == "empty" and panel.isVisible())
             # A router llamachat did not start: it cannot know that router's folder.
             assert "--models-dir" in panel.text.text() and empty.url in panel.text.text()
-            assert getting_started_buttons(window) == {"Check again"}
+            assert getting_started_buttons(window) == {
+                "Check again",
+                "Start llamachat's own server",
+            }
             assert not window.router_guide.add_model_action.isVisible()
 
             server = unstarted_server(tmp_path)
@@ -334,3 +341,47 @@ class TestFirstRun:
             if managed is not None:
                 managed.stop()
             history.close()
+
+    @pytest.mark.real_router
+    def test_firstrun_empty_router_not_ours_says_whose_and_starts_ours_beside_it(
+        self, qtbot, tmp_path: Path
+    ) -> None:
+        """A router already at router_url that llamachat did not start and that lists no
+        models: the panel says whose it is (program and pid), and "Start llamachat's own
+        server" starts llamachat's llama-server on a free port, whose models are listed."""
+        _binary, model = real_assets()
+        with ScriptedRouter(models=[]) as other:
+            cfg = firstrun_config(
+                tmp_path, router_url=other.url, models_dir=smol_models_folder(tmp_path, model)
+            )
+            history = History(cfg.history_path)
+            running = RunningInstance(make_app(cfg, history), tray=False)
+            try:
+                chat = running.show_chat()
+                running.app.use_router(other.url)
+                panel = chat.first_run_panel
+                qtbot.waitUntil(lambda: f"(pid {os.getpid()})" in panel.text.text())
+                text = panel.text.text()
+                assert f"The llama.cpp router at {other.url} lists no models" in text
+                assert "it is not llamachat's: python" in text
+                assert getting_started_buttons(chat) == {
+                    "Check again",
+                    "Start llamachat's own server",
+                }
+
+                qtbot.mouseClick(
+                    getting_started_button(chat, "Start llamachat's own server"),
+                    Qt.MouseButton.LeftButton,
+                )
+                qtbot.waitUntil(lambda: running.app.managed_server() is not None, timeout=60000)
+                managed = running.app.managed_server()
+                assert managed is not None and managed.url != other.url
+                assert running.app.router.url == managed.url
+                qtbot.waitUntil(lambda: SMOL_ID in [m.id for m in chat.models()], timeout=30000)
+                assert panel.state() == "hidden"
+            finally:
+                running.shutdown()
+                managed = running.app.managed_server()
+                if managed is not None:
+                    managed.stop()
+                history.close()

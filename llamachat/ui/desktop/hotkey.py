@@ -64,7 +64,9 @@ class QuickAskShortcut(QObject):
             self._say(f"{keys} is the chat window's key for “{taken}”: choose another.")
             return
         self._say(f"Asking the desktop for {keys}…")
-        self._portal = PortalShortcut(keys, bus=self._bus, parent=self)
+        self._portal = PortalShortcut(keys, bus=self._bus)
+        # Not this object's child (its thread may outlive it): stopped when this one goes.
+        self.destroyed.connect(self._portal.stop)
         self._portal.bound.connect(self._on_bound)
         self._portal.failed.connect(self._on_failed)
         self._portal.activated.connect(self.activated)
@@ -74,8 +76,7 @@ class QuickAskShortcut(QObject):
         """Let go of the key (the portal's listener, or the X11 grab)."""
         self._keys = None
         if self._portal is not None:
-            self._portal.stop()
-            self._portal.deleteLater()
+            self._portal.stop()  # which deletes it once its thread has ended
             self._portal = None
         if self._grab is not None:
             self._grab.close()

@@ -10,6 +10,11 @@ argument BindShortcuts takes), then emits `activated` on each press until `stop(
 Signals (queued to the owner's thread): `bound(str)` the trigger the desktop reports
 ('' for none), `activated()`, `failed(str)` why no shortcut could be had ("no portal"
 when the bus has no GlobalShortcuts: the caller then tries something else).
+
+Lifetime: the thread may outlive `stop()` (a portal call waits up to CALL_TIMEOUT, a bind
+longer) and emits from it to the end, so a `PortalShortcut` is owned by the application,
+never by its asker, and `stop()` deletes it only once the thread has ended: deleted while
+the thread emits, it took the process down (a segfault in the event loop).
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from jeepney import (
 )
 from jeepney.io.blocking import DBusConnection, open_dbus_connection
 from jeepney.low_level import HeaderFields, Message
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QCoreApplication, QObject, Signal
 
 log = logging.getLogger(__name__)
 
@@ -69,9 +74,12 @@ class PortalShortcut(QObject):
     bound = Signal(str)
     activated = Signal()
     failed = Signal(str)
+    # The thread has ended: emitted last from it, for `stop` to delete this object then.
+    _ended = Signal()
 
-    def __init__(self, keys: str, *, bus: str = "SESSION", parent: QObject | None = None) -> None:
-        super().__init__(parent)
+    def __init__(self, keys: str, *, bus: str = "SESSION") -> None:
+        # The application's: a parent deleted while the thread runs would take it along.
+        super().__init__(QCoreApplication.instance())
         self._keys = keys
         self._bus = bus
         self._stop = threading.Event()
@@ -83,10 +91,15 @@ class PortalShortcut(QObject):
         self._thread.start()
 
     def stop(self) -> None:
-        """Stop listening; the desktop keeps the binding for the next start."""
+        """Stop listening, and delete this object once the thread has ended (at once when it
+        has); the desktop keeps the binding for the next start."""
         self._stop.set()
+        # Queued from the thread: the deletion runs in this object's own thread.
+        self._ended.connect(self.deleteLater)
         if self._thread.is_alive():
             self._thread.join(timeout=2 * POLL + 1)
+        if not self._thread.is_alive():
+            self.deleteLater()
 
     def _run(self) -> None:
         try:
@@ -99,6 +112,8 @@ class PortalShortcut(QObject):
             # No session bus (KeyError: no address), or it went away.
             log.info("the desktop portal cannot be reached: %s", exc)
             self.failed.emit(NO_PORTAL)
+        finally:
+            self._ended.emit()
 
     def _bind(self, conn: DBusConnection) -> str:
         """Check the interface, create a session and bind; returns the session's handle."""

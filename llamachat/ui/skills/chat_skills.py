@@ -20,9 +20,9 @@ import logging
 from PySide6.QtCore import QObject, Qt, Signal, Slot
 from PySide6.QtWidgets import QWidget
 
-from llamachat.tools import skill_tools
 from llamachat.config import ConfigError
 from llamachat.skills import Skill, SkillStore
+from llamachat.tools import skill_tools
 from llamachat.ui.app import App
 from llamachat.ui.chat.conversation import Conversation
 from llamachat.ui.skills.skills_panel import SkillsPanel, SkillsWatcher

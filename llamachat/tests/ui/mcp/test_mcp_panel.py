@@ -115,3 +115,16 @@ class TestMcpPanel:
         assert token[:8] not in logged and router_key[:8] not in logged
         assert not any(token[:8] in text or router_key[:8] in text for text in shown)
         panel.close()
+
+    def test_mcp_panel_says_a_non_utf8_server_failed_and_why(
+        self, chat_window, router, qtbot, tmp_path: Path
+    ) -> None:
+        """The MCP panel shows the server as failed with the reason, not "starting"."""
+        window, _history = mcp_window(chat_window, router, tmp_path, mcp_faulty_toml("latin1"))
+        panel = window.open_mcp_panel()
+        item = panel.tree.topLevelItem(0)
+        panel.tree.setCurrentItem(item)
+        panel.restart_button.click()
+        qtbot.waitUntil(lambda: panel.tree.topLevelItem(0).text(1) == "failed", timeout=20000)
+        assert "not UTF-8 on its stdout" in panel.tree.topLevelItem(0).text(2)
+        panel.close()
