@@ -122,11 +122,15 @@ def open_regular(path: StrPath) -> BinaryIO:
 
 def read_head(file: BinaryIO, path: StrPath, limit: int) -> tuple[bytes, bool]:
     """At most `limit` bytes of the open `file`, and whether more followed (Unreadable on an error)."""
+    data = _read(file, path, limit + 1)
+    return data[:limit], len(data) > limit
+
+
+def _read(file: BinaryIO, path: StrPath, count: int) -> bytes:
     try:
-        data = file.read(limit + 1)
+        return file.read(count) if count > 0 else b""
     except OSError as exc:
         raise Unreadable(path, exc) from None
-    return data[:limit], len(data) > limit
 
 
 def read_bytes(path: StrPath, limit: int, *, cut: bool = False) -> tuple[bytes, bool]:
@@ -158,14 +162,11 @@ def read_text(path: StrPath, limit: int, *, encoding: str = "utf-8") -> str:
         size = os.fstat(file.fileno()).st_size
         if size > limit:
             raise TooLarge(path, _too_large(size, limit))
-        head, more = read_head(file, path, min(TEXT_PROBE, limit))
+        head = _read(file, path, min(TEXT_PROBE, limit + 1))
         if b"\0" in head:
             raise NotText(path, "is not a text file (it holds NUL bytes)")
-        data = head
-        if more:
-            rest, more = read_head(file, path, limit - len(head))
-            data += rest
-    if more:
+        data = head + _read(file, path, limit + 1 - len(head))
+    if len(data) > limit:
         raise TooLarge(path, _too_large(None, limit))
     try:
         return data.decode(encoding)
