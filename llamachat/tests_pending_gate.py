@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import logging
@@ -68,7 +69,7 @@ class TestOutsideFiles:
             ("socket.txt", "socket"),
             ("zero.txt", "device"),
         ):
-            refused = _at_once(lambda n=name: outside.open_regular(messy.root / n))
+            refused = _at_once(functools.partial(outside.open_regular, messy.root / name))
             assert isinstance(refused, outside.NotRegular) and what in refused.reason, name
 
     def test_reads_are_bounded_by_the_bytes_read_not_by_stat(self, tmp_path: Path) -> None:
@@ -243,7 +244,7 @@ class TestImportGate:
         messy = messy_folder(tmp_path / "docs")
         for name, word in (("zero.txt", "device"), ("fifo.txt", "pipe"), ("sparse.txt", "too large")):
             started = time.monotonic()
-            refused = _at_once(lambda n=name: importers.read_chats(messy.root / n))
+            refused = _at_once(functools.partial(importers.read_chats, messy.root / name))
             assert isinstance(refused, HistoryError) and word in str(refused), (name, refused)
             assert time.monotonic() - started < 2.0, name
 
@@ -276,11 +277,30 @@ class TestSkillsGate:
         odd = "caf\N{REPLACEMENT CHARACTER}.txt"
         assert listed == sorted([odd, "normal.txt", "sub/inner.md", messy.large])
         for name in ("fifo.txt", "socket.txt", "zero.txt", "passwd.txt", "elsewhere/far.txt"):
-            refused = _at_once(lambda n=name: read_skill_file(skill, n))
+            refused = _at_once(functools.partial(read_skill_file, skill, name))
             assert isinstance(refused, SkillFileError), (name, refused)
             assert SECRET not in str(refused)
         with pytest.raises(SkillFileError, match="not a text file"):
             read_skill_file(skill, messy.large)  # NULs, found in its first bytes
+
+
+class TestSkillImportGate:
+    def test_importing_a_messy_skill_folder_copies_its_files_and_nothing_else(
+        self, tmp_path: Path
+    ) -> None:
+        """The FIFO, socket, /dev/zero and the links out stay behind (a secret outside is never
+        copied into a skill the model reads); the text files, odd name too, are copied."""
+        from llamachat.skills import import_folder
+
+        messy = messy_folder(tmp_path / "downloads" / "messy")
+        (messy.root / "SKILL.md").write_text("---\nname: messy\ndescription: d\n---\nbody\n")
+        os.remove(messy.root / messy.large)  # a skill of 1 GB is not this test's point
+        dest = tmp_path / "skills"
+        imported = _at_once(lambda: import_folder(messy.root, dest), 30)
+        assert imported == [dest / "messy"]
+        copied = sorted(item.rel for item in outside.walk(dest / "messy"))
+        assert copied == sorted([*messy.readable, "SKILL.md"])
+        assert not any(SECRET in (dest / "messy" / rel).read_text() for rel in copied)
 
 
 class TestSmallSurfacesGate:

@@ -197,7 +197,11 @@ class Walked:
 
 
 def walk(
-    root: StrPath, *, skip_dirs: frozenset[str] = frozenset(), hidden: bool = False
+    root: StrPath,
+    *,
+    skip_dirs: frozenset[str] = frozenset(),
+    hidden: bool = False,
+    within: StrPath | None = None,
 ) -> Iterator[Walked]:
     """The files under the folder `root`, sorted by name, folder by folder, never leaving it.
 
@@ -206,9 +210,10 @@ def walk(
     left out with its reason (it is never opened). Names starting with "." are left out
     unless `hidden`, and so are folders named in `skip_dirs`. A `root` that is itself a
     regular file is its only entry (`rel` ""). `rel` is the path below `root` with "/".
+    `within` (a folder holding `root`) widens where links may lead, `root` by default.
     """
     top = Path(root)
-    base = os.path.realpath(top)
+    base = os.path.realpath(within if within is not None else top)
     try:
         mode = os.stat(top).st_mode
     except OSError as exc:
