@@ -118,9 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 2
     args.argv = argv
-    outside.configure_logging(
-        logging.DEBUG if args.debug else logging.WARNING, log_path=log_path()
-    )
+    outside.configure_logging(logging.DEBUG if args.debug else logging.WARNING, log_path=log_path())
     command: Command = getattr(args, "run", _run_gui)
     gui = command is _run_gui
     if gui or (command is _run_ask and not args.print_answer):

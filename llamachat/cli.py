@@ -39,7 +39,7 @@ from typing import TextIO
 from llamachat import compact, context, prompts, turn
 from llamachat.config import Config
 from llamachat.history.store import History, HistoryError
-from llamachat.outside import say, terminal_safe, visible_controls
+from llamachat.outside import say, visible_controls
 from llamachat.router import client as backend
 from llamachat.router import providers, server
 from llamachat.router.models import Models

@@ -115,11 +115,15 @@ class TestOutsideTerminal:
         page's body) reaches the log file only."""
         monkeypatch.setattr(logging.getLogger(), "handlers", [])
         err = io.StringIO()
-        handlers = outside.configure_logging(logging.WARNING, log_path=tmp_path / "l.log", stream=err)
+        handlers = outside.configure_logging(
+            logging.WARNING, log_path=tmp_path / "l.log", stream=err
+        )
         try:
             log = logging.getLogger("llamachat.test")
             log.warning("name \x1b]0;pwned\x07 \u202eevil")
-            log.warning("the page:\n%s", "<html>BODY</html>", extra={outside.terminal.FILE_ONLY: True})
+            log.warning(
+                "the page:\n%s", "<html>BODY</html>", extra={outside.terminal.FILE_ONLY: True}
+            )
         finally:
             for handler in handlers:
                 handler.close()
@@ -242,7 +246,11 @@ class TestImportGate:
         from llamachat.history.rows import HistoryError
 
         messy = messy_folder(tmp_path / "docs")
-        for name, word in (("zero.txt", "device"), ("fifo.txt", "pipe"), ("sparse.txt", "too large")):
+        for name, word in (
+            ("zero.txt", "device"),
+            ("fifo.txt", "pipe"),
+            ("sparse.txt", "too large"),
+        ):
             started = time.monotonic()
             refused = _at_once(functools.partial(importers.read_chats, messy.root / name))
             assert isinstance(refused, HistoryError) and word in str(refused), (name, refused)

@@ -22,14 +22,12 @@ Errors: one tree, in `files`:
     ├── NotRegular          a FIFO, socket, device or folder (never opened blocking)
     ├── TooLarge            more bytes than the caller's limit (counted while reading)
     ├── NotText             NUL bytes or not UTF-8, where text was wanted
-    ├── OutsideFolder       a link inside a folder that leads out of it
     └── Unreadable          the system's error (permissions, gone, I/O)
 """
 
 from llamachat.outside.files import (
     NotRegular,
     NotText,
-    OutsideFolder,
     Refused,
     TooLarge,
     Unreadable,
@@ -48,7 +46,6 @@ from llamachat.outside.terminal import configure_logging, say, terminal_safe, vi
 __all__ = [
     "NotRegular",
     "NotText",
-    "OutsideFolder",
     "Refused",
     "TooLarge",
     "Unreadable",

@@ -57,10 +57,6 @@ class NotText(Refused):
     """NUL bytes, or bytes that are not UTF-8, where text was wanted."""
 
 
-class OutsideFolder(Refused):
-    """A link inside a folder whose target is outside it."""
-
-
 class Unreadable(Refused):
     """The system's error opening or reading the file (permissions, gone, I/O); ``why`` is it."""
 

@@ -120,4 +120,7 @@ def configure_logging(
 
 def say(message: object, stream: TextIO | None = None) -> None:
     """Print a llamachat message (never the model's answer) on `stream` (stderr), terminal-safe."""
-    print(f"llamachat: {terminal_safe(str(message))}", file=stream if stream is not None else sys.stderr)
+    print(
+        f"llamachat: {terminal_safe(str(message))}",
+        file=stream if stream is not None else sys.stderr,
+    )

@@ -12,7 +12,6 @@ from pathlib import Path
 from llamachat import outside
 from llamachat.skills.parse import SKILL_FILE, Problem, SkillError, file_sig, parse_skill
 
-
 log = logging.getLogger(__name__)
 
 

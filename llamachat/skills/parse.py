@@ -20,6 +20,7 @@ from pathlib import Path
 import yaml
 
 from llamachat import outside
+
 log = logging.getLogger(__name__)
 
 SKILL_FILE = "SKILL.md"
