@@ -431,7 +431,9 @@ def read_import(
     try:
         data = parse_object(text, max_message_chars, on_progress or (lambda _share: None))
     except json.JSONDecodeError as exc:
-        raise HistoryError(f"cannot import {source}: it is not JSON ({exc})") from None
+        raise HistoryError(
+            f"cannot import {outside.shown(source)}: it is not JSON ({exc})"
+        ) from None
     del text  # the file's text is not needed while the messages are checked
     return validate_import(data)
 
