@@ -317,6 +317,8 @@ class TestSkillsGate:
             refused = _at_once(functools.partial(read_skill_file, skill, name))
             assert isinstance(refused, SkillFileError), (name, refused)
             assert SECRET not in str(refused)
+        text, _summary = read_skill_file(skill, odd)  # the name as listed reads the file
+        assert "vicunas" in text
         with pytest.raises(SkillFileError, match="not a text file"):
             read_skill_file(skill, messy.large)  # NULs, found in its first bytes
 

@@ -6,6 +6,7 @@ import codecs
 import difflib
 import os
 import re
+from pathlib import Path
 
 from llamachat import outside
 from llamachat.skills.parse import SKILL_FILE, Skill, SkillError, size_text
@@ -54,6 +55,17 @@ def resource_files(skill: Skill) -> list[str]:
         if not item.reason and item.rel != SKILL_FILE:
             found.append(outside.shown(item.rel))
     return sorted(found)
+
+
+def _on_disk(base: Path, wanted: str) -> str:
+    """The name on disk of `wanted` as the file list showed it: a name that is not UTF-8 is
+    listed with U+FFFD, which the model sends back."""
+    if "\N{REPLACEMENT CHARACTER}" not in wanted:
+        return wanted
+    for item in outside.walk(base):
+        if not item.reason and outside.shown(item.rel) == wanted:
+            return item.rel
+    return wanted
 
 
 def read_file_schema(names: list[str]) -> dict:
@@ -108,7 +120,7 @@ def read_skill_file(skill: Skill, path: str) -> tuple[str, str]:
         raise SkillFileError(
             f"the {skill.name} folder cannot be read ({error.strerror})."
         ) from None
-    target = os.path.realpath(base / wanted)
+    target = os.path.realpath(base / _on_disk(base, wanted))
     if target == str(base) or not outside.inside(str(base), target):
         raise SkillFileError(
             f"{wanted} is outside the {skill.name} folder; only files inside it can be read."
