@@ -14,6 +14,9 @@ that reads folders (skills, libraries, imports) and of `outside` itself use it.
     loop.txt        a link to itself
     locked.txt      a file no one may read (only when the tests do not run as root)
 
+`returns_at_once(action)` runs `action` on a thread and fails the test if it blocks (a FIFO
+opened blocking would hang the test instead).
+
 Qt-free.
 """
 
@@ -22,8 +25,12 @@ from __future__ import annotations
 import os
 import socket
 import tempfile
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import pytest
 
 SPARSE_BYTES = 1024 * 1024 * 1024
 """The sparse file's size."""
@@ -96,3 +103,22 @@ def _socket(path: Path) -> None:
         os.rename(os.path.join(short, "s"), path)
     finally:
         os.rmdir(short)
+
+
+def returns_at_once(action: Callable[[], object], seconds: float = 10) -> object:
+    """What `action` returns, or the exception it raises, run on a thread: one that blocks
+    (a FIFO opened blocking) fails the test instead of hanging it."""
+    outcome: list[object] = []
+
+    def run() -> None:
+        try:
+            outcome.append(action())
+        except Exception as exc:  # noqa: BLE001 - handed to the test
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        pytest.fail(f"{action} blocked for {seconds} s")
+    return outcome[0]
