@@ -1,7 +1,7 @@
 """Outside input through one gate: files from outside read one way, text bound for a terminal
 neutralized one way.
 
-    files       open_regular (regular files only, never blocking), read_bytes / read_text
+    file_gate   open_regular (regular files only, never blocking), read_bytes / read_text
                 (bounded by the bytes read, not by stat), walk (a folder, never left through
                 a link inside it, each left-out entry with its reason), shown (a path's name
                 for people, not UTF-8 bytes as replacement characters)
@@ -10,13 +10,13 @@ neutralized one way.
                 error page's body kept off the terminal)
 
 Every surface that reads a file the person chose or a folder they named goes through
-`files`: skills, libraries, chat imports, attachments, prompt presets, the MCP servers
+`file_gate`: skills, libraries, chat imports, attachments, prompt presets, the MCP servers
 file, GGUF files added to the models folder. Everything llamachat writes to a terminal
 goes through `terminal`.
 
 Qt-free.
 
-Errors: one tree, in `files`:
+Errors: one tree, in `file_gate`:
 
     Refused(Exception)      a file not read; .reason is a phrase for the user ("is a pipe")
     ├── NotRegular          a FIFO, socket, device or folder (never opened blocking)
@@ -25,7 +25,7 @@ Errors: one tree, in `files`:
     └── Unreadable          the system's error (permissions, gone, I/O)
 """
 
-from llamachat.outside.files import (
+from llamachat.outside.file_gate import (
     NotRegular,
     NotText,
     Refused,

@@ -85,7 +85,7 @@ class TestLibraryIndex:
         no search finds it."""
         from llamachat.library.child import ChildReader
         from llamachat.library.extract import extract
-        from llamachat.library.store import LibraryStore
+        from llamachat.library.index import LibraryStore
 
         messy = messy_folder(tmp_path / "docs")
         store = LibraryStore(tmp_path / "library.db")

@@ -86,7 +86,7 @@ class TestDocuments:
         self, tmp_path: Path
     ) -> None:
         """What the model reads of a file's name is text a JSON request can carry."""
-        from llamachat.library.store import LibraryStore
+        from llamachat.library.index import LibraryStore
         from llamachat.tools import documents
 
         messy = messy_folder(tmp_path / "docs")

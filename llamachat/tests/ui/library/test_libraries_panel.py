@@ -85,7 +85,7 @@ class TestLibraryPanel:
         the name that is not UTF-8 is listed with a replacement character and indexed, and
         each file left out says why."""
         from llamachat.ui.library.host import LibraryHost
-        from llamachat.ui.library.panel import LibrariesPanel
+        from llamachat.ui.library.libraries_panel import LibrariesPanel
 
         messy = messy_folder(tmp_path / "docs")
         host = LibraryHost(tmp_path / "library.db")

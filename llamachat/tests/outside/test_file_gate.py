@@ -1,4 +1,4 @@
-"""The tests of `llamachat.outside.files`: the gate, over the messy folder."""
+"""The tests of `llamachat.outside.file_gate`: the gate, over the messy folder."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from llamachat import outside
 from llamachat.tests.support import NON_UTF8_NAME, SPARSE_BYTES, messy_folder, returns_at_once
 
 
-class TestFiles:
+class TestFileGate:
     """Regular files only, never blocking; reads bounded by bytes read; folders never left."""
 
     def test_walk_lists_the_regular_files_and_leaves_out_the_rest_saying_why(
@@ -65,7 +65,7 @@ class TestFiles:
     def test_read_text_keeps_every_byte_past_its_probe(self, tmp_path: Path) -> None:
         """The first TEXT_PROBE bytes are searched for NULs before the rest is read; the
         text comes back whole across that boundary."""
-        text = "é" * outside.files.TEXT_PROBE + "end"
+        text = "é" * outside.file_gate.TEXT_PROBE + "end"
         (tmp_path / "long.txt").write_text(text)
         assert outside.read_text(tmp_path / "long.txt", 10 * len(text)) == text
 
