@@ -34,7 +34,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from llamachat import __version__, cli, config, qt_platform
+import platformdirs
+
+from llamachat import __version__, cli, config, outside, qt_platform
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -116,23 +118,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 2
     args.argv = argv
-    logging.basicConfig(
-        level=logging.DEBUG if args.debug else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    outside.configure_logging(logging.DEBUG if args.debug else logging.WARNING, log_path=log_path())
     command: Command = getattr(args, "run", _run_gui)
     gui = command is _run_gui
     if gui or (command is _run_ask and not args.print_answer):
         # Before Qt starts: on a bare Linux its xcb plugin aborts the process instead.
         problem = qt_platform.problem()
         if problem:
-            print(problem, file=sys.stderr)
+            print(outside.terminal_safe(problem), file=sys.stderr)
             return 2
     try:
         cfg = load_or_create_config(args.config)
     except config.ConfigError as exc:
         return _config_failed(exc, gui=gui)
     return command(args, cfg)
+
+
+def log_path() -> Path:
+    """llamachat's own log file (an error page's body and every warning go there)."""
+    return Path(platformdirs.user_log_dir("llamachat")) / "llamachat.log"
 
 
 def load_or_create_config(path: Path | None = None) -> config.Config:
@@ -156,7 +160,7 @@ def load_or_create_config(path: Path | None = None) -> config.Config:
 
 
 def _config_failed(exc: config.ConfigError, *, gui: bool) -> int:
-    print(f"llamachat: {exc}", file=sys.stderr)
+    outside.say(exc)
     if gui and _has_display():
         from PySide6.QtWidgets import QApplication, QMessageBox
 
@@ -193,9 +197,9 @@ def _install_desktop(args: argparse.Namespace, cfg: config.Config) -> int:
     try:
         written = entry.install(entry.launcher(cfg.path), autostart=cfg.autostart)
     except OSError as exc:
-        print(f"llamachat: cannot install the desktop entry: {exc}", file=sys.stderr)
+        outside.say(f"cannot install the desktop entry: {exc}")
         return 1
-    print("\n".join(str(path) for path in written))
+    print(outside.terminal_safe("\n".join(str(path) for path in written)))
     return 0
 
 
@@ -206,9 +210,9 @@ def _uninstall_desktop(args: argparse.Namespace, cfg: config.Config) -> int:
     try:
         removed = entry.uninstall()
     except OSError as exc:
-        print(f"llamachat: cannot remove the desktop entry: {exc}", file=sys.stderr)
+        outside.say(f"cannot remove the desktop entry: {exc}")
         return 1
-    print("\n".join(str(path) for path in removed) or "nothing to remove")
+    print(outside.terminal_safe("\n".join(str(path) for path in removed)) or "nothing to remove")
     return 0
 
 
@@ -225,7 +229,7 @@ def _run_gui(args: argparse.Namespace, cfg: config.Config) -> int:
     try:
         piped = cli.read_piped() if getattr(args, "run", None) is _run_ask else ""
     except cli.AskError as exc:
-        print(f"llamachat: {exc}", file=sys.stderr)
+        outside.say(exc)
         return 2
     message = instance.payload(getattr(args, "argv", []), os.getcwd(), piped)
     name = instance.socket_name(cfg.path)
@@ -233,7 +237,7 @@ def _run_gui(args: argparse.Namespace, cfg: config.Config) -> int:
         if instance.hand_over(name, message):
             return 0
     except instance.InstanceError as exc:
-        print(f"llamachat: {exc}", file=sys.stderr)
+        outside.say(exc)
         return 1
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
@@ -260,7 +264,7 @@ def _run_gui(args: argparse.Namespace, cfg: config.Config) -> int:
     try:
         history = History(cfg.history_path)
     except HistoryError as exc:
-        print(f"llamachat: cannot open the history {cfg.history_path}: {exc}", file=sys.stderr)
+        outside.say(f"cannot open the history {cfg.history_path}: {exc}")
         if _has_display():
             plain.message_box(
                 None, QMessageBox.Icon.Critical, "llamachat", f"Cannot open the history:\n{exc}"

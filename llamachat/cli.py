@@ -29,7 +29,6 @@ import contextlib
 import dataclasses
 import logging
 import os
-import re
 import sqlite3
 import stat
 import sys
@@ -40,45 +39,13 @@ from typing import TextIO
 from llamachat import compact, context, prompts, turn
 from llamachat.config import Config
 from llamachat.history.store import History, HistoryError
+from llamachat.outside import say, visible_controls
 from llamachat.router import client as backend
 from llamachat.router import providers, server
 from llamachat.router.models import Models
 from llamachat.tools import mcp
 
 log = logging.getLogger(__name__)
-
-# What a terminal would act on in text that is not the model's answer: escape
-# sequences (OSC ones retitle the window or write the clipboard, CSI ones move the
-# cursor and clear the screen) and then any other control character but a line break.
-_ESCAPES = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b\[[0-?]*[ -/]*[@-~]|\x1b.?")
-_CONTROLS = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
-
-
-def terminal_safe(text: str) -> str:
-    """`text` with escape sequences and control characters (but line breaks) removed."""
-    return _CONTROLS.sub("", _ESCAPES.sub("", text))
-
-
-# The model's own text keeps every character, but a terminal acts on control characters
-# (ESC starts OSC 52 clipboard writes, retitling and screen clears; BEL rings; NUL): each
-# is shown as a visible symbol instead, one for one, so a sequence cut between two
-# pieces of the stream is neutralized too. Line breaks and tabs stay.
-_VISIBLE = {
-    **{code: chr(0x2400 + code) for code in range(0x20) if code not in (0x09, 0x0A)},
-    0x7F: "\u2421",
-    **{code: f"\\x{code:02x}" for code in range(0x80, 0xA0)},
-}
-
-
-def visible_controls(text: str) -> str:
-    """`text` with control characters (but line breaks and tabs) as visible symbols."""
-    return text.translate(_VISIBLE)
-
-
-def _say(message: object, err: TextIO) -> None:
-    """Print a llamachat message (never model output) on `err`, safe for a terminal."""
-    print(f"llamachat: {terminal_safe(str(message))}", file=err)
-
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -186,7 +153,7 @@ class _Record:
             self._give_up(exc)
 
     def _give_up(self, exc: Exception) -> None:
-        _say(f"this exchange is not saved in the history: {exc}", self._err)
+        say(f"this exchange is not saved in the history: {exc}", self._err)
         self.close()
 
     def start(self, model: str, text: str) -> None:
@@ -249,7 +216,7 @@ def run(
             # A one-word mention may mean the word, not the skill: say how to load it.
             names = ", ".join(question.suggested)
             loads = " ".join(f"/{name}" for name in question.suggested)
-            _say(f"mentioned, not loaded: skill {names} (add {loads} to load it)", err)
+            say(f"mentioned, not loaded: skill {names} (add {loads} to load it)", err)
         piped = read_piped(stdin)
         text = with_input(question.text, piped)
         if not text.strip():
@@ -260,7 +227,7 @@ def run(
                 )
             raise AskError('Nothing to ask: give a question, e.g. llamachat ask --print "why?"')
     except AskError as exc:
-        _say(exc, err)
+        say(exc, err)
         return EXIT_USAGE
 
     managed = None
@@ -309,13 +276,13 @@ def run(
                 text, request = fitted, build(fitted)
                 overflow = context.check(request, tokenizer, n_ctx, cfg.reply_reserve, exact=True)
         if overflow is not None:
-            _say(f"{overflow.message()}\n{overflow.details()}", err)
+            say(f"{overflow.message()}\n{overflow.details()}", err)
             if policy not in (compact.COMPACT, compact.TRIM):
-                _say("--overflow compact or trim makes it fit (the input summarized or cut)", err)
+                say("--overflow compact or trim makes it fit (the input summarized or cut)", err)
             return EXIT_USAGE
         return _stream(registry, request, text, cfg, args, out, err)
     except (AskError, backend.BackendError, server.ManagedServerError) as exc:
-        _say(getattr(exc, "message", None) or exc, err)
+        say(getattr(exc, "message", None) or exc, err)
         return EXIT_FAILED
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
@@ -352,7 +319,7 @@ def _fit(
         if trimmed is None:
             return None
         material, lines = trimmed
-        _say(f"{lines:,} earlier line{'' if lines == 1 else 's'} of the input not sent", err)
+        say(f"{lines:,} earlier line{'' if lines == 1 else 's'} of the input not sent", err)
         return with_input(typed, material) if piped else material
     try:
         budget = compact.Budget.for_context(
@@ -365,10 +332,10 @@ def _fit(
             cost=tokenizer.quick,
             focus=focus,
             text=True,
-            on_piece=lambda n, total: _say(f"compacting the input: part {n} of {total}", err),
+            on_piece=lambda n, total: say(f"compacting the input: part {n} of {total}", err),
         )
     except (compact.CompactError, backend.BackendError) as exc:
-        _say(f"the input could not be compacted: {getattr(exc, 'message', None) or exc}", err)
+        say(f"the input could not be compacted: {getattr(exc, 'message', None) or exc}", err)
         return None
     note = f"(The input, {len(material):,} characters, summarized to fit the context.)"
     return with_input(typed, f"{note}\n{summary}") if piped else f"{note}\n{summary}"
@@ -388,7 +355,7 @@ def _mcp_tools(
     def consent(name: str, _arguments: str) -> str:
         if getattr(args, "allow_tools", False) or name in cfg.mcp_allowed_tools:
             return mcp.ALLOW_ONCE
-        _say(f"not run: {name} (pass --allow-tools to let the model run MCP tools)", err)
+        say(f"not run: {name} (pass --allow-tools to let the model run MCP tools)", err)
         return mcp.DENY
 
     hub = mcp.Hub(cfg.mcp_servers, secrets=mcp.config_secrets(cfg))
@@ -466,7 +433,7 @@ def _stream(
             out.write("\n")
             out.flush()
     if error:
-        _say(error, err)
+        say(error, err)
     return code
 
 

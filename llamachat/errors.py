@@ -38,11 +38,14 @@ import urllib.parse
 import httpx
 
 from llamachat.api_keys import mask_secret
+from llamachat.outside.terminal import FILE_ONLY
 
 log = logging.getLogger(__name__)
 
 # An error page's title (or first line of text) is shown up to this many characters.
 SUMMARY_CHARS = 200
+PAGE_LOG_CHARS = 4096
+"""Characters of an error page written to the log file (the page itself may be megabytes)."""
 
 _HTML_RE = re.compile(rb"<(?:!doctype\s+html|html|head|body|title)\b", re.IGNORECASE)
 _TITLE_RE = re.compile(r"<title\b[^>]*>(.*?)</title\s*>", re.IGNORECASE | re.DOTALL)
@@ -126,7 +129,7 @@ def server_error(status: int, body: bytes, url: str, *, secret: str | None = Non
     """A ServerError from an error response's status and body (JSON, a web page, or text).
 
     Of a web page (a proxy's 502, a gateway's 500) only the title or first line of text is
-    shown; the whole page goes to the log, `secret` masked.
+    shown; the page's first PAGE_LOG_CHARS go to the log file only, `secret` masked.
     """
     try:
         data = json.loads(body)
@@ -143,8 +146,15 @@ def server_error(status: int, body: bytes, url: str, *, secret: str | None = Non
         return ServerError(error, status=status)
     if _HTML_RE.search(body[:1024]):
         page = body.decode("utf-8", "replace")
+        # The page is outside text of any size (escape sequences too): its start goes to
+        # the log file only, never the terminal; the summary below is what people read.
         log.warning(
-            "%s answered HTTP %s with this page:\n%s", url, status, mask_secret(page, secret)
+            "%s answered HTTP %s with this page (its first %s characters):\n%s",
+            url,
+            status,
+            PAGE_LOG_CHARS,
+            mask_secret(page, secret)[:PAGE_LOG_CHARS],
+            extra={FILE_ONLY: True},
         )
         summary = _page_summary(page)
         return ServerError(

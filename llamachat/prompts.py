@@ -13,6 +13,8 @@ import logging
 import os
 from pathlib import Path
 
+from llamachat import outside
+
 log = logging.getLogger(__name__)
 
 DEFAULT_NAME = "Default"
@@ -22,6 +24,8 @@ DEFAULT_TEXT = (
     "guessing. Use Markdown for lists, tables and code.\n"
 )
 SUFFIX = ".md"
+MAX_PRESET_BYTES = 1024 * 1024
+"""The largest preset read: a system prompt, not a book (a bigger file is refused, as is a FIFO)."""
 # Characters some file system refuses in a name; refusing them everywhere keeps a
 # prompts folder portable between machines.
 _FORBIDDEN = set('/\\:*?"<>|')
@@ -82,11 +86,12 @@ class Prompts:
         """The text of a preset."""
         path = self._file(name)
         try:
-            return path.read_text(encoding="utf-8", errors="replace")
-        except FileNotFoundError:
-            raise PromptError(f"no prompt preset named {name!r}") from None
-        except OSError as exc:
-            raise PromptError(f"cannot read the prompt preset {path}: {exc.strerror}") from None
+            data, _more = outside.read_bytes(path, MAX_PRESET_BYTES)
+        except outside.Refused as exc:
+            if not os.path.lexists(path):
+                raise PromptError(f"no prompt preset named {name!r}") from None
+            raise PromptError(f"cannot read the prompt preset {exc}") from None
+        return data.decode("utf-8", errors="replace")
 
     def save(self, name: str, text: str) -> None:
         """Create or replace a preset."""

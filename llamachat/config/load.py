@@ -13,6 +13,7 @@ from typing import Any, NoReturn
 
 import platformdirs
 
+from llamachat import outside
 from llamachat.config.checks import ConfigError, check_data, check_mcp_servers, resolve_path
 from llamachat.config.definitions import (
     APP_NAME,
@@ -167,6 +168,9 @@ def default_path() -> Path:
     return Path(platformdirs.user_config_dir(APP_NAME, appauthor=False)) / "config.toml"
 
 
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
+"""The largest config.toml or mcp.json read (a FIFO or /dev/zero named there is refused)."""
+
 _TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)")
 
 
@@ -174,16 +178,17 @@ def load(path: Path | None = None) -> Config:
     """Read and validate the configuration; a missing file gives the defaults."""
     path = Path(path) if path is not None else default_path()
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        log.info("no configuration at %s, using the defaults", path)
-        return _build({}, path)
-    except IsADirectoryError:
-        raise ConfigError("cannot read the configuration: it is a folder", path=path) from None
-    except OSError as exc:
-        raise ConfigError(
-            f"cannot read the configuration: {exc.strerror or exc}", path=path
-        ) from None
+        raw, _more = outside.read_bytes(path, MAX_CONFIG_BYTES)
+    except outside.Unreadable as exc:
+        if not os.path.lexists(path):
+            log.info("no configuration at %s, using the defaults", path)
+            return _build({}, path)
+        raise ConfigError(f"cannot read the configuration: {exc.why}", path=path) from None
+    except outside.NotRegular as exc:
+        what = "it is a folder" if "folder" in exc.reason else f"it {exc.reason}"
+        raise ConfigError(f"cannot read the configuration: {what}", path=path) from None
+    except outside.Refused as exc:
+        raise ConfigError(f"cannot read the configuration: it {exc.reason}", path=path) from None
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -309,13 +314,13 @@ def mcp_json_servers(path: Path, *, for_import: bool = False) -> tuple[list[dict
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8-sig")
-    except OSError as exc:
-        raise ConfigError(
-            f"cannot read the MCP servers file: {exc.strerror or exc}", path=path
-        ) from None
-    except UnicodeDecodeError:
-        raise ConfigError("the MCP servers file is not UTF-8 text", path=path) from None
+        text = outside.read_text(path, MAX_CONFIG_BYTES, encoding="utf-8-sig")
+    except outside.NotText as exc:
+        raise ConfigError(f"the MCP servers file {exc.reason}", path=path) from None
+    except outside.Unreadable as exc:
+        raise ConfigError(f"cannot read the MCP servers file: {exc.why}", path=path) from None
+    except outside.Refused as exc:
+        raise ConfigError(f"cannot read the MCP servers file: it {exc.reason}", path=path) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from llamachat import outside
 from llamachat import params as params_module
 from llamachat.history import database, projects
 from llamachat.history.rows import (
@@ -61,6 +62,11 @@ MAX_DEPTH = 32
 # so the window's own saves wait no longer than that.
 IMPORT_BATCH = 1000
 MAX_PROJECT_NAME = 200
+# The largest file an import reads: a heavy user's ChatGPT export is a few hundred MB.
+MAX_IMPORT_BYTES = 512 * 1024 * 1024
+# An imported title is cut here: a title is a line in the list, and one of 20 MB stalled
+# the window each time the list was drawn.
+MAX_TITLE_CHARS = 500
 # Times must be seconds from 1970 up to the end of year 9999 (what time.localtime shows).
 _LAST_TIME = 253402300799.0
 _SPACE = re.compile(r"[ \t\n\r]*")
@@ -425,19 +431,20 @@ def read_import(
     try:
         data = parse_object(text, max_message_chars, on_progress or (lambda _share: None))
     except json.JSONDecodeError as exc:
-        raise HistoryError(f"cannot import {source}: it is not JSON ({exc})") from None
+        raise HistoryError(
+            f"cannot import {outside.shown(source)}: it is not JSON ({exc})"
+        ) from None
     del text  # the file's text is not needed while the messages are checked
     return validate_import(data)
 
 
 def read_text(source: Path) -> str:
-    """The text of the file to import at `source`; HistoryError if it cannot be read as UTF-8."""
+    """The text of the file to import at `source`, through the gate: HistoryError unless it
+    is a regular file of UTF-8 text of at most MAX_IMPORT_BYTES."""
     try:
-        return Path(source).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise HistoryError(f"cannot read {source}: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise HistoryError(f"cannot import {source}: it is not UTF-8 text ({exc})") from None
+        return outside.read_text(source, MAX_IMPORT_BYTES)
+    except outside.Refused as exc:
+        raise HistoryError(f"cannot import {exc}") from None
 
 
 def parse_object(text: str, max_chars: int, on_progress: Callable[[float], None]) -> dict[str, Any]:
@@ -566,6 +573,8 @@ def validate_import(data: object) -> Imported:
         )
     now = time.time()
     session = _fields(data.get("session"), _SESSION_FIELDS, "session", now)
+    if len(session["title"]) > MAX_TITLE_CHARS:
+        session["title"] = session["title"][: MAX_TITLE_CHARS - 1] + "…"
     if session["mode"] not in MODES:
         raise HistoryError(f"cannot import: session.mode must be one of {', '.join(MODES)}")
     if not all(isinstance(name, str) for name in session["skills"]):

@@ -24,6 +24,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from llamachat import outside
 from llamachat.history.export import ImportCancelled
 from llamachat.history.rows import HistoryError
 from llamachat.history.store import ImportIds, import_chats
@@ -57,7 +58,7 @@ def import_in_child(db_path: Path, source: Path, on_progress: Callable[[float], 
             except (EOFError, OSError):
                 process.join(END_SECONDS)
                 raise HistoryError(
-                    f"cannot import {Path(source).name}: the import process ended "
+                    f"cannot import {outside.shown(Path(source).name)}: the import process ended "
                     f"(exit code {process.exitcode}); nothing was added"
                 ) from None
             if kind == "progress":
@@ -97,7 +98,7 @@ def _serve(conn: Connection, db_path: Path, source: Path, stop: Any) -> None:
     except (HistoryError, ImportCancelled) as exc:
         answer = ("error", exc)
     except Exception as exc:  # noqa: BLE001 - the app is told, as a refusal
-        answer = ("error", HistoryError(f"cannot import {source.name}: {exc}"))
+        answer = ("error", HistoryError(f"cannot import {outside.shown(source.name)}: {exc}"))
     try:
         conn.send(answer)
     except OSError:

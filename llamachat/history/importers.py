@@ -36,6 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from llamachat import outside
 from llamachat.history import export
 from llamachat.history.export import EXPORT_FORMAT, MAX_MESSAGE_CHARS, Imported
 from llamachat.history.rows import MODES, HistoryError
@@ -78,11 +79,13 @@ def read_chats(
                 # Its own export keeps its own messages, as read_import does.
                 chats.append(export.validate_import(data) if own else _convert(data, 1))
         except json.JSONDecodeError as exc:
-            raise HistoryError(f"cannot import {source}: it is not JSON ({exc})") from None
+            raise HistoryError(
+                f"cannot import {outside.shown(source)}: it is not JSON ({exc})"
+            ) from None
         if not chats:
             raise HistoryError("cannot import: the file holds no conversations")
     else:
-        raise HistoryError(f"cannot import {source}: {UNKNOWN}")
+        raise HistoryError(f"cannot import {outside.shown(source)}: {UNKNOWN}")
     del text
     for number, chat in enumerate(chats, start=1):
         for place, message in enumerate(chat.messages, start=1):

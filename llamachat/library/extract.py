@@ -17,6 +17,7 @@ Qt-free.
 from __future__ import annotations
 
 import html.parser
+import io
 import logging
 import re
 import time
@@ -24,6 +25,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from llamachat import outside
 
 log = logging.getLogger(__name__)
 
@@ -185,11 +188,16 @@ def _sections(sections: Iterable[tuple[str, str]], page: int | None = None) -> I
             yield Passage(piece, page, heading)
 
 
+def refused(exc: outside.Refused) -> Skipped:
+    """The Skipped the Libraries panel lists for a file the gate refused ("a pipe (FIFO), ...")."""
+    return Skipped(exc.reason.removeprefix("is "))
+
+
 def _text(path: Path) -> str:
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise Skipped(f"cannot be read ({exc.strerror or exc})") from None
+        data, _more = outside.read_bytes(path, MAX_TEXT_BYTES)
+    except outside.Refused as exc:
+        raise refused(exc) from None
     if b"\0" in data[:8192]:
         raise Skipped("binary, not text")
     try:
@@ -216,7 +224,13 @@ def _pdf(path: Path, size: int, first: int, seconds: float) -> Part:
             reader = cached[2]
         else:
             _open_pdf = None
-            reader = pypdf.PdfReader(path)
+            # Read through the gate (pypdf would read the whole file itself, from any
+            # kind of file); kept in memory while its parts are read, as pypdf keeps it.
+            try:
+                data, _more = outside.read_bytes(path, MAX_PDF_BYTES)
+            except outside.Refused as exc:
+                raise refused(exc) from None
+            reader = pypdf.PdfReader(io.BytesIO(data))
             if reader.is_encrypted and not reader.decrypt(""):
                 raise Skipped("encrypted (a password is needed)")
             _open_pdf = (path, size, reader)

@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from llamachat import outside
 from llamachat.history.database import move_aside
 from llamachat.history.rows import HistoryError
 from llamachat.library import schema, vectors
@@ -224,16 +225,25 @@ def fts_query(words: list[str], operator: str = "OR") -> str:
     return f" {operator} ".join(f'"{word}"' for word in words)
 
 
-def walk(root: Path) -> Iterator[Path]:
-    """The files under `root` in a stable order, without hidden files and dependency folders."""
-    if root.is_file():
-        yield root
-        return
-    for folder, dirs, names in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in IGNORED_DIRS)
-        for name in sorted(names):
-            if not name.startswith("."):
-                yield Path(folder, name)
+def walk(root: Path) -> Iterator[outside.Walked]:
+    """The files under `root` in a stable order, without hidden files and dependency folders;
+    a file left out (a FIFO, a link out of the folder...) comes with the reason."""
+    return outside.walk(root, skip_dirs=IGNORED_DIRS)
+
+
+def _stored(path: str) -> str | bytes:
+    """A path as library.db keeps it: text, or the bytes on disk when its name is not UTF-8
+    (SQLite text cannot hold them, and the file must still be found by its name)."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(path)
+    return path
+
+
+def _loaded(value: str | bytes) -> str:
+    """A path as `_stored` kept it, as the `str` that opens the file."""
+    return os.fsdecode(value) if isinstance(value, bytes) else value
 
 
 class LibraryStore:
@@ -273,10 +283,11 @@ class LibraryStore:
         root = root.expanduser().resolve()
         with self._db:
             self._db.execute(
-                f"INSERT OR IGNORE INTO libraries ({column}, root) VALUES (?, ?)", (key, str(root))
+                f"INSERT OR IGNORE INTO libraries ({column}, root) VALUES (?, ?)",
+                (key, _stored(str(root))),
             )
         row = self._db.execute(
-            f"SELECT id FROM libraries WHERE {column} = ? AND root = ?", (key, str(root))
+            f"SELECT id FROM libraries WHERE {column} = ? AND root = ?", (key, _stored(str(root)))
         ).fetchone()
         return int(row[0])
 
@@ -312,7 +323,7 @@ class LibraryStore:
             args,
         ).fetchall()
         return [
-            LibraryRow(int(i), s, Path(root), int(n), int(p), int(k), float(at), project)
+            LibraryRow(int(i), s, Path(_loaded(root)), int(n), int(p), int(k), float(at), project)
             for i, s, project, root, at, n, p, k in rows
         ]
 
@@ -324,7 +335,7 @@ class LibraryStore:
             (library_id,),
         ).fetchall()
         return [
-            FileRow(root / path if path else root, int(size), int(n), str(why))
+            FileRow(root / _loaded(path) if path else root, int(size), int(n), str(why))
             for path, size, n, why in rows
         ]
 
@@ -352,7 +363,7 @@ class LibraryStore:
         row = self._db.execute("SELECT root FROM libraries WHERE id = ?", (library_id,)).fetchone()
         if row is None:
             raise LibraryError(f"no library {library_id}")
-        return Path(row[0])
+        return Path(_loaded(row[0]))
 
     # ------------------------------------------------------------------ indexing
 
@@ -372,33 +383,31 @@ class LibraryStore:
         root = self._root(library_id)
         report = IndexReport()
         known = {
-            path: (fid, size, mtime)
+            _loaded(path): (fid, size, mtime)
             for fid, path, size, mtime in self._db.execute(
                 "SELECT id, path, size, mtime_ns FROM files WHERE library_id = ?", (library_id,)
             )
         }
-        found: list[tuple[Path, str, os.stat_result]] = []
-        for path in walk(root):
-            try:
-                stat = path.stat()
-            except OSError:
-                continue
-            # A library of one file stores it as "" (the root itself).
-            rel = path.relative_to(root).as_posix() if path != root else ""
-            found.append((path, rel, stat))
-        seen = {rel for _path, rel, _stat in found}
+        # A library of one file stores it as "" (the root itself).
+        found = list(walk(root))
+        seen = {item.rel for item in found}
         committed = time.monotonic()
-        for done, (path, rel, stat) in enumerate(found):
+        for done, item in enumerate(found):
+            path, rel = item.path, item.rel
+            size, mtime = (item.stat.st_size, item.stat.st_mtime_ns) if item.stat else (0, 0)
             if cancel is not None and cancel.is_set():
                 break
             if progress is not None:
-                progress(done, len(found), rel)
+                progress(done, len(found), outside.shown(rel))
             old = known.get(rel)
-            if old is not None and old[1] == stat.st_size and old[2] == stat.st_mtime_ns:
+            if old is not None and old[1] == size and old[2] == mtime:
                 report.unchanged += 1
                 continue
             try:
-                passages = read(path, stat.st_size)
+                if item.reason:
+                    # Never opened: a FIFO, a device, a link out of the folder.
+                    raise Skipped(item.reason.removeprefix("is "))
+                passages = read(path, size)
                 why = ""
             except Skipped as exc:
                 passages, why = [], str(exc)
@@ -407,7 +416,7 @@ class LibraryStore:
             cursor = self._db.execute(
                 "INSERT INTO files (library_id, path, size, mtime_ns, passages, skipped)"
                 " VALUES (?, ?, ?, ?, ?, ?)",
-                (library_id, rel, stat.st_size, stat.st_mtime_ns, len(passages), why),
+                (library_id, _stored(rel), size, mtime, len(passages), why),
             )
             self._db.executemany(
                 "INSERT INTO passages (file_id, page, heading, text) VALUES (?, ?, ?, ?)",
@@ -468,7 +477,7 @@ class LibraryStore:
                 return
             file_id, rel, key = pending[0]
             if progress is not None:
-                progress(done, done + len(pending), f"{rel} (vectors)")
+                progress(done, done + len(pending), f"{outside.shown(_loaded(rel))} (vectors)")
             try:
                 embedded, dimension = self._embed_file(file_id, key, embedder, cancel, dimension)
                 report.embedded += embedded
@@ -603,7 +612,7 @@ class LibraryStore:
         for pid, score in order:
             if pid in found:
                 root, rel, page, heading, text = found[pid]
-                path = Path(root) / rel if rel else Path(root)
+                path = Path(_loaded(root)) / _loaded(rel) if rel else Path(_loaded(root))
                 out.append(Hit(path, page, heading, text, -score))
         return out
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import httpx
 import platformdirs
 
+from llamachat import outside
 from llamachat.api_keys import key_problem, mask_secret
 from llamachat.errors import ManagedServerError, ModelFileError, RouterUnavailable
 from llamachat.router.lock import is_loopback, managed_key
@@ -121,9 +122,14 @@ def default_preset_path() -> Path:
     return Path(platformdirs.user_data_dir("llamachat", appauthor=False)) / "models-preset.ini"
 
 
-def _is_gguf(path: Path) -> bool:
-    with path.open("rb") as fh:
-        return fh.read(4) == GGUF_MAGIC
+def _check_gguf(path: Path) -> None:
+    """ModelFileError unless `path` is a regular file starting with the GGUF magic."""
+    try:
+        head, _more = outside.read_bytes(path, len(GGUF_MAGIC), cut=True)
+    except outside.Refused as exc:
+        raise ModelFileError(f"{exc}.") from None
+    if head != GGUF_MAGIC:
+        raise ModelFileError(f"{outside.shown(path.name)} is not a GGUF model file.")
 
 
 def add_model_file(src: Path, models_dir: Path, *, link: bool = True) -> Path:
@@ -132,10 +138,7 @@ def add_model_file(src: Path, models_dir: Path, *, link: bool = True) -> Path:
     A split model (``name-00001-of-00003.gguf``) brings all its parts along.
     """
     src = Path(src).expanduser()
-    if not src.is_file():
-        raise ModelFileError(f"{src} is not a file.")
-    if not _is_gguf(src):
-        raise ModelFileError(f"{src.name} is not a GGUF model file.")
+    _check_gguf(src)
     models_dir.mkdir(parents=True, exist_ok=True)
     shard = _SHARD_RE.match(src.name)
     if shard:

@@ -6,9 +6,9 @@ import codecs
 import difflib
 import os
 import re
-import stat
 from pathlib import Path
 
+from llamachat import outside
 from llamachat.skills.parse import SKILL_FILE, Skill, SkillError, size_text
 
 READ_FILE_NAME = "read_skill_file"
@@ -43,28 +43,29 @@ def resource_files(skill: Skill) -> list[str]:
     if skill.folder is None:
         return []
     try:
+        # A link the person made to a whole skill folder is the folder: resolved first,
+        # and then no link inside it leads out.
         base = skill.folder.resolve(strict=True)
     except OSError:
         return []
     found: list[str] = []
-    seen = 0
-    for here, folders, names in os.walk(base):
-        folders[:] = sorted(name for name in folders if not name.startswith("."))
-        for name in sorted(names):
-            seen += 1
-            if seen > _FILES_WALKED:
-                return sorted(found)
-            if name.startswith(".") or (here == str(base) and name == SKILL_FILE):
-                continue
-            path = os.path.join(here, name)
-            if _inside(base, path) and os.path.isfile(path):
-                found.append(os.path.relpath(path, base).replace(os.sep, "/"))
+    for seen, item in enumerate(outside.walk(base), start=1):
+        if seen > _FILES_WALKED:
+            break
+        if not item.reason and item.rel != SKILL_FILE:
+            found.append(outside.shown(item.rel))
     return sorted(found)
 
 
-def _inside(base: Path, path: str) -> bool:
-    # realpath follows symlinks, so a link pointing out of the folder is caught too.
-    return os.path.realpath(path).startswith(os.path.join(base, ""))
+def _on_disk(base: Path, wanted: str) -> str:
+    """The name on disk of `wanted` as the file list showed it: a name that is not UTF-8 is
+    listed with U+FFFD, which the model sends back."""
+    if "\N{REPLACEMENT CHARACTER}" not in wanted:
+        return wanted
+    for item in outside.walk(base):
+        if not item.reason and outside.shown(item.rel) == wanted:
+            return item.rel
+    return wanted
 
 
 def read_file_schema(names: list[str]) -> dict:
@@ -119,8 +120,8 @@ def read_skill_file(skill: Skill, path: str) -> tuple[str, str]:
         raise SkillFileError(
             f"the {skill.name} folder cannot be read ({error.strerror})."
         ) from None
-    target = os.path.realpath(base / wanted)
-    if not target.startswith(os.path.join(base, "")):
+    target = os.path.realpath(base / _on_disk(base, wanted))
+    if target == str(base) or not outside.inside(str(base), target):
         raise SkillFileError(
             f"{wanted} is outside the {skill.name} folder; only files inside it can be read."
         )
@@ -129,9 +130,16 @@ def read_skill_file(skill: Skill, path: str) -> tuple[str, str]:
         listed = ", ".join(inside[:FILES_LISTED]) or "no files"
         raise SkillFileError(f"{wanted} is a folder; it holds {listed}. Read one of those.")
     try:
-        # Non-blocking: a FIFO with no writer would otherwise hang the tool round.
-        fd = os.open(target, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except FileNotFoundError:
+        with outside.open_regular(target) as file:
+            info = os.fstat(file.fileno())
+            raw, cut = outside.read_head(file, target, FILE_MAX)
+    except outside.NotRegular:
+        raise SkillFileError(
+            f"{wanted} is not a regular file; only text files can be read."
+        ) from None
+    except outside.Refused as error:
+        if os.path.lexists(target):
+            raise SkillFileError(f"{wanted} {error.reason}.") from None
         files = resource_files(skill)
         close = difflib.get_close_matches(wanted, files, n=3, cutoff=0.3)
         close += [f for f in files if os.path.basename(f) == os.path.basename(wanted)]
@@ -139,14 +147,6 @@ def read_skill_file(skill: Skill, path: str) -> tuple[str, str]:
         raise SkillFileError(
             f"{wanted} is not in the {skill.name} folder. Closest existing files: {hint}."
         ) from None
-    except OSError as error:
-        raise SkillFileError(f"{wanted} cannot be read ({error.strerror}).") from None
-    with os.fdopen(fd, "rb") as file:
-        info = os.fstat(file.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise SkillFileError(f"{wanted} is not a regular file; only text files can be read.")
-        raw = file.read(FILE_MAX)
-        cut = bool(file.read(1))
     if b"\0" in raw[:8192]:
         raise SkillFileError(f"{wanted} is not a text file; only text files can be read.")
     try:

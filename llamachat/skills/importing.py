@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from llamachat import outside
 from llamachat.skills.parse import SKILL_FILE, Problem, SkillError, file_sig, parse_skill
+
+log = logging.getLogger(__name__)
 
 
 class SkillImportError(SkillError):
@@ -26,7 +30,8 @@ def import_folder(src: Path, dest_root: Path) -> list[Path]:
     """Copy a skill folder, or each skill folder one level inside `src`, into `dest_root`.
 
     Each folder is validated first and lands under its frontmatter `name`;
-    symlinks are copied as what they point to. An invalid skill, or one whose
+    symlinks are copied as what they point to, when that is inside `src` (see
+    `_copy_files`). An invalid skill, or one whose
     name already exists in `dest_root`, is refused and never overwrites. The
     valid ones are copied regardless; if any was refused, SkillImportError
     lists why and carries the copied paths in `imported`.
@@ -85,7 +90,7 @@ def import_folder(src: Path, dest_root: Path) -> list[Path]:
             )
             continue
         try:
-            _copy_skill(folder, target)
+            _copy_skill(folder, target, src)
         except OSError as error:
             problems.append(Problem(folder, f"could not be copied ({error}); nothing was kept."))
             continue
@@ -95,12 +100,31 @@ def import_folder(src: Path, dest_root: Path) -> list[Path]:
     return imported
 
 
-def _copy_skill(folder: Path, target: Path) -> None:
+def _copy_files(folder: Path, staging: Path, chosen: Path) -> None:
+    """Copy the regular files of `folder` into `staging` through the gate: a link is copied
+    as the file it points to when that is inside the folder the person chose (`chosen`: a
+    collection's skills may share files); a FIFO, socket, device or a link out of it is
+    left behind (logged), so an import never copies a secret from elsewhere into a skill
+    the model reads, nor reads /dev/zero forever."""
+    for item in outside.walk(folder, hidden=True, within=chosen):
+        if item.reason:
+            log.info("not imported with the skill: %s %s", outside.shown(item.path), item.reason)
+            continue
+        dest = staging / item.rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with outside.open_regular(item.path) as source, open(dest, "wb") as copy:
+                shutil.copyfileobj(source, copy)
+        except outside.Refused as exc:
+            log.info("not imported with the skill: %s", exc)
+
+
+def _copy_skill(folder: Path, target: Path, chosen: Path) -> None:
     # Copy beside the target under a hidden name, then rename: a scan running
     # meanwhile skips dot-folders, so it never sees half a skill.
     staging = Path(tempfile.mkdtemp(prefix=f".import-{target.name}-", dir=target.parent))
     try:
-        shutil.copytree(folder, staging, dirs_exist_ok=True, ignore_dangling_symlinks=True)
+        _copy_files(folder.resolve(), staging, chosen.resolve())
         if os.path.lexists(target):
             raise FileExistsError(f"{target} appeared while copying")
         os.rename(staging, target)

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import yaml
 
+from llamachat import outside
+
 log = logging.getLogger(__name__)
 
 SKILL_FILE = "SKILL.md"
@@ -174,6 +176,10 @@ def _parse_or_raise(
         header, body_offset = _read_frontmatter(path)
     except OSError as error:
         raise Unusable(f"cannot be read ({error.strerror}); check its permissions.") from error
+    except outside.NotRegular as error:
+        raise Unusable(f"{error.reason}; the skill's instructions must be a file.") from None
+    except outside.Unreadable as error:
+        raise Unusable(f"{error.reason}; check its permissions.") from None
     try:
         text = header.decode("utf-8")
     except UnicodeDecodeError:
@@ -242,7 +248,7 @@ def _read_frontmatter(path: Path) -> tuple[bytes, int]:
 
     Reads line by line with a limit, so a huge SKILL.md costs only its header.
     """
-    with open(path, "rb") as f:
+    with outside.open_regular(path) as f:
         first = f.readline(FRONTMATTER_MAX)
         if first.startswith(_UTF16_BOMS):
             raise Unusable("is saved as UTF-16; save it as UTF-8.")
@@ -448,11 +454,13 @@ def _flag(path: Path, data: dict, key: str, default: bool, problems: list[Proble
 
 
 def read_body(entry: Entry) -> tuple[str, bool]:
-    """The instructions, capped at BODY_MAX bytes with a note; and whether bytes were bad."""
-    with open(entry.path, "rb") as f:
+    """The instructions, capped at BODY_MAX bytes with a note; and whether bytes were bad.
+
+    Raises outside.Refused when the file is no longer one that can be read.
+    """
+    with outside.open_regular(entry.path) as f:
         f.seek(entry.body_offset)
-        raw = f.read(BODY_MAX)
-        cut = bool(f.read(1))
+        raw, cut = outside.read_head(f, entry.path, BODY_MAX)
     # An incremental decoder holds back a character split by the cap instead of
     # turning it into a replacement character.
     try:

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import platformdirs
 
+from llamachat import outside
 from llamachat.skills.parse import (
     SKILL_FILE,
     Entry,
@@ -380,7 +381,7 @@ class SkillStore:
             return entry.skill
         try:
             text, bad_bytes = read_body(entry)
-        except OSError as error:
+        except (OSError, outside.Refused) as error:
             log.warning("cannot read skill %s: %s", entry.path, error)
             return None
         if bad_bytes and not entry.body_problems:

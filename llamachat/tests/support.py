@@ -2,7 +2,9 @@
 and processes to start, and ways to drive the real widgets as a user would.
 
 Their fixtures are in `llamachat.tests.plugin` (loaded by pyproject's addopts, so
-`test_llamachat.py` at the top has them too) and in the `conftest.py` of each area.
+`test_llamachat.py` at the top has them too) and in the `conftest.py` of each area. The
+messy folder (a FIFO, a socket, links out, /dev/zero, a sparse gigabyte, a name that is not
+UTF-8...) that every surface reading folders is tested over is `messy_folder`.
 """
 
 from __future__ import annotations
@@ -51,6 +53,13 @@ from llamachat.router.client import Client, embeddings
 from llamachat.router.models import Models
 from llamachat.router.server import ManagedServer, find_binary, free_port
 from llamachat.skills import SkillStore
+from llamachat.tests.messy_folder import (  # noqa: F401 - offered here with the other helpers
+    NON_UTF8_NAME,
+    SECRET,
+    SPARSE_BYTES,
+    messy_folder,
+    returns_at_once,
+)
 from llamachat.tools import Tool, skill_tools
 from llamachat.turn import Turn
 from llamachat.ui.app import App

@@ -8,10 +8,13 @@ import os
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import httpx
+import platformdirs
 
 from llamachat import cli, compact, config, turn
+from llamachat.__main__ import build_parser, load_or_create_config
 from llamachat.config import Config
 from llamachat.dev.scripted_router import Model, Reply, ScriptedRouter
 from llamachat.history.store import History
@@ -321,3 +324,39 @@ class TestCli:
         router.script(Reply(content=["\x1b[1mbold\x1b[0m"]))
         done = run_llamachat(config, "ask", "--print", "hi")
         assert (done.returncode, done.stdout) == (0, "\x1b[1mbold\x1b[0m\n")
+
+    def test_an_error_page_reaches_the_log_file_only_cut_and_never_the_terminal(
+        self, router, tmp_path: Path
+    ) -> None:
+        """Issue 37 item 2: a 502 HTML page holding OSC 0, OSC 52 and CSI 2J: stderr has the
+        short error only, without a control character; the log file has the page's start."""
+        filler = "y" * 5000
+        page = (
+            "<html><head><title>Bad \x1b]0;pwned\x07Gateway</title></head><body>"
+            f"\x1b]52;c;cm0gLXJm\x07\x1b[2J<p>{filler}</p><p>TAIL</p></body></html>"
+        )
+        router.script(Reply(status=502, body=page))
+        done = run_llamachat(subprocess_config_file(tmp_path, router.url), "ask", "--print", "why?")
+        assert done.returncode == 1
+        assert "answered HTTP 502 with an error page: Bad Gateway" in done.stderr
+        assert "\x1b" not in done.stderr and "\x07" not in done.stderr
+        assert filler[:100] not in done.stderr
+        logged = (Path(platformdirs.user_log_dir("llamachat")) / "llamachat.log").read_text()
+        assert filler[:3000] in logged and "TAIL" not in logged
+
+    def test_a_right_to_left_override_in_the_answer_reaches_a_terminal_as_a_symbol(
+        self, router, tmp_path: Path
+    ) -> None:
+        """Issue 37 item 11: U+202E (and the other bidi overrides) from the model reach a
+        terminal as visible text, never as the character that reorders the line."""
+
+        class Terminal(io.StringIO):
+            def isatty(self) -> bool:
+                return True
+
+        router.script(Reply(content=["file\u202etxt.exe", " and \u2067x\u2069\n"]))
+        path = subprocess_config_file(tmp_path, router.url)
+        args = build_parser().parse_args(["--config", str(path), "ask", "--print", "hi"])
+        out, err = Terminal(), Terminal()
+        assert cli.run(args, load_or_create_config(path), stdout=out, stderr=err) == 0
+        assert out.getvalue() == "file\\u202etxt.exe and \\u2067x\\u2069\n"

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from llamachat.prompts import DEFAULT_NAME, PromptError, Prompts
+from llamachat.tests.support import returns_at_once
 
 
 class TestPrompts:
@@ -81,3 +83,11 @@ class TestPrompts:
         with pytest.raises(PromptError) as caught:
             Prompts(folder).save("New", "text")
         assert str(folder / "New.md") in str(caught.value)
+
+    def test_a_fifo_preset_is_refused_at_once(self, tmp_path: Path) -> None:
+        """A preset file that is a FIFO is refused with the reason, never waited on."""
+        folder = tmp_path / "prompts"
+        folder.mkdir()
+        os.mkfifo(folder / "Piped.md")
+        refused = returns_at_once(lambda: Prompts(folder).get("Piped"))
+        assert isinstance(refused, PromptError) and "pipe" in str(refused)

@@ -11,6 +11,7 @@ sources as a search's results (``search_done``), each a link to its file.
 
 from __future__ import annotations
 
+from llamachat import outside
 from llamachat.library.index import Hit, LibraryError, LibraryStore
 from llamachat.tools.base import Tool, ToolError, ToolResult, json_arguments
 from llamachat.tools.inputs import Inputs, LibraryConfig
@@ -44,7 +45,7 @@ TOOL_SCHEMA: dict = {
 
 def source(hit: Hit) -> str:
     """A passage's source as the model and the user read it: file, page, heading."""
-    where = hit.path.name + (f", page {hit.page}" if hit.page is not None else "")
+    where = outside.shown(hit.path.name) + (f", page {hit.page}" if hit.page is not None else "")
     return f"{where} ({hit.heading})" if hit.heading else where
 
 
@@ -58,7 +59,7 @@ def result_text(query: str, hits: list[Hit], limit: int = RESULT_CHARS) -> str:
     share = limit // len(hits)
     blocks = [f'Passages from the attached documents for "{query}":']
     for number, hit in enumerate(hits, 1):
-        head = f"[{number}] {source(hit)} — {hit.path}\n"
+        head = f"[{number}] {source(hit)} — {outside.shown(hit.path)}\n"
         room = max(0, share - len(head))
         text = hit.text if len(hit.text) <= room else hit.text[: max(0, room - 1)] + "…"
         blocks.append(head + text)
@@ -96,7 +97,7 @@ class SearchDocuments(Tool):
             {
                 "title": source(hit),
                 "url": hit.path.as_uri(),
-                "path": str(hit.path),
+                "path": outside.shown(hit.path),
                 "page": hit.page,
             }
             for hit in hits

@@ -9,6 +9,7 @@ import pytest
 
 from llamachat.tests.support import (
     config_error,
+    returns_at_once,
     run_gui_headless,
     write_config_bytes,
     write_config_file,
@@ -189,3 +190,12 @@ class TestLoad:
         assert done.returncode == 2, (done.returncode, done.stderr)
         assert "Traceback" not in done.stderr
         assert f"{blocker} is a file" in done.stderr
+
+    def test_an_mcp_servers_file_that_is_a_fifo_is_refused_at_once(self, tmp_path: Path) -> None:
+        """mcp.json as a FIFO is a ConfigError naming what it is, never a wait."""
+        from llamachat.config import ConfigError
+        from llamachat.config.load import mcp_json_servers
+
+        os.mkfifo(tmp_path / "mcp.json")
+        refused = returns_at_once(lambda: mcp_json_servers(tmp_path / "mcp.json"))
+        assert isinstance(refused, ConfigError) and "pipe" in str(refused)

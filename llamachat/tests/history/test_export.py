@@ -256,3 +256,13 @@ class TestExport:
         with pytest.raises(HistoryError, match=re.escape(words)):
             history.import_json(data)
         assert history.count_sessions() == 1
+
+    def test_a_20_mb_title_is_cut_at_import(self) -> None:
+        """Issue 37 item 4: an imported title (of any format: each ends here) is cut to 500
+        characters, so the list that draws it does not stall."""
+        from llamachat.history.export import validate_import
+
+        data = good_export()
+        data["session"]["title"] = "T" * 20_000_000
+        title = validate_import(data).session["title"]
+        assert len(title) == 500 and title.endswith("…")

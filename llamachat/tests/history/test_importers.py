@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
 
 from llamachat.history.store import History, HistoryError, import_chats
-from llamachat.tests.support import write_export
+from llamachat.tests.support import messy_folder, returns_at_once, write_export
 
 
 class TestImporters:
@@ -244,6 +246,24 @@ class TestImporters:
         assert raw.execute("SELECT count(*) FROM messages").fetchone()[0] == 0
         raw.close()
         history.close()
+
+    def test_an_import_refuses_dev_zero_a_fifo_and_a_sparse_gigabyte_at_once(
+        self, tmp_path: Path
+    ) -> None:
+        """Issue 37 item 4: a link to /dev/zero, a FIFO and a 1 GB sparse file are refused
+        promptly with the reason, never read until the memory runs out."""
+        from llamachat.history import importers
+
+        messy = messy_folder(tmp_path / "docs")
+        for name, word in (
+            ("zero.txt", "device"),
+            ("fifo.txt", "pipe"),
+            ("sparse.txt", "too large"),
+        ):
+            started = time.monotonic()
+            refused = returns_at_once(functools.partial(importers.read_chats, messy.root / name))
+            assert isinstance(refused, HistoryError) and word in str(refused), (name, refused)
+            assert time.monotonic() - started < 2.0, name
 
 
 def _chatgpt_node(parent, children, role="user", text="q"):

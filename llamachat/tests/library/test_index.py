@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+from llamachat.tests.support import NON_UTF8_NAME, SECRET, messy_folder, returns_at_once
 
 
 class TestLibraryIndex:
@@ -71,4 +74,46 @@ class TestLibraryIndex:
 
         store.remove(library)
         assert store.libraries(1) == [] and store.search("vicunas", 1) == []
+        store.close()
+
+    def test_indexing_the_messy_folder_keeps_odd_names_skips_the_rest_and_sends_nothing_outside(
+        self, tmp_path: Path
+    ) -> None:
+        """Issue 37 item 3: a name that is not UTF-8 is indexed (no UnicodeEncodeError); a
+        FIFO (one made after the first run too), socket and /dev/zero are listed as skipped at
+        once (read in the real child process); a link to a file outside is never indexed, so
+        no search finds it."""
+        from llamachat.library.child import ChildReader
+        from llamachat.library.extract import extract
+        from llamachat.library.index import LibraryStore
+
+        messy = messy_folder(tmp_path / "docs")
+        store = LibraryStore(tmp_path / "library.db")
+        library = store.attach(1, messy.root)
+        store.close()
+        reader = ChildReader()
+
+        def index() -> None:
+            # On returns_at_once's thread: a store belongs to the thread that opened it.
+            store = LibraryStore(tmp_path / "library.db")
+            try:
+                store.index(library, read=lambda p, s: extract(p, s, reader.read))
+            finally:
+                store.close()
+
+        try:
+            assert returns_at_once(index, 60) is None
+            os.mkfifo(messy.root / "later.txt")
+            assert returns_at_once(index, 60) is None
+        finally:
+            reader.close()
+        store = LibraryStore(tmp_path / "library.db")
+        rows = {row.path.relative_to(messy.root).as_posix(): row for row in store.files(library)}
+        for name in messy.readable:
+            assert rows[name].skipped == "" and rows[name].passages > 0, name
+        for name, word in [*messy.left_out.items(), ("later.txt", "pipe")]:
+            assert word in rows[name].skipped, (name, rows[name].skipped)
+        assert "too large" in rows[messy.large].skipped
+        assert store.search("vicunas", 1)[0].path == messy.root / NON_UTF8_NAME
+        assert store.search(SECRET, 1) == [] and store.search("far away", 1) == []
         store.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from pathlib import Path
@@ -10,7 +11,7 @@ import pytest
 
 from llamachat import skills
 from llamachat.skills import SkillStore, system_part
-from llamachat.tests.support import write_pdf_skill
+from llamachat.tests.support import SECRET, messy_folder, returns_at_once, write_pdf_skill
 
 
 class TestFiles:
@@ -75,3 +76,25 @@ class TestFiles:
         line = "Files in its folder, read with read_skill_file: forms.md, scripts/fill.py"
         assert system_part(skill).splitlines()[:2] == ["[skill: pdf]", line]
         assert line in skills.tool_message("c1", skill)["content"].splitlines()
+
+    def test_a_messy_skill_folder_lists_its_own_files_and_reads_none_outside(
+        self, tmp_path: Path
+    ) -> None:
+        """A skill's folder with each fault: the file list holds its text files (the odd
+        name shown, and read by that name), and read_skill_file refuses the FIFO, the socket
+        and every link out at once."""
+        from llamachat.skills import Skill, SkillFileError, read_skill_file, resource_files
+
+        messy = messy_folder(tmp_path / "skills" / "messy")
+        (messy.root / "SKILL.md").write_text("---\nname: messy\ndescription: d\n---\nbody\n")
+        skill = Skill("messy", "d", "body", messy.root / "SKILL.md", messy.root)
+        odd = "caf\N{REPLACEMENT CHARACTER}.txt"
+        assert resource_files(skill) == sorted([odd, "normal.txt", "sub/inner.md", messy.large])
+        for name in ("fifo.txt", "socket.txt", "zero.txt", "passwd.txt", "elsewhere/far.txt"):
+            refused = returns_at_once(functools.partial(read_skill_file, skill, name))
+            assert isinstance(refused, SkillFileError), (name, refused)
+            assert SECRET not in str(refused)
+        text, _summary = read_skill_file(skill, odd)
+        assert "vicunas" in text
+        with pytest.raises(SkillFileError, match="not a text file"):
+            read_skill_file(skill, messy.large)  # NULs, found in its first bytes

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from llamachat import skills
-from llamachat.tests.support import put_skill, skill_md
+from llamachat.tests.support import SECRET, messy_folder, put_skill, returns_at_once, skill_md
 
 
 class TestImporting:
@@ -20,13 +21,18 @@ class TestImporting:
         dest = tmp_path / "home" / ".agents" / "skills"
         downloaded = tmp_path / "downloads" / "pdf-skill-main"
         put_skill(downloaded.parent, downloaded.name, skill_md("pdf", body="See forms.md.\n"))
-        (tmp_path / "shared-forms.md").write_text("Form notes.\n")
-        (downloaded / "forms.md").symlink_to(tmp_path / "shared-forms.md")
+        (downloaded / "shared").mkdir()
+        (downloaded / "shared" / "forms.md").write_text("Form notes.\n")
+        (downloaded / "forms.md").symlink_to(downloaded / "shared" / "forms.md")
+        (tmp_path / "secret.txt").write_text("a secret\n")
+        (downloaded / "leak.md").symlink_to(tmp_path / "secret.txt")
 
         assert skills.import_folder(downloaded, dest) == [dest / "pdf"]
         copied = dest / "pdf" / "forms.md"
         assert copied.read_text() == "Form notes." + "\n"
         assert not copied.is_symlink()
+        # A link out of the chosen folder is left behind: the model never reads it.
+        assert not os.path.lexists(dest / "pdf" / "leak.md")
         assert skills.SkillStore(dest).load("pdf").text == "See forms.md."
 
         collection = tmp_path / "claude-skills"
@@ -64,3 +70,20 @@ class TestImporting:
         (tmp_path / "nothing").mkdir()
         with pytest.raises(skills.SkillImportError, match="holds no SKILL.md"):
             skills.import_folder(tmp_path / "nothing", dest)
+
+    def test_importing_a_messy_skill_folder_copies_its_files_and_nothing_else(
+        self, tmp_path: Path
+    ) -> None:
+        """The FIFO, socket, /dev/zero and the links out stay behind (a secret outside is never
+        copied into a skill the model reads); the text files, odd name too, are copied."""
+        from llamachat import outside
+
+        messy = messy_folder(tmp_path / "downloads" / "messy")
+        (messy.root / "SKILL.md").write_text("---\nname: messy\ndescription: d\n---\nbody\n")
+        os.remove(messy.root / messy.large)  # a skill of 1 GB is not this test's point
+        dest = tmp_path / "skills"
+        imported = returns_at_once(lambda: skills.import_folder(messy.root, dest), 30)
+        assert imported == [dest / "messy"]
+        copied = sorted(item.rel for item in outside.walk(dest / "messy"))
+        assert copied == sorted([*messy.readable, "SKILL.md"])
+        assert not any(SECRET in (dest / "messy" / rel).read_text() for rel in copied)

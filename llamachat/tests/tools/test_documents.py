@@ -10,6 +10,7 @@ from llamachat import tools, turn
 from llamachat.config import Config
 from llamachat.dev.scripted_router import Reply, ToolCall
 from llamachat.router.client import Client
+from llamachat.tests.support import messy_folder
 
 
 class TestDocuments:
@@ -80,3 +81,18 @@ class TestDocuments:
         with pytest.raises(tools.ToolError):
             tool.run('{"query": ""}')
         assert tool.run('{"query": "zebra"}').text.startswith("No passage")
+
+    def test_a_file_name_that_is_not_utf8_reaches_the_model_with_a_replacement_character(
+        self, tmp_path: Path
+    ) -> None:
+        """What the model reads of a file's name is text a JSON request can carry."""
+        from llamachat.library.index import LibraryStore
+        from llamachat.tools import documents
+
+        messy = messy_folder(tmp_path / "docs")
+        store = LibraryStore(tmp_path / "library.db")
+        store.index(store.attach(1, messy.root))
+        hit = store.search("vicunas", 1)[0]
+        store.close()
+        assert "caf\N{REPLACEMENT CHARACTER}.txt" in documents.source(hit)
+        documents.result_text("vicunas", [hit]).encode("utf-8")

@@ -370,8 +370,8 @@ def _folders(root: Path) -> list[Path]:
     if not root.is_dir():
         return [root.parent] if root.parent.is_dir() else []
     found = {root}
-    for path in walk(root):
-        found.add(path.parent)
+    for item in walk(root):
+        found.add(item.path.parent)
         if len(found) >= MAX_WATCHED_DIRS:
             break
     return sorted(found)

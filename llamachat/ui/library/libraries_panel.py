@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from llamachat import outside
 from llamachat.library.index import LibraryRow
 from llamachat.ui.library.host import LibraryHost
 
@@ -123,7 +124,7 @@ class LibrariesPanel(QDialog):
             rows += self._host.libraries(project_id=project[0])
         self.tree.clear()
         for library in rows:
-            where = str(library.root)
+            where = outside.shown(library.root)
             if library.project_id is not None and project is not None:
                 where = f"From project {project[1]}: {where}"
             top = QTreeWidgetItem(
@@ -132,9 +133,9 @@ class LibrariesPanel(QDialog):
             top.setData(0, Qt.ItemDataRole.UserRole, library.id)
             for file in self._host.files(library.id):
                 name = (
-                    file.path.relative_to(library.root).as_posix()
+                    outside.shown(file.path.relative_to(library.root).as_posix())
                     if file.path != library.root
-                    else file.path.name
+                    else outside.shown(file.path.name)
                 )
                 QTreeWidgetItem(
                     top, [name, size_text(file.size), f"{file.passages:,}", file.skipped]

@@ -18,11 +18,8 @@ from __future__ import annotations
 import base64
 import logging
 import mimetypes
-import os
 import re
-import stat
 from pathlib import Path
-from typing import BinaryIO
 
 from PySide6.QtCore import (
     QBuffer,
@@ -47,6 +44,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from llamachat import outside
 from llamachat.skills import SkillStore
 from llamachat.turn import Attachment
 from llamachat.ui import plain
@@ -83,61 +81,40 @@ def image_attachment(image: QImage, name: str = "pasted image.png") -> Attachmen
 
 def file_attachment(path: Path, *, images: bool) -> Attachment:
     """Read `path` as an attachment; raises AttachmentError with a reason the user can act on."""
-    mime = mimetypes.guess_type(path.name)[0] or ""
-    with _open_regular(path) as file:
-        if mime in IMAGE_TYPES:
-            if not images:
-                raise AttachmentError(
-                    f"{path.name} is an image, and the current model does not read images. "
-                    "Pick a model with vision to attach it."
-                )
-            data = _read(file, path, MAX_IMAGE_BYTES)
-            if data is None:
-                raise AttachmentError(f"{path.name} is too big to attach (over 20 MB).")
-            encoded = base64.b64encode(data).decode("ascii")
-            return Attachment("image", path.name, mime, f"data:{mime};base64,{encoded}")
-        data = _read(file, path, MAX_TEXT_BYTES)
-    if data is None:
-        raise AttachmentError(f"{path.name} is too big to inline (over 1 MB).")
+    name = outside.shown(path.name)
+    mime = mimetypes.guess_type(name)[0] or ""
+    image = mime in IMAGE_TYPES
+    if image and not images:
+        raise AttachmentError(
+            f"{name} is an image, and the current model does not read images. "
+            "Pick a model with vision to attach it."
+        )
+    try:
+        data, _more = outside.read_bytes(path, MAX_IMAGE_BYTES if image else MAX_TEXT_BYTES)
+    except outside.TooLarge:
+        raise AttachmentError(
+            f"{name} is too big to attach (over 20 MB)."
+            if image
+            else f"{name} is too big to inline (over 1 MB)."
+        ) from None
+    except outside.NotRegular as exc:
+        if "folder" in exc.reason:
+            raise AttachmentError(f"{name} is a folder: attach the files in it instead.") from None
+        raise AttachmentError(
+            f"{name} is not a regular file (a pipe, socket or device), and only files attach."
+        ) from None
+    except outside.Refused as exc:
+        raise AttachmentError(f"Cannot read {name}: {exc.reason}") from None
+    if image:
+        encoded = base64.b64encode(data).decode("ascii")
+        return Attachment("image", name, mime, f"data:{mime};base64,{encoded}")
     if b"\0" in data:
-        raise AttachmentError(f"{path.name} is not a text file, and only text and images attach.")
+        raise AttachmentError(f"{name} is not a text file, and only text and images attach.")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise AttachmentError(f"{path.name} is not UTF-8 text.") from exc
-    return Attachment("text", path.name, mime or "text/plain", text)
-
-
-def _open_regular(path: Path) -> BinaryIO:
-    """`path` opened for reading; AttachmentError unless it is a regular file."""
-    try:
-        # Non-blocking: opening a FIFO that has no writer would block the window. The
-        # type is then checked on the open file, so nothing can swap it in between.
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError as exc:
-        raise AttachmentError(f"Cannot read {path.name}: {exc.strerror or exc}") from exc
-    try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
-            raise AttachmentError(f"{path.name} is a folder: attach the files in it instead.")
-        if not stat.S_ISREG(mode):
-            raise AttachmentError(
-                f"{path.name} is not a regular file (a pipe, socket or device), "
-                "and only files attach."
-            )
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def _read(file: BinaryIO, path: Path, limit: int) -> bytes | None:
-    """At most `limit` bytes of `file`, or None when it holds more."""
-    try:
-        data = file.read(limit + 1)
-    except OSError as exc:
-        raise AttachmentError(f"Cannot read {path.name}: {exc.strerror or exc}") from exc
-    return None if len(data) > limit else data
+        raise AttachmentError(f"{name} is not UTF-8 text.") from exc
+    return Attachment("text", name, mime or "text/plain", text)
 
 
 class MessageEdit(QPlainTextEdit):

@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from llamachat import outside
 from llamachat.history.store import History, ProjectRow
 from llamachat.ui import plain
 from llamachat.ui.library.host import LibraryHost
@@ -127,7 +128,7 @@ class ProjectDialog(QDialog):
         assert self._libraries is not None
         self.folders.clear()
         for row in self._libraries.libraries(project_id=self._project_id):
-            item = QListWidgetItem(str(row.root))
+            item = QListWidgetItem(outside.shown(row.root))
             item.setData(Qt.ItemDataRole.UserRole, row.id)
             self.folders.addItem(item)
         self.remove_folder_button.setEnabled(self.folders.count() > 0)

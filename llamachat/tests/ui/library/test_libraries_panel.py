@@ -6,6 +6,7 @@ from pathlib import Path
 
 from llamachat.dev.scripted_router import Model, ScriptedRouter
 from llamachat.router.client import Client
+from llamachat.tests.support import messy_folder
 
 
 class TestLibraryPanel:
@@ -76,3 +77,30 @@ class TestLibraryPanel:
         assert "meaning" not in panel.summary.text() and "vectors" not in panel.summary.text()
         host.close()
         client.close()
+
+    def test_the_panel_lists_the_messy_folder_with_odd_names_shown_and_reasons(
+        self, qtbot, tmp_path: Path
+    ) -> None:
+        """Issue 37 item 3 in the window: indexing ends (no bug dialog, no stuck progress),
+        the name that is not UTF-8 is listed with a replacement character and indexed, and
+        each file left out says why."""
+        from llamachat.ui.library.host import LibraryHost
+        from llamachat.ui.library.libraries_panel import LibrariesPanel
+
+        messy = messy_folder(tmp_path / "docs")
+        host = LibraryHost(tmp_path / "library.db")
+        panel = LibrariesPanel(host, 3)
+        qtbot.addWidget(panel)
+        host.attach(3, messy.root)
+        qtbot.waitUntil(lambda: not host.busy(), timeout=60000)
+        panel.refresh()
+        top = panel.tree.topLevelItem(0)
+        rows = {
+            top.child(i).text(0): (top.child(i).text(2), top.child(i).text(3))
+            for i in range(top.childCount())
+        }
+        host.close()
+        assert rows["caf\N{REPLACEMENT CHARACTER}.txt"][0] == "1"
+        assert rows["fifo.txt"] == ("0", "a pipe (FIFO), not a regular file")
+        assert "outside the folder" in rows["passwd.txt"][1]
+        assert panel.progress.isHidden()
