@@ -19,12 +19,14 @@ so the three cannot drift apart. A `Turn` is made of named parts:
 four kinds, byte-identical from turn to turn for the same inputs, which is what lets
 llama.cpp reuse its prompt cache), the history, then the user message (the excerpts
 go there, after everything the cache keeps, and are not replayed later, as a tool's
-results are not). `Turn.parts()`
-lists them one by one, so each can be measured on its own. `Turn.body()` is the whole
-request as `Client.stream_chat` sends it (messages, tools, sampling and reasoning
-parameters, and llama.cpp's progress fields for its router): the meter counts that same
-`Turn`, and nothing is added to it on the way out but later tool rounds. The one change a
-built turn may see before it is sent is `joined`: the MCP tools of its send (below).
+results are not). `Turn.parts()` lists them one by one, so each can be measured on its
+own. `Turn.body()` is the whole request as `Client.stream_chat` sends it (messages,
+tools, sampling and reasoning parameters, and llama.cpp's progress fields for its
+router): the meter counts that same `Turn`, and nothing is added to it on the way out but
+later tool rounds. The changes a built turn may see before it is sent, in its reply's
+worker: `joined`, the MCP tools of its send (below); `without_tools`, when the model
+turns out to take none (its server says so only once it is loaded); `read_libraries`,
+when a library was still being read.
 
 Also here, because all three callers need them: parsing a typed question (`/name`
 commands and skill mentions), picking the model and the skills store (`skill_store`).

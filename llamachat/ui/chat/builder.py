@@ -21,7 +21,7 @@ from collections.abc import Callable
 from llamachat import params, turn
 from llamachat.config import Config
 from llamachat.router import client as backend
-from llamachat.tools.documents import LibraryConfig
+from llamachat.tools import LibraryConfig
 from llamachat.ui.chat.state import ONESHOT, AppState, ChatState
 
 

@@ -144,7 +144,7 @@ class StreamWorker(QObject):
     ) -> None:
         super().__init__()
         # The request offers tools to a model whose server has not said yet whether its
-        # template takes them: asked before it is sent (`_ask_tools`).
+        # template takes them: asked before it is sent (`_takes_tools`).
         self._ask = ask_tools
         self._client = client
         self._tool_source = tool_source
