@@ -54,6 +54,7 @@ LABELS = {
     "date": "today's date",
     "summary": "summary of earlier messages",
     "history": "earlier messages",
+    "excerpts": "passages found in the chat's libraries",
     "user": "message",
     "tools": "tools",
     "template": "chat template",

@@ -8,6 +8,8 @@ so the three cannot drift apart. A `Turn` is made of named parts:
     skill:<name>     each loaded skill, in load order
     summary          a compacted chat's summary of its earlier messages (`compact`)
     history          the earlier messages, replayed (replies give their answer only)
+    excerpts         the passages of the chat's libraries found for the question, when
+                     its model cannot call tools (`excerpt_part`: llamachat searches)
     user             the question's typed text
     attachment:<f>   each file attached to the question, in order
     tools            the tools offered to the model, as objects that run their calls: the
@@ -15,12 +17,16 @@ so the three cannot drift apart. A `Turn` is made of named parts:
 
 `Turn.messages()` joins them into the wire messages: one system message (the first
 four kinds, byte-identical from turn to turn for the same inputs, which is what lets
-llama.cpp reuse its prompt cache), the history, then the user message. `Turn.parts()`
-lists them one by one, so each can be measured on its own. `Turn.body()` is the whole
-request as `Client.stream_chat` sends it (messages, tools, sampling and reasoning
-parameters, and llama.cpp's progress fields for its router): the meter counts that same
-`Turn`, and nothing is added to it on the way out but later tool rounds. The one change a
-built turn may see before it is sent is `joined`: the MCP tools of its send (below).
+llama.cpp reuse its prompt cache), the history, then the user message (the excerpts
+go there, after everything the cache keeps, and are not replayed later, as a tool's
+results are not). `Turn.parts()` lists them one by one, so each can be measured on its
+own. `Turn.body()` is the whole request as `Client.stream_chat` sends it (messages,
+tools, sampling and reasoning parameters, and llama.cpp's progress fields for its
+router): the meter counts that same `Turn`, and nothing is added to it on the way out but
+later tool rounds. The changes a built turn may see before it is sent, in its reply's
+worker: `joined`, the MCP tools of its send (below); `without_tools`, when the model
+turns out to take none (its server says so only once it is loaded); `read_libraries`,
+when a library was still being read.
 
 Also here, because all three callers need them: parsing a typed question (`/name`
 commands and skill mentions), picking the model and the skills store (`skill_store`).
@@ -33,6 +39,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,9 +47,11 @@ from typing import Any
 
 from llamachat import params, prompts, skills
 from llamachat.config import Config
+from llamachat.library.index import STORE_ERRORS
 from llamachat.router import client as backend
 from llamachat.router.models import ModelInfo
-from llamachat.tools import Inputs, LibraryConfig, Tool, web_search
+from llamachat.tokens import chars_for_tokens
+from llamachat.tools import Inputs, LibraryConfig, Tool, documents, web_search
 from llamachat.tools.offer import joined as join_tools
 from llamachat.tools.offer import offered
 
@@ -89,6 +98,14 @@ class Turn:
     """How many rounds may call tools (0: none is offered)."""
     takes_tools: bool = True
     """False: the model's chat template cannot take tools; none is offered, now or later."""
+    library: LibraryConfig | None = None
+    """The chat's libraries (and its project's): the model searches them, or, when it
+    cannot call tools, llamachat does for the question (`excerpt_part`)."""
+    found: dict | None = None
+    """What llamachat found for the question, as a ``search_done`` event: the sources
+    listed under the reply (None: it searched nothing)."""
+    excerpt_chars: int = documents.RESULT_CHARS
+    """The most characters those passages may take (`excerpt_chars`)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "offer", tuple(t.schema for t in self.tools if t.schema))
@@ -191,20 +208,29 @@ def build_turn(
     The request parameters are the config's for `model` and `preset`, then `chat_params`,
     plus llama.cpp's progress fields when the request goes to its `router` (not a provider).
     A model whose template cannot take tools (`takes_tools` False) is offered none.
-    `library` offers search_documents over the chat's attached libraries.
+    `library` offers search_documents over the chat's attached libraries; to a model
+    that cannot call tools, the passages they hold for the question go with it instead.
     """
     search_on = cfg.search_enabled if search_on is None else search_on
+    if not takes_tools:
+        # Today's date is there for web search, which a model without tools cannot do.
+        system = tuple(part for part in system if part.name != "date")
     rows = list(messages)
     if rows and rows[0].get("role") == "system":
         # A compacted chat starts with the summary of what came before (`compact`): the
         # end of the system message, a part of its own, so the roles still alternate.
         system = (*system, Part("summary", summary_text(rows.pop(0).get("content") or "")))
     question: tuple[Part, ...] = ()
+    found: dict | None = None
     if rows and rows[-1].get("role") == "user":
         last = rows.pop()
-        question = user_parts(
-            last.get("content") or "", last.get("attachments") or [], images=images
+        text = last.get("content") or ""
+        question = user_parts(text, last.get("attachments") or [], images=images)
+        excerpts = excerpt_part(
+            None if takes_tools else library, text, limit=excerpt_chars(n_ctx)
         )
+        if excerpts is not None:
+            question, found = (excerpts[0], *question), excerpts[1]
     loaded = tuple(p.name.removeprefix("skill:") for p in system if p.name.startswith("skill:"))
     inputs = Inputs(
         cfg,
@@ -225,6 +251,9 @@ def build_turn(
         params={**backend.LLAMA_PARAMS, **fields} if router else fields,
         max_rounds=cfg.max_searches if any(tool.schema for tool in tools) else 0,
         takes_tools=takes_tools,
+        library=library,
+        found=found,
+        excerpt_chars=excerpt_chars(n_ctx),
     )
 
 
@@ -436,6 +465,95 @@ def parse_question(
             names.append(name)
     suggested = tuple(name for name in maybe if name not in names)
     return Question(rest, tuple(names), tuple(commands), suggested)
+
+
+# ---------------------------------------------------------------- a model without tools
+
+
+EXCERPTS_SHARE = 0.25
+"""The most of a model's context the passages found for a question may take: a small
+model's 2,048 tokens keep room for the rest of the request and the reply."""
+
+
+def excerpt_chars(n_ctx: int | None) -> int:
+    """The characters the passages for a question may take in a context of `n_ctx` tokens."""
+    if not n_ctx:
+        return documents.RESULT_CHARS
+    return min(documents.RESULT_CHARS, chars_for_tokens(n_ctx * EXCERPTS_SHARE))
+
+
+def excerpt_part(
+    library: LibraryConfig | None,
+    text: str,
+    *,
+    limit: int = documents.RESULT_CHARS,
+    wait: float = 0.0,
+    cancel: threading.Event | None = None,
+) -> tuple[Part, dict] | None:
+    """The "excerpts" part for a question `text` to a model that cannot call tools, and
+    the ``search_done`` event of its sources; None without a library (or a word to find).
+
+    llamachat searches for the model, with the message as the query. By words only
+    (BM25): this runs when the request is built, on the GUI thread, and a query's vector
+    would make it wait for the router. A library still being read is waited for up to
+    `wait` seconds (`read_libraries`, off the GUI thread).
+    """
+    if library is None or not text.strip():
+        return None
+    try:
+        found = documents.find(
+            dataclasses.replace(library, embedder=None), text, wait=wait, cancel=cancel
+        )
+    except STORE_ERRORS as exc:
+        log.warning("cannot search the chat's libraries: %s", exc)
+        return None
+    return Part("excerpts", documents.excerpts_text(found, limit)), found.event()
+
+
+def without_tools(request: Turn) -> Turn:
+    """`request` for a model whose template turned out to take no tools (its server says
+    so only once it is loaded): no tool offered (no round may call one), no date note, and
+    the passages of its libraries go with the question, as `build_turn` makes it for such
+    a model."""
+    question, found = request.question, None
+    excerpts = excerpt_part(request.library, _question_text(request), limit=request.excerpt_chars)
+    if excerpts is not None:
+        question, found = (excerpts[0], *question), excerpts[1]
+    return dataclasses.replace(
+        request,
+        system=tuple(part for part in request.system if part.name != "date"),
+        question=question,
+        tools=(),
+        max_rounds=0,
+        takes_tools=False,
+        found=found,
+    )
+
+
+def read_libraries(request: Turn, cancel: threading.Event | None = None) -> Turn:
+    """`request` with its excerpts found again once the libraries still being read when
+    it was built are read (the chat's first message brought them), waiting up to
+    `documents.WAIT_SECONDS`; `request` itself when none was being read. It waits: run it
+    off the GUI thread."""
+    if (request.found or {}).get("error") != documents.READING:
+        return request
+    text = _question_text(request)
+    excerpts = excerpt_part(
+        request.library,
+        text,
+        limit=request.excerpt_chars,
+        wait=documents.WAIT_SECONDS,
+        cancel=cancel,
+    )
+    if excerpts is None:
+        return request
+    question = tuple(excerpts[0] if p.name == "excerpts" else p for p in request.question)
+    return dataclasses.replace(request, question=question, found=excerpts[1])
+
+
+def _question_text(request: Turn) -> str:
+    """The question's typed text ('' without a question)."""
+    return next((part.text for part in request.question if part.name == "user"), "")
 
 
 # ---------------------------------------------------------------- the model

@@ -1454,6 +1454,24 @@ def make_library_folder(root: Path) -> Path:
     return root
 
 
+def make_zebra_folder(root: Path) -> Path:
+    """Two notes; only one says how the zebra division did."""
+    root.mkdir(parents=True)
+    (root / "zebra.md").write_text("# Zebra\n\nThe zebra division earned 42 million.\n")
+    (root / "other.md").write_text("# Other\n\nNothing here is about animals.\n")
+    return root
+
+
+def library_sources(window) -> str:
+    """The sources listed under the last reply ('' when none)."""
+    labels = [
+        label.text()
+        for label in window.messages.last_assistant().findChildren(QLabel)
+        if label.accessibleName() == "Searched documents"
+    ]
+    return "\n".join(labels)
+
+
 def recording_program(path: Path, record: Path, output: str = "") -> Path:
     """A real executable at `path` that writes its name and arguments, a line each, to
     `record`, and prints `output` (a fake PDF viewer, or xdg-mime naming a default)."""

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from llamachat import turn
 from llamachat.config import Config
 from llamachat.history.store import History
+from llamachat.library.index import LibraryStore
 from llamachat.router.models import ModelInfo
 from llamachat.skills import system_part
-from llamachat.tests.support import turn_skill_store
-from llamachat.tools import Tool, ToolResult
+from llamachat.tests.support import make_zebra_folder, turn_skill_store
+from llamachat.tools import LibraryConfig, Tool, ToolResult
 
 
 class Remote(Tool):
@@ -164,3 +167,51 @@ class TestTurn:
         assert bare.max_rounds == 0 and bare.joined([Remote("b")], 2).max_rounds == 2
         mute = turn.build_turn(cfg, model="m", system=(), messages=[], takes_tools=False)
         assert mute.tools == () and mute.joined(late, 3) is mute
+
+    def test_turn_for_a_model_without_tools_holds_the_passages_found_after_the_cached_prefix(
+        self,
+        tmp_path: Path,
+    ) -> None:
+        """build_turn for a model that cannot call tools puts the passages found for the
+        question into the user message, marked as excerpts with their source, before its text;
+        the system message stays byte for byte the same; a model with tools gets the tool;
+        a small context keeps room for the rest."""
+        root = make_zebra_folder(tmp_path / "docs")
+        (root / "herd.md").write_text("# Herd\n\n" + "The division's herd grazes. " * 300)
+        store = LibraryStore(tmp_path / "library.db")
+        store.index(store.attach(7, root))
+        store.close()
+        library = LibraryConfig(tmp_path / "library.db", 7)
+        cfg = Config(prompts_dir=tmp_path / "prompts")
+        question = [
+            {"role": "user", "content": "Hello"},
+            {"role": "assistant", "content": "Hi."},
+            {"role": "user", "content": "How did the zebra division do?"},
+        ]
+        system = (turn.Part("system", "Be brief."),)
+        args = dict(model="m", system=system, messages=question, library=library)
+
+        toolless = turn.build_turn(cfg, takes_tools=False, **args)  # type: ignore[arg-type]
+        tooled = turn.build_turn(cfg, **args)  # type: ignore[arg-type]
+
+        names = [part.name for part in toolless.parts()]
+        assert names == ["system", "history", "excerpts", "user"]
+        assert toolless.tools == () and "tools" not in toolless.body()
+        assert toolless.system_message() == tooled.system_message() == "Be brief."
+        content = toolless.messages()[-1]["content"]
+        assert content.startswith("[Excerpts from the user's attached documents, found by")
+        assert "[1] zebra.md (Zebra) — " in content and "42 million" in content
+        assert content.endswith("…\n\nHow did the zebra division do?")
+        assert toolless.messages()[1] == {"role": "user", "content": "Hello"}
+        assert toolless.found is not None
+        source = toolless.found["results"][0]
+        assert (source["title"], source["page"]) == ("zebra.md (Zebra)", None)
+        # The passages take a quarter of a small context at most.
+        small = turn.build_turn(
+            cfg, takes_tools=False, n_ctx=1024, **args  # type: ignore[arg-type]
+        )
+        [excerpts] = [part.text for part in small.question if part.name == "excerpts"]
+        assert turn.excerpt_chars(1024) < 2000 and "42 million" in excerpts
+        assert len(excerpts) < turn.excerpt_chars(1024) + 400 < len(toolless.question[0].text)
+        assert [part.name for part in tooled.question] == ["user"]
+        assert [t["function"]["name"] for t in tooled.offer] == ["search_documents"]

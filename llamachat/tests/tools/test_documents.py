@@ -10,7 +10,7 @@ from llamachat import tools, turn
 from llamachat.config import Config
 from llamachat.dev.scripted_router import Reply, ToolCall
 from llamachat.router.client import Client
-from llamachat.tests.support import messy_folder
+from llamachat.tests.support import library_sources, make_zebra_folder, messy_folder, send_and_wait
 
 
 class TestDocuments:
@@ -96,3 +96,20 @@ class TestDocuments:
         store.close()
         assert "caf\N{REPLACEMENT CHARACTER}.txt" in documents.source(hit)
         documents.result_text("vicunas", [hit]).encode("utf-8")
+
+    def test_window_search_documents_waits_for_the_library_the_first_message_brought(
+        self, chat_window, router, qtbot, tmp_path: Path
+    ) -> None:
+        """A folder added to a new chat is attached and read with the first message; the
+        model's search_documents in that very reply waits for it and finds the passage."""
+        root = make_zebra_folder(tmp_path / "docs")
+        window, _history = chat_window()
+        window.libraries.add_folders([root])
+        router.script(
+            Reply(tool_calls=[ToolCall("search_documents", '{"query": "zebra division"}')]),
+            Reply(content="42 million."),
+        )
+        send_and_wait(qtbot, window, "How did the zebra division do?")
+        result = router.chat_requests()[-1].json["messages"][-1]
+        assert result["role"] == "tool" and "42 million" in result["content"], result
+        assert ">zebra.md (Zebra)</a>" in library_sources(window)

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from llamachat import params, turn
 from llamachat.config import Config
 from llamachat.router import client as backend
+from llamachat.tools import LibraryConfig
 from llamachat.ui.chat.state import ONESHOT, AppState, ChatState
 
 
@@ -48,8 +49,8 @@ class TurnBuilder:
         # The missing skills and the preset text the cached system message was built with.
         self._cached_missing: list[str] = []
         self._cached_preset = ""
-        # The models whose chat template the server says cannot take tools.
-        self._no_tools: set[str] = set()
+        # What the models' servers said of their chat templates: whether they take tools.
+        self._takes: dict[str, bool] = {}
 
     def config(self) -> Config:
         """The configuration in effect (the App's)."""
@@ -66,17 +67,18 @@ class TurnBuilder:
 
     def takes_tools(self, model: str) -> bool:
         """Whether `model` is offered tools: unless its server said its template takes none."""
-        return model not in self._no_tools
+        return self._takes.get(model, True)
+
+    def tools_known(self, model: str) -> bool:
+        """Whether `model`'s server has said if its template takes tools (it says so only
+        once the model is loaded)."""
+        return model in self._takes
 
     def set_takes_tools(self, model: str, takes: bool) -> bool:
         """What `model`'s server says of tools (`Models.takes_tools`); True when it changed."""
-        if takes == self.takes_tools(model):
-            return False
-        if takes:
-            self._no_tools.discard(model)
-        else:
-            self._no_tools.add(model)
-        return True
+        changed = takes != self.takes_tools(model)
+        self._takes[model] = takes
+        return changed
 
     def default_params(self, model: str) -> dict:
         """The parameters the config gives `model` and the chat's preset."""
@@ -140,10 +142,26 @@ class TurnBuilder:
             extra_tools=mcp,
             router=router,
             takes_tools=self.takes_tools(model),
-            library=None
-            if state.temporary
-            else self._app.libraries.config_for(state.session_id, self.project_id()),
+            library=self.library(),
         )
+
+    def library(self) -> LibraryConfig | None:
+        """The chat's libraries and its project's, as searched (None: it has none)."""
+        state = self.state
+        if state.temporary:
+            return None
+        return self._app.libraries.config_for(state.session_id, self.project_id())
+
+    def question_parts(
+        self, model: str, text: str, attachments: list[dict], n_ctx: int | None
+    ) -> tuple[turn.Part, ...]:
+        """The parts a question `text` makes in a request to `model` (whose context is
+        `n_ctx`): the passages found for it first when the model cannot call tools
+        (`turn.excerpt_part`), then its own."""
+        parts = turn.user_parts(text, attachments, images=self.images(model))
+        searched = None if self.takes_tools(model) else self.library()
+        excerpts = turn.excerpt_part(searched, text, limit=turn.excerpt_chars(n_ctx))
+        return parts if excerpts is None else (excerpts[0], *parts)
 
     def project_id(self) -> int | None:
         """The chat's project as the history has it now (it may have moved since opened)."""

@@ -90,6 +90,8 @@ class ContextWatch(QObject):
         self._base_turn: turn.Turn | None = None
         self._draft: tuple[str, tuple[dict, ...]] = ("", ())
         self._question = context.Breakdown()
+        # The passages last found for the draft (a model that cannot call tools gets them).
+        self._excerpts: turn.Part | None = None
         self._live: int | None = None
         # Whether this reply's first figures already asked for the context size.
         self._size_asked_live = False
@@ -155,8 +157,7 @@ class ContextWatch(QObject):
         base, (text, attachments) = self._base_turn, self._draft
         if base is None or not (text or attachments):
             return base
-        question = turn.user_parts(text, list(attachments), images=self._images())
-        return dataclasses.replace(base, question=question)
+        return dataclasses.replace(base, question=self._question_parts())
 
     def live(self) -> int | None:
         """While a reply streams: the tokens in the context so far (prompt + reply)."""
@@ -178,7 +179,8 @@ class ContextWatch(QObject):
         tokenizer = self._tokenizer()
         if self._base_turn is not None and self._count_system(self._base_turn):
             self._base = context.measure(self._base_turn, tokenizer)
-        parts = turn.user_parts(text, attachments, images=self._images())
+        # A model that cannot call tools gets the passages found for the message too.
+        parts = self._builder.question_parts(self._model, text, attachments, self._n_ctx)
         question = context.measure_parts(parts, tokenizer)
         return self._verdict(self._compose(question))
 
@@ -215,6 +217,10 @@ class ContextWatch(QObject):
     def takes_tools(self) -> bool:
         """Whether the model is offered tools (False: its server says its template takes none)."""
         return self._builder.takes_tools(self._model)
+
+    def tools_known(self) -> bool:
+        """Whether the model's server has said if it takes tools (once it is loaded)."""
+        return self._builder.tools_known(self._model)
 
     # ------------------------------------------------------------------ what changes
 
@@ -291,11 +297,15 @@ class ContextWatch(QObject):
     def _images(self) -> bool:
         return self._builder.images(self._model)
 
-    def _question_parts(self) -> tuple[turn.Part, ...]:
+    def _question_parts(self, *, excerpts: bool = True) -> tuple[turn.Part, ...]:
+        """The draft's parts; with `excerpts`, after the passages last found for it."""
         text, attachments = self._draft
         if not text and not attachments:
             return ()
-        return turn.user_parts(text, list(attachments), images=self._images())
+        parts = turn.user_parts(text, list(attachments), images=self._images())
+        if excerpts and self._excerpts is not None and not self.takes_tools():
+            return (self._excerpts, *parts)
+        return parts
 
     def refresh_size(self) -> None:
         """Ask the server for the model's context size again (it was raised)."""
@@ -338,7 +348,8 @@ class ContextWatch(QObject):
 
     def _loaded(self, model: str) -> None:
         names = (self._model, self._builder.client_for(self._model)[1]) if self._model else ()
-        if self._n_ctx is None and model in names:
+        unknown = self._n_ctx is None or not self._builder.tools_known(self._model)
+        if unknown and model in names:
             self._ask_size()
 
     def _on_counted(self, generation: int, future) -> None:
@@ -362,14 +373,24 @@ class ContextWatch(QObject):
 
     @Slot()
     def _count_draft(self) -> None:
-        parts = self._question_parts()
+        parts = self._question_parts(excerpts=False)
         draft = self._draft
         tokenizer = self._tokenizer()
+        # A model that cannot call tools gets the passages found for the message: found
+        # here, off the GUI thread, after a pause in typing, and kept for the estimates.
+        searched = None if self.takes_tools() else self._builder.library()
+        limit = turn.excerpt_chars(self._n_ctx)
+
+        def count() -> tuple[context.Breakdown, turn.Part | None]:
+            excerpts = turn.excerpt_part(searched, draft[0], limit=limit)
+            part = excerpts[0] if excerpts is not None else None
+            found = parts if part is None else (part, *parts)
+            return context.measure_parts(found, tokenizer, exact=True), part
 
         def done(future) -> None:
             if draft == self._draft:
                 try:
-                    self._question = future.result()
+                    self._question, self._excerpts = future.result()
                 except Exception:
                     log.exception("counting the draft failed")
                     return
@@ -377,9 +398,7 @@ class ContextWatch(QObject):
                     self._draft_timer.start(RETRY_MS)
                 self.changed.emit()
 
-        tasks.run_in_background(
-            lambda: context.measure_parts(parts, tokenizer, exact=True), done, receiver=self
-        )
+        tasks.run_in_background(count, done, receiver=self)
 
     def follow(self, *, shown: Sequence[SignalInstance], changed: Sequence[SignalInstance]) -> None:
         """Measure again after each of `changed`, and a moment after each of `shown` (another
@@ -408,6 +427,7 @@ class ContextWatch(QObject):
         # The message just sent left the composer: the earlier parts now hold it.
         self._draft = ("", ())
         self._question = context.Breakdown()
+        self._excerpts = None
         self._refresh_due.start()
 
     @Slot(object)
@@ -462,8 +482,8 @@ class ContextWatch(QObject):
     def reply_ended(self, _status: str = "", _error: str = "") -> None:
         """The reply ended: the earlier parts now hold it."""
         self._live = None
-        # A reply proves the model is loaded: its size and tokenizer answer now.
-        if self._n_ctx is None:
+        # A reply proves the model is loaded: its size, tokenizer and tools answer now.
+        if self._n_ctx is None or not self._builder.tools_known(self._model):
             self._ask_size()
         self._refresh_due.start()
 

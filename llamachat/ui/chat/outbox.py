@@ -167,6 +167,7 @@ class Outbox(QObject):
                 request=request,
                 replaces=replaces,
                 tool_source=self._app.mcp.tool_source(session_id),
+                ask_tools=self._ask_tools(model, request),
                 keep_replaced=keep_replaced,
                 continues=continues,
                 parent=self,
@@ -186,6 +187,13 @@ class Outbox(QObject):
         show()
         self.started.emit(reply)
         return True
+
+    def _ask_tools(self, model: str, request: Turn) -> bool:
+        """Whether the reply must ask, before it sends tools, if the model's template
+        takes them: llama.cpp's router has not said yet (the model is not loaded). A
+        provider (which knows the model by another name) never says."""
+        router = self._builder.client_for(model)[1] == model
+        return bool(request.offer) and router and not self._builder.tools_known(model)
 
     def continue_reply(self, model: str, message_id: object) -> bool:
         """Go on with the reply `message_id`, the last of the chat, in that same reply: the

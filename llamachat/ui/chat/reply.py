@@ -82,6 +82,7 @@ class ReplyStream(QObject):
         tool_source: ToolSource | None = None,
         keep_replaced: bool = False,
         continues: Mapping | None = None,
+        ask_tools: bool = False,
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
@@ -106,7 +107,9 @@ class ReplyStream(QObject):
             else "active"
         )
         client, wire_model = registry.client_for(model)
-        self._worker = StreamWorker(client, wire_model, request, tool_source=tool_source)
+        self._worker = StreamWorker(
+            client, wire_model, request, tool_source=tool_source, ask_tools=ask_tools
+        )
         self._worker.content.connect(self._on_content)
         self._worker.reasoning.connect(self._on_reasoning)
         self._worker.search_started.connect(self._on_search_started)

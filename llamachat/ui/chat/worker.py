@@ -29,7 +29,9 @@ from PySide6.QtCore import (
     Slot,
 )
 
+from llamachat import turn
 from llamachat.router import client as backend
+from llamachat.router.models import IN_PROGRESS, Models
 from llamachat.tools.base import Tool
 from llamachat.turn import Turn
 
@@ -138,8 +140,12 @@ class StreamWorker(QObject):
         request: Turn,
         *,
         tool_source: ToolSource | None = None,
+        ask_tools: bool = False,
     ) -> None:
         super().__init__()
+        # The request offers tools to a model whose server has not said yet whether its
+        # template takes them: asked before it is sent (`_takes_tools`).
+        self._ask = ask_tools
         self._client = client
         self._tool_source = tool_source
         self._model = model
@@ -229,6 +235,27 @@ class StreamWorker(QObject):
         rest_ms = min(MAX_REST_MS, max(FRAME_INTERVAL_MS - took_ms, took_ms / 2))
         self._next_drain = ended + rest_ms / 1000
 
+    def _takes_tools(self) -> bool:
+        """Whether the model's template takes tools, which its server says (`/props`) only
+        once it is loaded: a model not loaded yet is loaded first (the request would load
+        it anyway). A template that takes none leaves the tools out of the prompt (SmolLM2
+        then answers from nothing), so such a model must get its library's passages
+        instead. True when the server cannot say."""
+        models = Models(self._client)
+        try:
+            takes = models.takes_tools(self._model)
+            if takes is None and models.is_router():
+                info = models.get(self._model)
+                if info is not None and info.status in ("unloaded", *IN_PROGRESS):
+                    if info.status == "unloaded":
+                        models.load(self._model)
+                    models.wait_until_loaded(self._model, timeout=600, cancel=self._cancel)
+                    takes = models.takes_tools(self._model)
+        except backend.BackendError as exc:
+            log.info("cannot ask whether %s takes tools: %s", self._model, exc)
+            return True
+        return takes is not False
+
     @Slot()
     def run(self) -> None:
         """Stream the reply, posting each event for the GUI thread; runs in the worker thread."""
@@ -237,6 +264,12 @@ class StreamWorker(QObject):
             # tools (bound to its consent and its Stop) join the request (`Turn.joined`).
             extra, rounds = self._tool_source(self._cancel) if self._tool_source else ((), 0)
             self.request = self.request.joined(extra, rounds)
+            if self._ask and self.request.offer and not self._takes_tools():
+                self.request = turn.without_tools(self.request)
+            # A library the first message brought is read meanwhile: its passages wait for it.
+            self.request = turn.read_libraries(self.request, self._cancel)
+            if self.request.found is not None:
+                self._post("search_done", self.request.found)
             stream = self._client.stream_chat(
                 self.request,
                 model=self._model,

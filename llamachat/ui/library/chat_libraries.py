@@ -39,6 +39,7 @@ class ChatLibraries(QObject):
         self._chat = chat
         self._window = parent
         self._pending: list[Path] = []
+        self._takes_tools = chat.context.takes_tools()
         self.panel: LibrariesPanel | None = None
         self.progress = QProgressBar()
         self.progress.setAccessibleName("Indexing documents")
@@ -63,6 +64,7 @@ class ChatLibraries(QObject):
         self._host.progress.connect(self._on_progress)
         self._host.changed.connect(self._on_changed)
         self._host.failed.connect(self.status)
+        chat.context.changed.connect(self._on_watch_changed)
 
     @Slot()
     def choose_folder(self) -> None:
@@ -98,14 +100,27 @@ class ChatLibraries(QObject):
                 self._host.attach(session_id, Path(folder))
         names = ", ".join(Path(folder).name for folder in folders)
         when = " with your first message" if session_id is None else ""
-        self.status.emit(f"Library added{when}: {names}. The model can search it.")
+        context = self._chat.context
+        how = (
+            "This model cannot search it itself: llamachat searches it for each message."
+            if not context.takes_tools()
+            else "The model can search it."
+            if context.tools_known()
+            else "The model searches it if it can call tools; if not, llamachat searches "
+            "it for each message."
+        )
+        self.status.emit(f"Library added{when}: {names}. {how}")
 
     @Slot()
     def open_panel(self) -> None:
         """Show the Libraries panel for the chat."""
         if self.panel is None:
             self.panel = LibrariesPanel(
-                self._host, self._chat.state.session_id, self._window, self._project
+                self._host,
+                self._chat.state.session_id,
+                self._window,
+                self._project,
+                takes_tools=self._chat.context.takes_tools,
             )
             self.panel.add_requested.connect(self.choose_folder)
         self.panel.set_session(self._chat.state.session_id)
@@ -136,6 +151,16 @@ class ChatLibraries(QObject):
         show_progress(self.progress, done, total, page, pages)
         text = progress_text(done, total, name, page, pages)
         self.progress.setToolTip(plain.tooltip(f"Indexing: {text}"))
+
+    @Slot()
+    def _on_watch_changed(self) -> None:
+        # The meter's every change, a few a second while a reply streams: the panel is
+        # listed again only when the model's way to search (tools or not) changed.
+        takes = self._chat.context.takes_tools()
+        if takes != self._takes_tools:
+            self._takes_tools = takes
+            if self.panel is not None and self.panel.isVisible():
+                self.panel.refresh()
 
     @Slot()
     def _on_changed(self) -> None:

@@ -131,6 +131,12 @@ class LibraryHost(QObject):
                 self._sessions = {row.session_id for row in rows if row.session_id is not None}
                 self._projects = {row.project_id for row in rows if row.project_id is not None}
                 self._follow(rows)
+                # A first indexing cut short (llamachat quit meanwhile) goes on now: a
+                # search waits for a library never read whole.
+                running = self._running[0] if self._running is not None else None
+                for row in rows:
+                    if not row.indexed_at and row.id != running:
+                        self.reindex(row.id)
         return self._sessions
 
     def embedding_model(self) -> str:

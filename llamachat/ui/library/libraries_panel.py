@@ -1,7 +1,9 @@
 """The Libraries panel: a chat's libraries, and those of its project (marked "From project
 …"), their files, sizes, passages, what was skipped and why, with Add folder, Re-index and
-Remove (a project's library too: it is gone for each chat of the project), and how far
-indexing got (files, and the page of a big PDF). File and project names are plain text."""
+Remove (a project's library too: it is gone for each chat of the project), how far
+indexing got (files, and the page of a big PDF), and how the chat's model uses them: it
+searches them itself, or (a model that cannot call tools) llamachat searches them for
+each message (`how_searched`). File and project names are plain text."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from llamachat import outside
+from llamachat.context import NO_TOOLS
 from llamachat.library.index import LibraryRow
 from llamachat.ui.library.host import LibraryHost
 
@@ -65,6 +68,7 @@ class LibrariesPanel(QDialog):
         session_id: int | None,
         parent: QWidget | None = None,
         project: Callable[[], tuple[int, str] | None] = lambda: None,
+        takes_tools: Callable[[], bool] = lambda: True,
     ):
         super().__init__(parent)
         self._host = host
@@ -72,10 +76,13 @@ class LibrariesPanel(QDialog):
         # The chat's project now, its id and name (None: none): asked at each refresh,
         # as the chat may be moved while the panel is open.
         self._project = project
+        # Whether the chat's model can call tools now (it may be switched while open).
+        self._takes_tools = takes_tools
         self.setWindowTitle("Libraries")
         self.resize(720, 480)
         self.summary = QLabel(self)
         self.summary.setTextFormat(Qt.TextFormat.PlainText)
+        self.summary.setWordWrap(True)
         self.tree = QTreeWidget(self)
         self.tree.setAccessibleName("Libraries")
         self.tree.setHeaderLabels(["File", "Size", "Passages", "Skipped because"])
@@ -146,7 +153,8 @@ class LibrariesPanel(QDialog):
         note = self._host.vectors_note
         if rows and not note and (model := self._host.embedding_model()):
             note = f"It finds passages by meaning too, with vectors from {model}."
-        self.summary.setText(_summary(rows) + (f"\n{note}" if note else ""))
+        summary = _summary(rows) + (f" {how_searched(self._takes_tools())}" if rows else "")
+        self.summary.setText(summary + (f"\n{note}" if note else ""))
         has = bool(rows)
         self.reindex_button.setEnabled(has)
         self.remove_button.setEnabled(has)
@@ -184,6 +192,16 @@ def _summary(rows: list[LibraryRow]) -> str:
     skipped = sum(row.skipped for row in rows)
     return (
         f"{len(rows)} folder{'s' if len(rows) != 1 else ''}, {files:,} files, "
-        f"{passages:,} passages, {skipped:,} skipped. The model searches them with "
-        "search_documents."
+        f"{passages:,} passages, {skipped:,} skipped."
+    )
+
+
+def how_searched(takes_tools: bool) -> str:
+    """How the chat's model uses its libraries, in a sentence."""
+    if takes_tools:
+        return "The model searches them itself (search_documents) when a question needs them."
+    return (
+        f"This model cannot search them itself ({NO_TOOLS}): llamachat searches them for "
+        "each message you send and puts the best passages, marked as excerpts, before it; "
+        "their sources are listed under the reply."
     )

@@ -222,8 +222,9 @@ class SkillsPanel(QDialog):
         self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.message.hide()
         self.tools_label = plain.Label(
-            "The chat's model is offered no skill tools (load_skill, read_skill_file): "
-            f"{NO_TOOLS}. The skills you load still go into its system message."
+            f"This model cannot load skills itself ({NO_TOOLS}), nor read their files: "
+            "load a skill here (Load) or with /name in your message, and it goes into the "
+            "system message."
         )
         self.tools_label.setAccessibleName("Skill tools")
         self.tools_label.setWordWrap(True)

@@ -6,6 +6,8 @@ it on or off tells the conversation (`controller.Conversation.set_search_on`, wh
 offers the web_search tool and the system message's date note) and says so through
 `status`; settings saved in any window (`follow`) set it again when they change the
 search URL or search_enabled. The window calls `offer` once the button is laid out.
+A model whose chat template cannot take tools cannot search: for it the toggle is
+greyed out and says why (the choice is kept for the next model that can).
 Raises nothing.
 """
 
@@ -18,10 +20,17 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QToolButton
 
 from llamachat.config import Config
+from llamachat.context import NO_TOOLS
 from llamachat.ui.app import App
 from llamachat.ui.chat.conversation import Conversation
 
 log = logging.getLogger(__name__)
+
+ON_TIP = "Let the model search the web (SearXNG at search_url)"
+OFF_TIP = (
+    f"Web search is off for this model: {NO_TOOLS}, so it cannot search. "
+    "Pick a model that can call tools to search the web."
+)
 
 
 class SearchToggle(QObject):
@@ -40,18 +49,21 @@ class SearchToggle(QObject):
         self.action = QAction("Web search", self)
         self.action.setCheckable(True)
         self.action.setChecked(chat.search_on)
-        self.action.setToolTip("Let the model search the web (SearXNG at search_url)")
+        self.action.setToolTip(ON_TIP)
         self.action.toggled.connect(self.set_on)
         self.button = QToolButton()
         self.button.setDefaultAction(self.action)
         self.button.setAccessibleName("Web search")
         self.button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
         # Fusion's dark palette barely shades a checked button: on must be plain to see.
+        # Not while disabled (a model that cannot search): greyed out as any button.
         self.button.setStyleSheet(
-            "QToolButton:checked { background-color: palette(highlight);"
+            "QToolButton:checked:enabled { background-color: palette(highlight);"
             " color: palette(highlighted-text); border: 1px solid palette(highlight);"
             " border-radius: 3px; padding: 2px 5px; }"
         )
+        self._takes_tools = True
+        chat.context.changed.connect(self._on_watch_changed)
 
     def is_on(self) -> bool:
         """Whether the model is offered the web_search tool."""
@@ -67,6 +79,18 @@ class SearchToggle(QObject):
             return
         self._chat.set_search_on(enabled)
         self.status.emit("Web search on." if enabled else "Web search off.")
+
+    @Slot()
+    def _on_watch_changed(self) -> None:
+        # The meter changes often; only a model that can or cannot call tools matters.
+        takes = self._chat.context.takes_tools()
+        if takes == self._takes_tools:
+            return
+        self._takes_tools = takes
+        self.action.setEnabled(takes)
+        self.action.setToolTip(ON_TIP if takes else OFF_TIP)
+        if not takes and self._chat.search_on:
+            self.status.emit(f"Web search is off for {self._chat.model}: {NO_TOOLS}.")
 
     def follow(self, cfg: Config) -> None:
         """Follow saved settings: a new search URL or search_enabled sets the toggle again."""

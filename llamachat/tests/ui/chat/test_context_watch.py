@@ -262,4 +262,4 @@ class TestContextWatch:
         assert "None of these tools is sent" in mcp_panel.total.text()
         skills_panel = window.skills.open_panel()
         assert skills_panel is not None and skills_panel.tools_label.isVisible()
-        assert "no skill tools" in skills_panel.tools_label.text()
+        assert "cannot load skills itself" in skills_panel.tools_label.text()

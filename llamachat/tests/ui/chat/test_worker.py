@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import itertools
 import threading
+from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QObject, Qt, QThread, QTimer
@@ -15,6 +16,8 @@ from llamachat.router import client as backend
 from llamachat.tests.support import (
     OK_CHUNK,
     last_saved_message,
+    library_sources,
+    make_zebra_folder,
     reply_label_texts,
     send_and_wait,
     start_sending,
@@ -245,3 +248,26 @@ class TestWorker:
         qtbot.waitUntil(lambda: bool(died_on), timeout=5000)
         del ballast
         assert died_on == [qapp.thread()]
+
+    def test_window_first_message_to_a_model_not_loaded_learns_it_takes_no_tools_before_sending(
+        self, chat_window, router, qtbot, tmp_path: Path
+    ) -> None:
+        """The server says whether a template takes tools only once the model is loaded: the
+        first message to a model not loaded yet, with a library, loads it, asks, and goes out
+        without tools and with the passages found (not with search_documents, which such a
+        template cannot take); the window then knows, and the next request is built so."""
+        router.models["test-model"].status = "unloaded"
+        router.models["test-model"].tools = False
+        root = make_zebra_folder(tmp_path / "docs")
+        window, _history = chat_window()
+        watch = window.chat.context
+        assert watch.takes_tools()  # unknown yet: nothing is loaded
+        window.libraries.add_folders([root])
+        router.script(Reply(content="It earned 42 million."))
+        send_and_wait(qtbot, window, "How did the zebra division do?")
+        [first] = [request.json for request in router.chat_requests()]
+        assert "tools" not in first
+        assert "42 million" in first["messages"][-1]["content"]
+        assert ">zebra.md (Zebra)</a>" in library_sources(window)
+        qtbot.waitUntil(lambda: not watch.takes_tools(), timeout=10_000)
+        assert window.chat.next_turn().tools == ()

@@ -5,13 +5,25 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from PySide6.QtCore import QMimeData, QUrl
 from PySide6.QtWidgets import QLabel, QWidget
 
 from llamachat.config import Config
 from llamachat.dev.scripted_router import Reply, ToolCall
 from llamachat.history.store import History
-from llamachat.tests.support import history_with_sessions, make_app, send_and_wait
+from llamachat.router.client import Client
+from llamachat.router.models import Models
+from llamachat.tests.support import (
+    SMOL_ID,
+    history_with_sessions,
+    library_sources,
+    make_app,
+    make_zebra_folder,
+    model_status,
+    send_and_wait,
+    start_sending,
+)
 from llamachat.ui.views.sidebar import SessionSidebar
 
 
@@ -262,3 +274,78 @@ class TestChatLibraries:
         router.script(Reply(content="Still searched."))
         send_and_wait(qtbot, window, "Still there?")
         assert "search_documents" in json.dumps(router.chat_requests()[-1].json["tools"])
+
+    def test_window_library_with_a_model_that_cannot_call_tools_sends_the_passages_and_says_so(
+        self, chat_window, router, qtbot, tmp_path: Path
+    ) -> None:
+        """A folder added to a new chat whose model's template takes no tools: the status bar
+        and the Libraries panel say llamachat searches it; the first message (the library is
+        read meanwhile: the request waits for it) goes out with the best passages before it,
+        its sources listed under the reply; the next message's passages are counted by the
+        meter before it is sent, and the earlier ones are not replayed."""
+        router.models["test-model"].tools = False
+        root = make_zebra_folder(tmp_path / "docs")
+        window, _history = chat_window()
+        watch = window.chat.context
+        qtbot.waitUntil(lambda: not watch.takes_tools())
+        window.libraries.add_folders([root])
+        assert "This model cannot search it itself" in window.statusBar().currentMessage()
+
+        router.script(Reply(content="It earned 42 million."))
+        send_and_wait(qtbot, window, "How did the zebra division do?")
+        [first] = [request.json for request in router.chat_requests()]
+        assert "tools" not in first
+        content = first["messages"][-1]["content"]
+        assert content.startswith("[Excerpts from the user's attached documents")
+        assert "42 million" in content and content.endswith("How did the zebra division do?")
+        assert ">zebra.md (Zebra)</a>" in library_sources(window)
+        assert "still being read" not in library_sources(window)
+
+        window.composer.set_text("And the zebra division last year?")
+        qtbot.waitUntil(lambda: watch.breakdown().get("excerpts") > 0, timeout=10_000)
+        assert "passages found in the chat's libraries" in window.meter.toolTip()
+        router.script(Reply(content="No figure for last year."))
+        send_and_wait(qtbot, window, "And the zebra division last year?")
+        second = router.chat_requests()[-1].json["messages"]
+        assert second[-3] == {"role": "user", "content": "How did the zebra division do?"}
+        assert "42 million" in second[-1]["content"]
+
+        window.libraries.open_panel()
+        panel = window.libraries.panel
+        assert panel is not None
+        assert "This model cannot search them itself" in panel.summary.text()
+        panel.close()
+
+    @pytest.mark.real_router
+    def test_real_router_smollm2_gets_the_passages_found_in_its_library(
+        self, chat_window, real_router, qtbot, tmp_path: Path
+    ) -> None:
+        """With the real llama-server, SmolLM2 (its template takes no tools; not loaded yet,
+        as at a new user's first message) gets the library's best passages in its request,
+        which the server takes, and the reply lists the source."""
+        # As a new user's: the model is not loaded when the first message goes (its server
+        # has not said yet that its template takes no tools).
+        models = Models(Client(real_router.url))
+        if model_status(real_router.url, SMOL_ID) == "loaded":
+            models.unload(SMOL_ID)
+            qtbot.waitUntil(
+                lambda: model_status(real_router.url, SMOL_ID) == "unloaded", timeout=30_000
+            )
+        root = make_zebra_folder(tmp_path / "docs")
+        window, history = chat_window(url=real_router.url, default_model=SMOL_ID)
+        watch = window.chat.context
+        replies: list = []
+        window.chat.outbox.started.connect(replies.append)
+        window.libraries.add_folders([root])
+        window.chat.set_params({"max_tokens": 24})  # a short answer on two shared cores
+        # The model loads first; a busy machine reads a prompt at ~25 tokens/s.
+        start_sending(qtbot, window, "How did the zebra division do?")
+        qtbot.waitUntil(lambda: bool(replies) and not window.is_streaming(), timeout=120_000)
+        [reply] = replies
+        sent = reply.request()
+        assert sent.tools == () and [p.name for p in sent.question] == ["excerpts", "user"]
+        assert "42 million" in sent.messages()[-1]["content"]
+        assert history.messages(window.session_id)[-1]["status"] == "complete"
+        assert sent.params["max_tokens"] == 24
+        assert ">zebra.md (Zebra)</a>" in library_sources(window)
+        qtbot.waitUntil(lambda: not watch.takes_tools(), timeout=30_000)

@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from llamachat.library.index import LibraryStore
+from llamachat.tests.support import make_zebra_folder
+
 
 class TestHost:
     """The App's libraries: which chats and projects have one, indexing off the GUI thread."""
@@ -108,6 +111,24 @@ class TestHost:
         assert readers() == []
         [stopped] = [row for row in host.libraries(1) if row.root == long.resolve()]
         assert stopped.files == 0  # read again next time, not kept half read
+
+    def test_host_goes_on_with_a_first_indexing_cut_short(self, qtbot, tmp_path: Path) -> None:
+        """A library attached but never read whole (llamachat quit while it was read) is read
+        when the libraries are first looked at, not a minute later: a search waits for it."""
+        from llamachat.ui.library.host import LibraryHost
+
+        store = LibraryStore(tmp_path / "library.db")
+        store.attach(7, make_zebra_folder(tmp_path / "docs"))
+        store.close()
+        host = LibraryHost(tmp_path / "library.db")
+        try:
+            assert host.config_for(7) is not None
+            assert host.busy()
+            qtbot.waitUntil(lambda: not host.busy(), timeout=20_000)
+            [row] = host.libraries(7)
+            assert row.indexed_at > 0 and row.passages == 2
+        finally:
+            host.close()
 
 
 class TestHostDamagedFile:
