@@ -59,7 +59,7 @@ from llamachat.history.store import HistoryError, MessageRow
 from llamachat.router.models import ModelInfo
 from llamachat.ui import first_run, menus, plain, shortcuts, tasks
 from llamachat.ui.app import App
-from llamachat.ui.chat import conversation
+from llamachat.ui.chat import conversation, send_check
 from llamachat.ui.chat.composer_drafts import Drafts
 from llamachat.ui.chat.conversation import Conversation
 from llamachat.ui.chat.reply import ReplyStream
@@ -433,7 +433,7 @@ class ChatWindow(ConversationSeams, QMainWindow):
         outcome = self._submit_draft()
         if outcome == conversation.NO_MODEL:
             self.show_status("No model to answer: pick one in the Model list.")
-        elif outcome in (conversation.SENT, conversation.HELD):
+        elif outcome in (conversation.SENT, conversation.HELD, send_check.COUNTING):
             self.overflow.hide()
 
     @Slot()

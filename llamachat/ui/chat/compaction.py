@@ -110,7 +110,9 @@ class Compaction(QObject):
             return SEND
         if self._state.mode != ONESHOT and policy == compact.COMPACT:
             question = {"content": text, "attachments": attachments}
-            if self.compact(question=question, edit_from=edit_from):
+            if not self.compactable(edit_from):
+                policy = compact.ASK  # nothing (more) to compact: the panel says what helps
+            elif self.compact(question=question, edit_from=edit_from):
                 return COMPACTING
         if policy == compact.ASK:
             self.too_big.emit(overflow)
@@ -161,7 +163,7 @@ class Compaction(QObject):
     ) -> bool:
         """Summarize the chat's earlier messages into a new branch, then send `question`
         (text and attachments) there; False when there is nothing to compact."""
-        state, history = self._state, self._app.history
+        state = self._state
         if self.running():
             self.notice.emit("The chat is being compacted already.", 8000)
             return False
@@ -171,12 +173,8 @@ class Compaction(QObject):
         if state.mode == ONESHOT or state.session_id is None or not state.model:
             self.notice.emit("Nothing to compact: the chat has no earlier messages.", 8000)
             return False
-        rows = history.messages(state.session_id)
-        if edit_from is not None:
-            # An edited message: the path before it, which the new version would follow.
-            rows = [row for row in rows if row["id"] < edit_from]
         keep = self._app.config.compact_keep
-        cut = compact.split(rows, keep)
+        cut = self._split(edit_from)
         if not cut.earlier:
             self.notice.emit(
                 f"Nothing to compact: the chat has no more than its last {keep} exchanges.",
@@ -231,6 +229,21 @@ class Compaction(QObject):
         self._timer.start()
         self._show_progress()
         return True
+
+    def compactable(self, edit_from: int | None = None) -> int:
+        """How many earlier messages compacting would summarize (0: it cannot help)."""
+        state = self._state
+        if state.mode == ONESHOT or state.session_id is None or not state.model:
+            return 0
+        return len(self._split(edit_from).earlier)
+
+    def _split(self, edit_from: int | None) -> Split:
+        session_id = self._state.session_id
+        rows = self._app.history.messages(session_id) if session_id is not None else []
+        if edit_from is not None:
+            # An edited message: the path before it, which the new version would follow.
+            rows = [row for row in rows if row["id"] < edit_from]
+        return compact.split(rows, self._app.config.compact_keep)
 
     def stop(self) -> bool:
         """Stop the summary being written (nothing changes); True when one was."""

@@ -15,7 +15,11 @@ kept; the draft is estimated at once and counted exactly after a pause in typing
 retry: the `Overflow` that says what does not fit (with each way out), or None. A part
 of the system message not counted yet (a skill the message itself just loaded) is
 counted by the server then, on the GUI thread (one `/tokenize`): a check never passes
-on an estimate of it.
+on an estimate of it. Nor does it refuse on one: a request whose estimate does not fit
+is `Uncounted`, for the server to count (`send_check`) before the check is made again.
+
+A model's load counts what waited for it (`model_event`, `models_listed`): counting
+never loads a model, and the retries after a change may be spent while it was unloaded.
 
 The model's size is asked for when it is picked and again as soon as it is loaded
 (`model_event`, `models_listed`), with what `/props` says of tools: a model whose
@@ -65,6 +69,14 @@ RETRIES = 3
 SEND_COUNT_S = 3.0
 
 
+@dataclasses.dataclass(frozen=True)
+class Uncounted:
+    """A request whose estimate does not fit and which the server has not all counted:
+    counted first (`send_check.SendCheck`), then checked again."""
+
+    request: turn.Turn
+
+
 class ContextWatch(QObject):
     """Keeps the next request's breakdown for a conversation and its model's context size."""
 
@@ -99,6 +111,8 @@ class ContextWatch(QObject):
         self._closed = False
         # Counts tried again since the last change, for what the server did not count.
         self._retries = 0
+        # The models loaded at the last listing (routers without events).
+        self._listed_loaded: set[str] = set()
         self._draft_timer = QTimer(self)
         self._draft_timer.setSingleShot(True)
         self._draft_timer.setInterval(DRAFT_COUNT_MS)
@@ -144,7 +158,7 @@ class ContextWatch(QObject):
     def _compose(self, question: context.Breakdown) -> context.Breakdown:
         template = self._base.get("template")
         if question.parts and self._base_turn is not None and not self._base_turn.question:
-            template += self._tokenizer().message_tokens()
+            template += self.tokenizer().message_tokens()
         parts = [p for p in self._base.parts if p[0] != "template"]
         parts.extend(question.parts)
         parts.append(("template", template))
@@ -162,11 +176,15 @@ class ContextWatch(QObject):
         """While a reply streams: the tokens in the context so far (prompt + reply)."""
         return self._live
 
-    def check(self, text: str, attachments: list[dict]) -> Overflow | None:
+    def check(
+        self, text: str, attachments: list[dict], *, counted: bool = False
+    ) -> Overflow | Uncounted | None:
         """Whether sending `text` now would overflow the context: the Overflow, or None.
 
-        From the counts known (estimates for the rest), on the GUI thread; the skills the
-        message just loaded are in it. Nothing is rebuilt unless the earlier parts changed.
+        From the counts known, on the GUI thread; the skills the message just loaded are
+        in it. Nothing is rebuilt unless the earlier parts changed. An estimate never
+        refuses: `Uncounted` asks for a count first, after which (`counted`) what the
+        server still could not count goes, and the server's own answer decides.
         """
         if self._state.model != self._model:
             self.set_model(self._state.model)
@@ -175,22 +193,46 @@ class ContextWatch(QObject):
         if self._refresh_due.isActive():
             self._refresh_due.stop()
             self.refresh()
-        tokenizer = self._tokenizer()
-        if self._base_turn is not None and self._count_system(self._base_turn):
+        tokenizer = self.tokenizer()
+        if self._base_turn is not None and (
+            self._count_system(self._base_turn) or not self._base.exact
+        ):
+            # Counted since (by count_first, a load): taken from the cache, no request.
             self._base = context.measure(self._base_turn, tokenizer)
         parts = turn.user_parts(text, attachments, images=self._images())
         question = context.measure_parts(parts, tokenizer)
-        return self._verdict(self._compose(question))
+        verdict = self._verdict(self._compose(question))
+        if verdict is None or verdict.breakdown.exact or not tokenizer.can_count:
+            return verdict
+        if counted or self._base_turn is None:
+            return None
+        request = dataclasses.replace(self._base_turn, question=parts)
+        # A loaded model counts what is left in a few milliseconds (the draft typed
+        # faster than its count): here and now, rather than hold the message.
+        if context.measure(request, tokenizer, exact=True, timeout=SEND_COUNT_S).exact:
+            self._base = context.measure(self._base_turn, tokenizer)
+            return self._verdict(self._compose(context.measure_parts(parts, tokenizer)))
+        return Uncounted(request)
 
-    def check_turn(self, request: turn.Turn) -> Overflow | None:
+    def check_turn(
+        self, request: turn.Turn, *, counted: bool = False
+    ) -> Overflow | Uncounted | None:
         """Whether `request` (a retry's, built whole) would overflow the context: the
-        Overflow, or None (also when its model is not the one counted for)."""
+        Overflow, or None (also when its model is not the one counted for); `Uncounted`
+        as `check` says."""
         if self._state.model != self._model:
             self.set_model(self._state.model)
         if self._n_ctx is None or request.model != self._model:
             return None
         self._count_system(request)
-        return self._verdict(context.measure(request, self._tokenizer()))
+        tokenizer = self.tokenizer()
+        verdict = self._verdict(context.measure(request, tokenizer))
+        if verdict is None or verdict.breakdown.exact or not tokenizer.can_count:
+            return verdict
+        if counted:
+            return None
+        measured = context.measure(request, tokenizer, exact=True, timeout=SEND_COUNT_S)
+        return self._verdict(measured) if measured.exact else Uncounted(request)
 
     def _verdict(self, breakdown: context.Breakdown) -> Overflow | None:
         assert self._n_ctx is not None
@@ -206,7 +248,7 @@ class ContextWatch(QObject):
         True when any was. Sends requests on this thread (the GUI's, at Send), one per new
         part: a /tokenize answers in milliseconds, and a server that does not answer within
         SEND_COUNT_S leaves the estimate rather than freeze the window."""
-        tokenizer = self._tokenizer()
+        tokenizer = self.tokenizer()
         new = [part.text for part in request.system if tokenizer.cached(part.text) is None]
         for text in new:
             tokenizer.count(text, timeout=SEND_COUNT_S)
@@ -235,7 +277,7 @@ class ContextWatch(QObject):
             return
         self._draft = draft
         self._retries = 0
-        self._question = context.measure_parts(self._question_parts(), self._tokenizer())
+        self._question = context.measure_parts(self._question_parts(), self.tokenizer())
         self.changed.emit()
         if text or attachments:
             self._draft_timer.start()
@@ -263,7 +305,7 @@ class ContextWatch(QObject):
             return
         # The last user message of a chat not answered yet is the question: kept in "base".
         self._base_turn = request
-        tokenizer = self._tokenizer()
+        tokenizer = self.tokenizer()
         self._base = context.measure(request, tokenizer)
         self._question = context.measure_parts(self._question_parts(), tokenizer)
         self.changed.emit()
@@ -278,9 +320,10 @@ class ContextWatch(QObject):
     def quick_tokens(self, text: str) -> int:
         """What `text` costs the selected model: its count if the server counted it, else an
         estimate calibrated on what it did count. Never sends a request."""
-        return self._tokenizer().quick(text)
+        return self.tokenizer().quick(text)
 
-    def _tokenizer(self) -> context.Tokenizer:
+    def tokenizer(self) -> context.Tokenizer:
+        """The counts of the model counted for (its server's tokenizer, or estimates)."""
         client, name = self._builder.client_for(self._model)
         key = (id(client), name)
         tokenizer = self._tokenizers.get(key)
@@ -332,14 +375,24 @@ class ContextWatch(QObject):
 
     def models_listed(self, infos: list[ModelInfo]) -> None:
         """A listing (routers without events): a loaded model whose size is unknown tells it."""
-        for info in infos:
-            if info.status == "loaded":
-                self._loaded(info.id)
+        loaded = {info.id for info in infos if info.status == "loaded"}
+        # A listing comes every few seconds: only a load since the last one counts again.
+        for model in loaded - self._listed_loaded:
+            self._loaded(model)
+        self._listed_loaded = loaded
 
     def _loaded(self, model: str) -> None:
         names = (self._model, self._builder.client_for(self._model)[1]) if self._model else ()
-        if self._n_ctx is None and model in names:
+        if model not in names:
+            return
+        if self._n_ctx is None:
             self._ask_size()
+        if not self.breakdown().exact and self.tokenizer().can_count:
+            # What a model not loaded could not count waited for it: counted now (the
+            # retries after a change may all have been spent while it loaded).
+            self.base_changed()
+            if self._draft != ("", ()):
+                self._draft_timer.start()
 
     def _on_counted(self, generation: int, future) -> None:
         if generation != self._generation:
@@ -355,7 +408,7 @@ class ContextWatch(QObject):
 
     def _may_retry(self) -> bool:
         """Whether to count again what the server did not count (a busy or loading model)."""
-        if not self._tokenizer().can_count or self._retries >= RETRIES:
+        if not self.tokenizer().can_count or self._retries >= RETRIES:
             return False
         self._retries += 1
         return True
@@ -364,7 +417,7 @@ class ContextWatch(QObject):
     def _count_draft(self) -> None:
         parts = self._question_parts()
         draft = self._draft
-        tokenizer = self._tokenizer()
+        tokenizer = self.tokenizer()
 
         def done(future) -> None:
             if draft == self._draft:
@@ -449,7 +502,7 @@ class ContextWatch(QObject):
         """A server without a tokenizer still says what the prompt was: learn its ratio."""
         usage = stats.get("usage") if isinstance(stats, dict) else None
         prompt = usage.get("prompt_tokens") if isinstance(usage, dict) else None
-        sent, tokenizer = self._sent, self._tokenizer()
+        sent, tokenizer = self._sent, self.tokenizer()
         if not isinstance(prompt, int) or sent is None or tokenizer.can_count:
             return
         template = sent.get("template")

@@ -1,0 +1,148 @@
+"""Tests of branch h-context, pending the split of test_llamachat.py (moved there after)."""
+
+from __future__ import annotations
+
+import httpx
+
+from llamachat import context
+from llamachat.dev.pytest_plugin import _long_chat, _overflow_buttons
+from llamachat.dev.scripted_router import Model, Reply, ScriptedRouter
+from llamachat.ui import tasks
+from llamachat.ui.chat import context_watch
+from llamachat.ui.views.overflow import OverflowPanel, fixed_context
+
+
+def _wordy_chat(history, exchanges: int = 10, words: int = 50) -> int:
+    """A stored chat whose long words the server counts far below their estimate."""
+    session = history.create_session("chat", "test-model", prompt_name="Default")
+    for n in range(exchanges):
+        history.add_message(session, "user", f"q{n} " + "internationalization " * words)
+        history.add_message(session, "assistant", f"a{n} " + "characterization " * words)
+    return session
+
+
+def _cold_router() -> ScriptedRouter:
+    """A router whose one model is not loaded, its context (2,048) listed in its args."""
+    return ScriptedRouter(
+        [Model("test-model", "unloaded", n_ctx=2048, args=("--ctx-size", "2048"))]
+    )
+
+
+class TestCountBeforeRefusing:
+    def test_a_models_load_counts_what_waited_for_it(self, chat_window, qtbot, monkeypatch) -> None:
+        """A chat shown while its model is unloaded is estimated; once the model loads
+        (its size already known from the list), it is counted, and the meter is exact."""
+        monkeypatch.setattr(context_watch, "RETRIES", 0)  # the load must count, not a retry
+        with _cold_router() as cold:
+            window, history = chat_window(url=cold.url)
+            session = _wordy_chat(history)
+            window.open_session(session)
+            qtbot.waitUntil(lambda: window.chat.context.context_size() == 2048)
+            watch = window.chat.context
+            qtbot.waitUntil(lambda: watch.request() is not None and tasks.manager().running() == 0)
+            assert not watch.breakdown().exact
+            httpx.post(cold.url + "/models/load", json={"model": "test-model"})
+            qtbot.waitUntil(lambda: watch.breakdown().exact, timeout=5000)
+            assert watch.breakdown().total + watch.reserve() <= 2048
+
+    def test_send_counts_what_was_only_estimated_instead_of_refusing(
+        self, chat_window, qtbot, monkeypatch
+    ) -> None:
+        """The estimate of a chat the model (not loaded) could not count says it does not
+        fit; Send has the server count it first (loading the model) and sends it."""
+        monkeypatch.setattr(context_watch, "RETRIES", 0)
+        with _cold_router() as cold:
+            window, history = chat_window(url=cold.url)
+            session = _wordy_chat(history)
+            window.open_session(session)
+            qtbot.waitUntil(lambda: window.chat.context.context_size() == 2048)
+            watch = window.chat.context
+            qtbot.waitUntil(lambda: watch.request() is not None and tasks.manager().running() == 0)
+            assert not watch.breakdown().exact
+            assert watch.breakdown().total + watch.reserve() > 2048  # the estimate refuses
+            cold.script(Reply(content="Fine."))
+            window.composer.set_text("And then?")
+            window.send()
+            qtbot.waitUntil(lambda: len(cold.chat_requests()) == 1, timeout=5000)
+            assert not window.overflow.isVisible()
+            qtbot.waitUntil(lambda: not window.is_streaming())
+            assert history.messages(session)[-1]["content"] == "Fine."
+            # Counted, a message that does not fit is refused, and put back in the box.
+            long = "word " * 1500
+            window.composer.set_text(long)
+            window.send()
+            qtbot.waitUntil(lambda: window.overflow.isVisible())
+            assert "Not sent" in window.overflow.text.text()
+            assert window.composer.text() == long and len(cold.chat_requests()) == 1
+
+
+class TestOverflowWaysOut:
+    def test_the_panel_offers_only_what_can_help_and_says_why(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """Two exchanges: compacting keeps them all, so "Compact and send" is not offered
+        and the panel says why; with more, it is."""
+        router.models["test-model"].n_ctx = 2048
+        window, history = chat_window()
+        session = history.create_session("chat", "test-model", prompt_name="Default")
+        for n in range(2):
+            history.add_message(session, "user", f"question {n}")
+            history.add_message(session, "assistant", f"answer {n}")
+        window.open_session(session)
+        watch = window.chat.context
+        qtbot.waitUntil(lambda: watch.context_size() == 2048 and watch.breakdown().exact)
+        long = "word " * 1900
+        window.composer.set_text(long)
+        window.send()
+        panel = window.overflow
+        assert panel.isVisible() and window.composer.text() == long
+        buttons = _overflow_buttons(panel)
+        assert "Compact and send" not in buttons, buttons
+        assert "no more than its last 2 exchanges" in panel.text.text()
+
+        history.add_message(session, "user", "question 2")
+        history.add_message(session, "assistant", "answer 2")
+        window.open_session(session)
+        window.composer.set_text(long)
+        qtbot.waitUntil(lambda: watch.breakdown().exact)
+        window.send()
+        assert _overflow_buttons(panel)[0] == "Compact and send"
+        assert "Compacting cannot help" not in panel.text.text()
+
+    def test_raising_the_context_is_not_offered_while_server_args_fix_it(self, qtbot) -> None:
+        """server_args' --ctx-size overrides a preset's: the panel says so instead of a button."""
+        assert fixed_context(("--ctx-size", "2048", "-t", "2")) == 2048
+        assert fixed_context(("-c", "4096")) == 4096 and fixed_context(("-t", "2")) is None
+        parts = context.Breakdown((("history", 3000), ("user", 100)), exact=True)
+        overflow = context.Overflow("smol", parts, 2048, 512, trained=8192)
+        panel = OverflowPanel()
+        qtbot.addWidget(panel)
+        panel.show_overflow(overflow, managed=True, fixed_context=2048)
+        assert not any(b.startswith("Raise") for b in _overflow_buttons(panel))
+        assert "server_args sets --ctx-size 2,048" in panel.text.text()
+        panel.show_overflow(overflow, managed=True)
+        assert "Raise the context to 4,096" in _overflow_buttons(panel)
+
+    def test_policy_compact_with_nothing_to_compact_shows_what_can_help(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """context_overflow "compact" and nothing (more) to compact: the panel, not
+        "Nothing to compact"; after a compaction the refusal says the chat was compacted."""
+        router.models["test-model"].n_ctx = 2048
+        window, history = chat_window(context_overflow="compact")
+        session = _long_chat(history, 4, 20)
+        window.open_session(session)
+        watch = window.chat.context
+        qtbot.waitUntil(lambda: watch.context_size() == 2048 and watch.breakdown().exact)
+        router.script(Reply(content="- a summary"))
+        long = "word " * 1700
+        window.composer.set_text(long)
+        window.send()
+        qtbot.waitUntil(lambda: window.overflow.isVisible(), timeout=10_000)
+        said = window.overflow.text.text()
+        assert said.startswith("Not sent, even with the chat compacted"), said
+        assert "Compacting cannot help" in said
+        assert window.composer.text() == long
+        window.overflow.hide()
+        window.send()
+        assert window.overflow.isVisible() and "Nothing to compact" not in said
