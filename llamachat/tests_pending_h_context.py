@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import httpx
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QToolButton
 
-from llamachat import context
-from llamachat.dev.pytest_plugin import _long_chat, _overflow_buttons
+from llamachat import compact, context
+from llamachat.dev.pytest_plugin import _by_name, _long_chat, _overflow_buttons, _send
 from llamachat.dev.scripted_router import Model, Reply, ScriptedRouter
 from llamachat.ui import tasks
 from llamachat.ui.chat import context_watch
+from llamachat.ui.views.figures import ReadingProgress
 from llamachat.ui.views.overflow import OverflowPanel, fixed_context
 
 
@@ -146,3 +149,62 @@ class TestOverflowWaysOut:
         window.overflow.hide()
         window.send()
         assert window.overflow.isVisible() and "Nothing to compact" not in said
+
+
+class TestContinuedFigures:
+    def test_continue_adds_its_figures_to_those_of_the_reply_before(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """The figures under a continued reply count all of it: the tokens and generating
+        time of the part before plus the new part."""
+        window, history = chat_window()
+        router.script(Reply(content=["a ", "b ", "c "], finish_reason="length"))
+        _send(qtbot, window, "Count.")
+        first = history.messages(window.session_id)[-1]["timings"]
+        assert first["predicted_n"] == 3
+        router.script(Reply(content=["d ", "e ", "f ", "g ", "h "]))
+        view = window.conversation.last_assistant()
+        qtbot.mouseClick(_by_name(view, QToolButton, "Continue reply"), Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10_000)
+        row = history.messages(window.session_id)[-1]
+        assert row["timings"]["predicted_n"] == 8
+        assert row["usage"]["completion_tokens"] == 8
+        line = _by_name(window.conversation.last_assistant(), QLabel, "Reply statistics")
+        assert "8 tokens" in line.text()
+
+
+class TestTrimmedFollowsThePolicy:
+    def test_changing_the_chats_policy_sends_the_trimmed_messages_again(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """ "N earlier messages not sent" goes once the chat's policy is no longer "trim"."""
+        router.models["test-model"].n_ctx = 2048
+        window, history = chat_window(context_overflow="trim")
+        session_id = _long_chat(history, 6, 150)
+        window.open_session(session_id)
+        qtbot.waitUntil(lambda: window.meter.context_size() == 2048)
+        _send(qtbot, window, "and now?")
+        assert window.chat.state.trimmed >= 2 and window.trim_marker.isVisible()
+        window.chat.set_params({**window.chat.params(), compact.CHAT_KEY: compact.ASK})
+        assert window.chat.state.trimmed == 0 and not window.trim_marker.isVisible()
+
+
+class TestReadingProgress:
+    def test_a_reading_reported_only_at_its_start_never_shows_full_at_zero(self, qtbot) -> None:
+        """llama.cpp may report only the first and the last batch: past the time estimated
+        from earlier replies the bar slows down short of the end and no time left is said."""
+        now = [100.0]
+        reading = ReadingProgress(speed=100.0, clock=lambda: now[0])
+        qtbot.addWidget(reading)
+        reading.show_progress({"total": 1256, "cache": 0, "processed": 0, "time_ms": 0})
+        now[0] = 105.0
+        reading.refresh()
+        assert reading.bar.value() == 500 and reading.timing.text() == "5 s · about 8 s left"
+        now[0] = 116.0
+        reading.refresh()
+        assert 1130 < reading.bar.value() < 1256 and reading.timing.text() == "16 s"
+        now[0] = 160.0
+        reading.refresh()
+        assert reading.bar.value() < 1255
+        reading.show_progress({"total": 1256, "cache": 0, "processed": 1256, "time_ms": 60000})
+        assert reading.bar.value() == 1256

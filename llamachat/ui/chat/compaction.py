@@ -132,6 +132,12 @@ class Compaction(QObject):
             self._state.trimmed = 0
             self.trimmed.emit(0)
 
+    def follow_policy(self) -> None:
+        """The policy may have changed: messages "trim" left out are sent again under another."""
+        if self._state.trimmed and self.policy() != compact.TRIM:
+            self.reset()
+            self._context.base_changed()
+
     def _trim(self, overflow: Overflow) -> bool:
         state = self._state
         if state.session_id is None:

@@ -327,6 +327,7 @@ class Conversation(QObject):
         self.state.params = {k: v for k, v in values.items() if v is not None}
         if self.state.session_id is not None:
             self.history.set_session_params(self.state.session_id, self.state.params)
+        self.compaction.follow_policy()
 
     # ------------------------------------------------------------------ skills
 
@@ -510,5 +511,6 @@ class Conversation(QObject):
     @Slot(object)
     def _on_config_changed(self, cfg: Config) -> None:
         self.skills.follow(cfg)
+        self.compaction.follow_policy()
         # The system message's date note and max_searches are read from cfg at each send.
         self.builder.forget_system()

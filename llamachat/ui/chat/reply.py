@@ -132,9 +132,12 @@ class ReplyStream(QObject):
         self._usage: dict = {}
         self._timings: dict = {}
         self._cut = False
-        # Continue: the reply goes on in its own row, after what it has.
+        # Continue: the reply goes on in its own row, after what it has; its figures add
+        # to those of the parts before (`figures`).
         self._echo = _Echo("")
+        self._before: tuple[Mapping, Mapping] = ({}, {})
         if continues is not None:
+            self._before = (continues.get("usage") or {}, continues.get("timings") or {})
             self.message_id = continues["id"]
             self._content = [continues.get("content") or ""]
             self._reasoning = [continues.get("reasoning") or ""]
@@ -222,12 +225,12 @@ class ReplyStream(QObject):
 
     def figures(self) -> tuple[dict, dict]:
         """The reply's usage and timings so far (timings with `ttft_ms`, once known)."""
-        timings = dict(self._timings)
+        usage, timings = _added(self._before, self._usage, self._timings)
         if self._ttft_ms is not None:
             timings["ttft_ms"] = round(self._ttft_ms, 1)
         if self._cut:
             timings["finish_reason"] = "length"
-        return dict(self._usage), timings
+        return usage, timings
 
     def _first_token(self) -> None:
         if self._ttft_ms is None:
@@ -464,3 +467,23 @@ def stored_call(record: dict, index: int) -> dict:
         "status": record.get("status", ""),
         "images": record.get("images") or [],
     }
+
+
+def _added(before: tuple[Mapping, Mapping], usage: dict, timings: dict) -> tuple[dict, dict]:
+    """A continued reply's figures: its tokens and generating time with those of the parts
+    before it (the prompt is this request's, which holds them)."""
+    usage, timings = dict(usage), dict(timings)
+    earlier_usage, earlier = before
+    tokens, ms = earlier.get("predicted_n"), earlier.get("predicted_ms")
+    if isinstance(tokens, int) and isinstance(timings.get("predicted_n"), int):
+        timings["predicted_n"] += tokens
+        if isinstance(ms, (int, float)) and isinstance(timings.get("predicted_ms"), (int, float)):
+            timings["predicted_ms"] += ms
+            if timings["predicted_ms"] > 0:
+                timings["predicted_per_second"] = timings["predicted_n"] / (
+                    timings["predicted_ms"] / 1000
+                )
+    completion = earlier_usage.get("completion_tokens")
+    if isinstance(completion, int) and isinstance(usage.get("completion_tokens"), int):
+        usage["completion_tokens"] += completion
+    return usage, timings

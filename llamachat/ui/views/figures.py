@@ -12,6 +12,7 @@ Errors: none; missing figures are left out.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -182,19 +183,39 @@ class ReadingProgress(QWidget):
         speed = self.speed()
         if processed >= total or not speed:
             return processed
-        guess = processed + speed * (self._clock() - self._reported_at)
+        since = self._clock() - self._reported_at
+        guess = processed + speed * since
+        if not self._batch:
+            # No step seen: the server may report only the first and the last batch (a
+            # prompt shorter than its report interval). Past nine tenths of the time
+            # estimated the bar slows down, nearing the end without reaching it: a wrong
+            # speed (a model that loads, a busier machine) never fills it at 0 read.
+            left = total - processed
+            late = since - 0.9 * left / speed
+            if late > 0:
+                guess = processed + left * (1 - 0.1 * math.exp(-late * speed / left))
         # Not past the next report (one batch on, once a step was seen), nor the end.
         ceiling = min(processed + self._batch if self._batch else total, total - 1)
         return max(processed, int(min(guess, ceiling)))
 
+    def left(self) -> float | None:
+        """The seconds of reading still expected, None when the estimate ran out."""
+        total, _cache, processed, _time_ms = self._report
+        speed = self.speed()
+        if not speed:
+            return None
+        if self._batch:
+            return (total - self.bar.value()) / speed
+        left = (total - processed) / speed - (self._clock() - self._reported_at)
+        return left if left > 0 else None
+
     def refresh(self) -> None:
         """Move the bar to the estimate (never back) and show the time (the timer calls it)."""
-        total, _cache, _processed, _time_ms = self._report
         self.bar.setValue(max(self.bar.value(), self.estimate()))
         text = duration(self.elapsed())
-        speed = self.speed()
-        if self._timer.isActive() and speed:
-            text += f" · about {duration((total - self.bar.value()) / speed)} left"
+        left = self.left()
+        if self._timer.isActive() and left is not None:
+            text += f" · about {duration(left)} left"
         self.timing.setText(text)
 
     def elapsed(self) -> float:
