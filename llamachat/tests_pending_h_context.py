@@ -208,3 +208,23 @@ class TestReadingProgress:
         assert reading.bar.value() < 1255
         reading.show_progress({"total": 1256, "cache": 0, "processed": 1256, "time_ms": 60000})
         assert reading.bar.value() == 1256
+
+
+class TestLoadingBeforeReading:
+    def test_a_reply_whose_model_loads_says_loading_with_the_routers_progress(
+        self, chat_window, qtbot
+    ) -> None:
+        """Before the prompt is read, the reply says "Loading <model>" with the load's
+        progress from the router's events; then the answer comes as usual."""
+        with ScriptedRouter([Model("test-model", "unloaded")], load_delay=1.0) as cold:
+            window, _history = chat_window(url=cold.url)
+            cold.script(Reply(content="Hi."))
+            window.composer.set_text("hello")
+            window.send()
+            view = window.conversation.last_assistant()
+            qtbot.waitUntil(lambda: view.findChild(ReadingProgress) is not None)
+            reading = view.findChild(ReadingProgress)
+            qtbot.waitUntil(lambda: reading.label.text() == "Loading test-model… 50%")
+            assert reading.isVisible() and reading.bar.value() == 50
+            qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10_000)
+            assert view.content() == "Hi." and not reading.isVisible()

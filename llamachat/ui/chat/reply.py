@@ -147,6 +147,8 @@ class ReplyStream(QObject):
         self._sent = time.monotonic()
         self._ttft_ms: float | None = None
         self._reading = False
+        self._loading = False  # the router loads the model, before the reading
+        self._load_progress: float | None = None
         self._error = ""
         self._status = "streaming"
         self._dirty = False
@@ -177,6 +179,8 @@ class ReplyStream(QObject):
         self.view = view
         # The view may go first (another chat opened) while an unsaved reply waits for room.
         view.destroyed.connect(self._on_view_destroyed)
+        if self._loading:
+            view.set_loading(self.model, self._load_progress)
 
     def start(self, threads: WorkerThreads) -> None:
         """Run the worker on a thread of `threads` and start the once-a-second save.
@@ -232,18 +236,26 @@ class ReplyStream(QObject):
             timings["finish_reason"] = "length"
         return usage, timings
 
+    def model_loading(self, progress: float | None) -> None:
+        """The router loads this reply's model (`progress` 0-1 when it says): shown until
+        the prompt is read."""
+        if self._ttft_ms is None and not self._reading and not self._ended:
+            self._loading, self._load_progress = True, progress
+            if self.view is not None:
+                self.view.set_loading(self.model, progress)
+
     def _first_token(self) -> None:
         if self._ttft_ms is None:
             self._ttft_ms = (time.monotonic() - self._sent) * 1000
-        if self._reading:
-            self._reading = False
+        if self._reading or self._loading:
+            self._reading = self._loading = False
             if self.view is not None:
                 self.view.set_progress(None)
 
     @Slot(object)
     def _on_progress(self, progress: object) -> None:
         if not self._ended and isinstance(progress, dict):
-            self._reading = True
+            self._reading, self._loading = True, False
             if self.view is not None:
                 self.view.set_progress(progress)
             self.progress.emit(progress)
