@@ -228,3 +228,38 @@ class TestLoadingBeforeReading:
             assert reading.isVisible() and reading.bar.value() == 50
             qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10_000)
             assert view.content() == "Hi." and not reading.isVisible()
+
+
+class TestCompactingShowsItsProgress:
+    def test_compacting_shows_the_reading_then_the_summary_as_it_is_written(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """While the model reads the chat the compaction shows a reading bar as a reply
+        does; then the summary appears as it is written; the view goes when it ends."""
+        window, history = chat_window()
+        session_id = _long_chat(history, 6, 20)
+        window.open_session(session_id)
+        router.script(Reply(content=["- one ", "- two"], stall_after=0))
+        assert window.chat.compaction.compact()
+        view = window.compacting
+        qtbot.waitUntil(lambda: view.isVisible() and view.reading.isVisible())
+        assert view.reading.label.text().startswith("Reading ")
+        assert "summarizing 8 earlier messages" in view.title.text()
+        assert not view.text.isVisible()
+        router.release()
+        qtbot.waitUntil(lambda: not window.chat.compaction.running())
+        assert not view.isVisible()
+        assert history.messages(session_id)[0]["content"] == "- one - two"
+
+    def test_the_summary_shows_as_it_is_written(self, chat_window, router, qtbot) -> None:
+        """The summary's text shows as it comes, in place of the reading bar."""
+        window, history = chat_window()
+        session_id = _long_chat(history, 6, 20)
+        window.open_session(session_id)
+        router.script(Reply(content=["- one ", "- two"], stall_after=2))
+        assert window.chat.compaction.compact()
+        view = window.compacting
+        qtbot.waitUntil(lambda: view.text.isVisible(), timeout=5000)
+        assert view.text.toPlainText() == "- one " and not view.reading.isVisible()
+        router.release()
+        qtbot.waitUntil(lambda: not window.chat.compaction.running())

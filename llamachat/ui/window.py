@@ -84,7 +84,7 @@ from llamachat.ui.views.presets import PresetPicker
 from llamachat.ui.views.project_menus import ProjectChoices
 from llamachat.ui.views.search_toggle import SearchToggle
 from llamachat.ui.views.sidebar import SessionSidebar
-from llamachat.ui.views.summary import TrimMarker
+from llamachat.ui.views.summary import CompactingView, TrimMarker
 from llamachat.ui.views.temporary_bar import TemporaryBar, TemporaryChats
 from llamachat.ui.views.top_bar import TopBar
 
@@ -241,6 +241,12 @@ class ChatWindow(ConversationSeams, QMainWindow):
         self.overflow_guide.problem.connect(self.show_problem)
         self.overflow_guide.send_requested.connect(self.send)
         self.trim_marker = TrimMarker()
+        self.compacting = compacting = CompactingView()
+        compaction = self.chat.compaction
+        compaction.started.connect(compacting.start)
+        compaction.progress.connect(compacting.set_title)
+        compaction.written.connect(compacting.show_written)
+        compaction.ended.connect(lambda _status, _error: compacting.hide())
         self.chat.compaction.trimmed.connect(self.trim_marker.set_count)
         # Beside the meter: the top bar has no room left at 900 px for a long model name.
         self.statusBar().addPermanentWidget(self.chat_params.button)
@@ -725,6 +731,7 @@ def _lay_out(window: ChatWindow) -> QSplitter:
     body = QVBoxLayout()
     body.setContentsMargins(10, 4, 10, 6)
     body.addWidget(window.overflow)
+    body.addWidget(window.compacting)
     body.addWidget(window.trim_marker)
     body.addWidget(window.skill_chips)
     body.addWidget(window.skill_suggestions)

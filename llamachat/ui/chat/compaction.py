@@ -58,6 +58,9 @@ class Compaction(QObject):
 
     started = Signal()
     progress = Signal(str)  # how far the summary is, as a status line
+    # While a summary is written: llama.cpp's prompt progress of the request now out
+    # (None before its first report) and the summary's text so far.
+    written = Signal(object, str)
     ended = Signal(str, str)  # "complete", "stopped" or "error"; the error
     messages_reset = Signal(object)  # the compacted path, to show instead
     send = Signal(str, object)  # the question that waited (text, attachments): send it now
@@ -85,6 +88,9 @@ class Compaction(QObject):
         # What the worker has done so far, read by the progress timer (under the lock).
         self._lock = threading.Lock()
         self._done = {"piece": 0, "pieces": 0, "chars": 0}
+        # The request now out: its prompt progress and the text it has written.
+        self._reading: dict | None = None
+        self._text: list[str] = []
         self._count = 0
         self._timer = QTimer(self)
         self._timer.setInterval(PROGRESS_MS)
@@ -193,16 +199,23 @@ class Compaction(QObject):
         cancel = self._cancel = threading.Event()
         with self._lock:
             self._done = {"piece": 0, "pieces": 0, "chars": 0}
+            self._reading, self._text = None, []
         self._count = cut.count()
         entries = compact.transcript(cut.earlier)
 
         def on_piece(n: int, total: int) -> None:
             with self._lock:
                 self._done["piece"], self._done["pieces"] = n, total
+                self._reading, self._text = None, []
 
         def on_text(text: str) -> None:
             with self._lock:
                 self._done["chars"] += len(text)
+                self._text.append(text)
+
+        def on_progress(progress: dict) -> None:
+            with self._lock:
+                self._reading = progress
 
         def work() -> str:
             size = n_ctx or Models(client).context_limits(wire)[0] or FALLBACK_CTX
@@ -212,7 +225,12 @@ class Compaction(QObject):
                 size, tokenizer.quick(compact.instructions(focus, notes=notes))
             )
             ask = compact.ask_model(
-                client, wire, router=wire == model, cancel=cancel, on_text=on_text
+                client,
+                wire,
+                router=wire == model,
+                cancel=cancel,
+                on_text=on_text,
+                on_progress=on_progress,
             )
             # Counted by the server's tokenizer where it can (one short request a message),
             # so that pieces are as large as the context allows.
@@ -262,12 +280,14 @@ class Compaction(QObject):
     def _show_progress(self) -> None:
         with self._lock:
             piece, pieces, chars = self._done["piece"], self._done["pieces"], self._done["chars"]
+            reading, text = self._reading, "".join(self._text)
         where = f", part {piece} of {pieces}" if pieces > 1 else ""
         written = f", {chars:,} characters written" if chars else ""
         self.progress.emit(
             f"Compacting: summarizing {self._count} earlier messages{where}{written}… "
             "(Stop ends it)"
         )
+        self.written.emit(reading, text)
 
     def _on_summary(
         self,
