@@ -243,7 +243,9 @@ class ChatWindow(ConversationSeams, QMainWindow):
         self.trim_marker = TrimMarker()
         self.compacting = compacting = CompactingView()
         compaction = self.chat.compaction
-        compaction.started.connect(compacting.start)
+        compaction.started.connect(
+            lambda: compacting.start(self.conversation.reading_speed(self.chat.model))
+        )
         compaction.progress.connect(compacting.set_title)
         compaction.written.connect(compacting.show_written)
         compaction.ended.connect(lambda _status, _error: compacting.hide())

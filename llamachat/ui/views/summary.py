@@ -179,11 +179,13 @@ class CompactingView(QFrame):
         layout.addWidget(self.reading)
         layout.addWidget(self.text)
         self._progress: dict | None = None
+        self._speed: float | None = None
         self.hide()
 
-    def start(self) -> None:
-        """A summary is being written: shown, from nothing yet."""
-        self._progress = None
+    def start(self, speed: float | None = None) -> None:
+        """A summary is being written: shown, from nothing yet; `speed`: how fast the model
+        read its last prompt (the bar's estimate between reports)."""
+        self._progress, self._speed = None, speed
         self.reading.hide()
         self.text.clear()
         self.text.hide()
@@ -199,7 +201,7 @@ class CompactingView(QFrame):
             if self._progress is None or progress.get("total") != self._progress.get("total"):
                 self.reading.setParent(None)  # another request (piece): a bar of its own
                 self.reading.deleteLater()
-                self.reading = ReadingProgress(self)
+                self.reading = ReadingProgress(self, speed=self._speed)
                 cast(QVBoxLayout, self.layout()).insertWidget(1, self.reading)
             self._progress = progress
             self.reading.show_progress(progress)
