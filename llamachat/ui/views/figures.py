@@ -218,12 +218,12 @@ class ReadingProgress(QWidget):
         if not self._batch:
             # No step seen: the server may report only the first and the last batch (a
             # prompt shorter than its report interval). Past nine tenths of the time
-            # estimated the bar slows down, nearing the end without reaching it: a wrong
+            # estimated the bar slows down, nearing 95% without reaching it: a wrong
             # speed (a model that loads, a busier machine) never fills it at 0 read.
             left = total - processed
             late = since - 0.9 * left / speed
             if late > 0:
-                guess = processed + left * (1 - 0.1 * math.exp(-late * speed / left))
+                guess = processed + left * (0.95 - 0.05 * math.exp(-late * speed / left))
         # Not past the next report (one batch on, once a step was seen), nor the end.
         ceiling = min(processed + self._batch if self._batch else total, total - 1)
         return max(processed, int(min(guess, ceiling)))

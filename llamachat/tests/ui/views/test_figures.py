@@ -47,7 +47,9 @@ class TestFigures:
         live = ReadingProgress(speed=1_000_000.0)
         qtbot.addWidget(live)
         live.show_progress({"total": 100_000, "cache": 0, "processed": 0, "time_ms": 0})
-        qtbot.waitUntil(lambda: live.bar.value() == 99_999)  # the timer; the end is the server's
+        # The timer moves it; past the time estimated it nears 95%: the end is the server's.
+        qtbot.waitUntil(lambda: live.bar.value() >= 90_000)
+        assert live.bar.value() < 95_000
 
     def test_conversation_reading_bar_shows_empty_in_the_dark_theme(
         self, messages_view, qtbot
