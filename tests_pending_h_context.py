@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import httpx
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QToolButton
 
 from llamachat import compact, context
-from llamachat.dev.pytest_plugin import _by_name, _long_chat, _overflow_buttons, _send
+from llamachat.dev.pytest_plugin import SMOL_ID, _by_name, _long_chat, _overflow_buttons, _send
 from llamachat.dev.scripted_router import Model, Reply, ScriptedRouter
+from llamachat.router.client import Client, ServerError
+from llamachat.router.models import Models
 from llamachat.ui import tasks
 from llamachat.ui.chat import context_watch
 from llamachat.ui.views.figures import ReadingProgress
@@ -263,3 +267,38 @@ class TestCompactingShowsItsProgress:
         assert view.text.toPlainText() == "- one " and not view.reading.isVisible()
         router.release()
         qtbot.waitUntil(lambda: not window.chat.compaction.running())
+
+
+class TestCountBeforeRefusingRealRouter:
+    def test_a_chat_estimated_while_smollm2_is_unloaded_is_counted_and_sent(
+        self, chat_window, real_router, qtbot, monkeypatch
+    ) -> None:
+        """llama-server's router refuses counts (autoload=false) while SmolLM2 is not loaded
+        and lists its --ctx-size 2048: a chat whose estimate is over is counted at Send
+        (the model loads) and sent, not refused."""
+        monkeypatch.setattr(context_watch, "RETRIES", 0)
+        models = Models(Client(real_router.url))
+        with contextlib.suppress(ServerError):  # "model is not running": as wanted
+            models.unload(SMOL_ID)
+        qtbot.waitUntil(lambda: models.get(SMOL_ID).status == "unloaded", timeout=30_000)
+        window, history = chat_window(url=real_router.url, default_model=SMOL_ID)
+        session = history.create_session("chat", SMOL_ID, prompt_name="Default")
+        for n in range(6):
+            history.add_message(session, "user", f"q{n} " + "internationalization " * 40)
+            history.add_message(session, "assistant", f"a{n} " + "characterization " * 40)
+        window.open_session(session)
+        watch = window.chat.context
+        qtbot.waitUntil(lambda: watch.context_size() == 2048, timeout=10_000)
+        qtbot.waitUntil(lambda: watch.request() is not None and tasks.manager().running() == 0)
+        assert not watch.breakdown().exact
+        assert watch.breakdown().total + watch.reserve() > 2048  # the estimate would refuse
+        window.composer.set_text("Say yes.")
+        window.send()
+        qtbot.waitUntil(lambda: window.is_streaming(), timeout=60_000)
+        assert not window.overflow.isVisible()
+        # Sent: its first words are enough (SmolLM2 may go on for a while).
+        reply = window.conversation.last_assistant()
+        qtbot.waitUntil(lambda: bool(reply.content()), timeout=60_000)
+        window.stop()
+        assert history.messages(session)[-1]["role"] == "assistant"
+        qtbot.waitUntil(lambda: watch.breakdown().exact, timeout=30_000)  # loaded: it counts
