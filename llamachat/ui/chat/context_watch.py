@@ -4,8 +4,9 @@
 earlier parts: `base_changed`, a reply: `reply_started` / `reply_ended`, the router:
 `router_changed`) and follows the composer (`set_draft`): it measures the request the
 next send would make, the very `turn.Turn` its `builder.TurnBuilder` builds for sending
-(`context.measure`), part by part, and emits `changed` whenever what the meter shows moved. While a reply streams the total is
-the reply's own figures: the prompt llama.cpp reports plus the tokens so far.
+(`context.measure`), part by part, and emits `changed` whenever what the meter shows
+moved. While a reply streams the total is the reply's own figures (`LiveFigure`): the
+prompt llama.cpp reports plus the tokens so far.
 
 A keystroke costs no request and no pass over the history: the earlier parts are
 measured once per change of them (in the background, with the server's tokenizer) and
@@ -102,7 +103,10 @@ class ContextWatch(QObject):
         self._base_turn: turn.Turn | None = None
         self._draft: tuple[str, tuple[dict, ...]] = ("", ())
         self._question = context.Breakdown()
-        self._live: int | None = None
+        # While a reply streams, the tokens it holds in the context.
+        self._live = LiveFigure(self)
+        self._live.changed.connect(self.changed)
+        self._live.figured.connect(self._ask_size_once_loaded)
         # Whether this reply's first figures already asked for the context size.
         self._size_asked_live = False
         # The last request let through, to calibrate estimates with the usage it comes back with.
@@ -123,13 +127,6 @@ class ContextWatch(QObject):
         self._refresh_due.setSingleShot(True)
         self._refresh_due.setInterval(0)
         self._refresh_due.timeout.connect(self.refresh)
-        # While a reply streams the figure moves with every token; the meter shows it at
-        # most a few times a second (a repaint per token was most of a token's cost).
-        self._live_shown = 0.0
-        self._live_due = QTimer(self)
-        self._live_due.setSingleShot(True)
-        self._live_due.setInterval(LIVE_LATE_MS)
-        self._live_due.timeout.connect(self._show_live)
 
     # ------------------------------------------------------------------ reading
 
@@ -174,7 +171,7 @@ class ContextWatch(QObject):
 
     def live(self) -> int | None:
         """While a reply streams: the tokens in the context so far (prompt + reply)."""
-        return self._live
+        return self._live.tokens
 
     def check(
         self, text: str, attachments: list[dict], *, counted: bool = False
@@ -453,49 +450,20 @@ class ContextWatch(QObject):
     @Slot(object)
     def reply_started(self, reply: ReplyStream) -> None:
         """A reply streams: its own figures are shown until it ends."""
-        self._live = None
         self._size_asked_live = False
-        reply.progress.connect(self._on_progress)
-        reply.timings.connect(self._on_timings)
+        self._live.follow(reply)
         reply.stats.connect(self._on_stats)
         # The message just sent left the composer: the earlier parts now hold it.
         self._draft = ("", ())
         self._question = context.Breakdown()
         self._refresh_due.start()
 
-    @Slot(object)
-    def _on_progress(self, progress: object) -> None:
-        if isinstance(progress, dict) and isinstance(progress.get("total"), int):
-            self._live = progress["total"]
-            self._ask_size_once_loaded()
-            self.changed.emit()
-
-    @Slot(object)
-    def _on_timings(self, timings: object) -> None:
-        if isinstance(timings, dict):
-            used = sum(
-                value
-                for key in ("prompt_n", "cache_n", "predicted_n")
-                if isinstance(value := timings.get(key), int)
-            )
-            if used:
-                self._live = used
-                self._ask_size_once_loaded()
-                if time.monotonic() - self._live_shown >= LIVE_MS / 1000:
-                    self._show_live()
-                elif not self._live_due.isActive():
-                    self._live_due.start()
-
+    @Slot()
     def _ask_size_once_loaded(self) -> None:
         """The reply's first figures prove its model loaded: a size unknown till now answers."""
         if self._n_ctx is None and not self._size_asked_live:
             self._size_asked_live = True
             self._ask_size()
-
-    def _show_live(self) -> None:
-        self._live_due.stop()
-        self._live_shown = time.monotonic()
-        self.changed.emit()
 
     @Slot(object)
     def _on_stats(self, stats: object) -> None:
@@ -514,7 +482,7 @@ class ContextWatch(QObject):
     @Slot(str, str)
     def reply_ended(self, _status: str = "", _error: str = "") -> None:
         """The reply ended: the earlier parts now hold it."""
-        self._live = None
+        self._live.end()
         # A reply proves the model is loaded: its size and tokenizer answer now.
         if self._n_ctx is None:
             self._ask_size()
@@ -527,3 +495,62 @@ class ContextWatch(QObject):
         self._n_ctx = self._trained = None
         self._ask_size()
         self._refresh_due.start()
+
+
+class LiveFigure(QObject):
+    """The tokens a streaming reply holds in the context: the prompt llama.cpp reports
+    plus the reply so far, for the meter a few times a second."""
+
+    changed = Signal()
+    figured = Signal()  # the reply's figures came: its model is loaded
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.tokens: int | None = None
+        """The figure now (None: no reply streams, or none of its figures came yet)."""
+        # The figure moves with every token; the meter shows it at most a few times a
+        # second (a repaint per token was most of a token's cost).
+        self._shown = 0.0
+        self._due = QTimer(self)
+        self._due.setSingleShot(True)
+        self._due.setInterval(LIVE_LATE_MS)
+        self._due.timeout.connect(self._show)
+
+    def follow(self, reply: ReplyStream) -> None:
+        """Follow `reply`'s figures from now on."""
+        self.tokens = None
+        reply.progress.connect(self._on_progress)
+        reply.timings.connect(self._on_timings)
+
+    def end(self) -> None:
+        """The reply ended: no figure any more."""
+        self.tokens = None
+        self._due.stop()
+
+    @Slot(object)
+    def _on_progress(self, progress: object) -> None:
+        if isinstance(progress, dict) and isinstance(progress.get("total"), int):
+            self.tokens = progress["total"]
+            self.figured.emit()
+            self.changed.emit()
+
+    @Slot(object)
+    def _on_timings(self, timings: object) -> None:
+        if isinstance(timings, dict):
+            used = sum(
+                value
+                for key in ("prompt_n", "cache_n", "predicted_n")
+                if isinstance(value := timings.get(key), int)
+            )
+            if used:
+                self.tokens = used
+                self.figured.emit()
+                if time.monotonic() - self._shown >= LIVE_MS / 1000:
+                    self._show()
+                elif not self._due.isActive():
+                    self._due.start()
+
+    def _show(self) -> None:
+        self._due.stop()
+        self._shown = time.monotonic()
+        self.changed.emit()
