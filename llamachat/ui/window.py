@@ -244,7 +244,7 @@ class ChatWindow(ConversationSeams, QMainWindow):
         self.compacting = compacting = CompactingView()
         compaction = self.chat.compaction
         compaction.started.connect(
-            lambda: compacting.start(self.conversation.reading_speed(self.chat.model))
+            lambda: compacting.start(self.messages.reading_speed(self.chat.model))
         )
         compaction.progress.connect(compacting.set_title)
         compaction.written.connect(compacting.show_written)
