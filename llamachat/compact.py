@@ -239,8 +239,10 @@ def ask_model(
     router: bool = True,
     cancel: threading.Event | None = None,
     on_text: Callable[[str], None] = lambda _text: None,
+    on_progress: Callable[[dict], None] = lambda _progress: None,
 ) -> Callable[[str, str, int], str]:
-    """An `ask` for `summarize` that streams from `model`; `on_text` gets each piece.
+    """An `ask` for `summarize` that streams from `model`; `on_text` gets each piece,
+    `on_progress` llama.cpp's prompt progress while it reads the material.
 
     Raises Stopped once `cancel` is set, CompactError when the model gives no text,
     and the client's BackendError.
@@ -261,6 +263,8 @@ def ask_model(
                 if kind == "content":
                     out.append(str(value))
                     on_text(str(value))
+                elif kind == "progress" and isinstance(value, dict):
+                    on_progress(value)
         finally:
             stream.close()
         if cancel is not None and cancel.is_set():

@@ -1,7 +1,7 @@
 """How much of the model's context the next request takes, part by part.
 
 `Tokenizer(client, model)` counts text with the server's own tokenizer (`POST /tokenize`,
-`autoload=false`, so counting never loads a model) and keeps every count, keyed by the
+`autoload=false`, so counting never loads a model, except `load()` at Send) and keeps every count, keyed by the
 text, so a text is sent at most once: a keystroke, a reopened chat or a skill loaded
 again costs no request for what was counted before. Where the server has no tokenizer
 (a provider, a plain OpenAI-compatible server) or the model is not loaded, it estimates
@@ -110,13 +110,17 @@ def fits(breakdown: Breakdown, n_ctx: int | None, reserve: int) -> bool:
 
 @dataclass(frozen=True)
 class Overflow:
-    """A request that does not fit: its breakdown, the model's context and the reply reserve."""
+    """A request that does not fit: its breakdown, the model's context and the reply reserve;
+    `loads`: the skills the message itself loads (`/name`); `compacted`: the chat was just
+    compacted for it."""
 
     model: str
     breakdown: Breakdown
     n_ctx: int
     reserve: int
     trained: int | None = None
+    loads: tuple[str, ...] = ()
+    compacted: bool = False
 
     @property
     def excess(self) -> int:
@@ -125,8 +129,9 @@ class Overflow:
 
     def message(self) -> str:
         """What to tell the user, with the numbers."""
+        sent = "Not sent, even with the chat compacted" if self.compacted else "Not sent"
         return (
-            f"Not sent: this message needs {self.breakdown.total:,} tokens plus "
+            f"{sent}: this message needs {self.breakdown.total:,} tokens plus "
             f"{self.reserve:,} for the reply, but {self.model}'s context holds "
             f"{self.n_ctx:,} ({self.excess:,} too many)."
         )
@@ -291,7 +296,12 @@ class Tokenizer:
             self._tools[key] = cost
         return cost, True
 
-    def _tokenize(self, text: str, timeout: float = 30.0) -> int | None:
+    def load(self, *, timeout: float) -> bool:
+        """Have the router load the model, as the request about to go would (one `/tokenize`
+        that may load it); True when it counts now."""
+        return self._tokenize("x", timeout, load=True) is not None
+
+    def _tokenize(self, text: str, timeout: float = 30.0, *, load: bool = False) -> int | None:
         if not self._can_count or self.client is None:
             return None
         try:
@@ -299,7 +309,7 @@ class Tokenizer:
                 "POST",
                 "/tokenize",
                 root=True,
-                params={"autoload": "false"},
+                params={"autoload": "true" if load else "false"},
                 json={"model": self.model, "content": text},
                 timeout=timeout,
             )
@@ -342,8 +352,11 @@ def _tools_key(tools: Sequence[dict]) -> str:
     return json.dumps(list(tools), sort_keys=True, ensure_ascii=False)
 
 
-def measure(turn: Turn, tokenizer: Tokenizer, *, exact: bool = False) -> Breakdown:
-    """The tokens of each part of `turn`: counted (`exact`, may send requests) or cached/estimated.
+def measure(
+    turn: Turn, tokenizer: Tokenizer, *, exact: bool = False, timeout: float = 30.0
+) -> Breakdown:
+    """The tokens of each part of `turn`: counted (`exact`, may send requests, each given
+    `timeout` seconds) or cached/estimated.
 
     The template's own tokens are the "template" part; a question's parts are "user" and
     "attachment:<file>" as `turn` names them.
@@ -358,7 +371,7 @@ def measure(turn: Turn, tokenizer: Tokenizer, *, exact: bool = False) -> Breakdo
             all_exact = False
         for text in texts:
             if exact:
-                tokens, counted = tokenizer.count(text)
+                tokens, counted = tokenizer.count(text, timeout=timeout)
             else:
                 known = tokenizer.cached(text)
                 tokens, counted = (known, True) if known is not None else (0, False)

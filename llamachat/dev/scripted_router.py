@@ -149,6 +149,9 @@ class Model:
     """Its chat template takes tools (`/props` chat_template_caps.supports_tools)."""
     embeddings: bool = True
     """It answers /v1/embeddings (False: 501, as a llama-server without --embeddings)."""
+    args: tuple[str, ...] = ()
+    """The command line the router lists for it (`status.args`), e.g. ("--ctx-size", "2048"):
+    how llama.cpp's router tells the context of a model not loaded yet."""
 
 
 @dataclass
@@ -463,6 +466,8 @@ class ScriptedRouter:
         if self.is_router:
             data["aliases"] = list(model.aliases)
             status: dict[str, Any] = {"value": model.status}
+            if model.args:
+                status["args"] = list(model.args)
             if model.failed:
                 status.update(failed=True, exit_code=model.fail_exit_code)
             data["status"] = status

@@ -522,6 +522,15 @@ def make_long_chat(history: History, exchanges: int, words: int) -> int:
     return session_id
 
 
+def make_wordy_chat(history: History, exchanges: int = 10, words: int = 50) -> int:
+    """A chat of long words, which the server counts far below their estimate; its id."""
+    session_id = history.create_session("chat", "test-model", prompt_name="Default")
+    for n in range(exchanges):
+        history.add_message(session_id, "user", f"q{n} " + "internationalization " * words)
+        history.add_message(session_id, "assistant", f"a{n} " + "characterization " * words)
+    return session_id
+
+
 def overflow_buttons(panel) -> list[str]:
     """The texts of the over-context panel's buttons, in their order."""
 

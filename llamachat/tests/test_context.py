@@ -176,7 +176,10 @@ class TestContext:
 
         client = Client(real_router.url)
         models = Models(client)
-        models.load(SMOL_ID)
+        # The session's router may hold SmolLM2 loaded by an earlier test: load it only if not.
+        info = models.get(SMOL_ID)
+        if info is None or info.status not in ("loaded", "loading"):
+            models.load(SMOL_ID)
         assert models.wait_until_loaded(SMOL_ID, timeout=60).status == "loaded"
         window, history = chat_window(url=real_router.url, default_model=SMOL_ID)
         watch = window.chat.context

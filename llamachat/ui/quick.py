@@ -154,6 +154,8 @@ class QuickWindow(ConversationSeams, QWidget):
         self.composer.stop_requested.connect(self.stop)
         self.composer.notice.connect(self.show_notice)
         self.chat.too_big.connect(self._on_too_big)
+        # A question held while the server counted it, not sent after all, is put back.
+        self.chat.returned.connect(self._put_back_unsent)
         self.composer.editor.setPlaceholderText(
             "Ask a quick question  (Enter asks, Ctrl+Enter continues in chat, Esc hides)"
         )

@@ -59,7 +59,7 @@ from llamachat.history.store import HistoryError, MessageRow
 from llamachat.router.models import ModelInfo
 from llamachat.ui import first_run, menus, plain, shortcuts, tasks
 from llamachat.ui.app import App
-from llamachat.ui.chat import conversation
+from llamachat.ui.chat import conversation, send_check
 from llamachat.ui.chat.composer_drafts import Drafts
 from llamachat.ui.chat.conversation import Conversation
 from llamachat.ui.chat.reply import ReplyStream
@@ -84,7 +84,7 @@ from llamachat.ui.views.presets import PresetPicker
 from llamachat.ui.views.project_menus import ProjectChoices
 from llamachat.ui.views.search_toggle import SearchToggle
 from llamachat.ui.views.sidebar import SessionSidebar
-from llamachat.ui.views.summary import TrimMarker
+from llamachat.ui.views.summary import CompactingView, TrimMarker
 from llamachat.ui.views.temporary_bar import TemporaryBar, TemporaryChats
 from llamachat.ui.views.top_bar import TopBar
 
@@ -241,6 +241,14 @@ class ChatWindow(ConversationSeams, QMainWindow):
         self.overflow_guide.problem.connect(self.show_problem)
         self.overflow_guide.send_requested.connect(self.send)
         self.trim_marker = TrimMarker()
+        self.compacting = compacting = CompactingView()
+        compaction = self.chat.compaction
+        compaction.started.connect(
+            lambda: compacting.start(self.messages.reading_speed(self.chat.model))
+        )
+        compaction.progress.connect(compacting.set_title)
+        compaction.written.connect(compacting.show_written)
+        compaction.ended.connect(lambda _status, _error: compacting.hide())
         self.chat.compaction.trimmed.connect(self.trim_marker.set_count)
         # Beside the meter: the top bar has no room left at 900 px for a long model name.
         self.statusBar().addPermanentWidget(self.chat_params.button)
@@ -434,7 +442,7 @@ class ChatWindow(ConversationSeams, QMainWindow):
         outcome = self._submit_draft()
         if outcome == conversation.NO_MODEL:
             self.show_status("No model to answer: pick one in the Model list.")
-        elif outcome in (conversation.SENT, conversation.HELD):
+        elif outcome in (conversation.SENT, conversation.HELD, send_check.COUNTING):
             self.overflow.hide()
 
     @Slot()
@@ -726,6 +734,7 @@ def _lay_out(window: ChatWindow) -> QSplitter:
     body = QVBoxLayout()
     body.setContentsMargins(10, 4, 10, 6)
     body.addWidget(window.overflow)
+    body.addWidget(window.compacting)
     body.addWidget(window.trim_marker)
     body.addWidget(window.skill_chips)
     body.addWidget(window.skill_suggestions)

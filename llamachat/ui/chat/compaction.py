@@ -58,6 +58,9 @@ class Compaction(QObject):
 
     started = Signal()
     progress = Signal(str)  # how far the summary is, as a status line ('' once it ended)
+    # While a summary is written: llama.cpp's prompt progress of the request now out
+    # (None before its first report) and the summary's text so far.
+    written = Signal(object, str)
     ended = Signal(str, str)  # "complete", "stopped" or "error"; the error
     messages_reset = Signal(object)  # the compacted path, to show instead
     send = Signal(str, object)  # the question that waited (text, attachments): send it now
@@ -87,6 +90,9 @@ class Compaction(QObject):
         # What the worker has done so far, read by the progress timer (under the lock).
         self._lock = threading.Lock()
         self._done = {"piece": 0, "pieces": 0, "chars": 0}
+        # The request now out: its prompt progress and the text it has written.
+        self._reading: dict | None = None
+        self._text: list[str] = []
         self._count = 0
         self._timer = QTimer(self)
         self._timer.setInterval(PROGRESS_MS)
@@ -117,7 +123,9 @@ class Compaction(QObject):
             return SEND
         if self._state.mode != ONESHOT and policy == compact.COMPACT:
             question = {"content": text, "attachments": attachments}
-            if self.compact(question=question, edit_from=edit_from):
+            if not self.compactable(edit_from):
+                policy = compact.ASK  # nothing (more) to compact: the panel says what helps
+            elif self.compact(question=question, edit_from=edit_from):
                 return COMPACTING
         if policy == compact.ASK:
             self.too_big.emit(overflow)
@@ -136,6 +144,12 @@ class Compaction(QObject):
         if self._state.trimmed:
             self._state.trimmed = 0
             self.trimmed.emit(0)
+
+    def follow_policy(self) -> None:
+        """The policy may have changed: messages "trim" left out are sent again under another."""
+        if self._state.trimmed and self.policy() != compact.TRIM:
+            self.reset()
+            self._context.base_changed()
 
     def _trim(self, overflow: Overflow) -> bool:
         state = self._state
@@ -168,7 +182,7 @@ class Compaction(QObject):
     ) -> bool:
         """Summarize the chat's earlier messages into a new branch, then send `question`
         (text and attachments) there; False when there is nothing to compact."""
-        state, history = self._state, self._app.history
+        state = self._state
         if self.running():
             self.notice.emit("The chat is being compacted already.", 8000)
             return False
@@ -178,12 +192,8 @@ class Compaction(QObject):
         if state.mode == ONESHOT or state.session_id is None or not state.model:
             self.notice.emit("Nothing to compact: the chat has no earlier messages.", 8000)
             return False
-        rows = history.messages(state.session_id)
-        if edit_from is not None:
-            # An edited message: the path before it, which the new version would follow.
-            rows = [row for row in rows if row["id"] < edit_from]
         keep = self._app.config.compact_keep
-        cut = compact.split(rows, keep)
+        cut = self._split(edit_from)
         if not cut.earlier:
             self.notice.emit(
                 f"Nothing to compact: the chat has no more than its last {keep} exchanges.",
@@ -196,16 +206,23 @@ class Compaction(QObject):
         cancel = self._cancel = threading.Event()
         with self._lock:
             self._done = {"piece": 0, "pieces": 0, "chars": 0}
+            self._reading, self._text = None, []
         self._count = cut.count()
         entries = compact.transcript(cut.earlier)
 
         def on_piece(n: int, total: int) -> None:
             with self._lock:
                 self._done["piece"], self._done["pieces"] = n, total
+                self._reading, self._text = None, []
 
         def on_text(text: str) -> None:
             with self._lock:
                 self._done["chars"] += len(text)
+                self._text.append(text)
+
+        def on_progress(progress: dict) -> None:
+            with self._lock:
+                self._reading = progress
 
         def work() -> str:
             size = n_ctx or Models(client).context_limits(wire)[0] or FALLBACK_CTX
@@ -215,7 +232,12 @@ class Compaction(QObject):
                 size, tokenizer.quick(compact.instructions(focus, notes=notes))
             )
             ask = compact.ask_model(
-                client, wire, router=wire == model, cancel=cancel, on_text=on_text
+                client,
+                wire,
+                router=wire == model,
+                cancel=cancel,
+                on_text=on_text,
+                on_progress=on_progress,
             )
             # Counted by the server's tokenizer where it can (one short request a message),
             # so that pieces are as large as the context allows.
@@ -240,6 +262,21 @@ class Compaction(QObject):
         self._show_progress()
         return True
 
+    def compactable(self, edit_from: int | None = None) -> int:
+        """How many earlier messages compacting would summarize (0: it cannot help)."""
+        state = self._state
+        if state.mode == ONESHOT or state.session_id is None or not state.model:
+            return 0
+        return len(self._split(edit_from).earlier)
+
+    def _split(self, edit_from: int | None) -> Split:
+        session_id = self._state.session_id
+        rows = self._app.history.messages(session_id) if session_id is not None else []
+        if edit_from is not None:
+            # An edited message: the path before it, which the new version would follow.
+            rows = [row for row in rows if row["id"] < edit_from]
+        return compact.split(rows, self._app.config.compact_keep)
+
     def stop(self) -> bool:
         """Stop the summary being written (nothing changes); True when one was."""
         if self._cancel is None:
@@ -251,12 +288,14 @@ class Compaction(QObject):
     def _show_progress(self) -> None:
         with self._lock:
             piece, pieces, chars = self._done["piece"], self._done["pieces"], self._done["chars"]
+            reading, text = self._reading, "".join(self._text)
         where = f", part {piece} of {pieces}" if pieces > 1 else ""
         written = f", {chars:,} characters written" if chars else ""
         self.progress.emit(
             f"Compacting: summarizing {self._count} earlier messages{where}{written}… "
             "(Stop ends it)"
         )
+        self.written.emit(reading, text)
 
     def _on_summary(
         self,

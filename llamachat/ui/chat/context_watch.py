@@ -4,8 +4,9 @@
 earlier parts: `base_changed`, a reply: `reply_started` / `reply_ended`, the router:
 `router_changed`) and follows the composer (`set_draft`): it measures the request the
 next send would make, the very `turn.Turn` its `builder.TurnBuilder` builds for sending
-(`context.measure`), part by part, and emits `changed` whenever what the meter shows moved. While a reply streams the total is
-the reply's own figures: the prompt llama.cpp reports plus the tokens so far.
+(`context.measure`), part by part, and emits `changed` whenever what the meter shows
+moved. While a reply streams the total is the reply's own figures (`LiveFigure`): the
+prompt llama.cpp reports plus the tokens so far.
 
 A keystroke costs no request and no pass over the history: the earlier parts are
 measured once per change of them (in the background, with the server's tokenizer) and
@@ -15,7 +16,11 @@ kept; the draft is estimated at once and counted exactly after a pause in typing
 retry: the `Overflow` that says what does not fit (with each way out), or None. A part
 of the system message not counted yet (a skill the message itself just loaded) is
 counted by the server then, on the GUI thread (one `/tokenize`): a check never passes
-on an estimate of it.
+on an estimate of it. Nor does it refuse on one: a request whose estimate does not fit
+is `Uncounted`, for the server to count (`send_check`) before the check is made again.
+
+A model's load counts what waited for it (`model_event`, `models_listed`): counting
+never loads a model, and the retries after a change may be spent while it was unloaded.
 
 The model's size is asked for when it is picked and again as soon as it is loaded
 (`model_event`, `models_listed`), with what `/props` says of tools: a model whose
@@ -65,6 +70,14 @@ RETRIES = 3
 SEND_COUNT_S = 3.0
 
 
+@dataclasses.dataclass(frozen=True)
+class Uncounted:
+    """A request whose estimate does not fit and which the server has not all counted:
+    counted first (`send_check.SendCheck`), then checked again."""
+
+    request: turn.Turn
+
+
 class ContextWatch(QObject):
     """Keeps the next request's breakdown for a conversation and its model's context size."""
 
@@ -92,7 +105,10 @@ class ContextWatch(QObject):
         self._question = context.Breakdown()
         # The passages last found for the draft (a model that cannot call tools gets them).
         self._excerpts: turn.Part | None = None
-        self._live: int | None = None
+        # While a reply streams, the tokens it holds in the context.
+        self._live = LiveFigure(self)
+        self._live.changed.connect(self.changed)
+        self._live.figured.connect(self._ask_size_once_loaded)
         # Whether this reply's first figures already asked for the context size.
         self._size_asked_live = False
         # The last request let through, to calibrate estimates with the usage it comes back with.
@@ -101,6 +117,8 @@ class ContextWatch(QObject):
         self._closed = False
         # Counts tried again since the last change, for what the server did not count.
         self._retries = 0
+        # The models loaded at the last listing (routers without events).
+        self._listed_loaded: set[str] = set()
         self._draft_timer = QTimer(self)
         self._draft_timer.setSingleShot(True)
         self._draft_timer.setInterval(DRAFT_COUNT_MS)
@@ -111,13 +129,6 @@ class ContextWatch(QObject):
         self._refresh_due.setSingleShot(True)
         self._refresh_due.setInterval(0)
         self._refresh_due.timeout.connect(self.refresh)
-        # While a reply streams the figure moves with every token; the meter shows it at
-        # most a few times a second (a repaint per token was most of a token's cost).
-        self._live_shown = 0.0
-        self._live_due = QTimer(self)
-        self._live_due.setSingleShot(True)
-        self._live_due.setInterval(LIVE_LATE_MS)
-        self._live_due.timeout.connect(self._show_live)
 
     # ------------------------------------------------------------------ reading
 
@@ -146,7 +157,7 @@ class ContextWatch(QObject):
     def _compose(self, question: context.Breakdown) -> context.Breakdown:
         template = self._base.get("template")
         if question.parts and self._base_turn is not None and not self._base_turn.question:
-            template += self._tokenizer().message_tokens()
+            template += self.tokenizer().message_tokens()
         parts = [p for p in self._base.parts if p[0] != "template"]
         parts.extend(question.parts)
         parts.append(("template", template))
@@ -161,13 +172,17 @@ class ContextWatch(QObject):
 
     def live(self) -> int | None:
         """While a reply streams: the tokens in the context so far (prompt + reply)."""
-        return self._live
+        return self._live.tokens
 
-    def check(self, text: str, attachments: list[dict]) -> Overflow | None:
+    def check(
+        self, text: str, attachments: list[dict], *, counted: bool = False
+    ) -> Overflow | Uncounted | None:
         """Whether sending `text` now would overflow the context: the Overflow, or None.
 
-        From the counts known (estimates for the rest), on the GUI thread; the skills the
-        message just loaded are in it. Nothing is rebuilt unless the earlier parts changed.
+        From the counts known, on the GUI thread; the skills the message just loaded are
+        in it. Nothing is rebuilt unless the earlier parts changed. An estimate never
+        refuses: `Uncounted` asks for a count first, after which (`counted`) what the
+        server still could not count goes, and the server's own answer decides.
         """
         if self._state.model != self._model:
             self.set_model(self._state.model)
@@ -176,23 +191,47 @@ class ContextWatch(QObject):
         if self._refresh_due.isActive():
             self._refresh_due.stop()
             self.refresh()
-        tokenizer = self._tokenizer()
-        if self._base_turn is not None and self._count_system(self._base_turn):
+        tokenizer = self.tokenizer()
+        if self._base_turn is not None and (
+            self._count_system(self._base_turn) or not self._base.exact
+        ):
+            # Counted since (by count_first, a load): taken from the cache, no request.
             self._base = context.measure(self._base_turn, tokenizer)
         # A model that cannot call tools gets the passages found for the message too.
         parts = self._builder.question_parts(self._model, text, attachments, self._n_ctx)
         question = context.measure_parts(parts, tokenizer)
-        return self._verdict(self._compose(question))
+        verdict = self._verdict(self._compose(question))
+        if verdict is None or verdict.breakdown.exact or not tokenizer.can_count:
+            return verdict
+        if counted or self._base_turn is None:
+            return None
+        request = dataclasses.replace(self._base_turn, question=parts)
+        # A loaded model counts what is left in a few milliseconds (the draft typed
+        # faster than its count): here and now, rather than hold the message.
+        if context.measure(request, tokenizer, exact=True, timeout=SEND_COUNT_S).exact:
+            self._base = context.measure(self._base_turn, tokenizer)
+            return self._verdict(self._compose(context.measure_parts(parts, tokenizer)))
+        return Uncounted(request)
 
-    def check_turn(self, request: turn.Turn) -> Overflow | None:
+    def check_turn(
+        self, request: turn.Turn, *, counted: bool = False
+    ) -> Overflow | Uncounted | None:
         """Whether `request` (a retry's, built whole) would overflow the context: the
-        Overflow, or None (also when its model is not the one counted for)."""
+        Overflow, or None (also when its model is not the one counted for); `Uncounted`
+        as `check` says."""
         if self._state.model != self._model:
             self.set_model(self._state.model)
         if self._n_ctx is None or request.model != self._model:
             return None
         self._count_system(request)
-        return self._verdict(context.measure(request, self._tokenizer()))
+        tokenizer = self.tokenizer()
+        verdict = self._verdict(context.measure(request, tokenizer))
+        if verdict is None or verdict.breakdown.exact or not tokenizer.can_count:
+            return verdict
+        if counted:
+            return None
+        measured = context.measure(request, tokenizer, exact=True, timeout=SEND_COUNT_S)
+        return self._verdict(measured) if measured.exact else Uncounted(request)
 
     def _verdict(self, breakdown: context.Breakdown) -> Overflow | None:
         assert self._n_ctx is not None
@@ -208,7 +247,7 @@ class ContextWatch(QObject):
         True when any was. Sends requests on this thread (the GUI's, at Send), one per new
         part: a /tokenize answers in milliseconds, and a server that does not answer within
         SEND_COUNT_S leaves the estimate rather than freeze the window."""
-        tokenizer = self._tokenizer()
+        tokenizer = self.tokenizer()
         new = [part.text for part in request.system if tokenizer.cached(part.text) is None]
         for text in new:
             tokenizer.count(text, timeout=SEND_COUNT_S)
@@ -241,7 +280,7 @@ class ContextWatch(QObject):
             return
         self._draft = draft
         self._retries = 0
-        self._question = context.measure_parts(self._question_parts(), self._tokenizer())
+        self._question = context.measure_parts(self._question_parts(), self.tokenizer())
         self.changed.emit()
         if text or attachments:
             self._draft_timer.start()
@@ -269,7 +308,7 @@ class ContextWatch(QObject):
             return
         # The last user message of a chat not answered yet is the question: kept in "base".
         self._base_turn = request
-        tokenizer = self._tokenizer()
+        tokenizer = self.tokenizer()
         self._base = context.measure(request, tokenizer)
         self._question = context.measure_parts(self._question_parts(), tokenizer)
         self.changed.emit()
@@ -284,9 +323,10 @@ class ContextWatch(QObject):
     def quick_tokens(self, text: str) -> int:
         """What `text` costs the selected model: its count if the server counted it, else an
         estimate calibrated on what it did count. Never sends a request."""
-        return self._tokenizer().quick(text)
+        return self.tokenizer().quick(text)
 
-    def _tokenizer(self) -> context.Tokenizer:
+    def tokenizer(self) -> context.Tokenizer:
+        """The counts of the model counted for (its server's tokenizer, or estimates)."""
         client, name = self._builder.client_for(self._model)
         key = (id(client), name)
         tokenizer = self._tokenizers.get(key)
@@ -342,15 +382,24 @@ class ContextWatch(QObject):
 
     def models_listed(self, infos: list[ModelInfo]) -> None:
         """A listing (routers without events): a loaded model whose size is unknown tells it."""
-        for info in infos:
-            if info.status == "loaded":
-                self._loaded(info.id)
+        loaded = {info.id for info in infos if info.status == "loaded"}
+        # A listing comes every few seconds: only a load since the last one counts again.
+        for model in loaded - self._listed_loaded:
+            self._loaded(model)
+        self._listed_loaded = loaded
 
     def _loaded(self, model: str) -> None:
         names = (self._model, self._builder.client_for(self._model)[1]) if self._model else ()
-        unknown = self._n_ctx is None or not self._builder.tools_known(self._model)
-        if unknown and model in names:
+        if model not in names:
+            return
+        if self._n_ctx is None or not self._builder.tools_known(self._model):
             self._ask_size()
+        if not self.breakdown().exact and self.tokenizer().can_count:
+            # What a model not loaded could not count waited for it: counted now (the
+            # retries after a change may all have been spent while it loaded).
+            self.base_changed()
+            if self._draft != ("", ()):
+                self._draft_timer.start()
 
     def _on_counted(self, generation: int, future) -> None:
         if generation != self._generation:
@@ -366,7 +415,7 @@ class ContextWatch(QObject):
 
     def _may_retry(self) -> bool:
         """Whether to count again what the server did not count (a busy or loading model)."""
-        if not self._tokenizer().can_count or self._retries >= RETRIES:
+        if not self.tokenizer().can_count or self._retries >= RETRIES:
             return False
         self._retries += 1
         return True
@@ -375,7 +424,7 @@ class ContextWatch(QObject):
     def _count_draft(self) -> None:
         parts = self._question_parts(excerpts=False)
         draft = self._draft
-        tokenizer = self._tokenizer()
+        tokenizer = self.tokenizer()
         # A model that cannot call tools gets the passages found for the message: found
         # here, off the GUI thread, after a pause in typing, and kept for the estimates.
         searched = None if self.takes_tools() else self._builder.library()
@@ -419,10 +468,8 @@ class ContextWatch(QObject):
     @Slot(object)
     def reply_started(self, reply: ReplyStream) -> None:
         """A reply streams: its own figures are shown until it ends."""
-        self._live = None
         self._size_asked_live = False
-        reply.progress.connect(self._on_progress)
-        reply.timings.connect(self._on_timings)
+        self._live.follow(reply)
         reply.stats.connect(self._on_stats)
         # The message just sent left the composer: the earlier parts now hold it.
         self._draft = ("", ())
@@ -430,46 +477,19 @@ class ContextWatch(QObject):
         self._excerpts = None
         self._refresh_due.start()
 
-    @Slot(object)
-    def _on_progress(self, progress: object) -> None:
-        if isinstance(progress, dict) and isinstance(progress.get("total"), int):
-            self._live = progress["total"]
-            self._ask_size_once_loaded()
-            self.changed.emit()
-
-    @Slot(object)
-    def _on_timings(self, timings: object) -> None:
-        if isinstance(timings, dict):
-            used = sum(
-                value
-                for key in ("prompt_n", "cache_n", "predicted_n")
-                if isinstance(value := timings.get(key), int)
-            )
-            if used:
-                self._live = used
-                self._ask_size_once_loaded()
-                if time.monotonic() - self._live_shown >= LIVE_MS / 1000:
-                    self._show_live()
-                elif not self._live_due.isActive():
-                    self._live_due.start()
-
+    @Slot()
     def _ask_size_once_loaded(self) -> None:
         """The reply's first figures prove its model loaded: a size unknown till now answers."""
         if self._n_ctx is None and not self._size_asked_live:
             self._size_asked_live = True
             self._ask_size()
 
-    def _show_live(self) -> None:
-        self._live_due.stop()
-        self._live_shown = time.monotonic()
-        self.changed.emit()
-
     @Slot(object)
     def _on_stats(self, stats: object) -> None:
         """A server without a tokenizer still says what the prompt was: learn its ratio."""
         usage = stats.get("usage") if isinstance(stats, dict) else None
         prompt = usage.get("prompt_tokens") if isinstance(usage, dict) else None
-        sent, tokenizer = self._sent, self._tokenizer()
+        sent, tokenizer = self._sent, self.tokenizer()
         if not isinstance(prompt, int) or sent is None or tokenizer.can_count:
             return
         template = sent.get("template")
@@ -481,7 +501,7 @@ class ContextWatch(QObject):
     @Slot(str, str)
     def reply_ended(self, _status: str = "", _error: str = "") -> None:
         """The reply ended: the earlier parts now hold it."""
-        self._live = None
+        self._live.end()
         # A reply proves the model is loaded: its size, tokenizer and tools answer now.
         if self._n_ctx is None or not self._builder.tools_known(self._model):
             self._ask_size()
@@ -494,3 +514,62 @@ class ContextWatch(QObject):
         self._n_ctx = self._trained = None
         self._ask_size()
         self._refresh_due.start()
+
+
+class LiveFigure(QObject):
+    """The tokens a streaming reply holds in the context: the prompt llama.cpp reports
+    plus the reply so far, for the meter a few times a second."""
+
+    changed = Signal()
+    figured = Signal()  # the reply's figures came: its model is loaded
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.tokens: int | None = None
+        """The figure now (None: no reply streams, or none of its figures came yet)."""
+        # The figure moves with every token; the meter shows it at most a few times a
+        # second (a repaint per token was most of a token's cost).
+        self._shown = 0.0
+        self._due = QTimer(self)
+        self._due.setSingleShot(True)
+        self._due.setInterval(LIVE_LATE_MS)
+        self._due.timeout.connect(self._show)
+
+    def follow(self, reply: ReplyStream) -> None:
+        """Follow `reply`'s figures from now on."""
+        self.tokens = None
+        reply.progress.connect(self._on_progress)
+        reply.timings.connect(self._on_timings)
+
+    def end(self) -> None:
+        """The reply ended: no figure any more."""
+        self.tokens = None
+        self._due.stop()
+
+    @Slot(object)
+    def _on_progress(self, progress: object) -> None:
+        if isinstance(progress, dict) and isinstance(progress.get("total"), int):
+            self.tokens = progress["total"]
+            self.figured.emit()
+            self.changed.emit()
+
+    @Slot(object)
+    def _on_timings(self, timings: object) -> None:
+        if isinstance(timings, dict):
+            used = sum(
+                value
+                for key in ("prompt_n", "cache_n", "predicted_n")
+                if isinstance(value := timings.get(key), int)
+            )
+            if used:
+                self.tokens = used
+                self.figured.emit()
+                if time.monotonic() - self._shown >= LIVE_MS / 1000:
+                    self._show()
+                elif not self._due.isActive():
+                    self._due.start()
+
+    def _show(self) -> None:
+        self._due.stop()
+        self._shown = time.monotonic()
+        self.changed.emit()

@@ -46,6 +46,7 @@ from llamachat.ui.chat.builder import TurnBuilder
 from llamachat.ui.chat.compaction import COMPACTING, SEND, Compaction
 from llamachat.ui.chat.context_watch import ContextWatch
 from llamachat.ui.chat.outbox import Outbox
+from llamachat.ui.chat.send_check import COMPACTED, COUNTED, GO, SendCheck
 from llamachat.ui.chat.skill_loader import SkillLoader
 from llamachat.ui.chat.state import CHAT, ONESHOT, AppState, ChatState
 from llamachat.ui.chat.temporary import ConversationApp, TemporaryChat
@@ -62,6 +63,7 @@ NOT_SENT = "not_sent"  # History could not take it; a notice said why
 EMPTY = "empty"  # nothing to send
 TOO_BIG = "too_big"  # it would overflow the model's context; `too_big` said so, nothing sent
 # COMPACTING (from compaction): held while the chat is compacted, then sent (or `returned`).
+# A COUNTING or COMPACTING question that is not sent after all is `returned`.
 
 
 class Conversation(QObject):
@@ -159,6 +161,10 @@ class Conversation(QObject):
         self.compaction = compaction = Compaction(
             self.builder, app, self.context, is_streaming=self.is_streaming, parent=self
         )
+        # The check before each send: counted first where only estimated, else the policy.
+        self.check = SendCheck(
+            self.context, compaction, notice=self.notice.emit, unload=self.unload_skill, parent=self
+        )
         outbox = self.outbox
         for theirs, ours in (
             (outbox.session_changed, self.session_changed),
@@ -174,7 +180,7 @@ class Conversation(QObject):
             (compaction.returned, self.returned),
         ):
             theirs.connect(ours)
-        compaction.send.connect(self._send_compacted)
+        compaction.send.connect(self._send_again)
         self.session_changed.connect(lambda _id: compaction.reset())
         outbox.search_started.connect(self._on_search_started)
         outbox.skill_loaded.connect(self.skills.model_loaded)
@@ -321,6 +327,7 @@ class Conversation(QObject):
         self.state.params = {k: v for k, v in values.items() if v is not None}
         if self.state.session_id is not None:
             self.history.set_session_params(self.state.session_id, self.state.params)
+        self.compaction.follow_policy()
 
     # ------------------------------------------------------------------ skills
 
@@ -334,10 +341,12 @@ class Conversation(QObject):
 
     # ------------------------------------------------------------------ sending
 
-    def submit(self, text: str, attachments: list[dict] | None = None) -> str:
-        """Send a typed message (loading the skills it names); what was done (SENT, HELD...)."""
+    def submit(self, text: str, attachments: list[dict] | None = None, *, again: str = "") -> str:
+        """Send a typed message (loading the skills it names); what was done (SENT, HELD...).
+
+        `again`: why it is sent again (`send_check.COUNTED`, `COMPACTED`), once held."""
         attachments = list(attachments or [])
-        if self.is_streaming() or self.compaction.running():
+        if self.is_streaming() or self.compaction.running() or self.check.counting:
             return BUSY
         if not text.strip() and not attachments:
             return EMPTY
@@ -353,15 +362,18 @@ class Conversation(QObject):
             return NO_MODEL
         if not self.save_unsaved():
             return NOT_SENT
-        overflow = self.context.check(question.text, attachments)
-        if overflow is not None:
-            held = self.compaction.overflowed(
-                overflow, question.text, attachments, edit_from=self.state.editing
-            )
-            if held == COMPACTING:
-                self.versions.set_editing(None)
-            if held != SEND:
-                return held
+        held = self.check.question(
+            question.text,
+            attachments,
+            loaded=question.skills,
+            edit_from=self.state.editing,
+            held=again,
+            again=lambda: self._send_again(question.text, attachments, COUNTED),
+        )
+        if held == COMPACTING:
+            self.versions.set_editing(None)
+        if held not in (GO, SEND):
+            return held
         outcome = self._send(question.text, attachments)
         if outcome == SENT:
             self.skills.sent()
@@ -380,10 +392,10 @@ class Conversation(QObject):
         self.outbox.start(self.model, show=lambda: self.message_added.emit(row))
         return SENT
 
-    @Slot(str, object)
-    def _send_compacted(self, text: str, attachments: list[dict]) -> None:
-        """The chat was compacted for this question: send it now (it may still not fit)."""
-        if self.submit(text, attachments) not in (SENT, COMPACTING):
+    def _send_again(self, text: str, attachments: list[dict], why: str = COMPACTED) -> None:
+        """The question held was counted or the chat compacted for it: send it now (it may
+        still not fit), or put it back."""
+        if self.submit(text, attachments, again=why) not in (SENT, COMPACTING):
             self.returned.emit({"content": text, "attachments": attachments})
 
     def stop(self) -> bool:
@@ -400,13 +412,13 @@ class Conversation(QObject):
             self.notice.emit("No longer editing: sending adds a new message.", 8000)
         return False
 
-    def retry(self, message_id: object) -> bool:
+    def retry(self, message_id: object, *, counted: bool = False) -> bool:
         """Ask again for a reply; once the new one has text it is shown in its place.
 
         A complete reply, or a stopped one with text, stays as an earlier version; a
         failed one, or one stopped before any text (and what followed it), is replaced.
         """
-        if self.session_id is None or not isinstance(message_id, int):
+        if self.session_id is None or not isinstance(message_id, int) or self.check.counting:
             return False
         self.stop()
         rows = self.history.messages(self.session_id)
@@ -421,7 +433,13 @@ class Conversation(QObject):
         if not model:
             self.notice.emit("No model to answer: pick one in the Model list.", 8000)
             return False
-        if not self.save_unsaved() or not self._fits(self.next_turn(model, before=message_id)):
+        if not self.save_unsaved():
+            return False
+        if not self.check.request(
+            self.next_turn(model, before=message_id),
+            counted=counted,
+            again=lambda: self.retry(message_id, counted=True),
+        ):
             return False
         target = next(row for row in rows if row["id"] == message_id)
         return self.outbox.start(
@@ -432,18 +450,13 @@ class Conversation(QObject):
             show=lambda: self.messages_reset.emit([row for row in rows if row["id"] < message_id]),
         )
 
-    def continue_reply(self, message_id: object) -> bool:
+    def continue_reply(self, message_id: object, *, counted: bool = False) -> bool:
         """Go on with the last reply, cut at the length limit, in that same reply."""
-        if self.is_streaming() or not self.model or not self.save_unsaved():
+        if self.is_streaming() or self.check.counting or not self.model or not self.save_unsaved():
             return False
-        return self._fits(self.next_turn()) and self.outbox.continue_reply(self.model, message_id)
-
-    def _fits(self, request: turn.Turn) -> bool:
-        """Whether `request` fits the context; when not, `too_big` says so."""
-        overflow = self.context.check_turn(request)
-        if overflow is not None:
-            self.too_big.emit(overflow)
-        return overflow is None
+        again = lambda: self.continue_reply(message_id, counted=True)
+        fits = self.check.request(self.next_turn(), counted=counted, again=again)
+        return fits and self.outbox.continue_reply(self.model, message_id)
 
     def edit(self, message_id: object) -> MessageRow | None:
         """The sent message to put back in the composer (None when there is none)."""
@@ -498,5 +511,6 @@ class Conversation(QObject):
     @Slot(object)
     def _on_config_changed(self, cfg: Config) -> None:
         self.skills.follow(cfg)
+        self.compaction.follow_policy()
         # The system message's date note and max_searches are read from cfg at each send.
         self.builder.forget_system()

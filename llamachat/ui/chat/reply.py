@@ -131,9 +131,12 @@ class ReplyStream(QObject):
         self._usage: dict = {}
         self._timings: dict = {}
         self._cut = False
-        # Continue: the reply goes on in its own row, after what it has.
+        # Continue: the reply goes on in its own row, after what it has; its figures add
+        # to those of the parts before (`figures`).
         self._echo = _Echo("")
+        self._before: tuple[Mapping, Mapping] = ({}, {})
         if continues is not None:
+            self._before = (continues.get("usage") or {}, continues.get("timings") or {})
             self.message_id = continues["id"]
             self._content = [continues.get("content") or ""]
             self._reasoning = [continues.get("reasoning") or ""]
@@ -143,6 +146,8 @@ class ReplyStream(QObject):
         self._sent = time.monotonic()
         self._ttft_ms: float | None = None
         self._reading = False
+        self._loading = False  # the router loads the model, before the reading
+        self._load_progress: float | None = None
         self._error = ""
         self._status = "streaming"
         self._dirty = False
@@ -173,6 +178,8 @@ class ReplyStream(QObject):
         self.view = view
         # The view may go first (another chat opened) while an unsaved reply waits for room.
         view.destroyed.connect(self._on_view_destroyed)
+        if self._loading:
+            view.set_loading(self.model, self._load_progress)
 
     def start(self, threads: WorkerThreads) -> None:
         """Run the worker on a thread of `threads` and start the once-a-second save.
@@ -221,25 +228,33 @@ class ReplyStream(QObject):
 
     def figures(self) -> tuple[dict, dict]:
         """The reply's usage and timings so far (timings with `ttft_ms`, once known)."""
-        timings = dict(self._timings)
+        usage, timings = _added(self._before, self._usage, self._timings)
         if self._ttft_ms is not None:
             timings["ttft_ms"] = round(self._ttft_ms, 1)
         if self._cut:
             timings["finish_reason"] = "length"
-        return dict(self._usage), timings
+        return usage, timings
+
+    def model_loading(self, progress: float | None) -> None:
+        """The router loads this reply's model (`progress` 0-1 when it says): shown until
+        the prompt is read."""
+        if self._ttft_ms is None and not self._reading and not self._ended:
+            self._loading, self._load_progress = True, progress
+            if self.view is not None:
+                self.view.set_loading(self.model, progress)
 
     def _first_token(self) -> None:
         if self._ttft_ms is None:
             self._ttft_ms = (time.monotonic() - self._sent) * 1000
-        if self._reading:
-            self._reading = False
+        if self._reading or self._loading:
+            self._reading = self._loading = False
             if self.view is not None:
                 self.view.set_progress(None)
 
     @Slot(object)
     def _on_progress(self, progress: object) -> None:
         if not self._ended and isinstance(progress, dict):
-            self._reading = True
+            self._reading, self._loading = True, False
             if self.view is not None:
                 self.view.set_progress(progress)
             self.progress.emit(progress)
@@ -463,3 +478,23 @@ def stored_call(record: dict, index: int) -> dict:
         "status": record.get("status", ""),
         "images": record.get("images") or [],
     }
+
+
+def _added(before: tuple[Mapping, Mapping], usage: dict, timings: dict) -> tuple[dict, dict]:
+    """A continued reply's figures: its tokens and generating time with those of the parts
+    before it (the prompt is this request's, which holds them)."""
+    usage, timings = dict(usage), dict(timings)
+    earlier_usage, earlier = before
+    tokens, ms = earlier.get("predicted_n"), earlier.get("predicted_ms")
+    if isinstance(tokens, int) and isinstance(timings.get("predicted_n"), int):
+        timings["predicted_n"] += tokens
+        if isinstance(ms, (int, float)) and isinstance(timings.get("predicted_ms"), (int, float)):
+            timings["predicted_ms"] += ms
+            if timings["predicted_ms"] > 0:
+                timings["predicted_per_second"] = timings["predicted_n"] / (
+                    timings["predicted_ms"] / 1000
+                )
+    completion = earlier_usage.get("completion_tokens")
+    if isinstance(completion, int) and isinstance(usage.get("completion_tokens"), int):
+        usage["completion_tokens"] += completion
+    return usage, timings

@@ -17,6 +17,7 @@ from llamachat.config import Config
 from llamachat.history.store import History, MessageRow
 from llamachat.turn import Attachment
 from llamachat.ui.chat.conversation import COMPACTING, HELD, SENT, Conversation
+from llamachat.ui.chat.send_check import COUNTING
 
 if TYPE_CHECKING:
     from llamachat.ui.views.composer import Composer
@@ -66,12 +67,12 @@ class ConversationSeams:
     def _submit_draft(self) -> str:
         """Hand the composer's message to the conversation; what it did (`conversation.SENT`...).
 
-        The composer is cleared once the conversation took the message (SENT, HELD, or
-        COMPACTING: a question that is not sent after all is `returned`).
+        The composer is cleared once the conversation took the message (SENT, HELD,
+        COUNTING or COMPACTING: a question that is not sent after all is `returned`).
         """
         attachments = [item.to_dict() for item in self.composer.attachments()]
         outcome = self.chat.submit(self.composer.text(), attachments)
-        if outcome in (SENT, HELD, COMPACTING):
+        if outcome in (SENT, HELD, COUNTING, COMPACTING):
             self.composer.clear()
         return outcome
 

@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QObject, Signal, Slot
 
 from llamachat.config import Config, ConfigError
-from llamachat.router.models import ModelInfo
+from llamachat.router.models import ModelEvent, ModelInfo
 from llamachat.ui.views.notice import STATUS_MS
 
 if TYPE_CHECKING:
     from llamachat.ui.app import App
     from llamachat.ui.chat.conversation import Conversation
+    from llamachat.ui.chat.reply import ReplyStream
     from llamachat.ui.models.picker import ModelPicker
     from llamachat.ui.views.composer import Composer
     from llamachat.ui.views.meter import ContextMeter
@@ -62,6 +63,9 @@ class ModelChoice(QObject):
         picker.model_event.connect(chat.context.model_event)
         # A reply is activity: the idle unload (routers that cannot sleep) waits again.
         chat.reply_started.connect(lambda _reply: picker.idle.note_activity())
+        # A reply whose model the router loads first says so, with the load's progress.
+        chat.reply_started.connect(self._on_reply_started)
+        picker.model_event.connect(self._on_model_event)
         chat.reply_ended.connect(lambda _status, _error: picker.idle.note_activity())
         app.config_changed.connect(self._on_config_changed)
 
@@ -106,6 +110,17 @@ class ModelChoice(QObject):
             self.changed.emit(model_id)
 
     @Slot(list)
+    @Slot(object)
+    def _on_reply_started(self, reply: ReplyStream) -> None:
+        if self._picker.status(reply.model) in ("unloaded", "sleeping", "loading"):
+            reply.model_loading(self._picker.progress(reply.model))
+
+    @Slot(object)
+    def _on_model_event(self, event: ModelEvent) -> None:
+        reply = self._chat.outbox.reply
+        if reply is not None and event.model == reply.model and event.status == "loading":
+            reply.model_loading(event.progress)
+
     def _on_models_listed(self, infos: list) -> None:
         self._models = {info.id: info for info in infos}
         self._chat.context.models_listed(infos)

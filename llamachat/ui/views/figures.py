@@ -3,8 +3,8 @@
 The figures are the server's `usage` and `timings` as History keeps them, plus `ttft_ms`,
 the time to the first token llamachat measured itself (a model load included).
 `figures(usage, timings)` gives the compact line ("38.2 tok/s · 412 tokens · 1.2 s ·
-1,024 prompt, 900 cached") and the tooltip with the rest; `ReadingProgress` shows
-llama.cpp's prompt progress ("Reading 3,120 of 9,004 tokens (5,884 from cache)"), the
+1,024 prompt, 900 cached") and the tooltip with the rest; `ReadingProgress` shows the
+router's load of the model first ("Loading smol… 40%"), then llama.cpp's prompt progress ("Reading 3,120 of 9,004 tokens (5,884 from cache)"), the
 time it has taken and an estimate of the time left, moving the bar between reports.
 
 Errors: none; missing figures are left out.
@@ -12,6 +12,7 @@ Errors: none; missing figures are left out.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -88,6 +89,15 @@ def progress_text(progress: dict) -> str:
     return text + (f" ({cache:,} from cache)" if cache else "")
 
 
+def stopped_figures(content: str, began: float | None) -> str:
+    """What a stopped reply produced: its words, and how long it ran when known."""
+    words = len(content.split())
+    parts = [f"{words:,} word{'' if words == 1 else 's'}"] if words else []
+    if began is not None:
+        parts.append(f"{time.monotonic() - began:.1f} s")
+    return " · ".join(parts)
+
+
 def duration(seconds: float) -> str:
     """ "12 s", "2 min 05 s"."""
     seconds = max(0, round(seconds))
@@ -124,6 +134,8 @@ class ReadingProgress(QWidget):
         self._speed_before = speed
         self._clock = clock
         self._started: float | None = None
+        # While the router loads the model, before the first report: since when.
+        self._loading_since: float | None = None
         self._reported_at = 0.0
         # total, cache, processed, time_ms of the last report; the largest step between two.
         self._report = (0, 0, 0, 0.0)
@@ -147,9 +159,28 @@ class ReadingProgress(QWidget):
         self._timer.timeout.connect(self.refresh)
         self._follow_palette()
 
+    def show_loading(self, model: str, progress: float | None) -> None:
+        """The router loads `model` before it reads the prompt: "Loading smol… 40%" with
+        its load progress (0-1; None: a busy bar), until the first prompt report."""
+        if self._started is not None:
+            return  # reading already
+        if self._loading_since is None:
+            self._loading_since = self._clock()
+            self._timer.start()
+        if progress is None:
+            self.bar.setRange(0, 0)
+            self.label.setText(f"Loading {model}…")
+        else:
+            self.bar.setRange(0, 100)
+            self.bar.setValue(round(min(max(progress, 0.0), 1.0) * 100))
+            self.label.setText(f"Loading {model}… {progress:.0%}")
+        self.refresh()
+
     def show_progress(self, progress: dict) -> None:
         """Show one prompt_progress chunk."""
         now = self._clock()
+        if self._started is None and self._loading_since is not None:
+            self.bar.reset()  # the load's bar: the reading's starts at its own 0
         total = int(_number(progress.get("total")) or 0)
         cache = int(_number(progress.get("cache")) or 0)
         processed = min(int(_number(progress.get("processed")) or 0), total)
@@ -182,19 +213,42 @@ class ReadingProgress(QWidget):
         speed = self.speed()
         if processed >= total or not speed:
             return processed
-        guess = processed + speed * (self._clock() - self._reported_at)
+        since = self._clock() - self._reported_at
+        guess = processed + speed * since
+        if not self._batch:
+            # No step seen: the server may report only the first and the last batch (a
+            # prompt shorter than its report interval). Past nine tenths of the time
+            # estimated the bar slows down, nearing 95% without reaching it: a wrong
+            # speed (a model that loads, a busier machine) never fills it at 0 read.
+            left = total - processed
+            late = since - 0.9 * left / speed
+            if late > 0:
+                guess = processed + left * (0.95 - 0.05 * math.exp(-late * speed / left))
         # Not past the next report (one batch on, once a step was seen), nor the end.
         ceiling = min(processed + self._batch if self._batch else total, total - 1)
         return max(processed, int(min(guess, ceiling)))
 
+    def left(self) -> float | None:
+        """The seconds of reading still expected, None when the estimate ran out."""
+        total, _cache, processed, _time_ms = self._report
+        speed = self.speed()
+        if not speed:
+            return None
+        if self._batch:
+            return (total - self.bar.value()) / speed
+        left = (total - processed) / speed - (self._clock() - self._reported_at)
+        return left if left > 0 else None
+
     def refresh(self) -> None:
         """Move the bar to the estimate (never back) and show the time (the timer calls it)."""
-        total, _cache, _processed, _time_ms = self._report
+        if self._started is None and self._loading_since is not None:
+            self.timing.setText(duration(self._clock() - self._loading_since))
+            return
         self.bar.setValue(max(self.bar.value(), self.estimate()))
         text = duration(self.elapsed())
-        speed = self.speed()
-        if self._timer.isActive() and speed:
-            text += f" · about {duration((total - self.bar.value()) / speed)} left"
+        left = self.left()
+        if self._timer.isActive() and left is not None:
+            text += f" · about {duration(left)} left"
         self.timing.setText(text)
 
     def elapsed(self) -> float:

@@ -44,7 +44,7 @@ from PySide6.QtWidgets import (
 from llamachat.ui import plain, shortcuts
 from llamachat.ui.library.sources import open_source, source_link
 from llamachat.ui.views.document import DocumentWriter, TextView
-from llamachat.ui.views.figures import ReadingProgress, figures, reading_speed
+from llamachat.ui.views.figures import ReadingProgress, figures, reading_speed, stopped_figures
 from llamachat.ui.views.markdown import (
     COPY_SCHEME,
     LIGHT,
@@ -211,15 +211,6 @@ def _paint_card(view: QWidget, editing: bool) -> None:
     inset = EDIT_OUTLINE // 2 if editing else 0
     painter.drawRoundedRect(view.rect().adjusted(inset, inset, -1 - inset, -1 - inset), 12, 12)
     painter.end()
-
-
-def _stopped_figures(content: str, began: float | None) -> str:
-    """What a stopped reply produced: its words, and how long it ran when known."""
-    words = len(content.split())
-    parts = [f"{words:,} word{'' if words == 1 else 's'}"] if words else []
-    if began is not None:
-        parts.append(f"{time.monotonic() - began:.1f} s")
-    return " · ".join(parts)
 
 
 class MessageView(QFrame):
@@ -421,12 +412,22 @@ class MessageView(QFrame):
                 self._reading.stop()
                 self._reading.hide()
             return
+        reading = self._reading_bar()
+        reading.show_progress(progress)
+        reading.setVisible(not self._answer_started)
+
+    def set_loading(self, model: str, progress: float | None) -> None:
+        """Show the router's load of the reply's model (0-1, None: unknown), before the reading."""
+        reading = self._reading_bar()
+        reading.show_loading(model, progress)
+        reading.setVisible(not self._answer_started)
+
+    def _reading_bar(self) -> ReadingProgress:
         if self._reading is None:
             self._reading = ReadingProgress(self, speed=self.reading_speed)
             # Just above the status row: where the answer will start.
             self._layout.insertWidget(self._layout.indexOf(self._body) + 1, self._reading)
-        self._reading.show_progress(progress)
-        self._reading.setVisible(not self._answer_started)
+        return self._reading
 
     def set_status(self, status: str, error: str = "") -> None:
         """Mark the reply: "stopped" (partial reply kept) or "error" (message in red + Retry)."""
@@ -442,9 +443,7 @@ class MessageView(QFrame):
                 # The server sends its figures at the end, which a stopped reply never reaches:
                 # what it last reported of the reading, or what came of the reply.
                 figures_now = reading.stopped_text() if reading else None
-                _set_quiet(
-                    self._stats, figures_now or _stopped_figures(self.content(), self._began)
-                )
+                _set_quiet(self._stats, figures_now or stopped_figures(self.content(), self._began))
         elif status == "error":
             plain.set_text(self._status, error or "The reply failed.")
             self._status.setStyleSheet("color: #d1242f;")

@@ -189,7 +189,7 @@ class MessagesView(QScrollArea):
         """Add a message at the end (a streaming reply when its status is "streaming")."""
         view = self._add(message)
         if message.get("status") == "streaming":
-            view.reading_speed = self._reading_speed(view.model)
+            view.reading_speed = self.reading_speed(view.model)
         self._update_regenerate()
         if self._follow:
             self.scroll_to_bottom()
@@ -279,7 +279,7 @@ class MessagesView(QScrollArea):
         for view in self._views:
             view.set_editing(self._editing is not None and view.message_id == self._editing)
 
-    def _reading_speed(self, model: str) -> float | None:
+    def reading_speed(self, model: str) -> float | None:
         """How fast `model` read its last prompt in this chat (None when it is not known)."""
         for view in reversed(self._views):
             if view.measured_speed and view.model == model:

@@ -14,7 +14,9 @@ Errors: none; names from outside (skills, files, models) are shown as plain text
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+import itertools
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from functools import partial
 from typing import TYPE_CHECKING
@@ -46,6 +48,15 @@ def raised_context(overflow: Overflow) -> int | None:
     return size if size is not None and size > overflow.n_ctx and size >= needed else None
 
 
+def fixed_context(server_args: Sequence[str]) -> int | None:
+    """The context size `server_args` gives every model (`--ctx-size`/`-c`), which a
+    preset's ctx-size does not override; None when it gives none."""
+    for flag, value in itertools.pairwise(server_args):
+        if flag in ("--ctx-size", "-c") and value.isdigit():
+            return int(value)
+    return None
+
+
 class OverflowPanel(QFrame):
     """The refusal of a message too long for the context, and its one-click ways out."""
 
@@ -70,8 +81,22 @@ class OverflowPanel(QFrame):
         layout.addLayout(self.buttons)
         self.hide()
 
-    def show_overflow(self, overflow: Overflow, *, managed: bool) -> None:
-        """Say why the message was not sent and offer the ways out (`managed`: raise the context)."""
+    def show_overflow(
+        self,
+        overflow: Overflow,
+        *,
+        managed: bool,
+        compactable: int = 0,
+        keep: int = 0,
+        fixed_context: int | None = None,
+    ) -> None:
+        """Say why the message was not sent and offer the ways out that can help.
+
+        `managed`: the server is llamachat's (its context can be raised), unless
+        `fixed_context` (its `--ctx-size` in server_args) overrides the preset's;
+        `compactable`: the earlier messages compacting would summarize (of all but the
+        last `keep` exchanges). When nothing offered can help, it says why.
+        """
         while self.buttons.count():
             item = self.buttons.takeAt(0)
             widget = item.widget() if item is not None else None
@@ -81,25 +106,46 @@ class OverflowPanel(QFrame):
         lines = [overflow.message() + " Your message is still in the box."]
         if overflow.trained:
             lines.append(f"{overflow.model} was trained for up to {overflow.trained:,} tokens.")
-        self.text.setText("\n".join(lines))
-        if overflow.breakdown.get("history"):
+        history = overflow.breakdown.get("history")
+        if compactable:
             self._button("Compact and send", self.compact.emit)
         for name, tokens in overflow.breakdown.parts:
             kind, _, rest = name.partition(":")
-            if kind == "skill" and rest:
+            if kind == "skill" and rest in overflow.loads:
+                lines.append(
+                    f"Your message loads skill {rest} ({tokens:,} tokens); it is not loaded "
+                    f"now: take /{rest} out of the message to send it without."
+                )
+            elif kind == "skill" and rest:
                 self._button(f"Unload {rest} (−{tokens:,})", partial(self.unload_skill.emit, rest))
             elif kind == "attachment" and rest:
                 self._button(
                     f"Remove {rest} (−{tokens:,})", partial(self.remove_attachment.emit, rest)
                 )
-        if overflow.breakdown.get("history"):
+        if history:
             self._button("New chat with this message", self.new_chat.emit)
         size = raised_context(overflow) if managed else None
-        if size is not None:
+        if size is not None and fixed_context is not None:
+            lines.append(
+                f"A larger context would fit it, but server_args sets --ctx-size "
+                f"{fixed_context:,}, which overrides the model's preset: change it in the "
+                "config's server_args."
+            )
+        elif size is not None:
             self._button(
                 f"Raise the context to {size:,}",
                 lambda: self.raise_context.emit(overflow.model, size),
             )
+        if history and not compactable:
+            lines.append(
+                f"Compacting cannot help: the chat has no more than its last {keep} "
+                "exchanges, which it keeps. Shorten the message, or send it in a new chat."
+                if keep
+                else "Compacting cannot help: nothing is left to summarize."
+            )
+        elif not history and self.buttons.count() == 0 and not overflow.loads:
+            lines.append("The message alone is too long for this model: shorten it.")
+        self.text.setText("\n".join(lines))
         self._button("Dismiss", self.hide)
         self.buttons.addStretch(1)
         self.show()
@@ -155,6 +201,7 @@ class OverflowGuide(QObject):
         chat.too_big.connect(self._on_too_big)
         chat.compaction.ended.connect(self._on_compacted)
         self._send_after = False
+        self._compacted = False
 
     @Slot()
     def _on_draft_changed(self) -> None:
@@ -169,13 +216,26 @@ class OverflowGuide(QObject):
     def _on_compacted(self, status: str, _error: str) -> None:
         send, self._send_after = self._send_after, False
         if send and status == "complete":
-            self.send_requested.emit()
+            self._compacted = True  # a refusal now says the chat was compacted already
+            try:
+                self.send_requested.emit()
+            finally:
+                self._compacted = False
 
     @Slot(object)
     def _on_too_big(self, overflow: Overflow) -> None:
         # The server llamachat runs always reads a preset (the config's, else its own).
         managed = self._app.managed_server() is not None
-        self.panel.show_overflow(overflow, managed=managed)
+        cfg = self._app.config
+        if self._compacted:
+            overflow = dataclasses.replace(overflow, compacted=True)
+        self.panel.show_overflow(
+            overflow,
+            managed=managed,
+            compactable=self._chat.compaction.compactable(self._chat.state.editing),
+            keep=cfg.compact_keep,
+            fixed_context=fixed_context(cfg.server_args) if managed else None,
+        )
 
     @Slot(str, int)
     def _raise_context(self, model: str, size: int) -> None:

@@ -5,7 +5,9 @@
 clicked, an Edit that turns it into an editor (Save emits `summary_edited`), and, like
 any first message, ‹ › to go back to the original chat, which is the other version.
 `TrimMarker` is the line above the composer while the requests leave the oldest
-messages out ("12 earlier messages not sent").
+messages out ("12 earlier messages not sent"). `CompactingView`, above the composer while
+a summary is written, shows how far it is: the model reading the chat (a
+`figures.ReadingProgress`, as a reply shows it), then the summary as it is written.
 
 Errors: none; the summary is the model's text, shown as Markdown like a reply.
 """
@@ -13,20 +15,23 @@ Errors: none; the summary is the model's text, shown as Markdown like a reply.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
+    QFrame,
     QHBoxLayout,
     QPlainTextEdit,
     QPushButton,
     QToolButton,
+    QVBoxLayout,
     QWidget,
 )
 
 from llamachat.compact import summarized, summary_title
 from llamachat.ui import plain
 from llamachat.ui.views.document import DocumentWriter
+from llamachat.ui.views.figures import ReadingProgress
 from llamachat.ui.views.markdown import LIGHT, Palette, StreamingMarkdown
 from llamachat.ui.views.message import MessageView
 
@@ -152,3 +157,56 @@ class TrimMarker(plain.Label):
             "full (context_overflow is “trim”). They stay in the chat."
         )
         self.setVisible(count > 0)
+
+
+class CompactingView(QFrame):
+    """A summary being written: what is done, the model reading the chat, then its text."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setAccessibleName("Compacting")
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.title = plain.Label("", self)
+        self.title.setWordWrap(True)
+        self.reading = ReadingProgress(self)
+        self.text = QPlainTextEdit(self)
+        self.text.setAccessibleName("Summary being written")
+        self.text.setReadOnly(True)
+        self.text.setMaximumHeight(self.fontMetrics().lineSpacing() * 8 + 12)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(10, 6, 10, 6)
+        layout.addWidget(self.title)
+        layout.addWidget(self.reading)
+        layout.addWidget(self.text)
+        self._progress: dict | None = None
+        self._speed: float | None = None
+        self.hide()
+
+    def start(self, speed: float | None = None) -> None:
+        """A summary is being written: shown, from nothing yet; `speed`: how fast the model
+        read its last prompt (the bar's estimate between reports)."""
+        self._progress, self._speed = None, speed
+        self.reading.hide()
+        self.text.clear()
+        self.text.hide()
+        self.show()
+
+    def set_title(self, text: str) -> None:
+        """What the compaction is doing ("Compacting: summarizing 38 earlier messages…")."""
+        self.title.setText(text)
+
+    def show_written(self, progress: object, text: str) -> None:
+        """The prompt progress of the request now out (None: none yet) and its text so far."""
+        if isinstance(progress, dict) and progress != self._progress:
+            if self._progress is None or progress.get("total") != self._progress.get("total"):
+                self.reading.setParent(None)  # another request (piece): a bar of its own
+                self.reading.deleteLater()
+                self.reading = ReadingProgress(self, speed=self._speed)
+                cast(QVBoxLayout, self.layout()).insertWidget(1, self.reading)
+            self._progress = progress
+            self.reading.show_progress(progress)
+        self.reading.setVisible(self._progress is not None and not text)
+        if text != self.text.toPlainText():
+            self.text.setPlainText(text)
+            self.text.verticalScrollBar().setValue(self.text.verticalScrollBar().maximum())
+        self.text.setVisible(bool(text))

@@ -257,3 +257,77 @@ class TestCompaction:
         qtbot.waitUntil(lambda: not window.chat.compaction.running())
         assert window.composer.text() == "the-waiting-question"
         assert history.draft(stopped) == "the-waiting-question"
+
+    def test_policy_compact_with_nothing_to_compact_shows_what_can_help(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """context_overflow "compact" and nothing (more) to compact: the panel, not
+        "Nothing to compact"; after a compaction the refusal says the chat was compacted
+        (issue 38, item 8)."""
+        router.models["test-model"].n_ctx = 2048
+        window, history = chat_window(context_overflow="compact")
+        session = make_long_chat(history, 4, 20)
+        window.open_session(session)
+        watch = window.chat.context
+        qtbot.waitUntil(lambda: watch.context_size() == 2048 and watch.breakdown().exact)
+        router.script(Reply(content="- a summary"))
+        long = "word " * 1700
+        window.composer.set_text(long)
+        window.send()
+        qtbot.waitUntil(lambda: window.overflow.isVisible(), timeout=10_000)
+        said = window.overflow.text.text()
+        assert said.startswith("Not sent, even with the chat compacted"), said
+        assert "Compacting cannot help" in said
+        assert window.composer.text() == long
+        window.overflow.hide()
+        window.send()
+        assert window.overflow.isVisible() and "Nothing to compact" not in said
+
+    def test_changing_the_chats_policy_sends_the_trimmed_messages_again(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """ "N earlier messages not sent" goes once the chat's policy is no longer "trim"."""
+        router.models["test-model"].n_ctx = 2048
+        window, history = chat_window(context_overflow="trim")
+        session_id = make_long_chat(history, 6, 150)
+        window.open_session(session_id)
+        qtbot.waitUntil(lambda: window.meter.context_size() == 2048)
+        send_and_wait(qtbot, window, "and now?")
+        assert window.chat.state.trimmed >= 2 and window.trim_marker.isVisible()
+        window.chat.set_params({**window.chat.params(), compact.CHAT_KEY: compact.ASK})
+        assert window.chat.state.trimmed == 0 and not window.trim_marker.isVisible()
+
+    def test_compacting_shows_the_reading_then_the_summary_as_it_is_written(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """While the model reads the chat the compaction shows a reading bar as a reply
+        does; the view goes when it ends (issue 38, item 5)."""
+        window, history = chat_window()
+        session_id = make_long_chat(history, 6, 20)
+        window.open_session(session_id)
+        router.script(Reply(content=["- one ", "- two"], stall_after=0))
+        assert window.chat.compaction.compact()
+        view = window.compacting
+        qtbot.waitUntil(lambda: view.isVisible() and view.reading.isVisible())
+        assert view.reading.label.text().startswith("Reading ")
+        assert "summarizing 8 earlier messages" in view.title.text()
+        assert not view.text.isVisible()
+        router.release()
+        qtbot.waitUntil(lambda: not window.chat.compaction.running())
+        assert not view.isVisible()
+        assert history.messages(session_id)[0]["content"] == "- one - two"
+
+    def test_compacting_shows_the_summary_as_it_is_written(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """The summary's text shows as it comes, in place of the reading bar."""
+        window, history = chat_window()
+        session_id = make_long_chat(history, 6, 20)
+        window.open_session(session_id)
+        router.script(Reply(content=["- one ", "- two"], stall_after=2))
+        assert window.chat.compaction.compact()
+        view = window.compacting
+        qtbot.waitUntil(lambda: view.text.isVisible(), timeout=5000)
+        assert view.text.toPlainText() == "- one " and not view.reading.isVisible()
+        router.release()
+        qtbot.waitUntil(lambda: not window.chat.compaction.running())

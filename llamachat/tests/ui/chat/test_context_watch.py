@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import httpx
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QPushButton
 
@@ -13,6 +14,7 @@ from llamachat.router.client import Client
 from llamachat.router.model_files import set_preset_context
 from llamachat.router.models import Models
 from llamachat.tests.support import (
+    make_wordy_chat,
     mcp_time_toml,
     mcp_window,
     send_and_wait,
@@ -20,6 +22,7 @@ from llamachat.tests.support import (
     write_skill,
 )
 from llamachat.ui import tasks
+from llamachat.ui.chat import context_watch
 from llamachat.ui.views.figures import ReadingProgress
 from llamachat.ui.views.overflow import OverflowPanel, raised_context
 
@@ -196,7 +199,8 @@ class TestContextWatch:
         self, chat_window, router, qtbot, tmp_path
     ) -> None:
         """A skill loaded by the message itself (its estimate fits, its count does not) is
-        counted by the server before the send: refused with the panel, and so is a Retry."""
+        counted by the server before the send: refused with the panel (the skill unloaded
+        with the refusal, as before the message), and so is a Retry."""
 
         router.models["test-model"].n_ctx = 2048
         # One token a character for the scripted tokenizer: the estimate is a third of it.
@@ -216,11 +220,14 @@ class TestContextWatch:
         window.send()
         assert window.overflow.isVisible()
         unload = [b.text() for b in window.overflow.findChildren(QPushButton)]
-        assert any(text.startswith("Unload big-skill (−1,8") for text in unload), unload
+        assert not any(text.startswith("Unload big-skill") for text in unload), unload
+        assert "Your message loads skill big-skill (1,8" in window.overflow.text.text()
         assert len(router.chat_requests()) == asked
-        assert window.loaded_skills() == ["big-skill"]
+        assert window.loaded_skills() == []
+        assert window.composer.text() == "/big-skill say hello"
 
         window.overflow.hide()
+        window.load_skill("big-skill")
         window.retry(reply_id)
         assert window.overflow.isVisible() and not window.is_streaming()
         assert len(router.chat_requests()) == asked
@@ -263,3 +270,24 @@ class TestContextWatch:
         skills_panel = window.skills.open_panel()
         assert skills_panel is not None and skills_panel.tools_label.isVisible()
         assert "cannot load skills itself" in skills_panel.tools_label.text()
+
+    def test_context_a_models_load_counts_what_waited_for_it(
+        self, chat_window, qtbot, monkeypatch
+    ) -> None:
+        """A chat shown while its model is unloaded is estimated (counting never loads a
+        model); once the model loads, its size already known from the router's list, it is
+        counted, and the meter is exact (issue 38, item 3)."""
+        monkeypatch.setattr(context_watch, "RETRIES", 0)  # the load must count, not a retry
+        with ScriptedRouter(
+            [Model("test-model", "unloaded", n_ctx=2048, args=("--ctx-size", "2048"))]
+        ) as cold:
+            window, history = chat_window(url=cold.url)
+            session = make_wordy_chat(history)
+            window.open_session(session)
+            qtbot.waitUntil(lambda: window.chat.context.context_size() == 2048)
+            watch = window.chat.context
+            qtbot.waitUntil(lambda: watch.request() is not None and tasks.manager().running() == 0)
+            assert not watch.breakdown().exact
+            httpx.post(cold.url + "/models/load", json={"model": "test-model"})
+            qtbot.waitUntil(lambda: watch.breakdown().exact, timeout=5000)
+            assert watch.breakdown().total + watch.reserve() <= 2048

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QAbstractButton
+from PySide6.QtWidgets import QAbstractButton, QLabel, QToolButton
 
 from llamachat.dev.scripted_router import Reply
 from llamachat.history.store import History, HistoryError
@@ -22,6 +22,7 @@ from llamachat.tests.support import (
     big_text,
     last_saved_message,
     reply_label_texts,
+    send_and_wait,
     start_sending,
     turn_of,
     type_message,
@@ -298,3 +299,25 @@ class TestReply:
             assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
         finally:
             conn.close()
+
+    def test_continue_adds_its_figures_to_those_of_the_reply_before(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """The figures under a continued reply count all of it: the tokens and generating
+        time of the part before plus the new part (issue 38, item 9)."""
+        window, history = chat_window()
+        router.script(Reply(content=["a ", "b ", "c "], finish_reason="length"))
+        send_and_wait(qtbot, window, "Count.")
+        first = history.messages(window.session_id)[-1]["timings"]
+        assert first["predicted_n"] == 3
+        router.script(Reply(content=["d ", "e ", "f ", "g ", "h "]))
+        view = window.messages.last_assistant()
+        qtbot.mouseClick(
+            visible_widget_named(view, QToolButton, "Continue reply"), Qt.MouseButton.LeftButton
+        )
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10_000)
+        row = history.messages(window.session_id)[-1]
+        assert row["timings"]["predicted_n"] == 8
+        assert row["usage"]["completion_tokens"] == 8
+        line = visible_widget_named(window.messages.last_assistant(), QLabel, "Reply statistics")
+        assert "8 tokens" in line.text()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from llamachat.dev.scripted_router import Model, Reply, ScriptedRouter
+from llamachat.ui.views.figures import ReadingProgress
+
 
 class TestChoice:
     """The chat window's model: the picker's choice applied to the chat, and the star saved."""
@@ -23,3 +26,22 @@ class TestChoice:
         assert "goes on with test-model" in message
         assert history.get_session(away)["model"] == "gpt-4o"
         assert window.open_session(here) and window.current_model() == "test-model"
+
+    def test_a_reply_whose_model_loads_says_loading_with_the_routers_progress(
+        self, chat_window, qtbot
+    ) -> None:
+        """Before the prompt is read, the reply says "Loading <model>" with the load's
+        progress from the router's events; then the answer comes as usual (issue 38,
+        item 6)."""
+        with ScriptedRouter([Model("test-model", "unloaded")], load_delay=1.0) as cold:
+            window, _history = chat_window(url=cold.url)
+            cold.script(Reply(content="Hi."))
+            window.composer.set_text("hello")
+            window.send()
+            view = window.messages.last_assistant()
+            qtbot.waitUntil(lambda: view.findChild(ReadingProgress) is not None)
+            reading = view.findChild(ReadingProgress)
+            qtbot.waitUntil(lambda: reading.label.text() == "Loading test-model… 50%")
+            assert reading.isVisible() and reading.bar.value() == 50
+            qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10_000)
+            assert view.content() == "Hi." and not reading.isVisible()
