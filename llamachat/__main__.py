@@ -209,6 +209,15 @@ def _uninstall_desktop(args: argparse.Namespace, cfg: config.Config) -> int:
         print(f"llamachat: cannot remove the desktop entry: {exc}", file=sys.stderr)
         return 1
     print("\n".join(str(path) for path in removed) or "nothing to remove")
+    if cfg.autostart:
+        # The login entry is gone: the setting says so too, or Settings would still tick
+        # "Start at login" and --install-desktop would bring the entry back.
+        try:
+            config.update_file(cfg.path, {"autostart": False})
+        except (OSError, config.ConfigError) as exc:
+            print(f"llamachat: cannot set autostart = false in {cfg.path}: {exc}", file=sys.stderr)
+            return 1
+        print(f"autostart = false in {cfg.path}")
     return 0
 
 
