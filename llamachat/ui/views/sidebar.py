@@ -275,6 +275,15 @@ class SessionSidebar(QWidget):
         except HistoryError as exc:
             self.show_notice(str(exc))
         self.refresh()
+        self._back_to_window()
+
+    @Slot()
+    def _back_to_window(self) -> None:
+        # A dialog closed (a project's name, its defaults) hands the keyboard back to no
+        # window on some desktops: Ctrl+N and Ctrl+K would wait for a click on the window.
+        window = self.window()
+        if window.isVisible() and not window.isActiveWindow():
+            window.activateWindow()
 
     def project_menu(self, project_id: int) -> QMenu:
         """The menu of a project's header, not yet shown."""
@@ -291,7 +300,10 @@ class SessionSidebar(QWidget):
     def edit_project(self, project_id: int) -> ProjectDialog | None:
         """Open the dialog of a project's name and defaults; OK saves them."""
         choices = self.project_choices()
-        return edit_project(self, self.history, project_id, choices, self._act, self.libraries)
+        dialog = edit_project(self, self.history, project_id, choices, self._act, self.libraries)
+        if dialog is not None:
+            dialog.finished.connect(self._back_to_window)
+        return dialog
 
     def delete_session(self, session_id: int) -> None:
         """Hide a session (soft delete) and offer Undo in the notice bar."""
