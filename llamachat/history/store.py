@@ -143,9 +143,11 @@ def import_chats(
     *,
     max_message_chars: int = MAX_MESSAGE_CHARS,
     on_progress: Callable[[float], None] | None = None,
+    own_project: bool = True,
 ) -> ImportIds:
     """Import every chat in `source`, a file of any format `importers.read_chats` reads,
     as import_file does one; the new sessions' ids, the last one at the top of the list.
+    Another app's chats go into a project of their own unless `own_project` is False.
 
     The whole file is checked before anything is written: a mistake anywhere raises
     HistoryError naming it and adds nothing. A chat imported before (the same content,
@@ -156,6 +158,7 @@ def import_chats(
         source,
         max_message_chars=max_message_chars,
         on_progress=lambda share: report(share * _CONVERT_SHARE),
+        own_project=own_project,
     )
     for chat in chats:
         chat.fingerprint = export.fingerprint(chat)

@@ -43,8 +43,9 @@ class ChatImporter(QObject):
         self.action = QAction("Import chats…", parent)
         self.action.triggered.connect(self._choose)
 
-    def start(self, path: Path) -> None:
-        """Import `path` on a worker thread with a progress dialog whose Cancel keeps nothing."""
+    def start(self, path: Path, *, own_project: bool = True) -> None:
+        """Import `path` on a worker thread with a progress dialog whose Cancel keeps nothing;
+        another app's chats go into a project of their own unless `own_project` is False."""
         path = Path(path)
         cancelled = threading.Event()
         dialog = QProgressDialog("", "Cancel", 0, 100, self._parent)
@@ -88,10 +89,21 @@ class ChatImporter(QObject):
             except HistoryError as exc:
                 self.refused.emit(str(exc))
                 return
-            self.imported.emit(*_outcome(path.name, ids))
+            self.imported.emit(*_outcome(path.name, ids, self._project_of(ids)))
 
         db_path = self._history.path
-        run_in_background(lambda: import_in_child(db_path, path, on_progress), done, receiver=self)
+        run_in_background(
+            lambda: import_in_child(db_path, path, on_progress, own_project=own_project),
+            done,
+            receiver=self,
+        )
+
+    def _project_of(self, ids: ImportIds) -> str:
+        """The name of the project the import's newest chat went into ('' for none)."""
+        session = self._history.get_session(ids[-1]) if ids else None
+        project_id = session["project_id"] if session else None
+        project = self._history.projects.get(project_id) if project_id else None
+        return project["name"] if project is not None else ""
 
     @Slot()
     def _choose(self) -> None:
@@ -105,8 +117,9 @@ class ChatImporter(QObject):
             self.start(Path(path))
 
 
-def _outcome(name: str, ids: ImportIds) -> tuple[int, str]:
-    """The chat to open after an import of the file `name`, and what to say of it."""
+def _outcome(name: str, ids: ImportIds, project: str = "") -> tuple[int, str]:
+    """The chat to open after an import of the file `name` (its chats added to `project`,
+    '' for none), and what to say of it."""
     skipped = len(ids.skipped)
     if not ids:
         # Nothing new: the chat imported before opens, and the user learns why.
@@ -116,10 +129,11 @@ def _outcome(name: str, ids: ImportIds) -> tuple[int, str]:
             f"The {skipped:,} chats of {name} were imported before; none was added again."
         )
     said = (
-        f"Imported {name}."
+        f"Imported {name}"
         if len(ids) == 1 and not skipped
-        else (f"Imported {len(ids):,} chat{'s' if len(ids) > 1 else ''} from {name}.")
+        else (f"Imported {len(ids):,} chat{'s' if len(ids) > 1 else ''} from {name}")
     )
+    said += f" into the project “{project}”." if project else "."
     if skipped:
         said += (
             f" {skipped:,} chat{'s were' if skipped > 1 else ' was'} imported before and skipped."
