@@ -209,7 +209,7 @@ def _uninstall_desktop(args: argparse.Namespace, cfg: config.Config) -> int:
         print(f"llamachat: cannot remove the desktop entry: {exc}", file=sys.stderr)
         return 1
     print("\n".join(str(path) for path in removed) or "nothing to remove")
-    if cfg.autostart:
+    if cfg.autostart and cfg.path is not None:
         # The login entry is gone: the setting says so too, or Settings would still tick
         # "Start at login" and --install-desktop would bring the entry back.
         try:
