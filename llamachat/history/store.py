@@ -411,6 +411,21 @@ class History:
         # Not through _write: a draft changes no path, so the cached paths stay.
         drafts.write(self._conn, self.path, session_id, text)
 
+    def drafted(self) -> set[int]:
+        """The chats that hold a draft not sent yet."""
+        return drafts.drafted(self._conn, self.path)
+
+    def mark_opened(self, session_id: int | None) -> None:
+        """Remember that the chat was opened now (`last_opened`; None: the new chat)."""
+        if session_id is None:
+            drafts.forget_opened(self._conn, self.path)
+        else:
+            drafts.mark_opened(self._conn, self.path, session_id)
+
+    def last_opened(self, mode: str = "chat") -> int | None:
+        """The live chat of `mode` opened last (None: none was ever opened)."""
+        return drafts.last_opened(self._conn, self.path, mode)
+
     def delete_session(self, session_id: int) -> None:
         """Hide a session from the list and search; undelete_session brings it back."""
         self._write(

@@ -132,7 +132,7 @@ class ChatWindow(ConversationSeams, QMainWindow):
         app.config_changed.connect(self._on_config_changed)
         self.router_guide.start()
 
-        self.new_session()
+        self.sessions.reopen()
         self.model_choice.apply(self.chat.model)
         self.skills.refresh_names()
         if self.history.recovered_from is not None:
@@ -280,6 +280,7 @@ class ChatWindow(ConversationSeams, QMainWindow):
 
         self.drafts = Drafts(self.composer, self.chat, parent=self)
         self.drafts.status.connect(self.show_status)
+        self.drafts.drafted.connect(self.sidebar.show_draft)
         self.sessions = ChatSessions(
             self.chat,
             view=self.messages,
@@ -557,6 +558,7 @@ class ChatSessions(QObject):
         self._stop = stop
         self.may_leave: Callable[[], bool] = lambda: True
         """Asked before the open chat is left (a temporary chat's question)."""
+        self._marked: int | None = None  # the chat last remembered as opened
         presets.preset_changed.connect(self._on_preset_changed)
         sidebar.session_activated.connect(self.open)
         sidebar.match_requested.connect(self.show_match)
@@ -590,6 +592,7 @@ class ChatSessions(QObject):
         self._view.clear()
         self._meter.set_used(0)
         self._show_title()
+        self._mark_opened()
 
     def open(self, session_id: int) -> bool:
         """Show a stored chat with its model and loaded skills; False when it does not exist
@@ -604,6 +607,7 @@ class ChatSessions(QObject):
             self.status.emit(f"Chat {session_id} no longer exists.", STATUS_MS)
             return False
         self._drafts.show(session_id)
+        self._mark_opened()
         session, messages = opened
         self._presets.set_session_prompt(
             session.get("prompt_name") or "", session.get("prompt_custom") or ""
@@ -620,6 +624,16 @@ class ChatSessions(QObject):
         self._show_usage(messages)
         self._show_title()
         return True
+
+    def reopen(self) -> None:
+        """Show the chat opened last (the window's start), else a new chat."""
+        try:
+            last = self._chat.history.last_opened()
+        except HistoryError as exc:
+            log.warning("the chat opened last could not be read: %s", exc)
+            last = None
+        if last is None or not self.open(last):
+            self.new()
 
     def show_match(self, message_id: int, query: str) -> None:
         """Show the open chat's message `message_id` (a search hit), on the branch that holds
@@ -656,8 +670,20 @@ class ChatSessions(QObject):
                 )
                 return
 
+    def _mark_opened(self) -> None:
+        """Remember the chat shown (maybe the new chat) as the one to open at the next start."""
+        session_id = self._chat.session_id
+        if self._chat.scratch is not None or session_id == self._marked:
+            return
+        self._marked = session_id
+        try:
+            self._chat.history.mark_opened(session_id)
+        except HistoryError as exc:
+            log.warning("which chat was opened last could not be saved: %s", exc)
+
     @Slot(object)
     def _on_message_added(self, _message: dict) -> None:
+        self._mark_opened()  # a new chat's first message made its session
         self._sidebar.refresh()
         self._show_title()
 

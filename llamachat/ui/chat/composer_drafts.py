@@ -48,6 +48,7 @@ class Drafts(QObject):
     """Keeps the composer's text (and attachments) with the chat they were typed in."""
 
     status = Signal(str, int)  # text, how long to show it in ms
+    drafted = Signal(object, bool)  # a chat (None: the new chat), whether it holds a draft now
 
     def __init__(
         self,
@@ -185,4 +186,5 @@ class Drafts(QObject):
                 self.status.emit(f"The draft could not be saved: {exc}", 8000)
             return False
         self._failed = False
+        self.drafted.emit(session_id, bool(text))
         return True

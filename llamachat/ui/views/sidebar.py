@@ -268,6 +268,13 @@ class SessionSidebar(QWidget):
         """Pin a chat to the top of the list, or unpin it."""
         self._act(lambda: self.model.set_pinned(session_id, pinned))
 
+    @Slot(object, bool)
+    def show_draft(self, session_id: object, drafted: bool) -> None:
+        """Mark a chat in the list as holding a draft not sent, or no longer (None: the
+        new chat, which is not listed)."""
+        if isinstance(session_id, int):
+            self.model.set_drafted(session_id, drafted)
+
     def _act(self, action: Callable[[], object]) -> None:
         """Do a menu's `action`, then show the list as it is; a refusal goes to the notice bar."""
         try:
