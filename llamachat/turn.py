@@ -4,6 +4,7 @@ The chat window, the quick window and `ask --print` all build their requests her
 so the three cannot drift apart. A `Turn` is made of named parts:
 
     system           the prompt preset's text
+    project          the instructions of the chat's project
     date             today's date (only while web search is offered)
     skill:<name>     each loaded skill, in load order
     summary          a compacted chat's summary of its earlier messages (`compact`)
@@ -14,7 +15,7 @@ so the three cannot drift apart. A `Turn` is made of named parts:
                      built-in ones (`tools.offer.BUILTIN`), then any extra (MCP) ones
 
 `Turn.messages()` joins them into the wire messages: one system message (the first
-four kinds, byte-identical from turn to turn for the same inputs, which is what lets
+five kinds, byte-identical from turn to turn for the same inputs, which is what lets
 llama.cpp reuse its prompt cache), the history, then the user message. `Turn.parts()`
 lists them one by one, so each can be measured on its own. `Turn.body()` is the whole
 request as `Client.stream_chat` sends it (messages, tools, sampling and reasoning
@@ -141,14 +142,22 @@ class Turn:
 
 
 def system_parts(
-    preset: str, *, search_on: bool, store: skills.SkillStore | None, names: Sequence[str] = ()
+    preset: str,
+    *,
+    search_on: bool,
+    store: skills.SkillStore | None,
+    names: Sequence[str] = (),
+    instructions: str = "",
 ) -> tuple[Part, ...]:
-    """The system message's parts: the preset, today's date when web search is on, then
-    each loaded skill in load order (names the store does not have are left out).
+    """The system message's parts: the preset, the project's instructions, today's date
+    when web search is on, then each loaded skill in load order (names the store does not
+    have are left out).
 
     The same inputs give the same bytes, and the date changes once a day.
     """
     parts = [Part("system", preset)] if preset else []
+    if instructions.strip():
+        parts.append(Part("project", instructions.strip()))
     if search_on:
         parts.append(Part("date", web_search.date_note()))
     loaded = [store.load(name) for name in names] if store is not None else []
