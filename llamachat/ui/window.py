@@ -265,6 +265,7 @@ class ChatWindow(ConversationSeams, QMainWindow):
 
         self.sidebar = SessionSidebar(self.history, mode="chat")
         self.sidebar.new_chat_requested.connect(self.new_session)
+        self.sidebar.problem.connect(self.show_problem)
         self.sidebar.libraries = self.app.libraries
         self.sidebar.project_choices = lambda: ProjectChoices(
             self.preset_picker.names(),

@@ -5,8 +5,9 @@ writes every chat of the file (any format `history.importers` reads: our JSON or
 Markdown, ChatGPT's, Open WebUI's, llama.cpp web UI's) in a child process over a
 connection of its own (`import_child.import_in_child`, waited for on a worker thread),
 with a progress dialog (`progress`) whose Cancel keeps nothing of it. Chats imported
-before (the same file again) are skipped, and said so. It says how it ended with
-`imported(the chat to open, what to say)` or `refused(why)`; it raises nothing.
+before (the same file again) are skipped, and said so. Another app's chats go into a
+project of their own (`importers`). It says how it ended with `imported(the chat to
+open, what to say)`, `cancelled(what to say)` or `refused(why)`; it raises nothing.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ class ChatImporter(QObject):
 
     # The chat to open (the newest imported), what to say ("Imported 2,000 chats from …").
     imported = Signal(int, str)
-    refused = Signal(str)  # why nothing was imported (cancelled, a bad file)
+    refused = Signal(str)  # why nothing was imported (a bad file, a history that cannot take it)
+    cancelled = Signal(str)  # the import was cancelled: what to say
     # An import's progress in percent, emitted from its worker thread (queued to this one).
     _progress = Signal(int)
 
@@ -84,7 +86,7 @@ class ChatImporter(QObject):
             try:
                 ids = future.result()
             except ImportCancelled:
-                self.refused.emit(f"Import of {path.name} cancelled; nothing was added.")
+                self.cancelled.emit(f"Import of {path.name} cancelled; nothing was added.")
                 return
             except HistoryError as exc:
                 self.refused.emit(str(exc))

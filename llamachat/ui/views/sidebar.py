@@ -101,6 +101,7 @@ class SessionSidebar(QWidget):
     session_deleted = Signal(int)
     session_renamed = Signal(int, str)
     new_chat_in_project = Signal(int)  # a project's id: start a chat with its defaults
+    problem = Signal(str)  # a problem to show whole, above the chat (an import refused)
 
     def __init__(
         self,
@@ -140,7 +141,10 @@ class SessionSidebar(QWidget):
 
         self.importer = ChatImporter(self.history, self)
         self.importer.imported.connect(self._on_imported)
-        self.importer.refused.connect(self.show_notice)
+        self.importer.cancelled.connect(self.show_notice)
+        # Why a file was refused is long (a conversation, a field path): the window shows
+        # it whole, not squeezed under the list.
+        self.importer.refused.connect(self.problem)
         self.import_action = self.importer.action
         more = QToolButton()
         more.setText("⋯")
