@@ -114,19 +114,27 @@ def marked_html(text: str, query: str, style: str) -> str:
 
 @functools.cache
 def pin_icon() -> QIcon:
-    """A small drawn pin (no emoji font needed): a pinned chat's mark in the list."""
-    pixmap = QPixmap(16, 16)
-    pixmap.fill(Qt.GlobalColor.transparent)
-    painter = QPainter(pixmap)
-    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-    color = QApplication.palette().color(QPalette.ColorRole.Highlight)
-    painter.setPen(QPen(color, 2))
-    painter.drawLine(8, 8, 8, 15)
-    painter.setPen(Qt.PenStyle.NoPen)
-    painter.setBrush(color)
-    painter.drawEllipse(3, 1, 10, 9)
-    painter.end()
-    return QIcon(pixmap)
+    """A small drawn pin (no emoji font needed): a pinned chat's mark in the list; on a
+    selected row in the selection's text colour, so it stays seen."""
+    palette = QApplication.palette()
+    icon = QIcon()
+    for mode, role in (
+        (QIcon.Mode.Normal, QPalette.ColorRole.Highlight),
+        (QIcon.Mode.Selected, QPalette.ColorRole.HighlightedText),
+    ):
+        pixmap = QPixmap(16, 16)
+        pixmap.fill(Qt.GlobalColor.transparent)
+        painter = QPainter(pixmap)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        color = palette.color(role)
+        painter.setPen(QPen(color, 2))
+        painter.drawLine(8, 8, 8, 15)
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(color)
+        painter.drawEllipse(3, 1, 10, 9)
+        painter.end()
+        icon.addPixmap(pixmap, mode)
+    return icon
 
 
 class SessionListModel(QAbstractListModel):
