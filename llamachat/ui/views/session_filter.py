@@ -1,6 +1,7 @@
 """The sidebar's search filters: a funnel button beside the search field whose menu keeps
-the list and the search to the quick questions (kept, but not among the chats), a project
-(or the chats in none), a model, a time of last update; and, under the field while a filter is on, a bar saying what it keeps, with Clear.
+the list and the search to a project (or the chats in none), a model, a time of last
+update, or the quick questions (kept, but not among the chats); and, under the field
+while a filter is on, a bar saying what it keeps, with Clear.
 
 `SessionFilters` owns both widgets (`button`, `bar`); the sidebar lays them out and
 passes `changed` on to `SessionListModel.set_filter`. Project and model names are

@@ -3,9 +3,10 @@
 `SessionListModel` reads sessions a page at a time (`canFetchMore`/`fetchMore`) as the
 list scrolls, so ten thousand sessions open as fast as ten, or holds the hits of a
 search; projects come first, each a header (click: fold) over its chats, then the
-chats in no project; pinned chats lead their group, marked with `pin_icon`. A search or
-a filter (`search.SearchFilter`: a project, a model, a time of last update) shows its
-chats flat, without the projects' headers. A chat dragged onto a project's header or one
+chats in no project, set apart by a rule; pinned chats lead their group, marked with
+`pin_icon` at the row's end; a chat holding a draft says "draft", an empty project "no
+chats yet". A search or a filter (`search.SearchFilter`: a project, a model, a time of
+last update, the quick questions) shows its chats flat, without the projects' headers. A chat dragged onto a project's header or one
 of its chats moves into that project; onto a chat in no project or the empty space below
 the list, out of any (`SESSION_MIME` carries the chats' ids). `SearchHitDelegate` draws a
 hit as its title and a snippet with the matched words marked, outside text escaped.
@@ -507,7 +508,8 @@ def _hint_width(option: QStyleOptionViewItem, index: _Index, hint: str) -> int:
 class SearchHitDelegate(QStyledItemDelegate):
     """Draws a search hit as its title and two lines of snippet, the matched words marked.
 
-    Rows of the plain list (no search) are drawn as Qt draws them.
+    Rows of the plain list (no search) are drawn as Qt draws them, with the pin at their
+    end, the rule above the chats in no project and the dim "draft" / "no chats yet".
     """
 
     def _query(self, index: _Index) -> str:
