@@ -268,11 +268,16 @@ class TestImporters:
         # The chats in no project, which the list shows below the (folded) projects.
         assert [s["id"] for s in history.list_sessions(limit=10, project=None)] == [mine]
 
+        # Other chats (the newest first; the same ones would be skipped as imported before).
+        source.write_text(json.dumps(chatgpt_export(33)[:3]), encoding="utf-8")
         more = import_chats(history.path, source, own_project=False)
+        assert len(more) == 3
         assert {history.get_session(i)["project_id"] for i in more} == {None}
         assert len(history.projects.listed()) == 1
 
+        source.write_text(json.dumps(chatgpt_export(36)[:3]), encoding="utf-8")
         again = import_chats(history.path, source)
+        assert len(again) == 3
         assert {history.get_session(i)["project_id"] for i in again} == {project["id"]}
         assert len(history.projects.listed()) == 1
         history.close()

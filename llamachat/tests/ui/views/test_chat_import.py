@@ -224,20 +224,24 @@ class TestChatImportFaults:
             assert done.args[1] == expected
             return done.args[0]
 
-        run("Imported 3 chats from conversations.json.")
-        first = set(sidebar.session_ids())
+        into = "into the project “Imported from ChatGPT”."
+        run(f"Imported 3 chats from conversations.json {into}")
+        listed = lambda: {row["id"] for row in history.list_sessions()}
+        first = listed()
         opened = run(
             "The 3 chats of conversations.json were imported before; none was added again."
         )
-        assert set(sidebar.session_ids()) == first and opened in first
+        assert listed() == first and opened in first
         source.write_text(json.dumps(chatgpt_export(4, 4, words=2)), encoding="utf-8")
         newest = run(
-            "Imported 1 chat from conversations.json. 3 chats were imported before and skipped."
+            f"Imported 1 chat from conversations.json {into} "
+            "3 chats were imported before and skipped."
         )
         assert newest not in first and history.count_sessions() == 4
         history.delete_session(newest)
         again = run(
-            "Imported 1 chat from conversations.json. 3 chats were imported before and skipped."
+            f"Imported 1 chat from conversations.json {into} "
+            "3 chats were imported before and skipped."
         )
         assert again != newest and history.count_sessions() == 4
         history.close()
