@@ -213,6 +213,15 @@ def _uninstall_desktop(args: argparse.Namespace, cfg: config.Config) -> int:
         outside.say(f"cannot remove the desktop entry: {exc}")
         return 1
     print(outside.terminal_safe("\n".join(str(path) for path in removed)) or "nothing to remove")
+    if cfg.autostart and cfg.path is not None:
+        # The login entry is gone: the setting says so too, or Settings would still tick
+        # "Start at login" and --install-desktop would bring the entry back.
+        try:
+            config.update_file(cfg.path, {"autostart": False})
+        except (OSError, config.ConfigError) as exc:
+            outside.say(f"cannot set autostart = false in {cfg.path}: {exc}")
+            return 1
+        print(outside.terminal_safe(f"autostart = false in {cfg.path}"))
     return 0
 
 

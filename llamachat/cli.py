@@ -317,6 +317,14 @@ def _fit(
     if policy == compact.TRIM:
         trimmed = compact.trim_text(material, overflow.excess, tokenizer.quick)
         if trimmed is None:
+            # Trimming leaves out whole lines from the top: one long line has none to spare.
+            lines = len(material.splitlines())
+            say(
+                "--overflow trim leaves out the input's first lines, and "
+                + ("its one line is" if lines < 2 else f"its {lines:,} lines are")
+                + " too long to make it fit: --overflow compact summarizes it instead",
+                err,
+            )
             return None
         material, lines = trimmed
         say(f"{lines:,} earlier line{'' if lines == 1 else 's'} of the input not sent", err)

@@ -4,6 +4,7 @@ The chat window, the quick window and `ask --print` all build their requests her
 so the three cannot drift apart. A `Turn` is made of named parts:
 
     system           the prompt preset's text
+    project          the instructions of the chat's project
     date             today's date (only while web search is offered)
     skill:<name>     each loaded skill, in load order
     summary          a compacted chat's summary of its earlier messages (`compact`)
@@ -16,7 +17,7 @@ so the three cannot drift apart. A `Turn` is made of named parts:
                      built-in ones (`tools.offer.BUILTIN`), then any extra (MCP) ones
 
 `Turn.messages()` joins them into the wire messages: one system message (the first
-four kinds, byte-identical from turn to turn for the same inputs, which is what lets
+five kinds, byte-identical from turn to turn for the same inputs, which is what lets
 llama.cpp reuse its prompt cache), the history, then the user message (the excerpts
 go there, after everything the cache keeps, and are not replayed later, as a tool's
 results are not). `Turn.parts()` lists them one by one, so each can be measured on its
@@ -158,14 +159,22 @@ class Turn:
 
 
 def system_parts(
-    preset: str, *, search_on: bool, store: skills.SkillStore | None, names: Sequence[str] = ()
+    preset: str,
+    *,
+    search_on: bool,
+    store: skills.SkillStore | None,
+    names: Sequence[str] = (),
+    instructions: str = "",
 ) -> tuple[Part, ...]:
-    """The system message's parts: the preset, today's date when web search is on, then
-    each loaded skill in load order (names the store does not have are left out).
+    """The system message's parts: the preset, the project's instructions, today's date
+    when web search is on, then each loaded skill in load order (names the store does not
+    have are left out).
 
     The same inputs give the same bytes, and the date changes once a day.
     """
     parts = [Part("system", preset)] if preset else []
+    if instructions.strip():
+        parts.append(Part("project", instructions.strip()))
     if search_on:
         parts.append(Part("date", web_search.date_note()))
     loaded = [store.load(name) for name in names] if store is not None else []
@@ -226,9 +235,7 @@ def build_turn(
         last = rows.pop()
         text = last.get("content") or ""
         question = user_parts(text, last.get("attachments") or [], images=images)
-        excerpts = excerpt_part(
-            None if takes_tools else library, text, limit=excerpt_chars(n_ctx)
-        )
+        excerpts = excerpt_part(None if takes_tools else library, text, limit=excerpt_chars(n_ctx))
         if excerpts is not None:
             question, found = (excerpts[0], *question), excerpts[1]
     loaded = tuple(p.name.removeprefix("skill:") for p in system if p.name.startswith("skill:"))

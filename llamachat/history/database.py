@@ -188,6 +188,10 @@ MIGRATIONS: list[str] = [
         DELETE FROM imported WHERE session_id = old.id;
     END;
     """,
+    # 10: when a chat was last opened, so the window opens on the chat it showed last.
+    """
+    ALTER TABLE sessions ADD COLUMN opened_at REAL;
+    """,
 ]
 
 # Columns a pre-versioned table may lack, with the definitions ALTER TABLE can add

@@ -280,17 +280,22 @@ def add_imports(
                     return writer.session_ids
             on_batch(writer.written)
     except BaseException:
-        _remove_unfinished(conn, path, writer.session_ids)
+        _remove_unfinished(conn, path, writer.session_ids, writer.projects)
         raise
 
 
-def _remove_unfinished(conn: sqlite3.Connection, path: Path, session_ids: list[int]) -> None:
-    """Remove the sessions of an import that did not finish, or have the next open purge
-    them at once when they cannot be removed now (a full disk)."""
+def _remove_unfinished(
+    conn: sqlite3.Connection, path: Path, session_ids: list[int], made: list[int]
+) -> None:
+    """Remove the sessions of an import that did not finish and the projects it `made`, or
+    have the next open purge the sessions at once when they cannot be removed now (a full
+    disk; the projects then stay, empty)."""
     try:
         with transaction(conn, path):
             for chunk in _chunks(session_ids):
                 database.purge(conn, f"id IN ({', '.join('?' * len(chunk))})", tuple(chunk))
+            for project_id in made:
+                projects.delete(conn, project_id)
         return
     except HistoryError as exc:
         log.warning("an unfinished import could not be removed now: %s", exc)
@@ -324,6 +329,8 @@ class _Writer:
     ) -> None:
         self.conn, self.imports, self.mark, self.hidden = conn, imports, mark, hidden
         self.session_ids: list[int] = []
+        self.projects: list[int] = []
+        """The projects the import made (removed with its sessions when it stops)."""
         self.written = 0
         """Messages written so far, in every session."""
         self._ids: list[int] = []  # the message ids of the session under way
@@ -338,7 +345,9 @@ class _Writer:
                     return False
                 imported = self.imports[len(self.session_ids)]
                 self.session_ids.append(
-                    _add_session(self.conn, imported, mark=self.mark, hidden=self.hidden)
+                    _add_session(
+                        self.conn, imported, mark=self.mark, hidden=self.hidden, made=self.projects
+                    )
                 )
                 self._ids = []
                 budget = None if budget is None else budget - 1
@@ -359,7 +368,10 @@ class _Writer:
         return len(self._ids) == len(self.imports[len(self.session_ids) - 1].messages)
 
 
-def _add_session(conn: sqlite3.Connection, imported: Imported, *, mark: bool, hidden: bool) -> int:
+def _add_session(
+    conn: sqlite3.Connection, imported: Imported, *, mark: bool, hidden: bool, made: list[int]
+) -> int:
+    """Write an import's session (in its project, made if need be and added to `made`); its id."""
     session = imported.session
     now = time.time()
     title = f"{session['title'] or 'Untitled'} (imported)" if mark else session["title"]
@@ -386,7 +398,13 @@ def _add_session(conn: sqlite3.Connection, imported: Imported, *, mark: bool, hi
         )
     if imported.project:
         project = projects.by_name(conn, imported.project)
-        project_id = project["id"] if project else projects.create(conn, imported.project)
+        if project is not None:
+            project_id = project["id"]
+        else:
+            project_id = projects.create(conn, imported.project)
+            # Folded: an import's thousand chats do not push the list's own off the screen.
+            projects.update(conn, project_id, {"collapsed": True})
+            made.append(project_id)
         conn.execute("UPDATE sessions SET project_id = ? WHERE id = ?", (project_id, session_id))
     if imported.params:
         conn.execute(

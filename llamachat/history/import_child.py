@@ -35,16 +35,22 @@ END_SECONDS = 5.0
 """How long the child has to end after its answer before it is ended."""
 
 
-def import_in_child(db_path: Path, source: Path, on_progress: Callable[[float], None]) -> ImportIds:
+def import_in_child(
+    db_path: Path,
+    source: Path,
+    on_progress: Callable[[float], None],
+    *,
+    own_project: bool = True,
+) -> ImportIds:
     """The ids of the chats imported from `source` into the history at `db_path` by a
     child process, newest last (`skipped`: those imported before); `on_progress(share
-    done)` may raise ImportCancelled."""
+    done)` may raise ImportCancelled. `own_project` as `store.import_chats` takes it."""
     context = multiprocessing.get_context("spawn")
     conn, child_end = context.Pipe()
     stop = context.Event()
     process = context.Process(
         target=_serve,
-        args=(child_end, Path(db_path), Path(source), stop),
+        args=(child_end, Path(db_path), Path(source), stop, own_project),
         name="llamachat-import",
         daemon=True,
     )
@@ -79,7 +85,7 @@ def import_in_child(db_path: Path, source: Path, on_progress: Callable[[float], 
         process.close()
 
 
-def _serve(conn: Connection, db_path: Path, source: Path, stop: Any) -> None:
+def _serve(conn: Connection, db_path: Path, source: Path, stop: Any, own_project: bool) -> None:
     """The child: import, sending ("progress", share) as it goes, then ("done", ids) or
     ("error", HistoryError or ImportCancelled)."""
     # The app ends it; Ctrl+C in the terminal reaches the whole process group.
@@ -94,7 +100,10 @@ def _serve(conn: Connection, db_path: Path, source: Path, stop: Any) -> None:
 
     answer: tuple[str, object]
     try:
-        answer = ("done", import_chats(db_path, source, on_progress=progress))
+        answer = (
+            "done",
+            import_chats(db_path, source, on_progress=progress, own_project=own_project),
+        )
     except (HistoryError, ImportCancelled) as exc:
         answer = ("error", exc)
     except Exception as exc:  # noqa: BLE001 - the app is told, as a refusal

@@ -21,6 +21,11 @@ answer, Open WebUI's reasoning block, the web UI's `thinking`) becomes the reply
 reasoning. Tool calls and their results (ChatGPT's browsing and code runs, Open WebUI's
 and the web UI's tool messages) are left out: the answer that used them is kept.
 
+The chats of another app go into a project of their own, "Imported from ChatGPT" (or
+Open WebUI, llama.cpp), made folded when this history has none of that name, so that
+thousands of them do not push the person's own chats off the list; `own_project=False`
+leaves them in no project. Our own exports keep the project they name.
+
 Every conversation is converted and checked (`export.validate_import`, the times with
 `export.check_time`, each message against the size limit) before anything is written.
 
@@ -47,6 +52,12 @@ UNKNOWN = (
     "conversations.json, Open WebUI's or llama.cpp web UI's JSON export)"
 )
 _SPACE = re.compile(r"[ \t\n\r]*")
+CHATGPT, OPEN_WEBUI, LLAMA_CPP = (
+    "Imported from ChatGPT",
+    "Imported from Open WebUI",
+    "Imported from llama.cpp",
+)
+"""The projects other apps' chats go into."""
 
 # A message left out, with its children passed to its parent: None; reasoning for the
 # next reply below it: a str; a message: a dict of export's message fields.
@@ -58,9 +69,11 @@ def read_chats(
     *,
     max_message_chars: int = MAX_MESSAGE_CHARS,
     on_progress: Callable[[float], None] | None = None,
+    own_project: bool = True,
 ) -> list[Imported]:
     """The checked imports of every chat in the file at `source`, the least recently
-    updated first; `on_progress(share read)` as it goes (raising there stops it)."""
+    updated first; `on_progress(share read)` as it goes (raising there stops it).
+    `own_project`: another app's chats go into its project (`CHATGPT`...)."""
     report = on_progress or (lambda _share: None)
     text = export.read_text(source).removeprefix("\ufeff")
     start = text[_SPACE.match(text).end() :][:1]  # type: ignore[union-attr]
@@ -72,12 +85,18 @@ def read_chats(
             if start == "[":
                 # Each converted as soon as it is decoded: the decoded conversations are
                 # not all alive at once (fewer objects for the cycle collector to visit).
-                _parse_list(text, lambda item: chats.append(_convert(item, len(chats) + 1)), report)
+                _parse_list(
+                    text,
+                    lambda item: chats.append(_convert(item, len(chats) + 1, own_project)),
+                    report,
+                )
             else:
                 data = export.parse_object(text, max_message_chars, report)
                 own = data.get("format") == EXPORT_FORMAT
                 # Its own export keeps its own messages, as read_import does.
-                chats.append(export.validate_import(data) if own else _convert(data, 1))
+                chats.append(
+                    export.validate_import(data) if own else _convert(data, 1, own_project)
+                )
         except json.JSONDecodeError as exc:
             raise HistoryError(
                 f"cannot import {outside.shown(source)}: it is not JSON ({exc})"
@@ -129,36 +148,42 @@ def _parse_list(
         raise json.JSONDecodeError("Extra data", text, at + 1)
 
 
-def _convert(item: object, number: int) -> Imported:
-    """The `number`-th conversation of a file, in any format read here, checked."""
-    convert = _format_of(item)
-    if convert is None or not isinstance(item, dict):
+def _convert(item: object, number: int, own_project: bool) -> Imported:
+    """The `number`-th conversation of a file, in any format read here, checked; another
+    app's in that app's project when `own_project`."""
+    found = _format_of(item)
+    if found is None or not isinstance(item, dict):
         if number == 1:
             raise HistoryError(f"cannot import: {UNKNOWN}")
         raise HistoryError(
             f"cannot import: conversation {number} is not a conversation of a format "
             "llamachat reads"
         )
+    convert, project = found
     try:
-        return convert(item)
+        imported = convert(item)
     except HistoryError as exc:
         what = str(exc).removeprefix("cannot import: ")
         raise HistoryError(
             f"cannot import: conversation {number}{_quoted(_title_of(item))}: {what}"
         ) from None
+    if own_project:
+        imported.project = imported.project or project
+    return imported
 
 
-def _format_of(item: object) -> Callable[[dict[str, Any]], Imported] | None:
+def _format_of(item: object) -> tuple[Callable[[dict[str, Any]], Imported], str] | None:
+    """How to read `item`, and the project its app's chats go into ('' for our own)."""
     if not isinstance(item, dict):
         return None
     if item.get("format") == EXPORT_FORMAT:
-        return export.validate_import
+        return export.validate_import, ""
     if "mapping" in item:
-        return _chatgpt
+        return _chatgpt, CHATGPT
     if isinstance(item.get("chat"), dict):
-        return _open_webui
+        return _open_webui, OPEN_WEBUI
     if isinstance(item.get("conv"), dict) and "messages" in item:
-        return _llama_cpp
+        return _llama_cpp, LLAMA_CPP
     return None
 
 

@@ -1,5 +1,7 @@
-"""Projects: named groups of chats, each with the defaults a new chat in it starts with
-(a system prompt preset or custom prompt, a model, skills, request parameters).
+"""Projects: named groups of chats, each with instructions added to the system message of
+every chat in it, and the defaults a new chat in it starts with (a system prompt preset, a
+model, skills, request parameters). The instructions live in the column `prompt_custom`
+(made for a project's own prompt, which nothing wrote before them).
 
 `Projects` is a History's (`History.projects`), over its connection; the functions it
 calls are plain, for the import's own connection too. A project's name is unique
@@ -20,12 +22,15 @@ from typing import Any, TypedDict, cast
 from llamachat import params as params_module
 from llamachat.history.rows import HistoryError
 
-_COLUMNS = "id, name, prompt_name, prompt_custom, model, skills, params, collapsed, created_at"
+_COLUMNS = (
+    "id, name, prompt_name, prompt_custom AS instructions, model, skills, params, collapsed,"
+    " created_at"
+)
 # What update_project may change, with the type each takes.
 _FIELDS: dict[str, type] = {
     "name": str,
     "prompt_name": str,
-    "prompt_custom": str,
+    "instructions": str,
     "model": str,
     "skills": list,
     "params": dict,
@@ -39,7 +44,7 @@ class ProjectRow(TypedDict):
     id: int
     name: str
     prompt_name: str
-    prompt_custom: str
+    instructions: str
     model: str
     skills: list[str]
     params: dict[str, Any]
@@ -115,7 +120,8 @@ def update(conn: sqlite3.Connection, project_id: int, changes: dict[str, Any]) -
                 raise HistoryError(wrong)
         values[key] = json.dumps(value) if isinstance(value, (list, dict)) else value
     if values:
-        assignments = ", ".join(f"{key} = ?" for key in values)
+        columns = {"instructions": "prompt_custom"}
+        assignments = ", ".join(f"{columns.get(key, key)} = ?" for key in values)
         conn.execute(
             f"UPDATE projects SET {assignments} WHERE id = ?", (*values.values(), project_id)
         )
@@ -137,6 +143,35 @@ def move(conn: sqlite3.Connection, session_id: int, project_id: int | None) -> N
     if project_id is not None and get(conn, project_id) is None:
         raise HistoryError("the project no longer exists (it was deleted in another window)")
     conn.execute("UPDATE sessions SET project_id = ? WHERE id = ?", (project_id, session_id))
+
+
+def restore(conn: sqlite3.Connection, project: ProjectRow, chats: list[int]) -> None:
+    """Make a deleted project again under its id, with `chats` back in it (an Undo)."""
+    taken = get(conn, project["id"]) or by_name(conn, project["name"])
+    if taken is not None:
+        raise HistoryError(
+            f"cannot bring back the project “{project['name']}”: “{taken['name']}” took its place"
+        )
+    conn.execute(
+        "INSERT INTO projects (id, name, prompt_name, prompt_custom, model, skills, params,"
+        " collapsed, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            project["id"],
+            project["name"],
+            project["prompt_name"],
+            project["instructions"],
+            project["model"],
+            json.dumps(project["skills"]),
+            json.dumps(project["params"]),
+            int(project["collapsed"]),
+            project["created_at"],
+        ),
+    )
+    for chat in chats:
+        conn.execute(
+            "UPDATE sessions SET project_id = ? WHERE id = ? AND project_id IS NULL",
+            (project["id"], chat),
+        )
 
 
 _Connection = Callable[[], AbstractContextManager[sqlite3.Connection]]
@@ -166,7 +201,7 @@ class Projects:
             return get(conn, project_id)
 
     def update(self, project_id: int, **changes: Any) -> None:
-        """Change a project's name, prompt_name, prompt_custom, model, skills, params or
+        """Change a project's name, prompt_name, instructions, model, skills, params or
         collapsed; raises HistoryError for a name in use or bad parameters."""
         with self._writing() as conn:
             update(conn, project_id, changes)
@@ -175,6 +210,18 @@ class Projects:
         """Delete a project; its chats stay, in no project."""
         with self._writing() as conn:
             delete(conn, project_id)
+
+    def chats(self, project_id: int) -> list[int]:
+        """The ids of the chats in a project, deleted ones included."""
+        with self._reading() as conn:
+            rows = conn.execute("SELECT id FROM sessions WHERE project_id = ?", (project_id,))
+            return [int(row[0]) for row in rows.fetchall()]
+
+    def restore(self, project: ProjectRow, chats: list[int]) -> None:
+        """Make a deleted project again under its id, with `chats` back in it; raises
+        HistoryError when its id or name was taken meanwhile."""
+        with self._writing() as conn:
+            restore(conn, project, chats)
 
     def move(self, session_id: int, project_id: int | None) -> None:
         """Move a chat into a project (None: out of any); raises HistoryError when the

@@ -49,6 +49,8 @@ class SearchFilter:
     """A model the chat was set to or that wrote one of its messages ('': any)."""
     updated: str = "any"
     """A key of SPANS: the chat's last update falls in it."""
+    mode: str = ""
+    """A mode of chat ("oneshot": the quick questions), '' for the list's own."""
 
     def __post_init__(self) -> None:
         if self.updated not in SPANS:
@@ -74,6 +76,8 @@ class SearchFilter:
                 f" OR {table}.id IN (SELECT session_id FROM messages WHERE model = ?))"
             )
             params = (*params, self.model, self.model)
+        if self.mode:
+            where, params = where + f" AND {table}.mode = ?", (*params, self.mode)
         start = span_start(self.updated, now)
         if start is not None:
             where, params = where + f" AND {table}.updated_at >= ?", (*params, start)

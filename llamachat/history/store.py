@@ -143,9 +143,11 @@ def import_chats(
     *,
     max_message_chars: int = MAX_MESSAGE_CHARS,
     on_progress: Callable[[float], None] | None = None,
+    own_project: bool = True,
 ) -> ImportIds:
     """Import every chat in `source`, a file of any format `importers.read_chats` reads,
     as import_file does one; the new sessions' ids, the last one at the top of the list.
+    Another app's chats go into a project of their own unless `own_project` is False.
 
     The whole file is checked before anything is written: a mistake anywhere raises
     HistoryError naming it and adds nothing. A chat imported before (the same content,
@@ -156,6 +158,7 @@ def import_chats(
         source,
         max_message_chars=max_message_chars,
         on_progress=lambda share: report(share * _CONVERT_SHARE),
+        own_project=own_project,
     )
     for chat in chats:
         chat.fingerprint = export.fingerprint(chat)
@@ -407,6 +410,21 @@ class History:
         """Keep `text` as the chat's unsent draft (None: the new chat); '' forgets it."""
         # Not through _write: a draft changes no path, so the cached paths stay.
         drafts.write(self._conn, self.path, session_id, text)
+
+    def drafted(self) -> set[int]:
+        """The chats that hold a draft not sent yet."""
+        return drafts.drafted(self._conn, self.path)
+
+    def mark_opened(self, session_id: int | None) -> None:
+        """Remember that the chat was opened now (`last_opened`; None: the new chat)."""
+        if session_id is None:
+            drafts.forget_opened(self._conn, self.path)
+        else:
+            drafts.mark_opened(self._conn, self.path, session_id)
+
+    def last_opened(self, mode: str = "chat") -> int | None:
+        """The live chat of `mode` opened last (None: none was ever opened)."""
+        return drafts.last_opened(self._conn, self.path, mode)
 
     def delete_session(self, session_id: int) -> None:
         """Hide a session from the list and search; undelete_session brings it back."""

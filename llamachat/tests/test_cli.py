@@ -360,3 +360,35 @@ class TestCli:
         out, err = Terminal(), Terminal()
         assert cli.run(args, load_or_create_config(path), stdout=out, stderr=err) == 0
         assert out.getvalue() == "file\\u202etxt.exe and \\u2067x\\u2069\n"
+
+    def test_cli_print_overflow_trim_on_one_long_line_says_trimming_goes_by_lines(
+        self, router, tmp_path
+    ) -> None:
+        """`ask --print --overflow trim` with a one-line input too long for the context says
+        that trimming leaves out lines and points to compact; nothing is sent, exit 2."""
+        import argparse
+        import io
+
+        from llamachat import cli
+        from llamachat.config import Config
+
+        router.models["test-model"].n_ctx = 2048
+        cfg = Config(
+            router_url=router.url,
+            default_model="test-model",
+            history_path=tmp_path / "history.db",
+            prompts_dir=tmp_path / "prompts",
+            skills_dir=tmp_path / "skills",
+            search_enabled=False,
+        )
+        piped = tmp_path / "input.txt"
+        piped.write_text("word " * 6000)
+        parser = argparse.ArgumentParser()
+        cli.add_arguments(parser)
+        out, err = io.StringIO(), io.StringIO()
+        with piped.open(encoding="utf-8") as stdin:
+            args = parser.parse_args(["--print", "--overflow", "trim", "what", "is", "this?"])
+            code = cli.run(args, cfg, stdin=stdin, stdout=out, stderr=err)
+        assert code == 2 and not router.chat_requests()
+        assert "its one line is too long" in err.getvalue()
+        assert "--overflow compact summarizes it instead" in err.getvalue()

@@ -208,7 +208,10 @@ class TestTurn:
         assert (source["title"], source["page"]) == ("zebra.md (Zebra)", None)
         # The passages take a quarter of a small context at most.
         small = turn.build_turn(
-            cfg, takes_tools=False, n_ctx=1024, **args  # type: ignore[arg-type]
+            cfg,
+            takes_tools=False,
+            n_ctx=1024,
+            **args,  # type: ignore[arg-type]
         )
         [excerpts] = [part.text for part in small.question if part.name == "excerpts"]
         assert turn.excerpt_chars(1024) < 2000 and "42 million" in excerpts

@@ -37,7 +37,7 @@ from PySide6.QtWidgets import (
 from llamachat import config
 from llamachat.config import Config, ConfigError
 from llamachat.ui import plain
-from llamachat.ui.desktop import hotkey
+from llamachat.ui.desktop import entry, hotkey
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +108,9 @@ class SettingsDialog(QDialog):
         self.shortcut_note.setWordWrap(True)
         self.autostart = QCheckBox("Start in the background at login (tray and quick ask)")
         self.autostart.setAccessibleName("Start at login")
-        self.autostart.setChecked(cfg.autostart)
+        # Ticked only while the login entry is there: --uninstall-desktop (or the user) may
+        # have removed it since this config was read.
+        self.autostart.setChecked(cfg.autostart and entry.autostart_path().is_file())
 
         form = QFormLayout()
         form.addRow("&Router URL:", self.router_url)

@@ -14,8 +14,8 @@ getting-started panel (`first_run.FirstRunPanel`) sits above the conversation an
 says what to do.
 
 The window lays these out; its other jobs have their own owners: starting, opening
-and forking chats (with the title, prompt and meter that follow the open one) are
-`ChatSessions`'; the router's state, the models folder and the server log are the
+and forking chats (with the title, prompt and meter that follow the open one), and
+reopening the one shown last, are `chat_sessions.ChatSessions`'; the router's state, the models folder and the server log are the
 `router_guide.RouterGuide`'s; the skills panel, chips and the composer's skill names
 are `chat_skills.ChatSkills`'; the chosen model (applied to the chat, the composer and
 the meter) and the default star are `models.choice.ModelChoice`'s; a message too long
@@ -39,9 +39,8 @@ cannot be written) go to the status bar.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 
-from PySide6.QtCore import QObject, Qt, Signal, Slot
+from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtGui import QCloseEvent, QGuiApplication, QShortcut
 from PySide6.QtWidgets import (
     QFrame,
@@ -55,7 +54,6 @@ from PySide6.QtWidgets import (
 
 from llamachat import prompts
 from llamachat.config import Config
-from llamachat.history.store import HistoryError, MessageRow
 from llamachat.router.models import ModelInfo
 from llamachat.ui import first_run, menus, plain, shortcuts, tasks
 from llamachat.ui.app import App
@@ -65,6 +63,7 @@ from llamachat.ui.chat.conversation import Conversation
 from llamachat.ui.chat.reply import ReplyStream
 from llamachat.ui.chat.seams import ConversationSeams
 from llamachat.ui.chat.worker import collect_garbage_on_gui_thread
+from llamachat.ui.chat_sessions import ChatSessions
 from llamachat.ui.library.chat_libraries import ChatLibraries
 from llamachat.ui.mcp.mcp_panel import McpPanel, choose_and_import
 from llamachat.ui.models.choice import ModelChoice
@@ -132,7 +131,7 @@ class ChatWindow(ConversationSeams, QMainWindow):
         app.config_changed.connect(self._on_config_changed)
         self.router_guide.start()
 
-        self.new_session()
+        self.sessions.reopen()
         self.model_choice.apply(self.chat.model)
         self.skills.refresh_names()
         if self.history.recovered_from is not None:
@@ -273,6 +272,7 @@ class ChatWindow(ConversationSeams, QMainWindow):
 
         self.sidebar = SessionSidebar(self.history, mode="chat")
         self.sidebar.new_chat_requested.connect(self.new_session)
+        self.sidebar.problem.connect(self.show_problem)
         self.sidebar.libraries = self.app.libraries
         self.sidebar.project_choices = lambda: ProjectChoices(
             self.preset_picker.names(),
@@ -288,6 +288,7 @@ class ChatWindow(ConversationSeams, QMainWindow):
 
         self.drafts = Drafts(self.composer, self.chat, parent=self)
         self.drafts.status.connect(self.show_status)
+        self.drafts.drafted.connect(self.sidebar.show_draft)
         self.sessions = ChatSessions(
             self.chat,
             view=self.messages,
@@ -530,163 +531,6 @@ class ChatWindow(ConversationSeams, QMainWindow):
             log.warning("a worker thread did not end within 10 s of closing the window")
         self.model_picker.shutdown()
         super().closeEvent(event)
-
-
-class ChatSessions(QObject):
-    """The chat a window shows: starting, opening and forking one, and what follows the open
-    one (its prompt preset, its messages, its model, its context use and its title)."""
-
-    status = Signal(str, int)  # text, how long to show it in ms (0 keeps it)
-    problem = Signal(str)
-    title_changed = Signal(str)  # the open chat's title ("New chat" before it has one)
-
-    def __init__(
-        self,
-        chat: Conversation,
-        *,
-        view: MessagesView,
-        drafts: Drafts,
-        presets: PresetPicker,
-        meter: ContextMeter,
-        choice: ModelChoice,
-        sidebar: SessionSidebar,
-        stop: Callable[[], None],
-        parent: QObject | None = None,
-    ) -> None:
-        super().__init__(parent)
-        self._chat = chat
-        self._view = view
-        self._drafts = drafts
-        self._presets = presets
-        self._meter = meter
-        self._choice = choice
-        self._sidebar = sidebar
-        # The window's Stop, which says so in the status bar.
-        self._stop = stop
-        self.may_leave: Callable[[], bool] = lambda: True
-        """Asked before the open chat is left (a temporary chat's question)."""
-        presets.preset_changed.connect(self._on_preset_changed)
-        sidebar.session_activated.connect(self.open)
-        sidebar.match_requested.connect(self.show_match)
-        sidebar.new_chat_in_project.connect(self.new)
-        sidebar.session_deleted.connect(self._on_session_deleted)
-        sidebar.session_renamed.connect(self._on_session_renamed)
-        # The new chat's title (or the chat's new place at the top) shows at once.
-        chat.message_added.connect(self._on_message_added)
-        chat.reply_ended.connect(lambda _status, _error: sidebar.refresh())
-
-    def new(self, project_id: int | None = None, *, carry: bool = False) -> None:
-        """Start an empty chat: no messages, no loaded skills; created on the first send.
-        In a project, it starts with the project's prompt, model, skills and parameters.
-
-        The composer shows the new chat's draft, or with `carry` keeps what it holds.
-        """
-        if not self.may_leave():
-            return
-        if self._chat.is_streaming():
-            self._stop()
-        self._drafts.leave(carry=carry)
-        project = self._chat.history.projects.get(project_id) if project_id else None
-        self._chat.new_session(project)
-        self._drafts.show(None, carry=carry)
-        # A custom prompt belongs to the chat it was written for; the preset carries over.
-        self._presets.set_session_prompt(
-            (project and project["prompt_name"]) or self._presets.current_name()
-        )
-        if project and project["model"]:
-            self._choice.apply(project["model"])
-        self._view.clear()
-        self._meter.set_used(0)
-        self._show_title()
-
-    def open(self, session_id: int) -> bool:
-        """Show a stored chat with its model and loaded skills; False when it does not exist
-        (or the user chose to stay in a temporary chat)."""
-        if not self.may_leave():
-            return False
-        if self._chat.is_streaming():
-            self._stop()
-        self._drafts.leave()
-        opened = self._chat.open_session(session_id)
-        if opened is None:
-            self.status.emit(f"Chat {session_id} no longer exists.", STATUS_MS)
-            return False
-        self._drafts.show(session_id)
-        session, messages = opened
-        self._presets.set_session_prompt(
-            session.get("prompt_name") or "", session.get("prompt_custom") or ""
-        )
-        if missing := self._chat.missing_skills():
-            self.status.emit(
-                f"Skills of this chat no longer found: {', '.join(missing)}. "
-                "The model does not get them; click a chip to remove it.",
-                0,
-            )
-        self._view.load_messages(messages)
-        if session.get("model") and (note := self._choice.apply_opened(session["model"])):
-            self.status.emit(note, STATUS_MS)
-        self._show_usage(messages)
-        self._show_title()
-        return True
-
-    def show_match(self, message_id: int, query: str) -> None:
-        """Show the open chat's message `message_id` (a search hit), on the branch that holds
-        it, scrolled to with `query`'s words marked."""
-        session_id = self._chat.session_id
-        if session_id is None:
-            return
-        on_path = any(m["id"] == message_id for m in self._chat.history.messages(session_id))
-        # Another branch: its path is shown (and chosen, as ‹ › would).
-        if on_path or self._chat.show_version(message_id):
-            self._view.show_match(message_id, query)
-
-    def fork(self, message_id: object) -> bool:
-        """Open a new chat holding this chat up to `message_id` ("New chat from here")."""
-        new_id = self._chat.fork(message_id)
-        if new_id is None or not self.open(new_id):
-            return False
-        self._sidebar.refresh()
-        self.status.emit("A new chat from here: the earlier chat is unchanged.", STATUS_MS)
-        return True
-
-    def _show_title(self) -> None:
-        session_id = self._chat.session_id
-        session = self._chat.history.get_session(session_id) if session_id else None
-        self.title_changed.emit((session["title"] if session else "") or "New chat")
-
-    def _show_usage(self, messages: list[MessageRow]) -> None:
-        """Put the context use of a chat's last reply on the meter."""
-        self._meter.set_used(0)
-        for message in reversed(messages):
-            if message["role"] == "assistant" and (message.get("usage") or message.get("timings")):
-                self._meter.update_from_stats(
-                    {"usage": message.get("usage") or {}, "timings": message.get("timings") or {}}
-                )
-                return
-
-    @Slot(object)
-    def _on_message_added(self, _message: dict) -> None:
-        self._sidebar.refresh()
-        self._show_title()
-
-    @Slot(str, str)
-    def _on_preset_changed(self, name: str, custom: str) -> None:
-        session_id = self._chat.session_id
-        if session_id is not None:
-            try:
-                self._chat.history.set_prompt(session_id, name, custom)
-            except HistoryError as exc:
-                self.problem.emit(f"The chat's prompt could not be saved: {exc}")
-
-    @Slot(int)
-    def _on_session_deleted(self, session_id: int) -> None:
-        if session_id == self._chat.session_id and self._chat.scratch is None:
-            self.new()
-
-    @Slot(int, str)
-    def _on_session_renamed(self, session_id: int, _title: str) -> None:
-        if session_id == self._chat.session_id:
-            self._show_title()
 
 
 def _install_menus(window: ChatWindow) -> list[QShortcut]:

@@ -266,3 +266,28 @@ class TestExport:
         data["session"]["title"] = "T" * 20_000_000
         title = validate_import(data).session["title"]
         assert len(title) == 500 and title.endswith("…")
+
+    def test_a_cancelled_import_removes_the_project_it_made(self, tmp_path) -> None:
+        """Stopping an import part way removes its chats and the project made for them."""
+        import json
+
+        import pytest
+
+        from llamachat.dev.chat_exports import chatgpt_export
+        from llamachat.history.store import ImportCancelled, import_chats
+        from llamachat.tests.support import history_with_sessions
+
+        history = history_with_sessions(tmp_path)
+        history.projects.create("Work")
+        source = tmp_path / "conversations.json"
+        source.write_text(json.dumps(chatgpt_export(400)), encoding="utf-8")
+
+        def stop_late(share: float) -> None:
+            if share > 0.8:
+                raise ImportCancelled
+
+        with pytest.raises(ImportCancelled):
+            import_chats(history.path, source, on_progress=stop_late)
+        assert [p["name"] for p in history.projects.listed()] == ["Work"]
+        assert history.count_sessions() == 0
+        history.close()

@@ -265,6 +265,43 @@ class TestImporters:
             assert isinstance(refused, HistoryError) and word in str(refused), (name, refused)
             assert time.monotonic() - started < 2.0, name
 
+    def test_another_apps_chats_import_into_a_folded_project_of_their_own(self, tmp_path) -> None:
+        """A ChatGPT export's chats go into "Imported from ChatGPT", made folded, so the
+        person's own chats stay at the top of the list; asked otherwise, into no project; a
+        second import joins the same project."""
+        import json
+
+        from llamachat.dev.chat_exports import chatgpt_export
+        from llamachat.history.store import import_chats
+        from llamachat.tests.support import history_with_sessions
+
+        history = history_with_sessions(tmp_path)
+        mine = history.create_session("chat")
+        history.add_message(mine, "user", "Mine")
+        source = tmp_path / "conversations.json"
+        source.write_text(json.dumps(chatgpt_export(30)), encoding="utf-8")
+
+        ids = import_chats(history.path, source)
+        (project,) = history.projects.listed()
+        assert project["name"] == "Imported from ChatGPT" and project["collapsed"] is True
+        assert {history.get_session(i)["project_id"] for i in ids} == {project["id"]}
+        # The chats in no project, which the list shows below the (folded) projects.
+        assert [s["id"] for s in history.list_sessions(limit=10, project=None)] == [mine]
+
+        # Other chats (the newest first; the same ones would be skipped as imported before).
+        source.write_text(json.dumps(chatgpt_export(33)[:3]), encoding="utf-8")
+        more = import_chats(history.path, source, own_project=False)
+        assert len(more) == 3
+        assert {history.get_session(i)["project_id"] for i in more} == {None}
+        assert len(history.projects.listed()) == 1
+
+        source.write_text(json.dumps(chatgpt_export(36)[:3]), encoding="utf-8")
+        again = import_chats(history.path, source)
+        assert len(again) == 3
+        assert {history.get_session(i)["project_id"] for i in again} == {project["id"]}
+        assert len(history.projects.listed()) == 1
+        history.close()
+
 
 def _chatgpt_node(parent, children, role="user", text="q"):
     message = None

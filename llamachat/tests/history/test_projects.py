@@ -99,7 +99,8 @@ class TestHistoryProjects:
         assert history.projects.create("New") == kept + 2
         history.close()
 
-        # The table as schema 7 made it (no AUTOINCREMENT), with its rows and chats.
+        # The table as schema 7 made it (no AUTOINCREMENT), with its rows and chats, and
+        # no column of a later migration.
         raw = sqlite3.connect(path, isolation_level=None)
         raw.execute("PRAGMA foreign_keys = OFF")
         rows = raw.execute("SELECT * FROM projects").fetchall()
@@ -112,6 +113,7 @@ class TestHistoryProjects:
             " created_at REAL NOT NULL);"
             "CREATE UNIQUE INDEX projects_by_name ON projects (name COLLATE NOCASE);"
             "DELETE FROM sqlite_sequence WHERE name = 'projects';"
+            "ALTER TABLE sessions DROP COLUMN opened_at;"
             "PRAGMA user_version = 7;"
         )
         raw.executemany("INSERT INTO projects VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)

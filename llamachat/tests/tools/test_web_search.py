@@ -203,9 +203,7 @@ class TestWebSearch:
         system = turn.system_parts("Be brief.", search_on=True, store=None)
         dated = turn.build_turn(cfg, model="test-model", system=system, messages=user_turn())
         assert dated.system_message() == f"Be brief.\n\n{note}"
-        bare = turn.Turn(
-            "test-model", history=tuple(user_turn()), tools=dated.tools, max_rounds=1
-        )
+        bare = turn.Turn("test-model", history=tuple(user_turn()), tools=dated.tools, max_rounds=1)
         for request in (dated, bare):
             client = Client(router.url)
             try:

@@ -49,6 +49,7 @@ class TurnBuilder:
         # The missing skills and the preset text the cached system message was built with.
         self._cached_missing: list[str] = []
         self._cached_preset = ""
+        self._cached_instructions = ""
         # What the models' servers said of their chat templates: whether they take tools.
         self._takes: dict[str, bool] = {}
 
@@ -206,17 +207,34 @@ class TurnBuilder:
         # left the disk or came back changes it too (the missing ones are left out).
         # The preset's text is compared too: the meter builds the request early (a new
         # chat, before its window has reset the preset), so a change must not go unseen.
+        # The project's instructions are read each time: the project's dialog may have
+        # changed them, or the chat moved to another project.
         missing = self.missing_skills()
         preset = self.preset()
+        instructions = self.project_instructions()
         if (
             self._system_cache is None
             or missing != self._cached_missing
             or preset != self._cached_preset
+            or instructions != self._cached_instructions
         ):
             self._cached_missing = missing
             self._cached_preset = preset
+            self._cached_instructions = instructions
             state = self.state
             self._system_cache = turn.system_parts(
-                preset, search_on=state.search_on, store=state.store, names=list(state.loaded)
+                preset,
+                search_on=state.search_on,
+                store=state.store,
+                names=list(state.loaded),
+                instructions=instructions,
             )
         return self._system_cache
+
+    def project_instructions(self) -> str:
+        """The instructions of the chat's project ('' in none; a temporary chat keeps those
+        of the project it was started in)."""
+        # A temporary chat's ids are those of its memory database, not of the history.
+        project_id = self.state.project_id if self.state.temporary else self.project_id()
+        project = self._app.history.projects.get(project_id) if project_id else None
+        return project["instructions"] if project is not None else ""

@@ -18,6 +18,10 @@ A question held while the chat is compacted (`Compaction.waiting`) left the comp
 but is not sent yet: it stays the chat's draft until its send has begun (the compaction
 ended, the question saved or put back), so a crash meanwhile loses nothing.
 
+Edit puts a sent message in the composer: that text is not a draft. While a message is
+edited nothing is saved, and when the editing ends (Esc, or the edit sent) the composer
+gets back what it held before Edit, which stayed the chat's draft all along.
+
 Errors: none raised; a draft History cannot take is logged and said once (`status`).
 """
 
@@ -26,7 +30,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
 
 from llamachat.history.store import History, HistoryError
 
@@ -44,6 +48,7 @@ class Drafts(QObject):
     """Keeps the composer's text (and attachments) with the chat they were typed in."""
 
     status = Signal(str, int)  # text, how long to show it in ms
+    drafted = Signal(object, bool)  # a chat (None: the new chat), whether it holds a draft now
 
     def __init__(
         self,
@@ -64,6 +69,8 @@ class Drafts(QObject):
         self._failed = False
         # The chat and question a compaction holds: its draft while the composer is empty.
         self._held: tuple[int | None, str] | None = None
+        # What the composer held when Edit put a sent message in it (None: not editing).
+        self._before_edit: tuple[str, list[Attachment]] | None = None
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(SAVE_DELAY_MS)
@@ -73,10 +80,13 @@ class Drafts(QObject):
         chat.compaction.started.connect(self._on_compaction_started)
         # Queued: the question that waited is saved (or put back) first, in the same slot.
         chat.compaction.ended.connect(self._on_compaction_ended, Qt.ConnectionType.QueuedConnection)
+        chat.editing.connect(self._on_editing)
 
     def save(self) -> None:
         """Save the composer's text as its chat's draft now ('' forgets the draft)."""
         self._timer.stop()
+        if self._before_edit is not None:
+            return  # the box holds a sent message being edited: the draft is unchanged
         session_id = self._chat.session_id
         if session_id != self._shown:
             # Only sending changes the session under the composer: the new chat got a
@@ -99,8 +109,12 @@ class Drafts(QObject):
         if carry:
             self._write(self._shown, "")
         elif self._history is self._chat.app.history:
-            # A temporary chat's attachments end with it (its ids are another database's).
-            self._attachments[self._shown] = self._composer.attachments()
+            # A temporary chat's attachments end with it (its ids are another database's);
+            # while a message is edited, the box holds its attachments, not the draft's.
+            before = self._before_edit
+            kept = before[1] if before is not None else self._composer.attachments()
+            self._attachments[self._shown] = kept
+        self._before_edit = None
 
     def show(self, session_id: int | None, *, carry: bool = False) -> None:
         """The window shows `session_id` now (None: a new chat): put its draft in the composer.
@@ -140,6 +154,28 @@ class Drafts(QObject):
             self._held = None
             self.save()
 
+    @Slot(object)
+    def _on_editing(self, message_id: object) -> None:
+        if message_id is not None:
+            if self._before_edit is None:
+                self.save()
+                self._before_edit = (self._composer.text(), self._composer.attachments())
+            return
+        before, self._before_edit = self._before_edit, None
+        if before is not None:
+            # Later in this turn of the event loop: an edit that was sent clears the
+            # composer after it stops being edited.
+            QTimer.singleShot(0, self, lambda: self._put_back(before, self._shown))
+
+    def _put_back(self, before: tuple[str, list[Attachment]], session_id: int | None) -> None:
+        """Show the draft held before Edit again, if its chat is still the one shown."""
+        if session_id != self._shown or self._before_edit is not None:
+            return
+        self._composer.set_text(before[0])
+        self._composer.set_attachments(before[1])
+        self._timer.stop()
+        self._saved = before[0]
+
     def _write(self, session_id: int | None, text: str) -> bool:
         try:
             self._history.set_draft(session_id, text)
@@ -150,4 +186,5 @@ class Drafts(QObject):
                 self.status.emit(f"The draft could not be saved: {exc}", 8000)
             return False
         self._failed = False
+        self.drafted.emit(session_id, bool(text))
         return True

@@ -11,13 +11,14 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal, Slot
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QFileDialog, QMenu, QProgressBar, QStatusBar, QWidget
+from PySide6.QtWidgets import QFileDialog, QProgressBar, QStatusBar, QWidget
 
 from llamachat.ui import plain
 from llamachat.ui.app import App
 from llamachat.ui.chat.conversation import Conversation
 from llamachat.ui.library.libraries_panel import LibrariesPanel, progress_text, show_progress
 from llamachat.ui.views.composer import Composer
+from llamachat.ui.views.popup import UpwardMenu
 
 
 class ChatLibraries(QObject):
@@ -46,7 +47,7 @@ class ChatLibraries(QObject):
         self.progress.setMaximumWidth(180)
         self.progress.setVisible(False)
         status_bar.addPermanentWidget(self.progress)
-        menu = QMenu(composer.attach_button)
+        menu = UpwardMenu(composer.attach_button)
         menu.addAction("Files…", composer.choose_files)
         self.add_action = QAction("Add folder as library…", self)
         self.add_action.triggered.connect(self.choose_folder)

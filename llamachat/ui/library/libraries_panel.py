@@ -41,9 +41,14 @@ def size_text(size: int) -> str:
     return f"{size / (1024 * 1024):.1f} MB"
 
 
+def counted(count: int, one: str, many: str = "") -> str:
+    """`count` and its noun, `one` for one, else `many` (default: `one` + "s")."""
+    return f"{count:,} {one if count == 1 else many or one + 's'}"
+
+
 def progress_text(done: int, total: int, name: str, page: int, pages: int) -> str:
     """How far indexing got, in words: files done, the file now and the page of a PDF."""
-    text = f"{done:,} of {total:,} files"
+    text = f"{done:,} of {counted(total, 'file')}"
     if name and pages:
         return f"{text}: {name}, page {page:,} of {pages:,}"
     return f"{text}: {name}" if name else text
@@ -191,8 +196,8 @@ def _summary(rows: list[LibraryRow]) -> str:
     passages = sum(row.passages for row in rows)
     skipped = sum(row.skipped for row in rows)
     return (
-        f"{len(rows)} folder{'s' if len(rows) != 1 else ''}, {files:,} files, "
-        f"{passages:,} passages, {skipped:,} skipped."
+        f"{counted(len(rows), 'library', 'libraries')}, {counted(files, 'file')}, "
+        f"{counted(passages, 'passage')}, {skipped:,} skipped."
     )
 
 

@@ -3,7 +3,8 @@
 A source's link is its file's URL, with `#page=N` for a PDF's page (what browsers read).
 `open_source(url)` asks `library.open_at_page` for a viewer's command off the GUI thread
 (it runs xdg-mime) and starts it detached; without one, or when it does not start, the
-desktop opens the file (at its first page).
+desktop opens the file (at its first page). When nothing can open it, a tooltip at the
+pointer says so and the file's path is copied, so the click is never silent.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from concurrent.futures import Future
 from pathlib import Path
 
 from PySide6.QtCore import QProcess, QUrl
-from PySide6.QtGui import QDesktopServices
+from PySide6.QtGui import QCursor, QDesktopServices, QGuiApplication
+from PySide6.QtWidgets import QToolTip
 
 from llamachat.library.open_at_page import viewer_command
-from llamachat.ui import tasks
+from llamachat.ui import plain, tasks
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +37,7 @@ def open_source(url: QUrl) -> None:
     whole = QUrl.fromLocalFile(str(path))  # without the #page, which xdg-open would drop
     match = _PAGE.fullmatch(url.fragment())
     if match is None:
-        QDesktopServices.openUrl(whole)
+        _open_whole(whole)
         return
     page = int(match.group(1))
 
@@ -46,6 +48,21 @@ def open_source(url: QUrl) -> None:
             if started:
                 return
             log.info("could not start %s", command[0])
-        QDesktopServices.openUrl(whole)
+        _open_whole(whole)
 
     tasks.run_in_background(lambda: viewer_command(path, page), start)
+
+
+def _open_whole(url: QUrl) -> bool:
+    """Have the desktop open the file; when it cannot, say so at the pointer and copy the
+    file's path. Whether the desktop took it."""
+    if QDesktopServices.openUrl(url):
+        return True
+    path = url.toLocalFile()
+    log.info("no program opens %s", path)
+    QGuiApplication.clipboard().setText(path)
+    QToolTip.showText(
+        QCursor.pos(),
+        plain.tooltip(f"No program here opens {Path(path).name}. Its path is copied: {path}"),
+    )
+    return False

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal, Slot
 
+from llamachat import turn
 from llamachat.config import Config, ConfigError
 from llamachat.router.models import ModelEvent, ModelInfo
 from llamachat.ui.views.notice import STATUS_MS
@@ -56,6 +57,8 @@ class ModelChoice(QObject):
         self._composer = composer
         self._meter = meter
         self._models: dict[str, ModelInfo] = {}
+        # An opened chat's model applied before any listing, and the model before it.
+        self._unchecked: tuple[str, str] | None = None
         picker.model_changed.connect(self.set_model)
         picker.models_listed.connect(self._on_models_listed)
         picker.default_changed.connect(self._on_default_changed)
@@ -83,12 +86,12 @@ class ModelChoice(QObject):
         with the model in use: a reply from a model that is not there could only fail."""
         current = self._chat.model
         if not self._models or model_id in self._models or not current:
+            # Before the first listing (the chat the window reopens at its start), the
+            # listing checks it when it comes.
+            self._unchecked = (model_id, current) if not self._models else None
             self.apply(model_id)
             return ""
-        return (
-            f"This chat was with {model_id}, which the server does not offer: "
-            f"it goes on with {current}."
-        )
+        return _not_offered(model_id, current)
 
     @Slot(str)
     def set_model(self, model_id: str) -> None:
@@ -123,6 +126,15 @@ class ModelChoice(QObject):
 
     def _on_models_listed(self, infos: list) -> None:
         self._models = {info.id: info for info in infos}
+        unchecked, self._unchecked = self._unchecked, None
+        if unchecked is not None and infos and unchecked[0] == self._chat.model:
+            opened, before = unchecked
+            if opened not in self._models:
+                instead = (
+                    before if before in self._models else turn.pick_model(self._app.config, infos)
+                )
+                self.apply(instead)
+                self.status.emit(_not_offered(opened, instead), STATUS_MS)
         self._chat.context.models_listed(infos)
         # The modalities may have arrived only now (a chat's model listed after it opened).
         model = self._chat.model
@@ -147,3 +159,8 @@ class ModelChoice(QObject):
     def _on_config_changed(self, cfg: Config) -> None:
         """Show the default model of settings saved in any window."""
         self._picker.set_default(cfg.default_model)
+
+
+def _not_offered(model_id: str, instead: str) -> str:
+    """What to say when an opened chat's model is not offered."""
+    return f"This chat was with {model_id}, which the server does not offer: it goes on with {instead}."

@@ -5,8 +5,9 @@ writes every chat of the file (any format `history.importers` reads: our JSON or
 Markdown, ChatGPT's, Open WebUI's, llama.cpp web UI's) in a child process over a
 connection of its own (`import_child.import_in_child`, waited for on a worker thread),
 with a progress dialog (`progress`) whose Cancel keeps nothing of it. Chats imported
-before (the same file again) are skipped, and said so. It says how it ended with
-`imported(the chat to open, what to say)` or `refused(why)`; it raises nothing.
+before (the same file again) are skipped, and said so. Another app's chats go into a
+project of their own (`importers`). It says how it ended with `imported(the chat to
+open, what to say)`, `cancelled(what to say)` or `refused(why)`; it raises nothing.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ class ChatImporter(QObject):
 
     # The chat to open (the newest imported), what to say ("Imported 2,000 chats from …").
     imported = Signal(int, str)
-    refused = Signal(str)  # why nothing was imported (cancelled, a bad file)
+    refused = Signal(str)  # why nothing was imported (a bad file, a history that cannot take it)
+    cancelled = Signal(str)  # the import was cancelled: what to say
     # An import's progress in percent, emitted from its worker thread (queued to this one).
     _progress = Signal(int)
 
@@ -43,8 +45,9 @@ class ChatImporter(QObject):
         self.action = QAction("Import chats…", parent)
         self.action.triggered.connect(self._choose)
 
-    def start(self, path: Path) -> None:
-        """Import `path` on a worker thread with a progress dialog whose Cancel keeps nothing."""
+    def start(self, path: Path, *, own_project: bool = True) -> None:
+        """Import `path` on a worker thread with a progress dialog whose Cancel keeps nothing;
+        another app's chats go into a project of their own unless `own_project` is False."""
         path = Path(path)
         cancelled = threading.Event()
         dialog = QProgressDialog("", "Cancel", 0, 100, self._parent)
@@ -83,15 +86,26 @@ class ChatImporter(QObject):
             try:
                 ids = future.result()
             except ImportCancelled:
-                self.refused.emit(f"Import of {path.name} cancelled; nothing was added.")
+                self.cancelled.emit(f"Import of {path.name} cancelled; nothing was added.")
                 return
             except HistoryError as exc:
                 self.refused.emit(str(exc))
                 return
-            self.imported.emit(*_outcome(path.name, ids))
+            self.imported.emit(*_outcome(path.name, ids, self._project_of(ids)))
 
         db_path = self._history.path
-        run_in_background(lambda: import_in_child(db_path, path, on_progress), done, receiver=self)
+        run_in_background(
+            lambda: import_in_child(db_path, path, on_progress, own_project=own_project),
+            done,
+            receiver=self,
+        )
+
+    def _project_of(self, ids: ImportIds) -> str:
+        """The name of the project the import's newest chat went into ('' for none)."""
+        session = self._history.get_session(ids[-1]) if ids else None
+        project_id = session["project_id"] if session else None
+        project = self._history.projects.get(project_id) if project_id else None
+        return project["name"] if project is not None else ""
 
     @Slot()
     def _choose(self) -> None:
@@ -105,8 +119,9 @@ class ChatImporter(QObject):
             self.start(Path(path))
 
 
-def _outcome(name: str, ids: ImportIds) -> tuple[int, str]:
-    """The chat to open after an import of the file `name`, and what to say of it."""
+def _outcome(name: str, ids: ImportIds, project: str = "") -> tuple[int, str]:
+    """The chat to open after an import of the file `name` (its chats added to `project`,
+    '' for none), and what to say of it."""
     skipped = len(ids.skipped)
     if not ids:
         # Nothing new: the chat imported before opens, and the user learns why.
@@ -116,10 +131,11 @@ def _outcome(name: str, ids: ImportIds) -> tuple[int, str]:
             f"The {skipped:,} chats of {name} were imported before; none was added again."
         )
     said = (
-        f"Imported {name}."
+        f"Imported {name}"
         if len(ids) == 1 and not skipped
-        else (f"Imported {len(ids):,} chat{'s' if len(ids) > 1 else ''} from {name}.")
+        else (f"Imported {len(ids):,} chat{'s' if len(ids) > 1 else ''} from {name}")
     )
+    said += f" into the project “{project}”." if project else "."
     if skipped:
         said += (
             f" {skipped:,} chat{'s were' if skipped > 1 else ' was'} imported before and skipped."

@@ -325,6 +325,7 @@ class Composer(QWidget):
         popup = completer.popup()  # made now: the mode is PopupCompletion
         if popup is not None:
             popup.setAccessibleName("Skills")
+            popup.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.completer = completer
         self.editor.set_completer(completer)
 
@@ -428,7 +429,10 @@ class Composer(QWidget):
             offered = sorted([*offered, ("skills", "Open the Skills panel")])
         self._skill_model.clear()
         for name, description in offered:
-            item = QStandardItem(f"/{name}  —  {description}" if description else f"/{name}")
+            # One line per skill: a description's line breaks would make rows of it that
+            # read as more skills, and rows of unequal height that the list cuts in half.
+            line = " ".join(description.split())
+            item = QStandardItem(f"/{name}  —  {line}" if line else f"/{name}")
             item.setData(name, Qt.ItemDataRole.UserRole)
             item.setToolTip(plain.tooltip(description))
             self._skill_model.appendRow(item)

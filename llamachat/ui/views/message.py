@@ -53,6 +53,7 @@ from llamachat.ui.views.markdown import (
     Update,
     break_text_runs,
 )
+from llamachat.ui.views.popup import menu_below
 from llamachat.ui.views.tool_call import ToolCallView
 
 log = logging.getLogger(__name__)
@@ -790,4 +791,4 @@ class _MoreActions:
     def _show(self) -> None:
         # A menu of the button's own would draw an arrow beside the "⋯".
         if self._button is not None and self._menu is not None:
-            self._menu.popup(self._button.mapToGlobal(self._button.rect().bottomLeft()))
+            menu_below(self._menu, self._button)

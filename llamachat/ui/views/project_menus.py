@@ -1,10 +1,11 @@
 """Projects in the sidebar: the menus of a project's header and of a chat's "Move to
-project", and the dialog that edits a project's name and defaults.
+project", and the dialog that edits a project's name, instructions and defaults.
 
-A project's defaults are what a new chat in it starts with: a system prompt preset, a
-model, skills loaded at its start, request parameters (`params_panel.ParamsPanel`); and
-its libraries, folders searched by each of its chats (added and removed at once, not on OK;
-deleting the project forgets them).
+A project's instructions join the system message of every chat in it (`turn.system_parts`).
+Its defaults are what a new chat in it starts with: a system prompt preset, a model,
+skills loaded at its start, request parameters (`params_panel.ParamsPanel`). Its files
+are libraries, files and folders searched by each of its chats (added and removed at once,
+not on OK; deleting the project forgets them).
 `ProjectChoices` is what the dialog offers (the window's presets, models and skills).
 History's errors reach the caller (the sidebar says them in its notice bar).
 """
@@ -28,6 +29,8 @@ from PySide6.QtWidgets import (
     QListWidget,
     QListWidgetItem,
     QMenu,
+    QMessageBox,
+    QPlainTextEdit,
     QPushButton,
     QVBoxLayout,
     QWidget,
@@ -68,8 +71,19 @@ class ProjectDialog(QDialog):
         self.setWindowTitle(f"Project {project['name']}")
         self.name = QLineEdit(project["name"])
         self.name.setAccessibleName("Project name")
-        self.preset = _combo([""] + choices.presets, project["prompt_name"], "(the chat's)")
+        self.instructions = QPlainTextEdit(project["instructions"])
+        self.instructions.setAccessibleName("Instructions")
+        self.instructions.setPlaceholderText(
+            "What every chat in this project should know or do, e.g. “Answer in French.” "
+            "or “The code is Python 3.11.”"
+        )
+        self.instructions.setTabChangesFocus(True)
+        self.instructions.setMaximumHeight(110)
+        self.preset = _combo(
+            [""] + choices.presets, project["prompt_name"], "(the one picked in the top bar)"
+        )
         self.preset.setAccessibleName("System prompt preset")
+        self.preset.setToolTip("The prompt preset a new chat in this project starts with.")
         self.model = _combo([""] + choices.models, project["model"], "(the default model)")
         self.model.setAccessibleName("Model")
         self.skills = QLineEdit(", ".join(project["skills"]))
@@ -84,11 +98,14 @@ class ProjectDialog(QDialog):
         self.params.show_values(project["params"], {})
         form = QFormLayout()
         form.addRow("Name", self.name)
-        form.addRow("System prompt", self.preset)
+        form.addRow("Instructions", self.instructions)
+        if libraries is not None:
+            form.addRow("Files", self._libraries_row(libraries))
+        defaults = plain.Label("A new chat in this project starts with:")
+        form.addRow(defaults)
+        form.addRow("Prompt preset", self.preset)
         form.addRow("Model", self.model)
         form.addRow("Skills", self.skills)
-        if libraries is not None:
-            form.addRow("Libraries", self._libraries_row(libraries))
         buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
         )
@@ -100,16 +117,21 @@ class ProjectDialog(QDialog):
         layout.addWidget(buttons)
 
     def _libraries_row(self, libraries: LibraryHost) -> QWidget:
-        """The project's folders, with Add folder… and Remove."""
+        """The project's files and folders, with Add files…, Add folder… and Remove."""
         self.folders = QListWidget()
         self.folders.setAccessibleName("Project libraries")
-        self.folders.setToolTip("Folders searched by each chat of this project.")
+        self.folders.setToolTip(
+            "Files and folders each chat of this project searches (read, not pasted whole)."
+        )
         self.folders.setMaximumHeight(90)
+        self.add_files_button = QPushButton("Add files…")
+        self.add_files_button.clicked.connect(self.choose_files)
         self.add_folder_button = QPushButton("Add folder…")
         self.add_folder_button.clicked.connect(self.choose_folder)
         self.remove_folder_button = QPushButton("Remove")
         self.remove_folder_button.clicked.connect(self.remove_folder)
         buttons = QVBoxLayout()
+        buttons.addWidget(self.add_files_button)
         buttons.addWidget(self.add_folder_button)
         buttons.addWidget(self.remove_folder_button)
         buttons.addStretch(1)
@@ -141,6 +163,14 @@ class ProjectDialog(QDialog):
             self._libraries.attach_to_project(self._project_id, Path(folder))
 
     @Slot()
+    def choose_files(self) -> None:
+        """Ask for files and attach each to the project (indexed in the background)."""
+        files, _ = QFileDialog.getOpenFileNames(self, "Add files to project", str(Path.home()))
+        if self._libraries is not None:
+            for file in files:
+                self._libraries.attach_to_project(self._project_id, Path(file))
+
+    @Slot()
     def remove_folder(self) -> None:
         """Forget the chosen folder (or the first) as the project's library."""
         item = self.folders.currentItem() or self.folders.item(0)
@@ -151,6 +181,7 @@ class ProjectDialog(QDialog):
         """The project's fields as the dialog shows them (for `Projects.update`)."""
         return {
             "name": self.name.text(),
+            "instructions": self.instructions.toPlainText(),
             "prompt_name": str(self.preset.currentData() or ""),
             "model": str(self.model.currentData() or ""),
             "skills": [name.strip() for name in self.skills.text().split(",") if name.strip()],
@@ -211,26 +242,39 @@ def move_menu(
 
 def project_menu(
     parent: QWidget,
-    history: History,
-    project_id: int,
     new_chat: Callable[[], object],
     edit: Callable[[], object],
-    act: _Act,
-    libraries: LibraryHost | None = None,
+    delete: Callable[[], object],
 ) -> QMenu:
-    """The menu of a project's header: a new chat in it, edit it, delete it (and forget
-    its libraries' index)."""
-
-    def delete() -> None:
-        history.projects.delete(project_id)
-        if libraries is not None:
-            libraries.forget_project(project_id)
-
+    """The menu of a project's header: a new chat in it, edit it, delete it."""
     menu = QMenu(parent)
     menu.addAction("New chat in this project", new_chat)
     menu.addAction("Edit project…", edit)
-    menu.addAction("Delete project (keeps its chats)", lambda: act(delete))
+    menu.addAction("Delete project…", delete)
     return menu
+
+
+def confirm_delete(parent: QWidget, project: ProjectRow, chats: int) -> bool:
+    """Ask whether to delete `project` (its `chats` stay, in no project)."""
+    held = {0: "It holds no chat.", 1: "Its chat stays, in no project."}.get(
+        chats, f"Its {chats} chats stay, in no project."
+    )
+    box = QMessageBox(
+        QMessageBox.Icon.Question,
+        "Delete project",
+        "",
+        QMessageBox.StandardButton.Cancel,
+        parent,
+    )
+    box.setTextFormat(Qt.TextFormat.PlainText)  # the name is the user's text
+    box.setText(
+        f"Delete the project “{project['name']}”? {held} Its instructions, defaults and "
+        "files list go with it (the files themselves stay)."
+    )
+    delete = box.addButton("Delete project", QMessageBox.ButtonRole.DestructiveRole)
+    box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+    box.exec()
+    return box.clickedButton() is delete
 
 
 def edit_project(

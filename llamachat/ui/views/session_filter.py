@@ -1,6 +1,7 @@
 """The sidebar's search filters: a funnel button beside the search field whose menu keeps
-the list and the search to a project (or to the chats in none), a model, a time of last
-update; and, under the field while a filter is on, a bar saying what it keeps, with Clear.
+the list and the search to a project (or the chats in none), a model, a time of last
+update, or the quick questions (kept, but not among the chats); and, under the field
+while a filter is on, a bar saying what it keeps, with Clear.
 
 `SessionFilters` owns both widgets (`button`, `bar`); the sidebar lays them out and
 passes `changed` on to `SessionListModel.set_filter`. Project and model names are
@@ -21,6 +22,7 @@ from PySide6.QtWidgets import QApplication, QFrame, QHBoxLayout, QMenu, QToolBut
 from llamachat.history.search import NO_FILTER, SPANS, SearchFilter
 from llamachat.history.store import History
 from llamachat.ui import plain
+from llamachat.ui.chat.state import ONESHOT
 
 # A longer model or project name is cut in the middle in the menu and the bar.
 NAME_CHARS = 48
@@ -122,6 +124,8 @@ class SessionFilters(QObject):
             parts.append(f"Model {short(self._filter.model)}")
         if self._filter.updated != "any":
             parts.append(SPANS[self._filter.updated])
+        if self._filter.mode == ONESHOT:
+            parts.insert(0, "Quick questions")
         return " · ".join(parts)
 
     def _show(self) -> None:
@@ -131,7 +135,11 @@ class SessionFilters(QObject):
         self.button.setIcon(funnel_icon(bool(text)))
         self.button.setAccessibleDescription(f"On: {text}" if text else "No filter on")
         self.button.setToolTip(
-            plain.tooltip(f"Filtered: {text}" if text else "Filter by project, model or date")
+            plain.tooltip(
+                f"Filtered: {text}"
+                if text
+                else "Filter by project, model or date, or list the quick questions"
+            )
         )
 
     def _fill_menu(self) -> None:
@@ -146,6 +154,11 @@ class SessionFilters(QObject):
             models.append(self._filter.model)  # its chats were deleted meanwhile
         self._choices("Model", "model", [("Any model", "")], [(menu_text(m), m) for m in models])
         self._choices("Last updated", "updated", [(text, key) for key, text in SPANS.items()], [])
+        # The quick window's questions are kept but not among the chats: listed here.
+        quick = self.menu.addAction("Quick questions")
+        quick.setCheckable(True)
+        quick.setChecked(self._filter.mode == ONESHOT)
+        quick.triggered.connect(lambda on: self._choose("mode", ONESHOT if on else ""))
         self.menu.addSeparator()
         clear = self.menu.addAction("Clear filters", self.clear)
         clear.setEnabled(self._filter.active)

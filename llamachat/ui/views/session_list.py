@@ -3,9 +3,10 @@
 `SessionListModel` reads sessions a page at a time (`canFetchMore`/`fetchMore`) as the
 list scrolls, so ten thousand sessions open as fast as ten, or holds the hits of a
 search; projects come first, each a header (click: fold) over its chats, then the
-chats in no project; pinned chats lead their group, marked with `pin_icon`. A search or
-a filter (`search.SearchFilter`: a project, a model, a time of last update) shows its
-chats flat, without the projects' headers. A chat dragged onto a project's header or one
+chats in no project, set apart by a rule; pinned chats lead their group, marked with
+`pin_icon` at the row's end; a chat holding a draft says "draft", an empty project "no
+chats yet". A search or a filter (`search.SearchFilter`: a project, a model, a time of
+last update, the quick questions) shows its chats flat, without the projects' headers. A chat dragged onto a project's header or one
 of its chats moves into that project; onto a chat in no project or the empty space below
 the list, out of any (`SESSION_MIME` carries the chats' ids). `SearchHitDelegate` draws a
 hit as its title and a snippet with the matched words marked, outside text escaped.
@@ -36,6 +37,7 @@ from PySide6.QtGui import (
     QAbstractTextDocumentLayout,
     QDropEvent,
     QFont,
+    QFontMetrics,
     QIcon,
     QPainter,
     QPalette,
@@ -113,19 +115,27 @@ def marked_html(text: str, query: str, style: str) -> str:
 
 @functools.cache
 def pin_icon() -> QIcon:
-    """A small drawn pin (no emoji font needed): a pinned chat's mark in the list."""
-    pixmap = QPixmap(16, 16)
-    pixmap.fill(Qt.GlobalColor.transparent)
-    painter = QPainter(pixmap)
-    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-    color = QApplication.palette().color(QPalette.ColorRole.Highlight)
-    painter.setPen(QPen(color, 2))
-    painter.drawLine(8, 8, 8, 15)
-    painter.setPen(Qt.PenStyle.NoPen)
-    painter.setBrush(color)
-    painter.drawEllipse(3, 1, 10, 9)
-    painter.end()
-    return QIcon(pixmap)
+    """A small drawn pin (no emoji font needed): a pinned chat's mark in the list; on a
+    selected row in the selection's text colour, so it stays seen."""
+    palette = QApplication.palette()
+    icon = QIcon()
+    for mode, role in (
+        (QIcon.Mode.Normal, QPalette.ColorRole.Highlight),
+        (QIcon.Mode.Selected, QPalette.ColorRole.HighlightedText),
+    ):
+        pixmap = QPixmap(16, 16)
+        pixmap.fill(Qt.GlobalColor.transparent)
+        painter = QPainter(pixmap)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        color = palette.color(role)
+        painter.setPen(QPen(color, 2))
+        painter.drawLine(8, 8, 8, 15)
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(color)
+        painter.drawEllipse(3, 1, 10, 9)
+        painter.end()
+        icon.addPixmap(pixmap, mode)
+    return icon
 
 
 class SessionListModel(QAbstractListModel):
@@ -135,6 +145,11 @@ class SessionListModel(QAbstractListModel):
 
     SessionIdRole = Qt.ItemDataRole.UserRole + 1
     DepthRole = Qt.ItemDataRole.UserRole + 2  # 1 for a chat shown under its project
+    # True for the first chat in no project below the projects: a rule sets them apart.
+    AfterProjectsRole = Qt.ItemDataRole.UserRole + 3
+    # True for an unfolded project's header with no chat under it.
+    EmptyRole = Qt.ItemDataRole.UserRole + 4
+    DraftRole = Qt.ItemDataRole.UserRole + 5  # True for a chat holding a draft not sent
     renamed = Signal(int, str)
     move_refused = Signal(str)  # a drop's move failed: History's message
 
@@ -152,6 +167,7 @@ class SessionListModel(QAbstractListModel):
         self._query = ""
         self._filter = NO_FILTER
         self._names: dict[int, str] = {}  # the projects' names, by id
+        self._drafted: set[int] = set()  # the chats holding a draft not sent
 
     # ------------------------------------------------------------------ queries
 
@@ -171,6 +187,7 @@ class SessionListModel(QAbstractListModel):
         """Read the list again from the database, keeping at least `at_least` rows loaded."""
         self.beginResetModel()
         self._top = []
+        self._drafted = self._history.drafted()
         projects = self._history.projects.listed()
         self._names = {project["id"]: project["name"] for project in projects}
         if self._query:
@@ -195,7 +212,8 @@ class SessionListModel(QAbstractListModel):
         """What the paged part of the list holds: the chats in no project, or, filtered,
         every chat the filter keeps."""
         if self._filter.active:
-            return {"mode": self._mode, "project": "any", "matching": self._filter}
+            mode = None if self._filter.mode else self._mode  # the filter's mode rules
+            return {"mode": mode, "project": "any", "matching": self._filter}
         return {"mode": self._mode, "project": None}
 
     def set_query(self, query: str) -> None:
@@ -235,6 +253,18 @@ class SessionListModel(QAbstractListModel):
         HistoryError."""
         self._history.set_pinned(session_id, pinned)
         self.reload(at_least=self.rowCount())
+
+    def set_drafted(self, session_id: int, drafted: bool) -> None:
+        """Mark a chat as holding a draft not sent, or no longer."""
+        if (session_id in self._drafted) == drafted:
+            return
+        if drafted:
+            self._drafted.add(session_id)
+        else:
+            self._drafted.discard(session_id)
+        row = self.row_of(session_id)
+        if row >= 0:
+            self.dataChanged.emit(self.index(row), self.index(row))
 
     def toggle(self, project_id: int) -> None:
         """Fold a project's chats under its header, or unfold them (remembered)."""
@@ -287,7 +317,7 @@ class SessionListModel(QAbstractListModel):
             return None
         session = self.session(index.row())
         if session is None:
-            return self._header(self._top[index.row()][0], role)
+            return self._header(self._top[index.row()][0], role, index.row())
         title = session["title"] or UNTITLED
         if role == Qt.ItemDataRole.DisplayRole:
             snippet = snippet_text(str(session.get("snippet") or ""), self._query)
@@ -297,6 +327,8 @@ class SessionListModel(QAbstractListModel):
         if role in (Qt.ItemDataRole.ToolTipRole, Qt.ItemDataRole.AccessibleDescriptionRole):
             stamp = time.strftime("%Y-%m-%d %H:%M", time.localtime(session["updated_at"]))
             facts = ["Pinned"] if session.get("pinned") else []
+            if session["id"] in self._drafted:
+                facts.append("Draft not sent")
             facts.append(f"Last message {stamp}")
             if session.get("model"):
                 facts.append(f"Model {session['model']}")
@@ -311,9 +343,16 @@ class SessionListModel(QAbstractListModel):
             return session["id"]
         if role == self.DepthRole:
             return 1 if index.row() < len(self._top) else 0
+        if role == self.AfterProjectsRole:
+            return index.row() == len(self._top) > 0
+        if role == self.DraftRole:
+            return session["id"] in self._drafted
         return None
 
-    def _header(self, project: ProjectRow, role: int) -> Any:
+    def _header(self, project: ProjectRow, role: int, row: int) -> Any:
+        if role == self.EmptyRole:
+            below = self._top[row + 1][1] if row + 1 < len(self._top) else None
+            return not project["collapsed"] and below is None
         if role == Qt.ItemDataRole.DisplayRole:
             return f"{'▸' if project['collapsed'] else '▾'} {project['name']}"
         if role == Qt.ItemDataRole.FontRole:
@@ -435,15 +474,60 @@ class SessionListModel(QAbstractListModel):
         return (chats, target) if chats else None
 
 
+HINT_MARGIN = 6
+
+
+def _hint(index: _Index) -> str:
+    """The dim word at a row's right end: an empty project's, a chat's draft ('': none)."""
+    if index.data(SessionListModel.EmptyRole):
+        return "no chats yet"
+    if index.data(SessionListModel.DraftRole):
+        return "draft"
+    return ""
+
+
+def _hint_font(option: QStyleOptionViewItem) -> QFont:
+    font = QFont(option.font)
+    font.setItalic(True)
+    font.setBold(False)
+    return font
+
+
+def _pin_width(option: QStyleOptionViewItem, index: _Index) -> int:
+    """The room a pin takes at the row's right end (0: not pinned)."""
+    if index.data(Qt.ItemDataRole.DecorationRole) is None:
+        return 0
+    return option.decorationSize.width() + HINT_MARGIN
+
+
+def _hint_width(option: QStyleOptionViewItem, index: _Index, hint: str) -> int:
+    width = QFontMetrics(_hint_font(option)).horizontalAdvance(hint)
+    return width + _pin_width(option, index)
+
+
 class SearchHitDelegate(QStyledItemDelegate):
     """Draws a search hit as its title and two lines of snippet, the matched words marked.
 
-    Rows of the plain list (no search) are drawn as Qt draws them.
+    Rows of the plain list (no search) are drawn as Qt draws them, with the pin at their
+    end, the rule above the chats in no project and the dim "draft" / "no chats yet".
     """
 
     def _query(self, index: _Index) -> str:
         model = index.model()
         return model.query() if isinstance(model, SessionListModel) else ""
+
+    def initStyleOption(self, option: QStyleOptionViewItem, index: _Index) -> None:
+        """A pinned chat's pin goes at the row's right end: on the left it would push the
+        title in, like a project's chat."""
+        super().initStyleOption(option, index)
+        option.decorationPosition = QStyleOptionViewItem.Position.Right
+        hint = _hint(index)
+        if hint and not self._query(index):
+            # The title ends before the hint drawn at the row's right end.
+            room = option.rect.width() - _hint_width(option, index, hint) - 2 * HINT_MARGIN
+            option.text = option.fontMetrics.elidedText(
+                option.text, Qt.TextElideMode.ElideRight, max(room, 0)
+            )
 
     def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: _Index) -> None:
         """Draw the row; a search hit through a document of ours, outside text escaped."""
@@ -454,6 +538,7 @@ class SearchHitDelegate(QStyledItemDelegate):
                 option = QStyleOptionViewItem(option)
                 option.rect.setLeft(option.rect.left() + option.fontMetrics.height())
             super().paint(painter, option, index)
+            self._paint_marks(painter, option, index)
             return
         opt = QStyleOptionViewItem(option)
         self.initStyleOption(opt, index)
@@ -489,6 +574,31 @@ class SearchHitDelegate(QStyledItemDelegate):
         painter.translate(rect.topLeft())
         painter.setClipRect(0, 0, rect.width(), rect.height())
         document.documentLayout().draw(painter, context)
+        painter.restore()
+
+    def _paint_marks(self, painter: QPainter, option: QStyleOptionViewItem, index: _Index) -> None:
+        """The rule between the projects and the chats in none; "no chats yet" on an empty
+        project's header, "draft" on a chat holding one."""
+        palette = option.palette
+        painter.save()
+        if index.data(SessionListModel.AfterProjectsRole):
+            painter.setPen(QPen(palette.color(QPalette.ColorRole.Mid), 1))
+            top = option.rect.top()
+            painter.drawLine(option.rect.left() + 2, top, option.rect.right() - 2, top)
+        hint = _hint(index)
+        if hint:
+            painter.setFont(_hint_font(option))
+            selected = bool(option.state & QStyle.StateFlag.State_Selected)
+            ink = (
+                QPalette.ColorRole.HighlightedText
+                if selected
+                else QPalette.ColorRole.PlaceholderText
+            )
+            painter.setPen(palette.color(ink))
+            # Left of a pin, which sits at the row's right end.
+            text_rect = option.rect.adjusted(0, 0, -HINT_MARGIN - _pin_width(option, index), 0)
+            align = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
+            painter.drawText(text_rect, align, hint)
         painter.restore()
 
     def sizeHint(self, option: QStyleOptionViewItem, index: _Index) -> QSize:

@@ -8,7 +8,8 @@ match, each with a snippet shown as plain text and the matched words marked
 (`session_filter.SessionFilters`) keeps the list and the search to a project, a model or
 a time of last update, shown flat with a bar saying so. A chat dragged onto a project's
 header or chats moves into it, onto the chats in no project out of it (`SessionView`).
-Deleting is soft and undoable from the bar that appears under the list. The highlighted row is always the chat the window
+Deleting a chat, or a project (after asking), is undoable from the bar that appears under
+the list (`deletions.Deletions`). The highlighted row is always the chat the window
 shows (`set_current`), whatever the list does meanwhile.
 
 Everything here runs on the GUI thread, which owns the History's connection, except
@@ -46,7 +47,6 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QFileDialog,
-    QFrame,
     QHBoxLayout,
     QLineEdit,
     QMenu,
@@ -66,9 +66,11 @@ from llamachat.history.store import (
 from llamachat.ui import plain
 from llamachat.ui.library.host import LibraryHost
 from llamachat.ui.views.chat_import import ChatImporter
+from llamachat.ui.views.deletions import Deletions
 from llamachat.ui.views.project_menus import (
     ProjectChoices,
     ProjectDialog,
+    confirm_delete,
     edit_project,
     move_menu,
     new_project,
@@ -86,7 +88,6 @@ from llamachat.ui.views.session_list import (
 log = logging.getLogger(__name__)
 
 SEARCH_DELAY_MS = 200
-NOTICE_MS = 15_000
 FORMATS = {"markdown": ".md", "json": ".json"}
 
 
@@ -100,6 +101,7 @@ class SessionSidebar(QWidget):
     session_deleted = Signal(int)
     session_renamed = Signal(int, str)
     new_chat_in_project = Signal(int)  # a project's id: start a chat with its defaults
+    problem = Signal(str)  # a problem to show whole, above the chat (an import refused)
 
     def __init__(
         self,
@@ -113,11 +115,8 @@ class SessionSidebar(QWidget):
         self.history = history
         self.model = SessionListModel(history, page_size=page_size, mode=mode)
         self._current: int | None = None
-        self._deleted: list[int] = []
         self.project_choices: Callable[[], ProjectChoices] = ProjectChoices
         """What a project's defaults are chosen from (the window's presets, models, skills)."""
-        self.libraries: LibraryHost | None = None
-        """The App's libraries: a project's are edited in its dialog, forgotten with it."""
         self._build()
         self.model.reload()
 
@@ -142,7 +141,10 @@ class SessionSidebar(QWidget):
 
         self.importer = ChatImporter(self.history, self)
         self.importer.imported.connect(self._on_imported)
-        self.importer.refused.connect(self.show_notice)
+        self.importer.cancelled.connect(self.show_notice)
+        # Why a file was refused is long (a conversation, a field path): the window shows
+        # it whole, not squeezed under the list.
+        self.importer.refused.connect(self.problem)
         self.import_action = self.importer.action
         more = QToolButton()
         more.setText("⋯")
@@ -184,29 +186,11 @@ class SessionSidebar(QWidget):
         self.model.renamed.connect(self._on_renamed)
         self.model.move_refused.connect(self.show_notice)
 
-        self.notice_label = plain.Label()
-        self.notice_label.setWordWrap(True)
-        self.notice_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.notice_label.setAccessibleName("Sessions notice")
-        self.undo_button = QPushButton("Undo")
-        self.undo_button.setAccessibleName("Undo delete")
-        self.undo_button.clicked.connect(self.undo_delete)
-        close = QToolButton()
-        close.setText("✕")
-        close.setAccessibleName("Close notice")
-        close.clicked.connect(self._hide_notice)
-        self.notice = QFrame()
-        self.notice.setFrameShape(QFrame.Shape.StyledPanel)
-        row = QHBoxLayout(self.notice)
-        row.setContentsMargins(6, 2, 2, 2)
-        row.addWidget(self.notice_label, 1)
-        row.addWidget(self.undo_button)
-        row.addWidget(close)
-        self.notice.hide()
-        self._notice_timer = QTimer(self)
-        self._notice_timer.setSingleShot(True)
-        self._notice_timer.setInterval(NOTICE_MS)
-        self._notice_timer.timeout.connect(self._hide_notice)
+        self.deletions = Deletions(self.history, self)
+        self.deletions.restored.connect(self.refresh)
+        self.notice = self.deletions.bar
+        self.notice_label = self.deletions.label
+        self.undo_button = self.deletions.undo_button
 
         top = QHBoxLayout()
         top.addWidget(self.new_button, 1)
@@ -268,6 +252,13 @@ class SessionSidebar(QWidget):
         """Pin a chat to the top of the list, or unpin it."""
         self._act(lambda: self.model.set_pinned(session_id, pinned))
 
+    @Slot(object, bool)
+    def show_draft(self, session_id: object, drafted: bool) -> None:
+        """Mark a chat in the list as holding a draft not sent, or no longer (None: the
+        new chat, which is not listed)."""
+        if isinstance(session_id, int):
+            self.model.set_drafted(session_id, drafted)
+
     def _act(self, action: Callable[[], object]) -> None:
         """Do a menu's `action`, then show the list as it is; a refusal goes to the notice bar."""
         try:
@@ -275,48 +266,71 @@ class SessionSidebar(QWidget):
         except HistoryError as exc:
             self.show_notice(str(exc))
         self.refresh()
+        self._back_to_window()
+
+    @Slot()
+    def _back_to_window(self) -> None:
+        # A dialog closed (a project's name, its defaults) hands the keyboard back to no
+        # window on some desktops: Ctrl+N and Ctrl+K would wait for a click on the window.
+        window = self.window()
+        if window.isVisible() and not window.isActiveWindow():
+            window.activateWindow()
 
     def project_menu(self, project_id: int) -> QMenu:
         """The menu of a project's header, not yet shown."""
         return project_menu(
             self,
-            self.history,
-            project_id,
             lambda: self.new_chat_in_project.emit(project_id),
             lambda: self.edit_project(project_id),
-            self._act,
-            self.libraries,
+            lambda: self.delete_project(project_id),
         )
+
+    @property
+    def libraries(self) -> LibraryHost | None:
+        """The App's libraries: a project's are edited in its dialog; those of deleted chats
+        and projects are forgotten once their Undo is gone."""
+        return self.deletions.libraries
+
+    @libraries.setter
+    def libraries(self, libraries: LibraryHost | None) -> None:
+        self.deletions.libraries = libraries
+
+    def delete_project(self, project_id: int, *, ask: bool = True) -> None:
+        """Delete a project (after asking, with `ask`), its chats staying in no project, and
+        offer Undo in the notice bar."""
+        project = self.history.projects.get(project_id)
+        if project is None:
+            return
+        chats = self.history.count_sessions(project=project_id)
+        if ask and not confirm_delete(self, project, chats):
+            self._back_to_window()
+            return
+        self._act(lambda: self.deletions.delete_project(project_id))
 
     def edit_project(self, project_id: int) -> ProjectDialog | None:
         """Open the dialog of a project's name and defaults; OK saves them."""
         choices = self.project_choices()
-        return edit_project(self, self.history, project_id, choices, self._act, self.libraries)
+        dialog = edit_project(self, self.history, project_id, choices, self._act, self.libraries)
+        if dialog is not None:
+            dialog.finished.connect(self._back_to_window)
+        return dialog
 
     def delete_session(self, session_id: int) -> None:
         """Hide a session (soft delete) and offer Undo in the notice bar."""
         session = self.history.get_session(session_id)
-        self.history.delete_session(session_id)
-        self._deleted.append(session_id)
+        self.deletions.delete_chat(session_id, (session["title"] if session else "") or UNTITLED)
         self.model.remove(session_id)
-        title = (session["title"] if session else "") or UNTITLED
-        self._show_notice(f"Deleted “{title}”.", undo=True)
         if session_id == self._current:
             self._current = None
         self.session_deleted.emit(session_id)
 
     def undo_delete(self) -> int | None:
-        """Bring back the most recently deleted session; its id, or None when none."""
-        if not self._deleted:
+        """Bring back what was deleted last; a chat's id (None: a project, or nothing)."""
+        try:
+            return self.deletions.undo()
+        except HistoryError as exc:
+            self.show_notice(str(exc))
             return None
-        session_id = self._deleted.pop()
-        self.history.undelete_session(session_id)
-        self.refresh()
-        if self._deleted:
-            self._show_notice(f"Restored. {len(self._deleted)} more deleted.", undo=True)
-        else:
-            self._hide_notice()
-        return session_id
 
     def export_session(self, session_id: int, path: Path, fmt: str) -> None:
         """Write a session to `path` as "markdown" or "json"."""
@@ -361,34 +375,11 @@ class SessionSidebar(QWidget):
 
     def show_notice(self, text: str) -> None:
         """Say something under the list (an export done, an import refused)."""
-        self._show_notice(text, undo=False)
+        self.deletions.show(text)
 
     def notice_text(self) -> str:
         """What the notice bar says ('' when hidden)."""
-        return self.notice_label.text() if not self.notice.isHidden() else ""
-
-    def _show_notice(self, text: str, *, undo: bool) -> None:
-        self.notice_label.setText(text)
-        # A narrow sidebar cuts a long unbroken word (an import's field path): the whole
-        # text stays one hover away.
-        self.notice_label.setToolTip(plain.tooltip(text))
-        self.undo_button.setVisible(undo and bool(self._deleted))
-        self.notice.show()
-        self._notice_timer.start()
-
-    @Slot()
-    def _hide_notice(self) -> None:
-        self.notice.hide()
-        # Undo is offered only while the bar is up: once it goes, deleted means gone.
-        deleted, self._deleted = self._deleted, []
-        try:
-            self.history.purge_deleted(deleted)
-        except HistoryError as exc:
-            log.warning("deleted chats stay until the next start: %s", exc)
-        else:
-            if self.libraries is not None and deleted:
-                self.libraries.forget_chats(deleted)
-        self.notice_label.clear()
+        return self.deletions.text()
 
     # ------------------------------------------------------------------ slots
 

@@ -45,3 +45,26 @@ class TestBuilder:
         again = chat.next_turn(before=reply["id"])
         assert router.chat_requests()[-1].body == sent.body
         assert sent.body == httpx.Request("POST", router.url, json=again.body()).content
+
+    def test_a_projects_instructions_join_each_of_its_chats_system_message(
+        self, qtbot, chat_window, router
+    ) -> None:
+        """The instructions written in a project's dialog go into the system message of every
+        chat in it, after the preset, the same bytes each turn; a chat moved out loses them."""
+        from llamachat.tests.support import send_and_wait
+
+        window, history = chat_window()
+        work = history.projects.create("Work")
+        dialog = window.sidebar.edit_project(work)
+        dialog.instructions.setPlainText("Answer in French.")
+        dialog.accept()
+        assert history.projects.get(work)["instructions"] == "Answer in French."
+        window.sessions.new(work)
+        send_and_wait(qtbot, window, "hello")
+        system = router.chat_requests()[-1].json["messages"][0]
+        assert system["role"] == "system" and system["content"].endswith("\n\nAnswer in French.")
+        send_and_wait(qtbot, window, "again")
+        assert router.chat_requests()[-1].json["messages"][0] == system
+        history.projects.move(window.session_id, None)
+        send_and_wait(qtbot, window, "out")
+        assert "Answer in French." not in router.chat_requests()[-1].json["messages"][0]["content"]

@@ -99,3 +99,35 @@ class TestComposerDrafts:
         assert history.draft(oldest) == "the oldest chat's own draft"
         on_disk = b"".join(p.read_bytes() for p in tmp_path.glob("history.db*"))
         assert b"unsent-walrus discard" not in on_disk and b"unsent-walrus close" not in on_disk
+
+    def test_escape_after_edit_puts_back_the_draft_held_before_edit(
+        self, qtbot, chat_window, router
+    ) -> None:
+        """Edit puts a sent message in the box; Esc gives back what was typed before Edit (and
+        the draft saved is still that); sending the edit gives it back too."""
+        from PySide6.QtCore import Qt
+
+        from llamachat.tests.support import send_and_wait
+
+        window, history = chat_window()
+        send_and_wait(qtbot, window, "first")
+        session_id = window.session_id
+        window.composer.set_text("half a thought")
+        first = history.messages(session_id)[0]["id"]
+        window.messages.edit_requested.emit(first)
+        assert window.composer.text() == "first"
+        window.drafts.save()  # what a pause in typing or a switch of chats does
+        assert history.draft(session_id) == "half a thought"
+        qtbot.keyClick(window.composer.editor, Qt.Key.Key_Escape)
+        qtbot.waitUntil(lambda: window.composer.text() == "half a thought")
+        window.drafts.save()
+        assert history.draft(session_id) == "half a thought"
+
+        window.messages.edit_requested.emit(first)
+        window.composer.set_text("first, better")
+        window.send()
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
+        qtbot.waitUntil(lambda: window.composer.text() == "half a thought")
+        assert history.messages(session_id)[0]["content"] == "first, better"
+        window.drafts.save()
+        assert history.draft(session_id) == "half a thought"

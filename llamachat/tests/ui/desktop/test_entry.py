@@ -106,3 +106,32 @@ class TestEntry:
                 assert not login.exists() and not login.parent.exists()
             finally:
                 state.close()
+
+    def test_uninstall_desktop_turns_autostart_off_and_settings_shows_it_off(
+        self, qtbot, tmp_path, monkeypatch, capsys
+    ) -> None:
+        """--uninstall-desktop removes the login entry and sets autostart = false in the file;
+        Settings ticks "Start at login" only while the entry exists."""
+        from llamachat import config
+        from llamachat.__main__ import main
+        from llamachat.ui.settings import SettingsDialog
+
+        monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+        monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "settings"))
+        path = tmp_path / "config.toml"
+        path.write_text("# mine\nautostart = true\n")
+        assert main(["--config", str(path), "--install-desktop"]) == 0
+        login = tmp_path / "settings" / "autostart" / "llamachat.desktop"
+        assert login.is_file()
+        dialog = SettingsDialog(config.load(path))
+        qtbot.addWidget(dialog)
+        assert dialog.autostart.isChecked()
+        stale = config.load(path)  # a running app's config, read before the uninstall
+
+        assert main(["--config", str(path), "--uninstall-desktop"]) == 0
+        assert not login.exists()
+        assert path.read_text() == "# mine\nautostart = false\n"
+        assert "autostart = false" in capsys.readouterr().out
+        dialog = SettingsDialog(stale)
+        qtbot.addWidget(dialog)
+        assert not dialog.autostart.isChecked()

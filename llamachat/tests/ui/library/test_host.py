@@ -52,7 +52,7 @@ class TestHost:
         assert pages and {total for _page, total in pages} == {120}
         assert 0 < pages[0][0] < 120  # the first part of the file
         assert re.fullmatch(
-            r"0 of 1 files: book\.pdf, page \d+ of 120",
+            r"0 of 1 file: book\.pdf, page \d+ of 120",
             labels[seen.index((0, 1, "book.pdf", *pages[0]))],
         )
         assert seen[-1] == (0, 0, "", 0, 0)

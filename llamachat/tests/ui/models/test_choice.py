@@ -45,3 +45,19 @@ class TestChoice:
             assert reading.isVisible() and reading.bar.value() == 50
             qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10_000)
             assert view.content() == "Hi." and not reading.isVisible()
+
+    def test_a_chat_reopened_at_start_with_a_model_not_offered_goes_on_with_one_that_is(
+        self, qtbot, chat_window, tmp_path
+    ) -> None:
+        """The chat opened last comes back before the models are listed; when its model (an
+        import's gpt-4o) is not offered, the listing puts the model in use back and says so."""
+        from llamachat.history.store import History
+
+        history = History(tmp_path / "history.db")
+        chat = history.create_session("chat", "gpt-4o", title="imported")
+        history.add_message(chat, "user", "hi")
+        history.mark_opened(chat)
+        window, _ = chat_window(history=history)
+        assert window.session_id == chat
+        qtbot.waitUntil(lambda: window.current_model() == "test-model", timeout=5000)
+        assert "gpt-4o, which the server does not offer" in window.statusBar().currentMessage()

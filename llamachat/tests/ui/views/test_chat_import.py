@@ -83,7 +83,8 @@ class TestChatImport:
         self, qtbot, tmp_path: Path
     ) -> None:
         """The sidebar's Import chats… writes every chat of a ChatGPT export in the
-        background with rising progress, opens the newest and says how many; Cancel
+        background with rising progress, into a folded project of their own (the person's
+        chats stay at the top), opens the newest and says how many and where; Cancel
         while writing a larger one keeps nothing of it."""
         from llamachat.dev.chat_exports import chatgpt_export
 
@@ -99,9 +100,13 @@ class TestChatImport:
             sidebar.start_import(source)
             assert sidebar.import_progress is not None
         assert seen == sorted(seen) and seen[-1] >= 50
-        assert sidebar.notice_text() == "Imported 30 chats from conversations.json."
+        assert sidebar.notice_text() == (
+            "Imported 30 chats from conversations.json into the project “Imported from ChatGPT”."
+        )
         assert history.get_session(opened.args[0])["title"] == "Chat 29 (imported)"
-        assert sidebar.current() == opened.args[0] == sidebar.session_ids()[0]
+        assert sidebar.current() == opened.args[0]
+        shown = [sidebar.model.index(r).data() for r in range(sidebar.model.rowCount())]
+        assert shown == ["▸ Imported from ChatGPT", "Mine"]
         assert history.count_sessions() == 31
 
         big = write_export(tmp_path, "big.json", chatgpt_export(400))
@@ -142,15 +147,17 @@ class TestChatImport:
             sidebar.import_progress.show()
             assert "Import progress" in " ".join(outside_text_places())
         assert history.get_session(sidebar.current())["title"] == f"{HOSTILE} (imported)"
+        sidebar.model.toggle(history.projects.listed()[0]["id"])  # unfolded: titles listed
         places = " ".join(outside_text_places())
         assert "Sessions notice" in places and "Sessions" in places.replace("Sessions notice", "")
         history.close()
 
-    def test_import_refused_says_why_in_the_sidebar_whole_on_hover(
+    def test_import_refused_says_why_whole_for_the_window_to_show(
         self, qtbot, tmp_path: Path
     ) -> None:
-        """A bad export imports nothing; the notice names the conversation and field, and
-        its tooltip holds the whole text (a narrow sidebar cuts a long field path)."""
+        """A bad export imports nothing; the sidebar hands the reason, naming the
+        conversation and field, to the window (`problem`, shown whole above the chat)
+        rather than squeezing it under the list."""
         from llamachat.dev.chat_exports import chatgpt_export
 
         exported = chatgpt_export(3)
@@ -159,11 +166,11 @@ class TestChatImport:
         history = history_with_sessions(tmp_path)
         sidebar = SessionSidebar(history)
         qtbot.addWidget(sidebar)
-        sidebar.start_import(write_export(tmp_path, "bad.json", exported))
-        qtbot.waitUntil(lambda: "yesterday" in sidebar.notice_text(), timeout=20000)
-        text = sidebar.notice_text()
-        assert "conversation 2" in text and "create_time" in text
-        assert "create_time" in sidebar.notice_label.toolTip()
+        with qtbot.waitSignal(sidebar.problem, timeout=20000) as said:
+            sidebar.start_import(write_export(tmp_path, "bad.json", exported))
+        text = said.args[0]
+        assert "conversation 2" in text and "create_time" in text and "yesterday" in text
+        assert sidebar.notice_text() == ""
         assert history.count_sessions() == 0
         history.close()
 
@@ -217,20 +224,24 @@ class TestChatImportFaults:
             assert done.args[1] == expected
             return done.args[0]
 
-        run("Imported 3 chats from conversations.json.")
-        first = set(sidebar.session_ids())
+        into = "into the project “Imported from ChatGPT”."
+        run(f"Imported 3 chats from conversations.json {into}")
+        listed = lambda: {row["id"] for row in history.list_sessions()}
+        first = listed()
         opened = run(
             "The 3 chats of conversations.json were imported before; none was added again."
         )
-        assert set(sidebar.session_ids()) == first and opened in first
+        assert listed() == first and opened in first
         source.write_text(json.dumps(chatgpt_export(4, 4, words=2)), encoding="utf-8")
         newest = run(
-            "Imported 1 chat from conversations.json. 3 chats were imported before and skipped."
+            f"Imported 1 chat from conversations.json {into} "
+            "3 chats were imported before and skipped."
         )
         assert newest not in first and history.count_sessions() == 4
         history.delete_session(newest)
         again = run(
-            "Imported 1 chat from conversations.json. 3 chats were imported before and skipped."
+            f"Imported 1 chat from conversations.json {into} "
+            "3 chats were imported before and skipped."
         )
         assert again != newest and history.count_sessions() == 4
         history.close()

@@ -207,3 +207,25 @@ class TestComposer:
         window.composer.set_text("\n".join(["line"] * 80))
         assert start < six < capped == editor.height()
         assert editor.verticalScrollBar().maximum() > 0
+
+    def test_slash_list_shows_a_skill_with_line_breaks_on_one_row(self, qtbot, tmp_path) -> None:
+        """A description written over several lines is one row of the `/` list (the whole
+        text in its tooltip), so the list has one row per skill."""
+        from llamachat.skills import SkillStore
+        from llamachat.ui.views.composer import Composer
+
+        folder = tmp_path / "skills" / "claude-api"
+        folder.mkdir(parents=True)
+        (folder / "SKILL.md").write_text(
+            "---\nname: claude-api\ndescription: |\n  Build apps with the Claude API.\n"
+            "  TRIGGER when code imports anthropic.\n---\nbody\n"
+        )
+        composer = Composer()
+        qtbot.addWidget(composer)
+        composer.offer_skills(SkillStore(tmp_path / "skills"))
+        model = composer.completer.model()
+        rows = [model.index(r, 0).data() for r in range(model.rowCount())]
+        assert rows == [
+            "/claude-api  —  Build apps with the Claude API. TRIGGER when code imports anthropic."
+        ]
+        assert "\n" in model.index(0, 0).data(0x03)  # the tooltip keeps the lines

@@ -74,8 +74,7 @@ class TestProjectMenus:
             {"temperature": 0.5},
         )
         assert shown()[0] == "▾ Job"
-        menu = sidebar.project_menu(work)
-        next(a for a in menu.actions() if a.text().startswith("Delete project")).trigger()
+        sidebar.delete_project(work, ask=False)
         assert shown() == ["gamma", "beta", "alpha"] and history.count_sessions() == 3
         history.close()
 
@@ -122,8 +121,9 @@ class TestProjectMenus:
     def test_project_dialog_adds_and_removes_a_folder_and_deleting_the_project_forgets_it(
         self, chat_window, qtbot, tmp_path: Path, monkeypatch
     ) -> None:
-        """The project dialog's Libraries row adds a folder (indexed) and removes it; a
-        project deleted takes its libraries' index with it, not their files."""
+        """The project dialog's Files row adds a folder (indexed) and removes it; a
+        project deleted takes its libraries' index with it (once its Undo is gone), not
+        their files."""
         from PySide6.QtWidgets import QFileDialog
 
         from llamachat.library.index import LibraryStore
@@ -148,9 +148,11 @@ class TestProjectMenus:
         host.attach_to_project(project, root)
         qtbot.waitUntil(lambda: not host.busy(), timeout=20000)
         assert host.config_for(None, project) is not None
-        menu = window.sidebar.project_menu(project)
-        next(a for a in menu.actions() if a.text().startswith("Delete project")).trigger()
+        window.sidebar.delete_project(project, ask=False)
         assert history.projects.get(project) is None
+        # Forgotten once Undo is no longer offered.
+        assert host.libraries() != []
+        window.sidebar.deletions.hide()
         assert host.libraries() == [] and host.config_for(None, project) is None
         store = LibraryStore(host.path)
         try:

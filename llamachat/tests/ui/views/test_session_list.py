@@ -120,3 +120,42 @@ class TestSessionList:
         assert not model.flags(model.index(0)) & Qt.ItemFlag.ItemIsDragEnabled
         assert not model.canDropMimeData(beta_drag, move, -1, 0, model.index(0))
         history.close()
+
+    def test_the_sidebar_marks_chats_with_a_draft_and_lists_quick_questions(
+        self, qtbot, chat_window, router
+    ) -> None:
+        """A chat holding a draft not sent says "draft" in the list (its tooltip too), gone once
+        the box is emptied; the Filter menu's Quick questions lists the quick window's questions."""
+        from llamachat.tests.support import send_and_wait
+        from llamachat.ui.views.session_list import SessionListModel
+
+        window, history = chat_window()
+        send_and_wait(qtbot, window, "first chat")
+        session_id = window.session_id
+        model = window.sidebar.model
+        row = lambda: model.index(model.row_of(session_id))
+        assert not row().data(SessionListModel.DraftRole)
+        window.composer.set_text("not sent yet")
+        window.drafts.save()
+        assert row().data(SessionListModel.DraftRole)
+        assert "Draft not sent" in row().data(0x03)  # ToolTipRole
+        window.new_session()
+        window.sidebar.refresh()  # read again from the history: still marked
+        assert row().data(SessionListModel.DraftRole)
+        window.open_session(session_id)
+        window.composer.set_text("")
+        window.drafts.save()
+        assert not row().data(SessionListModel.DraftRole)
+
+        quick = history.create_session("oneshot", "test-model", title="what is EADDRINUSE")
+        history.add_message(quick, "user", "what is EADDRINUSE")
+        window.sidebar.refresh()
+        assert quick not in window.sidebar.session_ids()
+        menu = window.sidebar.filters.menu
+        menu.aboutToShow.emit()
+        action = next(a for a in menu.actions() if a.text() == "Quick questions")
+        action.trigger()
+        assert window.sidebar.session_ids() == [quick]
+        assert window.sidebar.filters.describe() == "Quick questions"
+        window.sidebar.search("EADDRINUSE")
+        assert window.sidebar.session_ids() == [quick]

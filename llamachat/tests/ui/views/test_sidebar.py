@@ -317,6 +317,41 @@ class TestSidebar:
         assert sidebar.session_ids() == [ids[1], ids[2], ids[0]]
         history.close()
 
+    def test_after_the_new_project_dialog_the_window_takes_its_keys_again(
+        self, qtbot, chat_window
+    ) -> None:
+        """After ⋯ > New project… the window is active again: Ctrl+K reaches the search field
+        without a click on the window."""
+        from PySide6.QtCore import Qt, QTimer
+        from PySide6.QtWidgets import QApplication, QInputDialog, QToolButton
+
+        def answer() -> None:  # the name asked, then OK, once the dialog is up
+            dialog = QApplication.activeModalWidget()
+            if not isinstance(dialog, QInputDialog):
+                QTimer.singleShot(20, answer)
+                return
+            dialog.setTextValue("Work")
+            dialog.accept()
+
+        window, history = chat_window(listed=False)
+        window.activateWindow()
+        qtbot.waitUntil(window.isActiveWindow)
+        more = next(
+            b
+            for b in window.sidebar.findChildren(QToolButton)
+            if b.accessibleName() == "More session actions"
+        )
+        action = next(a for a in more.menu().actions() if a.text() == "New project…")
+        QTimer.singleShot(0, answer)
+        action.trigger()
+        assert [p["name"] for p in history.projects.listed()] == ["Work"]
+        qtbot.waitUntil(window.isActiveWindow)
+        assert QApplication.focusWidget() is window.composer.editor
+        qtbot.keyClick(
+            QApplication.focusWidget(), Qt.Key.Key_K, Qt.KeyboardModifier.ControlModifier
+        )
+        assert window.sidebar.search_field.hasFocus()
+
 
 class TestSidebarExportFaults:
     """An export on a disk that fills."""
