@@ -72,7 +72,7 @@ class TestFirstRun:
             window.app.router_pending(f"Looking for the llama.cpp router at {empty.url}…")
             # The picker's calls run in order: its stand-in's answer comes after the earlier one.
             qtbot.waitUntil(lambda: "not ready yet" in window.model_picker.status_label.text())
-            assert [r for r in empty.requests if r.path.endswith("/models")]
+            qtbot.waitUntil(lambda: any(r.path.endswith("/models") for r in empty.requests))
             assert window.first_run_panel.state() == "pending"
             assert (
                 window.statusBar().currentMessage().startswith("Looking for the llama.cpp router")

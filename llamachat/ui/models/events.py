@@ -129,7 +129,7 @@ def keep_progress(info: ModelInfo, known: ModelInfo | None) -> ModelInfo:
 
 
 class FailureReasons:
-    """Why each failed model failed, from `source(model_id)`, read once per failure."""
+    """Why each failed model failed, from `source(model_id)`, read until the log has it."""
 
     def __init__(self, source: Callable[[str], str] | None) -> None:
         self._source = source
@@ -139,13 +139,18 @@ class FailureReasons:
         """The reason ('' when none is known); the log is a file and tooltips ask often."""
         if self._source is None:
             return ""
-        if model_id not in self._found:
-            try:
-                self._found[model_id] = self._source(model_id)
-            except OSError as exc:
-                log.info("could not read why %s failed: %s", model_id, exc)
-                self._found[model_id] = ""
-        return self._found[model_id]
+        if model_id in self._found:
+            return self._found[model_id]
+        try:
+            reason = self._source(model_id)
+        except OSError as exc:
+            log.info("could not read why %s failed: %s", model_id, exc)
+            return ""
+        # Kept once found only: the router may report the failure before its log has the
+        # child's last lines, and a busy machine widens that gap.
+        if reason:
+            self._found[model_id] = reason
+        return reason
 
     def forget(self, model_id: str) -> None:
         """Read the reason again next time (a new load, a new failure)."""

@@ -152,3 +152,22 @@ class TestEvents:
             registry.close()
         finally:
             server.stop()
+
+    def test_a_failure_reason_not_in_the_log_yet_is_read_again(self) -> None:
+        """The router reports a failure before its log holds the reason: the empty answer is
+        not kept, and the reason shows once the log has it (then it is read no more)."""
+        from llamachat.ui.models.events import FailureReasons
+
+        log_lines: list[str] = []
+        reads: list[str] = []
+
+        def source(model_id: str) -> str:
+            reads.append(model_id)
+            return "\n".join(log_lines)
+
+        reasons = FailureReasons(source)
+        assert reasons.get("broken") == ""
+        log_lines.append("failed to read GGUF header")
+        assert reasons.get("broken") == "failed to read GGUF header"
+        assert reasons.get("broken") == "failed to read GGUF header"
+        assert reads == ["broken", "broken"]
