@@ -7,6 +7,7 @@ so the three cannot drift apart. A `Turn` is made of named parts:
     project          the instructions of the chat's project
     date             today's date (only while web search is offered)
     skill:<name>     each loaded skill, in load order
+    memory           the person's memories in the chat's scope (`memory_part`)
     summary          a compacted chat's summary of its earlier messages (`compact`)
     history          the earlier messages, replayed (replies give their answer only)
     excerpts         the passages of the chat's libraries found for the question, when
@@ -184,6 +185,29 @@ def system_parts(
     return tuple(parts)
 
 
+MEMORY_HEADING = (
+    "What the user asked you to remember from earlier conversations (use it where it "
+    "helps; do not mention it otherwise):"
+)
+
+
+def memory_part(memories: Sequence[Mapping[str, Any]]) -> Part | None:
+    """The system message's "memory" part: one line per memory, None when there is none.
+
+    Written in a stable order, pinned ones first, then oldest first (by id), whatever
+    order they were chosen in (`history.memories.chosen` ranks by when each was last
+    used): marking the memories a request carried as used changes their `used_at`,
+    never these bytes, so the system message stays byte-identical turn after turn (the
+    prompt cache holds) and changes only when a memory is added, edited, pinned,
+    removed, or left out by the budget.
+    """
+    if not memories:
+        return None
+    ordered = sorted(memories, key=lambda m: (not m.get("pinned"), int(m["id"])))
+    lines = "\n".join(f"- {m['text']}" for m in ordered)
+    return Part("memory", f"{MEMORY_HEADING}\n{lines}")
+
+
 def join_system(parts: Iterable[Part]) -> str:
     """The system message's text made of its parts."""
     return "\n\n".join(part.text for part in parts if part.text)
@@ -205,6 +229,7 @@ def build_turn(
     router: bool = True,
     takes_tools: bool = True,
     library: LibraryConfig | None = None,
+    memory_on: bool = False,
 ) -> Turn:
     """The turn that asks `model` about a conversation, as History stores it.
 
@@ -219,6 +244,7 @@ def build_turn(
     A model whose template cannot take tools (`takes_tools` False) is offered none.
     `library` offers search_documents over the chat's attached libraries; to a model
     that cannot call tools, the passages they hold for the question go with it instead.
+    `memory_on` (the chat's memory: `memory_enabled` and its own switch) offers remember.
     """
     search_on = cfg.search_enabled if search_on is None else search_on
     if not takes_tools:
@@ -241,7 +267,7 @@ def build_turn(
     loaded = tuple(p.name.removeprefix("skill:") for p in system if p.name.startswith("skill:"))
     inputs = Inputs(
         cfg,
-        switches={"search_enabled": search_on},
+        switches={"search_enabled": search_on, "memory_enabled": memory_on},
         store=store,
         loaded=loaded,
         n_ctx=n_ctx,

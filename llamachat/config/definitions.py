@@ -432,6 +432,32 @@ KEYS: tuple[Key, ...] = (
         "Warm the prompt cache of providers' models too (they may bill for it).",
     ),
     Key(
+        "memory_enabled",
+        False,
+        _BOOL,
+        "Memory across chats: short facts you keep (/remember, \"Remember this\", the\n"
+        "Memory panel) go into every chat's system prompt, and the model may keep new\n"
+        "ones with its remember tool. Each chat can turn it off; temporary chats never\n"
+        "read or write it. Kept in the history database; see and remove them in the\n"
+        "Memory panel.",
+    ),
+    Key(
+        "memory_tokens",
+        400,
+        _INT,
+        "The most of the system prompt memories may take, in tokens: pinned ones first,\n"
+        "then the most recently used; the Memory panel says which were left out.",
+        check=_no_less_than_zero("memory_tokens"),
+    ),
+    Key(
+        "memory_providers",
+        [],
+        _STR_LIST,
+        "The [[providers]] (by name) whose models may be sent your memories. Models of\n"
+        "the router always may; other providers' never do unless named here.",
+        example=["openrouter"],
+    ),
+    Key(
         "mcp_config",
         "",
         _STR,

@@ -136,6 +136,9 @@ class Config:
     sleep_idle_seconds: int = _default("sleep_idle_seconds")
     warm_cache: bool = _default("warm_cache")
     warm_cache_providers: bool = _default("warm_cache_providers")
+    memory_enabled: bool = _default("memory_enabled")
+    memory_tokens: int = _default("memory_tokens")
+    memory_providers: tuple[str, ...] = ()
     model_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     preset_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     mcp_servers: tuple[McpServerConfig, ...] = ()
@@ -259,6 +262,9 @@ def _build(data: dict[str, Any], path: Path) -> Config:
         sleep_idle_seconds=v["sleep_idle_seconds"],
         warm_cache=v["warm_cache"],
         warm_cache_providers=v["warm_cache_providers"],
+        memory_enabled=v["memory_enabled"],
+        memory_tokens=v["memory_tokens"],
+        memory_providers=tuple(name.strip() for name in v["memory_providers"] if name.strip()),
         model_params={k: dict(t) for k, t in v["model_params"].items()},
         preset_params={k: dict(t) for k, t in v["preset_params"].items()},
         mcp_servers=_mcp_servers(v, path),

@@ -192,6 +192,24 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE sessions ADD COLUMN opened_at REAL;
     """,
+    # 11: memories, short facts across chats (`memories`): everywhere (project_id NULL)
+    # or in one project (gone with it); where each came from (a chat and a message,
+    # NULL once gone) and when a request last carried it.
+    """
+    CREATE TABLE IF NOT EXISTS memories (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        text        TEXT NOT NULL,
+        project_id  INTEGER REFERENCES projects (id) ON DELETE CASCADE,
+        session_id  INTEGER REFERENCES sessions (id) ON DELETE SET NULL,
+        message_id  INTEGER REFERENCES messages (id) ON DELETE SET NULL,
+        author      TEXT NOT NULL DEFAULT 'user',
+        pinned      INTEGER NOT NULL DEFAULT 0,
+        created_at  REAL NOT NULL,
+        updated_at  REAL NOT NULL,
+        used_at     REAL NOT NULL DEFAULT 0
+    );
+    CREATE INDEX IF NOT EXISTS memories_by_project ON memories (project_id, id);
+    """,
 ]
 
 # Columns a pre-versioned table may lack, with the definitions ALTER TABLE can add

@@ -128,10 +128,11 @@ def update(conn: sqlite3.Connection, project_id: int, changes: dict[str, Any]) -
 
 
 def delete(conn: sqlite3.Connection, project_id: int) -> None:
-    """Delete a project; its chats stay, ungrouped."""
+    """Delete a project and its memories; its chats stay, ungrouped."""
     # Explicit as well as the schema's ON DELETE SET NULL: a connection without
     # foreign_keys on (the sqlite3 shell) must not leave chats in a missing project.
     conn.execute("UPDATE sessions SET project_id = NULL WHERE project_id = ?", (project_id,))
+    conn.execute("DELETE FROM memories WHERE project_id = ?", (project_id,))
     conn.execute("DELETE FROM projects WHERE id = ?", (project_id,))
 
 

@@ -52,6 +52,7 @@ from llamachat.history.export import (
     ImportCancelled,
     Imported,
 )
+from llamachat.history.memories import Memories, MemoryRow
 from llamachat.history.projects import ProjectRow, Projects
 from llamachat.history.rows import (
     _SESSION_COLUMNS,
@@ -90,6 +91,7 @@ __all__ = [
     "ImportCancelled",
     "ImportIds",
     "Imported",
+    "MemoryRow",
     "MessageRow",
     "NewMessage",
     "NewSession",
@@ -243,6 +245,7 @@ class History:
             ) from None
         self.salvaged = 0
         self.projects = Projects(self._transaction, self._reading)  # groups of chats
+        self.memories = Memories(self._transaction, self._reading)  # facts across chats
         try:
             self._conn = database.connect(self.path, BUSY_TIMEOUT_S)
         except _Corrupt as exc:

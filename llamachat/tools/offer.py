@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from llamachat.tools import documents, skill_tools, web_search
+from llamachat.tools import documents, remember, skill_tools, web_search
 from llamachat.tools.base import Tool
 from llamachat.tools.inputs import Inputs
 
@@ -33,6 +33,7 @@ BUILTIN: list[Builtin] = [
     Builtin("search_enabled", web_search.make),
     Builtin("", skill_tools.make),
     Builtin("", documents.make),
+    Builtin("memory_enabled", remember.make),
 ]
 """The built-in tools, in the order a request offers them."""
 

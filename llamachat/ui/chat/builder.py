@@ -8,7 +8,8 @@ context meter counts the same Turn (`draft_turn`, with the draft for a question)
 two cannot drift apart. `warm_turn` is that request up to where the next message starts,
 which the cache warm-up sends. In chat mode the system message is cached, byte-identical from
 turn to turn (what lets llama.cpp reuse its prompt cache), until `forget_system` says
-what goes into it changed.
+what goes into it changed. Its memory part is read from History at each build (a few
+short rows) and its bytes change only when a memory does (`turn.memory_part`).
 
 Qt-free but for the App's protocol; reads History, so it runs on the GUI thread.
 """
@@ -20,9 +21,11 @@ from collections.abc import Callable
 
 from llamachat import params, turn
 from llamachat.config import Config
+from llamachat.history import memories
+from llamachat.history.store import HistoryError
 from llamachat.router import client as backend
 from llamachat.tools import LibraryConfig
-from llamachat.ui.chat.state import ONESHOT, AppState, ChatState
+from llamachat.ui.chat.state import CHAT, ONESHOT, AppState, ChatState
 
 
 class TurnBuilder:
@@ -52,6 +55,8 @@ class TurnBuilder:
         self._cached_instructions = ""
         # What the models' servers said of their chat templates: whether they take tools.
         self._takes: dict[str, bool] = {}
+        self.memory = memories.Chosen((), ())
+        """The memories the last request built carried, and those the budget left out."""
 
     def config(self) -> Config:
         """The configuration in effect (the App's)."""
@@ -87,6 +92,32 @@ class TurnBuilder:
         return params.effective(
             cfg.model_params, cfg.preset_params, model=model, preset=self.prompt()[0], chat={}
         )
+
+    def memory_allowed(self, model: str) -> bool:
+        """Whether requests to `model` carry memories and offer remember: `memory_enabled`,
+        the chat's switch, chat mode, not a temporary chat, and the router's model or a
+        provider's named in `memory_providers`."""
+        cfg, state = self.config(), self.state
+        if not (cfg.memory_enabled and state.memory_on) or state.temporary or state.mode != CHAT:
+            return False
+        if self.client_for(model)[1] == model:
+            return True
+        return model.partition("/")[0] in cfg.memory_providers
+
+    def memory_rows(self) -> list[memories.MemoryRow]:
+        """The memories in the chat's scope: everywhere's and its project's."""
+        try:
+            return self._app.history.memories.listed(project_id=self.project_id())
+        except HistoryError:
+            return []
+
+    def _memory_part(self, model: str) -> tuple[turn.Part, ...]:
+        if not self.memory_allowed(model):
+            self.memory = memories.Chosen((), ())
+            return ()
+        self.memory = memories.chosen(self.memory_rows(), self.config().memory_tokens)
+        part = turn.memory_part(self.memory.kept)
+        return (part,) if part is not None else ()
 
     def forget_system(self) -> None:
         """What goes into the system message changed: the next request builds it again."""
@@ -132,7 +163,7 @@ class TurnBuilder:
         return turn.build_turn(
             cfg,
             model=model,
-            system=self._system_parts(),
+            system=self._system_parts() + self._memory_part(model),
             messages=stored,
             images=self.images(model),
             store=state.store,
@@ -144,6 +175,7 @@ class TurnBuilder:
             router=router,
             takes_tools=self.takes_tools(model),
             library=self.library(),
+            memory_on=self.memory_allowed(model),
         )
 
     def library(self) -> LibraryConfig | None:

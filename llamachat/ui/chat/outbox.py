@@ -15,7 +15,7 @@ conversation other than the one on screen. A reply a crash left "streaming" is m
 
 Signals, which the conversation passes on as its own: `session_changed` (a question
 saved into a new session), `started` (the reply), the reply's `search_started`,
-`skill_loaded` and `stats`; when it ends, `over` first (it is no longer the current
+`skill_loaded`, `remembered` and `stats`; when it ends, `over` first (it is no longer the current
 reply), then `messages_reset` (a retry that gave no text: the earlier reply is shown
 again) or `versions_changed` (Regenerate added one), then `ended` (status, error);
 `notice` says what went wrong (or was saved after all).
@@ -51,6 +51,7 @@ class Outbox(QObject):
     started = Signal(object)  # the ReplyStream: attach a view before returning
     search_started = Signal(str)
     skill_loaded = Signal(str)
+    remembered = Signal(object)  # the model's remember call (`ReplyStream.remembered`)
     stats = Signal(object)
     over = Signal()  # the reply ended: nothing is shown of its end yet
     messages_reset = Signal(object)  # the rows to show instead of what is shown
@@ -178,6 +179,7 @@ class Outbox(QObject):
             return False
         reply.search_started.connect(self.search_started)
         reply.skill_loaded.connect(self.skill_loaded)
+        reply.remembered.connect(self.remembered)
         reply.stats.connect(self.stats)
         reply.save_failed.connect(self._on_save_failed)
         reply.saved.connect(self._on_saved)

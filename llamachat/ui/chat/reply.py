@@ -62,6 +62,7 @@ class ReplyStream(QObject):
 
     search_started = Signal(str)
     skill_loaded = Signal(str)
+    remembered = Signal(object)  # the model's remember call: text, session_id, message_id
     progress = Signal(object)  # llama.cpp's prompt_progress: total, cache, processed, time_ms
     timings = Signal(object)  # the figures so far (prompt_n, cache_n, predicted_n...)
     # object, not dict: PySide converts a dict signal through QVariantMap, which may drop it.
@@ -115,6 +116,7 @@ class ReplyStream(QObject):
         self._worker.search_started.connect(self._on_search_started)
         self._worker.search_finished.connect(self._on_search_finished)
         self._worker.skill_loaded.connect(self._on_skill_loaded)
+        self._worker.remembered.connect(self._on_remembered)
         self._worker.tool_finished.connect(self._on_tool_finished)
         self._worker.stats.connect(self._on_stats)
         self._worker.cut.connect(self._on_cut)
@@ -307,6 +309,12 @@ class ReplyStream(QObject):
     def _on_skill_loaded(self, name: str) -> None:
         if not self._ended:
             self.skill_loaded.emit(name)
+
+    @Slot(str)
+    def _on_remembered(self, text: str) -> None:
+        if not self._ended:
+            source = {"session_id": self.session_id, "message_id": self.message_id}
+            self.remembered.emit({"text": text, **source})
 
     @Slot(object)
     def _on_tool_finished(self, record: object) -> None:

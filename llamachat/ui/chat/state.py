@@ -51,6 +51,12 @@ class ChatState:
     """A temporary chat: its session ids are a memory database's, which nothing else keys by."""
     editing: int | None = None
     """The message being edited: the next send makes a new version of it."""
+    memory_on: bool = True
+    """The chat's own memory switch (memory also needs `memory_enabled`, and never in a
+    temporary chat)."""
+    memory_used: list[int] = field(default_factory=list)
+    """The memories this chat's requests carried since it was opened (the Memory panel's
+    "used in this chat")."""
 
 
 class McpTools(Protocol):

@@ -122,6 +122,7 @@ class StreamWorker(QObject):
     search_started = Signal(str)
     search_finished = Signal(object)
     skill_loaded = Signal(str)
+    remembered = Signal(str)  # the fact the model's remember call hands the window to save
     progress = Signal(object)
     timings = Signal(object)
     tool_finished = Signal(object)
@@ -333,6 +334,7 @@ _SIGNALS = {
     # Another tool's call and short result (read_skill_file), shown as a search is.
     "tool_done": "search_finished",
     "skill_loaded": "skill_loaded",
+    "remembered": "remembered",
     "progress": "progress",
     "timings": "timings",
     # An MCP tool's call, shown collapsed and saved with the reply.

@@ -1,0 +1,139 @@
+"""One conversation's memory: what the person and the model ask it to keep, and what its
+requests carried.
+
+`ChatMemory(state, builder, history)` saves a memory on the GUI thread, which owns the
+history's SQLite connection: the person's (`/remember …`, "Remember this", `remember`)
+and the model's (the `remember` tool's call, which reaches it as the reply's
+`remembered` signal from the worker thread). A memory kept in a project's chat stays in
+that project. It marks the memories a sent request carried as used (`sent`), which never
+changes the system message's bytes (`turn.memory_part`). A temporary chat, or one with
+memory off, reads and writes none.
+
+Signals: `saved` (the MemoryRow just kept, for an Undo), `changed` (what the next request
+carries may differ: the system message is built again), `notice`.
+Errors: none raised; a save History refuses becomes a `notice`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import QObject, Signal, Slot
+
+from llamachat.history.store import History, HistoryError
+from llamachat.ui.chat.builder import TurnBuilder
+from llamachat.ui.chat.state import ChatState
+
+COMMAND = "/remember"
+
+
+class ChatMemory(QObject):
+    """Keeps a conversation's memories and follows which ones its requests carried."""
+
+    saved = Signal(object)  # the MemoryRow just kept
+    changed = Signal()
+    notice = Signal(str, int)
+
+    def __init__(
+        self,
+        state: ChatState,
+        builder: TurnBuilder,
+        history: Callable[[], History],
+        parent: QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self._state = state
+        self._builder = builder
+        self._history = history
+
+    def writable(self) -> bool:
+        """Whether this chat may keep memories now (not a temporary chat, memory not off)."""
+        return not self._state.temporary and self._state.memory_on
+
+    def set_on(self, on: bool) -> None:
+        """The chat's own memory switch (not saved: each chat opens with memory on)."""
+        if on != self._state.memory_on:
+            self._state.memory_on = on
+            self.changed.emit()
+
+    def remember(
+        self,
+        text: str,
+        *,
+        author: str = "user",
+        session_id: int | None = None,
+        message_id: int | None = None,
+    ) -> int | None:
+        """Keep `text` in the chat's scope (its project's, else everywhere's); its id, or
+        None when this chat keeps none or History refused (a notice says why)."""
+        if not self.writable():
+            why = "a temporary chat" if self._state.temporary else "memory is off in this chat"
+            self.notice.emit(f"Not remembered: {why}.", 8000)
+            return None
+        project_id = self._builder.project_id()
+        if session_id is None:
+            session_id = self._state.session_id
+        try:
+            memories = self._history().memories
+            memory_id = memories.add(
+                text,
+                project_id=project_id,
+                session_id=session_id,
+                message_id=message_id,
+                author=author,
+            )
+            row = memories.get(memory_id)
+        except HistoryError as exc:
+            self.notice.emit(f"Not remembered: {exc}", 0)
+            return None
+        self.changed.emit()
+        if row is not None:
+            self.saved.emit(row)
+        return memory_id
+
+    def forget(self, memory_id: int) -> bool:
+        """Undo a memory; True when it was removed."""
+        try:
+            self._history().memories.delete(memory_id)
+        except HistoryError as exc:
+            self.notice.emit(f"The memory could not be removed: {exc}", 0)
+            return False
+        self.changed.emit()
+        return True
+
+    def command(self, text: str) -> bool:
+        """Handle a typed `/remember <fact>`; False when `text` is not that command."""
+        command, _, fact = text.strip().partition(" ")
+        if command != COMMAND:
+            return False
+        if not fact.strip():
+            self.notice.emit("Type the fact after /remember, e.g. /remember I use metric units.", 8000)
+        else:
+            self.remember(fact)
+        return True
+
+    @Slot(object)
+    def model_remembered(self, call: object) -> None:
+        """The model's remember call (a reply's `remembered`): keep its fact."""
+        if not isinstance(call, dict):
+            return
+        self.remember(
+            str(call.get("text") or ""),
+            author="model",
+            session_id=call.get("session_id"),
+            message_id=call.get("message_id"),
+        )
+
+    @Slot(object)
+    def sent(self, _reply: object) -> None:
+        """A request left: mark the memories it carried as used (`builder.memory`)."""
+        kept = [memory["id"] for memory in self._builder.memory.kept]
+        if not kept:
+            return
+        used = self._state.memory_used
+        used.extend(i for i in kept if i not in used)
+        try:
+            self._history().memories.mark_used(kept)
+        except HistoryError as exc:
+            # Only the order the budget keeps them in would lag: not worth a notice.
+            self.notice.emit(f"The memories' last use could not be saved: {exc}", 8000)
