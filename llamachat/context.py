@@ -13,7 +13,7 @@ once per model through `POST /apply-template` (a few tiny requests) and the cost
 set of tool schemas the same way, keyed by the schemas.
 
 `measure(turn, tokenizer)` gives a `Breakdown`: the tokens of each part of a `turn.Turn`
-(system, date, skill:<name>, history, user, attachment:<file>, tools) plus "template".
+(system, date, skill:<name>, memory, history, user, attachment:<file>, tools) plus "template".
 `fits(breakdown, n_ctx, reserve)` says whether it leaves room for the reply.
 
 Threads: `Tokenizer.count*` and `measure(..., exact=True)` may send requests and run off
@@ -52,6 +52,7 @@ NO_TOOLS = "this model's chat template cannot take tools"
 LABELS = {
     "system": "system prompt",
     "date": "today's date",
+    "memory": "memories",
     "summary": "summary of earlier messages",
     "history": "earlier messages",
     "excerpts": "passages found in the chat's libraries",

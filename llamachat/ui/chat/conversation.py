@@ -364,7 +364,7 @@ class Conversation(QObject):
         if command == "/compact" and not attachments and self.mode == CHAT:
             return HELD if self.compaction.compact(focus.strip()) else NOT_SENT
         if command == COMMAND and not attachments and self.mode == CHAT:
-            return HELD if self.memory.command(text) else NOT_SENT
+            return HELD if self.memory.command(focus) else NOT_SENT
         question = self.skills.take(text, self.cfg.skill_mentions)
         if not question.text.strip() and not attachments:
             self.skills.held(question)

@@ -101,16 +101,14 @@ class ChatMemory(QObject):
         self.changed.emit()
         return True
 
-    def command(self, text: str) -> bool:
-        """Handle a typed `/remember <fact>`; False when `text` is not that command."""
-        command, _, fact = text.strip().partition(" ")
-        if command != COMMAND:
-            return False
+    def command(self, fact: str) -> bool:
+        """Keep what follows a typed `/remember`; True when it was kept."""
         if not fact.strip():
-            self.notice.emit("Type the fact after /remember, e.g. /remember I use metric units.", 8000)
-        else:
-            self.remember(fact)
-        return True
+            self.notice.emit(
+                "Type the fact after /remember, e.g. /remember I use metric units.", 8000
+            )
+            return False
+        return self.remember(fact) is not None
 
     @Slot(object)
     def model_remembered(self, call: object) -> None:
