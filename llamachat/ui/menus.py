@@ -37,6 +37,7 @@ class Commands:
     mcp_servers: Callable[[], object]
     edit_presets: Callable[[], object]
     compact_chat: Callable[[], object]
+    memory: Callable[[], object]
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,7 @@ def _build_menus(window: QMainWindow, commands: Commands, actions: Actions) -> N
     chat_menu.addAction(actions.web_search)
     chat_menu.addAction(actions.skills)
     chat_menu.addAction(_action("MCP servers…", window, commands.mcp_servers))
+    chat_menu.addAction(_action("Memory…", window, commands.memory))
     chat_menu.addAction(_action("Edit prompt presets…", window, commands.edit_presets))
 
     help_menu = menus.addMenu("&Help")

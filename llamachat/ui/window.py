@@ -65,6 +65,7 @@ from llamachat.ui.chat.seams import ConversationSeams
 from llamachat.ui.chat.worker import collect_garbage_on_gui_thread
 from llamachat.ui.chat_sessions import ChatSessions
 from llamachat.ui.library.chat_libraries import ChatLibraries
+from llamachat.ui.memory.chat_memories import ChatMemories
 from llamachat.ui.mcp.mcp_panel import McpPanel, choose_and_import
 from llamachat.ui.models.choice import ModelChoice
 from llamachat.ui.models.picker import ModelPicker
@@ -194,6 +195,10 @@ class ChatWindow(ConversationSeams, QMainWindow):
             self.app, self.chat, composer=self.composer, status_bar=self.statusBar(), parent=self
         )
         self.libraries.status.connect(self.show_status)
+        self.memories = ChatMemories(
+            self.app, self.chat, self.messages, self.statusBar(), parent=self
+        )
+        self.memories.status.connect(self.show_status)
         self.skills = ChatSkills(
             self.app,
             self.chat,
@@ -552,6 +557,7 @@ def _install_menus(window: ChatWindow) -> list[QShortcut]:
         mcp_servers=window.open_mcp_panel,
         edit_presets=window.preset_picker.edit_presets,
         compact_chat=window.chat.compaction.compact,
+        memory=window.memories.open_panel,
     )
     actions = menus.Actions(
         import_chats=window.sidebar.import_action,

@@ -111,11 +111,14 @@ class TurnBuilder:
         except HistoryError:
             return []
 
-    def _memory_part(self, model: str) -> tuple[turn.Part, ...]:
+    def memory_choice(self, model: str) -> memories.Chosen:
+        """The memories a request to `model` would carry now, and those the budget leaves out."""
         if not self.memory_allowed(model):
-            self.memory = memories.Chosen((), ())
-            return ()
-        self.memory = memories.chosen(self.memory_rows(), self.config().memory_tokens)
+            return memories.Chosen((), ())
+        return memories.chosen(self.memory_rows(), self.config().memory_tokens)
+
+    def _memory_part(self, model: str) -> tuple[turn.Part, ...]:
+        self.memory = self.memory_choice(model)
         part = turn.memory_part(self.memory.kept)
         return (part,) if part is not None else ()
 

@@ -145,7 +145,7 @@ class Conversation(QObject):
             notice=self.notice.emit,
         )
         # Memories across chats: kept on this thread, whoever asks (`/remember`, the model).
-        self.memory = ChatMemory(self.state, self.builder, lambda: self.history, parent=self)
+        self.memory = ChatMemory(self.state, self.builder, lambda: self.app.history, parent=self)
         self.memory.notice.connect(self.notice)
         self.memory.saved.connect(self.memory_saved)
         # The next request's size, for the meter and the check before each send.

@@ -1,13 +1,14 @@
 """One conversation's memory: what the person and the model ask it to keep, and what its
 requests carried.
 
-`ChatMemory(state, builder, history)` saves a memory on the GUI thread, which owns the
-history's SQLite connection: the person's (`/remember …`, "Remember this", `remember`)
-and the model's (the `remember` tool's call, which reaches it as the reply's
-`remembered` signal from the worker thread). A memory kept in a project's chat stays in
-that project. It marks the memories a sent request carried as used (`sent`), which never
-changes the system message's bytes (`turn.memory_part`). A temporary chat, or one with
-memory off, reads and writes none.
+`ChatMemory(state, builder, history)` saves a memory into the App's History (never a
+temporary chat's), on the GUI thread, which owns its SQLite connection: the person's
+(`/remember …`, "Remember this", the Memory panel) and the model's (the `remember`
+tool's call, which reaches it from the worker thread as the reply's `remembered`
+signal). A memory kept in a project's chat stays in that project. It marks the
+memories a sent request carried as used (`sent`), which never changes the system
+message's bytes (`turn.memory_part`). A temporary chat, or one with memory off, reads
+and writes none.
 
 Signals: `saved` (the MemoryRow just kept, for an Undo), `changed` (what the next request
 carries may differ: the system message is built again), `notice`.

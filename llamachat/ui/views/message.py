@@ -34,7 +34,6 @@ from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
-    QMenu,
     QSizePolicy,
     QToolButton,
     QVBoxLayout,
@@ -43,6 +42,7 @@ from PySide6.QtWidgets import (
 
 from llamachat.ui import plain, shortcuts
 from llamachat.ui.library.sources import open_source, source_link
+from llamachat.ui.views import more_actions
 from llamachat.ui.views.document import DocumentWriter, TextView
 from llamachat.ui.views.figures import ReadingProgress, figures, reading_speed, stopped_figures
 from llamachat.ui.views.markdown import (
@@ -53,7 +53,7 @@ from llamachat.ui.views.markdown import (
     Update,
     break_text_runs,
 )
-from llamachat.ui.views.popup import menu_below
+from llamachat.ui.views.more_actions import MoreActions
 from llamachat.ui.views.tool_call import ToolCallView
 
 log = logging.getLogger(__name__)
@@ -223,6 +223,7 @@ class MessageView(QFrame):
     edit_requested = Signal(object)
     version_requested = Signal(object)  # the id of the version of this message to show
     fork_requested = Signal(object)  # "New chat from here" on this message
+    remember_requested = Signal(object, str)  # "Remember this": the message's id and text
     rendered = Signal()
     relaid_out = Signal(object)
 
@@ -309,7 +310,17 @@ class MessageView(QFrame):
         self._footer = footer
         # Built when first needed: most messages have one version and no fork button.
         self._version_switch = _VersionSwitch(self, footer)
-        self._more = _MoreActions(self, footer)
+        self._more = MoreActions(
+            footer,
+            lambda text, name, act: _button(self, text, name, act),
+            [
+                (more_actions.FORK, lambda: self.fork_requested.emit(self.message_id)),
+                (
+                    more_actions.REMEMBER,
+                    lambda: self.remember_requested.emit(self.message_id, self.content()),
+                ),
+            ],
+        )
         self.set_versions(message.get("versions") or [])
 
         if message.get("reasoning"):
@@ -753,42 +764,3 @@ class _VersionSwitch:
         at = self._versions.index(view.message_id) + step
         if 0 <= at < len(self._versions):
             view.version_requested.emit(self._versions[at])
-
-
-class _MoreActions:
-    """The "⋯" button in a message's footer and its menu; built when first offered."""
-
-    def __init__(self, view: MessageView, footer: QHBoxLayout) -> None:
-        self._view = view
-        self._footer = footer
-        self._button: QToolButton | None = None
-        self._menu: QMenu | None = None
-
-    def set_allowed(self, allowed: bool) -> None:
-        """Offer the menu, or hide it."""
-        view = self._view
-        if allowed and self._button is None:
-            self._button = _button(view, "⋯", "More actions", self._show)
-            self._menu = QMenu(self._button)
-            fork = self._menu.addAction("New chat from here")
-            fork.triggered.connect(lambda: view.fork_requested.emit(view.message_id))
-            self._footer.addWidget(self._button)
-        if self._button is not None:
-            self._button.setVisible(allowed)
-
-    def texts(self) -> list[str]:
-        """The menu's entries ([] when it is not offered)."""
-        if self._button is None or self._menu is None or self._button.isHidden():
-            return []
-        return [action.text() for action in self._menu.actions()]
-
-    def trigger(self, text: str) -> None:
-        """Run the entry reading `text`."""
-        for action in self._menu.actions() if self._menu is not None else ():
-            if action.text() == text:
-                action.trigger()
-
-    def _show(self) -> None:
-        # A menu of the button's own would draw an arrow beside the "⋯".
-        if self._button is not None and self._menu is not None:
-            menu_below(self._menu, self._button)

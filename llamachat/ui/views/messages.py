@@ -118,6 +118,7 @@ class MessagesView(QScrollArea):
     edit_requested = Signal(object)
     version_requested = Signal(object)
     fork_requested = Signal(object)
+    remember_requested = Signal(object, str)  # "Remember this" on a message: its id, its text
     summary_edited = Signal(object, str)  # a compacted chat's summary saved edited: id, text
 
     def __init__(self, parent: QWidget | None = None, *, forks: bool = False) -> None:
@@ -261,6 +262,7 @@ class MessagesView(QScrollArea):
         view.edit_requested.connect(self.edit_requested)
         view.version_requested.connect(self.version_requested)
         view.fork_requested.connect(self.fork_requested)
+        view.remember_requested.connect(self.remember_requested)
         if self._forks:
             view.set_fork_allowed(True)
         if self._editing is not None and view.message_id == self._editing:

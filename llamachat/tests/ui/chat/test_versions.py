@@ -504,7 +504,7 @@ class TestVersions:
         send_and_wait(qtbot, window, "Why?")
         original = window.session_id
         reply = window.messages.views()[1]
-        assert reply.more_actions() == ["New chat from here"]
+        assert reply.more_actions() == ["New chat from here", "Remember this"]
         reply.trigger_more("New chat from here")
         qtbot.waitUntil(lambda: window.session_id != original)
         assert self._texts(window) == ["Name a llama.", "Dolly."]
