@@ -435,7 +435,7 @@ KEYS: tuple[Key, ...] = (
         "memory_enabled",
         False,
         _BOOL,
-        "Memory across chats: short facts you keep (/remember, \"Remember this\", the\n"
+        'Memory across chats: short facts you keep (/remember, "Remember this", the\n'
         "Memory panel) go into every chat's system prompt, and the model may keep new\n"
         "ones with its remember tool. Each chat can turn it off; temporary chats never\n"
         "read or write it. Kept in the history database; see and remove them in the\n"

@@ -65,8 +65,8 @@ from llamachat.ui.chat.seams import ConversationSeams
 from llamachat.ui.chat.worker import collect_garbage_on_gui_thread
 from llamachat.ui.chat_sessions import ChatSessions
 from llamachat.ui.library.chat_libraries import ChatLibraries
-from llamachat.ui.memory.chat_memories import ChatMemories
 from llamachat.ui.mcp.mcp_panel import McpPanel, choose_and_import
+from llamachat.ui.memory.chat_memories import ChatMemories
 from llamachat.ui.models.choice import ModelChoice
 from llamachat.ui.models.picker import ModelPicker
 from llamachat.ui.router_guide import RouterGuide

@@ -31,7 +31,9 @@ class TestRemember:
         _announced, result = answer(tools, "remember", '{"fact": " Prefers\\nmetric units "}')
         assert result.text.startswith("Remembered: Prefers metric units.")
         assert ("remembered", "Prefers metric units") in result.events
-        assert ("tool_done", {"title": "Remembered", "query": "Prefers metric units",
-                              "results": [], "error": ""}) in result.events
+        assert (
+            "tool_done",
+            {"title": "Remembered", "query": "Prefers metric units", "results": [], "error": ""},
+        ) in result.events
         _announced, refused = answer(tools, "remember", '{"fact": ""}')
         assert refused.text.startswith("error: give the fact") and refused.events == []

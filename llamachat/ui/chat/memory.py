@@ -11,7 +11,8 @@ message's bytes (`turn.memory_part`). A temporary chat, or one with memory off, 
 and writes none.
 
 Signals: `saved` (the MemoryRow just kept, for an Undo), `changed` (what the next request
-carries may differ: the system message is built again), `notice`.
+carries may differ: the system message is built again), `used` (a request carried
+memories), `notice`.
 Errors: none raised; a save History refuses becomes a `notice`.
 """
 
@@ -33,6 +34,7 @@ class ChatMemory(QObject):
 
     saved = Signal(object)  # the MemoryRow just kept
     changed = Signal()
+    used = Signal()  # a request carried memories (`state.memory_used`)
     notice = Signal(str, int)
 
     def __init__(
@@ -134,5 +136,6 @@ class ChatMemory(QObject):
         try:
             self._history().memories.mark_used(kept)
         except HistoryError as exc:
-            # Only the order the budget keeps them in would lag: not worth a notice.
+            # Only the order the budget keeps them in would lag: a passing line.
             self.notice.emit(f"The memories' last use could not be saved: {exc}", 8000)
+        self.used.emit()

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from llamachat.history.memories import MAX_CHARS, MemoryRow
+from llamachat.history.memories import MAX_CHARS
 from llamachat.history.store import History, HistoryError
 from llamachat.ui import plain
 from llamachat.ui.chat.conversation import Conversation
@@ -103,7 +103,9 @@ class MemoryPanel(QDialog):
         self.tree.itemSelectionChanged.connect(self._update_buttons)
 
         self.pin_button = QPushButton("Pin")
-        self.pin_button.setToolTip(plain.tooltip("Pinned memories are sent first, whatever the budget."))
+        self.pin_button.setToolTip(
+            plain.tooltip("Pinned memories are sent first, whatever the budget.")
+        )
         self.pin_button.clicked.connect(self.toggle_pin)
         self.edit_button = QPushButton("Edit")
         self.edit_button.clicked.connect(self._edit_selected)
@@ -126,6 +128,7 @@ class MemoryPanel(QDialog):
         layout.addWidget(self.problem)
         layout.addLayout(buttons)
         chat.memory.changed.connect(self.update_view)
+        chat.memory.used.connect(self.update_view)
         self.update_view()
 
     # ------------------------------------------------------------------ showing
@@ -224,7 +227,9 @@ class MemoryPanel(QDialog):
     def rows_text(self) -> list[tuple[str, str, str]]:
         """What the list shows of each memory not hidden by the search: text, kept by, in chat."""
         return [
-            (item.text(0), item.text(1), item.text(2)) for item in self.items() if not item.isHidden()
+            (item.text(0), item.text(1), item.text(2))
+            for item in self.items()
+            if not item.isHidden()
         ]
 
     def selected_id(self) -> int | None:

@@ -91,9 +91,7 @@ class TestChatMemory:
         send(qtbot, router, chat, "Which framework?")
         assert MEMORY_HEADING not in system_of(router.chat_requests()[-1])
 
-    def test_a_temporary_chat_reads_and_writes_no_memory(
-        self, memory_chat, router, qtbot
-    ) -> None:
+    def test_a_temporary_chat_reads_and_writes_no_memory(self, memory_chat, router, qtbot) -> None:
         chat, history = memory_chat()
         history.memories.add("Prefers answers in metric units")
         notices: list = []
@@ -123,9 +121,7 @@ class TestChatMemory:
             send(qtbot, router, chat, question)
         systems = [system_of(request) for request in router.chat_requests()]
         assert systems[0] == systems[1] == systems[2]
-        assert systems[0].endswith(
-            "\n- Prefers metric units\n- Uses Fedora\n- Writes Python"
-        )
+        assert systems[0].endswith("\n- Prefers metric units\n- Uses Fedora\n- Writes Python")
         assert all(m["used_at"] > 0 for m in history.memories.listed())
         chat.memory.remember("Lives in Lyon")
         send(qtbot, router, chat, "Four?")
