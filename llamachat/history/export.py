@@ -5,7 +5,8 @@ file, `validate_import` from parsed JSON; `importers` reads other apps' exports 
 same `Imported`): every field's type, finite numbers and times, how deep free-form values
 nest, the parameters against `params.PARAMS`, and from a file the size of each message. A mistake raises HistoryError naming the field. `add_imports`
 then writes one or many, at once or in batches that a callback can stop (nothing is
-kept then). `write_file` writes an export to a file whole or not at all.
+kept then). `write_file` writes an export to a file whole or not at all. A chat's
+export carries the memories it kept (`memories`), and its import brings them back.
 """
 
 from __future__ import annotations
@@ -21,13 +22,13 @@ import stat
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
 from llamachat import outside
 from llamachat import params as params_module
-from llamachat.history import database, projects
+from llamachat.history import database, memories, projects
 from llamachat.history.rows import (
     _INSERT_MESSAGE,
     _MESSAGE_COLUMNS,
@@ -90,6 +91,9 @@ class Imported:
     project: str = ""
     fingerprint: str = ""
     """A digest of the chat's content, kept with a user's import (`fingerprint`)."""
+    memories: list[dict[str, Any]] = field(default_factory=list)
+    """The memories the chat kept (`memories`): text, pinned, author, in_project,
+    created_at, and `message`, the index of the message it came from (None: none)."""
 
 
 def fingerprint(imported: Imported) -> str:
@@ -203,12 +207,31 @@ def export_json(
     active = conn.execute("SELECT active_leaf FROM sessions WHERE id = ?", (session_id,)).fetchall()
     session["active"] = local.get(active[0][0]) if active and active[0][0] else None
     session["params"] = params
-    return {
+    out = {
         "format": EXPORT_FORMAT,
         "version": EXPORT_VERSION,
         "session": session,
         "messages": messages,
     }
+    kept = conn.execute(
+        "SELECT text, pinned, author, project_id, message_id, created_at FROM memories"
+        " WHERE session_id = ? ORDER BY id",
+        (session_id,),
+    ).fetchall()
+    if kept:
+        # A project's memory goes with the chat's project (by name, as the chat does).
+        out["memories"] = [
+            {
+                "text": row["text"],
+                "pinned": bool(row["pinned"]),
+                "author": row["author"],
+                "in_project": row["project_id"] is not None,
+                "message": local.get(row["message_id"]),
+                "created_at": row["created_at"],
+            }
+            for row in kept
+        ]
+    return out
 
 
 def write_file(path: Path, text: str) -> None:
@@ -293,6 +316,9 @@ def _remove_unfinished(
     try:
         with transaction(conn, path):
             for chunk in _chunks(session_ids):
+                # Its memories go with it: an import stopped halfway keeps nothing.
+                marks = ", ".join("?" * len(chunk))
+                conn.execute(f"DELETE FROM memories WHERE session_id IN ({marks})", chunk)
                 database.purge(conn, f"id IN ({', '.join('?' * len(chunk))})", tuple(chunk))
             for project_id in made:
                 projects.delete(conn, project_id)
@@ -431,6 +457,30 @@ def _add_messages(
         active = imported.active
         leaf = ids[active] if active is not None else (ids[-1] if ids else None)
         conn.execute("UPDATE sessions SET active_leaf = ? WHERE id = ?", (leaf, session_id))
+        _add_memories(conn, session_id, imported, ids)
+
+
+def _add_memories(
+    conn: sqlite3.Connection, session_id: int, imported: Imported, ids: list[int]
+) -> None:
+    """The chat's memories, in its project when they were in the exported chat's."""
+    if not imported.memories:
+        return
+    project_id = conn.execute(
+        "SELECT project_id FROM sessions WHERE id = ?", (session_id,)
+    ).fetchone()[0]
+    for memory in imported.memories:
+        index = memory["message"]
+        memories.add(
+            conn,
+            memory["text"],
+            project_id=project_id if memory["in_project"] else None,
+            session_id=session_id,
+            message_id=ids[index] if index is not None else None,
+            author=memory["author"],
+            pinned=memory["pinned"],
+            at=memory["created_at"],
+        )
 
 
 def read_import(
@@ -648,8 +698,58 @@ def validate_import(data: object) -> Imported:
             raise HistoryError("cannot import: session.active must be null or a message's id")
         active = None if leaf is None else places[leaf]
     return Imported(
-        cast(NewSession, session), params, messages, parents, active, " ".join(project.split())
+        cast(NewSession, session),
+        params,
+        messages,
+        parents,
+        active,
+        " ".join(project.split()),
+        memories=_imported_memories(data.get("memories"), places, len(messages), now),
     )
+
+
+def _imported_memories(
+    raw: object, places: dict[int, int], count: int, now: float
+) -> list[dict[str, Any]]:
+    """The checked `memories` of an export (none when absent); `message` becomes the
+    index of the message in the import (a version 1 file numbers them from 1)."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise HistoryError("cannot import: memories must be a list")
+    out = []
+    for number, item in enumerate(raw, start=1):
+        where = f"memories[{number}]"
+        if not isinstance(item, dict) or not isinstance(item.get("text"), str):
+            raise HistoryError(f"cannot import: {where} must be an object with a text")
+        try:
+            text = memories.checked_text(item["text"])
+        except HistoryError as exc:
+            raise HistoryError(f"cannot import: {where}: {exc}") from None
+        author = item.get("author", "user")
+        if author not in memories.AUTHORS:
+            raise HistoryError(
+                f"cannot import: {where}.author must be one of {', '.join(memories.AUTHORS)}"
+            )
+        flags = {key: item.get(key, False) for key in ("pinned", "in_project")}
+        if not all(isinstance(value, bool) for value in flags.values()):
+            raise HistoryError(
+                f"cannot import: {where}.pinned and .in_project must be true or false"
+            )
+        message = item.get("message")
+        index: int | None = None
+        if message is not None:
+            wrong = HistoryError(f"cannot import: {where}.message must be null or a message's id")
+            if not _is_int(message):
+                raise wrong
+            index = places.get(message) if places else message - 1
+            if index is None or not 0 <= index < count:
+                raise wrong
+        created = check_time(item.get("created_at", now), f"{where}.created_at")
+        out.append(
+            {"text": text, "author": author, **flags, "message": index, "created_at": created}
+        )
+    return out
 
 
 def _is_int(value: object) -> bool:

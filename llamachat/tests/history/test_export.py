@@ -291,3 +291,64 @@ class TestExport:
         assert [p["name"] for p in history.projects.listed()] == ["Work"]
         assert history.count_sessions() == 0
         history.close()
+
+
+class TestExportMemories:
+    """A chat's export carries the memories it kept; its import brings them back."""
+
+    def test_a_chats_memories_travel_with_its_export(self, tmp_path: Path) -> None:
+        """Each memory keeps its text, pin, author, the message it came from and its scope:
+        a project's memory lands in the imported chat's project."""
+
+        source = History(tmp_path / "a.db")
+        work = source.projects.create("Work")
+        sid = source.create_session("chat")
+        source.projects.move(sid, work)
+        question = source.add_message(sid, "user", "Remember our API is FastAPI")
+        reply = source.add_message(sid, "assistant", "Noted.")
+        kept = source.memories.add(
+            "The API is FastAPI", project_id=work, session_id=sid, message_id=reply, author="model"
+        )
+        source.memories.update(kept, pinned=True)
+        source.memories.add("Prefers metric units", session_id=sid, message_id=question)
+        source.memories.add("Not this chat's")
+        data = json.loads(json.dumps(source.export_json(sid)))
+        assert [m["text"] for m in data["memories"]] == [
+            "The API is FastAPI",
+            "Prefers metric units",
+        ]
+
+        target = History(tmp_path / "b.db")
+        new = target.import_json(data)
+        project = target.get_session(new)["project_id"]
+        assert project is not None
+        rows = target.memories.listed(project_id=project)
+        messages = target.messages(new)
+        assert [
+            (m["text"], m["pinned"], m["author"], m["project_id"], m["session_id"], m["message_id"])
+            for m in rows
+        ] == [
+            ("The API is FastAPI", True, "model", project, new, messages[1]["id"]),
+            ("Prefers metric units", False, "user", None, new, messages[0]["id"]),
+        ]
+        target.import_json(data)  # the same facts again are not kept twice
+        assert len(target.memories.listed(every=True)) == 2
+
+    @pytest.mark.parametrize(
+        ("memories", "problem"),
+        [
+            ("nope", "memories must be a list"),
+            ([{"text": ""}], r"memories\[1\]: a memory needs some text"),
+            ([{"text": "x", "author": "admin"}], r"memories\[1\].author"),
+            ([{"text": "x", "pinned": "yes"}], r"memories\[1\].pinned"),
+            ([{"text": "x", "message": 99}], r"memories\[1\].message"),
+            ([{"text": "x", "message": [1]}], r"memories\[1\].message"),
+        ],
+    )
+    def test_an_export_with_bad_memories_imports_nothing(
+        self, tmp_path: Path, memories: object, problem: str
+    ) -> None:
+        history = History(tmp_path / "h.db")
+        with pytest.raises(HistoryError, match=problem):
+            history.import_json({**good_export(), "memories": memories})
+        assert history.list_sessions() == [] and history.memories.listed(every=True) == []
