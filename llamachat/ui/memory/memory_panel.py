@@ -93,7 +93,7 @@ class MemoryPanel(QDialog):
 
         self.tree = QTreeWidget()
         self.tree.setAccessibleName("Memories")
-        self.tree.setHeaderLabels(["Memory", "Kept by", "In this chat"])
+        self.tree.setHeaderLabels(["Memory", "Pinned", "Kept by", "In this chat"])
         self.tree.setRootIsDecorated(True)
         self.tree.setAlternatingRowColors(True)
         header = self.tree.header()
@@ -179,23 +179,23 @@ class MemoryPanel(QDialog):
             in_scope = row["project_id"] is None or row["project_id"] == project_id
             item = QTreeWidgetItem(
                 [
-                    ("📌 " if row["pinned"] else "") + row["text"],
+                    row["text"],
+                    "pinned" if row["pinned"] else "",
                     "the model" if row["author"] == "model" else "you",
                     _in_chat(row["id"], in_scope, sent, left, used),
                 ]
             )
             item.setData(0, _ID, row["id"])
-            item.setData(1, _ID, row["text"])
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsEditable)
             groups.get(row["project_id"], groups[None]).addChild(item)
-            if row["id"] == selected:
-                item.setSelected(True)
         for group in groups.values():
             if group.childCount():
                 self.tree.addTopLevelItem(group)
                 group.setExpanded(True)
+        if selected is not None:
+            self.select(selected)  # once in the tree: an item outside it cannot be selected
         self.tree.blockSignals(False)
-        for column in (1, 2):
+        for column in (1, 2, 3):
             self.tree.resizeColumnToContents(column)
         count = len(rows)
         summary = f"{count} memor{'y' if count == 1 else 'ies'}"
@@ -224,10 +224,11 @@ class MemoryPanel(QDialog):
         """Every memory's row, in the order shown."""
         return [item for group in self._groups() for item in _children(group)]
 
-    def rows_text(self) -> list[tuple[str, str, str]]:
-        """What the list shows of each memory not hidden by the search: text, kept by, in chat."""
+    def rows_text(self) -> list[tuple[str, ...]]:
+        """What the list shows of each memory the search does not hide: text, pinned, kept
+        by, in this chat."""
         return [
-            (item.text(0), item.text(1), item.text(2))
+            tuple(item.text(column) for column in range(4))
             for item in self.items()
             if not item.isHidden()
         ]
@@ -306,16 +307,15 @@ class MemoryPanel(QDialog):
     def _edit_selected(self) -> None:
         for item in self.tree.selectedItems():
             if isinstance(item.data(0, _ID), int):
-                # The text without its pin mark, for editing.
-                item.setText(0, str(item.data(1, _ID)))
                 self.tree.editItem(item, 0)
 
     @Slot(QTreeWidgetItem, int)
     def _on_item_changed(self, item: QTreeWidgetItem, column: int) -> None:
         memory_id = item.data(0, _ID)
-        text = item.text(0).removeprefix("📌 ")
-        if column == 0 and isinstance(memory_id, int) and text != item.data(1, _ID):
-            self.edit(memory_id, text)
+        if column == 0 and isinstance(memory_id, int):
+            row = self._history.memories.get(memory_id)
+            if row is not None and item.text(0) != row["text"]:
+                self.edit(memory_id, item.text(0))
 
     @Slot(bool)
     def _on_switch(self, on: bool) -> None:

@@ -145,6 +145,16 @@ class TestChatMemory:
         assert {m["text"] for m in left} >= {"An old fact about the garden shed"}
         assert old not in chat.state.memory_used
 
+    def test_the_meter_counts_the_memories_as_a_part_of_their_own(self, chat_window, qtbot) -> None:
+        window, _history = chat_window(**ON)
+        chat = window.chat
+        watch = chat.context
+        qtbot.waitUntil(lambda: watch.breakdown().exact, timeout=10_000)
+        assert watch.breakdown().get("memory") == 0
+        chat.memory.remember("Prefers answers in metric units")
+        qtbot.waitUntil(lambda: watch.breakdown().get("memory") > 0, timeout=10_000)
+        assert watch.breakdown().exact
+
     def test_a_chat_with_memory_off_is_sent_none_and_offered_no_remember(
         self, memory_chat, router, qtbot
     ) -> None:

@@ -51,8 +51,8 @@ class TestChatMemories:
             None,
             window.session_id,
         )
-        assert ("The API is FastAPI", "you", "sent with the next message") in panel.rows_text()
+        assert ("The API is FastAPI", "", "you", "sent with the next message") in panel.rows_text()
         router.script(Reply(content="OK."))
         send_and_wait(qtbot, window, "Thanks")
         assert "- The API is FastAPI" in router.chat_requests()[-1].json["messages"][0]["content"]
-        assert ("The API is FastAPI", "you", "sent in this chat") in panel.rows_text()
+        assert ("The API is FastAPI", "", "you", "sent in this chat") in panel.rows_text()
