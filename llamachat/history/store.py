@@ -245,7 +245,9 @@ class History:
             ) from None
         self.salvaged = 0
         self.projects = Projects(self._transaction, self._reading)  # groups of chats
-        self.memories = Memories(self._transaction, self._reading)  # facts across chats
+        # A memory's write touches no chat: the chats' paths as last read stay valid (a
+        # request marks its memories used, and the next one must not read the chat again).
+        self.memories = Memories(lambda: transaction(self._conn, self.path), self._reading)
         try:
             self._conn = database.connect(self.path, BUSY_TIMEOUT_S)
         except _Corrupt as exc:
