@@ -92,6 +92,12 @@ class ChatMemory(QObject):
         self.changed.emit()
         if row is not None:
             self.saved.emit(row)
+        if not self._builder.config().memory_enabled:
+            self.notice.emit(
+                "Remembered, but memory is off: no chat is sent it until you turn it on "
+                "(Chat > Memory…).",
+                8000,
+            )
         return memory_id
 
     def forget(self, memory_id: int) -> bool:

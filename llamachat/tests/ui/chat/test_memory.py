@@ -155,6 +155,19 @@ class TestChatMemory:
         qtbot.waitUntil(lambda: watch.breakdown().get("memory") > 0, timeout=10_000)
         assert watch.breakdown().exact
 
+    def test_remember_with_memory_off_keeps_the_fact_and_says_it_is_not_sent(
+        self, conversation, router, qtbot
+    ) -> None:
+        chat, history = conversation()
+        notices: list = []
+        chat.notice.connect(lambda text, _ms: notices.append(text))
+        assert chat.submit("/remember I live in Lyon") == controller.HELD
+        assert [m["text"] for m in history.memories.listed()] == ["I live in Lyon"]
+        assert notices[-1].startswith("Remembered, but memory is off")
+        send(qtbot, router, chat, "Where do I live?")
+        sent = router.chat_requests()[-1]
+        assert MEMORY_HEADING not in system_of(sent) and "remember" not in offered(sent)
+
     def test_a_chat_with_memory_off_is_sent_none_and_offered_no_remember(
         self, memory_chat, router, qtbot
     ) -> None:
