@@ -8,7 +8,13 @@ from llamachat.config.load import ProviderConfig
 from llamachat.dev.scripted_router import Reply, ToolCall
 from llamachat.router.client import Client
 from llamachat.router.models import Models
-from llamachat.tests.support import SMOL_ID, model_status
+from llamachat.tests.support import (
+    SMOL_ID,
+    make_llama_chat,
+    model_status,
+    send_and_wait,
+    warmups,
+)
 from llamachat.turn import MEMORY_HEADING
 from llamachat.ui.chat import conversation as controller
 
@@ -167,6 +173,23 @@ class TestChatMemory:
         send(qtbot, router, chat, "Where do I live?")
         sent = router.chat_requests()[-1]
         assert MEMORY_HEADING not in system_of(sent) and "remember" not in offered(sent)
+
+    def test_a_memory_kept_warms_the_prompt_cache_with_the_new_block(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """The system message changes with a memory: the warm-up has the server read the
+        new prefix ahead, and the next message then reads only itself."""
+
+        window, history = chat_window(warm_cache=True, **ON)
+        window.open_session(make_llama_chat(history))
+        qtbot.waitUntil(lambda: bool(warmups(router)) and not window.chat.warmer.busy())
+        before = len(warmups(router))
+        window.chat.memory.remember("Prefers answers in metric units")
+        qtbot.waitUntil(lambda: len(warmups(router)) > before and not window.chat.warmer.busy())
+        assert system_of(warmups(router)[-1]).endswith("- Prefers answers in metric units")
+        send_and_wait(qtbot, window, "And alpacas?")
+        timings = history.messages(window.session_id)[-1]["timings"]
+        assert timings["prompt_n"] < 15
 
     def test_a_chat_with_memory_off_is_sent_none_and_offered_no_remember(
         self, memory_chat, router, qtbot
