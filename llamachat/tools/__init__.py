@@ -2,7 +2,7 @@
 
 `base` holds the one small interface (`Tool`, `ToolResult`, `ToolError`) and `answer`,
 which turns every call into a result the model reads; `web_search`, `skill_tools`,
-`documents` (search_documents) and `mcp` are the tools; `inputs` is what a turn's
+`documents` (search_documents), `remember` and `mcp` are the tools; `inputs` is what a turn's
 built-in tools are made from, and `offer` lists the built-in tools once (`BUILTIN`) and
 makes a turn's (`offered`). This package re-exports the names a caller needs, so
 `tools.Tool` and `tools.offered` work.

@@ -2,6 +2,7 @@
 
 `conversation.Conversation` owns a chat's state and actions for every window; `outbox` builds
 and sends each request; `reply` streams one reply into its History row; `worker` reads the
-stream on a thread; `context_watch` keeps the next request's size counted; `mcp_host`
+stream on a thread; `context_watch` keeps the next request's size counted; `memory`
+keeps a chat's memories (the person's and the model's) on the GUI thread; `mcp_host`
 owns the MCP servers and asks consent.
 """
