@@ -141,6 +141,17 @@ def delete(conn: sqlite3.Connection, memory_id: int) -> None:
     conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
 
 
+def restore(conn: sqlite3.Connection, rows: Iterable[MemoryRow]) -> None:
+    """Make deleted memories again as they were, under their ids (an Undo: ids are never
+    given again, AUTOINCREMENT)."""
+    columns = _COLUMNS.split(", ")
+    values = [{**row, "pinned": int(row["pinned"])} for row in rows]
+    conn.executemany(
+        f"INSERT INTO memories ({_COLUMNS}) VALUES ({', '.join('?' * len(columns))})",
+        [tuple(value[column] for column in columns) for value in values],
+    )
+
+
 def mark_used(conn: sqlite3.Connection, ids: Iterable[int], at: float | None = None) -> None:
     """A request carried these memories (`at`, default now)."""
     now = time.time() if at is None else at
@@ -227,6 +238,11 @@ class Memories:
         """Forget a memory."""
         with self._writing() as conn:
             delete(conn, memory_id)
+
+    def restore(self, rows: Iterable[MemoryRow]) -> None:
+        """Make deleted memories again as they were (an Undo)."""
+        with self._writing() as conn:
+            restore(conn, rows)
 
     def mark_used(self, ids: Iterable[int]) -> None:
         """A request carried these memories now."""

@@ -3,8 +3,8 @@
 `Deletions(history)` owns the bar under the list (`bar`): it says what happened (an export
 done, a move refused) and, after a deletion, offers Undo for as long as it is up. A chat
 is deleted softly (`History.delete_session`) and purged when the bar goes; a project is
-deleted at once (its chats move to no project) and Undo makes it again under its own id,
-with its chats back in it. Once the bar goes, deleted means gone: the chats are purged and
+deleted at once (its chats move to no project, its memories go) and Undo makes it again
+under its own id, with its chats and memories back in it. Once the bar goes, deleted means gone: the chats are purged and
 the libraries of those chats and projects forgotten (`LibraryHost`). GUI thread only;
 History's errors pass through `delete_chat`, `delete_project` and `undo`.
 """
@@ -12,12 +12,12 @@ History's errors pass through `delete_chat`, `delete_project` and `undo`.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QPushButton, QToolButton, QWidget
 
-from llamachat.history.store import History, HistoryError, ProjectRow
+from llamachat.history.store import History, HistoryError, MemoryRow, ProjectRow
 from llamachat.ui import plain
 from llamachat.ui.library.host import LibraryHost
 
@@ -32,6 +32,8 @@ class DeletedProject:
 
     project: ProjectRow
     chats: list[int]
+    memories: list[MemoryRow] = field(default_factory=list)
+    """The project's memories, deleted with it."""
 
 
 class Deletions(QObject):
@@ -95,8 +97,10 @@ class Deletions(QObject):
         if project is None:
             return
         chats = self._history.projects.chats(project_id)
+        every = self._history.memories.listed(every=True)
+        memories = [memory for memory in every if memory["project_id"] == project_id]
         self._history.projects.delete(project_id)
-        self._deleted.append(DeletedProject(project, chats))
+        self._deleted.append(DeletedProject(project, chats, memories))
         held = f"its {len(chats)} chats are" if len(chats) != 1 else "its chat is"
         said = f"Deleted the project “{project['name']}”; {held} in no project now."
         self.show(said if chats else f"Deleted the project “{project['name']}”.", undo=True)
@@ -109,6 +113,7 @@ class Deletions(QObject):
         last = self._deleted.pop()
         if isinstance(last, DeletedProject):
             self._history.projects.restore(last.project, last.chats)
+            self._history.memories.restore(last.memories)
         else:
             self._history.undelete_session(last)
         self.restored.emit()

@@ -22,6 +22,7 @@ class TestDeletions:
         history.projects.update(work, instructions="Be brief.")
         chat = history.create_session("chat", title="in work", project_id=work)
         history.add_message(chat, "user", "hi")
+        fact = history.memories.add("The API is FastAPI", project_id=work, session_id=chat)
         sidebar = SessionSidebar(history)
         qtbot.addWidget(sidebar)
 
@@ -42,12 +43,15 @@ class TestDeletions:
         delete.trigger()
         assert history.projects.get(work) is None
         assert history.get_session(chat)["project_id"] is None
+        assert history.memories.listed(every=True) == []
         assert sidebar.notice_text() == "Deleted the project “Work”; its chat is in no project now."
         assert sidebar.undo_button.isVisibleTo(sidebar)
         sidebar.undo_button.click()
         restored = history.projects.get(work)
         assert restored is not None and restored["instructions"] == "Be brief."
         assert history.get_session(chat)["project_id"] == work
+        [memory] = history.memories.listed(project_id=work)
+        assert (memory["id"], memory["project_id"], memory["session_id"]) == (fact, work, chat)
         shown = [sidebar.model.index(r).data() for r in range(sidebar.model.rowCount())]
         assert shown == ["▾ Work", "in work"]
         history.close()
