@@ -9,8 +9,8 @@ state (its `state.ChatState`, which it alone writes) and hands them to its helpe
 into widgets: `message_added` (show a sent message), `messages_reset` (show these
 rows instead), `versions_changed` (a message gained a version), `reply_started`
 (attach a view to the reply), `reply_ended`, `skills_changed`, `skills_suggested`
-(mentions to offer, not load), `store_changed`, `session_changed`, `memory_saved` (a
-memory kept, to offer its Undo; `memory` keeps them) and `notice` (say something).
+(mentions to offer, not load), `store_changed`, `session_changed` and `notice` (say
+something); `memory` (`memory.ChatMemory`) keeps the chat's memories and says so.
 It loads no widget module, so a test drives it with no window at all.
 
 A session is a tree (`db`): Regenerate adds another version of a reply, sending an
@@ -87,7 +87,6 @@ class Conversation(QObject):
     too_big = Signal(object)  # a context_watch.Overflow: the message was not sent
     editing = Signal(object)  # the id of the message being edited (None: no longer editing)
     returned = Signal(object)  # a question held for compacting, not sent: content, attachments
-    memory_saved = Signal(object)  # the MemoryRow just kept (by the person or the model)
 
     def __init__(
         self,
@@ -144,10 +143,6 @@ class Conversation(QObject):
             reset=self.messages_reset.emit,
             notice=self.notice.emit,
         )
-        # Memories across chats: kept on this thread, whoever asks (`/remember`, the model).
-        self.memory = ChatMemory(self.state, self.builder, lambda: self.app.history, parent=self)
-        self.memory.notice.connect(self.notice)
-        self.memory.saved.connect(self.memory_saved)
         # The next request's size, for the meter and the check before each send.
         self.context = ContextWatch(self.builder, is_streaming=self.is_streaming, parent=self)
         # Keeps the server's prompt cache holding the next request (`warmup`).
@@ -171,6 +166,7 @@ class Conversation(QObject):
         self.check = SendCheck(
             self.context, compaction, notice=self.notice.emit, unload=self.unload_skill, parent=self
         )
+        self.memory = ChatMemory(self.state, self.builder, app, self.outbox, self.notice, self)
         outbox = self.outbox
         for theirs, ours in (
             (outbox.session_changed, self.session_changed),
@@ -190,8 +186,6 @@ class Conversation(QObject):
         self.session_changed.connect(lambda _id: compaction.reset())
         outbox.search_started.connect(self._on_search_started)
         outbox.skill_loaded.connect(self.skills.model_loaded)
-        outbox.remembered.connect(self.memory.model_remembered)
-        outbox.started.connect(self.memory.sent)
         outbox.over.connect(self.skills.reply_over)
         app.config_changed.connect(self._on_config_changed)
         # What changes the next request (an MCP server that came up or went: its tools).
@@ -286,7 +280,6 @@ class Conversation(QObject):
         skills = [n for n in project["skills"] if store and store.load(n)] if project else []
         self.skills.set_loaded(skills, persist=False)
         self.state.params = dict(project["params"]) if project else {}
-        self.state.memory_used = []
         self.session_changed.emit(None)
 
     def open_session(self, session_id: int) -> tuple[SessionRow, list[MessageRow]] | None:
@@ -301,7 +294,6 @@ class Conversation(QObject):
         # A skill gone from disk stays listed (as missing) until the user removes it.
         self.skills.set_loaded(list(session.get("skills") or []), persist=False)
         self.state.params = self.history.session_params(session_id)
-        self.state.memory_used = []
         messages = self.outbox.settled_messages(session_id)
         self.session_changed.emit(session_id)
         return session, messages
@@ -361,10 +353,9 @@ class Conversation(QObject):
         if not text.strip() and not attachments:
             return EMPTY
         command, _, focus = text.strip().partition(" ")
-        if command == "/compact" and not attachments and self.mode == CHAT:
-            return HELD if self.compaction.compact(focus.strip()) else NOT_SENT
-        if command == COMMAND and not attachments and self.mode == CHAT:
-            return HELD if self.memory.command(focus) else NOT_SENT
+        if command in ("/compact", COMMAND) and not attachments and self.mode == CHAT:
+            run = self.memory.command if command == COMMAND else self.compaction.compact
+            return HELD if run(focus.strip()) else NOT_SENT
         question = self.skills.take(text, self.cfg.skill_mentions)
         if not question.text.strip() and not attachments:
             self.skills.held(question)

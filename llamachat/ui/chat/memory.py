@@ -1,30 +1,30 @@
 """One conversation's memory: what the person and the model ask it to keep, and what its
 requests carried.
 
-`ChatMemory(state, builder, history)` saves a memory into the App's History (never a
-temporary chat's), on the GUI thread, which owns its SQLite connection: the person's
+`ChatMemory(state, builder, app, outbox, notice, parent)` saves a memory into the App's
+History (never a temporary chat's), on the GUI thread, which owns its SQLite connection: the person's
 (`/remember …`, "Remember this", the Memory panel) and the model's (the `remember`
 tool's call, which reaches it from the worker thread as the reply's `remembered`
-signal). A memory kept in a project's chat stays in that project. It marks the
-memories a sent request carried as used (`sent`), which never changes the system
-message's bytes (`turn.memory_part`). A temporary chat, or one with memory off, reads
+signal, through the outbox). A memory kept in a project's chat stays in that project. It
+marks the memories a request the outbox sends carried as used (`sent`), which never
+changes the system message's bytes (`turn.memory_part`), and keeps which ones each chat
+was sent (`used_in`). A temporary chat, or one with memory off, reads
 and writes none.
 
 Signals: `saved` (the MemoryRow just kept, for an Undo), `changed` (what the next request
 carries may differ: the system message is built again), `used` (a request carried
-memories), `notice`.
+memories), `notice` (passed on as the conversation's).
 Errors: none raised; a save History refuses becomes a `notice`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtCore import QObject, Signal, SignalInstance, Slot
 
 from llamachat.history.store import History, HistoryError
 from llamachat.ui.chat.builder import TurnBuilder
-from llamachat.ui.chat.state import ChatState
+from llamachat.ui.chat.outbox import Outbox
+from llamachat.ui.chat.state import AppState, ChatState
 
 COMMAND = "/remember"
 
@@ -34,20 +34,36 @@ class ChatMemory(QObject):
 
     saved = Signal(object)  # the MemoryRow just kept
     changed = Signal()
-    used = Signal()  # a request carried memories (`state.memory_used`)
+    used = Signal()  # a request carried memories (`used_in`)
     notice = Signal(str, int)
 
     def __init__(
         self,
         state: ChatState,
         builder: TurnBuilder,
-        history: Callable[[], History],
+        app: AppState,
+        outbox: Outbox,
+        notice: SignalInstance,
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
         self._state = state
         self._builder = builder
-        self._history = history
+        self._app = app
+        # The memories each chat's requests carried since this conversation began, by chat.
+        self._used: dict[int | None, list[int]] = {}
+        outbox.remembered.connect(self.model_remembered)
+        outbox.started.connect(self.sent)
+        self.notice.connect(notice)
+
+    def _history(self) -> History:
+        # The App's, whatever the conversation's is (a temporary chat's is in memory).
+        return self._app.history
+
+    def used_in(self, session_id: int | None) -> list[int]:
+        """The memories the requests of chat `session_id` carried (the panel's "sent in this
+        chat"), since this conversation began."""
+        return list(self._used.get(session_id, ()))
 
     def writable(self) -> bool:
         """Whether this chat may keep memories now (not a temporary chat, memory not off)."""
@@ -137,7 +153,7 @@ class ChatMemory(QObject):
         kept = [memory["id"] for memory in self._builder.memory.kept]
         if not kept:
             return
-        used = self._state.memory_used
+        used = self._used.setdefault(self._state.session_id, [])
         used.extend(i for i in kept if i not in used)
         try:
             self._history().memories.mark_used(kept)

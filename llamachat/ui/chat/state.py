@@ -54,9 +54,6 @@ class ChatState:
     memory_on: bool = True
     """The chat's own memory switch (memory also needs `memory_enabled`, and never in a
     temporary chat)."""
-    memory_used: list[int] = field(default_factory=list)
-    """The memories this chat's requests carried since it was opened (the Memory panel's
-    "used in this chat")."""
 
 
 class McpTools(Protocol):

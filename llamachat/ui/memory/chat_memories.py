@@ -57,7 +57,7 @@ class ChatMemories(QObject):
         self._hide_timer = QTimer(self)
         self._hide_timer.setSingleShot(True)
         self._hide_timer.timeout.connect(self.bar.hide)
-        chat.memory_saved.connect(self._on_saved)
+        chat.memory.saved.connect(self._on_saved)
         messages.remember_requested.connect(self._on_remember_requested)
 
     def open_panel(self, prefill: str = "") -> MemoryPanel:

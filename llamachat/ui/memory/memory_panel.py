@@ -167,7 +167,7 @@ class MemoryPanel(QDialog):
         choice = chat.builder.memory_choice(chat.model)
         sent = {m["id"] for m in choice.kept}
         left = {m["id"] for m in choice.left_out}
-        used = set(state.memory_used)
+        used = set(chat.memory.used_in(chat.session_id))
         self.tree.blockSignals(True)
         self.tree.clear()
         groups: dict[int | None, QTreeWidgetItem] = {}

@@ -60,7 +60,7 @@ class TestChatMemory:
 
         chat, history = memory_chat()
         saved: list = []
-        chat.memory_saved.connect(saved.append)
+        chat.memory.saved.connect(saved.append)
         call = ToolCall("remember", '{"fact": "Prefers answers in metric units"}')
         remembered = (Reply(tool_calls=[call]), Reply(content="Noted."))
         send(qtbot, router, chat, "I use metric, remember that", *remembered)
@@ -81,7 +81,7 @@ class TestChatMemory:
         assert system_of(router.chat_requests()[-1]).endswith(
             f"{MEMORY_HEADING}\n- Prefers answers in metric units"
         )
-        assert chat.state.memory_used == [memory["id"]]
+        assert chat.memory.used_in(chat.session_id) == [memory["id"]]
 
     def test_a_projects_memory_stays_in_the_project(self, memory_chat, router, qtbot) -> None:
         chat, history = memory_chat()
@@ -149,7 +149,7 @@ class TestChatMemory:
         assert "garden shed" not in system and "blue door" not in system
         left = chat.builder.memory.left_out
         assert {m["text"] for m in left} >= {"An old fact about the garden shed"}
-        assert old not in chat.state.memory_used
+        assert old not in chat.memory.used_in(chat.session_id)
 
     def test_the_meter_counts_the_memories_as_a_part_of_their_own(self, chat_window, qtbot) -> None:
         window, _history = chat_window(**ON)
