@@ -90,9 +90,9 @@ class TestMemories:
             again = memories.chosen(history.memories.listed(), one * 3)
             assert {m["id"] for m in again.kept} == {m["id"] for m in choice.kept}
 
-    def test_memories_migration_is_the_tenth(self, tmp_path: Path) -> None:
+    def test_a_new_history_has_the_memories_table(self, tmp_path: Path) -> None:
         History(tmp_path / "h.db").close()
         conn = sqlite3.connect(tmp_path / "h.db")
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) >= 10
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) >= 11
         columns = [row[1] for row in conn.execute("PRAGMA table_info(memories)")]
         assert columns[:3] == ["id", "text", "project_id"] and "used_at" in columns
