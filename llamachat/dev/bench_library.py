@@ -174,7 +174,7 @@ def fused_times(folder: Path, db: Path, dimension: int = DIMENSION) -> dict[str,
     """Index the texts in `folder` with `LocalVectors` of `dimension` values, then the
     median and p95 of `QUERIES` searches fused with the vectors (the queries' vectors made
     beforehand), and the recall@20 of the vectors' nearest against an exact scan."""
-    from llamachat.library import vectors
+    from llamachat.library import searching, vectors
     from llamachat.library.index import CANDIDATES, LibraryStore
     from llamachat.library.vectors import Embedder
 
@@ -196,7 +196,7 @@ def fused_times(folder: Path, db: Path, dimension: int = DIMENSION) -> dict[str,
         times.append((time.perf_counter() - started) * 1000)
     found = 0
     for query in queries[:RECALL_QUERIES]:
-        near = store._nearest(query, 1, embedder, CANDIDATES)
+        near = searching.nearest(store._db, store.vectors, query, 1, embedder, CANDIDATES)
         exact = store._db.execute(
             "SELECT rowid FROM passage_vectors ORDER BY vec_distance_cosine(embedding, ?) LIMIT ?",
             (vectors.pack(local.vector(query)), CANDIDATES),

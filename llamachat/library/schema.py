@@ -1,4 +1,5 @@
-"""library.db's tables, and their migrations from older versions (`user_version`).
+"""library.db's tables, their migrations from older versions (`user_version`), and how
+a path is kept in them (`stored_path`, `loaded_path`).
 
 Qt-free.
 """
@@ -6,6 +7,7 @@ Qt-free.
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any
 
 from llamachat.library import vectors
@@ -126,7 +128,7 @@ def upgrade_vectors(db: Any) -> None:
                 ((pid, sid, vectors.coarse(blob), blob) for pid, sid, blob in old),
             )
             db.execute("DROP TABLE old_vectors")
-        # (Vectors of no model are dropped by `LibraryStore._check_model`.)
+        # (Vectors of no model are dropped by `keep_vectors_of`.)
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     db.commit()
 
@@ -165,3 +167,18 @@ def keep_vectors_of(db: Any, model: str, dimension: int | None) -> None:
             "INSERT INTO vector_model (id, model, dimension) VALUES (1, ?, ?)",
             (model, dimension),
         )
+
+
+def stored_path(path: str) -> str | bytes:
+    """A path as library.db keeps it: text, or the bytes on disk when its name is not UTF-8
+    (SQLite text cannot hold them, and the file must still be found by its name)."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(path)
+    return path
+
+
+def loaded_path(value: str | bytes) -> str:
+    """A path as `stored_path` kept it, as the `str` that opens the file."""
+    return os.fsdecode(value) if isinstance(value, bytes) else value

@@ -5,7 +5,7 @@ library.db through sqlean (a drop-in sqlite3 with FTS5 that loads extensions) an
 sqlite-vec into it. When sqlite-vec will not load, the connection still works, without
 vectors: `problem()` says why (logged once), and the libraries search full text only.
 
-The vectors are searched in two steps (`store.LibraryStore._nearest`): the passages whose
+The vectors are searched in two steps (`searching.nearest`): the passages whose
 bits (`coarse`: each value's sign, a 32nd of the floats) are nearest the query's by hamming
 distance, then those few ranked by cosine distance on the float vectors kept beside them.
 Cosine, not L2: llama.cpp's router normalizes its vectors, but another may not, and neither

@@ -80,6 +80,7 @@ class TestSchema:
         when opened: the chat's library keeps its id, files and vectors (nothing sent to the
         router again), and a project's library beside it is searched by the project's chat
         alone, by words and by vectors."""
+        from llamachat.library import searching
         from llamachat.library.index import LibraryStore
         from llamachat.library.schema import SCHEMA_VERSION
         from llamachat.tests.support import recording_embedder
@@ -126,8 +127,8 @@ class TestSchema:
             store.index(store.attach_to_project(3, project_docs), embedder=embedder)
             mine = {hit.path.name for hit in store.search("omega", 1, 6, embedder, 3)}
             others = {hit.path.name for hit in store.search("omega", 2, 6, embedder)}
-            near_mine = store._nearest("omega", 1, embedder, 20, 3)
-            near_others = store._nearest("omega", 2, embedder, 20)
+            near_mine = searching.nearest(store._db, store.vectors, "omega", 1, embedder, 20, 3)
+            near_others = searching.nearest(store._db, store.vectors, "omega", 2, embedder, 20)
             passages = store._db.execute("SELECT COUNT(*) FROM passages").fetchone()[0]
         finally:
             store.close()

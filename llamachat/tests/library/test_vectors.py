@@ -209,7 +209,7 @@ class TestVectors:
         floats: over 600 passages in clusters (vectors of 100 values, not a multiple of 8),
         the exact nearest is always first and nearly all of the exact 20 are found."""
         from llamachat.dev.bench_library import LocalVectors
-        from llamachat.library import vectors
+        from llamachat.library import searching, vectors
         from llamachat.library.index import COARSE_CANDIDATES, LibraryStore
         from llamachat.library.vectors import Embedder
 
@@ -228,7 +228,7 @@ class TestVectors:
         try:
             for n in range(20):
                 query = f"question {n}"
-                near = store._nearest(query, 1, embedder, 20)
+                near = searching.nearest(store._db, store.vectors, query, 1, embedder, 20)
                 exact = [
                     rowid
                     for (rowid,) in store._db.execute(
@@ -239,7 +239,8 @@ class TestVectors:
                 ]
                 assert near[0] == exact[0], query
                 found += len(set(near) & set(exact))
-            assert store._nearest("question 0", 2, embedder, 20) == []  # another chat's
+            near = searching.nearest(store._db, store.vectors, "question 0", 2, embedder, 20)
+            assert near == []  # another chat's
         finally:
             store.close()
         assert found >= 0.9 * 20 * 20
