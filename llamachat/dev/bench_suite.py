@@ -40,7 +40,7 @@ a process of its own (as llama-server would):
    the loaded model, type, send: the prompt tokens the server reads after Send.
 13. import: a ChatGPT `conversations.json` of 2,000 conversations (`dev.chat_exports`, about
    10 messages each, some regenerated answers) read, checked and written by
-   `store.import_chats`; then the same file through the sidebar's `ChatImporter` (a worker
+   `file_import.import_chats`; then the same file through the sidebar's `ChatImporter` (a worker
    thread, its progress dialog) while a heartbeat measures the event loop's stalls.
 
 ``--smoke`` uses small sizes (the CI run, well under a minute). ``--json`` prints the

@@ -247,6 +247,10 @@ _SALVAGE_EMPTY_BLOCKS = 1024
 _CORRUPT = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
 
 
+BUSY_TIMEOUT_S = 5.0
+"""How long a connection waits for another's write to end before SQLITE_BUSY."""
+
+
 class _Corrupt(Exception):
     """Internal: the file is damaged and must be moved aside."""
 

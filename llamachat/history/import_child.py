@@ -3,7 +3,7 @@
 An import is pure Python for most of its time (decoding and checking every message): on a
 thread of the app it takes turns at the GIL with the window's thread, which then stalled
 up to 25 ms at p99 while a 2,000-conversation ChatGPT export was imported.
-`import_in_child(db_path, source, on_progress)` runs `store.import_chats` in a spawned
+`import_in_child(db_path, source, on_progress)` runs `file_import.import_chats` in a spawned
 child process at a lower CPU priority (as `library.child` reads files) over a connection
 of its own to the history file, and passes its progress on. When `on_progress` raises
 ImportCancelled, the child is told to stop: its own import then removes what it wrote.
@@ -26,8 +26,8 @@ from typing import Any
 
 from llamachat import outside
 from llamachat.history.export import ImportCancelled
+from llamachat.history.file_import import ImportIds, import_chats
 from llamachat.history.rows import HistoryError
-from llamachat.history.store import ImportIds, import_chats
 
 NICENESS = 10
 """How much lower the child's CPU priority is (POSIX)."""
@@ -44,7 +44,7 @@ def import_in_child(
 ) -> ImportIds:
     """The ids of the chats imported from `source` into the history at `db_path` by a
     child process, newest last (`skipped`: those imported before); `on_progress(share
-    done)` may raise ImportCancelled. `own_project` as `store.import_chats` takes it."""
+    done)` may raise ImportCancelled. `own_project` as `file_import.import_chats` takes it."""
     context = multiprocessing.get_context("spawn")
     conn, child_end = context.Pipe()
     stop = context.Event()

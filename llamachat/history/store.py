@@ -23,13 +23,18 @@ The schema is versioned with `PRAGMA user_version`; `MIGRATIONS` is append-only,
 N-th entry moves a database from version N to N+1. Databases written before versioning
 (the seed's schema, user_version 0 with tables present) first gain any missing column.
 
-`History` is the one interface; its larger parts are plain functions it calls with its
-connection and plain values (none of them knows History): `file` (opening, migrating,
-salvaging, purging), `tree` (adding messages, versions, branches, forks), `search` and
-`export` (Markdown, JSON, the checked import). `rows` holds the row types, their coding,
-the errors (re-exported here) and the transaction. `import_file` imports a JSON export,
-`import_chats` a file of any format `importers` reads (one chat or thousands), over a
-connection of their own, for a worker thread.
+`History` is the one interface: it owns the connection and hands it, with plain values, to
+the modules that do the work (none of them knows History): `database` (opening, migrating,
+salvaging, purging), `sessions` (a chat's own row: its settings, listing, deletion),
+`active_paths` (the active paths of the chats read, kept up to date by a reply's writes),
+`tree` (adding messages, versions, branches, forks), `drafts`, `projects` (`History.projects`),
+`memories` (`History.memories`), `search` and `export` (Markdown, JSON, the checked import). `rows` holds the row types, their
+coding, the errors (re-exported here) and the transaction. `file_import` imports a file
+(`import_file`: a JSON export, `import_chats`: any format `importers` reads) over a
+connection of its own, for a worker thread; its names are re-exported here too.
+
+A new family of rows (a table of its own) gets a module of plain functions taking the
+connection, and a line here: `projects.py` and `Projects` are the example.
 """
 
 from __future__ import annotations
@@ -38,13 +43,14 @@ import json
 import logging
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal, Self, cast
+from typing import Any, Literal, Self
 
-from llamachat.history import database, drafts, export, importers, search, tree
-from llamachat.history.database import MIGRATIONS, _Corrupt
+from llamachat.history import database, drafts, export, search, sessions, tree
+from llamachat.history.active_paths import ActivePaths
+from llamachat.history.database import BUSY_TIMEOUT_S, MIGRATIONS, _Corrupt
 from llamachat.history.export import (
     EXPORT_FORMAT,
     EXPORT_VERSION,
@@ -52,10 +58,10 @@ from llamachat.history.export import (
     ImportCancelled,
     Imported,
 )
+from llamachat.history.file_import import ImportIds, import_chats, import_file
 from llamachat.history.memories import Memories, MemoryRow
 from llamachat.history.projects import ProjectRow, Projects
 from llamachat.history.rows import (
-    _SESSION_COLUMNS,
     MODES,
     ROLES,
     STATUSES,
@@ -66,11 +72,11 @@ from llamachat.history.rows import (
     NewSession,
     SearchHit,
     SessionRow,
-    _decode,
     _unavailable,
     transaction,
 )
 from llamachat.history.search import NO_FILTER, SearchFilter
+from llamachat.history.sessions import Project
 from llamachat.history.tree import TITLE_CHARS
 
 # What callers import from here, several of them defined in the modules History uses.
@@ -104,136 +110,16 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-BUSY_TIMEOUT_S = 5.0
 # Deleted chats older than this are purged when a History opens. Undo is offered for
 # seconds; the margin keeps a second llamachat process (`ask --print`) from purging a
 # chat the window still offers to restore.
 PURGE_AFTER_S = 600.0
-# The share of an import's progress that reading the file takes (writing is the rest):
-# 200,000 messages of our export read in about a second and are written in about eight;
-# another app's export is read, converted and checked in about the time it takes to write.
-_READ_SHARE = 0.1
-_CONVERT_SHARE = 0.5
-
-
-def import_file(
-    db_path: Path,
-    source: Path,
-    *,
-    max_message_chars: int = MAX_MESSAGE_CHARS,
-    on_progress: Callable[[float], None] | None = None,
-) -> int:
-    """Import the JSON export at `source` into the history at `db_path` as a user's import
-    (titled "(imported)", at the top of the list); the new session's id.
-
-    It opens a connection of its own, so it can run on a worker thread while the window's
-    History stays on the GUI thread. `on_progress(share done)` is called as it goes; if it
-    raises (ImportCancelled), nothing of the import is kept and the exception passes on.
-    """
-    report = on_progress or (lambda _share: None)
-    imported = export.read_import(
-        source,
-        max_message_chars=max_message_chars,
-        on_progress=lambda share: report(share * _READ_SHARE),
-    )
-    return _write_imports(db_path, [imported], report, _READ_SHARE)[0]
-
-
-def import_chats(
-    db_path: Path,
-    source: Path,
-    *,
-    max_message_chars: int = MAX_MESSAGE_CHARS,
-    on_progress: Callable[[float], None] | None = None,
-    own_project: bool = True,
-) -> ImportIds:
-    """Import every chat in `source`, a file of any format `importers.read_chats` reads,
-    as import_file does one; the new sessions' ids, the last one at the top of the list.
-    Another app's chats go into a project of their own unless `own_project` is False.
-
-    The whole file is checked before anything is written: a mistake anywhere raises
-    HistoryError naming it and adds nothing. A chat imported before (the same content,
-    still in the history) is not added again: `skipped` lists those chats' ids.
-    """
-    report = on_progress or (lambda _share: None)
-    chats = importers.read_chats(
-        source,
-        max_message_chars=max_message_chars,
-        on_progress=lambda share: report(share * _CONVERT_SHARE),
-        own_project=own_project,
-    )
-    for chat in chats:
-        chat.fingerprint = export.fingerprint(chat)
-    return _write_imports(db_path, chats, report, _CONVERT_SHARE)
-
-
-class ImportIds(list[int]):
-    """The ids of the chats an import added, newest last, and in `skipped` the ids of
-    those of the file that were imported before (and not added again)."""
-
-    def __init__(self, added: Iterable[int] = (), skipped: Iterable[int] = ()) -> None:
-        super().__init__(added)
-        self.skipped = list(skipped)
-
-
-def _write_imports(
-    db_path: Path, imports: list[Imported], report: Callable[[float], None], read: float
-) -> ImportIds:
-    """Write checked imports as a user's, in batches reported after the reading's share;
-    those whose fingerprint a chat in the history has are skipped."""
-    try:
-        conn = database.connect(Path(db_path), BUSY_TIMEOUT_S)
-    except _Corrupt as exc:
-        raise HistoryError(
-            f"cannot import into the history database {db_path}: it is damaged ({exc}); "
-            "restart llamachat to set it aside"
-        ) from None
-    try:
-        try:
-            there = export.already_imported(conn, [i.fingerprint for i in imports if i.fingerprint])
-        except sqlite3.Error as exc:
-            raise _unavailable(Path(db_path), exc, "read") from None
-        new = [imported for imported in imports if imported.fingerprint not in there]
-        total = max(sum(len(imported.messages) for imported in new), 1)
-        added = export.add_imports(
-            conn,
-            Path(db_path),
-            new,
-            mark=True,
-            on_batch=lambda done: report(read + (1 - read) * done / total),
-        )
-        return ImportIds(added, [there[i.fingerprint] for i in imports if i.fingerprint in there])
-    finally:
-        conn.close()
-
-
-def _live(
-    mode: str | None, project: int | None | Literal["any"], matching: SearchFilter
-) -> tuple[str, tuple]:
-    """The WHERE clause (and its values) of the live sessions of `mode` in `project` that
-    `matching` keeps."""
-    where, params = "deleted_at IS NULL", cast(tuple, ())
-    if mode:
-        where, params = where + " AND mode = ?", (mode,)
-    if project is None:
-        where += " AND project_id IS NULL"
-    elif project != "any":
-        where, params = where + " AND project_id = ?", (*params, project)
-    kept, kept_params = matching.sql("sessions")
-    return where + kept, (*params, *kept_params)
 
 
 class History:
     """The conversation store: sessions, messages, search, export and import."""
 
     def __init__(self, path: Path | str) -> None:
-        # Each session's active path as last read, by session: (leaf id, rows). Any write
-        # empties it, but the two a reply makes (a message added at the end of the path,
-        # a message's text saved) bring the path up to date instead, so the next request
-        # and its count do not read a long chat back from the disk each time. Another
-        # process's commit (PRAGMA data_version) empties it too.
-        self._paths: dict[int, tuple[int, list[MessageRow]]] = {}
-        self._data_version: int | None = None
         self.path = Path(path).expanduser()
         self.recovered_from: Path | None = None
         try:
@@ -256,17 +142,28 @@ class History:
                 "history %s is damaged (%s); moved to %s", self.path, exc, self.recovered_from
             )
             self._conn = database.connect(self.path, BUSY_TIMEOUT_S)
-            with self._transaction() as conn:
+            with transaction(self._conn, self.path) as conn:
                 self.salvaged = database.salvage(conn, self.recovered_from)
+        self._paths = ActivePaths(self._conn, self.path)
         # A chat deleted in an earlier run can no longer be undone (the undo offer lives
         # only as long as the window that made it): it goes for good now.
         self.purge_deleted(older_than=PURGE_AFTER_S)
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction; any write may change a kept path, so they are forgotten."""
         self._paths.clear()
         with transaction(self._conn, self.path) as conn:
             yield conn
+
+    @contextmanager
+    def _writing(self) -> Iterator[sqlite3.Connection]:
+        """The connection for statements saved one by one; failures become HistoryUnavailable."""
+        self._paths.clear()
+        try:
+            yield self._conn
+        except sqlite3.Error as exc:
+            raise _unavailable(self.path, exc, "save to") from None
 
     @contextmanager
     def _reading(self) -> Iterator[sqlite3.Connection]:
@@ -276,18 +173,9 @@ class History:
         except sqlite3.Error as exc:
             raise _unavailable(self.path, exc, "read") from None
 
-    def _write(self, sql: str, params: tuple = ()) -> sqlite3.Cursor:
-        self._paths.clear()
-        try:
-            return self._conn.execute(sql, params)
-        except sqlite3.Error as exc:
-            raise _unavailable(self.path, exc, "save to") from None
-
     def _read(self, sql: str, params: tuple = ()) -> list[sqlite3.Row]:
-        try:
-            return self._conn.execute(sql, params).fetchall()
-        except sqlite3.Error as exc:
-            raise _unavailable(self.path, exc, "read") from None
+        with self._reading() as conn:
+            return conn.execute(sql, params).fetchall()
 
     def close(self) -> None:
         """Close the connection; the object is unusable afterwards."""
@@ -312,20 +200,21 @@ class History:
         project_id: int | None = None,
     ) -> int:
         """Start a session (in project `project_id`, when given) and return its id."""
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-        now = time.time()
-        cursor = self._write(
-            "INSERT INTO sessions (mode, title, model, prompt_name, prompt_custom, created_at,"
-            " updated_at, project_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (mode, title, model, prompt_name, prompt_custom, now, now, project_id),
-        )
-        return int(cursor.lastrowid)  # type: ignore[arg-type]
+        with self._writing() as conn:
+            return sessions.create(
+                conn,
+                mode,
+                model,
+                title=title,
+                prompt_name=prompt_name,
+                prompt_custom=prompt_custom,
+                project_id=project_id,
+            )
 
     def get_session(self, session_id: int) -> SessionRow | None:
         """The session with this id (deleted ones too), or None."""
-        rows = self._read(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,))
-        return cast(SessionRow, _decode(rows[0])) if rows else None
+        with self._reading() as conn:
+            return sessions.get(conn, session_id)
 
     def list_sessions(
         self,
@@ -333,79 +222,67 @@ class History:
         limit: int = 100,
         offset: int = 0,
         mode: str | None = None,
-        project: int | None | Literal["any"] = "any",
+        project: Project = "any",
         matching: SearchFilter = NO_FILTER,
     ) -> list[SessionRow]:
         """One page of live sessions, pinned ones first, then most recently updated first;
         `project`: only that project's (None: only those in none); only those `matching` keeps."""
-        where, params = _live(mode, project, matching)
-        rows = self._read(
-            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE {where}"
-            " ORDER BY pinned DESC, updated_at DESC, id DESC LIMIT ? OFFSET ?",
-            (*params, limit, offset),
-        )
-        return [cast(SessionRow, _decode(row)) for row in rows]
+        with self._reading() as conn:
+            return sessions.listed(
+                conn, limit=limit, offset=offset, mode=mode, project=project, matching=matching
+            )
 
     def count_sessions(
         self,
         *,
         mode: str | None = None,
-        project: int | None | Literal["any"] = "any",
+        project: Project = "any",
         matching: SearchFilter = NO_FILTER,
     ) -> int:
         """How many live (not deleted) sessions there are (of `mode`, in `project`, kept by
         `matching`)."""
-        where, params = _live(mode, project, matching)
-        return int(self._read(f"SELECT count(*) FROM sessions WHERE {where}", params)[0][0])
+        with self._reading() as conn:
+            return sessions.count(conn, mode=mode, project=project, matching=matching)
 
     def rename_session(self, session_id: int, title: str) -> None:
         """Set a session's title."""
-        self._write("UPDATE sessions SET title = ? WHERE id = ?", (title, session_id))
+        with self._writing() as conn:
+            sessions.update(conn, session_id, title=title)
 
     def set_pinned(self, session_id: int, pinned: bool) -> None:
         """Pin a session to the top of the list, or unpin it."""
-        self._write("UPDATE sessions SET pinned = ? WHERE id = ?", (int(pinned), session_id))
+        with self._writing() as conn:
+            sessions.update(conn, session_id, pinned=int(pinned))
 
     def set_model(self, session_id: int, model: str) -> None:
         """Record the model a session uses."""
-        self._write("UPDATE sessions SET model = ? WHERE id = ?", (model, session_id))
+        with self._writing() as conn:
+            sessions.update(conn, session_id, model=model)
 
     def set_prompt(self, session_id: int, prompt_name: str, prompt_custom: str = "") -> None:
         """Record the session's prompt preset name, or its custom prompt text."""
-        self._write(
-            "UPDATE sessions SET prompt_name = ?, prompt_custom = ? WHERE id = ?",
-            (prompt_name, prompt_custom, session_id),
-        )
+        with self._writing() as conn:
+            sessions.update(conn, session_id, prompt_name=prompt_name, prompt_custom=prompt_custom)
 
     def set_mode(self, session_id: int, mode: str) -> None:
         """Turn a session into a "chat" or a "oneshot" one (a quick question continued in chat)."""
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-        self._write("UPDATE sessions SET mode = ? WHERE id = ?", (mode, session_id))
+        with self._writing() as conn:
+            sessions.update(conn, session_id, mode=mode)
 
     def set_skills(self, session_id: int, names: list[str]) -> None:
         """Record which skills the session has loaded."""
-        self._write(
-            "UPDATE sessions SET skills = ? WHERE id = ?", (json.dumps(list(names)), session_id)
-        )
+        with self._writing() as conn:
+            sessions.set_skills(conn, session_id, names)
 
     def session_params(self, session_id: int) -> dict[str, Any]:
         """The request parameters the session overrides ({} when none)."""
-        rows = self._read("SELECT params FROM session_params WHERE session_id = ?", (session_id,))
-        try:
-            value = json.loads(rows[0]["params"]) if rows else {}
-        except ValueError:
-            log.warning("session %s has unreadable parameters; using none", session_id)
-            return {}
-        return value if isinstance(value, dict) else {}
+        with self._reading() as conn:
+            return sessions.params(conn, session_id)
 
     def set_session_params(self, session_id: int, values: dict[str, Any]) -> None:
         """Record the request parameters the session overrides (replacing the earlier ones)."""
-        self._write(
-            "INSERT INTO session_params (session_id, params) VALUES (?, ?)"
-            " ON CONFLICT (session_id) DO UPDATE SET params = excluded.params",
-            (session_id, json.dumps(values)),
-        )
+        with self._writing() as conn:
+            sessions.set_params(conn, session_id, values)
 
     def draft(self, session_id: int | None) -> str:
         """The text typed in a chat and not sent yet ('' when none; None: the new chat)."""
@@ -413,7 +290,7 @@ class History:
 
     def set_draft(self, session_id: int | None, text: str) -> None:
         """Keep `text` as the chat's unsent draft (None: the new chat); '' forgets it."""
-        # Not through _write: a draft changes no path, so the cached paths stay.
+        # Not through _writing: a draft changes no path, so the kept paths stay.
         drafts.write(self._conn, self.path, session_id, text)
 
     def drafted(self) -> set[int]:
@@ -433,37 +310,29 @@ class History:
 
     def delete_session(self, session_id: int) -> None:
         """Hide a session from the list and search; undelete_session brings it back."""
-        self._write(
-            "UPDATE sessions SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL",
-            (time.time(), session_id),
-        )
+        with self._writing() as conn:
+            sessions.delete(conn, session_id)
 
     def undelete_session(self, session_id: int) -> None:
         """Bring back a session hidden by delete_session."""
-        self._write("UPDATE sessions SET deleted_at = NULL WHERE id = ?", (session_id,))
+        with self._writing() as conn:
+            sessions.undelete(conn, session_id)
 
     def purge_deleted(
         self, session_ids: Iterable[int] | None = None, *, older_than: float = 0.0
     ) -> int:
         """Remove deleted sessions for good (those in `session_ids`, else every one deleted
         `older_than` seconds ago or more) with their messages and full-text rows; how many."""
-        where = "deleted_at IS NOT NULL"
-        params: tuple = ()
-        if session_ids is not None:
-            ids = [int(i) for i in session_ids]
-            if not ids:
-                return 0
-            where += f" AND id IN ({', '.join('?' * len(ids))})"
-            params = tuple(ids)
-        else:
-            where += " AND deleted_at <= ?"
-            params = (time.time() - older_than,)
+        chosen = sessions.deleted(session_ids, older_than)
+        if chosen is None:
+            return 0
         with self._transaction() as conn:
-            purged = database.purge(conn, where, params)
+            purged = database.purge(conn, *chosen)
         if purged:
             # The freed pages are zeroed (secure_delete), but the WAL still holds their
             # old versions until it is checkpointed and cut back.
-            self._write("PRAGMA wal_checkpoint(TRUNCATE)")
+            with self._writing() as conn:
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             log.info("purged %d deleted sessions from %s", purged, self.path)
         return purged
 
@@ -494,38 +363,20 @@ class History:
             raise ValueError(f"role must be one of {ROLES}, got {role!r}")
         if status not in STATUSES:
             raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
-        cached = self._paths.get(session_id)
-        message_id = self._insert_message(
-            session_id,
-            {
-                "role": role,
-                "content": content,
-                "reasoning": reasoning,
-                "tool_calls": tool_calls or [],
-                "attachments": attachments or [],
-                "model": model,
-                "status": status,
-                "error": error,
-                "usage": usage or {},
-                "timings": timings or {},
-                "created_at": time.time(),
-            },
-            parent,
-        )
-        if cached is not None:
-            leaf, path = cached
-            with self._reading() as conn:
-                row = tree.message(conn, message_id)
-            if row["parent_id"] == leaf:
-                # The new active leaf ends the path it was added to.
-                self._paths[session_id] = (message_id, [*path, row])
-        return message_id
-
-    def _insert_message(
-        self, session_id: int, message: NewMessage, parent: int | None | Literal["active"]
-    ) -> int:
-        with self._transaction() as conn:
-            return tree.insert_message(conn, session_id, message, parent)
+        message: NewMessage = {
+            "role": role,
+            "content": content,
+            "reasoning": reasoning,
+            "tool_calls": tool_calls or [],
+            "attachments": attachments or [],
+            "model": model,
+            "status": status,
+            "error": error,
+            "usage": usage or {},
+            "timings": timings or {},
+            "created_at": time.time(),
+        }
+        return self._paths.add(session_id, message, parent)
 
     def update_message(
         self,
@@ -552,43 +403,12 @@ class History:
             "tool_calls": None if tool_calls is None else json.dumps(tool_calls),
         }
         changes = {key: value for key, value in changes.items() if value is not None}
-        if not changes:
-            return
-        assignments = ", ".join(f"{key} = ?" for key in changes)
-        holding = [
-            (session_id, path, index)
-            for session_id, (_leaf, path) in self._paths.items()
-            for index in range(len(path) - 1, -1, -1)
-            if path[index]["id"] == message_id
-        ]
-        self._write(
-            f"UPDATE messages SET {assignments} WHERE id = ?", (*changes.values(), message_id)
-        )
-        for session_id, path, index in holding:
-            with self._reading() as conn:
-                path[index] = tree.message(conn, message_id)
-            self._paths[session_id] = (path[-1]["id"], path)
+        if changes:
+            self._paths.update(message_id, changes)
 
     def messages(self, session_id: int) -> list[MessageRow]:
         """The messages on a session's active path, first question first."""
-        rows = self._read(
-            "SELECT coalesce(active_leaf, (SELECT max(id) FROM messages WHERE session_id = ?))"
-            " FROM sessions WHERE id = ?",
-            (session_id, session_id),
-        )
-        if not rows or rows[0][0] is None:
-            return []
-        leaf = rows[0][0]
-        version = self._read("PRAGMA data_version")[0][0]
-        if version != self._data_version:
-            self._data_version = version
-            self._paths.clear()
-        cached = self._paths.get(session_id)
-        if cached is None or cached[0] != leaf:
-            with self._reading() as conn:
-                cached = self._paths[session_id] = (leaf, tree.path_to(conn, session_id, leaf))
-        # Copies: what a caller does with its rows never reaches the next caller's.
-        return [cast(MessageRow, {**row, "versions": list(row["versions"])}) for row in cached[1]]
+        return self._paths.read(session_id)
 
     def message_count(self, session_id: int) -> int:
         """How many messages a session holds, on every branch."""
