@@ -173,6 +173,10 @@ class History:
         except sqlite3.Error as exc:
             raise _unavailable(self.path, exc, "read") from None
 
+    def _write(self, sql: str, params: tuple = ()) -> sqlite3.Cursor:
+        with self._writing() as conn:
+            return conn.execute(sql, params)
+
     def _read(self, sql: str, params: tuple = ()) -> list[sqlite3.Row]:
         with self._reading() as conn:
             return conn.execute(sql, params).fetchall()
@@ -331,8 +335,7 @@ class History:
         if purged:
             # The freed pages are zeroed (secure_delete), but the WAL still holds their
             # old versions until it is checkpointed and cut back.
-            with self._writing() as conn:
-                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._write("PRAGMA wal_checkpoint(TRUNCATE)")
             log.info("purged %d deleted sessions from %s", purged, self.path)
         return purged
 
