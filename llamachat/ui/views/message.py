@@ -202,8 +202,6 @@ class MessageView(QFrame):
 
         self._reasoning: _Reasoning | None = None
         self._reasoning_body: TextView | None = None  # the panel's text, once there is one
-        self._activity = _Activity(layout)
-        self._reading: ReadingProgress | None = None
         self._layout = layout
 
         self._body = TextView(
@@ -212,6 +210,7 @@ class MessageView(QFrame):
         self._body.anchorClicked.connect(self._on_anchor)
         self._writer = DocumentWriter(self._body.document())
         layout.addWidget(self._body)
+        self._activity = _Activity(self, layout, self._body)
 
         attachments = [str(a.get("name") or "") for a in message.get("attachments") or ()]
         if any(attachments):
@@ -234,7 +233,7 @@ class MessageView(QFrame):
             ],
         )
         # The footer lays the status line out; the view says what it reads.
-        self._status, self._unsaved = self._footer.status, self._footer.unsaved
+        self._status = self._footer.status
         self._footer.retry_requested.connect(self.retry_requested)
         self._footer.continue_requested.connect(self.continue_requested)
         self._footer.edit_requested.connect(self.edit_requested)
@@ -295,7 +294,7 @@ class MessageView(QFrame):
     def add_tool_call(self, call: dict) -> ToolCallView:
         """Show an MCP tool call inline, collapsed (`reply.stored_call`'s shape)."""
         view = ToolCallView(call, self)
-        self._activity.add(view, above=self._body)
+        self._activity.add(view)
         return view
 
     def tool_calls(self) -> list[ToolCallView]:
@@ -307,7 +306,7 @@ class MessageView(QFrame):
     ) -> None:
         """Show a tool call inline: a web search's query and its results as links, or its
         error; another tool's call (`title`, e.g. "Read skill file") and short result."""
-        self._activity.add(_search_label(self, query, results, error, title), above=self._body)
+        self._activity.add(_search_label(self, query, results, error, title))
 
     def set_stats(self, usage: dict, timings: dict) -> None:
         """Show the reply's figures: "38.2 tok/s · 412 tokens · 1.2 s · 1,024 prompt, 900 cached"
@@ -324,27 +323,11 @@ class MessageView(QFrame):
 
     def set_progress(self, progress: dict | None) -> None:
         """Show llama.cpp's prompt progress under the reply (None: the reading is over)."""
-        if progress is None:
-            if self._reading is not None:
-                self._reading.stop()
-                self._reading.hide()
-            return
-        reading = self._reading_bar()
-        reading.show_progress(progress)
-        reading.setVisible(not self._answer_started)
+        self._activity.show_progress(progress, self.reading_speed, self._answer_started)
 
     def set_loading(self, model: str, progress: float | None) -> None:
         """Show the router's load of the reply's model (0-1, None: unknown), before the reading."""
-        reading = self._reading_bar()
-        reading.show_loading(model, progress)
-        reading.setVisible(not self._answer_started)
-
-    def _reading_bar(self) -> ReadingProgress:
-        if self._reading is None:
-            self._reading = ReadingProgress(self, speed=self.reading_speed)
-            # Just above the status row: where the answer will start.
-            self._layout.insertWidget(self._layout.indexOf(self._body) + 1, self._reading)
-        return self._reading
+        self._activity.show_loading(model, progress, self.reading_speed, self._answer_started)
 
     def set_status(self, status: str, error: str = "") -> None:
         """Mark the reply: "stopped" (partial reply kept) or "error" (message in red + Retry)."""
@@ -352,7 +335,7 @@ class MessageView(QFrame):
             self._write(self._markdown.finish(), final=True)
             self._set_ended()
         if status == "stopped":
-            reading = self._reading
+            reading = self._activity.reading
             if reading is not None and (self._answer_started or reading.read_all()):
                 reading = None
             _set_quiet(self._status, "Stopped while reading the prompt" if reading else "Stopped")
@@ -383,14 +366,11 @@ class MessageView(QFrame):
 
     def set_unsaved(self, error: str) -> None:
         """Mark the reply as not saved because of `error` ('' once it is saved)."""
-        self._unsaved.setText(
-            f"Not saved yet: {error} It is kept here and saved once there is room." if error else ""
-        )
-        self._unsaved.setVisible(bool(error))
+        self._footer.set_unsaved(error)
 
     def unsaved_text(self) -> str:
         """What the "not saved" mark says ('' when the reply is saved)."""
-        return self._unsaved.text() if self._unsaved.isVisibleTo(self) else ""
+        return self._footer.unsaved_text()
 
     def finish(self) -> None:
         """Render the open tail as finished, highlight any unclosed code block, end streaming."""
@@ -559,22 +539,52 @@ class MessageView(QFrame):
 
 
 class _Activity:
-    """The searches and tool calls shown above a reply's text, in a layout made when first needed."""
+    """What a reply shows of its work around its text: the searches and tool calls above it,
+    the model's load and the prompt's reading just below it; each made when first needed."""
 
-    def __init__(self, layout: QVBoxLayout) -> None:
+    def __init__(self, view: QWidget, layout: QVBoxLayout, body: TextView) -> None:
+        self._view = view
         self._layout = layout
+        self._body = body
         self._rows: QVBoxLayout | None = None
+        self.reading: ReadingProgress | None = None
 
-    def add(self, widget: QWidget, *, above: QWidget) -> None:
-        """Show `widget` in the layout above the text (`above`: the text's view)."""
+    def add(self, widget: QWidget) -> None:
+        """Show `widget` in the layout above the text (searches and tool calls)."""
         if self._rows is None:
             self._rows = QVBoxLayout()
             self._rows.setSpacing(2)
-            self._layout.insertLayout(self._layout.indexOf(above), self._rows)
+            self._layout.insertLayout(self._layout.indexOf(self._body), self._rows)
         self._rows.addWidget(widget)
         # Now, not at the event loop's next turn (what a layout does for a child added to
         # a shown widget): a click on it right away must reach it.
         widget.show()
+
+    def show_progress(self, progress: dict | None, speed: float | None, answering: bool) -> None:
+        """Show the prompt's reading (None: it is over); hidden once the answer started."""
+        if progress is None:
+            if self.reading is not None:
+                self.reading.stop()
+                self.reading.hide()
+            return
+        reading = self._reading_bar(speed)
+        reading.show_progress(progress)
+        reading.setVisible(not answering)
+
+    def show_loading(
+        self, model: str, progress: float | None, speed: float | None, answering: bool
+    ) -> None:
+        """Show the model's load (0-1, None: unknown); hidden once the answer started."""
+        reading = self._reading_bar(speed)
+        reading.show_loading(model, progress)
+        reading.setVisible(not answering)
+
+    def _reading_bar(self, speed: float | None) -> ReadingProgress:
+        if self.reading is None:
+            self.reading = ReadingProgress(self._view, speed=speed)
+            # Just above the status row: where the answer will start.
+            self._layout.insertWidget(self._layout.indexOf(self._body) + 1, self.reading)
+        return self.reading
 
 
 class _Reasoning:

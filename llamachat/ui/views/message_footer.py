@@ -91,6 +91,7 @@ class MessageFooter(QObject):
         more: Sequence[tuple[str, Callable[[], None]]],
     ) -> None:
         super().__init__(view)
+        self._view = view
         self._retry = action_button(
             view, "Retry", "Retry", lambda: self.retry_requested.emit(current())
         )
@@ -158,6 +159,17 @@ class MessageFooter(QObject):
     def offer_more(self, allowed: bool) -> None:
         """Offer the "⋯" menu, or hide it."""
         self._more.set_allowed(allowed)
+
+    def set_unsaved(self, error: str) -> None:
+        """Mark the reply as not saved because of `error` ('' once it is saved)."""
+        self.unsaved.setText(
+            f"Not saved yet: {error} It is kept here and saved once there is room." if error else ""
+        )
+        self.unsaved.setVisible(bool(error))
+
+    def unsaved_text(self) -> str:
+        """What the "not saved" mark says ('' when the reply is saved)."""
+        return self.unsaved.text() if self.unsaved.isVisibleTo(self._view) else ""
 
     def offer_retry(self, allowed: bool) -> None:
         """Show Retry beside the status line, or hide it."""
