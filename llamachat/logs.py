@@ -1,7 +1,7 @@
 """Log files of ours: the rotating log, and the folder logs go in.
 
 Here, outside `router/`, because both llama-server's output (`router.server`) and each MCP
-server's stderr (`tools.mcp`) are written through it.
+server's stderr (`tools.mcp.mcp_log`) are written through it.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ shows it in the chat window: the getting-started panel (`first_run.FirstRunPanel
 which the window lays out and the guide drives), the model picker's and the meter's
 model source, and the status bar. It acts on the panel's requests: open the managed
 server's models folder, add a GGUF file to it, make the router re-scan it, show the
-server's log (`ServerLogDialog`). The window forwards the picker's listings to it
+server's log (`ServerLogDialog`); the models folder's actions are
+`models.models_folder.ModelsFolder`'s. The window forwards the picker's listings to it
 (`show_listing`) and shows what it says (`status`, `problem`); `router_replaced` tells
 the window to stop a reply streaming from the router no longer in use.
 
@@ -18,16 +19,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QObject, Qt, QUrl, Signal, Slot
-from PySide6.QtGui import QAction, QDesktopServices, QFontDatabase
+from PySide6.QtCore import QObject, Qt, Signal, Slot
+from PySide6.QtGui import QAction, QFontDatabase
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
-    QFileDialog,
     QMessageBox,
     QPlainTextEdit,
     QVBoxLayout,
@@ -39,10 +38,11 @@ from llamachat.router import providers
 from llamachat.router.models import ModelInfo
 from llamachat.router.port_owner import router_owner
 from llamachat.router.server import is_loopback
-from llamachat.ui import first_run, plain, tasks
+from llamachat.ui import first_run, plain
 from llamachat.ui.app import FAILED, PENDING, READY, App, RouterState
 from llamachat.ui.desktop.icon import app_icon
 from llamachat.ui.models.download import GetModelDialog, delete_model
+from llamachat.ui.models.models_folder import ModelsFolder
 from llamachat.ui.models.options import ModelOptionsDialog
 from llamachat.ui.models.picker import ModelPicker
 from llamachat.ui.tasks import call_in_background
@@ -130,12 +130,15 @@ class RouterGuide(QObject):
         self._shown_server: ManagedServer | None = None
         # While the router is looked for or started, the picker lists from a stand-in.
         self._pending = False
-        self._adding_model = False
         self._said_no_models = False
+        # The models folder's actions, and what they say, passed on to the window.
+        self.folder = ModelsFolder(app, panel=panel, picker=picker, parent=parent)
+        self.folder.status.connect(self.status)
+        self.folder.problem.connect(self.problem)
 
-        panel.open_folder_requested.connect(self.open_models_folder)
-        panel.add_file_requested.connect(self.choose_model_file)
-        panel.check_requested.connect(self.check_models)
+        panel.open_folder_requested.connect(self.folder.open_models_folder)
+        panel.add_file_requested.connect(self.folder.choose_model_file)
+        panel.check_requested.connect(self.folder.check_models)
         panel.log_requested.connect(self.show_server_log)
         panel.own_server_requested.connect(self.start_own_server)
         # Whose the router at a URL llamachat did not start is (port_owner), once asked.
@@ -145,7 +148,7 @@ class RouterGuide(QObject):
         self.server_log_action.triggered.connect(self.show_server_log)
         self.server_log_action.setVisible(False)
         self.add_model_action = QAction("Add GGUF model…", self)
-        self.add_model_action.triggered.connect(self.choose_model_file)
+        self.add_model_action.triggered.connect(self.folder.choose_model_file)
         self.add_model_action.setVisible(False)
         self.get_model_action = QAction("Get model from Hugging Face…", self)
         self.get_model_action.triggered.connect(self.open_get_model)
@@ -363,7 +366,7 @@ class RouterGuide(QObject):
     def _show_empty(self) -> None:
         url = self._app.config.router_url
         if self._server is not None:
-            self.panel.show_empty(models_dir=self.models_folder(), url=url)
+            self.panel.show_empty(models_dir=self.folder.models_folder(), url=url)
             return
         if url not in self._owners:
             # Read from /proc (some milliseconds): asked once, off the GUI thread.
@@ -391,106 +394,9 @@ class RouterGuide(QObject):
 
     # ------------------------------------------------------------------ the models folder
 
-    def models_folder(self) -> Path | None:
-        """The managed server's models folder (None for a router llamachat did not start)."""
-        if self._server is None:
-            return None
-        return Path(self._server.cfg.models_dir).expanduser()
-
-    def open_models_folder(self) -> Path | None:
-        """Show the managed server's models folder in the file manager, creating it if missing."""
-        folder = self.models_folder()
-        if folder is None:
-            self._say_problem(
-                "llamachat did not start this router: its models are in the folder its "
-                "--models-dir option names."
-            )
-            return None
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            self._say_problem(f"Cannot create the models folder {folder}: {exc.strerror or exc}")
-            return None
-        if not QDesktopServices.openUrl(QUrl.fromLocalFile(str(folder))):
-            self._say(f"No file manager could be opened; the models folder is {folder}.")
-        return folder
-
-    def choose_model_file(self) -> None:
-        """Ask for a GGUF file and add it to the managed server's models folder."""
-        path, _filter = QFileDialog.getOpenFileName(
-            self._window,
-            "Add a GGUF model",
-            str(Path.home()),
-            "GGUF models (*.gguf);;All files (*)",
-        )
-        if path:
-            self.add_model_file(Path(path))
-
     def add_model_file(self, path: Path) -> None:
-        """Link (or copy) a GGUF into the managed server's models folder, then list it.
-
-        Runs on a worker thread (a copy can take minutes); the router re-scans its folder
-        and the model picker lists the model. A file that is not a usable GGUF is
-        explained in the window.
-        """
-        server = self._server
-        folder = self.models_folder()
-        if server is None or folder is None:
-            self._say_problem(
-                "llamachat did not start this router: put the file in the folder its "
-                "--models-dir option names."
-            )
-            return
-        if self._adding_model:
-            self._say("A model file is being added already.")
-            return
-        self._adding_model = True
-        path = Path(path)
-        url, api_key = server.url, self._app.config.api_key()
-        self.panel.set_busy(f"Adding {path.name}…")
-        self._say(f"Adding {path.name} to {folder}…", 0)
-        tasks.run_in_background(
-            lambda: first_run.add_model(path, folder, url, api_key=api_key),
-            lambda future: self._on_model_file_added(path.name, future),
-            receiver=self,
-        )
-
-    def check_models(self) -> None:
-        """Make the router re-scan its models folder, then list the models again."""
-        cfg = self._app.config
-        url = self._server.url if self._server is not None else cfg.router_url
-        api_key = cfg.api_key()
-        self.panel.set_problem("")
-        tasks.run_in_background(
-            lambda: first_run.rescan(url, api_key=api_key),
-            lambda future: self._on_rescanned(str(future.result())),
-            receiver=self,
-        )
-
-    def _on_model_file_added(self, name: str, future: Future) -> None:
-        self._adding_model = False
-        self.panel.set_busy("")
-        error = future.result()
-        if error:
-            self._say("", 0)
-            self._say_problem(error)
-            return
-        self._say(f"Added {name} to the models folder.")
-        self._picker.refresh()
-
-    def _on_rescanned(self, error: str) -> None:
-        if error:
-            self._say_problem(error)
-        else:
-            self._say("Asked the router to look for models again.")
-        self._picker.refresh()
-
-    def _say_problem(self, text: str) -> None:
-        """Explain a failed models-folder action on the panel (when shown), else as a problem."""
-        if self.panel.state() != "hidden":
-            self.panel.set_problem(text)
-        else:
-            self.problem.emit(text)
+        """Link (or copy) a GGUF into the managed server's models folder, then list it."""
+        self.folder.add_model_file(path)
 
     def show_server_log(self) -> ServerLogDialog | None:
         """Open the tail of the managed server's log (None when llamachat started no server)."""

@@ -13,7 +13,8 @@ looked for or started, when none could be had, and while it offers no models, th
 getting-started panel (`first_run.FirstRunPanel`) sits above the conversation and
 says what to do.
 
-The window lays these out; its other jobs have their own owners: starting, opening
+`views.window_parts.build` makes these parts, connects them to one another and lays them
+out; the window connects them to its commands. Its other jobs have their own owners: starting, opening
 and forking chats (with the title, prompt and meter that follow the open one), and
 reopening the one shown last, are `chat_sessions.ChatSessions`'; the router's state, the models folder and the server log are the
 `router_guide.RouterGuide`'s; the skills panel, chips and the composer's skill names
@@ -43,54 +44,28 @@ import logging
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtGui import QCloseEvent, QGuiApplication, QShortcut
 from PySide6.QtWidgets import (
-    QFrame,
-    QLayout,
     QMainWindow,
-    QSizePolicy,
-    QSplitter,
-    QVBoxLayout,
     QWidget,
 )
 
 from llamachat import prompts
 from llamachat.config import Config
 from llamachat.router.models import ModelInfo
-from llamachat.ui import first_run, menus, plain, shortcuts, tasks
+from llamachat.ui import menus, shortcuts, tasks
 from llamachat.ui.app import App
 from llamachat.ui.chat import conversation, send_check
-from llamachat.ui.chat.composer_drafts import Drafts
 from llamachat.ui.chat.conversation import Conversation
 from llamachat.ui.chat.reply import ReplyStream
 from llamachat.ui.chat.seams import ConversationSeams
 from llamachat.ui.chat.worker import collect_garbage_on_gui_thread
-from llamachat.ui.chat_sessions import ChatSessions
-from llamachat.ui.library.chat_libraries import ChatLibraries
 from llamachat.ui.mcp.mcp_panel import McpPanel, choose_and_import
-from llamachat.ui.memory.chat_memories import ChatMemories
-from llamachat.ui.models.choice import ModelChoice
 from llamachat.ui.models.picker import ModelPicker
-from llamachat.ui.router_guide import RouterGuide
 from llamachat.ui.settings import SettingsDialog
-from llamachat.ui.skills.chat_skills import ChatSkills
-from llamachat.ui.views import markdown
-from llamachat.ui.views.chips import SkillChips, SkillSuggestions
-from llamachat.ui.views.composer import Composer
-from llamachat.ui.views.messages import MessagesView
-from llamachat.ui.views.meter import ContextMeter
-from llamachat.ui.views.notice import STATUS_MS, NoticeBar
-from llamachat.ui.views.overflow import OverflowGuide, OverflowPanel
-from llamachat.ui.views.params_panel import ChatParams
+from llamachat.ui.views import markdown, window_parts
+from llamachat.ui.views.notice import STATUS_MS
 from llamachat.ui.views.presets import PresetPicker
-from llamachat.ui.views.project_menus import ProjectChoices
-from llamachat.ui.views.search_toggle import SearchToggle
-from llamachat.ui.views.sidebar import SessionSidebar
-from llamachat.ui.views.summary import CompactingView, TrimMarker
-from llamachat.ui.views.temporary_bar import TemporaryBar, TemporaryChats
-from llamachat.ui.views.top_bar import TopBar
 
 log = logging.getLogger(__name__)
-
-SIDEBAR_WIDTH = 260
 
 
 class ChatWindow(ConversationSeams, QMainWindow):
@@ -112,6 +87,11 @@ class ChatWindow(ConversationSeams, QMainWindow):
             self._prompts.ensure_default()
         except prompts.PromptError as exc:
             log.warning("cannot create the default prompt in %s: %s", cfg.prompts_dir, exc)
+        # The pickers before the conversation: it asks them for the prompt and the model's state.
+        self.model_picker = ModelPicker(
+            app.registry, current=cfg.default_model, default_model=cfg.default_model
+        )
+        self.preset_picker = PresetPicker(self._prompts)
         # The conversation: session, skills, edit state, the reply and its requests.
         self.chat = Conversation(
             app,
@@ -149,183 +129,87 @@ class ChatWindow(ConversationSeams, QMainWindow):
     # ------------------------------------------------------------------ building
 
     def _build(self) -> None:
-        self.setWindowTitle("llamachat")
-        self.resize(1180, 800)
-        # A fixed floor instead of one that follows the content: chips and attachments
-        # coming and going would otherwise resize the window's limits on every change.
-        main_layout = self.layout()  # a QMainWindow always has its own
-        if main_layout is not None:
-            main_layout.setSizeConstraint(QLayout.SizeConstraint.SetNoConstraint)
-        self.setMinimumSize(800, 480)
-
-        self.model_picker = ModelPicker(
-            self.app.registry, current=self.cfg.default_model, default_model=self.cfg.default_model
+        parts = window_parts.build(
+            self.app,
+            self.chat,
+            self,
+            model_picker=self.model_picker,
+            preset_picker=self.preset_picker,
+            stop=self.stop,
         )
-        self.preset_picker = PresetPicker(self._prompts)
+        self.web_search = parts.web_search
+        self.chat_params = parts.chat_params
+        self.top_bar = parts.top_bar
+        self.messages = parts.messages
+        self.first_run_panel = parts.first_run_panel
+        self.problem_bar = parts.problem_bar
+        self.skill_chips = parts.skill_chips
+        self.skill_suggestions = parts.skill_suggestions
+        self.composer = parts.composer
+        self.libraries = parts.libraries
+        self.memories = parts.memories
+        self.skills = parts.skills
+        self.meter = parts.meter
+        self.model_choice = parts.model_choice
+        self.overflow = parts.overflow
+        self.overflow_guide = parts.overflow_guide
+        self.trim_marker = parts.trim_marker
+        self.compacting = parts.compacting
+        self.router_guide = parts.router_guide
+        self.sidebar = parts.sidebar
+        self.drafts = parts.drafts
+        self.sessions = parts.sessions
+        self.temporary_bar = parts.temporary_bar
+        self.temporary = parts.temporary
+        self.splitter = parts.splitter
+        self._connect_parts()
+
+        self.web_search.offer()
+        self._shortcuts = _install_menus(self)
+        self.composer.editor.setFocus()
+
+    def _connect_parts(self) -> None:
+        """Connect what the parts ask for and say to the window's commands and its status bar."""
         self.preset_picker.system_text_changed.connect(self._on_system_text_changed)
-
-        self.web_search = SearchToggle(self.app, self.chat, parent=self)
         self.web_search.status.connect(self.show_status)
-        self.chat_params = ChatParams(self.chat, parent=self)
-        self.top_bar = TopBar(self.model_picker, self.preset_picker, self.web_search.button)
         self.top_bar.settings_requested.connect(self.open_settings)
-
-        self.messages = MessagesView(forks=True)
-        self.messages.setAccessibleName("Conversation")
-        self.messages.set_font_size(self.cfg.font_size)
         self.messages.retry_requested.connect(self.retry)
         self.messages.regenerate_requested.connect(self.retry)
         self.messages.continue_requested.connect(self.chat.continue_reply)
         self.messages.edit_requested.connect(self.edit_message)
         self.messages.version_requested.connect(self.chat.show_version)
         self.messages.fork_requested.connect(self.fork)
-
-        self.first_run_panel = first_run.FirstRunPanel()
         self.first_run_panel.settings_requested.connect(self.open_settings)
-        self.problem_bar = NoticeBar()
-
-        self.skill_chips = SkillChips()
-        self.skill_suggestions = SkillSuggestions()
-
-        self.composer = Composer()
         self.composer.submitted.connect(self.send)
         self.composer.stop_requested.connect(self.stop)
         self.composer.notice.connect(self.show_status)
-        self.libraries = ChatLibraries(
-            self.app, self.chat, composer=self.composer, status_bar=self.statusBar(), parent=self
-        )
         self.libraries.status.connect(self.show_status)
-        self.memories = ChatMemories(
-            self.app, self.chat, self.messages, self.statusBar(), parent=self
-        )
         self.memories.status.connect(self.show_status)
-        self.skills = ChatSkills(
-            self.app,
-            self.chat,
-            chips=self.skill_chips,
-            suggestions=self.skill_suggestions,
-            composer=self.composer,
-            top_bar=self.top_bar,
-            parent=self,
-        )
         self.skills.status.connect(self.show_status)
-        self.top_bar.skills_requested.connect(self.skills.open_panel)
-
-        self.meter = ContextMeter(self.app.registry)
-        # Only as wide as its bar and figures, so it sits at the status bar's right end.
-        self.meter.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Preferred)
-        self.meter.follow(self.chat.context)
-        self.meter.follow_cache(self.chat.warmer)
-        # The cache warm-up follows the typing and the model's loads.
-        warmer = self.chat.warmer
-        self.composer.editor.textChanged.connect(lambda: warmer.draft_changed(self.composer.text()))
-        self.model_picker.model_event.connect(warmer.statuses_changed)
-        self.model_picker.models_listed.connect(warmer.statuses_changed)
-        # The picker's choice goes to the chat, the composer and the meter.
-        self.model_choice = ModelChoice(
-            self.app,
-            self.chat,
-            picker=self.model_picker,
-            composer=self.composer,
-            meter=self.meter,
-            parent=self,
-        )
         self.model_choice.changed.connect(self.model_changed)
         self.model_choice.status.connect(self.show_status)
         self.model_choice.problem.connect(self.show_problem)
-        # After the choice is applied: the panel shows the defaults of the model now chosen.
-        self.model_picker.model_changed.connect(self.chat_params.refresh)
-        self.overflow = OverflowPanel()
         # The message goes along to the new chat, still there to send.
         self.overflow.new_chat.connect(self._new_chat_with_message)
-        self.overflow_guide = OverflowGuide(
-            self.app, self.chat, composer=self.composer, panel=self.overflow, parent=self
-        )
         self.overflow_guide.status.connect(self.show_status)
         self.overflow_guide.problem.connect(self.show_problem)
         self.overflow_guide.send_requested.connect(self.send)
-        self.trim_marker = TrimMarker()
-        self.compacting = compacting = CompactingView()
-        compaction = self.chat.compaction
-        compaction.started.connect(
-            lambda: compacting.start(self.messages.reading_speed(self.chat.model))
-        )
-        compaction.progress.connect(compacting.set_title)
-        compaction.written.connect(compacting.show_written)
-        compaction.ended.connect(lambda _status, _error: compacting.hide())
-        self.chat.compaction.trimmed.connect(self.trim_marker.set_count)
-        # Beside the meter: the top bar has no room left at 900 px for a long model name.
-        self.statusBar().addPermanentWidget(self.chat_params.button)
-        self.statusBar().addPermanentWidget(self.meter)
-        # A message longer than the bar is cut at its edge: hovering shows it whole.
-        self.statusBar().messageChanged.connect(
-            lambda text: self.statusBar().setToolTip(plain.tooltip(text))
-        )
-
-        self.router_guide = RouterGuide(
-            self.app,
-            panel=self.first_run_panel,
-            picker=self.model_picker,
-            meter=self.meter,
-            parent=self,
-        )
         self.router_guide.status.connect(self.show_status)
         self.router_guide.problem.connect(self.show_problem)
         self.router_guide.router_replaced.connect(self.stop)
-        self.model_choice.listed.connect(self.router_guide.show_listing)
         self.model_choice.listed.connect(self.models_listed)
-
-        self.sidebar = SessionSidebar(self.history, mode="chat")
         self.sidebar.new_chat_requested.connect(self.new_session)
         self.sidebar.problem.connect(self.show_problem)
-        self.sidebar.libraries = self.app.libraries
-        self.sidebar.project_choices = lambda: ProjectChoices(
-            self.preset_picker.names(),
-            [info.id for info in self.model_picker.models()],
-            self.chat.store.names() if self.chat.store else [],
-        )
         # A temporary chat is none of the list's: its ids are those of its memory database.
         self.session_changed.connect(
             lambda sid: self.sidebar.set_current(None if self.chat.scratch else sid)
         )
-        self.sidebar.setMinimumWidth(180)
-        self.sidebar.list_view.setStyleSheet("QListView::item { padding: 5px 6px; }")
-
-        self.drafts = Drafts(self.composer, self.chat, parent=self)
         self.drafts.status.connect(self.show_status)
-        self.drafts.drafted.connect(self.sidebar.show_draft)
-        self.sessions = ChatSessions(
-            self.chat,
-            view=self.messages,
-            drafts=self.drafts,
-            presets=self.preset_picker,
-            meter=self.meter,
-            choice=self.model_choice,
-            sidebar=self.sidebar,
-            stop=self.stop,
-            parent=self,
-        )
-        self.temporary_bar = TemporaryBar()
-        self.temporary = TemporaryChats(
-            self.chat,
-            self.temporary_bar,
-            open_chat=self.sessions.open,
-            new_chat=self.sessions.new,
-            save_draft=self.drafts.save,
-            parent=self,
-        )
-        self.sessions.may_leave = self.temporary.may_leave
         self.sessions.status.connect(self.show_status)
         self.sessions.problem.connect(self.show_problem)
         self.sessions.title_changed.connect(
             lambda title: self.setWindowTitle(f"{title} — llamachat")
         )
-
-        self.splitter = _lay_out(self)
-
-        self.web_search.offer()
-        self._shortcuts = _install_menus(self)
-        self.composer.editor.setFocus()
 
     # ------------------------------------------------------------------ public seams
 
@@ -574,49 +458,3 @@ def _install_menus(window: ChatWindow) -> list[QShortcut]:
         about=router.about_action,
     )
     return menus.install(window, commands, actions)
-
-
-def _lay_out(window: ChatWindow) -> QSplitter:
-    """Put the window's widgets in their places: the sessions sidebar beside the chat (the top
-    bar, the getting-started panel, problems, the conversation, then the composer with its
-    notices and chips); the splitter between them."""
-    chat = QWidget()
-    body = QVBoxLayout()
-    body.setContentsMargins(10, 4, 10, 6)
-    body.addWidget(window.overflow)
-    body.addWidget(window.compacting)
-    body.addWidget(window.trim_marker)
-    body.addWidget(window.skill_chips)
-    body.addWidget(window.skill_suggestions)
-    body.addWidget(window.composer)
-    layout = QVBoxLayout(chat)
-    layout.setContentsMargins(0, 0, 0, 0)
-    layout.setSpacing(0)
-    layout.addWidget(window.top_bar)
-    rule = QFrame()
-    rule.setFrameShape(QFrame.Shape.HLine)
-    rule.setFrameShadow(QFrame.Shadow.Sunken)
-    layout.addWidget(rule)
-    layout.addWidget(window.first_run_panel)
-    problem_row = QVBoxLayout()
-    problem_row.setContentsMargins(10, 6, 10, 0)
-    problem_row.addWidget(window.problem_bar)
-    problem_row.addWidget(window.temporary_bar)
-    layout.addLayout(problem_row)
-    layout.addWidget(window.messages, 1)
-    layout.addLayout(body)
-
-    splitter = QSplitter(Qt.Orientation.Horizontal)
-    splitter.addWidget(window.sidebar)
-    splitter.addWidget(chat)
-    splitter.setCollapsible(1, False)
-    chat.setMinimumWidth(600)  # room for the reply figures: the sidebar narrows first
-    splitter.setStretchFactor(0, 0)
-    splitter.setStretchFactor(1, 1)
-    splitter.setSizes([SIDEBAR_WIDTH, max(400, window.width() - SIDEBAR_WIDTH)])
-    window.setCentralWidget(splitter)
-    # The sidebar keeps its own margins inside the splitter handle's reach.
-    sidebar_layout = window.sidebar.layout()
-    if sidebar_layout is not None:
-        sidebar_layout.setContentsMargins(8, 8, 4, 8)
-    return splitter

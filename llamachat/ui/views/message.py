@@ -3,10 +3,11 @@
 `MessageView` shows a question (a tinted card) or a reply. A streamed reply arrives in
 bursts and each burst is rendered at once through its `document.DocumentWriter`. The
 reasoning shows in a panel of its own, open while the model thinks and folded once the
-answer starts. A message with other versions (replies regenerated, edits of a question)
-shows `‹ 2/3 ›`; Alt+Left and Alt+Right switch versions while the focus is in the
-message. The view only asks (`version_requested` with the id to show, `fork_requested`):
-the conversation controller switches the path and hands back the rows to show.
+answer starts. Searches and tool calls show above the text (`_Activity`). Under the text,
+the status line, the figures, the actions and a message's versions (`‹ 2/3 ›`, Alt+Left
+and Alt+Right) are the footer's (`message_footer.MessageFooter`). The view only asks
+(`version_requested` with the id to show, `fork_requested`): the conversation
+controller switches the path and hands back the rows to show.
 
 Errors: this module raises no exceptions of its own; a failure here is a bug.
 """
@@ -26,13 +27,11 @@ from PySide6.QtGui import (
     QPainter,
     QPalette,
     QPen,
-    QShortcut,
     QTextCursor,
     QTextDocument,
 )
 from PySide6.QtWidgets import (
     QFrame,
-    QHBoxLayout,
     QLabel,
     QSizePolicy,
     QToolButton,
@@ -40,7 +39,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from llamachat.ui import plain, shortcuts
+from llamachat.ui import plain
 from llamachat.ui.library.sources import open_source, source_link
 from llamachat.ui.views import more_actions
 from llamachat.ui.views.document import DocumentWriter, TextView
@@ -53,7 +52,8 @@ from llamachat.ui.views.markdown import (
     Update,
     break_text_runs,
 )
-from llamachat.ui.views.more_actions import MoreActions
+from llamachat.ui.views.message_footer import MessageFooter
+from llamachat.ui.views.message_footer import set_quiet as _set_quiet
 from llamachat.ui.views.tool_call import ToolCallView
 
 log = logging.getLogger(__name__)
@@ -95,18 +95,6 @@ def _mute(body: TextView, palette: Palette) -> None:
     body.setPalette(muted)
 
 
-def _button(parent: QWidget, text: str, name: str, slot) -> QToolButton:
-    """A flat footer button reading `text`, named `name` for screen readers and the tooltip."""
-    button = QToolButton(parent)
-    button.setText(text)
-    button.setAccessibleName(name)
-    button.setToolTip(plain.tooltip(name))
-    button.setAutoRaise(True)
-    button.setCursor(Qt.CursorShape.PointingHandCursor)
-    button.clicked.connect(slot)
-    return button
-
-
 def _search_label(
     parent: QWidget, query: str, results: list[dict], error: str, title: str
 ) -> QLabel:
@@ -132,54 +120,6 @@ def _search_label(
     label.linkActivated.connect(lambda link: open_link(QUrl(link), local=link in files))
     label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
     return label
-
-
-def _status_rows(
-    view: QWidget, layout: QVBoxLayout, *buttons: QToolButton
-) -> tuple[QLabel, QLabel]:
-    """Add the status line (with `buttons` beside it) and the "not saved" line, all hidden."""
-    row = QHBoxLayout()
-    row.setContentsMargins(0, 0, 0, 0)
-    status = plain.Label("", view)
-    status.setAccessibleName("Status")
-    status.setWordWrap(True)
-    status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-    row.addWidget(status, 1)
-    for button in buttons:
-        row.addWidget(button)
-    layout.addLayout(row)
-    # The text carries a database error: shown as it is, never read as markup.
-    unsaved = plain.Label("", view)
-    unsaved.setAccessibleName("Not saved")
-    unsaved.setWordWrap(True)
-    unsaved.setStyleSheet("color: #d1242f;")
-    layout.addWidget(unsaved)
-    for widget in (status, *buttons, unsaved):
-        widget.hide()
-    return status, unsaved
-
-
-def _footer(view: QWidget, layout: QVBoxLayout) -> tuple[QHBoxLayout, QLabel]:
-    """Add the row under a message: its figures (hidden until set), then room for buttons."""
-    footer = QHBoxLayout()
-    footer.setContentsMargins(0, 0, 0, 0)
-    footer.setSpacing(2)
-    stats = plain.Label("", view)
-    stats.setAccessibleName("Reply statistics")
-    stats.setForegroundRole(QPalette.ColorRole.PlaceholderText)
-    stats.hide()
-    footer.addWidget(stats)
-    footer.addStretch(1)
-    layout.addLayout(footer)
-    return footer, stats
-
-
-def _set_quiet(label: QLabel, text: str) -> None:
-    """Show `text` (ours, never markup) in the muted colour of a note; hidden when empty."""
-    label.setText(text)
-    label.setStyleSheet("")
-    label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
-    label.setVisible(bool(text))
 
 
 def _fresh_render(
@@ -262,8 +202,6 @@ class MessageView(QFrame):
 
         self._reasoning: _Reasoning | None = None
         self._reasoning_body: TextView | None = None  # the panel's text, once there is one
-        self._activity: QVBoxLayout | None = None
-        self._reading: ReadingProgress | None = None
         self._layout = layout
 
         self._body = TextView(
@@ -272,6 +210,7 @@ class MessageView(QFrame):
         self._body.anchorClicked.connect(self._on_anchor)
         self._writer = DocumentWriter(self._body.document())
         layout.addWidget(self._body)
+        self._activity = _Activity(self, layout, self._body)
 
         attachments = [str(a.get("name") or "") for a in message.get("attachments") or ()]
         if any(attachments):
@@ -279,41 +218,13 @@ class MessageView(QFrame):
             note.setAccessibleName("Attachments")
             note.setForegroundRole(QPalette.ColorRole.PlaceholderText)
             layout.addWidget(note)
-        self._retry = _button(
-            self, "Retry", "Retry", lambda: self.retry_requested.emit(self.message_id)
-        )
-        self._continue = _button(
+        self._footer = MessageFooter(
             self,
-            "Continue",
-            "Continue reply",
-            lambda: self.continue_requested.emit(self.message_id),
-        )
-        self._status, self._unsaved = _status_rows(self, layout, self._retry, self._continue)
-
-        footer, self._stats = _footer(self, layout)
-        if mine:
-            self._edit = _button(
-                self, "Edit", "Edit message", lambda: self.edit_requested.emit(self.message_id)
-            )
-            footer.addWidget(self._edit)
-        else:
-            self._copy = _button(self, "Copy", "Copy reply", self._on_copy_reply)
-            self._regenerate = _button(
-                self,
-                "Regenerate",
-                "Regenerate",
-                lambda: self.regenerate_requested.emit(self.message_id),
-            )
-            self._regenerate.hide()
-            footer.addWidget(self._copy)
-            footer.addWidget(self._regenerate)
-        self._footer = footer
-        # Built when first needed: most messages have one version and no fork button.
-        self._version_switch = _VersionSwitch(self, footer)
-        self._more = MoreActions(
-            footer,
-            lambda text, name, act: _button(self, text, name, act),
-            [
+            layout,
+            mine=mine,
+            current=lambda: self.message_id,
+            busy=self.is_streaming,
+            more=[
                 (more_actions.FORK, lambda: self.fork_requested.emit(self.message_id)),
                 (
                     more_actions.REMEMBER,
@@ -321,6 +232,14 @@ class MessageView(QFrame):
                 ),
             ],
         )
+        # The footer lays the status line out; the view says what it reads.
+        self._status = self._footer.status
+        self._footer.retry_requested.connect(self.retry_requested)
+        self._footer.continue_requested.connect(self.continue_requested)
+        self._footer.edit_requested.connect(self.edit_requested)
+        self._footer.regenerate_requested.connect(self.regenerate_requested)
+        self._footer.version_requested.connect(self.version_requested)
+        self._footer.copy_requested.connect(self._on_copy_reply)
         self.set_versions(message.get("versions") or [])
 
         if message.get("reasoning"):
@@ -372,21 +291,10 @@ class MessageView(QFrame):
         self._streaming = True
         self._add_reasoning(text).start_clock()
 
-    def _add_activity(self, widget: QWidget) -> None:
-        """Show `widget` in the layout above the text (searches and tool calls)."""
-        if self._activity is None:
-            self._activity = QVBoxLayout()
-            self._activity.setSpacing(2)
-            self._layout.insertLayout(self._layout.indexOf(self._body), self._activity)
-        self._activity.addWidget(widget)
-        # Now, not at the event loop's next turn (what a layout does for a child added to
-        # a shown widget): a click on it right away must reach it.
-        widget.show()
-
     def add_tool_call(self, call: dict) -> ToolCallView:
         """Show an MCP tool call inline, collapsed (`reply.stored_call`'s shape)."""
         view = ToolCallView(call, self)
-        self._add_activity(view)
+        self._activity.add(view)
         return view
 
     def tool_calls(self) -> list[ToolCallView]:
@@ -398,18 +306,14 @@ class MessageView(QFrame):
     ) -> None:
         """Show a tool call inline: a web search's query and its results as links, or its
         error; another tool's call (`title`, e.g. "Read skill file") and short result."""
-        self._add_activity(
-            _search_label(self, query, results, error, title),
-        )
+        self._activity.add(_search_label(self, query, results, error, title))
 
     def set_stats(self, usage: dict, timings: dict) -> None:
         """Show the reply's figures: "38.2 tok/s · 412 tokens · 1.2 s · 1,024 prompt, 900 cached"
         (the prompt's, the speeds and the time to the first token in the tooltip)."""
         text, tip = figures(usage or {}, timings or {})
         self.measured_speed = reading_speed(timings or {})
-        self._stats.setText(text)
-        self._stats.setToolTip(plain.tooltip(tip) if tip else "")
-        self._stats.setVisible(bool(text))
+        self._footer.show_figures(text, tip)
         self._cut = (timings or {}).get("finish_reason") == "length"
         self._show_cut()
 
@@ -419,27 +323,11 @@ class MessageView(QFrame):
 
     def set_progress(self, progress: dict | None) -> None:
         """Show llama.cpp's prompt progress under the reply (None: the reading is over)."""
-        if progress is None:
-            if self._reading is not None:
-                self._reading.stop()
-                self._reading.hide()
-            return
-        reading = self._reading_bar()
-        reading.show_progress(progress)
-        reading.setVisible(not self._answer_started)
+        self._activity.show_progress(progress, self.reading_speed, self._answer_started)
 
     def set_loading(self, model: str, progress: float | None) -> None:
         """Show the router's load of the reply's model (0-1, None: unknown), before the reading."""
-        reading = self._reading_bar()
-        reading.show_loading(model, progress)
-        reading.setVisible(not self._answer_started)
-
-    def _reading_bar(self) -> ReadingProgress:
-        if self._reading is None:
-            self._reading = ReadingProgress(self, speed=self.reading_speed)
-            # Just above the status row: where the answer will start.
-            self._layout.insertWidget(self._layout.indexOf(self._body) + 1, self._reading)
-        return self._reading
+        self._activity.show_loading(model, progress, self.reading_speed, self._answer_started)
 
     def set_status(self, status: str, error: str = "") -> None:
         """Mark the reply: "stopped" (partial reply kept) or "error" (message in red + Retry)."""
@@ -447,22 +335,24 @@ class MessageView(QFrame):
             self._write(self._markdown.finish(), final=True)
             self._set_ended()
         if status == "stopped":
-            reading = self._reading
+            reading = self._activity.reading
             if reading is not None and (self._answer_started or reading.read_all()):
                 reading = None
             _set_quiet(self._status, "Stopped while reading the prompt" if reading else "Stopped")
-            if not self._stats.text():
+            if not self._footer.figures():
                 # The server sends its figures at the end, which a stopped reply never reaches:
                 # what it last reported of the reading, or what came of the reply.
                 figures_now = reading.stopped_text() if reading else None
-                _set_quiet(self._stats, figures_now or stopped_figures(self.content(), self._began))
+                self._footer.show_quiet_figures(
+                    figures_now or stopped_figures(self.content(), self._began)
+                )
         elif status == "error":
             plain.set_text(self._status, error or "The reply failed.")
             self._status.setStyleSheet("color: #d1242f;")
         self._final_status = status
         self._status.setVisible(status in ("stopped", "error"))
         # One way to ask again: Retry beside an error, Regenerate under any other reply.
-        self._retry.setVisible(status == "error" and self.role == "assistant")
+        self._footer.offer_retry(status == "error" and self.role == "assistant")
         self._show_cut()
         self._update_actions()
 
@@ -476,14 +366,11 @@ class MessageView(QFrame):
 
     def set_unsaved(self, error: str) -> None:
         """Mark the reply as not saved because of `error` ('' once it is saved)."""
-        self._unsaved.setText(
-            f"Not saved yet: {error} It is kept here and saved once there is room." if error else ""
-        )
-        self._unsaved.setVisible(bool(error))
+        self._footer.set_unsaved(error)
 
     def unsaved_text(self) -> str:
         """What the "not saved" mark says ('' when the reply is saved)."""
-        return self._unsaved.text() if self._unsaved.isVisibleTo(self) else ""
+        return self._footer.unsaved_text()
 
     def finish(self) -> None:
         """Render the open tail as finished, highlight any unclosed code block, end streaming."""
@@ -549,11 +436,11 @@ class MessageView(QFrame):
 
     def set_versions(self, versions: Sequence[int]) -> None:
         """Show `‹ n/N ›` for a message with other versions (`versions`: every version's id)."""
-        self._version_switch.show(versions)
+        self._footer.set_versions(versions)
 
     def version_text(self) -> str:
         """ "2/3" for the second of three versions; "" for a message with one version."""
-        return self._version_switch.text()
+        return self._footer.version_text()
 
     def set_fork_allowed(self, allowed: bool) -> None:
         """Offer "New chat from here" (in the chat window; a quick answer has no chat to fork)."""
@@ -562,11 +449,11 @@ class MessageView(QFrame):
 
     def more_actions(self) -> list[str]:
         """The texts of the "More actions" menu ([] when it is not offered)."""
-        return self._more.texts()
+        return self._footer.more_actions()
 
     def trigger_more(self, text: str) -> None:
         """Run the "More actions" entry reading `text` (as a click on it would)."""
-        self._more.trigger(text)
+        self._footer.trigger_more(text)
 
     def set_editing(self, editing: bool) -> None:
         """Mark the message as the one being edited (a highlighted outline)."""
@@ -589,16 +476,18 @@ class MessageView(QFrame):
     def _update_actions(self) -> None:
         # A reply offers its actions once it has text: none while the prompt is read.
         has_text = self.role == "user" or self._answer_started
-        self._more.set_allowed(self._fork_allowed and has_text)
+        self._footer.offer_more(self._fork_allowed and has_text)
         if self.role == "assistant":
-            self._copy.setVisible(has_text)
-            self._regenerate.setVisible(
-                self._regenerate_allowed and not self._streaming and self._final_status != "error"
-            )
-            # Continue goes on with a chat's last reply only (the request ends with it): in
-            # the chat window, which forks too; a quick answer is asked again instead.
-            self._continue.setVisible(
-                self._regenerate_allowed and self._fork_allowed and self.is_cut()
+            self._footer.offer_reply_actions(
+                copy=has_text,
+                regenerate=(
+                    self._regenerate_allowed
+                    and not self._streaming
+                    and self._final_status != "error"
+                ),
+                # Continue goes on with a chat's last reply only (the request ends with it): in
+                # the chat window, which forks too; a quick answer is asked again instead.
+                continue_=self._regenerate_allowed and self._fork_allowed and self.is_cut(),
             )
 
     def _add_reasoning(self, text: str) -> _Reasoning:
@@ -647,6 +536,55 @@ class MessageView(QFrame):
         if self.role == "user":
             _paint_card(self, self._editing)
         super().paintEvent(event)
+
+
+class _Activity:
+    """What a reply shows of its work around its text: the searches and tool calls above it,
+    the model's load and the prompt's reading just below it; each made when first needed."""
+
+    def __init__(self, view: QWidget, layout: QVBoxLayout, body: TextView) -> None:
+        self._view = view
+        self._layout = layout
+        self._body = body
+        self._rows: QVBoxLayout | None = None
+        self.reading: ReadingProgress | None = None
+
+    def add(self, widget: QWidget) -> None:
+        """Show `widget` in the layout above the text (searches and tool calls)."""
+        if self._rows is None:
+            self._rows = QVBoxLayout()
+            self._rows.setSpacing(2)
+            self._layout.insertLayout(self._layout.indexOf(self._body), self._rows)
+        self._rows.addWidget(widget)
+        # Now, not at the event loop's next turn (what a layout does for a child added to
+        # a shown widget): a click on it right away must reach it.
+        widget.show()
+
+    def show_progress(self, progress: dict | None, speed: float | None, answering: bool) -> None:
+        """Show the prompt's reading (None: it is over); hidden once the answer started."""
+        if progress is None:
+            if self.reading is not None:
+                self.reading.stop()
+                self.reading.hide()
+            return
+        reading = self._reading_bar(speed)
+        reading.show_progress(progress)
+        reading.setVisible(not answering)
+
+    def show_loading(
+        self, model: str, progress: float | None, speed: float | None, answering: bool
+    ) -> None:
+        """Show the model's load (0-1, None: unknown); hidden once the answer started."""
+        reading = self._reading_bar(speed)
+        reading.show_loading(model, progress)
+        reading.setVisible(not answering)
+
+    def _reading_bar(self, speed: float | None) -> ReadingProgress:
+        if self.reading is None:
+            self.reading = ReadingProgress(self._view, speed=speed)
+            # Just above the status row: where the answer will start.
+            self._layout.insertWidget(self._layout.indexOf(self._body) + 1, self.reading)
+        return self.reading
 
 
 class _Reasoning:
@@ -706,61 +644,3 @@ class _Reasoning:
             self.button.setText("Thinking…")
         else:
             self.button.setText("Reasoning")
-
-
-class _VersionSwitch:
-    """`‹ n/N ›` in a message's footer, to show another version of it; built when first needed."""
-
-    def __init__(self, view: MessageView, footer: QHBoxLayout) -> None:
-        self._view = view
-        self._footer = footer
-        self._versions: list[int] = []
-        self._label: QLabel | None = None
-        self._buttons: tuple[QToolButton, QToolButton] | None = None
-
-    def show(self, versions: Sequence[int]) -> None:
-        """Show the place of the view's message among `versions` (hidden with one version)."""
-        view = self._view
-        self._versions = list(versions)
-        if view.message_id not in self._versions or len(self._versions) < 2:
-            if self._label is not None:
-                self._label.hide()
-                for button in self._buttons or ():
-                    button.hide()
-            return
-        if self._label is None:
-            older = _button(view, "‹", "Previous version", lambda: self._step(-1))
-            newer = _button(view, "›", "Next version", lambda: self._step(1))
-            self._label = plain.Label("", view)
-            self._label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
-            self._buttons = (older, newer)
-            for at, widget in enumerate((older, self._label, newer)):
-                self._footer.insertWidget(at, widget)
-            for action, step in (("previous_version", -1), ("next_version", 1)):
-                for sequence in shortcuts.BY_ACTION[action].sequences():
-                    shortcut = QShortcut(sequence, view)
-                    shortcut.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
-                    shortcut.activated.connect(lambda step=step: self._step(step))
-        place = self._versions.index(view.message_id) + 1
-        total = len(self._versions)
-        self._label.setText(f"{place}/{total}")
-        self._label.setAccessibleName(f"Version {place} of {total}")
-        assert self._buttons is not None
-        older, newer = self._buttons
-        older.setEnabled(place > 1)
-        newer.setEnabled(place < total)
-        for widget in (older, self._label, newer):
-            widget.show()
-
-    def text(self) -> str:
-        """ "2/3" for the second of three versions; "" for a message with one version."""
-        label = self._label
-        return label.text() if label is not None and not label.isHidden() else ""
-
-    def _step(self, step: int) -> None:
-        view = self._view
-        if view.message_id not in self._versions or view.is_streaming():
-            return
-        at = self._versions.index(view.message_id) + step
-        if 0 <= at < len(self._versions):
-            view.version_requested.emit(self._versions[at])

@@ -1,10 +1,10 @@
 """The sessions sidebar: past chats newest first, full-text search, rename, delete, export.
 
 `SessionSidebar(history)` lists sessions through `session_list.SessionListModel`, which
-reads them a page at a time as the list scrolls, pinned chats first. Typing in "Search sessions" runs
-`History.search` after a short pause and lists the chats whose title or messages
-match, each with a snippet shown as plain text and the matched words marked
-(`SearchHitDelegate`), or says "No matches". The funnel beside the field
+reads them a page at a time as the list scrolls, pinned chats first. Typing in "Search
+sessions" (`session_search.SessionSearch`) runs `History.search` after a short pause and
+lists the chats whose title or messages match, each with a snippet shown as plain text
+and the matched words marked (`SearchHitDelegate`), or says "No matches". The funnel beside the field
 (`session_filter.SessionFilters`) keeps the list and the search to a project, a model or
 a time of last update, shown flat with a bar saying so. A chat dragged onto a project's
 header or chats moves into it, onto the chats in no project out of it (`SessionView`).
@@ -17,6 +17,8 @@ the import the menu starts (`start_import`, `chat_import.ChatImporter`): it read
 checks and writes the file on a worker thread over a connection of its own, with a
 progress dialog whose Cancel keeps nothing of it.
 
+A chat's Export… writes it through `chat_export`.
+
 Errors: `export_session` and `import_file` raise `store.HistoryError` (a file that
 cannot be read or written is reported as one, naming the file); the menu actions
 catch it and show its message in the sidebar's notice bar.
@@ -24,7 +26,6 @@ catch it and show its message in the sidebar's notice bar.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -35,7 +36,6 @@ from PySide6.QtCore import (
     QObject,
     QPoint,
     Qt,
-    QTimer,
     Signal,
     Slot,
 )
@@ -46,9 +46,7 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import (
     QAbstractItemView,
-    QFileDialog,
     QHBoxLayout,
-    QLineEdit,
     QMenu,
     QProgressDialog,
     QPushButton,
@@ -57,7 +55,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from llamachat.history.export import write_file
 from llamachat.history.store import (
     History,
     HistoryError,
@@ -65,6 +62,7 @@ from llamachat.history.store import (
 )
 from llamachat.ui import plain
 from llamachat.ui.library.host import LibraryHost
+from llamachat.ui.views.chat_export import ask_and_export, export_chat
 from llamachat.ui.views.chat_import import ChatImporter
 from llamachat.ui.views.deletions import Deletions
 from llamachat.ui.views.project_menus import (
@@ -84,11 +82,9 @@ from llamachat.ui.views.session_list import (
     SessionListModel,
     SessionView,
 )
+from llamachat.ui.views.session_search import SessionSearch
 
 log = logging.getLogger(__name__)
-
-SEARCH_DELAY_MS = 200
-FORMATS = {"markdown": ".md", "json": ".json"}
 
 
 class SessionSidebar(QWidget):
@@ -121,17 +117,8 @@ class SessionSidebar(QWidget):
         self.model.reload()
 
     def _build(self) -> None:
-        self.search_field = QLineEdit()
-        self.search_field.setAccessibleName("Search sessions")
-        self.search_field.setPlaceholderText("Search chats")
-        self.search_field.setClearButtonEnabled(True)
-        self._search_timer = QTimer(self)
-        self._search_timer.setSingleShot(True)
-        self._search_timer.setInterval(SEARCH_DELAY_MS)
-        # Debounced: one query per pause in typing, not one per key.
-        self._search_timer.timeout.connect(self._run_search)
-        self.search_field.textChanged.connect(lambda _: self._search_timer.start())
-        self.search_field.returnPressed.connect(self._run_search)
+        self._search = SessionSearch(self.model, self)
+        self.search_field = self._search.field
         self.filters = SessionFilters(self.history, self)
         self.filters.changed.connect(self.model.set_filter)
 
@@ -230,17 +217,11 @@ class SessionSidebar(QWidget):
 
     def focus_search(self) -> None:
         """Put the cursor in the search field (the Ctrl+K shortcut)."""
-        self.search_field.setFocus(Qt.FocusReason.ShortcutFocusReason)
-        self.search_field.selectAll()
+        self._search.focus()
 
     def search(self, query: str) -> None:
         """Show the sessions matching `query` now (typing does this after a pause)."""
-        self._search_timer.stop()
-        if self.search_field.text() != query:
-            self.search_field.blockSignals(True)
-            self.search_field.setText(query)
-            self.search_field.blockSignals(False)
-        self.model.set_query(query)
+        self._search.search(query)
 
     def rename_session(self, session_id: int, title: str) -> None:
         """Give a session a new title."""
@@ -334,13 +315,7 @@ class SessionSidebar(QWidget):
 
     def export_session(self, session_id: int, path: Path, fmt: str) -> None:
         """Write a session to `path` as "markdown" or "json"."""
-        if fmt == "markdown":
-            text = self.history.export_markdown(session_id)
-        elif fmt == "json":
-            text = json.dumps(self.history.export_json(session_id), ensure_ascii=False, indent=2)
-        else:
-            raise ValueError(f"fmt must be one of {', '.join(FORMATS)}, got {fmt!r}")
-        write_file(Path(path), text)
+        export_chat(self.history, session_id, path, fmt)
 
     def import_file(self, path: Path) -> int:
         """Add a session from a JSON export, titled "(imported)", at the top; its new id."""
@@ -382,13 +357,6 @@ class SessionSidebar(QWidget):
         return self.deletions.text()
 
     # ------------------------------------------------------------------ slots
-
-    @Slot()
-    def _run_search(self) -> None:
-        self._search_timer.stop()
-        query = self.search_field.text()
-        if query.strip() != self.model.query():
-            self.model.set_query(query)
 
     @Slot()
     def _on_model_reset(self) -> None:
@@ -486,17 +454,6 @@ class SessionSidebar(QWidget):
         menu.deleteLater()
 
     def _on_export(self, session_id: int, fmt: str) -> None:
-        session = self.history.get_session(session_id)
-        title = session["title"] if session else ""
-        stem = "".join(c if c.isalnum() or c in " -_" else "_" for c in title)
-        suggested = str(Path.home() / ((stem.strip() or "chat") + FORMATS[fmt]))
-        kind = "Markdown (*.md)" if fmt == "markdown" else "JSON (*.json)"
-        path, _ = QFileDialog.getSaveFileName(self, "Export chat", suggested, kind)
-        if not path:
-            return
-        try:
-            self.export_session(session_id, Path(path), fmt)
-        except HistoryError as exc:
-            self.show_notice(str(exc))
-            return
-        self.show_notice(f"Exported to {path}.")
+        said = ask_and_export(self, self.history, session_id, fmt)
+        if said:
+            self.show_notice(said)

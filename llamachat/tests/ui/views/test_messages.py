@@ -172,7 +172,7 @@ class TestMessages:
         reply.set_stats(
             {"completion_tokens": 412}, {"predicted_per_second": 38.21, "predicted_ms": 1200.0}
         )
-        assert reply._stats.text() == "38.2 tok/s · 412 tokens · 1.2 s"
+        assert reply._footer.figures() == "38.2 tok/s · 412 tokens · 1.2 s"
 
     def test_conversation_5000_messages_show_newest_first_and_load_older_on_scroll(
         self, messages_view, qtbot

@@ -1,4 +1,4 @@
-"""The tests of `llamachat.tools.mcp_stdio`: the launcher, and a server's stdout."""
+"""The tests of `llamachat.tools.mcp.mcp_stdio`: the launcher, and a server's stdout."""
 
 from __future__ import annotations
 
