@@ -11,7 +11,9 @@ A one-shot question is a session of mode "oneshot" in the history (searchable li
 any chat). Skills it names (`/name`, or a mention as `SkillStore.mentions` rules; a
 one-word mention is only pointed out on stderr) and skills the model loads apply to
 that one reply only: they go into that request and nowhere else,
-and nothing is written to the session's `skills`.
+and nothing is written to the session's `skills`. While memory is on, the question
+carries the memories kept everywhere, as a chat's system prompt does (it has no
+project); the model is never offered `remember` (one question: nothing to undo).
 
 Exit codes of `run()`: 0 answered, 1 the question could not be answered (no router,
 no model, a server or stream error; the reason is on stderr), 2 nothing to ask,
@@ -38,6 +40,7 @@ from typing import TextIO
 
 from llamachat import compact, context, prompts, turn
 from llamachat.config import Config
+from llamachat.history import memories
 from llamachat.history.store import History, HistoryError
 from llamachat.outside import say, visible_controls
 from llamachat.router import client as backend
@@ -253,6 +256,7 @@ def run(
         n_ctx, _trained = Models(client).context_limits(wire_model)
         # The MCP servers start first: their tools are part of the request, as built.
         hub, extra = _mcp_tools(cfg, args, err)
+        kept = _memories(cfg, model, router=wire_model == model)
 
         def build(text: str) -> turn.Turn:
             return turn.oneshot_turn(
@@ -264,6 +268,7 @@ def run(
                 n_ctx=n_ctx,
                 extra_tools=extra,
                 router=wire_model == model,
+                memories=kept,
             )
 
         request = build(text)
@@ -293,6 +298,25 @@ def run(
             registry.close()
         if managed is not None:
             managed.stop()
+
+
+def _memories(cfg: Config, model: str, *, router: bool) -> tuple[memories.MemoryRow, ...]:
+    """The memories kept everywhere that a question to `model` carries, as a chat's would
+    (none while memory is off, or when the history cannot be read: the question goes on)."""
+    if not cfg.memory_enabled or not memories.sent_to(
+        model, router=router, providers=cfg.memory_providers
+    ):
+        return ()
+    try:
+        history = History(cfg.history_path)
+        try:
+            rows = history.memories.listed(project_id=None)
+        finally:
+            history.close()
+    except (HistoryError, sqlite3.Error, OSError) as exc:
+        log.warning("the memories could not be read: %s", exc)
+        return ()
+    return memories.chosen(rows, cfg.memory_tokens).kept
 
 
 def _fit(

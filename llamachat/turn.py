@@ -318,12 +318,16 @@ def oneshot_turn(
     extra_tools: Sequence[Tool] = (),
     router: bool = True,
     takes_tools: bool = True,
+    memories: Sequence[Mapping[str, Any]] = (),
 ) -> Turn:
     """A one-shot question (the quick window, `ask --print`): the Default preset, the
-    configuration's web search, the skills `names` for this answer only, no history;
-    the rest as `build_turn`."""
+    configuration's web search, the skills `names` for this answer only, the `memories`
+    chosen for it (`memory_part`; the remember tool is never offered: nothing to undo),
+    no history; the rest as `build_turn`."""
     search_on = cfg.search_enabled and takes_tools
     system = system_parts(preset_text(cfg), search_on=search_on, store=store, names=names)
+    memory = memory_part(memories)
+    system = system if memory is None else (*system, memory)
     question = {"role": "user", "content": text, "attachments": list(attachments)}
     return build_turn(
         cfg,

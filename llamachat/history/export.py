@@ -3,7 +3,8 @@
 An import is read and checked whole before anything is written (`read_import` from a
 file, `validate_import` from parsed JSON; `importers` reads other apps' exports into the
 same `Imported`): every field's type, finite numbers and times, how deep free-form values
-nest, the parameters against `params.PARAMS`, and from a file the size of each message. A mistake raises HistoryError naming the field. `add_imports`
+nest, the parameters against `params.PARAMS` (and the chat's own `context_overflow` and
+memory switch, `_CHAT_KEYS`), and from a file the size of each message. A mistake raises HistoryError naming the field. `add_imports`
 then writes one or many, at once or in batches that a callback can stop (nothing is
 kept then). `write_file` writes an export to a file whole or not at all. A chat's
 export carries the memories it kept (`memories`), and its import brings them back.
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from llamachat import outside
+from llamachat import compact, outside
 from llamachat import params as params_module
 from llamachat.history import database, memories, projects
 from llamachat.history.rows import (
@@ -627,6 +628,23 @@ def check_time(value: object, where: str) -> float:
     return float(value)
 
 
+# A chat's own settings kept with its request parameters, never sent (not `params.PARAMS`
+# names): its context_overflow policy and its memory switch (saved only when off).
+_CHAT_KEYS: dict[str, tuple[object, ...]] = {
+    compact.CHAT_KEY: compact.POLICIES,
+    memories.SWITCH_KEY: (False,),
+}
+
+
+def _chat_keys_problem(params: dict[str, Any]) -> str | None:
+    for key, allowed in _CHAT_KEYS.items():
+        value = params.get(key)
+        if key in params and not any(type(value) is type(a) and value == a for a in allowed):
+            choices = ", ".join(json.dumps(a) for a in allowed)
+            return f"session.params.{key} must be one of {choices}, got {value!r}"
+    return None
+
+
 def validate_import(data: object) -> Imported:
     """The checked import of an export of either version, already parsed from JSON."""
     if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
@@ -650,7 +668,9 @@ def validate_import(data: object) -> Imported:
     params = data["session"].get("params") or {}
     if not isinstance(params, dict):
         raise HistoryError("cannot import: session.params must be an object")
-    wrong = params_module.problem(params, "session.params")
+    wrong = _chat_keys_problem(params) or params_module.problem(
+        {k: v for k, v in params.items() if k not in _CHAT_KEYS}, "session.params"
+    )
     if wrong:
         raise HistoryError(f"cannot import: {wrong}")
     project = data["session"].get("project") or ""

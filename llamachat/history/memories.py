@@ -6,6 +6,11 @@ it (`author` "user" or "model"), whether it is pinned, and when a request last c
 it (`used_at`). `Memories` is a History's (`History.memories`), over its connection; the
 functions it calls are plain, for the export and import's own connection too.
 
+A chat's own switch (**Use memory in this chat**) is kept with its parameters in
+`session_params` under `SWITCH_KEY`, only while it is off (`with_switch`, `switch_of`):
+not a `params.PARAMS` name, so never sent. A one-shot question (the quick window, `ask`)
+has no project: it carries the memories kept everywhere (`sent_to` says to which models).
+
 What a chat's requests carry (`chosen`): the memories in its scope within a token
 budget, pinned ones first, then the most recently used, then the newest. The block is
 written in a stable order (`turn.memory_part`), not in this one.
@@ -17,7 +22,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, TypedDict, cast
@@ -29,6 +34,9 @@ MAX_CHARS = 500
 """The longest memory: a short fact, not a document."""
 
 AUTHORS = ("user", "model")
+
+SWITCH_KEY = "memory"
+"""A chat's memory switch among its saved parameters: `False` when off, absent when on."""
 
 _COLUMNS = (
     "id, text, project_id, session_id, message_id, author, pinned, created_at, updated_at, used_at"
@@ -156,6 +164,27 @@ def mark_used(conn: sqlite3.Connection, ids: Iterable[int], at: float | None = N
     """A request carried these memories (`at`, default now)."""
     now = time.time() if at is None else at
     conn.executemany("UPDATE memories SET used_at = ? WHERE id = ?", [(now, i) for i in ids])
+
+
+def switch_of(saved: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
+    """A chat's saved parameters split into its request parameters and its memory switch
+    (on unless saved off: a new or older chat uses memory)."""
+    rest = dict(saved)
+    return rest, rest.pop(SWITCH_KEY, True) is not False
+
+
+def with_switch(request_params: Mapping[str, Any], on: bool) -> dict[str, Any]:
+    """A chat's parameters as saved: its request parameters, and its switch when off."""
+    saved = {k: v for k, v in request_params.items() if k != SWITCH_KEY}
+    if not on:
+        saved[SWITCH_KEY] = False
+    return saved
+
+
+def sent_to(model: str, *, router: bool, providers: Sequence[str]) -> bool:
+    """Whether requests to `model` may carry memories: the router's models, and a
+    provider's (`provider/model`) only when `providers` (`memory_providers`) names it."""
+    return router or model.partition("/")[0] in providers
 
 
 @dataclass(frozen=True)

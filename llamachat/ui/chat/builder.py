@@ -25,7 +25,7 @@ from llamachat.history import memories
 from llamachat.history.store import HistoryError
 from llamachat.router import client as backend
 from llamachat.tools import LibraryConfig
-from llamachat.ui.chat.state import CHAT, ONESHOT, AppState, ChatState
+from llamachat.ui.chat.state import ONESHOT, AppState, ChatState
 
 
 class TurnBuilder:
@@ -95,14 +95,13 @@ class TurnBuilder:
 
     def memory_allowed(self, model: str) -> bool:
         """Whether requests to `model` carry memories and offer remember: `memory_enabled`,
-        the chat's switch, chat mode, not a temporary chat, and the router's model or a
-        provider's named in `memory_providers`."""
+        the chat's switch, not a temporary chat, and the router's model or a provider's
+        named in `memory_providers`. One-shot mode carries them and never offers remember."""
         cfg, state = self.config(), self.state
-        if not (cfg.memory_enabled and state.memory_on) or state.temporary or state.mode != CHAT:
+        if not (cfg.memory_enabled and state.memory_on) or state.temporary:
             return False
-        if self.client_for(model)[1] == model:
-            return True
-        return model.partition("/")[0] in cfg.memory_providers
+        router = self.client_for(model)[1] == model
+        return memories.sent_to(model, router=router, providers=cfg.memory_providers)
 
     def memory_rows(self) -> list[memories.MemoryRow]:
         """The memories in the chat's scope: everywhere's and its project's."""
@@ -150,6 +149,7 @@ class TurnBuilder:
         mcp = self._app.mcp.ready_tools(state.session_id)
         if state.mode == ONESHOT:
             question = next((row for row in stored if row["role"] == "user"), None)
+            self.memory = self.memory_choice(model)  # a one-shot session has no project
             return turn.oneshot_turn(
                 cfg,
                 model=model,
@@ -162,6 +162,7 @@ class TurnBuilder:
                 extra_tools=mcp,
                 router=router,
                 takes_tools=self.takes_tools(model),
+                memories=self.memory.kept,
             )
         return turn.build_turn(
             cfg,

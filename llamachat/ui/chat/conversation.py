@@ -279,7 +279,7 @@ class Conversation(QObject):
         store = self.store
         skills = [n for n in project["skills"] if store and store.load(n)] if project else []
         self.skills.set_loaded(skills, persist=False)
-        self.state.params = dict(project["params"]) if project else {}
+        self.state.params = self.memory.opened(dict(project["params"]) if project else {})
         self.session_changed.emit(None)
 
     def open_session(self, session_id: int) -> tuple[SessionRow, list[MessageRow]] | None:
@@ -293,7 +293,7 @@ class Conversation(QObject):
         self.versions.set_editing(None)
         # A skill gone from disk stays listed (as missing) until the user removes it.
         self.skills.set_loaded(list(session.get("skills") or []), persist=False)
-        self.state.params = self.history.session_params(session_id)
+        self.state.params = self.memory.opened(self.history.session_params(session_id))
         messages = self.outbox.settled_messages(session_id)
         self.session_changed.emit(session_id)
         return session, messages
@@ -328,7 +328,7 @@ class Conversation(QObject):
         """Override request parameters for this chat from the next request on (saved with it)."""
         self.state.params = {k: v for k, v in values.items() if v is not None}
         if self.state.session_id is not None:
-            self.history.set_session_params(self.state.session_id, self.state.params)
+            self.history.set_session_params(self.state.session_id, self.memory.stored_params())
         self.compaction.follow_policy()
 
     # ------------------------------------------------------------------ skills

@@ -9,7 +9,8 @@ signal, through the outbox). A memory kept in a project's chat stays in that pro
 marks the memories a request the outbox sends carried as used (`sent`), which never
 changes the system message's bytes (`turn.memory_part`), and keeps which ones each chat
 was sent (`used_in`). A temporary chat, or one with memory off, reads
-and writes none.
+and writes none. The chat's switch (`set_on`) is saved with its parameters
+(`memories.SWITCH_KEY`): `opened` reads it back, `stored_params` is what is saved.
 
 Signals: `saved` (the MemoryRow just kept, for an Undo), `changed` (what the next request
 carries may differ: the system message is built again), `used` (a request carried
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QObject, Signal, SignalInstance, Slot
 
+from llamachat.history import memories
 from llamachat.history.store import History, HistoryError
 from llamachat.ui.chat.builder import TurnBuilder
 from llamachat.ui.chat.outbox import Outbox
@@ -70,10 +72,28 @@ class ChatMemory(QObject):
         return not self._state.temporary and self._state.memory_on
 
     def set_on(self, on: bool) -> None:
-        """The chat's own memory switch (not saved: each chat opens with memory on)."""
-        if on != self._state.memory_on:
-            self._state.memory_on = on
-            self.changed.emit()
+        """The chat's own memory switch, saved with the chat (a new one is saved with its
+        first message, `stored_params`)."""
+        state = self._state
+        if on == state.memory_on:
+            return
+        state.memory_on = on
+        if state.session_id is not None and not state.temporary:
+            try:
+                self._history().set_session_params(state.session_id, self.stored_params())
+            except HistoryError as exc:
+                self.notice.emit(f"The chat's memory switch could not be saved: {exc}", 8000)
+        self.changed.emit()
+
+    def opened(self, saved: dict) -> dict:
+        """A chat's saved parameters as it opens: its switch taken out of them (a new
+        chat's is on), its request parameters returned (`ChatState.params`)."""
+        params, self._state.memory_on = memories.switch_of(saved)
+        return params
+
+    def stored_params(self) -> dict:
+        """The chat's parameters as saved: its request parameters and its switch."""
+        return memories.with_switch(self._state.params, self._state.memory_on)
 
     def remember(
         self,

@@ -31,6 +31,7 @@ from typing import Literal
 from PySide6.QtCore import QObject, Signal, Slot
 
 from llamachat import prompts
+from llamachat.history import memories
 from llamachat.history.store import HistoryError, MessageRow
 from llamachat.turn import Turn
 from llamachat.ui.chat.builder import TurnBuilder
@@ -105,8 +106,9 @@ class Outbox(QObject):
             state.session_id = session_id
             if state.mode != ONESHOT and state.loaded:
                 history.set_skills(session_id, state.loaded)
-            if state.mode != ONESHOT and state.params:
-                history.set_session_params(session_id, state.params)
+            saved = memories.with_switch(state.params, state.memory_on)
+            if state.mode != ONESHOT and saved:
+                history.set_session_params(session_id, saved)
             self.session_changed.emit(session_id)
         else:
             session_id = state.session_id
