@@ -189,6 +189,30 @@ class TestCli:
         assert expected.params["return_progress"] is True and expected.tools
         assert sent.body == httpx.Request("POST", router.url, json=expected.body()).content
 
+    def test_cli_print_carries_the_memories_kept_everywhere_and_offers_no_remember(
+        self, router, tmp_path
+    ) -> None:
+        """With memory on, the question's system message ends with the memories kept
+        everywhere (not a project's), as a chat's would; `remember` is never offered.
+        With memory off, none."""
+
+        history = History(tmp_path / "history.db")
+        history.memories.add("Prefers answers in metric units")
+        work = history.projects.create("Work")
+        history.memories.add("The project's API is FastAPI", project_id=work)
+        history.close()
+        off = subprocess_config_file(tmp_path, router.url)
+        assert run_llamachat(off, "ask", "--print", "how far?").returncode == 0
+        assert turn.MEMORY_HEADING not in router.chat_requests()[-1].json["messages"][0]["content"]
+
+        on = subprocess_config_file(tmp_path, router.url, "memory_enabled = true\n")
+        done = run_llamachat(on, "ask", "--print", "how far?")
+        assert done.returncode == 0, done.stderr
+        sent = router.chat_requests()[-1].json
+        system = sent["messages"][0]["content"]
+        assert system.endswith(f"{turn.MEMORY_HEADING}\n- Prefers answers in metric units")
+        assert "remember" not in [tool["function"]["name"] for tool in sent.get("tools") or []]
+
     def test_cli_print_to_a_terminal_shows_control_characters_and_raw_keeps_them(
         self, router, tmp_path
     ) -> None:

@@ -22,6 +22,7 @@ from llamachat.tests.support import (
     quick_widget_named,
 )
 from llamachat.ui.instance import RunningInstance
+from llamachat.turn import MEMORY_HEADING
 from llamachat.ui.quick import WIDTH, QuickWindow
 
 
@@ -117,6 +118,26 @@ class TestQuick:
         assert window.loaded_skills() == [] and not window.skill_chips.isVisible()
         assert history.get_session(window.session_id)["skills"] == []
         assert window.messages.last_assistant().content() == "Balance checked."
+
+    @quick_offscreen
+    def test_quick_question_carries_the_memories_kept_everywhere_and_offers_no_remember(
+        self, quick, router, qtbot
+    ) -> None:
+        """With memory on, the quick question's system message ends with the memories kept
+        everywhere (it has no project), which it marks used; `remember` is never offered."""
+
+        window, history = quick(default_model="test-model", memory_enabled=True)
+        kept = history.memories.add("Prefers answers in metric units")
+        work = history.projects.create("Work")
+        history.memories.add("The project's API is FastAPI", project_id=work)
+        window.present()
+        router.script(Reply(content="384,400 km."))
+        quick_ask(qtbot, window, "how far is the moon?")
+        sent = router.chat_requests()[-1].json
+        system = sent["messages"][0]["content"]
+        assert system.endswith(f"{MEMORY_HEADING}\n- Prefers answers in metric units")
+        assert "remember" not in [tool["function"]["name"] for tool in sent.get("tools") or []]
+        assert history.memories.get(kept)["used_at"] > 0
 
     @quick_offscreen
     def test_quick_escape_stops_the_answer_and_hides(self, quick, router, qtbot) -> None:
