@@ -13,7 +13,9 @@ skills are the conversation's (`conversation.Conversation` in one-shot mode; the
 accessors shared with the chat window are `seams.ConversationSeams`'). Skills
 named in the question (`/name`, a whole-word mention) and skills the model loads
 apply to that one reply: they show as chips while it streams and are dropped when it
-ends; the session's `skills` stay empty.
+ends; the session's `skills` stay empty. While memory is on, the question carries the
+memories kept everywhere (it has no project), as a chat's does; `remember` is never
+offered (one question: nothing to undo).
 
 The model is `oneshot_model`, else `default_model`, else one the router lists
 (a loaded one first). A question asked before the list arrives waits for it. While

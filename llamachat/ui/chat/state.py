@@ -53,7 +53,7 @@ class ChatState:
     """The message being edited: the next send makes a new version of it."""
     memory_on: bool = True
     """The chat's own memory switch (memory also needs `memory_enabled`, and never in a
-    temporary chat)."""
+    temporary chat); saved with the chat's parameters (`memory.ChatMemory.opened`)."""
 
 
 class McpTools(Protocol):

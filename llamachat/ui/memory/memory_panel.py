@@ -63,7 +63,10 @@ class MemoryPanel(QDialog):
         self.turn_on.clicked.connect(self.turn_on_requested)
         self.chat_switch = QCheckBox("Use memory in this chat")
         self.chat_switch.setToolTip(
-            plain.tooltip("Off: this chat's requests carry no memory and the model keeps none.")
+            plain.tooltip(
+                "Off: this chat's requests carry no memory and the model keeps none. "
+                "Saved with the chat."
+            )
         )
         self.chat_switch.toggled.connect(self._on_switch)
         state_row = QHBoxLayout()
