@@ -296,6 +296,25 @@ class TestExport:
 class TestExportMemories:
     """A chat's export carries the memories it kept; its import brings them back."""
 
+    def test_a_chats_own_overflow_policy_and_memory_switch_import_back(
+        self, tmp_path: Path
+    ) -> None:
+        """`context_overflow` and the memory switch are kept with the chat's parameters but
+        are no request parameters: its export imports back with them, a wrong one refused."""
+
+        history = History(tmp_path / "h.db")
+        sid, _question, _reply = chat_with_one_exchange(history)
+        saved = {"temperature": 0.5, "context_overflow": "trim", "memory": False}
+        history.set_session_params(sid, saved)
+        data = history.export_json(sid)
+        assert history.session_params(history.import_json(data)) == saved
+        for key, wrong in (("memory", True), ("memory", 0), ("context_overflow", "drop")):
+            bad = json.loads(json.dumps(data))
+            bad["session"]["params"][key] = wrong
+            with pytest.raises(HistoryError, match=f"session.params.{key} must be one of"):
+                history.import_json(bad)
+        assert history.count_sessions() == 2
+
     def test_a_chats_memories_travel_with_its_export(self, tmp_path: Path) -> None:
         """Each memory keeps its text, pin, author, the message it came from and its scope:
         a project's memory lands in the imported chat's project."""

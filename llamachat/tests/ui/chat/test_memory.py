@@ -6,6 +6,7 @@ import pytest
 
 from llamachat.config.load import ProviderConfig
 from llamachat.dev.scripted_router import Reply, ToolCall
+from llamachat.history.store import History
 from llamachat.router.client import Client
 from llamachat.router.models import Models
 from llamachat.tests.support import (
@@ -200,6 +201,47 @@ class TestChatMemory:
         send(qtbot, router, chat, "Hi")
         sent = router.chat_requests()[-1]
         assert MEMORY_HEADING not in system_of(sent) and "remember" not in offered(sent)
+
+    def test_the_chats_memory_switch_is_saved_with_it(
+        self, memory_chat, router, qtbot, tmp_path
+    ) -> None:
+        """Switched off, a chat stays off when opened again, in this History and in a new
+        one over the same file (a restart); on again, its requests carry memories again.
+        The switch is never a request parameter, nor one the parameters panel counts."""
+
+        chat, history = memory_chat()
+        history.memories.add("Prefers answers in metric units")
+        chat.memory.set_on(False)  # a new chat: saved with its first message
+        send(qtbot, router, chat, "Hi")
+        session = chat.session_id
+        sent = router.chat_requests()[-1]
+        assert MEMORY_HEADING not in system_of(sent) and "memory" not in sent.json
+        chat.set_params({"temperature": 0.5})  # the parameters panel keeps the switch
+        assert chat.params() == {"temperature": 0.5}
+
+        chat.new_session()
+        assert chat.state.memory_on  # a new chat starts with memory on
+        chat.open_session(session)
+        assert not chat.state.memory_on
+        restarted = History(tmp_path / "history.db")
+        try:
+            assert restarted.session_params(session) == {"temperature": 0.5, "memory": False}
+        finally:
+            restarted.close()
+        again, _history = memory_chat()
+        again.open_session(session)
+        assert not again.state.memory_on and again.params() == {"temperature": 0.5}
+        send(qtbot, router, again, "And now?")
+        sent = router.chat_requests()[-1]
+        assert MEMORY_HEADING not in system_of(sent) and "remember" not in offered(sent)
+        assert sent.json["temperature"] == 0.5 and "memory" not in sent.json
+
+        again.memory.set_on(True)
+        send(qtbot, router, again, "And with memory?")
+        assert "- Prefers answers in metric units" in system_of(router.chat_requests()[-1])
+        assert history.session_params(session) == {"temperature": 0.5}
+        chat.open_session(session)
+        assert chat.state.memory_on
 
     def test_memory_goes_to_a_provider_only_where_allowed(self, memory_chat, router) -> None:
         """The router's models get memories; a provider's only when memory_providers names it."""
