@@ -1,7 +1,9 @@
 """One conversation's actions and state, shared by the chat window and the quick window.
 
 `Conversation(app, mode=...)` owns the open session, the loaded skills and the edit
-state (its `state.ChatState`, which it alone writes) and hands them to its helpers:
+state (its `state.ChatState`, which it alone writes: a helper that changes it asks,
+through a callable such as `session_made` or a signal such as `temporary.changed`) and
+hands them to its helpers:
 `builder` (`builder.TurnBuilder`, every request built whole with `turn`), `outbox`
 (`outbox.Outbox`: saves the question, sends the request, streams its reply) and
 `context` (`context_watch.ContextWatch`, the meter's count of that same request). Windows forward what the user does (`submit`, `stop`, `retry`, `edit`,
@@ -110,8 +112,8 @@ class Conversation(QObject):
         self.state = ChatState(
             mode, model, search_on=cfg.search_enabled, store=turn.skill_store(cfg)
         )
-        self.temporary = TemporaryChat(self.state, parent=self)
-        self.temporary.changed.connect(self.temporary_changed)
+        self.temporary = TemporaryChat(parent=self)
+        self.temporary.changed.connect(self._on_temporary_changed)
         # The helpers read and write the conversation's history, whichever it is.
         helpers_app = ConversationApp(app, lambda: self.history)
         # What the window knows and the conversation asks when it builds a request.
@@ -126,6 +128,8 @@ class Conversation(QObject):
             self.state,
             cfg,
             history=lambda: self.history,
+            ask_loaded=self._set_loaded,
+            ask_store=self._set_store,
             forget_system=self.builder.forget_system,
             changed=self.skills_changed.emit,
             store_changed=self.store_changed.emit,
@@ -139,7 +143,7 @@ class Conversation(QObject):
             history=lambda: self.history,
             stop=self.stop,
             is_streaming=self.is_streaming,
-            editing=self.editing.emit,
+            ask_editing=self._set_editing,
             reset=self.messages_reset.emit,
             notice=self.notice.emit,
         )
@@ -157,10 +161,16 @@ class Conversation(QObject):
             self.context.context_size,
             warm.send_after,
             self,
+            session_made=self._session_made,
         )
         # What a message too long for the context makes happen, and compacting the chat.
         self.compaction = compaction = Compaction(
-            self.builder, app, self.context, is_streaming=self.is_streaming, parent=self
+            self.builder,
+            app,
+            self.context,
+            is_streaming=self.is_streaming,
+            ask_trimmed=self._set_trimmed,
+            parent=self,
         )
         # The check before each send: counted first where only estimated, else the policy.
         self.check = SendCheck(
@@ -266,6 +276,32 @@ class Conversation(QObject):
         """The preset's text changed: the next request builds its system message again."""
         self.builder.forget_system()
 
+    # ------------------------------------------------------------------ the state's one writer
+    # Every field of `state` is assigned in this module and nowhere else (test_state holds
+    # it so): the helpers read it and ask for a change through these.
+
+    def _session_made(self, session_id: int) -> None:
+        self.state.session_id = session_id
+
+    def _set_loaded(self, names: list[str]) -> None:
+        self.state.loaded = names
+
+    def _set_store(self, store: SkillStore | None) -> None:
+        self.state.store = store
+
+    def _set_trimmed(self, count: int) -> None:
+        self.state.trimmed = count
+
+    def _set_editing(self, message_id: int | None) -> None:
+        if message_id != self.state.editing:
+            self.state.editing = message_id
+            self.editing.emit(message_id)
+
+    @Slot(bool)
+    def _on_temporary_changed(self, on: bool) -> None:
+        self.state.temporary = on
+        self.temporary_changed.emit(on)
+
     # ------------------------------------------------------------------ sessions
 
     def new_session(self, project: ProjectRow | None = None) -> None:
@@ -275,7 +311,7 @@ class Conversation(QObject):
         self.discard_temporary()
         self.state.session_id = None
         self.state.project_id = project["id"] if project else None
-        self.versions.set_editing(None)
+        self._set_editing(None)
         store = self.store
         skills = [n for n in project["skills"] if store and store.load(n)] if project else []
         self.skills.set_loaded(skills, persist=False)
@@ -290,7 +326,7 @@ class Conversation(QObject):
         self.stop()
         self.discard_temporary()
         self.state.session_id = session_id
-        self.versions.set_editing(None)
+        self._set_editing(None)
         # A skill gone from disk stays listed (as missing) until the user removes it.
         self.skills.set_loaded(list(session.get("skills") or []), persist=False)
         self.state.params = self.history.session_params(session_id)
@@ -374,7 +410,7 @@ class Conversation(QObject):
             again=lambda: self._send_again(question.text, attachments, COUNTED),
         )
         if held == COMPACTING:
-            self.versions.set_editing(None)
+            self._set_editing(None)
         if held not in (GO, SEND):
             return held
         outcome = self._send(question.text, attachments)
@@ -385,7 +421,7 @@ class Conversation(QObject):
     def _send(self, text: str, attachments: list[dict]) -> str:
         """Save the question and start its reply (the context was checked); SENT or NOT_SENT."""
         edit_from = self.state.editing
-        self.versions.set_editing(None)
+        self._set_editing(None)
         try:
             row = self.outbox.save_question(text, attachments, edit_from=edit_from)
         except HistoryError as exc:
@@ -411,7 +447,7 @@ class Conversation(QObject):
         if stopped:
             return True
         if self.state.editing is not None:
-            self.versions.set_editing(None)
+            self._set_editing(None)
             self.notice.emit("No longer editing: sending adds a new message.", 8000)
         return False
 

@@ -1,9 +1,14 @@
 """What a conversation's parts share: its own state, and what they need of the App.
 
 `ChatState` is one conversation as it stands (mode, model, session, loaded skills, its
-parameters, web search, the skills store): its `Conversation` writes it, and the helpers
-it hands it to (`builder.TurnBuilder`, `outbox.Outbox`, `context_watch.ContextWatch`)
-read it, so none of them reaches back into the conversation.
+parameters, web search, the skills store, what is trimmed, temporary, edited): the
+module that makes it, `conversation` (its `Conversation`), is the only one that writes
+it (`tests/ui/chat/test_state.py` holds it so). The helpers it hands it to
+(`builder.TurnBuilder`, `outbox.Outbox`, `context_watch.ContextWatch`, `compaction`,
+`skill_loader`, `versions`) read it and ask for a change through the callables they are
+handed (`Outbox`'s `session_made`, `SkillLoader`'s `ask_loaded` and `ask_store`,
+`Compaction`'s `ask_trimmed`, `Versions`'s `ask_editing`) or a signal (`TemporaryChat.changed`),
+so none of them reaches back into the conversation, and each change has one writer.
 
 `AppState` is the little of `app.App` they use (the App stays the one owner of the
 configuration and the router and says when they change); `McpTools`, the little of
@@ -32,7 +37,7 @@ ONESHOT = "oneshot"
 
 @dataclass
 class ChatState:
-    """One conversation as it stands; written by its Conversation only."""
+    """One conversation as it stands; written by its Conversation only (the others ask)."""
 
     mode: str
     model: str = ""
