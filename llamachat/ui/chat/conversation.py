@@ -5,8 +5,10 @@ state (its `state.ChatState`, which it alone writes: a helper that changes it as
 through a callable such as `session_made` or a signal such as `temporary.changed`) and
 hands them to its helpers:
 `builder` (`builder.TurnBuilder`, every request built whole with `turn`), `outbox`
-(`outbox.Outbox`: saves the question, sends the request, streams its reply) and
-`context` (`context_watch.ContextWatch`, the meter's count of that same request). Windows forward what the user does (`submit`, `stop`, `retry`, `edit`,
+(`outbox.Outbox`: saves the question, sends the request, streams its reply),
+`context` (`context_watch.ContextWatch`, the meter's count of that same request) and
+`sending` (`sender.Sender`: a message, a retry or a Continue, each once checked against
+the context; Stop). Windows forward what the user does (`submit`, `stop`, `retry`, `edit`,
 `load_skill`, `unload_skill`, `new_session`, `open_session`) and turn its signals
 into widgets: `message_added` (show a sent message), `messages_reset` (show these
 rows instead), `versions_changed` (a message gained a version), `reply_started`
@@ -42,31 +44,20 @@ from PySide6.QtCore import QObject, Signal, Slot
 
 from llamachat import prompts, turn
 from llamachat.config import Config
-from llamachat.history.store import History, HistoryError, MessageRow, ProjectRow, SessionRow
+from llamachat.history.store import History, MessageRow, ProjectRow, SessionRow
 from llamachat.skills import SkillStore
 from llamachat.ui.chat.builder import TurnBuilder
-from llamachat.ui.chat.compaction import COMPACTING, SEND, Compaction
+from llamachat.ui.chat.compaction import COMPACTING, Compaction
 from llamachat.ui.chat.context_watch import ContextWatch
-from llamachat.ui.chat.memory import COMMAND, ChatMemory
+from llamachat.ui.chat.memory import ChatMemory
 from llamachat.ui.chat.outbox import Outbox
-from llamachat.ui.chat.send_check import COMPACTED, COUNTED, GO, SendCheck
+from llamachat.ui.chat.sender import BUSY, EMPTY, HELD, NO_MODEL, NOT_SENT, SENT, TOO_BIG, Sender
 from llamachat.ui.chat.skill_loader import SkillLoader
 from llamachat.ui.chat.state import CHAT, ONESHOT, AppState, ChatState
 from llamachat.ui.chat.temporary import ConversationApp, TemporaryChat
 from llamachat.ui.chat.versions import Versions
 from llamachat.ui.chat.warmup import Warmer
 from llamachat.ui.chat.worker import WorkerThreads
-
-# What `submit` did with a draft; the window clears its composer after SENT and HELD.
-SENT = "sent"  # the message was saved and its reply started
-HELD = "held"  # only skills were named: loaded, nothing sent
-BUSY = "busy"  # a reply is still coming
-NO_MODEL = "no_model"  # no model to answer (the window says what to do)
-NOT_SENT = "not_sent"  # History could not take it; a notice said why
-EMPTY = "empty"  # nothing to send
-TOO_BIG = "too_big"  # it would overflow the model's context; `too_big` said so, nothing sent
-# COMPACTING (from compaction): held while the chat is compacted, then sent (or `returned`).
-# A COUNTING or COMPACTING question that is not sent after all is `returned`.
 
 
 class Conversation(QObject):
@@ -172,11 +163,24 @@ class Conversation(QObject):
             ask_trimmed=self._set_trimmed,
             parent=self,
         )
-        # The check before each send: counted first where only estimated, else the policy.
-        self.check = SendCheck(
-            self.context, compaction, notice=self.notice.emit, unload=self.unload_skill, parent=self
-        )
         self.memory = ChatMemory(self.state, self.builder, app, self.outbox, self.notice, self)
+        # Sends what the user asks for, each once checked against the context; stops it.
+        self.sending = Sender(
+            self.builder,
+            self.context,
+            skills=self.skills,
+            outbox=self.outbox,
+            compaction=compaction,
+            remember=self.memory.command,
+            history=lambda: self.history,
+            cancel_warmup=warm.cancel,
+            ask_editing=self._set_editing,
+            added=self.message_added.emit,
+            reset=self.messages_reset.emit,
+            returned=self.returned.emit,
+            notice=self.notice.emit,
+            parent=self,
+        )
         outbox = self.outbox
         for theirs, ours in (
             (outbox.session_changed, self.session_changed),
@@ -192,7 +196,6 @@ class Conversation(QObject):
             (compaction.returned, self.returned),
         ):
             theirs.connect(ours)
-        compaction.send.connect(self._send_again)
         self.session_changed.connect(lambda _id: compaction.reset())
         outbox.search_started.connect(self._on_search_started)
         outbox.skill_loaded.connect(self.skills.model_loaded)
@@ -380,122 +383,20 @@ class Conversation(QObject):
     # ------------------------------------------------------------------ sending
 
     def submit(self, text: str, attachments: list[dict] | None = None, *, again: str = "") -> str:
-        """Send a typed message (loading the skills it names); what was done (SENT, HELD...).
-
-        `again`: why it is sent again (`send_check.COUNTED`, `COMPACTED`), once held."""
-        attachments = list(attachments or [])
-        if self.is_streaming() or self.compaction.running() or self.check.counting:
-            return BUSY
-        if not text.strip() and not attachments:
-            return EMPTY
-        command, _, focus = text.strip().partition(" ")
-        if command in ("/compact", COMMAND) and not attachments and self.mode == CHAT:
-            run = self.memory.command if command == COMMAND else self.compaction.compact
-            return HELD if run(focus.strip()) else NOT_SENT
-        question = self.skills.take(text, self.cfg.skill_mentions)
-        if not question.text.strip() and not attachments:
-            self.skills.held(question)
-            return HELD
-        self.skills.sending(question)
-        if not self.model:
-            return NO_MODEL
-        if not self.save_unsaved():
-            return NOT_SENT
-        held = self.check.question(
-            question.text,
-            attachments,
-            loaded=question.skills,
-            edit_from=self.state.editing,
-            held=again,
-            again=lambda: self._send_again(question.text, attachments, COUNTED),
-        )
-        if held == COMPACTING:
-            self._set_editing(None)
-        if held not in (GO, SEND):
-            return held
-        outcome = self._send(question.text, attachments)
-        if outcome == SENT:
-            self.skills.sent()
-        return outcome
-
-    def _send(self, text: str, attachments: list[dict]) -> str:
-        """Save the question and start its reply (the context was checked); SENT or NOT_SENT."""
-        edit_from = self.state.editing
-        self._set_editing(None)
-        try:
-            row = self.outbox.save_question(text, attachments, edit_from=edit_from)
-        except HistoryError as exc:
-            self.notice.emit(f"Not sent: the message could not be saved. {exc}", 0)
-            return NOT_SENT
-        self.skills.asked()
-        self.outbox.start(self.model, show=lambda: self.message_added.emit(row))
-        return SENT
-
-    def _send_again(self, text: str, attachments: list[dict], why: str = COMPACTED) -> None:
-        """The question held was counted or the chat compacted for it: send it now (it may
-        still not fit), or put it back."""
-        if self.submit(text, attachments, again=why) not in (SENT, COMPACTING):
-            self.returned.emit({"content": text, "attachments": attachments})
+        """Send a typed message (loading the skills it names); what was done (`Sender.submit`)."""
+        return self.sending.submit(text, attachments, again=again)
 
     def stop(self) -> bool:
-        """Stop the reply now, keeping what arrived ("stopped"); True when one was streaming.
-
-        With no reply, it leaves editing (sending adds a new message again).
-        """
-        stopped = self.outbox.stop() or self.compaction.stop()
-        self.warmer.cancel()
-        if stopped:
-            return True
-        if self.state.editing is not None:
-            self._set_editing(None)
-            self.notice.emit("No longer editing: sending adds a new message.", 8000)
-        return False
+        """Stop the reply, keeping what arrived; True when one was streaming (`Sender.stop`)."""
+        return self.sending.stop()
 
     def retry(self, message_id: object, *, counted: bool = False) -> bool:
-        """Ask again for a reply; once the new one has text it is shown in its place.
-
-        A complete reply, or a stopped one with text, stays as an earlier version; a
-        failed one, or one stopped before any text (and what followed it), is replaced.
-        """
-        if self.session_id is None or not isinstance(message_id, int) or self.check.counting:
-            return False
-        self.stop()
-        rows = self.history.messages(self.session_id)
-        if not any(row["id"] == message_id for row in rows):
-            return False
-        if self.mode == ONESHOT:
-            question = next((row for row in rows if row["role"] == "user"), None)
-            model = (question["model"] if question else "") or self.model
-            self.skills.ask_again()
-        else:
-            model = self.model
-        if not model:
-            self.notice.emit("No model to answer: pick one in the Model list.", 8000)
-            return False
-        if not self.save_unsaved():
-            return False
-        if not self.check.request(
-            self.next_turn(model, before=message_id),
-            counted=counted,
-            again=lambda: self.retry(message_id, counted=True),
-        ):
-            return False
-        target = next(row for row in rows if row["id"] == message_id)
-        return self.outbox.start(
-            model,
-            replaces=message_id,
-            keep_replaced=target["status"] == "complete"
-            or (target["status"] == "stopped" and bool(target["content"])),
-            show=lambda: self.messages_reset.emit([row for row in rows if row["id"] < message_id]),
-        )
+        """Ask again for a reply, shown in its place once it has text (`Sender.retry`)."""
+        return self.sending.retry(message_id, counted=counted)
 
     def continue_reply(self, message_id: object, *, counted: bool = False) -> bool:
         """Go on with the last reply, cut at the length limit, in that same reply."""
-        if self.is_streaming() or self.check.counting or not self.model or not self.save_unsaved():
-            return False
-        again = lambda: self.continue_reply(message_id, counted=True)
-        fits = self.check.request(self.next_turn(), counted=counted, again=again)
-        return fits and self.outbox.continue_reply(self.model, message_id)
+        return self.sending.continue_reply(message_id, counted=counted)
 
     def edit(self, message_id: object) -> MessageRow | None:
         """The sent message to put back in the composer (None when there is none)."""
@@ -531,12 +432,8 @@ class Conversation(QObject):
         return self.builder.system_message()
 
     def next_turn(self, model: str | None = None, *, before: int | None = None) -> turn.Turn:
-        """The next request to `model` (default: the conversation's), whole as it is sent.
-
-        `before` leaves out that message and those after it (a retry's earlier reply).
-        """
-        model = self.model if model is None else model
-        return self.builder.next_turn(model, before=before, n_ctx=self.context.context_size())
+        """The next request to `model` (default: the conversation's), whole (`Sender.next_turn`)."""
+        return self.sending.next_turn(model, before=before)
 
     # ------------------------------------------------------------------ reply events
 
@@ -553,3 +450,17 @@ class Conversation(QObject):
         self.compaction.follow_policy()
         # The system message's date note and max_searches are read from cfg at each send.
         self.builder.forget_system()
+
+
+# What `submit` did (from `sender`), read from here by the windows.
+__all__ = [
+    "BUSY",
+    "COMPACTING",
+    "EMPTY",
+    "HELD",
+    "NO_MODEL",
+    "NOT_SENT",
+    "SENT",
+    "TOO_BIG",
+    "Conversation",
+]
