@@ -1,9 +1,9 @@
 """One conversation's actions and state, shared by the chat window and the quick window.
 
 `Conversation(app, mode=...)` owns the open session, the loaded skills and the edit
-state (its `state.ChatState`, which it alone writes: a helper that changes it asks,
-through a callable such as `session_made` or a signal such as `temporary.changed`) and
-hands them to its helpers:
+state (its `state.ChatState`, which its `write`, a `state.ChatWriter`, alone writes: a
+helper that changes it asks the writer, through a method it is handed such as
+`session_made` or a signal such as `temporary.changed`) and hands them to its helpers:
 `builder` (`builder.TurnBuilder`, every request built whole with `turn`), `outbox`
 (`outbox.Outbox`: saves the question, sends the request, streams its reply),
 `context` (`context_watch.ContextWatch`, the meter's count of that same request) and
@@ -53,7 +53,7 @@ from llamachat.ui.chat.memory import ChatMemory
 from llamachat.ui.chat.outbox import Outbox
 from llamachat.ui.chat.sender import BUSY, EMPTY, HELD, NO_MODEL, NOT_SENT, SENT, TOO_BIG, Sender
 from llamachat.ui.chat.skill_loader import SkillLoader
-from llamachat.ui.chat.state import CHAT, ONESHOT, AppState, ChatState
+from llamachat.ui.chat.state import CHAT, ONESHOT, AppState, ChatState, ChatWriter
 from llamachat.ui.chat.temporary import ConversationApp, TemporaryChat
 from llamachat.ui.chat.versions import Versions
 from llamachat.ui.chat.warmup import Warmer
@@ -104,7 +104,11 @@ class Conversation(QObject):
             mode, model, search_on=cfg.search_enabled, store=turn.skill_store(cfg)
         )
         self.temporary = TemporaryChat(parent=self)
-        self.temporary.changed.connect(self._on_temporary_changed)
+        # The one writer of `state`: the conversation and its helpers change it through it.
+        self.write = write = ChatWriter(self.state, parent=self)
+        write.editing_changed.connect(self.editing)
+        write.temporary_changed.connect(self.temporary_changed)
+        self.temporary.changed.connect(write.set_temporary)
         # The helpers read and write the conversation's history, whichever it is.
         helpers_app = ConversationApp(app, lambda: self.history)
         # What the window knows and the conversation asks when it builds a request.
@@ -119,8 +123,8 @@ class Conversation(QObject):
             self.state,
             cfg,
             history=lambda: self.history,
-            ask_loaded=self._set_loaded,
-            ask_store=self._set_store,
+            ask_loaded=write.set_loaded,
+            ask_store=write.set_store,
             forget_system=self.builder.forget_system,
             changed=self.skills_changed.emit,
             store_changed=self.store_changed.emit,
@@ -134,7 +138,7 @@ class Conversation(QObject):
             history=lambda: self.history,
             stop=self.stop,
             is_streaming=self.is_streaming,
-            ask_editing=self._set_editing,
+            ask_editing=write.set_editing,
             reset=self.messages_reset.emit,
             notice=self.notice.emit,
         )
@@ -152,7 +156,7 @@ class Conversation(QObject):
             self.context.context_size,
             warm.send_after,
             self,
-            session_made=self._session_made,
+            session_made=write.set_session,
         )
         # What a message too long for the context makes happen, and compacting the chat.
         self.compaction = compaction = Compaction(
@@ -160,10 +164,18 @@ class Conversation(QObject):
             app,
             self.context,
             is_streaming=self.is_streaming,
-            ask_trimmed=self._set_trimmed,
+            ask_trimmed=write.set_trimmed,
             parent=self,
         )
-        self.memory = ChatMemory(self.state, self.builder, app, self.outbox, self.notice, self)
+        self.memory = ChatMemory(
+            self.state,
+            self.builder,
+            app,
+            self.outbox,
+            self.notice,
+            self,
+            ask_on=write.set_memory_on,
+        )
         # Sends what the user asks for, each once checked against the context; stops it.
         self.sending = Sender(
             self.builder,
@@ -174,7 +186,7 @@ class Conversation(QObject):
             remember=self.memory.command,
             history=lambda: self.history,
             cancel_warmup=warm.cancel,
-            ask_editing=self._set_editing,
+            ask_editing=write.set_editing,
             added=self.message_added.emit,
             reset=self.messages_reset.emit,
             returned=self.returned.emit,
@@ -238,8 +250,7 @@ class Conversation(QObject):
 
     @model.setter
     def model(self, model: str) -> None:
-        if model != self.state.model:
-            self.state.model = model
+        if self.write.set_model(model):
             self.warmer.trigger()
 
     @property
@@ -271,39 +282,12 @@ class Conversation(QObject):
 
     def set_search_on(self, on: bool) -> None:
         """Offer the model web search or not (chat mode; one-shot follows the config)."""
-        if on != self.state.search_on:
-            self.state.search_on = on
+        if self.write.set_search_on(on):
             self.builder.forget_system()
 
     def system_text_changed(self) -> None:
         """The preset's text changed: the next request builds its system message again."""
         self.builder.forget_system()
-
-    # ------------------------------------------------------------------ the state's one writer
-    # Every field of `state` is assigned in this module and nowhere else (test_state holds
-    # it so): the helpers read it and ask for a change through these.
-
-    def _session_made(self, session_id: int) -> None:
-        self.state.session_id = session_id
-
-    def _set_loaded(self, names: list[str]) -> None:
-        self.state.loaded = names
-
-    def _set_store(self, store: SkillStore | None) -> None:
-        self.state.store = store
-
-    def _set_trimmed(self, count: int) -> None:
-        self.state.trimmed = count
-
-    def _set_editing(self, message_id: int | None) -> None:
-        if message_id != self.state.editing:
-            self.state.editing = message_id
-            self.editing.emit(message_id)
-
-    @Slot(bool)
-    def _on_temporary_changed(self, on: bool) -> None:
-        self.state.temporary = on
-        self.temporary_changed.emit(on)
 
     # ------------------------------------------------------------------ sessions
 
@@ -312,13 +296,13 @@ class Conversation(QObject):
         or parameters but those of its `project` (the window applies its prompt and model)."""
         self.stop()
         self.discard_temporary()
-        self.state.session_id = None
-        self.state.project_id = project["id"] if project else None
-        self._set_editing(None)
+        self.write.set_session(None)
+        self.write.set_project(project["id"] if project else None)
+        self.write.set_editing(None)
         store = self.store
         skills = [n for n in project["skills"] if store and store.load(n)] if project else []
         self.skills.set_loaded(skills, persist=False)
-        self.state.params = dict(project["params"]) if project else {}
+        self.write.set_params(dict(project["params"]) if project else {})
         self.session_changed.emit(None)
 
     def open_session(self, session_id: int) -> tuple[SessionRow, list[MessageRow]] | None:
@@ -328,11 +312,11 @@ class Conversation(QObject):
             return None
         self.stop()
         self.discard_temporary()
-        self.state.session_id = session_id
-        self._set_editing(None)
+        self.write.set_session(session_id)
+        self.write.set_editing(None)
         # A skill gone from disk stays listed (as missing) until the user removes it.
         self.skills.set_loaded(list(session.get("skills") or []), persist=False)
-        self.state.params = self.history.session_params(session_id)
+        self.write.set_params(self.history.session_params(session_id))
         messages = self.outbox.settled_messages(session_id)
         self.session_changed.emit(session_id)
         return session, messages
@@ -349,9 +333,9 @@ class Conversation(QObject):
     def leave_session(self) -> None:
         """Let go of the session without touching it (one-shot: it went on to the chat)."""
         self.stop()
-        self.state.session_id = None
+        self.write.set_session(None)
         self.skills.set_loaded([], persist=False)
-        self.state.params = {}
+        self.write.set_params({})
 
     # ------------------------------------------------------------------ parameters
 
@@ -365,7 +349,7 @@ class Conversation(QObject):
 
     def set_params(self, values: dict) -> None:
         """Override request parameters for this chat from the next request on (saved with it)."""
-        self.state.params = {k: v for k, v in values.items() if v is not None}
+        self.write.set_params({k: v for k, v in values.items() if v is not None})
         if self.state.session_id is not None:
             self.history.set_session_params(self.state.session_id, self.state.params)
         self.compaction.follow_policy()

@@ -1,7 +1,7 @@
 """One conversation's memory: what the person and the model ask it to keep, and what its
 requests carried.
 
-`ChatMemory(state, builder, app, outbox, notice, parent)` saves a memory into the App's
+`ChatMemory(state, builder, app, outbox, notice, parent, ask_on=...)` saves a memory into the App's
 History (never a temporary chat's), on the GUI thread, which owns its SQLite connection: the person's
 (`/remember …`, "Remember this", the Memory panel) and the model's (the `remember`
 tool's call, which reaches it from the worker thread as the reply's `remembered`
@@ -9,7 +9,8 @@ signal, through the outbox). A memory kept in a project's chat stays in that pro
 marks the memories a request the outbox sends carried as used (`sent`), which never
 changes the system message's bytes (`turn.memory_part`), and keeps which ones each chat
 was sent (`used_in`). A temporary chat, or one with memory off, reads
-and writes none.
+and writes none; the chat's switch is `ChatState.memory_on`, which it asks its owner to
+set (`ask_on`).
 
 Signals: `saved` (the MemoryRow just kept, for an Undo), `changed` (what the next request
 carries may differ: the system message is built again), `used` (a request carried
@@ -18,6 +19,8 @@ Errors: none raised; a save History refuses becomes a `notice`.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Signal, SignalInstance, Slot
 
@@ -45,9 +48,13 @@ class ChatMemory(QObject):
         outbox: Outbox,
         notice: SignalInstance,
         parent: QObject | None = None,
+        *,
+        ask_on: Callable[[bool], None],
     ) -> None:
         super().__init__(parent)
         self._state = state
+        # How the chat's memory switch changes: its owner sets `ChatState.memory_on`.
+        self._ask_on = ask_on
         self._builder = builder
         self._app = app
         # The memories each chat's requests carried since this conversation began, by chat.
@@ -72,7 +79,7 @@ class ChatMemory(QObject):
     def set_on(self, on: bool) -> None:
         """The chat's own memory switch (not saved: each chat opens with memory on)."""
         if on != self._state.memory_on:
-            self._state.memory_on = on
+            self._ask_on(on)
             self.changed.emit()
 
     def remember(
