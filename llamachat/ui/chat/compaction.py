@@ -4,7 +4,7 @@
 does not fit (`overflowed`) it follows the chat's `context_overflow` policy (the chat's
 own, kept with its parameters, else the config's): "ask" hands the `Overflow` to the
 over-context panel (`too_big`), "refuse" only says so, "trim" leaves the oldest
-messages out of the requests (`ChatState.trimmed`, which it asks its owner to set:
+messages out of the requests (`ChatState.trimmed`, which it asks the state's writer to set:
 `ask_trimmed`; shown by `trimmed`), "compact" compacts, then the question is sent (`send`).
 
 `compact(focus)` (Chat > Compact chat, `/compact focus`, the panel's "Compact and send")
@@ -81,7 +81,7 @@ class Compaction(QObject):
     ) -> None:
         super().__init__(parent)
         self._is_streaming = is_streaming
-        # How the count of messages left out changes: its owner sets `ChatState.trimmed`.
+        # How the count of messages left out changes: the state's writer sets `ChatState.trimmed`.
         self._ask_trimmed = ask_trimmed
         self._builder = builder
         self._state = builder.state

@@ -32,7 +32,7 @@ DRAFT_COUNT_MS = 300
 
 
 class DraftCount(QObject):
-    """The draft's parts and their count: an estimate at each keystroke, the server's after a pause."""
+    """The draft's parts and their count: estimated at each keystroke, counted after a pause."""
 
     changed = Signal()  # the draft's count moved
 

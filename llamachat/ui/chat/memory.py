@@ -1,15 +1,16 @@
 """One conversation's memory: what the person and the model ask it to keep, and what its
 requests carried.
 
-`ChatMemory(state, builder, app, outbox, notice, parent, ask_on=...)` saves a memory into the App's
-History (never a temporary chat's), on the GUI thread, which owns its SQLite connection: the person's
+`ChatMemory(state, builder, app, outbox, notice, parent, ask_on=...)` saves a memory into
+the App's History (never a temporary chat's), on the GUI thread, which owns its SQLite
+connection: the person's
 (`/remember …`, "Remember this", the Memory panel) and the model's (the `remember`
 tool's call, which reaches it from the worker thread as the reply's `remembered`
 signal, through the outbox). A memory kept in a project's chat stays in that project. It
 marks the memories a request the outbox sends carried as used (`sent`), which never
 changes the system message's bytes (`turn.memory_part`), and keeps which ones each chat
 was sent (`used_in`). A temporary chat, or one with memory off, reads
-and writes none; the chat's switch is `ChatState.memory_on`, which it asks its owner to
+and writes none; the chat's switch is `ChatState.memory_on`, which it asks the state's writer to
 set (`ask_on`).
 
 Signals: `saved` (the MemoryRow just kept, for an Undo), `changed` (what the next request
@@ -53,7 +54,7 @@ class ChatMemory(QObject):
     ) -> None:
         super().__init__(parent)
         self._state = state
-        # How the chat's memory switch changes: its owner sets `ChatState.memory_on`.
+        # How the chat's memory switch changes: the state's writer sets `ChatState.memory_on`.
         self._ask_on = ask_on
         self._builder = builder
         self._app = app

@@ -6,7 +6,7 @@ session when needed, or a new version of an edited message), sends the request i
 threads; `send` may hold it until a cache warm-up it shares a prefix with ended), and
 keeps the replies. It reads the conversation's `ChatState` through the builder and
 never writes it: for a question saved into a new session it calls `session_made(id)`,
-and the owner makes that session the open one.
+and the state's writer makes that session the open one.
 
 A reply History could not take when it ended (a full disk) is kept with its text and
 saved again before the next request (`save_unsaved`): the model is never given a
@@ -74,7 +74,7 @@ class Outbox(QObject):
         super().__init__(parent)
         self._builder = builder
         self._state = builder.state
-        # A question was saved into a new session: the owner makes it the open one.
+        # A question was saved into a new session: the state's writer makes it the open one.
         self._session_made = session_made
         self._app = app
         self._threads = threads

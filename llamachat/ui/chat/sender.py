@@ -10,7 +10,7 @@ context (`send_check.SendCheck`: it may be held while the server counts it or th
 compacted for it, then sent again) before the outbox saves it and starts its reply. A
 retry and a Continue have their whole request checked the same way.
 
-It reads the conversation's `ChatState` through the builder and asks its owner for the
+It reads the conversation's `ChatState` through the builder and asks its writer for the
 one change it makes (`ask_editing`: a message sent, or Stop, ends editing); it drives
 the helpers it is handed (`skills`, `outbox`, `compaction`) and emits the
 conversation's signals through callables. It never reaches back into the conversation.

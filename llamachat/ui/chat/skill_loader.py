@@ -1,7 +1,7 @@
 """One conversation's loaded skills: loading and unloading them, the skills a typed question
 names, the skills folders followed, and the `/` list re-checked.
 
-`SkillLoader(state, ...)` reads its conversation's `ChatState` and asks its owner to
+`SkillLoader(state, ...)` reads its conversation's `ChatState` and asks its writer to
 change the skill part of it (`ask_loaded`: the loaded names, `ask_store`: the store). It
 is handed what else it needs as callables: the History (the chat's skills are saved with
 it), `forget_system` (the system message holds the skills), and the conversation's

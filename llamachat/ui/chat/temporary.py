@@ -40,7 +40,7 @@ def keep(scratch: History, session_id: int, history: History) -> int:
 class TemporaryChat(QObject):
     """Whether the conversation is a temporary chat, and its history in memory while it is."""
 
-    # A temporary chat began (True) or ended: its owner sets `ChatState.temporary` from it.
+    # A temporary chat began (True) or ended: the state's writer sets `ChatState.temporary` from it.
     changed = Signal(bool)
 
     def __init__(self, parent: QObject | None = None) -> None:

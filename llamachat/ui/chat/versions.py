@@ -18,7 +18,8 @@ from llamachat.ui.chat.state import CHAT, ONESHOT, ChatState
 class Versions:
     """Edit, switch and fork the messages of the chat in `state`, through its history.
 
-    It reads `state` and asks its owner to change which message is edited (`ask_editing`)."""
+    It reads `state` and asks its writer (`state.ChatWriter`) to change which message is
+    edited (`ask_editing`)."""
 
     def __init__(
         self,

@@ -42,7 +42,8 @@ def _pairs(node: ast.AST) -> list[tuple[ast.AST, ast.AST]]:
 
 def _holders(trees: dict[str, ast.Module]) -> set[str]:
     """The names a ChatState goes by: what `ChatState(...)` is assigned to, parameters
-    annotated with it, and whatever is assigned from one of those (`self._state = builder.state`)."""
+    annotated with it, and whatever is assigned from one of those
+    (`self._state = builder.state`)."""
     names: set[str] = set()
     for tree in trees.values():
         for node in ast.walk(tree):
