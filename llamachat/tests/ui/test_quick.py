@@ -21,8 +21,8 @@ from llamachat.tests.support import (
     quick_skills_folder,
     quick_widget_named,
 )
-from llamachat.ui.instance import RunningInstance
 from llamachat.turn import MEMORY_HEADING
+from llamachat.ui.instance import RunningInstance
 from llamachat.ui.quick import WIDTH, QuickWindow
 
 

@@ -1,11 +1,11 @@
 """A conversation's side of a full context: its policy, compacting into a branch, trimming.
 
-`Compaction(builder, app, context)` belongs to one `conversation.Conversation`. When a message
+`Compaction(builder, app, context, ...)` belongs to one `conversation.Conversation`. When a message
 does not fit (`overflowed`) it follows the chat's `context_overflow` policy (the chat's
 own, kept with its parameters, else the config's): "ask" hands the `Overflow` to the
 over-context panel (`too_big`), "refuse" only says so, "trim" leaves the oldest
-messages out of the requests (`ChatState.trimmed`, shown by `trimmed`), "compact"
-compacts, then the question is sent (`send`).
+messages out of the requests (`ChatState.trimmed`, which it asks the state's writer to set:
+`ask_trimmed`; shown by `trimmed`), "compact" compacts, then the question is sent (`send`).
 
 `compact(focus)` (Chat > Compact chat, `/compact focus`, the panel's "Compact and send")
 has the model (`compact_model`, else the chat's) summarize all but the last
@@ -76,10 +76,13 @@ class Compaction(QObject):
         context: ContextWatch,
         *,
         is_streaming: Callable[[], bool],
+        ask_trimmed: Callable[[int], None],
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
         self._is_streaming = is_streaming
+        # How the count of messages left out changes: the state's writer sets `ChatState.trimmed`.
+        self._ask_trimmed = ask_trimmed
         self._builder = builder
         self._state = builder.state
         self._app = app
@@ -142,7 +145,7 @@ class Compaction(QObject):
     def reset(self) -> None:
         """Another chat: its requests leave nothing out."""
         if self._state.trimmed:
-            self._state.trimmed = 0
+            self._ask_trimmed(0)
             self.trimmed.emit(0)
 
     def follow_policy(self) -> None:
@@ -159,7 +162,7 @@ class Compaction(QObject):
         count = compact.trim_count(rows, overflow.excess, self._cost)
         if not count:
             return False
-        state.trimmed += count
+        self._ask_trimmed(state.trimmed + count)
         self._context.base_changed()
         self.trimmed.emit(state.trimmed)
         return True
@@ -330,7 +333,7 @@ class Compaction(QObject):
             return self._failed("error", f"The compacted chat could not be saved: {exc}", question)
         if self._state.session_id != session_id:
             return self._failed("error", "", question)
-        self._state.trimmed = 0
+        self._ask_trimmed(0)
         self.trimmed.emit(0)
         self.messages_reset.emit(history.messages(session_id))
         self._context.base_changed()

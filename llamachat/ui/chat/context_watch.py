@@ -10,7 +10,8 @@ prompt llama.cpp reports plus the tokens so far.
 
 A keystroke costs no request and no pass over the history: the earlier parts are
 measured once per change of them (in the background, with the server's tokenizer) and
-kept; the draft is estimated at once and counted exactly after a pause in typing.
+kept; the draft is estimated at once and counted exactly after a pause in typing
+(`draft_count.DraftCount`).
 
 `check(text, attachments)` is the test before a send, `check_turn(request)` before a
 retry: the `Overflow` that says what does not fit (with each way out), or None. A part
@@ -24,7 +25,8 @@ never loads a model, and the retries after a change may be spent while it was un
 
 The model's size is asked for when it is picked and again as soon as it is loaded
 (`model_event`, `models_listed`), with what `/props` says of tools: a model whose
-template cannot take tools is sent none (`TurnBuilder.set_takes_tools`).
+template cannot take tools is sent none (`TurnBuilder.set_takes_tools`). That is
+`model_limits.ModelLimits`, which also says when the model counted for loaded.
 
 Threads: counting runs on `tasks.run_in_background`; results come back on the GUI thread,
 where every other method runs.
@@ -43,15 +45,15 @@ from PySide6.QtCore import QObject, QTimer, Signal, SignalInstance, Slot
 
 from llamachat import context, turn
 from llamachat.context import Overflow
-from llamachat.router.models import ModelEvent, ModelInfo, Models
+from llamachat.router.models import ModelEvent, ModelInfo
 from llamachat.ui import tasks
 from llamachat.ui.chat.builder import TurnBuilder
+from llamachat.ui.chat.draft_count import DraftCount
+from llamachat.ui.chat.model_limits import ModelLimits
 from llamachat.ui.chat.reply import ReplyStream
 
 log = logging.getLogger(__name__)
 
-# After this pause in typing the draft is counted by the server.
-DRAFT_COUNT_MS = 300
 # How long after another chat is shown (or another model picked) its request is measured:
 # after the first paint, which the counting's background requests would slow down.
 SHOWN_MS = 200
@@ -95,34 +97,33 @@ class ContextWatch(QObject):
         self._state = builder.state
         self._is_streaming = is_streaming
         self._tokenizers: dict[tuple[int, str], context.Tokenizer] = {}
-        self._model = ""
-        self._n_ctx: int | None = None
-        self._trained: int | None = None
+        # The model counted for and what its server says of it (its size, tools).
+        self._limits = limits = ModelLimits(builder, self)
+        limits.known.connect(self.changed)
+        limits.tools_changed.connect(lambda: self.base_changed())
+        limits.loaded.connect(self._on_model_loaded)
         # The parts of the next request but the question, and the question's (the draft).
         self._base = context.Breakdown()
         self._base_turn: turn.Turn | None = None
-        self._draft: tuple[str, tuple[dict, ...]] = ("", ())
-        self._question = context.Breakdown()
-        # The passages last found for the draft (a model that cannot call tools gets them).
-        self._excerpts: turn.Part | None = None
+        self._draft = draft = DraftCount(
+            builder,
+            limits,
+            tokenizer=self.tokenizer,
+            may_retry=self._may_retry,
+            retry_ms=RETRY_MS,
+            parent=self,
+        )
+        draft.changed.connect(self.changed)
         # While a reply streams, the tokens it holds in the context.
         self._live = LiveFigure(self)
         self._live.changed.connect(self.changed)
-        self._live.figured.connect(self._ask_size_once_loaded)
-        # Whether this reply's first figures already asked for the context size.
-        self._size_asked_live = False
+        self._live.figured.connect(limits.figured)
         # The last request let through, to calibrate estimates with the usage it comes back with.
         self._sent: context.Breakdown | None = None
         self._generation = 0
         self._closed = False
         # Counts tried again since the last change, for what the server did not count.
         self._retries = 0
-        # The models loaded at the last listing (routers without events).
-        self._listed_loaded: set[str] = set()
-        self._draft_timer = QTimer(self)
-        self._draft_timer.setSingleShot(True)
-        self._draft_timer.setInterval(DRAFT_COUNT_MS)
-        self._draft_timer.timeout.connect(self._count_draft)
         # The earlier parts are measured again on the next turn of the event loop, once for
         # a burst of changes, and never on the way of a request leaving.
         self._refresh_due = QTimer(self)
@@ -134,25 +135,25 @@ class ContextWatch(QObject):
 
     def model(self) -> str:
         """The model the counts are for."""
-        return self._model
+        return self._limits.model
 
     def context_size(self) -> int | None:
         """The model's context size, or None while the server has not said."""
-        return self._n_ctx
+        return self._limits.n_ctx
 
     def trained_size(self) -> int | None:
         """The context the model was trained for (its largest sensible size), when listed."""
-        return self._trained
+        return self._limits.trained
 
     def reserve(self) -> int:
         """The tokens kept free for the reply."""
-        if self._n_ctx is None:
+        if self._limits.n_ctx is None:
             return self._builder.config().reply_reserve
-        return context.reserve_for(self._n_ctx, self._builder.config().reply_reserve)
+        return context.reserve_for(self._limits.n_ctx, self._builder.config().reply_reserve)
 
     def breakdown(self) -> context.Breakdown:
         """The next request part by part: the earlier parts, then the draft, then the template."""
-        return self._compose(self._question)
+        return self._compose(self._draft.question)
 
     def _compose(self, question: context.Breakdown) -> context.Breakdown:
         template = self._base.get("template")
@@ -165,10 +166,10 @@ class ContextWatch(QObject):
 
     def request(self) -> turn.Turn | None:
         """The request the counts are of, the draft as its question (None: no model yet)."""
-        base, (text, attachments) = self._base_turn, self._draft
+        base, (text, attachments) = self._base_turn, self._draft.draft
         if base is None or not (text or attachments):
             return base
-        return dataclasses.replace(base, question=self._question_parts())
+        return dataclasses.replace(base, question=self._draft.parts())
 
     def live(self) -> int | None:
         """While a reply streams: the tokens in the context so far (prompt + reply)."""
@@ -184,9 +185,9 @@ class ContextWatch(QObject):
         refuses: `Uncounted` asks for a count first, after which (`counted`) what the
         server still could not count goes, and the server's own answer decides.
         """
-        if self._state.model != self._model:
+        if self._state.model != self._limits.model:
             self.set_model(self._state.model)
-        if self._n_ctx is None or not self._model:
+        if self._limits.n_ctx is None or not self._limits.model:
             return None
         if self._refresh_due.isActive():
             self._refresh_due.stop()
@@ -198,7 +199,9 @@ class ContextWatch(QObject):
             # Counted since (by count_first, a load): taken from the cache, no request.
             self._base = context.measure(self._base_turn, tokenizer)
         # A model that cannot call tools gets the passages found for the message too.
-        parts = self._builder.question_parts(self._model, text, attachments, self._n_ctx)
+        parts = self._builder.question_parts(
+            self._limits.model, text, attachments, self._limits.n_ctx
+        )
         question = context.measure_parts(parts, tokenizer)
         verdict = self._verdict(self._compose(question))
         if verdict is None or verdict.breakdown.exact or not tokenizer.can_count:
@@ -219,9 +222,9 @@ class ContextWatch(QObject):
         """Whether `request` (a retry's, built whole) would overflow the context: the
         Overflow, or None (also when its model is not the one counted for); `Uncounted`
         as `check` says."""
-        if self._state.model != self._model:
+        if self._state.model != self._limits.model:
             self.set_model(self._state.model)
-        if self._n_ctx is None or request.model != self._model:
+        if self._limits.n_ctx is None or request.model != self._limits.model:
             return None
         self._count_system(request)
         tokenizer = self.tokenizer()
@@ -234,12 +237,14 @@ class ContextWatch(QObject):
         return self._verdict(measured) if measured.exact else Uncounted(request)
 
     def _verdict(self, breakdown: context.Breakdown) -> Overflow | None:
-        assert self._n_ctx is not None
+        assert self._limits.n_ctx is not None
         reserve = self.reserve()
-        if context.fits(breakdown, self._n_ctx, reserve):
+        if context.fits(breakdown, self._limits.n_ctx, reserve):
             self._sent = breakdown
             return None
-        return Overflow(self._model, breakdown, self._n_ctx, reserve, self._trained)
+        return Overflow(
+            self._limits.model, breakdown, self._limits.n_ctx, reserve, self._limits.trained
+        )
 
     def _count_system(self, request: turn.Turn) -> bool:
         """Count the system message's parts the server has not counted yet (a skill the
@@ -255,41 +260,33 @@ class ContextWatch(QObject):
 
     def takes_tools(self) -> bool:
         """Whether the model is offered tools (False: its server says its template takes none)."""
-        return self._builder.takes_tools(self._model)
+        return self._builder.takes_tools(self._limits.model)
 
     def tools_known(self) -> bool:
         """Whether the model's server has said if it takes tools (once it is loaded)."""
-        return self._builder.tools_known(self._model)
+        return self._builder.tools_known(self._limits.model)
 
     # ------------------------------------------------------------------ what changes
 
     def set_model(self, model: str) -> None:
         """Count for `model` from now on; its context size is asked for in the background."""
-        if model == self._model:
+        if model == self._limits.model:
             return
-        self._model = model
-        self._n_ctx = self._trained = None
+        self._limits.set_model(model)
         self._retries = 0
-        self._ask_size()
         self._refresh_due.start(SHOWN_MS)
 
     def set_draft(self, text: str, attachments: list[dict] | tuple[dict, ...] = ()) -> None:
         """The composer's text and attachments: estimated now, counted after a pause."""
-        draft = (text, tuple(attachments))
-        if draft == self._draft:
-            return
-        self._draft = draft
-        self._retries = 0
-        self._question = context.measure_parts(self._question_parts(), self.tokenizer())
-        self.changed.emit()
-        if text or attachments:
-            self._draft_timer.start()
+        if self._draft.set(text, attachments):
+            self._retries = 0
+            self.changed.emit()
 
     def close(self) -> None:
         """Measure nothing more (the conversation is closing, its History with it)."""
         self._closed = True
         self._refresh_due.stop()
-        self._draft_timer.stop()
+        self._draft.stop()
 
     def refresh(self) -> None:
         """Measure the earlier parts again (after they changed), counting in the background."""
@@ -297,12 +294,12 @@ class ContextWatch(QObject):
             return  # the reply's own figures are shown; its end measures again
         self._generation += 1
         generation = self._generation
-        if not self._model:
+        if not self._limits.model:
             self._base, self._base_turn = context.Breakdown(), None
             self.changed.emit()
             return
         try:
-            request = self._builder.draft_turn(self._model, self._n_ctx)
+            request = self._builder.draft_turn(self._limits.model, self._limits.n_ctx)
         except Exception:
             log.exception("cannot build the next request to measure it")
             return
@@ -310,7 +307,7 @@ class ContextWatch(QObject):
         self._base_turn = request
         tokenizer = self.tokenizer()
         self._base = context.measure(request, tokenizer)
-        self._question = context.measure_parts(self._question_parts(), tokenizer)
+        self._draft.measure()
         self.changed.emit()
         tasks.run_in_background(
             lambda: context.measure(request, tokenizer, exact=True),
@@ -327,79 +324,32 @@ class ContextWatch(QObject):
 
     def tokenizer(self) -> context.Tokenizer:
         """The counts of the model counted for (its server's tokenizer, or estimates)."""
-        client, name = self._builder.client_for(self._model)
+        client, name = self._builder.client_for(self._limits.model)
         key = (id(client), name)
         tokenizer = self._tokenizers.get(key)
         if tokenizer is None:
             tokenizer = self._tokenizers[key] = context.Tokenizer(client, name)
         return tokenizer
 
-    def _images(self) -> bool:
-        return self._builder.images(self._model)
-
-    def _question_parts(self, *, excerpts: bool = True) -> tuple[turn.Part, ...]:
-        """The draft's parts; with `excerpts`, after the passages last found for it."""
-        text, attachments = self._draft
-        if not text and not attachments:
-            return ()
-        parts = turn.user_parts(text, list(attachments), images=self._images())
-        if excerpts and self._excerpts is not None and not self.takes_tools():
-            return (self._excerpts, *parts)
-        return parts
-
     def refresh_size(self) -> None:
         """Ask the server for the model's context size again (it was raised)."""
-        self._ask_size()
-
-    def _ask_size(self) -> None:
-        model = self._model
-        if not model:
-            return
-        client, name = self._builder.client_for(model)
-
-        def ask() -> tuple[tuple[int | None, int | None], bool | None]:
-            models = Models(client)
-            return models.context_limits(name), models.takes_tools(name)
-
-        tasks.run_in_background(ask, lambda future: self._on_size(model, future), receiver=self)
-
-    def _on_size(self, model: str, future) -> None:
-        if model != self._model:
-            return
-        try:
-            (self._n_ctx, self._trained), takes = future.result()
-        except Exception as exc:  # noqa: BLE001 - no size: the meter says so
-            log.info("no context size for %s: %s", model, exc)
-            return
-        if takes is not None and self._builder.set_takes_tools(model, takes):
-            self.base_changed()  # the tools offered changed
-        self.changed.emit()
+        self._limits.ask()
 
     def model_event(self, event: ModelEvent) -> None:
         """A router's model event: the model just loaded tells its size at once."""
-        if event.kind == "status" and event.status == "loaded":
-            self._loaded(event.model)
+        self._limits.model_event(event)
 
     def models_listed(self, infos: list[ModelInfo]) -> None:
         """A listing (routers without events): a loaded model whose size is unknown tells it."""
-        loaded = {info.id for info in infos if info.status == "loaded"}
-        # A listing comes every few seconds: only a load since the last one counts again.
-        for model in loaded - self._listed_loaded:
-            self._loaded(model)
-        self._listed_loaded = loaded
+        self._limits.models_listed(infos)
 
-    def _loaded(self, model: str) -> None:
-        names = (self._model, self._builder.client_for(self._model)[1]) if self._model else ()
-        if model not in names:
-            return
-        if self._n_ctx is None or not self._builder.tools_known(self._model):
-            self._ask_size()
+    @Slot()
+    def _on_model_loaded(self) -> None:
         if not self.breakdown().exact and self.tokenizer().can_count:
             # What a model not loaded could not count waited for it: counted now (the
             # retries after a change may all have been spent while it loaded).
             self.base_changed()
-            if self._draft != ("", ()):
-                self._draft_timer.start()
+            self._draft.count_later()
 
     def _on_counted(self, generation: int, future) -> None:
         if generation != self._generation:
@@ -420,35 +370,6 @@ class ContextWatch(QObject):
         self._retries += 1
         return True
 
-    @Slot()
-    def _count_draft(self) -> None:
-        parts = self._question_parts(excerpts=False)
-        draft = self._draft
-        tokenizer = self.tokenizer()
-        # A model that cannot call tools gets the passages found for the message: found
-        # here, off the GUI thread, after a pause in typing, and kept for the estimates.
-        searched = None if self.takes_tools() else self._builder.library()
-        limit = turn.excerpt_chars(self._n_ctx)
-
-        def count() -> tuple[context.Breakdown, turn.Part | None]:
-            excerpts = turn.excerpt_part(searched, draft[0], limit=limit)
-            part = excerpts[0] if excerpts is not None else None
-            found = parts if part is None else (part, *parts)
-            return context.measure_parts(found, tokenizer, exact=True), part
-
-        def done(future) -> None:
-            if draft == self._draft:
-                try:
-                    self._question, self._excerpts = future.result()
-                except Exception:
-                    log.exception("counting the draft failed")
-                    return
-                if not self._question.exact and self._may_retry():
-                    self._draft_timer.start(RETRY_MS)
-                self.changed.emit()
-
-        tasks.run_in_background(count, done, receiver=self)
-
     def follow(self, *, shown: Sequence[SignalInstance], changed: Sequence[SignalInstance]) -> None:
         """Measure again after each of `changed`, and a moment after each of `shown` (another
         chat or the tools on screen: measured after its first paint)."""
@@ -460,7 +381,7 @@ class ContextWatch(QObject):
     def base_changed(self, delay_ms: int = 0) -> None:
         """The earlier parts changed (another chat shown: `SHOWN_MS`): measured again."""
         self._retries = 0
-        if self._state.model and self._state.model != self._model:
+        if self._state.model and self._state.model != self._limits.model:
             self.set_model(self._state.model)
         elif not self._refresh_due.isActive() or delay_ms < self._refresh_due.remainingTime():
             self._refresh_due.start(delay_ms)
@@ -468,21 +389,12 @@ class ContextWatch(QObject):
     @Slot(object)
     def reply_started(self, reply: ReplyStream) -> None:
         """A reply streams: its own figures are shown until it ends."""
-        self._size_asked_live = False
+        self._limits.reply_started()
         self._live.follow(reply)
         reply.stats.connect(self._on_stats)
         # The message just sent left the composer: the earlier parts now hold it.
-        self._draft = ("", ())
-        self._question = context.Breakdown()
-        self._excerpts = None
+        self._draft.clear()
         self._refresh_due.start()
-
-    @Slot()
-    def _ask_size_once_loaded(self) -> None:
-        """The reply's first figures prove its model loaded: a size unknown till now answers."""
-        if self._n_ctx is None and not self._size_asked_live:
-            self._size_asked_live = True
-            self._ask_size()
 
     @Slot(object)
     def _on_stats(self, stats: object) -> None:
@@ -503,16 +415,14 @@ class ContextWatch(QObject):
         """The reply ended: the earlier parts now hold it."""
         self._live.end()
         # A reply proves the model is loaded: its size, tokenizer and tools answer now.
-        if self._n_ctx is None or not self._builder.tools_known(self._model):
-            self._ask_size()
+        self._limits.ask_unknown()
         self._refresh_due.start()
 
     @Slot(object)
     def router_changed(self, _state: object = None) -> None:
         """Another router: its tokenizers and the model's size are asked for again."""
         self._tokenizers.clear()
-        self._n_ctx = self._trained = None
-        self._ask_size()
+        self._limits.router_changed()
         self._refresh_due.start()
 
 

@@ -1,10 +1,14 @@
 """One conversation's actions and state, shared by the chat window and the quick window.
 
 `Conversation(app, mode=...)` owns the open session, the loaded skills and the edit
-state (its `state.ChatState`, which it alone writes) and hands them to its helpers:
+state (its `state.ChatState`, which its `write`, a `state.ChatWriter`, alone writes: a
+helper that changes it asks the writer, through a method it is handed such as
+`session_made` or a signal such as `temporary.changed`) and hands them to its helpers:
 `builder` (`builder.TurnBuilder`, every request built whole with `turn`), `outbox`
-(`outbox.Outbox`: saves the question, sends the request, streams its reply) and
-`context` (`context_watch.ContextWatch`, the meter's count of that same request). Windows forward what the user does (`submit`, `stop`, `retry`, `edit`,
+(`outbox.Outbox`: saves the question, sends the request, streams its reply),
+`context` (`context_watch.ContextWatch`, the meter's count of that same request) and
+`sending` (`sender.Sender`: a message, a retry or a Continue, each once checked against
+the context; Stop). Windows forward what the user does (`submit`, `stop`, `retry`, `edit`,
 `load_skill`, `unload_skill`, `new_session`, `open_session`) and turn its signals
 into widgets: `message_added` (show a sent message), `messages_reset` (show these
 rows instead), `versions_changed` (a message gained a version), `reply_started`
@@ -40,31 +44,20 @@ from PySide6.QtCore import QObject, Signal, Slot
 
 from llamachat import prompts, turn
 from llamachat.config import Config
-from llamachat.history.store import History, HistoryError, MessageRow, ProjectRow, SessionRow
+from llamachat.history.store import History, MessageRow, ProjectRow, SessionRow
 from llamachat.skills import SkillStore
 from llamachat.ui.chat.builder import TurnBuilder
-from llamachat.ui.chat.compaction import COMPACTING, SEND, Compaction
+from llamachat.ui.chat.compaction import COMPACTING, Compaction
 from llamachat.ui.chat.context_watch import ContextWatch
-from llamachat.ui.chat.memory import COMMAND, ChatMemory
+from llamachat.ui.chat.memory import ChatMemory
 from llamachat.ui.chat.outbox import Outbox
-from llamachat.ui.chat.send_check import COMPACTED, COUNTED, GO, SendCheck
+from llamachat.ui.chat.sender import BUSY, EMPTY, HELD, NO_MODEL, NOT_SENT, SENT, TOO_BIG, Sender
 from llamachat.ui.chat.skill_loader import SkillLoader
-from llamachat.ui.chat.state import CHAT, ONESHOT, AppState, ChatState
+from llamachat.ui.chat.state import CHAT, ONESHOT, AppState, ChatState, ChatWriter
 from llamachat.ui.chat.temporary import ConversationApp, TemporaryChat
 from llamachat.ui.chat.versions import Versions
 from llamachat.ui.chat.warmup import Warmer
 from llamachat.ui.chat.worker import WorkerThreads
-
-# What `submit` did with a draft; the window clears its composer after SENT and HELD.
-SENT = "sent"  # the message was saved and its reply started
-HELD = "held"  # only skills were named: loaded, nothing sent
-BUSY = "busy"  # a reply is still coming
-NO_MODEL = "no_model"  # no model to answer (the window says what to do)
-NOT_SENT = "not_sent"  # History could not take it; a notice said why
-EMPTY = "empty"  # nothing to send
-TOO_BIG = "too_big"  # it would overflow the model's context; `too_big` said so, nothing sent
-# COMPACTING (from compaction): held while the chat is compacted, then sent (or `returned`).
-# A COUNTING or COMPACTING question that is not sent after all is `returned`.
 
 
 class Conversation(QObject):
@@ -110,8 +103,12 @@ class Conversation(QObject):
         self.state = ChatState(
             mode, model, search_on=cfg.search_enabled, store=turn.skill_store(cfg)
         )
-        self.temporary = TemporaryChat(self.state, parent=self)
-        self.temporary.changed.connect(self.temporary_changed)
+        self.temporary = TemporaryChat(parent=self)
+        # The one writer of `state`: the conversation and its helpers change it through it.
+        self.write = write = ChatWriter(self.state, parent=self)
+        write.editing_changed.connect(self.editing)
+        write.temporary_changed.connect(self.temporary_changed)
+        self.temporary.changed.connect(write.set_temporary)
         # The helpers read and write the conversation's history, whichever it is.
         helpers_app = ConversationApp(app, lambda: self.history)
         # What the window knows and the conversation asks when it builds a request.
@@ -126,6 +123,8 @@ class Conversation(QObject):
             self.state,
             cfg,
             history=lambda: self.history,
+            ask_loaded=write.set_loaded,
+            ask_store=write.set_store,
             forget_system=self.builder.forget_system,
             changed=self.skills_changed.emit,
             store_changed=self.store_changed.emit,
@@ -139,7 +138,7 @@ class Conversation(QObject):
             history=lambda: self.history,
             stop=self.stop,
             is_streaming=self.is_streaming,
-            editing=self.editing.emit,
+            ask_editing=write.set_editing,
             reset=self.messages_reset.emit,
             notice=self.notice.emit,
         )
@@ -157,16 +156,43 @@ class Conversation(QObject):
             self.context.context_size,
             warm.send_after,
             self,
+            session_made=write.set_session,
         )
         # What a message too long for the context makes happen, and compacting the chat.
         self.compaction = compaction = Compaction(
-            self.builder, app, self.context, is_streaming=self.is_streaming, parent=self
+            self.builder,
+            app,
+            self.context,
+            is_streaming=self.is_streaming,
+            ask_trimmed=write.set_trimmed,
+            parent=self,
         )
-        # The check before each send: counted first where only estimated, else the policy.
-        self.check = SendCheck(
-            self.context, compaction, notice=self.notice.emit, unload=self.unload_skill, parent=self
+        self.memory = ChatMemory(
+            self.state,
+            self.builder,
+            app,
+            self.outbox,
+            self.notice,
+            self,
+            ask_on=write.set_memory_on,
         )
-        self.memory = ChatMemory(self.state, self.builder, app, self.outbox, self.notice, self)
+        # Sends what the user asks for, each once checked against the context; stops it.
+        self.sending = Sender(
+            self.builder,
+            self.context,
+            skills=self.skills,
+            outbox=self.outbox,
+            compaction=compaction,
+            remember=self.memory.command,
+            history=lambda: self.history,
+            cancel_warmup=warm.cancel,
+            ask_editing=write.set_editing,
+            added=self.message_added.emit,
+            reset=self.messages_reset.emit,
+            returned=self.returned.emit,
+            notice=self.notice.emit,
+            parent=self,
+        )
         outbox = self.outbox
         for theirs, ours in (
             (outbox.session_changed, self.session_changed),
@@ -182,7 +208,6 @@ class Conversation(QObject):
             (compaction.returned, self.returned),
         ):
             theirs.connect(ours)
-        compaction.send.connect(self._send_again)
         self.session_changed.connect(lambda _id: compaction.reset())
         outbox.search_started.connect(self._on_search_started)
         outbox.skill_loaded.connect(self.skills.model_loaded)
@@ -225,8 +250,7 @@ class Conversation(QObject):
 
     @model.setter
     def model(self, model: str) -> None:
-        if model != self.state.model:
-            self.state.model = model
+        if self.write.set_model(model):
             self.warmer.trigger()
 
     @property
@@ -258,8 +282,7 @@ class Conversation(QObject):
 
     def set_search_on(self, on: bool) -> None:
         """Offer the model web search or not (chat mode; one-shot follows the config)."""
-        if on != self.state.search_on:
-            self.state.search_on = on
+        if self.write.set_search_on(on):
             self.builder.forget_system()
 
     def system_text_changed(self) -> None:
@@ -273,13 +296,13 @@ class Conversation(QObject):
         or parameters but those of its `project` (the window applies its prompt and model)."""
         self.stop()
         self.discard_temporary()
-        self.state.session_id = None
-        self.state.project_id = project["id"] if project else None
-        self.versions.set_editing(None)
+        self.write.set_session(None)
+        self.write.set_project(project["id"] if project else None)
+        self.write.set_editing(None)
         store = self.store
         skills = [n for n in project["skills"] if store and store.load(n)] if project else []
         self.skills.set_loaded(skills, persist=False)
-        self.state.params = self.memory.opened(dict(project["params"]) if project else {})
+        self.write.set_params(self.memory.opened(dict(project["params"]) if project else {}))
         self.session_changed.emit(None)
 
     def open_session(self, session_id: int) -> tuple[SessionRow, list[MessageRow]] | None:
@@ -289,11 +312,11 @@ class Conversation(QObject):
             return None
         self.stop()
         self.discard_temporary()
-        self.state.session_id = session_id
-        self.versions.set_editing(None)
+        self.write.set_session(session_id)
+        self.write.set_editing(None)
         # A skill gone from disk stays listed (as missing) until the user removes it.
         self.skills.set_loaded(list(session.get("skills") or []), persist=False)
-        self.state.params = self.memory.opened(self.history.session_params(session_id))
+        self.write.set_params(self.memory.opened(self.history.session_params(session_id)))
         messages = self.outbox.settled_messages(session_id)
         self.session_changed.emit(session_id)
         return session, messages
@@ -310,9 +333,9 @@ class Conversation(QObject):
     def leave_session(self) -> None:
         """Let go of the session without touching it (one-shot: it went on to the chat)."""
         self.stop()
-        self.state.session_id = None
+        self.write.set_session(None)
         self.skills.set_loaded([], persist=False)
-        self.state.params = {}
+        self.write.set_params({})
 
     # ------------------------------------------------------------------ parameters
 
@@ -326,7 +349,7 @@ class Conversation(QObject):
 
     def set_params(self, values: dict) -> None:
         """Override request parameters for this chat from the next request on (saved with it)."""
-        self.state.params = {k: v for k, v in values.items() if v is not None}
+        self.write.set_params({k: v for k, v in values.items() if v is not None})
         if self.state.session_id is not None:
             self.history.set_session_params(self.state.session_id, self.memory.stored_params())
         self.compaction.follow_policy()
@@ -344,122 +367,20 @@ class Conversation(QObject):
     # ------------------------------------------------------------------ sending
 
     def submit(self, text: str, attachments: list[dict] | None = None, *, again: str = "") -> str:
-        """Send a typed message (loading the skills it names); what was done (SENT, HELD...).
-
-        `again`: why it is sent again (`send_check.COUNTED`, `COMPACTED`), once held."""
-        attachments = list(attachments or [])
-        if self.is_streaming() or self.compaction.running() or self.check.counting:
-            return BUSY
-        if not text.strip() and not attachments:
-            return EMPTY
-        command, _, focus = text.strip().partition(" ")
-        if command in ("/compact", COMMAND) and not attachments and self.mode == CHAT:
-            run = self.memory.command if command == COMMAND else self.compaction.compact
-            return HELD if run(focus.strip()) else NOT_SENT
-        question = self.skills.take(text, self.cfg.skill_mentions)
-        if not question.text.strip() and not attachments:
-            self.skills.held(question)
-            return HELD
-        self.skills.sending(question)
-        if not self.model:
-            return NO_MODEL
-        if not self.save_unsaved():
-            return NOT_SENT
-        held = self.check.question(
-            question.text,
-            attachments,
-            loaded=question.skills,
-            edit_from=self.state.editing,
-            held=again,
-            again=lambda: self._send_again(question.text, attachments, COUNTED),
-        )
-        if held == COMPACTING:
-            self.versions.set_editing(None)
-        if held not in (GO, SEND):
-            return held
-        outcome = self._send(question.text, attachments)
-        if outcome == SENT:
-            self.skills.sent()
-        return outcome
-
-    def _send(self, text: str, attachments: list[dict]) -> str:
-        """Save the question and start its reply (the context was checked); SENT or NOT_SENT."""
-        edit_from = self.state.editing
-        self.versions.set_editing(None)
-        try:
-            row = self.outbox.save_question(text, attachments, edit_from=edit_from)
-        except HistoryError as exc:
-            self.notice.emit(f"Not sent: the message could not be saved. {exc}", 0)
-            return NOT_SENT
-        self.skills.asked()
-        self.outbox.start(self.model, show=lambda: self.message_added.emit(row))
-        return SENT
-
-    def _send_again(self, text: str, attachments: list[dict], why: str = COMPACTED) -> None:
-        """The question held was counted or the chat compacted for it: send it now (it may
-        still not fit), or put it back."""
-        if self.submit(text, attachments, again=why) not in (SENT, COMPACTING):
-            self.returned.emit({"content": text, "attachments": attachments})
+        """Send a typed message (loading the skills it names); what was done (`Sender.submit`)."""
+        return self.sending.submit(text, attachments, again=again)
 
     def stop(self) -> bool:
-        """Stop the reply now, keeping what arrived ("stopped"); True when one was streaming.
-
-        With no reply, it leaves editing (sending adds a new message again).
-        """
-        stopped = self.outbox.stop() or self.compaction.stop()
-        self.warmer.cancel()
-        if stopped:
-            return True
-        if self.state.editing is not None:
-            self.versions.set_editing(None)
-            self.notice.emit("No longer editing: sending adds a new message.", 8000)
-        return False
+        """Stop the reply, keeping what arrived; True when one was streaming (`Sender.stop`)."""
+        return self.sending.stop()
 
     def retry(self, message_id: object, *, counted: bool = False) -> bool:
-        """Ask again for a reply; once the new one has text it is shown in its place.
-
-        A complete reply, or a stopped one with text, stays as an earlier version; a
-        failed one, or one stopped before any text (and what followed it), is replaced.
-        """
-        if self.session_id is None or not isinstance(message_id, int) or self.check.counting:
-            return False
-        self.stop()
-        rows = self.history.messages(self.session_id)
-        if not any(row["id"] == message_id for row in rows):
-            return False
-        if self.mode == ONESHOT:
-            question = next((row for row in rows if row["role"] == "user"), None)
-            model = (question["model"] if question else "") or self.model
-            self.skills.ask_again()
-        else:
-            model = self.model
-        if not model:
-            self.notice.emit("No model to answer: pick one in the Model list.", 8000)
-            return False
-        if not self.save_unsaved():
-            return False
-        if not self.check.request(
-            self.next_turn(model, before=message_id),
-            counted=counted,
-            again=lambda: self.retry(message_id, counted=True),
-        ):
-            return False
-        target = next(row for row in rows if row["id"] == message_id)
-        return self.outbox.start(
-            model,
-            replaces=message_id,
-            keep_replaced=target["status"] == "complete"
-            or (target["status"] == "stopped" and bool(target["content"])),
-            show=lambda: self.messages_reset.emit([row for row in rows if row["id"] < message_id]),
-        )
+        """Ask again for a reply, shown in its place once it has text (`Sender.retry`)."""
+        return self.sending.retry(message_id, counted=counted)
 
     def continue_reply(self, message_id: object, *, counted: bool = False) -> bool:
         """Go on with the last reply, cut at the length limit, in that same reply."""
-        if self.is_streaming() or self.check.counting or not self.model or not self.save_unsaved():
-            return False
-        again = lambda: self.continue_reply(message_id, counted=True)
-        fits = self.check.request(self.next_turn(), counted=counted, again=again)
-        return fits and self.outbox.continue_reply(self.model, message_id)
+        return self.sending.continue_reply(message_id, counted=counted)
 
     def edit(self, message_id: object) -> MessageRow | None:
         """The sent message to put back in the composer (None when there is none)."""
@@ -495,12 +416,8 @@ class Conversation(QObject):
         return self.builder.system_message()
 
     def next_turn(self, model: str | None = None, *, before: int | None = None) -> turn.Turn:
-        """The next request to `model` (default: the conversation's), whole as it is sent.
-
-        `before` leaves out that message and those after it (a retry's earlier reply).
-        """
-        model = self.model if model is None else model
-        return self.builder.next_turn(model, before=before, n_ctx=self.context.context_size())
+        """The next request to `model` (default: the conversation's), whole (`Sender.next_turn`)."""
+        return self.sending.next_turn(model, before=before)
 
     # ------------------------------------------------------------------ reply events
 
@@ -517,3 +434,17 @@ class Conversation(QObject):
         self.compaction.follow_policy()
         # The system message's date note and max_searches are read from cfg at each send.
         self.builder.forget_system()
+
+
+# What `submit` did (from `sender`), read from here by the windows.
+__all__ = [
+    "BUSY",
+    "COMPACTING",
+    "EMPTY",
+    "HELD",
+    "NO_MODEL",
+    "NOT_SENT",
+    "SENT",
+    "TOO_BIG",
+    "Conversation",
+]

@@ -1,16 +1,18 @@
 """One conversation's memory: what the person and the model ask it to keep, and what its
 requests carried.
 
-`ChatMemory(state, builder, app, outbox, notice, parent)` saves a memory into the App's
-History (never a temporary chat's), on the GUI thread, which owns its SQLite connection: the person's
+`ChatMemory(state, builder, app, outbox, notice, parent, ask_on=...)` saves a memory into
+the App's History (never a temporary chat's), on the GUI thread, which owns its SQLite
+connection: the person's
 (`/remember …`, "Remember this", the Memory panel) and the model's (the `remember`
 tool's call, which reaches it from the worker thread as the reply's `remembered`
 signal, through the outbox). A memory kept in a project's chat stays in that project. It
 marks the memories a request the outbox sends carried as used (`sent`), which never
 changes the system message's bytes (`turn.memory_part`), and keeps which ones each chat
 was sent (`used_in`). A temporary chat, or one with memory off, reads
-and writes none. The chat's switch (`set_on`) is saved with its parameters
-(`memories.SWITCH_KEY`): `opened` reads it back, `stored_params` is what is saved.
+and writes none. The chat's switch is `ChatState.memory_on`, which it asks the state's
+writer to set (`ask_on`); it is saved with the chat's parameters (`memories.SWITCH_KEY`):
+`opened` reads it back, `stored_params` is what is saved.
 
 Signals: `saved` (the MemoryRow just kept, for an Undo), `changed` (what the next request
 carries may differ: the system message is built again), `used` (a request carried
@@ -19,6 +21,8 @@ Errors: none raised; a save History refuses becomes a `notice`.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Signal, SignalInstance, Slot
 
@@ -47,9 +51,13 @@ class ChatMemory(QObject):
         outbox: Outbox,
         notice: SignalInstance,
         parent: QObject | None = None,
+        *,
+        ask_on: Callable[[bool], None],
     ) -> None:
         super().__init__(parent)
         self._state = state
+        # How the chat's memory switch changes: the state's writer sets `ChatState.memory_on`.
+        self._ask_on = ask_on
         self._builder = builder
         self._app = app
         # The memories each chat's requests carried since this conversation began, by chat.
@@ -77,7 +85,7 @@ class ChatMemory(QObject):
         state = self._state
         if on == state.memory_on:
             return
-        state.memory_on = on
+        self._ask_on(on)
         if state.session_id is not None and not state.temporary:
             try:
                 self._history().set_session_params(state.session_id, self.stored_params())
@@ -87,8 +95,9 @@ class ChatMemory(QObject):
 
     def opened(self, saved: dict) -> dict:
         """A chat's saved parameters as it opens: its switch taken out of them (a new
-        chat's is on), its request parameters returned (`ChatState.params`)."""
-        params, self._state.memory_on = memories.switch_of(saved)
+        chat's is on) and set through the state's writer, its request parameters returned."""
+        params, on = memories.switch_of(saved)
+        self._ask_on(on)
         return params
 
     def stored_params(self) -> dict:

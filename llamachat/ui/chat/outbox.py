@@ -4,8 +4,9 @@
 session when needed, or a new version of an edited message), sends the request its
 `builder.TurnBuilder` builds (`start`, a `reply.ReplyStream` on the conversation's worker
 threads; `send` may hold it until a cache warm-up it shares a prefix with ended), and
-keeps the replies. It reads the conversation's `ChatState` through the
-builder and never its owner.
+keeps the replies. It reads the conversation's `ChatState` through the builder and
+never writes it: for a question saved into a new session it calls `session_made(id)`,
+and the state's writer makes that session the open one.
 
 A reply History could not take when it ended (a full disk) is kept with its text and
 saved again before the next request (`save_unsaved`): the model is never given a
@@ -68,10 +69,14 @@ class Outbox(QObject):
         context_size: Callable[[], int | None],
         send: Callable[[Turn, Callable[[], None]], None] | None = None,
         parent: QObject | None = None,
+        *,
+        session_made: Callable[[int], None],
     ) -> None:
         super().__init__(parent)
         self._builder = builder
         self._state = builder.state
+        # A question was saved into a new session: the state's writer makes it the open one.
+        self._session_made = session_made
         self._app = app
         self._threads = threads
         self._context_size = context_size
@@ -103,7 +108,8 @@ class Outbox(QObject):
                 prompt_custom=custom,
                 project_id=state.project_id,
             )
-            state.session_id = session_id
+            # Made the open one at once: a save below that fails leaves it open, not lost.
+            self._session_made(session_id)
             if state.mode != ONESHOT and state.loaded:
                 history.set_skills(session_id, state.loaded)
             saved = memories.with_switch(state.params, state.memory_on)

@@ -1,11 +1,12 @@
 """One conversation's loaded skills: loading and unloading them, the skills a typed question
 names, the skills folders followed, and the `/` list re-checked.
 
-`SkillLoader(state, ...)` writes the skill part of its conversation's `ChatState` (the
-loaded names and the store) and is handed what else it needs as callables: the History
-(the chat's skills are saved with it), `forget_system` (the system message holds the
-skills), and the conversation's signals to emit (`changed`, `store_changed`,
-`suggested`, `notice`). It never reaches back into the conversation.
+`SkillLoader(state, ...)` reads its conversation's `ChatState` and asks its writer to
+change the skill part of it (`ask_loaded`: the loaded names, `ask_store`: the store). It
+is handed what else it needs as callables: the History (the chat's skills are saved with
+it), `forget_system` (the system message holds the skills), and the conversation's
+signals to emit (`changed`, `store_changed`, `suggested`, `notice`). It never reaches
+back into the conversation.
 
 Errors: none raised; a save History refuses becomes a `notice`.
 """
@@ -35,6 +36,8 @@ class SkillLoader(QObject):
         cfg: Config,
         *,
         history: Callable[[], History],
+        ask_loaded: Callable[[list[str]], None],
+        ask_store: Callable[[SkillStore | None], None],
         forget_system: Callable[[], None],
         changed: Callable[[list[str]], None],
         store_changed: Callable[[SkillStore | None], None],
@@ -45,6 +48,8 @@ class SkillLoader(QObject):
         super().__init__(parent)
         self.state = state
         self._history = history
+        self._ask_loaded = ask_loaded
+        self._ask_store = ask_store
         self._forget_system = forget_system
         self._changed = changed
         self._store_changed = store_changed
@@ -75,7 +80,7 @@ class SkillLoader(QObject):
     def set_loaded(self, names: list[str], *, persist: bool = True) -> None:
         """Make `names` the loaded skills (saved with a chat-mode session unless not `persist`)."""
         state = self.state
-        state.loaded = list(names)
+        self._ask_loaded(list(names))
         self._forget_system()
         if persist and state.mode == CHAT and state.session_id is not None:
             try:
@@ -170,7 +175,8 @@ class SkillLoader(QObject):
         skills_from = (cfg.skill_roots(), cfg.skills_enabled)
         if skills_from != self._skills_from:
             self._skills_from = skills_from
-            self.state.store = store = turn.skill_store(cfg)
+            store = turn.skill_store(cfg)
+            self._ask_store(store)
             self.set_loaded([n for n in self.state.loaded if store is not None and store.load(n)])
             self._store_changed(store)
 

@@ -1,9 +1,16 @@
 """What a conversation's parts share: its own state, and what they need of the App.
 
 `ChatState` is one conversation as it stands (mode, model, session, loaded skills, its
-parameters, web search, the skills store): its `Conversation` writes it, and the helpers
-it hands it to (`builder.TurnBuilder`, `outbox.Outbox`, `context_watch.ContextWatch`)
-read it, so none of them reaches back into the conversation.
+parameters, web search, the skills store, what is trimmed, temporary, edited, memory).
+One object writes it: its `ChatWriter`, which its `conversation.Conversation` holds
+(`tests/ui/chat/test_state.py` holds that no other module assigns a field). The
+conversation changes it through the writer; the helpers it hands the state to
+(`builder.TurnBuilder`, `outbox.Outbox`, `context_watch.ContextWatch`, `compaction`,
+`skill_loader`, `versions`, `memory`, `sender`) read it and ask for a change through the
+writer's methods they are handed (`Outbox`'s `session_made`, `SkillLoader`'s
+`ask_loaded` and `ask_store`, `Compaction`'s `ask_trimmed`, `Versions`'s and `Sender`'s
+`ask_editing`, `ChatMemory`'s `ask_on`) or a signal the conversation passes on to it
+(`TemporaryChat.changed`), so none of them reaches back into the conversation.
 
 `AppState` is the little of `app.App` they use (the App stays the one owner of the
 configuration and the router and says when they change); `McpTools`, the little of
@@ -15,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from PySide6.QtCore import SignalInstance
+from PySide6.QtCore import QObject, Signal, SignalInstance
 
 from llamachat.config import Config
 from llamachat.history.store import History
@@ -32,7 +39,7 @@ ONESHOT = "oneshot"
 
 @dataclass
 class ChatState:
-    """One conversation as it stands; written by its Conversation only."""
+    """One conversation as it stands; written by its `ChatWriter` only (the others ask it)."""
 
     mode: str
     model: str = ""
@@ -54,6 +61,69 @@ class ChatState:
     memory_on: bool = True
     """The chat's own memory switch (memory also needs `memory_enabled`, and never in a
     temporary chat); saved with the chat's parameters (`memory.ChatMemory.opened`)."""
+
+
+class ChatWriter(QObject):
+    """The one writer of a conversation's `ChatState`: each change the conversation makes
+    or a helper asks for, and a signal where a window follows it."""
+
+    editing_changed = Signal(object)  # the message being edited now (None: none)
+    temporary_changed = Signal(bool)  # a temporary chat began (True) or ended
+
+    def __init__(self, state: ChatState, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.state = state
+
+    def set_model(self, model: str) -> bool:
+        """Make `model` answer the next question; True when it is another one."""
+        changed = model != self.state.model
+        self.state.model = model
+        return changed
+
+    def set_search_on(self, on: bool) -> bool:
+        """Offer web search or not; True when that changed."""
+        changed = on != self.state.search_on
+        self.state.search_on = on
+        return changed
+
+    def set_session(self, session_id: int | None) -> None:
+        """Make `session_id` the open session (None: a chat not saved yet)."""
+        self.state.session_id = session_id
+
+    def set_project(self, project_id: int | None) -> None:
+        """Save a new chat into project `project_id` (None: none)."""
+        self.state.project_id = project_id
+
+    def set_params(self, params: dict) -> None:
+        """Make `params` the request parameters this chat overrides."""
+        self.state.params = params
+
+    def set_loaded(self, names: list[str]) -> None:
+        """Make `names` the skills in effect, in load order."""
+        self.state.loaded = names
+
+    def set_store(self, store: SkillStore | None) -> None:
+        """Make `store` the skills of the configured folders (None: skills off)."""
+        self.state.store = store
+
+    def set_trimmed(self, count: int) -> None:
+        """Leave the `count` oldest messages out of the requests."""
+        self.state.trimmed = count
+
+    def set_memory_on(self, on: bool) -> None:
+        """Turn the chat's own memory switch on or off."""
+        self.state.memory_on = on
+
+    def set_editing(self, message_id: int | None) -> None:
+        """Make `message_id` the message being edited (None: none); `editing_changed` says so."""
+        if message_id != self.state.editing:
+            self.state.editing = message_id
+            self.editing_changed.emit(message_id)
+
+    def set_temporary(self, on: bool) -> None:
+        """The chat is a temporary one (True) or not; `temporary_changed` says so."""
+        self.state.temporary = on
+        self.temporary_changed.emit(on)
 
 
 class McpTools(Protocol):

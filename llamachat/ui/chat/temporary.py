@@ -18,7 +18,7 @@ from PySide6.QtCore import QObject, Signal, SignalInstance
 from llamachat.config import Config
 from llamachat.history.store import History
 from llamachat.router import providers
-from llamachat.ui.chat.state import AppState, ChatState, McpTools
+from llamachat.ui.chat.state import AppState, McpTools
 from llamachat.ui.library.host import LibraryHost
 
 MEMORY = ":memory:"
@@ -40,17 +40,16 @@ def keep(scratch: History, session_id: int, history: History) -> int:
 class TemporaryChat(QObject):
     """Whether the conversation is a temporary chat, and its history in memory while it is."""
 
-    changed = Signal(bool)  # a temporary chat began (True) or ended
+    # A temporary chat began (True) or ended: the state's writer sets `ChatState.temporary` from it.
+    changed = Signal(bool)
 
-    def __init__(self, state: ChatState, parent: QObject | None = None) -> None:
+    def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self._state = state
         self.scratch: History | None = None
 
     def start(self) -> None:
         """From now on the chat is saved in memory only (`keep` copies it out)."""
         self.scratch = scratch_history()
-        self._state.temporary = True
         self.changed.emit(True)
 
     def discard(self) -> None:
@@ -58,7 +57,6 @@ class TemporaryChat(QObject):
         # Dropped, not closed: a reply that was stopped may still save its end into it.
         if self.scratch is not None:
             self.scratch = None
-            self._state.temporary = False
             self.changed.emit(False)
 
 

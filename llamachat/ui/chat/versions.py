@@ -16,7 +16,10 @@ from llamachat.ui.chat.state import CHAT, ONESHOT, ChatState
 
 
 class Versions:
-    """Edit, switch and fork the messages of the chat in `state`, through its history."""
+    """Edit, switch and fork the messages of the chat in `state`, through its history.
+
+    It reads `state` and asks its writer (`state.ChatWriter`) to change which message is
+    edited (`ask_editing`)."""
 
     def __init__(
         self,
@@ -25,7 +28,7 @@ class Versions:
         history: Callable[[], History],
         stop: Callable[[], bool],
         is_streaming: Callable[[], bool],
-        editing: Callable[[object], None],
+        ask_editing: Callable[[int | None], None],
         reset: Callable[[object], None],
         notice: Callable[[str, int], None],
     ) -> None:
@@ -33,15 +36,9 @@ class Versions:
         self._history = history
         self._stop = stop
         self._is_streaming = is_streaming
-        self._editing = editing
+        self._ask_editing = ask_editing
         self._reset = reset
         self._notice = notice
-
-    def set_editing(self, message_id: int | None) -> None:
-        """Make `message_id` the message being edited (None: none); `editing` hears of it."""
-        if message_id != self._state.editing:
-            self._state.editing = message_id
-            self._editing(message_id)
 
     def edit(self, message_id: object) -> MessageRow | None:
         """The sent message to put back in the composer (None when there is none).
@@ -60,7 +57,7 @@ class Versions:
             return None
         if self._state.mode == CHAT:
             self._stop()
-            self.set_editing(message["id"])
+            self._ask_editing(message["id"])
             self._notice(
                 "Editing: sending makes a new version of this message; the old one stays "
                 "(‹ › on the message switches).",
@@ -81,7 +78,7 @@ class Versions:
         except HistoryError as exc:
             self._notice(f"That version could not be shown: {exc}", 0)
             return False
-        self.set_editing(None)
+        self._ask_editing(None)
         self._reset(path)
         return True
 
