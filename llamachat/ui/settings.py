@@ -36,8 +36,8 @@ from PySide6.QtWidgets import (
 
 from llamachat import config
 from llamachat.config import Config, ConfigError
-from llamachat.ui import plain
 from llamachat.router.binary import find_binary
+from llamachat.ui import plain
 from llamachat.ui.desktop import entry, hotkey
 from llamachat.ui.worker_list import WorkerList
 

@@ -41,7 +41,9 @@ class WorkerList(QWidget):
         self.list.addItems(list(addresses))
         self.new_address = QLineEdit()
         self.new_address.setAccessibleName("New RPC worker")
-        self.new_address.setPlaceholderText("host:port of a `llamachat worker`, e.g. 192.168.1.20:50052")
+        self.new_address.setPlaceholderText(
+            "host:port of a `llamachat worker`, e.g. 192.168.1.20:50052"
+        )
         self.new_address.returnPressed.connect(self._on_add_clicked)
         add = QPushButton("Add")
         add.clicked.connect(self._on_add_clicked)

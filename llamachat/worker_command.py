@@ -64,11 +64,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _this_machine() -> str:
     """This machine's address on its network (the one a default route leaves by), or ''."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-        # A UDP connect sends nothing; it only picks the interface.
-        with contextlib.suppress(OSError):
-            sock.connect(("192.0.2.1", 9))
-            return str(sock.getsockname()[0])
+    # A UDP connect sends nothing; it only picks the interface.
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock, contextlib.suppress(OSError):
+        sock.connect(("192.0.2.1", 9))
+        return str(sock.getsockname()[0])
     return ""
 
 

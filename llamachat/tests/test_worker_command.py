@@ -1,4 +1,4 @@
-"""The tests of `llamachat.worker`: `llamachat worker` runs a real ggml-rpc-server."""
+"""The tests of `llamachat.worker_command`: `llamachat worker` runs a real ggml-rpc-server."""
 
 from __future__ import annotations
 
@@ -15,7 +15,15 @@ from llamachat.tests.support import CHECKOUT, real_assets, wait_for
 def _worker(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
     env = dict(os.environ, XDG_CONFIG_HOME=str(tmp_path / "xdg"))
     return subprocess.Popen(
-        [sys.executable, "-m", "llamachat", "--config", str(tmp_path / "config.toml"), "worker", *args],
+        [
+            sys.executable,
+            "-m",
+            "llamachat",
+            "--config",
+            str(tmp_path / "config.toml"),
+            "worker",
+            *args,
+        ],
         cwd=CHECKOUT,
         env=env,
         stdout=subprocess.PIPE,
