@@ -12,7 +12,8 @@ worker's devices and free memory, or why it cannot be used (unreachable, another
 version). `WorkerSet` is the managed server's view: which workers its next start uses
 (`WorkerSet.arguments`: the unusable ones are left out, with a notice, rather than the
 server not starting) and which one was lost when a model server's output says a worker
-went away (`WorkerSet.lost_in`).
+went away (`WorkerSet.lost_in`); `explain` puts that worker's name into the message of
+a reply that failed because of it.
 
 The RPC protocol has no authentication: anyone who reaches a worker's port can run
 code-shaped graphs on it and read its memory. A worker binds to loopback unless told.
@@ -29,6 +30,8 @@ import shutil
 import socket
 import subprocess
 import threading
+import time
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +45,11 @@ DEFAULT_PORT = 50052
 # How long a worker may take to accept a TCP connection before it counts as unreachable.
 CONNECT_TIMEOUT = 2.0
 SURVEY_TIMEOUT = 30.0
+# A reply that fails this long after a worker was lost failed because of it.
+LOST_RECENTLY = 60.0
+# How long a failed reply waits for the server's output to say a worker went away: the
+# router relays its model server's last words and breaks the reply from two threads.
+FAULT_WAIT = 1.0
 
 # "  RPC0: 127.0.0.1:50161 (24105 MiB, 24105 MiB free)" in `--list-devices`.
 _DEVICE_RE = re.compile(
@@ -209,7 +217,7 @@ class WorkerSet:
     """The workers of a managed server: which its next start uses, and which it lost.
 
     Thread-safe: the supervisor thread asks for `arguments` at each start, the log
-    thread feeds the server's output to `lost_in`.
+    thread feeds the server's output to `lost_in`, a reply's thread asks `recently_lost`.
     """
 
     def __init__(
@@ -217,6 +225,7 @@ class WorkerSet:
         addresses: Sequence[str],
         split: Sequence[float] = (),
         *,
+        url: str = "",
         notify: Callable[[str, str], None] | None = None,
     ) -> None:
         self.addresses = tuple(addresses)
@@ -227,7 +236,15 @@ class WorkerSet:
         """The workers the running server was started with."""
         self.left_out: dict[str, str] = {}
         """Workers the last start left out, with the reason."""
+        self.lost: tuple[str, ...] = ()
+        """The workers the last fault took away."""
         self._tail = b""
+        self._fault_at = 0.0
+        self._fault = threading.Event()
+        self._probed = threading.Event()
+        if url and self.addresses:
+            with _SETS_LOCK:
+                _SETS[url.rstrip("/")] = self
 
     def arguments(self, llama_server: Path) -> list[str]:
         """``--rpc`` (and ``--tensor-split``) for the workers that can be used now."""
@@ -260,9 +277,15 @@ class WorkerSet:
             in_use = self.in_use
         if not _FAULT_RE.search(text):
             return []
+        self._fault.set()
         lost = [address for address in in_use if not answers(address)]
         with self._lock:
-            self.in_use = tuple(a for a in self.in_use if a not in lost)
+            # The last words of one fault come in several reads: only a loss counts.
+            if lost:
+                self._fault_at = time.monotonic()
+                self.in_use = tuple(a for a in self.in_use if a not in lost)
+                self.lost = tuple(lost)
+        self._probed.set()
         for address in lost:
             self._say(
                 "worker_lost",
@@ -271,7 +294,35 @@ class WorkerSet:
             )
         return lost
 
+    def recently_lost(self, wait: float = FAULT_WAIT) -> tuple[str, ...]:
+        """The workers a fault of the last minute took away; waits `wait` s for one to show."""
+        if not self._fault.wait(wait):
+            return ()
+        self._probed.wait(CONNECT_TIMEOUT + 1)
+        with self._lock:
+            recent = time.monotonic() - self._fault_at <= LOST_RECENTLY
+            return self.lost if recent else ()
+
     def _say(self, kind: str, message: str) -> None:
         log.warning("%s", message)
         if self._notify is not None:
             self._notify(kind, message)
+
+
+# The worker sets of this process's managed servers, by URL, for `explain`.
+_SETS: weakref.WeakValueDictionary[str, WorkerSet] = weakref.WeakValueDictionary()
+_SETS_LOCK = threading.Lock()
+
+
+def explain(url: str, message: str) -> str:
+    """`message` of a reply from `url` that failed, naming the RPC worker lost meanwhile."""
+    with _SETS_LOCK:
+        workers = _SETS.get(url.rstrip("/"))
+    lost = workers.recently_lost() if workers is not None else ()
+    if not lost:
+        return message
+    names = ", ".join(lost)
+    return (
+        f"RPC worker {names} was lost during this reply (it stopped answering). "
+        f"llama-server restarts without it: Retry the reply. ({message})"
+    )

@@ -244,7 +244,7 @@ class ManagedServer:
         """Missed /health answers in a row after which the server counts as hung."""
         self.api_key = secrets.token_urlsafe(32)
         """The key the server wants on every endpoint but /health; never logged."""
-        self.workers = WorkerSet(cfg.rpc_workers, cfg.rpc_split, notify=self._emit)
+        self.workers = WorkerSet(cfg.rpc_workers, cfg.rpc_split, url=self.url, notify=self._emit)
         """The RPC workers (rpc_workers) the server spreads models over."""
 
     @property

@@ -13,7 +13,13 @@ import pytest
 from llamachat.config import Config
 from llamachat.router.client import Client
 from llamachat.router.errors import BackendError
-from llamachat.router.rpc_workers import WorkerSet, parse_survey, split_arguments, survey
+from llamachat.router.rpc_workers import (
+    WorkerSet,
+    explain,
+    parse_survey,
+    split_arguments,
+    survey,
+)
 from llamachat.router.server import ManagedServer, free_port
 from llamachat.tests.support import (
     SMOL_ID,
@@ -145,11 +151,15 @@ class TestRpcWorkers:
             # restarts without it and Retry answers.
             client = Client(server.url)
             story = [{"role": "user", "content": "Write a long story about a lighthouse."}]
-            with pytest.raises(BackendError):
+            with pytest.raises(BackendError) as failed:
                 for kind, _value in client.stream_chat(SMOL_ID, story, params={"max_tokens": 300}):
                     if kind == "content" and second_proc.poll() is None:
                         second_proc.kill()
             client.close()
+            # What the reply says (the chat's stream worker asks `explain`).
+            said = explain(server.url, failed.value.message)
+            assert said.startswith(f"RPC worker {second} was lost during this reply"), said
+            assert "Retry" in said
             lost = wait_for(
                 lambda: [m for k, m in events if k == "worker_lost"], 20, "the lost worker's notice"
             )
