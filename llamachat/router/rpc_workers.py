@@ -56,6 +56,10 @@ _DEVICE_RE = re.compile(
     r"^\s*(?P<name>RPC\d+):\s+(?P<address>\S+)\s+\((?P<total>\d+) MiB, (?P<free>\d+) MiB free\)",
     re.MULTILINE,
 )
+# This machine's own devices too: "  Vulkan0: AMD Radeon RX (8176 MiB, 7900 MiB free)".
+_LOCAL_DEVICE_RE = re.compile(
+    r"^\s*(?P<name>\w+):\s+.*\((?P<total>\d+) MiB, (?P<free>\d+) MiB free\)\s*$", re.MULTILINE
+)
 _FAILED_RE = re.compile(r"Failed to connect to (?P<address>\S+)")
 _MISMATCH_RE = re.compile(r"RPC server version mismatch: (?P<version>[\d.]+)")
 # What a model server prints when a worker stops answering mid-load or mid-reply; it
@@ -168,9 +172,43 @@ def parse_survey(text: str, addresses: Sequence[str]) -> list[WorkerStatus]:
             statuses.append(WorkerStatus(address, tuple(devices[address])))
         else:
             statuses.append(
-                WorkerStatus(address, problem=problems.get(address, "it lists no device"))
+                WorkerStatus(address, problem=problems.get(address, "it does not answer"))
             )
     return statuses
+
+
+def _list_devices(llama_server: Path, addresses: Sequence[str], timeout: float) -> str:
+    """What ``llama-server --rpc <those that answer> --list-devices`` prints."""
+    # A machine that is off would hold llama-server's own connect for minutes: a short
+    # TCP check first, all workers at once, and only those that answer are asked.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=min(8, len(addresses) or 1)) as pool:
+        reachable = dict(zip(addresses, pool.map(answers, addresses), strict=True))
+    asked = [a for a in addresses if reachable[a]]
+    # --rpc first: llama-server lists the devices as soon as it reads --list-devices.
+    cmd = [*launch_prefix(llama_server)] + (["--rpc", ",".join(asked)] if asked else [])
+    cmd.append("--list-devices")
+    try:
+        done = subprocess.run(
+            cmd,
+            capture_output=True,
+            timeout=timeout,
+            env=launch_environment(llama_server),
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        log.info("could not ask %s about its devices: %s", llama_server, exc)
+        return ""
+    return (done.stdout + done.stderr).decode("utf-8", "replace")
+
+
+def local_devices(text: str) -> tuple[Device, ...]:
+    """This machine's own devices (GPUs) in what ``--list-devices`` printed."""
+    return tuple(
+        Device(m["name"], int(m["total"]), int(m["free"]))
+        for m in _LOCAL_DEVICE_RE.finditer(text)
+        if not m["name"].startswith("RPC")
+    )
 
 
 def survey(
@@ -179,28 +217,31 @@ def survey(
     """Each worker's devices and free memory, or why it cannot be used, asked of llama-server."""
     if not addresses:
         return []
-    # A machine that is off would hold llama-server's own connect for minutes: a short
-    # TCP check first, all workers at once, and only those that answer are asked.
-    with concurrent.futures.ThreadPoolExecutor(max_workers=min(8, len(addresses))) as pool:
-        reachable = dict(zip(addresses, pool.map(answers, addresses), strict=True))
-    asked = [a for a in addresses if reachable[a]]
-    text = ""
-    if asked:
-        try:
-            done = subprocess.run(
-                [*launch_prefix(llama_server), "--rpc", ",".join(asked), "--list-devices"],
-                capture_output=True,
-                timeout=timeout,
-                env=launch_environment(llama_server),
-                stdin=subprocess.DEVNULL,
-                check=False,
-            )
-            text = (done.stdout + done.stderr).decode("utf-8", "replace")
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            log.info("could not ask %s about the RPC workers: %s", llama_server, exc)
-            text = ""
-    found = {status.address: status for status in parse_survey(text, asked)}
-    return [found.get(a) or WorkerStatus(a, problem="it does not answer") for a in addresses]
+    return parse_survey(_list_devices(llama_server, addresses, timeout), addresses)
+
+
+def available_mib() -> int:
+    """This machine's memory free for a model (MemAvailable), in MiB; 0 when unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) // 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def fit_note(model_mib: int, local_mib: int, workers_mib: int) -> str:
+    """Whether a model of `model_mib` fits alone, only with the workers, or not at all."""
+    if not model_mib or not local_mib:
+        return ""
+    if model_mib <= local_mib:
+        return "Fits on this machine alone"
+    have = f"{model_mib:,} MiB; this machine has {local_mib:,} MiB free"
+    if model_mib <= local_mib + workers_mib:
+        return f"Fits only with the RPC workers ({have}, the workers {workers_mib:,} MiB more)"
+    return f"Too big even with the RPC workers ({have}, the workers {workers_mib:,} MiB more)"
 
 
 def split_arguments(split: Sequence[float], used: Sequence[int], workers: int) -> list[str]:
@@ -238,6 +279,10 @@ class WorkerSet:
         """Workers the last start left out, with the reason."""
         self.lost: tuple[str, ...] = ()
         """The workers the last fault took away."""
+        self.statuses: tuple[WorkerStatus, ...] = ()
+        """What the last start found of each worker."""
+        self.local_devices: tuple[Device, ...] = ()
+        """This machine's own devices (GPUs) as the last start found them."""
         self._tail = b""
         self._fault_at = 0.0
         self._fault = threading.Event()
@@ -250,8 +295,11 @@ class WorkerSet:
         """``--rpc`` (and ``--tensor-split``) for the workers that can be used now."""
         if not self.addresses:
             return []
-        statuses = survey(llama_server, self.addresses)
+        text = _list_devices(llama_server, self.addresses, SURVEY_TIMEOUT)
+        statuses = parse_survey(text, self.addresses)
         with self._lock:
+            self.statuses = tuple(statuses)
+            self.local_devices = local_devices(text)
             self.in_use = tuple(s.address for s in statuses if s.usable)
             self.left_out = {s.address: s.problem for s in statuses if not s.usable}
             self._tail = b""
@@ -293,6 +341,19 @@ class WorkerSet:
                 "restarts without it. Retry the reply.",
             )
         return lost
+
+    def fit(self, model_file: str) -> str:
+        """Whether the GGUF `model_file` fits alone or only with the workers ('' if unknown)."""
+        if not self.addresses or not model_file:
+            return ""
+        try:
+            model_mib = Path(model_file).stat().st_size // (1024 * 1024)
+        except OSError:
+            return ""
+        with self._lock:
+            workers = sum(s.free_mib for s in self.statuses if s.address in self.in_use)
+            local = available_mib() + sum(d.free_mib for d in self.local_devices)
+        return fit_note(model_mib, local, workers)
 
     def recently_lost(self, wait: float = FAULT_WAIT) -> tuple[str, ...]:
         """The workers a fault of the last minute took away; waits `wait` s for one to show."""

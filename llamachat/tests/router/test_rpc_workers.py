@@ -15,6 +15,7 @@ from llamachat.router.client import Client
 from llamachat.router.errors import BackendError
 from llamachat.router.rpc_workers import (
     WorkerSet,
+    available_mib,
     explain,
     parse_survey,
     split_arguments,
@@ -38,29 +39,35 @@ _OLD_HELLO = struct.pack("<Q", 28) + bytes([3, 0, 0, 0]) + bytes(24)
 def old_worker() -> Iterator[str]:
     """A worker of another llama.cpp version: it answers HELLO with protocol 3.0.0."""
     listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.1)
     stop = threading.Event()
 
+    def answer(conn: socket.socket) -> None:
+        with conn:
+            conn.settimeout(5)
+            try:
+                if conn.recv(64):
+                    conn.sendall(_OLD_HELLO)
+                    conn.recv(64)
+            except OSError:
+                pass
+
     def serve() -> None:
+        # Each connection on its own thread: llama-server's is answered at once, whatever
+        # else (a reachability check) came first.
         while not stop.is_set():
             try:
                 conn, _ = listener.accept()
-            except OSError:
-                return
-            with conn:
-                conn.settimeout(5)
-                try:
-                    if conn.recv(64):
-                        conn.sendall(_OLD_HELLO)
-                        conn.recv(64)
-                except OSError:
-                    pass
+            except TimeoutError:
+                continue
+            threading.Thread(target=answer, args=(conn,), daemon=True).start()
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     yield f"127.0.0.1:{listener.getsockname()[1]}"
     stop.set()
-    listener.close()
     thread.join(5)
+    listener.close()
 
 
 class TestRpcWorkers:
@@ -115,6 +122,29 @@ class TestRpcWorkers:
         assert [kind for kind, _ in notices] == ["worker_left_out", "worker_left_out"]
         assert f"RPC worker {gone} is left out: it does not answer" in notices[0][1]
         assert old_worker in notices[1][1] and "another llama.cpp version" in notices[1][1]
+
+    def test_rpc_workers_fit_tells_alone_from_only_with_the_workers(
+        self, rpc_worker, tmp_path: Path
+    ) -> None:
+        binary, _model = real_assets()
+        up, _ = rpc_worker()
+        workers = WorkerSet([up])
+        workers.arguments(binary)
+        lent = workers.statuses[0].free_mib
+        local = available_mib() + sum(d.free_mib for d in workers.local_devices)
+
+        def gguf(name: str, mib: int) -> str:
+            path = tmp_path / name
+            with path.open("wb") as out:
+                out.truncate(mib * 1024 * 1024)  # sparse: only its size is read
+            return str(path)
+
+        assert workers.fit(gguf("small.gguf", 1)) == "Fits on this machine alone"
+        assert workers.fit(gguf("big.gguf", local + lent // 2)).startswith(
+            "Fits only with the RPC workers"
+        )
+        assert workers.fit(gguf("huge.gguf", local + lent + 1024)).startswith("Too big even")
+        assert WorkerSet([]).fit(gguf("none.gguf", 1)) == ""
 
     @pytest.mark.real_router
     def test_rpc_workers_managed_server_spreads_the_model_and_survives_a_lost_worker(
