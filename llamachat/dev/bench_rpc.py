@@ -23,8 +23,9 @@ from llamachat.router.binary import find_binary, launch_environment
 from llamachat.router.client import Client
 from llamachat.router.rpc_workers import answers, rpc_server_binary, worker_command
 from llamachat.router.server import ManagedServer, free_port
+from llamachat.turn import Turn
 
-PROMPT = [{"role": "user", "content": "Write a short story about a lighthouse keeper."}]
+PROMPT = ({"role": "user", "content": "Write a short story about a lighthouse keeper."},)
 
 
 def _start_worker(binary: Path, log: Path) -> tuple[str, subprocess.Popen[bytes]]:
@@ -67,7 +68,7 @@ def _tokens_per_second(
         try:
             timings: dict = {}
             params = {"max_tokens": max_tokens, "temperature": 0, "ignore_eos": True}
-            for kind, value in client.stream_chat(model, PROMPT, params=params):
+            for kind, value in client.stream_chat(Turn(model, history=PROMPT, params=params)):
                 if kind == "stats" and isinstance(value, dict):
                     timings = value.get("timings") or {}
         finally:

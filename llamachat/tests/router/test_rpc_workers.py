@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from llamachat.config import Config
+from llamachat.errors import BackendError
 from llamachat.router.client import Client
-from llamachat.router.errors import BackendError
 from llamachat.router.rpc_workers import (
     WorkerSet,
     available_mib,
@@ -27,6 +27,7 @@ from llamachat.tests.support import (
     real_assets,
     smol_models_folder,
     stream_reply,
+    turn_of,
     wait_for,
 )
 
@@ -182,7 +183,8 @@ class TestRpcWorkers:
             client = Client(server.url)
             story = [{"role": "user", "content": "Write a long story about a lighthouse."}]
             with pytest.raises(BackendError) as failed:
-                for kind, _value in client.stream_chat(SMOL_ID, story, params={"max_tokens": 300}):
+                long_turn = turn_of(story, model=SMOL_ID, params={"max_tokens": 300})
+                for kind, _value in client.stream_chat(long_turn):
                     if kind == "content" and second_proc.poll() is None:
                         second_proc.kill()
             client.close()
