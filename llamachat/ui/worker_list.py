@@ -39,11 +39,12 @@ class WorkerList(QWidget):
         self.list.setAccessibleName("RPC workers")
         self.list.setMaximumHeight(80)
         self.list.addItems(list(addresses))
+        # The warning stays at hand once Test has replaced it below.
+        self.list.setToolTip(plain.tooltip(NO_AUTH_WARNING))
         self.new_address = QLineEdit()
         self.new_address.setAccessibleName("New RPC worker")
-        self.new_address.setPlaceholderText(
-            "host:port of a `llamachat worker`, e.g. 192.168.1.20:50052"
-        )
+        self.new_address.setPlaceholderText("host:port, e.g. 192.168.1.20:50052")
+        self.new_address.setToolTip("The address `llamachat worker` printed on the other machine")
         self.new_address.returnPressed.connect(self._on_add_clicked)
         add = QPushButton("Add")
         add.clicked.connect(self._on_add_clicked)
