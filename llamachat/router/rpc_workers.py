@@ -13,10 +13,12 @@ version). `WorkerSet` is the managed server's view: which workers its next start
 (`WorkerSet.arguments`: the unusable ones are left out, with a notice, rather than the
 server not starting) and which one was lost when a model server's output says a worker
 went away (`WorkerSet.lost_in`); `explain` puts that worker's name into the message of
-a reply that failed because of it.
+a reply that failed because of it, and `WorkerSet.fit` tells a model that fits on this
+machine alone from one that fits only with the workers (`fit_note`, from the sizes known:
+the GGUF's, this machine's free memory and GPUs, the workers' free memory).
 
-The RPC protocol has no authentication: anyone who reaches a worker's port can run
-code-shaped graphs on it and read its memory. A worker binds to loopback unless told.
+The RPC protocol has no authentication: anyone who reaches a worker's port can use its
+memory and compute and read what is in it. A worker binds to loopback unless told.
 
 Errors: none raised; a worker that cannot be used is a `WorkerStatus` with a ``problem``.
 """
