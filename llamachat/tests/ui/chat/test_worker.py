@@ -318,6 +318,6 @@ class TestWorker:
             )
             qtbot.waitUntil(lambda: not window.is_streaming(), timeout=60000)
             answer = last_saved_message(history, window)
-            assert answer["status"] == "complete" and answer["content"]
+            assert answer["status"] == "complete" and answer["content"], answer["error"]
         finally:
             server.stop()
