@@ -3,8 +3,8 @@
 `SettingsDialog(cfg)` (accessible name "Settings") edits the router URL, the name
 of the API key's environment variable, the search URL, the skills folders, the
 default model, the theme, the quick ask shortcut (`shortcut_note`: how it stands),
-autostart and the RPC workers (`worker_list.WorkerList`: add, remove, test). Save writes only the keys the user changed, through
-`store` (the App's `save_settings`, which applies them in every window; by default
+autostart and the RPC workers (`models.worker_list.WorkerList`: add, remove, test).
+Save writes only the keys the user changed, through `store` (the App's `save_settings`, which applies them in every window; by default
 `config.update_file` alone), which keeps the user's comments and layout and refuses
 a file that would not load; the refusal's message is shown in the dialog and
 nothing is written. A successful save emits `saved(Config)` with the file as
@@ -39,7 +39,7 @@ from llamachat.config import Config, ConfigError
 from llamachat.router.binary import find_binary
 from llamachat.ui import plain
 from llamachat.ui.desktop import entry, hotkey
-from llamachat.ui.worker_list import WorkerList
+from llamachat.ui.models.worker_list import WorkerList
 
 log = logging.getLogger(__name__)
 

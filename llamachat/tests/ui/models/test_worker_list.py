@@ -1,4 +1,4 @@
-"""The tests of `llamachat.ui.worker_list`: the RPC workers in Settings."""
+"""The tests of `llamachat.ui.models.worker_list`: the RPC workers in Settings."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from PySide6.QtWidgets import QPushButton
 from llamachat import config
 from llamachat.router.server import free_port
 from llamachat.tests.support import real_assets
+from llamachat.ui.models.worker_list import WorkerList
 from llamachat.ui.settings import SettingsDialog
-from llamachat.ui.worker_list import WorkerList
 
 
 def _button(widget: WorkerList, text: str) -> QPushButton:
