@@ -387,5 +387,5 @@ def explain(url: str, message: str) -> str:
     names = ", ".join(lost)
     return (
         f"RPC worker {names} was lost during this reply (it stopped answering). "
-        f"llama-server restarts without it: Retry the reply. ({message})"
+        f"llama-server restarts without it: Retry the reply. Details: {message}"
     )
