@@ -49,9 +49,6 @@ CONNECT_TIMEOUT = 2.0
 SURVEY_TIMEOUT = 30.0
 # A reply that fails this long after a worker was lost failed because of it.
 LOST_RECENTLY = 60.0
-# How long a failed reply waits for the server's output to say a worker went away: the
-# router relays its model server's last words and breaks the reply from two threads.
-FAULT_WAIT = 1.0
 
 # "  RPC0: 127.0.0.1:50161 (24105 MiB, 24105 MiB free)" in `--list-devices`.
 _DEVICE_RE = re.compile(
@@ -260,7 +257,8 @@ class WorkerSet:
     """The workers of a managed server: which its next start uses, and which it lost.
 
     Thread-safe: the supervisor thread asks for `arguments` at each start, the log
-    thread feeds the server's output to `lost_in`, a reply's thread asks `recently_lost`.
+    thread feeds the server's output to `lost_in`, a reply's thread asks `recently_lost`
+    (`explain`).
     """
 
     def __init__(
@@ -287,8 +285,6 @@ class WorkerSet:
         """This machine's own devices (GPUs) as the last start found them."""
         self._tail = b""
         self._fault_at = 0.0
-        self._fault = threading.Event()
-        self._probed = threading.Event()
         if url and self.addresses:
             with _SETS_LOCK:
                 _SETS[url.rstrip("/")] = self
@@ -327,7 +323,6 @@ class WorkerSet:
             in_use = self.in_use
         if not _FAULT_RE.search(text):
             return []
-        self._fault.set()
         lost = [address for address in in_use if not answers(address)]
         with self._lock:
             # The last words of one fault come in several reads: only a loss counts.
@@ -335,7 +330,6 @@ class WorkerSet:
                 self._fault_at = time.monotonic()
                 self.in_use = tuple(a for a in self.in_use if a not in lost)
                 self.lost = tuple(lost)
-        self._probed.set()
         for address in lost:
             self._say(
                 "worker_lost",
@@ -357,14 +351,13 @@ class WorkerSet:
             local = available_mib() + sum(d.free_mib for d in self.local_devices)
         return fit_note(model_mib, local, workers)
 
-    def recently_lost(self, wait: float = FAULT_WAIT) -> tuple[str, ...]:
-        """The workers a fault of the last minute took away; waits `wait` s for one to show."""
-        if not self._fault.wait(wait):
-            return ()
-        self._probed.wait(CONNECT_TIMEOUT + 1)
+    def recently_lost(self) -> tuple[str, ...]:
+        """The workers a fault of the last minute took away, and those in use that no longer
+        answer: the server's output may not have told yet (the router relays it late)."""
         with self._lock:
-            recent = time.monotonic() - self._fault_at <= LOST_RECENTLY
-            return self.lost if recent else ()
+            recent = self.lost if time.monotonic() - self._fault_at <= LOST_RECENTLY else ()
+            in_use = self.in_use
+        return recent + tuple(a for a in in_use if a not in recent and not answers(a))
 
     def _say(self, kind: str, message: str) -> None:
         log.warning("%s", message)
