@@ -290,7 +290,10 @@ class TestWorker:
             rpc_workers=(first, second),
             server_args=("--ctx-size", "1024"),
         )
-        server = ManagedServer(cfg, log_path=tmp_path / "server.log")
+        kinds: list[str] = []
+        server = ManagedServer(
+            cfg, log_path=tmp_path / "server.log", on_event=lambda kind, _m: kinds.append(kind)
+        )
         server.start()
         try:
             assert server.wait_ready(60), server.log_file.tail()
@@ -310,9 +313,11 @@ class TestWorker:
             view = window.messages.last_assistant()
             assert failed["error"] in reply_label_texts(view)
 
+            # Ready again after the restart: until the old router has gone, it still runs.
             qtbot.waitUntil(
-                lambda: server.workers.in_use == (first,) and server.is_running(), timeout=30000
+                lambda: kinds.count("ready") == 2 and server.is_running(), timeout=30000
             )
+            assert server.workers.in_use == (first,)
             qtbot.mouseClick(
                 visible_widget_named(view, QAbstractButton, "Retry"), Qt.MouseButton.LeftButton
             )
