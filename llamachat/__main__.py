@@ -3,6 +3,7 @@
     llamachat [--config PATH] [--version]      open the chat window
     llamachat ask ["question"]                 the quick window (asking at once when given)
     llamachat ask --print "question"           the answer on stdout, no window (llamachat.cli)
+    llamachat worker [--host H] [--port P]     lend this machine to llama.cpp elsewhere (worker_command)
     llamachat --install-desktop                the menu entry and icon (ui.desktop.entry);
     llamachat --uninstall-desktop              and their removal
 
@@ -36,7 +37,7 @@ from typing import TYPE_CHECKING
 
 import platformdirs
 
-from llamachat import __version__, cli, config, outside, qt_platform
+from llamachat import __version__, cli, config, outside, qt_platform, worker_command
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -103,6 +104,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cli.add_arguments(ask)
     ask.set_defaults(run=_run_ask)
+    lend = commands.add_parser(
+        "worker",
+        help="lend this machine's memory and compute to llama.cpp on another machine",
+        description="Run llama.cpp's ggml-rpc-server: another machine's llamachat lists this "
+        "one in rpc_workers and spreads models over it. The RPC protocol has no "
+        "authentication: a trusted network only, or an SSH tunnel.",
+    )
+    worker_command.add_arguments(lend)
+    lend.set_defaults(run=worker_command.run)
     return parser
 
 

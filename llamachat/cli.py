@@ -44,7 +44,7 @@ from llamachat.history import memories
 from llamachat.history.store import History, HistoryError
 from llamachat.outside import say, visible_controls
 from llamachat.router import client as backend
-from llamachat.router import providers, server
+from llamachat.router import providers, rpc_workers, server
 from llamachat.router.models import Models
 from llamachat.tools import mcp
 
@@ -437,7 +437,9 @@ def _stream(
                 log.info("%s: %s", kind, value)
             record.update(content, reasoning)
     except backend.BackendError as exc:
-        status, error, code = "error", exc.message or str(exc), EXIT_FAILED
+        # Named when a worker of the server this command started was lost meanwhile.
+        error = rpc_workers.explain(client.base_url, exc.message or str(exc))
+        status, code = "error", EXIT_FAILED
     except KeyboardInterrupt:
         status, code = "stopped", EXIT_INTERRUPTED
     except BrokenPipeError:

@@ -35,6 +35,7 @@ from llamachat.config.definitions import (
     THEMES,
     Key,
     Kind,
+    worker_address_problem,
 )
 from llamachat.config.load import (
     Config,
@@ -68,5 +69,6 @@ __all__ = [
     "mcp_json_servers",
     "update_file",
     "update_text",
+    "worker_address_problem",
     "write_default",
 ]

@@ -51,6 +51,8 @@ _NUMBER = Kind((int, float), "a number")
 
 _STR_LIST = Kind((list,), "a list of strings", str_items=True)
 
+_NUMBER_LIST = Kind((list,), "a list of numbers")
+
 _TABLES = Kind((list,), "a list of [[providers]] tables", tables=True)
 
 _SERVER_TABLES = Kind((list,), "a list of [[mcp_servers]] tables", tables=True)
@@ -75,6 +77,31 @@ def _no_less_than_zero(name: str) -> Callable[[Any], str | None]:
 
 OVERFLOW_POLICIES = ("ask", "compact", "trim", "refuse")
 """What `context_overflow` may say (`compact.POLICIES`)."""
+
+
+def worker_address_problem(value: str) -> str | None:
+    """Why `value` is not an RPC worker address host:port (None when it is one)."""
+    host, sep, port = value.rpartition(":")
+    if not sep or not host.strip("[]") or not port.isdigit() or not 0 < int(port) < 65536:
+        return f"a worker address is host:port, like 192.168.1.20:50052; got {value!r}"
+    if any(c.isspace() or c == "," for c in value):
+        return f"a worker address has no spaces or commas; got {value!r}"
+    return None
+
+
+def _worker_addresses(value: list[str]) -> str | None:
+    problems = (worker_address_problem(address) for address in value)
+    problem = next((p for p in problems if p), None)
+    return f"rpc_workers: {problem}" if problem else None
+
+
+def _shares(value: list[Any]) -> str | None:
+    for share in value:
+        if isinstance(share, bool) or not isinstance(share, int | float):
+            return f"rpc_split must be a list of numbers, got {share!r} in it"
+        if not math.isfinite(share) or share < 0:
+            return f"rpc_split shares must be 0 or more, got {share}"
+    return None
 
 
 def _overflow(value: Any) -> str | None:
@@ -405,6 +432,28 @@ KEYS: tuple[Key, ...] = (
         _STR_LIST,
         "More command-line arguments for the managed server.",
         example=["--ctx-size", "16384", "--n-gpu-layers", "99"],
+    ),
+    Key(
+        "rpc_workers",
+        [],
+        _STR_LIST,
+        "Other machines lending their memory and compute to the managed server, as\n"
+        "host:port of a `llamachat worker` (llama.cpp's ggml-rpc-server) on each: the\n"
+        "server starts with --rpc and spreads a model's layers over them. A worker that\n"
+        "does not answer at start is left out, with a notice. The RPC protocol has no\n"
+        "authentication: a trusted network only, or an SSH tunnel.",
+        example=["192.168.1.20:50052"],
+        check=_worker_addresses,
+    ),
+    Key(
+        "rpc_split",
+        [],
+        _NUMBER_LIST,
+        "How much of a model each machine takes (llama-server --tensor-split): one share\n"
+        "per worker in the order of rpc_workers, then this machine's GPUs. Empty:\n"
+        "llama.cpp shares by free memory.",
+        example=[3, 1],
+        check=_shares,
     ),
     Key(
         "sleep_idle_seconds",

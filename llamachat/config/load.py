@@ -131,6 +131,8 @@ class Config:
     models_dir: Path = field(default_factory=lambda: _data_dir() / "models")
     models_preset: Path | None = None
     server_args: tuple[str, ...] = ()
+    rpc_workers: tuple[str, ...] = ()
+    rpc_split: tuple[float, ...] = ()
     idle_timeout: float = _default("idle_timeout")
     font_size: int = _default("font_size")
     sleep_idle_seconds: int = _default("sleep_idle_seconds")
@@ -257,6 +259,8 @@ def _build(data: dict[str, Any], path: Path) -> Config:
         models_dir=folder("models_dir", data_dir / "models"),
         models_preset=resolve_path(v["models_preset"], path) if v["models_preset"] else None,
         server_args=tuple(v["server_args"]),
+        rpc_workers=tuple(v["rpc_workers"]),
+        rpc_split=tuple(float(share) for share in v["rpc_split"]),
         idle_timeout=float(v["idle_timeout"]),
         font_size=v["font_size"],
         sleep_idle_seconds=v["sleep_idle_seconds"],

@@ -42,6 +42,8 @@ a process of its own (as llama-server would):
    10 messages each, some regenerated answers) read, checked and written by
    `file_import.import_chats`; then the same file through the sidebar's `ChatImporter` (a worker
    thread, its progress dialog) while a heartbeat measures the event loop's stalls.
+14. RPC workers (full run only; information): the real model's tokens/s alone, through
+   one ggml-rpc-server and through two on loopback (`bench_rpc.run`): the protocol's cost.
 
 ``--smoke`` uses small sizes (the CI run, well under a minute). ``--json`` prints the
 figures as JSON instead of the table.
@@ -1088,6 +1090,23 @@ def bench_context(n_messages: int = 5_000, n_skills: int = 10) -> Figure:
     )
 
 
+def bench_rpc(model_file: Path | None) -> Figure:
+    """Tokens/s of the real model alone, through one RPC worker and two on loopback."""
+    from llamachat.dev import bench_rpc as rpc_bench
+
+    name = "RPC workers: tokens/s alone, 1 and 2 workers on loopback"
+    if model_file is None or not model_file.is_file():
+        return Figure(name, f"skipped: {model_file} is missing", "information", None)
+    speeds = rpc_bench.run(model_file)
+    return Figure(
+        name,
+        " / ".join(f"{speeds[n]:.1f}" for n in (0, 1, 2)),
+        "information (the protocol's cost)",
+        None,
+        {str(n): speed for n, speed in speeds.items()},
+    )
+
+
 def bench_library(pages: int, passages: int) -> list[Figure]:
     """Indexing `pages` PDF pages, the window's stalls meanwhile, a query over `passages`."""
     from llamachat.dev import bench_library as library_bench
@@ -1268,8 +1287,8 @@ def bench_import(n_chats: int) -> list[Figure]:
 # ---------------------------------------------------------------- the suite
 
 
-def run(sizes: Sizes, *, model_file: Path | None = None) -> list[Figure]:
-    """Measure every figure at `sizes`, in the table's order."""
+def run(sizes: Sizes, *, model_file: Path | None = None, rpc: bool = False) -> list[Figure]:
+    """Measure every figure at `sizes`, in the table's order (the RPC workers' if `rpc`)."""
     figures = [
         bench_send(sizes.skills, sizes.sends),
         *bench_live(sizes.history_tokens, sizes.live_tokens, sizes.slow_tokens),
@@ -1284,6 +1303,8 @@ def run(sizes: Sizes, *, model_file: Path | None = None) -> list[Figure]:
         *bench_library(sizes.library_pages, sizes.library_passages),
         *bench_import(sizes.import_chats),
     ]
+    if rpc:
+        figures.append(bench_rpc(model_file))
     return figures
 
 
@@ -1322,7 +1343,8 @@ def main(argv: list[str] | None = None) -> int:
     sizes = SMOKE if args.smoke else FULL
     about = machine()
     started = time.perf_counter()
-    figures = run(sizes, model_file=_model_path(args.model))
+    # Three real servers and a reply each: the full run only.
+    figures = run(sizes, model_file=_model_path(args.model), rpc=not args.smoke)
     elapsed = time.perf_counter() - started
     if args.json:
         print(

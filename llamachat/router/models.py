@@ -49,6 +49,8 @@ class ModelInfo:
     """0..1 of a load or download in progress, when the router says; None otherwise."""
     stage: str = ""
     """The load stage the router reports (e.g. "text_model"), while loading."""
+    file: str = ""
+    """The GGUF the router starts the model from (its ``--model`` argument), when it says."""
 
     @property
     def accepts_images(self) -> bool:
@@ -84,7 +86,18 @@ def parse_model(entry: dict, *, provider: str = "") -> ModelInfo | None:
         error=error,
         provider=provider,
         progress=_progress(raw.get("progress")) if isinstance(raw, dict) else None,
+        file=_model_file(raw.get("args")) if isinstance(raw, dict) else "",
     )
+
+
+def _model_file(args: object) -> str:
+    """The value of ``--model`` (or ``-m``) in a router's list of a model's arguments."""
+    if not isinstance(args, list):
+        return ""
+    for flag, value in itertools.pairwise(args):
+        if flag in ("--model", "-m") and isinstance(value, str):
+            return value
+    return ""
 
 
 def failure_text(exit_code: object) -> str:

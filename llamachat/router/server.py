@@ -58,6 +58,7 @@ from llamachat.router.binary import (
 )
 from llamachat.router.lock import ServerLock, config_suffix, default_lock_path, is_loopback
 from llamachat.router.model_files import default_preset_path
+from llamachat.router.rpc_workers import WorkerSet
 
 if TYPE_CHECKING:
     from llamachat.config import Config
@@ -243,6 +244,8 @@ class ManagedServer:
         """Missed /health answers in a row after which the server counts as hung."""
         self.api_key = secrets.token_urlsafe(32)
         """The key the server wants on every endpoint but /health; never logged."""
+        self.workers = WorkerSet(cfg.rpc_workers, cfg.rpc_split, url=self.url, notify=self._emit)
+        """The RPC workers (rpc_workers) the server spreads models over."""
 
     @property
     def url(self) -> str:
@@ -290,6 +293,7 @@ class ManagedServer:
         cmd += ["--models-preset", str(self.preset_path.resolve())]
         if self.sleeps_when_idle():
             cmd += ["--sleep-idle-seconds", str(self.cfg.sleep_idle_seconds)]
+        cmd += self.workers.arguments(binary)
         cmd += list(self.cfg.server_args)
         return cmd
 
@@ -490,6 +494,9 @@ class ManagedServer:
         fd = proc.stdout.fileno()
         while chunk := os.read(fd, 65536):
             self.log_file.write(chunk)
+            if self.workers.lost_in(chunk):
+                # Restarted, so that the next start leaves the lost worker out.
+                _kill_group(proc.pid, signal.SIGTERM)
         proc.stdout.close()
 
     def _wait_healthy(self, proc: subprocess.Popen[bytes]) -> bool:

@@ -1,21 +1,27 @@
-"""Fixtures of `llamachat/tests`: unwritable folders, the real llama-server, a SearXNG stand-in."""
+"""Fixtures of `llamachat/tests`: unwritable folders, the real llama-server, its RPC workers,
+a SearXNG stand-in."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from llamachat.config import Config
-from llamachat.router.server import ManagedServer
+from llamachat.router.binary import launch_environment
+from llamachat.router.rpc_workers import answers, rpc_server_binary, worker_command
+from llamachat.router.server import ManagedServer, free_port
 from llamachat.tests.support import (
     SMOL_EMBED_ID,
     RealRouter,
     SearxStandIn,
     real_assets,
+    skip_or_fail,
     smol_models_folder,
+    wait_for,
 )
 
 
@@ -97,3 +103,35 @@ def file_size_limit():
     yield limit
     resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
     signal.signal(signal.SIGXFSZ, handler)
+
+
+@pytest.fixture
+def rpc_worker(tmp_path: Path) -> Iterator[Callable[[], tuple[str, subprocess.Popen[bytes]]]]:
+    """Start a real ggml-rpc-server on 127.0.0.1: its address and process (stopped after)."""
+    binary, _model = real_assets()
+    rpc_server = rpc_server_binary(binary)
+    if rpc_server is None:
+        skip_or_fail(f"no ggml-rpc-server beside {binary}")
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start() -> tuple[str, subprocess.Popen[bytes]]:
+        port = free_port()
+        log = (tmp_path / f"worker-{port}.log").open("wb")
+        proc = subprocess.Popen(
+            worker_command(rpc_server, host="127.0.0.1", port=port, threads=1),
+            env=launch_environment(rpc_server),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        log.close()
+        started.append(proc)
+        address = f"127.0.0.1:{port}"
+        wait_for(lambda: answers(address) or proc.poll() is not None, 10, "the worker to listen")
+        assert proc.poll() is None, (tmp_path / f"worker-{port}.log").read_text()
+        return address, proc
+
+    yield start
+    for proc in started:
+        proc.kill()
+        proc.wait()

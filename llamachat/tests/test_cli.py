@@ -416,3 +416,41 @@ class TestCli:
         assert code == 2 and not router.chat_requests()
         assert "its one line is too long" in err.getvalue()
         assert "--overflow compact summarizes it instead" in err.getvalue()
+
+    def test_cli_print_reply_broken_by_a_lost_rpc_worker_names_it(self, router, tmp_path) -> None:
+        """A reply that breaks while the server's output says a worker went away names it."""
+        from llamachat.router.rpc_workers import WorkerSet
+        from llamachat.router.server import free_port
+
+        gone = f"127.0.0.1:{free_port()}"
+        # The worker set of the server at router.url, as a managed server's would be, that
+        # saw the model server's last words about a worker (which no longer answers).
+        workers = WorkerSet([gone], url=router.url)
+        workers.in_use = (gone,)
+        assert workers.lost_in(b"[4242] Remote RPC server crashed or returned malformed") == [gone]
+        router.script(
+            Reply(
+                content=["Part ", "one"],
+                error_after=1,
+                error={"type": "server_error", "message": "the model server exited"},
+            )
+        )
+        cfg = Config(
+            router_url=router.url,
+            default_model="test-model",
+            history_path=tmp_path / "history.db",
+            prompts_dir=tmp_path / "prompts",
+            skills_dir=tmp_path / "skills",
+            search_enabled=False,
+        )
+        parser = argparse.ArgumentParser()
+        cli.add_arguments(parser)
+        out, err = io.StringIO(), io.StringIO()
+        code = cli.run(parser.parse_args(["--print", "go"]), cfg, stdout=out, stderr=err)
+
+        assert code == 1
+        assert f"RPC worker {gone} was lost during this reply" in err.getvalue()
+        assert "the model server exited" in err.getvalue()
+        with History(tmp_path / "history.db") as history:
+            (session,) = history.list_sessions()
+            assert history.messages(session["id"])[-1]["error"].startswith(f"RPC worker {gone}")

@@ -316,6 +316,8 @@ class RouterGuide(QObject):
         self._shown_server = server
         # A model that fails to load says why in the server's log: the picker shows it.
         self._picker.set_failure_log(server.load_failure)
+        # With RPC workers, a model that fits only with them says so.
+        self._picker.set_fit(lambda info: server.workers.fit(info.file))
         self.server_log_action.setVisible(True)
         self.add_model_action.setVisible(True)
         self.model_options_action.setVisible(True)

@@ -2,9 +2,9 @@
 
 `SettingsDialog(cfg)` (accessible name "Settings") edits the router URL, the name
 of the API key's environment variable, the search URL, the skills folders, the
-default model, the theme, the quick ask shortcut (`shortcut_note`: how it stands) and
-autostart. Save writes only the keys the user changed, through
-`store` (the App's `save_settings`, which applies them in every window; by default
+default model, the theme, the quick ask shortcut (`shortcut_note`: how it stands),
+autostart and the RPC workers (`models.worker_list.WorkerList`: add, remove, test).
+Save writes only the keys the user changed, through `store` (the App's `save_settings`, which applies them in every window; by default
 `config.update_file` alone), which keeps the user's comments and layout and refuses
 a file that would not load; the refusal's message is shown in the dialog and
 nothing is written. A successful save emits `saved(Config)` with the file as
@@ -36,8 +36,10 @@ from PySide6.QtWidgets import (
 
 from llamachat import config
 from llamachat.config import Config, ConfigError
+from llamachat.router.binary import find_binary
 from llamachat.ui import plain
 from llamachat.ui.desktop import entry, hotkey
+from llamachat.ui.models.worker_list import WorkerList
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +113,7 @@ class SettingsDialog(QDialog):
         # Ticked only while the login entry is there: --uninstall-desktop (or the user) may
         # have removed it since this config was read.
         self.autostart.setChecked(cfg.autostart and entry.autostart_path().is_file())
+        self.rpc_workers = WorkerList(cfg.rpc_workers, find_binary(cfg))
 
         form = QFormLayout()
         form.addRow("&Router URL:", self.router_url)
@@ -123,6 +126,7 @@ class SettingsDialog(QDialog):
         form.addRow("&Quick ask shortcut:", self.quick_ask_shortcut)
         form.addRow("", self.shortcut_note)
         form.addRow("", self.autostart)
+        form.addRow("RPC &workers:", self.rpc_workers)
 
         where = plain.Label(f"Saved to {self.path}; comments in the file are kept.")
         where.setWordWrap(True)
@@ -160,6 +164,7 @@ class SettingsDialog(QDialog):
                 QKeySequence.SequenceFormat.PortableText
             ),
             "autostart": self.autostart.isChecked(),
+            "rpc_workers": self.rpc_workers.addresses(),
         }
 
     def error(self) -> str:
@@ -203,6 +208,8 @@ class SettingsDialog(QDialog):
         current: object = getattr(self.cfg, key)
         if key == "skills_dir":
             return value != _shown_path(self.cfg.skills_dir)
+        if key == "rpc_workers":
+            return value != list(self.cfg.rpc_workers)
         if key == "skills_dirs":
             return value != [_shown_path(p) for p in self.cfg.skills_dirs]
         return value != current

@@ -29,6 +29,20 @@ class TestChecks:
         error = config_error(write_config_file(tmp_path, 'server_args = ["-c", 4096]\n'))
         assert error.key == "server_args" and "list of strings" in str(error)
 
+    def test_config_rpc_workers_and_split_are_checked(self, tmp_path: Path) -> None:
+        error = config_error(write_config_file(tmp_path, 'rpc_workers = ["192.168.1.20"]\n'))
+        assert error.key == "rpc_workers" and "host:port" in str(error)
+        error = config_error(write_config_file(tmp_path, 'rpc_workers = ["a:1,b:2"]\n'))
+        assert "no spaces or commas" in str(error)
+        error = config_error(write_config_file(tmp_path, 'rpc_split = [3, "one"]\n'))
+        assert error.key == "rpc_split" and "list of numbers" in str(error)
+        error = config_error(write_config_file(tmp_path, "rpc_split = [3, -1]\n"))
+        assert "0 or more" in str(error)
+        cfg = config.load(
+            write_config_file(tmp_path, 'rpc_workers = ["10.0.0.2:50052"]\nrpc_split = [3, 1]\n')
+        )
+        assert (cfg.rpc_workers, cfg.rpc_split) == (("10.0.0.2:50052",), (3.0, 1.0))
+
     def test_config_unknown_key_is_reported_with_a_suggestion(self, tmp_path: Path) -> None:
         error = config_error(write_config_file(tmp_path, 'theme = "dark"\nmax_search = 3\n'))
         assert (error.key, error.line) == ("max_search", 2)

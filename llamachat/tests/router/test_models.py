@@ -52,6 +52,14 @@ class TestModels:
         assert models.parse_model({"id": "m"}).status == "unknown"
         assert models.parse_model({"object": "model"}) is None
 
+    def test_models_parse_the_gguf_a_router_starts_a_model_from(self) -> None:
+        from llamachat.router import models
+
+        args = ["llama-server", "--port", "0", "--model", "/m/smol.gguf", "--ctx-size", "512"]
+        listed = models.parse_model({"id": "m", "status": {"value": "unloaded", "args": args}})
+        assert listed.file == "/m/smol.gguf"
+        assert models.parse_model({"id": "m", "status": {"value": "loaded"}}).file == ""
+
     def test_models_load_polls_from_loading_to_loaded_and_unload(self) -> None:
         from llamachat.router import models
 

@@ -31,6 +31,7 @@ from PySide6.QtCore import (
 
 from llamachat import turn
 from llamachat.router import client as backend
+from llamachat.router import rpc_workers
 from llamachat.router.models import IN_PROGRESS, Models
 from llamachat.tools.base import Tool
 from llamachat.turn import Turn
@@ -291,7 +292,9 @@ class StreamWorker(QObject):
                 stream.close()
         except backend.BackendError as exc:
             if not self._cancel.is_set():
-                self._post("failed", (exc.message or str(exc), exc))
+                # Named when a worker of llamachat's own server was lost meanwhile.
+                message = rpc_workers.explain(self._client.base_url, exc.message or str(exc))
+                self._post("failed", (message, exc))
         except Exception as exc:
             log.exception("streaming a reply from %s failed", self._model)
             if not self._cancel.is_set():

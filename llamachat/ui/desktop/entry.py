@@ -7,7 +7,9 @@ the icon (`icons/hicolor/scalable/apps/llamachat.svg` plus PNG sizes drawn from 
 `set_autostart(command, on)` writes or removes `$XDG_CONFIG_HOME/autostart/llamachat.desktop`,
 which starts llamachat in the background (tray and quick ask shortcut) at login: it
 exists exactly when the `autostart` setting is true. `command` is how this llamachat is
-started (`launcher()`). Errors: OSError from the file system.
+started (`launcher()`). `set_worker_autostart` does the same for `llamachat worker`
+(`llamachat-worker.desktop`), lending this machine to another's llama-server from login.
+Errors: OSError from the file system.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from llamachat.config import APP_NAME
 from llamachat.ui.desktop import icon
 
 DESKTOP_FILE = f"{APP_NAME}.desktop"
+WORKER_DESKTOP_FILE = f"{APP_NAME}-worker.desktop"
 
 # Characters that make an Exec argument need quotes (Desktop Entry Specification, "Exec key").
 _RESERVED = set(" \t\n\"'\\><~|&;$*?#()`")
@@ -48,6 +51,11 @@ def menu_entry_path() -> Path:
 def autostart_path() -> Path:
     """Where the autostart entry goes."""
     return config_home() / "autostart" / DESKTOP_FILE
+
+
+def worker_autostart_path() -> Path:
+    """Where the worker's autostart entry goes."""
+    return config_home() / "autostart" / WORKER_DESKTOP_FILE
 
 
 def icon_paths() -> list[Path]:
@@ -128,6 +136,32 @@ def autostart_entry(command: Sequence[str]) -> str:
         "Terminal=false\n"
         "NoDisplay=true\n"
     )
+
+
+def worker_autostart_entry(command: Sequence[str]) -> str:
+    """The worker's autostart entry: `command` (a `llamachat worker ...` line) at login."""
+    return (
+        "[Desktop Entry]\n"
+        "Type=Application\n"
+        "Version=1.4\n"
+        f"Name={APP_NAME} worker\n"
+        "Comment=Lend this machine's memory and compute to llama.cpp on another machine\n"
+        f"Icon={APP_NAME}\n"
+        f"Exec={exec_line(command)}\n"
+        "Terminal=false\n"
+        "NoDisplay=true\n"
+    )
+
+
+def set_worker_autostart(command: Sequence[str], on: bool) -> Path | None:
+    """Write the worker's autostart entry when `on`, else remove it; its path when written."""
+    path = worker_autostart_path()
+    if on:
+        return _write(path, worker_autostart_entry(command).encode())
+    if path.is_file():
+        path.unlink()
+        _prune(path.parent, stop={config_home()})
+    return None
 
 
 def install(command: Sequence[str], *, autostart: bool = False) -> list[Path]:

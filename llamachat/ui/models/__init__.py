@@ -1,2 +1,3 @@
 """Models on screen: the picker and its status, the router's model events, the chosen model,
-per-model load options, and getting a model from Hugging Face."""
+per-model load options, getting a model from Hugging Face, and the RPC workers a model can
+be spread over (Settings' list)."""

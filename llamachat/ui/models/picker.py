@@ -3,7 +3,8 @@
 `ModelPicker(registry)` shows a combo (accessible name "Model") whose items carry
 each model's status: loaded ●, loading ◐ (with its progress when the router says),
 unloaded ○, sleeping ◑, downloading ⇣ (with progress), failed ⚠ (with the server's
-message, the reason its log gives, and a Retry). Choosing an unloaded model loads it with a busy
+message, the reason its log gives, and a Retry); with RPC workers, a model's tooltip
+says whether it fits alone or only with them (`set_fit`). Choosing an unloaded model loads it with a busy
 bar beside the combo; Load / Eject act on the current model; the star makes it the
 default for new chats (`default_changed`, the window writes the config).
 
@@ -100,14 +101,22 @@ def list_models(source: ModelSource) -> tuple[list[ModelInfo], dict[str, str]]:
 
 
 def model_tooltip(
-    model_id: str, status: str, error: str, info: ModelInfo | None, *, default: bool
+    model_id: str,
+    status: str,
+    error: str,
+    info: ModelInfo | None,
+    *,
+    default: bool,
+    fit: str = "",
 ) -> str:
-    """A model's tooltip in the list: its status, why it failed, where it is from."""
+    """A model's tooltip in the list: its status, why it failed, where it is from, its fit."""
     lines = [model_id]
     if STATUS_WORDS.get(status):
         lines.append(STATUS_WORDS[status].capitalize())
     if error:
         lines.append(error)
+    if fit:
+        lines.append(fit)
     if info is not None and info.provider:
         lines.append(f"From provider {info.provider}")
     if info is not None and "image" in info.modalities:
@@ -175,6 +184,8 @@ class ModelCombo(QComboBox):
         self.setToolTip("The model that answers")
         self.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self._filling = False
+        self.fit: Callable[[ModelInfo], str] | None = None
+        """Whether a model fits alone or only with the RPC workers (`WorkerSet.fit`)."""
         self.currentIndexChanged.connect(self._on_index)
 
     def show_models(self, statuses: ModelStatuses, current: str, default: str) -> None:
@@ -206,12 +217,14 @@ class ModelCombo(QComboBox):
                 continue
             status = statuses.status(model_id)
             self.setItemText(index, _label(model_id, status))
+            info = statuses.infos.get(model_id)
             tooltip = model_tooltip(
                 model_id,
                 status,
                 statuses.error(model_id),
-                statuses.infos.get(model_id),
+                info,
                 default=model_id == default,
+                fit=self.fit(info) if self.fit is not None and info is not None else "",
             )
             self.setItemData(index, plain.tooltip(tooltip), Qt.ItemDataRole.ToolTipRole)
 
@@ -407,6 +420,11 @@ class ModelPicker(QWidget):
     def set_failure_log(self, reason: Callable[[str], str] | None) -> None:
         """Where a failed load's reason is read: `reason(model_id)` (the managed server's log)."""
         self._statuses.reasons = FailureReasons(reason)
+        self._update_items()
+
+    def set_fit(self, fit: Callable[[ModelInfo], str] | None) -> None:
+        """How a model's tooltip says whether it fits alone or only with the RPC workers."""
+        self.combo.fit = fit
         self._update_items()
 
     def default_model(self) -> str:

@@ -11,15 +11,20 @@ import pytest
 from PySide6.QtCore import QObject, Qt, QThread, QTimer
 from PySide6.QtWidgets import QAbstractButton
 
+from llamachat.config import Config
 from llamachat.dev.scripted_router import Reply
 from llamachat.router import client as backend
+from llamachat.router.server import ManagedServer
 from llamachat.tests.support import (
     OK_CHUNK,
+    SMOL_ID,
     last_saved_message,
     library_sources,
     make_zebra_folder,
+    real_assets,
     reply_label_texts,
     send_and_wait,
+    smol_models_folder,
     start_sending,
     streamed_content,
     turn_of,
@@ -271,3 +276,53 @@ class TestWorker:
         assert ">zebra.md (Zebra)</a>" in library_sources(window)
         qtbot.waitUntil(lambda: not watch.takes_tools(), timeout=10_000)
         assert window.chat.next_turn().tools == ()
+
+    @pytest.mark.real_router
+    def test_worker_reply_broken_by_a_lost_rpc_worker_names_it_and_retry_answers(
+        self, chat_window, rpc_worker, qtbot, tmp_path
+    ) -> None:
+        """A worker killed mid-reply: the reply's error names it; Retry answers without it."""
+        _binary, model = real_assets()
+        first, _ = rpc_worker()
+        second, second_proc = rpc_worker()
+        cfg = Config(
+            models_dir=smol_models_folder(tmp_path, model),
+            rpc_workers=(first, second),
+            server_args=("--ctx-size", "1024"),
+        )
+        kinds: list[str] = []
+        server = ManagedServer(
+            cfg, log_path=tmp_path / "server.log", on_event=lambda kind, _m: kinds.append(kind)
+        )
+        server.start()
+        try:
+            assert server.wait_ready(60), server.log_file.tail()
+            window, history = chat_window(url=server.url, default_model=SMOL_ID)
+            start_sending(qtbot, window, "Write a long story about a lighthouse keeper.")
+
+            def shown() -> str:
+                view = window.messages.last_assistant()
+                return view.content() if view is not None else ""
+
+            qtbot.waitUntil(lambda: bool(shown()), timeout=60000)
+            second_proc.kill()
+            qtbot.waitUntil(lambda: not window.is_streaming(), timeout=30000)
+            failed = last_saved_message(history, window)
+            assert failed["status"] == "error"
+            assert failed["error"].startswith(f"RPC worker {second} was lost during this reply")
+            view = window.messages.last_assistant()
+            assert failed["error"] in reply_label_texts(view)
+
+            # Ready again after the restart: until the old router has gone, it still runs.
+            qtbot.waitUntil(
+                lambda: kinds.count("ready") == 2 and server.is_running(), timeout=30000
+            )
+            assert server.workers.in_use == (first,)
+            qtbot.mouseClick(
+                visible_widget_named(view, QAbstractButton, "Retry"), Qt.MouseButton.LeftButton
+            )
+            qtbot.waitUntil(lambda: not window.is_streaming(), timeout=60000)
+            answer = last_saved_message(history, window)
+            assert answer["status"] == "complete" and answer["content"], answer["error"]
+        finally:
+            server.stop()

@@ -37,6 +37,24 @@ class TestPicker:
             picker.shutdown()
             registry.close()
 
+    def test_router_picker_tooltip_says_a_model_fits_only_with_the_rpc_workers(self, qtbot) -> None:
+        with ScriptedRouter([Model("big"), Model("smol")]) as r:
+            registry = provider_registry(r.url)
+            picker = ModelPicker(registry, poll_ms=60000)
+            qtbot.addWidget(picker)
+            qtbot.waitUntil(lambda: picker.combo.count() == 2)
+            picker.set_fit(
+                lambda info: "Fits only with the RPC workers" if info.id == "big" else ""
+            )
+            tips = {
+                picker.combo.itemData(i): picker.combo.itemData(i, Qt.ItemDataRole.ToolTipRole)
+                for i in range(picker.combo.count())
+            }
+            assert "Fits only with the RPC workers" in tips["big"]
+            assert "RPC workers" not in tips["smol"]
+            picker.shutdown()
+            registry.close()
+
     def test_router_picker_without_event_stream_falls_back_to_polling(self, qtbot) -> None:
         with ScriptedRouter([Model("smol")], load_delay=0.3, events=False) as r:
             registry = provider_registry(r.url)
