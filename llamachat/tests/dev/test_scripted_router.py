@@ -201,3 +201,159 @@ class TestScriptedRouter:
         finally:
             process.stdin.close()
             process.wait(timeout=10)
+
+
+def _chat_body(**extra: object) -> dict:
+    return {
+        "model": "test-model",
+        "stream": True,
+        "messages": [{"role": "user", "content": "hi"}],
+        **extra,
+    }
+
+
+def _text_of(objects: list) -> tuple[str, str]:
+    deltas = [o["choices"][0]["delta"] for o in objects if o != "[DONE]" and o["choices"]]
+    reasoning = "".join(d.get("reasoning_content") or "" for d in deltas)
+    return reasoning, "".join(d.get("content") or "" for d in deltas)
+
+
+class TestResumableStreams:
+    """The resumable streams of the pinned llama-server (X-Conversation-Id, /v1/stream/<id>)."""
+
+    def test_a_dropped_reply_goes_on_and_is_read_from_its_byte_offset(self, router) -> None:
+
+        router.script(Reply(content=[f"w{i} " for i in range(20)], drop_after=5))
+        headers = {"X-Conversation-Id": "conv-42"}
+        with httpx.stream(
+            "POST", router.url + "/v1/chat/completions", json=_chat_body(), headers=headers
+        ) as r:
+            with pytest.raises(httpx.HTTPError):
+                b"".join(r.iter_raw())
+        # The first five events reached the client; the rest is read from any offset.
+        session = router.session("conv-42")
+        assert session is not None
+        whole = httpx.get(router.url + "/v1/stream/conv-42?from=0").content
+        assert whole.endswith(b"data: [DONE]\n\n")
+        assert _text_of(sse_objects(whole.decode()))[1] == "".join(f"w{i} " for i in range(20))
+        cut = whole.index(b"\n\n", whole.index(b"w3 ")) + 2
+        rest = httpx.get(router.url + f"/v1/stream/conv-42?from={cut}").content
+        assert whole[:cut] + rest == whole
+        lookup = httpx.post(
+            router.url + "/v1/streams/lookup", json={"conversation_ids": ["conv-42", "other"]}
+        ).json()
+        assert lookup == [
+            {
+                "conversation_id": "conv-42",
+                "is_done": True,
+                "total_bytes": len(whole),
+                "started_at": lookup[0]["started_at"],
+                "completed_at": lookup[0]["completed_at"],
+            }
+        ]
+
+    def test_stream_endpoints_answer_as_the_pinned_server_does(self, router) -> None:
+
+        assert httpx.get(router.url + "/v1/stream/nope?from=0").status_code == 404
+        router.script(Reply(content="a b"))
+        httpx.post(
+            router.url + "/v1/chat/completions",
+            json=_chat_body(),
+            headers={"X-Conversation-Id": "c1"},
+        )
+        bad = httpx.get(router.url + "/v1/stream/c1?from=abc")
+        assert bad.status_code == 400 and bad.json()["error"]["message"] == "Invalid 'from' offset"
+        assert httpx.get(router.url + "/v1/stream/c1?from=999999").content == b""
+        assert httpx.delete(router.url + "/v1/stream/c1").status_code == 204
+        assert httpx.delete(router.url + "/v1/stream/c1").status_code == 204
+        assert httpx.get(router.url + "/v1/stream/c1?from=0").status_code == 404
+
+    def test_delete_stops_the_generation(self, router) -> None:
+
+        router.script(Reply(content=["a "] * 10, stall_after=3))
+        with httpx.stream(
+            "POST",
+            router.url + "/v1/chat/completions",
+            json=_chat_body(),
+            headers={"X-Conversation-Id": "c2"},
+        ) as r:
+            lines = r.iter_lines()
+            while "a " not in next(lines):
+                pass
+            assert httpx.delete(router.url + "/v1/stream/c2").status_code == 204
+            router.release()
+            rest = "\n".join(lines)
+        assert "[DONE]" not in rest
+        assert router.session("c2") is None
+
+    def test_without_streams_a_router_has_no_stream_endpoints(self) -> None:
+
+        with ScriptedRouter(streams=False) as old:
+            assert httpx.post(old.url + "/v1/streams/lookup", json={}).status_code == 404
+            httpx.post(
+                old.url + "/v1/chat/completions",
+                json=_chat_body(),
+                headers={"X-Conversation-Id": "c3"},
+            )
+            assert httpx.get(old.url + "/v1/stream/c3?from=0").status_code == 404
+
+
+class TestReasoningControl:
+    """POST /v1/chat/completions/control ends a reply's thinking, as the pinned server does."""
+
+    def test_reasoning_end_skips_the_rest_of_the_thinking(self, router) -> None:
+
+        router.script(
+            Reply(reasoning=["think "] * 50, content=["the ", "answer"], stall_after=3)
+        )
+        with httpx.stream(
+            "POST", router.url + "/v1/chat/completions", json=_chat_body(reasoning_control=True)
+        ) as r:
+            lines = r.iter_lines()
+            first = json.loads(next(lines).removeprefix("data: "))
+            answer = httpx.post(
+                router.url + "/v1/chat/completions/control",
+                json={"id": first["id"], "action": "reasoning_end", "model": "test-model"},
+            )
+            assert answer.json() == {"success": True}
+            router.release()
+            body = next(lines) + "\n" + "\n".join(lines)
+        reasoning, content = _text_of(sse_objects(body))
+        assert reasoning == "think think " and content == "the answer"
+
+    @pytest.mark.parametrize(
+        ("ask", "status", "answer"),
+        [
+            ({"action": "reasoning_end", "model": "test-model"}, 400, "missing completion id"),
+            ({"id": "x", "action": "bogus", "model": "test-model"}, 400, "unknown control action"),
+            ({"id": "x", "action": "reasoning_end"}, 400, "model name is missing from the request"),
+            (
+                {"id": "chatcmpl-nope", "action": "reasoning_end", "model": "test-model"},
+                200,
+                "no active completion for this id",
+            ),
+        ],
+    )
+    def test_control_refusals(self, router, ask, status, answer) -> None:
+
+        reply = httpx.post(router.url + "/v1/chat/completions/control", json=ask)
+        assert reply.status_code == status
+        body = reply.json()
+        assert (body["error"]["message"] if status == 400 else body["message"]) == answer
+
+    def test_control_needs_reasoning_control_on_the_request(self, router) -> None:
+
+        router.script(Reply(reasoning=["think "] * 5, content="ok", stall_after=2))
+        with httpx.stream("POST", router.url + "/v1/chat/completions", json=_chat_body()) as r:
+            lines = r.iter_lines()
+            first = json.loads(next(lines).removeprefix("data: "))
+            answer = httpx.post(
+                router.url + "/v1/chat/completions/control",
+                json={"id": first["id"], "action": "reasoning_end", "model": "test-model"},
+            ).json()
+            router.release()
+            list(lines)
+        assert answer == {
+            "success": False,
+            "message": "reasoning control not enabled for this completion",
+        }
