@@ -30,8 +30,11 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
+import uuid
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from typing import Any, Protocol
+from urllib.parse import quote
 
 import httpx
 
@@ -48,6 +51,7 @@ from llamachat.errors import (
 )
 from llamachat.router.stream import (
     Call,
+    Position,
     Round,
     StreamEvent,
     data_objects,
@@ -65,6 +69,7 @@ __all__ = [
     "LLAMA_PARAMS",
     "MAX_LINE_BYTES",
     "BackendError",
+    "Position",
     "Client",
     "RouterUnreachable",
     "ServerError",
@@ -75,6 +80,7 @@ __all__ = [
     "embeddings",
     "key_problem",
     "mask_secret",
+    "new_conversation",
     "server_root",
 ]
 
@@ -87,6 +93,30 @@ MAX_LINE_BYTES = 64 * 1024 * 1024
 # What a request to llama.cpp's router asks for besides the reply: prompt processing
 # progress, and the figures so far on every chunk (what a stopped reply keeps).
 LLAMA_PARAMS = {"return_progress": True, "timings_per_token": True}
+
+# A reply whose connection broke is read again from the server's copy of its stream
+# (llama.cpp's `X-Conversation-Id` sessions): first at once, then after waits doubling
+# from RETRY_FIRST up to RETRY_MAX, for as long as idle_timeout (or RESUME_PATIENCE).
+RETRY_FIRST = 0.25
+RETRY_MAX = 4.0
+RESUME_PATIENCE = 120.0
+STREAM_GONE = (
+    "the server no longer holds the rest of this reply (it was restarted, or the reply "
+    "ended more than 5 minutes ago)."
+)
+
+
+def new_conversation() -> str:
+    """A fresh id for the X-Conversation-Id of one reply's requests."""
+    return f"llamachat-{uuid.uuid4().hex}"
+
+
+class _Dropped(Exception):
+    """Internal: the connection went in the middle of a reply; `error` if it stays down."""
+
+    def __init__(self, error: StreamError) -> None:
+        super().__init__(error.message)
+        self.error = error
 
 
 def request_body(
@@ -176,6 +206,9 @@ class Client:
         self.root = server_root(self.base_url)
         self.idle_timeout = idle_timeout
         self.max_line_bytes = max_line_bytes
+        self.resumable: bool | None = None
+        """Whether the server keeps a reply's stream for it to be read again (llama.cpp's
+        /v1/stream): None until a broken reply made it matter, then found out once."""
         self._api_key = api_key or ""
         # A key no header can carry would fail inside httpx with the key in the message;
         # every request fails instead with this sentence.
@@ -327,6 +360,8 @@ class Client:
         sent: threading.Event | None = None,
         before_read: Callable[[], None] | None = None,
         query: Mapping[str, str] | None = None,
+        conversation: str | None = None,
+        leave: threading.Event | None = None,
     ) -> Generator[StreamEvent, None, None]:
         """Stream one assistant turn as (kind, piece) events, running its tools as asked.
 
@@ -342,8 +377,17 @@ class Client:
         is read a few tokens at a time. `query` goes on the request's URL (a warm-up's
         `autoload=false`). A reply cut at the length limit (`finish_reason` "length") ends
         with a ("cut", "length") event before its stats.
+
+        `conversation` (llama.cpp): each request carries it as `X-Conversation-Id`, so
+        the server keeps the reply's stream; after each line that brought text a
+        ("resume", {conversation, offset, content, reasoning}) event says where the reply
+        stands (`Position`), and a connection that breaks is picked up again from there
+        (`resume_chat`), quietly, for as long as idle_timeout. Stopping such a reply
+        also tells the server to stop it (`DELETE /v1/stream/<id>`), unless `leave` is
+        set: the server then finishes it on its own.
         """
         model = request.model if model is None else model
+        position = Position(conversation) if conversation else None
         tools = request.tools
         convo, params = request.messages(), dict(request.params)
         rounds = request.max_rounds if request.offer else 0
@@ -365,6 +409,8 @@ class Client:
                 sent,
                 before_read,
                 query,
+                position,
+                leave,
             )
             last = state
             if state.cancelled:
@@ -399,6 +445,125 @@ class Client:
                 {"usage": last.usage, "timings": last.timings, "model": last.model or model},
             )
 
+    def resume_chat(
+        self,
+        position: Position,
+        *,
+        model: str,
+        cancel: threading.Event | None = None,
+        before_read: Callable[[], None] | None = None,
+        leave: threading.Event | None = None,
+    ) -> Generator[StreamEvent, None, None]:
+        """The rest of a reply an earlier run left, read from the server's copy of its
+        stream from `position` on: its events as `stream_chat` yields them (no tools are
+        run: a round that ends in tool calls ends the reply). Raises StreamError
+        (STREAM_GONE) when the server no longer holds it."""
+        state = Round(per_token=True)
+        thread = threading.get_ident()
+        if before_read is not None:
+            self._sockets.before_read[thread] = before_read
+        try:
+            yield from self._resume(position, state, cancel, StreamError(STREAM_GONE))
+        finally:
+            self._sockets.before_read.pop(thread, None)
+            self._end_stream(position, state, leave)
+        if state.cancelled:
+            return
+        if state.finish_reason == "length":
+            yield ("cut", state.finish_reason)
+        yield ("stats", {"usage": state.usage, "timings": state.timings, "model": state.model or model})
+
+    def stop_stream(self, conversation: str) -> None:
+        """Tell the server to stop the reply it streams for `conversation` (errors ignored)."""
+        url = f"{self.root}/v1/stream/{quote(conversation, safe='')}"
+        try:
+            self._http.delete(url, timeout=httpx.Timeout(5.0))
+        except httpx.HTTPError as exc:
+            log.info("could not stop the stream %s: %s", conversation, exc)
+
+    def _end_stream(self, position: Position | None, state: Round, leave: threading.Event | None) -> None:
+        """A reply left before its end: the server stops it too, unless it is to finish it."""
+        if position is None or state.done or state.finish_reason is not None:
+            return
+        if leave is not None and leave.is_set():
+            return
+        self.stop_stream(position.conversation)
+
+    def _learn_resumable(self, conversation: str) -> None:
+        """Find out once whether the server keeps streams (a 404 may be one that ended)."""
+        if self.resumable is not None:
+            return
+        try:
+            self.request_json(
+                "POST", "/v1/streams/lookup", root=True, timeout=10.0,
+                json={"conversation_ids": [conversation]},
+            )
+        except ServerError as exc:
+            if exc.status == 404:
+                self.resumable = False
+            return
+        except BackendError:
+            return
+        self.resumable = True
+
+    def _resume(
+        self,
+        position: Position,
+        state: Round,
+        cancel: threading.Event | None,
+        error: StreamError,
+    ) -> Iterator[StreamEvent]:
+        """Read the reply on from `position` off the server's copy of its stream,
+        reconnecting with backoff while the server is out of reach; `error` once it
+        stays so for idle_timeout, or the server no longer holds the stream."""
+        url = f"{self.root}/v1/stream/{quote(position.conversation, safe='')}"
+        patience = self.idle_timeout or RESUME_PATIENCE
+        deadline = time.monotonic() + patience
+        wait = RETRY_FIRST
+        thread = threading.get_ident()
+        while True:
+            watchdog = Watchdog(lambda: self._sockets.socket_of(thread), self.idle_timeout, cancel)
+            self._sockets.on_sent[thread] = watchdog.start
+            before = position.offset
+            try:
+                request = self._http.build_request("GET", url, params={"from": position.offset})
+                try:
+                    response = self._http.send(request, stream=True)
+                except httpx.HTTPError as exc:
+                    log.info("the reply's stream is out of reach: %s", exc)
+                else:
+                    try:
+                        if response.status_code == 404:
+                            self._learn_resumable(position.conversation)
+                            raise error
+                        refused = refusal(response, url, self._api_key)
+                        if refused is not None:
+                            raise refused
+                        self.resumable = True
+                        watchdog.arm()
+                        yield from self._read_lines(response, watchdog, cancel, state, position)
+                        return
+                    except _Dropped:
+                        log.info("the reply's stream broke again at byte %d", position.offset)
+                    finally:
+                        response.close()
+            finally:
+                watchdog.stop()
+                self._sockets.on_sent.pop(thread, None)
+            if watchdog.reason == "cancelled" or (cancel is not None and cancel.is_set()):
+                state.cancelled = True
+                return
+            if position.offset > before:
+                deadline, wait = time.monotonic() + patience, RETRY_FIRST
+            if time.monotonic() + wait > deadline:
+                raise error
+            if cancel is not None and cancel.wait(wait):
+                state.cancelled = True
+                return
+            if cancel is None:
+                time.sleep(wait)
+            wait = min(wait * 2, RETRY_MAX)
+
     # ------------------------------------------------------------------ one round
 
     def _stream_round(
@@ -412,6 +577,8 @@ class Client:
         sent: threading.Event | None = None,
         before_read: Callable[[], None] | None = None,
         query: Mapping[str, str] | None = None,
+        position: Position | None = None,
+        leave: threading.Event | None = None,
     ) -> Iterator[StreamEvent]:
         payload = request_body(model, convo, tools or [], params)
         state.per_token = bool(payload.get("timings_per_token"))
@@ -420,7 +587,14 @@ class Client:
             state.cancelled = True
             return
         self._check_key()
-        request = self._http.build_request("POST", url, json=payload, params=query)
+        headers = {}
+        if position is not None:
+            # Each round is a stream of its own, under the reply's conversation id.
+            position.offset = 0
+            headers["X-Conversation-Id"] = position.conversation
+        request = self._http.build_request(
+            "POST", url, json=payload, params=query, headers=headers
+        )
         thread = threading.get_ident()
         watchdog = Watchdog(
             lambda: self._sockets.socket_of(thread),
@@ -455,13 +629,21 @@ class Client:
                 raise self._failure(exc, url) from None
             watchdog.arm()
             try:
-                yield from self._read_round(response, url, watchdog, cancel, state)
+                yield from self._read_round(response, url, watchdog, cancel, state, position)
+            except _Dropped as drop:
+                if position is None or self.resumable is False:
+                    raise drop.error from None
+                response.close()
+                watchdog.stop()
+                log.info("the reply broke at byte %d; reading on from there", position.offset)
+                yield from self._resume(position, state, cancel, drop.error)
             finally:
                 response.close()
         finally:
             watchdog.stop()
             self._sockets.on_sent.pop(thread, None)
             self._sockets.before_read.pop(thread, None)
+            self._end_stream(position, state, leave)
 
     def _read_round(
         self,
@@ -470,6 +652,7 @@ class Client:
         watchdog: Watchdog,
         cancel: threading.Event | None,
         state: Round,
+        position: Position | None = None,
     ) -> Iterator[StreamEvent]:
         try:
             refused = refusal(response, url, self._api_key)
@@ -478,34 +661,76 @@ class Client:
             if response.headers.get("content-type", "").startswith("application/json"):
                 yield from whole_reply(read_capped(response, self.max_line_bytes), state)
                 return
+        except httpx.HTTPError as exc:
+            if watchdog.reason == "cancelled":
+                state.cancelled = True
+                return
+            raise self._broken(exc, watchdog) from None
+        except BackendError as exc:
+            raise self._without_key(exc) from None
+        yield from self._read_lines(response, watchdog, cancel, state, position)
+
+    def _read_lines(
+        self,
+        response: httpx.Response,
+        watchdog: Watchdog,
+        cancel: threading.Event | None,
+        state: Round,
+        position: Position | None,
+    ) -> Iterator[StreamEvent]:
+        """The events of a reply's SSE body; `position` follows each whole line read.
+
+        Raises _Dropped when the connection breaks (or the body ends) before the reply did.
+        """
+        try:
             for line in lines(response, watchdog, self.max_line_bytes):
                 if cancel is not None and cancel.is_set():
                     state.cancelled = True
                     return
                 # Past [DONE] the body is only read to its end, so the connection goes
                 # back to the pool instead of being closed half-read.
-                if not state.done:
+                if state.done:
+                    continue
+                if position is None:
                     yield from handle_line(line, state)
+                    continue
+                text = False
+                for kind, piece in handle_line(line, state):
+                    if kind == "content" or kind == "reasoning":
+                        text = True
+                        setattr(position, kind, getattr(position, kind) + len(str(piece)))
+                    yield kind, piece
+                position.offset += len(line) + 1
+                if text:
+                    yield position.event()
             if not state.done and state.finish_reason is None:
-                raise StreamError(
-                    f"the reply from {self.base_url} ended before it was "
-                    "complete; the server may have stopped or crashed."
+                raise _Dropped(
+                    StreamError(
+                        f"the reply from {self.base_url} ended before it was "
+                        "complete; the server may have stopped or crashed."
+                    )
                 )
         except httpx.HTTPError as exc:
             if watchdog.reason == "cancelled":
                 state.cancelled = True
                 return
-            if watchdog.reason == "stalled":
-                raise StallError(
-                    f"{self.base_url} sent nothing for {self.idle_timeout:g} s in the middle "
-                    "of the reply; gave up. Try again, or raise idle_timeout in the config."
-                ) from None
-            raise StreamError(
-                f"the connection to {self.base_url} broke in the middle of the "
-                f"reply ({exc.__class__.__name__})."
-            ) from None
+            raise self._broken(exc, watchdog) from None
         except BackendError as exc:
             raise self._without_key(exc) from None
+
+    def _broken(self, exc: httpx.HTTPError, watchdog: Watchdog) -> Exception:
+        """What a transport error in the middle of a reply is: a stall, or a drop."""
+        if watchdog.reason == "stalled":
+            return StallError(
+                f"{self.base_url} sent nothing for {self.idle_timeout:g} s in the middle "
+                "of the reply; gave up. Try again, or raise idle_timeout in the config."
+            )
+        return _Dropped(
+            StreamError(
+                f"the connection to {self.base_url} broke in the middle of the "
+                f"reply ({exc.__class__.__name__})."
+            )
+        )
 
     def _without_key(self, exc: BackendError) -> BackendError:
         """`exc` with this client's API key masked: some gateways quote the key they got."""

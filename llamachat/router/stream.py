@@ -47,6 +47,29 @@ class Call:
 
 
 @dataclass
+class Position:
+    """Where a resumable reply stands: its conversation id, the bytes of the current
+    round's stream read so far (whole lines), and the text yielded up to there."""
+
+    conversation: str
+    offset: int = 0
+    content: int = 0
+    reasoning: int = 0
+
+    def event(self) -> StreamEvent:
+        """The ("resume", {...}) event saying where the reply stands now."""
+        return (
+            "resume",
+            {
+                "conversation": self.conversation,
+                "offset": self.offset,
+                "content": self.content,
+                "reasoning": self.reasoning,
+            },
+        )
+
+
+@dataclass
 class Round:
     """What one streamed round produced besides the deltas it yielded."""
 

@@ -395,3 +395,107 @@ class TestClient:
         last = max((s for s in slots if "id_task" in s), key=lambda s: s["id_task"])
         # The slot holds the prompt and what was generated before the cancel, far from 1500 tokens.
         assert last["n_prompt_tokens"] < 300
+
+
+class TestResumingReplies:
+    """A reply under a conversation id survives a dropped connection (llama.cpp's /v1/stream)."""
+
+    def test_a_dropped_connection_resumes_from_the_saved_offset_in_place(self, router) -> None:
+
+        words = [f"w{i} " for i in range(30)]
+        router.script(Reply(content=words, drop_after=7))
+        client = Client(router.url)
+        try:
+            events = list(
+                client.stream_chat(turn_of(user_turn()), conversation="conv-a")
+            )
+        finally:
+            client.close()
+        text = "".join(str(v) for k, v in events if k == "content")
+        assert text == "".join(words)
+        assert events[-1][0] == "stats"
+        assert client.resumable is True
+        gets = [r for r in router.requests if r.path == "/v1/stream/conv-a"]
+        assert len(gets) == 1 and int(gets[0].query["from"]) > 0
+        chat = router.chat_requests()[0]
+        assert chat.headers["x-conversation-id"] == "conv-a"
+        # Each resume event says where the reply stands: the last covers all of its text.
+        positions = [v for k, v in events if k == "resume"]
+        assert positions[-1]["content"] == len(text)
+        session = router.session("conv-a")
+        assert session is not None and positions[-1]["offset"] <= len(session.buffer)
+
+    def test_resume_chat_reads_the_rest_from_an_offset_exactly_once(self, router) -> None:
+
+        words = [f"w{i} " for i in range(12)]
+        router.script(Reply(content=words))
+        client = Client(router.url)
+        # As a llamachat killed mid-reply: it leaves, the server goes on.
+        left = threading.Event()
+        left.set()
+        try:
+            seen = []
+            for kind, value in client.stream_chat(
+                turn_of(user_turn()), conversation="conv-b", leave=left
+            ):
+                seen.append((kind, value))
+                if kind == "resume" and value["content"] >= len("".join(words[:5])):
+                    break
+            at = backend.Position(**[v for k, v in seen if k == "resume"][-1])
+            before = "".join(str(v) for k, v in seen if k == "content")
+            rest = list(client.resume_chat(at, model="test-model"))
+        finally:
+            client.close()
+        after = "".join(str(v) for k, v in rest if k == "content")
+        assert before[: at.content] + after == "".join(words)
+        assert rest[-1][0] == "stats"
+
+    def test_a_stream_the_server_no_longer_holds_says_so(self, router) -> None:
+
+        client = Client(router.url)
+        try:
+            with pytest.raises(backend.StreamError, match="no longer holds"):
+                list(client.resume_chat(backend.Position("gone", 10), model="test-model"))
+        finally:
+            client.close()
+        assert client.resumable is True  # /v1/streams/lookup answered: it has streams
+
+    def test_a_server_without_streams_fails_the_drop_as_before_and_is_known(self) -> None:
+
+        with ScriptedRouter(streams=False) as old:
+            old.script(Reply(content=["a "] * 10, drop_after=3), Reply(content="b"))
+            client = Client(old.url)
+            try:
+                with pytest.raises(backend.StreamError, match="broke|ended before"):
+                    list(client.stream_chat(turn_of(user_turn()), conversation="c"))
+                assert client.resumable is False
+                lookups = [r for r in old.requests if r.path == "/v1/streams/lookup"]
+                with pytest.raises(backend.StreamError):
+                    list(client.resume_chat(backend.Position("c", 3), model="test-model"))
+                # Found out once per server.
+                assert [r for r in old.requests if r.path == "/v1/streams/lookup"] == lookups
+            finally:
+                client.close()
+
+    def test_stop_tells_the_server_to_stop_unless_it_is_to_finish(self, router) -> None:
+
+        for leave, conversation in ((False, "stop-me"), (True, "let-it-finish")):
+            router.script(Reply(content=["a "] * 40, delay=0.02))
+            cancel, left = threading.Event(), threading.Event()
+            if leave:
+                left.set()
+            client = Client(router.url)
+            try:
+                for kind, _value in client.stream_chat(
+                    turn_of(user_turn()), conversation=conversation, cancel=cancel, leave=left
+                ):
+                    if kind == "content":
+                        cancel.set()
+            finally:
+                client.close()
+        deletes = [r.path for r in router.requests if r.method == "DELETE"]
+        assert deletes == ["/v1/stream/stop-me"]
+        assert router.session("stop-me") is None
+        finished = router.session("let-it-finish")
+        assert finished is not None
+        assert wait_for(lambda: finished.done, 5, "the reply finished") and b"[DONE]" in bytes(finished.buffer)
