@@ -88,7 +88,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
@@ -1032,7 +1032,9 @@ class _Handler(BaseHTTPRequestHandler):
             try:
                 if not session.append(b"".join(lead)):
                     return
-                for n, event in self._produce(reply, events, live, thinking, watch=False):
+                for n, event in self._produce(
+                    reply, events, live, thinking, watch=False, stop=lambda: session.done
+                ):
                     if n == reply.die_after:
                         # A crashed server: its sessions die with it.
                         with router._lock:
@@ -1051,7 +1053,14 @@ class _Handler(BaseHTTPRequestHandler):
         self._relay(session, 0, cut=cut, lead=len(lead))
 
     def _produce(
-        self, reply: Reply, events: list[bytes], live: _Live, thinking: range, *, watch: bool
+        self,
+        reply: Reply,
+        events: list[bytes],
+        live: _Live,
+        thinking: range,
+        *,
+        watch: bool,
+        stop: Callable[[], bool] = lambda: False,
     ) -> Iterator[tuple[int, bytes | None]]:
         """(index, event) as the model makes them, paced; (n, None) when it stops early.
 
@@ -1065,7 +1074,10 @@ class _Handler(BaseHTTPRequestHandler):
         # The role chunk and the text pieces are paced; the closing chunks follow at once.
         paced = 1 + len(_pieces(reply.reasoning)) + len(_pieces(reply.content))
         for n, event in enumerate(body):
-            if n == reply.stall_after and not self._stall(release_mark, watch=watch):
+            if stop():
+                yield n, None
+                return
+            if n == reply.stall_after and not self._stall(release_mark, watch=watch, stop=stop):
                 yield n, None
                 return
             if reply.error_after is not None and n >= reply.error_after:
@@ -1117,6 +1129,11 @@ class _Handler(BaseHTTPRequestHandler):
                     data, done = bytes(session.buffer[offset:]), session.done
                 if router._closed.is_set():
                     return self._die()
+                if not data and self._client_left():
+                    with router._lock:
+                        router.disconnects += 1
+                    self.close_connection = True
+                    return
                 if data and cut is not None:
                     # The session holds whole events: the cut falls between two.
                     for event in _split_events(data):
@@ -1135,6 +1152,14 @@ class _Handler(BaseHTTPRequestHandler):
             with router._lock:
                 router.disconnects += 1
             self.close_connection = True
+
+    def _client_left(self) -> bool:
+        """Whether the client closed its end (it sends nothing more while it reads a reply)."""
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            return bool(readable) and not self.connection.recv(1, socket.MSG_PEEK)
+        except OSError:
+            return True
 
     def _stream_get(self, conversation: str, query: dict) -> None:
         session = self.router.session(conversation)
@@ -1197,13 +1222,15 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             pass
 
-    def _stall(self, start: int, *, watch: bool = True) -> bool:
-        """Send nothing until a release after `start`; False when we closed or, with `watch`,
-        the client left."""
+    def _stall(
+        self, start: int, *, watch: bool = True, stop: Callable[[], bool] = lambda: False
+    ) -> bool:
+        """Send nothing until a release after `start`; False when we closed, `stop()` says
+        so (a stopped session), or, with `watch`, the client left."""
         router = self.router
 
         def released() -> bool:
-            return router._release_count != start or router._closed.is_set()
+            return router._release_count != start or router._closed.is_set() or stop()
 
         while True:
             with router._release:
@@ -1221,7 +1248,7 @@ class _Handler(BaseHTTPRequestHandler):
                     router.disconnects += 1
                 self.close_connection = True
                 return False
-        return not router._closed.is_set()
+        return not (router._closed.is_set() or stop())
 
 
 def _chunk(data: bytes) -> bytes:

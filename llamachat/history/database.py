@@ -210,6 +210,21 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX IF NOT EXISTS memories_by_project ON memories (project_id, id);
     """,
+    # 12: where a reply streaming from llama.cpp stands in the server's copy of its
+    # stream (its X-Conversation-Id, the bytes read, the text they brought), so a reply
+    # a crash left "streaming" is picked up again where it stopped.
+    """
+    CREATE TABLE IF NOT EXISTS reply_streams (
+        message_id      INTEGER PRIMARY KEY,
+        conversation    TEXT NOT NULL,
+        byte_offset     INTEGER NOT NULL DEFAULT 0,
+        content_chars   INTEGER NOT NULL DEFAULT 0,
+        reasoning_chars INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE TRIGGER IF NOT EXISTS reply_streams_purged AFTER DELETE ON messages BEGIN
+        DELETE FROM reply_streams WHERE message_id = old.id;
+    END;
+    """,
 ]
 
 # Columns a pre-versioned table may lack, with the definitions ALTER TABLE can add

@@ -112,11 +112,16 @@ def new_conversation() -> str:
 
 
 class _Dropped(Exception):
-    """Internal: the connection went in the middle of a reply; `error` if it stays down."""
+    """Internal: the connection went in the middle of a reply; `error` if it stays down.
 
-    def __init__(self, error: StreamError) -> None:
+    `ended`: the body ended cleanly, short of the reply's end (the server's copy of the
+    stream, read again, ends there too), rather than the connection breaking.
+    """
+
+    def __init__(self, error: StreamError, *, ended: bool = False) -> None:
         super().__init__(error.message)
         self.error = error
+        self.ended = ended
 
 
 def request_body(
@@ -543,7 +548,9 @@ class Client:
                         watchdog.arm()
                         yield from self._read_lines(response, watchdog, cancel, state, position)
                         return
-                    except _Dropped:
+                    except _Dropped as drop:
+                        if drop.ended:
+                            raise drop.error from None
                         log.info("the reply's stream broke again at byte %d", position.offset)
                     finally:
                         response.close()
@@ -708,7 +715,8 @@ class Client:
                     StreamError(
                         f"the reply from {self.base_url} ended before it was "
                         "complete; the server may have stopped or crashed."
-                    )
+                    ),
+                    ended=True,
                 )
         except httpx.HTTPError as exc:
             if watchdog.reason == "cancelled":

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from llamachat import prompts, turn
 from llamachat.config import Config
@@ -319,6 +319,8 @@ class Conversation(QObject):
         self.write.set_params(self.memory.opened(self.history.session_params(session_id)))
         messages = self.outbox.settled_messages(session_id)
         self.session_changed.emit(session_id)
+        # Once the window shows the messages: a reply left streaming goes on below them.
+        QTimer.singleShot(0, self.outbox.reattach)
         return session, messages
 
     def start_temporary(self) -> None:

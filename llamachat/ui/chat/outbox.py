@@ -87,6 +87,8 @@ class Outbox(QObject):
         """The reply streaming now (None: none is)."""
         # Ended replies History could not take yet, kept with their text until it can.
         self._unsaved: list[ReplyStream] = []
+        # The reply a crash left streaming, and its place in the server's stream.
+        self._reattach: tuple[MessageRow, dict] | None = None
 
     # ------------------------------------------------------------------ questions
 
@@ -185,6 +187,14 @@ class Outbox(QObject):
             show()
             self.notice.emit(f"Not sent: the reply could not be saved. {exc}", 0)
             return False
+        self._connect(reply)
+        self._send(request, lambda: self._go(reply))
+        show()
+        self.started.emit(reply)
+        return True
+
+    def _connect(self, reply: ReplyStream) -> None:
+        """Make `reply` the one streaming now, its signals this outbox's."""
         reply.search_started.connect(self.search_started)
         reply.skill_loaded.connect(self.skill_loaded)
         reply.remembered.connect(self.remembered)
@@ -193,10 +203,6 @@ class Outbox(QObject):
         reply.saved.connect(self._on_saved)
         reply.ended.connect(self._on_reply_ended)
         self.reply = reply
-        self._send(request, lambda: self._go(reply))
-        show()
-        self.started.emit(reply)
-        return True
 
     def _ask_tools(self, model: str, request: Turn) -> bool:
         """Whether the reply must ask, before it sends tools, if the model's template
@@ -263,19 +269,49 @@ class Outbox(QObject):
         """The session's messages, with replies a crash left "streaming" settled.
 
         One with text is "stopped" (its text kept, Regenerate offered); one that had
-        nothing yet is an "error" with a Retry, not an empty "Stopped" reply.
+        nothing yet is an "error" with a Retry, not an empty "Stopped" reply. The last
+        one, when the server may still hold its stream (its place was saved), is left
+        out instead, for `reattach` to pick up where it stopped.
         """
         history = self._app.history
         messages = history.messages(session_id)
+        self._reattach = None
         for message in messages:
             if message["status"] == "streaming":
                 # Only this conversation streams into the session it shows, and it is not
                 # streaming now: the row is what a previous run saved before it died.
+                place = history.reply_stream(message["id"])
+                if place is not None and message is messages[-1]:
+                    self._reattach = (message, place)
+                    return messages[:-1]
                 began = message["content"] or message["reasoning"] or message["tool_calls"]
                 status, error = ("stopped", message["error"]) if began else ("error", CLOSED_EARLY)
                 history.update_message(message["id"], status=status, error=error)
                 message["status"], message["error"] = status, error
         return messages
+
+    def reattach(self) -> bool:
+        """Pick up the reply `settled_messages` left out, reading on from where it stopped;
+        True when one was. Its view is asked for with `started`, as a new reply's."""
+        pending, self._reattach = self._reattach, None
+        session_id = self._state.session_id
+        if pending is None or self.reply is not None or session_id != pending[0]["session_id"]:
+            return False
+        row, place = pending
+        reply = ReplyStream(
+            self._app.history,
+            self._app.registry,
+            session_id=session_id,
+            model=row["model"],
+            request=self._builder.next_turn(row["model"], n_ctx=self._context_size()),
+            continues=row,
+            resumes=place,
+            parent=self,
+        )
+        self._connect(reply)
+        reply.start(self._threads)
+        self.started.emit(reply)
+        return True
 
     @Slot(str)
     def _on_save_failed(self, error: str) -> None:

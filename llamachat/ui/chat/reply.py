@@ -25,6 +25,14 @@ llama.cpp goes on from (a prefill), and what comes is added to the reply's own t
 and row. llama.cpp streams the prefilled text back before the new text; that echo is
 dropped.
 
+A reply from llama.cpp streams under a conversation id of its own: the server keeps
+its stream, and the row's place in it (`History.save_reply_stream`: the bytes read and
+the text they brought) is saved after each save of its text. A dropped connection is
+picked up by the client; a reply a crash left "streaming" is picked up at the next
+start (`resumes`: its row, cut to the text its saved place covers, reads on from
+there, so nothing is lost and nothing comes twice). `leave` lets the server finish a
+reply the window no longer reads (quitting with "Let it finish").
+
 A new reply's row is added as soon as its request is on the wire (`start`), not
 before: the disk is not on the way to the server. Errors: a row that cannot be added
 then is tried again at each save; a save that fails is reported through
@@ -41,6 +49,7 @@ from typing import TYPE_CHECKING, Literal
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from llamachat.history.store import History, HistoryError
+from llamachat.router import client as backend
 from llamachat.router import providers
 from llamachat.turn import Turn
 from llamachat.ui.chat.worker import StreamWorker, ToolSource, WorkerThreads
@@ -84,6 +93,7 @@ class ReplyStream(QObject):
         keep_replaced: bool = False,
         continues: Mapping | None = None,
         ask_tools: bool = False,
+        resumes: Mapping | None = None,
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
@@ -108,8 +118,20 @@ class ReplyStream(QObject):
             else "active"
         )
         client, wire_model = registry.client_for(model)
+        # Only llama.cpp's router keeps a reply's stream; a provider is asked as before.
+        on_router = client is registry.router()
+        position = backend.Position(str(resumes["conversation"]), int(resumes["offset"])) if resumes else None
+        self._conversation = (
+            position.conversation if position else backend.new_conversation() if on_router else None
+        )
         self._worker = StreamWorker(
-            client, wire_model, request, tool_source=tool_source, ask_tools=ask_tools
+            client,
+            wire_model,
+            request,
+            tool_source=tool_source,
+            conversation=self._conversation,
+            resumes=position,
+            ask_tools=ask_tools,
         )
         self._worker.content.connect(self._on_content)
         self._worker.reasoning.connect(self._on_reasoning)
@@ -120,6 +142,7 @@ class ReplyStream(QObject):
         self._worker.tool_finished.connect(self._on_tool_finished)
         self._worker.stats.connect(self._on_stats)
         self._worker.cut.connect(self._on_cut)
+        self._worker.position.connect(self._on_position)
         self._worker.progress.connect(self._on_progress)
         self._worker.timings.connect(self._on_timings)
         self._worker.failed.connect(self._on_failed)
@@ -137,6 +160,11 @@ class ReplyStream(QObject):
         # to those of the parts before (`figures`).
         self._echo = _Echo("")
         self._before: tuple[Mapping, Mapping] = ({}, {})
+        # The text the worker gave (before an echo is dropped) and, once known, where the
+        # reply stands in the server's stream, with how much of its own text that covers.
+        self._given = {"content": 0, "reasoning": 0}
+        self._stream_at: dict | None = None
+        self.resumed = resumes is not None
         if continues is not None:
             self._before = (continues.get("usage") or {}, continues.get("timings") or {})
             self.message_id = continues["id"]
@@ -144,6 +172,11 @@ class ReplyStream(QObject):
             self._reasoning = [continues.get("reasoning") or ""]
             self._tool_calls = list(continues.get("tool_calls") or [])
             self._echo = _Echo(self._content[0])
+        if continues is not None and resumes is not None:
+            # What came after the saved place is read again: the text is cut back to it.
+            self._content = [self._content[0][: int(resumes["content"])]]
+            self._reasoning = [self._reasoning[0][: int(resumes["reasoning"])]]
+            self._echo = _Echo("")
         # When the request left, and how long the first token took (ms; None until it came).
         self._sent = time.monotonic()
         self._ttft_ms: float | None = None
@@ -267,9 +300,38 @@ class ReplyStream(QObject):
             self._timings = dict(timings)
             self.timings.emit(self._timings)
 
+    def leave(self) -> None:
+        """Stop showing and saving the reply, and let the server finish it: the next start
+        picks it up, whole (the row stays "streaming", its place saved)."""
+        if self._ended:
+            return
+        if self._dirty:
+            self._write()
+        self._ended = True
+        self._save_timer.stop()
+        self._worker.leave()
+
+    @Slot(object)
+    def _on_position(self, position: object) -> None:
+        if self._ended or not isinstance(position, dict):
+            return
+        # Text given after the position (the same burst) is not covered by it.
+        content = sum(map(len, self._content)) - (self._given["content"] - position["content"])
+        reasoning = sum(map(len, self._reasoning)) - (
+            self._given["reasoning"] - position["reasoning"]
+        )
+        self._stream_at = {
+            "conversation": position["conversation"],
+            "offset": position["offset"],
+            "content": content,
+            "reasoning": reasoning,
+        }
+        self._dirty = True
+
     @Slot(str)
     def _on_content(self, text: str) -> None:
         if not self._ended:
+            self._given["content"] += len(text)
             if self._ttft_ms is None or self._reading:
                 self._first_token()
             text = self._echo.past(text)
@@ -283,6 +345,7 @@ class ReplyStream(QObject):
     @Slot(str)
     def _on_reasoning(self, text: str) -> None:
         if not self._ended:
+            self._given["reasoning"] += len(text)
             if self._ttft_ms is None or self._reading:
                 self._first_token()
             self._reasoning.append(text)
@@ -346,7 +409,11 @@ class ReplyStream(QObject):
     @Slot()
     def _on_finished(self) -> None:
         if not self._ended:
-            self._end("error" if self._error else "complete")
+            if self._error and self.resumed and (any(self._content) or any(self._reasoning)):
+                # A reply picked up again whose rest could not be read keeps what it has.
+                self._end("stopped")
+            else:
+                self._end("error" if self._error else "complete")
 
     @Slot()
     def _on_save_due(self) -> None:
@@ -387,6 +454,10 @@ class ReplyStream(QObject):
                 usage=usage if final else None,
                 timings=timings if final else None,
             )
+            if self._stream_at is not None and not final:
+                # After the text: a crash between the two leaves an older place, which
+                # covers less of the saved text, never more.
+                self.history.save_reply_stream(message_id, self._stream_at)
         except HistoryError as exc:
             self._dirty = True
             if not self._unsaved:

@@ -15,7 +15,7 @@ import math
 import operator
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import cast
 
 from PySide6.QtCore import (
@@ -128,6 +128,7 @@ class StreamWorker(QObject):
     timings = Signal(object)
     tool_finished = Signal(object)
     cut = Signal(str)  # the finish reason of a reply the length limit cut ("length")
+    position = Signal(object)  # where the reply stands in the server's stream (`Position`)
     stats = Signal(object)
     failed = Signal(str, object)
     finished = Signal()
@@ -143,12 +144,19 @@ class StreamWorker(QObject):
         *,
         tool_source: ToolSource | None = None,
         ask_tools: bool = False,
+        conversation: str | None = None,
+        resumes: backend.Position | None = None,
     ) -> None:
         super().__init__()
         # The request offers tools to a model whose server has not said yet whether its
         # template takes them: asked before it is sent (`_takes_tools`).
         self._ask = ask_tools
         self._client = client
+        # llama.cpp keeps the reply's stream under `conversation`; `resumes`: read on the
+        # stream an earlier run left, from where it stood, instead of sending the request.
+        self._conversation = conversation
+        self._resumes = resumes
+        self._leave = threading.Event()
         self._tool_source = tool_source
         self._model = model
         self.request = request
@@ -174,6 +182,11 @@ class StreamWorker(QObject):
 
     def cancel(self) -> None:
         """Ask the stream to stop; safe from any thread, returns at once."""
+        self._cancel.set()
+
+    def leave(self) -> None:
+        """Stop reading, and let the server finish the reply on its own (safe from any thread)."""
+        self._leave.set()
         self._cancel.set()
 
     def wait_sent(self, timeout_s: float) -> bool:
@@ -264,21 +277,34 @@ class StreamWorker(QObject):
         try:
             # Here, off the GUI thread: MCP servers may still be starting. The send's MCP
             # tools (bound to its consent and its Stop) join the request (`Turn.joined`).
-            extra, rounds = self._tool_source(self._cancel) if self._tool_source else ((), 0)
-            self.request = self.request.joined(extra, rounds)
-            if self._ask and self.request.offer and not self._takes_tools():
-                self.request = turn.without_tools(self.request)
-            # A library the first message brought is read meanwhile: its passages wait for it.
-            self.request = turn.read_libraries(self.request, self._cancel)
-            if self.request.found is not None:
-                self._post("search_done", self.request.found)
-            stream = self._client.stream_chat(
-                self.request,
-                model=self._model,
-                cancel=self._cancel,
-                sent=self._sent,
-                before_read=self._before_read,
-            )
+            stream: Generator[backend.StreamEvent, None, None]
+            if self._resumes is not None:
+                self._sent.set()
+                stream = self._client.resume_chat(
+                    self._resumes,
+                    model=self._model,
+                    cancel=self._cancel,
+                    before_read=self._before_read,
+                    leave=self._leave,
+                )
+            else:
+                extra, rounds = self._tool_source(self._cancel) if self._tool_source else ((), 0)
+                self.request = self.request.joined(extra, rounds)
+                if self._ask and self.request.offer and not self._takes_tools():
+                    self.request = turn.without_tools(self.request)
+                # A library the first message brought is read meanwhile: its passages wait for it.
+                self.request = turn.read_libraries(self.request, self._cancel)
+                if self.request.found is not None:
+                    self._post("search_done", self.request.found)
+                stream = self._client.stream_chat(
+                    self.request,
+                    model=self._model,
+                    cancel=self._cancel,
+                    sent=self._sent,
+                    before_read=self._before_read,
+                    conversation=self._conversation,
+                    leave=self._leave,
+                )
             try:
                 for kind, value in stream:
                     if self._cancel.is_set():
@@ -326,7 +352,9 @@ def _joined(events: list[backend.StreamEvent]) -> Iterator[backend.StreamEvent]:
 
 
 _TEXT_KINDS = frozenset({"content", "reasoning"})
-_LATEST_KINDS = frozenset({"progress", "timings"})
+# A position is where the reply stands after all the text before it: the newest of a
+# burst, emitted after the burst's text, covers no more than the text already given.
+_LATEST_KINDS = frozenset({"progress", "timings", "resume"})
 
 # Stream event kinds and the StreamWorker signal each becomes.
 _SIGNALS = {
@@ -343,6 +371,7 @@ _SIGNALS = {
     # An MCP tool's call, shown collapsed and saved with the reply.
     "mcp_done": "tool_finished",
     "cut": "cut",
+    "resume": "position",
     "stats": "stats",
     "failed": "failed",
 }

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QToolButton
 
 from llamachat.dev.scripted_router import Reply
-from llamachat.tests.support import send_and_wait, visible_widget_named
+from llamachat.tests.support import SIGKILL_CHILD_SCRIPT, send_and_wait, visible_widget_named
 from llamachat.ui.chat import conversation as controller
 
 
@@ -62,3 +69,72 @@ class TestOutbox:
             assert chat.submit("Hi") == controller.SENT
         assert streaming_when_shown == [True]
         assert router.chat_requests()[-1].json["messages"][-1]["content"] == "Hi"
+
+
+class TestReattach:
+    """A reply a crash left streaming is picked up where it stopped, from the server's stream."""
+
+    def test_kill_9_mid_reply_then_restart_completes_the_reply_with_nothing_lost(
+        self, chat_window, router, qtbot, tmp_path
+    ) -> None:
+        """llamachat SIGKILLed mid-reply, the server alive: the next start reads the reply on
+        from its saved place; it completes with exactly the text the server generated."""
+
+        pieces = [f"w{n:03d} " for n in range(500)]
+        router.script(Reply(content=pieces, delay=0.01))
+        db = tmp_path / "history.db"
+        env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+        with (tmp_path / "child.log").open("wb") as log:
+            child = subprocess.Popen(
+                [sys.executable, "-c", SIGKILL_CHILD_SCRIPT, router.url, str(tmp_path)],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and child.poll() is None and not _saved_place(db):
+                time.sleep(0.05)
+            assert _saved_place(db), (tmp_path / "child.log").read_text()
+            os.kill(child.pid, signal.SIGKILL)
+            child.wait(timeout=30)
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+
+        window, history = chat_window()
+        [session] = history.list_sessions()
+        before = history.messages(session["id"])[-1]["content"]
+        opened = time.monotonic()
+        assert window.open_session(session["id"])
+        qtbot.waitUntil(
+            lambda: window.messages.last_assistant() is not None
+            and len(window.messages.last_assistant().content()) > len(before),
+            timeout=10_000,
+        )
+        moving_again_ms = (time.monotonic() - opened) * 1000
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=30_000)
+        reply = history.messages(session["id"])[-1]
+        assert (reply["status"], reply["content"]) == ("complete", "".join(pieces))
+        assert window.messages.last_assistant().content() == "".join(pieces)
+        # One request generated it: nothing was asked twice.
+        assert len(router.chat_requests()) == 1
+        print(f"\nreattach: {len(before)} chars saved at the kill, 0 lost; "
+              f"reply moving again {moving_again_ms:.0f} ms after the window opened it")
+        assert moving_again_ms < 1000
+
+
+def _saved_place(db) -> bool:
+    """Whether a reply's place in its stream is saved in `db` (with text before it)."""
+    if not db.exists():
+        return False
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+    try:
+        return bool(
+            conn.execute("SELECT 1 FROM reply_streams WHERE content_chars > 0").fetchall()
+        )
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        conn.close()

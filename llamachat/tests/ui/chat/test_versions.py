@@ -33,10 +33,11 @@ class TestVersions:
     def test_fault_router_killed_mid_reply_keeps_partial_error_and_retry_recovers(
         self, chat_window, qtbot
     ) -> None:
-        """The router dies mid-reply: text kept as 'error' with Retry; Retry on a live router works."""
+        """The router dies mid-reply: once it stayed out of reach for idle_timeout, the text is
+        kept as 'error' with Retry; Retry on a live router works."""
 
         doomed = ScriptedRouter()
-        window, history = chat_window(url=doomed.url)
+        window, history = chat_window(url=doomed.url, idle_timeout=2.0)
         doomed.script(Reply(content=["kept ", "text ", "never ", "sent"], stall_after=3))
         start_sending(qtbot, window, "Tell me")
         qtbot.waitUntil(lambda: window.messages.last_assistant().content() == "kept text ")
