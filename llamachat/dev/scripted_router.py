@@ -1112,7 +1112,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
 
-    def _relay(self, session: Session, offset: int, *, cut: int | None = None, lead: int = 0) -> None:
+    def _relay(
+        self, session: Session, offset: int, *, cut: int | None = None, lead: int = 0
+    ) -> None:
         """Send `session` from byte `offset` as it grows, until it ends (or `cut` events in)."""
         router = self.router
         self._begin_sse()
@@ -1120,12 +1122,8 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             while True:
                 with session.changed:
-                    session.changed.wait_for(
-                        lambda: len(session.buffer) > offset
-                        or session.done
-                        or router._closed.is_set(),
-                        0.2,
-                    )
+                    if len(session.buffer) <= offset and not session.done:
+                        session.changed.wait(0.2)
                     data, done = bytes(session.buffer[offset:]), session.done
                 if router._closed.is_set():
                     return self._die()
@@ -1192,7 +1190,9 @@ class _Handler(BaseHTTPRequestHandler):
         router = self.router
         name = str(body.get("model") or "")
         if router.is_router and not name:
-            return self._error(400, "model name is missing from the request", "invalid_request_error")
+            return self._error(
+                400, "model name is missing from the request", "invalid_request_error"
+            )
         if router.is_router and router._find(name) is None:
             return self._error(400, f"model '{name}' not found", "invalid_request_error")
         if body.get("action") != "reasoning_end":

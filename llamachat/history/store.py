@@ -48,7 +48,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal, Self
 
-from llamachat.history import database, drafts, export, search, sessions, tree
+from llamachat.history import database, drafts, export, search, sessions, streams, tree
 from llamachat.history.active_paths import ActivePaths
 from llamachat.history.database import BUSY_TIMEOUT_S, MIGRATIONS, _Corrupt
 from llamachat.history.export import (
@@ -437,39 +437,12 @@ class History:
             return tree.insert_branch(conn, session_id, messages)
 
     def save_reply_stream(self, message_id: int, position: dict) -> None:
-        """Keep where a streaming reply stands in the server's stream (`client.Position` fields:
-        conversation, offset, content, reasoning); saved after the text it covers."""
-        self._write(
-            "INSERT INTO reply_streams"
-            " (message_id, conversation, byte_offset, content_chars, reasoning_chars)"
-            " VALUES (?, ?, ?, ?, ?) ON CONFLICT (message_id) DO UPDATE SET"
-            " conversation = excluded.conversation, byte_offset = excluded.byte_offset,"
-            " content_chars = excluded.content_chars, reasoning_chars = excluded.reasoning_chars",
-            (
-                message_id,
-                str(position["conversation"]),
-                int(position["offset"]),
-                int(position["content"]),
-                int(position["reasoning"]),
-            ),
-        )
+        """Keep where a streaming reply stands in its server stream (`streams`), after its text."""
+        self._write(streams.UPSERT, streams.values(message_id, position))
 
     def reply_stream(self, message_id: int) -> dict | None:
         """Where the reply `message_id` stood in its stream when last saved (None: unknown)."""
-        rows = self._read(
-            "SELECT conversation, byte_offset, content_chars, reasoning_chars"
-            " FROM reply_streams WHERE message_id = ?",
-            (message_id,),
-        )
-        if not rows:
-            return None
-        conversation, offset, content, reasoning = rows[0]
-        return {
-            "conversation": conversation,
-            "offset": offset,
-            "content": content,
-            "reasoning": reasoning,
-        }
+        return streams.decoded(self._read(streams.SELECT, (message_id,)))
 
     def delete_branch(self, message_id: int) -> None:
         """Delete a message and every message that follows it, on all branches (a failed

@@ -30,11 +30,8 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import time
-import uuid
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from typing import Any, Protocol
-from urllib.parse import quote
 
 import httpx
 
@@ -49,13 +46,14 @@ from llamachat.errors import (
     request_failure,
     without_key,
 )
+from llamachat.router import resume
+from llamachat.router.resume import new_conversation
 from llamachat.router.stream import (
     Call,
     Position,
     Round,
     StreamEvent,
     data_objects,
-    handle_line,
     lines,
     read_capped,
     refusal,
@@ -69,8 +67,8 @@ __all__ = [
     "LLAMA_PARAMS",
     "MAX_LINE_BYTES",
     "BackendError",
-    "Position",
     "Client",
+    "Position",
     "RouterUnreachable",
     "ServerError",
     "StallError",
@@ -93,35 +91,6 @@ MAX_LINE_BYTES = 64 * 1024 * 1024
 # What a request to llama.cpp's router asks for besides the reply: prompt processing
 # progress, and the figures so far on every chunk (what a stopped reply keeps).
 LLAMA_PARAMS = {"return_progress": True, "timings_per_token": True}
-
-# A reply whose connection broke is read again from the server's copy of its stream
-# (llama.cpp's `X-Conversation-Id` sessions): first at once, then after waits doubling
-# from RETRY_FIRST up to RETRY_MAX, for as long as idle_timeout (or RESUME_PATIENCE).
-RETRY_FIRST = 0.25
-RETRY_MAX = 4.0
-RESUME_PATIENCE = 120.0
-STREAM_GONE = (
-    "the server no longer holds the rest of this reply (it was restarted, or the reply "
-    "ended more than 5 minutes ago)."
-)
-
-
-def new_conversation() -> str:
-    """A fresh id for the X-Conversation-Id of one reply's requests."""
-    return f"llamachat-{uuid.uuid4().hex}"
-
-
-class _Dropped(Exception):
-    """Internal: the connection went in the middle of a reply; `error` if it stays down.
-
-    `ended`: the body ended cleanly, short of the reply's end (the server's copy of the
-    stream, read again, ends there too), rather than the connection breaking.
-    """
-
-    def __init__(self, error: StreamError, *, ended: bool = False) -> None:
-        super().__init__(error.message)
-        self.error = error
-        self.ended = ended
 
 
 def request_body(
@@ -468,108 +437,22 @@ class Client:
         if before_read is not None:
             self._sockets.before_read[thread] = before_read
         try:
-            yield from self._resume(position, state, cancel, StreamError(STREAM_GONE))
+            yield from resume.resume(self, position, state, cancel, StreamError(resume.STREAM_GONE))
         finally:
             self._sockets.before_read.pop(thread, None)
-            self._end_stream(position, state, leave)
+            resume.end_stream(self, position, state, leave)
         if state.cancelled:
             return
         if state.finish_reason == "length":
             yield ("cut", state.finish_reason)
-        yield ("stats", {"usage": state.usage, "timings": state.timings, "model": state.model or model})
+        yield (
+            "stats",
+            {"usage": state.usage, "timings": state.timings, "model": state.model or model},
+        )
 
     def stop_stream(self, conversation: str) -> None:
         """Tell the server to stop the reply it streams for `conversation` (errors ignored)."""
-        url = f"{self.root}/v1/stream/{quote(conversation, safe='')}"
-        try:
-            self._http.delete(url, timeout=httpx.Timeout(5.0))
-        except httpx.HTTPError as exc:
-            log.info("could not stop the stream %s: %s", conversation, exc)
-
-    def _end_stream(self, position: Position | None, state: Round, leave: threading.Event | None) -> None:
-        """A reply left before its end: the server stops it too, unless it is to finish it."""
-        if position is None or state.done or state.finish_reason is not None:
-            return
-        if leave is not None and leave.is_set():
-            return
-        self.stop_stream(position.conversation)
-
-    def _learn_resumable(self, conversation: str) -> None:
-        """Find out once whether the server keeps streams (a 404 may be one that ended)."""
-        if self.resumable is not None:
-            return
-        try:
-            self.request_json(
-                "POST", "/v1/streams/lookup", root=True, timeout=10.0,
-                json={"conversation_ids": [conversation]},
-            )
-        except ServerError as exc:
-            if exc.status == 404:
-                self.resumable = False
-            return
-        except BackendError:
-            return
-        self.resumable = True
-
-    def _resume(
-        self,
-        position: Position,
-        state: Round,
-        cancel: threading.Event | None,
-        error: StreamError,
-    ) -> Iterator[StreamEvent]:
-        """Read the reply on from `position` off the server's copy of its stream,
-        reconnecting with backoff while the server is out of reach; `error` once it
-        stays so for idle_timeout, or the server no longer holds the stream."""
-        url = f"{self.root}/v1/stream/{quote(position.conversation, safe='')}"
-        patience = self.idle_timeout or RESUME_PATIENCE
-        deadline = time.monotonic() + patience
-        wait = RETRY_FIRST
-        thread = threading.get_ident()
-        while True:
-            watchdog = Watchdog(lambda: self._sockets.socket_of(thread), self.idle_timeout, cancel)
-            self._sockets.on_sent[thread] = watchdog.start
-            before = position.offset
-            try:
-                request = self._http.build_request("GET", url, params={"from": position.offset})
-                try:
-                    response = self._http.send(request, stream=True)
-                except httpx.HTTPError as exc:
-                    log.info("the reply's stream is out of reach: %s", exc)
-                else:
-                    try:
-                        if response.status_code == 404:
-                            self._learn_resumable(position.conversation)
-                            raise error
-                        refused = refusal(response, url, self._api_key)
-                        if refused is not None:
-                            raise refused
-                        self.resumable = True
-                        watchdog.arm()
-                        yield from self._read_lines(response, watchdog, cancel, state, position)
-                        return
-                    except _Dropped as drop:
-                        if drop.ended:
-                            raise drop.error from None
-                        log.info("the reply's stream broke again at byte %d", position.offset)
-                    finally:
-                        response.close()
-            finally:
-                watchdog.stop()
-                self._sockets.on_sent.pop(thread, None)
-            if watchdog.reason == "cancelled" or (cancel is not None and cancel.is_set()):
-                state.cancelled = True
-                return
-            if position.offset > before:
-                deadline, wait = time.monotonic() + patience, RETRY_FIRST
-            if time.monotonic() + wait > deadline:
-                raise error
-            if cancel is not None and cancel.wait(wait):
-                state.cancelled = True
-                return
-            if cancel is None:
-                time.sleep(wait)
-            wait = min(wait * 2, RETRY_MAX)
+        resume.stop_stream(self, conversation)
 
     # ------------------------------------------------------------------ one round
 
@@ -599,9 +482,7 @@ class Client:
             # Each round is a stream of its own, under the reply's conversation id.
             position.offset = 0
             headers["X-Conversation-Id"] = position.conversation
-        request = self._http.build_request(
-            "POST", url, json=payload, params=query, headers=headers
-        )
+        request = self._http.build_request("POST", url, json=payload, params=query, headers=headers)
         thread = threading.get_ident()
         watchdog = Watchdog(
             lambda: self._sockets.socket_of(thread),
@@ -637,20 +518,20 @@ class Client:
             watchdog.arm()
             try:
                 yield from self._read_round(response, url, watchdog, cancel, state, position)
-            except _Dropped as drop:
+            except resume.Dropped as drop:
                 if position is None or self.resumable is False:
                     raise drop.error from None
                 response.close()
                 watchdog.stop()
                 log.info("the reply broke at byte %d; reading on from there", position.offset)
-                yield from self._resume(position, state, cancel, drop.error)
+                yield from resume.resume(self, position, state, cancel, drop.error)
             finally:
                 response.close()
         finally:
             watchdog.stop()
             self._sockets.on_sent.pop(thread, None)
             self._sockets.before_read.pop(thread, None)
-            self._end_stream(position, state, leave)
+            resume.end_stream(self, position, state, leave)
 
     def _read_round(
         self,
@@ -672,73 +553,10 @@ class Client:
             if watchdog.reason == "cancelled":
                 state.cancelled = True
                 return
-            raise self._broken(exc, watchdog) from None
+            raise resume.broken(self, exc, watchdog) from None
         except BackendError as exc:
             raise self._without_key(exc) from None
-        yield from self._read_lines(response, watchdog, cancel, state, position)
-
-    def _read_lines(
-        self,
-        response: httpx.Response,
-        watchdog: Watchdog,
-        cancel: threading.Event | None,
-        state: Round,
-        position: Position | None,
-    ) -> Iterator[StreamEvent]:
-        """The events of a reply's SSE body; `position` follows each whole line read.
-
-        Raises _Dropped when the connection breaks (or the body ends) before the reply did.
-        """
-        try:
-            for line in lines(response, watchdog, self.max_line_bytes):
-                if cancel is not None and cancel.is_set():
-                    state.cancelled = True
-                    return
-                # Past [DONE] the body is only read to its end, so the connection goes
-                # back to the pool instead of being closed half-read.
-                if state.done:
-                    continue
-                if position is None:
-                    yield from handle_line(line, state)
-                    continue
-                text = False
-                for kind, piece in handle_line(line, state):
-                    if kind == "content" or kind == "reasoning":
-                        text = True
-                        setattr(position, kind, getattr(position, kind) + len(str(piece)))
-                    yield kind, piece
-                position.offset += len(line) + 1
-                if text:
-                    yield position.event()
-            if not state.done and state.finish_reason is None:
-                raise _Dropped(
-                    StreamError(
-                        f"the reply from {self.base_url} ended before it was "
-                        "complete; the server may have stopped or crashed."
-                    ),
-                    ended=True,
-                )
-        except httpx.HTTPError as exc:
-            if watchdog.reason == "cancelled":
-                state.cancelled = True
-                return
-            raise self._broken(exc, watchdog) from None
-        except BackendError as exc:
-            raise self._without_key(exc) from None
-
-    def _broken(self, exc: httpx.HTTPError, watchdog: Watchdog) -> Exception:
-        """What a transport error in the middle of a reply is: a stall, or a drop."""
-        if watchdog.reason == "stalled":
-            return StallError(
-                f"{self.base_url} sent nothing for {self.idle_timeout:g} s in the middle "
-                "of the reply; gave up. Try again, or raise idle_timeout in the config."
-            )
-        return _Dropped(
-            StreamError(
-                f"the connection to {self.base_url} broke in the middle of the "
-                f"reply ({exc.__class__.__name__})."
-            )
-        )
+        yield from resume.read_lines(self, response, watchdog, cancel, state, position)
 
     def _without_key(self, exc: BackendError) -> BackendError:
         """`exc` with this client's API key masked: some gateways quote the key they got."""

@@ -303,9 +303,7 @@ class TestReasoningControl:
 
     def test_reasoning_end_skips_the_rest_of_the_thinking(self, router) -> None:
 
-        router.script(
-            Reply(reasoning=["think "] * 50, content=["the ", "answer"], stall_after=3)
-        )
+        router.script(Reply(reasoning=["think "] * 50, content=["the ", "answer"], stall_after=3))
         with httpx.stream(
             "POST", router.url + "/v1/chat/completions", json=_chat_body(reasoning_control=True)
         ) as r:

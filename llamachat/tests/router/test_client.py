@@ -406,9 +406,7 @@ class TestResumingReplies:
         router.script(Reply(content=words, drop_after=7))
         client = Client(router.url)
         try:
-            events = list(
-                client.stream_chat(turn_of(user_turn()), conversation="conv-a")
-            )
+            events = list(client.stream_chat(turn_of(user_turn()), conversation="conv-a"))
         finally:
             client.close()
         text = "".join(str(v) for k, v in events if k == "content")
@@ -498,4 +496,6 @@ class TestResumingReplies:
         assert router.session("stop-me") is None
         finished = router.session("let-it-finish")
         assert finished is not None
-        assert wait_for(lambda: finished.done, 5, "the reply finished") and b"[DONE]" in bytes(finished.buffer)
+        assert wait_for(lambda: finished.done, 5, "the reply finished") and b"[DONE]" in bytes(
+            finished.buffer
+        )

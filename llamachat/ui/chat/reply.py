@@ -120,7 +120,11 @@ class ReplyStream(QObject):
         client, wire_model = registry.client_for(model)
         # Only llama.cpp's router keeps a reply's stream; a provider is asked as before.
         on_router = client is registry.router()
-        position = backend.Position(str(resumes["conversation"]), int(resumes["offset"])) if resumes else None
+        position = (
+            backend.Position(str(resumes["conversation"]), int(resumes["offset"]))
+            if resumes
+            else None
+        )
         self._conversation = (
             position.conversation if position else backend.new_conversation() if on_router else None
         )

@@ -109,8 +109,10 @@ class TestReattach:
         opened = time.monotonic()
         assert window.open_session(session["id"])
         qtbot.waitUntil(
-            lambda: window.messages.last_assistant() is not None
-            and len(window.messages.last_assistant().content()) > len(before),
+            lambda: (
+                window.messages.last_assistant() is not None
+                and len(window.messages.last_assistant().content()) > len(before)
+            ),
             timeout=10_000,
         )
         moving_again_ms = (time.monotonic() - opened) * 1000
@@ -120,8 +122,10 @@ class TestReattach:
         assert window.messages.last_assistant().content() == "".join(pieces)
         # One request generated it: nothing was asked twice.
         assert len(router.chat_requests()) == 1
-        print(f"\nreattach: {len(before)} chars saved at the kill, 0 lost; "
-              f"reply moving again {moving_again_ms:.0f} ms after the window opened it")
+        print(
+            f"\nreattach: {len(before)} chars saved at the kill, 0 lost; "
+            f"reply moving again {moving_again_ms:.0f} ms after the window opened it"
+        )
         assert moving_again_ms < 1000
 
 
@@ -131,9 +135,7 @@ def _saved_place(db) -> bool:
         return False
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
     try:
-        return bool(
-            conn.execute("SELECT 1 FROM reply_streams WHERE content_chars > 0").fetchall()
-        )
+        return bool(conn.execute("SELECT 1 FROM reply_streams WHERE content_chars > 0").fetchall())
     except sqlite3.OperationalError:
         return False
     finally:
