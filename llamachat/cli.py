@@ -417,7 +417,9 @@ def _stream(
     raw = getattr(args, "raw", False)
     answer_text = visible_controls if _isatty(out) and not raw else str
     reasoning_text = visible_controls if err_tty and not raw else str
-    stream = client.stream_chat(request, model=wire_model)
+    # On llama.cpp's router the reply's stream is kept: a dropped connection reads on.
+    conversation = backend.new_conversation() if client is registry.router() else None
+    stream = client.stream_chat(request, model=wire_model, conversation=conversation)
     try:
         for kind, value in stream:
             if kind == "content":
@@ -433,7 +435,7 @@ def _stream(
                     err.flush()
             elif kind == "stats" and isinstance(value, dict):
                 stats = value
-            else:
+            elif kind != "resume":
                 log.info("%s: %s", kind, value)
             record.update(content, reasoning)
     except backend.BackendError as exc:

@@ -40,6 +40,20 @@ class TestCli:
         assert (done.returncode, done.stdout, done.stderr) == (0, "shown\n", "")
         assert router.chat_requests()[-1].json["model"] == "other-model"
 
+    def test_cli_print_reads_on_after_a_dropped_connection(self, router, tmp_path) -> None:
+        """The connection drops mid-answer: `ask --print` reads the rest from the server's
+        copy of the stream, and prints the whole answer once."""
+
+        words = [f"w{i} " for i in range(40)]
+        config = subprocess_config_file(tmp_path, router.url)
+        router.script(Reply(content=words, drop_after=6))
+        done = run_llamachat(config, "ask", "--print", "--no-reasoning", "hi")
+        assert (done.returncode, done.stdout) == (0, "".join(words) + "\n"), done.stderr
+        conversation = router.chat_requests()[-1].headers["x-conversation-id"]
+        assert [r.path for r in router.requests if r.method == "GET" and "stream/" in r.path] == [
+            f"/v1/stream/{conversation}"
+        ]
+
     def test_cli_print_appends_piped_stdin_in_a_fenced_block(self, router, tmp_path) -> None:
         """`git diff | llamachat ask --print "review this"`: the question, then stdin fenced."""
         config = subprocess_config_file(tmp_path, router.url)

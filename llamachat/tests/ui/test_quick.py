@@ -74,6 +74,22 @@ class TestQuick:
         assert window.height() >= window.messages.minimumHeight()
 
     @quick_offscreen
+    def test_quick_window_reads_on_after_a_dropped_connection(self, quick, router, qtbot) -> None:
+        """The connection drops mid-answer: the answer goes on in place, whole, with no error."""
+
+        words = [f"q{i} " for i in range(40)]
+        window, history = quick(default_model="test-model")
+        window.present()
+        router.script(Reply(content=words, drop_after=5))
+        quick_ask(qtbot, window, "go")
+        reply = history.messages(window.session_id)[-1]
+        assert (reply["status"], reply["error"], reply["content"]) == (
+            "complete",
+            "",
+            "".join(words),
+        )
+
+    @quick_offscreen
     def test_quick_uses_a_skills_folder_created_after_it_was_built(
         self, quick, router, qtbot, tmp_path
     ) -> None:

@@ -321,3 +321,22 @@ class TestReply:
         assert row["usage"]["completion_tokens"] == 8
         line = visible_widget_named(window.messages.last_assistant(), QLabel, "Reply statistics")
         assert "8 tokens" in line.text()
+
+class TestReplyResumes:
+    """A reply from llama.cpp streams under a conversation id and survives a dropped connection."""
+
+    def test_a_dropped_connection_goes_on_in_place_with_no_error(
+        self, chat_window, router, qtbot
+    ) -> None:
+
+        words = [f"w{i} " for i in range(60)]
+        window, history = chat_window()
+        router.script(Reply(content=words, drop_after=10))
+        start_sending(qtbot, window, "go")
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10_000)
+        row = last_saved_message(history, window)
+        assert (row["status"], row["error"], row["content"]) == ("complete", "", "".join(words))
+        assert window.messages.last_assistant().content() == "".join(words)
+        conversation = router.chat_requests()[-1].headers["x-conversation-id"]
+        reads = [r for r in router.requests if r.path == f"/v1/stream/{conversation}"]
+        assert len(reads) == 1 and int(reads[0].query["from"]) > 0
