@@ -225,11 +225,13 @@ class TestResumableStreams:
 
         router.script(Reply(content=[f"w{i} " for i in range(20)], drop_after=5))
         headers = {"X-Conversation-Id": "conv-42"}
-        with httpx.stream(
-            "POST", router.url + "/v1/chat/completions", json=_chat_body(), headers=headers
-        ) as r:
-            with pytest.raises(httpx.HTTPError):
-                b"".join(r.iter_raw())
+        with (
+            httpx.stream(
+                "POST", router.url + "/v1/chat/completions", json=_chat_body(), headers=headers
+            ) as r,
+            pytest.raises(httpx.HTTPError),
+        ):
+            b"".join(r.iter_raw())
         # The first five events reached the client; the rest is read from any offset.
         session = router.session("conv-42")
         assert session is not None
