@@ -134,6 +134,8 @@ class History:
         # A memory's write touches no chat: the chats' paths as last read stay valid (a
         # request marks its memories used, and the next one must not read the chat again).
         self.memories = Memories(lambda: transaction(self._conn, self.path), self._reading)
+        # Where streaming replies stand in the server's copy of their streams.
+        self.reply_streams = streams.ReplyStreams(self._write, self._read)
         try:
             self._conn = database.connect(self.path, BUSY_TIMEOUT_S)
         except _Corrupt as exc:
@@ -435,14 +437,6 @@ class History:
                 raise ValueError(f"not a message History stores: {message['role']!r}")
         with self._transaction() as conn:
             return tree.insert_branch(conn, session_id, messages)
-
-    def save_reply_stream(self, message_id: int, position: dict) -> None:
-        """Keep where a streaming reply stands in its server stream (`streams`), after its text."""
-        self._write(streams.UPSERT, streams.values(message_id, position))
-
-    def reply_stream(self, message_id: int) -> dict | None:
-        """Where the reply `message_id` stood in its stream when last saved (None: unknown)."""
-        return streams.decoded(self._read(streams.SELECT, (message_id,)))
 
     def delete_branch(self, message_id: int) -> None:
         """Delete a message and every message that follows it, on all branches (a failed

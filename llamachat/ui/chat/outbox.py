@@ -280,7 +280,7 @@ class Outbox(QObject):
             if message["status"] == "streaming":
                 # Only this conversation streams into the session it shows, and it is not
                 # streaming now: the row is what a previous run saved before it died.
-                place = history.reply_stream(message["id"])
+                place = history.reply_streams.get(message["id"])
                 if place is not None and message is messages[-1]:
                     self._reattach = (message, place)
                     return messages[:-1]

@@ -26,7 +26,7 @@ and row. llama.cpp streams the prefilled text back before the new text; that ech
 dropped.
 
 A reply from llama.cpp streams under a conversation id of its own: the server keeps
-its stream, and the row's place in it (`History.save_reply_stream`: the bytes read and
+its stream, and the row's place in it (`History.reply_streams`: the bytes read and
 the text they brought) is saved after each save of its text. A dropped connection is
 picked up by the client; a reply a crash left "streaming" is picked up at the next
 start (`resumes`: its row, cut to the text its saved place covers, reads on from
@@ -461,7 +461,7 @@ class ReplyStream(QObject):
             if self._stream_at is not None and not final:
                 # After the text: a crash between the two leaves an older place, which
                 # covers less of the saved text, never more.
-                self.history.save_reply_stream(message_id, self._stream_at)
+                self.history.reply_streams.save(message_id, self._stream_at)
         except HistoryError as exc:
             self._dirty = True
             if not self._unsaved:

@@ -13,6 +13,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QToolButton
 
 from llamachat.dev.scripted_router import Reply
+from llamachat.history.store import History
 from llamachat.tests.support import SIGKILL_CHILD_SCRIPT, send_and_wait, visible_widget_named
 from llamachat.ui.chat import conversation as controller
 
@@ -103,18 +104,18 @@ class TestReattach:
                 child.kill()
                 child.wait()
 
-        window, history = chat_window()
-        [session] = history.list_sessions()
-        before = history.messages(session["id"])[-1]["content"]
+        with History(db) as saved:
+            [session] = saved.list_sessions()
+            before = saved.messages(session["id"])[-1]["content"]
+        # The next start: the window reopens the chat it showed last, and its reply goes on.
         opened = time.monotonic()
-        assert window.open_session(session["id"])
-        qtbot.waitUntil(
-            lambda: (
-                window.messages.last_assistant() is not None
-                and len(window.messages.last_assistant().content()) > len(before)
-            ),
-            timeout=10_000,
-        )
+        window, history = chat_window()
+
+        def moving() -> bool:
+            view = window.messages.last_assistant()
+            return view is not None and len(view.content()) > len(before)
+
+        qtbot.waitUntil(moving, timeout=10_000)
         moving_again_ms = (time.monotonic() - opened) * 1000
         qtbot.waitUntil(lambda: not window.is_streaming(), timeout=30_000)
         reply = history.messages(session["id"])[-1]

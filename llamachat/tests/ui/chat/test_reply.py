@@ -322,6 +322,7 @@ class TestReply:
         line = visible_widget_named(window.messages.last_assistant(), QLabel, "Reply statistics")
         assert "8 tokens" in line.text()
 
+
 class TestReplyResumes:
     """A reply from llama.cpp streams under a conversation id and survives a dropped connection."""
 
