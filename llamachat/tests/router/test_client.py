@@ -499,3 +499,34 @@ class TestResumingReplies:
         assert wait_for(lambda: finished.done, 5, "the reply finished") and b"[DONE]" in bytes(
             finished.buffer
         )
+
+    @pytest.mark.real_router
+    def test_real_router_reply_left_mid_stream_is_read_on_exactly(self, real_router) -> None:
+        """llama-server keeps a reply's stream after its client left: read on from the saved
+        place, the two parts are exactly the text the server generated, nothing twice."""
+
+        left = threading.Event()
+        left.set()
+        client = Client(real_router.url)
+        try:
+            request = turn_of(
+                [{"role": "user", "content": "Count from one to twenty in words."}],
+                model=SMOL_ID,
+                params={"max_tokens": 24, "temperature": 0},
+            )
+            seen = []
+            for kind, value in client.stream_chat(request, conversation="real-left", leave=left):
+                seen.append((kind, value))
+                if kind == "resume" and value["content"] >= 6:
+                    break  # as a llamachat killed mid-reply
+            at = backend.Position(**[v for k, v in seen if k == "resume"][-1])
+            before = "".join(str(v) for k, v in seen if k == "content")[: at.content]
+            rest = list(client.resume_chat(at, model=SMOL_ID))
+            # What the server generated, read whole from its copy of the stream.
+            whole = list(client.resume_chat(backend.Position("real-left"), model=SMOL_ID))
+        finally:
+            client.close()
+        generated = "".join(str(v) for k, v in whole if k == "content")
+        after = "".join(str(v) for k, v in rest if k == "content")
+        assert before + after == generated and len(after) > 0
+        assert rest[-1][0] == "stats"
