@@ -89,8 +89,9 @@ log = logging.getLogger(__name__)
 MAX_LINE_BYTES = 64 * 1024 * 1024
 
 # What a request to llama.cpp's router asks for besides the reply: prompt processing
-# progress, and the figures so far on every chunk (what a stopped reply keeps).
-LLAMA_PARAMS = {"return_progress": True, "timings_per_token": True}
+# progress, the figures so far on every chunk (what a stopped reply keeps), and that its
+# thinking may be ended early (`Client.end_thinking`).
+LLAMA_PARAMS = {"return_progress": True, "timings_per_token": True, "reasoning_control": True}
 
 
 def request_body(
@@ -355,7 +356,8 @@ class Client:
         `conversation` (llama.cpp): each request carries it as `X-Conversation-Id`, so
         the server keeps the reply's stream; after each line that brought text a
         ("resume", {conversation, offset, content, reasoning}) event says where the reply
-        stands (`Position`), and a connection that breaks is picked up again from there
+        stands (`Position`), a ("completion", id) event gives each round's completion id
+        (what `end_thinking` takes), and a connection that breaks is picked up again from there
         (`resume_chat`), quietly, for as long as idle_timeout. Stopping such a reply
         also tells the server to stop it (`DELETE /v1/stream/<id>`), unless `leave` is
         set: the server then finishes it on its own.
@@ -449,6 +451,26 @@ class Client:
             "stats",
             {"usage": state.usage, "timings": state.timings, "model": state.model or model},
         )
+
+    def end_thinking(self, completion: str, model: str) -> bool:
+        """Ask llama.cpp to end the reasoning of `completion` now, so the model answers
+        (`POST /v1/chat/completions/control`, `reasoning_end`; the request asked for
+        `reasoning_control`). True when the server did; False when the reply is over or
+        the server cannot. Raises nothing."""
+        try:
+            answer = self.request_json(
+                "POST",
+                "/chat/completions/control",
+                timeout=10.0,
+                json={"id": completion, "action": "reasoning_end", "model": model},
+            )
+        except BackendError as exc:
+            log.info("the thinking of %s was not ended: %s", completion, exc)
+            return False
+        if not (isinstance(answer, dict) and answer.get("success") is True):
+            log.info("the thinking of %s was not ended: %s", completion, answer)
+            return False
+        return True
 
     def stop_stream(self, conversation: str) -> None:
         """Tell the server to stop the reply it streams for `conversation` (errors ignored)."""

@@ -48,6 +48,7 @@ class Client(Protocol):
     def _without_key(self, exc: BackendError) -> BackendError:
         """`exc` with the API key masked."""
 
+
 # A reply whose connection broke is read again from the server's copy of its stream
 # (llama.cpp's `X-Conversation-Id` sessions): first at once, then after waits doubling
 # from RETRY_FIRST up to RETRY_MAX, for as long as idle_timeout (or RESUME_PATIENCE).
@@ -197,6 +198,9 @@ def read_lines(
                 continue
             text = False
             for kind, piece in handle_line(line, state):
+                if state.completion and not state.announced:
+                    state.announced = True
+                    yield ("completion", state.completion)
                 if kind == "content" or kind == "reasoning":
                     text = True
                     setattr(position, kind, getattr(position, kind) + len(str(piece)))

@@ -82,6 +82,8 @@ class Round:
     timings: dict = field(default_factory=dict)
     per_token: bool = False  # the request asked for timings_per_token
     model: str = ""
+    completion: str = ""  # the server's id of the completion (what its control endpoint takes)
+    announced: bool = False  # the ("completion", id) event was yielded
     cancelled: bool = False
 
     def add_tool_deltas(self, deltas: list) -> None:
@@ -230,6 +232,8 @@ def _handle_chunk(chunk: dict, state: Round, key: str) -> Iterator[StreamEvent]:
         yield ("progress", chunk["prompt_progress"])
     if isinstance(chunk.get("model"), str):
         state.model = chunk["model"]
+    if isinstance(chunk.get("id"), str) and not state.completion:
+        state.completion = chunk["id"]
     choices = chunk.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         return

@@ -182,6 +182,7 @@ class ChatWindow(ConversationSeams, QMainWindow):
         self.first_run_panel.settings_requested.connect(self.open_settings)
         self.composer.submitted.connect(self.send)
         self.composer.stop_requested.connect(self.stop)
+        self.composer.stop_thinking_requested.connect(self._on_stop_thinking)
         self.composer.notice.connect(self.show_status)
         self.libraries.status.connect(self.show_status)
         self.memories.status.connect(self.show_status)
@@ -383,8 +384,15 @@ class ChatWindow(ConversationSeams, QMainWindow):
         else:
             self.show_status(text, timeout)
 
+    @Slot()
+    def _on_stop_thinking(self) -> None:
+        reply = self.chat.outbox.reply
+        if reply is not None:
+            reply.end_thinking()
+
     @Slot(object)
     def _on_reply_started(self, reply: ReplyStream) -> None:
+        reply.thinking.connect(self.composer.set_thinking)
         reply.attach(self.messages.append_message(reply.row()))
         self.composer.set_streaming(True)
         self.streaming_changed.emit(True)

@@ -79,6 +79,8 @@ class ReplyStream(QObject):
     save_failed = Signal(str)
     saved = Signal()
     ended = Signal(str, str)
+    # True while the model thinks and its thinking can be ended (`end_thinking`).
+    thinking = Signal(bool)
 
     def __init__(
         self,
@@ -118,16 +120,7 @@ class ReplyStream(QObject):
             else "active"
         )
         client, wire_model = registry.client_for(model)
-        # Only llama.cpp's router keeps a reply's stream; a provider is asked as before.
-        on_router = client is registry.router()
-        position = (
-            backend.Position(str(resumes["conversation"]), int(resumes["offset"]))
-            if resumes
-            else None
-        )
-        self._conversation = (
-            position.conversation if position else backend.new_conversation() if on_router else None
-        )
+        self._conversation, position = _stream_of(client is registry.router(), resumes)
         self._worker = StreamWorker(
             client,
             wire_model,
@@ -164,11 +157,10 @@ class ReplyStream(QObject):
         # to those of the parts before (`figures`).
         self._echo = _Echo("")
         self._before: tuple[Mapping, Mapping] = ({}, {})
-        # The text the worker gave (before an echo is dropped) and, once known, where the
-        # reply stands in the server's stream, with how much of its own text that covers.
-        self._given = {"content": 0, "reasoning": 0}
-        self._stream_at: dict | None = None
+        self._place = _Place()
         self.resumed = resumes is not None
+        # Only llama.cpp's router takes `reasoning_end`; shown once thinking text comes.
+        self._thinking = False
         if continues is not None:
             self._before = (continues.get("usage") or {}, continues.get("timings") or {})
             self.message_id = continues["id"]
@@ -304,6 +296,16 @@ class ReplyStream(QObject):
             self._timings = dict(timings)
             self.timings.emit(self._timings)
 
+    def end_thinking(self) -> None:
+        """Ask the server to end the model's thinking now: it answers at once."""
+        if not self._ended and self._worker.end_thinking():
+            self._set_thinking(False)
+
+    def _set_thinking(self, thinking: bool) -> None:
+        if thinking != self._thinking:
+            self._thinking = thinking
+            self.thinking.emit(thinking)
+
     def leave(self) -> None:
         """Stop showing and saving the reply, and let the server finish it: the next start
         picks it up, whole (the row stays "streaming", its place saved)."""
@@ -317,30 +319,20 @@ class ReplyStream(QObject):
 
     @Slot(object)
     def _on_position(self, position: object) -> None:
-        if self._ended or not isinstance(position, dict):
-            return
-        # Text given after the position (the same burst) is not covered by it.
-        content = sum(map(len, self._content)) - (self._given["content"] - position["content"])
-        reasoning = sum(map(len, self._reasoning)) - (
-            self._given["reasoning"] - position["reasoning"]
-        )
-        self._stream_at = {
-            "conversation": position["conversation"],
-            "offset": position["offset"],
-            "content": content,
-            "reasoning": reasoning,
-        }
-        self._dirty = True
+        if not self._ended and isinstance(position, dict):
+            self._place.moved(position, self._content, self._reasoning)
+            self._dirty = True
 
     @Slot(str)
     def _on_content(self, text: str) -> None:
         if not self._ended:
-            self._given["content"] += len(text)
+            self._place.given["content"] += len(text)
             if self._ttft_ms is None or self._reading:
                 self._first_token()
             text = self._echo.past(text)
             if not text:
                 return
+            self._set_thinking(False)
             self._content.append(text)
             self._dirty = True
             if self.view is not None:
@@ -349,11 +341,13 @@ class ReplyStream(QObject):
     @Slot(str)
     def _on_reasoning(self, text: str) -> None:
         if not self._ended:
-            self._given["reasoning"] += len(text)
+            self._place.given["reasoning"] += len(text)
             if self._ttft_ms is None or self._reading:
                 self._first_token()
             self._reasoning.append(text)
             self._dirty = True
+            if self._conversation is not None and not any(self._content):
+                self._set_thinking(True)
             if self.view is not None:
                 self.view.append_reasoning(text)
 
@@ -458,10 +452,10 @@ class ReplyStream(QObject):
                 usage=usage if final else None,
                 timings=timings if final else None,
             )
-            if self._stream_at is not None and not final:
+            if self._place.at is not None and not final:
                 # After the text: a crash between the two leaves an older place, which
                 # covers less of the saved text, never more.
-                self.history.reply_streams.save(message_id, self._stream_at)
+                self.history.reply_streams.save(message_id, self._place.at)
         except HistoryError as exc:
             self._dirty = True
             if not self._unsaved:
@@ -499,6 +493,7 @@ class ReplyStream(QObject):
         return message_id
 
     def _end(self, status: str) -> None:
+        self._set_thinking(False)
         self._ended = True
         self._status = status
         if self._retry_without_text():
@@ -524,6 +519,37 @@ class ReplyStream(QObject):
         else:
             # Kept, with its text, until a save goes through (the timer retries each second).
             self._save_timer.start()
+
+
+def _stream_of(
+    on_router: bool, resumes: Mapping | None
+) -> tuple[str | None, backend.Position | None]:
+    """A reply's conversation id, and the place to read on from (`resumes`: its saved one)."""
+    if resumes:
+        position = backend.Position(str(resumes["conversation"]), int(resumes["offset"]))
+        return position.conversation, position
+    # Only llama.cpp's router keeps a reply's stream; a provider is asked as before.
+    return (backend.new_conversation() if on_router else None), None
+
+
+class _Place:
+    """Where a reply stands in the server's copy of its stream, in terms of its own text."""
+
+    def __init__(self) -> None:
+        # The text the worker gave (before an echo is dropped), and the place last known.
+        self.given = {"content": 0, "reasoning": 0}
+        self.at: dict | None = None
+
+    def moved(self, position: dict, content: list[str], reasoning: list[str]) -> None:
+        """Take the worker's `position`, given after all of `content` and `reasoning` so far."""
+        # Text given after the position (the same burst) is not covered by it.
+        self.at = {
+            "conversation": position["conversation"],
+            "offset": position["offset"],
+            "content": sum(map(len, content)) - (self.given["content"] - position["content"]),
+            "reasoning": sum(map(len, reasoning))
+            - (self.given["reasoning"] - position["reasoning"]),
+        }
 
 
 class _Echo:

@@ -157,6 +157,8 @@ class StreamWorker(QObject):
         self._conversation = conversation
         self._resumes = resumes
         self._leave = threading.Event()
+        # The server's id of the completion streaming now (its control endpoint's key).
+        self._completion = ""
         self._tool_source = tool_source
         self._model = model
         self.request = request
@@ -183,6 +185,20 @@ class StreamWorker(QObject):
     def cancel(self) -> None:
         """Ask the stream to stop; safe from any thread, returns at once."""
         self._cancel.set()
+
+    def end_thinking(self) -> bool:
+        """Ask the server to end the reply's thinking now (on a thread of its own); False
+        when the reply has no completion to ask about yet."""
+        completion = self._completion
+        if not completion:
+            return False
+        threading.Thread(
+            target=self._client.end_thinking,
+            args=(completion, self._model),
+            daemon=True,
+            name="llamachat-end-thinking",
+        ).start()
+        return True
 
     def leave(self) -> None:
         """Stop reading, and let the server finish the reply on its own (safe from any thread)."""
@@ -309,6 +325,9 @@ class StreamWorker(QObject):
                 for kind, value in stream:
                     if self._cancel.is_set():
                         break
+                    if kind == "completion":
+                        self._completion = str(value)
+                        continue
                     if kind not in _SIGNALS:
                         log.debug("ignoring stream event %r", kind)
                         continue

@@ -303,6 +303,7 @@ class Composer(QWidget):
 
     submitted = Signal()
     stop_requested = Signal()
+    stop_thinking_requested = Signal()  # end the model's thinking: it answers now
     notice = Signal(str)
     attachments_changed = Signal()
     # Folders dropped while `takes_folders` (the chat window attaches them as libraries).
@@ -347,11 +348,16 @@ class Composer(QWidget):
         self.stop_button.setAccessibleName("Stop")
         self.stop_button.setToolTip("Stop the reply (Esc)")
         self.stop_button.setVisible(False)
+        self.stop_thinking_button = QPushButton("Stop thinking", self)
+        self.stop_thinking_button.setAccessibleName("Stop thinking")
+        self.stop_thinking_button.setToolTip("End the model's thinking: it answers now")
+        self.stop_thinking_button.setVisible(False)
 
         buttons = QHBoxLayout()
         buttons.setContentsMargins(0, 0, 0, 0)
         buttons.addWidget(self.attach_button)
         buttons.addStretch(1)
+        buttons.addWidget(self.stop_thinking_button)
         buttons.addWidget(self.stop_button)
         buttons.addWidget(self.send_button)
         layout = QVBoxLayout(self)
@@ -363,6 +369,7 @@ class Composer(QWidget):
         self.editor.submit.connect(self.submitted)
         self.send_button.clicked.connect(self.submitted)
         self.stop_button.clicked.connect(self.stop_requested)
+        self.stop_thinking_button.clicked.connect(self.stop_thinking_requested)
         self.attach_button.clicked.connect(self.choose_files)
         self.editor.files_received.connect(self.add_files)
         self.editor.folders_received.connect(self._on_folders_received)
@@ -441,6 +448,12 @@ class Composer(QWidget):
         """Swap Send for Stop while a reply streams."""
         self.stop_button.setVisible(streaming)
         self.send_button.setVisible(not streaming)
+        if not streaming:
+            self.stop_thinking_button.setVisible(False)
+
+    def set_thinking(self, thinking: bool) -> None:
+        """Offer "Stop thinking" while the model of the streaming reply thinks."""
+        self.stop_thinking_button.setVisible(thinking)
 
     @Slot(list)
     def add_files(self, paths: list) -> None:

@@ -341,3 +341,39 @@ class TestReplyResumes:
         conversation = router.chat_requests()[-1].headers["x-conversation-id"]
         reads = [r for r in router.requests if r.path == f"/v1/stream/{conversation}"]
         assert len(reads) == 1 and int(reads[0].query["from"]) > 0
+
+
+class TestStopThinking:
+    """While the model thinks, "Stop thinking" ends the thinking and the model answers now."""
+
+    def test_stop_thinking_ends_the_reasoning_and_the_answer_follows(
+        self, chat_window, router, qtbot
+    ) -> None:
+
+        window, history = chat_window()
+        button = window.composer.stop_thinking_button
+        router.script(Reply(reasoning=["think "] * 100, content=["the ", "answer"], stall_after=4))
+        start_sending(qtbot, window, "Think hard")
+        qtbot.waitUntil(button.isVisible, timeout=5000)
+        qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
+        assert not button.isVisible()
+        control = lambda: [r for r in router.requests if r.path.endswith("/completions/control")]  # noqa: E731
+        qtbot.waitUntil(lambda: bool(control()), timeout=5000)
+        router.release()
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10_000)
+        row = last_saved_message(history, window)
+        assert (row["status"], row["content"]) == ("complete", "the answer")
+        assert row["reasoning"] == "think " * 3
+        assert control()[0].json["model"] == "test-model"
+        assert router.chat_requests()[-1].json["reasoning_control"] is True
+
+    def test_no_stop_thinking_for_a_reply_that_does_not_think(
+        self, chat_window, router, qtbot
+    ) -> None:
+
+        window, _history = chat_window()
+        shown: list[bool] = []
+        window.chat.reply_started.connect(lambda reply: reply.thinking.connect(shown.append))
+        router.script(Reply(content=["just ", "the ", "answer"]))
+        send_and_wait(qtbot, window, "Hi")
+        assert shown == [] and not window.composer.stop_thinking_button.isVisible()
