@@ -119,8 +119,11 @@ def model_tooltip(
         lines.append(fit)
     if info is not None and info.provider:
         lines.append(f"From provider {info.provider}")
+    # What the router lists (`architecture.input_modalities`), known before a load.
     if info is not None and "image" in info.modalities:
         lines.append("Reads images")
+    if info is not None and "audio" in info.modalities:
+        lines.append("Hears audio")
     if default:
         lines.append("Default for new chats")
     return "\n".join(lines)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import httpx
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QToolButton
@@ -15,7 +16,8 @@ from llamachat.tests.support import (
     send_and_wait,
     visible_widget_named,
 )
-from llamachat.ui.models.picker import ModelPicker
+from llamachat.router.models import parse_model
+from llamachat.ui.models.picker import ModelPicker, model_tooltip
 
 
 class TestPicker:
@@ -284,3 +286,19 @@ class TestPicker:
         assert picker.combo.currentText() == "qwen"
         picker.shutdown()
         registry.close()
+
+
+def test_the_tooltip_says_what_an_unloaded_model_reads_from_its_listing() -> None:
+    """The router lists `architecture.input_modalities` without loading a model: the
+    picker's tooltip says which models see images and hear audio."""
+
+    with ScriptedRouter(
+        [Model("eyes", modalities=("text", "image")), Model("ears", modalities=("text", "audio"))]
+    ) as router:
+        listed = httpx.get(router.url + "/v1/models").json()["data"]
+    infos = {m.id: m for m in (parse_model(entry) for entry in listed) if m is not None}
+    assert all(info.status == "unloaded" for info in infos.values())
+    eyes = model_tooltip("eyes", "unloaded", "", infos["eyes"], default=False)
+    ears = model_tooltip("ears", "unloaded", "", infos["ears"], default=False)
+    assert "Reads images" in eyes and "Hears audio" not in eyes
+    assert "Hears audio" in ears and "Reads images" not in ears
