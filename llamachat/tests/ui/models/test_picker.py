@@ -9,6 +9,7 @@ from PySide6.QtWidgets import QToolButton
 
 from llamachat.config import ProviderConfig
 from llamachat.dev.scripted_router import Model, ScriptedRouter
+from llamachat.router.models import parse_model
 from llamachat.tests.support import (
     add_router_models,
     combo_ids,
@@ -16,7 +17,6 @@ from llamachat.tests.support import (
     send_and_wait,
     visible_widget_named,
 )
-from llamachat.router.models import parse_model
 from llamachat.ui.models.picker import ModelPicker, model_tooltip
 
 
