@@ -146,6 +146,16 @@ def _theme(value: Any) -> str | None:
     return None if value in THEMES else f"theme must be one of {', '.join(THEMES)}; got '{value}'"
 
 
+QUIT_CHOICES = ("ask", "stop", "finish")
+"""What quitting does with a reply still streaming (`quit_while_streaming`)."""
+
+
+def _quit_choice(value: Any) -> str | None:
+    if value in QUIT_CHOICES:
+        return None
+    return f"quit_while_streaming must be one of {', '.join(QUIT_CHOICES)}; got '{value}'"
+
+
 FONT_SIZES = (6, 72)
 """The font sizes the conversation may be set to, in points (0 also: the system's size)."""
 
@@ -505,6 +515,15 @@ KEYS: tuple[Key, ...] = (
         "The [[providers]] (by name) whose models may be sent your memories. Models of\n"
         "the router always may; other providers' never do unless named here.",
         example=["openrouter"],
+    ),
+    Key(
+        "quit_while_streaming",
+        "ask",
+        _STR,
+        'Quitting while a reply streams from the router: "ask", "stop" (stop it, and the\n'
+        'server\'s work on it) or "finish" (the server finishes it; it is in the chat\n'
+        "next time). A server llamachat runs itself stops with it: its reply stops too.",
+        check=_quit_choice,
     ),
     Key(
         "mcp_config",

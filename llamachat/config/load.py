@@ -141,6 +141,7 @@ class Config:
     memory_enabled: bool = _default("memory_enabled")
     memory_tokens: int = _default("memory_tokens")
     memory_providers: tuple[str, ...] = ()
+    quit_while_streaming: str = _default("quit_while_streaming")
     model_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     preset_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     mcp_servers: tuple[McpServerConfig, ...] = ()
@@ -269,6 +270,7 @@ def _build(data: dict[str, Any], path: Path) -> Config:
         memory_enabled=v["memory_enabled"],
         memory_tokens=v["memory_tokens"],
         memory_providers=tuple(name.strip() for name in v["memory_providers"] if name.strip()),
+        quit_while_streaming=v["quit_while_streaming"],
         model_params={k: dict(t) for k, t in v["model_params"].items()},
         preset_params={k: dict(t) for k, t in v["preset_params"].items()},
         mcp_servers=_mcp_servers(v, path),

@@ -300,7 +300,7 @@ class RunningInstance(QObject):
         """
         windows = [window for window in (self._chat, self._quick) if window is not None]
         parent = self._chat if self._chat is not None and self._chat.isVisible() else None
-        if not confirm_quit(parent, [window.chat for window in windows]):
+        if not confirm_quit(parent, [window.chat for window in windows], self.app):
             return
         self.shutdown()
         self._end()

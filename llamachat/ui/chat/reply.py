@@ -306,6 +306,10 @@ class ReplyStream(QObject):
             self._thinking = thinking
             self.thinking.emit(thinking)
 
+    def can_leave(self) -> bool:
+        """Whether the server would finish the reply without the window (`leave`)."""
+        return self._conversation is not None and not self._ended
+
     def leave(self) -> None:
         """Stop showing and saving the reply, and let the server finish it: the next start
         picks it up, whole (the row stays "streaming", its place saved)."""

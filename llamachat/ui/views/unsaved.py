@@ -1,6 +1,10 @@
-"""Quitting with replies History could not save: try once more, then ask.
+"""Quitting with replies streaming, or that History could not save.
 
-`confirm_quit(parent, chats)` stops the replies still streaming, tries once more to
+A reply still streaming from the router is stopped, or left for the server to
+finish (it is in the chat at the next start), as `quit_while_streaming` says or, on
+"ask", as the user answers ("Stop it", "Let it finish", Cancel; "Remember my answer"
+saves it). A server llamachat runs itself stops with it, so its replies just stop.
+`confirm_quit(parent, chats, app)` then stops the replies still streaming, tries once more to
 save every reply History could not take (a full disk), and when one is still not
 saved says so and offers Save as… (the chats with those replies, as Markdown or as
 a JSON export that File > Import reads back), Quit anyway, or Cancel.
@@ -11,12 +15,15 @@ Errors: none raised; a file that cannot be written is said in the dialog, which 
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
-from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
+from PySide6.QtWidgets import QCheckBox, QFileDialog, QMessageBox, QWidget
+
+from llamachat.config import ConfigError
 
 from llamachat.history.export import export_markdown, export_path_json, write_file
 from llamachat.history.store import HistoryError, MessageRow, SessionRow
@@ -24,12 +31,29 @@ from llamachat.ui import plain
 from llamachat.ui.chat.conversation import Conversation
 from llamachat.ui.chat.reply import ReplyStream
 
+if TYPE_CHECKING:
+    from llamachat.ui.app import App
+
+log = logging.getLogger(__name__)
+
 MARKDOWN = "Markdown (*.md)"
 JSON = "llamachat JSON (*.json)"
 
 
-def confirm_quit(parent: QWidget | None, chats: Sequence[Conversation]) -> bool:
+def confirm_quit(
+    parent: QWidget | None, chats: Sequence[Conversation], app: App | None = None
+) -> bool:
     """Save what can be saved before quitting; True when nothing is lost or the user chose so."""
+    streaming = [c.outbox.reply for c in chats if c.outbox.reply and c.outbox.reply.can_leave()]
+    if streaming and app is not None and app.managed_server() is None:
+        choice = app.config.quit_while_streaming
+        if choice == "ask":
+            choice = _ask_streaming(parent, app, len(streaming))
+        if not choice:
+            return False
+        if choice == "finish":
+            for reply in streaming:
+                reply.leave()
     unsaved: list[tuple[Conversation, ReplyStream]] = []
     for chat in chats:
         chat.stop()
@@ -60,6 +84,32 @@ def confirm_quit(parent: QWidget | None, chats: Sequence[Conversation]) -> bool:
         except (OSError, HistoryError) as exc:
             problem = f"Not saved: {exc}"
     return True
+
+
+def _ask_streaming(parent: QWidget | None, app: App, count: int) -> str:
+    """Stop the streaming replies, or let the server finish them: "stop", "finish", or ''."""
+    what = "A reply is" if count == 1 else f"{count} replies are"
+    box = plain.message_box(
+        parent,
+        QMessageBox.Icon.Question,
+        "Quit llamachat",
+        f"{what} still being written. Stop, or let the server finish and find "
+        "it in the chat next time?",
+        QMessageBox.StandardButton.Cancel,
+    )
+    finish = box.addButton("Let it finish", QMessageBox.ButtonRole.AcceptRole)
+    stop = box.addButton("Stop it", QMessageBox.ButtonRole.DestructiveRole)
+    box.setDefaultButton(finish)
+    remember = QCheckBox("Remember my answer")
+    box.setCheckBox(remember)
+    box.exec()
+    choice = {id(finish): "finish", id(stop): "stop"}.get(id(box.clickedButton()), "")
+    if choice and remember.isChecked():
+        try:
+            app.save_settings({"quit_while_streaming": choice})
+        except ConfigError as exc:
+            log.warning("the answer was not remembered: %s", exc)
+    return choice
 
 
 def _save_as(parent: QWidget | None, unsaved: list[tuple[Conversation, ReplyStream]]) -> bool:

@@ -90,3 +90,56 @@ class TestUnsaved:
             timeout=5000,
         )
         history.close()
+
+
+class TestQuitWhileStreaming:
+    """Quitting while a reply streams: "Stop it", or "Let it finish" (the server finishes it)."""
+
+    def test_let_it_finish_leaves_the_reply_to_the_server_and_the_next_start_has_it_whole(
+        self, router, qtbot, tmp_path
+    ) -> None:
+
+        pieces = [f"p{n:03d} " for n in range(300)]
+        router.script(Reply(content=pieces, delay=0.01))
+        history = History(tmp_path / "history.db")
+        running = RunningInstance(make_app(instance_config(router, tmp_path), history), tray=False)
+        ended: list[bool] = []
+        running.finished.connect(lambda: ended.append(True))
+        window = running.show_chat()
+        qtbot.waitUntil(lambda: bool(window.models()), timeout=5000)
+        window.composer.set_text("Write a lot")
+        window.send()
+        session = window.session_id
+        qtbot.waitUntil(lambda: len(history.messages(session)[-1]["content"]) > 40, timeout=5000)
+        said: list[str] = []
+
+        def answer() -> None:
+            box = QApplication.activeModalWidget()
+            if box is None:
+                QTimer.singleShot(20, answer)
+                return
+            said.append(box.text())
+            next(b for b in box.buttons() if b.text() == "Let it finish").click()
+
+        QTimer.singleShot(0, answer)
+        window.quit_requested.emit()
+        assert ended == [True] and "still being written" in said[0]
+        assert history.messages(session)[-1]["status"] == "streaming"
+        assert not [r for r in router.requests if r.method == "DELETE"]
+        conversation = router.chat_requests()[-1].headers["x-conversation-id"]
+        qtbot.waitUntil(lambda: router.session(conversation).done, timeout=10_000)
+        history.close()
+
+        # The next start: the chat reopens with the reply whole, read from the server.
+        history = History(tmp_path / "history.db")
+        again = RunningInstance(make_app(instance_config(router, tmp_path), history), tray=False)
+        try:
+            again.show_chat()
+            qtbot.waitUntil(
+                lambda: history.messages(session)[-1]["status"] == "complete", timeout=10_000
+            )
+            assert history.messages(session)[-1]["content"] == "".join(pieces)
+            assert len(router.chat_requests()) == 1
+        finally:
+            again.shutdown()
+            history.close()
