@@ -47,7 +47,7 @@ from llamachat.errors import (
     without_key,
 )
 from llamachat.router import resume
-from llamachat.router.resume import new_conversation
+from llamachat.router.resume import end_thinking, new_conversation, resume_chat
 from llamachat.router.stream import (
     Call,
     Position,
@@ -76,9 +76,11 @@ __all__ = [
     "StreamEvent",
     "api_base",
     "embeddings",
+    "end_thinking",
     "key_problem",
     "mask_secret",
     "new_conversation",
+    "resume_chat",
     "server_root",
 ]
 
@@ -357,8 +359,8 @@ class Client:
         the server keeps the reply's stream; after each line that brought text a
         ("resume", {conversation, offset, content, reasoning}) event says where the reply
         stands (`Position`), a ("completion", id) event gives each round's completion id
-        (what `end_thinking` takes), and a connection that breaks is picked up again from there
-        (`resume_chat`), quietly, for as long as idle_timeout. Stopping such a reply
+        (what `resume.end_thinking` takes), and a connection that breaks is picked up again from there
+        (`resume.resume_chat`), quietly, for as long as idle_timeout. Stopping such a reply
         also tells the server to stop it (`DELETE /v1/stream/<id>`), unless `leave` is
         set: the server then finishes it on its own.
         """
@@ -420,61 +422,6 @@ class Client:
                 "stats",
                 {"usage": last.usage, "timings": last.timings, "model": last.model or model},
             )
-
-    def resume_chat(
-        self,
-        position: Position,
-        *,
-        model: str,
-        cancel: threading.Event | None = None,
-        before_read: Callable[[], None] | None = None,
-        leave: threading.Event | None = None,
-    ) -> Generator[StreamEvent, None, None]:
-        """The rest of a reply an earlier run left, read from the server's copy of its
-        stream from `position` on: its events as `stream_chat` yields them (no tools are
-        run: a round that ends in tool calls ends the reply). Raises StreamError
-        (STREAM_GONE) when the server no longer holds it."""
-        state = Round(per_token=True)
-        thread = threading.get_ident()
-        if before_read is not None:
-            self._sockets.before_read[thread] = before_read
-        try:
-            yield from resume.resume(self, position, state, cancel, StreamError(resume.STREAM_GONE))
-        finally:
-            self._sockets.before_read.pop(thread, None)
-            resume.end_stream(self, position, state, leave)
-        if state.cancelled:
-            return
-        if state.finish_reason == "length":
-            yield ("cut", state.finish_reason)
-        yield (
-            "stats",
-            {"usage": state.usage, "timings": state.timings, "model": state.model or model},
-        )
-
-    def end_thinking(self, completion: str, model: str) -> bool:
-        """Ask llama.cpp to end the reasoning of `completion` now, so the model answers
-        (`POST /v1/chat/completions/control`, `reasoning_end`; the request asked for
-        `reasoning_control`). True when the server did; False when the reply is over or
-        the server cannot. Raises nothing."""
-        try:
-            answer = self.request_json(
-                "POST",
-                "/chat/completions/control",
-                timeout=10.0,
-                json={"id": completion, "action": "reasoning_end", "model": model},
-            )
-        except BackendError as exc:
-            log.info("the thinking of %s was not ended: %s", completion, exc)
-            return False
-        if not (isinstance(answer, dict) and answer.get("success") is True):
-            log.info("the thinking of %s was not ended: %s", completion, answer)
-            return False
-        return True
-
-    def stop_stream(self, conversation: str) -> None:
-        """Tell the server to stop the reply it streams for `conversation` (errors ignored)."""
-        resume.stop_stream(self, conversation)
 
     # ------------------------------------------------------------------ one round
 

@@ -17,7 +17,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any, Protocol
 from urllib.parse import quote
 
@@ -247,3 +247,56 @@ def stop_stream(client: Client, conversation: str) -> None:
         client._http.delete(url, timeout=httpx.Timeout(5.0))
     except httpx.HTTPError as exc:
         log.info("could not stop the stream %s: %s", conversation, exc)
+
+
+def resume_chat(
+    client: Client,
+    position: Position,
+    *,
+    model: str,
+    cancel: threading.Event | None = None,
+    before_read: Callable[[], None] | None = None,
+    leave: threading.Event | None = None,
+) -> Generator[StreamEvent, None, None]:
+    """The rest of a reply an earlier run left, read from the server's copy of its
+    stream from `position` on: its events as `Client.stream_chat` yields them (no tools are
+    run: a round that ends in tool calls ends the reply). Raises StreamError
+    (STREAM_GONE) when the server no longer holds it."""
+    state = Round(per_token=True)
+    thread = threading.get_ident()
+    if before_read is not None:
+        client._sockets.before_read[thread] = before_read
+    try:
+        yield from resume(client, position, state, cancel, StreamError(STREAM_GONE))
+    finally:
+        client._sockets.before_read.pop(thread, None)
+        end_stream(client, position, state, leave)
+    if state.cancelled:
+        return
+    if state.finish_reason == "length":
+        yield ("cut", state.finish_reason)
+    yield (
+        "stats",
+        {"usage": state.usage, "timings": state.timings, "model": state.model or model},
+    )
+
+
+def end_thinking(client: Client, completion: str, model: str) -> bool:
+    """Ask llama.cpp to end the reasoning of `completion` now, so the model answers
+    (`POST /v1/chat/completions/control`, `reasoning_end`; the request asked for
+    `reasoning_control`). True when the server did; False when the reply is over or
+    the server cannot. Raises nothing."""
+    try:
+        answer = client.request_json(
+            "POST",
+            "/chat/completions/control",
+            timeout=10.0,
+            json={"id": completion, "action": "reasoning_end", "model": model},
+        )
+    except BackendError as exc:
+        log.info("the thinking of %s was not ended: %s", completion, exc)
+        return False
+    if not (isinstance(answer, dict) and answer.get("success") is True):
+        log.info("the thinking of %s was not ended: %s", completion, answer)
+        return False
+    return True

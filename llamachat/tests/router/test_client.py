@@ -441,7 +441,7 @@ class TestResumingReplies:
                     break
             at = backend.Position(**[v for k, v in seen if k == "resume"][-1])
             before = "".join(str(v) for k, v in seen if k == "content")
-            rest = list(client.resume_chat(at, model="test-model"))
+            rest = list(backend.resume_chat(client, at, model="test-model"))
         finally:
             client.close()
         after = "".join(str(v) for k, v in rest if k == "content")
@@ -453,7 +453,7 @@ class TestResumingReplies:
         client = Client(router.url)
         try:
             with pytest.raises(backend.StreamError, match="no longer holds"):
-                list(client.resume_chat(backend.Position("gone", 10), model="test-model"))
+                list(backend.resume_chat(client, backend.Position("gone", 10), model="test-model"))
         finally:
             client.close()
         assert client.resumable is True  # /v1/streams/lookup answered: it has streams
@@ -469,7 +469,7 @@ class TestResumingReplies:
                 assert client.resumable is False
                 lookups = [r for r in old.requests if r.path == "/v1/streams/lookup"]
                 with pytest.raises(backend.StreamError):
-                    list(client.resume_chat(backend.Position("c", 3), model="test-model"))
+                    list(backend.resume_chat(client, backend.Position("c", 3), model="test-model"))
                 # Found out once per server.
                 assert [r for r in old.requests if r.path == "/v1/streams/lookup"] == lookups
             finally:
@@ -521,9 +521,9 @@ class TestResumingReplies:
                     break  # as a llamachat killed mid-reply
             at = backend.Position(**[v for k, v in seen if k == "resume"][-1])
             before = "".join(str(v) for k, v in seen if k == "content")[: at.content]
-            rest = list(client.resume_chat(at, model=SMOL_ID))
+            rest = list(backend.resume_chat(client, at, model=SMOL_ID))
             # What the server generated, read whole from its copy of the stream.
-            whole = list(client.resume_chat(backend.Position("real-left"), model=SMOL_ID))
+            whole = list(backend.resume_chat(client, backend.Position("real-left"), model=SMOL_ID))
         finally:
             client.close()
         generated = "".join(str(v) for k, v in whole if k == "content")

@@ -79,8 +79,6 @@ class ReplyStream(QObject):
     save_failed = Signal(str)
     saved = Signal()
     ended = Signal(str, str)
-    # True while the model thinks and its thinking can be ended (`end_thinking`).
-    thinking = Signal(bool)
 
     def __init__(
         self,
@@ -130,20 +128,11 @@ class ReplyStream(QObject):
             resumes=position,
             ask_tools=ask_tools,
         )
-        self._worker.content.connect(self._on_content)
-        self._worker.reasoning.connect(self._on_reasoning)
-        self._worker.search_started.connect(self._on_search_started)
-        self._worker.search_finished.connect(self._on_search_finished)
-        self._worker.skill_loaded.connect(self._on_skill_loaded)
-        self._worker.remembered.connect(self._on_remembered)
-        self._worker.tool_finished.connect(self._on_tool_finished)
-        self._worker.stats.connect(self._on_stats)
-        self._worker.cut.connect(self._on_cut)
-        self._worker.position.connect(self._on_position)
-        self._worker.progress.connect(self._on_progress)
-        self._worker.timings.connect(self._on_timings)
-        self._worker.failed.connect(self._on_failed)
-        self._worker.finished.connect(self._on_finished)
+        # Each event of the worker's to its `_on_<event>` slot.
+        for event in _WORKER_EVENTS:
+            getattr(self._worker, event).connect(getattr(self, f"_on_{event}"))
+        # While the model thinks (a llama.cpp reply): "Stop thinking" may end it.
+        self.thinking = self._worker.thinking
         # The reply's own copy of its text: what History is given, with or without a view,
         # and kept until History has taken it.
         self._content: list[str] = []
@@ -159,8 +148,6 @@ class ReplyStream(QObject):
         self._before: tuple[Mapping, Mapping] = ({}, {})
         self._place = _Place()
         self.resumed = resumes is not None
-        # Only llama.cpp's router takes `reasoning_end`; shown once thinking text comes.
-        self._thinking = False
         if continues is not None:
             self._before = (continues.get("usage") or {}, continues.get("timings") or {})
             self.message_id = continues["id"]
@@ -298,13 +285,8 @@ class ReplyStream(QObject):
 
     def end_thinking(self) -> None:
         """Ask the server to end the model's thinking now: it answers at once."""
-        if not self._ended and self._worker.end_thinking():
-            self._set_thinking(False)
-
-    def _set_thinking(self, thinking: bool) -> None:
-        if thinking != self._thinking:
-            self._thinking = thinking
-            self.thinking.emit(thinking)
+        if not self._ended:
+            self._worker.end_thinking()
 
     def can_leave(self) -> bool:
         """Whether the server would finish the reply without the window (`leave`)."""
@@ -336,7 +318,6 @@ class ReplyStream(QObject):
             text = self._echo.past(text)
             if not text:
                 return
-            self._set_thinking(False)
             self._content.append(text)
             self._dirty = True
             if self.view is not None:
@@ -350,8 +331,6 @@ class ReplyStream(QObject):
                 self._first_token()
             self._reasoning.append(text)
             self._dirty = True
-            if self._conversation is not None and not any(self._content):
-                self._set_thinking(True)
             if self.view is not None:
                 self.view.append_reasoning(text)
 
@@ -431,49 +410,7 @@ class ReplyStream(QObject):
 
     def _write(self) -> None:
         """Save the reply as it is now; on failure keep it in memory and say so once."""
-        if self._retry_without_text():
-            return  # the earlier reply stays as it is
-        # Cleared first: text arriving during a failed save must not be marked saved.
-        self._dirty = False
-        final = self._ended
-        usage, timings = self.figures()
-        try:
-            message_id = self.message_id
-            if message_id is None:
-                if self._replaces is not None and not self._keep_replaced:
-                    # The new attempt has text: the failed one (and what followed) gives way.
-                    self.history.delete_branch(self._replaces)
-                message_id = self._add_row()
-                self._replaces = None
-            self.history.update_message(
-                message_id,
-                content="".join(self._content),
-                reasoning="".join(self._reasoning),
-                tool_calls=self._tool_calls or None,
-                # None leaves a field as it is: the outcome is saved once the reply ended.
-                status=self._status if final else None,
-                error=self._error if final else None,
-                usage=usage if final else None,
-                timings=timings if final else None,
-            )
-            if self._place.at is not None and not final:
-                # After the text: a crash between the two leaves an older place, which
-                # covers less of the saved text, never more.
-                self.history.reply_streams.save(message_id, self._place.at)
-        except HistoryError as exc:
-            self._dirty = True
-            if not self._unsaved:
-                log.warning("reply %s not saved: %s", self.message_id, exc)
-                if self.view is not None:
-                    self.view.set_unsaved(str(exc))
-                self.save_failed.emit(str(exc))
-            self._unsaved = str(exc)
-            return
-        if self._unsaved:
-            self._unsaved = ""
-            if self.view is not None:
-                self.view.set_unsaved("")
-            self.saved.emit()
+        _write_row(self)
 
     def _retry_without_text(self) -> bool:
         """A retry with no answer text yet: it has no row, and must not add one.
@@ -497,7 +434,6 @@ class ReplyStream(QObject):
         return message_id
 
     def _end(self, status: str) -> None:
-        self._set_thinking(False)
         self._ended = True
         self._status = status
         if self._retry_without_text():
@@ -534,6 +470,72 @@ def _stream_of(
         return position.conversation, position
     # Only llama.cpp's router keeps a reply's stream; a provider is asked as before.
     return (backend.new_conversation() if on_router else None), None
+
+
+def _write_row(self: ReplyStream) -> None:
+    """Save `self` as it is now; on failure keep it in memory and say so once (its `_write`)."""
+    if self._retry_without_text():
+        return  # the earlier reply stays as it is
+    # Cleared first: text arriving during a failed save must not be marked saved.
+    self._dirty = False
+    final = self._ended
+    usage, timings = self.figures()
+    try:
+        message_id = self.message_id
+        if message_id is None:
+            if self._replaces is not None and not self._keep_replaced:
+                # The new attempt has text: the failed one (and what followed) gives way.
+                self.history.delete_branch(self._replaces)
+            message_id = self._add_row()
+            self._replaces = None
+        self.history.update_message(
+            message_id,
+            content="".join(self._content),
+            reasoning="".join(self._reasoning),
+            tool_calls=self._tool_calls or None,
+            # None leaves a field as it is: the outcome is saved once the reply ended.
+            status=self._status if final else None,
+            error=self._error if final else None,
+            usage=usage if final else None,
+            timings=timings if final else None,
+        )
+        if self._place.at is not None and not final:
+            # After the text: a crash between the two leaves an older place, which
+            # covers less of the saved text, never more.
+            self.history.reply_streams.save(message_id, self._place.at)
+    except HistoryError as exc:
+        self._dirty = True
+        if not self._unsaved:
+            log.warning("reply %s not saved: %s", self.message_id, exc)
+            if self.view is not None:
+                self.view.set_unsaved(str(exc))
+            self.save_failed.emit(str(exc))
+        self._unsaved = str(exc)
+        return
+    if self._unsaved:
+        self._unsaved = ""
+        if self.view is not None:
+            self.view.set_unsaved("")
+        self.saved.emit()
+
+
+# The worker's events a reply takes, each by its `_on_<event>` slot.
+_WORKER_EVENTS = (
+    "content",
+    "reasoning",
+    "search_started",
+    "search_finished",
+    "skill_loaded",
+    "remembered",
+    "tool_finished",
+    "stats",
+    "cut",
+    "position",
+    "progress",
+    "timings",
+    "failed",
+    "finished",
+)
 
 
 class _Place:

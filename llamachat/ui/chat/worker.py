@@ -129,6 +129,8 @@ class StreamWorker(QObject):
     tool_finished = Signal(object)
     cut = Signal(str)  # the finish reason of a reply the length limit cut ("length")
     position = Signal(object)  # where the reply stands in the server's stream (`Position`)
+    # True while the model thinks and its thinking can be ended (`end_thinking`).
+    thinking = Signal(bool)
     stats = Signal(object)
     failed = Signal(str, object)
     finished = Signal()
@@ -157,8 +159,10 @@ class StreamWorker(QObject):
         self._conversation = conversation
         self._resumes = resumes
         self._leave = threading.Event()
-        # The server's id of the completion streaming now (its control endpoint's key).
+        # The server's id of the completion streaming now (its control endpoint's key), and
+        # whether its thinking shows (only llama.cpp's router takes `reasoning_end`).
         self._completion = ""
+        self._thinking: bool | None = False
         self._tool_source = tool_source
         self._model = model
         self.request = request
@@ -192,13 +196,22 @@ class StreamWorker(QObject):
         completion = self._completion
         if not completion:
             return False
+        self._set_thinking(None)
         threading.Thread(
-            target=self._client.end_thinking,
-            args=(completion, self._model),
+            target=backend.end_thinking,
+            args=(self._client, completion, self._model),
             daemon=True,
             name="llamachat-end-thinking",
         ).start()
         return True
+
+    def _set_thinking(self, thinking: bool | None) -> None:
+        """Say whether the model thinks (None: no more, the answer has begun or was asked for)."""
+        if self._thinking is None:
+            return
+        was, self._thinking = self._thinking, thinking
+        if bool(thinking) != was:
+            self.thinking.emit(bool(thinking))
 
     def leave(self) -> None:
         """Stop reading, and let the server finish the reply on its own (safe from any thread)."""
@@ -257,6 +270,8 @@ class StreamWorker(QObject):
             self._due = False
         started = time.perf_counter()
         for kind, value in _joined(events):
+            if kind in _TEXT_KINDS and self._conversation is not None:
+                self._set_thinking(True if kind == "reasoning" else None)
             if kind == "failed":
                 self.failed.emit(*cast(tuple[str, object], value))  # run() posts (message, error)
             else:
@@ -296,7 +311,8 @@ class StreamWorker(QObject):
             stream: Generator[backend.StreamEvent, None, None]
             if self._resumes is not None:
                 self._sent.set()
-                stream = self._client.resume_chat(
+                stream = backend.resume_chat(
+                    self._client,
                     self._resumes,
                     model=self._model,
                     cancel=self._cancel,
