@@ -329,6 +329,8 @@ class ScriptedRouter:
         """Words /v1/embeddings reads as another (its vectors put them in one place)."""
         self.disconnects = 0
         self._replies: deque[Reply] = deque()
+        # Replies for one model's requests (`script_for`), before the shared queue.
+        self._replies_for: dict[str, deque[Reply]] = {}
         self._lock = threading.Lock()
         self._release = threading.Condition(self._lock)
         self._release_count = 0
@@ -359,6 +361,12 @@ class ScriptedRouter:
         """Queue replies for the next chat requests, in order."""
         with self._lock:
             self._replies.extend(replies)
+
+    def script_for(self, model: str, *replies: Reply) -> None:
+        """Queue replies for the next chat requests naming `model` (requests to several
+        models at once get theirs whatever order they arrive in)."""
+        with self._lock:
+            self._replies_for.setdefault(model, deque()).extend(replies)
 
     def pending(self) -> int:
         """How many scripted replies are still queued."""
@@ -433,6 +441,9 @@ class ScriptedRouter:
 
     def _next_reply(self, body: dict) -> Reply:
         with self._lock:
+            own = self._replies_for.get(str(body.get("model") or ""))
+            if own:
+                return own.popleft()
             if self._replies:
                 return self._replies.popleft()
         last_user: dict = next(

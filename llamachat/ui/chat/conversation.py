@@ -48,6 +48,7 @@ from llamachat.history.store import History, MessageRow, ProjectRow, SessionRow
 from llamachat.skills import SkillStore
 from llamachat.ui.chat.builder import TurnBuilder
 from llamachat.ui.chat.compaction import COMPACTING, Compaction
+from llamachat.ui.chat.comparison import Comparer
 from llamachat.ui.chat.context_watch import ContextWatch
 from llamachat.ui.chat.memory import ChatMemory
 from llamachat.ui.chat.outbox import Outbox
@@ -193,6 +194,19 @@ class Conversation(QObject):
             notice=self.notice.emit,
             parent=self,
         )
+        # One question sent to several models side by side (`ask`), answers kept as versions.
+        self.comparer = comparer = Comparer(
+            self.builder,
+            helpers_app,
+            self.threads,
+            save_question=lambda text, files: self.outbox.save_question(
+                text, files, edit_from=None
+            ),
+            context_size=self.context.context_size,
+            model_status=model_status or (lambda _model: "loaded"),
+            ask_tools=self.outbox.asks_tools,
+            parent=self,
+        )
         outbox = self.outbox
         for theirs, ours in (
             (outbox.session_changed, self.session_changed),
@@ -206,6 +220,9 @@ class Conversation(QObject):
             (compaction.notice, self.notice),
             (compaction.too_big, self.too_big),
             (compaction.returned, self.returned),
+            (comparer.message_added, self.message_added),
+            (comparer.messages_reset, self.messages_reset),
+            (comparer.notice, self.notice),
         ):
             theirs.connect(ours)
         self.session_changed.connect(lambda _id: compaction.reset())
@@ -224,7 +241,7 @@ class Conversation(QObject):
         app.router_changed.connect(watch.router_changed)
         # What changes where the next request starts: warmed again.
         warm.follow(self.session_changed, self.messages_reset, self.skills_changed, self.editing)
-        warm.follow(app.mcp.changed, self.reply_ended, self.memory.changed)
+        warm.follow(app.mcp.changed, self.reply_ended, self.memory.changed, comparer.ended)
 
     # ------------------------------------------------------------------ state
 
@@ -269,8 +286,8 @@ class Conversation(QObject):
         return self.state.session_id
 
     def is_streaming(self) -> bool:
-        """True while a reply streams."""
-        return self.outbox.reply is not None
+        """True while a reply streams (or a comparison's replies)."""
+        return self.outbox.reply is not None or self.comparer.running()
 
     def loaded_skills(self) -> list[str]:
         """The skills in effect, in load order (one-shot: for the next or the current answer)."""
@@ -370,11 +387,23 @@ class Conversation(QObject):
 
     def submit(self, text: str, attachments: list[dict] | None = None, *, again: str = "") -> str:
         """Send a typed message (loading the skills it names); what was done (`Sender.submit`)."""
+        if self.comparer.running():
+            return BUSY
         return self.sending.submit(text, attachments, again=again)
 
+    def compare(self, text: str, models: list[str], *, blind: bool = False) -> str:
+        """Ask 2-4 `models` the question `text` side by side (`comparison`); SENT, BUSY..."""
+        if self.is_streaming() or self.compaction.running() or self.sending.check.counting:
+            return BUSY
+        if self.mode != CHAT or not self.save_unsaved():
+            return NOT_SENT
+        self.write.set_editing(None)
+        return self.comparer.ask(text, models, blind=blind)
+
     def stop(self) -> bool:
-        """Stop the reply, keeping what arrived; True when one was streaming (`Sender.stop`)."""
-        return self.sending.stop()
+        """Stop the reply (or the comparison), keeping what arrived; True when one was
+        streaming (`Sender.stop`)."""
+        return self.comparer.stop() or self.sending.stop()
 
     def retry(self, message_id: object, *, counted: bool = False) -> bool:
         """Ask again for a reply, shown in its place once it has text (`Sender.retry`)."""

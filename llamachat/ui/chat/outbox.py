@@ -178,7 +178,7 @@ class Outbox(QObject):
                 request=request,
                 replaces=replaces,
                 tool_source=self._app.mcp.tool_source(session_id),
-                ask_tools=self._ask_tools(model, request),
+                ask_tools=self.asks_tools(model, request),
                 keep_replaced=keep_replaced,
                 continues=continues,
                 parent=self,
@@ -204,7 +204,7 @@ class Outbox(QObject):
         reply.ended.connect(self._on_reply_ended)
         self.reply = reply
 
-    def _ask_tools(self, model: str, request: Turn) -> bool:
+    def asks_tools(self, model: str, request: Turn) -> bool:
         """Whether the reply must ask, before it sends tools, if the model's template
         takes them: llama.cpp's router has not said yet (the model is not loaded). A
         provider (which knows the model by another name) never says."""

@@ -18,6 +18,9 @@ its place (a failed reply, or one stopped before any text: it and what followed 
 are deleted). An attempt that ends with no answer text keeps the
 earlier reply as the one shown (`kept_earlier`).
 
+A new reply answers the active path's last message, or the message `answers` names: a
+comparison's replies all answer one question, as versions of one reply.
+
 A reply the length limit cut (max tokens, or a full context) says so in its figures
 (`finish_reason` "length" in its timings), and Continue goes on with it (`continues`,
 its row): the request ends with the reply as its last assistant message, which
@@ -94,6 +97,7 @@ class ReplyStream(QObject):
         continues: Mapping | None = None,
         ask_tools: bool = False,
         resumes: Mapping | None = None,
+        answers: int | None = None,
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
@@ -116,6 +120,8 @@ class ReplyStream(QObject):
             )
             if replaces is not None
             else "active"
+            if answers is None
+            else answers
         )
         client, wire_model = registry.client_for(model)
         self._conversation, position = _stream_of(client is registry.router(), resumes)
@@ -199,16 +205,16 @@ class ReplyStream(QObject):
         if self._loading:
             view.set_loading(self.model, self._load_progress)
 
-    def start(self, threads: WorkerThreads) -> None:
+    def start(self, threads: WorkerThreads, *, wait_ms: int = SEND_WAIT_MS) -> None:
         """Run the worker on a thread of `threads` and start the once-a-second save.
 
-        Returns once the request is on the wire, or after SEND_WAIT_MS (a connection
+        Returns once the request is on the wire, or after `wait_ms` (a connection
         still being made, a server far away).
         """
         self._sent = time.monotonic()
         threads.start(self._worker)
         self._save_timer.start()
-        self._worker.wait_sent(SEND_WAIT_MS / 1000)
+        self._worker.wait_sent(wait_ms / 1000)
         if self._replaces is None and self.message_id is None:
             # The reply's row, while the server reads the request rather than before.
             try:

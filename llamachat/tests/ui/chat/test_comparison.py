@@ -1,0 +1,181 @@
+"""The tests of `llamachat.ui.chat.comparison`."""
+
+from __future__ import annotations
+
+import pytest
+
+from llamachat.dev.scripted_router import Model, Reply, ScriptedRouter
+from llamachat.ui.chat import comparison as compare
+
+FOUR = ("alpha", "beta", "gamma", "delta")
+
+
+@pytest.fixture
+def router():
+    """A scripted router with four loaded models and one it must load first."""
+
+    models = [Model(name, "loaded") for name in FOUR] + [Model("smol", "unloaded")]
+    with ScriptedRouter(models, load_delay=0.2) as scripted:
+        yield scripted
+
+
+class TestComparison:
+    """One request sent to several models, each answer a version of one reply."""
+
+    def test_two_models_answer_side_by_side_as_versions_of_one_reply(
+        self, conversation, router, qtbot
+    ) -> None:
+        """The same request (but the model's name) goes to both; each answer is saved as a
+        version of the reply to the question, and choosing one makes it the chat's."""
+
+        chat, history = conversation()
+        router.script_for("alpha", Reply(content=["From ", "alpha."]))
+        router.script_for("beta", Reply(content=["From ", "beta."]))
+        started: list = []
+        chat.comparer.started.connect(started.append)
+        with qtbot.waitSignal(chat.comparer.ended, timeout=15000):
+            assert chat.compare("Which is best?", ["alpha", "beta"]) == compare.SENT
+            assert chat.is_streaming()
+        comparison = started[0]
+        assert comparison.statuses == ["complete", "complete"]
+        assert not chat.is_streaming()
+
+        bodies = [r.json for r in router.chat_requests()]
+        assert sorted(b["model"] for b in bodies) == ["alpha", "beta"]
+        assert bodies[0]["messages"] == bodies[1]["messages"]
+        assert {k: v for k, v in bodies[0].items() if k != "model"} == {
+            k: v for k, v in bodies[1].items() if k != "model"
+        }
+
+        alpha_id, beta_id = comparison.message_ids
+        rows = history.messages(chat.session_id)
+        question = rows[0]
+        assert question["content"] == "Which is best?"
+        reply = rows[-1]
+        assert reply["parent_id"] == question["id"]
+        assert sorted(reply["versions"]) == sorted([alpha_id, beta_id])
+
+        path = comparison.choose(0)
+        assert path is not None
+        assert [(m["role"], m["content"], m["model"]) for m in path] == [
+            ("user", "Which is best?", "test-model"),
+            ("assistant", "From alpha.", "alpha"),
+        ]
+        assert history.messages(chat.session_id)[-1]["id"] == alpha_id
+        assert comparison.choose(1)[-1]["content"] == "From beta."
+
+    def test_four_models_answer_at_once_and_stop_all_keeps_what_came(
+        self, conversation, router, qtbot
+    ) -> None:
+        """Four loaded models stream at once (each request is out before any ended); Stop
+        on the conversation stops every column, each keeping its text as "stopped"."""
+
+        chat, history = conversation()
+        for name in FOUR:
+            router.script_for(name, Reply(content=[f"{name} ", "says ", "more"], stall_after=2))
+        started: list = []
+        chat.comparer.started.connect(started.append)
+        assert chat.compare("Go", list(FOUR)) == compare.SENT
+        comparison = started[0]
+        qtbot.waitUntil(lambda: len(router.chat_requests()) == 4, timeout=10000)
+        assert comparison.statuses == ["streaming"] * 4
+        qtbot.waitUntil(lambda: all(_texts(history, chat, comparison.message_ids)), timeout=10000)
+        with qtbot.waitSignal(chat.comparer.ended, timeout=10000):
+            assert chat.stop()
+        router.release()
+        assert comparison.statuses == ["stopped"] * 4
+        stored = {r["id"]: r for r in _rows(history, chat)}
+        for name, message_id in zip(FOUR, comparison.message_ids):
+            assert stored[message_id]["status"] == "stopped"
+            assert stored[message_id]["content"].startswith(name)
+
+    def test_a_model_failing_mid_answer_leaves_the_others_going(
+        self, conversation, router, qtbot
+    ) -> None:
+        """A column whose server errs after some text ends "error" with that text kept; the
+        other columns complete, and the failed answer is a version too."""
+
+        chat, history = conversation()
+        router.script_for("alpha", Reply(content=["Fine ", "answer."]))
+        router.script_for("beta", Reply(content=["Half ", "an ", "answer"], error_after=2))
+        router.script_for("gamma", Reply(content=["Also ", "fine."]))
+        started: list = []
+        ended: list = []
+        chat.comparer.started.connect(started.append)
+        chat.comparer.started.connect(
+            lambda c: c.column_ended.connect(lambda i, s, e: ended.append((i, s, e)))
+        )
+        with qtbot.waitSignal(chat.comparer.ended, timeout=15000):
+            assert chat.compare("Q", ["alpha", "beta", "gamma"]) == compare.SENT
+        comparison = started[0]
+        assert comparison.statuses == ["complete", "error", "complete"]
+        error = next(e for i, s, e in ended if i == 1)
+        assert error
+        stored = {r["id"]: r for r in _rows(history, chat)}
+        failed = stored[comparison.message_ids[1]]
+        assert (failed["status"], failed["content"]) == ("error", "Half ")
+        assert stored[comparison.message_ids[0]]["content"] == "Fine answer."
+        assert stored[comparison.message_ids[2]]["content"] == "Also fine."
+
+    def test_a_model_to_load_waits_for_the_others_and_runs_alone(
+        self, conversation, router, qtbot
+    ) -> None:
+        """A model the router has not loaded is sent only once the loaded ones ended (a load
+        must not push out a model another column answers with); its column says so."""
+
+        chat, _history = conversation(model_status=router.status)
+        router.script_for("alpha", Reply(content=["a ", "b"], rate=20))
+        router.script_for("smol", Reply(content=["small ", "answer"]))
+        seen: list = []
+        chat.comparer.started.connect(
+            lambda c: (
+                c.column_started.connect(lambda i, _r: seen.append(("started", i))),
+                c.column_waiting.connect(lambda i, text: seen.append(("waiting", i, text))),
+                c.column_ended.connect(lambda i, s, _e: seen.append(("ended", i, s))),
+            )
+        )
+        with qtbot.waitSignal(chat.comparer.ended, timeout=15000):
+            assert chat.compare("Hi", ["smol", "alpha"]) == compare.SENT
+        assert seen[0] == ("started", 1)
+        assert seen[1] == ("waiting", 0, "Waiting for alpha to finish: then smol loads.")
+        assert seen.index(("ended", 1, "complete")) < seen.index(("started", 0))
+        assert seen[-1] == ("ended", 0, "complete")
+        assert router.status("smol") == "loaded"
+        models = [r.json["model"] for r in router.chat_requests()]
+        assert models == ["alpha", "smol"]
+        assert chat.comparer.current.message_ids[0] is not None
+
+    def test_blind_names_stay_hidden_until_a_pick(self, conversation, router, qtbot) -> None:
+        """A blind comparison calls its columns "Model A", "Model B" until one is chosen."""
+
+        chat, _history = conversation()
+        started: list = []
+        chat.comparer.started.connect(started.append)
+        with qtbot.waitSignal(chat.comparer.ended, timeout=15000):
+            assert chat.compare("Q", ["alpha", "beta"], blind=True) == compare.SENT
+        comparison = started[0]
+        assert [comparison.label(i) for i in range(2)] == ["Model A", "Model B"]
+        comparison.choose(1)
+        assert [comparison.label(i) for i in range(2)] == ["alpha", "beta"]
+
+    def test_a_comparison_needs_two_to_four_models(self, conversation, router, qtbot) -> None:
+        """One model, or five, is not a comparison: nothing is saved or sent."""
+
+        chat, _history = conversation()
+        assert chat.compare("Q", ["alpha"]) == compare.NOT_SENT
+        assert chat.compare("Q", [*FOUR, "smol"]) == compare.NOT_SENT
+        assert chat.compare("  ", ["alpha", "beta"]) == compare.EMPTY
+        assert chat.session_id is None and router.chat_requests() == []
+
+
+def _texts(history, chat, ids) -> list[str]:
+    """The text saved so far of each reply in `ids` ('' for one not added yet)."""
+
+    stored = {r["id"]: r for r in _rows(history, chat)}
+    return [stored[i]["content"] if i in stored else "" for i in ids]
+
+
+def _rows(history, chat) -> list[dict]:
+    """Every message of the chat's session, on every branch."""
+
+    return history.export_json(chat.session_id)["messages"]

@@ -1,0 +1,277 @@
+"""Comparing models: one question's request sent to 2-4 models, each answer a version of one reply.
+
+`Comparer` (a conversation's) saves the question, builds its request once (`TurnBuilder`)
+and hands it to a `Comparison`, which sends that same request to each model (only the
+model named differs) as a `ReplyStream` of its own, all answering the question: each
+answer is saved as one more version of the same reply, and `choose` makes one of them
+the chat's current version (the others stay a click away, ‹ n/N › on the reply).
+
+What runs at once: the models the router has loaded run side by side; a model it must
+load first runs on its own, once those before it have ended, so a load never pushes out
+a model another column is answering with (the router's `--models-max` unloads the
+least recently used). Such a column says what it waits for (`waiting`).
+
+A window shows a comparison by attaching a view to each reply (`column_started`), as it
+does for a normal turn; without one the comparison runs and saves all the same.
+Errors: none raised; a column that fails ends "error" and the others go on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable, Sequence
+
+from PySide6.QtCore import QObject, Signal, Slot
+
+from llamachat.history.store import HistoryError, MessageRow
+from llamachat.turn import Turn
+from llamachat.ui.chat.builder import TurnBuilder
+from llamachat.ui.chat.reply import ReplyStream
+from llamachat.ui.chat.state import AppState
+from llamachat.ui.chat.worker import WorkerThreads
+
+log = logging.getLogger(__name__)
+
+MIN_MODELS = 2
+MAX_MODELS = 4
+
+# What `Comparer.ask` did (the conversation's own words for SENT, BUSY, EMPTY, NOT_SENT).
+SENT, BUSY, EMPTY, NOT_SENT = "sent", "busy", "empty", "not_sent"
+
+# Model states in which the router must load the model before it answers.
+NOT_LOADED = frozenset({"unloaded", "loading", "failed", "sleeping"})
+
+
+def blind_label(index: int) -> str:
+    """The name a column has while the comparison is blind: "Model A", "Model B"..."""
+    return f"Model {chr(ord('A') + index)}"
+
+
+class Comparison(QObject):
+    """One question's request streaming from several models at once, or one after another."""
+
+    column_started = Signal(int, object)  # the column, its ReplyStream: attach a view now
+    column_waiting = Signal(int, str)  # the column, what it waits for before it is sent
+    column_ended = Signal(int, str, str)  # the column, its status, its error
+    finished = Signal()  # every column ended
+    chosen = Signal(int, object)  # the column the chat goes on with, its path (History rows)
+
+    def __init__(
+        self,
+        app: AppState,
+        threads: WorkerThreads,
+        *,
+        session_id: int,
+        question_id: int,
+        request: Turn,
+        models: Sequence[str],
+        model_status: Callable[[str], str],
+        ask_tools: Callable[[str, Turn], bool] = lambda _model, _request: False,
+        blind: bool = False,
+        parent: QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        if not MIN_MODELS <= len(models) <= MAX_MODELS:
+            raise ValueError(f"compare {MIN_MODELS} to {MAX_MODELS} models, got {len(models)}")
+        self._app = app
+        self._threads = threads
+        self.session_id = session_id
+        self.question_id = question_id
+        self.request = request
+        """The request built once: each column's is this one with its model's name."""
+        self.models = list(models)
+        self.blind = blind
+        """Whether the names are hidden ("Model A", "Model B"...) until a pick."""
+        self._model_status = model_status
+        self._ask_tools = ask_tools
+        self.replies: list[ReplyStream | None] = [None] * len(models)
+        self.statuses = ["waiting"] * len(models)
+        """Each column's state: waiting, streaming, then complete, stopped or error."""
+        self.message_ids: list[int | None] = [None] * len(models)
+        """Each column's reply row (None until its request went out)."""
+        self.picked: int | None = None
+        # Columns whose model must be loaded first: each runs alone, in order.
+        self._queued: list[int] = []
+
+    def label(self, index: int) -> str:
+        """The name column `index` shows: its model's, or "Model A"... while blind."""
+        return blind_label(index) if self.blind and self.picked is None else self.models[index]
+
+    def start(self) -> None:
+        """Send to the loaded models at once; the others wait their turn, one at a time."""
+        for index, model in enumerate(self.models):
+            if self._model_status(model) in NOT_LOADED:
+                self._queued.append(index)
+            else:
+                self._run(index)
+        self._next()
+
+    def running(self) -> bool:
+        """True until every column ended (or was stopped before it was sent)."""
+        return any(status in ("waiting", "streaming") for status in self.statuses)
+
+    def stop(self, index: int | None = None) -> None:
+        """Stop column `index` (None: every column), keeping what arrived ("stopped")."""
+        for column in range(len(self.models)) if index is None else (index,):
+            reply = self.replies[column]
+            if reply is not None:
+                reply.stop()
+            elif self.statuses[column] == "waiting":
+                self._queued.remove(column)
+                self._ended(column, "stopped", "")
+        self._next()
+
+    def choose(self, index: int) -> list[MessageRow] | None:
+        """Go on with column `index`'s answer: the chat's current version from now on (the
+        others stop, kept as versions). Its path; None when it has no saved answer."""
+        message_id = self.message_ids[index]
+        if message_id is None:
+            return None
+        self.stop()
+        try:
+            path = self._app.history.select_version(self.session_id, message_id)
+        except HistoryError as exc:
+            log.warning("version %s not selected: %s", message_id, exc)
+            return None
+        self.picked = index
+        self.chosen.emit(index, path)
+        return path
+
+    def _run(self, index: int) -> None:
+        model = self.models[index]
+        request = dataclasses.replace(self.request, model=model)
+        history = self._app.history
+        try:
+            reply = ReplyStream(
+                history,
+                self._app.registry,
+                session_id=self.session_id,
+                model=model,
+                request=request,
+                answers=self.question_id,
+                tool_source=self._app.mcp.tool_source(self.session_id),
+                ask_tools=self._ask_tools(model, request),
+                parent=self,
+            )
+        except HistoryError as exc:
+            self._ended(index, "error", f"Not sent: the reply could not be saved. {exc}")
+            return
+        self.replies[index] = reply
+        self.statuses[index] = "streaming"
+        reply.ended.connect(lambda status, error: self._on_reply_ended(index, status, error))
+        self.column_started.emit(index, reply)
+        # The window's views are built by now: each column waits not for the wire, the
+        # threads of all of them send meanwhile.
+        reply.start(self._threads, wait_ms=0)
+        self.message_ids[index] = reply.message_id
+
+    def _next(self) -> None:
+        """Send the next column whose model must load, once nothing else runs."""
+        busy = [i for i, status in enumerate(self.statuses) if status == "streaming"]
+        if not busy and self._queued:
+            self._run(self._queued.pop(0))
+            busy = [i for i, status in enumerate(self.statuses) if status == "streaming"]
+        names = ", ".join(self.label(i) for i in busy)
+        for index in self._queued:
+            self.column_waiting.emit(
+                index, f"Waiting for {names} to finish: then {self.label(index)} loads."
+            )
+
+    @Slot()
+    def _on_reply_ended(self, index: int, status: str, error: str) -> None:
+        reply = self.replies[index]
+        if reply is not None and reply.message_id is not None:
+            self.message_ids[index] = reply.message_id
+        self._ended(index, status, error)
+        self._next()
+
+    def _ended(self, index: int, status: str, error: str) -> None:
+        self.statuses[index] = status
+        self.replies[index] = None
+        self.column_ended.emit(index, status, error)
+        if not self.running():
+            self.finished.emit()
+
+
+class Comparer(QObject):
+    """A conversation's comparisons: the question saved, its request built once, then sent."""
+
+    started = Signal(object)  # the Comparison, not sent yet: show its columns now
+    message_added = Signal(object)  # the question just saved (a History row)
+    messages_reset = Signal(object)  # the rows to show instead (a column was chosen)
+    ended = Signal()  # the comparison ended: every column has its outcome
+    notice = Signal(str, int)
+
+    def __init__(
+        self,
+        builder: TurnBuilder,
+        app: AppState,
+        threads: WorkerThreads,
+        *,
+        save_question: Callable[[str, list[dict]], dict],
+        context_size: Callable[[], int | None],
+        model_status: Callable[[str], str],
+        ask_tools: Callable[[str, Turn], bool],
+        parent: QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self._builder = builder
+        self._app = app
+        self._threads = threads
+        self._save_question = save_question
+        self._context_size = context_size
+        self._model_status = model_status
+        self._ask_tools = ask_tools
+        self.current: Comparison | None = None
+        """The comparison shown last (running or ended; None: none yet)."""
+
+    def running(self) -> bool:
+        """True while a comparison's columns still stream or wait."""
+        return self.current is not None and self.current.running()
+
+    def ask(self, text: str, models: Sequence[str], *, blind: bool = False) -> str:
+        """Ask `models` (2-4, distinct) the question `text`, side by side; SENT, EMPTY,
+        BUSY or NOT_SENT (a notice says why)."""
+        models = list(dict.fromkeys(m for m in models if m))
+        if not text.strip():
+            return EMPTY
+        if self.running():
+            return BUSY
+        if not MIN_MODELS <= len(models) <= MAX_MODELS:
+            self.notice.emit(f"Pick {MIN_MODELS} to {MAX_MODELS} models to compare.", 8000)
+            return NOT_SENT
+        try:
+            row = self._save_question(text, [])
+        except HistoryError as exc:
+            self.notice.emit(f"Not sent: the message could not be saved. {exc}", 0)
+            return NOT_SENT
+        # Built once, for the first model; every column sends it with its own model's name.
+        request = self._builder.next_turn(models[0], n_ctx=self._context_size())
+        comparison = Comparison(
+            self._app,
+            self._threads,
+            session_id=row["session_id"],
+            question_id=row["id"],
+            request=request,
+            models=models,
+            model_status=self._model_status,
+            ask_tools=self._ask_tools,
+            blind=blind,
+            parent=self,
+        )
+        comparison.chosen.connect(lambda _index, path: self.messages_reset.emit(path))
+        comparison.finished.connect(self.ended)
+        self.current = comparison
+        self.message_added.emit(row)
+        self.started.emit(comparison)
+        comparison.start()
+        return SENT
+
+    def stop(self) -> bool:
+        """Stop every column of the running comparison; True when one ran."""
+        if not self.running():
+            return False
+        assert self.current is not None
+        self.current.stop()
+        return True
