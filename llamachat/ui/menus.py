@@ -38,6 +38,7 @@ class Commands:
     edit_presets: Callable[[], object]
     compact_chat: Callable[[], object]
     memory: Callable[[], object]
+    compare: Callable[[], object]
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,7 @@ def _build_menus(window: QMainWindow, commands: Commands, actions: Actions) -> N
     )
     chat_menu.addAction(_keyed(_action("Stop reply", window, commands.stop), "stop"))
     chat_menu.addAction(_action("Compact chat", window, commands.compact_chat))
+    chat_menu.addAction(_action("Compare with…", window, commands.compare))
     chat_menu.addSeparator()
     chat_menu.addAction(actions.web_search)
     chat_menu.addAction(actions.skills)

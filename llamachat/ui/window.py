@@ -61,7 +61,7 @@ from llamachat.ui.chat.worker import collect_garbage_on_gui_thread
 from llamachat.ui.mcp.mcp_panel import McpPanel, choose_and_import
 from llamachat.ui.models.picker import ModelPicker
 from llamachat.ui.settings import SettingsDialog
-from llamachat.ui.views import markdown, window_parts
+from llamachat.ui.views import compare_view, markdown, window_parts
 from llamachat.ui.views.notice import STATUS_MS
 from llamachat.ui.views.presets import PresetPicker
 
@@ -162,6 +162,14 @@ class ChatWindow(ConversationSeams, QMainWindow):
         self.temporary_bar = parts.temporary_bar
         self.temporary = parts.temporary
         self.splitter = parts.splitter
+        # Chat > Compare with… and /compare: one question to 2-4 models side by side.
+        self.compare = compare_view.Compare(
+            self.chat,
+            models=lambda: [m.id for m in self.model_picker.models()],
+            sent=self.composer.clear,
+            say=self.show_status,
+            parent=self,
+        )
         self._connect_parts()
 
         self.web_search.offer()
@@ -322,6 +330,10 @@ class ChatWindow(ConversationSeams, QMainWindow):
             return
         typed = self.composer.text()
         attachments = self.composer.attachments()
+        command, _, question = typed.strip().partition(" ")
+        if command == compare_view.COMMAND and not attachments:
+            self.compare.open(question.strip())
+            return
         if (
             typed.strip() == "/skills"
             and not attachments
@@ -370,6 +382,8 @@ class ChatWindow(ConversationSeams, QMainWindow):
         chat.stats.connect(self.meter.update_from_stats)
         chat.notice.connect(self._on_notice)
         chat.returned.connect(self._put_back_unsent)
+        chat.comparer.started.connect(lambda _comparison: self.composer.set_streaming(True))
+        chat.comparer.ended.connect(lambda: self.composer.set_streaming(False))
         compaction = chat.compaction
         compaction.started.connect(lambda: self.composer.set_streaming(True))
         compaction.ended.connect(lambda _status, _error: self.composer.set_streaming(False))
@@ -450,6 +464,7 @@ def _install_menus(window: ChatWindow) -> list[QShortcut]:
         edit_presets=window.preset_picker.edit_presets,
         compact_chat=window.chat.compaction.compact,
         memory=window.memories.open_panel,
+        compare=window.compare.open,
     )
     actions = menus.Actions(
         import_chats=window.sidebar.import_action,

@@ -261,12 +261,20 @@ class Comparer(QObject):
             parent=self,
         )
         comparison.chosen.connect(lambda _index, path: self.messages_reset.emit(path))
-        comparison.finished.connect(self.ended)
+        comparison.finished.connect(lambda: self._on_finished(comparison))
         self.current = comparison
         self.message_added.emit(row)
         self.started.emit(comparison)
         comparison.start()
         return SENT
+
+    def _on_finished(self, comparison: Comparison) -> None:
+        # The chat shows the active path: the answer added last, its siblings as versions.
+        try:
+            self.messages_reset.emit(self._app.history.messages(comparison.session_id))
+        except HistoryError as exc:
+            log.warning("the compared chat could not be read again: %s", exc)
+        self.ended.emit()
 
     def stop(self) -> bool:
         """Stop every column of the running comparison; True when one ran."""

@@ -1,0 +1,105 @@
+"""The tests of `llamachat.ui.views.compare_view`."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QDialogButtonBox, QPlainTextEdit
+
+from llamachat.dev.scripted_router import Model, Reply, ScriptedRouter
+from llamachat.tests.support import type_message, visible_widget_named
+from llamachat.ui.views.compare_view import CompareChooser
+
+
+@pytest.fixture
+def router():
+    """A scripted router with three loaded models."""
+
+    models = [Model(name, "loaded") for name in ("test-model", "alpha", "<b>beta</b>")]
+    with ScriptedRouter(models) as scripted:
+        yield scripted
+
+
+def _choose(qtbot, window, models: list[str], *, blind: bool = False) -> CompareChooser:
+    """The chooser `/compare` opened, with `models` checked (and the others not), accepted."""
+
+    qtbot.waitUntil(lambda: bool(window.findChildren(CompareChooser)), timeout=5000)
+    chooser = window.findChildren(CompareChooser)[-1]
+    for n in range(chooser.model_list.count()):
+        item = chooser.model_list.item(n)
+        checked = item.text() in models
+        item.setCheckState(Qt.CheckState.Checked if checked else Qt.CheckState.Unchecked)
+    chooser.blind_box.setChecked(blind)
+    chooser.buttons.button(QDialogButtonBox.StandardButton.Ok).click()
+    return chooser
+
+
+class TestCompareView:
+    """Chat > Compare with… and /compare: columns streaming side by side, and a pick."""
+
+    def test_compare_command_streams_columns_and_continue_keeps_the_pick(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """`/compare question` opens the chooser (the chat's model checked); its columns show
+        each answer with its figures, names as plain text, and "Continue with this one"
+        makes that answer the chat's current reply."""
+
+        router.script_for("test-model", Reply(content=["First ", "answer."]))
+        router.script_for("<b>beta</b>", Reply(content=["Second ", "answer."]))
+        window, history = chat_window()
+        type_message(qtbot, window, "/compare Which one?")
+        qtbot.keyClick(visible_widget_named(window, QPlainTextEdit, "Message"), Qt.Key.Key_Return)
+        qtbot.waitUntil(lambda: bool(window.findChildren(CompareChooser)), timeout=5000)
+        chooser = window.findChildren(CompareChooser)[-1]
+        assert chooser.question() == "Which one?"
+        assert chooser.models() == ["test-model"]
+        ok = chooser.buttons.button(QDialogButtonBox.StandardButton.Ok)
+        assert not ok.isEnabled()  # one model is no comparison
+        _choose(qtbot, window, ["test-model", "<b>beta</b>"])
+
+        qtbot.waitUntil(lambda: window.compare.view is not None, timeout=5000)
+        view = window.compare.view
+        qtbot.waitUntil(lambda: not view.comparison.running(), timeout=15000)
+        first, second = view.columns
+        assert second.name.text() == "<b>beta</b>"
+        assert second.name.textFormat() == Qt.TextFormat.PlainText
+        assert first.view.content() == "First answer."
+        assert second.view.content() == "Second answer."
+        qtbot.waitUntil(lambda: "first token" in second.figures.text(), timeout=5000)
+        assert "tok" in second.figures.text()
+        assert window.composer.is_empty()
+        assert not window.is_streaming()
+
+        qtbot.mouseClick(second.continue_button, Qt.MouseButton.LeftButton)
+        rows = history.messages(window.chat.session_id)
+        assert [(m["role"], m["content"]) for m in rows] == [
+            ("user", "Which one?"),
+            ("assistant", "Second answer."),
+        ]
+        assert sorted(rows[-1]["versions"]) == sorted(view.comparison.message_ids)
+        shown = window.messages.last_assistant()
+        assert shown is not None and shown.content() == "Second answer."
+
+    def test_blind_columns_are_lettered_until_a_pick_and_tabs_when_narrow(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """Blind: the columns say "Model A"/"Model B" (not the names) till one is picked;
+        a narrow window shows them as tabs."""
+
+        window, _history = chat_window()
+        opened = window.compare.open("Hi")
+        _choose(qtbot, window, ["test-model", "alpha"], blind=True)
+        assert opened is not None
+        qtbot.waitUntil(lambda: window.compare.view is not None, timeout=5000)
+        view = window.compare.view
+        qtbot.waitUntil(lambda: not view.comparison.running(), timeout=15000)
+        assert [c.name.text() for c in view.columns] == ["Model A", "Model B"]
+        assert not view.tabbed()
+        view.resize(400, 500)
+        qtbot.waitUntil(view.tabbed, timeout=5000)
+        assert [view.tabs.tabText(i) for i in range(2)] == ["Model A", "Model B"]
+        qtbot.mouseClick(view.columns[0].continue_button, Qt.MouseButton.LeftButton)
+        assert [view.tabs.tabText(i) for i in range(2)] == ["test-model", "alpha"]
+        view.resize(1100, 600)
+        qtbot.waitUntil(lambda: not view.tabbed(), timeout=5000)
+        assert [c.name.text() for c in view.columns] == ["test-model", "alpha"]

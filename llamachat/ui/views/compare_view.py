@@ -1,0 +1,291 @@
+"""The Compare window: one question's answers from 2-4 models side by side, and its chooser.
+
+`CompareChooser` asks the question, which models answer it (2-4 of the model picker's
+list) and whether to compare blind. `CompareView` shows a `comparison.Comparison`: one
+column per model, in a splitter (tabs when the window is too narrow for them), each with
+its answer streaming into a `MessageView`, its figures (time to first token, tokens a
+second, tokens), what it waits for, Stop, and "Continue with this one", which makes that
+answer the chat's current version. A blind comparison names its columns "Model A",
+"Model B"... until one is picked. `Compare` is the chat window's part that ties them
+to its conversation (Chat > Compare with…, `/compare`).
+
+Model names, questions and answers are outside text: labels show them as plain text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import QObject, Qt, Slot
+from PySide6.QtGui import QResizeEvent
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QDialog,
+    QDialogButtonBox,
+    QHBoxLayout,
+    QLabel,
+    QLayout,
+    QListWidget,
+    QListWidgetItem,
+    QPlainTextEdit,
+    QPushButton,
+    QScrollArea,
+    QSplitter,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from llamachat.ui.chat import comparison as compare
+from llamachat.ui.chat.conversation import Conversation
+from llamachat.ui.chat.reply import ReplyStream
+from llamachat.ui.plain import Label
+from llamachat.ui.views.figures import figures
+from llamachat.ui.views.message import MessageView
+
+# Below this width a column's answer is too narrow to read: the columns become tabs.
+MIN_COLUMN_PX = 320
+COMMAND = "/compare"
+
+
+class CompareChooser(QDialog):
+    """Asks the question, the models (2-4) that answer it, and whether to compare blind."""
+
+    def __init__(
+        self, models: list[str], *, text: str = "", checked: str = "", parent: QWidget | None = None
+    ) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Compare models")
+        layout = QVBoxLayout(self)
+        layout.addWidget(QLabel("Question:"))
+        self.question_edit = QPlainTextEdit()
+        self.question_edit.setPlainText(text)
+        self.question_edit.setFixedHeight(80)
+        layout.addWidget(self.question_edit)
+        layout.addWidget(
+            QLabel(f"Models ({compare.MIN_MODELS} to {compare.MAX_MODELS}), side by side:")
+        )
+        self.model_list = QListWidget()
+        for model in models:
+            item = QListWidgetItem(model)
+            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+            item.setCheckState(
+                Qt.CheckState.Checked if model == checked else Qt.CheckState.Unchecked
+            )
+            self.model_list.addItem(item)
+        layout.addWidget(self.model_list)
+        self.blind_box = QCheckBox("Blind: call them Model A, B… until I pick one")
+        layout.addWidget(self.blind_box)
+        self.buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
+        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Compare")
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+        layout.addWidget(self.buttons)
+        self.model_list.itemChanged.connect(self._update)
+        self.question_edit.textChanged.connect(self._update)
+        self._update()
+
+    def models(self) -> list[str]:
+        """The models checked, in the list's order."""
+        items = (self.model_list.item(n) for n in range(self.model_list.count()))
+        return [i.text() for i in items if i.checkState() == Qt.CheckState.Checked]
+
+    def question(self) -> str:
+        """The question to ask them."""
+        return self.question_edit.toPlainText()
+
+    def blind(self) -> bool:
+        """Whether the names stay hidden until a pick."""
+        return self.blind_box.isChecked()
+
+    @Slot()
+    def _update(self) -> None:
+        ok = compare.MIN_MODELS <= len(self.models()) <= compare.MAX_MODELS
+        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setEnabled(
+            ok and bool(self.question().strip())
+        )
+
+
+class CompareColumn(QWidget):
+    """One model's answer: its name, figures, state, the answer, Stop and Continue."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        self.name = Label()
+        self.name.setStyleSheet("font-weight: bold")
+        self.figures = Label()
+        self.state = Label()
+        self.state.setWordWrap(True)
+        self.area = QScrollArea()
+        self.area.setWidgetResizable(True)
+        self.view: MessageView | None = None
+        buttons = QHBoxLayout()
+        self.stop_button = QPushButton("Stop")
+        self.continue_button = QPushButton("Continue with this one")
+        self.continue_button.setEnabled(False)
+        buttons.addWidget(self.stop_button)
+        buttons.addStretch(1)
+        buttons.addWidget(self.continue_button)
+        for widget in (self.name, self.figures, self.state):
+            layout.addWidget(widget)
+        layout.addWidget(self.area, 1)
+        layout.addLayout(buttons)
+
+    def show_reply(self, reply: ReplyStream, label: str) -> MessageView:
+        """Stream `reply` into a view of its own, under the name `label`."""
+        # The view's model is the label: a blind column must not give the name away.
+        self.view = MessageView({**reply.row(), "model": label})
+        self.area.setWidget(self.view)
+        self.state.setText("Answering…")
+        return self.view
+
+
+class CompareView(QWidget):
+    """A comparison's columns, in a window of their own; Stop all, and a pick per column."""
+
+    def __init__(self, comparison: compare.Comparison, parent: QWidget | None = None) -> None:
+        super().__init__(parent, Qt.WindowType.Window)
+        self.comparison = comparison
+        self.setWindowTitle("Compare")
+        self.resize(1100, 700)
+        layout = QVBoxLayout(self)
+        # The window may get narrower than its columns side by side: they become tabs then.
+        layout.setSizeConstraint(QLayout.SizeConstraint.SetNoConstraint)
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.tabs = QTabWidget()
+        self.tabs.hide()
+        layout.addWidget(self.splitter, 1)
+        layout.addWidget(self.tabs, 1)
+        bottom = QHBoxLayout()
+        self.outcome = Label()
+        self.stop_all = QPushButton("Stop all")
+        self.stop_all.clicked.connect(lambda: comparison.stop())
+        bottom.addWidget(self.outcome, 1)
+        bottom.addWidget(self.stop_all)
+        layout.addLayout(bottom)
+        self.columns: list[CompareColumn] = []
+        for index in range(len(comparison.models)):
+            column = CompareColumn()
+            column.name.setText(comparison.label(index))
+            column.state.setText("Waiting…")
+            column.stop_button.clicked.connect(lambda _c=False, i=index: comparison.stop(i))
+            column.continue_button.clicked.connect(lambda _c=False, i=index: comparison.choose(i))
+            self.splitter.addWidget(column)
+            self.columns.append(column)
+        comparison.column_started.connect(self._on_column_started)
+        comparison.column_waiting.connect(self._on_column_waiting)
+        comparison.column_ended.connect(self._on_column_ended)
+        comparison.finished.connect(self._on_finished)
+        comparison.chosen.connect(self._on_chosen)
+
+    def tabbed(self) -> bool:
+        """Whether the columns are tabs (the window is narrow)."""
+        return self.tabs.isVisibleTo(self)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        """Columns side by side when each has room, else tabs."""
+        super().resizeEvent(event)
+        narrow = event.size().width() < MIN_COLUMN_PX * len(self.columns)
+        if narrow != self.tabbed():
+            self._lay_out(narrow)
+
+    def _lay_out(self, tabbed: bool) -> None:
+        for index, column in enumerate(self.columns):
+            if tabbed:
+                self.tabs.addTab(column, self.comparison.label(index))
+            else:
+                self.splitter.addWidget(column)
+        self.tabs.setVisible(tabbed)
+        self.splitter.setVisible(not tabbed)
+
+    @Slot(int, object)
+    def _on_column_started(self, index: int, reply: ReplyStream) -> None:
+        column = self.columns[index]
+        reply.attach(column.show_reply(reply, self.comparison.label(index)))
+        reply.stats.connect(lambda _stats, r=reply, c=column: _show_figures(c, r))
+        reply.timings.connect(lambda _timings, r=reply, c=column: _show_figures(c, r))
+
+    @Slot(int, str)
+    def _on_column_waiting(self, index: int, text: str) -> None:
+        self.columns[index].state.setText(text)
+
+    @Slot(int, str, str)
+    def _on_column_ended(self, index: int, status: str, error: str) -> None:
+        column = self.columns[index]
+        column.state.setText({"complete": "Done.", "stopped": "Stopped."}.get(status, error))
+        column.stop_button.setEnabled(False)
+        column.continue_button.setEnabled(self.comparison.message_ids[index] is not None)
+
+    @Slot()
+    def _on_finished(self) -> None:
+        self.stop_all.setEnabled(False)
+        self.outcome.setText("Pick the answer to go on with; the others stay as its versions.")
+
+    @Slot(int, object)
+    def _on_chosen(self, index: int, _path: object) -> None:
+        for n, column in enumerate(self.columns):
+            column.name.setText(self.comparison.label(n))
+            self.tabs.setTabText(self.tabs.indexOf(column), self.comparison.label(n))
+            column.continue_button.setEnabled(False)
+        self.outcome.setText(f"The chat goes on with {self.comparison.label(index)}.")
+
+
+def _show_figures(column: CompareColumn, reply: ReplyStream) -> None:
+    """The column's figures: time to first token, then those a normal reply shows."""
+    usage, timings = reply.figures()
+    text, _tip = figures(usage, timings)
+    ttft = timings.get("ttft_ms")
+    first = f"first token {ttft / 1000:.2f} s" if isinstance(ttft, (int, float)) else ""
+    column.figures.setText(" · ".join(part for part in (first, text) if part))
+
+
+class Compare(QObject):
+    """The chat window's Compare: the chooser, then a `CompareView` for each comparison."""
+
+    def __init__(
+        self,
+        chat: Conversation,
+        *,
+        models: Callable[[], list[str]],
+        sent: Callable[[], None],
+        say: Callable[[str], None],
+        parent: QWidget,
+    ) -> None:
+        super().__init__(parent)
+        self._chat = chat
+        self._models = models
+        self._sent = sent
+        self._say = say
+        self._window = parent
+        self.view: CompareView | None = None
+        """The comparison's window, shown last (None: none yet)."""
+        chat.comparer.started.connect(self._on_started)
+
+    def open(self, text: str = "") -> CompareChooser:
+        """Ask what to compare (`text`: the question so far), then compare (non-modal)."""
+        chooser = CompareChooser(
+            self._models(), text=text, checked=self._chat.model, parent=self._window
+        )
+        chooser.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        chooser.accepted.connect(lambda: self._ask(chooser))
+        chooser.open()
+        return chooser
+
+    def _ask(self, chooser: CompareChooser) -> None:
+        outcome = self._chat.compare(chooser.question(), chooser.models(), blind=chooser.blind())
+        if outcome == compare.SENT:
+            self._sent()
+        elif outcome == compare.BUSY:
+            self._say("A reply is still coming: stop it (Esc) before comparing.")
+
+    @Slot(object)
+    def _on_started(self, comparison: compare.Comparison) -> None:
+        if self.view is not None:
+            self.view.close()
+            self.view.deleteLater()
+        self.view = CompareView(comparison, self._window)
+        self.view.show()
