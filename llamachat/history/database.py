@@ -225,6 +225,19 @@ MIGRATIONS: list[str] = [
         DELETE FROM reply_streams WHERE message_id = old.id;
     END;
     """,
+    # 13: the picks of blind comparisons (`picks`): one row for each model the picked
+    # one won against, in which project (NULL: none, or gone) and chat.
+    """
+    CREATE TABLE IF NOT EXISTS compare_picks (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        winner      TEXT NOT NULL,
+        loser       TEXT NOT NULL,
+        project_id  INTEGER REFERENCES projects (id) ON DELETE SET NULL,
+        session_id  INTEGER REFERENCES sessions (id) ON DELETE SET NULL,
+        picked_at   REAL NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS compare_picks_by_project ON compare_picks (project_id);
+    """,
 ]
 
 # Columns a pre-versioned table may lack, with the definitions ALTER TABLE can add

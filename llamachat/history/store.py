@@ -28,7 +28,7 @@ the modules that do the work (none of them knows History): `database` (opening, 
 salvaging, purging), `sessions` (a chat's own row: its settings, listing, deletion),
 `active_paths` (the active paths of the chats read, kept up to date by a reply's writes),
 `tree` (adding messages, versions, branches, forks), `drafts`, `projects` (`History.projects`),
-`memories` (`History.memories`), `search` and `export` (Markdown, JSON, the checked import). `rows` holds the row types, their
+`memories` (`History.memories`), `picks` (`History.picks`, blind comparisons' winners), `search` and `export` (Markdown, JSON, the checked import). `rows` holds the row types, their
 coding, the errors (re-exported here) and the transaction. `file_import` imports a file
 (`import_file`: a JSON export, `import_chats`: any format `importers` reads) over a
 connection of its own, for a worker thread; its names are re-exported here too.
@@ -60,6 +60,7 @@ from llamachat.history.export import (
 )
 from llamachat.history.file_import import ImportIds, import_chats, import_file
 from llamachat.history.memories import Memories, MemoryRow
+from llamachat.history.picks import Picks
 from llamachat.history.projects import ProjectRow, Projects
 from llamachat.history.rows import (
     MODES,
@@ -136,6 +137,8 @@ class History:
         self.memories = Memories(lambda: transaction(self._conn, self.path), self._reading)
         # Where streaming replies stand in the server's copy of their streams.
         self.reply_streams = streams.ReplyStreams(self._write, self._read)
+        # A comparison's pick touches no chat either (`picks`).
+        self.picks = Picks(lambda: transaction(self._conn, self.path), self._reading)
         try:
             self._conn = database.connect(self.path, BUSY_TIMEOUT_S)
         except _Corrupt as exc:

@@ -39,6 +39,7 @@ class Commands:
     compact_chat: Callable[[], object]
     memory: Callable[[], object]
     compare: Callable[[], object]
+    compare_wins: Callable[[], object]
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,7 @@ def _build_menus(window: QMainWindow, commands: Commands, actions: Actions) -> N
     chat_menu.addAction(_keyed(_action("Stop reply", window, commands.stop), "stop"))
     chat_menu.addAction(_action("Compact chat", window, commands.compact_chat))
     chat_menu.addAction(_action("Compare with…", window, commands.compare))
+    chat_menu.addAction(_action("Comparison wins…", window, commands.compare_wins))
     chat_menu.addSeparator()
     chat_menu.addAction(actions.web_search)
     chat_menu.addAction(actions.skills)

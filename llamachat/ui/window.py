@@ -465,6 +465,7 @@ def _install_menus(window: ChatWindow) -> list[QShortcut]:
         compact_chat=window.chat.compaction.compact,
         memory=window.memories.open_panel,
         compare=window.compare.open,
+        compare_wins=window.compare.show_wins,
     )
     actions = menus.Actions(
         import_chats=window.sidebar.import_action,

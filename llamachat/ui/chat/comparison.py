@@ -5,6 +5,8 @@ and hands it to a `Comparison`, which sends that same request to each model (onl
 model named differs) as a `ReplyStream` of its own, all answering the question: each
 answer is saved as one more version of the same reply, and `choose` makes one of them
 the chat's current version (the others stay a click away, ‹ n/N › on the reply).
+A blind comparison ("Model A", "Model B"... until then) keeps its pick in History
+(`history.picks`), for the table of which model won against which.
 
 What runs at once: the models the router has loaded run side by side; a model it must
 load first runs on its own, once those before it have ended, so a load never pushes out
@@ -69,6 +71,7 @@ class Comparison(QObject):
         model_status: Callable[[str], str],
         ask_tools: Callable[[str, Turn], bool] = lambda _model, _request: False,
         blind: bool = False,
+        project_id: int | None = None,
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
@@ -83,6 +86,7 @@ class Comparison(QObject):
         self.models = list(models)
         self.blind = blind
         """Whether the names are hidden ("Model A", "Model B"...) until a pick."""
+        self.project_id = project_id
         self._model_status = model_status
         self._ask_tools = ask_tools
         self.replies: list[ReplyStream | None] = [None] * len(models)
@@ -90,6 +94,8 @@ class Comparison(QObject):
         """Each column's state: waiting, streaming, then complete, stopped or error."""
         self.message_ids: list[int | None] = [None] * len(models)
         """Each column's reply row (None until its request went out)."""
+        self.answered = [False] * len(models)
+        """Whether each column ended with answer text: only those can be picked."""
         self.picked: int | None = None
         # Columns whose model must be loaded first: each runs alone, in order.
         self._queued: list[int] = []
@@ -124,9 +130,10 @@ class Comparison(QObject):
 
     def choose(self, index: int) -> list[MessageRow] | None:
         """Go on with column `index`'s answer: the chat's current version from now on (the
-        others stop, kept as versions). Its path; None when it has no saved answer."""
+        others stop, kept as versions). Its path; None when it has no answer to go on with
+        (it is still streaming, or ended with none)."""
         message_id = self.message_ids[index]
-        if message_id is None:
+        if message_id is None or not self.answered[index]:
             return None
         self.stop()
         try:
@@ -134,9 +141,21 @@ class Comparison(QObject):
         except HistoryError as exc:
             log.warning("version %s not selected: %s", message_id, exc)
             return None
+        if self.blind and self.picked is None:
+            self._keep_pick(index)
         self.picked = index
         self.chosen.emit(index, path)
         return path
+
+    def _keep_pick(self, index: int) -> None:
+        """A blind pick counts in the wins table: over every other model that answered."""
+        others = [m for n, m in enumerate(self.models) if n != index and self.answered[n]]
+        try:
+            self._app.history.picks.add(
+                self.models[index], others, project_id=self.project_id, session_id=self.session_id
+            )
+        except HistoryError as exc:
+            log.warning("the pick of %s was not kept: %s", self.models[index], exc)
 
     def _run(self, index: int) -> None:
         model = self.models[index]
@@ -183,6 +202,7 @@ class Comparison(QObject):
         reply = self.replies[index]
         if reply is not None and reply.message_id is not None:
             self.message_ids[index] = reply.message_id
+            self.answered[index] = bool(reply.row()["content"])
         self._ended(index, status, error)
         self._next()
 
@@ -258,6 +278,7 @@ class Comparer(QObject):
             model_status=self._model_status,
             ask_tools=self._ask_tools,
             blind=blind,
+            project_id=self._builder.project_id(),
             parent=self,
         )
         comparison.chosen.connect(lambda _index, path: self.messages_reset.emit(path))

@@ -7,7 +7,8 @@ its answer streaming into a `MessageView`, its figures (time to first token, tok
 second, tokens), what it waits for, Stop, and "Continue with this one", which makes that
 answer the chat's current version. A blind comparison names its columns "Model A",
 "Model B"... until one is picked. `Compare` is the chat window's part that ties them
-to its conversation (Chat > Compare with…, `/compare`).
+to its conversation (Chat > Compare with…, `/compare`). `WinsDialog` is the table of
+blind picks: how often each model won against each other one, everywhere or in a project.
 
 Model names, questions and answers are outside text: labels show them as plain text.
 """
@@ -31,11 +32,14 @@ from PySide6.QtWidgets import (
     QPushButton,
     QScrollArea,
     QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
     QTabWidget,
     QVBoxLayout,
     QWidget,
 )
 
+from llamachat.history.picks import EVERYWHERE, Picks
 from llamachat.ui.chat import comparison as compare
 from llamachat.ui.chat.conversation import Conversation
 from llamachat.ui.chat.reply import ReplyStream
@@ -218,7 +222,7 @@ class CompareView(QWidget):
         column = self.columns[index]
         column.state.setText({"complete": "Done.", "stopped": "Stopped."}.get(status, error))
         column.stop_button.setEnabled(False)
-        column.continue_button.setEnabled(self.comparison.message_ids[index] is not None)
+        column.continue_button.setEnabled(self.comparison.answered[index])
 
     @Slot()
     def _on_finished(self) -> None:
@@ -241,6 +245,49 @@ def _show_figures(column: CompareColumn, reply: ReplyStream) -> None:
     ttft = timings.get("ttft_ms")
     first = f"first token {ttft / 1000:.2f} s" if isinstance(ttft, (int, float)) else ""
     column.figures.setText(" · ".join(part for part in (first, text) if part))
+
+
+class WinsDialog(QDialog):
+    """How often each model's answer was picked over each other one's, in blind comparisons."""
+
+    def __init__(
+        self, picks: Picks, *, project_id: int | None = None, parent: QWidget | None = None
+    ) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Comparison wins")
+        self._picks = picks
+        self._project_id = project_id
+        layout = QVBoxLayout(self)
+        layout.addWidget(QLabel("Blind picks: the row's model won against the column's."))
+        self.project_box = QCheckBox("This chat's project only")
+        self.project_box.setEnabled(project_id is not None)
+        self.project_box.toggled.connect(self.refresh)
+        layout.addWidget(self.project_box)
+        self.table = QTableWidget()
+        layout.addWidget(self.table, 1)
+        self.resize(560, 360)
+        self.refresh()
+
+    @Slot()
+    def refresh(self) -> None:
+        """Fill the table from the picks kept (in the project, when its box is checked)."""
+        scope = self._project_id if self.project_box.isChecked() else EVERYWHERE
+        wins = self._picks.wins(scope)
+        models = sorted({name for pair in wins for name in pair})
+        table = self.table
+        table.clear()
+        table.setRowCount(len(models))
+        table.setColumnCount(len(models))
+        # Item texts are drawn as plain text: a model's name is outside text.
+        table.setHorizontalHeaderLabels(models)
+        table.setVerticalHeaderLabels(models)
+        for row, winner in enumerate(models):
+            for column, loser in enumerate(models):
+                if winner != loser:
+                    won, lost = wins.get((winner, loser), 0), wins.get((loser, winner), 0)
+                    item = QTableWidgetItem(f"{won} of {won + lost}" if won + lost else "")
+                    item.setFlags(Qt.ItemFlag.ItemIsEnabled)
+                    table.setItem(row, column, item)
 
 
 class Compare(QObject):
@@ -274,6 +321,17 @@ class Compare(QObject):
         chooser.accepted.connect(lambda: self._ask(chooser))
         chooser.open()
         return chooser
+
+    def show_wins(self) -> WinsDialog:
+        """Show the table of blind picks (Chat > Comparison wins…)."""
+        dialog = WinsDialog(
+            self._chat.history.picks,
+            project_id=self._chat.builder.project_id(),
+            parent=self._window,
+        )
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.open()
+        return dialog
 
     def _ask(self, chooser: CompareChooser) -> None:
         outcome = self._chat.compare(chooser.question(), chooser.models(), blind=chooser.blind())

@@ -145,18 +145,40 @@ class TestComparison:
         assert models == ["alpha", "smol"]
         assert chat.comparer.current.message_ids[0] is not None
 
-    def test_blind_names_stay_hidden_until_a_pick(self, conversation, router, qtbot) -> None:
-        """A blind comparison calls its columns "Model A", "Model B" until one is chosen."""
+    def test_blind_names_stay_hidden_until_a_pick_which_is_kept(
+        self, conversation, router, qtbot
+    ) -> None:
+        """A blind comparison calls its columns "Model A", "Model B"... until one is chosen;
+        that first pick is kept as a win over each model that answered (a failed one with
+        no answer is not beaten), in the chat's project; choosing again counts no more."""
 
-        chat, _history = conversation()
+        chat, history = conversation()
+        work = history.projects.create("Work")
+        chat.new_session(history.projects.get(work))
+        router.script_for("gamma", Reply(status=500))
         started: list = []
         chat.comparer.started.connect(started.append)
         with qtbot.waitSignal(chat.comparer.ended, timeout=15000):
-            assert chat.compare("Q", ["alpha", "beta"], blind=True) == compare.SENT
+            assert chat.compare("Q", ["alpha", "beta", "gamma"], blind=True) == compare.SENT
         comparison = started[0]
-        assert [comparison.label(i) for i in range(2)] == ["Model A", "Model B"]
+        assert [comparison.label(i) for i in range(3)] == ["Model A", "Model B", "Model C"]
+        assert comparison.choose(2) is None  # gamma failed before any answer: nothing to pick
         comparison.choose(1)
-        assert [comparison.label(i) for i in range(2)] == ["alpha", "beta"]
+        assert [comparison.label(i) for i in range(3)] == ["alpha", "beta", "gamma"]
+        assert history.picks.wins(work) == {("beta", "alpha"): 1}
+        comparison.choose(0)
+        assert history.picks.wins() == {("beta", "alpha"): 1}
+
+    def test_a_comparison_not_blind_keeps_no_pick(self, conversation, router, qtbot) -> None:
+        """Only blind picks count: with the names in sight, a pick says little."""
+
+        chat, history = conversation()
+        started: list = []
+        chat.comparer.started.connect(started.append)
+        with qtbot.waitSignal(chat.comparer.ended, timeout=15000):
+            assert chat.compare("Q", ["alpha", "beta"]) == compare.SENT
+        started[0].choose(0)
+        assert history.picks.wins() == {}
 
     def test_a_comparison_needs_two_to_four_models(self, conversation, router, qtbot) -> None:
         """One model, or five, is not a comparison: nothing is saved or sent."""

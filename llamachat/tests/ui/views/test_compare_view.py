@@ -103,3 +103,21 @@ class TestCompareView:
         view.resize(1100, 600)
         qtbot.waitUntil(lambda: not view.tabbed(), timeout=5000)
         assert [c.name.text() for c in view.columns] == ["test-model", "alpha"]
+
+    def test_wins_table_counts_blind_picks_as_plain_text(self, chat_window, router, qtbot) -> None:
+        """Chat > Comparison wins… shows, for each pair, how often the row's model was
+        picked over the column's; names are item texts (drawn as plain text)."""
+
+        window, history = chat_window()
+        history.picks.add("<b>beta</b>", ["alpha"])
+        history.picks.add("alpha", ["<b>beta</b>"])
+        history.picks.add("alpha", ["<b>beta</b>"])
+        dialog = window.compare.show_wins()
+        table = dialog.table
+        names = [table.verticalHeaderItem(n).text() for n in range(table.rowCount())]
+        assert names == ["<b>beta</b>", "alpha"]
+        assert table.item(1, 0).text() == "2 of 3"  # alpha over beta
+        assert table.item(0, 1).text() == "1 of 3"
+        assert table.item(0, 0) is None
+        assert not dialog.project_box.isEnabled()  # the new chat is in no project
+        dialog.close()
