@@ -13,6 +13,8 @@ a process of its own (as llama-server would):
 4. CPU per token: the process's CPU time (every thread) while a reply streams at 20
    tokens/s after 100,000 tokens of history, less the CPU the same window spends idle
    for as long, per token;
+   compare (full run only): from `Conversation.compare` to four requests on the wire,
+   and the stalls while four columns stream 1,000 tokens/s each (`bench_compare`);
 5. flatness: per-token streaming cost after 100,000 tokens of history over the cost
    in an empty conversation (`bench_render.run_flatness`);
 6. stream (information only): a 20,000-token reply at full speed into the window over
@@ -257,10 +259,10 @@ class _RouterProcess:
     whenever the window rendered, which a real router never does.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *args: str) -> None:
         self._process = subprocess.Popen(
             # A context as large as the longest history measured: nothing is refused.
-            [sys.executable, "-m", "llamachat.dev.scripted_router", "--n-ctx", "100000000"],
+            [sys.executable, "-m", "llamachat.dev.scripted_router", "--n-ctx", "100000000", *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -530,6 +532,63 @@ def bench_live(history_tokens: int, live_tokens: int, slow_tokens: int) -> list[
                 "seconds": duration,
                 "tokens": slow_tokens,
             },
+        ),
+    ]
+
+
+COMPARED = ("test-model", "second", "third", "fourth")
+"""The models a comparison's figures ask at once, all loaded."""
+
+
+def bench_compare(live_tokens: int) -> list[Figure]:
+    """Compare with four models: from `Conversation.compare` to the four requests on the
+    wire, then the event loop's stalls while the four columns stream LIVE_RATE tokens a
+    second each (full run only: four streams at that pace need the machine)."""
+    from llamachat.dev import bench_render
+
+    also = [arg for name in COMPARED[1:] for arg in ("--also", name)]
+    fast = bench_render.sample_tokens(live_tokens, seed=7)
+    with (
+        _RouterProcess(*also) as router,
+        tempfile.TemporaryDirectory(prefix="llamachat-bench-") as tmp,
+        _window(router.url, Path(tmp)) as (window, _history),
+    ):
+        router.script(content="Warm up the window.")
+        _send_at(window, "warm up")
+        _until_reply_ends(window)
+        for _model in COMPARED:
+            router.script(content=fast, rate=LIVE_RATE)
+        heartbeat = _Heartbeat()
+        sent = time.monotonic()
+        if window.chat.compare("go fast, all of you", list(COMPARED)) != "sent":
+            raise RuntimeError("the comparison was not sent")
+        heartbeat.start()
+        comparison = window.chat.comparer.current
+        while comparison.running():
+            _run_loop_for(0.05)
+        heartbeat.stop()
+        received = [at for at, _finished in router.times()[-len(COMPARED) :]]
+        text = "".join(fast)
+        view = window.compare.view
+        if view is None or any(c.view.content() != text for c in view.columns):
+            raise RuntimeError("a column lost streamed text")
+    wire_ms = (max(received) - sent) * 1000
+    late = heartbeat.late_ms
+    p99, worst = _percentile(late, 0.99), max(late)
+    return [
+        Figure(
+            f"compare: send to all {len(COMPARED)} requests on the wire",
+            f"{wire_ms:.1f} ms",
+            "<= 10 ms",
+            wire_ms <= 10,
+            {"ms": wire_ms},
+        ),
+        Figure(
+            f"compare: event-loop stalls, {len(COMPARED)} columns at {LIVE_RATE:,} tokens/s each",
+            f"p99 {p99:.1f} ms, max {worst:.1f} ms ({len(late):,} beats)",
+            "p99 <= 16 ms, max <= 50 ms",
+            p99 <= 16 and worst <= 50,
+            {"p99_ms": p99, "max_ms": worst, "beats": len(late), "tokens": live_tokens},
         ),
     ]
 
@@ -1292,6 +1351,7 @@ def run(sizes: Sizes, *, model_file: Path | None = None, rpc: bool = False) -> l
     figures = [
         bench_send(sizes.skills, sizes.sends),
         *bench_live(sizes.history_tokens, sizes.live_tokens, sizes.slow_tokens),
+        *(bench_compare(sizes.live_tokens) if sizes is FULL else []),
         bench_flatness(sizes.flat_tokens, sizes.history_tokens),
         bench_stream(sizes.stream_tokens),
         *bench_prompt_cache(model_file, sizes.cache_max_tokens, sizes.real_warm_tokens),

@@ -1447,13 +1447,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     far (`RecordedRequest`). Tool calls and the `Model` list are not scriptable this way.
     """
     parser = argparse.ArgumentParser(prog="python -m llamachat.dev.scripted_router")
-    parser.add_argument("--model", default="test-model", help="the one model it serves")
+    parser.add_argument("--model", default="test-model", help="the model it serves")
+    parser.add_argument(
+        "--also", action="append", default=[], metavar="NAME", help="another loaded model"
+    )
     parser.add_argument("--n-ctx", type=int, default=4096, help="that model's context size")
     parser.add_argument(
         "--prompt-ms-per-token", type=float, default=0.0, help="cost of each uncached prompt token"
     )
     args = parser.parse_args(argv)
-    models = [Model(args.model, "loaded", n_ctx=args.n_ctx)]
+    models = [Model(name, "loaded", n_ctx=args.n_ctx) for name in (args.model, *args.also)]
     with ScriptedRouter(models, prompt_ms_per_token=args.prompt_ms_per_token) as router:
         print(router.url, flush=True)
         for line in sys.stdin:

@@ -13,8 +13,11 @@ load first runs on its own, once those before it have ended, so a load never pus
 a model another column is answering with (the router's `--models-max` unloads the
 least recently used). Such a column says what it waits for (`waiting`).
 
-A window shows a comparison by attaching a view to each reply (`column_started`), as it
-does for a normal turn; without one the comparison runs and saves all the same.
+The requests go out first (`Comparer.started` comes once they are on their way) and a
+window builds its columns while they travel, attaching a view to each reply running
+(`replies`) and to each one started later (`column_started`), as it does for a normal
+turn: a reply's events are queued to the GUI thread, so none comes before its view.
+Without a window the comparison runs and saves all the same.
 Errors: none raised; a column that fails ends "error" and the others go on.
 """
 
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import QObject, Signal, Slot
@@ -29,7 +33,7 @@ from PySide6.QtCore import QObject, Signal, Slot
 from llamachat.history.store import HistoryError, MessageRow
 from llamachat.turn import Turn
 from llamachat.ui.chat.builder import TurnBuilder
-from llamachat.ui.chat.reply import ReplyStream
+from llamachat.ui.chat.reply import SEND_WAIT_MS, ReplyStream
 from llamachat.ui.chat.state import AppState
 from llamachat.ui.chat.worker import WorkerThreads
 
@@ -94,6 +98,8 @@ class Comparison(QObject):
         """Each column's state: waiting, streaming, then complete, stopped or error."""
         self.message_ids: list[int | None] = [None] * len(models)
         """Each column's reply row (None until its request went out)."""
+        self.waiting = [""] * len(models)
+        """What each column waits for before it is sent ('' once sent, or never held)."""
         self.answered = [False] * len(models)
         """Whether each column ended with answer text: only those can be picked."""
         self.picked: int | None = None
@@ -112,6 +118,12 @@ class Comparison(QObject):
             else:
                 self._run(index)
         self._next()
+        # As a normal send does (`reply.SEND_WAIT_MS`), the window builds its columns only
+        # once the requests are out, or that long: building them holds the GIL.
+        deadline = time.monotonic() + SEND_WAIT_MS / 1000
+        for reply in self.replies:
+            if reply is not None:
+                reply.request_sent(max(0.0, deadline - time.monotonic()))
 
     def running(self) -> bool:
         """True until every column ended (or was stopped before it was sent)."""
@@ -178,12 +190,12 @@ class Comparison(QObject):
             return
         self.replies[index] = reply
         self.statuses[index] = "streaming"
+        self.waiting[index] = ""
         reply.ended.connect(lambda status, error: self._on_reply_ended(index, status, error))
-        self.column_started.emit(index, reply)
-        # The window's views are built by now: each column waits not for the wire, the
-        # threads of all of them send meanwhile.
+        # No column waits for the wire: the threads of all of them send meanwhile.
         reply.start(self._threads, wait_ms=0)
         self.message_ids[index] = reply.message_id
+        self.column_started.emit(index, reply)
 
     def _next(self) -> None:
         """Send the next column whose model must load, once nothing else runs."""
@@ -193,9 +205,8 @@ class Comparison(QObject):
             busy = [i for i, status in enumerate(self.statuses) if status == "streaming"]
         names = ", ".join(self.label(i) for i in busy)
         for index in self._queued:
-            self.column_waiting.emit(
-                index, f"Waiting for {names} to finish: then {self.label(index)} loads."
-            )
+            self.waiting[index] = f"Waiting for {names} to finish: then {self.label(index)} loads."
+            self.column_waiting.emit(index, self.waiting[index])
 
     @Slot()
     def _on_reply_ended(self, index: int, status: str, error: str) -> None:
@@ -217,7 +228,7 @@ class Comparison(QObject):
 class Comparer(QObject):
     """A conversation's comparisons: the question saved, its request built once, then sent."""
 
-    started = Signal(object)  # the Comparison, not sent yet: show its columns now
+    started = Signal(object)  # the Comparison, its requests on their way: show its columns
     message_added = Signal(object)  # the question just saved (a History row)
     messages_reset = Signal(object)  # the rows to show instead (a column was chosen)
     ended = Signal()  # the comparison ended: every column has its outcome
@@ -285,8 +296,8 @@ class Comparer(QObject):
         comparison.finished.connect(lambda: self._on_finished(comparison))
         self.current = comparison
         self.message_added.emit(row)
-        self.started.emit(comparison)
         comparison.start()
+        self.started.emit(comparison)
         return SENT
 
     def _on_finished(self, comparison: Comparison) -> None:

@@ -227,9 +227,9 @@ class ReplyStream(QObject):
         """The request as it went out (an MCP server that came up meanwhile adds its tools)."""
         return self._worker.request
 
-    def request_sent(self) -> bool:
-        """True once the reply's request has been written to the server."""
-        return self._worker.wait_sent(0)
+    def request_sent(self, wait_s: float = 0.0) -> bool:
+        """True once the reply's request has been written to the server (waiting `wait_s`)."""
+        return self._worker.wait_sent(wait_s)
 
     def stop(self) -> None:
         """Stop the reply now, keeping what arrived (saved as "stopped")."""

@@ -180,6 +180,11 @@ class CompareView(QWidget):
             column.continue_button.clicked.connect(lambda _c=False, i=index: comparison.choose(i))
             self.splitter.addWidget(column)
             self.columns.append(column)
+        for index, reply in enumerate(comparison.replies):
+            if reply is not None:
+                self._on_column_started(index, reply)
+            elif comparison.waiting[index]:
+                self._on_column_waiting(index, comparison.waiting[index])
         comparison.column_started.connect(self._on_column_started)
         comparison.column_waiting.connect(self._on_column_waiting)
         comparison.column_ended.connect(self._on_column_ended)

@@ -127,19 +127,20 @@ class TestComparison:
         router.script_for("alpha", Reply(content=["a ", "b"], rate=20))
         router.script_for("smol", Reply(content=["small ", "answer"]))
         seen: list = []
-        chat.comparer.started.connect(
-            lambda c: (
-                c.column_started.connect(lambda i, _r: seen.append(("started", i))),
-                c.column_waiting.connect(lambda i, text: seen.append(("waiting", i, text))),
-                c.column_ended.connect(lambda i, s, _e: seen.append(("ended", i, s))),
-            )
-        )
+        at_start: list = []
+
+        def follow(c) -> None:
+            at_start.append((list(c.statuses), list(c.waiting)))
+            c.column_started.connect(lambda i, _r: seen.append(("started", i)))
+            c.column_ended.connect(lambda i, s, _e: seen.append(("ended", i, s)))
+
+        chat.comparer.started.connect(follow)
         with qtbot.waitSignal(chat.comparer.ended, timeout=15000):
             assert chat.compare("Hi", ["smol", "alpha"]) == compare.SENT
-        assert seen[0] == ("started", 1)
-        assert seen[1] == ("waiting", 0, "Waiting for alpha to finish: then smol loads.")
-        assert seen.index(("ended", 1, "complete")) < seen.index(("started", 0))
-        assert seen[-1] == ("ended", 0, "complete")
+        assert at_start == [
+            (["waiting", "streaming"], ["Waiting for alpha to finish: then smol loads.", ""])
+        ]
+        assert seen == [("ended", 1, "complete"), ("started", 0), ("ended", 0, "complete")]
         assert router.status("smol") == "loaded"
         models = [r.json["model"] for r in router.chat_requests()]
         assert models == ["alpha", "smol"]
