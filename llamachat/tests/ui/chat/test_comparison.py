@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
+from llamachat.config import Config
 from llamachat.dev.scripted_router import Model, Reply, ScriptedRouter
+from llamachat.history.store import History
+from llamachat.router.client import Client
+from llamachat.router.models import Models
+from llamachat.router.server import ManagedServer
+from llamachat.tests.support import make_app, real_assets
 from llamachat.ui.chat import comparison as compare
+from llamachat.ui.chat.conversation import Conversation
 
 FOUR = ("alpha", "beta", "gamma", "delta")
 
@@ -189,6 +198,96 @@ class TestComparison:
         assert chat.compare("Q", [*FOUR, "smol"]) == compare.NOT_SENT
         assert chat.compare("  ", ["alpha", "beta"]) == compare.EMPTY
         assert chat.session_id is None and router.chat_requests() == []
+
+
+@pytest.fixture
+def two_smol_router(tmp_path):
+    """The real llama-server router with `-np 2`, SmolLM2 under two preset names, both loaded."""
+
+    _binary, model = real_assets()
+    models = tmp_path / "models"
+    models.mkdir()
+    preset = tmp_path / "models-preset.ini"
+    preset.write_text(
+        "".join(f"[{name}]\nmodel = {model}\n" for name in SMOL_NAMES), encoding="utf-8"
+    )
+    cfg = Config(
+        models_dir=models,
+        models_preset=preset,
+        server_args=("--ctx-size", "2048", "-t", "1", "-np", "2"),
+    )
+    server = ManagedServer(cfg, log_path=tmp_path / "server.log", lock_path=tmp_path / "lock")
+    server.start()
+    try:
+        if not server.wait_ready(60):
+            pytest.fail(f"llama-server did not start:\n{server.log_file.tail()}")
+        listed = Models(Client(server.url))
+        for name in SMOL_NAMES:
+            listed.load(name)
+        for name in SMOL_NAMES:
+            listed.wait_until_loaded(name, timeout=120)
+        yield server.url
+    finally:
+        server.stop()
+
+
+SMOL_NAMES = ("smol-a", "smol-b")
+
+
+class TestComparisonRealRouter:
+    """Two preset names for SmolLM2 answer one question at once on the real router."""
+
+    def test_two_smol_presets_answer_concurrently_as_two_versions(
+        self, two_smol_router, qtbot, tmp_path
+    ) -> None:
+        """Both loaded, both are sent at once: the second's first token comes before the
+        first's answer ends, and both answers are versions of the one reply."""
+
+        models = Models(Client(two_smol_router))
+        cfg = Config(
+            router_url=two_smol_router,
+            default_model=SMOL_NAMES[0],
+            history_path=tmp_path / "history.db",
+            prompts_dir=tmp_path / "prompts",
+            skills_dir=tmp_path / "skills",
+            manage_server=False,
+            warm_cache=False,
+        )
+        history = History(cfg.history_path)
+        app = make_app(cfg, history)
+        chat = Conversation(
+            app, model=SMOL_NAMES[0], model_status=lambda name: models.get(name).status
+        )
+        try:
+            self._compare_both(chat, history, qtbot)
+        finally:
+            chat.stop()
+            assert chat.threads.wait_all(10_000)
+            app.close()
+            history.close()
+
+    def _compare_both(self, chat, history, qtbot) -> None:
+        chat.set_params({"max_tokens": 48, "temperature": 0})
+        started: list = []
+        ends: dict[int, float] = {}
+        chat.comparer.started.connect(started.append)
+        chat.comparer.started.connect(
+            lambda c: c.column_ended.connect(lambda i, _s, _e: ends.setdefault(i, time.monotonic()))
+        )
+        sent = time.monotonic()
+        with qtbot.waitSignal(chat.comparer.ended, timeout=120_000):
+            assert chat.compare("Name three colours.", list(SMOL_NAMES)) == compare.SENT
+        comparison = started[0]
+        assert comparison.statuses == ["complete", "complete"]
+        stored = {r["id"]: r for r in _rows(history, chat)}
+        answers = [stored[i] for i in comparison.message_ids]
+        assert [a["model"] for a in answers] == list(SMOL_NAMES)
+        assert all(a["content"].strip() for a in answers)
+        firsts = [sent + a["timings"]["ttft_ms"] / 1000 for a in answers]
+        assert max(firsts) < min(ends.values())  # both were answering at the same time
+        assert sorted(history.messages(chat.session_id)[-1]["versions"]) == sorted(
+            comparison.message_ids
+        )
 
 
 def _texts(history, chat, ids) -> list[str]:
