@@ -560,7 +560,7 @@ def bench_compare(live_tokens: int) -> list[Figure]:
             router.script(content=fast, rate=LIVE_RATE)
         heartbeat = _Heartbeat()
         sent = time.monotonic()
-        if window.chat.compare("go fast, all of you", list(COMPARED)) != "sent":
+        if window.chat.comparer.ask("go fast, all of you", list(COMPARED)) != "sent":
             raise RuntimeError("the comparison was not sent")
         heartbeat.start()
         comparison = window.chat.comparer.current

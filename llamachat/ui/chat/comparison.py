@@ -240,7 +240,10 @@ class Comparer(QObject):
         app: AppState,
         threads: WorkerThreads,
         *,
-        save_question: Callable[[str, list[dict]], dict],
+        busy: Callable[[], bool],
+        ready: Callable[[], bool],
+        save_question: Callable[..., dict],
+        ask_editing: Callable[[int | None], None],
         context_size: Callable[[], int | None],
         model_status: Callable[[str], str],
         ask_tools: Callable[[str, Turn], bool],
@@ -250,7 +253,12 @@ class Comparer(QObject):
         self._builder = builder
         self._app = app
         self._threads = threads
-        self._save_question = save_question
+        # Whether the chat streams, compacts or counts already; whether it may send at all
+        # (chat mode, every reply saved).
+        self._busy = busy
+        self._ready = ready
+        self._save_question = save_question  # `Outbox.save_question`
+        self._ask_editing = ask_editing
         self._context_size = context_size
         self._model_status = model_status
         self._ask_tools = ask_tools
@@ -263,17 +271,23 @@ class Comparer(QObject):
 
     def ask(self, text: str, models: Sequence[str], *, blind: bool = False) -> str:
         """Ask `models` (2-4, distinct) the question `text`, side by side; SENT, EMPTY,
-        BUSY or NOT_SENT (a notice says why)."""
+        BUSY or NOT_SENT (a notice says why, or the chat is not one that can compare)."""
+        if self._busy():
+            return BUSY
+        if not self._ready():
+            return NOT_SENT
+        return self._ask(text, models, blind=blind)
+
+    def _ask(self, text: str, models: Sequence[str], *, blind: bool = False) -> str:
         models = list(dict.fromkeys(m for m in models if m))
         if not text.strip():
             return EMPTY
-        if self.running():
-            return BUSY
         if not MIN_MODELS <= len(models) <= MAX_MODELS:
             self.notice.emit(f"Pick {MIN_MODELS} to {MAX_MODELS} models to compare.", 8000)
             return NOT_SENT
+        self._ask_editing(None)
         try:
-            row = self._save_question(text, [])
+            row = self._save_question(text, [], edit_from=None)
         except HistoryError as exc:
             self.notice.emit(f"Not sent: the message could not be saved. {exc}", 0)
             return NOT_SENT

@@ -199,9 +199,10 @@ class Conversation(QObject):
             self.builder,
             helpers_app,
             self.threads,
-            save_question=lambda text, files: self.outbox.save_question(
-                text, files, edit_from=None
-            ),
+            busy=lambda: self.is_streaming() or compaction.running() or self.sending.check.counting,
+            ready=lambda: self.mode == CHAT and self.save_unsaved(),
+            save_question=self.outbox.save_question,
+            ask_editing=write.set_editing,
             context_size=self.context.context_size,
             model_status=model_status or (lambda _model: "loaded"),
             ask_tools=self.outbox.asks_tools,
@@ -390,15 +391,6 @@ class Conversation(QObject):
         if self.comparer.running():
             return BUSY
         return self.sending.submit(text, attachments, again=again)
-
-    def compare(self, text: str, models: list[str], *, blind: bool = False) -> str:
-        """Ask 2-4 `models` the question `text` side by side (`comparison`); SENT, BUSY..."""
-        if self.is_streaming() or self.compaction.running() or self.sending.check.counting:
-            return BUSY
-        if self.mode != CHAT or not self.save_unsaved():
-            return NOT_SENT
-        self.write.set_editing(None)
-        return self.comparer.ask(text, models, blind=blind)
 
     def stop(self) -> bool:
         """Stop the reply (or the comparison), keeping what arrived; True when one was

@@ -339,7 +339,9 @@ class Compare(QObject):
         return dialog
 
     def _ask(self, chooser: CompareChooser) -> None:
-        outcome = self._chat.compare(chooser.question(), chooser.models(), blind=chooser.blind())
+        outcome = self._chat.comparer.ask(
+            chooser.question(), chooser.models(), blind=chooser.blind()
+        )
         if outcome == compare.SENT:
             self._sent()
         elif outcome == compare.BUSY:

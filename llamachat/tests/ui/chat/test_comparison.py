@@ -43,7 +43,7 @@ class TestComparison:
         started: list = []
         chat.comparer.started.connect(started.append)
         with qtbot.waitSignal(chat.comparer.ended, timeout=15000):
-            assert chat.compare("Which is best?", ["alpha", "beta"]) == compare.SENT
+            assert chat.comparer.ask("Which is best?", ["alpha", "beta"]) == compare.SENT
             assert chat.is_streaming()
         comparison = started[0]
         assert comparison.statuses == ["complete", "complete"]
@@ -84,10 +84,12 @@ class TestComparison:
             router.script_for(name, Reply(content=[f"{name} ", "says ", "more"], stall_after=2))
         started: list = []
         chat.comparer.started.connect(started.append)
-        assert chat.compare("Go", list(FOUR)) == compare.SENT
+        assert chat.comparer.ask("Go", list(FOUR)) == compare.SENT
         comparison = started[0]
         qtbot.waitUntil(lambda: len(router.chat_requests()) == 4, timeout=10000)
         assert comparison.statuses == ["streaming"] * 4
+        assert chat.submit("Meanwhile?") == compare.BUSY  # one thing at a time
+        assert chat.comparer.ask("Again?", ["alpha", "beta"]) == compare.BUSY
         qtbot.waitUntil(lambda: all(_texts(history, chat, comparison.message_ids)), timeout=10000)
         with qtbot.waitSignal(chat.comparer.ended, timeout=10000):
             assert chat.stop()
@@ -115,7 +117,7 @@ class TestComparison:
             lambda c: c.column_ended.connect(lambda i, s, e: ended.append((i, s, e)))
         )
         with qtbot.waitSignal(chat.comparer.ended, timeout=15000):
-            assert chat.compare("Q", ["alpha", "beta", "gamma"]) == compare.SENT
+            assert chat.comparer.ask("Q", ["alpha", "beta", "gamma"]) == compare.SENT
         comparison = started[0]
         assert comparison.statuses == ["complete", "error", "complete"]
         error = next(e for i, s, e in ended if i == 1)
@@ -145,7 +147,7 @@ class TestComparison:
 
         chat.comparer.started.connect(follow)
         with qtbot.waitSignal(chat.comparer.ended, timeout=15000):
-            assert chat.compare("Hi", ["smol", "alpha"]) == compare.SENT
+            assert chat.comparer.ask("Hi", ["smol", "alpha"]) == compare.SENT
         assert at_start == [
             (["waiting", "streaming"], ["Waiting for alpha to finish: then smol loads.", ""])
         ]
@@ -169,7 +171,7 @@ class TestComparison:
         started: list = []
         chat.comparer.started.connect(started.append)
         with qtbot.waitSignal(chat.comparer.ended, timeout=15000):
-            assert chat.compare("Q", ["alpha", "beta", "gamma"], blind=True) == compare.SENT
+            assert chat.comparer.ask("Q", ["alpha", "beta", "gamma"], blind=True) == compare.SENT
         comparison = started[0]
         assert [comparison.label(i) for i in range(3)] == ["Model A", "Model B", "Model C"]
         assert comparison.choose(2) is None  # gamma failed before any answer: nothing to pick
@@ -186,7 +188,7 @@ class TestComparison:
         started: list = []
         chat.comparer.started.connect(started.append)
         with qtbot.waitSignal(chat.comparer.ended, timeout=15000):
-            assert chat.compare("Q", ["alpha", "beta"]) == compare.SENT
+            assert chat.comparer.ask("Q", ["alpha", "beta"]) == compare.SENT
         started[0].choose(0)
         assert history.picks.wins() == {}
 
@@ -194,9 +196,9 @@ class TestComparison:
         """One model, or five, is not a comparison: nothing is saved or sent."""
 
         chat, _history = conversation()
-        assert chat.compare("Q", ["alpha"]) == compare.NOT_SENT
-        assert chat.compare("Q", [*FOUR, "smol"]) == compare.NOT_SENT
-        assert chat.compare("  ", ["alpha", "beta"]) == compare.EMPTY
+        assert chat.comparer.ask("Q", ["alpha"]) == compare.NOT_SENT
+        assert chat.comparer.ask("Q", [*FOUR, "smol"]) == compare.NOT_SENT
+        assert chat.comparer.ask("  ", ["alpha", "beta"]) == compare.EMPTY
         assert chat.session_id is None and router.chat_requests() == []
 
 
@@ -276,7 +278,7 @@ class TestComparisonRealRouter:
         )
         sent = time.monotonic()
         with qtbot.waitSignal(chat.comparer.ended, timeout=120_000):
-            assert chat.compare("Name three colours.", list(SMOL_NAMES)) == compare.SENT
+            assert chat.comparer.ask("Name three colours.", list(SMOL_NAMES)) == compare.SENT
         comparison = started[0]
         assert comparison.statuses == ["complete", "complete"]
         stored = {r["id"]: r for r in _rows(history, chat)}
