@@ -100,6 +100,8 @@ class Comparison(QObject):
         """Each column's reply row (None until its request went out)."""
         self.waiting = [""] * len(models)
         """What each column waits for before it is sent ('' once sent, or never held)."""
+        self.loads = [False] * len(models)
+        """Whether each column's model had to be loaded first (it runs alone)."""
         self.answered = [False] * len(models)
         """Whether each column ended with answer text: only those can be picked."""
         self.picked: int | None = None
@@ -114,6 +116,7 @@ class Comparison(QObject):
         """Send to the loaded models at once; the others wait their turn, one at a time."""
         for index, model in enumerate(self.models):
             if self._model_status(model) in NOT_LOADED:
+                self.loads[index] = True
                 self._queued.append(index)
             else:
                 self._run(index)

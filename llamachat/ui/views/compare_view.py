@@ -214,7 +214,10 @@ class CompareView(QWidget):
     @Slot(int, object)
     def _on_column_started(self, index: int, reply: ReplyStream) -> None:
         column = self.columns[index]
-        reply.attach(column.show_reply(reply, self.comparison.label(index)))
+        label = self.comparison.label(index)
+        reply.attach(column.show_reply(reply, label))
+        if self.comparison.loads[index]:
+            column.state.setText(f"Loading {label}, then answering…")
         reply.stats.connect(lambda _stats, r=reply, c=column: _show_figures(c, r))
         reply.timings.connect(lambda _timings, r=reply, c=column: _show_figures(c, r))
 

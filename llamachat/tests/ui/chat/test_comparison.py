@@ -152,6 +152,7 @@ class TestComparison:
             (["waiting", "streaming"], ["Waiting for alpha to finish: then smol loads.", ""])
         ]
         assert seen == [("ended", 1, "complete"), ("started", 0), ("ended", 0, "complete")]
+        assert chat.comparer.current.loads == [True, False]
         assert router.status("smol") == "loaded"
         models = [r.json["model"] for r in router.chat_requests()]
         assert models == ["alpha", "smol"]
