@@ -359,6 +359,8 @@ class ChatWindow(ConversationSeams, QMainWindow):
         """Ask for a reply again; the earlier one (and what followed) stays until it has text."""
         if self.chat.is_streaming():
             self.stop()
+        if isinstance(message_id, int) and self.compare.offer_again(message_id):
+            return  # a compared reply: the same models are offered again
         self.chat.retry(message_id)
 
     @Slot(object)

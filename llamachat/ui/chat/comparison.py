@@ -281,6 +281,32 @@ class Comparer(QObject):
             return NOT_SENT
         return self._ask(text, models, blind=blind)
 
+    def compared_models(self, reply_id: int) -> list[str]:
+        """The models a compared reply's versions came from (2-4), for Regenerate to offer
+        the same set again; [] for a reply that was not compared."""
+        try:
+            models = list(dict.fromkeys(self._app.history.version_models(reply_id)))
+        except HistoryError:
+            return []
+        return models if MIN_MODELS <= len(models) <= MAX_MODELS else []
+
+    def again(self, reply_id: int, models: Sequence[str], *, blind: bool = False) -> str:
+        """Compare again for the question reply `reply_id` answers: more versions of it."""
+        if self._busy():
+            return BUSY
+        session_id = self._builder.state.session_id
+        if not self._ready() or session_id is None:
+            return NOT_SENT
+        models = list(dict.fromkeys(m for m in models if m))
+        path = self._app.history.messages(session_id)
+        at = next((n for n, row in enumerate(path) if row["id"] == reply_id), None)
+        if at is None or not at or not MIN_MODELS <= len(models) <= MAX_MODELS:
+            return NOT_SENT
+        self._ask_editing(None)
+        self.messages_reset.emit(path[:at])
+        request = self._builder.next_turn(models[0], before=reply_id, n_ctx=self._context_size())
+        return self._compare(session_id, path[at - 1]["id"], request, models, blind)
+
     def _ask(self, text: str, models: Sequence[str], *, blind: bool = False) -> str:
         models = list(dict.fromkeys(m for m in models if m))
         if not text.strip():
@@ -294,13 +320,19 @@ class Comparer(QObject):
         except HistoryError as exc:
             self.notice.emit(f"Not sent: the message could not be saved. {exc}", 0)
             return NOT_SENT
+        self.message_added.emit(row)
         # Built once, for the first model; every column sends it with its own model's name.
         request = self._builder.next_turn(models[0], n_ctx=self._context_size())
+        return self._compare(row["session_id"], row["id"], request, models, blind)
+
+    def _compare(
+        self, session_id: int, question_id: int, request: Turn, models: list[str], blind: bool
+    ) -> str:
         comparison = Comparison(
             self._app,
             self._threads,
-            session_id=row["session_id"],
-            question_id=row["id"],
+            session_id=session_id,
+            question_id=question_id,
             request=request,
             models=models,
             model_status=self._model_status,
@@ -312,7 +344,6 @@ class Comparer(QObject):
         comparison.chosen.connect(lambda _index, path: self.messages_reset.emit(path))
         comparison.finished.connect(lambda: self._on_finished(comparison))
         self.current = comparison
-        self.message_added.emit(row)
         comparison.start()
         self.started.emit(comparison)
         return SENT

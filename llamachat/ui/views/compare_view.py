@@ -15,7 +15,7 @@ Model names, questions and answers are outside text: labels show them as plain t
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import QObject, Qt, Slot
 from PySide6.QtGui import QResizeEvent
@@ -56,14 +56,22 @@ class CompareChooser(QDialog):
     """Asks the question, the models (2-4) that answer it, and whether to compare blind."""
 
     def __init__(
-        self, models: list[str], *, text: str = "", checked: str = "", parent: QWidget | None = None
+        self,
+        models: list[str],
+        *,
+        text: str = "",
+        checked: Sequence[str] = (),
+        again: bool = False,
+        parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
-        self.setWindowTitle("Compare models")
+        self.setWindowTitle("Compare again" if again else "Compare models")
         layout = QVBoxLayout(self)
         layout.addWidget(QLabel("Question:"))
         self.question_edit = QPlainTextEdit()
         self.question_edit.setPlainText(text)
+        # Compare again answers the question asked: more versions of its reply.
+        self.question_edit.setReadOnly(again)
         self.question_edit.setFixedHeight(80)
         layout.addWidget(self.question_edit)
         layout.addWidget(
@@ -74,7 +82,7 @@ class CompareChooser(QDialog):
             item = QListWidgetItem(model)
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
             item.setCheckState(
-                Qt.CheckState.Checked if model == checked else Qt.CheckState.Unchecked
+                Qt.CheckState.Checked if model in checked else Qt.CheckState.Unchecked
             )
             self.model_list.addItem(item)
         layout.addWidget(self.model_list)
@@ -323,10 +331,30 @@ class Compare(QObject):
     def open(self, text: str = "") -> CompareChooser:
         """Ask what to compare (`text`: the question so far), then compare (non-modal)."""
         chooser = CompareChooser(
-            self._models(), text=text, checked=self._chat.model, parent=self._window
+            self._models(), text=text, checked=[self._chat.model], parent=self._window
         )
         chooser.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         chooser.accepted.connect(lambda: self._ask(chooser))
+        chooser.open()
+        return chooser
+
+    def offer_again(self, reply_id: int) -> CompareChooser | None:
+        """Regenerate of a compared reply: the chooser again, the same models checked
+        (None: the reply was not compared; a normal Regenerate then)."""
+        compared = self._chat.comparer.compared_models(reply_id)
+        session_id = self._chat.session_id
+        path = self._chat.history.messages(session_id) if compared and session_id else []
+        at = next((n for n, row in enumerate(path) if row["id"] == reply_id), 0)
+        if not at:
+            return None
+        models = list(dict.fromkeys([*compared, *self._models()]))
+        chooser = CompareChooser(
+            models, text=path[at - 1]["content"], checked=compared, again=True, parent=self._window
+        )
+        chooser.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        chooser.accepted.connect(
+            lambda: self._chat.comparer.again(reply_id, chooser.models(), blind=chooser.blind())
+        )
         chooser.open()
         return chooser
 

@@ -73,6 +73,34 @@ class TestComparison:
         assert history.messages(chat.session_id)[-1]["id"] == alpha_id
         assert comparison.choose(1)[-1]["content"] == "From beta."
 
+    def test_compare_again_adds_versions_of_the_same_reply(
+        self, conversation, router, qtbot
+    ) -> None:
+        """Regenerate of a compared reply: its models are known from its versions, and
+        comparing again answers the same question (no new one), as more versions."""
+
+        chat, history = conversation()
+        started: list = []
+        chat.comparer.started.connect(started.append)
+        with qtbot.waitSignal(chat.comparer.ended, timeout=15000):
+            assert chat.comparer.ask("Q", ["alpha", "beta"]) == compare.SENT
+        first = started[0]
+        reply_id = first.message_ids[1]
+        assert chat.comparer.compared_models(reply_id) == ["alpha", "beta"]
+        question_id = history.messages(chat.session_id)[0]["id"]
+        router.script_for("alpha", Reply(content="alpha again"))
+        with qtbot.waitSignal(chat.comparer.ended, timeout=15000):
+            assert chat.comparer.again(reply_id, ["alpha", "beta"]) == compare.SENT
+        second = started[1]
+        assert second.question_id == question_id
+        rows = history.messages(chat.session_id)
+        assert [m["role"] for m in rows] == ["user", "assistant"]
+        assert sorted(rows[-1]["versions"]) == sorted(first.message_ids + second.message_ids)
+        bodies = [r.json for r in router.chat_requests()]
+        assert bodies[2]["messages"] == bodies[0]["messages"]  # the same request again
+        plain = history.add_message(chat.session_id, "user", "and?")
+        assert chat.comparer.compared_models(plain) == []
+
     def test_four_models_answer_at_once_and_stop_all_keeps_what_came(
         self, conversation, router, qtbot
     ) -> None:

@@ -80,6 +80,28 @@ class TestCompareView:
         shown = window.messages.last_assistant()
         assert shown is not None and shown.content() == "Second answer."
 
+    def test_regenerate_of_a_compared_reply_offers_the_same_models(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """Regenerate on a compared reply opens the chooser again with its models checked
+        and its question fixed; accepting adds versions of that same reply."""
+
+        window, history = chat_window()
+        assert window.chat.comparer.ask("Hi", ["alpha", "<b>beta</b>"]) == "sent"
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=15000)
+        reply = window.messages.last_assistant()
+        assert reply is not None and reply.message_id is not None
+        window.retry(reply.message_id)
+        chooser = window.findChildren(CompareChooser)[-1]
+        assert chooser.models() == ["alpha", "<b>beta</b>"]
+        assert chooser.question() == "Hi" and chooser.question_edit.isReadOnly()
+        chooser.buttons.button(QDialogButtonBox.StandardButton.Ok).click()
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=15000)
+        rows = history.messages(window.chat.session_id)
+        assert [m["role"] for m in rows] == ["user", "assistant"]
+        assert len(rows[-1]["versions"]) == 4
+        assert len(router.chat_requests()) == 4
+
     def test_blind_columns_are_lettered_until_a_pick_and_tabs_when_narrow(
         self, chat_window, router, qtbot
     ) -> None:
