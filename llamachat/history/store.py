@@ -418,14 +418,14 @@ class History:
         """The messages on a session's active path, first question first."""
         return self._paths.read(session_id)
 
-    def version_models(self, message_id: int) -> list[str]:
-        """The models that wrote a message and each of its versions (siblings), oldest first."""
+    def version_models(self, message_id: int) -> list[tuple[int, str]]:
+        """A message and each of its versions (siblings), oldest first: (id, model)."""
         rows = self._read(
-            "SELECT s.model FROM messages m JOIN messages s ON s.session_id = m.session_id"
+            "SELECT s.id, s.model FROM messages m JOIN messages s ON s.session_id = m.session_id"
             " AND s.parent_id IS m.parent_id AND s.role = m.role WHERE m.id = ? ORDER BY s.id",
             (message_id,),
         )
-        return [str(row[0] or "") for row in rows]
+        return [(int(row[0]), str(row[1] or "")) for row in rows]
 
     def message_count(self, session_id: int) -> int:
         """How many messages a session holds, on every branch."""

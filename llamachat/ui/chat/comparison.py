@@ -267,6 +267,9 @@ class Comparer(QObject):
         self._ask_tools = ask_tools
         self.current: Comparison | None = None
         """The comparison shown last (running or ended; None: none yet)."""
+        # The replies this conversation's comparisons wrote: Regenerate offers their models
+        # again (a reply regenerated with another model is not a comparison).
+        self._compared: set[int] = set()
 
     def running(self) -> bool:
         """True while a comparison's columns still stream or wait."""
@@ -283,11 +286,12 @@ class Comparer(QObject):
 
     def compared_models(self, reply_id: int) -> list[str]:
         """The models a compared reply's versions came from (2-4), for Regenerate to offer
-        the same set again; [] for a reply that was not compared."""
+        the same set again; [] for a reply no comparison (since the app started) wrote."""
         try:
-            models = list(dict.fromkeys(self._app.history.version_models(reply_id)))
+            versions = self._app.history.version_models(reply_id)
         except HistoryError:
             return []
+        models = list(dict.fromkeys(m for i, m in versions if i in self._compared))
         return models if MIN_MODELS <= len(models) <= MAX_MODELS else []
 
     def again(self, reply_id: int, models: Sequence[str], *, blind: bool = False) -> str:
@@ -349,6 +353,7 @@ class Comparer(QObject):
         return SENT
 
     def _on_finished(self, comparison: Comparison) -> None:
+        self._compared.update(i for i in comparison.message_ids if i is not None)
         # The chat shows the active path: the answer added last, its siblings as versions.
         try:
             self.messages_reset.emit(self._app.history.messages(comparison.session_id))

@@ -98,8 +98,16 @@ class TestComparison:
         assert sorted(rows[-1]["versions"]) == sorted(first.message_ids + second.message_ids)
         bodies = [r.json for r in router.chat_requests()]
         assert bodies[2]["messages"] == bodies[0]["messages"]  # the same request again
-        plain = history.add_message(chat.session_id, "user", "and?")
-        assert chat.comparer.compared_models(plain) == []
+        # A reply regenerated with another model is no comparison: a normal Regenerate.
+        chat.model = "alpha"
+        assert chat.submit("Next?") == compare.SENT
+        qtbot.waitUntil(lambda: not chat.is_streaming(), timeout=10000)
+        chat.model = "beta"
+        with qtbot.waitSignal(chat.reply_ended, timeout=10000):
+            assert chat.retry(history.messages(chat.session_id)[-1]["id"])
+        last = history.messages(chat.session_id)[-1]
+        assert len(last["versions"]) == 2
+        assert chat.comparer.compared_models(last["id"]) == []
 
     def test_four_models_answer_at_once_and_stop_all_keeps_what_came(
         self, conversation, router, qtbot
