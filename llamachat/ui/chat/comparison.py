@@ -2,7 +2,7 @@
 
 `Comparer` (a conversation's) saves the question, builds its request once (`TurnBuilder`)
 and hands it to a `Comparison`, which sends that same request to each model (only the
-model named differs) as a `ReplyStream` of its own, all answering the question: each
+model named and its own parameters differ: its config's, then the preset's and the chat's) as a `ReplyStream` of its own, all answering the question: each
 answer is saved as one more version of the same reply, and `choose` makes one of them
 the chat's current version (the others stay a click away, ‹ n/N › on the reply).
 A blind comparison ("Model A", "Model B"... until then) keeps its pick in History
@@ -26,11 +26,14 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from PySide6.QtCore import QObject, Signal, Slot
 
+from llamachat import turn
 from llamachat.history.store import HistoryError, MessageRow
+from llamachat.router import client as backend
 from llamachat.turn import Turn
 from llamachat.ui.chat.builder import TurnBuilder
 from llamachat.ui.chat.reply import SEND_WAIT_MS, ReplyStream
@@ -73,6 +76,7 @@ class Comparison(QObject):
         request: Turn,
         models: Sequence[str],
         model_status: Callable[[str], str],
+        params_for: Callable[[str], Mapping[str, Any]] | None = None,
         ask_tools: Callable[[str, Turn], bool] = lambda _model, _request: False,
         blind: bool = False,
         project_id: int | None = None,
@@ -92,6 +96,8 @@ class Comparison(QObject):
         """Whether the names are hidden ("Model A", "Model B"...) until a pick."""
         self.project_id = project_id
         self._model_status = model_status
+        # Each model's own parameters (its config's, then the preset's and the chat's).
+        self._params_for = params_for or (lambda _model: request.params)
         self._ask_tools = ask_tools
         self.replies: list[ReplyStream | None] = [None] * len(models)
         self.statuses = ["waiting"] * len(models)
@@ -174,7 +180,7 @@ class Comparison(QObject):
 
     def _run(self, index: int) -> None:
         model = self.models[index]
-        request = dataclasses.replace(self.request, model=model)
+        request = dataclasses.replace(self.request, model=model, params=self._params_for(model))
         history = self._app.history
         try:
             reply = ReplyStream(
@@ -340,6 +346,7 @@ class Comparer(QObject):
             request=request,
             models=models,
             model_status=self._model_status,
+            params_for=self._params_for,
             ask_tools=self._ask_tools,
             blind=blind,
             project_id=self._builder.project_id(),
@@ -351,6 +358,16 @@ class Comparer(QObject):
         comparison.start()
         self.started.emit(comparison)
         return SENT
+
+    def _params_for(self, model: str) -> dict[str, Any]:
+        """The request fields for `model`, as `turn.build_turn` gives them (llama.cpp's
+        progress fields to the router's models, not a provider's)."""
+        builder = self._builder
+        fields = turn.request_params(
+            builder.config(), model=model, preset=builder.prompt()[0], chat=builder.state.params
+        )
+        router = builder.client_for(model)[1] == model
+        return {**backend.LLAMA_PARAMS, **fields} if router else fields
 
     def _on_finished(self, comparison: Comparison) -> None:
         self._compared.update(i for i in comparison.message_ids if i is not None)

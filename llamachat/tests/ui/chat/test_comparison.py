@@ -73,6 +73,21 @@ class TestComparison:
         assert history.messages(chat.session_id)[-1]["id"] == alpha_id
         assert comparison.choose(1)[-1]["content"] == "From beta."
 
+    def test_each_model_gets_its_own_parameters_over_the_same_messages(
+        self, conversation, router, qtbot
+    ) -> None:
+        """The messages are built once; each column's parameters are its model's config,
+        then the chat's (which wins for every model)."""
+
+        chat, _history = conversation(cfg={"model_params": {"beta": {"temperature": 0.1}}})
+        chat.set_params({"top_k": 7})
+        with qtbot.waitSignal(chat.comparer.ended, timeout=15000):
+            assert chat.comparer.ask("Q", ["alpha", "beta"]) == compare.SENT
+        bodies = {r.json["model"]: r.json for r in router.chat_requests()}
+        assert bodies["alpha"]["messages"] == bodies["beta"]["messages"]
+        assert bodies["beta"]["temperature"] == 0.1 and "temperature" not in bodies["alpha"]
+        assert bodies["alpha"]["top_k"] == bodies["beta"]["top_k"] == 7
+
     def test_compare_again_adds_versions_of_the_same_reply(
         self, conversation, router, qtbot
     ) -> None:
