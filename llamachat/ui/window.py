@@ -170,6 +170,7 @@ class ChatWindow(ConversationSeams, QMainWindow):
             say=self.show_status,
             parent=self,
         )
+        self.composer.offer_compare(lambda: self.compare.open(self.composer.text().strip()))
         self._connect_parts()
 
         self.web_search.offer()

@@ -19,6 +19,7 @@ import base64
 import logging
 import mimetypes
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import (
@@ -352,6 +353,12 @@ class Composer(QWidget):
         self.stop_thinking_button.setAccessibleName("Stop thinking")
         self.stop_thinking_button.setToolTip("End the model's thinking: it answers now")
         self.stop_thinking_button.setVisible(False)
+        # Beside Send only where the window offers comparing (`offer_compare`).
+        self.compare_button = QPushButton("Compare…", self)
+        self.compare_button.setAccessibleName("Compare models")
+        self.compare_button.setToolTip("Ask 2-4 models this question side by side")
+        self.compare_button.setVisible(False)
+        self._compare_offered = False
 
         buttons = QHBoxLayout()
         buttons.setContentsMargins(0, 0, 0, 0)
@@ -359,6 +366,7 @@ class Composer(QWidget):
         buttons.addStretch(1)
         buttons.addWidget(self.stop_thinking_button)
         buttons.addWidget(self.stop_button)
+        buttons.addWidget(self.compare_button)
         buttons.addWidget(self.send_button)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -445,15 +453,22 @@ class Composer(QWidget):
             self._skill_model.appendRow(item)
 
     def set_streaming(self, streaming: bool) -> None:
-        """Swap Send for Stop while a reply streams."""
+        """Swap Send (and Compare) for Stop while a reply streams."""
         self.stop_button.setVisible(streaming)
         self.send_button.setVisible(not streaming)
+        self.compare_button.setVisible(not streaming and self._compare_offered)
         if not streaming:
             self.stop_thinking_button.setVisible(False)
 
     def set_thinking(self, thinking: bool) -> None:
         """Offer "Stop thinking" while the model of the streaming reply thinks."""
         self.stop_thinking_button.setVisible(thinking)
+
+    def offer_compare(self, compare: Callable[[], object]) -> None:
+        """Show Compare… beside Send, calling `compare` (the chat window's; not the quick one's)."""
+        self._compare_offered = True
+        self.compare_button.clicked.connect(lambda: compare())
+        self.compare_button.setVisible(self.send_button.isVisibleTo(self))
 
     @Slot(list)
     def add_files(self, paths: list) -> None:

@@ -80,6 +80,26 @@ class TestCompareView:
         shown = window.messages.last_assistant()
         assert shown is not None and shown.content() == "Second answer."
 
+    def test_compare_button_beside_send_takes_the_draft(self, chat_window, router, qtbot) -> None:
+        """Compare… beside Send opens the chooser with the draft as the question; it hides
+        while the comparison streams, as Send does."""
+
+        router.script_for("alpha", Reply(content=["slow"], stall_after=1))
+        window, _history = chat_window()
+        type_message(qtbot, window, "Draft question")
+        button = window.composer.compare_button
+        assert button.isVisible()
+        qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
+        chooser = _choose(qtbot, window, ["test-model", "alpha"])
+        assert chooser.question() == "Draft question"
+        qtbot.waitUntil(lambda: window.is_streaming(), timeout=5000)
+        assert not button.isVisible() and not window.composer.send_button.isVisible()
+        assert window.composer.is_empty()
+        window.stop()
+        router.release()
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10000)
+        assert button.isVisible()
+
     def test_regenerate_of_a_compared_reply_offers_the_same_models(
         self, chat_window, router, qtbot
     ) -> None:
