@@ -413,6 +413,15 @@ KEYS: tuple[Key, ...] = (
         "address that does not answer. A router you already run is never touched.",
     ),
     Key(
+        "server_grace",
+        120,
+        _INT,
+        "Seconds the server llamachat runs outlives a llamachat that crashed or was\n"
+        "killed (or that quit letting a reply finish): the next start takes it over,\n"
+        "reply and all; nobody back within this time, it stops. 0: it dies with llamachat.",
+        check=_no_less_than_zero("server_grace"),
+    ),
+    Key(
         "llama_server",
         "",
         _STR,
@@ -522,7 +531,7 @@ KEYS: tuple[Key, ...] = (
         _STR,
         'Quitting while a reply streams from the router: "ask", "stop" (stop it, and the\n'
         'server\'s work on it) or "finish" (the server finishes it; it is in the chat\n'
-        "next time). A server llamachat runs itself stops with it: its reply stops too.",
+        "next time, also from the server llamachat runs, if server_grace is not 0).",
         check=_quit_choice,
     ),
     Key(

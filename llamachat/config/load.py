@@ -136,6 +136,7 @@ class Config:
     idle_timeout: float = _default("idle_timeout")
     font_size: int = _default("font_size")
     sleep_idle_seconds: int = _default("sleep_idle_seconds")
+    server_grace: int = _default("server_grace")
     warm_cache: bool = _default("warm_cache")
     warm_cache_providers: bool = _default("warm_cache_providers")
     memory_enabled: bool = _default("memory_enabled")
@@ -265,6 +266,7 @@ def _build(data: dict[str, Any], path: Path) -> Config:
         idle_timeout=float(v["idle_timeout"]),
         font_size=v["font_size"],
         sleep_idle_seconds=v["sleep_idle_seconds"],
+        server_grace=v["server_grace"],
         warm_cache=v["warm_cache"],
         warm_cache_providers=v["warm_cache_providers"],
         memory_enabled=v["memory_enabled"],

@@ -122,20 +122,35 @@ class ServerLock:
         # A file left by an older llamachat may have the umask's wider mode.
         os.fchmod(fd, 0o600)
         fh = os.fdopen(fd, "r+")
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            fh.close()
-            return False
+        # A server's keeper takes the free lock for a moment to see that it is free: a few tries.
+        deadline = time.monotonic() + 0.3
+        while True:
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    fh.close()
+                    return False
+                time.sleep(0.02)
         self._fh = fh
         return True
 
-    def record(self, url: str, key: str) -> None:
-        """Write the server's URL and key into the held lock; this process's clients know it."""
+    @property
+    def held(self) -> bool:
+        """Whether this process holds the lock."""
+        return self._fh is not None
+
+    def record(self, url: str, key: str, *, server: int | None = None) -> None:
+        """Write the server's URL, key (and pid, for an adopter) into the held lock;
+        this process's clients know it."""
         assert self._fh is not None
         self._fh.seek(0)
         self._fh.truncate()
-        self._fh.write(json.dumps({"url": url, "pid": os.getpid(), "key": key}))
+        state: dict[str, object] = {"url": url, "pid": os.getpid(), "key": key}
+        if server is not None:
+            state["server"] = server
+        self._fh.write(json.dumps(state))
         self._fh.flush()
         _MANAGED_KEYS[url] = key
         self._recorded = (url, key)
@@ -153,8 +168,9 @@ class ServerLock:
                 return ""
             time.sleep(0.05)
 
-    def release(self) -> None:
-        """Forget the recorded server and let go of the lock."""
+    def release(self, *, keep: bool = False) -> None:
+        """Forget the recorded server and let go of the lock (`keep`: its record stays, for
+        the next llamachat to adopt the server left running)."""
         if self._recorded is not None:
             url, key = self._recorded
             if _MANAGED_KEYS.get(url) == key:
@@ -162,7 +178,8 @@ class ServerLock:
             self._recorded = None
         if self._fh is None:
             return
-        self._fh.seek(0)
-        self._fh.truncate()
+        if not keep:
+            self._fh.seek(0)
+            self._fh.truncate()
         self._fh.close()
         self._fh = None

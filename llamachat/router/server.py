@@ -56,6 +56,7 @@ from llamachat.router.binary import (
     not_found_message,
     supports_option,
 )
+from llamachat.router.keeper import AdoptedProcess, orphan, start_keeper, stop_keeper
 from llamachat.router.lock import ServerLock, config_suffix, default_lock_path, is_loopback
 from llamachat.router.model_files import default_preset_path
 from llamachat.router.rpc_workers import WorkerSet
@@ -100,6 +101,8 @@ HEALTH_INTERVAL = 5.0
 HEALTH_MISSES = 3
 
 EventCallback = Callable[[str, str], None]
+# The server process: llamachat's child, or one adopted from a llamachat that died (keeper).
+Process = subprocess.Popen[bytes] | AdoptedProcess
 
 
 # ---------------------------------------------------------------- small network helpers
@@ -233,7 +236,10 @@ class ManagedServer:
         self._stop = threading.Event()
         self._ready = threading.Event()
         self._done = threading.Event()
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._proc: Process | None = None
+        self._adopted: AdoptedProcess | None = None
+        self._keeper: subprocess.Popen[bytes] | None = None
+        self._leave = False
         self._proc_lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._binary: Path | None = None
@@ -318,6 +324,27 @@ class ManagedServer:
         binary = self._binary or find_binary(self.cfg)
         return binary is not None and supports_option(binary, "--sleep-idle-seconds")
 
+    def adopt(self) -> bool:
+        """Take over (lock, key, port) the server a dead llamachat left running (``keeper``)."""
+        if self._thread is not None or not self._lock.acquire():
+            return False
+        found = orphan(self._lock)
+        if found is None:
+            self._lock.release()
+            return False
+        url, self.api_key, pid = found
+        self.port = urlsplit(url).port or self.port
+        self.workers = WorkerSet(
+            self.cfg.rpc_workers, self.cfg.rpc_split, url=self.url, notify=self._emit
+        )
+        self._adopted = AdoptedProcess(pid)
+        self._emit("adopted", f"took over llama-server (pid {pid}) at {self.url}")
+        return True
+
+    def leave(self) -> None:
+        """Let `stop` leave the server running (a reply to finish) for its keeper (``keeper``)."""
+        self._leave = self.cfg.server_grace > 0
+
     def start(self) -> None:
         """Take the lock and start the server under a supervisor thread; returns at once.
 
@@ -326,7 +353,7 @@ class ManagedServer:
         """
         if self._thread is not None:
             return
-        if not self._lock.acquire():
+        if not self._lock.held and not self._lock.acquire():
             url = self._lock.read_url()
             raise ServerLocked(
                 f"Another llamachat process manages the llama.cpp server at {url or '?'}.",
@@ -382,7 +409,7 @@ class ManagedServer:
         self._stop.set()
         if thread is not None:
             thread.join()
-        self._lock.release()
+        self._lock.release(keep=self._leave)
         self.log_file.close()
 
     # -- supervisor thread
@@ -403,7 +430,7 @@ class ManagedServer:
             while not self._stop.is_set():
                 started = time.monotonic()
                 try:
-                    proc = self._spawn()
+                    proc = self._next_process()
                 except OSError as exc:
                     self._emit("failed", f"could not run {self._binary}: {exc}")
                     return
@@ -436,10 +463,11 @@ class ManagedServer:
             # The supervisor thread is the children's parent, so it is also the one that
             # stops them: nothing it spawned outlives it.
             self._ready.clear()
-            self._terminate(self._stop_timeout)
+            if not self._leave:
+                self._terminate(self._stop_timeout)
             self._done.set()
 
-    def _watch(self, proc: subprocess.Popen[bytes]) -> None:
+    def _watch(self, proc: Process) -> None:
         """Return when the server exits, hangs (then it is said why), or stop() is called."""
         misses = 0
         next_check = time.monotonic() + self.health_interval
@@ -457,12 +485,23 @@ class ManagedServer:
                 )
                 return
 
+    def _next_process(self) -> Process:
+        """The server to supervise: the adopted one first, then ones spawned anew."""
+        proc, self._adopted = self._adopted, None
+        if proc is None:
+            return self._spawn()
+        with self._proc_lock:
+            self._proc = proc
+        self._lock.record(self.url, self.api_key, server=proc.pid)
+        return proc
+
     def _spawn(self) -> subprocess.Popen[bytes]:
         cmd = self.command()
         self._emit("starting", " ".join(cmd))
         self.log_file.write(
             f"==== llamachat {time.strftime('%Y-%m-%d %H:%M:%S')}: {' '.join(cmd)}\n".encode()
         )
+        grace = self.cfg.server_grace
         proc = subprocess.Popen(
             cmd,
             stdin=subprocess.DEVNULL,
@@ -472,10 +511,17 @@ class ManagedServer:
             # Its own process group: stop() signals the router and the per-model servers it
             # spawned together, and a Ctrl-C in llamachat's terminal does not reach them.
             start_new_session=True,
-            preexec_fn=_death_signal_setter(),  # noqa: PLW1509 - only a prctl call runs there
+            # With a grace period its keeper stops it, not llamachat's death.
+            preexec_fn=None if grace else _death_signal_setter(),  # noqa: PLW1509 - a prctl only
         )
         with self._proc_lock:
             self._proc = proc
+        if grace:
+            assert proc.stdout is not None
+            self._keeper = start_keeper(
+                proc.pid, proc.stdout.fileno(), self.lock_path, self.log_path, grace
+            )
+        self._lock.record(self.url, self.api_key, server=proc.pid)
         threading.Thread(
             target=self._pump, args=(proc,), name="llama-server log", daemon=True
         ).start()
@@ -499,7 +545,7 @@ class ManagedServer:
                 _kill_group(proc.pid, signal.SIGTERM)
         proc.stdout.close()
 
-    def _wait_healthy(self, proc: subprocess.Popen[bytes]) -> bool:
+    def _wait_healthy(self, proc: Process) -> bool:
         deadline = time.monotonic() + self.ready_timeout
         while not self._stop.is_set():
             if proc.poll() is not None:
@@ -513,7 +559,9 @@ class ManagedServer:
             self._stop.wait(0.1)
         return False
 
-    def _reap(self, proc: subprocess.Popen[bytes]) -> None:
+    def _reap(self, proc: Process) -> None:
+        stop_keeper(self._keeper)
+        self._keeper = None
         code = proc.poll()
         if code is None:
             self._kill(proc, STOP_TIMEOUT)
@@ -528,6 +576,8 @@ class ManagedServer:
         )
 
     def _terminate(self, timeout: float) -> None:
+        stop_keeper(self._keeper)
+        self._keeper = None
         with self._proc_lock:
             proc, self._proc = self._proc, None
         if proc is not None and proc.returncode is None:
@@ -535,7 +585,7 @@ class ManagedServer:
             self._emit("stopped", f"llama-server (pid {proc.pid}) stopped")
 
     @staticmethod
-    def _kill(proc: subprocess.Popen[bytes], timeout: float) -> None:
+    def _kill(proc: Process, timeout: float) -> None:
         """Stop the group: SIGTERM, a second SIGTERM after a grace, SIGKILL after `timeout`.
 
         llama-server's first SIGTERM lets the requests in flight finish (a reply being
@@ -577,6 +627,17 @@ def ensure_router(
     (the user asked for llamachat's own), llamachat's server starts on a free port instead.
     """
     url = cfg.router_url.rstrip("/")
+    if cfg.manage_server and not beside:
+        # A server a llamachat that died left running (its grace period) is taken over first:
+        # it may answer at router_url, and its reply in flight is read on (issue 40).
+        server = ManagedServer(cfg, on_event=on_event, ready_timeout=ready_timeout)
+        if server.adopt():
+            server.start()
+            if server.wait_ready(ready_timeout):
+                return server.url, server
+            server.stop()
+        else:
+            server.log_file.close()
     state = "taken" if beside else _probe(url)
     if state == "answers":
         return url, None

@@ -159,6 +159,7 @@ class TestServer:
 
     @pytest.mark.real_router
     def test_server_child_dies_when_llamachat_is_killed(self, tmp_path: Path) -> None:
+        """With server_grace = 0 the server dies with llamachat, however it dies."""
         import signal
 
         _binary, model = real_assets()
@@ -168,7 +169,7 @@ class TestServer:
             "from pathlib import Path\n"
             "from llamachat.config import Config\n"
             "from llamachat.router.server import ManagedServer\n"
-            "server = ManagedServer(Config(models_dir=Path(sys.argv[1])))\n"
+            "server = ManagedServer(Config(models_dir=Path(sys.argv[1]), server_grace=0))\n"
             "server.start()\n"
             "assert server.wait_ready(60)\n"
             "print(server.pid, server.port, flush=True)\n"
@@ -443,3 +444,111 @@ class TestServer:
         assert key not in " ".join(server.command())
         assert key.encode() not in Path(f"/proc/{server.pid}/cmdline").read_bytes()
         assert key not in server.log_path.read_text(encoding="utf-8", errors="replace")
+
+
+# A llamachat (ManagedServer in a child process) that prints its server's pid and port, then idles.
+_OWNER_SCRIPT = (
+    "import sys, time\n"
+    "from pathlib import Path\n"
+    "from llamachat.config import Config\n"
+    "from llamachat.router.server import ManagedServer\n"
+    "cfg = Config(llama_server=sys.argv[1], models_dir=Path(sys.argv[2]),"
+    " server_grace=int(sys.argv[4]))\n"
+    "server = ManagedServer(cfg, lock_path=Path(sys.argv[3]), log_path=Path(sys.argv[5]))\n"
+    "server.start()\n"
+    "assert server.wait_ready(60)\n"
+    "print(server.pid, server.port, flush=True)\n"
+    "time.sleep(120)\n"
+)
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie left unwaited by a ManagedServer of this process does not)."""
+    try:
+        stat_line = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat_line.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+class TestGracePeriod:
+    """Issue 40: the managed server outlives a llamachat that dies, and the next one adopts it."""
+
+    def _killed_owner(self, tmp_path: Path, grace: int) -> tuple[Config, Path, int, int]:
+        """A child llamachat started a server and was SIGKILLed: (cfg, lock, server pid, port)."""
+        import signal
+
+        fake = health_only_server(tmp_path / "bin")
+        lock = tmp_path / "server.lock"
+        cfg = Config(llama_server=str(fake), models_dir=tmp_path / "models", server_grace=grace)
+        args = [str(fake), str(tmp_path / "models"), str(lock), str(grace)]
+        owner = subprocess.Popen(
+            [sys.executable, "-c", _OWNER_SCRIPT, *args, str(tmp_path / "server.log")],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert owner.stdout is not None
+            pid, port = (int(field) for field in owner.stdout.readline().split())
+        finally:
+            owner.send_signal(signal.SIGKILL)
+            owner.wait()
+            assert owner.stdout is not None
+            owner.stdout.close()
+        return cfg, lock, pid, port
+
+    def test_a_server_outlives_a_killed_llamachat_and_the_next_one_adopts_it(
+        self, tmp_path: Path
+    ) -> None:
+        cfg, lock, pid, port = self._killed_owner(tmp_path, grace=60)
+        assert _alive(pid)
+        assert httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).status_code == 200
+
+        server = ManagedServer(cfg, lock_path=lock, log_path=tmp_path / "server.log")
+        try:
+            assert server.adopt()
+            server.start()
+            assert server.wait_ready(10)
+            # The same process on the same port: nothing new was started.
+            assert (server.pid, server.port) == (pid, port)
+            assert "adopted" in [kind for _t, kind, _m in server.events]
+            assert "starting" not in [kind for _t, kind, _m in server.events]
+        finally:
+            server.stop()
+        wait_for(lambda: not _alive(pid), 10, "the adopter to stop the server it adopted")
+        assert refuses_connections(port)
+
+    def test_without_adoption_the_keeper_stops_the_server_after_the_grace_period(
+        self, tmp_path: Path
+    ) -> None:
+        _cfg, lock, pid, port = self._killed_owner(tmp_path, grace=1)
+        wait_for(lambda: not _alive(pid), 20, "the keeper to stop the orphaned server")
+        assert refuses_connections(port)
+        assert lock.read_text() == "", "the record of a stopped server is cleared"
+
+    def test_a_server_left_to_finish_is_adopted_and_a_normal_stop_stops_it(
+        self, tmp_path: Path
+    ) -> None:
+        fake = health_only_server(tmp_path / "bin")
+        lock = tmp_path / "server.lock"
+        cfg = Config(llama_server=str(fake), models_dir=tmp_path / "models", server_grace=60)
+        first = ManagedServer(cfg, lock_path=lock, log_path=tmp_path / "server.log")
+        first.start()
+        assert first.wait_ready(30)
+        pid, port = first.pid, first.port
+        assert pid is not None
+        first.leave()
+        first.stop()
+        assert _alive(pid), "Let it finish: the server goes on without llamachat"
+
+        second = ManagedServer(cfg, lock_path=lock, log_path=tmp_path / "server.log")
+        try:
+            assert second.adopt()
+            second.start()
+            assert second.wait_ready(10)
+            assert (second.pid, second.port) == (pid, port)
+        finally:
+            second.stop()
+        wait_for(lambda: not _alive(pid), 10, "a normal stop to stop the server")
+        third = ManagedServer(cfg, lock_path=lock, log_path=tmp_path / "server.log")
+        assert not third.adopt(), "nothing is left to adopt after a normal stop"
