@@ -40,7 +40,9 @@ TERM_GRACE = 1.0
 STOP_TIMEOUT = 5.0
 
 
-def start_keeper(server_pid: int, pipe_fd: int, lock: Path, log: Path, grace: int) -> subprocess.Popen[bytes]:
+def start_keeper(
+    server_pid: int, pipe_fd: int, lock: Path, log: Path, grace: int
+) -> subprocess.Popen[bytes]:
     """Start the keeper of the server `server_pid` whose output is the pipe `pipe_fd`."""
     return subprocess.Popen(
         [
@@ -128,6 +130,15 @@ def _free_lock(path: Path) -> IO[str] | None:
     return fh
 
 
+def _recorded_server(lock: Path) -> int | None:
+    """The server pid the lock's holder recorded (None while it has not yet, or unreadable)."""
+    try:
+        server = json.loads(lock.read_text() or "{}").get("server")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return server if isinstance(server, int) else None
+
+
 def _stop(server: AdoptedProcess) -> None:
     for wait in (TERM_GRACE, STOP_TIMEOUT):
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -163,19 +174,24 @@ def keep(server_pid: int, pipe_fd: int, lock: Path, log: Path, grace: float, own
                 os.close(pipe_fd)
                 pipe_fd = -1
         held = _free_lock(lock)
-        if held is None:
+        # A llamachat holding the lock but running a server of its own did not adopt this one.
+        if held is None and _recorded_server(lock) in (server.pid, None):
             free_since = None
             continue
         free_since = free_since or time.monotonic()
         if time.monotonic() - free_since < grace:
-            held.close()
+            if held is not None:
+                held.close()
             continue
         # Nobody came back: stopped under the lock, then the record goes with it.
         _stop(server)
-        held.truncate(0)
-        held.close()
+        if held is not None:
+            held.truncate(0)
+            held.close()
         if out is not None:
-            out.write(f"==== llamachat keeper: nobody took the server over in {grace:g} s; stopped\n".encode())
+            out.write(
+                f"==== llamachat keeper: nobody took the server over in {grace:g} s; stopped\n".encode()
+            )
         return
 
 

@@ -326,7 +326,7 @@ class ManagedServer:
 
     def adopt(self) -> bool:
         """Take over (lock, key, port) the server a dead llamachat left running (``keeper``)."""
-        if self._thread is not None or not self._lock.acquire():
+        if self._thread is not None or not self.lock_path.exists() or not self._lock.acquire():
             return False
         found = orphan(self._lock)
         if found is None:

@@ -3,7 +3,9 @@
 A reply still streaming from the router is stopped, or left for the server to
 finish (it is in the chat at the next start), as `quit_while_streaming` says or, on
 "ask", as the user answers ("Stop it", "Let it finish", Cancel; "Remember my answer"
-saves it). A server llamachat runs itself stops with it, so its replies just stop.
+saves it). A server llamachat runs itself is left running to finish it (its keeper
+stops it after `server_grace` s unless the next start takes it over); with
+`server_grace = 0` it stops with llamachat, so its replies just stop.
 `confirm_quit(parent, chats, app)` then stops the replies still streaming, tries once more to
 save every reply History could not take (a full disk), and when one is still not
 saved says so and offers Save as… (the chats with those replies, as Markdown or as
@@ -45,7 +47,9 @@ def confirm_quit(
 ) -> bool:
     """Save what can be saved before quitting; True when nothing is lost or the user chose so."""
     streaming = [c.outbox.reply for c in chats if c.outbox.reply and c.outbox.reply.can_leave()]
-    if streaming and app is not None and app.managed_server() is None:
+    server = app.managed_server() if app is not None else None
+    # A server llamachat runs can finish a reply only if it outlives llamachat (server_grace).
+    if streaming and app is not None and (server is None or server.cfg.server_grace > 0):
         choice = app.config.quit_while_streaming
         if choice == "ask":
             choice = _ask_streaming(parent, app, len(streaming))
@@ -54,6 +58,8 @@ def confirm_quit(
         if choice == "finish":
             for reply in streaming:
                 reply.leave()
+            if server is not None:
+                server.leave()
     unsaved: list[tuple[Conversation, ReplyStream]] = []
     for chat in chats:
         chat.stop()

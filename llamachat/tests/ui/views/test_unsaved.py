@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
 from llamachat.dev.scripted_router import Reply
 from llamachat.history.store import History
-from llamachat.tests.support import instance_config, make_app
+from llamachat.router.server import ManagedServer
+from llamachat.tests.support import health_only_server, instance_config, make_app, wait_for
 from llamachat.ui.instance import RunningInstance
 
 
@@ -143,3 +146,66 @@ class TestQuitWhileStreaming:
         finally:
             again.shutdown()
             history.close()
+
+    def test_a_server_llamachat_runs_is_left_to_finish_and_the_next_one_adopts_it(
+        self, router, qtbot, tmp_path
+    ) -> None:
+        """Issue 40: "Let it finish" is offered for the managed server too (it outlives llamachat
+        for server_grace), and the quit leaves it running for the next start to adopt."""
+        router.script(Reply(content=[f"p{n:03d} " for n in range(300)], delay=0.01))
+        cfg = instance_config(router, tmp_path, server_grace=60)
+        fake = health_only_server(tmp_path / "bin")
+        lock = tmp_path / "server.lock"
+        server_cfg = instance_config(
+            router, tmp_path, server_grace=60, llama_server=str(fake), models_dir=tmp_path / "m"
+        )
+        managed = ManagedServer(server_cfg, lock_path=lock, log_path=tmp_path / "server.log")
+        managed.start()
+        assert managed.wait_ready(30)
+        pid = managed.pid
+        assert pid is not None
+        history = History(tmp_path / "history.db")
+        app = make_app(cfg, history)
+        # The chat's router is the scripted one; the managed server is the one quit decides for.
+        app.use_router(router.url, server=managed)
+        running = RunningInstance(app, tray=False)
+        window = running.show_chat()
+        qtbot.waitUntil(lambda: bool(window.models()), timeout=5000)
+        window.composer.set_text("Write a lot")
+        window.send()
+        session = window.session_id
+        qtbot.waitUntil(lambda: len(history.messages(session)[-1]["content"]) > 40, timeout=5000)
+        said: list[str] = []
+
+        def answer() -> None:
+            box = QApplication.activeModalWidget()
+            if box is None:
+                QTimer.singleShot(20, answer)
+                return
+            said.append(box.text())
+            next(b for b in box.buttons() if b.text() == "Let it finish").click()
+
+        QTimer.singleShot(0, answer)
+        window.quit_requested.emit()
+        managed.stop()  # as llamachat's exit does
+        history.close()
+        assert said and "still being written" in said[0]
+        assert _running(pid), "the server llamachat ran goes on to finish the reply"
+
+        adopter = ManagedServer(server_cfg, lock_path=lock, log_path=tmp_path / "server.log")
+        try:
+            assert adopter.adopt()
+            adopter.start()
+            assert adopter.wait_ready(10) and adopter.pid == pid
+        finally:
+            adopter.stop()
+        wait_for(lambda: not _running(pid), 10, "the adopter's stop to stop the server")
+
+
+def _running(pid: int) -> bool:
+    """Whether `pid` runs (a zombie this process has not waited for does not)."""
+    try:
+        stat_line = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat_line.rsplit(")", 1)[1].split()[0] != "Z"
