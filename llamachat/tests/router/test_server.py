@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import socket
@@ -474,12 +475,14 @@ def _alive(pid: int) -> bool:
 class TestGracePeriod:
     """Issue 40: the managed server outlives a llamachat that dies, and the next one adopts it."""
 
-    def _killed_owner(self, tmp_path: Path, grace: int) -> tuple[Config, Path, int, int]:
+    def _killed_owner(
+        self, tmp_path: Path, grace: int, lock: Path | None = None
+    ) -> tuple[Config, Path, int, int]:
         """A child llamachat started a server and was SIGKILLed: (cfg, lock, server pid, port)."""
         import signal
 
         fake = health_only_server(tmp_path / "bin")
-        lock = tmp_path / "server.lock"
+        lock = lock or tmp_path / "server.lock"
         cfg = Config(llama_server=str(fake), models_dir=tmp_path / "models", server_grace=grace)
         args = [str(fake), str(tmp_path / "models"), str(lock), str(grace)]
         owner = subprocess.Popen(
@@ -517,6 +520,28 @@ class TestGracePeriod:
             server.stop()
         wait_for(lambda: not _alive(pid), 10, "the adopter to stop the server it adopted")
         assert refuses_connections(port)
+
+    def test_ensure_router_adopts_the_server_a_killed_llamachat_left_at_router_url(
+        self, tmp_path: Path
+    ) -> None:
+        """The start's path: the orphan answers at router_url, yet it is adopted, not just used."""
+        lock = default_lock_path()
+        cfg, _lock, pid, port = self._killed_owner(tmp_path, grace=60, lock=lock)
+        cfg = Config(
+            router_url=f"http://127.0.0.1:{port}",
+            llama_server=cfg.llama_server,
+            models_dir=cfg.models_dir,
+            server_grace=60,
+        )
+        url, server = ensure_router(cfg, ready_timeout=10)
+        try:
+            assert server is not None, "the orphan was used but nobody supervises it"
+            assert (url, server.pid) == (f"http://127.0.0.1:{port}", pid)
+            assert json.loads(lock.read_text())["pid"] == os.getpid()
+        finally:
+            if server is not None:
+                server.stop()
+        wait_for(lambda: not _alive(pid), 10, "the adopter to stop the server it adopted")
 
     def test_without_adoption_the_keeper_stops_the_server_after_the_grace_period(
         self, tmp_path: Path
