@@ -454,7 +454,7 @@ _OWNER_SCRIPT = (
     "from llamachat.config import Config\n"
     "from llamachat.router.server import ManagedServer\n"
     "cfg = Config(llama_server=sys.argv[1], models_dir=Path(sys.argv[2]),"
-    " server_grace=int(sys.argv[4]))\n"
+    " server_grace=int(sys.argv[4]), server_args=('-t', '1'))\n"
     "server = ManagedServer(cfg, lock_path=Path(sys.argv[3]), log_path=Path(sys.argv[5]))\n"
     "server.start()\n"
     "assert server.wait_ready(60)\n"
@@ -476,15 +476,23 @@ class TestGracePeriod:
     """Issue 40: the managed server outlives a llamachat that dies, and the next one adopts it."""
 
     def _killed_owner(
-        self, tmp_path: Path, grace: int, lock: Path | None = None
+        self,
+        tmp_path: Path,
+        grace: int,
+        lock: Path | None = None,
+        binary: Path | None = None,
+        models: Path | None = None,
     ) -> tuple[Config, Path, int, int]:
         """A child llamachat started a server and was SIGKILLed: (cfg, lock, server pid, port)."""
         import signal
 
-        fake = health_only_server(tmp_path / "bin")
+        fake = binary or health_only_server(tmp_path / "bin")
         lock = lock or tmp_path / "server.lock"
-        cfg = Config(llama_server=str(fake), models_dir=tmp_path / "models", server_grace=grace)
-        args = [str(fake), str(tmp_path / "models"), str(lock), str(grace)]
+        models = models or tmp_path / "models"
+        cfg = Config(
+            llama_server=str(fake), models_dir=models, server_grace=grace, server_args=("-t", "1")
+        )
+        args = [str(fake), str(models), str(lock), str(grace)]
         owner = subprocess.Popen(
             [sys.executable, "-c", _OWNER_SCRIPT, *args, str(tmp_path / "server.log")],
             stdout=subprocess.PIPE,
@@ -577,3 +585,33 @@ class TestGracePeriod:
         wait_for(lambda: not _alive(pid), 10, "a normal stop to stop the server")
         third = ManagedServer(cfg, lock_path=lock, log_path=tmp_path / "server.log")
         assert not third.adopt(), "nothing is left to adopt after a normal stop"
+
+    @pytest.mark.real_router
+    def test_real_router_outlives_a_killed_llamachat_keeps_answering_and_is_adopted(
+        self, tmp_path: Path
+    ) -> None:
+        """The real llama-server survives its owner's SIGKILL (its output, whose reader died,
+        goes on to the log through the keeper), answers a chat, and is adopted."""
+        binary, model = real_assets()
+        models = smol_models_folder(tmp_path, model)
+        log = tmp_path / "server.log"
+        cfg, lock, pid, port = self._killed_owner(
+            tmp_path, grace=60, binary=Path(binary), models=models
+        )
+        server = ManagedServer(cfg, lock_path=lock, log_path=log)
+        try:
+            assert server.adopt()
+            server.start()
+            assert server.wait_ready(30) and (server.pid, server.port) == (pid, port)
+            before = log.stat().st_size
+            text = "".join(
+                stream_reply(
+                    server.url, SMOL_ID, [{"role": "user", "content": "Hi"}], max_tokens=4
+                )[0]
+            )
+            assert text
+            assert server.pid == pid, "the server survived writing its log after the owner died"
+            wait_for(lambda: log.stat().st_size > before, 10, "the keeper to pump the log")
+        finally:
+            server.stop()
+        wait_for(lambda: not live_group_members(pid), 30, "the adopter to stop the server")
