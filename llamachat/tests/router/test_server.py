@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -482,6 +483,7 @@ class TestGracePeriod:
         lock: Path | None = None,
         binary: Path | None = None,
         models: Path | None = None,
+        before_kill: Callable[[int], None] | None = None,
     ) -> tuple[Config, Path, int, int]:
         """A child llamachat started a server and was SIGKILLed: (cfg, lock, server pid, port)."""
         import signal
@@ -501,6 +503,8 @@ class TestGracePeriod:
         try:
             assert owner.stdout is not None
             pid, port = (int(field) for field in owner.stdout.readline().split())
+            if before_kill is not None:
+                before_kill(port)
         finally:
             owner.send_signal(signal.SIGKILL)
             owner.wait()
@@ -615,3 +619,57 @@ class TestGracePeriod:
         finally:
             server.stop()
         wait_for(lambda: not live_group_members(pid), 30, "the adopter to stop the server")
+
+    @pytest.mark.real_router
+    def test_real_router_reply_in_flight_when_llamachat_is_killed_is_read_on_after_adoption(
+        self, tmp_path: Path
+    ) -> None:
+        """Issue 40: llamachat SIGKILLed mid-reply from the server it runs: the next one adopts
+        the server and reads the reply on from its place, exactly what the server generated."""
+        binary, model = real_assets()
+        models = smol_models_folder(tmp_path, model)
+        seen: list[tuple[str, object]] = []
+
+        def mid_reply(port: int) -> None:
+            left = threading.Event()
+            left.set()
+            client = Client(f"http://127.0.0.1:{port}")
+            request = turn_of(
+                [{"role": "user", "content": "Count from one to twenty in words."}],
+                model=SMOL_ID,
+                params={"max_tokens": 24, "temperature": 0},
+            )
+            try:
+                for kind, value in client.stream_chat(request, conversation="grace", leave=left):
+                    seen.append((kind, value))
+                    if kind == "resume" and isinstance(value, dict) and value["content"] >= 6:
+                        break  # llamachat is killed here
+            finally:
+                client.close()
+
+        cfg, lock, pid, _port = self._killed_owner(
+            tmp_path,
+            grace=60,
+            lock=default_lock_path(),
+            binary=Path(binary),
+            models=models,
+            before_kill=mid_reply,
+        )
+        server = ManagedServer(cfg, lock_path=lock, log_path=tmp_path / "server.log")
+        try:
+            assert server.adopt()
+            server.start()
+            assert server.wait_ready(30) and server.pid == pid
+            at = backend.Position(**[v for k, v in seen if k == "resume"][-1])  # type: ignore[arg-type]
+            before = "".join(str(v) for k, v in seen if k == "content")[: at.content]
+            client = Client(server.url)
+            try:
+                rest = list(backend.resume_chat(client, at, model=SMOL_ID))
+                whole = list(backend.resume_chat(client, backend.Position("grace"), model=SMOL_ID))
+            finally:
+                client.close()
+        finally:
+            server.stop()
+        generated = "".join(str(v) for k, v in whole if k == "content")
+        after = "".join(str(v) for k, v in rest if k == "content")
+        assert before + after == generated and len(after) > 0
