@@ -501,7 +501,8 @@ class ManagedServer:
         self.log_file.write(
             f"==== llamachat {time.strftime('%Y-%m-%d %H:%M:%S')}: {' '.join(cmd)}\n".encode()
         )
-        grace = self.cfg.server_grace
+        # The keeper watches the server through a pidfd (Linux): elsewhere, no grace period.
+        grace = self.cfg.server_grace if hasattr(os, "pidfd_open") else 0
         proc = subprocess.Popen(
             cmd,
             stdin=subprocess.DEVNULL,
