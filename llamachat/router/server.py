@@ -338,7 +338,7 @@ class ManagedServer:
             self.cfg.rpc_workers, self.cfg.rpc_split, url=self.url, notify=self._emit
         )
         self._adopted = AdoptedProcess(pid)
-        self._emit("adopted", f"took over llama-server (pid {pid}) at {self.url}")
+        self._emit("adopted", f"took over the server a previous llamachat left (pid {pid})")
         return True
 
     def leave(self) -> None:
