@@ -32,6 +32,7 @@ from llamachat.ui import first_run, plain
 from llamachat.ui.app import App
 from llamachat.ui.chat.composer_drafts import Drafts
 from llamachat.ui.chat.conversation import Conversation
+from llamachat.ui.chat.warm_start import WarmStart
 from llamachat.ui.chat_sessions import ChatSessions
 from llamachat.ui.library.chat_libraries import ChatLibraries
 from llamachat.ui.memory.chat_memories import ChatMemories
@@ -150,6 +151,9 @@ def build(
     composer.editor.textChanged.connect(lambda: warmer.draft_changed(composer.text()))
     model_picker.model_event.connect(warmer.statuses_changed)
     model_picker.models_listed.connect(warmer.statuses_changed)
+    # At start, the shown chat's model is loaded on llamachat's own server, then warmed.
+    warm_start = WarmStart(app, chat, model_picker, parent=window)
+    warm_start.status.connect(window.statusBar().showMessage)
     # The picker's choice goes to the chat, the composer and the meter.
     model_choice = ModelChoice(
         app,
