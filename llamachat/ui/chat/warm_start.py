@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QObject, Signal, Slot
 
-from llamachat.ui.app import PENDING, READY, App
+from llamachat.ui.app import READY, App
 from llamachat.ui.chat.conversation import Conversation
 from llamachat.ui.models.picker import ModelPicker
 
@@ -53,17 +53,15 @@ class WarmStart(QObject):
         """The first listing of the router in use decides; later ones change nothing."""
         if self.decided:
             return
-        router = self._app.router
-        if router.status == PENDING:
-            return  # the pending stand-in's listing: wait for the router itself
+        if self._app.router.status != READY:
+            return  # a stand-in's listing, or the configured URL's before the router is had
         model = self._chat.model
         status = self._picker.status(model) if model else "unknown"
-        if router.status == READY and status == "unknown":
+        if status == "unknown":
             return  # the chat's model not listed yet: the next listing says
         self.decided = True
         if (
             not self._app.config.warm_cache
-            or router.status != READY
             or self._app.managed_server() is None
             or status != "unloaded"
         ):

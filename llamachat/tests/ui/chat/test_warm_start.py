@@ -31,17 +31,20 @@ def start_window(qtbot, tmp_path):
         session = make_llama_chat(history)
         history.mark_opened(session)  # the chat shown last: the window reopens on it
         app = make_app(cfg, history)
+        window = ChatWindow(app)
+        qtbot.addWidget(window)
+        window.show()
         server = None
+        opened.append((window, history, server))
+        assert window.session_id == session
+        # As at start: the configured URL is listed first, then the router is had (started).
+        qtbot.waitUntil(lambda: bool(window.models()), timeout=5000)
         if managed:
             server = ManagedServer(
                 cfg, port=1, log_path=tmp_path / "server.log", lock_path=tmp_path / "lock"
             )
-            app.use_router(cold.url, server=server)
-        window = ChatWindow(app)
-        qtbot.addWidget(window)
-        window.show()
-        opened.append((window, history, server))
-        assert window.session_id == session
+            opened[-1] = (window, history, server)
+        app.use_router(cold.url, server=server)
         return window, window.findChild(WarmStart)
 
     yield make
