@@ -4,8 +4,8 @@ The warm-up (`warmup.Warmer`) never loads a model: a chat opened on a model that
 in memory stays cold until that model loads. At start-up that wait is the first reply's:
 the window reopens on the chat shown last, and the person who reopened it is about to
 use its model. `WarmStart` asks the router, once, at the first listing of the router in
-use, to load that chat's model when all of these hold: `warm_cache` is on, the router is
-the llama-server llamachat started (a router someone else runs keeps its memory to
+use, to load that chat's model when all of these hold: `warm_cache` is on, the chat is a
+stored one (a new chat has little to read ahead), the router is the llama-server llamachat started (a router someone else runs keeps its memory to
 itself), the model is the router's own (not a provider's) and it is listed as not
 loaded. It says so in the status bar. The Warmer's own trigger (`statuses_changed`, a
 model that finished loading) then sends the warm-up, so the chat is read ahead before
@@ -62,6 +62,7 @@ class WarmStart(QObject):
         self.decided = True
         if (
             not self._app.config.warm_cache
+            or self._chat.session_id is None  # a new chat: little to read, no load for it
             or self._app.managed_server() is None
             or status != "unloaded"
         ):

@@ -19,7 +19,7 @@ def start_window(qtbot, tmp_path):
     loaded, llamachat's own server (a ManagedServer standing for it) or someone else's."""
     opened: list = []
 
-    def make(cold: ScriptedRouter, *, managed: bool, warm_cache: bool = True):
+    def make(cold: ScriptedRouter, *, managed: bool, warm_cache: bool = True, stored: bool = True):
         cfg = Config(
             router_url=cold.url,
             default_model="test-model",
@@ -28,7 +28,7 @@ def start_window(qtbot, tmp_path):
             warm_cache=warm_cache,
         )
         history = History(cfg.history_path)
-        session = make_llama_chat(history)
+        session = make_llama_chat(history) if stored else None
         history.mark_opened(session)  # the chat shown last: the window reopens on it
         app = make_app(cfg, history)
         window = ChatWindow(app)
@@ -82,14 +82,19 @@ class TestWarmStart:
             assert loads(cold)[0].received <= warmups(cold)[0].received
             assert warmups(cold)[0].query == {"autoload": "false"}
 
-    @pytest.mark.parametrize("managed, warm_cache", [(False, True), (True, False)])
-    def test_at_start_no_load_on_someone_elses_router_or_without_warm_cache(
-        self, start_window, qtbot, managed, warm_cache
+    @pytest.mark.parametrize(
+        "managed, warm_cache, stored",
+        [(False, True, True), (True, False, True), (True, True, False)],
+    )
+    def test_at_start_no_load_on_someone_elses_router_without_warm_cache_or_for_a_new_chat(
+        self, start_window, qtbot, managed, warm_cache, stored
     ) -> None:
-        """A router llamachat does not run keeps its memory to itself, and with warm_cache
-        off nothing is read ahead: no load, no warm-up."""
+        """A router llamachat does not run keeps its memory to itself, with warm_cache off
+        nothing is read ahead, and a new chat has little to read: no load, no warm-up."""
         with ScriptedRouter([Model("test-model", "unloaded")]) as cold:
-            window, warm_start = start_window(cold, managed=managed, warm_cache=warm_cache)
+            window, warm_start = start_window(
+                cold, managed=managed, warm_cache=warm_cache, stored=stored
+            )
             qtbot.waitUntil(lambda: warm_start.decided, timeout=5000)
             qtbot.waitUntil(lambda: not window.chat.warmer.busy())
             assert warm_start.asked == "" and loads(cold) == [] and warmups(cold) == []
