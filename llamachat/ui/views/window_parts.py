@@ -32,7 +32,7 @@ from llamachat.ui import first_run, plain
 from llamachat.ui.app import App
 from llamachat.ui.chat.composer_drafts import Drafts
 from llamachat.ui.chat.conversation import Conversation
-from llamachat.ui.chat.warm_start import WarmStart
+from llamachat.ui.models.warm_start import WarmStart
 from llamachat.ui.chat_sessions import ChatSessions
 from llamachat.ui.library.chat_libraries import ChatLibraries
 from llamachat.ui.memory.chat_memories import ChatMemories

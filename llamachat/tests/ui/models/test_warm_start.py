@@ -1,4 +1,4 @@
-"""The tests of `llamachat.ui.chat.warm_start`."""
+"""The tests of `llamachat.ui.models.warm_start`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from llamachat.history.store import History
 from llamachat.router.server import ManagedServer
 from llamachat.tests.support import make_app, make_llama_chat, warmups
 from llamachat.ui import ChatWindow
-from llamachat.ui.chat.warm_start import WarmStart
+from llamachat.ui.models.warm_start import WarmStart
 
 
 @pytest.fixture
