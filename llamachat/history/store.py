@@ -23,7 +23,8 @@ The schema is versioned with `PRAGMA user_version`; `MIGRATIONS` is append-only,
 N-th entry moves a database from version N to N+1. Databases written before versioning
 (the seed's schema, user_version 0 with tables present) first gain any missing column.
 
-`History` is the one interface: it owns the connection and hands it, with plain values, to
+`History` is the one interface: it owns the connection (`connection`: opening it, a corrupt
+file salvaged, and lending it out for reads and writes) and hands it, with plain values, to
 the modules that do the work (none of them knows History): `database` (opening, migrating,
 salvaging, purging), `sessions` (a chat's own row: its settings, listing, deletion),
 `active_paths` (the active paths of the chats read, kept up to date by a reply's writes),
@@ -43,14 +44,14 @@ import json
 import logging
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal, Self
 
 from llamachat.history import database, drafts, export, search, sessions, streams, tree
 from llamachat.history.active_paths import ActivePaths
-from llamachat.history.database import BUSY_TIMEOUT_S, MIGRATIONS, _Corrupt
+from llamachat.history.connection import Connection
+from llamachat.history.database import BUSY_TIMEOUT_S, MIGRATIONS
 from llamachat.history.export import (
     EXPORT_FORMAT,
     EXPORT_VERSION,
@@ -73,7 +74,6 @@ from llamachat.history.rows import (
     NewSession,
     SearchHit,
     SessionRow,
-    _unavailable,
     transaction,
 )
 from llamachat.history.search import NO_FILTER, SearchFilter
@@ -122,73 +122,33 @@ class History:
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path).expanduser()
-        self.recovered_from: Path | None = None
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise HistoryError(
-                f"cannot create the folder for the history database {self.path}: "
-                f"{exc.strerror or exc}"
-            ) from None
-        self.salvaged = 0
-        self.projects = Projects(self._transaction, self._reading)  # groups of chats
+        # Any write may change a kept path, so they are forgotten first.
+        self._db = Connection(self.path, on_write=lambda: self._paths.clear())
+        self._conn = self._db.conn
+        self.recovered_from = self._db.recovered_from
+        self.salvaged = self._db.salvaged
+        self.projects = Projects(self._db.transaction, self._db.reading)  # groups of chats
         # A memory's write touches no chat: the chats' paths as last read stay valid (a
         # request marks its memories used, and the next one must not read the chat again).
-        self.memories = Memories(lambda: transaction(self._conn, self.path), self._reading)
+        self.memories = Memories(lambda: transaction(self._conn, self.path), self._db.reading)
         # Where streaming replies stand in the server's copy of their streams.
-        self.reply_streams = streams.ReplyStreams(self._write, self._read)
+        self.reply_streams = streams.ReplyStreams(self._db.write, self._db.read)
         # A comparison's pick touches no chat either (`picks`).
-        self.picks = Picks(lambda: transaction(self._conn, self.path), self._reading)
-        try:
-            self._conn = database.connect(self.path, BUSY_TIMEOUT_S)
-        except _Corrupt as exc:
-            self.recovered_from = database.move_aside(self.path)
-            log.warning(
-                "history %s is damaged (%s); moved to %s", self.path, exc, self.recovered_from
-            )
-            self._conn = database.connect(self.path, BUSY_TIMEOUT_S)
-            with transaction(self._conn, self.path) as conn:
-                self.salvaged = database.salvage(conn, self.recovered_from)
+        self.picks = Picks(lambda: transaction(self._conn, self.path), self._db.reading)
         self._paths = ActivePaths(self._conn, self.path)
         # A chat deleted in an earlier run can no longer be undone (the undo offer lives
         # only as long as the window that made it): it goes for good now.
         self.purge_deleted(older_than=PURGE_AFTER_S)
 
-    @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction; any write may change a kept path, so they are forgotten."""
-        self._paths.clear()
-        with transaction(self._conn, self.path) as conn:
-            yield conn
-
-    @contextmanager
-    def _writing(self) -> Iterator[sqlite3.Connection]:
-        """The connection for statements saved one by one; failures become HistoryUnavailable."""
-        self._paths.clear()
-        try:
-            yield self._conn
-        except sqlite3.Error as exc:
-            raise _unavailable(self.path, exc, "save to") from None
-
-    @contextmanager
-    def _reading(self) -> Iterator[sqlite3.Connection]:
-        """The connection for a helper's reads; SQLite's failures become HistoryUnavailable."""
-        try:
-            yield self._conn
-        except sqlite3.Error as exc:
-            raise _unavailable(self.path, exc, "read") from None
-
     def _write(self, sql: str, params: tuple = ()) -> sqlite3.Cursor:
-        with self._writing() as conn:
-            return conn.execute(sql, params)
+        return self._db.write(sql, params)
 
     def _read(self, sql: str, params: tuple = ()) -> list[sqlite3.Row]:
-        with self._reading() as conn:
-            return conn.execute(sql, params).fetchall()
+        return self._db.read(sql, params)
 
     def close(self) -> None:
         """Close the connection; the object is unusable afterwards."""
-        self._conn.close()
+        self._db.close()
 
     def __enter__(self) -> Self:
         return self
@@ -209,7 +169,7 @@ class History:
         project_id: int | None = None,
     ) -> int:
         """Start a session (in project `project_id`, when given) and return its id."""
-        with self._writing() as conn:
+        with self._db.writing() as conn:
             return sessions.create(
                 conn,
                 mode,
@@ -222,7 +182,7 @@ class History:
 
     def get_session(self, session_id: int) -> SessionRow | None:
         """The session with this id (deleted ones too), or None."""
-        with self._reading() as conn:
+        with self._db.reading() as conn:
             return sessions.get(conn, session_id)
 
     def list_sessions(
@@ -236,7 +196,7 @@ class History:
     ) -> list[SessionRow]:
         """One page of live sessions, pinned ones first, then most recently updated first;
         `project`: only that project's (None: only those in none); only those `matching` keeps."""
-        with self._reading() as conn:
+        with self._db.reading() as conn:
             return sessions.listed(
                 conn, limit=limit, offset=offset, mode=mode, project=project, matching=matching
             )
@@ -250,47 +210,47 @@ class History:
     ) -> int:
         """How many live (not deleted) sessions there are (of `mode`, in `project`, kept by
         `matching`)."""
-        with self._reading() as conn:
+        with self._db.reading() as conn:
             return sessions.count(conn, mode=mode, project=project, matching=matching)
 
     def rename_session(self, session_id: int, title: str) -> None:
         """Set a session's title."""
-        with self._writing() as conn:
+        with self._db.writing() as conn:
             sessions.update(conn, session_id, title=title)
 
     def set_pinned(self, session_id: int, pinned: bool) -> None:
         """Pin a session to the top of the list, or unpin it."""
-        with self._writing() as conn:
+        with self._db.writing() as conn:
             sessions.update(conn, session_id, pinned=int(pinned))
 
     def set_model(self, session_id: int, model: str) -> None:
         """Record the model a session uses."""
-        with self._writing() as conn:
+        with self._db.writing() as conn:
             sessions.update(conn, session_id, model=model)
 
     def set_prompt(self, session_id: int, prompt_name: str, prompt_custom: str = "") -> None:
         """Record the session's prompt preset name, or its custom prompt text."""
-        with self._writing() as conn:
+        with self._db.writing() as conn:
             sessions.update(conn, session_id, prompt_name=prompt_name, prompt_custom=prompt_custom)
 
     def set_mode(self, session_id: int, mode: str) -> None:
         """Turn a session into a "chat" or a "oneshot" one (a quick question continued in chat)."""
-        with self._writing() as conn:
+        with self._db.writing() as conn:
             sessions.update(conn, session_id, mode=mode)
 
     def set_skills(self, session_id: int, names: list[str]) -> None:
         """Record which skills the session has loaded."""
-        with self._writing() as conn:
+        with self._db.writing() as conn:
             sessions.set_skills(conn, session_id, names)
 
     def session_params(self, session_id: int) -> dict[str, Any]:
         """The request parameters the session overrides ({} when none)."""
-        with self._reading() as conn:
+        with self._db.reading() as conn:
             return sessions.params(conn, session_id)
 
     def set_session_params(self, session_id: int, values: dict[str, Any]) -> None:
         """Record the request parameters the session overrides (replacing the earlier ones)."""
-        with self._writing() as conn:
+        with self._db.writing() as conn:
             sessions.set_params(conn, session_id, values)
 
     def draft(self, session_id: int | None) -> str:
@@ -319,12 +279,12 @@ class History:
 
     def delete_session(self, session_id: int) -> None:
         """Hide a session from the list and search; undelete_session brings it back."""
-        with self._writing() as conn:
+        with self._db.writing() as conn:
             sessions.delete(conn, session_id)
 
     def undelete_session(self, session_id: int) -> None:
         """Bring back a session hidden by delete_session."""
-        with self._writing() as conn:
+        with self._db.writing() as conn:
             sessions.undelete(conn, session_id)
 
     def purge_deleted(
@@ -335,7 +295,7 @@ class History:
         chosen = sessions.deleted(session_ids, older_than)
         if chosen is None:
             return 0
-        with self._transaction() as conn:
+        with self._db.transaction() as conn:
             purged = database.purge(conn, *chosen)
         if purged:
             # The freed pages are zeroed (secure_delete), but the WAL still holds their
@@ -438,7 +398,7 @@ class History:
         Below `message_id` the path follows the newest reply at each step, so switching
         to a version shows it with everything that followed it.
         """
-        with self._transaction() as conn:
+        with self._db.transaction() as conn:
             return tree.select_version(conn, session_id, message_id)
 
     def add_branch(self, session_id: int, messages: list[NewMessage]) -> list[int]:
@@ -447,20 +407,20 @@ class History:
         for message in messages:
             if message["role"] not in ROLES or message["status"] not in STATUSES:
                 raise ValueError(f"not a message History stores: {message['role']!r}")
-        with self._transaction() as conn:
+        with self._db.transaction() as conn:
             return tree.insert_branch(conn, session_id, messages)
 
     def delete_branch(self, message_id: int) -> None:
         """Delete a message and every message that follows it, on all branches (a failed
         reply that a retry replaces). The active path then ends at its parent."""
-        with self._transaction() as conn:
+        with self._db.transaction() as conn:
             tree.delete_branch(conn, message_id)
 
     def fork(self, session_id: int, message_id: int) -> int:
         """A new chat holding the active path up to `message_id`, with the session's
         model, prompt, skills and parameters; its id."""
         source, path = self._require(session_id), self.messages(session_id)
-        with self._transaction() as conn:
+        with self._db.transaction() as conn:
             return tree.fork(conn, session_id, source, path, message_id)
 
     # ------------------------------------------------------------------ search
@@ -475,12 +435,12 @@ class History:
         is '' when no message matches), then those with a message matching every word
         as a prefix, best first.
         """
-        with self._reading() as conn:
+        with self._db.reading() as conn:
             return search.search(conn, query, limit=limit, matching=matching)
 
     def models(self) -> list[str]:
         """The models the live chats were set to or that wrote a message, by name."""
-        with self._reading() as conn:
+        with self._db.reading() as conn:
             return search.models(conn)
 
     # ------------------------------------------------------------------ export / import
@@ -493,7 +453,7 @@ class History:
         """The session as a versioned JSON-ready dict that import_json reads back: every
         message of every branch, each with an "id" and its "parent", and the "active" leaf."""
         source, params = self._require(session_id), self.session_params(session_id)
-        with self._reading() as conn:
+        with self._db.reading() as conn:
             return export.export_json(conn, source, params)
 
     def import_json(self, data: dict[str, Any]) -> int:

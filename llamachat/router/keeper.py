@@ -35,7 +35,7 @@ from llamachat.router.lock import ServerLock, is_loopback
 
 # How often the keeper looks at the lock.
 TICK = 0.5
-# llama-server's first SIGTERM lets a request finish; the second ends it (see ManagedServer._kill).
+# llama-server's first SIGTERM lets a request finish; the second ends it (see ServerProcess.kill).
 TERM_GRACE = 1.0
 STOP_TIMEOUT = 5.0
 

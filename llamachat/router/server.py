@@ -4,7 +4,8 @@ A router the user already runs is used as it is and never touched; only when ``r
 does not answer, is a loopback URL and ``manage_server`` is on does llamachat start one
 (`ensure_router`), keep it alive (`ManagedServer`: restarting it with backoff when it dies
 or stops answering), log its output with rotation (`RotatingLog`), and stop it on exit
-without leaving a process behind.
+without leaving a process behind. The process group itself (spawning it with its log pump
+and keeper, stopping it whole) is ``process``'s `ServerProcess`.
 
 The server llamachat starts listens on loopback only and wants a random API key (given in
 its environment, so no other user sees it in the process list), or any local program and
@@ -20,17 +21,11 @@ ServerStartError, RouterUnavailable), importable from here too.
 from __future__ import annotations
 
 import atexit
-import contextlib
-import ctypes
-import ctypes.util
 import logging
 import os
 import re
 import secrets
-import signal
 import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -56,9 +51,10 @@ from llamachat.router.binary import (
     not_found_message,
     supports_option,
 )
-from llamachat.router.keeper import AdoptedProcess, orphan, start_keeper, stop_keeper
+from llamachat.router.keeper import AdoptedProcess, orphan
 from llamachat.router.lock import ServerLock, config_suffix, default_lock_path, is_loopback
 from llamachat.router.model_files import default_preset_path
+from llamachat.router.process import STOP_TIMEOUT, Process, ServerProcess
 from llamachat.router.rpc_workers import WorkerSet
 
 if TYPE_CHECKING:
@@ -85,9 +81,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 READY_TIMEOUT = 60.0
-STOP_TIMEOUT = 5.0
-# How long llama-server's first SIGTERM is given before the second (see ManagedServer._kill).
-TERM_GRACE = 1.0
 BACKOFF_FIRST = 0.5
 BACKOFF_MAX = 30.0
 # A server that stayed up this long is healthy again: the next crash restarts it at once.
@@ -101,8 +94,6 @@ HEALTH_INTERVAL = 5.0
 HEALTH_MISSES = 3
 
 EventCallback = Callable[[str, str], None]
-# The server process: llamachat's child, or one adopted from a llamachat that died (keeper).
-Process = subprocess.Popen[bytes] | AdoptedProcess
 
 
 # ---------------------------------------------------------------- small network helpers
@@ -148,33 +139,7 @@ def default_log_path(config_path: Path | None = None) -> Path:
     return log_dir() / f"llama-server{config_suffix(config_path)}.log"
 
 
-# ---------------------------------------------------------------- child process setup
-
-
-def _death_signal_setter() -> Callable[[], None] | None:
-    """A preexec_fn making the kernel SIGKILL the child when its parent thread dies."""
-    if not sys.platform.startswith("linux"):
-        return None
-    libc_name = ctypes.util.find_library("c")
-    if not libc_name:
-        return None
-    # Looked up before fork: the child runs only the bare prctl call, nothing that takes locks.
-    prctl = ctypes.CDLL(libc_name, use_errno=True).prctl
-    pr_set_pdeathsig = 1
-    parent = os.getpid()
-
-    def set_death_signal() -> None:
-        prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
-        # The parent may have died between fork and prctl; then nobody would send the signal.
-        if os.getppid() != parent:
-            os._exit(1)
-
-    return set_death_signal
-
-
-def _kill_group(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
+# ---------------------------------------------------------------- load failures in the log
 
 
 _SPAWN_RE = re.compile(r"spawning server instance with name=(?P<name>.+?) on port (?P<port>\d+)")
@@ -236,11 +201,8 @@ class ManagedServer:
         self._stop = threading.Event()
         self._ready = threading.Event()
         self._done = threading.Event()
-        self._proc: Process | None = None
         self._adopted: AdoptedProcess | None = None
-        self._keeper: subprocess.Popen[bytes] | None = None
         self._leave = False
-        self._proc_lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._binary: Path | None = None
         self._stop_timeout = STOP_TIMEOUT
@@ -252,6 +214,7 @@ class ManagedServer:
         """The key the server wants on every endpoint but /health; never logged."""
         self.workers = WorkerSet(cfg.rpc_workers, cfg.rpc_split, url=self.url, notify=self._emit)
         """The RPC workers (rpc_workers) the server spreads models over."""
+        self._process = ServerProcess(self.log_file, self._lock.path, self._emit)
 
     @property
     def url(self) -> str:
@@ -261,10 +224,7 @@ class ManagedServer:
     @property
     def pid(self) -> int | None:
         """The pid of the running llama-server (also its process group id), if any."""
-        with self._proc_lock:
-            if self._proc is not None and self._proc.poll() is None:
-                return self._proc.pid
-        return None
+        return self._process.pid
 
     @property
     def log_path(self) -> Path:
@@ -442,7 +402,7 @@ class ManagedServer:
                 if self._stop.is_set():
                     return
                 self._ready.clear()
-                self._reap(proc)
+                self._process.reap(proc)
                 if not became_ready:
                     failures += 1
                 if failures >= MAX_FAILED_STARTS:
@@ -464,7 +424,7 @@ class ManagedServer:
             # stops them: nothing it spawned outlives it.
             self._ready.clear()
             if not self._leave:
-                self._terminate(self._stop_timeout)
+                self._process.terminate(self._stop_timeout)
             self._done.set()
 
     def _watch(self, proc: Process) -> None:
@@ -490,42 +450,18 @@ class ManagedServer:
         proc, self._adopted = self._adopted, None
         if proc is None:
             return self._spawn()
-        with self._proc_lock:
-            self._proc = proc
+        self._process.take(proc)
         self._lock.record(self.url, self.api_key, server=proc.pid)
         return proc
 
-    def _spawn(self) -> subprocess.Popen[bytes]:
+    def _spawn(self) -> Process:
         cmd = self.command()
-        self._emit("starting", " ".join(cmd))
-        self.log_file.write(
-            f"==== llamachat {time.strftime('%Y-%m-%d %H:%M:%S')}: {' '.join(cmd)}\n".encode()
-        )
         # The keeper watches the server through a pidfd (Linux): elsewhere, no grace period.
         grace = self.cfg.server_grace if hasattr(os, "pidfd_open") else 0
-        proc = subprocess.Popen(
-            cmd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            env=self._environment(Path(cmd[0])),
-            # Its own process group: stop() signals the router and the per-model servers it
-            # spawned together, and a Ctrl-C in llamachat's terminal does not reach them.
-            start_new_session=True,
-            # With a grace period its keeper stops it, not llamachat's death.
-            preexec_fn=None if grace else _death_signal_setter(),  # noqa: PLW1509 - a prctl only
+        proc = self._process.spawn(
+            cmd, self._environment(Path(cmd[0])), grace=grace, lost_in=self.workers.lost_in
         )
-        with self._proc_lock:
-            self._proc = proc
-        if grace:
-            assert proc.stdout is not None
-            self._keeper = start_keeper(
-                proc.pid, proc.stdout.fileno(), self.lock_path, self.log_path, grace
-            )
         self._lock.record(self.url, self.api_key, server=proc.pid)
-        threading.Thread(
-            target=self._pump, args=(proc,), name="llama-server log", daemon=True
-        ).start()
         return proc
 
     def _environment(self, binary: Path) -> dict[str, str]:
@@ -535,16 +471,6 @@ class ManagedServer:
         env["LLAMA_API_KEY"] = self.api_key
         env.pop("LLAMA_ARG_API_KEY_FILE", None)
         return env
-
-    def _pump(self, proc: subprocess.Popen[bytes]) -> None:
-        assert proc.stdout is not None
-        fd = proc.stdout.fileno()
-        while chunk := os.read(fd, 65536):
-            self.log_file.write(chunk)
-            if self.workers.lost_in(chunk):
-                # Restarted, so that the next start leaves the lost worker out.
-                _kill_group(proc.pid, signal.SIGTERM)
-        proc.stdout.close()
 
     def _wait_healthy(self, proc: Process) -> bool:
         deadline = time.monotonic() + self.ready_timeout
@@ -559,57 +485,6 @@ class ManagedServer:
                 return False
             self._stop.wait(0.1)
         return False
-
-    def _reap(self, proc: Process) -> None:
-        stop_keeper(self._keeper)
-        self._keeper = None
-        code = proc.poll()
-        if code is None:
-            self._kill(proc, STOP_TIMEOUT)
-            code = proc.returncode
-        else:
-            # The router is gone; per-model servers it started may linger in its group.
-            _kill_group(proc.pid, signal.SIGKILL)
-        tail = self.log_file.tail(600).strip()
-        self._emit(
-            "exited",
-            f"llama-server exited with code {code}" + (f"; last output:\n{tail}" if tail else ""),
-        )
-
-    def _terminate(self, timeout: float) -> None:
-        stop_keeper(self._keeper)
-        self._keeper = None
-        with self._proc_lock:
-            proc, self._proc = self._proc, None
-        if proc is not None and proc.returncode is None:
-            self._kill(proc, timeout)
-            self._emit("stopped", f"llama-server (pid {proc.pid}) stopped")
-
-    @staticmethod
-    def _kill(proc: Process, timeout: float) -> None:
-        """Stop the group: SIGTERM, a second SIGTERM after a grace, SIGKILL after `timeout`.
-
-        llama-server's first SIGTERM lets the requests in flight finish (a reply being
-        generated, a warm-up) and only then exits, which may take minutes; its second one
-        ends it at once ("Received second interrupt, terminating immediately"), the router
-        and the model servers alike. An idle server exits on the first within ~0.1 s.
-        """
-        deadline = time.monotonic() + timeout
-        for grace in (min(TERM_GRACE, timeout), None):
-            if proc.poll() is not None:
-                break
-            _kill_group(proc.pid, signal.SIGTERM)
-            # A stopped (hung) process acts on SIGTERM only once it runs again.
-            _kill_group(proc.pid, signal.SIGCONT)
-            wait = deadline - time.monotonic() if grace is None else grace
-            try:
-                proc.wait(max(wait, 0.0))
-            except subprocess.TimeoutExpired:
-                if grace is None:
-                    log.warning("llama-server (pid %s) ignored SIGTERM; killing it", proc.pid)
-        # Whatever is left in the group (the router, or per-model servers) is killed outright.
-        _kill_group(proc.pid, signal.SIGKILL)
-        proc.wait()
 
 
 # ---------------------------------------------------------------- entry point for the app
