@@ -60,7 +60,7 @@ from llamachat.ui.chat.reply import ReplyStream
 from llamachat.ui.chat.seams import ConversationSeams
 from llamachat.ui.chat.worker import collect_garbage_on_gui_thread
 from llamachat.ui.first_run import event_text
-from llamachat.ui.models.picker import list_models
+from llamachat.ui.models.feed import list_models
 from llamachat.ui.views.chips import SkillChips
 from llamachat.ui.views.composer import Composer
 from llamachat.ui.views.messages import MessagesView

@@ -37,7 +37,8 @@ from PySide6.QtWidgets import (
 from llamachat.router import client
 from llamachat.router.models import ModelEvent, listed_as, parse_reference
 from llamachat.ui import plain
-from llamachat.ui.models.picker import ModelPicker, ModelSource
+from llamachat.ui.models.feed import ModelSource
+from llamachat.ui.models.picker import ModelPicker
 from llamachat.ui.tasks import call_in_background
 
 log = logging.getLogger(__name__)

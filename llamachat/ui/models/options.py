@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 from llamachat.router import client as backend
 from llamachat.router import model_files, server
 from llamachat.ui import plain
-from llamachat.ui.models.picker import ModelSource
+from llamachat.ui.models.feed import ModelSource
 from llamachat.ui.tasks import call_in_background
 
 log = logging.getLogger(__name__)

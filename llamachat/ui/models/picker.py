@@ -10,11 +10,9 @@ default for new chats (`default_changed`, the window writes the config).
 
 Every HTTP call runs on the task runner (`tasks`), so the window never waits for
 the server, and a load the router holds open until the model is in memory does not
-hold up the statuses meanwhile. A listing that arrives after a newer one is dropped.
-Statuses come from the router's event stream (`events.ModelWatch`) as they
-change; polls only list models (`GET /v1/models`, which never starts a load), often
-on a router without the stream and seldom as a safety net on one with it. Listings,
-events and the picker's own loads are merged in `events.ModelStatuses`; the combo's items are `ModelCombo`'s.
+hold up the statuses meanwhile. Listings, polls and the router's event stream are
+`feed.ModelFeed`'s; they, and the picker's own loads, are merged in
+`events.ModelStatuses`; the combo's items are `ModelCombo`'s.
 
 Errors: none raised. Server and network failures (`client.BackendError`) are
 shown beside the combo with a Retry.
@@ -22,11 +20,9 @@ shown beside the combo with a Retry.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
-from typing import Protocol
 
-from PySide6.QtCore import QSize, Qt, QTimer, Signal, Slot
+from PySide6.QtCore import QSize, Qt, Signal, Slot
 from PySide6.QtGui import QPainter, QPaintEvent
 from PySide6.QtWidgets import (
     QComboBox,
@@ -36,18 +32,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from llamachat.router import client
 from llamachat.router.models import IN_PROGRESS, ModelEvent, ModelInfo
 from llamachat.ui import plain
-from llamachat.ui.models.events import FailureReasons, IdleUnload, ModelStatuses, ModelWatch
+from llamachat.ui.models.events import FailureReasons, IdleUnload, ModelStatuses
+from llamachat.ui.models.feed import POLL_MS, ModelFeed, ModelSource
 from llamachat.ui.tasks import call_in_background
-
-log = logging.getLogger(__name__)
-
-POLL_MS = 3000
-LOADING_POLL_MS = 500
-# With the event stream open, a poll only catches what an event might have missed.
-WATCHED_POLL_FACTOR = 5
 
 GLYPHS = {
     "loaded": "●",
@@ -67,37 +56,6 @@ STATUS_WORDS = {
     "failed": "failed to load",
     "unknown": "",
 }
-
-
-class RouterModels(Protocol):
-    """What the picker needs from `models.Models` (results of load and unload unused)."""
-
-    def list(self) -> list[ModelInfo]:
-        """The router's models."""
-
-    def load(self, model: str) -> object:
-        """Ask the router to load `model`."""
-
-    def unload(self, model: str) -> object:
-        """Ask the router to unload `model`."""
-
-
-class ModelSource(Protocol):
-    """What the picker needs from `providers.Registry`."""
-
-    errors: dict[str, client.BackendError]
-
-    def models(self) -> list[ModelInfo]:
-        """Every model of the router and the providers."""
-
-    def router_models(self) -> RouterModels:
-        """Model management for the router."""
-
-
-def list_models(source: ModelSource) -> tuple[list[ModelInfo], dict[str, str]]:
-    """Every model `source` offers, and the error message of each source that failed (blocking)."""
-    found = source.models()
-    return found, {name: exc.message for name, exc in source.errors.items()}
 
 
 def model_tooltip(
@@ -302,16 +260,11 @@ class ModelPicker(QWidget):
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
-        self._registry = registry
         self._current = current
         self._default = default_model
         self._statuses = ModelStatuses()
         self._problem = ""  # a failed listing or unload, shown with a Retry
-        self._poll_seq = 0
-        self._polling = False
         self._retry: Callable[[], None] | None = None
-        self._listed_seq = 0
-        self._watch: ModelWatch | None = None
         self.idle = IdleUnload(
             lambda: [m.id for m in self.models() if not m.provider and m.status == "loaded"],
             self.unload,
@@ -319,15 +272,19 @@ class ModelPicker(QWidget):
         )
         """Unloads the router's models after an idle time, for routers that cannot sleep."""
         self._build()
-        self._timer = QTimer(self)
-        self._timer.setInterval(poll_ms)
-        self._timer.timeout.connect(self.poll)
-        self._poll_ms = poll_ms
+        self.feed = ModelFeed(
+            registry,
+            busy=self._statuses.busy,
+            on_listed=self._on_listed,
+            on_failed=self._on_list_failed,
+            on_event=self._on_model_event,
+            poll_ms=poll_ms,
+            parent=self,
+        )
+        """Lists, polls and watches the router's event stream; what arrives comes here."""
         if current:
             self._fill()
-        self.refresh()
-        self._start_watch()
-        self._timer.start()
+        self.feed.start()
 
     def _build(self) -> None:
         self.combo = ModelCombo()
@@ -446,31 +403,11 @@ class ModelPicker(QWidget):
 
     def refresh(self) -> None:
         """List every model of the router and the providers again, in the background."""
-        registry = self._registry
-        self._polling = True
-        self._poll_seq += 1
-        seq = self._poll_seq
-        call_in_background(
-            self,
-            lambda: list_models(registry),
-            lambda result: self._on_listed(*result, seq=seq, full=True),
-            lambda message: self._on_list_failed(message, seq=seq),
-        )
+        self.feed.refresh()
 
     def poll(self) -> None:
         """Ask the router for its models' statuses (a list; never a load), unless one is pending."""
-        if self._polling:
-            return
-        self._polling = True
-        self._poll_seq += 1
-        seq = self._poll_seq
-        registry = self._registry
-        call_in_background(
-            self,
-            lambda: registry.router_models().list(),
-            lambda infos: self._on_listed(infos, {}, seq=seq, full=False),
-            lambda message: self._on_list_failed(message, seq=seq),
-        )
+        self.feed.poll()
 
     def load(self, model_id: str) -> None:
         """Ask the router to load a model; its progress shows beside the combo."""
@@ -479,7 +416,7 @@ class ModelPicker(QWidget):
             return
         self._statuses.load_asked(model_id)
         self._update_items()
-        registry = self._registry
+        registry = self.feed.registry
         call_in_background(
             self,
             lambda: registry.router_models().load(model_id),
@@ -493,75 +430,47 @@ class ModelPicker(QWidget):
         if not model_id or (info is not None and info.provider):
             return
         self._statuses.loading.pop(model_id, None)
-        registry = self._registry
+        registry = self.feed.registry
         call_in_background(
             self,
             lambda: registry.router_models().unload(model_id),
-            lambda _: self._poll_soon(),
-            lambda message: self._fail(f"Could not unload {model_id}: {message}", self._poll_soon),
+            lambda _: self.feed.poll_soon(),
+            lambda message: self._fail(
+                f"Could not unload {model_id}: {message}", self.feed.poll_soon
+            ),
         )
 
     def set_registry(self, registry: ModelSource) -> None:
         """Talk to another router or set of providers from now on, and list their models."""
-        self._registry = registry
         self._statuses.clear()
         self._problem = ""
-        self.refresh()
-        self._start_watch()
+        self.feed.set_registry(registry)
 
     def shutdown(self) -> None:
         """Stop polling and the event stream (call when the window closes)."""
-        self._timer.stop()
+        self.feed.stop()
         self.idle.set_seconds(0)
-        if self._watch is not None:
-            self._watch.stop()
 
     def watching(self) -> bool:
         """Whether the router's event stream is open (statuses arrive as they change)."""
-        return self._watch is not None and self._watch.live
+        return self.feed.watching()
 
     # ------------------------------------------------------------------ events
-
-    def _start_watch(self) -> None:
-        if self._watch is not None:
-            self._watch.stop()
-            self._watch.deleteLater()
-        try:
-            models = self._registry.router_models()
-        except client.BackendError as exc:
-            log.info("no model events: %s", exc.message)
-            self._watch = None
-            return
-        self._watch = ModelWatch(models, self)
-        self._watch.arrived.connect(self._on_model_event)
-        self._watch.live_changed.connect(lambda _live: self._adjust_poll())
-        self._watch.start()
 
     @Slot(object)
     def _on_model_event(self, event: ModelEvent) -> None:
         self.model_event.emit(event)
         if not self._statuses.apply(event):
-            self._poll_soon()
+            self.feed.poll_soon()
             return
         self._update_items()
-        self._adjust_poll()
+        self.feed.adjust()
 
     # ------------------------------------------------------------------ results
 
-    def _arrived(self, seq: int) -> bool:
-        """Whether a listing numbered `seq` is news (none newer arrived); ends polling at the last."""
-        if seq == self._poll_seq:
-            self._polling = False
-        if seq < self._listed_seq:
-            return False
-        self._listed_seq = seq
-        return True
-
     def _on_listed(
-        self, infos: list[ModelInfo], errors: dict[str, str], *, seq: int, full: bool
+        self, infos: list[ModelInfo], errors: dict[str, str], seq: int, full: bool
     ) -> None:
-        if not self._arrived(seq):
-            return
         self._problem = (
             "Could not list the models of "
             + "; ".join(f"{source}: {message}" for source, message in errors.items())
@@ -581,41 +490,27 @@ class ModelPicker(QWidget):
             self.model_changed.emit(self._current)
         else:
             self._fill()
-        self._adjust_poll()
+        self.feed.adjust()
         self.models_listed.emit(self.models())
 
-    def _on_list_failed(self, message: str, *, seq: int) -> None:
-        if not self._arrived(seq):
-            return
+    def _on_list_failed(self, message: str) -> None:
         self._problem = f"Could not list the models: {message}"
         self._retry = self.refresh
         self._show_state()
 
     def _on_load_sent(self, model_id: str) -> None:
-        self._statuses.load_sent(model_id, self._poll_seq)
-        self._poll_soon()
+        self._statuses.load_sent(model_id, self.feed.seq)
+        self.feed.poll_soon()
 
     def _on_load_failed(self, model_id: str, message: str) -> None:
         self._statuses.load_failed(model_id, message)
         self._update_items()
-        self._poll_soon()
+        self.feed.poll_soon()
 
     def _fail(self, message: str, retry: Callable[[], None] | None) -> None:
         self._problem = message
         self._retry = retry
         self._show_state()
-
-    def _poll_soon(self) -> None:
-        QTimer.singleShot(0, self, self.poll)
-
-    def _adjust_poll(self) -> None:
-        loading = self._statuses.busy()
-        if self.watching():
-            interval = self._poll_ms * (1 if loading else WATCHED_POLL_FACTOR)
-        else:
-            interval = LOADING_POLL_MS if loading else self._poll_ms
-        if self._timer.interval() != interval:
-            self._timer.setInterval(interval)
 
     # ------------------------------------------------------------------ display
 

@@ -92,7 +92,7 @@ class TestDownload:
             registry = provider_registry(r.url)
             picker = ModelPicker(registry)
             qtbot.addWidget(picker)
-            qtbot.waitUntil(lambda: not picker._watch.supported)
+            qtbot.waitUntil(lambda: not picker.feed.watch.supported)
             dialog = GetModelDialog(registry, picker)
             qtbot.addWidget(dialog)
             dialog.reference.setText("ggml-org/tiny-GGUF")

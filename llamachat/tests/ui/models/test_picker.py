@@ -63,7 +63,9 @@ class TestPicker:
             picker = ModelPicker(registry, poll_ms=100)
             qtbot.addWidget(picker)
             qtbot.waitUntil(lambda: any(q.path == "/models/sse" for q in r.requests))
-            qtbot.waitUntil(lambda: picker._watch is not None and not picker._watch.supported)
+            qtbot.waitUntil(
+                lambda: picker.feed.watch is not None and not picker.feed.watch.supported
+            )
             picker.choose("smol")
             qtbot.waitUntil(lambda: picker.status("smol") == "loaded", timeout=5000)
             assert not picker.watching()
