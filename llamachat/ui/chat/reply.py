@@ -26,7 +26,8 @@ A reply the length limit cut (max tokens, or a full context) says so in its figu
 its row): the request ends with the reply as its last assistant message, which
 llama.cpp goes on from (a prefill), and what comes is added to the reply's own text
 and row. llama.cpp streams the prefilled text back before the new text; that echo is
-dropped.
+dropped. The reply's text, what it starts from and its place in the server's
+stream are its `reply_text.ReplyText`.
 
 A reply from llama.cpp streams under a conversation id of its own: the server keeps
 its stream, and the row's place in it (`History.reply_streams`: the bytes read and
@@ -55,6 +56,7 @@ from llamachat.history.store import History, HistoryError
 from llamachat.router import client as backend
 from llamachat.router import providers
 from llamachat.turn import Turn
+from llamachat.ui.chat.reply_text import ReplyText
 from llamachat.ui.chat.worker import StreamWorker, ToolSource, WorkerThreads
 
 if TYPE_CHECKING:
@@ -139,33 +141,18 @@ class ReplyStream(QObject):
             getattr(self._worker, event).connect(getattr(self, f"_on_{event}"))
         # While the model thinks (a llama.cpp reply): "Stop thinking" may end it.
         self.thinking = self._worker.thinking
-        # The reply's own copy of its text: what History is given, with or without a view,
-        # and kept until History has taken it.
-        self._content: list[str] = []
-        self._reasoning: list[str] = []
-        # The MCP calls made, as History stores them (`stored_call`).
-        self._tool_calls: list[dict] = []
+        # The reply's text (a Continue's or a resumed reply's goes on from what it had).
+        self._text = ReplyText(continues, resumes)
         self._usage: dict = {}
         self._timings: dict = {}
         self._cut = False
         # Continue: the reply goes on in its own row, after what it has; its figures add
         # to those of the parts before (`figures`).
-        self._echo = _Echo("")
         self._before: tuple[Mapping, Mapping] = ({}, {})
-        self._place = _Place()
         self.resumed = resumes is not None
         if continues is not None:
             self._before = (continues.get("usage") or {}, continues.get("timings") or {})
             self.message_id = continues["id"]
-            self._content = [continues.get("content") or ""]
-            self._reasoning = [continues.get("reasoning") or ""]
-            self._tool_calls = list(continues.get("tool_calls") or [])
-            self._echo = _Echo(self._content[0])
-        if continues is not None and resumes is not None:
-            # What came after the saved place is read again: the text is cut back to it.
-            self._content = [self._content[0][: int(resumes["content"])]]
-            self._reasoning = [self._reasoning[0][: int(resumes["reasoning"])]]
-            self._echo = _Echo("")
         # When the request left, and how long the first token took (ms; None until it came).
         self._sent = time.monotonic()
         self._ttft_ms: float | None = None
@@ -189,9 +176,9 @@ class ReplyStream(QObject):
             "id": self.message_id,
             "session_id": self.session_id,
             "role": "assistant",
-            "content": "".join(self._content),
-            "reasoning": "".join(self._reasoning),
-            "tool_calls": list(self._tool_calls),
+            "content": self._text.answer(),
+            "reasoning": self._text.reasoning_text(),
+            "tool_calls": list(self._text.tool_calls),
             "model": self.model,
             "status": self._status,
             "error": self._error if self._ended else "",
@@ -312,19 +299,17 @@ class ReplyStream(QObject):
     @Slot(object)
     def _on_position(self, position: object) -> None:
         if not self._ended and isinstance(position, dict):
-            self._place.moved(position, self._content, self._reasoning)
+            self._text.moved(position)
             self._dirty = True
 
     @Slot(str)
     def _on_content(self, text: str) -> None:
         if not self._ended:
-            self._place.given["content"] += len(text)
+            text = self._text.take_content(text)
             if self._ttft_ms is None or self._reading:
                 self._first_token()
-            text = self._echo.past(text)
             if not text:
                 return
-            self._content.append(text)
             self._dirty = True
             if self.view is not None:
                 self.view.append_content(text)
@@ -332,10 +317,9 @@ class ReplyStream(QObject):
     @Slot(str)
     def _on_reasoning(self, text: str) -> None:
         if not self._ended:
-            self._place.given["reasoning"] += len(text)
+            self._text.take_reasoning(text)
             if self._ttft_ms is None or self._reading:
                 self._first_token()
-            self._reasoning.append(text)
             self._dirty = True
             if self.view is not None:
                 self.view.append_reasoning(text)
@@ -369,10 +353,11 @@ class ReplyStream(QObject):
     @Slot(object)
     def _on_tool_finished(self, record: object) -> None:
         if not self._ended and isinstance(record, dict):
-            self._tool_calls.append(stored_call(record, len(self._tool_calls)))
+            calls = self._text.tool_calls
+            calls.append(stored_call(record, len(calls)))
             self._dirty = True
             if self.view is not None:
-                self.view.add_tool_call(self._tool_calls[-1])
+                self.view.add_tool_call(calls[-1])
 
     @Slot(object)
     def _on_stats(self, stats: object) -> None:
@@ -396,7 +381,7 @@ class ReplyStream(QObject):
     @Slot()
     def _on_finished(self) -> None:
         if not self._ended:
-            if self._error and self.resumed and (any(self._content) or any(self._reasoning)):
+            if self._error and self.resumed and self._text.has_text():
                 # A reply picked up again whose rest could not be read keeps what it has.
                 self._end("stopped")
             else:
@@ -424,7 +409,7 @@ class ReplyStream(QObject):
         A new reply whose row could not be added at the start is not one: each save
         tries to add it again, text or not, so its outcome is kept.
         """
-        return self.message_id is None and self._replaces is not None and not self._content
+        return self.message_id is None and self._replaces is not None and not self._text.content
 
     def _add_row(self) -> int:
         self.message_id = message_id = self.history.add_message(
@@ -496,19 +481,20 @@ def _write_row(self: ReplyStream) -> None:
             self._replaces = None
         self.history.update_message(
             message_id,
-            content="".join(self._content),
-            reasoning="".join(self._reasoning),
-            tool_calls=self._tool_calls or None,
+            content=self._text.answer(),
+            reasoning=self._text.reasoning_text(),
+            tool_calls=self._text.tool_calls or None,
             # None leaves a field as it is: the outcome is saved once the reply ended.
             status=self._status if final else None,
             error=self._error if final else None,
             usage=usage if final else None,
             timings=timings if final else None,
         )
-        if self._place.at is not None and not final:
+        place = self._text.place.at
+        if place is not None and not final:
             # After the text: a crash between the two leaves an older place, which
             # covers less of the saved text, never more.
-            self.history.reply_streams.save(message_id, self._place.at)
+            self.history.reply_streams.save(message_id, place)
     except HistoryError as exc:
         self._dirty = True
         if not self._unsaved:
@@ -542,47 +528,6 @@ _WORKER_EVENTS = (
     "failed",
     "finished",
 )
-
-
-class _Place:
-    """Where a reply stands in the server's copy of its stream, in terms of its own text."""
-
-    def __init__(self) -> None:
-        # The text the worker gave (before an echo is dropped), and the place last known.
-        self.given = {"content": 0, "reasoning": 0}
-        self.at: dict | None = None
-
-    def moved(self, position: dict, content: list[str], reasoning: list[str]) -> None:
-        """Take the worker's `position`, given after all of `content` and `reasoning` so far."""
-        # Text given after the position (the same burst) is not covered by it.
-        self.at = {
-            "conversation": position["conversation"],
-            "offset": position["offset"],
-            "content": sum(map(len, content)) - (self.given["content"] - position["content"]),
-            "reasoning": sum(map(len, reasoning))
-            - (self.given["reasoning"] - position["reasoning"]),
-        }
-
-
-class _Echo:
-    """Drops the prefilled text a server streams back first when a reply is continued."""
-
-    def __init__(self, prefill: str) -> None:
-        self._prefill = prefill
-        self._held = ""
-        self._done = not prefill
-
-    def past(self, piece: str) -> str:
-        """What of `piece` is new text: '' while it may still be the echo."""
-        if self._done:
-            return piece
-        held = self._held + piece
-        if len(held) < len(self._prefill) and self._prefill.startswith(held):
-            self._held = held
-            return ""
-        self._done = True
-        # A server that does not echo sends only the new text: kept whole.
-        return held.removeprefix(self._prefill)
 
 
 def stored_call(record: dict, index: int) -> dict:
