@@ -27,7 +27,7 @@ its row): the request ends with the reply as its last assistant message, which
 llama.cpp goes on from (a prefill), and what comes is added to the reply's own text
 and row. llama.cpp streams the prefilled text back before the new text; that echo is
 dropped. The reply's text, what it starts from and its place in the server's
-stream are its `reply_text.ReplyText`.
+stream are its `reply_text.ReplyText`; its figures, its `reply_figures.ReplyFigures`.
 
 A reply from llama.cpp streams under a conversation id of its own: the server keeps
 its stream, and the row's place in it (`History.reply_streams`: the bytes read and
@@ -46,7 +46,6 @@ then is tried again at each save; a save that fails is reported through
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal
 
@@ -56,6 +55,7 @@ from llamachat.history.store import History, HistoryError
 from llamachat.router import client as backend
 from llamachat.router import providers
 from llamachat.turn import Turn
+from llamachat.ui.chat.reply_figures import ReplyFigures
 from llamachat.ui.chat.reply_text import ReplyText
 from llamachat.ui.chat.worker import StreamWorker, ToolSource, WorkerThreads
 
@@ -143,19 +143,12 @@ class ReplyStream(QObject):
         self.thinking = self._worker.thinking
         # The reply's text (a Continue's or a resumed reply's goes on from what it had).
         self._text = ReplyText(continues, resumes)
-        self._usage: dict = {}
-        self._timings: dict = {}
-        self._cut = False
-        # Continue: the reply goes on in its own row, after what it has; its figures add
-        # to those of the parts before (`figures`).
-        self._before: tuple[Mapping, Mapping] = ({}, {})
+        # Its usage and timings (a Continue's add to those of the parts before).
+        self._figures = ReplyFigures(continues)
+        # Continue: the reply goes on in its own row, after what it has.
         self.resumed = resumes is not None
         if continues is not None:
-            self._before = (continues.get("usage") or {}, continues.get("timings") or {})
             self.message_id = continues["id"]
-        # When the request left, and how long the first token took (ms; None until it came).
-        self._sent = time.monotonic()
-        self._ttft_ms: float | None = None
         self._reading = False
         self._loading = False  # the router loads the model, before the reading
         self._load_progress: float | None = None
@@ -198,7 +191,7 @@ class ReplyStream(QObject):
         Returns once the request is on the wire, or after `wait_ms` (a connection
         still being made, a server far away).
         """
-        self._sent = time.monotonic()
+        self._figures.sent()
         threads.start(self._worker)
         self._save_timer.start()
         self._worker.wait_sent(wait_ms / 1000)
@@ -239,24 +232,18 @@ class ReplyStream(QObject):
 
     def figures(self) -> tuple[dict, dict]:
         """The reply's usage and timings so far (timings with `ttft_ms`, once known)."""
-        usage, timings = _added(self._before, self._usage, self._timings)
-        if self._ttft_ms is not None:
-            timings["ttft_ms"] = round(self._ttft_ms, 1)
-        if self._cut:
-            timings["finish_reason"] = "length"
-        return usage, timings
+        return self._figures.now()
 
     def model_loading(self, progress: float | None) -> None:
         """The router loads this reply's model (`progress` 0-1 when it says): shown until
         the prompt is read."""
-        if self._ttft_ms is None and not self._reading and not self._ended:
+        if self._figures.ttft_ms is None and not self._reading and not self._ended:
             self._loading, self._load_progress = True, progress
             if self.view is not None:
                 self.view.set_loading(self.model, progress)
 
     def _first_token(self) -> None:
-        if self._ttft_ms is None:
-            self._ttft_ms = (time.monotonic() - self._sent) * 1000
+        self._figures.first_token()
         if self._reading or self._loading:
             self._reading = self._loading = False
             if self.view is not None:
@@ -273,8 +260,8 @@ class ReplyStream(QObject):
     @Slot(object)
     def _on_timings(self, timings: object) -> None:
         if not self._ended and isinstance(timings, dict):
-            self._timings = dict(timings)
-            self.timings.emit(self._timings)
+            self._figures.timings = dict(timings)
+            self.timings.emit(self._figures.timings)
 
     def end_thinking(self) -> None:
         """Ask the server to end the model's thinking now: it answers at once."""
@@ -306,7 +293,7 @@ class ReplyStream(QObject):
     def _on_content(self, text: str) -> None:
         if not self._ended:
             text = self._text.take_content(text)
-            if self._ttft_ms is None or self._reading:
+            if self._figures.ttft_ms is None or self._reading:
                 self._first_token()
             if not text:
                 return
@@ -318,7 +305,7 @@ class ReplyStream(QObject):
     def _on_reasoning(self, text: str) -> None:
         if not self._ended:
             self._text.take_reasoning(text)
-            if self._ttft_ms is None or self._reading:
+            if self._figures.ttft_ms is None or self._reading:
                 self._first_token()
             self._dirty = True
             if self.view is not None:
@@ -362,8 +349,8 @@ class ReplyStream(QObject):
     @Slot(object)
     def _on_stats(self, stats: object) -> None:
         if not self._ended and isinstance(stats, dict):
-            self._usage = dict(stats.get("usage") or {})
-            self._timings = dict(stats.get("timings") or {})
+            self._figures.usage = dict(stats.get("usage") or {})
+            self._figures.timings = dict(stats.get("timings") or {})
             if self.view is not None:
                 self.view.set_stats(*self.figures())
             self.stats.emit(stats)
@@ -371,7 +358,7 @@ class ReplyStream(QObject):
     @Slot(str)
     def _on_cut(self, _reason: str) -> None:
         if not self._ended:
-            self._cut = True
+            self._figures.cut = True
 
     @Slot(str, object)
     def _on_failed(self, message: str, error: object) -> None:
@@ -438,7 +425,7 @@ class ReplyStream(QObject):
         if self.view is not None:
             self.view.finish()
             self.view.set_progress(None)
-            if self._timings or self._usage:
+            if self._figures.timings or self._figures.usage:
                 # Stopped or failed: the figures so far, which no stats event will bring.
                 self.view.set_stats(*self.figures())
             self.view.set_status(status, self._error)
@@ -544,23 +531,3 @@ def stored_call(record: dict, index: int) -> dict:
         "status": record.get("status", ""),
         "images": record.get("images") or [],
     }
-
-
-def _added(before: tuple[Mapping, Mapping], usage: dict, timings: dict) -> tuple[dict, dict]:
-    """A continued reply's figures: its tokens and generating time with those of the parts
-    before it (the prompt is this request's, which holds them)."""
-    usage, timings = dict(usage), dict(timings)
-    earlier_usage, earlier = before
-    tokens, ms = earlier.get("predicted_n"), earlier.get("predicted_ms")
-    if isinstance(tokens, int) and isinstance(timings.get("predicted_n"), int):
-        timings["predicted_n"] += tokens
-        if isinstance(ms, (int, float)) and isinstance(timings.get("predicted_ms"), (int, float)):
-            timings["predicted_ms"] += ms
-            if timings["predicted_ms"] > 0:
-                timings["predicted_per_second"] = timings["predicted_n"] / (
-                    timings["predicted_ms"] / 1000
-                )
-    completion = earlier_usage.get("completion_tokens")
-    if isinstance(completion, int) and isinstance(usage.get("completion_tokens"), int):
-        usage["completion_tokens"] += completion
-    return usage, timings
