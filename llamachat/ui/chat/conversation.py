@@ -8,7 +8,8 @@ helper that changes it asks the writer, through a method it is handed such as
 (`outbox.Outbox`: saves the question, sends the request, streams its reply),
 `context` (`context_watch.ContextWatch`, the meter's count of that same request) and
 `sending` (`sender.Sender`: a message, a retry or a Continue, each once checked against
-the context; Stop). Windows forward what the user does (`submit`, `stop`, `retry`, `edit`,
+the context; Stop) and `switch` (`session_switch.SessionSwitch`: a new, a stored or no
+chat opened, and the chat's parameters). Windows forward what the user does (`submit`, `stop`, `retry`, `edit`,
 `load_skill`, `unload_skill`, `new_session`, `open_session`) and turn its signals
 into widgets: `message_added` (show a sent message), `messages_reset` (show these
 rows instead), `versions_changed` (a message gained a version), `reply_started`
@@ -40,7 +41,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import QObject, QTimer, Signal, Slot
+from PySide6.QtCore import QObject, Signal, Slot
 
 from llamachat import prompts, turn
 from llamachat.config import Config
@@ -53,6 +54,7 @@ from llamachat.ui.chat.context_watch import ContextWatch
 from llamachat.ui.chat.memory import ChatMemory
 from llamachat.ui.chat.outbox import Outbox
 from llamachat.ui.chat.sender import BUSY, EMPTY, HELD, NO_MODEL, NOT_SENT, SENT, TOO_BIG, Sender
+from llamachat.ui.chat.session_switch import SessionSwitch
 from llamachat.ui.chat.skill_loader import SkillLoader
 from llamachat.ui.chat.state import CHAT, ONESHOT, AppState, ChatState, ChatWriter
 from llamachat.ui.chat.temporary import ConversationApp, TemporaryChat
@@ -194,6 +196,21 @@ class Conversation(QObject):
             notice=self.notice.emit,
             parent=self,
         )
+        # Opening and switching chats: new, stored, none; the chat's parameters.
+        self.switch = SessionSwitch(
+            self.state,
+            write,
+            history=lambda: self.history,
+            stop=self.stop,
+            discard_temporary=self.discard_temporary,
+            set_loaded=self.skills.set_loaded,
+            opened_params=self.memory.opened,
+            stored_params=self.memory.stored_params,
+            settled_messages=self.outbox.settled_messages,
+            reattach=self.outbox.reattach,
+            follow_policy=compaction.follow_policy,
+            changed=self.session_changed.emit,
+        )
         # One question sent to several models side by side (`ask`), answers kept as versions.
         self.comparer = comparer = Comparer(
             self.builder,
@@ -310,36 +327,12 @@ class Conversation(QObject):
     # ------------------------------------------------------------------ sessions
 
     def new_session(self, project: ProjectRow | None = None) -> None:
-        """Start an empty conversation, saved on the first send: no messages, and no skills
-        or parameters but those of its `project` (the window applies its prompt and model)."""
-        self.stop()
-        self.discard_temporary()
-        self.write.set_session(None)
-        self.write.set_project(project["id"] if project else None)
-        self.write.set_editing(None)
-        store = self.store
-        skills = [n for n in project["skills"] if store and store.load(n)] if project else []
-        self.skills.set_loaded(skills, persist=False)
-        self.write.set_params(self.memory.opened(dict(project["params"]) if project else {}))
-        self.session_changed.emit(None)
+        """Start an empty conversation, saved on the first send (`SessionSwitch.new`)."""
+        self.switch.new(project)
 
     def open_session(self, session_id: int) -> tuple[SessionRow, list[MessageRow]] | None:
-        """Open a stored session with its skills; its row and messages, None when it is gone."""
-        session = self.history.get_session(session_id)
-        if session is None:
-            return None
-        self.stop()
-        self.discard_temporary()
-        self.write.set_session(session_id)
-        self.write.set_editing(None)
-        # A skill gone from disk stays listed (as missing) until the user removes it.
-        self.skills.set_loaded(list(session.get("skills") or []), persist=False)
-        self.write.set_params(self.memory.opened(self.history.session_params(session_id)))
-        messages = self.outbox.settled_messages(session_id)
-        self.session_changed.emit(session_id)
-        # Once the window shows the messages: a reply left streaming goes on below them.
-        QTimer.singleShot(0, self.outbox.reattach)
-        return session, messages
+        """Open a stored session with its skills; its row and messages (`SessionSwitch.open`)."""
+        return self.switch.open(session_id)
 
     def start_temporary(self) -> None:
         """Start a temporary chat, saved in memory only (`temporary.keep` copies it out)."""
@@ -352,10 +345,7 @@ class Conversation(QObject):
 
     def leave_session(self) -> None:
         """Let go of the session without touching it (one-shot: it went on to the chat)."""
-        self.stop()
-        self.write.set_session(None)
-        self.skills.set_loaded([], persist=False)
-        self.write.set_params({})
+        self.switch.leave()
 
     # ------------------------------------------------------------------ parameters
 
@@ -369,10 +359,7 @@ class Conversation(QObject):
 
     def set_params(self, values: dict) -> None:
         """Override request parameters for this chat from the next request on (saved with it)."""
-        self.write.set_params({k: v for k, v in values.items() if v is not None})
-        if self.state.session_id is not None:
-            self.history.set_session_params(self.state.session_id, self.memory.stored_params())
-        self.compaction.follow_policy()
+        self.switch.set_params(values)
 
     # ------------------------------------------------------------------ skills
 

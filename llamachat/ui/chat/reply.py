@@ -26,7 +26,8 @@ A reply the length limit cut (max tokens, or a full context) says so in its figu
 its row): the request ends with the reply as its last assistant message, which
 llama.cpp goes on from (a prefill), and what comes is added to the reply's own text
 and row. llama.cpp streams the prefilled text back before the new text; that echo is
-dropped.
+dropped. The reply's text, what it starts from and its place in the server's
+stream are its `reply_text.ReplyText`; its figures, its `reply_figures.ReplyFigures`.
 
 A reply from llama.cpp streams under a conversation id of its own: the server keeps
 its stream, and the row's place in it (`History.reply_streams`: the bytes read and
@@ -45,7 +46,6 @@ then is tried again at each save; a save that fails is reported through
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal
 
@@ -55,6 +55,8 @@ from llamachat.history.store import History, HistoryError
 from llamachat.router import client as backend
 from llamachat.router import providers
 from llamachat.turn import Turn
+from llamachat.ui.chat.reply_figures import ReplyFigures
+from llamachat.ui.chat.reply_text import ReplyText
 from llamachat.ui.chat.worker import StreamWorker, ToolSource, WorkerThreads
 
 if TYPE_CHECKING:
@@ -139,36 +141,14 @@ class ReplyStream(QObject):
             getattr(self._worker, event).connect(getattr(self, f"_on_{event}"))
         # While the model thinks (a llama.cpp reply): "Stop thinking" may end it.
         self.thinking = self._worker.thinking
-        # The reply's own copy of its text: what History is given, with or without a view,
-        # and kept until History has taken it.
-        self._content: list[str] = []
-        self._reasoning: list[str] = []
-        # The MCP calls made, as History stores them (`stored_call`).
-        self._tool_calls: list[dict] = []
-        self._usage: dict = {}
-        self._timings: dict = {}
-        self._cut = False
-        # Continue: the reply goes on in its own row, after what it has; its figures add
-        # to those of the parts before (`figures`).
-        self._echo = _Echo("")
-        self._before: tuple[Mapping, Mapping] = ({}, {})
-        self._place = _Place()
+        # The reply's text (a Continue's or a resumed reply's goes on from what it had).
+        self._text = ReplyText(continues, resumes)
+        # Its usage and timings (a Continue's add to those of the parts before).
+        self._figures = ReplyFigures(continues)
+        # Continue: the reply goes on in its own row, after what it has.
         self.resumed = resumes is not None
         if continues is not None:
-            self._before = (continues.get("usage") or {}, continues.get("timings") or {})
             self.message_id = continues["id"]
-            self._content = [continues.get("content") or ""]
-            self._reasoning = [continues.get("reasoning") or ""]
-            self._tool_calls = list(continues.get("tool_calls") or [])
-            self._echo = _Echo(self._content[0])
-        if continues is not None and resumes is not None:
-            # What came after the saved place is read again: the text is cut back to it.
-            self._content = [self._content[0][: int(resumes["content"])]]
-            self._reasoning = [self._reasoning[0][: int(resumes["reasoning"])]]
-            self._echo = _Echo("")
-        # When the request left, and how long the first token took (ms; None until it came).
-        self._sent = time.monotonic()
-        self._ttft_ms: float | None = None
         self._reading = False
         self._loading = False  # the router loads the model, before the reading
         self._load_progress: float | None = None
@@ -189,9 +169,9 @@ class ReplyStream(QObject):
             "id": self.message_id,
             "session_id": self.session_id,
             "role": "assistant",
-            "content": "".join(self._content),
-            "reasoning": "".join(self._reasoning),
-            "tool_calls": list(self._tool_calls),
+            "content": self._text.answer(),
+            "reasoning": self._text.reasoning_text(),
+            "tool_calls": list(self._text.tool_calls),
             "model": self.model,
             "status": self._status,
             "error": self._error if self._ended else "",
@@ -211,7 +191,7 @@ class ReplyStream(QObject):
         Returns once the request is on the wire, or after `wait_ms` (a connection
         still being made, a server far away).
         """
-        self._sent = time.monotonic()
+        self._figures.sent()
         threads.start(self._worker)
         self._save_timer.start()
         self._worker.wait_sent(wait_ms / 1000)
@@ -252,24 +232,18 @@ class ReplyStream(QObject):
 
     def figures(self) -> tuple[dict, dict]:
         """The reply's usage and timings so far (timings with `ttft_ms`, once known)."""
-        usage, timings = _added(self._before, self._usage, self._timings)
-        if self._ttft_ms is not None:
-            timings["ttft_ms"] = round(self._ttft_ms, 1)
-        if self._cut:
-            timings["finish_reason"] = "length"
-        return usage, timings
+        return self._figures.now()
 
     def model_loading(self, progress: float | None) -> None:
         """The router loads this reply's model (`progress` 0-1 when it says): shown until
         the prompt is read."""
-        if self._ttft_ms is None and not self._reading and not self._ended:
+        if self._figures.ttft_ms is None and not self._reading and not self._ended:
             self._loading, self._load_progress = True, progress
             if self.view is not None:
                 self.view.set_loading(self.model, progress)
 
     def _first_token(self) -> None:
-        if self._ttft_ms is None:
-            self._ttft_ms = (time.monotonic() - self._sent) * 1000
+        self._figures.first_token()
         if self._reading or self._loading:
             self._reading = self._loading = False
             if self.view is not None:
@@ -286,8 +260,8 @@ class ReplyStream(QObject):
     @Slot(object)
     def _on_timings(self, timings: object) -> None:
         if not self._ended and isinstance(timings, dict):
-            self._timings = dict(timings)
-            self.timings.emit(self._timings)
+            self._figures.timings = dict(timings)
+            self.timings.emit(self._figures.timings)
 
     def end_thinking(self) -> None:
         """Ask the server to end the model's thinking now: it answers at once."""
@@ -312,19 +286,17 @@ class ReplyStream(QObject):
     @Slot(object)
     def _on_position(self, position: object) -> None:
         if not self._ended and isinstance(position, dict):
-            self._place.moved(position, self._content, self._reasoning)
+            self._text.moved(position)
             self._dirty = True
 
     @Slot(str)
     def _on_content(self, text: str) -> None:
         if not self._ended:
-            self._place.given["content"] += len(text)
-            if self._ttft_ms is None or self._reading:
+            text = self._text.take_content(text)
+            if self._figures.ttft_ms is None or self._reading:
                 self._first_token()
-            text = self._echo.past(text)
             if not text:
                 return
-            self._content.append(text)
             self._dirty = True
             if self.view is not None:
                 self.view.append_content(text)
@@ -332,10 +304,9 @@ class ReplyStream(QObject):
     @Slot(str)
     def _on_reasoning(self, text: str) -> None:
         if not self._ended:
-            self._place.given["reasoning"] += len(text)
-            if self._ttft_ms is None or self._reading:
+            self._text.take_reasoning(text)
+            if self._figures.ttft_ms is None or self._reading:
                 self._first_token()
-            self._reasoning.append(text)
             self._dirty = True
             if self.view is not None:
                 self.view.append_reasoning(text)
@@ -369,16 +340,17 @@ class ReplyStream(QObject):
     @Slot(object)
     def _on_tool_finished(self, record: object) -> None:
         if not self._ended and isinstance(record, dict):
-            self._tool_calls.append(stored_call(record, len(self._tool_calls)))
+            calls = self._text.tool_calls
+            calls.append(stored_call(record, len(calls)))
             self._dirty = True
             if self.view is not None:
-                self.view.add_tool_call(self._tool_calls[-1])
+                self.view.add_tool_call(calls[-1])
 
     @Slot(object)
     def _on_stats(self, stats: object) -> None:
         if not self._ended and isinstance(stats, dict):
-            self._usage = dict(stats.get("usage") or {})
-            self._timings = dict(stats.get("timings") or {})
+            self._figures.usage = dict(stats.get("usage") or {})
+            self._figures.timings = dict(stats.get("timings") or {})
             if self.view is not None:
                 self.view.set_stats(*self.figures())
             self.stats.emit(stats)
@@ -386,7 +358,7 @@ class ReplyStream(QObject):
     @Slot(str)
     def _on_cut(self, _reason: str) -> None:
         if not self._ended:
-            self._cut = True
+            self._figures.cut = True
 
     @Slot(str, object)
     def _on_failed(self, message: str, error: object) -> None:
@@ -396,7 +368,7 @@ class ReplyStream(QObject):
     @Slot()
     def _on_finished(self) -> None:
         if not self._ended:
-            if self._error and self.resumed and (any(self._content) or any(self._reasoning)):
+            if self._error and self.resumed and self._text.has_text():
                 # A reply picked up again whose rest could not be read keeps what it has.
                 self._end("stopped")
             else:
@@ -424,7 +396,7 @@ class ReplyStream(QObject):
         A new reply whose row could not be added at the start is not one: each save
         tries to add it again, text or not, so its outcome is kept.
         """
-        return self.message_id is None and self._replaces is not None and not self._content
+        return self.message_id is None and self._replaces is not None and not self._text.content
 
     def _add_row(self) -> int:
         self.message_id = message_id = self.history.add_message(
@@ -453,7 +425,7 @@ class ReplyStream(QObject):
         if self.view is not None:
             self.view.finish()
             self.view.set_progress(None)
-            if self._timings or self._usage:
+            if self._figures.timings or self._figures.usage:
                 # Stopped or failed: the figures so far, which no stats event will bring.
                 self.view.set_stats(*self.figures())
             self.view.set_status(status, self._error)
@@ -496,19 +468,20 @@ def _write_row(self: ReplyStream) -> None:
             self._replaces = None
         self.history.update_message(
             message_id,
-            content="".join(self._content),
-            reasoning="".join(self._reasoning),
-            tool_calls=self._tool_calls or None,
+            content=self._text.answer(),
+            reasoning=self._text.reasoning_text(),
+            tool_calls=self._text.tool_calls or None,
             # None leaves a field as it is: the outcome is saved once the reply ended.
             status=self._status if final else None,
             error=self._error if final else None,
             usage=usage if final else None,
             timings=timings if final else None,
         )
-        if self._place.at is not None and not final:
+        place = self._text.place.at
+        if place is not None and not final:
             # After the text: a crash between the two leaves an older place, which
             # covers less of the saved text, never more.
-            self.history.reply_streams.save(message_id, self._place.at)
+            self.history.reply_streams.save(message_id, place)
     except HistoryError as exc:
         self._dirty = True
         if not self._unsaved:
@@ -544,47 +517,6 @@ _WORKER_EVENTS = (
 )
 
 
-class _Place:
-    """Where a reply stands in the server's copy of its stream, in terms of its own text."""
-
-    def __init__(self) -> None:
-        # The text the worker gave (before an echo is dropped), and the place last known.
-        self.given = {"content": 0, "reasoning": 0}
-        self.at: dict | None = None
-
-    def moved(self, position: dict, content: list[str], reasoning: list[str]) -> None:
-        """Take the worker's `position`, given after all of `content` and `reasoning` so far."""
-        # Text given after the position (the same burst) is not covered by it.
-        self.at = {
-            "conversation": position["conversation"],
-            "offset": position["offset"],
-            "content": sum(map(len, content)) - (self.given["content"] - position["content"]),
-            "reasoning": sum(map(len, reasoning))
-            - (self.given["reasoning"] - position["reasoning"]),
-        }
-
-
-class _Echo:
-    """Drops the prefilled text a server streams back first when a reply is continued."""
-
-    def __init__(self, prefill: str) -> None:
-        self._prefill = prefill
-        self._held = ""
-        self._done = not prefill
-
-    def past(self, piece: str) -> str:
-        """What of `piece` is new text: '' while it may still be the echo."""
-        if self._done:
-            return piece
-        held = self._held + piece
-        if len(held) < len(self._prefill) and self._prefill.startswith(held):
-            self._held = held
-            return ""
-        self._done = True
-        # A server that does not echo sends only the new text: kept whole.
-        return held.removeprefix(self._prefill)
-
-
 def stored_call(record: dict, index: int) -> dict:
     """An MCP call's `mcp_done` record as History keeps it in a message's tool_calls.
 
@@ -599,23 +531,3 @@ def stored_call(record: dict, index: int) -> dict:
         "status": record.get("status", ""),
         "images": record.get("images") or [],
     }
-
-
-def _added(before: tuple[Mapping, Mapping], usage: dict, timings: dict) -> tuple[dict, dict]:
-    """A continued reply's figures: its tokens and generating time with those of the parts
-    before it (the prompt is this request's, which holds them)."""
-    usage, timings = dict(usage), dict(timings)
-    earlier_usage, earlier = before
-    tokens, ms = earlier.get("predicted_n"), earlier.get("predicted_ms")
-    if isinstance(tokens, int) and isinstance(timings.get("predicted_n"), int):
-        timings["predicted_n"] += tokens
-        if isinstance(ms, (int, float)) and isinstance(timings.get("predicted_ms"), (int, float)):
-            timings["predicted_ms"] += ms
-            if timings["predicted_ms"] > 0:
-                timings["predicted_per_second"] = timings["predicted_n"] / (
-                    timings["predicted_ms"] / 1000
-                )
-    completion = earlier_usage.get("completion_tokens")
-    if isinstance(completion, int) and isinstance(usage.get("completion_tokens"), int):
-        usage["completion_tokens"] += completion
-    return usage, timings
