@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, cast
 from PySide6.QtWidgets import QCheckBox, QFileDialog, QMessageBox, QWidget
 
 from llamachat.config import ConfigError
-
 from llamachat.history.export import export_markdown, export_path_json, write_file
 from llamachat.history.store import HistoryError, MessageRow, SessionRow
 from llamachat.ui import plain

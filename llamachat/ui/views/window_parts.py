@@ -32,12 +32,12 @@ from llamachat.ui import first_run, plain
 from llamachat.ui.app import App
 from llamachat.ui.chat.composer_drafts import Drafts
 from llamachat.ui.chat.conversation import Conversation
-from llamachat.ui.models.warm_start import WarmStart
 from llamachat.ui.chat_sessions import ChatSessions
 from llamachat.ui.library.chat_libraries import ChatLibraries
 from llamachat.ui.memory.chat_memories import ChatMemories
 from llamachat.ui.models.choice import ModelChoice
 from llamachat.ui.models.picker import ModelPicker
+from llamachat.ui.models.warm_start import WarmStart
 from llamachat.ui.router_guide import RouterGuide
 from llamachat.ui.skills.chat_skills import ChatSkills
 from llamachat.ui.views.chips import SkillChips, SkillSuggestions
