@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
-import threading
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -30,6 +32,25 @@ from llamachat.ui import instance
 from llamachat.ui.instance import RunningInstance, payload, socket_name
 
 
+def _hand_over_from_another_process(name: str, message: dict) -> subprocess.Popen:
+    """Start a process that hands `message` over and prints what hand_over() gave."""
+
+    script = (
+        "import json, sys\n"
+        "from llamachat.ui import instance\n"
+        "try:\n"
+        "    print(instance.hand_over(sys.argv[1], json.loads(sys.argv[2])))\n"
+        "except instance.InstanceError as exc:\n"
+        "    print(exc)\n"
+    )
+    return subprocess.Popen(
+        [sys.executable, "-c", script, name, json.dumps(message)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "QT_QPA_PLATFORM": "offscreen"},
+    )
+
+
 class TestInstance:
     """One llamachat per user: its local socket, command lines handed over, signals."""
 
@@ -47,33 +68,26 @@ class TestInstance:
     def test_instance_server_receives_a_hand_over_and_refuses_garbage(
         self, qtbot, tmp_path
     ) -> None:
-        """hand_over() delivers argv, cwd and stdin; a malformed message is refused, not acted on."""
+        """hand_over() delivers argv, cwd and stdin; a malformed message is refused, not acted on.
+
+        The hand-over runs in a second process, as a later `llamachat` does: a QLocalSocket
+        driven from a Python thread of this process crashed the suite once (exit 139)."""
 
         name = instance.socket_name(tmp_path / "c.toml")
         assert instance.hand_over(name, instance.payload([], "/")) is False
         server = instance.InstanceServer(name)
         assert server.listen() and server.is_listening()
-        results: list = []
         message = instance.payload(["ask", "hi"], "/some/where", "piped\n")
         try:
             with qtbot.waitSignal(server.received, timeout=10000) as got:
-                thread = threading.Thread(
-                    target=lambda: results.append(instance.hand_over(name, message))
-                )
-                thread.start()
-            qtbot.waitUntil(lambda: not thread.is_alive(), timeout=10000)
-            assert got.args[0] == message and results == [True]
+                delivered = _hand_over_from_another_process(name, message)
+            qtbot.waitUntil(lambda: delivered.poll() is not None, timeout=10000)
+            assert got.args[0] == message
+            assert delivered.communicate()[0].strip() == "True"
 
-            def garbage() -> None:
-                try:
-                    instance.hand_over(name, {"not": "argv"})
-                except instance.InstanceError as exc:
-                    results.append(str(exc))
-
-            thread = threading.Thread(target=garbage)
-            thread.start()
-            qtbot.waitUntil(lambda: not thread.is_alive(), timeout=10000)
-            assert "refused" in results[-1]
+            refused = _hand_over_from_another_process(name, {"not": "argv"})
+            qtbot.waitUntil(lambda: refused.poll() is not None, timeout=10000)
+            assert "refused" in refused.communicate()[0]
         finally:
             server.close()
 
