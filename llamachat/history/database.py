@@ -344,8 +344,8 @@ def _refuse_foreign(conn: sqlite3.Connection, path: Path) -> None:
 
 
 def salvage(conn: sqlite3.Connection, source: Path) -> int:
-    """Copy into `conn` (in the caller's transaction) every session and message still
-    readable in the damaged `source`; how many messages.
+    """Copy into `conn` (in the caller's transaction) every project, session, message and
+    memory still readable in the damaged `source`; how many messages.
 
     SQLite's `.recover` is not in Python's sqlite3, so rows are read in rowid blocks,
     and a block that fails is read row by row: a damaged page costs its own rows only.
@@ -354,68 +354,132 @@ def salvage(conn: sqlite3.Connection, source: Path) -> int:
         old = sqlite3.connect(f"{source.as_uri()}?mode=ro", uri=True)
         names = {
             table: [row[1] for row in old.execute(f"PRAGMA table_info({table})")]
-            for table in ("sessions", "messages")
+            for table in ("projects", "sessions", "messages", "memories")
         }
     except sqlite3.Error as exc:
         log.warning("nothing could be read from the damaged history %s: %s", source, exc)
         return 0
-    sessions: set[int] = set()
-    orphans: int | None = None
-    messages = 0
     try:
+        projects = _copy_rows(conn, old, "projects", _shared_columns(conn, names, "projects"))
         known = _LEGACY_COLUMNS["sessions"]
         columns = [
-            c for c in names["sessions"] if c in known or c in ("id", "active_leaf", "pinned")
+            c
+            for c in names["sessions"]
+            if c in known or c in ("id", "active_leaf", "pinned", "project_id")
         ]
-        for row in _readable_rows(old, "sessions", columns) if "id" in columns else ():
-            try:
-                conn.execute(
-                    f"INSERT INTO sessions ({', '.join(columns)}) VALUES "
-                    f"({', '.join('?' * len(columns))})",
-                    row,
-                )
-            except sqlite3.IntegrityError:
-                continue
-            sessions.add(row[columns.index("id")])
-        known = _LEGACY_COLUMNS["messages"]
-        columns = [
-            c for c in names["messages"] if c in known or c in ("id", "session_id", "parent_id")
-        ]
-        if "session_id" not in columns or "role" not in names["messages"]:
-            columns = []
-        else:
-            columns.append("role")
-        for row in _readable_rows(old, "messages", columns) if columns else ():
-            values = list(row)
-            at = columns.index("session_id")
-            if values[at] not in sessions:
-                if orphans is None:
-                    orphans = int(
-                        conn.execute(
-                            "INSERT INTO sessions (title, created_at, updated_at)"
-                            " VALUES ('Recovered messages', ?, ?)",
-                            (time.time(), time.time()),
-                        ).lastrowid  # type: ignore[arg-type]
-                    )
-                values[at] = orphans
-            try:
-                conn.execute(
-                    f"INSERT INTO messages ({', '.join(columns)}) VALUES "
-                    f"({', '.join('?' * len(columns))})",
-                    values,
-                )
-            except sqlite3.IntegrityError:
-                continue
-            messages += 1
-        # A damaged page cost some messages their parent: they follow the one
-        # written before them (a file from before trees gets each session as a path).
-        relink = _REPAIR if "parent_id" in names["messages"] else _CHAIN
-        for statement in _statements(relink):
-            conn.execute(statement)
+        # A chat whose project was lost is kept, outside any project.
+        sessions = _copy_rows(conn, old, "sessions", columns, nulled={"project_id": projects})
+        messages = _salvage_messages(conn, old, names["messages"], sessions)
+        # Each memory goes where its references allow: a memory of a lost project goes
+        # with it (as deleting the project does), one whose chat or message was lost
+        # stays, no longer linked to them.
+        memories = _copy_rows(
+            conn,
+            old,
+            "memories",
+            _shared_columns(conn, names, "memories"),
+            nulled={"session_id": sessions, "message_id": messages},
+            required={"project_id": projects},
+        )
     finally:
         old.close()
-    log.warning("salvaged %d sessions and %d messages from %s", len(sessions), messages, source)
-    return messages
+    log.warning(
+        "salvaged %d projects, %d sessions, %d messages and %d memories from %s",
+        len(projects),
+        len(sessions),
+        len(messages),
+        len(memories),
+        source,
+    )
+    return len(messages)
+
+
+def _shared_columns(conn: sqlite3.Connection, names: dict[str, list[str]], table: str) -> list[str]:
+    """The columns of the damaged file's `table` that the fresh one has too."""
+    ours = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+    return [c for c in names[table] if c in ours]
+
+
+def _copy_rows(
+    conn: sqlite3.Connection,
+    old: sqlite3.Connection,
+    table: str,
+    columns: list[str],
+    *,
+    nulled: dict[str, set[int]] | None = None,
+    required: dict[str, set[int]] | None = None,
+) -> set[int]:
+    """Copy the readable rows of `table`; the ids copied.
+
+    A reference in `nulled` to a row that was not salvaged becomes NULL; a row with a
+    reference in `required` to a row that was not salvaged is left out.
+    """
+    copied: set[int] = set()
+    if "id" not in columns:
+        return copied
+    at = {
+        name: columns.index(name)
+        for name in {**(nulled or {}), **(required or {})}
+        if name in columns
+    }
+    insert = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+    for row in _readable_rows(old, table, columns):
+        values = list(row)
+        if any(
+            values[at[name]] is not None and values[at[name]] not in kept
+            for name, kept in (required or {}).items()
+            if name in at
+        ):
+            continue
+        for name, kept in (nulled or {}).items():
+            if name in at and values[at[name]] not in kept:
+                values[at[name]] = None
+        try:
+            conn.execute(insert, values)
+        except sqlite3.IntegrityError:
+            continue
+        copied.add(values[columns.index("id")])
+    return copied
+
+
+def _salvage_messages(
+    conn: sqlite3.Connection, old: sqlite3.Connection, names: list[str], sessions: set[int]
+) -> set[int]:
+    """Copy the readable messages; those whose chat was lost go to a "Recovered
+    messages" chat. The ids copied."""
+    known = _LEGACY_COLUMNS["messages"]
+    columns = [c for c in names if c in known or c in ("id", "session_id", "parent_id")]
+    if "session_id" not in columns or "role" not in names:
+        return set()
+    columns.append("role")
+    orphans: int | None = None
+    copied: set[int] = set()
+    insert = f"INSERT INTO messages ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+    for row in _readable_rows(old, "messages", columns):
+        values = list(row)
+        at = columns.index("session_id")
+        if values[at] not in sessions:
+            if orphans is None:
+                orphans = int(
+                    conn.execute(
+                        "INSERT INTO sessions (title, created_at, updated_at)"
+                        " VALUES ('Recovered messages', ?, ?)",
+                        (time.time(), time.time()),
+                    ).lastrowid  # type: ignore[arg-type]
+                )
+            values[at] = orphans
+        try:
+            conn.execute(insert, values)
+        except sqlite3.IntegrityError:
+            continue
+        if "id" in columns:
+            copied.add(values[columns.index("id")])
+    # A damaged page cost some messages their parent: they follow the one written
+    # before them (a file from before trees gets each session as a path).
+    relink = _REPAIR if "parent_id" in names else _CHAIN
+    for statement in _statements(relink):
+        conn.execute(statement)
+    return copied
 
 
 def purge(conn: sqlite3.Connection, where: str, params: tuple) -> int:

@@ -222,6 +222,49 @@ class TestDatabase:
         finally:
             history.close()
 
+    def test_fault_salvage_keeps_projects_chats_in_them_and_memories(self, tmp_path: Path) -> None:
+        """A damaged history keeps its projects, each chat in its project, and the memories:
+        a memory whose message was on the damaged page stays, unlinked from it."""
+
+        path = tmp_path / "history.db"
+        with History(path) as history:
+            project = history.projects.create("Garden")
+            in_project = history.create_session("chat", title="tomatoes", project_id=project)
+            lost_message = 0
+            for n in range(200):
+                session = history.create_session("chat", title=f"chat {n:03d}")
+                message = history.add_message(session, "user", f"marker{n:03d}q " + "filler " * 60)
+                if n == 100:
+                    lost_message = message
+            history.add_message(in_project, "user", "when do I plant tomatoes?")
+            everywhere = history.memories.add("I live in Lyon.")
+            gardening = history.memories.add("Raised beds, clay soil.", project_id=project)
+            linked = history.memories.add(
+                "Likes short answers.", session_id=in_project, message_id=lost_message
+            )
+        data = bytearray(path.read_bytes())
+        hit = data.find(b"marker100q")
+        start = hit // 4096 * 4096
+        data[start : start + 4096] = b"\xa5" * 4096
+        path.write_bytes(bytes(data))
+
+        history = History(path)
+        try:
+            assert history.recovered_from is not None and history.salvaged > 0
+            assert [p["name"] for p in history.projects.listed()] == ["Garden"]
+            assert history.get_session(in_project)["project_id"] == project
+            assert [m["content"] for m in history.messages(in_project)] == [
+                "when do I plant tomatoes?"
+            ]
+            every = {m["id"]: m for m in history.memories.listed(every=True)}
+            assert set(every) == {everywhere, gardening, linked}
+            assert every[gardening]["project_id"] == project
+            assert every[linked]["message_id"] is None
+            assert every[linked]["session_id"] == in_project
+            history.memories.add("still writable")
+        finally:
+            history.close()
+
     def test_fault_an_unrelated_sqlite_file_is_refused_not_taken_over(self, tmp_path: Path) -> None:
         """history_path pointing at another program's SQLite file: a HistoryError that says so;
         the file is left byte for byte, nothing is moved aside or migrated."""
