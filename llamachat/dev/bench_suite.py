@@ -13,7 +13,7 @@ a process of its own (as llama-server would):
 4. CPU per token: the process's CPU time (every thread) while a reply streams at 20
    tokens/s after 100,000 tokens of history, less the CPU the same window spends idle
    for as long, per token;
-   compare (full run only): from `Conversation.compare` to four requests on the wire,
+   compare (full run only): from `Comparer.ask` to four requests written to their sockets,
    and the stalls while four columns stream 1,000 tokens/s each (`bench_compare`);
 5. flatness: per-token streaming cost after 100,000 tokens of history over the cost
    in an empty conversation (`bench_render.run_flatness`);
@@ -564,24 +564,32 @@ def bench_compare(live_tokens: int) -> list[Figure]:
             raise RuntimeError("the comparison was not sent")
         heartbeat.start()
         comparison = window.chat.comparer.current
+        # On the wire when the client wrote it to its socket: the scripted router is one
+        # Python process whose handler threads share a GIL, so its own "received" stamps
+        # come one after another (about 10 ms apart) where llama-server's would not.
+        replies = [reply for reply in comparison.replies if reply is not None]
         while comparison.running():
             _run_loop_for(0.05)
         heartbeat.stop()
+        written = [reply.sent_at() for reply in replies]
+        if len(written) != len(COMPARED) or None in written:
+            raise RuntimeError("a column's request was not sent at once")
         received = [at for at, _finished in router.times()[-len(COMPARED) :]]
         text = "".join(fast)
         view = window.compare.view
         if view is None or any(c.view.content() != text for c in view.columns):
             raise RuntimeError("a column lost streamed text")
-    wire_ms = (max(received) - sent) * 1000
+    wire_ms = (max(at for at in written if at is not None) - sent) * 1000
+    router_ms = (max(received) - sent) * 1000
     late = heartbeat.late_ms
     p99, worst = _percentile(late, 0.99), max(late)
     return [
         Figure(
             f"compare: send to all {len(COMPARED)} requests on the wire",
-            f"{wire_ms:.1f} ms",
+            f"{wire_ms:.1f} ms (the scripted router logged the last at {router_ms:.1f} ms)",
             "<= 10 ms",
             wire_ms <= 10,
-            {"ms": wire_ms},
+            {"ms": wire_ms, "router_ms": router_ms},
         ),
         Figure(
             f"compare: event-loop stalls, {len(COMPARED)} columns at {LIVE_RATE:,} tokens/s each",

@@ -120,19 +120,25 @@ class Comparison(QObject):
 
     def start(self) -> None:
         """Send to the loaded models at once; the others wait their turn, one at a time."""
+        at_once: list[tuple[int, ReplyStream]] = []
         for index, model in enumerate(self.models):
             if self._model_status(model) in NOT_LOADED:
                 self.loads[index] = True
                 self._queued.append(index)
-            else:
-                self._run(index)
+            elif (reply := self._build(index)) is not None:
+                at_once.append((index, reply))
+        # Every request goes out before any reply's row is added: a row is an SQLite write
+        # on this thread, holding the GIL the workers need to send.
+        for _index, reply in at_once:
+            reply.send(self._threads)
         self._next()
         # As a normal send does (`reply.SEND_WAIT_MS`), the window builds its columns only
         # once the requests are out, or that long: building them holds the GIL.
         deadline = time.monotonic() + SEND_WAIT_MS / 1000
-        for reply in self.replies:
-            if reply is not None:
-                reply.request_sent(max(0.0, deadline - time.monotonic()))
+        for _index, reply in at_once:
+            reply.request_sent(max(0.0, deadline - time.monotonic()))
+        for index, reply in at_once:
+            self._began(index, reply)
 
     def running(self) -> bool:
         """True until every column ended (or was stopped before it was sent)."""
@@ -179,6 +185,13 @@ class Comparison(QObject):
             log.warning("the pick of %s was not kept: %s", self.models[index], exc)
 
     def _run(self, index: int) -> None:
+        reply = self._build(index)
+        if reply is not None:
+            reply.start(self._threads, wait_ms=0)
+            self._began(index, reply)
+
+    def _build(self, index: int) -> ReplyStream | None:
+        """Column `index`'s reply, ready to send (None: it could not be, the column ended)."""
         model = self.models[index]
         request = dataclasses.replace(self.request, model=model, params=self._params_for(model))
         history = self._app.history
@@ -196,13 +209,16 @@ class Comparison(QObject):
             )
         except HistoryError as exc:
             self._ended(index, "error", f"Not sent: the reply could not be saved. {exc}")
-            return
+            return None
         self.replies[index] = reply
         self.statuses[index] = "streaming"
         self.waiting[index] = ""
         reply.ended.connect(lambda status, error: self._on_reply_ended(index, status, error))
-        # No column waits for the wire: the threads of all of them send meanwhile.
-        reply.start(self._threads, wait_ms=0)
+        return reply
+
+    def _began(self, index: int, reply: ReplyStream) -> None:
+        """Column `index`'s request is out: its row, and a view may attach."""
+        reply.add_row()
         self.message_ids[index] = reply.message_id
         self.column_started.emit(index, reply)
 
@@ -330,10 +346,12 @@ class Comparer(QObject):
         except HistoryError as exc:
             self.notice.emit(f"Not sent: the message could not be saved. {exc}", 0)
             return NOT_SENT
-        self.message_added.emit(row)
         # Built once, for the first model; every column sends it with its own model's name.
         request = self._builder.next_turn(models[0], n_ctx=self._context_size())
-        return self._compare(row["session_id"], row["id"], request, models, blind)
+        # The window shows the question once the requests are out: a view built holds the GIL.
+        outcome = self._compare(row["session_id"], row["id"], request, models, blind)
+        self.message_added.emit(row)
+        return outcome
 
     def _compare(
         self, session_id: int, question_id: int, request: Turn, models: list[str], blind: bool

@@ -191,12 +191,20 @@ class ReplyStream(QObject):
         Returns once the request is on the wire, or after `wait_ms` (a connection
         still being made, a server far away).
         """
+        self.send(threads)
+        self._worker.wait_sent(wait_ms / 1000)
+        self.add_row()
+
+    def send(self, threads: WorkerThreads) -> None:
+        """Run the worker on a thread of `threads` (the request goes out) and start the
+        once-a-second save; `add_row` then adds the reply's row (`start` does both)."""
         self._figures.sent()
         threads.start(self._worker)
         self._save_timer.start()
-        self._worker.wait_sent(wait_ms / 1000)
+
+    def add_row(self) -> None:
+        """Add a new reply's row, while the server reads the request rather than before."""
         if self._replaces is None and self.message_id is None:
-            # The reply's row, while the server reads the request rather than before.
             try:
                 self._add_row()
             except HistoryError as exc:
@@ -210,6 +218,10 @@ class ReplyStream(QObject):
     def request_sent(self, wait_s: float = 0.0) -> bool:
         """True once the reply's request has been written to the server (waiting `wait_s`)."""
         return self._worker.wait_sent(wait_s)
+
+    def sent_at(self) -> float | None:
+        """When the request was written to the server's socket (`time.monotonic()`; None: not yet)."""
+        return self._worker.sent_at()
 
     def stop(self) -> None:
         """Stop the reply now, keeping what arrived (saved as "stopped")."""

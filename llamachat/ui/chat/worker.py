@@ -168,7 +168,7 @@ class StreamWorker(QObject):
         self.request = request
         """The request sent, as built (its send's MCP tools joined in the worker thread)."""
         self._cancel = threading.Event()
-        self._sent = threading.Event()
+        self._sent = _Stamped()
         self._lock = threading.Lock()
         self._pending: list[backend.StreamEvent] = []
         # True from the wake-up the worker posts until the drain that takes the list.
@@ -221,6 +221,10 @@ class StreamWorker(QObject):
     def wait_sent(self, timeout_s: float) -> bool:
         """Wait until the request is on the wire, at most `timeout_s`; True when it is."""
         return self._sent.wait(timeout_s)
+
+    def sent_at(self) -> float | None:
+        """When the request was on the wire (`time.monotonic()`; None: not yet)."""
+        return self._sent.at
 
     def _post(self, kind: str, value: object) -> None:
         if kind in _TEXT_KINDS:
@@ -410,6 +414,19 @@ _SIGNALS = {
     "stats": "stats",
     "failed": "failed",
 }
+
+
+class _Stamped(threading.Event):
+    """An event that keeps when it was set: the client sets it once the request is written
+    to the socket, so a reply knows when it went out on the client's side."""
+
+    at: float | None = None
+
+    def set(self) -> None:
+        """Set the event, keeping the time of the first set."""
+        if self.at is None:
+            self.at = time.monotonic()
+        super().set()
 
 
 class WorkerThreads(QObject):

@@ -151,6 +151,32 @@ class TestComparison:
             assert stored[message_id]["status"] == "stopped"
             assert stored[message_id]["content"].startswith(name)
 
+    def test_each_column_knows_when_its_request_was_written(
+        self, conversation, router, qtbot
+    ) -> None:
+        """Every loaded model's request goes out at once, each stamped when the client wrote
+        it to its socket (what the bench times), and each column's reply has its row."""
+
+        chat, history = conversation()
+        for name in FOUR:
+            router.script_for(name, Reply(content=[f"{name} ", "more"], stall_after=1))
+        started: list = []
+        chat.comparer.started.connect(started.append)
+        before = time.monotonic()
+        assert chat.comparer.ask("Go", list(FOUR)) == compare.SENT
+        comparison = started[0]
+        replies = list(comparison.replies)
+        assert all(reply is not None for reply in replies)
+        qtbot.waitUntil(lambda: all(r.sent_at() is not None for r in replies), timeout=10000)
+        assert all(before <= r.sent_at() <= time.monotonic() for r in replies)
+        qtbot.waitUntil(lambda: len(router.chat_requests()) == 4, timeout=10000)
+        assert sorted(r.json["model"] for r in router.chat_requests()) == sorted(FOUR)
+        stored = {r["id"] for r in _rows(history, chat)}
+        assert all(i in stored for i in comparison.message_ids)
+        with qtbot.waitSignal(chat.comparer.ended, timeout=10000):
+            assert chat.stop()
+        router.release()
+
     def test_a_model_failing_mid_answer_leaves_the_others_going(
         self, conversation, router, qtbot
     ) -> None:
