@@ -4,7 +4,7 @@
 list) and whether to compare blind. `CompareView` shows a `comparison.Comparison`: one
 column per model, in a splitter (tabs when the window is too narrow for them), each with
 its answer streaming into a `MessageView`, its figures (time to first token, tokens a
-second, tokens), what it waits for, Stop, and "Continue with this one", which makes that
+second, tokens, and what its prompt cost: tokens read, in how long, and cached), what it waits for, Stop, and "Continue with this one", which makes that
 answer the chat's current version. A blind comparison names its columns "Model A",
 "Model B"... until one is picked. `Compare` is the chat window's part that ties them
 to its conversation (Chat > Compare with…, `/compare`). `WinsDialog` is the table of
@@ -43,8 +43,9 @@ from llamachat.history.picks import EVERYWHERE, Picks
 from llamachat.ui.chat import comparison as compare
 from llamachat.ui.chat.conversation import Conversation
 from llamachat.ui.chat.reply import ReplyStream
+from llamachat.ui import plain
 from llamachat.ui.plain import Label
-from llamachat.ui.views.figures import figures
+from llamachat.ui.views.figures import figures, prompt_cost
 from llamachat.ui.views.message import MessageView
 
 # Below this width a column's answer is too narrow to read: the columns become tabs.
@@ -255,12 +256,15 @@ class CompareView(QWidget):
 
 
 def _show_figures(column: CompareColumn, reply: ReplyStream) -> None:
-    """The column's figures: time to first token, then those a normal reply shows."""
+    """The column's figures: time to first token, the reply's, then what its prompt cost
+    this model (each model reads it with its own tokenizer and cache)."""
     usage, timings = reply.figures()
-    text, _tip = figures(usage, timings)
+    text, tip = figures(usage, timings, prompt=False)
     ttft = timings.get("ttft_ms")
     first = f"first token {ttft / 1000:.2f} s" if isinstance(ttft, (int, float)) else ""
-    column.figures.setText(" · ".join(part for part in (first, text) if part))
+    line = " · ".join(part for part in (first, text) if part)
+    column.figures.setText("\n".join(part for part in (line, prompt_cost(usage, timings)) if part))
+    column.figures.setToolTip(plain.tooltip(tip))
 
 
 class WinsDialog(QDialog):

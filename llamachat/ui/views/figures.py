@@ -31,8 +31,9 @@ def _number(value: object) -> float | None:
     return float(value) if isinstance(value, (int, float)) and value >= 0 else None
 
 
-def figures(usage: dict, timings: dict) -> tuple[str, str]:
-    """The compact line and the tooltip of a reply's figures ('' each when there are none)."""
+def figures(usage: dict, timings: dict, *, prompt: bool = True) -> tuple[str, str]:
+    """The compact line and the tooltip of a reply's figures ('' each when there are none);
+    `prompt=False` leaves the prompt's tokens out of the line (said apart: `prompt_cost`)."""
     tokens = _number(timings.get("predicted_n")) or _number(usage.get("completion_tokens"))
     ms = _number(timings.get("predicted_ms"))
     rate = _number(timings.get("predicted_per_second"))
@@ -43,7 +44,7 @@ def figures(usage: dict, timings: dict) -> tuple[str, str]:
     details = usage.get("prompt_tokens_details")
     if cached is None and isinstance(details, dict):
         cached = _number(details.get("cached_tokens"))
-    prompt = (
+    prompt_tokens = (
         (read or 0) + (cached or 0) if read is not None else _number(usage.get("prompt_tokens"))
     )
     prefill = _number(timings.get("prompt_per_second"))
@@ -57,13 +58,15 @@ def figures(usage: dict, timings: dict) -> tuple[str, str]:
         line.append(f"{int(tokens)} tokens")
     if ms:
         line.append(f"{ms / 1000:.1f} s")
-    if prompt:
-        line.append(f"{int(prompt):,} prompt" + (f", {int(cached):,} cached" if cached else ""))
+    if prompt_tokens and prompt:
+        line.append(
+            f"{int(prompt_tokens):,} prompt" + (f", {int(cached):,} cached" if cached else "")
+        )
 
     tip: list[str] = []
-    if prompt:
+    if prompt_tokens:
         tip.append(
-            f"Prompt: {int(prompt):,} tokens"
+            f"Prompt: {int(prompt_tokens):,} tokens"
             + (f", {int(cached):,} reused from the cache" if cached is not None else "")
         )
     if read is not None and prompt_ms:
@@ -78,6 +81,26 @@ def figures(usage: dict, timings: dict) -> tuple[str, str]:
     if ttft is not None:
         tip.append(f"Time to first token: {ttft / 1000:.2f} s")
     return " · ".join(line), "\n".join(tip)
+
+
+def prompt_cost(usage: dict, timings: dict) -> str:
+    """What reading the prompt cost: "Prompt 1,024 tokens: 124 read in 0.35 s, 900 cached"
+    (a provider that gives no timings: its tokens only; '' when nothing says)."""
+    read = _number(timings.get("prompt_n"))
+    cached = _number(timings.get("cache_n"))
+    details = usage.get("prompt_tokens_details")
+    if cached is None and isinstance(details, dict):
+        cached = _number(details.get("cached_tokens"))
+    total = (read or 0) + (cached or 0) if read is not None else _number(usage.get("prompt_tokens"))
+    if not total:
+        return ""
+    parts = []
+    prompt_ms = _number(timings.get("prompt_ms"))
+    if read is not None:
+        parts.append(f"{int(read):,} read" + (f" in {prompt_ms / 1000:.2f} s" if prompt_ms else ""))
+    if cached is not None:
+        parts.append(f"{int(cached):,} cached")
+    return f"Prompt {int(total):,} tokens" + (": " + ", ".join(parts) if parts else "")
 
 
 def progress_text(progress: dict) -> str:

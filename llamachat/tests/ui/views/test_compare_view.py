@@ -80,6 +80,40 @@ class TestCompareView:
         shown = window.messages.last_assistant()
         assert shown is not None and shown.content() == "Second answer."
 
+    def test_each_column_shows_what_its_prompt_cost_that_model(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """Under each answer: the prompt's tokens that model read, in how long, and those
+        its cache held (llama.cpp's timings); a server giving only `usage`, its tokens."""
+
+        router.script_for(
+            "test-model",
+            Reply(
+                content="Read.",
+                timings={"prompt_n": 124, "cache_n": 900, "prompt_ms": 350.0, "predicted_n": 2},
+            ),
+        )
+        router.script_for(
+            "alpha",
+            Reply(
+                content="Priced.",
+                timings={},
+                usage={"prompt_tokens": 1030, "completion_tokens": 2, "total_tokens": 1032},
+            ),
+        )
+        window, _history = chat_window()
+        type_message(qtbot, window, "/compare How much?")
+        qtbot.keyClick(visible_widget_named(window, QPlainTextEdit, "Message"), Qt.Key.Key_Return)
+        _choose(qtbot, window, ["test-model", "alpha"])
+        qtbot.waitUntil(lambda: window.compare.view is not None, timeout=5000)
+        view = window.compare.view
+        qtbot.waitUntil(lambda: not view.comparison.running(), timeout=15000)
+        local, provider = view.columns
+        qtbot.waitUntil(lambda: "Prompt" in provider.figures.text(), timeout=5000)
+        assert "Prompt 1,024 tokens: 124 read in 0.35 s, 900 cached" in local.figures.text()
+        assert "Prompt 1,030 tokens" in provider.figures.text()
+        assert "Read: 124 tokens in 0.35 s" in local.figures.toolTip()
+
     def test_compare_button_beside_send_takes_the_draft(self, chat_window, router, qtbot) -> None:
         """Compare… beside Send opens the chooser with the draft as the question; it hides
         while the comparison streams, as Send does."""
