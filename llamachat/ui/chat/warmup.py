@@ -16,6 +16,11 @@ first keystroke at once, then each pause in typing) and `statuses_changed` (the 
 model list: a model finished loading). A warm-up whose body equals the last one warmed
 is not sent, so fast typing makes no request at all after the first.
 
+While the Compare chooser has models picked (`also`), each of them the router has
+loaded is warmed too, after the chat's model and one at a time: each model reads the
+chat into its own cache, so every column of the comparison starts with only the
+question to read.
+
 Rules: a warm-up never loads a model (`?autoload=false` on each, and a model whose
 status is known must show "loaded"); never a provider's model unless
 `warm_cache_providers`; one at a time and none while a reply streams; `cancel` (Stop)
@@ -92,8 +97,11 @@ class Warmer(QObject):
         self._flight: tuple | None = None
         self._waiting: list[Callable[[], None]] = []
         self._again = False  # something changed while one was in flight
-        self._last_body: dict | None = None
+        # The body each model was warmed with last (not sent again while it holds).
+        self._last_body: dict[str, dict] = {}
         self._held: int | None = None
+        # The Compare chooser's models, warmed after the chat's (`also`).
+        self._also: tuple[str, ...] = ()
         self.warmups = 0
         """How many warm-ups were sent."""
         self._due = QTimer(self)
@@ -140,6 +148,15 @@ class Warmer(QObject):
         if status == "loaded" and self._seen != (model, "loaded"):
             self.trigger()
         self._seen = (model, status)
+        if self._also:
+            self.trigger()  # a picked model may have loaded: one already warm sends nothing
+
+    def also(self, models: tuple[str, ...] | list[str]) -> None:
+        """Warm these models too, after the chat's (the Compare chooser's picks; () when
+        it closes)."""
+        self._also = tuple(m for m in dict.fromkeys(models) if m != self._state.model)
+        if self._also:
+            self.trigger()
 
     # ------------------------------------------------------------------ sending
 
@@ -147,7 +164,8 @@ class Warmer(QObject):
         """Call `go()` to send `request`: once the warm-up in flight ended when it shares
         that warm-up's prefix (what it read is kept), else now (the warm-up is cancelled)."""
         # The request takes the warmed slot over: what was warmed before is not held any more.
-        self._held = self._last_body = None
+        self._held = None
+        self._last_body.pop(request.model, None)
         self.changed.emit()
         if self._cancel is not None and prefix(request) == self._flight:
             self._due.stop()
@@ -163,10 +181,10 @@ class Warmer(QObject):
         self._due.stop()
         self._pause.stop()
         self._again = False
-        if self._cancel is not None:
+        if self._cancel is not None and self._flight is not None:
             self._cancel.set()
+            self._last_body.pop(self._flight[0], None)  # its model: not known to be warm
             self._cancel = self._flight = None
-            self._last_body = None
         self._release()
 
     def close(self) -> None:
@@ -196,25 +214,30 @@ class Warmer(QObject):
         if self._cancel is not None:
             self._again = True  # one at a time: this one follows
             return
-        model = self._state.model
-        if not model:
-            return
+        chat_model = self._state.model
+        # The chat's model first, then the chooser's picks: the first not warm yet.
+        for model in (chat_model, *self._also) if chat_model else self._also:
+            if self._warm_one(model, cfg.warm_cache_providers, chat=model == chat_model):
+                return
+
+    def _warm_one(self, model: str, providers: bool, *, chat: bool) -> bool:
+        """Send `model`'s warm-up; False when it needs none (warm, loading, a provider's)."""
         client, name = self._builder.client_for(model)
         provider = name != model
-        if provider and not cfg.warm_cache_providers:
-            return
+        if provider and not providers:
+            return False
         if not provider and self._status(model) != "loaded":
-            return  # never a load: warmed once it finished loading
+            return False  # never a load: warmed once it finished loading
         try:
             request = self._builder.warm_turn(model, self._context_size())
         except Exception:
             log.exception("cannot build the warm-up request")
-            return
+            return False
         body = request.body(name)
-        if body == self._last_body:
-            return
-        self._last_body = body
-        if self._held is not None:
+        if body == self._last_body.get(model):
+            return False
+        self._last_body[model] = body
+        if chat and self._held is not None:
             self._held = None
             self.changed.emit()
         cancel = self._cancel = threading.Event()
@@ -223,12 +246,13 @@ class Warmer(QObject):
         self.warmups += 1
         tasks.run_in_background(
             lambda: _read(client, name, request, cancel, query),
-            lambda future: self._on_done(cancel, future),
+            lambda future: self._on_done(cancel, model, chat, future),
             receiver=self,
             daemon=True,
         )
+        return True
 
-    def _on_done(self, cancel: threading.Event, future: Future) -> None:
+    def _on_done(self, cancel: threading.Event, model: str, chat: bool, future: Future) -> None:
         if cancel.is_set():
             return  # cancelled: `cancel` has let go of it
         self._cancel = self._flight = None
@@ -240,13 +264,14 @@ class Warmer(QObject):
         held = sum(
             value for key in ("cache_n", "prompt_n") if isinstance(value := timings.get(key), int)
         )
-        if held:
+        if not held:
+            self._last_body.pop(model, None)  # not warmed: the next trigger tries again
+        elif chat:
             self._held = held
             self.changed.emit()
-        else:
-            self._last_body = None  # not warmed: the next trigger tries again
         self._release()
-        if self._again:
+        if self._again or (held and self._also):
+            # Something changed meanwhile, or the chooser's next model may be cold.
             self._again = False
             self.trigger()
 

@@ -1,7 +1,9 @@
 """The Compare window: one question's answers from 2-4 models side by side, and its chooser.
 
 `CompareChooser` asks the question, which models answer it (2-4 of the model picker's
-list) and whether to compare blind. `CompareView` shows a `comparison.Comparison`: one
+list) and whether to compare blind; under the list, whether the request fits each
+picked model's context (`compare_fit`), and meanwhile each loaded one reads the chat
+ahead (`Warmer.also`). `CompareView` shows a `comparison.Comparison`: one
 column per model, in a splitter (tabs when the window is too narrow for them), each with
 its answer streaming into a `MessageView`, its figures (time to first token, tokens a
 second, tokens, and what its prompt cost: tokens read, in how long, and cached), what it waits for, Stop, and "Continue with this one", which makes that
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from PySide6.QtCore import QObject, Qt, Slot
+from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
 from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -41,6 +43,7 @@ from PySide6.QtWidgets import (
 
 from llamachat.history.picks import EVERYWHERE, Picks
 from llamachat.ui.chat import comparison as compare
+from llamachat.ui.chat.compare_fit import CompareFit, Fit
 from llamachat.ui.chat.conversation import Conversation
 from llamachat.ui.chat.reply import ReplyStream
 from llamachat.ui import plain
@@ -51,10 +54,14 @@ from llamachat.ui.views.message import MessageView
 # Below this width a column's answer is too narrow to read: the columns become tabs.
 MIN_COLUMN_PX = 320
 COMMAND = "/compare"
+# The picks and the question are measured (and warmed) once they rest this long.
+SETTLE_MS = 400
 
 
 class CompareChooser(QDialog):
     """Asks the question, the models (2-4) that answer it, and whether to compare blind."""
+
+    settled = Signal()  # the picks or the question changed, then rested: measure, warm
 
     def __init__(
         self,
@@ -87,6 +94,10 @@ class CompareChooser(QDialog):
             )
             self.model_list.addItem(item)
         layout.addWidget(self.model_list)
+        # Whether the request fits each picked model's context (`show_fits`).
+        self.fit_label = Label()
+        self.fit_label.setWordWrap(True)
+        layout.addWidget(self.fit_label)
         self.blind_box = QCheckBox("Blind: call them Model A, B… until I pick one")
         layout.addWidget(self.blind_box)
         self.buttons = QDialogButtonBox(
@@ -96,6 +107,10 @@ class CompareChooser(QDialog):
         self.buttons.accepted.connect(self.accept)
         self.buttons.rejected.connect(self.reject)
         layout.addWidget(self.buttons)
+        self._settle = QTimer(self)
+        self._settle.setSingleShot(True)
+        self._settle.setInterval(SETTLE_MS)
+        self._settle.timeout.connect(self.settled)
         self.model_list.itemChanged.connect(self._update)
         self.question_edit.textChanged.connect(self._update)
         self._update()
@@ -113,12 +128,17 @@ class CompareChooser(QDialog):
         """Whether the names stay hidden until a pick."""
         return self.blind_box.isChecked()
 
+    def show_fits(self, fits: list[Fit]) -> None:
+        """Say, model by model, whether the request fits its context."""
+        self.fit_label.setText("\n".join(fit.text() for fit in fits))
+
     @Slot()
     def _update(self) -> None:
         ok = compare.MIN_MODELS <= len(self.models()) <= compare.MAX_MODELS
         self.buttons.button(QDialogButtonBox.StandardButton.Ok).setEnabled(
             ok and bool(self.question().strip())
         )
+        self._settle.start()
 
 
 class CompareColumn(QWidget):
@@ -339,6 +359,7 @@ class Compare(QObject):
         )
         chooser.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         chooser.accepted.connect(lambda: self._ask(chooser))
+        self._follow(chooser)
         chooser.open()
         return chooser
 
@@ -359,8 +380,23 @@ class Compare(QObject):
         chooser.accepted.connect(
             lambda: self._chat.comparer.again(reply_id, chooser.models(), blind=chooser.blind())
         )
+        self._follow(chooser)
         chooser.open()
         return chooser
+
+    def _follow(self, chooser: CompareChooser) -> None:
+        """While `chooser` is open: its picks are measured against each one's context and
+        the loaded ones warmed; once it closes, only the chat's model is kept warm."""
+        fit = CompareFit(self._chat.builder, self._chat.context.context_size, parent=chooser)
+        fit.measured.connect(chooser.show_fits)
+        warmer = self._chat.warmer
+
+        def settled() -> None:
+            fit.measure(chooser.question(), chooser.models())
+            warmer.also(chooser.models())
+
+        chooser.settled.connect(settled)
+        chooser.finished.connect(lambda _result: warmer.also(()))
 
     def show_wins(self) -> WinsDialog:
         """Show the table of blind picks (Chat > Comparison wins…)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from llamachat.config import ProviderConfig
 from llamachat.dev.scripted_router import Model, Reply, ScriptedRouter
 from llamachat.tests.support import make_llama_chat, send_and_wait, type_message, warmups
@@ -152,3 +154,47 @@ class TestWarmup:
         assert sent.json.get("max_tokens") != 0 and sent.received >= warm.finished
         assert router.disconnects == 0
         assert history.messages(session)[-1]["timings"]["prompt_n"] < 15
+
+
+class TestWarmupForCompare:
+    """The models picked in the Compare chooser: each loaded one reads the chat ahead too."""
+
+    @pytest.fixture
+    def router(self):
+        """A scripted router with two loaded models and one it has not loaded."""
+
+        models = [Model(name, "loaded") for name in ("test-model", "alpha")]
+        with ScriptedRouter([*models, Model("smol", "unloaded")]) as scripted:
+            yield scripted
+
+    def test_warm_cache_warms_each_loaded_model_picked_to_compare(
+        self, conversation, router, qtbot
+    ) -> None:
+        """Picked to compare, a loaded model is warmed after the chat's, once, and an
+        unloaded one not at all (never a load); comparing then has each loaded model read
+        only the question."""
+
+        chat, history = conversation(cfg={"warm_cache": True}, model_status=router.status)
+        chat.open_session(make_llama_chat(history))
+        qtbot.waitUntil(lambda: len(warmups(router)) == 1 and not chat.warmer.busy())
+        chat.warmer.also(["test-model", "alpha", "smol"])
+        qtbot.waitUntil(lambda: len(warmups(router)) == 2 and not chat.warmer.busy())
+        chat.warmer.also(["test-model", "alpha", "smol"])  # a tick more: nothing to warm
+        chat.warmer.statuses_changed()
+        qtbot.waitUntil(lambda: not chat.warmer.busy())
+        assert [w.json["model"] for w in warmups(router)] == ["test-model", "alpha"]
+        assert all(w.query == {"autoload": "false"} for w in warmups(router))
+        assert router.status("smol") == "unloaded"
+
+        chat.warmer.also(())
+        with qtbot.waitSignal(chat.comparer.ended, timeout=15000):
+            assert chat.comparer.ask("And alpacas?", ["test-model", "alpha"]) == "sent"
+        for message_id in chat.comparer.current.message_ids:
+            timings = next(m for m in _rows(history, chat) if m["id"] == message_id)["timings"]
+            assert timings["cache_n"] > 500 and timings["prompt_n"] < 15
+
+
+def _rows(history, chat) -> list[dict]:
+    """Every message of the chat's session, on every branch."""
+
+    return history.export_json(chat.session_id)["messages"]

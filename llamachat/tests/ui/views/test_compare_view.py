@@ -7,7 +7,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialogButtonBox, QPlainTextEdit
 
 from llamachat.dev.scripted_router import Model, Reply, ScriptedRouter
-from llamachat.tests.support import type_message, visible_widget_named
+from llamachat.tests.support import type_message, visible_widget_named, warmups
 from llamachat.ui.views.compare_view import CompareChooser
 
 
@@ -113,6 +113,24 @@ class TestCompareView:
         assert "Prompt 1,024 tokens: 124 read in 0.35 s, 900 cached" in local.figures.text()
         assert "Prompt 1,030 tokens" in provider.figures.text()
         assert "Read: 124 tokens in 0.35 s" in local.figures.toolTip()
+
+    def test_the_chooser_says_whether_each_pick_fits_and_warms_it(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """Picking a model in the chooser measures the request against its context (said
+        under the list, plain text) and has it read the chat ahead."""
+
+        window, _history = chat_window(warm_cache=True)
+        qtbot.waitUntil(lambda: not window.chat.warmer.busy(), timeout=5000)
+        chooser = window.compare.open("Which one?")
+        chooser.model_list.item(2).setCheckState(Qt.CheckState.Checked)  # <b>beta</b>
+        qtbot.waitUntil(lambda: "<b>beta</b>: " in chooser.fit_label.text(), timeout=10000)
+        assert "test-model: " in chooser.fit_label.text()
+        assert chooser.fit_label.textFormat() == Qt.TextFormat.PlainText
+        qtbot.waitUntil(
+            lambda: any(w.json["model"] == "<b>beta</b>" for w in warmups(router)), timeout=10000
+        )
+        chooser.reject()
 
     def test_compare_button_beside_send_takes_the_draft(self, chat_window, router, qtbot) -> None:
         """Compare… beside Send opens the chooser with the draft as the question; it hides
