@@ -291,6 +291,7 @@ class ScriptedRouter:
     `api_key`: when set, every endpoint but /health wants `Authorization: Bearer <key>`.
     `prompt_ms_per_token`: milliseconds each uncached prompt token costs (0: free).
     `streams=False`: no resumable streams (no /v1/stream, no /v1/streams/lookup).
+    `models_max`: the models it says it holds at once (`/props` max_instances; 0: no limit).
     """
 
     def __init__(
@@ -304,6 +305,7 @@ class ScriptedRouter:
         downloads: dict[str, Download] | None = None,
         prompt_ms_per_token: float = 0.0,
         streams: bool = True,
+        models_max: int = 0,
     ) -> None:
         self.models: dict[str, Model] = {
             m.id: m for m in (models if models is not None else [Model("test-model", "loaded")])
@@ -313,6 +315,9 @@ class ScriptedRouter:
         self.has_events = router and events
         self.prompt_ms_per_token = prompt_ms_per_token
         self.has_streams = streams
+        # The models it says it holds at once (`/props` max_instances, llama-server's
+        # `--models-max`); 0: no limit. Said, not enforced: no load unloads another here.
+        self.models_max = models_max
         # The resumable streams, by conversation id, and the completions streaming now.
         self.sessions: dict[str, Session] = {}
         self._live: dict[str, _Live] = {}
@@ -790,7 +795,13 @@ class _Handler(BaseHTTPRequestHandler):
         if self.router.is_router and not query.get("model"):
             # The router's own properties, as llama-server answers them.
             return self._send_json(
-                200, {"role": "router", "build_info": "b0-scripted", "models_autoload": True}
+                200,
+                {
+                    "role": "router",
+                    "build_info": "b0-scripted",
+                    "models_autoload": True,
+                    "max_instances": self.router.models_max,
+                },
             )
         autoload = query.get("autoload", "true").lower() != "false"
         model = self._resolve(query.get("model", ""), autoload)

@@ -23,7 +23,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from llamachat.router import client as backend
@@ -33,6 +33,8 @@ log = logging.getLogger(__name__)
 STATUSES = ("loaded", "loading", "unloaded", "sleeping", "downloading", "failed", "unknown")
 # Statuses during which a model is on its way to being usable.
 IN_PROGRESS = ("loading", "downloading")
+# The states in which a model holds its place among the router's `--models-max`.
+RUNNING = frozenset({"loaded", "loading", "sleeping"})
 
 
 @dataclass
@@ -304,6 +306,19 @@ class Models:
         build = props.get("build_info") if isinstance(props, dict) else None
         return build if isinstance(build, str) else ""
 
+    def max_instances(self) -> int | None:
+        """How many models the router holds at once (its `--models-max`, `/props`
+        `max_instances`); None when it sets no limit, says nothing, or is no router."""
+        try:
+            props = self.client.request_json("GET", "/props", root=True, timeout=5.0)
+        except backend.BackendError as exc:
+            log.debug("no model limit from %s: %s", self.client.base_url, exc)
+            return None
+        limit = props.get("max_instances") if isinstance(props, dict) else None
+        return (
+            limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else None
+        )
+
     def download(self, reference: str) -> None:
         """Ask the router to download a Hugging Face model (`POST /models`); returns at once.
 
@@ -387,3 +402,16 @@ def _listed_ctx(entry: dict) -> int | None:
             if flag in ("--ctx-size", "-c") and str(value).isdigit() and int(value) > 0:
                 return int(value)
     return None
+
+
+def pushed_out(
+    infos: Sequence[ModelInfo], loads: Sequence[str], keep: Sequence[str], limit: int | None
+) -> list[str]:
+    """The running models the router may unload to load `loads` (at its limit of `limit`
+    models, llama.cpp's router unloads the one used longest ago for each load): those
+    running but `keep`, in the listed order; [] when the loads fit (or there is no limit)."""
+    running = [info.id for info in infos if info.status in RUNNING and not info.provider]
+    loading = [model for model in dict.fromkeys(loads) if model not in running]
+    if limit is None or not loading or len(running) + len(loading) <= limit:
+        return []
+    return [model for model in running if model not in keep]

@@ -49,6 +49,7 @@ from llamachat.ui.desktop import entry
 from llamachat.ui.first_run import event_text
 from llamachat.ui.library.host import LibraryHost
 from llamachat.ui.mcp.mcp_host import McpHost
+from llamachat.ui.models.in_use import ModelsInUse
 from llamachat.ui.theme import apply_theme
 
 if TYPE_CHECKING:
@@ -121,6 +122,8 @@ class App(QObject):
             self._on_server_event_posted, Qt.ConnectionType.QueuedConnection
         )
         self._apply_theme()
+        # The model each window's conversation uses: a load must not unload one unsaid.
+        self.models_in_use = ModelsInUse()
         # MCP servers' tools and the consent asked for them (started lazily, see McpHost).
         self.mcp = McpHost(self, parent=self)
         # Folders attached to chats as libraries, indexed in the background.

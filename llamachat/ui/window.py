@@ -165,7 +165,7 @@ class ChatWindow(ConversationSeams, QMainWindow):
         # Chat > Compare with… and /compare: one question to 2-4 models side by side.
         self.compare = compare_view.Compare(
             self.chat,
-            models=lambda: [m.id for m in self.model_picker.models()],
+            infos=lambda: self.model_picker.models(),
             sent=self.composer.clear,
             say=self.show_status,
             parent=self,

@@ -122,6 +122,36 @@ class TestModels:
             models.Models(backend.Client(url)).list()
 
     @pytest.mark.real_router
+    def test_models_max_instances_and_what_a_load_may_push_out(self) -> None:
+        """The router's `--models-max` (`/props` max_instances); at that limit a load may
+        unload any running model but those kept; under it, or with no limit, none."""
+
+        from llamachat.router.models import ModelInfo, pushed_out
+
+        with ScriptedRouter(models_max=2) as limited, ScriptedRouter() as unlimited:
+            assert Models(Client(limited.url)).max_instances() == 2
+            assert Models(Client(unlimited.url)).max_instances() is None
+        infos = [
+            ModelInfo("a", "loaded"),
+            ModelInfo("b", "sleeping"),
+            ModelInfo("c", "unloaded"),
+            ModelInfo("d", "unloaded"),
+            ModelInfo("cloud/x", "unknown", provider="cloud"),
+        ]
+        assert pushed_out(infos, ["c"], keep=["a", "c"], limit=2) == ["b"]
+        assert pushed_out(infos, ["c"], keep=[], limit=2) == ["a", "b"]
+        assert pushed_out(infos, ["c"], keep=[], limit=3) == []
+        assert pushed_out(infos, ["c", "d"], keep=[], limit=3) == ["a", "b"]
+        assert pushed_out(infos, ["a"], keep=[], limit=1) == []  # loaded already
+        assert pushed_out(infos, ["c"], keep=[], limit=None) == []
+
+    def test_real_router_says_how_many_models_it_holds(self, real_router) -> None:
+        """llama-server's router says its `--models-max` (4 unless told) in /props."""
+
+        client = Client(real_router.url)
+        assert Models(client).max_instances() == 4
+        client.close()
+
     def test_real_router_lists_models_with_status(self, real_router) -> None:
 
         client = Client(real_router.url)

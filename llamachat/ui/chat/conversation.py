@@ -107,6 +107,9 @@ class Conversation(QObject):
             mode, model, search_on=cfg.search_enabled, store=turn.skill_store(cfg)
         )
         self.temporary = TemporaryChat(parent=self)
+        # Said to the App, so that a load elsewhere that would unload it says so first.
+        self._where = "the chat window" if mode == CHAT else "the quick window"
+        app.models_in_use.use(self, model, self._where)
         # The one writer of `state`: the conversation and its helpers change it through it.
         self.write = write = ChatWriter(self.state, parent=self)
         write.editing_changed.connect(self.editing)
@@ -285,6 +288,7 @@ class Conversation(QObject):
 
     @model.setter
     def model(self, model: str) -> None:
+        self.app.models_in_use.use(self, model, self._where)
         if self.write.set_model(model):
             self.warmer.trigger()
 
@@ -415,6 +419,7 @@ class Conversation(QObject):
     def close(self) -> None:
         """Stop the reply and try once more to save the replies History could not take."""
         self.stop()
+        self.app.models_in_use.leave(self)
         self.warmer.close()
         self.context.close()
         self.outbox.close()

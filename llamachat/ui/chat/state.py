@@ -31,6 +31,7 @@ from llamachat.skills import SkillStore
 from llamachat.tools.base import Tool
 from llamachat.ui.chat.worker import ToolSource
 from llamachat.ui.library.host import LibraryHost
+from llamachat.ui.models.in_use import ModelsInUse
 
 # A conversation's modes: a chat with history, or one question and its answer.
 CHAT = "chat"
@@ -162,6 +163,10 @@ class AppState(Protocol):
     @property
     def libraries(self) -> LibraryHost:
         """The folders attached to chats as libraries."""
+
+    @property
+    def models_in_use(self) -> ModelsInUse:
+        """The model each open conversation uses, across the windows."""
 
     @property
     def config_changed(self) -> SignalInstance:

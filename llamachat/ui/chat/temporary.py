@@ -20,6 +20,7 @@ from llamachat.history.store import History
 from llamachat.router import providers
 from llamachat.ui.chat.state import AppState, McpTools
 from llamachat.ui.library.host import LibraryHost
+from llamachat.ui.models.in_use import ModelsInUse
 
 MEMORY = ":memory:"
 
@@ -92,6 +93,11 @@ class ConversationApp:
     def libraries(self) -> LibraryHost:
         """The folders attached to chats as libraries."""
         return self._app.libraries
+
+    @property
+    def models_in_use(self) -> ModelsInUse:
+        """The model each open conversation uses, across the windows."""
+        return self._app.models_in_use
 
     @property
     def config_changed(self) -> SignalInstance:

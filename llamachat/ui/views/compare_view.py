@@ -3,7 +3,9 @@
 `CompareChooser` asks the question, which models answer it (2-4 of the model picker's
 list) and whether to compare blind; under the list, whether the request fits each
 picked model's context (`compare_fit`), and meanwhile each loaded one reads the chat
-ahead (`Warmer.also`). `CompareView` shows a `comparison.Comparison`: one
+ahead (`Warmer.also`). When a pick must be loaded and the router is at its
+`--models-max`, the chooser says which model in use (this chat's, another window's)
+the load may unload, and its button becomes "Compare anyway" (Cancel keeps it). `CompareView` shows a `comparison.Comparison`: one
 column per model, in a splitter (tabs when the window is too narrow for them), each with
 its answer streaming into a `MessageView`, its figures (time to first token, tokens a
 second, tokens, and what its prompt cost: tokens read, in how long, and cached), what it waits for, Stop, and "Continue with this one", which makes that
@@ -18,6 +20,7 @@ Model names, questions and answers are outside text: labels show them as plain t
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
 from PySide6.QtGui import QResizeEvent
@@ -42,11 +45,13 @@ from PySide6.QtWidgets import (
 )
 
 from llamachat.history.picks import EVERYWHERE, Picks
+from llamachat.router.models import RUNNING, ModelInfo, Models, pushed_out
+from llamachat.ui import plain, tasks
 from llamachat.ui.chat import comparison as compare
 from llamachat.ui.chat.compare_fit import CompareFit, Fit
 from llamachat.ui.chat.conversation import Conversation
 from llamachat.ui.chat.reply import ReplyStream
-from llamachat.ui import plain
+from llamachat.ui.models.in_use import unload_notice
 from llamachat.ui.plain import Label
 from llamachat.ui.views.figures import figures, prompt_cost
 from llamachat.ui.views.message import MessageView
@@ -98,6 +103,11 @@ class CompareChooser(QDialog):
         self.fit_label = Label()
         self.fit_label.setWordWrap(True)
         layout.addWidget(self.fit_label)
+        # What a load may unload that a window uses (`show_unload`).
+        self.unload_label = Label()
+        self.unload_label.setWordWrap(True)
+        self.unload_label.hide()
+        layout.addWidget(self.unload_label)
         self.blind_box = QCheckBox("Blind: call them Model A, B… until I pick one")
         layout.addWidget(self.blind_box)
         self.buttons = QDialogButtonBox(
@@ -127,6 +137,14 @@ class CompareChooser(QDialog):
     def blind(self) -> bool:
         """Whether the names stay hidden until a pick."""
         return self.blind_box.isChecked()
+
+    def show_unload(self, notice: str) -> None:
+        """Say what a load may unload that is in use ('' says nothing): then going on is
+        "Compare anyway"."""
+        self.unload_label.setText(notice)
+        self.unload_label.setVisible(bool(notice))
+        ok = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
+        ok.setText("Compare anyway" if notice else "Compare")
 
     def show_fits(self, fits: list[Fit]) -> None:
         """Say, model by model, whether the request fits its context."""
@@ -337,14 +355,14 @@ class Compare(QObject):
         self,
         chat: Conversation,
         *,
-        models: Callable[[], list[str]],
+        infos: Callable[[], list[ModelInfo]],
         sent: Callable[[], None],
         say: Callable[[str], None],
         parent: QWidget,
     ) -> None:
         super().__init__(parent)
         self._chat = chat
-        self._models = models
+        self._infos = infos
         self._sent = sent
         self._say = say
         self._window = parent
@@ -352,10 +370,13 @@ class Compare(QObject):
         """The comparison's window, shown last (None: none yet)."""
         chat.comparer.started.connect(self._on_started)
 
+    def _models_listed(self) -> list[str]:
+        return [info.id for info in self._infos()]
+
     def open(self, text: str = "") -> CompareChooser:
         """Ask what to compare (`text`: the question so far), then compare (non-modal)."""
         chooser = CompareChooser(
-            self._models(), text=text, checked=[self._chat.model], parent=self._window
+            self._models_listed(), text=text, checked=[self._chat.model], parent=self._window
         )
         chooser.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         chooser.accepted.connect(lambda: self._ask(chooser))
@@ -372,7 +393,7 @@ class Compare(QObject):
         at = next((n for n, row in enumerate(path) if row["id"] == reply_id), 0)
         if not at:
             return None
-        models = list(dict.fromkeys([*compared, *self._models()]))
+        models = list(dict.fromkeys([*compared, *self._models_listed()]))
         chooser = CompareChooser(
             models, text=path[at - 1]["content"], checked=compared, again=True, parent=self._window
         )
@@ -397,6 +418,29 @@ class Compare(QObject):
 
         chooser.settled.connect(settled)
         chooser.finished.connect(lambda _result: warmer.also(()))
+        # The router's limit, asked once: whether a pick's load may unload a model in use.
+        limit: list[int | None] = [None]
+
+        def check_unload() -> None:
+            picked = chooser.models()
+            infos = self._infos()
+            loaded = {i.id for i in infos if i.status in RUNNING}
+            loads = [m for m in picked if m not in loaded and self._is_router(m)]
+            out = pushed_out(infos, loads, picked, limit[0])
+            in_use = self._chat.app.models_in_use
+            chooser.show_unload(unload_notice(loads, out, in_use.users))
+
+        def on_limit(future: Future) -> None:
+            limit[0] = future.result()
+            check_unload()
+
+        chooser.settled.connect(check_unload)
+        router = Models(self._chat.app.registry.router())
+        tasks.run_in_background(router.max_instances, on_limit, receiver=chooser)
+
+    def _is_router(self, model: str) -> bool:
+        """Whether `model` is one of the router's (a provider's is never loaded)."""
+        return self._chat.builder.client_for(model)[1] == model
 
     def show_wins(self) -> WinsDialog:
         """Show the table of blind picks (Chat > Comparison wins…)."""

@@ -8,6 +8,7 @@ from PySide6.QtWidgets import QDialogButtonBox, QPlainTextEdit
 
 from llamachat.dev.scripted_router import Model, Reply, ScriptedRouter
 from llamachat.tests.support import type_message, visible_widget_named, warmups
+from llamachat.ui.chat.conversation import ONESHOT, Conversation
 from llamachat.ui.views.compare_view import CompareChooser
 
 
@@ -215,3 +216,39 @@ class TestCompareView:
         assert table.item(0, 0) is None
         assert not dialog.project_box.isEnabled()  # the new chat is in no project
         dialog.close()
+
+
+class TestCompareUnload:
+    """A pick the router must load, at its `--models-max`, may unload a model in use."""
+
+    @pytest.fixture
+    def router(self):
+        """A router holding two models at most, both taken; a third it must load."""
+
+        models = [Model("test-model", "loaded"), Model("alpha", "loaded"), Model("smol")]
+        with ScriptedRouter(models, models_max=2) as scripted:
+            yield scripted
+
+    def test_the_chooser_says_which_model_in_use_a_load_may_unload(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """Comparing the chat's model with one to load, at the limit: the chooser names the
+        model the load unloads and the window using it, and offers "Compare anyway";
+        picking that model too leaves nothing to unload, and nothing is said."""
+
+        window, _history = chat_window()
+        quick = Conversation(window.app, mode=ONESHOT, model="alpha")
+        qtbot.waitUntil(lambda: window.model_picker.status("smol") == "unloaded", timeout=5000)
+        chooser = window.compare.open("Which one?")
+        chooser.model_list.item(2).setCheckState(Qt.CheckState.Checked)  # smol
+        qtbot.waitUntil(lambda: chooser.unload_label.isVisibleTo(chooser), timeout=10000)
+        assert chooser.unload_label.text() == (
+            "Loading smol will unload alpha, used by the quick window."
+        )
+        ok = chooser.buttons.button(QDialogButtonBox.StandardButton.Ok)
+        assert ok.text() == "Compare anyway" and ok.isEnabled()
+        chooser.model_list.item(1).setCheckState(Qt.CheckState.Checked)  # alpha
+        qtbot.waitUntil(lambda: not chooser.unload_label.isVisibleTo(chooser), timeout=10000)
+        assert ok.text() == "Compare"
+        chooser.reject()
+        quick.close()
