@@ -61,6 +61,7 @@ from llamachat.ui.chat.seams import ConversationSeams
 from llamachat.ui.chat.worker import collect_garbage_on_gui_thread
 from llamachat.ui.first_run import event_text
 from llamachat.ui.models.feed import list_models
+from llamachat.ui.models.in_use import UnloadGuard
 from llamachat.ui.views.chips import SkillChips
 from llamachat.ui.views.composer import Composer
 from llamachat.ui.views.messages import MessagesView
@@ -96,6 +97,15 @@ class QuickWindow(ConversationSeams, QWidget):
         # The model the settings name, to see when a config_changed names another.
         self._configured = self.chat.model
         self._models: dict[str, ModelInfo] = {}
+        # A question whose model's load may unload one another window uses says so first.
+        self.unload_guard = guard = UnloadGuard(
+            app.models_in_use,
+            self.chat,
+            lambda: [*self._models.values()],
+            lambda: app.registry,
+            self,
+        )
+        app.router_changed.connect(guard.router_changed)
         self._listing: Future | None = None
         self._waiting = False
         # While the router is looked for or started, a listing could only say that the
@@ -309,6 +319,10 @@ class QuickWindow(ConversationSeams, QWidget):
             self.show_notice("An answer is still coming: Stop it before asking again.")
             return
         if self.composer.is_empty():
+            return
+        notice = self.unload_guard.check(self.chat.model)
+        if notice:
+            self.show_notice(f"{notice} Ask again to ask anyway.")
             return
         if self._submit_draft() == conversation.NO_MODEL:
             if self._awaiting_router or self._listing is not None:

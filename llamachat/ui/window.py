@@ -59,6 +59,7 @@ from llamachat.ui.chat.reply import ReplyStream
 from llamachat.ui.chat.seams import ConversationSeams
 from llamachat.ui.chat.worker import collect_garbage_on_gui_thread
 from llamachat.ui.mcp.mcp_panel import McpPanel, choose_and_import
+from llamachat.ui.models.in_use import UnloadGuard
 from llamachat.ui.models.picker import ModelPicker
 from llamachat.ui.settings import SettingsDialog
 from llamachat.ui.views import compare_view, markdown, window_parts
@@ -171,6 +172,12 @@ class ChatWindow(ConversationSeams, QMainWindow):
             parent=self,
         )
         self.composer.offer_compare(lambda: self.compare.open(self.composer.text().strip()))
+        # A send whose model's load may unload one another window uses says so first.
+        app = self.app
+        self.unload_guard = UnloadGuard(
+            app.models_in_use, self.chat, self.model_picker.models, lambda: app.registry, self
+        )
+        app.router_changed.connect(self.unload_guard.router_changed)
         self._connect_parts()
 
         self.web_search.offer()
@@ -342,6 +349,10 @@ class ChatWindow(ConversationSeams, QMainWindow):
         ):
             self.composer.clear()
             self.skills.open_panel()
+            return
+        notice = self.unload_guard.check(self.chat.model)
+        if notice:
+            self.show_status(f"{notice} Send again to send anyway.")
             return
         outcome = self._submit_draft()
         if outcome == conversation.NO_MODEL:

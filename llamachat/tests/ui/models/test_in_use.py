@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QPlainTextEdit
+
+from llamachat.dev.scripted_router import Model, Reply, ScriptedRouter
+from llamachat.tests.support import type_message, visible_widget_named
 from llamachat.ui.chat.conversation import ONESHOT, Conversation
 from llamachat.ui.models.in_use import unload_notice
 
@@ -45,3 +51,40 @@ class TestModelsInUse:
             "window."
         )
         assert unload_notice(["smol"], ["gamma"], where) == ""
+
+
+class TestUnloadGuard:
+    """A send whose model the router must load, at its limit, says what it may unload."""
+
+    @pytest.fixture
+    def router(self):
+        """A router holding two models at most, both taken; a third it must load."""
+
+        models = [Model("test-model", "loaded"), Model("alpha", "loaded"), Model("smol")]
+        with ScriptedRouter(models, models_max=2) as scripted:
+            yield scripted
+
+    def test_a_send_that_may_unload_another_windows_model_is_held_once(
+        self, chat_window, router, qtbot
+    ) -> None:
+        """The chat's model must load and the router may unload the quick window's: Send
+        says so and sends nothing; Send again goes (the person chose to)."""
+
+        window, _history = chat_window()
+        quick = Conversation(window.app, mode=ONESHOT, model="alpha")
+        qtbot.waitUntil(lambda: window.model_picker.status("smol") == "unloaded", timeout=5000)
+        qtbot.waitUntil(lambda: window.unload_guard.limit == 2, timeout=5000)
+        window.chat.model = "smol"
+        router.script(Reply(content="Loaded and answering."))
+        type_message(qtbot, window, "Hello?")
+        editor = visible_widget_named(window, QPlainTextEdit, "Message")
+        qtbot.keyClick(editor, Qt.Key.Key_Return)
+        said = window.statusBar().currentMessage()
+        assert said.startswith("Loading smol will unload one of test-model, alpha")
+        assert "alpha is used by the quick window" in said
+        assert "test-model is used by the chat window" not in said  # this chat leaves it
+        assert router.chat_requests() == [] and not window.composer.is_empty()
+        qtbot.keyClick(editor, Qt.Key.Key_Return)
+        qtbot.waitUntil(lambda: len(router.chat_requests()) == 1, timeout=5000)
+        qtbot.waitUntil(lambda: not window.is_streaming(), timeout=15000)
+        quick.close()
