@@ -25,7 +25,7 @@ from concurrent.futures import Future
 
 from PySide6.QtCore import QObject, Signal
 
-from llamachat import context
+from llamachat import context, turn
 from llamachat.router.models import Models
 from llamachat.ui import tasks
 from llamachat.ui.chat.builder import TurnBuilder
@@ -99,7 +99,8 @@ class CompareFit(QObject):
             tokenizer = self._tokenizers.get(model)
             if tokenizer is None:
                 tokenizer = self._tokenizers[model] = context.Tokenizer(client, name)
-            question = builder.question_parts(model, text, [], self._context_size())
+            # The question's own parts (a library's passages are found when it is sent).
+            question = turn.user_parts(text, [], images=builder.images(model))
             jobs.append(
                 (
                     model,
@@ -113,9 +114,9 @@ class CompareFit(QObject):
 
         def count() -> list[Fit]:
             fits = []
-            for model, models_api, name, tokenizer, turn in jobs:
+            for model, models_api, name, tokenizer, asked in jobs:
                 n_ctx, _trained = models_api.context_limits(name)
-                measured = context.measure(turn, tokenizer, exact=True, timeout=COUNT_TIMEOUT_S)
+                measured = context.measure(asked, tokenizer, exact=True, timeout=COUNT_TIMEOUT_S)
                 reserve = context.reserve_for(n_ctx, configured) if n_ctx else configured
                 fits.append(Fit(model, measured.total, n_ctx, reserve, measured.exact))
             return fits
