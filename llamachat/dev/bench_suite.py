@@ -568,6 +568,10 @@ def bench_compare(live_tokens: int) -> list[Figure]:
         # Python process whose handler threads share a GIL, so its own "received" stamps
         # come one after another (about 10 ms apart) where llama-server's would not.
         replies = [reply for reply in comparison.replies if reply is not None]
+        # The beats while the columns stream; those after, the comparison's end (the chat
+        # then shows the answer added last, rendered whole at once).
+        streamed: list[int] = []
+        comparison.finished.connect(lambda: streamed.append(len(heartbeat.late_ms)))
         while comparison.running():
             _run_loop_for(0.05)
         heartbeat.stop()
@@ -583,6 +587,8 @@ def bench_compare(live_tokens: int) -> list[Figure]:
     router_ms = (max(received) - sent) * 1000
     late = heartbeat.late_ms
     p99, worst = _percentile(late, 0.99), max(late)
+    streaming = late[: streamed[0]] if streamed else late
+    ending = max(late[len(streaming) :], default=0.0)
     return [
         Figure(
             f"compare: send to all {len(COMPARED)} requests on the wire",
@@ -593,10 +599,18 @@ def bench_compare(live_tokens: int) -> list[Figure]:
         ),
         Figure(
             f"compare: event-loop stalls, {len(COMPARED)} columns at {LIVE_RATE:,} tokens/s each",
-            f"p99 {p99:.1f} ms, max {worst:.1f} ms ({len(late):,} beats)",
+            f"p99 {p99:.1f} ms, max {worst:.1f} ms ({len(late):,} beats; streaming: max "
+            f"{max(streaming, default=0.0):.1f} ms, the end: {ending:.1f} ms)",
             "p99 <= 16 ms, max <= 50 ms",
             p99 <= 16 and worst <= 50,
-            {"p99_ms": p99, "max_ms": worst, "beats": len(late), "tokens": live_tokens},
+            {
+                "p99_ms": p99,
+                "max_ms": worst,
+                "streaming_max_ms": max(streaming, default=0.0),
+                "end_ms": ending,
+                "beats": len(late),
+                "tokens": live_tokens,
+            },
         ),
     ]
 
