@@ -18,10 +18,17 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import httpx
+import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QApplication,
@@ -37,22 +44,32 @@ from llamachat import cli
 from llamachat.dev.scripted_router import Model, Reply, ToolCall
 from llamachat.history.store import History
 from llamachat.prompts import Prompts
+from llamachat.router import client as backend
+from llamachat.router.client import Client
+from llamachat.router.lock import default_lock_path
+from llamachat.router.server import free_port
 from llamachat.tests.support import (
+    MAIN_SENDS_SCRIPT,
+    SMOL_ID,
     add_router_models,
     click_session,
     combo_ids,
+    live_group_members,
     offscreen_dialogs,
     offscreen_popup,
     quick_ask,
     quick_offscreen,
     quick_skill_part,
     quick_widget_named,
+    real_assets,
     run_llamachat,
     send_and_wait,
     skill_part,
+    smol_models_folder,
     subprocess_config_file,
     type_message,
     visible_widget_named,
+    wait_for,
 )
 
 
@@ -576,3 +593,131 @@ class TestSkillsThreeWays:
         send_and_wait(qtbot, window, "/finance-cli third")
         third = router.chat_requests()[-1].json["messages"][0]["content"]
         assert third.startswith(first["content"]) and "[skill: finance-cli]" in third
+
+
+class TestReplyOutlivesLlamachat:
+    """Issue 40 end to end: a reply outlives the llamachat that asked for it."""
+
+    @pytest.mark.real_router
+    def test_kill_9_of_llamachat_and_its_server_mid_reply_then_restart_completes_it_exactly(
+        self, tmp_path
+    ) -> None:
+        """`llamachat` runs its own llama-server (SmolLM2) and streams a reply in its window;
+        SIGKILLed mid-reply, its server outlives it (the grace period), the next `llamachat`
+        adopts that server, reopens the chat and reads the reply on: the row completes with
+        exactly the text the server generated (its own copy of the stream, from byte 0).
+        Quitting then stops the adopted server: nothing is left running."""
+        _binary, model = real_assets()
+        models = smol_models_folder(tmp_path, model)
+        db = tmp_path / "history.db"
+        config_path = tmp_path / "config.toml"
+        config_path.write_text(
+            f'router_url = "http://127.0.0.1:{free_port()}"\nmanage_server = true\n'
+            f'models_dir = "{models}"\nserver_args = ["--ctx-size", "2048", "-t", "2"]\n'
+            f'default_model = "{SMOL_ID}"\nwarm_cache = false\n'
+            f'history_path = "{db}"\nprompts_dir = "{tmp_path / "prompts"}"\n'
+            f'skills_dir = "{tmp_path / "skills"}"\n'
+            f'[model_params."{SMOL_ID}"]\ntemperature = 0\nseed = 7\nmax_tokens = 120\n',
+            encoding="utf-8",
+        )
+        lock = default_lock_path(config_path)
+        env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+        question = "Count from one to fifty in words, separated by commas."
+        started: list[subprocess.Popen[bytes]] = []
+        server_pid = 0
+
+        def start(*command: str, log: str) -> subprocess.Popen[bytes]:
+            with (tmp_path / log).open("wb") as out:
+                child = subprocess.Popen(
+                    [sys.executable, *command], env=env, stdout=out, stderr=subprocess.STDOUT
+                )
+            started.append(child)
+            return child
+
+        try:
+            first = start("-c", MAIN_SENDS_SCRIPT, str(config_path), question, log="first.log")
+            # Killed once the reply's place in the server's stream is saved with some text.
+            place = wait_for(
+                lambda: first.poll() is None and _streaming_place(db),
+                300,
+                "the first llamachat's reply to be streaming (first.log: "
+                f"{tmp_path / 'first.log'})",
+            )
+            record = json.loads(lock.read_text())
+            server_pid, url, key = int(record["server"]), record["url"], record["key"]
+            os.kill(first.pid, signal.SIGKILL)
+            first.wait(timeout=30)
+            message_id, conversation, before = place
+            # The server outlives it, still answering, its reply going on.
+            assert live_group_members(server_pid)
+            assert httpx.get(f"{url}/health", timeout=5).status_code == 200
+
+            second = start("-m", "llamachat", "--config", str(config_path), log="second.log")
+            reply = wait_for(
+                lambda: _finished_reply(db, message_id),
+                300,
+                f"the reply to complete in the next llamachat ({tmp_path / 'second.log'})",
+            )
+            # Adopted, not started again: the same server process, now in the next one's lock.
+            assert int(json.loads(lock.read_text())["server"]) == server_pid
+
+            client = Client(url, api_key=key)
+            try:
+                whole = list(
+                    backend.resume_chat(client, backend.Position(conversation), model=SMOL_ID)
+                )
+            finally:
+                client.close()
+            generated = "".join(str(value) for kind, value in whole if kind == "content")
+            assert reply["status"] == "complete"
+            assert reply["content"] == generated
+            # Killed mid-reply: the first llamachat had only part of it.
+            assert 0 < len(before) < len(generated) and generated.startswith(before)
+            print(
+                f"\nkill -9 mid-reply: {len(before)} of {len(generated)} chars saved at the kill, "
+                "the rest read on after adoption, 0 lost"
+            )
+
+            second.send_signal(signal.SIGTERM)
+            assert second.wait(timeout=60) == 0, (tmp_path / "second.log").read_text()
+            wait_for(lambda: not live_group_members(server_pid), 30, "the adopted server to stop")
+        finally:
+            for child in started:
+                if child.poll() is None:
+                    child.kill()
+                    child.wait()
+            if server_pid and live_group_members(server_pid):
+                os.killpg(server_pid, signal.SIGKILL)
+
+
+def _streaming_place(db) -> tuple[int, str, str] | None:
+    """(message id, conversation id, text saved) of a reply still streaming whose place in
+    the server's stream is saved with some text, in the history file `db`."""
+    if not db.exists():
+        return None
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+    try:
+        rows = conn.execute(
+            "SELECT m.id, s.conversation, m.content FROM reply_streams s"
+            " JOIN messages m ON m.id = s.message_id"
+            " WHERE s.content_chars > 0 AND m.status = 'streaming'"
+        ).fetchall()
+    except sqlite3.OperationalError:
+        return None
+    finally:
+        conn.close()
+    return (int(rows[0][0]), str(rows[0][1]), str(rows[0][2])) if rows else None
+
+
+def _finished_reply(db, message_id: int) -> dict | None:
+    """The reply `message_id` in the history file `db` once it is no longer streaming."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+    try:
+        row = conn.execute(
+            "SELECT status, content FROM messages WHERE id = ?", (message_id,)
+        ).fetchone()
+    except sqlite3.OperationalError:
+        return None
+    finally:
+        conn.close()
+    return {"status": row[0], "content": row[1]} if row and row[0] != "streaming" else None

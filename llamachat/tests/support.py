@@ -709,6 +709,39 @@ app.exec()
 """
 
 
+MAIN_SENDS_SCRIPT = r"""
+import sys
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication
+from llamachat.__main__ import main
+from llamachat.ui import ChatWindow
+
+# llamachat's own entry point (instance, router found or started, its window), with one
+# thing added: once the router is ready and a model chosen, the window sends argv[2].
+app = QApplication(sys.argv[:1])
+sent = []
+
+
+def send_once():
+    for window in QApplication.topLevelWidgets():
+        if (
+            isinstance(window, ChatWindow)
+            and not sent
+            and window.app.router.status == "ready"
+            and window.model_picker.current_model()
+        ):
+            sent.append(window)
+            window.composer.set_text(sys.argv[2])
+            window.send()
+
+
+timer = QTimer()
+timer.timeout.connect(send_once)
+timer.start(100)
+sys.exit(main(["--config", sys.argv[1]]))
+"""
+
+
 def write_history_with_chat(path: Path, n_messages: int = 400) -> None:
 
     with History(path) as history:
