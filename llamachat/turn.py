@@ -67,8 +67,8 @@ log = logging.getLogger(__name__)
 class Part:
     """One named piece of a request: `text` it adds to its message, or whole `items`.
 
-    `items` are the replayed messages of "history", the image content parts of an
-    image attachment, or the tool schemas of "tools".
+    `items` are the replayed messages of "history", the image or audio content part of
+    an attachment, or the tool schemas of "tools".
     """
 
     name: str
@@ -220,6 +220,7 @@ def build_turn(
     system: Sequence[Part],
     messages: Sequence[Mapping[str, Any]] = (),
     images: bool = False,
+    audio: bool = False,
     store: skills.SkillStore | None = None,
     search_on: bool | None = None,
     preset: str = "",
@@ -234,8 +235,8 @@ def build_turn(
     """The turn that asks `model` about a conversation, as History stores it.
 
     `messages` are History rows (role, content, attachments), oldest first; a user
-    message at the end is the question, the rest is replayed. `images` says whether
-    the model reads images (else they are named, not sent). `search_on` offers web
+    message at the end is the question, the rest is replayed. `images` and `audio` say
+    whether the model reads images and hears audio (else they are named, not sent). `search_on` offers web
     search (default: the configuration's `search_enabled`); `store` offers load_skill,
     its catalog within its share of the model's context `n_ctx` when that is known;
     `extra_tools` are more tools (MCP's) offered after the built-in ones (`tools.offered`).
@@ -260,7 +261,7 @@ def build_turn(
     if rows and rows[-1].get("role") == "user":
         last = rows.pop()
         text = last.get("content") or ""
-        question = user_parts(text, last.get("attachments") or [], images=images)
+        question = user_parts(text, last.get("attachments") or [], images=images, audio=audio)
         excerpts = excerpt_part(None if takes_tools else library, text, limit=excerpt_chars(n_ctx))
         if excerpts is not None:
             question, found = (excerpts[0], *question), excerpts[1]
@@ -278,7 +279,7 @@ def build_turn(
     return Turn(
         model=model,
         system=tuple(system),
-        history=tuple(replay(rows, images=images)),
+        history=tuple(replay(rows, images=images, audio=audio)),
         question=question,
         tools=tools,
         params={**backend.LLAMA_PARAMS, **fields} if router else fields,
@@ -314,6 +315,7 @@ def oneshot_turn(
     names: Sequence[str] = (),
     store: skills.SkillStore | None = None,
     images: bool = False,
+    audio: bool = False,
     n_ctx: int | None = None,
     extra_tools: Sequence[Tool] = (),
     router: bool = True,
@@ -335,6 +337,7 @@ def oneshot_turn(
         system=system,
         messages=[question],
         images=images,
+        audio=audio,
         store=store,
         n_ctx=n_ctx,
         extra_tools=extra_tools,
@@ -343,7 +346,9 @@ def oneshot_turn(
     )
 
 
-def replay(messages: Iterable[Mapping[str, Any]], *, images: bool) -> list[dict]:
+def replay(
+    messages: Iterable[Mapping[str, Any]], *, images: bool, audio: bool = False
+) -> list[dict]:
     """Stored messages as wire messages: user messages with their attachments, replies
     with their answer only (reasoning and tool rounds stay out of the context, as
     llama.cpp's own web page does); anything else is left out."""
@@ -351,7 +356,10 @@ def replay(messages: Iterable[Mapping[str, Any]], *, images: bool) -> list[dict]
     for message in messages:
         if message.get("role") == "user":
             content = user_content(
-                message.get("content") or "", message.get("attachments") or [], images=images
+                message.get("content") or "",
+                message.get("attachments") or [],
+                images=images,
+                audio=audio,
             )
             out.append({"role": "user", "content": content})
         elif message.get("role") == "assistant" and message.get("content"):
@@ -375,16 +383,19 @@ def preset_text(cfg: Config) -> str:
 
 @dataclass(frozen=True)
 class Attachment:
-    """A file attached to a message: `kind` "image" (data is a data URI) or "text" (data is text)."""
+    """A file attached to a message: `kind` "image" or "audio" (data is a data URI) or
+    "text" (data is text); `seconds`: how long a sound lasts, when known."""
 
     kind: str
     name: str
     mime: str
     data: str
+    seconds: float | None = None
 
     def to_dict(self) -> dict:
         """The form stored in History's `attachments` column."""
-        return {"kind": self.kind, "name": self.name, "mime": self.mime, "data": self.data}
+        stored = {"kind": self.kind, "name": self.name, "mime": self.mime, "data": self.data}
+        return stored if self.seconds is None else {**stored, "seconds": self.seconds}
 
     @classmethod
     def from_dict(cls, data: dict) -> Attachment:
@@ -394,6 +405,7 @@ class Attachment:
             name=str(data.get("name", "")),
             mime=str(data.get("mime", "")),
             data=str(data.get("data", "")),
+            seconds=_seconds(data.get("seconds")),
         )
 
     def label(self) -> str:
@@ -401,7 +413,30 @@ class Attachment:
         if self.kind == "text" and self.name == "pasted text":
             lines = len(self.data.splitlines())
             return f"pasted text ({lines} line{'' if lines == 1 else 's'})"
+        if self.kind == "audio" and self.seconds is not None:
+            minutes, seconds = divmod(round(self.seconds), 60)
+            return f"{self.name} ({minutes}:{seconds:02d})"
         return self.name
+
+    def audio_part(self) -> dict:
+        """The `input_audio` content part of a sound (llama.cpp takes "wav" and "mp3")."""
+        return {
+            "type": "input_audio",
+            "input_audio": {"data": self.data.partition(",")[2], "format": audio_format(self.mime)},
+        }
+
+
+def _seconds(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3"}
+"""The sounds an attachment can be (mime type: llama.cpp's `input_audio.format`)."""
+
+
+def audio_format(mime: str) -> str:
+    """llama.cpp's `input_audio.format` of a sound's mime type ("wav" unless it is MP3)."""
+    return AUDIO_FORMATS.get(mime, "wav")
 
 
 def fence(text: str, info: str = "") -> str:
@@ -418,17 +453,26 @@ def fenced(name: str, text: str) -> str:
     return f"{name}:\n{fence(text, language)}"
 
 
-def user_parts(text: str, attachments: Sequence[dict], *, images: bool) -> tuple[Part, ...]:
+def user_parts(
+    text: str, attachments: Sequence[dict], *, images: bool, audio: bool = False
+) -> tuple[Part, ...]:
     """A user message's parts: "user" (the typed text), then one "attachment:<name>" each.
 
     A text file is inlined as a fenced block; an image is an image part for a model
-    that reads images, else a line naming it.
+    that reads images, a sound an `input_audio` part for a model that hears audio,
+    else a line naming it (a server without them would refuse the request).
     """
     parts = [Part("user", text)]
     for raw in attachments:
         item = Attachment.from_dict(raw)
         name = f"attachment:{item.name}"
-        if item.kind != "image":
+        if item.kind == "audio":
+            parts.append(
+                Part(name, items=(item.audio_part(),))
+                if audio
+                else Part(name, f"[audio {item.name} not sent: this model does not hear audio]")
+            )
+        elif item.kind != "image":
             parts.append(Part(name, fenced(item.name, item.data)))
         elif images:
             parts.append(
@@ -441,13 +485,16 @@ def user_parts(text: str, attachments: Sequence[dict], *, images: bool) -> tuple
     return tuple(parts)
 
 
-def user_content(text: str, attachments: Sequence[dict], *, images: bool) -> str | list[dict]:
-    """The `content` of a user message: text with text files inlined, plus image parts.
+def user_content(
+    text: str, attachments: Sequence[dict], *, images: bool, audio: bool = False
+) -> str | list[dict]:
+    """The `content` of a user message: text with text files inlined, plus image and
+    audio parts.
 
-    Without images the content stays a plain string, which every chat template
-    accepts. Images for a model that cannot read them are named, not sent.
+    Without them the content stays a plain string, which every chat template accepts.
+    Images and sounds for a model that cannot take them are named, not sent.
     """
-    return _content(user_parts(text, attachments, images=images))
+    return _content(user_parts(text, attachments, images=images, audio=audio))
 
 
 def _content(parts: Iterable[Part]) -> str | list[dict]:

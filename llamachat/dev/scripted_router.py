@@ -53,6 +53,10 @@ after N chunks while the server goes on generating (`drop_after`, a network drop
 (`stall_after`), a delay before each chunk, or raw SSE text sent verbatim (`raw`, no
 `data: [DONE]` added).
 Models carry a status that load/unload change; a `Model(fail_exit_code=1)` fails to load.
+A model lists its `modalities` (`architecture.input_modalities`); a chat request carrying
+an `input_audio` part to one without "audio" is refused as llama-server refuses it (500
+"audio input is not supported - hint: ...", checked before anything is generated), and a
+format other than "wav" or "mp3" is a 400.
 `events=False` answers 404 on /models/sse, as routers before it did.
 
 Embeddings (`POST /v1/embeddings`, `{"model", "input": [texts]}`) are a hashed bag of
@@ -224,6 +228,32 @@ def render(messages: Sequence[dict], tools: Sequence[dict] | None = None) -> str
         out.append(f"<|im_start|>{message.get('role')}\n{_message_text(message)}<|im_end|>\n")
     out.append("<|im_start|>assistant\n")
     return "".join(out)
+
+
+AUDIO_REFUSED = (
+    "audio input is not supported - hint: if this is unexpected, you may need to provide the mmproj"
+)
+
+
+def _media_refusal(
+    messages: Sequence[Any], modalities: Sequence[str]
+) -> tuple[int, str, str] | None:
+    """llama-server's answer to the `input_audio` parts of a request it cannot take (its
+    OpenAI-compatible parsing: a model without audio, a format not "wav" or "mp3"); None: fine."""
+    for message in messages:
+        content = message.get("content") if isinstance(message, dict) else None
+        for part in content if isinstance(content, list) else ():
+            if not isinstance(part, dict) or part.get("type") != "input_audio":
+                continue
+            if "audio" not in modalities:
+                return 500, AUDIO_REFUSED, "server_error"
+            if (part.get("input_audio") or {}).get("format") not in ("wav", "mp3"):
+                return (
+                    400,
+                    "input_audio.format must be either 'wav' or 'mp3'",
+                    "invalid_request_error",
+                )
+    return None
 
 
 def _message_text(message: dict) -> str:
@@ -913,6 +943,9 @@ class _Handler(BaseHTTPRequestHandler):
         model = self._resolve(str(body.get("model") or ""), autoload)
         if model is None:
             return
+        refused = _media_refusal(body.get("messages") or [], model.modalities)
+        if refused is not None:
+            return self._error(*refused)
         warm_up = body.get("max_tokens") == 0 or body.get("n_predict") == 0
         reply = (
             Reply(content=["Hello"], finish_reason="length")

@@ -59,6 +59,11 @@ class ModelInfo:
         """Whether the model reads images (only when the server lists `image`)."""
         return "image" in self.modalities
 
+    @property
+    def hears_audio(self) -> bool:
+        """Whether the model takes sounds (only when the server lists `audio`)."""
+        return "audio" in self.modalities
+
 
 def parse_model(entry: dict, *, provider: str = "") -> ModelInfo | None:
     """A ModelInfo from one `/v1/models` entry, or None when it has no id."""

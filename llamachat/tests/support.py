@@ -1183,6 +1183,18 @@ def send_and_wait(qtbot, window, text: str) -> None:
     qtbot.waitUntil(lambda: not window.is_streaming(), timeout=30000)
 
 
+def write_wav(path: Path, seconds: float = 2.0, rate: int = 8000) -> Path:
+    """A mono 16-bit WAV file of `seconds` of silence."""
+    import wave
+
+    with wave.open(str(path), "wb") as sound:
+        sound.setnchannels(1)
+        sound.setsampwidth(2)
+        sound.setframerate(rate)
+        sound.writeframes(b"\0\0" * int(rate * seconds))
+    return path
+
+
 def write_png(path: Path) -> Path:
 
     image = QImage(4, 4, QImage.Format.Format_RGB32)

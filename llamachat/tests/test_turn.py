@@ -218,3 +218,33 @@ class TestTurn:
         assert len(excerpts) < turn.excerpt_chars(1024) + 400 < len(toolless.question[0].text)
         assert [part.name for part in tooled.question] == ["user"]
         assert [t["function"]["name"] for t in tooled.offer] == ["search_documents"]
+
+
+class TestAudioAttachments:
+    """A sound attached to a message: an `input_audio` part for a model that hears."""
+
+    def test_a_sound_is_an_input_audio_part_for_a_model_that_hears_else_named(self) -> None:
+        """The part carries the base64 data and llama.cpp's format (wav, mp3); for a model
+        that does not hear, a line names the file instead (replayed turns too), and the
+        stored form keeps the sound's length for its chip."""
+        wav = turn.Attachment(
+            "audio", "hi.wav", "audio/wav", "data:audio/wav;base64,UklGRg==", 62.4
+        )
+        mp3 = turn.Attachment("audio", "song.mp3", "audio/mpeg", "data:audio/mpeg;base64,SUQz")
+        stored = [wav.to_dict(), mp3.to_dict()]
+        assert turn.Attachment.from_dict(stored[0]) == wav
+        assert (wav.label(), mp3.label()) == ("hi.wav (1:02)", "song.mp3")
+        content = turn.user_content("Listen", stored, images=False, audio=True)
+        assert content == [
+            {"type": "text", "text": "Listen"},
+            {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}},
+            {"type": "input_audio", "input_audio": {"data": "SUQz", "format": "mp3"}},
+        ]
+        deaf = turn.user_content("Listen", stored[:1], images=True, audio=False)
+        assert deaf == "Listen\n\n[audio hi.wav not sent: this model does not hear audio]"
+        rows = [
+            {"role": "user", "content": "Listen", "attachments": stored[:1]},
+            {"role": "assistant", "content": "A greeting."},
+        ]
+        assert turn.replay(rows, images=False, audio=True)[0]["content"][1]["type"] == "input_audio"
+        assert turn.replay(rows, images=False)[0]["content"] == deaf

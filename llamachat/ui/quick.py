@@ -91,6 +91,7 @@ class QuickWindow(ConversationSeams, QWidget):
             mode=conversation.ONESHOT,
             model=turn.configured_model(cfg),
             images=lambda model: model in self._models and self._models[model].accepts_images,
+            hears=lambda model: model in self._models and self._models[model].hears_audio,
             parent=self,
         )
         collect_garbage_on_gui_thread()
@@ -318,7 +319,7 @@ class QuickWindow(ConversationSeams, QWidget):
         if self.chat.is_streaming():
             self.show_notice("An answer is still coming: Stop it before asking again.")
             return
-        if self.composer.is_empty():
+        if self.composer.is_empty() or self.composer.refused():
             return
         notice = self.unload_guard.check(self.chat.model)
         if notice:
@@ -437,8 +438,12 @@ class QuickWindow(ConversationSeams, QWidget):
         self.model_label.setText(model or "no model yet")
         # Its context size is asked for now, so the check before a send knows it.
         self.chat.context.set_model(model)
+        info = self._models.get(model)
         self.composer.set_model(
-            model, images=model in self._models and self._models[model].accepts_images
+            model,
+            images=info is not None and info.accepts_images,
+            audio=info is not None and info.hears_audio,
+            hearers=[i.id for i in self._models.values() if i.hears_audio],
         )
 
     def _on_models_listed(self, listing: Future, future: Future) -> None:

@@ -100,6 +100,7 @@ class ChatWindow(ConversationSeams, QMainWindow):
             preset=lambda: self.preset_picker.system_text(),
             prompt=lambda: (self.preset_picker.current_name(), self.preset_picker.custom_text()),
             images=lambda model: self.model_choice.reads_images(model),
+            hears=lambda model: self.model_choice.hears_audio(model),
             model_status=lambda model: self.model_picker.status(model),
             parent=self,
         )
@@ -334,7 +335,7 @@ class ChatWindow(ConversationSeams, QMainWindow):
         if self.chat.is_streaming():
             self.show_status("A reply is still coming: stop it (Esc) before sending.")
             return
-        if self.composer.is_empty():
+        if self.composer.is_empty() or self.composer.refused():
             return
         typed = self.composer.text()
         attachments = self.composer.attachments()

@@ -125,6 +125,31 @@ class TestScriptedRouter:
         assert objs[-1] == {"error": {"code": 500, "message": "boom", "type": "server_error"}}
         assert len(objs) == 3
 
+    def test_scripted_router_takes_input_audio_only_for_a_model_that_hears(self) -> None:
+        """An `input_audio` part to a model listed without audio is refused as llama-server
+        refuses it (500, before generating); a model that hears answers; a format other than
+        wav or mp3 is a 400."""
+        listed = [Model("ears", "loaded", modalities=("text", "audio")), Model("plain", "loaded")]
+        with ScriptedRouter(listed) as r:
+
+            def ask(model: str, audio_format: str = "wav") -> httpx.Response:
+                sound = {
+                    "type": "input_audio",
+                    "input_audio": {"data": "UklGRg==", "format": audio_format},
+                }
+                content = [{"type": "text", "text": "Hi"}, sound]
+                body = {"model": model, "messages": [{"role": "user", "content": content}]}
+                return httpx.post(r.url + "/v1/chat/completions", json=body)
+
+            assert ask("ears").status_code == 200
+            refused = ask("plain")
+            assert refused.status_code == 500
+            assert refused.json()["error"]["message"] == (
+                "audio input is not supported - hint: if this is unexpected, you may need to "
+                "provide the mmproj"
+            )
+            assert ask("ears", "flac").status_code == 400
+
     def test_scripted_router_die_after_closes_socket_mid_body(self, router) -> None:
 
         router.script(Reply(content=["x"] * 10, die_after=3))

@@ -39,6 +39,7 @@ class TurnBuilder:
         preset: Callable[[], str],
         prompt: Callable[[], tuple[str, str]],
         images: Callable[[str], bool],
+        hears: Callable[[str], bool] = lambda _model: False,
     ) -> None:
         self._app = app
         self.state = state
@@ -48,6 +49,8 @@ class TurnBuilder:
         """The preset's name and custom text, as the window shows it."""
         self.images = images
         """Whether a model reads images."""
+        self.hears = hears
+        """Whether a model hears audio."""
         self._system_cache: tuple[turn.Part, ...] | None = None
         # The missing skills and the preset text the cached system message was built with.
         self._cached_missing: list[str] = []
@@ -158,6 +161,7 @@ class TurnBuilder:
                 names=list(state.loaded),
                 store=state.store,
                 images=self.images(model),
+                audio=self.hears(model),
                 n_ctx=n_ctx,
                 extra_tools=mcp,
                 router=router,
@@ -170,6 +174,7 @@ class TurnBuilder:
             system=self._system_parts() + self._memory_part(model),
             messages=stored,
             images=self.images(model),
+            audio=self.hears(model),
             store=state.store,
             search_on=state.search_on,
             preset=self.prompt()[0],
@@ -195,7 +200,9 @@ class TurnBuilder:
         """The parts a question `text` makes in a request to `model` (whose context is
         `n_ctx`): the passages found for it first when the model cannot call tools
         (`turn.excerpt_part`), then its own."""
-        parts = turn.user_parts(text, attachments, images=self.images(model))
+        parts = turn.user_parts(
+            text, attachments, images=self.images(model), audio=self.hears(model)
+        )
         searched = None if self.takes_tools(model) else self.library()
         excerpts = turn.excerpt_part(searched, text, limit=turn.excerpt_chars(n_ctx))
         return parts if excerpts is None else (excerpts[0], *parts)

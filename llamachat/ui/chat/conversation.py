@@ -93,6 +93,7 @@ class Conversation(QObject):
         preset: Callable[[], str] | None = None,
         prompt: Callable[[], tuple[str, str]] | None = None,
         images: Callable[[str], bool] | None = None,
+        hears: Callable[[str], bool] | None = None,
         model_status: Callable[[str], str] | None = None,
         parent: QObject | None = None,
     ) -> None:
@@ -124,6 +125,7 @@ class Conversation(QObject):
             preset=preset or (lambda: ""),
             prompt=prompt or (lambda: (prompts.DEFAULT_NAME, "")),
             images=images or (lambda _model: False),
+            hears=hears or (lambda _model: False),
         )
         self.skills = SkillLoader(
             self.state,

@@ -100,7 +100,12 @@ class DraftCount(QObject):
         if not text and not attachments:
             return ()
         model = self._limits.model
-        parts = turn.user_parts(text, list(attachments), images=self._builder.images(model))
+        parts = turn.user_parts(
+            text,
+            list(attachments),
+            images=self._builder.images(model),
+            audio=self._builder.hears(model),
+        )
         if excerpts and self._excerpts is not None and not self._builder.takes_tools(model):
             return (self._excerpts, *parts)
         return parts

@@ -80,6 +80,18 @@ class ModelChoice(QObject):
         """Whether `model` reads images (as far as its listing says)."""
         return "image" in self._picker.modalities(model)
 
+    def hears_audio(self, model: str) -> bool:
+        """Whether `model` takes sounds (as far as its listing says)."""
+        return "audio" in self._picker.modalities(model)
+
+    def _tell_composer(self, model: str) -> None:
+        self._composer.set_model(
+            model,
+            images=self.reads_images(model),
+            audio=self.hears_audio(model),
+            hearers=[m.id for m in self._picker.models() if "audio" in m.modalities],
+        )
+
     def apply_opened(self, model_id: str) -> str:
         """Apply an opened chat's model; '' or, when the models listed lack it (a chat
         imported from another app, a model since deleted), a note that the chat goes on
@@ -107,7 +119,7 @@ class ModelChoice(QObject):
         self._chat.model = model_id
         if self._picker.current_model() != model_id:
             self._picker.set_current(model_id)
-        self._composer.set_model(model_id, images=self.reads_images(model_id))
+        self._tell_composer(model_id)
         self._meter.set_model(model_id)
         if changed:
             self.changed.emit(model_id)
@@ -138,7 +150,7 @@ class ModelChoice(QObject):
         self._chat.context.models_listed(infos)
         # The modalities may have arrived only now (a chat's model listed after it opened).
         model = self._chat.model
-        self._composer.set_model(model, images=self.reads_images(model))
+        self._tell_composer(model)
         self.listed.emit(infos)
 
     @Slot(str)

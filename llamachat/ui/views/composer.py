@@ -5,21 +5,24 @@ skills above the message box, as wide as it: Esc closes the list, and Enter on a
 typed out in full sends at once (on a partial one it completes the name first).
 Files come in by the attach button,
 drag and drop, or paste: images become `image_url` data URIs (only for models
-that read images), text files are inlined as fenced code blocks, and a very long
-paste becomes an attachment instead of flooding the editor.
+that read images), sounds (.wav, .mp3) `input_audio` parts (only for models that hear
+audio, as the router lists them before a load), text files are inlined as fenced code
+blocks, and a very long paste becomes an attachment instead of flooding the editor.
 
 Errors: `AttachmentError` (a file that cannot be attached: too big, unreadable,
-not text, or an image for a model without vision); the composer shows its
-message through the `notice` signal rather than raising.
+not text, an image for a model without vision, a sound for a model that does not
+hear); the composer shows its message through the `notice` signal rather than raising.
 """
 
 from __future__ import annotations
 
 import base64
+import io
 import logging
 import mimetypes
 import re
-from collections.abc import Callable
+import wave
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from PySide6.QtCore import (
@@ -47,7 +50,7 @@ from PySide6.QtWidgets import (
 
 from llamachat import outside
 from llamachat.skills import SkillStore
-from llamachat.turn import Attachment
+from llamachat.turn import Attachment, audio_format
 from llamachat.ui import plain
 from llamachat.ui.views.chips import ChipRow
 from llamachat.ui.views.popup import place_above
@@ -60,6 +63,9 @@ MAX_LINES = 12
 MAX_TEXT_BYTES = 1_000_000
 MAX_IMAGE_BYTES = 20_000_000
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp", "image/bmp")
+MAX_AUDIO_BYTES = 20_000_000
+# The sounds llama.cpp's `input_audio` takes, by file name (systems name WAV's type variously).
+SOUND_TYPES = {".wav": "audio/wav", ".mp3": "audio/mpeg"}
 
 _SLASH_WORD = re.compile(r"(?:^|\s)/([\w.-]*)$")
 
@@ -80,22 +86,49 @@ def image_attachment(image: QImage, name: str = "pasted image.png") -> Attachmen
     return Attachment("image", name, "image/png", f"data:image/png;base64,{encoded}")
 
 
-def file_attachment(path: Path, *, images: bool) -> Attachment:
+def is_sound(path: Path) -> bool:
+    """Whether `path` names a sound llama.cpp takes (.wav, .mp3), by its name."""
+    return path.suffix.lower() in SOUND_TYPES
+
+
+def audio_refusal(model: str, hearers: Sequence[str]) -> str:
+    """What to say when a sound is attached for `model`, which does not hear audio."""
+    others = [m for m in hearers if m != model]
+    pick = f"e.g. {', '.join(others[:2])}" if others else "none of the models listed now does"
+    return f"{model or 'This model'} does not take audio; pick a model that hears, {pick}."
+
+
+def wav_seconds(data: bytes) -> float | None:
+    """How long a WAV file lasts, from its header (None when it cannot tell)."""
+    try:
+        with wave.open(io.BytesIO(data)) as sound:
+            rate = sound.getframerate()
+            return sound.getnframes() / rate if rate else None
+    except (wave.Error, EOFError, ValueError):
+        return None
+
+
+def file_attachment(path: Path, *, images: bool, audio: bool = False) -> Attachment:
     """Read `path` as an attachment; raises AttachmentError with a reason the user can act on."""
     name = outside.shown(path.name)
-    mime = mimetypes.guess_type(name)[0] or ""
+    sound = is_sound(path)
+    mime = SOUND_TYPES[path.suffix.lower()] if sound else mimetypes.guess_type(name)[0] or ""
     image = mime in IMAGE_TYPES
     if image and not images:
         raise AttachmentError(
             f"{name} is an image, and the current model does not read images. "
             "Pick a model with vision to attach it."
         )
+    if sound and not audio:
+        raise AttachmentError(f"{name} is a sound, and the current model does not hear audio.")
     try:
-        data, _more = outside.read_bytes(path, MAX_IMAGE_BYTES if image else MAX_TEXT_BYTES)
+        data, _more = outside.read_bytes(
+            path, MAX_IMAGE_BYTES if image else MAX_AUDIO_BYTES if sound else MAX_TEXT_BYTES
+        )
     except outside.TooLarge:
         raise AttachmentError(
             f"{name} is too big to attach (over 20 MB)."
-            if image
+            if image or sound
             else f"{name} is too big to inline (over 1 MB)."
         ) from None
     except outside.NotRegular as exc:
@@ -109,6 +142,10 @@ def file_attachment(path: Path, *, images: bool) -> Attachment:
     if image:
         encoded = base64.b64encode(data).decode("ascii")
         return Attachment("image", name, mime, f"data:{mime};base64,{encoded}")
+    if sound:
+        encoded = base64.b64encode(data).decode("ascii")
+        seconds = wav_seconds(data) if audio_format(mime) == "wav" else None
+        return Attachment("audio", name, mime, f"data:{mime};base64,{encoded}", seconds)
     if b"\0" in data:
         raise AttachmentError(f"{name} is not a text file, and only text and images attach.")
     try:
@@ -314,6 +351,8 @@ class Composer(QWidget):
         super().__init__(parent)
         self._attachments: list[Attachment] = []
         self._images = False
+        self._audio = False
+        self._hearers: tuple[str, ...] = ()
         self._model = ""
         self.takes_folders = False
 
@@ -341,7 +380,7 @@ class Composer(QWidget):
 
         self.attach_button = QPushButton("Attach…", self)
         self.attach_button.setAccessibleName("Attach file")
-        self.attach_button.setToolTip("Attach text files or images (or drop or paste them)")
+        self.attach_button.setToolTip("Attach text files (or drop or paste them)")
         self.send_button = QPushButton("Send", self)
         self.send_button.setAccessibleName("Send")
         self.send_button.setDefault(False)
@@ -426,10 +465,30 @@ class Composer(QWidget):
         """True when there is neither text nor an attachment."""
         return not self.text().strip() and not self._attachments
 
-    def set_model(self, model: str, *, images: bool) -> None:
-        """Tell the composer which model it writes to and whether that model reads images."""
+    def set_model(
+        self, model: str, *, images: bool, audio: bool = False, hearers: Sequence[str] = ()
+    ) -> None:
+        """Tell the composer which model it writes to, whether that model reads images and
+        hears audio, and which listed models hear (named when a sound is refused)."""
         self._model = model
         self._images = images
+        self._audio = audio
+        self._hearers = tuple(hearers)
+        takes = ["text files"] + ["images"] * images + ["sounds (.wav, .mp3)"] * audio
+        self.attach_button.setToolTip(
+            f"Attach {', '.join(takes[:-1])} or {takes[-1]} (or drop or paste them)"
+            if len(takes) > 1
+            else "Attach text files (or drop or paste them)"
+        )
+
+    def refused(self) -> bool:
+        """True, saying why through `notice`, when the message cannot go to the model as it
+        is: a sound attached for a model that does not hear (chosen after the sound was
+        attached). Checked at Send: the server would refuse the whole request."""
+        if not self._audio and any(item.kind == "audio" for item in self._attachments):
+            self.notice.emit(audio_refusal(self._model, self._hearers))
+            return True
+        return False
 
     def offer_skills(self, store: SkillStore, *, panel: bool = False) -> None:
         """Offer the store's user-invocable skills after `/`, re-reading its folders first.
@@ -474,8 +533,13 @@ class Composer(QWidget):
     def add_files(self, paths: list) -> None:
         """Attach files (from the dialog, a drop or a paste); refusals go to `notice`."""
         for path in paths:
+            if is_sound(Path(path)) and not self._audio:
+                self.notice.emit(audio_refusal(self._model, self._hearers))
+                continue
             try:
-                self.add_attachment(file_attachment(Path(path), images=self._images))
+                self.add_attachment(
+                    file_attachment(Path(path), images=self._images, audio=self._audio)
+                )
             except AttachmentError as exc:
                 self.notice.emit(str(exc))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import threading
 
@@ -11,7 +12,14 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication, QPlainTextEdit, QPushButton
 
 from llamachat.dev.scripted_router import Model, ScriptedRouter
-from llamachat.tests.support import offscreen_popup, send_and_wait, visible_widget_named, write_png
+from llamachat.tests.support import (
+    offscreen_popup,
+    send_and_wait,
+    type_message,
+    visible_widget_named,
+    write_png,
+    write_wav,
+)
 from llamachat.ui.views.composer import AttachmentError, file_attachment
 
 
@@ -229,3 +237,79 @@ class TestComposer:
             "/claude-api  —  Build apps with the Claude API. TRIGGER when code imports anthropic."
         ]
         assert "\n" in model.index(0, 0).data(0x03)  # the tooltip keeps the lines
+
+
+class TestAudio:
+    """Sounds (.wav, .mp3) go to a model that hears audio, as `input_audio` parts; a model
+    that does not hear is refused them before anything is sent (issue 40)."""
+
+    def test_a_model_that_hears_gets_the_sound_and_later_turns_and_a_retry_send_it_again(
+        self, chat_window, qtbot, tmp_path
+    ) -> None:
+        """The attach offer names sounds, the chip names the file and its length, the request
+        carries `{"type": "input_audio", "input_audio": {"data", "format": "wav"}}`, the
+        history keeps it, and the next turn and a retry replay it."""
+        sound = write_wav(tmp_path / "greeting.wav", seconds=2.0)
+        listed = [Model("ears", "loaded", modalities=("text", "audio")), Model("plain", "loaded")]
+        with ScriptedRouter(listed) as ears:
+            window, history = chat_window(url=ears.url, default_model="ears")
+            assert "sounds (.wav, .mp3)" in window.composer.attach_button.toolTip()
+            window.composer.add_files([sound])
+            assert visible_widget_named(
+                window, QPushButton, "Remove attachment greeting.wav (0:02)"
+            )
+            send_and_wait(qtbot, window, "What is said?")
+            part = {
+                "type": "input_audio",
+                "input_audio": {
+                    "data": base64.b64encode(sound.read_bytes()).decode("ascii"),
+                    "format": "wav",
+                },
+            }
+            text, sent = ears.chat_requests()[-1].json["messages"][-1]["content"]
+            assert (text, sent) == ({"type": "text", "text": "What is said?"}, part)
+            question, reply = history.messages(window.session_id)
+            [stored] = question["attachments"]
+            assert (stored["kind"], stored["name"], stored["seconds"]) == (
+                "audio",
+                "greeting.wav",
+                2.0,
+            )
+
+            send_and_wait(qtbot, window, "And then?")
+            replayed = ears.chat_requests()[-1].json["messages"]
+            assert replayed[1]["content"][1] == part and replayed[1]["role"] == "user"
+
+            window.retry(reply["id"])
+            qtbot.waitUntil(lambda: len(ears.chat_requests()) == 3, timeout=10_000)
+            qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10_000)
+            assert ears.chat_requests()[-1].json["messages"][-1]["content"][1] == part
+            window.close()
+
+    def test_a_model_that_does_not_hear_is_refused_the_sound_before_anything_is_sent(
+        self, chat_window, qtbot, tmp_path
+    ) -> None:
+        """Attaching a sound for a model without audio says so and names one that hears;
+        a sound attached before switching to such a model stops Send with the same line:
+        no request goes (the server would refuse it: 500 "audio input is not supported")."""
+        sound = write_wav(tmp_path / "greeting.wav")
+        listed = [Model("plain", "loaded"), Model("ears", "loaded", modalities=("text", "audio"))]
+        with ScriptedRouter(listed) as both:
+            window, _history = chat_window(url=both.url, default_model="plain")
+            line = "plain does not take audio; pick a model that hears, e.g. ears."
+            assert "sounds" not in window.composer.attach_button.toolTip()
+            window.composer.add_files([sound])
+            assert window.composer.attachments() == []
+            assert window.statusBar().currentMessage() == line
+
+            window.model_choice.set_model("ears")
+            window.composer.add_files([sound])
+            window.model_choice.set_model("plain")
+            type_message(qtbot, window, "What is said?")
+            qtbot.keyClick(
+                visible_widget_named(window, QPlainTextEdit, "Message"), Qt.Key.Key_Return
+            )
+            assert window.statusBar().currentMessage() == line
+            assert not window.is_streaming() and both.chat_requests() == []
+            assert [a.name for a in window.composer.attachments()] == ["greeting.wav"]
+            window.close()
