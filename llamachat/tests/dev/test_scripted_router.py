@@ -10,9 +10,9 @@ import time
 import httpx
 import pytest
 
-from llamachat.dev.scripted_router import Model, Reply, ScriptedRouter, ToolCall
+from llamachat.dev.scripted_router import AUDIO_REFUSED, Model, Reply, ScriptedRouter, ToolCall
 from llamachat.router import client as backend
-from llamachat.tests.support import sse_objects, turn_of
+from llamachat.tests.support import SMOL_ID, sse_objects, turn_of
 
 
 class TestScriptedRouter:
@@ -149,6 +149,29 @@ class TestScriptedRouter:
                 "provide the mmproj"
             )
             assert ask("ears", "flac").status_code == 400
+
+    @pytest.mark.real_router
+    def test_real_router_refuses_input_audio_to_a_model_that_does_not_hear_the_same_way(
+        self, real_router
+    ) -> None:
+        """What the scripted router imitates: llama-server (SmolLM2, no mmproj, listed with
+        `input_modalities` ["text"]) answers an `input_audio` part with this 500."""
+        content = [
+            {"type": "text", "text": "Hi"},
+            {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}},
+        ]
+        body = {
+            "model": SMOL_ID,
+            "max_tokens": 1,
+            "messages": [{"role": "user", "content": content}],
+        }
+        answer = httpx.post(
+            real_router.url + "/v1/chat/completions",
+            json=body,
+            headers={"Authorization": f"Bearer {real_router.server.api_key}"},
+            timeout=120,
+        )
+        assert (answer.status_code, answer.json()["error"]["message"]) == (500, AUDIO_REFUSED)
 
     def test_scripted_router_die_after_closes_socket_mid_body(self, router) -> None:
 
