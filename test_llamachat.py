@@ -26,6 +26,7 @@ import subprocess
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import httpx
 import pytest
@@ -599,6 +600,7 @@ class TestReplyOutlivesLlamachat:
     """Issue 40 end to end: a reply outlives the llamachat that asked for it."""
 
     @pytest.mark.real_router
+    @pytest.mark.timeout(600)  # two starts of llamachat and SmolLM2 writing 200 tokens
     def test_kill_9_of_llamachat_and_its_server_mid_reply_then_restart_completes_it_exactly(
         self, tmp_path
     ) -> None:
@@ -617,12 +619,12 @@ class TestReplyOutlivesLlamachat:
             f'default_model = "{SMOL_ID}"\nwarm_cache = false\n'
             f'history_path = "{db}"\nprompts_dir = "{tmp_path / "prompts"}"\n'
             f'skills_dir = "{tmp_path / "skills"}"\n'
-            f'[model_params."{SMOL_ID}"]\ntemperature = 0\nseed = 7\nmax_tokens = 120\n',
+            f'[model_params."{SMOL_ID}"]\ntemperature = 0\nseed = 7\nmax_tokens = 200\n',
             encoding="utf-8",
         )
         lock = default_lock_path(config_path)
         env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
-        question = "Count from one to fifty in words, separated by commas."
+        question = "Write a long story about a dragon who learns to count."
         started: list[subprocess.Popen[bytes]] = []
         server_pid = 0
 
@@ -638,10 +640,9 @@ class TestReplyOutlivesLlamachat:
             first = start("-c", MAIN_SENDS_SCRIPT, str(config_path), question, log="first.log")
             # Killed once the reply's place in the server's stream is saved with some text.
             place = wait_for(
-                lambda: first.poll() is None and _streaming_place(db),
+                lambda: _alive(first, tmp_path / "first.log") and _streaming_place(db),
                 300,
-                "the first llamachat's reply to be streaming (first.log: "
-                f"{tmp_path / 'first.log'})",
+                "the first llamachat's reply to be streaming",
             )
             record = json.loads(lock.read_text())
             server_pid, url, key = int(record["server"]), record["url"], record["key"]
@@ -681,6 +682,7 @@ class TestReplyOutlivesLlamachat:
             second.send_signal(signal.SIGTERM)
             assert second.wait(timeout=60) == 0, (tmp_path / "second.log").read_text()
             wait_for(lambda: not live_group_members(server_pid), 30, "the adopted server to stop")
+            wait_for(lambda: not _keepers(lock), 30, "the server's keeper to end")
         finally:
             for child in started:
                 if child.poll() is None:
@@ -688,6 +690,28 @@ class TestReplyOutlivesLlamachat:
                     child.wait()
             if server_pid and live_group_members(server_pid):
                 os.killpg(server_pid, signal.SIGKILL)
+            for keeper in _keepers(lock):
+                os.kill(keeper, signal.SIGKILL)
+
+
+def _keepers(lock) -> list[int]:
+    """The pids of the keeper processes watching the server of `lock` (router.keeper)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"llamachat.router.keeper" in argv and os.fsencode(lock) in argv:
+            found.append(int(entry.name))
+    return found
+
+
+def _alive(child: subprocess.Popen[bytes], log) -> bool:
+    """True while `child` runs; a failure showing its output once it ended."""
+    if child.poll() is not None:
+        pytest.fail(f"llamachat ended with {child.returncode}:\n{log.read_text()[-3000:]}")
+    return True
 
 
 def _streaming_place(db) -> tuple[int, str, str] | None:
