@@ -14,12 +14,14 @@ from llamachat.dev.scripted_router import Model, Reply, ScriptedRouter, ToolCall
 from llamachat.history.store import History
 from llamachat.tests.support import (
     QUICK_SKILL_WEATHER,
+    add_router_models,
     instance_config,
     make_app,
     quick_ask,
     quick_offscreen,
     quick_skills_folder,
     quick_widget_named,
+    write_wav,
 )
 from llamachat.turn import MEMORY_HEADING
 from llamachat.ui.instance import RunningInstance
@@ -88,6 +90,22 @@ class TestQuick:
             "",
             "".join(words),
         )
+
+    @quick_offscreen
+    def test_quick_window_sends_a_sound_to_a_model_that_hears(
+        self, quick, router, qtbot, tmp_path
+    ) -> None:
+        """Once the listing says the model hears audio, the quick window attaches a WAV and
+        asks with it as an `input_audio` part."""
+        add_router_models(router, Model("ears", "loaded", modalities=("text", "audio")))
+        window, _history = quick(default_model="ears")
+        window.present()
+        window.refresh_models()
+        qtbot.waitUntil(lambda: "sounds" in window.composer.attach_button.toolTip())
+        window.composer.add_files([write_wav(tmp_path / "hum.wav")])
+        quick_ask(qtbot, window, "What is this?")
+        sound = router.chat_requests()[-1].json["messages"][-1]["content"][-1]
+        assert (sound["type"], sound["input_audio"]["format"]) == ("input_audio", "wav")
 
     @quick_offscreen
     def test_quick_uses_a_skills_folder_created_after_it_was_built(

@@ -246,15 +246,20 @@ class TestAudio:
     def test_a_model_that_hears_gets_the_sound_and_later_turns_and_a_retry_send_it_again(
         self, chat_window, qtbot, tmp_path
     ) -> None:
-        """The attach offer names sounds, the chip names the file and its length, the request
-        carries `{"type": "input_audio", "input_audio": {"data", "format": "wav"}}`, the
-        history keeps it, and the next turn and a retry replay it."""
+        """The attach offer names sounds, a pasted sound file attaches, its chip names the
+        file and its length, the request carries `{"type": "input_audio", "input_audio":
+        {"data", "format": "wav"}}`, the history keeps it, and the next turn and a retry
+        replay it."""
         sound = write_wav(tmp_path / "greeting.wav", seconds=2.0)
         listed = [Model("ears", "loaded", modalities=("text", "audio")), Model("plain", "loaded")]
         with ScriptedRouter(listed) as ears:
             window, history = chat_window(url=ears.url, default_model="ears")
             assert "sounds (.wav, .mp3)" in window.composer.attach_button.toolTip()
-            window.composer.add_files([sound])
+            copied = QMimeData()
+            copied.setUrls([QUrl.fromLocalFile(str(sound))])
+            QApplication.clipboard().setMimeData(copied)
+            window.composer.editor.paste()  # a file copied in a file manager
+            QApplication.clipboard().clear()
             assert visible_widget_named(
                 window, QPushButton, "Remove attachment greeting.wav (0:02)"
             )
