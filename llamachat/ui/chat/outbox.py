@@ -37,13 +37,15 @@ from llamachat.history.store import HistoryError, MessageRow
 from llamachat.turn import Turn
 from llamachat.ui.chat.builder import TurnBuilder
 from llamachat.ui.chat.reply import ReplyStream
-from llamachat.ui.chat.state import ONESHOT, AppState
+from llamachat.ui.chat.state import ONESHOT, AppState, RouterStatus
 from llamachat.ui.chat.worker import WorkerThreads
 
 log = logging.getLogger(__name__)
 
 # Why a reply that a crash cut off before anything arrived has no text.
 CLOSED_EARLY = "llamachat closed before this reply began."
+# `ui.app.PENDING`, spelled out: `ui/chat` loads no widgets, and `ui.app` does.
+ROUTER_PENDING = "pending"
 
 
 class Outbox(QObject):
@@ -89,6 +91,7 @@ class Outbox(QObject):
         self._unsaved: list[ReplyStream] = []
         # The reply a crash left streaming, and its place in the server's stream.
         self._reattach: tuple[MessageRow, dict] | None = None
+        self._awaiting_router = False
 
     # ------------------------------------------------------------------ questions
 
@@ -292,7 +295,17 @@ class Outbox(QObject):
 
     def reattach(self) -> bool:
         """Pick up the reply `settled_messages` left out, reading on from where it stopped;
-        True when one was. Its view is asked for with `started`, as a new reply's."""
+        True when one was. Its view is asked for with `started`, as a new reply's.
+
+        While the router is still being looked for (at a start: a server a killed llamachat
+        left is being adopted, and it may answer at another address than `router_url`), it
+        waits for the router found: the reply reads on from the server that holds it.
+        """
+        if self._reattach is not None and self._app.router.status == ROUTER_PENDING:
+            if not self._awaiting_router:
+                self._awaiting_router = True
+                self._app.router_changed.connect(self._on_router_changed)
+            return False
         pending, self._reattach = self._reattach, None
         session_id = self._state.session_id
         if pending is None or self.reply is not None or session_id != pending[0]["session_id"]:
@@ -312,6 +325,13 @@ class Outbox(QObject):
         reply.start(self._threads)
         self.started.emit(reply)
         return True
+
+    @Slot(object)
+    def _on_router_changed(self, state: RouterStatus) -> None:
+        if state.status != ROUTER_PENDING and self._awaiting_router:
+            self._awaiting_router = False
+            self._app.router_changed.disconnect(self._on_router_changed)
+            self.reattach()
 
     @Slot(str)
     def _on_save_failed(self, error: str) -> None:

@@ -141,8 +141,20 @@ class McpTools(Protocol):
         """The MCP tools a request of `chat` offers now, as far as the servers are up."""
 
 
+class RouterStatus(Protocol):
+    """What a conversation reads of the router's state (`ui.app.RouterState`)."""
+
+    @property
+    def status(self) -> str:
+        """ "configured", "pending" (being looked for or started), "ready" or "failed"."""
+
+
 class AppState(Protocol):
     """What a conversation needs of the App: its state, and the signals that it changed."""
+
+    @property
+    def router(self) -> RouterStatus:
+        """How the router stands now."""
 
     @property
     def config(self) -> Config:

@@ -18,7 +18,7 @@ from PySide6.QtCore import QObject, Signal, SignalInstance
 from llamachat.config import Config
 from llamachat.history.store import History
 from llamachat.router import providers
-from llamachat.ui.chat.state import AppState, McpTools
+from llamachat.ui.chat.state import AppState, McpTools, RouterStatus
 from llamachat.ui.library.host import LibraryHost
 from llamachat.ui.models.in_use import ModelsInUse
 
@@ -83,6 +83,11 @@ class ConversationApp:
     def registry(self) -> providers.Registry:
         """The clients of the router and the providers."""
         return self._app.registry
+
+    @property
+    def router(self) -> RouterStatus:
+        """How the router stands now."""
+        return self._app.router
 
     @property
     def mcp(self) -> McpTools:

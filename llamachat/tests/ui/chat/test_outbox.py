@@ -9,13 +9,23 @@ import subprocess
 import sys
 import time
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QLabel, QToolButton
 
+from llamachat.config import Config
 from llamachat.dev.scripted_router import Reply
 from llamachat.history.store import History
-from llamachat.tests.support import SIGKILL_CHILD_SCRIPT, send_and_wait, visible_widget_named
+from llamachat.router.server import free_port
+from llamachat.tests.support import (
+    SIGKILL_CHILD_SCRIPT,
+    make_app,
+    send_and_wait,
+    visible_widget_named,
+)
+from llamachat.ui import ChatWindow
+from llamachat.ui.app import PENDING
 from llamachat.ui.chat import conversation as controller
+from llamachat.ui.chat import outbox
 
 
 class TestOutbox:
@@ -128,6 +138,77 @@ class TestReattach:
             f"reply moving again {moving_again_ms:.0f} ms after the window opened it"
         )
         assert moving_again_ms < 1000
+
+    def test_a_reply_left_streaming_waits_for_the_router_being_looked_for_then_reads_on(
+        self, router, qtbot, tmp_path
+    ) -> None:
+        """At a start the router is still being looked for when the chat reopens (a server a
+        killed llamachat left is adopted, maybe at another address than router_url, which its
+        first start found taken): the reply reads on from the router found, not from
+        router_url, and completes whole."""
+        pieces = [f"w{n:03d} " for n in range(300)]
+        router.script(Reply(content=pieces, delay=0.01))
+        db = tmp_path / "history.db"
+        _killed_mid_reply(router, tmp_path, db)
+
+        cfg = Config(
+            router_url=f"http://127.0.0.1:{free_port()}",  # nothing answers there
+            default_model="test-model",
+            history_path=db,
+            prompts_dir=tmp_path / "prompts",
+            skills_dir=tmp_path / "skills",
+            warm_cache=False,
+        )
+        history = History(db)
+        app = make_app(cfg, history)
+        app.router_pending("Looking for the llama.cpp router…")  # as `__main__` does first
+        window = ChatWindow(app)
+        qtbot.addWidget(window)
+        window.show()
+        try:
+            # The window reopened the chat; what it queued for then (the reattach) runs
+            # before a timer queued now, while the router is still being looked for.
+            queued: list[bool] = []
+            QTimer.singleShot(0, lambda: queued.append(True))
+            qtbot.waitUntil(lambda: bool(queued))
+            app.use_router(router.url)  # found: the adopted server's address
+            [session] = history.list_sessions()
+            qtbot.waitUntil(
+                lambda: history.messages(session["id"])[-1]["status"] != "streaming",
+                timeout=20_000,
+            )
+            reply = history.messages(session["id"])[-1]
+            assert (reply["status"], reply["content"]) == ("complete", "".join(pieces))
+            assert len(router.chat_requests()) == 1
+            assert outbox.ROUTER_PENDING == PENDING  # the state the outbox waits out
+        finally:
+            window.close()
+            app.close()
+            history.close()
+
+
+def _killed_mid_reply(router, tmp_path, db) -> None:
+    """A llamachat (a child process) asks `router` for a reply and is SIGKILLed once the
+    reply's place in the server's stream is saved in `db`."""
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+    with (tmp_path / "child.log").open("wb") as log:
+        child = subprocess.Popen(
+            [sys.executable, "-c", SIGKILL_CHILD_SCRIPT, router.url, str(tmp_path)],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and child.poll() is None and not _saved_place(db):
+            time.sleep(0.05)
+        assert _saved_place(db), (tmp_path / "child.log").read_text()
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
 
 
 def _saved_place(db) -> bool:
