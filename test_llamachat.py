@@ -21,6 +21,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -601,20 +602,27 @@ class TestReplyOutlivesLlamachat:
 
     @pytest.mark.real_router
     @pytest.mark.timeout(600)  # two starts of llamachat and SmolLM2 writing 200 tokens
+    @pytest.mark.parametrize("taken", [False, True], ids=["at_router_url", "router_url_taken"])
     def test_kill_9_of_llamachat_and_its_server_mid_reply_then_restart_completes_it_exactly(
-        self, tmp_path
+        self, tmp_path, taken
     ) -> None:
         """`llamachat` runs its own llama-server (SmolLM2) and streams a reply in its window;
         SIGKILLed mid-reply, its server outlives it (the grace period), the next `llamachat`
         adopts that server, reopens the chat and reads the reply on: the row completes with
         exactly the text the server generated (its own copy of the stream, from byte 0).
-        Quitting then stops the adopted server: nothing is left running."""
+        Quitting then stops the adopted server: nothing is left running. `taken`: another
+        program holds router_url's port (it accepts, never answers), so the server runs on
+        another port, and the reply is read on from there, not from router_url."""
         _binary, model = real_assets()
         models = smol_models_folder(tmp_path, model)
         db = tmp_path / "history.db"
         config_path = tmp_path / "config.toml"
+        holder = socket.create_server(("127.0.0.1", 0))  # listens; accepts nothing
+        port = holder.getsockname()[1] if taken else free_port()
+        if not taken:
+            holder.close()
         config_path.write_text(
-            f'router_url = "http://127.0.0.1:{free_port()}"\nmanage_server = true\n'
+            f'router_url = "http://127.0.0.1:{port}"\nmanage_server = true\n'
             f'models_dir = "{models}"\nserver_args = ["--ctx-size", "2048", "-t", "2"]\n'
             f'default_model = "{SMOL_ID}"\nwarm_cache = false\n'
             f'history_path = "{db}"\nprompts_dir = "{tmp_path / "prompts"}"\n'
@@ -646,6 +654,7 @@ class TestReplyOutlivesLlamachat:
             )
             record = json.loads(lock.read_text())
             server_pid, url, key = int(record["server"]), record["url"], record["key"]
+            assert (url == f"http://127.0.0.1:{port}") is not taken
             os.kill(first.pid, signal.SIGKILL)
             first.wait(timeout=30)
             message_id, conversation, before = place
@@ -692,6 +701,7 @@ class TestReplyOutlivesLlamachat:
                 os.killpg(server_pid, signal.SIGKILL)
             for keeper in _keepers(lock):
                 os.kill(keeper, signal.SIGKILL)
+            holder.close()
 
 
 def _keepers(lock) -> list[int]:
