@@ -1195,6 +1195,25 @@ def write_wav(path: Path, seconds: float = 2.0, rate: int = 8000) -> Path:
     return path
 
 
+# An MPEG-1 Layer III frame header: 128 kbit/s, 44,100 Hz, joint stereo; a frame of it is
+# 417 bytes (144 * 128000 / 44100) and 1,152 samples.
+MP3_FRAME_HEADER = bytes([0xFF, 0xFB, 0x90, 0x44])
+MP3_FRAME_BYTES = 417
+
+
+def mp3_bytes(frames: int, *, id3: bool = False, xing: int | None = None) -> bytes:
+    """An MP3 of `frames` silent frames, maybe behind an ID3v2 tag, maybe with a Xing header
+    (in its first frame) saying `xing` frames."""
+    first = bytearray(MP3_FRAME_HEADER + bytes(MP3_FRAME_BYTES - 4))
+    if xing is not None:
+        at = 4 + 32  # after the side information of an MPEG-1 stereo frame
+        first[at : at + 12] = b"Xing" + (1).to_bytes(4, "big") + xing.to_bytes(4, "big")
+    body = bytes(first) + (MP3_FRAME_HEADER + bytes(MP3_FRAME_BYTES - 4)) * (frames - 1)
+    # A 300-byte tag: its size is "syncsafe" (7 bits a byte): 2 * 128 + 44.
+    tag = b"ID3\x04\x00\x00\x00\x00\x02\x2c" + bytes(300) if id3 else b""
+    return tag + body
+
+
 def write_png(path: Path) -> Path:
 
     image = QImage(4, 4, QImage.Format.Format_RGB32)

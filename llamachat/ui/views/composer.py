@@ -17,11 +17,9 @@ hear); the composer shows its message through the `notice` signal rather than ra
 from __future__ import annotations
 
 import base64
-import io
 import logging
 import mimetypes
 import re
-import wave
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -50,6 +48,7 @@ from PySide6.QtWidgets import (
 
 from llamachat import outside
 from llamachat.skills import SkillStore
+from llamachat.sound import seconds as sound_seconds
 from llamachat.turn import Attachment, audio_format
 from llamachat.ui import plain
 from llamachat.ui.views.chips import ChipRow
@@ -98,16 +97,6 @@ def audio_refusal(model: str, hearers: Sequence[str]) -> str:
     return f"{model or 'This model'} does not take audio; pick a model that hears, {pick}."
 
 
-def wav_seconds(data: bytes) -> float | None:
-    """How long a WAV file lasts, from its header (None when it cannot tell)."""
-    try:
-        with wave.open(io.BytesIO(data)) as sound:
-            rate = sound.getframerate()
-            return sound.getnframes() / rate if rate else None
-    except (wave.Error, EOFError, ValueError):
-        return None
-
-
 def file_attachment(path: Path, *, images: bool, audio: bool = False) -> Attachment:
     """Read `path` as an attachment; raises AttachmentError with a reason the user can act on."""
     name = outside.shown(path.name)
@@ -144,8 +133,8 @@ def file_attachment(path: Path, *, images: bool, audio: bool = False) -> Attachm
         return Attachment("image", name, mime, f"data:{mime};base64,{encoded}")
     if sound:
         encoded = base64.b64encode(data).decode("ascii")
-        seconds = wav_seconds(data) if audio_format(mime) == "wav" else None
-        return Attachment("audio", name, mime, f"data:{mime};base64,{encoded}", seconds)
+        length = sound_seconds(data, audio_format(mime))
+        return Attachment("audio", name, mime, f"data:{mime};base64,{encoded}", length)
     if b"\0" in data:
         raise AttachmentError(f"{name} is not a text file, and only text and images attach.")
     try:

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QApplication, QPlainTextEdit, QPushButton
 
 from llamachat.dev.scripted_router import Model, ScriptedRouter
 from llamachat.tests.support import (
+    mp3_bytes,
     offscreen_popup,
     send_and_wait,
     type_message,
@@ -318,3 +319,21 @@ class TestAudio:
             assert not window.is_streaming() and both.chat_requests() == []
             assert [a.name for a in window.composer.attachments()] == ["greeting.wav"]
             window.close()
+
+    def test_an_mp3_attaches_with_its_length_and_goes_as_mp3(self, tmp_path) -> None:
+        """An MP3 is read through the file gate into an audio attachment: its chip says how
+        long it lasts (from its frame header), its part says "mp3"."""
+        song = tmp_path / "Song.MP3"
+        song.write_bytes(mp3_bytes(1000))
+        attached = file_attachment(song, images=False, audio=True)
+        assert (attached.kind, attached.mime, attached.label()) == (
+            "audio",
+            "audio/mpeg",
+            "Song.MP3 (0:26)",
+        )
+        assert attached.audio_part()["input_audio"] == {
+            "data": base64.b64encode(song.read_bytes()).decode("ascii"),
+            "format": "mp3",
+        }
+        with pytest.raises(AttachmentError, match="does not hear audio"):
+            file_attachment(song, images=True, audio=False)
