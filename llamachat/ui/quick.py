@@ -18,11 +18,9 @@ memories kept everywhere (it has no project), as a chat's does; `remember` is ne
 offered (one question: nothing to undo).
 
 The model is `oneshot_model`, else `default_model`, else one the router lists
-(a loaded one first). A question asked before the list arrives waits for it. While
-the router is looked for or started (the App's router is pending) nothing is
-listed, so no "cannot reach" replaces the notice saying so; once the router is in
-use, it lists. Router news goes on the notice line, and only the window's own
-router notice is cleared when the router is back.
+(a loaded one first). A question asked before the list arrives waits for it. The
+router is followed by `models.quick_router.QuickRouter`: while it is looked for or
+started nothing is listed, and its news goes on the notice line.
 
 Errors: none of its own. A missing router or model, and a failed reply, are shown
 in the window (the notice line, and the reply's own error mark).
@@ -53,15 +51,15 @@ from llamachat.router import providers
 from llamachat.router.client import BackendError
 from llamachat.router.models import ModelInfo
 from llamachat.ui import plain, tasks
-from llamachat.ui.app import FAILED, PENDING, READY, App, RouterState
+from llamachat.ui.app import App
 from llamachat.ui.chat import conversation
 from llamachat.ui.chat.conversation import Conversation
 from llamachat.ui.chat.reply import ReplyStream
 from llamachat.ui.chat.seams import ConversationSeams
 from llamachat.ui.chat.worker import collect_garbage_on_gui_thread
-from llamachat.ui.first_run import event_text
 from llamachat.ui.models.feed import list_models
 from llamachat.ui.models.in_use import UnloadGuard
+from llamachat.ui.models.quick_router import QuickRouter
 from llamachat.ui.views.chips import SkillChips
 from llamachat.ui.views.composer import Composer
 from llamachat.ui.views.messages import MessagesView
@@ -83,8 +81,6 @@ class QuickWindow(ConversationSeams, QWidget):
         super().__init__(parent)
         self.app = app
         cfg = app.config
-        # The registry last listed from, to see when the App's is another.
-        self._seen_registry = app.registry
         # The conversation: the one-shot session, its skills, the answer and its request.
         self.chat = Conversation(
             app,
@@ -109,20 +105,14 @@ class QuickWindow(ConversationSeams, QWidget):
         app.router_changed.connect(guard.router_changed)
         self._listing: Future | None = None
         self._waiting = False
-        # While the router is looked for or started, a listing could only say that the
-        # configured URL is unreachable, over the notice saying why: it waits for use_router.
-        self._awaiting_router = False
-        # What the window last said about the router, so it only clears its own notice.
-        self._router_notice = ""
         self._build()
+        # While the router is looked for or started, a listing could only say that the
+        # configured URL is unreachable, over the notice saying why: it waits.
+        self.router = QuickRouter(app, self, self)
         self._follow_conversation()
         self._refresh_skill_names()
         self._show_model()
         app.config_changed.connect(self._on_config_changed)
-        app.router_changed.connect(self._on_router_changed)
-        app.server_event.connect(self._on_server_event)
-        if app.router.status in (PENDING, FAILED):
-            self._on_router_changed(app.router)
         if not self.chat.model:
             self.refresh_models()
 
@@ -236,54 +226,6 @@ class QuickWindow(ConversationSeams, QWidget):
         self._show_model()
 
     @Slot(object)
-    def _on_router_changed(self, state: RouterState) -> None:
-        """Follow the App's router: waiting for it, failed, or in use (maybe another one)."""
-        if state.status == PENDING:
-            self._awaiting_router = True
-            # A listing under way asks a URL that may not be the router in the end: its
-            # answer, or its failure, is no news.
-            self._listing = None
-            self._say_router(state.text)
-        elif state.status == FAILED:
-            self._say_router(state.text)
-        else:
-            self._use_router(ready=state.status == READY)
-
-    def _use_router(self, *, ready: bool) -> None:
-        """List the models of the router in use now (found, started, or configured again).
-
-        The router already in use is kept as it is: an answer streaming from it goes on.
-        """
-        awaited, self._awaiting_router = self._awaiting_router, False
-        changed = self.app.registry is not self._seen_registry
-        self._seen_registry = self.app.registry
-        if changed and ready:
-            self.stop()
-        elif not changed and not awaited:
-            self._clear_router_notice()
-            return
-        self.show_notice("")
-        self._router_notice = ""
-        if not turn.configured_model(self.cfg):
-            self.refresh_models()
-
-    def _say_router(self, text: str) -> None:
-        self._router_notice = text
-        self.show_notice(text)
-
-    def _clear_router_notice(self) -> None:
-        if self._router_notice and self.notice.text() == self._router_notice:
-            self.show_notice("")
-        self._router_notice = ""
-
-    @Slot(str, str)
-    def _on_server_event(self, kind: str, message: str) -> None:
-        if kind == "restarting":
-            self._say_router(event_text(kind, message))
-        elif kind == "ready":
-            self._clear_router_notice()
-
-    @Slot(object)
     def _on_config_changed(self, cfg: Config) -> None:
         """Follow settings saved in any window: font, skills folders, the configured model."""
         self.messages.set_font_size(cfg.font_size)
@@ -296,7 +238,7 @@ class QuickWindow(ConversationSeams, QWidget):
 
     def refresh_models(self) -> None:
         """List the models in the background to pick one (not while the router is awaited)."""
-        if self._awaiting_router:
+        if self.router.awaiting:
             return
         cfg = self.cfg
         listing = tasks.run_in_background(
@@ -305,6 +247,10 @@ class QuickWindow(ConversationSeams, QWidget):
             receiver=self,
         )
         self._listing = listing
+
+    def forget_listing(self) -> None:
+        """The router is being replaced: a listing under way is no news when it ends."""
+        self._listing = None
 
     @Slot(str)
     def unload_skill(self, name: str) -> None:
@@ -326,10 +272,10 @@ class QuickWindow(ConversationSeams, QWidget):
             self.show_notice(f"{notice} Ask again to ask anyway.")
             return
         if self._submit_draft() == conversation.NO_MODEL:
-            if self._awaiting_router or self._listing is not None:
+            if self.router.awaiting or self._listing is not None:
                 self._waiting = True
                 # While the router is awaited, the notice already says what for.
-                if not self._awaiting_router:
+                if not self.router.awaiting:
                     self.show_notice("Looking for a model to answer…")
             else:
                 self.show_notice(turn.no_model_message(self.cfg))
