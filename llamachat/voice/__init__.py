@@ -1,0 +1,26 @@
+"""Voice: dictation into the message box, and files transcribed into it.
+
+    availability    what is installed (the `voice` extra), the one command that adds it,
+                    the local speech model's folder; VoiceError, VoiceMissing
+    capture         sound as 16 kHz mono PCM chunks: Microphone (miniaudio), Playback (a
+                    decoded file played in at real-time rate, as a microphone would hear it)
+    audio_files     .wav/.mp3/.ogg/.flac read through the file gate and decoded; WAV bytes
+    transcribe      the engines (RouterTranscriber: llama.cpp's /v1/audio/transcriptions;
+                    LocalTranscriber: faster-whisper with Whisper tiny.en), choose_transcriber,
+                    and Dictation (streaming recognition: partial text as it is heard)
+
+Optional packages (miniaudio, faster-whisper, the model wheel) are imported only when
+used: the base install imports this package and is told what to install.
+
+Qt-free.
+
+Errors: one tree, in `availability`:
+
+    VoiceError(Exception)   a sentence the user reads: no microphone, access denied, the
+    │                       device unplugged, a file not read, the router's refusal
+    └── VoiceMissing        the voice extra is not installed (the message has the command)
+"""
+
+from llamachat.voice.availability import INSTALL_COMMAND, VoiceError, VoiceMissing
+
+__all__ = ["INSTALL_COMMAND", "VoiceError", "VoiceMissing"]

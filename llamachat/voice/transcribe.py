@@ -1,0 +1,329 @@
+"""Speech to text: the router's or the local engine, and the streaming `Dictation`.
+
+Engines (each a `Transcriber`: 16 kHz mono PCM in, text out):
+
+    RouterTranscriber   llama.cpp's `POST /v1/audio/transcriptions` (a multipart form:
+                        `file`, `model`; answer `{"text": ..}`), for a model the router lists
+                        with `audio` among its `architecture.input_modalities`
+    LocalTranscriber    faster-whisper on the CPU with the packaged Whisper tiny.en (int8)
+
+`choose_transcriber` takes the router when a listed model hears audio, else the local engine.
+
+`Dictation` is streaming recognition over any `AudioSource`: chunks arrive, and whenever
+the engine is free and at least `STEP_S` of new sound came in, the open window (the sound
+since the last pause) is transcribed again, so when the speaker stops only the last
+fraction of a second is left to recognize. A pause of `PAUSE_S` after speech closes the
+window: its text is kept and a new window starts (Whisper reads at most 30 s at a time,
+and short windows keep each pass short). With `end_on_silence`, `END_SILENCE_S` of silence
+after speech ends the dictation ("send when I stop talking"); otherwise it runs until the
+source stops. Speech is told from silence by each 30 ms frame's loudness (`SPEECH_RMS`):
+a window with no speech is never transcribed, so silence does not come back as Whisper's
+"Thank you.".
+
+Qt-free. The engines and `Dictation.run` block: call them on a worker thread.
+
+Errors: `VoiceError` (the router's refusal with its message, the engine failing, the
+source's own errors); `VoiceMissing` without the voice extra.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import sys
+import threading
+from array import array
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from llamachat.errors import BackendError
+from llamachat.router.client import Client
+from llamachat.router.models import ModelInfo
+from llamachat.voice.audio_files import wav_bytes
+from llamachat.voice.availability import VoiceError, local_model_dir
+from llamachat.voice.capture import SAMPLE_BYTES, SAMPLE_RATE, AudioSource
+
+log = logging.getLogger(__name__)
+
+STEP_S = 0.2
+"""New sound needed before the open window is transcribed again: small, so the pass that
+follows the last word starts as soon as the one before it ends."""
+
+FIRST_PASS_S = 1.0
+"""Sound a window needs before its first partial pass (Whisper makes up words for less)."""
+
+PAUSE_S = 0.4
+"""Silence after speech that closes a window (its text kept, a new one started)."""
+
+END_SILENCE_S = 0.8
+"""Silence after speech that ends a dictation made to end when the speaker stops."""
+
+MAX_WINDOW_S = 25.0
+"""A window closed even without a pause: Whisper reads 30 s at most."""
+
+SPEECH_RMS = 300.0
+"""A 30 ms frame this loud (RMS of 16-bit samples, about -40 dBFS) holds speech."""
+
+FRAME_BYTES = SAMPLE_RATE * SAMPLE_BYTES * 30 // 1000
+
+
+class Transcriber(Protocol):
+    """An engine: 16 kHz mono 16-bit PCM in, the words heard out."""
+
+    @property
+    def description(self) -> str:
+        """Who transcribes, for a tooltip ("the router's model X", "Whisper tiny.en on this computer")."""
+        ...
+
+    def transcribe(self, pcm: bytes) -> str:
+        """The text spoken in `pcm` (blocks)."""
+        ...
+
+
+class RouterTranscriber:
+    """llama.cpp's `POST /v1/audio/transcriptions` with a model that hears audio."""
+
+    def __init__(self, client: Client, model: str, *, timeout: float = 120.0) -> None:
+        self._client = client
+        self.model = model
+        self._timeout = timeout
+
+    @property
+    def description(self) -> str:
+        """The router's model that transcribes."""
+        return f"the router's model {self.model}"
+
+    def transcribe(self, pcm: bytes) -> str:
+        """Send `pcm` as a WAV file; the server's refusal becomes a VoiceError with its message."""
+        try:
+            answer = self._client.request_json(
+                "POST",
+                "/audio/transcriptions",
+                timeout=self._timeout,
+                files={"file": ("speech.wav", wav_bytes(pcm), "audio/wav")},
+                data={"model": self.model, "response_format": "json"},
+            )
+        except BackendError as exc:
+            raise VoiceError(f"The router could not transcribe with {self.model}: {exc}") from None
+        text = answer.get("text") if isinstance(answer, dict) else None
+        if not isinstance(text, str):
+            raise VoiceError(f"The router answered a transcription of {self.model} without text")
+        return text.strip()
+
+
+_models: dict[Path, Any] = {}
+_models_lock = threading.Lock()
+
+
+class LocalTranscriber:
+    """faster-whisper on the CPU (int8), with the packaged tiny.en or $LLAMACHAT_SPEECH_MODEL."""
+
+    def __init__(self, model_dir: Path | None = None, *, threads: int | None = None) -> None:
+        self._model_dir = model_dir
+        # CTranslate2's default of 4 threads oversubscribes a 2-core machine.
+        self._threads = threads or min(4, os.cpu_count() or 1)
+
+    @property
+    def description(self) -> str:
+        """The local engine and its model."""
+        return "Whisper tiny.en on this computer (faster-whisper)"
+
+    def load(self) -> Any:
+        """The engine's model, loaded once per process (about a second) and shared."""
+        folder = self._model_dir or local_model_dir()
+        with _models_lock:
+            model = _models.get(folder)
+            if model is None:
+                try:
+                    from faster_whisper import WhisperModel
+
+                    model = WhisperModel(
+                        str(folder), device="cpu", compute_type="int8", cpu_threads=self._threads
+                    )
+                except ImportError:
+                    raise  # the extra is checked before; an ImportError here is a bug
+                except Exception as exc:  # noqa: BLE001 - CTranslate2 raises RuntimeError and more
+                    raise VoiceError(
+                        f"The speech model in {folder} could not be loaded: {exc}"
+                    ) from None
+                _models[folder] = model
+        return model
+
+    def transcribe(self, pcm: bytes) -> str:
+        """Recognize `pcm` greedily (beam 1): the fastest pass, re-run as the sound grows."""
+        import numpy
+
+        model = self.load()
+        audio = numpy.frombuffer(pcm, dtype="<i2").astype(numpy.float32) / 32768.0
+        english_only = not getattr(model.model, "is_multilingual", True)
+        try:
+            segments, _info = model.transcribe(
+                audio,
+                language="en" if english_only else None,
+                beam_size=1,
+                without_timestamps=True,
+                condition_on_previous_text=False,
+                vad_filter=False,
+            )
+            return " ".join(segment.text.strip() for segment in segments).strip()
+        except Exception as exc:  # the engine's failures are the user's to read
+            log.warning("local transcription failed", exc_info=True)
+            raise VoiceError(f"The local speech engine failed: {exc}") from None
+
+
+def audio_model(models: Sequence[ModelInfo]) -> ModelInfo | None:
+    """The first listed model that hears audio (the loaded one first), or None."""
+    hearing = [model for model in models if "audio" in model.modalities]
+    hearing.sort(key=lambda model: model.status != "loaded")
+    return hearing[0] if hearing else None
+
+
+def choose_transcriber(client: Client | None, models: Sequence[ModelInfo]) -> Transcriber:
+    """The router when it lists a model that hears audio, else the local engine."""
+    model = audio_model(models)
+    if client is not None and model is not None:
+        return RouterTranscriber(client, model.id)
+    return LocalTranscriber()
+
+
+def transcribe_file(pcm: bytes, transcriber: Transcriber) -> str:
+    """A whole decoded file's text, in windows the engine can read."""
+    window = int(MAX_WINDOW_S * SAMPLE_RATE) * SAMPLE_BYTES
+    parts = []
+    for offset in range(0, len(pcm), window):
+        piece = pcm[offset : offset + window]
+        if _has_speech(piece):
+            parts.append(transcriber.transcribe(piece))
+    return " ".join(part for part in parts if part)
+
+
+def _rms(frame: bytes) -> float:
+    samples = array("h")
+    samples.frombytes(frame[: len(frame) - len(frame) % 2])
+    if sys.byteorder == "big":
+        samples.byteswap()
+    if not samples:
+        return 0.0
+    return math.sqrt(sum(s * s for s in samples) / len(samples))
+
+
+def _has_speech(pcm: bytes) -> bool:
+    return any(
+        _rms(pcm[i : i + FRAME_BYTES]) >= SPEECH_RMS for i in range(0, len(pcm), FRAME_BYTES)
+    )
+
+
+@dataclass(frozen=True)
+class Heard:
+    """What the dictation has heard so far: the whole text, and whether it is the last."""
+
+    text: str
+    final: bool = False
+    heard_s: float = 0.0
+    """Seconds of sound (from the start) the text was recognized from."""
+
+
+class Dictation:
+    """Streaming recognition: a source's chunks in, growing text out through `on_heard`."""
+
+    def __init__(
+        self,
+        transcriber: Transcriber,
+        on_heard: Callable[[Heard], None],
+        *,
+        end_on_silence: bool = False,
+    ) -> None:
+        self._transcriber = transcriber
+        self._on_heard = on_heard
+        self._end_on_silence = end_on_silence
+        self._source: AudioSource | None = None
+        self._stopped = threading.Event()
+        self._kept: list[str] = []
+        self._window = bytearray()
+        self._window_text = ""
+        self._transcribed_bytes = 0
+        self._speech_in_window = False
+        self._speech_since_pass = False
+        self._silent_s = 0.0
+        self._spoke = False
+        self._pending = b""
+        self.heard_s = 0.0
+        """Seconds of sound taken so far."""
+        self.last_speech_s: float | None = None
+        """Where in the sound the last frame of speech ended (seconds), for the bench."""
+
+    def run(self, source: AudioSource) -> str:
+        """Listen to `source` until it ends, `stop()`, or (with end_on_silence) a pause; the text."""
+        self._source = source
+        if self._stopped.is_set():
+            source.stop()
+        step = int(STEP_S * SAMPLE_RATE) * SAMPLE_BYTES
+        first = int(FIRST_PASS_S * SAMPLE_RATE) * SAMPLE_BYTES
+        longest = int(MAX_WINDOW_S * SAMPLE_RATE) * SAMPLE_BYTES
+        while True:
+            sound = source.read(0.1)
+            if sound is None:
+                break
+            self._take(sound)
+            if self._end_on_silence and self._spoke and self._silent_s >= END_SILENCE_S:
+                source.stop()
+                break
+            paused = self._speech_in_window and self._silent_s >= PAUSE_S
+            if paused or len(self._window) >= longest:
+                self._close_window()
+            elif (
+                self._speech_in_window
+                and len(self._window) >= first
+                and len(self._window) - self._transcribed_bytes >= step
+            ):
+                self._pass()
+        self._close_window()
+        text = self.text()
+        self._on_heard(Heard(text, final=True, heard_s=self.heard_s))
+        return text
+
+    def stop(self) -> None:
+        """End the dictation: what is left is transcribed and the final text reported."""
+        self._stopped.set()
+        if self._source is not None:
+            self._source.stop()
+
+    def text(self) -> str:
+        """The text heard so far: the closed windows' and the open one's."""
+        return " ".join(part for part in (*self._kept, self._window_text) if part)
+
+    def _take(self, chunk: bytes) -> None:
+        data = self._pending + chunk
+        whole = len(data) - len(data) % FRAME_BYTES
+        self._pending = data[whole:]
+        for i in range(0, whole, FRAME_BYTES):
+            frame = data[i : i + FRAME_BYTES]
+            if _rms(frame) >= SPEECH_RMS:
+                self._speech_in_window = self._spoke = self._speech_since_pass = True
+                self._silent_s = 0.0
+                self.last_speech_s = self.heard_s + (i + FRAME_BYTES) / (SAMPLE_RATE * SAMPLE_BYTES)
+            else:
+                self._silent_s += FRAME_BYTES / (SAMPLE_RATE * SAMPLE_BYTES)
+        self._window.extend(data[:whole])
+        self.heard_s += whole / (SAMPLE_RATE * SAMPLE_BYTES)
+
+    def _pass(self) -> None:
+        self._transcribed_bytes = len(self._window)
+        self._speech_since_pass = False
+        self._window_text = self._transcriber.transcribe(bytes(self._window))
+        self._on_heard(Heard(self.text(), heard_s=self.heard_s))
+
+    def _close_window(self) -> None:
+        # Only silence since the last pass: its text stands (a pass over the same words
+        # and more silence may spell them differently, and costs a pass).
+        if self._speech_since_pass:
+            self._pass()
+        if self._window_text:
+            self._kept.append(self._window_text)
+        self._window = bytearray()
+        self._window_text = ""
+        self._transcribed_bytes = 0
+        self._speech_in_window = False
