@@ -65,6 +65,14 @@ to one of `EMBEDDING_DIMENSION` places, and the vector is normalised; texts that
 words, or synonyms, are near. A `Model(embeddings=False)` answers 501 as llama-server
 does for a model not started with `--embeddings`.
 
+Transcription (`POST /v1/audio/transcriptions`, a multipart form with `file` and `model`)
+answers `{"text": ..}` as llama.cpp does for a model that hears audio (`"audio"` in its
+`modalities`): the text is what `router.hear(file bytes)` returns when the test gave it an
+engine, else the next scripted reply's content (llama.cpp turns the upload into a chat
+completion). A model without audio answers 501 "The current model does not support audio
+input." (before any check of the form, as llama-server does), a form without a file 400
+"No input file found for transcription", a `response_format` other than `json` 400.
+
 Prompt reading can cost time as on real hardware: with `prompt_ms_per_token` each request
 spends that long per prompt token it does not find in the cache before its first chunk,
 one request at a time per model (llama.cpp's slot), and the cache is what the last request
@@ -80,6 +88,8 @@ client connection only ends that one reply (`router.disconnects` counts them).
 from __future__ import annotations
 
 import argparse
+import email.parser
+import email.policy
 import hashlib
 import itertools
 import json
@@ -256,6 +266,26 @@ def _media_refusal(
     return None
 
 
+def _form(content_type: str, body: bytes) -> tuple[dict[str, str], dict[str, bytes]]:
+    """A multipart/form-data body's text fields and files (by field name)."""
+    if not content_type.startswith("multipart/form-data"):
+        return {}, {}
+    head = f"Content-Type: {content_type}\r\nMIME-Version: 1.0\r\n\r\n".encode()
+    message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(head + body)
+    fields: dict[str, str] = {}
+    files: dict[str, bytes] = {}
+    for part in message.iter_parts() if message.is_multipart() else ():
+        name = part.get_param("name", header="content-disposition")
+        data = part.get_payload(decode=True)
+        if not isinstance(name, str) or not isinstance(data, bytes):
+            continue
+        if part.get_filename() is not None:
+            files[name] = data
+        else:
+            fields[name] = data.decode("utf-8", "replace")
+    return fields, files
+
+
 def _message_text(message: dict) -> str:
     content = message.get("content")
     if isinstance(content, list):
@@ -362,6 +392,9 @@ class ScriptedRouter:
         self.requests: list[RecordedRequest] = []
         self.synonyms: dict[str, str] = {}
         """Words /v1/embeddings reads as another (its vectors put them in one place)."""
+        self.hear: Callable[[bytes], str] | None = None
+        """What a model that hears audio makes of an uploaded file's bytes (a real engine,
+        in the tests); None takes the next scripted reply's content."""
         self.disconnects = 0
         self._replies: deque[Reply] = deque()
         # Replies for one model's requests (`script_for`), before the shared queue.
@@ -697,6 +730,8 @@ class _Handler(BaseHTTPRequestHandler):
             ("POST", "/tokenize"): self._tokenize,
             ("POST", "/apply-template"): self._apply_template,
             ("POST", "/v1/embeddings"): self._embeddings,
+            ("POST", "/v1/audio/transcriptions"): self._transcriptions,
+            ("POST", "/audio/transcriptions"): self._transcriptions,
         }
         if self.router.has_streams:
             routes[("POST", "/v1/streams/lookup")] = self._streams_lookup
@@ -865,6 +900,37 @@ class _Handler(BaseHTTPRequestHandler):
             return
         prompt = render(body.get("messages") or [], body.get("tools"))
         self._send_json(200, {"prompt": prompt})
+
+    def _transcriptions(self, body: dict, query: dict) -> None:
+        fields, files = _form(self.headers.get("Content-Type", ""), self._body)
+        self._recorded.json = {
+            **fields,
+            **{name: f"<{len(data)} bytes>" for name, data in files.items()},
+        }
+        model = self._resolve(fields.get("model", ""), True)
+        if model is None:
+            return
+        if "audio" not in model.modalities:
+            return self._error(
+                501, "The current model does not support audio input.", "not_supported_error"
+            )
+        if "file" not in files:
+            return self._error(
+                400, "No input file found for transcription", "invalid_request_error"
+            )
+        if fields.get("response_format", "json") != "json":
+            return self._error(
+                400,
+                "Only 'json' response_format is supported for transcription",
+                "invalid_request_error",
+            )
+        hear = self.router.hear
+        if hear is not None:
+            text = hear(files["file"])
+        else:
+            reply = self.router._next_reply({"model": model.id, "messages": []})
+            text = "".join(_pieces(reply.content))
+        self._send_json(200, {"text": text})
 
     def _embeddings(self, body: dict, query: dict) -> None:
         model = self._resolve(str(body.get("model") or ""), True)

@@ -1,0 +1,22 @@
+"""The tests of `llamachat.voice.availability`."""
+
+from __future__ import annotations
+
+import pytest
+
+from llamachat.voice import INSTALL_COMMAND, VoiceError, VoiceMissing
+from llamachat.voice.availability import MODEL_DIR_ENV, local_model_dir
+
+
+def test_the_missing_extra_says_the_one_command_that_adds_it() -> None:
+    error = VoiceMissing(("miniaudio",))
+
+    assert str(error) == "Voice needs the voice extra: pip install 'llamachat[voice]'"
+    assert INSTALL_COMMAND in str(error)
+
+
+def test_a_named_model_folder_without_a_model_is_refused_naming_it(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv(MODEL_DIR_ENV, str(tmp_path))
+
+    with pytest.raises(VoiceError, match="holds no model.bin"):
+        local_model_dir()
