@@ -405,3 +405,45 @@ class TestReasoningControl:
             "success": False,
             "message": "reasoning control not enabled for this completion",
         }
+
+
+class TestScriptedTranscription:
+    """POST /v1/audio/transcriptions answers as llama-server does (multipart in, {"text"} out)."""
+
+    WAV = ("speech.wav", b"RIFF....WAVEfmt ", "audio/wav")
+
+    def post(self, router, files=None, **fields):
+        # Fields as parts without a file name: multipart even with no file, as curl -F sends.
+        parts = {**{name: (None, value) for name, value in fields.items()}, **(files or {})}
+        return httpx.post(router.url + "/v1/audio/transcriptions", files=parts)
+
+    def test_a_model_that_hears_answers_the_scripted_text_and_the_form_is_recorded(self) -> None:
+        with ScriptedRouter([Model("voxtral", "loaded", modalities=("text", "audio"))]) as router:
+            router.script(Reply(content=["Hello ", "there."]))
+            answer = self.post(router, files={"file": self.WAV}, model="voxtral")
+
+            assert (answer.status_code, answer.json()) == (200, {"text": "Hello there."})
+            assert router.requests[-1].json == {"model": "voxtral", "file": "<16 bytes>"}
+
+    def test_a_model_without_audio_answers_501_before_looking_at_the_form(self, router) -> None:
+        answer = self.post(router, model="test-model")
+
+        assert answer.status_code == 501
+        assert answer.json()["error"] == {
+            "code": 501,
+            "message": "The current model does not support audio input.",
+            "type": "not_supported_error",
+        }
+
+    def test_no_model_no_file_or_another_format_are_400s(self) -> None:
+        with ScriptedRouter([Model("voxtral", "loaded", modalities=("text", "audio"))]) as router:
+            no_model = self.post(router, files={"file": self.WAV})
+            no_file = self.post(router, model="voxtral")
+            as_text = self.post(
+                router, files={"file": self.WAV}, model="voxtral", response_format="text"
+            )
+
+        assert no_model.json()["error"]["message"] == "model name is missing from the request"
+        assert no_file.json()["error"]["message"] == "No input file found for transcription"
+        assert as_text.status_code == 400
+        assert "Only 'json' response_format" in as_text.json()["error"]["message"]
