@@ -500,6 +500,14 @@ KEYS: tuple[Key, ...] = (
         "Warm the prompt cache of providers' models too (they may bill for it).",
     ),
     Key(
+        "dictation_sends",
+        False,
+        _BOOL,
+        "Dictation (the message box's Dictate button, or F9 held down; needs\n"
+        "pip install 'llamachat[voice]'): send the message when you stop talking, at\n"
+        "the first pause or when F9 is released. Off: what you said waits in the box.",
+    ),
+    Key(
         "memory_enabled",
         False,
         _BOOL,

@@ -141,6 +141,7 @@ class Config:
     warm_cache_providers: bool = _default("warm_cache_providers")
     memory_enabled: bool = _default("memory_enabled")
     memory_tokens: int = _default("memory_tokens")
+    dictation_sends: bool = _default("dictation_sends")
     memory_providers: tuple[str, ...] = ()
     quit_while_streaming: str = _default("quit_while_streaming")
     model_params: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -271,6 +272,7 @@ def _build(data: dict[str, Any], path: Path) -> Config:
         warm_cache_providers=v["warm_cache_providers"],
         memory_enabled=v["memory_enabled"],
         memory_tokens=v["memory_tokens"],
+        dictation_sends=v["dictation_sends"],
         memory_providers=tuple(name.strip() for name in v["memory_providers"] if name.strip()),
         quit_while_streaming=v["quit_while_streaming"],
         model_params={k: dict(t) for k, t in v["model_params"].items()},

@@ -47,6 +47,7 @@ class Actions:
     """The actions the window's parts own, placed in the menus as they are."""
 
     import_chats: QAction
+    transcribe_file: QAction  # the composer's "Transcribe audio file…"
     settings: QAction
     router: list[QAction]  # server log, add, get, delete, options: File, after MCP import
     web_search: QAction
@@ -99,6 +100,7 @@ def _build_menus(window: QMainWindow, commands: Commands, actions: Actions) -> N
         )
     )
     file_menu.addAction(actions.import_chats)
+    file_menu.addAction(actions.transcribe_file)
     file_menu.addSeparator()
     file_menu.addAction(_keyed(actions.settings, "settings"))
     file_menu.addAction(_action("Import MCP servers…", window, commands.import_mcp_servers))

@@ -63,6 +63,7 @@ from llamachat.ui.models.quick_router import QuickRouter
 from llamachat.ui.views.chips import SkillChips
 from llamachat.ui.views.composer import Composer
 from llamachat.ui.views.messages import MessagesView
+from llamachat.ui.voice.dictation_input import DictationInput
 
 log = logging.getLogger(__name__)
 
@@ -163,6 +164,13 @@ class QuickWindow(ConversationSeams, QWidget):
             "Ask a quick question  (Enter asks, Ctrl+Enter continues in chat, Esc hides)"
         )
         self.composer.editor.installEventFilter(self)
+        self.voice = DictationInput(
+            self.app,
+            self.composer,
+            models=lambda: list(self._models.values()),
+            window=self,
+            parent=self,
+        )
 
         self.messages = MessagesView(self)
         self.messages.setAccessibleName("Answer")

@@ -113,6 +113,9 @@ class SettingsDialog(QDialog):
         # Ticked only while the login entry is there: --uninstall-desktop (or the user) may
         # have removed it since this config was read.
         self.autostart.setChecked(cfg.autostart and entry.autostart_path().is_file())
+        self.dictation_sends = QCheckBox("Send a dictated message when I stop talking")
+        self.dictation_sends.setAccessibleName("Send when I stop talking")
+        self.dictation_sends.setChecked(cfg.dictation_sends)
         self.rpc_workers = WorkerList(cfg.rpc_workers, find_binary(cfg))
 
         form = QFormLayout()
@@ -126,6 +129,7 @@ class SettingsDialog(QDialog):
         form.addRow("&Quick ask shortcut:", self.quick_ask_shortcut)
         form.addRow("", self.shortcut_note)
         form.addRow("", self.autostart)
+        form.addRow("", self.dictation_sends)
         form.addRow("RPC &workers:", self.rpc_workers)
 
         where = plain.Label(f"Saved to {self.path}; comments in the file are kept.")
@@ -164,6 +168,7 @@ class SettingsDialog(QDialog):
                 QKeySequence.SequenceFormat.PortableText
             ),
             "autostart": self.autostart.isChecked(),
+            "dictation_sends": self.dictation_sends.isChecked(),
             "rpc_workers": self.rpc_workers.addresses(),
         }
 

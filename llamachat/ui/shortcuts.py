@@ -54,6 +54,8 @@ SHORTCUTS: tuple[Shortcut, ...] = (
     Shortcut("send", ("Enter",), "Send the message"),
     Shortcut("new_line", ("Shift+Enter",), "Start a new line in the message"),
     Shortcut("skill_list", ("/",), "List the skills (at the start of a word in the message)"),
+    # Held, not pressed (`voice.dictation_input.DictationInput`): listed, never installed.
+    Shortcut("hold_to_talk", ("F9",), "Hold down to dictate into the message box"),
     Shortcut("new_chat", ("Ctrl+N",), "Start a new chat"),
     Shortcut(
         "new_temporary_chat", ("Ctrl+Shift+N",), "Start a temporary chat (kept only if you say so)"

@@ -148,6 +148,7 @@ class ChatWindow(ConversationSeams, QMainWindow):
         self.skill_chips = parts.skill_chips
         self.skill_suggestions = parts.skill_suggestions
         self.composer = parts.composer
+        self.voice = parts.voice
         self.libraries = parts.libraries
         self.memories = parts.memories
         self.skills = parts.skills
@@ -484,6 +485,7 @@ def _install_menus(window: ChatWindow) -> list[QShortcut]:
     )
     actions = menus.Actions(
         import_chats=window.sidebar.import_action,
+        transcribe_file=window.voice.transcribe_action,
         settings=window.top_bar.settings_action,
         router=[
             router.server_log_action,

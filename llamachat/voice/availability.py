@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 from pathlib import Path
 
 INSTALL_COMMAND = "pip install 'llamachat[voice]'"
@@ -40,7 +41,14 @@ class VoiceMissing(VoiceError):
 
 
 def _absent(names: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(name for name in names if importlib.util.find_spec(name) is None)
+    return tuple(name for name in names if not _installed(name))
+
+
+def _installed(name: str) -> bool:
+    # A None in sys.modules is Python's "this import fails" (find_spec raises on it).
+    if name in sys.modules:
+        return sys.modules[name] is not None
+    return importlib.util.find_spec(name) is not None
 
 
 def capture_missing() -> tuple[str, ...]:

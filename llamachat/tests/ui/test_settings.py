@@ -48,12 +48,14 @@ class TestSettings:
             assert dialog.router_url.text() == router.url
             dialog.theme.setCurrentIndex(dialog.theme.findData("dark"))
             dialog.search_url.setText("http://127.0.0.1:9")
+            dialog.dictation_sends.setChecked(True)
             assert dialog.save()
             text = path.read_text(encoding="utf-8")
             assert f'router_url = "{router.url}"  # the box under my desk' in text
             assert text.endswith("# My own note, at the end.\n")
             assert 'theme = "dark"' in text and 'search_url = "http://127.0.0.1:9"' in text
             assert window.cfg.theme == "dark" and window.cfg.router_url == router.url
+            assert "dictation_sends = true" in text and window.app.config.dictation_sends
             window_colour = QApplication.palette().color(QPalette.ColorRole.Window).name()
             assert window_colour == "#2b2b2e"
             assert window.web_search.button.isVisible() and window.web_search.is_on()

@@ -392,6 +392,7 @@ class Composer(QWidget):
         buttons.setContentsMargins(0, 0, 0, 0)
         buttons.addWidget(self.attach_button)
         buttons.addStretch(1)
+        self._buttons = buttons
         buttons.addWidget(self.stop_thinking_button)
         buttons.addWidget(self.stop_button)
         buttons.addWidget(self.compare_button)
@@ -412,6 +413,10 @@ class Composer(QWidget):
         self.editor.image_received.connect(self._on_image_received)
         self.editor.long_text_received.connect(self._on_long_text_received)
         self.attachment_chips.remove_requested.connect(self._on_remove_attachment)
+
+    def add_button(self, button: QPushButton) -> None:
+        """Put another part's button (the microphone) beside Attach."""
+        self._buttons.insertWidget(1, button)
 
     def text(self) -> str:
         """The text typed, exactly."""

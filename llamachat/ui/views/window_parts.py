@@ -54,6 +54,7 @@ from llamachat.ui.views.sidebar import SessionSidebar
 from llamachat.ui.views.summary import CompactingView, TrimMarker
 from llamachat.ui.views.temporary_bar import TemporaryBar, TemporaryChats
 from llamachat.ui.views.top_bar import TopBar
+from llamachat.ui.voice.dictation_input import DictationInput
 
 SIDEBAR_WIDTH = 260
 
@@ -71,6 +72,7 @@ class WindowParts:
     skill_chips: SkillChips
     skill_suggestions: SkillSuggestions
     composer: Composer
+    voice: DictationInput
     libraries: ChatLibraries
     memories: ChatMemories
     skills: ChatSkills
@@ -126,6 +128,7 @@ def build(
     skill_suggestions = SkillSuggestions()
 
     composer = Composer()
+    voice = DictationInput(app, composer, models=model_picker.models, window=window, parent=window)
     libraries = ChatLibraries(
         app, chat, composer=composer, status_bar=window.statusBar(), parent=window
     )
@@ -235,6 +238,7 @@ def build(
         skill_chips=skill_chips,
         skill_suggestions=skill_suggestions,
         composer=composer,
+        voice=voice,
         libraries=libraries,
         memories=memories,
         skills=skills,
