@@ -44,7 +44,11 @@ a process of its own (as llama-server would):
    10 messages each, some regenerated answers) read, checked and written by
    `file_import.import_chats`; then the same file through the sidebar's `ChatImporter` (a worker
    thread, its progress dialog) while a heartbeat measures the event loop's stalls.
-14. RPC workers (full run only; information): the real model's tokens/s alone, through
+14. dictation (`bench_voice.run`): a 10 s utterance played into the chat window's
+   Dictate at real-time rate, recognized by the local engine on the CPU while it is
+   spoken: from the end of the last word to the words in the message box (skipped,
+   saying why, without the voice extra).
+15. RPC workers (full run only; information): the real model's tokens/s alone, through
    one ggml-rpc-server and through two on loopback (`bench_rpc.run`): the protocol's cost.
 
 ``--smoke`` uses small sizes (the CI run, well under a minute). ``--json`` prints the
@@ -103,6 +107,7 @@ class Sizes:
     typing_s: float
     real_warm_tokens: int
     import_chats: int
+    utterances: int
 
 
 FULL = Sizes(
@@ -123,8 +128,11 @@ FULL = Sizes(
     10.0,
     2_000,
     2_000,
+    3,
 )
-SMOKE = Sizes(2_000, 400, 5_000, 500, 50, 30, 1_000, 8, 5, 300, 20, 20, 2_000, 2_000, 1.0, 300, 100)
+SMOKE = Sizes(
+    2_000, 400, 5_000, 500, 50, 30, 1_000, 8, 5, 300, 20, 20, 2_000, 2_000, 1.0, 300, 100, 1
+)
 
 LIVE_RATE = 1_000
 """Tokens a second of the stream the event-loop stalls are measured on (a fast local model)."""
@@ -1171,6 +1179,37 @@ def bench_context(n_messages: int = 5_000, n_skills: int = 10) -> Figure:
     )
 
 
+def bench_dictation(utterances: int) -> Figure:
+    """End of speech to the words in the message box, 10 s utterance, local engine on the CPU."""
+    from llamachat.dev import bench_voice
+    from llamachat.voice import availability
+
+    name = "dictation: end of speech to text in the box, 10 s utterance, CPU (median)"
+    target = "< 1000 ms"
+    missing = availability.capture_missing() + availability.engine_missing()
+    if missing:
+        return Figure(
+            name,
+            f"skipped: {', '.join(missing)} missing ({availability.INSTALL_COMMAND})",
+            target,
+            None,
+        )
+    with (
+        _RouterProcess() as router,
+        tempfile.TemporaryDirectory(prefix="llamachat-bench-") as tmp,
+        _window(router.url, Path(tmp)) as (window, _history),
+    ):
+        data = bench_voice.run(window, _wait, utterances)
+    median = data["median_ms"]
+    return Figure(
+        name,
+        f"{median:.0f} ms (max {data['max_ms']:.0f} ms, {utterances} utterances)",
+        target,
+        median < 1000,
+        data,
+    )
+
+
 def bench_rpc(model_file: Path | None) -> Figure:
     """Tokens/s of the real model alone, through one RPC worker and two on loopback."""
     from llamachat.dev import bench_rpc as rpc_bench
@@ -1384,6 +1423,7 @@ def run(sizes: Sizes, *, model_file: Path | None = None, rpc: bool = False) -> l
         bench_context(),
         *bench_library(sizes.library_pages, sizes.library_passages),
         *bench_import(sizes.import_chats),
+        bench_dictation(sizes.utterances),
     ]
     if rpc:
         figures.append(bench_rpc(model_file))

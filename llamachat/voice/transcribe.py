@@ -224,6 +224,8 @@ class Heard:
     final: bool = False
     heard_s: float = 0.0
     """Seconds of sound (from the start) the text was recognized from."""
+    spoken_s: float | None = None
+    """Where in the sound the last speech heard so far ended (seconds); None: none yet."""
 
 
 class Dictation:
@@ -282,7 +284,7 @@ class Dictation:
                 self._pass()
         self._close_window()
         text = self.text()
-        self._on_heard(Heard(text, final=True, heard_s=self.heard_s))
+        self._on_heard(Heard(text, final=True, heard_s=self.heard_s, spoken_s=self.last_speech_s))
         return text
 
     def stop(self) -> None:
@@ -314,7 +316,7 @@ class Dictation:
         self._transcribed_bytes = len(self._window)
         self._speech_since_pass = False
         self._window_text = self._transcriber.transcribe(bytes(self._window))
-        self._on_heard(Heard(self.text(), heard_s=self.heard_s))
+        self._on_heard(Heard(self.text(), heard_s=self.heard_s, spoken_s=self.last_speech_s))
 
     def _close_window(self) -> None:
         # Only silence since the last pass: its text stands (a pass over the same words

@@ -51,6 +51,7 @@ class DictationInput(QObject):
     """Dictation into one composer: the microphone button, hold-to-talk, files transcribed."""
 
     listening_changed = Signal(bool)
+    shown = Signal(object)  # a Heard, just put in the message box
     transcribed = Signal(str)  # a file's text, put in the message box
     _heard = Signal(object)  # Heard, emitted on the dictation's thread
 
@@ -189,6 +190,7 @@ class DictationInput(QObject):
         # Qt counts UTF-16 code units.
         self._length = len(text.encode("utf-16-le")) // 2
         editor.setTextCursor(cursor)
+        self.shown.emit(heard)
 
     def _on_dictation_done(self, dictation: Dictation, future: Future) -> None:
         if dictation is not self._dictation:
