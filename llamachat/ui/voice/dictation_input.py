@@ -110,7 +110,7 @@ class DictationInput(QObject):
     def _describe(self) -> None:
         missing = self.missing()
         if missing is not None:
-            tip = f"Dictation: {missing}"
+            tip = str(missing)
         else:
             tip = (
                 "Dictate into the message box (or hold F9): transcribed by "
