@@ -97,6 +97,8 @@ class Microphone:
         self._stopped = threading.Event()
         self._device: Any = None
         self._last = 0.0
+        # stop() may come from another thread than read()'s: the device is closed once.
+        self._lock = threading.Lock()
 
     def open(self) -> None:
         """Start capturing; raise VoiceError saying why when it cannot."""
@@ -138,6 +140,9 @@ class Microphone:
         if self._device is None:
             self.open()
             self._last = time.monotonic()
+            if self._stopped.is_set():  # stopped while it opened
+                self._close()
+                return None
         parts = []
         try:
             parts.append(self._chunks.get(timeout=timeout))
@@ -157,11 +162,13 @@ class Microphone:
         return b"".join(parts)
 
     def stop(self) -> None:
-        """End the capture; the device is released by the next `read()` (the reader's thread)."""
+        """End the capture and release the device (miniaudio's uninit waits for its callback)."""
         self._stopped.set()
+        self._close()
 
     def _close(self) -> None:
-        device, self._device = self._device, None
+        with self._lock:
+            device, self._device = self._device, None
         if device is not None:
             try:
                 device.close()

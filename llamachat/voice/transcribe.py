@@ -262,17 +262,27 @@ class Dictation:
         self._source = source
         if self._stopped.is_set():
             source.stop()
+        try:
+            self._listen(source)
+        finally:
+            # The microphone is released whatever ended the dictation (an engine's error too).
+            source.stop()
+        self._close_window()
+        text = self.text()
+        self._on_heard(Heard(text, final=True, heard_s=self.heard_s, spoken_s=self.last_speech_s))
+        return text
+
+    def _listen(self, source: AudioSource) -> None:
         step = int(STEP_S * SAMPLE_RATE) * SAMPLE_BYTES
         first = int(FIRST_PASS_S * SAMPLE_RATE) * SAMPLE_BYTES
         longest = int(MAX_WINDOW_S * SAMPLE_RATE) * SAMPLE_BYTES
         while True:
             sound = source.read(0.1)
             if sound is None:
-                break
+                return
             self._take(sound)
             if self._end_on_silence and self._spoke and self._silent_s >= END_SILENCE_S:
-                source.stop()
-                break
+                return
             paused = self._speech_in_window and self._silent_s >= PAUSE_S
             if paused or len(self._window) >= longest:
                 self._close_window()
@@ -282,10 +292,6 @@ class Dictation:
                 and len(self._window) - self._transcribed_bytes >= step
             ):
                 self._pass()
-        self._close_window()
-        text = self.text()
-        self._on_heard(Heard(text, final=True, heard_s=self.heard_s, spoken_s=self.last_speech_s))
-        return text
 
     def stop(self) -> None:
         """End the dictation: what is left is transcribed and the final text reported."""

@@ -66,6 +66,7 @@ class DictationInput(QObject):
     ) -> None:
         super().__init__(parent)
         self._app = app
+        self._window = window
         self._composer = composer
         self._models = models
         self._dictation: Dictation | None = None
@@ -261,6 +262,9 @@ class DictationInput(QObject):
         kind = event.type()
         if watched is self.button and kind == QEvent.Type.ToolTip:
             self._describe()
+        elif watched is self._window and kind == QEvent.Type.Hide:
+            # A closed or hidden window (the quick window's Esc) stops hearing the room.
+            self.stop()
         elif (
             kind in (QEvent.Type.KeyPress, QEvent.Type.KeyRelease)
             and isinstance(event, QKeyEvent)

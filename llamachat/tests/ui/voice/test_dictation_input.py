@@ -174,3 +174,14 @@ def test_the_quick_window_has_the_dictate_button(quick) -> None:
 
     assert window.voice.button.text() == "Dictate"
     assert window.voice.button.isVisibleTo(window)
+
+
+def test_hiding_the_window_stops_the_dictation(qtbot, decoding, hearing_window) -> None:
+    voice = hearing_window.voice
+    voice.source_for = lambda: Playback(read_sound(SPEECH / "ten_seconds.ogg"), speed=1.0)
+    voice.start()
+
+    hearing_window.hide()
+    qtbot.waitUntil(lambda: not voice.listening(), timeout=10_000)
+
+    assert voice.button.text() == "Dictate"
