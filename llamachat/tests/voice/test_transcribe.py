@@ -8,7 +8,8 @@ import pytest
 
 from llamachat.dev.scripted_router import Model, Reply, ScriptedRouter
 from llamachat.router.client import Client
-from llamachat.router.models import ModelInfo
+from llamachat.router.models import ModelInfo, Models
+from llamachat.tests.support import SMOL_ID
 from llamachat.tests.voice.conftest import SPEECH, silence
 from llamachat.voice import VoiceError
 from llamachat.voice.audio_files import decode, read_sound
@@ -169,3 +170,16 @@ def test_the_router_refusing_is_a_sentence_for_the_user(decoding) -> None:
         client.close()
 
     assert str(caught.value).startswith(f"The router could not transcribe with {TEXT_ONLY.id}:")
+
+
+@pytest.mark.real_router
+def test_the_real_llama_server_refuses_smollm2_and_the_local_engine_is_chosen(
+    decoding, real_router
+) -> None:
+    client = Client(real_router.url)
+    try:
+        with pytest.raises(VoiceError, match="The current model does not support audio input"):
+            RouterTranscriber(client, SMOL_ID).transcribe(read_sound(SPEECH / "short.mp3"))
+        assert isinstance(choose_transcriber(client, Models(client).list()), LocalTranscriber)
+    finally:
+        client.close()
