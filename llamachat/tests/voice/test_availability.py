@@ -18,5 +18,5 @@ def test_the_missing_extra_says_the_one_command_that_adds_it() -> None:
 def test_a_named_model_folder_without_a_model_is_refused_naming_it(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv(MODEL_DIR_ENV, str(tmp_path))
 
-    with pytest.raises(VoiceError, match="holds no model.bin"):
+    with pytest.raises(VoiceError, match="holds no model.bin and vocabulary.txt"):
         local_model_dir()

@@ -183,3 +183,12 @@ def test_the_real_llama_server_refuses_smollm2_and_the_local_engine_is_chosen(
         assert isinstance(choose_transcriber(client, Models(client).list()), LocalTranscriber)
     finally:
         client.close()
+
+
+def test_the_vocabulary_spells_byte_level_tokens_and_leaves_special_ones_out() -> None:
+    from llamachat.voice.transcribe import Vocabulary
+
+    vocabulary = Vocabulary("Hello\nĠcaf\nÃ©\n!\n<|endoftext|>\n<|notimestamps|>\n")
+
+    assert vocabulary.text([0, 1, 2, 3, 4, 5]) == "Hello café!"
+    assert vocabulary.id("<|notimestamps|>") == 5
