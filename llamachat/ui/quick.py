@@ -165,11 +165,7 @@ class QuickWindow(ConversationSeams, QWidget):
         )
         self.composer.editor.installEventFilter(self)
         self.voice = DictationInput(
-            self.app,
-            self.composer,
-            models=lambda: list(self._models.values()),
-            window=self,
-            parent=self,
+            self.app, self.composer, models=lambda: list(self._models.values()), window=self
         )
 
         self.messages = MessagesView(self)

@@ -64,7 +64,7 @@ class DictationInput(QObject):
         window: QWidget,
         parent: QObject | None = None,
     ) -> None:
-        super().__init__(parent)
+        super().__init__(parent if parent is not None else window)
         self._app = app
         self._window = window
         self._composer = composer
