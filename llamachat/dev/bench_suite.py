@@ -1203,7 +1203,8 @@ def bench_dictation(utterances: int) -> Figure:
     median = data["median_ms"]
     return Figure(
         name,
-        f"{median:.0f} ms (max {data['max_ms']:.0f} ms, {utterances} utterances)",
+        f"{median:.0f} ms (max {data['max_ms']:.0f} ms, "
+        f"{utterances} utterance{'s' if utterances != 1 else ''})",
         target,
         median < 1000,
         data,
