@@ -185,3 +185,39 @@ def test_hiding_the_window_stops_the_dictation(qtbot, decoding, hearing_window) 
     qtbot.waitUntil(lambda: not voice.listening(), timeout=10_000)
 
     assert voice.button.text() == "Dictate"
+
+
+def test_releasing_f9_sends_when_send_when_i_stop_talking_is_on(
+    qtbot, decoding, chat_window, router
+) -> None:
+    router.models[HEARING.id] = HEARING
+    router.hear = words_per_second
+    window, _history = chat_window(dictation_sends=True)
+    voice = window.voice
+    voice.source_for = lambda: Playback(read_sound(SPEECH / "ten_seconds.ogg"), speed=1.0)
+    editor = window.composer.editor
+
+    qtbot.keyPress(editor, Qt.Key.Key_F9)
+    qtbot.waitUntil(lambda: "word" in editor.toPlainText(), timeout=30_000)
+    assert voice.listening(), "a held F9 does not end at a pause"
+    qtbot.keyRelease(editor, Qt.Key.Key_F9)
+    qtbot.waitUntil(lambda: bool(chat_requests(router)), timeout=30_000)
+
+    assert "word" in str(chat_requests(router)[-1].json["messages"][-1]["content"])
+
+
+def test_the_quick_window_dictates_while_f9_is_held(qtbot, decoding, quick, router) -> None:
+    router.models[HEARING.id] = HEARING
+    router.hear = words_per_second
+    window, _history = quick()
+    window.present()
+    qtbot.waitUntil(lambda: bool(window.voice.missing() is None and window._models), timeout=5000)
+    window.voice.source_for = lambda: Playback(read_sound(SPEECH / "short.mp3"), speed=2.0)
+    editor = window.composer.editor
+
+    qtbot.keyPress(editor, Qt.Key.Key_F9)
+    qtbot.waitUntil(lambda: not window.voice.listening(), timeout=30_000)
+    qtbot.keyRelease(editor, Qt.Key.Key_F9)
+
+    assert editor.toPlainText() == "word word"
+    assert "the router's model voxtral-mini" in window.voice.transcriber().description
