@@ -44,20 +44,3 @@ def test_stopping_a_playback_ends_it_at_the_next_read(decoding) -> None:
     playback.stop()
 
     assert playback.read() is None
-
-
-def test_a_dictation_releases_its_source_when_the_engine_fails(decoding) -> None:
-    from llamachat.voice.transcribe import Dictation
-
-    class Broken:
-        description = "an engine that fails"
-
-        def transcribe(self, pcm: bytes) -> str:
-            raise VoiceError("The local speech engine failed: out of memory")
-
-    playback = Playback(read_sound(SPEECH / "dictation.wav"), speed=4.0)
-
-    with pytest.raises(VoiceError, match="out of memory"):
-        Dictation(Broken(), lambda heard: None).run(playback)
-
-    assert playback.read() is None

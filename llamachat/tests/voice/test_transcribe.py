@@ -192,3 +192,18 @@ def test_the_vocabulary_spells_byte_level_tokens_and_leaves_special_ones_out() -
 
     assert vocabulary.text([0, 1, 2, 3, 4, 5]) == "Hello café!"
     assert vocabulary.id("<|notimestamps|>") == 5
+
+
+def test_a_dictation_releases_its_source_when_the_engine_fails(decoding) -> None:
+    class Broken:
+        description = "an engine that fails"
+
+        def transcribe(self, pcm: bytes) -> str:
+            raise VoiceError("The local speech engine failed: out of memory")
+
+    playback = Playback(read_sound(SPEECH / "dictation.wav"), speed=4.0)
+
+    with pytest.raises(VoiceError, match="out of memory"):
+        Dictation(Broken(), lambda heard: None).run(playback)
+
+    assert playback.read() is None
