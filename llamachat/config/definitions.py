@@ -156,6 +156,16 @@ def _quit_choice(value: Any) -> str | None:
     return f"quit_while_streaming must be one of {', '.join(QUIT_CHOICES)}; got '{value}'"
 
 
+# The reading speeds the ⋯ menu offers; the key takes any value between the ends.
+READ_SPEEDS = (0.75, 1.0, 1.25, 1.5, 2.0)
+
+
+def _read_speed(value: Any) -> str | None:
+    if READ_SPEEDS[0] <= value <= READ_SPEEDS[-1]:
+        return None
+    return f"read_aloud_speed must be from {READ_SPEEDS[0]} to {READ_SPEEDS[-1]}, got {value}"
+
+
 FONT_SIZES = (6, 72)
 """The font sizes the conversation may be set to, in points (0 also: the system's size)."""
 
@@ -541,6 +551,23 @@ KEYS: tuple[Key, ...] = (
         'server\'s work on it) or "finish" (the server finishes it; it is in the chat\n'
         "next time, also from the server llamachat runs, if server_grace is not 0).",
         check=_quit_choice,
+    ),
+    Key(
+        "voice_model",
+        "",
+        _STR,
+        "Read aloud and voice mode: a Piper voice model to read with (an .onnx file with\n"
+        "its .onnx.json beside it; needs pip install 'llamachat[voice]'). Empty: the\n"
+        "system's espeak-ng, where it is installed.",
+        example="~/voices/en_US-lessac-medium.onnx",
+    ),
+    Key(
+        "read_aloud_speed",
+        1.0,
+        _NUMBER,
+        f"How fast replies are read aloud: 1.0 is the voice's own pace, from\n"
+        f"{READ_SPEEDS[0]} to {READ_SPEEDS[-1]}.",
+        check=_read_speed,
     ),
     Key(
         "mcp_config",

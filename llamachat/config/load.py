@@ -144,6 +144,8 @@ class Config:
     dictation_sends: bool = _default("dictation_sends")
     memory_providers: tuple[str, ...] = ()
     quit_while_streaming: str = _default("quit_while_streaming")
+    voice_model: Path | None = None
+    read_aloud_speed: float = _default("read_aloud_speed")
     model_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     preset_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     mcp_servers: tuple[McpServerConfig, ...] = ()
@@ -275,6 +277,8 @@ def _build(data: dict[str, Any], path: Path) -> Config:
         dictation_sends=v["dictation_sends"],
         memory_providers=tuple(name.strip() for name in v["memory_providers"] if name.strip()),
         quit_while_streaming=v["quit_while_streaming"],
+        voice_model=resolve_path(v["voice_model"], path) if v["voice_model"] else None,
+        read_aloud_speed=float(v["read_aloud_speed"]),
         model_params={k: dict(t) for k, t in v["model_params"].items()},
         preset_params={k: dict(t) for k, t in v["preset_params"].items()},
         mcp_servers=_mcp_servers(v, path),

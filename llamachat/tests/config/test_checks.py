@@ -94,6 +94,12 @@ class TestChecks:
                 "two providers are named 'x'",
             ),
             ('providers = ["x"]\n', "providers", 1, "providers[1] must be a table"),
+            (
+                "read_aloud_speed = 9\n",
+                "read_aloud_speed",
+                1,
+                "read_aloud_speed must be from 0.75 to 2.0, got 9",
+            ),
         ],
     )
     def test_config_bad_values_name_the_key_and_line(

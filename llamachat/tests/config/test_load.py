@@ -81,12 +81,14 @@ class TestLoad:
             'prompts_dir = "presets"\n'
             'models_preset = "~/models/preset.ini"\n'
             'llama_server = "~/bin/llama-server"\n'
+            'voice_model = "voices/en.onnx"\n'
         )
         cfg = config.load(write_config_file(tmp_path, text))
         assert cfg.history_path == isolated_home / "chats/history.db"
         assert cfg.prompts_dir == tmp_path / "presets"
         assert cfg.models_preset == isolated_home / "models/preset.ini"
         assert cfg.llama_server == str(isolated_home / "bin/llama-server")
+        assert cfg.voice_model == tmp_path / "voices/en.onnx"
 
     def test_config_invalid_toml_names_the_file_and_line(self, tmp_path: Path) -> None:
         path = write_config_file(

