@@ -2,6 +2,7 @@
 
     llamachat [--config PATH] [--version]      open the chat window
     llamachat ask ["question"]                 the quick window (asking at once when given)
+    llamachat ask --voice                      the quick window in voice mode (ui.voice.voice_mode)
     llamachat ask --print "question"           the answer on stdout, no window (llamachat.cli)
     llamachat worker [--host H] [--port P]     lend this machine to llama.cpp elsewhere (worker_command)
     llamachat --install-desktop                the menu entry and icon (ui.desktop.entry);
@@ -334,7 +335,7 @@ def _act(running: RunningInstance, message: dict) -> None:
         return
     typed = " ".join(args.question)
     text = cli.with_input(typed, str(message.get("stdin") or ""))
-    running.ask(text, send=bool(typed.strip()), model=args.model)
+    running.ask(text, send=bool(typed.strip()), model=args.model, voice=args.voice)
 
 
 def find_router(state: App) -> Future:

@@ -113,6 +113,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         " the quick window keeps using it",
     )
     parser.add_argument(
+        "--voice",
+        action="store_true",
+        help="start the quick window in voice mode: it listens, sends when you pause and"
+        " reads the answer aloud (needs pip install 'llamachat[voice]')",
+    )
+    parser.add_argument(
         "--no-reasoning", action="store_true", help="hide the model's reasoning (else on stderr)"
     )
     parser.add_argument(

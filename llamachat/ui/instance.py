@@ -277,10 +277,12 @@ class RunningInstance(QObject):
         self._chat.activateWindow()
         return self._chat
 
-    def ask(self, text: str, *, send: bool = False, model: str = "") -> QuickWindow:
+    def ask(
+        self, text: str, *, send: bool = False, model: str = "", voice: bool = False
+    ) -> QuickWindow:
         """Show the quick window near the pointer with `text` in it, sent at once if `send`.
 
-        A `model` is used by the quick window from then on.
+        A `model` is used by the quick window from then on; `voice` starts it in voice mode.
         """
         quick = self.quick_window()
         if model:
@@ -290,6 +292,8 @@ class RunningInstance(QObject):
             quick.composer.set_text(text)
             if send:
                 quick.send()
+        if voice:
+            quick.voice_mode.start()
         return quick
 
     def quit(self) -> None:

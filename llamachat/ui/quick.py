@@ -64,6 +64,8 @@ from llamachat.ui.views.chips import SkillChips
 from llamachat.ui.views.composer import Composer
 from llamachat.ui.views.messages import MessagesView
 from llamachat.ui.voice.dictation_input import DictationInput
+from llamachat.ui.voice.read_aloud import MenuLink
+from llamachat.ui.voice.voice_mode import voice_mode_for
 
 log = logging.getLogger(__name__)
 
@@ -176,6 +178,17 @@ class QuickWindow(ConversationSeams, QWidget):
         self.messages.regenerate_requested.connect(self.retry)
         self.messages.edit_requested.connect(self.edit_message)
         self.messages.version_requested.connect(self.chat.show_version)
+        MenuLink(self.app.read_aloud, self.messages, self.show_notice)
+        say = self.show_notice
+        self.voice_mode = voice_mode_for(
+            self.chat,
+            self.app.read_aloud,
+            self.composer,
+            send=self.send,
+            transcriber=self.voice.transcriber,
+            status=say,
+            problem=say,
+        )
         self.messages.hide()
 
         layout = QVBoxLayout(self)
@@ -308,7 +321,11 @@ class QuickWindow(ConversationSeams, QWidget):
 
     @Slot()
     def dismiss(self) -> None:
-        """Esc: stop any answer and hide the window."""
+        """Esc: end voice mode; else stop any answer and reading aloud, and hide the window."""
+        if self.voice_mode.active:
+            self.voice_mode.stop()
+            return
+        self.app.read_aloud.stop()
         self.stop()
         self.hide()
 

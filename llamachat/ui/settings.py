@@ -116,6 +116,11 @@ class SettingsDialog(QDialog):
         self.dictation_sends = QCheckBox("Send a dictated message when I stop talking")
         self.dictation_sends.setAccessibleName("Send when I stop talking")
         self.dictation_sends.setChecked(cfg.dictation_sends)
+        self.voice_model = QLineEdit(_shown_path(cfg.voice_model) if cfg.voice_model else "")
+        self.voice_model.setAccessibleName("Voice model")
+        self.voice_model.setPlaceholderText(
+            "A Piper voice (.onnx, its .onnx.json beside it); empty: espeak-ng"
+        )
         self.rpc_workers = WorkerList(cfg.rpc_workers, find_binary(cfg))
 
         form = QFormLayout()
@@ -130,6 +135,7 @@ class SettingsDialog(QDialog):
         form.addRow("", self.shortcut_note)
         form.addRow("", self.autostart)
         form.addRow("", self.dictation_sends)
+        form.addRow("Read-aloud &voice:", self.voice_model)
         form.addRow("RPC &workers:", self.rpc_workers)
 
         where = plain.Label(f"Saved to {self.path}; comments in the file are kept.")
@@ -169,6 +175,7 @@ class SettingsDialog(QDialog):
             ),
             "autostart": self.autostart.isChecked(),
             "dictation_sends": self.dictation_sends.isChecked(),
+            "voice_model": self.voice_model.text().strip(),
             "rpc_workers": self.rpc_workers.addresses(),
         }
 
@@ -213,6 +220,9 @@ class SettingsDialog(QDialog):
         current: object = getattr(self.cfg, key)
         if key == "skills_dir":
             return value != _shown_path(self.cfg.skills_dir)
+        if key == "voice_model":
+            voice = self.cfg.voice_model
+            return value != (_shown_path(voice) if voice is not None else "")
         if key == "rpc_workers":
             return value != list(self.cfg.rpc_workers)
         if key == "skills_dirs":

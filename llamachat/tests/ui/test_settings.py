@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QApplication, QDialog
@@ -49,6 +51,8 @@ class TestSettings:
             dialog.theme.setCurrentIndex(dialog.theme.findData("dark"))
             dialog.search_url.setText("http://127.0.0.1:9")
             dialog.dictation_sends.setChecked(True)
+            assert dialog.voice_model.text() == ""
+            dialog.voice_model.setText("~/voices/en_US-joe-medium.onnx")
             assert dialog.save()
             text = path.read_text(encoding="utf-8")
             assert f'router_url = "{router.url}"  # the box under my desk' in text
@@ -56,6 +60,8 @@ class TestSettings:
             assert 'theme = "dark"' in text and 'search_url = "http://127.0.0.1:9"' in text
             assert window.cfg.theme == "dark" and window.cfg.router_url == router.url
             assert "dictation_sends = true" in text and window.app.config.dictation_sends
+            assert 'voice_model = "~/voices/en_US-joe-medium.onnx"' in text
+            assert window.app.config.voice_model == Path.home() / "voices/en_US-joe-medium.onnx"
             window_colour = QApplication.palette().color(QPalette.ColorRole.Window).name()
             assert window_colour == "#2b2b2e"
             assert window.web_search.button.isVisible() and window.web_search.is_on()

@@ -83,6 +83,7 @@ class ReplyStream(QObject):
     stats = Signal(object)
     save_failed = Signal(str)
     saved = Signal()
+    text_added = Signal(str)  # the answer's next piece, as shown (voice mode reads it aloud)
     ended = Signal(str, str)
 
     def __init__(
@@ -312,6 +313,7 @@ class ReplyStream(QObject):
             self._dirty = True
             if self.view is not None:
                 self.view.append_content(text)
+            self.text_added.emit(text)
 
     @Slot(str)
     def _on_reasoning(self, text: str) -> None:

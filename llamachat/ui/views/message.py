@@ -41,7 +41,6 @@ from PySide6.QtWidgets import (
 
 from llamachat.ui import plain
 from llamachat.ui.library.sources import open_source, source_link
-from llamachat.ui.views import more_actions
 from llamachat.ui.views.document import DocumentWriter, TextView
 from llamachat.ui.views.figures import ReadingProgress, figures, reading_speed, stopped_figures
 from llamachat.ui.views.markdown import (
@@ -54,6 +53,7 @@ from llamachat.ui.views.markdown import (
 )
 from llamachat.ui.views.message_footer import MessageFooter
 from llamachat.ui.views.message_footer import set_quiet as _set_quiet
+from llamachat.ui.views.more_actions import FORK, REMEMBER, Entry, ReadAloudEntries
 from llamachat.ui.views.tool_call import ToolCallView
 
 log = logging.getLogger(__name__)
@@ -164,6 +164,9 @@ class MessageView(QFrame):
     version_requested = Signal(object)  # the id of the version of this message to show
     fork_requested = Signal(object)  # "New chat from here" on this message
     remember_requested = Signal(object, str)  # "Remember this": the message's id and text
+    read_aloud_requested = Signal(object, str)  # "Read aloud": the reply's id and text
+    stop_reading_requested = Signal()
+    read_speed_chosen = Signal(float)
     rendered = Signal()
     relaid_out = Signal(object)
 
@@ -218,6 +221,14 @@ class MessageView(QFrame):
             note.setAccessibleName("Attachments")
             note.setForegroundRole(QPalette.ColorRole.PlaceholderText)
             layout.addWidget(note)
+        forks = lambda: self._fork_allowed
+        # Set by the messages view: whether this reply is read now, at what speed.
+        self.read_aloud = ReadAloudEntries(
+            read=lambda: self.read_aloud_requested.emit(self.message_id, self.content()),
+            stop=self.stop_reading_requested.emit,
+            choose_speed=self.read_speed_chosen.emit,
+            shown=lambda: self.role == "assistant",
+        )
         self._footer = MessageFooter(
             self,
             layout,
@@ -225,11 +236,9 @@ class MessageView(QFrame):
             current=lambda: self.message_id,
             busy=self.is_streaming,
             more=[
-                (more_actions.FORK, lambda: self.fork_requested.emit(self.message_id)),
-                (
-                    more_actions.REMEMBER,
-                    lambda: self.remember_requested.emit(self.message_id, self.content()),
-                ),
+                Entry(lambda: FORK, lambda: self.fork_requested.emit(self.message_id), forks),
+                Entry(lambda: REMEMBER, self._on_remember, forks),
+                *self.read_aloud.entries(),
             ],
         )
         # The footer lays the status line out; the view says what it reads.
@@ -384,6 +393,9 @@ class MessageView(QFrame):
         if self._reasoning_body is not None:
             self._reasoning_body.set_growing(False)
 
+    def _on_remember(self) -> None:
+        self.remember_requested.emit(self.message_id, self.content())
+
     def content(self) -> str:
         """The reply text received so far."""
         return self._markdown.text()
@@ -451,6 +463,10 @@ class MessageView(QFrame):
         """The texts of the "More actions" menu ([] when it is not offered)."""
         return self._footer.more_actions()
 
+    def more_choices(self, title: str) -> list[tuple[str, bool]]:
+        """The ⋯ submenu `title`'s choices, each with whether it is checked."""
+        return self._footer.more_choices(title)
+
     def trigger_more(self, text: str) -> None:
         """Run the "More actions" entry reading `text` (as a click on it would)."""
         self._footer.trigger_more(text)
@@ -476,7 +492,8 @@ class MessageView(QFrame):
     def _update_actions(self) -> None:
         # A reply offers its actions once it has text: none while the prompt is read.
         has_text = self.role == "user" or self._answer_started
-        self._footer.offer_more(self._fork_allowed and has_text)
+        # The chat window's entries, and a reply's Read aloud in any window.
+        self._footer.offer_more(has_text and (self._fork_allowed or self.role == "assistant"))
         if self.role == "assistant":
             self._footer.offer_reply_actions(
                 copy=has_text,

@@ -21,7 +21,7 @@ from PySide6.QtGui import QPalette, QShortcut
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
 
 from llamachat.ui import plain, shortcuts
-from llamachat.ui.views.more_actions import MoreActions
+from llamachat.ui.views.more_actions import Choices, Entry, MoreActions
 
 
 def action_button(parent: QWidget, text: str, name: str, slot) -> QToolButton:
@@ -88,7 +88,7 @@ class MessageFooter(QObject):
         mine: bool,
         current: Callable[[], int | None],
         busy: Callable[[], bool],
-        more: Sequence[tuple[str, Callable[[], None]]],
+        more: Sequence[Entry | Choices],
     ) -> None:
         super().__init__(view)
         self._view = view
@@ -193,6 +193,10 @@ class MessageFooter(QObject):
     def more_actions(self) -> list[str]:
         """The texts of the "More actions" menu ([] when it is not offered)."""
         return self._more.texts()
+
+    def more_choices(self, title: str) -> list[tuple[str, bool]]:
+        """The "More actions" submenu `title`'s choices, each with whether it is checked."""
+        return self._more.choices(title)
 
     def trigger_more(self, text: str) -> None:
         """Run the "More actions" entry reading `text` (as a click on it would)."""

@@ -119,11 +119,16 @@ class MessagesView(QScrollArea):
     version_requested = Signal(object)
     fork_requested = Signal(object)
     remember_requested = Signal(object, str)  # "Remember this" on a message: its id, its text
+    read_aloud_requested = Signal(object, str)  # "Read aloud" on a reply: its id, its text
+    stop_reading_requested = Signal()
+    read_speed_chosen = Signal(float)
     summary_edited = Signal(object, str)  # a compacted chat's summary saved edited: id, text
 
     def __init__(self, parent: QWidget | None = None, *, forks: bool = False) -> None:
         super().__init__(parent)
         self._forks = forks
+        self._reading: object = None  # the id of the reply read aloud now
+        self._read_speed = 1.0
         self.setAccessibleName("Conversation")
         self.setWidgetResizable(False)
         self.setFrameShape(QFrame.Shape.NoFrame)
@@ -263,11 +268,28 @@ class MessagesView(QScrollArea):
         view.version_requested.connect(self.version_requested)
         view.fork_requested.connect(self.fork_requested)
         view.remember_requested.connect(self.remember_requested)
+        view.read_aloud_requested.connect(self.read_aloud_requested)
+        view.stop_reading_requested.connect(self.stop_reading_requested)
+        view.read_speed_chosen.connect(self.read_speed_chosen)
+        view.read_aloud.reading = view.message_id is not None and view.message_id == self._reading
+        view.read_aloud.speed = self._read_speed
         if self._forks:
             view.set_fork_allowed(True)
         if self._editing is not None and view.message_id == self._editing:
             view.set_editing(True)
         return view
+
+    def set_reading(self, message_id: object) -> None:
+        """The reply read aloud now (None: none), for its ⋯ menu's "Stop reading"."""
+        self._reading = message_id
+        for view in self._views:
+            view.read_aloud.reading = message_id is not None and view.message_id == message_id
+
+    def set_read_speed(self, speed: float) -> None:
+        """The reading speed the ⋯ menus show checked."""
+        self._read_speed = speed
+        for view in self._views:
+            view.read_aloud.speed = speed
 
     def set_versions(self, message_id: int, versions: list[int]) -> None:
         """A shown message has these versions now (a reply was regenerated)."""

@@ -505,7 +505,12 @@ class TestVersions:
         send_and_wait(qtbot, window, "Why?")
         original = window.session_id
         reply = window.messages.views()[1]
-        assert reply.more_actions() == ["New chat from here", "Remember this"]
+        assert reply.more_actions() == [
+            "New chat from here",
+            "Remember this",
+            "Read aloud",
+            "Reading speed",
+        ]
         reply.trigger_more("New chat from here")
         qtbot.waitUntil(lambda: window.session_id != original)
         assert self._texts(window) == ["Name a llama.", "Dolly."]

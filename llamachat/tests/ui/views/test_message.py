@@ -33,5 +33,10 @@ class TestMessage:
         reply = window.messages.last_assistant()
         qtbot.waitUntil(lambda: reply.content() == "Hello ")
         copy = reply_button(reply, "Copy reply")
-        assert copy.isVisible() and reply.more_actions() == ["New chat from here", "Remember this"]
+        assert copy.isVisible() and reply.more_actions() == [
+            "New chat from here",
+            "Remember this",
+            "Read aloud",
+            "Reading speed",
+        ]
         window.stop()
