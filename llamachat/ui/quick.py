@@ -64,7 +64,6 @@ from llamachat.ui.views.chips import SkillChips
 from llamachat.ui.views.composer import Composer
 from llamachat.ui.views.messages import MessagesView
 from llamachat.ui.voice.dictation_input import DictationInput
-from llamachat.ui.voice.read_aloud import MenuLink
 from llamachat.ui.voice.voice_mode import voice_mode_for
 
 log = logging.getLogger(__name__)
@@ -178,17 +177,8 @@ class QuickWindow(ConversationSeams, QWidget):
         self.messages.regenerate_requested.connect(self.retry)
         self.messages.edit_requested.connect(self.edit_message)
         self.messages.version_requested.connect(self.chat.show_version)
-        MenuLink(self.app.read_aloud, self.messages, self.show_notice)
-        say = self.show_notice
-        self.voice_mode = voice_mode_for(
-            self.chat,
-            self.app.read_aloud,
-            self.composer,
-            send=self.send,
-            transcriber=self.voice.transcriber,
-            status=say,
-            problem=say,
-        )
+        # Replies read aloud from the ⋯ menu, and voice mode (its button beside Attach).
+        self.voice_mode = voice_mode_for(self, status=self.show_notice)
         self.messages.hide()
 
         layout = QVBoxLayout(self)
@@ -321,11 +311,7 @@ class QuickWindow(ConversationSeams, QWidget):
 
     @Slot()
     def dismiss(self) -> None:
-        """Esc: end voice mode; else stop any answer and reading aloud, and hide the window."""
-        if self.voice_mode.active:
-            self.voice_mode.stop()
-            return
-        self.app.read_aloud.stop()
+        """Esc: stop any answer and hide the window."""
         self.stop()
         self.hide()
 

@@ -65,7 +65,6 @@ from llamachat.ui.settings import SettingsDialog
 from llamachat.ui.views import compare_view, markdown, window_parts
 from llamachat.ui.views.notice import STATUS_MS
 from llamachat.ui.views.presets import PresetPicker
-from llamachat.ui.voice.read_aloud import MenuLink
 from llamachat.ui.voice.voice_mode import voice_mode_for
 
 log = logging.getLogger(__name__)
@@ -199,16 +198,8 @@ class ChatWindow(ConversationSeams, QMainWindow):
         self.messages.edit_requested.connect(self.edit_message)
         self.messages.version_requested.connect(self.chat.show_version)
         self.messages.fork_requested.connect(self.fork)
-        MenuLink(self.app.read_aloud, self.messages, self.show_problem)
-        self.voice_mode = voice_mode_for(
-            self.chat,
-            self.app.read_aloud,
-            self.composer,
-            send=self.send,
-            transcriber=self.voice.transcriber,
-            status=lambda text: self.show_status(text, 0),
-            problem=self.show_problem,
-        )
+        status = self.statusBar().showMessage
+        self.voice_mode = voice_mode_for(self, status=status, problem=self.show_problem)
         self.first_run_panel.settings_requested.connect(self.open_settings)
         self.composer.submitted.connect(self.send)
         self.composer.stop_requested.connect(self.stop)
@@ -378,8 +369,7 @@ class ChatWindow(ConversationSeams, QMainWindow):
     def stop(self) -> None:
         """Stop the reply now, keeping what arrived (saved as "stopped"); else leave editing.
 
-        Esc ends voice mode and reading aloud too."""
-        self.voice_mode.stop()
+        Reading aloud stops too (voice mode takes Esc itself while it is on)."""
         self.app.read_aloud.stop()
         if self.chat.stop():
             self.show_status("Stopped.")

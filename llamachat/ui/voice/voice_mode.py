@@ -12,8 +12,10 @@ ends it wherever it is: listening, waiting, or reading. `state` says where it is
 file played in at real-time rate) and `make_transcriber` the engine (the router's when
 it lists a model that hears audio, else Whisper tiny.en here).
 
-`VoiceButton` puts a "Voice" button for it beside the composer's Attach (`voice_mode_for`
-makes both): it starts and ends voice mode, says the state, and the line that stopped it.
+`VoiceButton` puts a "Voice" button for it beside the composer's Attach: it starts and
+ends voice mode, says the state and the line that stopped it, and takes Esc in the window
+while voice mode is on (ending it, and nothing else). `voice_mode_for(window)` makes both,
+and ties the window's ⋯ menus to the app's `ReadAloud` (`read_aloud.MenuLink`).
 
 Errors: no voice extra, no microphone, access denied, the device unplugged, no voice
 to read with, no sound output: `failed` says it in one line and voice mode ends. The
@@ -25,13 +27,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from PySide6.QtCore import QObject, Signal
-from PySide6.QtWidgets import QPushButton
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
+from PySide6.QtGui import QKeyEvent
+from PySide6.QtWidgets import QPushButton, QWidget
 
 from llamachat.ui import plain, tasks
-from llamachat.ui.voice.read_aloud import ReadAloud
+from llamachat.ui.voice.read_aloud import MenuLink, ReadAloud
 from llamachat.voice.availability import VoiceError, require_capture
 from llamachat.voice.capture import AudioSource, Microphone
 from llamachat.voice.transcribe import Dictation, Heard, LocalTranscriber, Transcriber
@@ -40,6 +43,8 @@ if TYPE_CHECKING:
     from llamachat.ui.chat.conversation import Conversation
     from llamachat.ui.chat.reply import ReplyStream
     from llamachat.ui.views.composer import Composer
+    from llamachat.ui.views.messages import MessagesView
+    from llamachat.ui.voice.dictation_input import DictationInput
 
 log = logging.getLogger(__name__)
 
@@ -196,12 +201,13 @@ class VoiceMode(QObject):
 
 
 class VoiceButton(QObject):
-    """The composer's "Voice" button driving one window's `VoiceMode`."""
+    """The composer's "Voice" button driving one window's `VoiceMode`; Esc in the window ends it."""
 
     def __init__(
         self,
         voice: VoiceMode,
         composer: Composer,
+        window: QWidget,
         *,
         status: Callable[[str], None],
         problem: Callable[[str], None],
@@ -210,6 +216,9 @@ class VoiceButton(QObject):
         super().__init__(composer)
         self._voice = voice
         self._status = status
+        # Esc comes to the window as a shortcut override first: taken here while voice mode
+        # is on, it ends voice mode and nothing else (the window's own Esc stops or hides).
+        window.installEventFilter(self)
         button = voice.button = self._button = QPushButton(VOICE, composer)
         button.setAccessibleName("Voice mode")
         composer.add_button(button)
@@ -225,6 +234,19 @@ class VoiceButton(QObject):
                 "again (Esc ends it)"
             )
         )
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """Esc while voice mode is on ends it, before the window's own Esc."""
+        if (
+            self._voice.active
+            and event.type() == QEvent.Type.ShortcutOverride
+            and isinstance(event, QKeyEvent)
+            and event.key() == Qt.Key.Key_Escape
+        ):
+            event.accept()
+            self._voice.stop()
+            return True
+        return super().eventFilter(watched, event)
 
     def _on_clicked(self) -> None:
         if self._voice.active:
@@ -248,24 +270,60 @@ def voice_missing() -> str:
     return ""
 
 
+class ReadsAloud(Protocol):
+    """The App, as voice mode sees it: its one reader."""
+
+    @property
+    def read_aloud(self) -> ReadAloud: ...
+
+
+class Talking(Protocol):
+    """A window voice mode works in (the chat window, the quick window)."""
+
+    # Read-only here (properties): a window's own attributes are of narrower types.
+    @property
+    def app(self) -> ReadsAloud: ...
+
+    @property
+    def chat(self) -> Conversation: ...
+
+    @property
+    def messages(self) -> MessagesView: ...
+
+    @property
+    def composer(self) -> Composer: ...
+
+    @property
+    def voice(self) -> DictationInput:
+        """Dictation: voice mode listens with the engine it would use."""
+        ...
+
+    def send(self) -> None:
+        """Send the composer's text."""
+        ...
+
+    def window(self) -> QWidget:
+        """The top-level window (Esc is taken there)."""
+        ...
+
+
 def voice_mode_for(
-    chat: Conversation,
-    read_aloud: ReadAloud,
-    composer: Composer,
+    window: Talking,
     *,
-    send: Callable[[], None],
-    transcriber: Callable[[], Transcriber],
     status: Callable[[str], None],
-    problem: Callable[[str], None],
+    problem: Callable[[str], None] | None = None,
 ) -> VoiceMode:
-    """A window's voice mode and its button; `send` sends the composer's text, `transcriber`
-    gives the engine dictation would use now."""
+    """Read aloud in `window`'s ⋯ menus, and its voice mode with the Voice button; `status`
+    shows voice mode's state, `problem` (else `status`) why reading or voice mode ended."""
+    problem = problem or status
+    read_aloud = window.app.read_aloud
+    MenuLink(read_aloud, window.messages, problem)
 
     def send_text(text: str) -> None:
-        composer.set_text(text)
-        send()
+        window.composer.set_text(text)
+        window.send()
 
-    voice = VoiceMode(chat, read_aloud, send_text, parent=composer)
-    voice.make_transcriber = transcriber
-    VoiceButton(voice, composer, status=status, problem=problem)
+    voice = VoiceMode(window.chat, read_aloud, send_text, parent=window.composer)
+    voice.make_transcriber = window.voice.transcriber
+    VoiceButton(voice, window.composer, window.window(), status=status, problem=problem)
     return voice

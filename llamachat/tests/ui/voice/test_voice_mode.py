@@ -10,6 +10,7 @@ import wave
 from pathlib import Path
 
 import pytest
+from PySide6.QtCore import Qt
 
 import llamachat
 from llamachat.__main__ import build_parser
@@ -70,15 +71,23 @@ def test_voice_mode_hears_sends_on_the_pause_reads_the_reply_and_listens_again(
     assert window.statusBar().currentMessage() == ""
 
 
-def test_esc_ends_voice_mode_while_it_listens(chat_window, qtbot, local_engine) -> None:
+def test_esc_ends_voice_mode_while_it_listens(chat_window, router, qtbot, local_engine) -> None:
     window, _history = chat_window()
+    router.script(Reply(content=["Still ", "coming"], stall_after=1))
+    window.composer.set_text("a reply that streams on")
+    window.send()
+    qtbot.waitUntil(lambda: window.chat.is_streaming())
     voice = window.voice_mode
     voice.make_source = lambda: Playback(silence(60.0), speed=1.0)
     voice.make_transcriber = lambda: local_engine
     voice.start()
     assert voice.state == LISTENING
-    window.stop()  # Esc
+    qtbot.keyClick(window.composer.editor, Qt.Key.Key_Escape)
     assert voice.state == "" and window.voice_mode.button.text() == VOICE
+    # Esc ended voice mode and nothing else: the next one stops the reply, as always.
+    assert window.chat.is_streaming()
+    qtbot.keyClick(window.composer.editor, Qt.Key.Key_Escape)
+    qtbot.waitUntil(lambda: not window.chat.is_streaming())
 
 
 def test_a_reply_that_cannot_be_read_ends_voice_mode_with_the_line(
@@ -126,13 +135,14 @@ def test_ask_voice_starts_the_quick_window_listening_and_no_microphone_says_so(
 def test_esc_in_the_quick_window_ends_voice_mode_before_it_hides(quick, qtbot) -> None:
     window, _history = quick()
     window.present()
+    qtbot.waitUntil(window.isActiveWindow)  # the window's Esc shortcut needs it active
     window.voice_mode.make_source = lambda: Playback(silence(60.0), speed=1.0)
     window.voice_mode.make_transcriber = LocalTranscriber
     window.voice_mode.start()
     assert window.voice_mode.state == LISTENING
-    window.dismiss()  # Esc
+    qtbot.keyClick(window.composer.editor, Qt.Key.Key_Escape)
     assert not window.voice_mode.active and window.isVisible()
-    window.dismiss()
+    qtbot.keyClick(window.composer.editor, Qt.Key.Key_Escape)
     assert not window.isVisible()
 
 
