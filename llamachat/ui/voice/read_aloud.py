@@ -99,12 +99,16 @@ class ReadAloud(QObject):
         return self._reader
 
     def prepare(self) -> None:
-        """Load the voice now, in the background, so a reading soon to come starts at once."""
+        """Load the voice (and warm it up) in the background: a reading soon to come starts
+        at once."""
         voice_model = self._settings.config.voice_model
 
         def load() -> None:
             try:
-                self._speaker(voice_model)
+                # A first sentence costs a neural voice twice the next ones (its runtime
+                # warms up): said to no one here, not at the reply's first sentence.
+                for _pcm in self._speaker(voice_model).synthesize("Ready."):
+                    pass
             except VoiceError as exc:
                 log.info("the voice was not loaded ahead: %s", exc)  # said when reading
 
