@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 import time
 import wave
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -84,15 +84,24 @@ class WavPlayer:
             self._wav = None
 
 
+# The sound systems tried, in miniaudio's order; never NULL, which "plays" into nothing
+# and would hide a machine with no sound output.
+SOUND_SYSTEMS = (
+    "WASAPI", "DSOUND", "WINMM", "COREAUDIO", "PULSEAUDIO", "ALSA", "JACK", "SNDIO", "OSS"
+)  # fmt: skip
+
+
 class DevicePlayer:
     """The default sound output device, through miniaudio."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, systems: Sequence[str] = SOUND_SYSTEMS) -> None:
         try:
             import miniaudio
         except ImportError as exc:
             raise PlaybackError(f"Playing speech needs the voice extra: {INSTALL_COMMAND}") from exc
         self._miniaudio: Any = miniaudio
+        known = miniaudio.Backend.__members__
+        self._backends = [miniaudio.Backend[name] for name in systems if name in known]
         self.first_write: float | None = None
         self._device: Any = None
         self._rate = 0
@@ -138,6 +147,8 @@ class DevicePlayer:
                 nchannels=1,
                 sample_rate=sample_rate,
                 buffersize_msec=100,
+                backends=self._backends,
+                app_name="llamachat",
             )
             stream = self._stream()
             next(stream)  # a miniaudio stream starts primed

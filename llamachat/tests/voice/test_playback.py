@@ -32,3 +32,20 @@ def test_without_a_sound_device_playing_says_so_in_one_line() -> None:
     else:
         player.stop()
         pytest.skip("this machine has a sound device: the no-device line cannot be shown")
+
+
+def test_the_device_player_plays_through_miniaudio_and_stops_at_once() -> None:
+    """miniaudio's null device: a real output device that plays into nothing, in real time."""
+    pytest.importorskip("miniaudio", reason="the voice extra is not installed")
+    player = DevicePlayer(systems=("NULL",))
+    half_second = b"\x10\x00" * 11025
+    player.write(half_second, 22050)
+    # Returns once the device's own thread has taken every frame (it would hang, and the
+    # test time out, if the stream handed to miniaudio did not play).
+    player.drain(threading.Event())
+    player.write(half_second * 20, 22050)  # ten seconds
+    stop = threading.Event()
+    stop.set()
+    player.stop()
+    player.drain(stop)  # returns at once: nothing queued any more
+    assert player.first_write is not None
