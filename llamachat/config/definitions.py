@@ -504,6 +504,17 @@ KEYS: tuple[Key, ...] = (
         "that a reply starts at once. Never loads a model; one warm-up at a time.",
     ),
     Key(
+        "slot_cache_mb",
+        2048,
+        _INT,
+        "Disk space (MiB) for the chats the server llamachat runs has read (its KV cache,\n"
+        "saved after a warm-up, one file per chat, the least recently used removed first):\n"
+        "after a restart a reopened chat is restored in a blink instead of read again.\n"
+        "About 22 MiB per 1,000 tokens for SmolLM2-135M, ~130 MiB for an 8B model.\n"
+        "0: off (nothing written).",
+        check=_no_less_than_zero("slot_cache_mb"),
+    ),
+    Key(
         "warm_cache_providers",
         False,
         _BOOL,

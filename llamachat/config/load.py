@@ -139,6 +139,7 @@ class Config:
     server_grace: int = _default("server_grace")
     warm_cache: bool = _default("warm_cache")
     warm_cache_providers: bool = _default("warm_cache_providers")
+    slot_cache_mb: int = _default("slot_cache_mb")
     memory_enabled: bool = _default("memory_enabled")
     memory_tokens: int = _default("memory_tokens")
     dictation_sends: bool = _default("dictation_sends")
@@ -272,6 +273,7 @@ def _build(data: dict[str, Any], path: Path) -> Config:
         server_grace=v["server_grace"],
         warm_cache=v["warm_cache"],
         warm_cache_providers=v["warm_cache_providers"],
+        slot_cache_mb=v["slot_cache_mb"],
         memory_enabled=v["memory_enabled"],
         memory_tokens=v["memory_tokens"],
         dictation_sends=v["dictation_sends"],

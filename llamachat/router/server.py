@@ -56,6 +56,7 @@ from llamachat.router.lock import ServerLock, config_suffix, default_lock_path, 
 from llamachat.router.model_files import default_preset_path
 from llamachat.router.process import STOP_TIMEOUT, Process, ServerProcess
 from llamachat.router.rpc_workers import WorkerSet
+from llamachat.router.slot_cache import SlotFiles, default_slot_dir
 
 if TYPE_CHECKING:
     from llamachat.config import Config
@@ -259,9 +260,19 @@ class ManagedServer:
         cmd += ["--models-preset", str(self.preset_path.resolve())]
         if self.sleeps_when_idle():
             cmd += ["--sleep-idle-seconds", str(self.cfg.sleep_idle_seconds)]
+        if self.slot_files is not None and supports_option(binary, "--slot-save-path"):
+            # Chats' KV caches saved there outlive a restart (``slot_cache``).
+            cmd += ["--slot-save-path", str(self.slot_files.folder.resolve())]
         cmd += self.workers.arguments(binary)
         cmd += list(self.cfg.server_args)
         return cmd
+
+    @property
+    def slot_files(self) -> SlotFiles | None:
+        """The folder the server saves chats' slots in (None: slot_cache_mb is 0)."""
+        if self.cfg.slot_cache_mb <= 0:
+            return None
+        return SlotFiles(default_slot_dir(self.cfg.path), self.cfg.slot_cache_mb * 1024 * 1024)
 
     @property
     def preset_path(self) -> Path:
@@ -324,6 +335,8 @@ class ManagedServer:
             if self._binary is None:
                 raise ServerNotFound(not_found_message(self.cfg))
             Path(self.cfg.models_dir).expanduser().mkdir(parents=True, exist_ok=True)
+            if self.slot_files is not None:
+                self.slot_files.folder.mkdir(parents=True, exist_ok=True)
             if not self.preset_path.exists():
                 self.preset_path.parent.mkdir(parents=True, exist_ok=True)
                 self.preset_path.write_text(

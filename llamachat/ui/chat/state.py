@@ -27,6 +27,7 @@ from PySide6.QtCore import QObject, Signal, SignalInstance
 from llamachat.config import Config
 from llamachat.history.store import History
 from llamachat.router import providers
+from llamachat.router.server import ManagedServer
 from llamachat.skills import SkillStore
 from llamachat.tools.base import Tool
 from llamachat.ui.chat.worker import ToolSource
@@ -187,3 +188,6 @@ class AppState(Protocol):
     @property
     def router_changed(self) -> SignalInstance:
         """Emitted with the router's state now."""
+
+    def managed_server(self) -> ManagedServer | None:
+        """The llama-server llamachat started (None when it uses a router already running)."""

@@ -18,6 +18,7 @@ from PySide6.QtCore import QObject, Signal, SignalInstance
 from llamachat.config import Config
 from llamachat.history.store import History
 from llamachat.router import providers
+from llamachat.router.server import ManagedServer
 from llamachat.ui.chat.state import AppState, McpTools, RouterStatus
 from llamachat.ui.library.host import LibraryHost
 from llamachat.ui.models.in_use import ModelsInUse
@@ -113,3 +114,7 @@ class ConversationApp:
     def router_changed(self) -> SignalInstance:
         """Emitted with the router's state now."""
         return self._app.router_changed
+
+    def managed_server(self) -> ManagedServer | None:
+        """The llama-server llamachat started (None when it uses a router already running)."""
+        return self._app.managed_server()

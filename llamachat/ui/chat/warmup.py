@@ -34,6 +34,14 @@ done on the client rather than by pinning `id_slot`: it works with any server an
 no slot bookkeeping. A request that shares no prefix (another model, an edited history)
 cancels the warm-up and goes at once.
 
+On llamachat's own server (`slot_files`: `slot_cache_mb` > 0) what a warm-up of the
+chat's own model read is also kept on disk (`router.slot_cache`; one file per chat, so
+not the chooser's picks): a warm-up that read a chat of some length is followed by a save
+of its slot, named for the chat and a digest of the warm-up's body; a warm-up whose chat
+and body have a file restores it into a free slot first, so after a restart the server
+reads only what changed instead of the whole chat. A chat that changed since has no file
+of its digest and is read as before.
+
 Figures: `in_cache()`, the tokens of the request the server holds, from the last
 warm-up's own timings (cache_n + prompt_n), for the meter; `warmups`, how many were sent.
 
@@ -53,6 +61,7 @@ from PySide6.QtCore import QObject, QTimer, Signal, SignalInstance, Slot
 
 from llamachat import turn
 from llamachat.router import client as backend
+from llamachat.router.slot_cache import SlotCache, SlotFiles, digest
 from llamachat.ui import tasks
 from llamachat.ui.chat.builder import TurnBuilder
 
@@ -81,6 +90,8 @@ class Warmer(QObject):
         context_size: Callable[[], int | None],
         model_status: Callable[[str], str] | None = None,
         parent: QObject | None = None,
+        *,
+        slot_files: Callable[[], SlotFiles | None] = lambda: None,
     ) -> None:
         super().__init__(parent)
         self._builder = builder
@@ -90,6 +101,8 @@ class Warmer(QObject):
         # None: no status known (a window without a model list); autoload=false guards.
         self._model_status = model_status
         self._seen = ("", "")  # the model and the status last seen
+        # The slot files folder of llamachat's own server (None: none, or turned off).
+        self._slot_files = slot_files
         self._typing = False
         self._closed = False
         # The warm-up in flight: its cancel event and prefix; sends waiting for it to end.
@@ -243,16 +256,30 @@ class Warmer(QObject):
         cancel = self._cancel = threading.Event()
         self._flight = prefix(request)
         query = None if provider else {"autoload": "false"}
+        # The chat's own model only: a chat has one file (the chooser's picks would
+        # replace each other's).
+        files = self._slot_files() if chat and not provider else None
+        session = self._state.session_id
+        slots = SlotCache(client, files) if files is not None and session is not None else None
+        kept = (name, session, digest(body)) if slots is not None else None
         self.warmups += 1
         tasks.run_in_background(
-            lambda: _read(client, name, request, cancel, query),
-            lambda future: self._on_done(cancel, model, chat, future),
+            lambda: _read(client, name, request, cancel, query, slots, kept),
+            lambda future: self._on_done(cancel, model, chat, future, slots, kept),
             receiver=self,
             daemon=True,
         )
         return True
 
-    def _on_done(self, cancel: threading.Event, model: str, chat: bool, future: Future) -> None:
+    def _on_done(
+        self,
+        cancel: threading.Event,
+        model: str,
+        chat: bool,
+        future: Future,
+        slots: SlotCache | None = None,
+        kept: tuple | None = None,
+    ) -> None:
         if cancel.is_set():
             return  # cancelled: `cancel` has let go of it
         self._cancel = self._flight = None
@@ -269,6 +296,11 @@ class Warmer(QObject):
         elif chat:
             self._held = held
             self.changed.emit()
+            if slots is not None and kept is not None:
+                name, session, body_digest = kept
+                # Not a daemon: quitting waits for a save under way, which the next start
+                # restores.
+                tasks.run_in_background(lambda: slots.save(name, session, body_digest, held))
         self._release()
         if self._again or (held and self._also):
             # Something changed meanwhile, or the chooser's next model may be cold.
@@ -287,8 +319,13 @@ def _read(
     request: turn.Turn,
     cancel: threading.Event,
     query: Mapping[str, str] | None,
+    slots: SlotCache | None = None,
+    kept: tuple | None = None,
 ) -> dict:
-    """Send a warm-up and read it to its end (a worker thread); its stats ({}: cancelled)."""
+    """Send a warm-up and read it to its end (a worker thread), after restoring what a
+    file of `slots` kept of it; its stats ({}: cancelled)."""
+    if slots is not None and kept is not None and not cancel.is_set():
+        slots.restore(*kept)
     stats: dict = {}
     stream = client.stream_chat(request, model=model, cancel=cancel, query=query)
     try:
