@@ -92,10 +92,16 @@ class SlotFiles:
         for path, session, _size, _used in files:
             if session == session_id and path.name != keep:
                 _remove(path)
-        files = [entry for entry in files if entry[1] != session_id or entry[0].name == keep]
-        total = sum(size for _path, _session, size, _used in files)
-        # Oldest use first; the file just saved last, so it goes only if it alone is too big.
-        files.sort(key=lambda entry: (entry[0].name == keep, entry[3]))
+        files = [entry for entry in files if entry[1] != session_id]
+        try:
+            kept_size = (self.folder / keep).stat().st_size
+        except OSError:
+            kept_size = 0
+        if kept_size > self.limit_bytes:
+            _remove(self.folder / keep)  # alone over the bound: it goes, not the others
+            kept_size = 0
+        total = kept_size + sum(size for _path, _session, size, _used in files)
+        files.sort(key=lambda entry: entry[3])  # the least recently used first
         for path, _session, size, _used in files:
             if total <= self.limit_bytes:
                 break

@@ -459,8 +459,11 @@ class ModelPicker(QWidget):
 
     @Slot(object)
     def _on_model_event(self, event: ModelEvent) -> None:
+        applied = self._statuses.apply(event)
+        # Said once applied: a listener asking `status()` (the warm-up, at "loaded") hears
+        # the news, not the status before it, which left it waiting for the next poll.
         self.model_event.emit(event)
-        if not self._statuses.apply(event):
+        if not applied:
             self.feed.poll_soon()
             return
         self._update_items()

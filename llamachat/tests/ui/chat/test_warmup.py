@@ -2,11 +2,28 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
-from llamachat.config import ProviderConfig
+from llamachat.config import Config, ProviderConfig
 from llamachat.dev.scripted_router import Model, Reply, ScriptedRouter
-from llamachat.tests.support import make_llama_chat, send_and_wait, type_message, warmups
+from llamachat.history.store import History
+from llamachat.router.server import ManagedServer
+from llamachat.tests.support import (
+    SMOL_ID,
+    make_app,
+    make_llama_chat,
+    real_assets,
+    send_and_wait,
+    smol_models_folder,
+    type_message,
+    warmups,
+)
+from llamachat.ui import ChatWindow
+
+_READ_RE = re.compile(r"prompt eval time = +[\d.]+ ms / +(\d+) tokens")
 
 
 class TestWarmup:
@@ -154,6 +171,71 @@ class TestWarmup:
         assert sent.json.get("max_tokens") != 0 and sent.received >= warm.finished
         assert router.disconnects == 0
         assert history.messages(session)[-1]["timings"]["prompt_n"] < 15
+
+    def test_warm_cache_on_our_server_restores_the_chat_read_before_a_restart(
+        self, qtbot, tmp_path: Path
+    ) -> None:
+        """On llamachat's own server, what a warm-up read is saved to disk; after the server
+        restarted, reopening the chat restores it: the warm-up reads next to nothing (the
+        real llama-server's own count) and Send only the new message."""
+
+        _binary, model = real_assets()
+        models = smol_models_folder(tmp_path, model)
+        history = History(tmp_path / "history.db")
+        session = make_llama_chat(history, exchanges=12)  # ~800 tokens of SmolLM2's
+        history.set_model(session, SMOL_ID)
+        history.mark_opened(session)
+
+        def reopened(label: str) -> tuple[ChatWindow, ManagedServer]:
+            server_cfg = Config(models_dir=models, server_args=("--ctx-size", "4096", "-t", "2"))
+            log_path = tmp_path / f"{label}.log"
+            server = ManagedServer(server_cfg, log_path=log_path, lock_path=tmp_path / "lock")
+            server.start()
+            assert server.wait_ready(60), server.log_file.tail()
+            cfg = Config(
+                router_url=server.url,
+                default_model=SMOL_ID,
+                history_path=tmp_path / "history.db",
+                prompts_dir=tmp_path / "prompts",
+                skills_dir=tmp_path / "skills",
+                warm_cache=True,
+                model_params={SMOL_ID: {"max_tokens": 4}},
+            )
+            app = make_app(cfg, history)
+            app.use_router(server.url, server=server)
+            window = ChatWindow(app)
+            qtbot.addWidget(window)
+            window.show()
+            assert window.session_id == session
+            return window, server
+
+        def read(server: ManagedServer) -> list[int]:
+            return [int(n) for n in _READ_RE.findall(server.log_file.tail(200_000))]
+
+        window, server = reopened("first")
+        files = server.slot_files
+        assert files is not None
+        try:
+            # At start the chat's model is loaded and the chat read ahead, then saved.
+            qtbot.waitUntil(lambda: files.total_bytes() > 0, timeout=120_000)
+            assert read(server)[0] > 500
+        finally:
+            window.close()
+            window.app.close()
+            server.stop()
+
+        window, server = reopened("second")
+        try:
+            qtbot.waitUntil(lambda: window.chat.warmer.in_cache() is not None, timeout=60_000)
+            assert read(server) and read(server)[0] < 30  # restored, not read again
+            send_and_wait(qtbot, window, "And alpacas?")
+            timings = history.messages(session)[-1]["timings"]
+            assert timings["prompt_n"] < 30 and timings["cache_n"] > 500
+        finally:
+            window.close()
+            window.app.close()
+            server.stop()
+            history.close()
 
 
 class TestWarmupForCompare:

@@ -39,6 +39,23 @@ class TestPicker:
             picker.shutdown()
             registry.close()
 
+    def test_router_picker_model_event_listeners_see_the_status_it_brings(self, qtbot) -> None:
+        """A model's "loaded" event is said once the picker shows it loaded: the warm-up,
+        which asks `status()` then, warms at once rather than at the next poll."""
+        with ScriptedRouter([Model("smol")], load_delay=0.2) as r:
+            registry = provider_registry(r.url)
+            picker = ModelPicker(registry, poll_ms=60000)
+            qtbot.addWidget(picker)
+            seen: list[tuple[str, str]] = []
+            picker.model_event.connect(lambda e: seen.append((e.status, picker.status(e.model))))
+            qtbot.waitUntil(lambda: picker.combo.count() == 1 and picker.watching())
+            qtbot.waitUntil(lambda: any(q.path == "/models/sse" for q in r.requests))
+            picker.load("smol")
+            qtbot.waitUntil(lambda: ("loaded", "loaded") in seen, timeout=5000)
+            assert all(heard == shown for heard, shown in seen if heard == "loaded")
+            picker.shutdown()
+            registry.close()
+
     def test_router_picker_tooltip_says_a_model_fits_only_with_the_rpc_workers(self, qtbot) -> None:
         with ScriptedRouter([Model("big"), Model("smol")]) as r:
             registry = provider_registry(r.url)
