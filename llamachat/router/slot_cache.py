@@ -166,7 +166,9 @@ class SlotCache:
         restored = answer.get("n_restored") if answer else None
         if not isinstance(restored, int):
             return 0
-        log.info("restored %d tokens of chat %d into slot %d of %s", restored, session_id, slot, model)
+        log.info(
+            "restored %d tokens of chat %d into slot %d of %s", restored, session_id, slot, model
+        )
         return restored
 
     def save(self, model: str, session_id: int, body_digest: str, tokens: int) -> bool:
@@ -226,7 +228,9 @@ def _slot_to_fill(slots: list[dict]) -> int | None:
 
 def _slot_just_used(slots: list[dict], tokens: int) -> int | None:
     """The idle slot that ran the last request, when it holds about `tokens` tokens."""
-    used = [slot for slot in slots if not slot.get("is_processing") and slot.get("id_task") is not None]
+    used = [
+        slot for slot in slots if not slot.get("is_processing") and slot.get("id_task") is not None
+    ]
     if not used:
         return None
     last = max(used, key=lambda slot: int(slot["id_task"]))
