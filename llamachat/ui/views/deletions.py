@@ -5,19 +5,22 @@ done, a move refused) and, after a deletion, offers Undo for as long as it is up
 is deleted softly (`History.delete_session`) and purged when the bar goes; a project is
 deleted at once (its chats move to no project, its memories go) and Undo makes it again
 under its own id, with its chats and memories back in it. Once the bar goes, deleted means gone: the chats are purged and
-the libraries of those chats and projects forgotten (`LibraryHost`). GUI thread only;
+the libraries of those chats and projects forgotten (`LibraryHost`), and so are the
+chats' slot files (`router.slot_cache`: what the server read of them). GUI thread only;
 History's errors pass through `delete_chat`, `delete_project` and `undo`.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QPushButton, QToolButton, QWidget
 
 from llamachat.history.store import History, HistoryError, MemoryRow, ProjectRow
+from llamachat.router.slot_cache import SlotFiles
 from llamachat.ui import plain
 from llamachat.ui.library.host import LibraryHost
 
@@ -46,6 +49,8 @@ class Deletions(QObject):
         self._history = history
         self.libraries: LibraryHost | None = None
         """The App's libraries: those of deleted chats and projects are forgotten with them."""
+        self.slot_files: Callable[[], SlotFiles | None] = lambda: None
+        """The slot files of llamachat's own server: deleted chats' go with them."""
         self._deleted: list[int | DeletedProject] = []
         self.label = plain.Label()
         self.label.setWordWrap(True)
@@ -136,6 +141,10 @@ class Deletions(QObject):
         except HistoryError as exc:
             log.warning("deleted chats stay until the next start: %s", exc)
             chats = []
+        files = self.slot_files() if chats else None
+        if files is not None:
+            for chat in chats:
+                files.forget(chat)
         if self.libraries is not None:
             if chats:
                 self.libraries.forget_chats(chats)

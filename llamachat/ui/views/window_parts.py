@@ -196,6 +196,9 @@ def build(
 
     sidebar = SessionSidebar(chat.history, mode="chat")
     sidebar.libraries = app.libraries
+    sidebar.deletions.slot_files = lambda: (
+        server.slot_files if (server := app.managed_server()) is not None else None
+    )
     sidebar.project_choices = lambda: ProjectChoices(
         preset_picker.names(),
         [info.id for info in model_picker.models()],

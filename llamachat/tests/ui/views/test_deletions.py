@@ -55,3 +55,26 @@ class TestDeletions:
         shown = [sidebar.model.index(r).data() for r in range(sidebar.model.rowCount())]
         assert shown == ["▾ Work", "in work"]
         history.close()
+
+    def test_a_deleted_chat_loses_its_slot_file_once_undo_is_gone(self, qtbot, tmp_path) -> None:
+        """What the server read of a chat (its slot file) goes when the chat goes for good,
+        not while Undo may still bring it back; other chats' files stay."""
+        from llamachat.router.slot_cache import SlotFiles, file_name
+        from llamachat.tests.support import history_with_sessions
+        from llamachat.ui.views.sidebar import SessionSidebar
+
+        history = history_with_sessions(tmp_path)
+        gone = history.create_session("chat", title="gone")
+        kept = history.create_session("chat", title="kept")
+        folder = tmp_path / "slots"
+        folder.mkdir()
+        for chat in (gone, kept):
+            (folder / file_name(chat, "0" * 16)).write_bytes(b"kv")
+        sidebar = SessionSidebar(history)
+        qtbot.addWidget(sidebar)
+        sidebar.deletions.slot_files = lambda: SlotFiles(folder, 1 << 20)
+        sidebar.deletions.delete_chat(gone, "gone")
+        assert (folder / file_name(gone, "0" * 16)).exists()  # Undo is still offered
+        sidebar.deletions.hide()
+        assert sorted(p.name for p in folder.iterdir()) == [file_name(kept, "0" * 16)]
+        history.close()
