@@ -129,6 +129,11 @@ class TestSlotCache:
         server, client, slots = started()
         try:
             assert "--slot-save-path" in server.command()
+            off = ManagedServer(
+                Config(models_dir=models, slot_cache_mb=0), lock_path=tmp_path / "off.lock"
+            )
+            assert off.slot_files is None and "--slot-save-path" not in off.command()
+            off.log_file.close()
             first = _read(client, chat)
             held = first["cache_n"] + first["prompt_n"]
             assert first["prompt_n"] > 300
