@@ -216,6 +216,11 @@ class ManagedServer:
         self.workers = WorkerSet(cfg.rpc_workers, cfg.rpc_split, url=self.url, notify=self._emit)
         """The RPC workers (rpc_workers) the server spreads models over."""
         self._process = ServerProcess(self.log_file, self._lock.path, self._emit)
+        self._slot_files = (
+            SlotFiles(default_slot_dir(cfg.path), cfg.slot_cache_mb * 1024 * 1024)
+            if cfg.slot_cache_mb > 0
+            else None
+        )
 
     @property
     def url(self) -> str:
@@ -270,9 +275,7 @@ class ManagedServer:
     @property
     def slot_files(self) -> SlotFiles | None:
         """The folder the server saves chats' slots in (None: slot_cache_mb is 0)."""
-        if self.cfg.slot_cache_mb <= 0:
-            return None
-        return SlotFiles(default_slot_dir(self.cfg.path), self.cfg.slot_cache_mb * 1024 * 1024)
+        return self._slot_files
 
     @property
     def preset_path(self) -> Path:
@@ -474,6 +477,8 @@ class ManagedServer:
         proc = self._process.spawn(
             cmd, self._environment(Path(cmd[0])), grace=grace, lost_in=self.workers.lost_in
         )
+        if self._slot_files is not None:
+            self._slot_files.server_started()
         self._lock.record(self.url, self.api_key, server=proc.pid)
         return proc
 

@@ -15,7 +15,9 @@ wrong answer.
 was read (``chat-<session>-<digest>.slot``), so a chat that changed since (an edit, another
 system prompt) finds no file rather than a stale one; the least recently used files go
 first past a size bound. `SlotCache` speaks to the server: `save` the slot a warm-up just
-read, `restore` a chat's file into a free slot. Only the server llamachat runs has a
+read, `restore` a chat's file into a free slot, unless the running server saved or restored
+that file already (`SlotFiles.held`): it still has it, in a slot or its RAM cache
+(``--cache-ram``), and reading a large model's file again would cost more than it saves. Only the server llamachat runs has a
 folder (`slot_cache_mb` > 0); the warm-up (``ui.chat.warmup``) calls both.
 
 Threads: `SlotCache` blocks on HTTP; call it from a worker thread. Errors: none raised; a
@@ -73,6 +75,12 @@ class SlotFiles:
     def __init__(self, folder: Path, limit_bytes: int) -> None:
         self.folder = folder
         self.limit_bytes = limit_bytes
+        self.held: set[str] = set()
+        """The files the running server saved or restored: it holds them, not restored again."""
+
+    def server_started(self) -> None:
+        """A new server process runs: it holds nothing yet."""
+        self.held.clear()
 
     def find(self, session_id: int, body_digest: str) -> str | None:
         """The file name holding what chat `session_id` read for `body_digest`, if kept;
@@ -157,7 +165,7 @@ class SlotCache:
         """Restore chat `session_id`'s file for `body_digest` into a free slot of `model`'s
         server; the tokens restored (0: no file, no free slot, or the server refused)."""
         name = self.files.find(session_id, body_digest)
-        if name is None:
+        if name is None or name in self.files.held:
             return 0
         slot = _slot_to_fill(self._slots(model))
         if slot is None:
@@ -166,6 +174,7 @@ class SlotCache:
         restored = answer.get("n_restored") if answer else None
         if not isinstance(restored, int):
             return 0
+        self.files.held.add(name)
         log.info(
             "restored %d tokens of chat %d into slot %d of %s", restored, session_id, slot, model
         )
@@ -187,6 +196,7 @@ class SlotCache:
             _remove(self.files.folder / name)
             return False
         self.files.saved(session_id, body_digest)
+        self.files.held.add(name)
         log.info("saved %d tokens of chat %d from slot %d of %s", saved, session_id, slot, model)
         return True
 

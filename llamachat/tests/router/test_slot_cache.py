@@ -140,6 +140,7 @@ class TestSlotCache:
             assert slots.save(SMOL_ID, 7, body_digest, held)
             assert slots.files.find(7, body_digest) is not None
             assert not slots.save(SMOL_ID, 7, body_digest, held)  # already on disk
+            assert slots.restore(SMOL_ID, 7, body_digest) == 0  # this server holds it
         finally:
             client.close()
             server.stop()
