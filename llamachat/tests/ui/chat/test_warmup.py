@@ -218,7 +218,7 @@ class TestWarmup:
         try:
             # At start the chat's model is loaded and the chat read ahead, then saved.
             qtbot.waitUntil(lambda: files.total_bytes() > 0, timeout=120_000)
-            assert read(server)[0] > 500
+            assert read(server)[0] > 500, server.log_file.tail(4000)
         finally:
             window.close()
             window.app.close()
@@ -227,7 +227,8 @@ class TestWarmup:
         window, server = reopened("second")
         try:
             qtbot.waitUntil(lambda: window.chat.warmer.in_cache() is not None, timeout=60_000)
-            assert read(server) and read(server)[0] < 30  # restored, not read again
+            # Restored, not read again (the server's log says why not, if it was).
+            assert read(server) and read(server)[0] < 30, server.log_file.tail(4000)
             send_and_wait(qtbot, window, "And alpacas?")
             timings = history.messages(session)[-1]["timings"]
             assert timings["prompt_n"] < 30 and timings["cache_n"] > 500
