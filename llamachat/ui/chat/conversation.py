@@ -46,7 +46,6 @@ from PySide6.QtCore import QObject, Signal, Slot
 from llamachat import prompts, turn
 from llamachat.config import Config
 from llamachat.history.store import History, MessageRow, ProjectRow, SessionRow
-from llamachat.router.slot_cache import SlotFiles
 from llamachat.skills import SkillStore
 from llamachat.ui.chat.builder import TurnBuilder
 from llamachat.ui.chat.compaction import COMPACTING, Compaction
@@ -160,7 +159,7 @@ class Conversation(QObject):
             self.context.context_size,
             model_status,
             parent=self,
-            slot_files=self._slot_files,
+            slot_files=helpers_app.slot_files,
         )
         # Saves the questions, sends the requests (after a warm-up they share), keeps the replies.
         self.outbox = Outbox(
@@ -288,14 +287,6 @@ class Conversation(QObject):
     def cfg(self) -> Config:
         """The configuration in effect: the App's."""
         return self.app.config
-
-    def _slot_files(self) -> SlotFiles | None:
-        """Where llamachat's own server keeps this chat's slot: none for a temporary chat,
-        which nothing writes to disk, nor for a router llamachat does not run."""
-        server = self.app.managed_server()
-        if server is None or self.scratch is not None:
-            return None
-        return server.slot_files
 
     @property
     def model(self) -> str:

@@ -19,6 +19,7 @@ from llamachat.config import Config
 from llamachat.history.store import History
 from llamachat.router import providers
 from llamachat.router.server import ManagedServer
+from llamachat.router.slot_cache import SlotFiles
 from llamachat.ui.chat.state import AppState, McpTools, RouterStatus
 from llamachat.ui.library.host import LibraryHost
 from llamachat.ui.models.in_use import ModelsInUse
@@ -118,3 +119,13 @@ class ConversationApp:
     def managed_server(self) -> ManagedServer | None:
         """The llama-server llamachat started (None when it uses a router already running)."""
         return self._app.managed_server()
+
+    def slot_files(self) -> SlotFiles | None:
+        """Where llamachat's own server keeps what it read of this conversation's chat
+        (`router.slot_cache`): none for a temporary chat, which nothing writes to disk (its
+        ids are its own database's and would name a stored chat's file), nor for a router
+        llamachat does not run."""
+        server = self._app.managed_server()
+        if server is None or self._history() is not self._app.history:
+            return None
+        return server.slot_files

@@ -79,3 +79,27 @@ class TestTemporary:
         send_and_wait(qtbot, window, "And this.")
         window.close()
         assert asked == [False, False, True] and history.count_sessions() == 0
+
+    def test_a_temporary_chat_has_no_slot_files_on_our_server(
+        self, chat_window, router, tmp_path
+    ) -> None:
+        """What llamachat's own server read of a chat is kept on disk for a stored chat only:
+        a temporary chat writes nothing (its ids are its own database's, and would name a
+        stored chat's file)."""
+        from llamachat.config import Config
+        from llamachat.router.server import ManagedServer
+        from llamachat.ui.chat.temporary import ConversationApp, scratch_history
+
+        window, history = chat_window()
+        stored = ConversationApp(window.app, lambda: history)
+        assert stored.slot_files() is None  # a router llamachat does not run
+        server = ManagedServer(
+            Config(models_dir=tmp_path / "models"),
+            lock_path=tmp_path / "server.lock",
+            log_path=tmp_path / "server.log",
+        )
+        window.app.use_router(router.url, server=server)
+        temporary = ConversationApp(window.app, scratch_history)
+        assert stored.slot_files() is server.slot_files is not None
+        assert temporary.slot_files() is None
+        server.log_file.close()
