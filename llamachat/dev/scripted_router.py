@@ -352,6 +352,7 @@ class ScriptedRouter:
     `prompt_ms_per_token`: milliseconds each uncached prompt token costs (0: free).
     `streams=False`: no resumable streams (no /v1/stream, no /v1/streams/lookup).
     `models_max`: the models it says it holds at once (`/props` max_instances; 0: no limit).
+    `props_delay`: seconds a model's `/props` takes to answer (a server busy reading).
     """
 
     def __init__(
@@ -366,6 +367,7 @@ class ScriptedRouter:
         prompt_ms_per_token: float = 0.0,
         streams: bool = True,
         models_max: int = 0,
+        props_delay: float = 0.0,
     ) -> None:
         self.models: dict[str, Model] = {
             m.id: m for m in (models if models is not None else [Model("test-model", "loaded")])
@@ -378,6 +380,7 @@ class ScriptedRouter:
         # The models it says it holds at once (`/props` max_instances, llama-server's
         # `--models-max`); 0: no limit. Said, not enforced: no load unloads another here.
         self.models_max = models_max
+        self.props_delay = props_delay
         # The resumable streams, by conversation id, and the completions streaming now.
         self.sessions: dict[str, Session] = {}
         self._live: dict[str, _Live] = {}
@@ -871,6 +874,8 @@ class _Handler(BaseHTTPRequestHandler):
         autoload = query.get("autoload", "true").lower() != "false"
         model = self._resolve(query.get("model", ""), autoload)
         if model is None:
+            return
+        if self.router.props_delay and self.router._closed.wait(self.router.props_delay):
             return
         self._send_json(
             200,

@@ -84,6 +84,7 @@ class ContextWatch(QObject):
     """Keeps the next request's breakdown for a conversation and its model's context size."""
 
     changed = Signal()
+    tools_changed = Signal()  # the model's server said its template takes other tools
 
     def __init__(
         self,
@@ -101,6 +102,7 @@ class ContextWatch(QObject):
         self._limits = limits = ModelLimits(builder, self)
         limits.known.connect(self.changed)
         limits.tools_changed.connect(lambda: self.base_changed())
+        limits.tools_changed.connect(self.tools_changed)
         limits.loaded.connect(self._on_model_loaded)
         # The parts of the next request but the question, and the question's (the draft).
         self._base = context.Breakdown()

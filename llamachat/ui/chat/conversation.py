@@ -270,6 +270,9 @@ class Conversation(QObject):
         # What changes where the next request starts: warmed again.
         warm.follow(self.session_changed, self.messages_reset, self.skills_changed, self.editing)
         warm.follow(app.mcp.changed, self.reply_ended, self.memory.changed, comparer.ended)
+        # A warm-up sent before the server said its template takes no tools offered them:
+        # the request Send makes starts otherwise.
+        warm.follow(self.context.tools_changed)
 
     # ------------------------------------------------------------------ state
 

@@ -53,6 +53,26 @@ class TestWarmup:
         timings = history.messages(session)[-1]["timings"]
         assert timings["cache_n"] >= held - 15 and timings["prompt_n"] < 15
 
+    def test_warm_cache_warms_again_once_the_server_says_its_template_takes_no_tools(
+        self, chat_window, qtbot
+    ) -> None:
+        """A warm-up sent before `/props` said the template takes no tools offered the
+        skills' tool: once it says so the chat is warmed again without tools, so Send reads
+        only the new message, not the whole chat again."""
+
+        with ScriptedRouter([Model("test-model", "loaded", tools=False)], props_delay=1.0) as slow:
+            window, history = chat_window(url=slow.url, warm_cache=True)
+            session = make_llama_chat(history)
+            window.open_session(session)
+            qtbot.waitUntil(lambda: bool(warmups(slow)), timeout=10000)
+            assert "tools" in warmups(slow)[0].json  # sent before the server said
+            qtbot.waitUntil(lambda: "tools" not in warmups(slow)[-1].json, timeout=10000)
+            qtbot.waitUntil(lambda: not window.chat.warmer.busy())
+
+            send_and_wait(qtbot, window, "And alpacas?")
+            assert "tools" not in slow.chat_requests()[-1].json
+            assert history.messages(session)[-1]["timings"]["prompt_n"] < 15
+
     def test_warm_cache_stop_and_quit_cancel_it_and_typing_warms_once(
         self, chat_window, router, qtbot
     ) -> None:
