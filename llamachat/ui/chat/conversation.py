@@ -226,7 +226,7 @@ class Conversation(QObject):
             self.builder,
             helpers_app,
             self.threads,
-            busy=lambda: self.is_streaming() or compaction.running() or self.sending.check.counting,
+            busy=self.busy,
             ready=lambda: self.mode == CHAT and self.save_unsaved(),
             save_question=self.outbox.save_question,
             ask_editing=write.set_editing,
@@ -270,8 +270,7 @@ class Conversation(QObject):
         # What changes where the next request starts: warmed again.
         warm.follow(self.session_changed, self.messages_reset, self.skills_changed, self.editing)
         warm.follow(app.mcp.changed, self.reply_ended, self.memory.changed, comparer.ended)
-        # A warm-up sent before the server said its template takes no tools offered them:
-        # the request Send makes starts otherwise.
+        # A warm-up sent before the server said "no tools" offered them: Send's differs.
         warm.follow(self.context.tools_changed)
 
     # ------------------------------------------------------------------ state
@@ -320,6 +319,10 @@ class Conversation(QObject):
     def is_streaming(self) -> bool:
         """True while a reply streams (or a comparison's replies)."""
         return self.outbox.reply is not None or self.comparer.running()
+
+    def busy(self) -> bool:
+        """True while a message is on its way: streaming, compacting first, or counted first."""
+        return self.is_streaming() or self.compaction.running() or self.sending.check.counting
 
     def loaded_skills(self) -> list[str]:
         """The skills in effect, in load order (one-shot: for the next or the current answer)."""
@@ -467,8 +470,8 @@ __all__ = [
     "COMPACTING",
     "EMPTY",
     "HELD",
-    "NO_MODEL",
     "NOT_SENT",
+    "NO_MODEL",
     "SENT",
     "TOO_BIG",
     "Conversation",

@@ -55,9 +55,11 @@ SPEAKING = "speaking"
 VOICE = "Voice"
 END_VOICE = "End voice"
 
+# Nothing while waiting: the message and its reply (or the window's reason it was not
+# sent) speak for themselves, and voice mode's own line must not hide that reason.
 _STATUS = {
     LISTENING: "Listening…",
-    WAITING: "Sent; waiting for the reply…",
+    WAITING: "",
     SPEAKING: "Reading the reply aloud…",
 }
 
@@ -82,10 +84,16 @@ class VoiceMode(QObject):
         self.make_source: Callable[[], AudioSource] = Microphone
         self.make_transcriber: Callable[[], Transcriber] = LocalTranscriber
         self.button: QPushButton | None = None  # the window's button for it (`VoiceButton`)
+        self._chat = chat
         self._dictation: Dictation | None = None
         self._reply: ReplyStream | None = None
         self.state = ""
+        self.quiet = False
+        """True while voice mode ends leaving the window's line as it is (a refused send's
+        reason)."""
         chat.reply_started.connect(self._on_reply_started)
+        # A question held for compacting and put back was not sent after all.
+        chat.returned.connect(lambda _question: self._not_sent())
         read_aloud.finished.connect(self._on_read)
         read_aloud.failed.connect(self._on_read_failed)
         read_aloud.reading_changed.connect(self._on_reading_changed)
@@ -157,6 +165,19 @@ class VoiceMode(QObject):
         self._set_state(WAITING)
         self.heard.emit(text)
         self._send(text)
+        if self.state == WAITING and not self._chat.busy():
+            self._not_sent()
+
+    def _not_sent(self) -> None:
+        """The message did not leave (no model, too long, held once): the window says why,
+        and listening again would only hear the person ask again into the same refusal."""
+        if self.state != WAITING:
+            return
+        self.quiet = True
+        try:
+            self.stop()
+        finally:
+            self.quiet = False
 
     def _on_reply_started(self, reply: ReplyStream) -> None:
         if self.state != WAITING:
@@ -257,8 +278,10 @@ class VoiceButton(QObject):
     def _on_state_changed(self, state: str) -> None:
         self._button.setText(END_VOICE if state else VOICE)
         self._button.setAccessibleName("End voice mode" if state else "Voice mode")
-        # Kept while the state lasts; cleared when voice mode ends (before any failure's line).
-        self._status(_STATUS.get(state, ""))
+        # Kept while the state lasts; cleared when voice mode ends (before any failure's
+        # line), unless the window has just said why a message was not sent.
+        if state or not self._voice.quiet:
+            self._status(_STATUS.get(state, ""))
 
 
 def voice_missing() -> str:

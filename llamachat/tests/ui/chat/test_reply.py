@@ -357,7 +357,7 @@ class TestStopThinking:
         qtbot.waitUntil(button.isVisible, timeout=5000)
         qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
         assert not button.isVisible()
-        control = lambda: [r for r in router.requests if r.path.endswith("/completions/control")]  # noqa: E731
+        control = lambda: [r for r in router.requests if r.path.endswith("/completions/control")]
         qtbot.waitUntil(lambda: bool(control()), timeout=5000)
         router.release()
         qtbot.waitUntil(lambda: not window.is_streaming(), timeout=10_000)

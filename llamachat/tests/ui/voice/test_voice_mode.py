@@ -223,3 +223,30 @@ def test_read_aloud_of_another_reply_ends_voice_mode_while_it_speaks(
     assert not voice.active
     assert window.app.read_aloud.key == earlier.message_id
     window.stop()
+
+
+def test_a_message_voice_mode_cannot_send_ends_it_and_leaves_the_windows_reason(
+    chat_window, router, qtbot, local_engine
+) -> None:
+    """Heard, but refused before it left (it does not fit the context): voice mode ends
+    instead of waiting for a reply that never comes, the words stay in the box, and the
+    window's reason is not wiped by voice mode's own line."""
+
+    router.models["test-model"].n_ctx = 48
+    window, _history = chat_window()
+    question = read_sound(SPEECH / "dictation.wav") + silence(1.5)
+    voice = window.voice_mode
+    voice.make_source = lambda: Playback(question, speed=0)
+    voice.make_transcriber = lambda: local_engine
+    states: list[str] = []
+    voice.state_changed.connect(states.append)
+
+    voice.button.click()
+    qtbot.waitUntil(lambda: states[-1:] == [""], timeout=120_000)
+
+    assert states == [LISTENING, WAITING, ""]
+    assert voice.button.text() == VOICE
+    assert router.chat_requests() == []
+    assert "meeting" in window.composer.text().lower()
+    assert window.statusBar().currentMessage() == ""
+    assert window.overflow.isVisible()  # the window's reason
