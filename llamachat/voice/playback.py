@@ -22,7 +22,7 @@ from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from llamachat.voice.availability import INSTALL_COMMAND, VoiceError
+from llamachat.voice.availability import VoiceError, needs_extra
 
 
 class PlaybackError(VoiceError):
@@ -98,7 +98,7 @@ class DevicePlayer:
         try:
             import miniaudio
         except ImportError as exc:
-            raise PlaybackError(f"Playing speech needs the voice extra: {INSTALL_COMMAND}") from exc
+            raise PlaybackError(needs_extra("Playing speech")) from exc
         self._miniaudio: Any = miniaudio
         known = miniaudio.Backend.__members__
         self._backends = [miniaudio.Backend[name] for name in systems if name in known]

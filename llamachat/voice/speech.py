@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
-from llamachat.voice.availability import INSTALL_COMMAND, VoiceError
+from llamachat.voice.availability import VoiceError, needs_extra
 
 log = logging.getLogger(__name__)
 
@@ -59,9 +59,7 @@ class PiperSpeaker:
         try:
             from piper import PiperVoice
         except ImportError as exc:
-            raise SpeechUnavailable(
-                f"A Piper voice needs the voice extra: {INSTALL_COMMAND}"
-            ) from exc
+            raise SpeechUnavailable(needs_extra("A Piper voice")) from exc
         if not model.is_file():
             raise SpeechUnavailable(f"The voice model {model} does not exist (voice_model).")
         config = model.with_name(model.name + ".json")
