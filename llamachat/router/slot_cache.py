@@ -14,11 +14,16 @@ wrong answer.
 `SlotFiles` keeps the folder: one file per chat, named for the chat and a digest of what
 was read (``chat-<session>-<digest>.slot``), so a chat that changed since (an edit, another
 system prompt) finds no file rather than a stale one; the least recently used files go
-first past a size bound. `SlotCache` speaks to the server: `save` the slot a warm-up just
-read, `restore` a chat's file into a free slot, unless the running server saved or restored
-that file already (`SlotFiles.held`): it still has it, in a slot or its RAM cache
-(``--cache-ram``), and reading a large model's file again would cost more than it saves. Only the server llamachat runs has a
-folder (`slot_cache_mb` > 0); the warm-up (``ui.chat.warmup``) calls both.
+first past a size bound. `SlotCache` speaks to the server: `save` the slot holding what a
+warm-up read of a chat (the idle slot whose prompt is that warm-up's token count: other
+requests may have used other slots since; none holds it, nothing is saved), `restore` a
+chat's file into a free slot, unless the running server saved or restored that file already
+(`SlotFiles.held`): it still has it, in a slot or its RAM cache (``--cache-ram``), and
+reading a large model's file again would cost more than it saves. A save is written under a
+``.part`` name and renamed once the server says it wrote it all: a save cut short (llamachat
+quitting stops the server) leaves no file a later restore would trust. Only the server
+llamachat runs has a folder (`slot_cache_mb` > 0); the warm-up (``ui.chat.warmup``) calls
+both, and saves a chat when it is left, not after each reply.
 
 Threads: `SlotCache` blocks on HTTP; call it from a worker thread. Errors: none raised; a
 save or restore the server refuses (a server started without the folder, a file for
@@ -45,6 +50,8 @@ from llamachat.router.lock import config_suffix
 log = logging.getLogger(__name__)
 
 SUFFIX = ".slot"
+# A save under way (or cut short): renamed to the file's name once written whole.
+PART = ".part"
 _NAME_RE = re.compile(r"^chat-(?P<session>\d+)-(?P<digest>[0-9a-f]{16})\.slot$")
 # A chat this short is read again in about a second: not worth a file.
 MIN_TOKENS = 256
@@ -79,8 +86,11 @@ class SlotFiles:
         """The files the running server saved or restored: it holds them, not restored again."""
 
     def server_started(self) -> None:
-        """A new server process runs: it holds nothing yet."""
+        """A new server process runs: it holds nothing yet, and no save of the last one is
+        under way (a part it left is removed)."""
         self.held.clear()
+        for path in self.folder.glob(f"chat-*{SUFFIX}{PART}"):
+            _remove(path)
 
     def find(self, session_id: int, body_digest: str) -> str | None:
         """The file name holding what chat `session_id` read for `body_digest`, if kept;
@@ -181,19 +191,29 @@ class SlotCache:
         return restored
 
     def save(self, model: str, session_id: int, body_digest: str, tokens: int) -> bool:
-        """Save the slot of `model`'s server that just read chat `session_id` (`tokens` of it,
-        the request of `body_digest`); whether a file was written."""
+        """Save the slot of `model`'s server holding chat `session_id` as the warm-up of
+        `body_digest` left it (`tokens` of it); whether a file was written (not when that
+        file exists already: nothing changed since)."""
         if tokens < MIN_TOKENS or self.files.find(session_id, body_digest) is not None:
             return False
-        slot = _slot_just_used(self._slots(model), tokens)
+        slot = _slot_holding(self._slots(model), tokens)
         if slot is None:
+            log.info("chat %d is in no slot of %s any more: not saved", session_id, model)
             return False
         name = file_name(session_id, body_digest)
-        answer = self._action(model, slot, "save", name)
+        part = self.files.folder / (name + PART)
+        answer = self._action(model, slot, "save", part.name)
         saved = answer.get("n_saved") if answer else None
         if not isinstance(saved, int) or saved < tokens - 2:
-            # Another request took the slot over (or cleared it) before the save.
-            _remove(self.files.folder / name)
+            # Another request took the slot over (or cleared it) before the save, or the
+            # server stopped during it.
+            _remove(part)
+            return False
+        try:
+            os.replace(part, self.files.folder / name)
+        except OSError as exc:
+            log.warning("cannot keep the slot file %s: %s", name, exc)
+            _remove(part)
             return False
         self.files.saved(session_id, body_digest)
         self.files.held.add(name)
@@ -236,15 +256,16 @@ def _slot_to_fill(slots: list[dict]) -> int | None:
     return int(chosen["id"])
 
 
-def _slot_just_used(slots: list[dict], tokens: int) -> int | None:
-    """The idle slot that ran the last request, when it holds about `tokens` tokens."""
-    used = [
-        slot for slot in slots if not slot.get("is_processing") and slot.get("id_task") is not None
+def _slot_holding(slots: list[dict], tokens: int) -> int | None:
+    """The idle slot whose last request read about `tokens` tokens (the latest such one)."""
+    holding = [
+        slot
+        for slot in slots
+        if not slot.get("is_processing")
+        and slot.get("id_task") is not None
+        and isinstance(held := slot.get("n_prompt_tokens"), int)
+        and abs(held - tokens) <= 2
     ]
-    if not used:
+    if not holding:
         return None
-    last = max(used, key=lambda slot: int(slot["id_task"]))
-    held = last.get("n_prompt_tokens")
-    if not isinstance(held, int) or abs(held - tokens) > 2:
-        return None
-    return int(last["id"])
+    return int(max(holding, key=lambda slot: int(slot["id_task"]))["id"])

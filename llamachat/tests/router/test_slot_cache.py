@@ -9,7 +9,7 @@ from pathlib import Path
 from llamachat.config import Config
 from llamachat.router.client import Client
 from llamachat.router.server import ManagedServer
-from llamachat.router.slot_cache import SlotCache, SlotFiles, digest, file_name
+from llamachat.router.slot_cache import PART, SlotCache, SlotFiles, digest, file_name
 from llamachat.tests.support import SMOL_ID, real_assets, smol_models_folder, wait_for
 
 MB = 1024 * 1024
@@ -92,6 +92,13 @@ class TestSlotFiles:
         assert files.find(7, digest(changed)) is None  # the chat changed: nothing restored
         assert files.find(8, digest(body)) is None  # another chat's body: not its file
         assert files.find(7, digest(body)) == file_name(7, digest(body))
+        # A save cut short (llamachat quit, the server stopped): its part never counts and
+        # goes when the next server starts.
+        part = tmp_path / (file_name(7, "a" * 16) + PART)
+        part.write_bytes(b"\0" * 100)
+        assert files.find(7, "a" * 16) is None
+        files.server_started()
+        assert not part.exists()
         (tmp_path / "notes.txt").write_text("kept")  # not a slot file: never touched
         _write(tmp_path, 9, "f" * 16, 2 * MB, 2_000)
         files.saved(9, "f" * 16)  # larger than the bound alone
@@ -154,6 +161,46 @@ class TestSlotCache:
             after = _read(client, [*chat, question])
             # The fresh server read only the new question, not the chat it restored.
             assert after["prompt_n"] < 30 and after["cache_n"] >= held - 5
+        finally:
+            client.close()
+            server.stop()
+
+    def test_slot_cache_saves_a_chat_only_from_the_slot_holding_it_and_whole(
+        self, tmp_path: Path
+    ) -> None:
+        """A chat left is saved from the slot holding its count, whole (no part left). On
+        this build (one KV cache for all slots) another request moves the idle slots to the
+        RAM cache and empties them: then nothing is saved, rather than another chat's slot."""
+        _binary, model = real_assets()
+        models = smol_models_folder(tmp_path, model)
+        cfg = Config(
+            models_dir=models, server_args=("--ctx-size", "4096", "-t", "2"), slot_cache_mb=64
+        )
+        server = ManagedServer(
+            cfg, log_path=tmp_path / "server.log", lock_path=tmp_path / "server.lock"
+        )
+        server.start()
+        client = Client(server.url, api_key=server.api_key)
+        try:
+            assert server.wait_ready(60), server.log_file.tail()
+            files = server.slot_files
+            assert files is not None
+            slots = SlotCache(client, files)
+            chat = _chat(5)
+            first = _read(client, chat)
+            held = first["cache_n"] + first["prompt_n"]
+            # Another chat, sharing no prefix: the server gives it another slot, used last.
+            text = " ".join(f"other{i}" for i in range(150))
+            other = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": text}]
+            assert _read(client, other)["cache_n"] < 30
+            assert not slots.save(SMOL_ID, 7, "0" * 16, held)  # its slot was emptied
+            assert list(files.folder.iterdir()) == []
+            again = _read(client, chat)  # back from the RAM cache
+            assert again["cache_n"] + again["prompt_n"] == held and again["prompt_n"] < 30
+            assert not slots.save(SMOL_ID, 8, "1" * 16, held + 40)  # no slot holds that
+            assert slots.save(SMOL_ID, 7, "0" * 16, held)
+            assert [p.name for p in files.folder.iterdir()] == [file_name(7, "0" * 16)]
+            assert (files.folder / file_name(7, "0" * 16)).stat().st_size > held * 10_000
         finally:
             client.close()
             server.stop()

@@ -267,7 +267,8 @@ class Conversation(QObject):
         self.reply_started.connect(watch.reply_started)
         self.reply_ended.connect(watch.reply_ended)
         app.router_changed.connect(watch.router_changed)
-        # What changes where the next request starts: warmed again.
+        # What changes where the next request starts: warmed again (the chat left: saved).
+        self.session_changed.connect(warm.chat_shown)
         warm.follow(self.session_changed, self.messages_reset, self.skills_changed, self.editing)
         warm.follow(app.mcp.changed, self.reply_ended, self.memory.changed, comparer.ended)
         # A warm-up sent before the server said "no tools" offered them: Send's differs.

@@ -36,11 +36,17 @@ cancels the warm-up and goes at once.
 
 On llamachat's own server (`slot_files`: `slot_cache_mb` > 0) what a warm-up of the
 chat's own model read is also kept on disk (`router.slot_cache`; one file per chat, so
-not the chooser's picks): a warm-up that read a chat of some length is followed by a save
-of its slot, named for the chat and a digest of the warm-up's body; a warm-up whose chat
-and body have a file restores it into a free slot first, so after a restart the server
-reads only what changed instead of the whole chat. A chat that changed since has no file
-of its digest and is read as before.
+not the chooser's picks), named for the chat and a digest of the warm-up's body; a
+warm-up whose chat and body have a file restores it into a free slot first, so after a
+restart the server reads only what changed instead of the whole chat. A chat that changed
+since has no file of its digest and is read as before. The file only matters after a
+restart (the running server keeps recent chats in its RAM cache) and is large (128 MiB per
+1,000 tokens for an 8B model), so it is not written after each reply: the last warm-up of
+a chat of some length is remembered, and its slot saved when the chat is left (`leave`:
+another chat shown, the window closed, which quitting waits for) unless that file exists.
+The save goes before the next warm-up, which waits for it: the next chat's warm-up would
+otherwise take the slot over (the server picks the slot sharing the longest prefix, and
+chats share their system prompt).
 
 Figures: `in_cache()`, the tokens of the request the server holds, from the last
 warm-up's own timings (cache_n + prompt_n), for the meter; `warmups`, how many were sent.
@@ -56,12 +62,14 @@ import logging
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
+from concurrent.futures import wait as wait_futures
+from dataclasses import dataclass
 
 from PySide6.QtCore import QObject, QTimer, Signal, SignalInstance, Slot
 
 from llamachat import turn
 from llamachat.router import client as backend
-from llamachat.router.slot_cache import SlotCache, SlotFiles, digest
+from llamachat.router.slot_cache import MIN_TOKENS, SlotCache, SlotFiles, digest
 from llamachat.ui import tasks
 from llamachat.ui.chat.builder import TurnBuilder
 
@@ -71,6 +79,8 @@ log = logging.getLogger(__name__)
 SOON_MS = 50
 # A pause in typing this long warms what changed meanwhile.
 PAUSE_MS = 1000
+# The longest a warm-up waits for the save of the chat left (a large model's long chat).
+SAVE_WAIT_S = 30.0
 
 
 def prefix(request: turn.Turn) -> tuple:
@@ -103,6 +113,9 @@ class Warmer(QObject):
         self._seen = ("", "")  # the model and the status last seen
         # The slot files folder of llamachat's own server (None: none, or turned off).
         self._slot_files = slot_files
+        # The chat's last warm-up, saved when the chat is left; the save under way.
+        self._unsaved: _Read | None = None
+        self._saving: Future | None = None
         self._typing = False
         self._closed = False
         # The warm-up in flight: its cancel event and prefix; sends waiting for it to end.
@@ -201,9 +214,25 @@ class Warmer(QObject):
         self._release()
 
     def close(self) -> None:
-        """Quit: cancel the warm-up and send none again."""
+        """Quit: save the chat left, cancel the warm-up and send none again."""
         self._closed = True
         self.cancel()
+        self.leave()
+
+    @Slot(object)
+    def chat_shown(self, session_id: int | None) -> None:
+        """The conversation shows chat `session_id` now: the one it left is saved."""
+        if self._unsaved is not None and self._unsaved.session != session_id:
+            self.leave()
+
+    def leave(self) -> None:
+        """Save what the server read of the chat last warmed (it is left), unless its file
+        exists; the next warm-up waits for the save."""
+        unsaved, self._unsaved = self._unsaved, None
+        if unsaved is not None:
+            # Not a daemon: quitting waits for it (App.close, bounded), and the next start
+            # restores it.
+            self._saving = tasks.run_in_background(unsaved.save)
 
     def in_cache(self) -> int | None:
         """The tokens the server holds of the next request, from the last warm-up's figures
@@ -260,11 +289,13 @@ class Warmer(QObject):
         # replace each other's).
         files = self._slot_files() if chat and not provider else None
         session = self._state.session_id
-        slots = SlotCache(client, files) if files is not None and session is not None else None
-        kept = (name, session, digest(body)) if slots is not None else None
+        slots = kept = None
+        if files is not None and session is not None:
+            slots, kept = SlotCache(client, files), (name, session, digest(body))
         self.warmups += 1
+        saving = self._saving
         tasks.run_in_background(
-            lambda: _read(client, name, request, cancel, query, slots, kept),
+            lambda: _read(client, name, request, cancel, query, slots, kept, saving),
             lambda future: self._on_done(cancel, model, chat, future, slots, kept),
             receiver=self,
             daemon=True,
@@ -278,7 +309,7 @@ class Warmer(QObject):
         chat: bool,
         future: Future,
         slots: SlotCache | None = None,
-        kept: tuple | None = None,
+        kept: tuple[str, int, str] | None = None,
     ) -> None:
         if cancel.is_set():
             return  # cancelled: `cancel` has let go of it
@@ -296,11 +327,10 @@ class Warmer(QObject):
         elif chat:
             self._held = held
             self.changed.emit()
-            if slots is not None and kept is not None:
-                name, session, body_digest = kept
-                # Not a daemon: quitting waits for a save under way, which the next start
-                # restores.
-                tasks.run_in_background(lambda: slots.save(name, session, body_digest, held))
+            if slots is not None and kept is not None and held >= MIN_TOKENS:
+                self._unsaved = _Read(slots, *kept, held)
+                if kept[1] != self._state.session_id:
+                    self.leave()  # left while it was read
         self._release()
         if self._again or (held and self._also):
             # Something changed meanwhile, or the chooser's next model may be cold.
@@ -313,6 +343,21 @@ class Warmer(QObject):
             go()
 
 
+@dataclass(frozen=True)
+class _Read:
+    """What a warm-up had the server read of a stored chat: its slot, to save."""
+
+    slots: SlotCache
+    model: str
+    session: int
+    digest: str
+    tokens: int
+
+    def save(self) -> bool:
+        """Save the slot holding it (a worker thread); whether a file was written."""
+        return self.slots.save(self.model, self.session, self.digest, self.tokens)
+
+
 def _read(
     client: backend.Client,
     model: str,
@@ -320,10 +365,14 @@ def _read(
     cancel: threading.Event,
     query: Mapping[str, str] | None,
     slots: SlotCache | None = None,
-    kept: tuple | None = None,
+    kept: tuple[str, int, str] | None = None,
+    saving: Future | None = None,
 ) -> dict:
-    """Send a warm-up and read it to its end (a worker thread), after restoring what a
-    file of `slots` kept of it; its stats ({}: cancelled)."""
+    """Send a warm-up and read it to its end (a worker thread), once the save of the chat
+    left ended (`saving`) and after restoring what a file of `slots` kept of it; its stats
+    ({}: cancelled)."""
+    if saving is not None:
+        wait_futures([saving], timeout=SAVE_WAIT_S)
     if slots is not None and kept is not None and not cancel.is_set():
         slots.restore(*kept)
     stats: dict = {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from llamachat.tests.support import (
     type_message,
     warmups,
 )
-from llamachat.ui import ChatWindow
+from llamachat.ui import ChatWindow, tasks
 
 _READ_RE = re.compile(r"prompt eval time = +[\d.]+ ms / +(\d+) tokens")
 
@@ -192,59 +193,78 @@ class TestWarmup:
         assert router.disconnects == 0
         assert history.messages(session)[-1]["timings"]["prompt_n"] < 15
 
-    def test_warm_cache_on_our_server_restores_the_chat_read_before_a_restart(
-        self, qtbot, tmp_path: Path
+    def test_warm_cache_on_our_server_saves_a_chat_when_left_not_after_each_reply(
+        self, qtbot, tmp_path: Path, caplog
     ) -> None:
-        """On llamachat's own server, what a warm-up read is saved to disk; after the server
-        restarted, reopening the chat restores it: the warm-up reads next to nothing (the
-        real llama-server's own count) and Send only the new message."""
+        """On llamachat's own server a chat's slot is not written after a warm-up or a
+        reply (the running server keeps it in RAM), but when the chat is left; left again
+        unchanged, it is not written twice."""
 
-        _binary, model = real_assets()
-        models = smol_models_folder(tmp_path, model)
-        history = History(tmp_path / "history.db")
-        session = make_llama_chat(history, exchanges=12)  # ~800 tokens of SmolLM2's
-        history.set_model(session, SMOL_ID)
-        history.mark_opened(session)
-
-        def reopened(label: str) -> tuple[ChatWindow, ManagedServer]:
-            server_cfg = Config(models_dir=models, server_args=("--ctx-size", "4096", "-t", "2"))
-            log_path = tmp_path / f"{label}.log"
-            server = ManagedServer(server_cfg, log_path=log_path, lock_path=tmp_path / "lock")
-            server.start()
-            assert server.wait_ready(60), server.log_file.tail()
-            cfg = Config(
-                router_url=server.url,
-                default_model=SMOL_ID,
-                history_path=tmp_path / "history.db",
-                prompts_dir=tmp_path / "prompts",
-                skills_dir=tmp_path / "skills",
-                warm_cache=True,
-                model_params={SMOL_ID: {"max_tokens": 4}},
-            )
-            app = make_app(cfg, history)
-            app.use_router(server.url, server=server)
-            window = ChatWindow(app)
-            qtbot.addWidget(window)
-            window.show()
-            assert window.session_id == session
-            return window, server
-
-        def read(server: ManagedServer) -> list[int]:
-            return [int(n) for n in _READ_RE.findall(server.log_file.tail(200_000))]
-
-        window, server = reopened("first")
+        caplog.set_level(logging.INFO, logger="llamachat.router.slot_cache")
+        history, session, models = _stored_chat(tmp_path)
+        window, server = _window_on_our_server(qtbot, tmp_path, history, session, models, "first")
         files = server.slot_files
         assert files is not None
+        warmer = window.chat.warmer
+
+        def warmed() -> bool:
+            return warmer.in_cache() is not None and not warmer.busy()
+
+        def saves() -> int:
+            return sum("saved" in r.getMessage() for r in caplog.records)
+
         try:
-            # At start the chat's model is loaded and the chat read ahead, then saved.
-            qtbot.waitUntil(lambda: files.total_bytes() > 0, timeout=120_000)
-            assert read(server)[0] > 500, server.log_file.tail(4000)
+            qtbot.waitUntil(warmed, timeout=120_000)
+            send_and_wait(qtbot, window, "And alpacas?")
+            qtbot.waitUntil(warmed, timeout=60_000)  # the reply read ahead too
+            assert files.total_bytes() == 0, server.log_file.tail(4000)
+
+            window.new_session()  # the chat is left: its slot saved, before the next warm-up
+            qtbot.waitUntil(lambda: files.total_bytes() > 0, timeout=60_000)
+            kept = sorted(p.name for p in files.folder.iterdir())
+            assert len(kept) == 1 and kept[0].startswith(f"chat-{session}-"), kept
+
+            assert window.open_session(session)
+            qtbot.waitUntil(warmed, timeout=60_000)
+            window.new_session()  # left again, unchanged: its file is there already
+            qtbot.waitUntil(lambda: tasks.manager().running() == 0 and not warmer.busy())
+            assert sorted(p.name for p in files.folder.iterdir()) == kept
+            assert saves() == 1
         finally:
             window.close()
             window.app.close()
             server.stop()
+            history.close()
 
-        window, server = reopened("second")
+    def test_warm_cache_on_our_server_restores_the_chat_read_before_a_restart(
+        self, qtbot, tmp_path: Path
+    ) -> None:
+        """On llamachat's own server, what a warm-up read is saved to disk when llamachat
+        quits (which waits for it); after the server restarted, reopening the chat restores
+        it: the warm-up reads next to nothing (the real llama-server's own count) and Send
+        only the new message."""
+
+        history, session, models = _stored_chat(tmp_path)
+
+        def read(server: ManagedServer) -> list[int]:
+            return [int(n) for n in _READ_RE.findall(server.log_file.tail(200_000))]
+
+        window, server = _window_on_our_server(qtbot, tmp_path, history, session, models, "first")
+        files = server.slot_files
+        assert files is not None
+        try:
+            # At start the chat's model is loaded and the chat read ahead, not saved yet.
+            qtbot.waitUntil(lambda: window.chat.warmer.in_cache() is not None, timeout=120_000)
+            assert read(server)[0] > 500, server.log_file.tail(4000)
+            assert files.total_bytes() == 0
+        finally:
+            # Quitting: the window closes (the chat is left), the App waits for the save.
+            window.close()
+            window.app.close()
+            server.stop()
+        assert files.total_bytes() > 0, server.log_file.tail(4000)
+
+        window, server = _window_on_our_server(qtbot, tmp_path, history, session, models, "second")
         try:
             qtbot.waitUntil(lambda: window.chat.warmer.in_cache() is not None, timeout=60_000)
             # Restored, not read again (the server's log says why not, if it was).
@@ -257,6 +277,48 @@ class TestWarmup:
             window.app.close()
             server.stop()
             history.close()
+
+
+def _stored_chat(tmp_path: Path) -> tuple[History, int, Path]:
+    """A history holding a SmolLM2 chat of ~800 tokens, opened last; the models folder."""
+
+    _binary, model = real_assets()
+    models = smol_models_folder(tmp_path, model)
+    history = History(tmp_path / "history.db")
+    session = make_llama_chat(history, exchanges=12)
+    history.set_model(session, SMOL_ID)
+    history.mark_opened(session)
+    return history, session, models
+
+
+def _window_on_our_server(
+    qtbot, tmp_path: Path, history: History, session: int, models: Path, label: str
+) -> tuple[ChatWindow, ManagedServer]:
+    """A window reopened on the history's last chat, `session`, on a fresh server llamachat
+    runs."""
+
+    server_cfg = Config(models_dir=models, server_args=("--ctx-size", "4096", "-t", "2"))
+    server = ManagedServer(
+        server_cfg, log_path=tmp_path / f"{label}.log", lock_path=tmp_path / "lock"
+    )
+    server.start()
+    assert server.wait_ready(60), server.log_file.tail()
+    cfg = Config(
+        router_url=server.url,
+        default_model=SMOL_ID,
+        history_path=tmp_path / "history.db",
+        prompts_dir=tmp_path / "prompts",
+        skills_dir=tmp_path / "skills",
+        warm_cache=True,
+        model_params={SMOL_ID: {"max_tokens": 4}},
+    )
+    app = make_app(cfg, history)
+    app.use_router(server.url, server=server)
+    window = ChatWindow(app)
+    qtbot.addWidget(window)
+    window.show()
+    assert window.session_id == session
+    return window, server
 
 
 class TestWarmupForCompare:
