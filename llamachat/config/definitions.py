@@ -508,10 +508,10 @@ KEYS: tuple[Key, ...] = (
         2048,
         _INT,
         "Disk space (MiB) for what the server llamachat runs has read of your chats (its\n"
-        "KV cache, saved after a warm-up: one file per chat, the least recently used\n"
-        "removed first, a deleted chat's with it). After a restart a reopened chat is\n"
-        "restored in milliseconds instead of read again. Per 1,000 tokens: 22 MiB for\n"
-        "SmolLM2-135M, 128 MiB for Llama 3 8B. 0: off (nothing written).",
+        "KV cache, saved when you leave a chat or quit: one file per chat, the least\n"
+        "recently used removed first, a deleted chat's with it). After a restart a reopened\n"
+        "chat is restored in milliseconds instead of read again. Per 1,000 tokens: 22 MiB\n"
+        "for SmolLM2-135M, 128 MiB for Llama 3 8B. 0: off (nothing written).",
         check=_no_less_than_zero("slot_cache_mb"),
     ),
     Key(
