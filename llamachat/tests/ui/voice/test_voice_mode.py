@@ -108,7 +108,8 @@ def test_a_reply_that_cannot_be_read_ends_voice_mode_with_the_line(
     window.voice_mode.start()
     qtbot.waitUntil(lambda: not window.voice_mode.active, timeout=60_000)
     assert window.problem_bar.text().startswith("No voice to read with")
-    assert window.messages.last_assistant().content() == "".join(ANSWER)
+    # Voice mode ends at the reading's failure, which may come before the reply's end.
+    qtbot.waitUntil(lambda: window.messages.last_assistant().content() == "".join(ANSWER))
 
 
 def test_ask_voice_starts_the_quick_window_listening_and_no_microphone_says_so(
