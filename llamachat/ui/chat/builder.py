@@ -5,7 +5,8 @@ make (`next_turn`), from its saved messages and `ChatState`: the system message,
 history, the question, every tool offered (the built-in ones and the MCP tools of the
 servers that are up), the parameters. The reply sends that Turn as built, and the
 context meter counts the same Turn (`draft_turn`, with the draft for a question): the
-two cannot drift apart. `warm_turn` is that request up to where the next message starts,
+two cannot drift apart. A comparison's requests (`next_turns`, one per model) are each
+the one a send to that model makes, what they share read once. `warm_turn` is that request up to where the next message starts,
 which the cache warm-up sends. In chat mode the system message is cached, byte-identical from
 turn to turn (what lets llama.cpp reuse its prompt cache), until `forget_system` says
 what goes into it changed. Its memory part is read from History at each build (a few
@@ -17,7 +18,7 @@ Qt-free but for the App's protocol; reads History, so it runs on the GUI thread.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from llamachat import params, turn
 from llamachat.config import Config
@@ -119,11 +120,6 @@ class TurnBuilder:
             return memories.Chosen((), ())
         return memories.chosen(self.memory_rows(), self.config().memory_tokens)
 
-    def _memory_part(self, model: str) -> tuple[turn.Part, ...]:
-        self.memory = self.memory_choice(model)
-        part = turn.memory_part(self.memory.kept)
-        return (part,) if part is not None else ()
-
     def forget_system(self) -> None:
         """What goes into the system message changed: the next request builds it again."""
         self._system_cache = None
@@ -140,6 +136,21 @@ class TurnBuilder:
         `before` leaves out that message and those after it (a retry's earlier reply);
         `n_ctx`, the model's context size, bounds the skills catalog.
         """
+        return self.next_turns((model,), before=before, n_ctx=n_ctx)[0]
+
+    def next_turns(
+        self, models: Sequence[str], *, before: int | None = None, n_ctx: int | None = None
+    ) -> list[turn.Turn]:
+        """The next request to each of `models` (a comparison's), each the one a send to
+        that model alone makes; `before` and `n_ctx` as `next_turn`'s.
+
+        What every model shares is read and built once: the saved messages, the system
+        message, the memories chosen, the MCP tools of the servers up. What depends on the
+        model is built for each: the tools offered (none to a model whose template takes
+        none, which gets the passages of the chat's libraries instead), images and sounds
+        sent or named, the memories carried or not, the parameters. Each request has tools
+        of its own: a tool keeps what its send's calls did (a skill loaded).
+        """
         state, cfg = self.state, self.config()
         history = self._app.history
         stored = history.messages(state.session_id) if state.session_id is not None else []
@@ -147,45 +158,69 @@ class TurnBuilder:
         stored = stored[state.trimmed :] if state.mode != ONESHOT else stored
         if before is not None:
             stored = [row for row in stored if row["id"] < before]
-        # A provider's model is renamed on the way; only llama.cpp's router takes its fields.
-        router = self.client_for(model)[1] == model
         mcp = self._app.mcp.ready_tools(state.session_id)
+        # Chosen once (a few History rows), carried by the models that may have them.
+        chosen: list[memories.Chosen] = []
+
+        def memory_for(model: str) -> memories.Chosen:
+            if not self.memory_allowed(model):
+                return memories.Chosen((), ())
+            if not chosen:
+                chosen.append(memories.chosen(self.memory_rows(), cfg.memory_tokens))
+            return chosen[0]
+
+        requests = []
         if state.mode == ONESHOT:
             question = next((row for row in stored if row["role"] == "user"), None)
-            self.memory = self.memory_choice(model)  # a one-shot session has no project
-            return turn.oneshot_turn(
-                cfg,
-                model=model,
-                text=(question["content"] if question else "") or "",
-                attachments=(question["attachments"] if question else []) or [],
-                names=list(state.loaded),
-                store=state.store,
-                images=self.images(model),
-                audio=self.hears(model),
-                n_ctx=n_ctx,
-                extra_tools=mcp,
-                router=router,
-                takes_tools=self.takes_tools(model),
-                memories=self.memory.kept,
+            for model in models:
+                memory = memory_for(model)  # a one-shot session has no project
+                requests.append(
+                    turn.oneshot_turn(
+                        cfg,
+                        model=model,
+                        text=(question["content"] if question else "") or "",
+                        attachments=(question["attachments"] if question else []) or [],
+                        names=list(state.loaded),
+                        store=state.store,
+                        images=self.images(model),
+                        audio=self.hears(model),
+                        n_ctx=n_ctx,
+                        extra_tools=mcp,
+                        router=self.client_for(model)[1] == model,
+                        takes_tools=self.takes_tools(model),
+                        memories=memory.kept,
+                    )
+                )
+            self.memory = memory_for(models[0])
+            return requests
+        system, preset, library = self._system_parts(), self.prompt()[0], self.library()
+        for model in models:
+            part = turn.memory_part(memory_for(model).kept)
+            requests.append(
+                turn.build_turn(
+                    cfg,
+                    model=model,
+                    system=system if part is None else (*system, part),
+                    messages=stored,
+                    images=self.images(model),
+                    audio=self.hears(model),
+                    store=state.store,
+                    search_on=state.search_on,
+                    preset=preset,
+                    chat_params=state.params,
+                    n_ctx=n_ctx,
+                    extra_tools=mcp,
+                    # A provider's model is renamed on the way; only llama.cpp's router
+                    # takes its fields.
+                    router=self.client_for(model)[1] == model,
+                    takes_tools=self.takes_tools(model),
+                    library=library,
+                    memory_on=self.memory_allowed(model),
+                )
             )
-        return turn.build_turn(
-            cfg,
-            model=model,
-            system=self._system_parts() + self._memory_part(model),
-            messages=stored,
-            images=self.images(model),
-            audio=self.hears(model),
-            store=state.store,
-            search_on=state.search_on,
-            preset=self.prompt()[0],
-            chat_params=state.params,
-            n_ctx=n_ctx,
-            extra_tools=mcp,
-            router=router,
-            takes_tools=self.takes_tools(model),
-            library=self.library(),
-            memory_on=self.memory_allowed(model),
-        )
+        # What the memories' last use is marked from once the request left (`memory.sent`).
+        self.memory = memory_for(models[0])
+        return requests
 
     def library(self) -> LibraryConfig | None:
         """The chat's libraries and its project's, as searched (None: it has none)."""

@@ -1,8 +1,8 @@
 """Whether a comparison's request fits each model's context, counted with each model's tokenizer.
 
 `CompareFit(builder, context_size)` is the Compare chooser's meter. `measure(text, models)`
-builds the request a comparison would send (once, as `comparison.Comparer` builds it,
-with `text` as its question) and measures it against each model: its tokens counted by
+builds the requests a comparison would send (as `comparison.Comparer` builds them, one
+per model, with `text` as their question) and measures it against each model: its tokens counted by
 that model's server (`context.Tokenizer`, one per model: models count the same text
 differently) and that model's context size (`Models.context_limits`, which knows a
 model the router has not loaded from its listed `--ctx-size`). `measured` then gives
@@ -91,23 +91,25 @@ class CompareFit(QObject):
             self.measured.emit([])
             return
         builder = self._builder
-        # As `Comparer` builds it: once, for the first model; each sends it with its name.
-        request = builder.draft_turn(models[0], n_ctx=self._context_size())
+        # As `Comparer` builds them: each the request a send to that model makes.
+        requests = builder.next_turns(models, n_ctx=self._context_size())
         jobs = []
-        for model in models:
+        for model, request in zip(models, requests, strict=True):
             client, name = builder.client_for(model)
             tokenizer = self._tokenizers.get(model)
             if tokenizer is None:
                 tokenizer = self._tokenizers[model] = context.Tokenizer(client, name)
             # The question's own parts (a library's passages are found when it is sent).
-            question = turn.user_parts(text, [], images=builder.images(model))
+            question = turn.user_parts(
+                text, [], images=builder.images(model), audio=builder.hears(model)
+            )
             jobs.append(
                 (
                     model,
                     Models(client),
                     name,
                     tokenizer,
-                    dataclasses.replace(request, model=model, question=question),
+                    dataclasses.replace(request, question=question),
                 )
             )
         configured = builder.config().reply_reserve

@@ -1,8 +1,13 @@
 """Comparing models: one question's request sent to 2-4 models, each answer a version of one reply.
 
-`Comparer` (a conversation's) saves the question, builds its request once (`TurnBuilder`)
-and hands it to a `Comparison`, which sends that same request to each model (only the
-model named and its own parameters differ: its config's, then the preset's and the chat's) as a `ReplyStream` of its own, all answering the question: each
+`Comparer` (a conversation's) saves the question, builds its requests
+(`TurnBuilder.next_turns`: what they share, the system message, the history and the
+question, read once) and hands them to a `Comparison`, which sends each model the request
+a normal send to that model makes (its tools, or its libraries' passages when its template
+takes none; images and sounds it reads, named when it cannot; its own parameters) as a
+`ReplyStream` of its own, all answering the question. A model whose server has not said
+whether it takes tools (not loaded yet) asks before its request leaves, as a normal send
+does (`Outbox.asks_tools`; its column's worker loads it and leaves the tools out). Each
 answer is saved as one more version of the same reply, and `choose` makes one of them
 the chat's current version (the others stay a click away, ‹ n/N › on the reply).
 A blind comparison ("Model A", "Model B"... until then) keeps its pick in History
@@ -23,17 +28,13 @@ Errors: none raised; a column that fails ends "error" and the others go on.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
 from PySide6.QtCore import QObject, Signal, Slot
 
-from llamachat import turn
 from llamachat.history.store import HistoryError, MessageRow
-from llamachat.router import client as backend
 from llamachat.turn import Turn
 from llamachat.ui.chat.builder import TurnBuilder
 from llamachat.ui.chat.reply import SEND_WAIT_MS, ReplyStream
@@ -73,10 +74,9 @@ class Comparison(QObject):
         *,
         session_id: int,
         question_id: int,
-        request: Turn,
+        requests: Sequence[Turn],
         models: Sequence[str],
         model_status: Callable[[str], str],
-        params_for: Callable[[str], Mapping[str, Any]] | None = None,
         ask_tools: Callable[[str, Turn], bool] = lambda _model, _request: False,
         blind: bool = False,
         project_id: int | None = None,
@@ -85,19 +85,19 @@ class Comparison(QObject):
         super().__init__(parent)
         if not MIN_MODELS <= len(models) <= MAX_MODELS:
             raise ValueError(f"compare {MIN_MODELS} to {MAX_MODELS} models, got {len(models)}")
+        if [request.model for request in requests] != list(models):
+            raise ValueError("one request per model, in the models' order")
         self._app = app
         self._threads = threads
         self.session_id = session_id
         self.question_id = question_id
-        self.request = request
-        """The request built once: each column's is this one with its model's name."""
+        self.requests = list(requests)
+        """Each column's request, as a normal send to its model makes it."""
         self.models = list(models)
         self.blind = blind
         """Whether the names are hidden ("Model A", "Model B"...) until a pick."""
         self.project_id = project_id
         self._model_status = model_status
-        # Each model's own parameters (its config's, then the preset's and the chat's).
-        self._params_for = params_for or (lambda _model: request.params)
         self._ask_tools = ask_tools
         self.replies: list[ReplyStream | None] = [None] * len(models)
         self.statuses = ["waiting"] * len(models)
@@ -192,8 +192,7 @@ class Comparison(QObject):
 
     def _build(self, index: int) -> ReplyStream | None:
         """Column `index`'s reply, ready to send (None: it could not be, the column ended)."""
-        model = self.models[index]
-        request = dataclasses.replace(self.request, model=model, params=self._params_for(model))
+        model, request = self.models[index], self.requests[index]
         history = self._app.history
         try:
             reply = ReplyStream(
@@ -330,8 +329,8 @@ class Comparer(QObject):
             return NOT_SENT
         self._ask_editing(None)
         self.messages_reset.emit(path[:at])
-        request = self._builder.next_turn(models[0], before=reply_id, n_ctx=self._context_size())
-        return self._compare(session_id, path[at - 1]["id"], request, models, blind)
+        requests = self._builder.next_turns(models, before=reply_id, n_ctx=self._context_size())
+        return self._compare(session_id, path[at - 1]["id"], requests, models, blind)
 
     def _ask(self, text: str, models: Sequence[str], *, blind: bool = False) -> str:
         models = list(dict.fromkeys(m for m in models if m))
@@ -346,25 +345,28 @@ class Comparer(QObject):
         except HistoryError as exc:
             self.notice.emit(f"Not sent: the message could not be saved. {exc}", 0)
             return NOT_SENT
-        # Built once, for the first model; every column sends it with its own model's name.
-        request = self._builder.next_turn(models[0], n_ctx=self._context_size())
+        requests = self._builder.next_turns(models, n_ctx=self._context_size())
         # The window shows the question once the requests are out: a view built holds the GIL.
-        outcome = self._compare(row["session_id"], row["id"], request, models, blind)
+        outcome = self._compare(row["session_id"], row["id"], requests, models, blind)
         self.message_added.emit(row)
         return outcome
 
     def _compare(
-        self, session_id: int, question_id: int, request: Turn, models: list[str], blind: bool
+        self,
+        session_id: int,
+        question_id: int,
+        requests: Sequence[Turn],
+        models: list[str],
+        blind: bool,
     ) -> str:
         comparison = Comparison(
             self._app,
             self._threads,
             session_id=session_id,
             question_id=question_id,
-            request=request,
+            requests=requests,
             models=models,
             model_status=self._model_status,
-            params_for=self._params_for,
             ask_tools=self._ask_tools,
             blind=blind,
             project_id=self._builder.project_id(),
@@ -376,16 +378,6 @@ class Comparer(QObject):
         comparison.start()
         self.started.emit(comparison)
         return SENT
-
-    def _params_for(self, model: str) -> dict[str, Any]:
-        """The request fields for `model`, as `turn.build_turn` gives them (llama.cpp's
-        progress fields to the router's models, not a provider's)."""
-        builder = self._builder
-        fields = turn.request_params(
-            builder.config(), model=model, preset=builder.prompt()[0], chat=builder.state.params
-        )
-        router = builder.client_for(model)[1] == model
-        return {**backend.LLAMA_PARAMS, **fields} if router else fields
 
     def _on_finished(self, comparison: Comparison) -> None:
         self._compared.update(i for i in comparison.message_ids if i is not None)

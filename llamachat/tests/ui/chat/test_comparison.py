@@ -12,7 +12,7 @@ from llamachat.history.store import History
 from llamachat.router.client import Client
 from llamachat.router.models import Models
 from llamachat.router.server import ManagedServer
-from llamachat.tests.support import make_app, real_assets
+from llamachat.tests.support import make_app, make_zebra_folder, real_assets
 from llamachat.ui.chat import comparison as compare
 from llamachat.ui.chat.conversation import Conversation
 
@@ -176,6 +176,73 @@ class TestComparison:
         with qtbot.waitSignal(chat.comparer.ended, timeout=10000):
             assert chat.stop()
         router.release()
+
+    def test_each_column_carries_what_a_normal_send_to_its_model_carries(
+        self, conversation, router, qtbot, tmp_path
+    ) -> None:
+        """Skills installed (load_skill offered) and a library attached: the model that takes
+        tools is offered them; the chat's own model, whose template takes none, gets the
+        library's passages instead; a model not loaded, whose server has not said, is loaded
+        first and then gets them too. Each column's request is the one a normal send to its
+        model makes (the same question sent in a chat of that model)."""
+
+        router.models["beta"].tools = False
+        router.models["smol"].tools = False
+        docs = make_zebra_folder(tmp_path / "docs")
+        question = "How did the zebra division do?"
+        chat = _chat_with_library(conversation, router, qtbot, "beta", docs)
+        started: list = []
+        chat.comparer.started.connect(started.append)
+        with qtbot.waitSignal(chat.comparer.ended, timeout=20000):
+            assert chat.comparer.ask(question, ["alpha", "beta", "smol"]) == compare.SENT
+        assert started[0].statuses == ["complete"] * 3
+        compared = {r.json["model"]: r.json for r in router.chat_requests()[-3:]}
+        offered = [t["function"]["name"] for t in compared["alpha"]["tools"]]
+        assert "load_skill" in offered and "search_documents" in offered
+        for model in ("beta", "smol"):
+            assert "tools" not in compared[model]
+            assert "42 million" in compared[model]["messages"][-1]["content"]
+        assert "42 million" not in str(compared["alpha"]["messages"])
+
+        for model in ("alpha", "beta", "smol"):
+            normal = _chat_with_library(conversation, router, qtbot, model, docs)
+            with qtbot.waitSignal(normal.reply_ended, timeout=10000):
+                assert normal.submit(question) == compare.SENT
+            assert router.chat_requests()[-1].json == compared[model]
+
+    def test_an_earlier_image_goes_to_the_model_that_reads_images_and_is_named_to_the_other(
+        self, conversation, router, qtbot
+    ) -> None:
+        """An image sent earlier in the chat is replayed as an image to the column whose model
+        reads images, and named as text to the one whose model does not, each as a normal
+        send to that model replays it."""
+
+        router.models["gamma"].modalities = ("text", "image")
+        image = {"kind": "image", "name": "cat.png", "mime": "image/png", "data": PIXEL}
+
+        def chat_on(model: str):
+            chat, _history = conversation(images=lambda name: name == "gamma")
+            chat.model = model
+            router.script_for(model, Reply(content="A cat."))
+            with qtbot.waitSignal(chat.reply_ended, timeout=10000):
+                assert chat.submit("What is this?", [image]) == compare.SENT
+            return chat
+
+        chat = chat_on("alpha")
+        with qtbot.waitSignal(chat.comparer.ended, timeout=15000):
+            assert chat.comparer.ask("And its colour?", ["alpha", "gamma"]) == compare.SENT
+        compared = {r.json["model"]: r.json["messages"] for r in router.chat_requests()[-2:]}
+        seen = compared["gamma"][-3]["content"]
+        assert isinstance(seen, list)
+        assert {"type": "image_url", "image_url": {"url": PIXEL}} in seen
+        named = compared["alpha"][-3]["content"]
+        assert named == "What is this?\n\n[image cat.png not sent: this model does not read images]"
+
+        for model in ("alpha", "gamma"):
+            normal = chat_on(model)
+            with qtbot.waitSignal(normal.reply_ended, timeout=10000):
+                assert normal.submit("And its colour?") == compare.SENT
+            assert router.chat_requests()[-1].json["messages"] == compared[model]
 
     def test_a_model_failing_mid_answer_leaves_the_others_going(
         self, conversation, router, qtbot
@@ -368,6 +435,24 @@ class TestComparisonRealRouter:
         assert sorted(history.messages(chat.session_id)[-1]["versions"]) == sorted(
             comparison.message_ids
         )
+
+
+PIXEL = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4DwABBAEAwS2OUAAAAABJRU5ErkJggg=="
+
+
+def _chat_with_library(conversation, router, qtbot, model: str, docs) -> Conversation:
+    """A chat of `model` (its server asked whether it takes tools) that said Hello, with the
+    folder `docs` attached as its library and read."""
+
+    chat, _history = conversation(model_status=router.status)
+    chat.model = model
+    router.script_for(model, Reply(content="Hello."))
+    with qtbot.waitSignal(chat.reply_ended, timeout=15000):
+        assert chat.submit("Hello") == compare.SENT
+    qtbot.waitUntil(lambda: chat.builder.tools_known(model), timeout=10000)
+    chat.app.libraries.attach(chat.session_id, docs)
+    qtbot.waitUntil(lambda: not chat.app.libraries.busy(), timeout=20000)
+    return chat
 
 
 def _texts(history, chat, ids) -> list[str]:
