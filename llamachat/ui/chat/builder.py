@@ -18,7 +18,7 @@ Qt-free but for the App's protocol; reads History, so it runs on the GUI thread.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from llamachat import params, turn
 from llamachat.config import Config
@@ -59,6 +59,9 @@ class TurnBuilder:
         self._cached_instructions = ""
         # What the models' servers said of their chat templates: whether they take tools.
         self._takes: dict[str, bool] = {}
+        # The context sizes of models other than the chat's (whose size its meter knows),
+        # as the Compare chooser's meter learned them.
+        self._sizes: dict[str, int] = {}
         self.memory = memories.Chosen((), ())
         """The memories the last request built carried, and those the budget left out."""
 
@@ -89,6 +92,15 @@ class TurnBuilder:
         changed = takes != self.takes_tools(model)
         self._takes[model] = takes
         return changed
+
+    def set_context_size(self, model: str, n_ctx: int) -> None:
+        """What `model`'s server says of its context size (the Compare chooser asks)."""
+        self._sizes[model] = n_ctx
+
+    def context_sizes(self, models: Sequence[str], chat: int | None) -> dict[str, int | None]:
+        """Each of `models`' context size as far as known (None: not yet): `chat` for the
+        chat's model (its meter's), the others' as their servers said."""
+        return {m: chat if m == self.state.model else self._sizes.get(m) for m in models}
 
     def default_params(self, model: str) -> dict:
         """The parameters the config gives `model` and the chat's preset."""
@@ -136,13 +148,18 @@ class TurnBuilder:
         `before` leaves out that message and those after it (a retry's earlier reply);
         `n_ctx`, the model's context size, bounds the skills catalog.
         """
-        return self.next_turns((model,), before=before, n_ctx=n_ctx)[0]
+        return self.next_turns((model,), before=before, sizes={model: n_ctx})[0]
 
     def next_turns(
-        self, models: Sequence[str], *, before: int | None = None, n_ctx: int | None = None
+        self,
+        models: Sequence[str],
+        *,
+        before: int | None = None,
+        sizes: Mapping[str, int | None] | None = None,
     ) -> list[turn.Turn]:
         """The next request to each of `models` (a comparison's), each the one a send to
-        that model alone makes; `before` and `n_ctx` as `next_turn`'s.
+        that model alone makes; `before` as `next_turn`'s, `sizes` each model's context
+        size (`context_sizes`; one left out is not known).
 
         What every model shares is read and built once: the saved messages, the system
         message, the memories chosen, the MCP tools of the servers up. What depends on the
@@ -159,6 +176,7 @@ class TurnBuilder:
         if before is not None:
             stored = [row for row in stored if row["id"] < before]
         mcp = self._app.mcp.ready_tools(state.session_id)
+        sizes = sizes or {}
         # Chosen once (a few History rows), carried by the models that may have them.
         chosen: list[memories.Chosen] = []
 
@@ -184,7 +202,7 @@ class TurnBuilder:
                         store=state.store,
                         images=self.images(model),
                         audio=self.hears(model),
-                        n_ctx=n_ctx,
+                        n_ctx=sizes.get(model),
                         extra_tools=mcp,
                         router=self.client_for(model)[1] == model,
                         takes_tools=self.takes_tools(model),
@@ -208,7 +226,7 @@ class TurnBuilder:
                     search_on=state.search_on,
                     preset=preset,
                     chat_params=state.params,
-                    n_ctx=n_ctx,
+                    n_ctx=sizes.get(model),
                     extra_tools=mcp,
                     # A provider's model is renamed on the way; only llama.cpp's router
                     # takes its fields.

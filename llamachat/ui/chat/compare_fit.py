@@ -9,7 +9,11 @@ model the router has not loaded from its listed `--ctx-size`). `measured` then g
 a `Fit` per model, in the order asked.
 
 Counting never loads a model (the tokenizer asks with `autoload=false`): a model not
-loaded is estimated, and its `Fit` says so (`exact`).
+loaded is estimated, and its `Fit` says so (`exact`). What the servers say on the way, each
+model's context size and whether its template takes tools, goes to the builder: the
+comparison then builds each model's request as a send to it would (the skills catalog and
+the libraries' passages within its context; no tools to a model that takes none, without
+asking again before its request leaves).
 
 Threads: the request is built on the GUI thread (History), counted on
 `tasks.run_in_background`. Errors: none raised; what a server cannot say is estimated,
@@ -46,6 +50,8 @@ class Fit:
     n_ctx: int | None
     reserve: int
     exact: bool
+    takes_tools: bool | None = None
+    """Whether its template takes tools, when its server said (it says once loaded)."""
 
     def fits(self) -> bool:
         """Whether the request and the reply's reserve fit (True when the size is unknown)."""
@@ -92,7 +98,9 @@ class CompareFit(QObject):
             return
         builder = self._builder
         # As `Comparer` builds them: each the request a send to that model makes.
-        requests = builder.next_turns(models, n_ctx=self._context_size())
+        requests = builder.next_turns(
+            models, sizes=builder.context_sizes(models, self._context_size())
+        )
         jobs = []
         for model, request in zip(models, requests, strict=True):
             client, name = builder.client_for(model)
@@ -103,6 +111,9 @@ class CompareFit(QObject):
             question = turn.user_parts(
                 text, [], images=builder.images(model), audio=builder.hears(model)
             )
+            # The chat's model's tools are its meter's to learn (`ModelLimits`); a
+            # provider's server never says.
+            ask = model != builder.state.model and name == model and not builder.tools_known(model)
             jobs.append(
                 (
                     model,
@@ -110,17 +121,19 @@ class CompareFit(QObject):
                     name,
                     tokenizer,
                     dataclasses.replace(request, question=question),
+                    ask,
                 )
             )
         configured = builder.config().reply_reserve
 
         def count() -> list[Fit]:
             fits = []
-            for model, models_api, name, tokenizer, asked in jobs:
+            for model, models_api, name, tokenizer, asked, ask in jobs:
                 n_ctx, _trained = models_api.context_limits(name)
+                takes = models_api.takes_tools(name) if ask else None
                 measured = context.measure(asked, tokenizer, exact=True, timeout=COUNT_TIMEOUT_S)
                 reserve = context.reserve_for(n_ctx, configured) if n_ctx else configured
-                fits.append(Fit(model, measured.total, n_ctx, reserve, measured.exact))
+                fits.append(Fit(model, measured.total, n_ctx, reserve, measured.exact, takes))
             return fits
 
         tasks.run_in_background(
@@ -135,4 +148,10 @@ class CompareFit(QObject):
         except Exception as exc:  # noqa: BLE001 - no count: the chooser shows none
             log.info("the comparison's request was not measured: %s", exc)
             return
+        builder = self._builder
+        for fit in fits:
+            if fit.n_ctx is not None and fit.model != builder.state.model:
+                builder.set_context_size(fit.model, fit.n_ctx)
+            if fit.takes_tools is not None and not builder.tools_known(fit.model):
+                builder.set_takes_tools(fit.model, fit.takes_tools)
         self.measured.emit(fits)

@@ -6,8 +6,9 @@ question, read once) and hands them to a `Comparison`, which sends each model th
 a normal send to that model makes (its tools, or its libraries' passages when its template
 takes none; images and sounds it reads, named when it cannot; its own parameters) as a
 `ReplyStream` of its own, all answering the question. A model whose server has not said
-whether it takes tools (not loaded yet) asks before its request leaves, as a normal send
-does (`Outbox.asks_tools`; its column's worker loads it and leaves the tools out). Each
+whether it takes tools (the Compare chooser asks each loaded pick: `compare_fit`) asks
+before its request leaves, as a normal send does (`Outbox.asks_tools`: its column's worker
+loads it when it must, and leaves the tools out for one that takes none). Each
 answer is saved as one more version of the same reply, and `choose` makes one of them
 the chat's current version (the others stay a click away, ‹ n/N › on the reply).
 A blind comparison ("Model A", "Model B"... until then) keeps its pick in History
@@ -329,7 +330,7 @@ class Comparer(QObject):
             return NOT_SENT
         self._ask_editing(None)
         self.messages_reset.emit(path[:at])
-        requests = self._builder.next_turns(models, before=reply_id, n_ctx=self._context_size())
+        requests = self._builder.next_turns(models, before=reply_id, sizes=self._sizes(models))
         return self._compare(session_id, path[at - 1]["id"], requests, models, blind)
 
     def _ask(self, text: str, models: Sequence[str], *, blind: bool = False) -> str:
@@ -345,11 +346,16 @@ class Comparer(QObject):
         except HistoryError as exc:
             self.notice.emit(f"Not sent: the message could not be saved. {exc}", 0)
             return NOT_SENT
-        requests = self._builder.next_turns(models, n_ctx=self._context_size())
+        requests = self._builder.next_turns(models, sizes=self._sizes(models))
         # The window shows the question once the requests are out: a view built holds the GIL.
         outcome = self._compare(row["session_id"], row["id"], requests, models, blind)
         self.message_added.emit(row)
         return outcome
+
+    def _sizes(self, models: Sequence[str]) -> dict[str, int | None]:
+        """Each model's context size, as far as known: what bounds its request's skills
+        catalog and libraries' passages, as in a send to it."""
+        return self._builder.context_sizes(models, self._context_size())
 
     def _compare(
         self,

@@ -271,7 +271,9 @@ class Warmer(QObject):
         if not provider and self._status(model) != "loaded":
             return False  # never a load: warmed once it finished loading
         try:
-            request = self._builder.warm_turn(model, self._context_size())
+            # As the comparison sizes it (a pick's skills catalog is bounded by its context).
+            n_ctx = self._builder.context_sizes((model,), self._context_size())[model]
+            request = self._builder.warm_turn(model, n_ctx)
         except Exception:
             log.exception("cannot build the warm-up request")
             return False

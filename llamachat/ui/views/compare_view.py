@@ -411,6 +411,9 @@ class Compare(QObject):
         fit = CompareFit(self._chat.builder, self._chat.context.context_size, parent=chooser)
         fit.measured.connect(chooser.show_fits)
         warmer = self._chat.warmer
+        # What the count learned of a pick (its context, whether it takes tools) may
+        # change its request: warmed again as it will be sent.
+        fit.measured.connect(lambda _fits: warmer.trigger())
 
         def settled() -> None:
             fit.measure(chooser.question(), chooser.models())

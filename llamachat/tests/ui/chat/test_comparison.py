@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from llamachat import turn
 from llamachat.config import Config
 from llamachat.dev.scripted_router import Model, Reply, ScriptedRouter
 from llamachat.history.store import History
@@ -14,6 +15,7 @@ from llamachat.router.models import Models
 from llamachat.router.server import ManagedServer
 from llamachat.tests.support import make_app, make_zebra_folder, real_assets
 from llamachat.ui.chat import comparison as compare
+from llamachat.ui.chat.compare_fit import CompareFit
 from llamachat.ui.chat.conversation import Conversation
 
 FOUR = ("alpha", "beta", "gamma", "delta")
@@ -243,6 +245,43 @@ class TestComparison:
             with qtbot.waitSignal(normal.reply_ended, timeout=10000):
                 assert normal.submit("And its colour?") == compare.SENT
             assert router.chat_requests()[-1].json["messages"] == compared[model]
+
+    def test_what_the_chooser_learned_sizes_each_request_as_a_send_to_its_model(
+        self, conversation, router, qtbot, tmp_path
+    ) -> None:
+        """The chooser's count learns each pick's context size and whether its template
+        takes tools: the small tool-less pick's request then leaves without tools and
+        without asking again, its libraries' passages cut to its own context, as a send
+        to it makes them."""
+
+        router.models["beta"].tools = False
+        router.models["beta"].n_ctx = 1024
+        docs = tmp_path / "docs"
+        docs.mkdir()
+        for n in range(6):
+            (docs / f"zebra{n}.md").write_text(
+                f"# Zebra {n}\n\n" + f"The zebra division earned {n} million that year. " * 12
+            )
+        question = "How did the zebra division do?"
+        chat = _chat_with_library(conversation, router, qtbot, "alpha", docs)
+        fit = CompareFit(chat.builder, chat.context.context_size)
+        with qtbot.waitSignal(fit.measured, timeout=15000):
+            fit.measure(question, ["alpha", "beta"])
+        assert chat.builder.tools_known("beta") and not chat.builder.takes_tools("beta")
+        asked = len(router.requests)
+        with qtbot.waitSignal(chat.comparer.ended, timeout=15000):
+            assert chat.comparer.ask(question, ["alpha", "beta"]) == compare.SENT
+        compared = {r.json["model"]: r.json for r in router.chat_requests()[-2:]}
+        props = [r for r in router.requests[asked:] if r.path == "/props"]
+        assert props == [] and "tools" not in compared["beta"]
+        passages = compared["beta"]["messages"][-1]["content"]
+        assert "million" in passages and len(passages) < turn.excerpt_chars(4096)
+
+        normal = _chat_with_library(conversation, router, qtbot, "beta", docs)
+        qtbot.waitUntil(lambda: normal.context.context_size() == 1024, timeout=10000)
+        with qtbot.waitSignal(normal.reply_ended, timeout=10000):
+            assert normal.submit(question) == compare.SENT
+        assert router.chat_requests()[-1].json == compared["beta"]
 
     def test_a_model_failing_mid_answer_leaves_the_others_going(
         self, conversation, router, qtbot
