@@ -8,7 +8,7 @@ import pytest
 
 from llamachat import turn
 from llamachat.config import Config
-from llamachat.dev.scripted_router import Model, Reply, ScriptedRouter
+from llamachat.dev.scripted_router import Model, Reply, ScriptedRouter, ToolCall
 from llamachat.history.store import History
 from llamachat.router.client import Client
 from llamachat.router.models import Models
@@ -282,6 +282,29 @@ class TestComparison:
         with qtbot.waitSignal(normal.reply_ended, timeout=10000):
             assert normal.submit(question) == compare.SENT
         assert router.chat_requests()[-1].json == compared["beta"]
+
+    def test_each_column_loads_a_skill_with_tools_of_its_own(
+        self, conversation, router, qtbot
+    ) -> None:
+        """Both models load the same skill with load_skill: each gets its instructions (one
+        column's load is not "already loaded" for the other)."""
+
+        chat, _history = conversation()
+        for model in ("alpha", "beta"):
+            router.script_for(
+                model,
+                Reply(tool_calls=[ToolCall("load_skill", '{"name": "weather"}')]),
+                Reply(content=f"{model} used it."),
+            )
+        with qtbot.waitSignal(chat.comparer.ended, timeout=15000):
+            assert chat.comparer.ask("Weather?", ["alpha", "beta"]) == compare.SENT
+        results = {
+            r.json["model"]: r.json["messages"][-1]["content"]
+            for r in router.chat_requests()
+            if r.json["messages"][-1]["role"] == "tool"
+        }
+        assert set(results) == {"alpha", "beta"}
+        assert not any("already loaded" in text for text in results.values())
 
     def test_a_model_failing_mid_answer_leaves_the_others_going(
         self, conversation, router, qtbot
