@@ -26,10 +26,13 @@ from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
     QDialogButtonBox,
+    QFileDialog,
     QFormLayout,
+    QHBoxLayout,
     QKeySequenceEdit,
     QLineEdit,
     QPlainTextEdit,
+    QPushButton,
     QVBoxLayout,
     QWidget,
 )
@@ -121,6 +124,12 @@ class SettingsDialog(QDialog):
         self.voice_model.setPlaceholderText(
             "A Piper voice (.onnx, its .onnx.json beside it); empty: espeak-ng"
         )
+        self.choose_voice = QPushButton("Choose…")
+        self.choose_voice.setAccessibleName("Choose a voice model")
+        self.choose_voice.clicked.connect(self._choose_voice)
+        voice_row = QHBoxLayout()
+        voice_row.addWidget(self.voice_model, 1)
+        voice_row.addWidget(self.choose_voice)
         self.rpc_workers = WorkerList(cfg.rpc_workers, find_binary(cfg))
 
         form = QFormLayout()
@@ -135,7 +144,7 @@ class SettingsDialog(QDialog):
         form.addRow("", self.shortcut_note)
         form.addRow("", self.autostart)
         form.addRow("", self.dictation_sends)
-        form.addRow("Read-aloud &voice:", self.voice_model)
+        form.addRow("Read-aloud &voice:", voice_row)
         form.addRow("RPC &workers:", self.rpc_workers)
 
         where = plain.Label(f"Saved to {self.path}; comments in the file are kept.")
@@ -158,6 +167,16 @@ class SettingsDialog(QDialog):
         layout.addWidget(self.error_label)
         layout.addStretch(1)
         layout.addWidget(buttons)
+
+    @Slot()
+    def _choose_voice(self) -> None:
+        """Pick a Piper voice file (its .onnx.json must sit beside it, as Piper ships them)."""
+        start = self.voice_model.text().strip() or str(Path.home())
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Choose a Piper voice", str(Path(start).expanduser()), "Piper voices (*.onnx)"
+        )
+        if path:
+            self.voice_model.setText(_shown_path(Path(path)))
 
     def values(self) -> dict[str, object]:
         """The edited keys as config.toml would hold them."""

@@ -79,3 +79,32 @@ class TestSettings:
             window.close()
             history.close()
             apply_theme(QApplication.instance(), "light")
+
+    def test_choose_puts_the_picked_piper_voice_in_the_box(
+        self, qtbot, tmp_path, monkeypatch
+    ) -> None:
+        """Choose… beside Read-aloud voice opens a file dialog on Piper voices and puts the
+        file picked in the box, as it is saved (under home as ~/...)."""
+
+        from PySide6.QtWidgets import QFileDialog
+
+        from llamachat import config
+        from llamachat.ui.settings import SettingsDialog
+
+        path = tmp_path / "config.toml"
+        path.write_text(config.DEFAULT_TEXT, encoding="utf-8")
+        dialog = SettingsDialog(config.load(path))
+        qtbot.addWidget(dialog)
+        voice = Path.home() / "voices" / "en_US-joe-medium.onnx"
+        asked: list[tuple] = []
+
+        def pick(*args):  # the desktop's file dialog cannot run offscreen
+            asked.append(args)
+            return str(voice), args[3]
+
+        monkeypatch.setattr(QFileDialog, "getOpenFileName", pick)
+        qtbot.mouseClick(dialog.choose_voice, Qt.MouseButton.LeftButton)
+        assert asked and asked[0][3] == "Piper voices (*.onnx)"
+        assert dialog.voice_model.text() == "~/voices/en_US-joe-medium.onnx"
+        assert dialog.save()
+        assert config.load(path).voice_model == voice
