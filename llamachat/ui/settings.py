@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QHBoxLayout,
     QKeySequenceEdit,
+    QLabel,
     QLineEdit,
     QPlainTextEdit,
     QPushButton,
@@ -144,7 +145,10 @@ class SettingsDialog(QDialog):
         form.addRow("", self.shortcut_note)
         form.addRow("", self.autostart)
         form.addRow("", self.dictation_sends)
-        form.addRow("Read-aloud &voice:", voice_row)
+        # A row of two widgets gives the form no buddy for the mnemonic: the label names one.
+        voice_label = QLabel("Read-aloud &voice:")
+        voice_label.setBuddy(self.voice_model)
+        form.addRow(voice_label, voice_row)
         form.addRow("RPC &workers:", self.rpc_workers)
 
         where = plain.Label(f"Saved to {self.path}; comments in the file are kept.")

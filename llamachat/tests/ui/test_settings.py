@@ -86,7 +86,7 @@ class TestSettings:
         """Choose… beside Read-aloud voice opens a file dialog on Piper voices and puts the
         file picked in the box, as it is saved (under home as ~/...)."""
 
-        from PySide6.QtWidgets import QFileDialog
+        from PySide6.QtWidgets import QFileDialog, QLabel
 
         from llamachat import config
         from llamachat.ui.settings import SettingsDialog
@@ -105,6 +105,9 @@ class TestSettings:
         monkeypatch.setattr(QFileDialog, "getOpenFileName", pick)
         qtbot.mouseClick(dialog.choose_voice, Qt.MouseButton.LeftButton)
         assert asked and asked[0][3] == "Piper voices (*.onnx)"
+        # Alt+V reaches the box: its label is its buddy (a row of two widgets has none).
+        labels = [w for w in dialog.findChildren(QLabel) if w.buddy() is dialog.voice_model]
+        assert [w.text() for w in labels] == ["Read-aloud &voice:"]
         assert dialog.voice_model.text() == "~/voices/en_US-joe-medium.onnx"
         assert dialog.save()
         assert config.load(path).voice_model == voice
