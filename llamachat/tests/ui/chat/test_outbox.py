@@ -94,25 +94,7 @@ class TestReattach:
         pieces = [f"w{n:03d} " for n in range(500)]
         router.script(Reply(content=pieces, delay=0.01))
         db = tmp_path / "history.db"
-        env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
-        with (tmp_path / "child.log").open("wb") as log:
-            child = subprocess.Popen(
-                [sys.executable, "-c", SIGKILL_CHILD_SCRIPT, router.url, str(tmp_path)],
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        try:
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and child.poll() is None and not _saved_place(db):
-                time.sleep(0.05)
-            assert _saved_place(db), (tmp_path / "child.log").read_text()
-            os.kill(child.pid, signal.SIGKILL)
-            child.wait(timeout=30)
-        finally:
-            if child.poll() is None:
-                child.kill()
-                child.wait()
+        _killed_mid_reply(router, tmp_path, db)
 
         with History(db) as saved:
             [session] = saved.list_sessions()
