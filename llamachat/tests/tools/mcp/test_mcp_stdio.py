@@ -7,6 +7,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from llamachat.tests.support import mcp_allow_all, mcp_faulty_toml, wait_for
 
 
@@ -45,12 +47,14 @@ class TestMcpStdio:
         logged = state.log_path.read_text(encoding="utf-8")
         assert "not UTF-8 on its stdout (b'Serveur d\\xe9marr\\xe9" in logged
 
-    def test_mcp_server_setsid_children_end_on_close_and_on_sigkill_of_llamachat(
-        self, mcp_hub, tmp_path: Path
+    @pytest.mark.parametrize("mode", ["spawner", "setsid"])
+    def test_mcp_server_children_end_on_close_and_on_sigkill_of_llamachat(
+        self, mcp_hub, tmp_path: Path, mode: str
     ) -> None:
-        """What a server starts in a session of its own (`setsid`, out of its process group;
-        orphaned or its child) ends when the hub closes, and when llamachat is SIGKILLed."""
-        hub, _cfg = mcp_hub(mcp_faulty_toml("setsid"))
+        """What a server starts ends when the hub closes, and when the process holding the
+        hub is killed with SIGKILL: `sleep &` and `sh -c` (spawner), and what it starts in a
+        session of its own (`setsid`, out of its process group; orphaned or its child)."""
+        hub, _cfg = mcp_hub(mcp_faulty_toml(mode))
         assert hub.turn_tools(consent=mcp_allow_all)
         pids = spawned_pids(hub.states()[0].log_path)
         assert len(pids) == 2 and all(is_alive(pid) for pid in pids)
@@ -63,8 +67,8 @@ class TestMcpStdio:
             "from pathlib import Path\n"
             "from llamachat.config import McpServerConfig\n"
             "from llamachat.tools import mcp as mcp_tools\n"
-            "hub = mcp_tools.Hub([McpServerConfig('setsid', command=sys.executable,"
-            " args=['-m', 'llamachat.dev.mcp_faulty', 'setsid'])], log_dir=Path(sys.argv[1]))\n"
+            f"hub = mcp_tools.Hub([McpServerConfig('{mode}', command=sys.executable,"
+            f" args=['-m', 'llamachat.dev.mcp_faulty', '{mode}'])], log_dir=Path(sys.argv[1]))\n"
             "assert hub.turn_tools(consent=lambda n, a: 'once')\n"
             "print('ready', flush=True)\n"
             "time.sleep(600)\n",
@@ -77,7 +81,7 @@ class TestMcpStdio:
         )
         try:
             assert host.stdout is not None and host.stdout.readline().strip() == "ready"
-            pids = spawned_pids(tmp_path / "host-logs" / "mcp-setsid.log")
+            pids = spawned_pids(tmp_path / "host-logs" / f"mcp-{mode}.log")
             assert all(is_alive(pid) for pid in pids)
             host.kill()
             host.wait(10)
