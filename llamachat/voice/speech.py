@@ -25,12 +25,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
+from llamachat.outside import file_gate
 from llamachat.voice.availability import VoiceError, needs_extra
 
 log = logging.getLogger(__name__)
 
 # espeak-ng's words per minute at speed 1.0 (its own default).
 _ESPEAK_WPM = 175
+# A Piper voice's .onnx.json is a few KB of settings and phoneme ids.
+VOICE_CONFIG_BYTES = 1024 * 1024
 
 
 class SpeechUnavailable(VoiceError):
@@ -60,14 +63,21 @@ class PiperSpeaker:
             from piper import PiperVoice
         except ImportError as exc:
             raise SpeechUnavailable(needs_extra("A Piper voice")) from exc
-        if not model.is_file():
+        if not model.exists():
             raise SpeechUnavailable(f"The voice model {model} does not exist (voice_model).")
         config = model.with_name(model.name + ".json")
-        if not config.is_file():
+        if not config.exists():
             raise SpeechUnavailable(
                 f"The voice model {model.name} has no {config.name} beside it; "
                 "a Piper voice comes as both files."
             )
+        try:
+            # Through the one gate before Piper opens them: a FIFO, a device or a link to
+            # one is refused with its reason instead of blocking or reading for ever.
+            file_gate.open_regular(model).close()
+            file_gate.read_text(config, VOICE_CONFIG_BYTES)
+        except file_gate.Refused as exc:
+            raise SpeechUnavailable(f"Not a Piper voice (voice_model): {exc}.") from exc
         try:
             self._voice: Any = PiperVoice.load(model, config)
         except Exception as exc:  # onnxruntime and json raise many kinds for a bad file

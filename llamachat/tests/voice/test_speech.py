@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import array
+import os
 import shutil
 from pathlib import Path
 
@@ -42,6 +43,17 @@ def test_a_voice_model_that_is_missing_or_alone_or_not_a_model_says_so(
     shutil.copyfile(piper_voice.with_name(piper_voice.name + ".json"), tmp_path / "bad.onnx.json")
     with pytest.raises(SpeechUnavailable, match="could not be loaded as a Piper voice"):
         find_speaker(bad)
+    # Outside files through the one gate: a FIFO as the model, a device as its settings.
+    fifo = tmp_path / "fifo.onnx"
+    os.mkfifo(fifo)
+    shutil.copyfile(piper_voice.with_name(piper_voice.name + ".json"), tmp_path / "fifo.onnx.json")
+    with pytest.raises(SpeechUnavailable, match="is a pipe"):
+        find_speaker(fifo)
+    zero = tmp_path / "zero.onnx"
+    shutil.copyfile(piper_voice, zero)
+    (tmp_path / "zero.onnx.json").symlink_to("/dev/zero")
+    with pytest.raises(SpeechUnavailable, match="is a device"):
+        find_speaker(zero)
 
 
 def test_without_a_voice_model_or_espeak_the_line_says_what_to_do(
