@@ -88,9 +88,6 @@ class VoiceMode(QObject):
         self._dictation: Dictation | None = None
         self._reply: ReplyStream | None = None
         self.state = ""
-        self.quiet = False
-        """True while voice mode ends leaving the window's line as it is (a refused send's
-        reason)."""
         chat.reply_started.connect(self._on_reply_started)
         # A question held for compacting and put back was not sent after all.
         chat.returned.connect(lambda _question: self._not_sent())
@@ -173,11 +170,7 @@ class VoiceMode(QObject):
         and listening again would only hear the person ask again into the same refusal."""
         if self.state != WAITING:
             return
-        self.quiet = True
-        try:
-            self.stop()
-        finally:
-            self.quiet = False
+        self.stop()
 
     def _on_reply_started(self, reply: ReplyStream) -> None:
         if self.state != WAITING:
@@ -237,6 +230,7 @@ class VoiceButton(QObject):
         super().__init__(composer)
         self._voice = voice
         self._status = status
+        self._said = ""  # the line this button last put up
         # Esc comes to the window as a shortcut override first: taken here while voice mode
         # is on, it ends voice mode and nothing else (the window's own Esc stops or hides).
         window.installEventFilter(self)
@@ -278,10 +272,12 @@ class VoiceButton(QObject):
     def _on_state_changed(self, state: str) -> None:
         self._button.setText(END_VOICE if state else VOICE)
         self._button.setAccessibleName("End voice mode" if state else "Voice mode")
-        # Kept while the state lasts; cleared when voice mode ends (before any failure's
-        # line), unless the window has just said why a message was not sent.
-        if state or not self._voice.quiet:
-            self._status(_STATUS.get(state, ""))
+        # Said only when it changes: waiting says nothing, so a send refused meanwhile
+        # keeps the window's reason when voice mode then ends (also saying nothing).
+        text = _STATUS.get(state, "")
+        if text != self._said:
+            self._said = text
+            self._status(text)
 
 
 def voice_missing() -> str:
